@@ -1,0 +1,276 @@
+"""Frozen records that flow through a run, linked by id.
+
+Records never change: a new fact about a candidate is a new event in the
+store, and the store's materialised view builds the latest ``Node`` from the
+events. Every record converts to and from plain JSON-able dicts with
+``to_dict`` / ``from_dict`` (see ``verifyless.node.dump`` / ``load``).
+
+Orientation: ``Verification.score`` is the raw value of the task's main
+validation metric. Search strategies never look at raw scores; they use
+``Node.fitness`` which is oriented so that higher is always better.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Status(str, enum.Enum):
+    """Lifecycle and outcome of a candidate.
+
+    The first four are pre-verification states; the rest are outcomes of a
+    paid verification (``OK`` is the only one with a usable score).
+    """
+
+    PROPOSED = "proposed"
+    IMPLEMENTED = "implemented"
+    GUARD_FAILED = "guard-failed"          # contract check or static guard rejected it
+    PARSE_ERROR = "parse-error"            # the LLM reply never parsed
+    SCREENED_OUT = "screened-out"          # the screener did not pick it
+    DUPLICATE = "duplicate"                # identical program already verified
+    OK = "ok"
+    FAILED = "failed"                      # non-zero exit, exception, missing output
+    TIMEOUT = "timeout"
+    OOM = "oom"
+    CONTRACT_VIOLATION = "contract-violation"  # fixed region changed, output contract broken, output cap hit
+    INVALID_METRIC = "invalid-metric"
+
+    @property
+    def verified(self) -> bool:
+        return self in _VERIFIED
+
+    @property
+    def buggy(self) -> bool:
+        """A paid verification that produced no usable score."""
+        return self in _VERIFIED and self is not Status.OK
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+_VERIFIED = frozenset(
+    {Status.OK, Status.FAILED, Status.TIMEOUT, Status.OOM, Status.CONTRACT_VIOLATION, Status.INVALID_METRIC}
+)
+
+
+class Operator(str, enum.Enum):
+    """How a child was made from its parent."""
+
+    DRAFT = "draft"          # a fresh solution (parent is the baseline, or none)
+    IMPROVE = "improve"
+    DEBUG = "debug"          # fix a buggy parent
+    EVOLVE = "evolve"        # MCGS intra-branch evolution (context: ancestors)
+    REFERENCE = "reference"  # MCGS cross-branch reference (context: other branches' best)
+    AGGREGATE = "aggregate"  # MCGS multi-branch aggregation (new branch root)
+    BASELINE = "baseline"    # the task's own program, root of every run
+
+    def __str__(self) -> str:  # pragma: no cover
+        return self.value
+
+
+def content_hash(text: str | bytes) -> str:
+    """SHA-256 hex digest of a program or blob; the key for dedup and blob storage."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Record:
+    """Mixin: JSON round-trip for frozen dataclasses (enums as values, tuples as lists)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]):
+        return _build(cls, data)
+
+    def replace(self, **changes: Any):
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Idea(_Record):
+    """One proposed change, in words (no code).
+
+    ``params`` is set by offline idea-space proposers: the structured edit
+    (e.g. ``{"model": "ridge", "alpha": 1.0}``) that the template implementer
+    renders. LLM proposers leave it empty.
+    """
+
+    text: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Verification(_Record):
+    """The outcome of one paid verification.
+
+    ``metrics`` are validation metrics (search may see them). ``test_metrics``
+    are hidden-test metrics: reported only, never shown to search.
+    ``score`` / ``test_score`` are the main metric's raw values (None unless OK).
+    """
+
+    status: Status
+    reason: str = ""
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    test_metrics: Mapping[str, float] = field(default_factory=dict)
+    score: float | None = None
+    test_score: float | None = None
+    run_seconds: float = 0.0       # untrusted step wall time
+    score_seconds: float = 0.0     # trusted scoring wall time
+    overhead_seconds: float = 0.0  # workspace setup and teardown
+    peak_memory_mb: float = 0.0
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    program_hash: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.run_seconds + self.score_seconds + self.overhead_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence(_Record):
+    """What a screener saw and concluded about one candidate.
+
+    ``rank_value``: higher is more promising (e.g. negated average label rank).
+    ``labels``: parsed five-way labels of the valid samples (``"BigWin"`` ...).
+    ``votes``: three-way vote distribution ``{"improve": p, "tie": p, "lose": p}``.
+    ``uncertainty``: ``1 - max(votes)``; 1.0 when nothing valid was produced.
+    ``detail``: screener-specific extras (tournament matches, raw-critique blob hashes, pilot ids).
+    """
+
+    candidate_id: str
+    rank_value: float
+    labels: tuple[str, ...] = ()
+    votes: Mapping[str, float] = field(default_factory=dict)
+    uncertainty: float = 1.0
+    n_valid: int = 0
+    n_invalid: int = 0
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Screening(_Record):
+    """A screener's decision over one pool of candidates.
+
+    ``ranking``: candidate ids, most promising first (every candidate appears once).
+    ``chosen``: ids to verify, in order; a subset of ``ranking``.
+    """
+
+    screener: str
+    ranking: tuple[str, ...]
+    chosen: tuple[str, ...]
+    evidence: Mapping[str, Evidence] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate(_Record):
+    """A child program before screening: idea + implemented program + summary."""
+
+    id: str
+    parent_id: str | None
+    operator: Operator
+    idea: Idea
+    program: str
+    program_hash: str
+    summary: str = ""
+    reference_ids: tuple[str, ...] = ()
+    round: int = 0
+    island: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Node(_Record):
+    """The materialised view of one candidate, as search strategies see it.
+
+    ``parent_id`` is the credit-carrying (primary) edge; ``reference_ids`` are
+    information-only edges. ``fitness`` is the validation score oriented so
+    higher is better; None unless ``status`` is OK. Hidden test scores are not
+    part of a Node.
+    """
+
+    id: str
+    parent_id: str | None
+    operator: Operator
+    status: Status
+    fitness: float | None = None
+    score: float | None = None
+    idea: str = ""
+    program_hash: str = ""
+    reference_ids: tuple[str, ...] = ()
+    round: int = 0
+    island: int = 0
+    tags: tuple[str, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK and self.fitness is not None
+
+
+# ---------------------------------------------------------------- serialisation
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    hints = {f.name: f for f in dataclasses.fields(cls)}
+    for name, raw in data.items():
+        if name not in hints:
+            continue  # forward compatible: ignore unknown keys
+        kwargs[name] = _coerce(hints[name].type, raw)
+    return cls(**kwargs)
+
+
+_RECORDS: dict[str, type] = {}
+
+
+def _coerce(annotation: Any, raw: Any) -> Any:
+    ann = str(annotation)
+    if raw is None:
+        return None
+    for name, typ in _RECORDS.items():
+        if ann == name:
+            return _build(typ, raw)
+    if ann.startswith("Mapping[str, Evidence]"):
+        return {k: _build(Evidence, v) for k, v in raw.items()}
+    if ann == "Status":
+        return Status(raw)
+    if ann == "Operator":
+        return Operator(raw)
+    if ann.startswith("tuple["):
+        return tuple(raw)
+    return raw
+
+
+_RECORDS.update({"Idea": Idea, "Verification": Verification, "Evidence": Evidence})
+
+__all__ = [
+    "Candidate",
+    "Evidence",
+    "Idea",
+    "Node",
+    "Operator",
+    "Screening",
+    "Status",
+    "Verification",
+    "content_hash",
+]

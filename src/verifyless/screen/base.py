@@ -1,0 +1,57 @@
+"""The Screener contract: ``screen(context, candidates) -> Screening``.
+
+A screener ranks every candidate, chooses the ids to verify and records its
+evidence. Online learners (the surrogate, test-time adapters) also implement
+``observe`` to learn from outcomes already paid for.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+from verifyless.node import Candidate, Node, Screening, Verification
+from verifyless.roles.base import ParentInfo, TaskBrief
+from verifyless.task.base import Task
+
+
+@dataclass(frozen=True)
+class ContextNode:
+    """An executed, non-buggy node shown to pairwise judges (validation score only)."""
+
+    id: str
+    summary: str
+    score: float
+    idea: str = ""
+
+
+@dataclass
+class ScreenContext:
+    """Everything a screener may look at. Never contains hidden test scores.
+
+    ``nodes`` is the executed part of the search graph (for BFS context);
+    ``summaries`` maps node id -> neutral summary where known.
+    ``rng`` is the run's seeded generator for tie-breaks (explicit randomness).
+    """
+
+    task: Task
+    parent: ParentInfo
+    rng: random.Random
+    brief: TaskBrief | None = None
+    nodes: dict[str, Node] = field(default_factory=dict)
+    summaries: dict[str, str] = field(default_factory=dict)
+    n_verify: int = 1
+    round: int = 0
+
+
+@runtime_checkable
+class Screener(Protocol):
+    name: str
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening: ...
+
+
+@runtime_checkable
+class LearningScreener(Screener, Protocol):
+    def observe(self, candidate: Candidate, parent_fitness: float | None, child: Verification, fitness: float | None) -> None: ...

@@ -1,0 +1,121 @@
+"""The in-memory Task: what every other module may rely on.
+
+Loaders (``verifyless.task.load_task``) turn a native ``task.yaml`` folder or
+an OpenEvolve folder into this frozen object. Paths are absolute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-verification resource limits for the untrusted step."""
+
+    wall_seconds: float = 60.0
+    memory_mb: int = 2048          # address-space limit (RLIMIT_AS)
+    cpu_seconds: float | None = None  # default: 2 x wall_seconds
+    processes: int = 64            # RLIMIT_NPROC for the sandbox user
+    output_bytes: int = 1_000_000  # cap on captured stdout+stderr each
+    file_size_mb: int = 256        # RLIMIT_FSIZE: largest single file it may write
+    open_files: int = 256          # RLIMIT_NOFILE
+    threads: int = 1               # OMP/MKL/OPENBLAS/torch thread variables
+    workspace_mb: int = 512        # total bytes the workspace may hold afterwards
+
+
+@dataclass(frozen=True)
+class Metric:
+    """The main metric and its direction; bounds are for validation of values."""
+
+    name: str
+    direction: Literal["minimize", "maximize"]
+    lower: float | None = None
+    upper: float | None = None
+
+    def orient(self, value: float) -> float:
+        """Fitness: higher is better."""
+        return value if self.direction == "maximize" else -value
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """Reference points for normalised scores (applied at reporting time only)."""
+
+    floor: float | None = None       # a trivial solution's score (normalises to 0)
+    reference: float | None = None   # the baseline program's score (normalises to 0.5)
+    bound: float | None = None       # best achievable / optimum (normalises to 1)
+    sota: float | None = None
+
+
+@dataclass(frozen=True)
+class Band:
+    """Where the editable region lives in the program file.
+
+    Either marker comments (``start_marker`` / ``end_marker``, the lines strictly
+    between them are editable) or explicit 1-based inclusive ``lines``.
+    """
+
+    start_marker: str | None = "# EVOLVE-BLOCK-START"
+    end_marker: str | None = "# EVOLVE-BLOCK-END"
+    lines: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class IdeaOption:
+    """One value an idea-space dimension can take, with the band template it renders."""
+
+    name: str
+    description: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IdeaSpace:
+    """Parametrised edits for offline roles (no LLM).
+
+    ``dimensions`` maps a dimension name (e.g. ``model``) to its options; an idea
+    is the parent's assignment with one or more dimensions changed.
+    ``template`` renders the band from a full assignment (``str.format``-style
+    placeholders or a Jinja-free mini syntax defined by the space module).
+    """
+
+    dimensions: Mapping[str, tuple[IdeaOption, ...]]
+    template: str
+    baseline: Mapping[str, str]  # dimension -> option name of the baseline program
+    fragments: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A loaded, validated task.
+
+    ``kind == "openevolve"``: ``evaluator`` is the folder's ``evaluator.py``
+    which runs *inside* the sandbox together with the program (no hidden-data
+    separation). ``kind == "native"``: ``run_command`` is the untrusted step and
+    ``scorer`` the trusted step, run outside the sandbox after the candidate exits.
+    """
+
+    name: str
+    root: Path
+    kind: Literal["native", "openevolve"]
+    statement: str
+    program_file: str            # file name inside the workspace, e.g. "solution.py"
+    baseline_program: str        # full text of the baseline program
+    band: Band
+    metric: Metric
+    anchors: Anchors = field(default_factory=Anchors)
+    public_data: tuple[Path, ...] = ()   # copied into the workspace (read by candidates)
+    hidden_data: tuple[Path, ...] = ()   # only the trusted scorer reads these
+    run_command: tuple[str, ...] = ()    # argv template: {python} {program} {public} {workdir} {outdir}
+    scorer: str | None = None            # "file.py:function" relative to root, or a command template
+    validation_metrics: tuple[str, ...] = ()
+    test_metrics: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    stochastic: bool = False
+    idea_space: IdeaSpace | None = None
+    evaluator: Path | None = None         # openevolve only
+    cascade: tuple[str, ...] = ()         # openevolve: evaluate_stage1.. names present
+    description: str = ""                 # one line, for `verifyless tasks`
