@@ -1,0 +1,24 @@
+"""Tasks: the frozen ``Task`` record and the loaders that build it from folders.
+
+``load_task(path_or_builtin_name)`` loads one folder (native ``task.yaml`` or
+an OpenEvolve folder); ``discover_tasks(dir)`` loads every task folder in a
+directory, keeping errors as values; ``builtin_tasks_dir()`` is where the
+shipped tasks live. See ``docs/design/task-format.md``.
+"""
+
+from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Limits, Metric, Task
+from verifyless.task.loader import InvalidTask, builtin_tasks_dir, discover_tasks, load_task
+
+__all__ = [
+    "Anchors",
+    "Band",
+    "IdeaOption",
+    "IdeaSpace",
+    "InvalidTask",
+    "Limits",
+    "Metric",
+    "Task",
+    "builtin_tasks_dir",
+    "discover_tasks",
+    "load_task",
+]

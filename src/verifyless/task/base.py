@@ -86,6 +86,8 @@ class IdeaSpace:
     template: str
     baseline: Mapping[str, str]  # dimension -> option name of the baseline program
     fragments: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # slot ("model" or "model.imports") -> option name -> code; see verifyless.task.space
+    descriptions: Mapping[str, str] = field(default_factory=dict)  # dimension -> what it controls
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,329 @@
+"""The ``verifyless`` command line (Typer + rich).
+
+Exit codes: 0 success; 1 unexpected error; 2 bad configuration or arguments;
+3 bad task folder; 4 sandbox unavailable; 5 store problem; 6 model endpoint
+unusable; 7 an LLM reply that never parsed. Errors print one clear message,
+never a traceback (set ``VERIFYLESS_DEBUG=1`` to see it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from verifyless.errors import VerifylessError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them.")
+console = Console()
+err = Console(stderr=True)
+
+DEFAULT_STORE = Path("runs/verifyless.db")
+
+
+def main() -> None:
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        app(standalone_mode=False)
+    except VerifylessError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        if os.environ.get("VERIFYLESS_DEBUG"):
+            raise
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("interrupted")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors and the unexpected
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        if os.environ.get("VERIFYLESS_DEBUG"):
+            raise
+        err.print(f"[bold red]unexpected error:[/] {type(exc).__name__}: {exc}\n"
+                  "Re-run with VERIFYLESS_DEBUG=1 for the traceback, and please report it.", highlight=False)
+        sys.exit(1)
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+@app.command()
+def tasks(directory: Optional[Path] = typer.Argument(None, help="folder of task folders (default: built-in tasks)")) -> None:
+    """List tasks, one line each."""
+    from verifyless.errors import TaskError
+    from verifyless.task import builtin_tasks_dir, discover_tasks
+
+    directory = directory or builtin_tasks_dir()
+    if not directory.is_dir():
+        raise TaskError(f"{directory} is not a folder: pass a folder that holds task folders")
+    found = discover_tasks(directory)
+    if not found:
+        raise TaskError(f"no task folders in {directory} (a task folder has task.yaml, or initial_program.py + evaluator.py)")
+    table = Table(box=None, show_header=True, header_style="bold")
+    for col in ("task", "kind", "metric", "idea space", "description"):
+        table.add_column(col)
+    for t in found:
+        if isinstance(t, TaskError):
+            table.add_row("[red]invalid[/]", "", "", "", str(t).splitlines()[0])
+            continue
+        arrow = "↓" if t.metric.direction == "minimize" else "↑"
+        table.add_row(t.name, t.kind, f"{t.metric.name} {arrow}", "yes" if t.idea_space else "no", t.description)
+    console.print(table)
+
+
+@app.command()
+def verify(
+    task: str = typer.Argument(..., help="built-in task name or task folder"),
+    program: Optional[Path] = typer.Argument(None, help="program file (default: the task's baseline)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Run one verification in the sandbox and print status and metrics."""
+    from verifyless.errors import TaskError
+    from verifyless.sandbox.local import LocalSandbox
+    from verifyless.task import load_task
+    from verifyless.verify import verify as run_verify
+
+    t = load_task(task)
+    if program is not None and not program.is_file():
+        raise TaskError(f"program file {program} not found")
+    text = program.read_text() if program else t.baseline_program
+    result = run_verify(t, text, LocalSandbox())
+    if as_json:
+        print(json.dumps({"task": t.name, **result.to_dict()}, indent=2))
+        raise typer.Exit(0 if result.status.value == "ok" else 1)
+    colour = "green" if result.status.value == "ok" else "red"
+    console.print(f"[bold]{t.name}[/]: [{colour}]{result.status.value}[/] {result.reason}")
+    table = Table(box=None)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("split")
+    for k, v in result.metrics.items():
+        table.add_row(k, f"{v:.6g}", "validation")
+    for k, v in result.test_metrics.items():
+        table.add_row(k, f"{v:.6g}", "hidden test")
+    console.print(table)
+    console.print(f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
+                  f"{result.overhead_seconds:.3f}s · peak {result.peak_memory_mb:.0f} MB")
+    if result.status.value != "ok" and result.stderr_tail:
+        console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
+    raise typer.Exit(0 if result.status.value == "ok" else 1)
+
+
+# ---------------------------------------------------------------------- runs
+
+
+def _open_store(path: Path, must_exist: bool = True):
+    from verifyless.errors import StoreError
+    from verifyless.store import RunStore
+
+    if must_exist and not path.exists():
+        raise StoreError(f"no run store at {path}: start a run with `verifyless run TASK`, or pass --store")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return RunStore(path)
+
+
+@app.command()
+def run(
+    task: Optional[str] = typer.Argument(None, help="built-in task name or folder (default: from config)"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="greedy | islands | mcgs | linear"),
+    screener: Optional[str] = typer.Option(None, "--screener", "-c",
+                                           help="surrogate | critic | tournament | agentic | ensemble | arbiter | random | oracle"),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="verification budget"),
+    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml"),
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    store: Optional[Path] = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
+    resume: Optional[str] = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
+) -> None:
+    """Run the search: propose, screen, verify, learn, until the budget is spent."""
+    from verifyless.config import load_config, validate
+
+    over = list(overrides or [])
+    if task and "=" in task:  # `verifyless run engine.candidates=4` with the task from config
+        over.insert(0, task)
+        task = None
+    flags = [f"{key}={value}" for key, value in (
+        ("task", task), ("strategy.name", strategy), ("screener.name", screener),
+        ("budget.verifications", budget), ("seed", seed), ("store", store)) if value is not None]
+    cfg = load_config(config, flags + over)
+    st = _open_store(Path(cfg.store), must_exist=resume is not None)
+    if resume is not None:
+        resume = st.resolve_run(resume)
+        stored = next(iter(st.events(resume, kinds=["config"]))).payload
+        cfg = validate(stored)
+    result = asyncio.run(_run(cfg, st, resume, quiet))
+    _print_result(result, st)
+
+
+async def _run(cfg, st, resume, quiet):
+    from verifyless.wiring import build_engine
+
+    progress = None if quiet else _LiveProgress(console)
+    engine = build_engine(cfg, st, progress=progress)
+    try:
+        return await engine.run(resume)
+    finally:
+        if progress:
+            progress.close()
+        engine.executor.close()
+
+
+class _LiveProgress:
+    """A compact live line per event: round, budget used, best validation score, latest verdicts."""
+
+    def __init__(self, out: Console) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.out = out
+        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=out, transient=True)
+        self.task_id = None
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "start":
+            self.out.print(f"run [bold]{data['run_id']}[/] on task [bold]{data['task']}[/]")
+            self.bar.start()
+            self.task_id = self.bar.add_task("verifications", total=None, info="")
+            return
+        budget = data.get("budget") or {}
+        if self.task_id is not None and budget:
+            best = budget.get("best")
+            self.bar.update(self.task_id, completed=budget.get("verifications", 0), total=budget.get("cap"),
+                            info=f"best {best:.5g}" if best is not None else "")
+        if kind == "round":
+            self.bar.update(self.task_id, description=f"round {data['round']}")
+        elif kind == "verification":
+            score = data.get("score")
+            self.out.print(f"  verified {data['node_id']:<10} {data['status']:<18} "
+                           f"{'' if score is None else f'{score:.6g}'}", highlight=False)
+        elif kind == "screening":
+            ev = data.get("evidence", {})
+            chosen = data.get("chosen", [])
+            if chosen and chosen[0] in ev:
+                e = ev[chosen[0]]
+                votes = ", ".join(f"{k} {v:.2f}" for k, v in (e.get("votes") or {}).items())
+                self.out.print(f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}"
+                               f"{'  (' + votes + f', u={e.get('uncertainty', 1):.2f})' if votes else ''}",
+                               highlight=False)
+
+    def close(self) -> None:
+        self.bar.stop()
+
+
+def _print_result(result, st) -> None:
+    table = Table(title=f"run {result.run_id}", box=None)
+    table.add_column("")
+    table.add_column("value", justify="right")
+    table.add_row("stopped", result.stopped)
+    table.add_row("rounds", str(result.rounds))
+    table.add_row("verifications", str(result.verifications))
+    table.add_row("baseline validation score", _fmt(result.baseline_score))
+    table.add_row(f"best node ({result.best_id})", _fmt(result.best_score))
+    table.add_row("best node hidden test score", _fmt(result.best_test_score))
+    console.print(table)
+    console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.6g}"
+
+
+@app.command()
+def runs(store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
+    """List runs in the store."""
+    st = _open_store(store)
+    table = Table(box=None, header_style="bold")
+    for col in ("run", "task", "status", "created", "verifications", "best"):
+        table.add_column(col)
+    for info in st.runs():
+        b = st.budget(info.run_id)
+        best = _best_row(st, info.run_id)
+        table.add_row(info.run_id, info.task, info.status, str(info.created)[:19], str(b.verifications),
+                      _fmt(best.get("score")) if best else "-")
+    console.print(table)
+
+
+def _best_row(st, run_id: str) -> dict[str, Any] | None:
+    rows = [r for r in st.node_rows(run_id) if r.get("fitness") is not None]
+    return max(rows, key=lambda r: r["fitness"]) if rows else None
+
+
+@app.command()
+def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
+         nodes: int = typer.Option(15, help="how many verified nodes to list")) -> None:
+    """Summarise one run: configuration, budget, best nodes."""
+    st = _open_store(store)
+    run_id = st.resolve_run(run_id)
+    info = st.run(run_id)
+    b = st.budget(run_id)
+    console.print(f"[bold]{run_id}[/]  task {info.task}  status {info.status}")
+    console.print(f"verifications {b.verifications} · evaluator {b.evaluator_seconds:.1f}s · tokens "
+                  f"{b.tokens_in + b.tokens_out} · cost {b.cost:.4f}")
+    rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
+    verified = sorted((r for r in rows if r.get("fitness") is not None), key=lambda r: -r["fitness"])
+    table = Table(box=None, header_style="bold")
+    for col in ("node", "parent", "operator", "status", "validation", "test", "idea"):
+        table.add_column(col)
+    for r in verified[:nodes]:
+        table.add_row(r["node_id"], r.get("parent_id") or "", r["operator"], r["status"], _fmt(r.get("score")),
+                      _fmt(r.get("test_score")), (r.get("idea") or "")[:70])
+    console.print(table)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+@app.command()
+def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
+    """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint."""
+    from verifyless.replay import replay_run
+
+    st = _open_store(store)
+    run_id = st.resolve_run(run_id)
+    report = asyncio.run(replay_run(st, run_id))
+    console.print(report.describe())
+    raise typer.Exit(0 if report.equal else 1)
+
+
+@app.command()
+def propose(
+    task: str = typer.Argument(..., help="built-in task name or folder"),
+    n: int = typer.Option(4, "--n", help="how many ideas"),
+    model: Optional[str] = typer.Option(None, "--model", help="scripted:FILE | openai:MODEL | env (default: the task's idea space, or env if VERIFYLESS_BASE_URL is set)"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Propose N ideas for the task's baseline, implement them and summarise them."""
+    from verifyless.propose import propose_for_baseline
+
+    asyncio.run(propose_for_baseline(task, n=n, model=model, seed=seed, console=console))
+
+
+@app.command()
+def demo(
+    task: str = typer.Option("diabetes", help="built-in task"),
+    budget: int = typer.Option(16, help="verifications per arm"),
+    store: Path = typer.Option(Path("runs/demo.db"), "--store"),
+) -> None:
+    """The main job on embedded defaults: surrogate-screened search vs an unscreened run, same budget."""
+    from verifyless.demo import run_demo
+
+    asyncio.run(run_demo(task=task, budget=budget, store_path=store, console=console))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

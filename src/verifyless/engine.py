@@ -1,0 +1,578 @@
+"""The engine: the one place where task, roles, screener, search, executor and store meet.
+
+One round, for every expansion the strategy asks for::
+
+    propose N ideas -> implement (concurrently) -> dedup + guards -> summarise
+    -> screen -> verify the chosen (repairing non-timeout failures) -> tell
+
+Contracts kept here:
+
+* **Durable first.** Every fact is appended to the store before anything
+  depends on it; a finished verification is committed (with its budget
+  charge, in one transaction) the moment it returns.
+* **Budgets are hard caps that count in-flight work.** A verification is
+  reserved before it is dispatched; nothing is dispatched that could exceed a
+  cap. Token and cost caps stop new LLM work.
+* **Deterministic given the same inputs.** Node ids, per-round random
+  generators and the order in which outcomes are told to the strategy do not
+  depend on timing. With ``pipeline`` on, round ``r`` is asked knowing the
+  outcomes of rounds ``<= r-2`` (its LLM work overlaps the verification of
+  round ``r-1``); with it off, rounds ``<= r-1``. This is what makes
+  ``resume`` and ``replay`` reach the same decisions.
+* **Candidate failures are data.** Parse errors, guard failures, duplicates
+  and failed verifications are statuses on nodes; only infrastructure errors
+  raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from verifyless.config import RunConfig
+from verifyless.errors import ModelUnavailable
+from verifyless.node import (
+    Candidate,
+    Idea,
+    Node,
+    Operator,
+    Screening,
+    Status,
+    Verification,
+    content_hash,
+)
+from verifyless.program import fixed_region_violation, syntax_error
+from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
+from verifyless.screen.base import ScreenContext, Screener
+from verifyless.search.base import Expansion, SearchStrategy, SearchView
+from verifyless.task.base import Task
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+_REPAIRABLE = {Status.FAILED, Status.INVALID_METRIC, Status.OOM}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    best_id: str | None
+    best_score: float | None
+    best_test_score: float | None
+    baseline_score: float | None
+    verifications: int
+    rounds: int
+    stopped: str
+
+
+@dataclass
+class _State:
+    """Everything the engine derives from the event log (rebuilt on resume)."""
+
+    view: SearchView = field(default_factory=SearchView)
+    programs: dict[str, str] = field(default_factory=dict)        # node id -> program hash
+    ideas: dict[str, Idea] = field(default_factory=dict)
+    summaries: dict[str, str] = field(default_factory=dict)
+    summary_by_hash: dict[str, str] = field(default_factory=dict)
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    verifications: dict[str, Verification] = field(default_factory=dict)
+    verified_hashes: set[str] = field(default_factory=set)
+    rounds_done: int = 0
+    brief: TaskBrief | None = None
+
+
+class Engine:
+    """Runs one search on one task until a budget cap is reached.
+
+    All collaborators are passed in (see ``verifyless.wiring.build_engine`` for
+    the config-driven construction). ``memory`` is optional (MLEvolve-style
+    hybrid retrieval); ``progress`` receives ``(kind, data)`` for live display.
+    """
+
+    def __init__(
+        self,
+        *,
+        task: Task,
+        roles: Roles,
+        screener: Screener,
+        strategy: SearchStrategy,
+        executor: Any,
+        store: Any,
+        config: RunConfig,
+        memory: Any | None = None,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.task = task
+        self.roles = roles
+        self.screener = screener
+        self.strategy = strategy
+        self.executor = executor
+        self.store = store
+        self.config = config
+        self.memory = memory
+        self.progress = progress or (lambda kind, data: None)
+        self.run_id: str | None = None
+        self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
+        self.s = _State()
+        self._llm = asyncio.Semaphore(config.engine.llm_concurrency)
+        self._inflight: dict[int, list[asyncio.Task]] = {}   # round -> verification chains
+        self._pending_tell: dict[int, list[tuple[tuple, str]]] = {}  # round -> [(order key, node id)]
+        self._staged: dict[str, Node] = {}   # recorded but not yet told to the strategy
+        self._reserved = 0
+        self._started = time.monotonic()
+
+    # ------------------------------------------------------------------ public
+
+    async def run(self, run_id: str | None = None) -> RunResult:
+        """Start a new run, or continue ``run_id`` (resume) from its stored events."""
+        if run_id is None:
+            self.run_id = self.store.create_run(
+                self.task.name, self.config.model_dump(mode="json"), seed=self.config.seed
+            )
+        else:
+            self.run_id = run_id
+        self.run_ref["run_id"] = self.run_id
+        if run_id is not None:
+            self._restore()
+        self.store.set_status(self.run_id, "running")
+        self.progress("start", {"run_id": self.run_id, "task": self.task.name})
+        try:
+            await self._ensure_brief()
+            await self._ensure_baseline()
+            await self._finish_interrupted()
+            stopped = await self._loop()
+        except BaseException:
+            self.store.set_status(self.run_id, "interrupted")
+            raise
+        final_id = self.strategy.final(self.s.view)
+        self._append("final", {"node_id": final_id, "stopped": stopped})
+        self.store.set_status(self.run_id, "finished")
+        return self._result(final_id, stopped)
+
+    # ------------------------------------------------------------------ setup
+
+    async def _ensure_brief(self) -> None:
+        if self.s.brief is None:
+            brief = await self.roles.briefer.brief(self.task)
+            self._append("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+            self.s.brief = brief
+
+    async def _ensure_baseline(self) -> None:
+        if "root" in self.s.view.nodes:
+            return
+        program = self.task.baseline_program
+        cand = Candidate(
+            id="root", parent_id=None, operator=Operator.BASELINE,
+            idea=Idea("the task's baseline program"), program=program,
+            program_hash=content_hash(program), round=0,
+        )
+        cand = cand.replace(summary=await self._summarize(cand))
+        self._record_candidate(cand, Status.IMPLEMENTED)
+        self._reserved += 1
+        verification = await self.executor.verify(self.task, program)
+        self._reserved -= 1
+        self._record_verification(cand, verification)
+        self._tell_batch(0, [cand.id])
+
+    async def _finish_interrupted(self) -> None:
+        """Verify candidates that were chosen before a crash but never finished.
+
+        They were never charged (the charge is part of the verification event),
+        so verifying them now charges each exactly once.
+        """
+        chosen: list[str] = []
+        for ev in self.store.events(self.run_id, kinds=["screening"]):
+            chosen.extend(ev.payload.get("to_verify", ev.payload.get("chosen", [])))
+        todo = [cid for cid in chosen if cid in self.s.candidates and cid not in self.s.verifications
+                and cid in self._staged]
+        for cid in todo:
+            if self._slots_left() <= 0:
+                break
+            cand = self.s.candidates[cid]
+            cand = cand.replace(program=self.store.get_text(cand.program_hash))
+            self.s.candidates[cid] = cand
+            self._reserved += 1
+            await self._verify_chain(cand, order=(0, chosen.index(cid)))
+        for cid, node in list(self._staged.items()):
+            if node.status is Status.IMPLEMENTED and cid not in self.s.verifications and cid not in todo:
+                self._status(cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified")
+                self._queue_tell(self.s.candidates[cid].round, (6, cid), cid)
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _loop(self) -> str:
+        eng = self.config.engine
+        lag = 2 if eng.pipeline else 1
+        while True:
+            r = self.s.rounds_done + 1
+            await self._drain(upto=r - lag)
+            stop = self._budget_stop()
+            if stop is None and eng.max_rounds is not None and r > eng.max_rounds:
+                stop = "max_rounds"
+            if stop:
+                await self._drain(upto=r)
+                return stop
+            expansions = self.strategy.ask(self.s.view, eng.expansions_per_round)
+            if not expansions:
+                await self._drain(upto=r)
+                if not self.strategy.ask(self.s.view, eng.expansions_per_round):
+                    return "strategy-exhausted"
+                continue
+            self._append("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
+            self.progress("round", {"round": r, "budget": self._budget_dict()})
+            for i, exp in enumerate(expansions):
+                await self._expand(r, i, exp)
+            self.s.rounds_done = r
+
+    async def _expand(self, r: int, i: int, exp: Expansion) -> None:
+        eng = self.config.engine
+        rng = random.Random(f"{self.config.seed}:{r}:{i}")
+        parent = self._parent_info(exp)
+        ctx = ProposeContext(
+            task=self.task, parent=parent, operator=exp.operator,
+            inspirations=tuple(self.s.summaries.get(n, "") for n in exp.inspiration_ids if n in self.s.summaries),
+            memory=self._memory_snippets(exp, parent),
+            avoid=tuple(self.s.ideas[c].text for c in self.s.view.children.get(parent.id, ())
+                        if c in self.s.ideas)[-50:],
+            references=tuple(self._node_info(n) for n in exp.reference_ids if n in self.s.programs),
+            seed=rng.randrange(2**31),
+        )
+        proposals = await self.roles.proposer.propose(ctx, eng.candidates)
+        prefix = f"r{r}e{i}c"
+        made = await asyncio.gather(*(self._make(f"{prefix}{j}", p, exp, parent, r) for j, p in enumerate(proposals)))
+        pool = [c for c in made if c is not None]
+        if not pool:
+            return
+        sctx = ScreenContext(
+            task=self.task, parent=parent, rng=rng, brief=self.s.brief,
+            nodes={k: v for k, v in self.s.view.nodes.items() if v.status.verified},
+            summaries=self.s.summaries, n_verify=eng.verify_per_expansion, round=r,
+        )
+        screening = await self.screener.screen(sctx, pool)
+        to_verify = list(screening.chosen)
+        if eng.verify_uncertain:
+            to_verify += [c for c in screening.ranking if c not in to_verify
+                          and screening.evidence.get(c) and screening.evidence[c].uncertainty >= eng.uncertainty_threshold]
+        audited: list[str] = []
+        rest = [c for c in screening.ranking if c not in to_verify]
+        if rest and eng.audit_rate > 0 and rng.random() < eng.audit_rate * len(rest):
+            audited = [rng.choice(rest)]
+        allowed = self._slots_left()
+        to_verify = (to_verify + audited)[: max(0, allowed)]
+        self._append("screening", {**screening.to_dict(), "to_verify": to_verify, "audited": audited, "round": r})
+        self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
+                                    "evidence": {k: v.to_dict() for k, v in screening.evidence.items()}})
+        by_id = {c.id: c for c in pool}
+        for k, cid in enumerate(screening.ranking):
+            if cid not in to_verify:
+                self._status(cid, Status.SCREENED_OUT, f"ranked {k + 1} of {len(pool)} by {screening.screener}")
+                self._queue_tell(r, (1, k), cid)
+        for k, cid in enumerate(to_verify):
+            await self._wait_for_slot()
+            self._reserved += 1
+            chain = asyncio.create_task(self._verify_chain(by_id[cid], order=(0, k)))
+            self._inflight.setdefault(r, []).append(chain)
+
+    async def _make(self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int) -> Candidate | None:
+        """Implement one idea; record and return the candidate, or None if it failed before screening."""
+        base = dict(id=cid, parent_id=exp.parent_id, operator=exp.operator,
+                    reference_ids=exp.reference_ids, round=r, island=exp.island)
+        if isinstance(proposal, RoleFailure):
+            self._record_failure(Candidate(idea=Idea(""), program="", program_hash="", **base), proposal, r)
+            return None
+        async with self._llm:
+            impl: Implementation = await self.roles.implementer.implement(self.task, parent, proposal)
+        if not impl.ok:
+            fail = impl.failure or RoleFailure("guard-failed", "implementer returned no program")
+            self._record_failure(Candidate(idea=proposal, program="", program_hash="", **base), fail, r)
+            return None
+        program = impl.program or ""
+        cand = Candidate(idea=proposal, program=program, program_hash=content_hash(program), **base)
+        problem = fixed_region_violation(parent.program, program, self.task.band) or syntax_error(program)
+        if problem:
+            self._record_failure(cand, RoleFailure("guard-failed", problem), r)
+            return None
+        if not self.task.stochastic and (cand.program_hash in self.s.verified_hashes
+                                         or cand.program_hash == content_hash(parent.program)):
+            self._record_candidate(cand, Status.DUPLICATE, "an identical program was already verified")
+            self._queue_tell(r, (2, cid), cid)
+            return None
+        cand = cand.replace(summary=await self._summarize(cand))
+        self._record_candidate(cand, Status.IMPLEMENTED)
+        return cand
+
+    async def _verify_chain(self, cand: Candidate, order: tuple) -> None:
+        """Verify ``cand``; on a repairable failure, repair (same idea) and verify again.
+
+        The caller reserved one verification slot; each repair reserves its own.
+        """
+        verification = await self.executor.verify(self.task, cand.program)
+        self._reserved -= 1
+        self._record_verification(cand, verification)
+        self._queue_tell(cand.round, (0,) + order + (0,), cand.id)
+        current, attempt = cand, 0
+        while (verification.status in _REPAIRABLE and attempt < self.config.engine.repair_attempts
+               and self._slots_left() > 0):
+            attempt += 1
+            error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
+            async with self._llm:
+                impl = await self.roles.implementer.repair(self.task, current.program, current.idea, error)
+            if not impl.ok:
+                break
+            program = impl.program or ""
+            fixed = Candidate(
+                id=f"{cand.id}f{attempt}", parent_id=current.id, operator=Operator.DEBUG, idea=current.idea,
+                program=program, program_hash=content_hash(program), round=cand.round, island=cand.island,
+            )
+            if fixed_region_violation(cand.program, program, self.task.band) or fixed.program_hash in self.s.verified_hashes:
+                break
+            fixed = fixed.replace(summary=await self._summarize(fixed))
+            self._record_candidate(fixed, Status.IMPLEMENTED)
+            self._reserved += 1
+            verification = await self.executor.verify(self.task, program)
+            self._reserved -= 1
+            self._record_verification(fixed, verification)
+            self._queue_tell(cand.round, (0,) + order + (attempt,), fixed.id)
+            current = fixed
+
+    # ------------------------------------------------------------------ helpers: roles
+
+    async def _summarize(self, cand: Candidate) -> str:
+        known = self.s.summary_by_hash.get(cand.program_hash)
+        if known:
+            return known
+        async with self._llm:
+            summary = await self.roles.summarizer.summarize(self.task, cand.program, cand.idea)
+        self.s.summary_by_hash[cand.program_hash] = summary
+        return summary
+
+    def _parent_info(self, exp: Expansion) -> ParentInfo:
+        pid = exp.parent_id if exp.parent_id in self.s.programs else "root"
+        info = self._node_info(pid)
+        v = self.s.verifications.get(pid)
+        if exp.operator is Operator.DEBUG and v is not None and v.status is not Status.OK:
+            info = ParentInfo(id=info.id, program=info.program, score=info.score, summary=info.summary,
+                              idea=info.idea, error=f"{v.status.value}: {v.reason}\n{v.stderr_tail[-2000:]}")
+        return info
+
+    def _node_info(self, node_id: str) -> ParentInfo:
+        v = self.s.verifications.get(node_id)
+        return ParentInfo(
+            id=node_id, program=self._program(node_id),
+            score=v.score if v is not None and v.status is Status.OK else None,
+            summary=self.s.summaries.get(node_id, ""), idea=self.s.ideas.get(node_id),
+        )
+
+    def _program(self, node_id: str) -> str:
+        cand = self.s.candidates.get(node_id)
+        if cand is not None and cand.program:
+            return cand.program
+        return self.store.get_text(self.s.programs[node_id])
+
+    def _memory_snippets(self, exp: Expansion, parent: ParentInfo) -> tuple[str, ...]:
+        if self.memory is None:
+            return ()
+        stage = "debug" if exp.operator is Operator.DEBUG else "improve"
+        idea_text = parent.idea.text if parent.idea else parent.summary
+        query = self.memory.query_for(stage, idea=idea_text, error=parent.error)
+        return tuple(self.memory.snippet(rec) for rec in self.memory.search(query, k=5, stage=stage))
+
+    # ------------------------------------------------------------------ helpers: recording
+
+    def _append(self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Any = None) -> int:
+        if charge is None:
+            return self.store.append(self.run_id, kind, payload, node_id=node_id)
+        return self.store.append(self.run_id, kind, payload, node_id=node_id, charge=charge)
+
+    def _record_candidate(self, cand: Candidate, status: Status, reason: str = "") -> None:
+        if cand.program:
+            self.store.put_blob(cand.program)
+        payload = cand.to_dict()
+        payload.pop("program")
+        payload.update(status=status.value, reason=reason)
+        self._append("node", payload, node_id=cand.id)
+        self._remember(cand, status, reason)
+
+    def _record_failure(self, cand: Candidate, failure: RoleFailure, r: int) -> None:
+        status = Status.PARSE_ERROR if failure.kind == "parse-error" else Status.GUARD_FAILED
+        self._record_candidate(cand, status, failure.reason[:2000])
+        self._queue_tell(r, (3, cand.id), cand.id)
+
+    def _remember(self, cand: Candidate, status: Status, reason: str = "") -> None:
+        self.s.candidates[cand.id] = cand
+        self.s.ideas[cand.id] = cand.idea
+        if cand.program_hash:
+            self.s.programs[cand.id] = cand.program_hash
+        if cand.summary:
+            self.s.summaries[cand.id] = cand.summary
+            self.s.summary_by_hash.setdefault(cand.program_hash, cand.summary)
+        node = Node(id=cand.id, parent_id=cand.parent_id, operator=cand.operator, status=status,
+                    idea=cand.idea.text, program_hash=cand.program_hash, reference_ids=cand.reference_ids,
+                    round=cand.round, island=cand.island, tags=cand.idea.tags, reason=reason)
+        self._staged[cand.id] = node
+
+    def _status(self, node_id: str, status: Status, reason: str) -> None:
+        self._append("status", {"status": status.value, "reason": reason}, node_id=node_id)
+        self._staged[node_id] = self._staged[node_id].replace(status=status, reason=reason)
+
+    def _record_verification(self, cand: Candidate, v: Verification) -> None:
+        from verifyless.store import Charge
+
+        fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
+        payload = {**v.to_dict(), "fitness": fitness}
+        self._append("verification", payload, node_id=cand.id,
+                     charge=Charge(verifications=1, evaluator_seconds=v.seconds))
+        self.s.verifications[cand.id] = v
+        self.s.verified_hashes.add(v.program_hash or cand.program_hash)
+        node = self._staged[cand.id]
+        self._staged[cand.id] = node.replace(status=v.status, fitness=fitness, score=v.score,
+                                             metrics=dict(v.metrics), reason=v.reason)
+        self.progress("verification", {"node_id": cand.id, "status": v.status.value, "score": v.score,
+                                       "budget": self._budget_dict()})
+
+    # ------------------------------------------------------------------ helpers: telling, in a fixed order
+
+    def _queue_tell(self, r: int, key: tuple, node_id: str) -> None:
+        self._pending_tell.setdefault(r, []).append((key, node_id))
+
+    async def _drain(self, upto: int) -> None:
+        """Finish every verification of rounds <= upto, then tell their nodes in a fixed order."""
+        for r in sorted(k for k in self._inflight if k <= upto):
+            await asyncio.gather(*self._inflight.pop(r))
+        for r in sorted(k for k in self._pending_tell if k <= upto):
+            batch = sorted(self._pending_tell.pop(r), key=lambda kv: _sort_key(kv[0]))
+            self._tell_batch(r, [nid for _, nid in batch])
+
+    def _tell_batch(self, r: int, node_ids: list[str], record: bool = True) -> None:
+        """Tell nodes to the strategy (and learners, memory); the batch is logged so resume repeats it."""
+        if record:
+            self._append("tell", {"round": r, "node_ids": node_ids})
+        for nid in node_ids:
+            self._tell(nid)
+
+    def _tell(self, node_id: str) -> None:
+        node = self._staged.pop(node_id)
+        self.s.view.add(node)
+        self.strategy.tell(node)
+        v = self.s.verifications.get(node_id)
+        if v is None:
+            return
+        cand = self.s.candidates[node_id]
+        parent = self.s.view.nodes.get(cand.parent_id) if cand.parent_id else None
+        parent_fit = parent.fitness if parent is not None else None
+        observe = getattr(self.screener, "observe", None)
+        if observe is not None:
+            observe(cand, parent_fit, v, node.fitness)
+        if self.memory is not None:
+            from verifyless.search.memory import MemoryRecord
+
+            change = (node.fitness - parent_fit) if node.fitness is not None and parent_fit is not None else None
+            self.memory.add(MemoryRecord(
+                node_id=node_id, plan=cand.idea.text, outcome=v.status.value, score_change=change,
+                analysis=f"score {v.score}" if v.score is not None else v.reason, error=v.reason if v.status is not Status.OK else "",
+                operator=cand.operator.value,
+            ))
+
+    # ------------------------------------------------------------------ helpers: budget
+
+    def _budget_stop(self) -> str | None:
+        b, used = self.config.budget, self.store.budget(self.run_id)
+        if b.verifications is not None and used.verifications + self._reserved >= b.verifications:
+            return "budget: verifications"
+        if b.evaluator_seconds is not None and used.evaluator_seconds >= b.evaluator_seconds:
+            return "budget: evaluator seconds"
+        if b.tokens is not None and used.tokens_in + used.tokens_out >= b.tokens:
+            return "budget: tokens"
+        if b.cost is not None and used.cost >= b.cost:
+            return "budget: cost"
+        if b.wall_seconds is not None and time.monotonic() - self._started >= b.wall_seconds:
+            return "budget: wall time"
+        return None
+
+    def _slots_left(self) -> int:
+        cap = self.config.budget.verifications
+        if self._budget_stop() is not None:
+            return 0
+        if cap is None:
+            return 1 << 30
+        return cap - self.store.budget(self.run_id).verifications - self._reserved
+
+    async def _wait_for_slot(self) -> None:
+        while sum(1 for t in _all(self._inflight) if not t.done()) >= self.executor.capacity:
+            await asyncio.wait([t for t in _all(self._inflight) if not t.done()], return_when=asyncio.FIRST_COMPLETED)
+
+    def _budget_dict(self) -> dict[str, Any]:
+        used = self.store.budget(self.run_id)
+        return {"verifications": used.verifications, "cap": self.config.budget.verifications,
+                "evaluator_seconds": round(used.evaluator_seconds, 2), "tokens": used.tokens_in + used.tokens_out,
+                "best": self.s.view.best.score if self.s.view.best else None}
+
+    # ------------------------------------------------------------------ resume
+
+    def _restore(self) -> None:
+        """Rebuild state from the event log, repeating every logged ``tell`` batch in order.
+
+        Nodes recorded after the last batch are queued for their round again;
+        candidates that were chosen but never verified are verified by
+        ``_finish_interrupted`` (they were never charged).
+        """
+        order: list[str] = []
+        told: set[str] = set()
+        for ev in self.store.events(self.run_id):
+            p = ev.payload
+            if ev.kind == "brief":
+                self.s.brief = TaskBrief(p["understanding"], tuple(p["criteria"]))
+            elif ev.kind == "round":
+                self.s.rounds_done = max(self.s.rounds_done, p["round"])
+            elif ev.kind == "node":
+                cand = Candidate.from_dict({**p, "program": ""})
+                self._remember(cand, Status(p.get("status", "implemented")), p.get("reason", ""))
+                order.append(cand.id)
+            elif ev.kind == "status":
+                node = self._staged[ev.node_id]
+                self._staged[ev.node_id] = node.replace(status=Status(p["status"]), reason=p["reason"])
+            elif ev.kind == "verification":
+                v = Verification.from_dict(p)
+                self.s.verifications[ev.node_id] = v
+                self.s.verified_hashes.add(v.program_hash or self.s.candidates[ev.node_id].program_hash)
+                self._staged[ev.node_id] = self._staged[ev.node_id].replace(
+                    status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason)
+            elif ev.kind == "tell":
+                self._tell_batch(p["round"], p["node_ids"], record=False)
+                told.update(p["node_ids"])
+        for k, cid in enumerate(order):
+            if cid in told or cid == "root":
+                continue
+            node = self._staged[cid]
+            if node.status is Status.IMPLEMENTED and cid not in self.s.verifications:
+                continue  # chosen but unfinished, or screened when the crash hit: handled below
+            self._queue_tell(self.s.candidates[cid].round, (5, k), cid)
+
+    def _result(self, final_id: str | None, stopped: str) -> RunResult:
+        rows = {r["node_id"]: r for r in self.store.node_rows(self.run_id)}
+        base = rows.get("root", {})
+        best = rows.get(final_id, {}) if final_id else {}
+        return RunResult(
+            run_id=self.run_id or "", best_id=final_id, best_score=best.get("score"),
+            best_test_score=best.get("test_score"), baseline_score=base.get("score"),
+            verifications=self.store.budget(self.run_id).verifications, rounds=self.s.rounds_done, stopped=stopped,
+        )
+
+
+def _all(inflight: dict[int, list[asyncio.Task]]):
+    for tasks in inflight.values():
+        yield from tasks
+
+
+def _sort_key(key: tuple) -> tuple:
+    return tuple((0, x) if isinstance(x, (int, float)) else (1, str(x)) for x in key)
+
+
+def _expansion_dict(e: Expansion) -> dict[str, Any]:
+    return {"parent_id": e.parent_id, "operator": e.operator.value, "island": e.island,
+            "reference_ids": list(e.reference_ids), "inspiration_ids": list(e.inspiration_ids), "note": e.note}
+
+
+__all__ = ["Engine", "RunResult"]

@@ -1,0 +1,80 @@
+"""Ray executor: each verification is a Ray task with declared CPU/GPU resources.
+
+The task folder must be readable at the same path on every node (a shared
+filesystem or the same checkout); the program text travels with the call.
+``address=None`` starts a local Ray instance (the tests do this).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Sequence
+
+from verifyless.errors import ConfigError
+from verifyless.node import Verification
+from verifyless.task.base import Task
+
+
+def _verify_remote(task: Task, program: str, hide: tuple[str, ...]) -> dict[str, Any]:
+    from verifyless.sandbox.local import LocalSandbox
+    from verifyless.verify import verify
+
+    return verify(task, program, LocalSandbox(), hide=[Path(h) for h in hide]).to_dict()
+
+
+class RayExecutor:
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        capacity: int = 2,
+        num_cpus: float = 1.0,
+        num_gpus: float = 0.0,
+        hide: Sequence[Path] = (),
+        init_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError("executor.name=ray needs Ray: pip install 'verifyless[ray]'") from None
+        self._ray = ray
+        self._owns_ray = False
+        if not ray.is_initialized():
+            kwargs = {"include_dashboard": False, "log_to_driver": False, **(init_kwargs or {})}
+            if address is None:
+                kwargs.setdefault("num_cpus", max(1, int(capacity * num_cpus)))
+            ray.init(address=address, **kwargs)
+            self._owns_ray = True
+        self.capacity = max(1, int(capacity))
+        self.hide = tuple(str(p) for p in hide)
+        self._remote = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_verify_remote)
+        self._slots = asyncio.Semaphore(self.capacity)
+
+    async def verify(self, task: Task, program: str) -> Verification:
+        async with self._slots:
+            ref = self._remote.remote(task, program, self.hide)
+            data = await asyncio.wrap_future(ref.future())
+        return Verification.from_dict(data)
+
+    def close(self) -> None:
+        if self._owns_ray and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._owns_ray = False
+
+
+def build_executor(name: str, options: dict[str, Any], *, hide: Sequence[Path] = (), capacity: int = 1):
+    """Factory used by the engine's wiring. Unknown options raise ConfigError naming them."""
+    from verifyless.executors.local import LocalExecutor
+
+    try:
+        if name == "local":
+            return LocalExecutor(capacity=options.get("capacity", capacity), hide=hide,
+                                 **{k: v for k, v in options.items() if k != "capacity"})
+        if name == "ray":
+            opts = {"capacity": capacity, **options}
+            return RayExecutor(hide=hide, **opts)
+    except TypeError as exc:
+        raise ConfigError(f"executor.options for {name!r}: {exc}") from None
+    raise ConfigError(f"executor.name={name!r} is unknown: use 'local' or 'ray'")

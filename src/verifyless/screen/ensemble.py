@@ -1,0 +1,246 @@
+"""Ensembles of screeners (RPM paper, SPEC 3.2): majority vote and an LLM arbiter.
+
+``MajorityVote`` runs every member screener ``rollouts`` times (paper: several
+models x 3 rollouts). Each run's top candidate is one vote; the ranking is by
+vote count, then by mean position across all runs, then by ``ctx.rng``.
+
+``Arbiter`` runs its members once each, shows an arbiter model their
+anonymised reasoning and lets it pick (``[CHOICE] <candidate number>``). When
+the arbiter's reply does not parse, the majority of the members' top choices
+decides and the fallback is recorded.
+
+Every member run gets its own ``random.Random`` seeded from ``ctx.rng`` in a
+fixed order, so concurrent members never race on one generator and a run is
+reproducible from the seed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+import re
+import time
+from typing import Any, Sequence
+
+from verifyless.model.base import Model, ModelRequest
+from verifyless.node import Candidate, Evidence, Screening
+from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.critic import order_by_value
+from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
+from verifyless.screen.tournament import collect_context, describe
+
+
+async def run_members(
+    ctx: ScreenContext, candidates: Sequence[Candidate], members: Sequence[Screener], rollouts: int
+) -> list[tuple[int, int, Screening]]:
+    """``(member index, rollout, screening)`` for every member x rollout, run concurrently."""
+    jobs = [(i, r) for i in range(len(members)) for r in range(rollouts)]
+    seeds = [ctx.rng.getrandbits(64) for _ in jobs]  # drawn before any await: fixed order
+    results = await asyncio.gather(
+        *(
+            members[i].screen(dataclasses.replace(ctx, rng=random.Random(seed)), candidates)
+            for (i, _), seed in zip(jobs, seeds)
+        )
+    )
+    return [(i, r, s) for (i, r), s in zip(jobs, results)]
+
+
+def tally(ids: Sequence[str], ballots: Sequence[Screening], rng: random.Random) -> tuple[list[str], dict[str, int], dict[str, float]]:
+    """Ranking by top-choice votes, then mean ranking position, then ``rng``.
+
+    Returns ``(ranking, votes, mean_position)``; positions are 0-based and a
+    candidate missing from a ballot counts as last on it.
+    """
+    votes = {cid: 0 for cid in ids}
+    positions = {cid: 0.0 for cid in ids}
+    for ballot in ballots:
+        if ballot.ranking and ballot.ranking[0] in votes:
+            votes[ballot.ranking[0]] += 1
+        place = {cid: p for p, cid in enumerate(ballot.ranking)}
+        for cid in ids:
+            positions[cid] += place.get(cid, len(ids))
+    mean_position = {cid: positions[cid] / max(1, len(ballots)) for cid in ids}
+    # Vote count dominates; mean position (scaled below one vote) breaks vote ties; rng breaks the rest.
+    value = {cid: votes[cid] - mean_position[cid] / (len(ids) + 1) for cid in ids}
+    return order_by_value(value, ids, rng), votes, mean_position
+
+
+class MajorityVote:
+    """Majority vote over member screeners x rollouts; ties broken with ``ctx.rng``.
+
+    Members are any screeners (for "several models" build one ``PairwiseRPM``
+    or ``PointwiseCritic`` per model). ``chosen`` is the top ``n_verify``.
+    Evidence per candidate: ``votes={"top": share of ballots}``, uncertainty
+    ``1 - max(share, 1 - share)`` (how split the members are about this
+    candidate being the best), and every ballot's ranking in ``detail``.
+    """
+
+    def __init__(self, screeners: Sequence[Screener], rollouts: int = 3, *, n_verify: int | None = None, name: str = "ensemble") -> None:
+        if not screeners:
+            raise ValueError("MajorityVote needs at least one member screener")
+        if rollouts < 1:
+            raise ValueError(f"rollouts must be >= 1, got {rollouts}")
+        self.screeners = list(screeners)
+        self.rollouts = rollouts
+        self.n_verify = n_verify
+        self.name = name
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        runs = await run_members(ctx, candidates, self.screeners, self.rollouts)
+        ids = [c.id for c in candidates]
+        ranking, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng)
+        ballots = [{"member": i, "rollout": r, "ranking": list(s.ranking)} for i, r, s in runs]
+        evidence = {}
+        for cid in ids:
+            share = votes[cid] / len(runs)
+            evidence[cid] = Evidence(
+                candidate_id=cid,
+                rank_value=votes[cid] - mean_position[cid] / (len(ids) + 1),
+                votes={"top": share},
+                uncertainty=1.0 - max(share, 1.0 - share),
+                n_valid=sum(s.evidence[cid].n_valid for _, _, s in runs if cid in s.evidence),
+                n_invalid=sum(s.evidence[cid].n_invalid for _, _, s in runs if cid in s.evidence),
+                detail={
+                    "top_votes": votes[cid],
+                    "mean_position": mean_position[cid],
+                    "ballots": ballots,
+                    "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
+                },
+            )
+        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
+        return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started)
+
+
+# ------------------------------------------------------------------ arbiter
+
+
+def _member_names(member: Screener) -> list[str]:
+    """Names that could reveal which model a member is (stripped before the arbiter sees text)."""
+    names = []
+    for attr in ("model", "judge"):
+        model = getattr(member, attr, None)
+        if model is not None and getattr(model, "name", ""):
+            names.append(model.name)
+    for sub in getattr(member, "screeners", []) + getattr(member, "members", []):
+        names.extend(_member_names(sub))
+    return [n for n in names if len(n) > 1]
+
+
+def reasoning_text(screening: Screening, numbers: dict[str, int], max_chars: int = 4000) -> str:
+    """A member's reasoning as readable text, candidates referred to as ``#n``.
+
+    Critics contribute their critiques of the member's top choice; tournaments
+    contribute every match the top choice played, with the letters mapped
+    back to candidate numbers. Each block is cut at ``max_chars``.
+    """
+    top = screening.ranking[0] if screening.ranking else None
+    order = ", ".join(f"#{numbers[cid]}" for cid in screening.ranking if cid in numbers)
+    lines = [f"Ranking: {order}"]
+    if top is None or top not in screening.evidence:
+        return "\n".join(lines)
+    detail = screening.evidence[top].detail
+    for text in list(detail.get("critiques", []))[:3]:
+        lines.append(f"Critique of #{numbers[top]}:\n{str(text)[:max_chars]}")
+    for match in detail.get("matches", []):
+        for sample in match.get("samples", []):
+            first, second = sample["order"]
+            lines.append(
+                f"Comparison (A = #{numbers.get(first, '?')}, B = #{numbers.get(second, '?')}):\n"
+                f"{str(sample['raw'])[:max_chars]}"
+            )
+    return "\n\n".join(lines)
+
+
+def anonymise(text: str, names: Sequence[str]) -> str:
+    """Replace every model name (as a whole token) with a neutral word, longest names first."""
+    for name in sorted(set(names), key=len, reverse=True):
+        text = re.sub(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", "a reviewer", text, flags=re.IGNORECASE)
+    return text
+
+
+class Arbiter:
+    """An LLM arbiter that reads the members' anonymised reasoning and picks one candidate.
+
+    Ranking: the arbiter's pick first, then the rest in majority-vote order.
+    ``uncertainty`` is the members' split about each candidate being the best
+    (as in ``MajorityVote``); the arbiter's own reply is stored raw.
+    On an unparseable arbiter reply the majority order is used unchanged and
+    ``detail["fallback"]`` is True on every candidate's evidence.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        members: Sequence[Screener],
+        *,
+        context_nodes: int = 8,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        n_verify: int | None = None,
+        name: str = "arbiter",
+    ) -> None:
+        if not members:
+            raise ValueError("Arbiter needs at least one member screener")
+        self.model = model
+        self.members = list(members)
+        self.context_nodes = context_nodes
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.n_verify = n_verify
+        self.name = name
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        runs = await run_members(ctx, candidates, self.members, 1)
+        ids = [c.id for c in candidates]
+        numbers = {cid: n for n, cid in enumerate(ids, 1)}
+        majority, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng)
+        names = [self.model.name] + [n for m in self.members for n in _member_names(m)]
+        reviews = "\n\n".join(
+            f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}" for k, (_, _, s) in enumerate(runs, 1)
+        )
+        candidates_text = "\n\n".join(f"### Candidate {numbers[c.id]}\n{describe(c, 'summary')}" for c in candidates)
+        messages = render(
+            "arbiter",
+            task=ctx.task.statement.strip(),
+            metric=metric_line(ctx.task),
+            context=format_context(collect_context(ctx, self.context_nodes)),
+            candidates=candidates_text,
+            reviews=reviews,
+        )
+        reply = await self.model.generate(
+            ModelRequest(messages=messages, role="arbiter", temperature=self.temperature, max_tokens=self.max_tokens)
+        )
+        pick = parse_choice(reply.text, [str(n) for n in numbers.values()])
+        by_number = {str(n): cid for cid, n in numbers.items()}
+        ranking = list(majority)
+        fallback = pick is None
+        if not fallback:
+            ranking.remove(by_number[pick])
+            ranking.insert(0, by_number[pick])
+        shared: dict[str, Any] = {"arbiter_raw": reply.text, "arbiter_pick": by_number.get(pick or ""), "fallback": fallback}
+        evidence = {
+            cid: Evidence(
+                candidate_id=cid,
+                rank_value=float(len(ids) - ranking.index(cid)),
+                votes={"top": votes[cid] / len(runs)},
+                uncertainty=1.0 - max(votes[cid], len(runs) - votes[cid]) / len(runs),
+                n_valid=0 if fallback else 1,
+                n_invalid=1 if fallback else 0,
+                detail={
+                    **shared,
+                    "number": numbers[cid],
+                    "top_votes": votes[cid],
+                    "mean_position": mean_position[cid],
+                    "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
+                },
+            )
+            for cid in ids
+        }
+        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
+        return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started)
+
+
+__all__ = ["Arbiter", "MajorityVote", "anonymise", "reasoning_text", "run_members", "tally"]

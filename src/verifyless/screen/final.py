@@ -1,0 +1,105 @@
+"""Final-node selection by a round-robin of LLM judgements (RPM paper, appendix D).
+
+After a run, the top-N nodes by validation fitness form a pool. In each of
+``matches`` (paper: 30) matches a random subset of ``min(N, subset)``
+(paper: 5) nodes is shown to the judge under shuffled letters, and the judge
+names one (``[CHOICE] C``), which earns a point. The node with most points
+wins. Ties go to the higher validation fitness (this project's choice: the
+paper broke them at random), and only then to ``rng``.
+
+Limit: the paper found this rarely beats simply keeping the best validation
+score once nodes are executed; it is optional and off by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from verifyless.model.base import Model, ModelRequest
+from verifyless.node import Node
+from verifyless.screen.prompting import metric_line, parse_choice, render
+from verifyless.task.base import Task
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class FinalSelection:
+    """Outcome: the winner, the pool (best fitness first), points, and every match (raw replies included)."""
+
+    winner: str | None
+    pool: tuple[str, ...]
+    points: Mapping[str, int] = field(default_factory=dict)
+    matches: tuple[Mapping[str, Any], ...] = ()
+
+
+def _describe(node: Node, summaries: Mapping[str, str]) -> str:
+    text = summaries.get(node.id) or node.idea or "(no description)"
+    return f"Validation score: {node.score if node.score is not None else 'n/a'}\n{text.strip()}"
+
+
+async def select_final(
+    nodes: Iterable[Node],
+    judge_model: Model,
+    top_n: int,
+    matches: int = 30,
+    subset: int = 5,
+    rng: random.Random | None = None,
+    *,
+    task: Task | None = None,
+    summaries: Mapping[str, str] | None = None,
+    temperature: float | None = None,
+) -> FinalSelection:
+    """Pick the final node among the ``top_n`` OK nodes by a judged round-robin.
+
+    ``rng`` is required (explicit randomness). ``task`` supplies the statement
+    and metric shown to the judge; ``summaries`` maps node id -> neutral
+    summary (the node's idea is used otherwise). A pool of one needs no judge
+    call; an empty pool returns ``winner=None``. Unparseable judge replies
+    award no point and are kept in ``matches``.
+    """
+    if rng is None:
+        raise ValueError("select_final needs rng=random.Random(seed): its subsets and ties must be reproducible")
+    if subset < 2 or subset > len(_LETTERS):
+        raise ValueError(f"subset must be between 2 and {len(_LETTERS)}, got {subset}")
+    summaries = summaries or {}
+    ok = sorted((n for n in nodes if n.ok), key=lambda n: (-(n.fitness or 0.0), n.id))
+    pool = ok[: max(0, top_n)]
+    ids = tuple(n.id for n in pool)
+    if len(pool) <= 1:
+        return FinalSelection(ids[0] if ids else None, ids, {cid: 0 for cid in ids})
+    size = min(len(pool), subset)
+    draws = [rng.sample(pool, size) for _ in range(matches)]  # sample order = letter order
+    statement = task.statement.strip() if task else "(see the solutions)"
+    metric = metric_line(task) if task is not None else "the task's main metric"
+
+    async def play(i: int, shown: list[Node]) -> dict[str, Any]:
+        letters = _LETTERS[: len(shown)]
+        solutions = "\n\n".join(f"### Solution {letter}\n{_describe(n, summaries)}" for letter, n in zip(letters, shown))
+        reply = await judge_model.generate(
+            ModelRequest(
+                messages=render("final", task=statement, metric=metric, solutions=solutions, letters=", ".join(letters)),
+                role="final-judge",
+                temperature=temperature,
+                sample_offset=i,
+            )
+        )
+        letter = parse_choice(reply.text, tuple(letters))
+        picked = shown[letters.index(letter)].id if letter else None
+        return {"match": i, "shown": [n.id for n in shown], "raw": reply.text, "choice": letter, "picked": picked}
+
+    played = await asyncio.gather(*(play(i, shown) for i, shown in enumerate(draws)))
+    points = {cid: 0 for cid in ids}
+    for m in played:
+        if m["picked"] is not None:
+            points[m["picked"]] += 1
+    fitness = {n.id: n.fitness or 0.0 for n in pool}
+    keys = {cid: rng.random() for cid in ids}
+    winner = max(ids, key=lambda cid: (points[cid], fitness[cid], keys[cid]))
+    return FinalSelection(winner, ids, points, tuple(played))
+
+
+__all__ = ["FinalSelection", "select_final"]

@@ -1,0 +1,177 @@
+"""Prompt templates and tag parsing shared by the LLM screeners.
+
+Templates are package data under ``verifyless/roles/prompts/<name>.md``. A
+template holds a system part and a user part separated by a line that reads
+``<!-- user -->``; placeholders are ``{{name}}``. Substitution is a single
+pass, so a value that itself contains ``{{...}}`` (code often does) is never
+expanded again.
+
+``parse_choice`` reads the ``[CHOICE] X --- reason`` tag that the pairwise
+judge, the arbiter and the final-node judge end with.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping, Sequence
+
+from verifyless.model.base import Message
+from verifyless.screen.base import ContextNode
+from verifyless.task.base import Task
+
+_SPLIT = "<!-- user -->"
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+@lru_cache(maxsize=None)
+def load_prompt(name: str) -> tuple[str, str]:
+    """Return ``(system, user)`` template text of ``roles/prompts/<name>.md``."""
+    text = resources.files("verifyless.roles").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+    if _SPLIT not in text:
+        raise ValueError(f"prompt template {name}.md lacks the '{_SPLIT}' line separating system and user parts")
+    system, user = text.split(_SPLIT, 1)
+    return system.strip(), user.strip()
+
+
+def fill(template: str, values: Mapping[str, str]) -> str:
+    """Replace every ``{{key}}``; a key missing from ``values`` is an error (a template bug)."""
+
+    def sub(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in values:
+            raise KeyError(f"prompt placeholder {{{{{key}}}}} has no value")
+        return str(values[key])
+
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def render(name: str, **values: str) -> tuple[Message, ...]:
+    """Messages for template ``name`` filled with ``values``."""
+    system, user = load_prompt(name)
+    return (Message("system", fill(system, values)), Message("user", fill(user, values)))
+
+
+def metric_line(task: Task) -> str:
+    better = "higher" if task.metric.direction == "maximize" else "lower"
+    return f"{task.metric.name} ({better} is better)"
+
+
+def format_context(nodes: Sequence[ContextNode]) -> str:
+    """Numbered list of executed solutions with their validation scores."""
+    if not nodes:
+        return "(no executed solutions yet)"
+    parts = []
+    for i, node in enumerate(nodes, 1):
+        text = node.summary or node.idea or "(no description)"
+        parts.append(f"### Solution {i} (validation score: {node.score:.6g})\n{text.strip()}")
+    return "\n\n".join(parts)
+
+
+# ------------------------------------------------------------------ tag parsing
+
+# Markdown decoration a model may wrap around a tag or its value.
+_DECORATION = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
+_LINE_PREFIX = re.compile(r"^\s*(?:#+|>|[-+•]|\d+[.)])?\s*")
+_SEPARATORS = " \t:=-–—|>\"'([.,;"
+
+
+def clean_line(line: str) -> str:
+    """Drop bold/italic/code marks and heading or bullet prefixes from one line."""
+    return _LINE_PREFIX.sub("", _DECORATION.sub("", line))
+
+
+def tag_values(text: str, tag: str) -> list[str]:
+    """Text following each occurrence of ``tag`` (e.g. ``CHOICE``), in order.
+
+    Bracketed tags (``[CHOICE]``, any case, spaces allowed inside the brackets)
+    may appear anywhere on a line. Only when no bracketed tag exists, a bare
+    ``CHOICE:`` at the start of a line is accepted as well. The returned
+    strings are the rest of the line after the tag, decoration removed.
+    """
+    bracketed = re.compile(r"\[\s*" + tag + r"\s*\]", re.IGNORECASE)
+    bare = re.compile(r"^" + tag + r"\s*[:：]", re.IGNORECASE)
+    found: list[str] = []
+    lines = [clean_line(line) for line in text.splitlines()]
+
+    def rest_of(i: int, end: int) -> str:
+        rest = lines[i][end:]
+        if rest.strip(" \t:=-–—"):
+            return rest
+        # The value was put on the next non-empty line ("[CHOICE]\nB").
+        following = next((line for line in lines[i + 1:] if line.strip()), "")
+        return following
+
+    for i, line in enumerate(lines):
+        for match in bracketed.finditer(line):
+            found.append(rest_of(i, match.end()))
+    if found:
+        return found
+    for i, line in enumerate(lines):
+        match = bare.match(line)
+        if match:
+            found.append(rest_of(i, match.end()))
+    return found
+
+
+def is_template_echo(rest: str) -> bool:
+    """True for a restated format line such as ``A | B`` or ``improve/lose/tie``.
+
+    One slash alone (``N/A``) is a value, not an echo; a pipe after the first
+    word, or two slashes, mark a menu of options.
+    """
+    rest = rest.lstrip(" \t:=-–—\"'([")
+    return (
+        re.match(r"^[\w#]+\s*[\])]?\s*\|\s*\w", rest) is not None
+        or re.match(r"^\w+\s*/\s*\w+\s*/\s*\w", rest) is not None
+    )
+
+
+def split_value(rest: str) -> tuple[str, str]:
+    """Split ``rest`` into ``(value word, reason)``; separators between them are dropped."""
+    rest = rest.lstrip(_SEPARATORS)
+    match = re.match(r"([A-Za-z0-9#][A-Za-z0-9#/.]*)", rest)
+    if not match:
+        return "", rest.strip()
+    value = match.group(1).rstrip(".")
+    reason = rest[match.end():].lstrip(" \t:=-–—|])\"'.,;").strip()
+    return value, reason
+
+
+_CHOICE_FILLERS = {"candidate", "option", "solution", "idea", "number", "no", "no."}
+
+
+def parse_choice(text: str, options: Sequence[str]) -> str | None:
+    """The option named by the last ``[CHOICE]`` tag, or None.
+
+    ``options`` are the allowed answers (letters ``A``, ``B`` or numbers
+    ``1``..``N``); matching ignores case, a leading ``#`` and a filler word
+    such as ``Candidate``. Restated format lines (``A | B``) are skipped; the
+    last remaining tag decides, and if its value is not an option the reply
+    is unparseable (None) rather than falling back to an earlier tag.
+    """
+    allowed = {o.lower(): o for o in options}
+    values = [v for v in tag_values(text, "CHOICE") if not is_template_echo(v)]
+    if not values:
+        return None
+    rest = values[-1].lstrip(_SEPARATORS)
+    word, tail = split_value(rest)
+    if word.lower() in _CHOICE_FILLERS:
+        word, _ = split_value(tail)
+    word = word.lstrip("#").lower()
+    return allowed.get(word)
+
+
+__all__ = [
+    "clean_line",
+    "fill",
+    "format_context",
+    "is_template_echo",
+    "load_prompt",
+    "metric_line",
+    "parse_choice",
+    "render",
+    "split_value",
+    "tag_values",
+]

@@ -1,0 +1,230 @@
+"""Inference-only research preference model: a pairwise knockout (RPM paper, SPEC 3.2).
+
+Each match shows an LLM judge the task, two candidates and up to K context
+nodes (executed, non-buggy solutions found by BFS from the parent, each with
+its validation score). The judge ends with ``[CHOICE] A`` or ``[CHOICE] B``.
+
+Position bias: with ``both_orders`` every match is asked in both presentation
+orders. A candidate wins when it collects more votes; a split or a tie (for
+example a judge that always answers "A") draws a second pair of samples, and
+if still tied ``ctx.rng`` decides. A purely positional judge therefore
+produces coin flips, never a systematic winner.
+
+Ranking: the champion first, then by the round in which a candidate was
+eliminated (later is better), equal rounds in an order drawn from ``ctx.rng``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from verifyless.model.base import Model, ModelRequest
+from verifyless.node import Candidate, Evidence, Screening, Status
+from verifyless.screen.base import ContextNode, ScreenContext
+from verifyless.screen.critic import order_by_value
+from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
+
+
+def collect_context(ctx: ScreenContext, k: int) -> list[ContextNode]:
+    """Up to ``k`` executed, non-buggy nodes nearest the parent (BFS order).
+
+    The walk follows parent and child edges from ``ctx.parent.id`` through
+    every node in ``ctx.nodes`` (buggy ones included, so a good grandchild of a
+    crashed node is still reachable) but only collects nodes whose status is
+    OK and that have a validation score. The parent itself comes first when
+    it qualifies. Summaries come from ``ctx.summaries``, else the node's idea.
+    """
+    if k <= 0 or ctx.parent.id is None or ctx.parent.id not in ctx.nodes:
+        return []
+    children: dict[str, list[str]] = {}
+    for node in ctx.nodes.values():  # insertion order: deterministic neighbour order
+        if node.parent_id is not None:
+            children.setdefault(node.parent_id, []).append(node.id)
+    seen = {ctx.parent.id}
+    queue = deque([ctx.parent.id])
+    found: list[ContextNode] = []
+    while queue and len(found) < k:
+        node = ctx.nodes[queue.popleft()]
+        if node.status is Status.OK and node.score is not None:
+            found.append(ContextNode(node.id, ctx.summaries.get(node.id, node.idea), float(node.score), node.idea))
+        neighbours = ([node.parent_id] if node.parent_id else []) + children.get(node.id, [])
+        for nid in neighbours:
+            if nid in ctx.nodes and nid not in seen:
+                seen.add(nid)
+                queue.append(nid)
+    return found
+
+
+def describe(candidate: Candidate, show: str) -> str:
+    """How a candidate is shown to a judge: its summary, or its plan plus full program."""
+    if show == "code":
+        return f"Plan: {candidate.idea.text.strip()}\n\n```python\n{candidate.program.rstrip()}\n```"
+    return (candidate.summary or candidate.idea.text).strip()
+
+
+@dataclass
+class Match:
+    """One knockout match; ``samples`` hold every judge call in the order made."""
+
+    round: int
+    pair: tuple[str, str]
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    votes: dict[str, int] = field(default_factory=dict)
+    winner: str = ""
+    decided_by: Literal["votes", "rng"] = "votes"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "pair": list(self.pair),
+            "samples": list(self.samples),
+            "votes": dict(self.votes),
+            "winner": self.winner,
+            "decided_by": self.decided_by,
+        }
+
+
+class PairwiseRPM:
+    """Knockout tournament judged by an LLM over pairs of candidates.
+
+    ``context_nodes`` is K (default 8); ``show`` is ``"summary"`` or
+    ``"code"`` (plan + program). ``chosen`` is the top ``n_verify`` of the
+    ranking (this object's value, else ``ctx.n_verify``).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        context_nodes: int = 8,
+        both_orders: bool = True,
+        show: Literal["summary", "code"] = "summary",
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        n_verify: int | None = None,
+        name: str = "tournament",
+    ) -> None:
+        if show not in ("summary", "code"):
+            raise ValueError(f"show must be 'summary' or 'code', got {show!r}")
+        self.model = model
+        self.context_nodes = context_nodes
+        self.both_orders = both_orders
+        self.show = show
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.n_verify = n_verify
+        self.name = name
+
+    def messages(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate):
+        return render(
+            "pairwise",
+            task=ctx.task.statement.strip(),
+            metric=metric_line(ctx.task),
+            context=format_context(context),
+            candidate_a=describe(a, self.show),
+            candidate_b=describe(b, self.show),
+        )
+
+    async def _ask(self, ctx, context, first: Candidate, second: Candidate, offset: int) -> dict[str, Any]:
+        reply = await self.model.generate(
+            ModelRequest(
+                messages=self.messages(ctx, context, first, second),
+                role="judge",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                sample_offset=offset,
+            )
+        )
+        letter = parse_choice(reply.text, ("A", "B"))
+        picked = {"A": first.id, "B": second.id}.get(letter or "")
+        return {"order": [first.id, second.id], "offset": offset, "raw": reply.text, "choice": letter, "picked": picked}
+
+    async def match(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate, rnd: int) -> Match:
+        """Play one match; see the module docstring for the tie rules."""
+        result = Match(round=rnd, pair=(a.id, b.id), votes={a.id: 0, b.id: 0})
+        orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
+        for offset in (0, 1):  # a first pass, then one more pass only when undecided
+            samples = await asyncio.gather(*(self._ask(ctx, context, x, y, offset) for x, y in orders))
+            for s in samples:
+                result.samples.append(s)
+                if s["picked"]:
+                    result.votes[s["picked"]] += 1
+            if result.votes[a.id] != result.votes[b.id]:
+                result.winner = max(result.votes, key=result.votes.__getitem__)
+                return result
+        result.winner = ctx.rng.choice((a.id, b.id))
+        result.decided_by = "rng"
+        return result
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        by_id = {c.id: c for c in candidates}
+        context = collect_context(ctx, self.context_nodes)
+        alive = [c.id for c in candidates]
+        ctx.rng.shuffle(alive)  # seeding of the bracket
+        eliminated: dict[str, int] = {}
+        matches: list[Match] = []
+        rnd = 0
+        while len(alive) > 1:
+            rnd += 1
+            pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
+            bye = [alive[-1]] if len(alive) % 2 else []
+            played = await asyncio.gather(*(self.match(ctx, context, by_id[x], by_id[y], rnd) for x, y in pairs))
+            matches.extend(played)
+            for m in played:
+                loser = m.pair[0] if m.winner == m.pair[1] else m.pair[1]
+                eliminated[loser] = rnd
+            alive = [m.winner for m in played] + bye
+        for cid in alive:
+            eliminated[cid] = rnd + 1  # the champion outlives every round
+        ids = [c.id for c in candidates]
+        ranking = order_by_value({cid: float(eliminated.get(cid, 0)) for cid in ids}, ids, ctx.rng)
+        if alive:  # the champion is first even if equal values were shuffled
+            ranking.remove(alive[0])
+            ranking.insert(0, alive[0])
+        evidence = {cid: self._evidence(cid, eliminated.get(cid, 0), matches) for cid in ids}
+        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
+        return Screening(
+            screener=self.name,
+            ranking=tuple(ranking),
+            chosen=tuple(ranking[: max(0, n_verify)]),
+            evidence=evidence,
+            seconds=time.monotonic() - started,
+        )
+
+    @staticmethod
+    def _evidence(cid: str, survived: int, matches: Sequence[Match]) -> Evidence:
+        """Per-candidate record: its own matches in full (their union is the bracket).
+
+        ``uncertainty`` is the vote share against the outcome of the candidate's
+        last match (0 when unanimous, 0.5 when split and settled by rng, 1.0
+        when no judge reply parsed; a bye-only champion has 1.0).
+        """
+        own = [m for m in matches if cid in m.pair]
+        samples = [s for m in own for s in m.samples]
+        n_valid = sum(s["picked"] is not None for s in samples)
+        uncertainty = 1.0
+        if own:
+            last = own[-1]
+            total = sum(last.votes.values())
+            if total:
+                uncertainty = 1.0 - last.votes[last.winner] / total
+        return Evidence(
+            candidate_id=cid,
+            rank_value=float(survived),
+            uncertainty=uncertainty,
+            n_valid=n_valid,
+            n_invalid=len(samples) - n_valid,
+            detail={
+                "rounds_survived": survived,
+                "wins": sum(m.winner == cid for m in own),
+                "matches": [m.to_dict() for m in own],
+            },
+        )
+
+
+__all__ = ["Match", "PairwiseRPM", "collect_context", "describe"]

@@ -1,0 +1,130 @@
+"""Greedy tree search in the style of AIRA-dojo / AIDE.
+
+Policy, read top to bottom in ``ask``:
+
+1. Draft phase: until ``num_drafts`` drafts have been verified, make fresh
+   drafts (``Operator.DRAFT``) from the baseline.
+2. Debug: with probability ``debug_prob``, repair the most recently told buggy
+   leaf (a verified node without a usable score and without verified
+   children) whose run of consecutive debug steps is below ``max_debug_depth``.
+3. Otherwise improve the best validation node (the baseline counts).
+
+State is derived only from ``tell``; ``ask`` does not change what later asks
+return except through the per-ask random generator, which is seeded from
+``(seed, number of tells, asks since the last tell)``. A fresh strategy built
+with an identically seeded ``random.Random`` and told the same nodes therefore
+makes the same next ask (resume equivalence).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from verifyless.errors import ConfigError
+from verifyless.node import Node, Operator
+from verifyless.search.base import Expansion, SearchView
+
+
+@dataclass(frozen=True)
+class GreedyConfig:
+    """Constants of the greedy policy.
+
+    num_drafts: verified drafts made from the baseline before improving (AIRA-dojo: 5).
+    max_debug_depth: a buggy node reached by this many consecutive DEBUG steps is abandoned.
+    debug_prob: chance of debugging the newest buggy leaf instead of improving the best (AIDE: 1.0).
+    """
+
+    num_drafts: int = 5
+    max_debug_depth: int = 3
+    debug_prob: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.num_drafts < 0:
+            raise ConfigError(f"greedy.num_drafts must be >= 0, got {self.num_drafts}")
+        if self.max_debug_depth < 0:
+            raise ConfigError(f"greedy.max_debug_depth must be >= 0, got {self.max_debug_depth}")
+        if not 0.0 <= self.debug_prob <= 1.0:
+            raise ConfigError(f"greedy.debug_prob must be in [0, 1], got {self.debug_prob}")
+
+
+def debug_depth(view: SearchView, node_id: str) -> int:
+    """Number of consecutive DEBUG operators on the primary path ending at ``node_id``."""
+    depth = 0
+    node = view.nodes.get(node_id)
+    while node is not None and node.operator is Operator.DEBUG:
+        depth += 1
+        node = view.nodes.get(node.parent_id) if node.parent_id else None
+    return depth
+
+
+class GreedyStrategy:
+    """Draft, then improve the best node and debug buggy leaves (see module docstring)."""
+
+    name = "greedy"
+
+    def __init__(self, rng: random.Random, config: GreedyConfig | None = None) -> None:
+        self.config = config or GreedyConfig()
+        self._seed = rng.getrandbits(64)  # the only draw from the injected rng
+        self._seen = SearchView()
+        self._order: dict[str, int] = {}  # node id -> index of its first verified tell
+        self._root_id: str | None = None
+        self._drafts = 0
+        self._tells = 0
+        self._asks = 0  # asks since the last tell
+
+    # ------------------------------------------------------------------ tell
+    def tell(self, node: Node) -> None:
+        known = self._seen.nodes.get(node.id)
+        self._seen.add(node)
+        self._tells += 1
+        self._asks = 0
+        if node.operator is Operator.BASELINE and self._root_id is None:
+            self._root_id = node.id
+        if node.status.verified and (known is None or not known.status.verified):
+            self._order[node.id] = len(self._order)
+            if node.operator is Operator.DRAFT:
+                self._drafts += 1
+
+    # ------------------------------------------------------------------- ask
+    def ask(self, view: SearchView, k: int) -> list[Expansion]:
+        """Return ``k`` expansions; reads only told state (``view`` is not consulted)."""
+        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
+        self._asks += 1
+        out: list[Expansion] = []
+        drafts_left = self.config.num_drafts - self._drafts
+        debuggable = self._debuggable_leaves()
+        for _ in range(k):
+            if drafts_left > 0:
+                drafts_left -= 1
+                out.append(Expansion(self._root_id, Operator.DRAFT, note="draft phase"))
+            elif debuggable and rng.random() < self.config.debug_prob:
+                target = debuggable.pop(0)
+                out.append(Expansion(target, Operator.DEBUG, note="newest buggy leaf"))
+            elif self._seen.best_id is not None:
+                out.append(Expansion(self._seen.best_id, Operator.IMPROVE, note="best validation node"))
+            else:
+                # Nothing usable yet (every draft buggy and past its debug limit): draft again.
+                out.append(Expansion(self._root_id, Operator.DRAFT, note="no valid node yet"))
+        return out
+
+    def _debuggable_leaves(self) -> list[str]:
+        """Buggy verified leaves under the debug depth limit, newest first."""
+        found = []
+        for node_id in self._order:
+            node = self._seen.nodes[node_id]
+            if not node.status.buggy:
+                continue
+            children = self._seen.children.get(node_id, [])
+            if any(self._seen.nodes[c].status.verified for c in children):
+                continue
+            if debug_depth(self._seen, node_id) >= self.config.max_debug_depth:
+                continue
+            found.append(node_id)
+        found.sort(key=lambda i: -self._order[i])
+        return found
+
+    # ----------------------------------------------------------------- final
+    def final(self, view: SearchView) -> str | None:
+        """The best validation node told so far (None before any usable score)."""
+        return self._seen.best_id

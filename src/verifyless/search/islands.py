@@ -1,0 +1,215 @@
+"""Island model with a MAP-Elites archive per island (OpenEvolve-style).
+
+Time and rounds come from tells only: ``t`` is the number of verified
+non-baseline nodes told, and one *round* is ``n_islands`` verifications (one per
+island, as in the critic paper's setup of one verification per island-round).
+
+- ``ask(view, k)``: the j-th expansion goes to island ``(t + j) % n_islands``,
+  so islands take turns. The parent is drawn from that island with
+  probability ``exploration_ratio`` uniformly from its members, with
+  ``exploitation_ratio`` uniformly from its archive elites (one per occupied
+  cell), and otherwise (``elite_ratio``) it is the island's best member.
+  Inspirations: about half from the island's fittest elites, the rest from
+  other (diverse) cells, topped up from the global top when the island is small.
+- Only nodes with a usable score join an island; failures are data but are
+  not repaired here (OpenEvolve discards them too).
+- Migration: after every ``migration_interval`` rounds, each island copies its
+  top ``max(1, round(migration_rate * size))`` members to the next island in a
+  ring. Each migration is recorded in ``migrations``.
+- Capacity: an island over ``island_capacity`` members drops its weakest
+  member that is neither an archive elite nor the global best; the best
+  verified program is never dropped.
+
+The per-ask random generator is seeded from ``(seed, tells, asks since the
+last tell)``, with ``seed`` drawn once from the injected ``random.Random``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from verifyless.errors import ConfigError
+from verifyless.node import Node, Operator
+from verifyless.search.base import Expansion, SearchView
+from verifyless.search.map_elites import Archive, build_archive
+
+
+@dataclass(frozen=True)
+class IslandsConfig:
+    """Constants of the island model (paper defaults where the critic paper gives them).
+
+    n_islands: islands evolving semi-independently (critic paper: 3).
+    migration_interval: rounds between migrations (critic paper: 4).
+    migration_rate: fraction of an island's members copied to its ring neighbour.
+    exploration_ratio / exploitation_ratio / elite_ratio: parent-sampling mix; must sum to 1.
+    features: MAP-Elites axes (see ``map_elites``); bins: bins per numeric axis.
+    n_inspirations: inspiration ids attached to each expansion.
+    island_capacity: members kept per island before the weakest non-elite is dropped.
+    """
+
+    n_islands: int = 3
+    migration_interval: int = 4
+    migration_rate: float = 0.1
+    exploration_ratio: float = 0.2
+    exploitation_ratio: float = 0.7
+    elite_ratio: float = 0.1
+    features: tuple[str, ...] = ("score", "length")
+    bins: int = 10
+    n_inspirations: int = 3
+    island_capacity: int = 100
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", tuple(self.features))
+        if self.n_islands < 1:
+            raise ConfigError(f"islands.n_islands must be >= 1, got {self.n_islands}")
+        if self.migration_interval < 1:
+            raise ConfigError(f"islands.migration_interval must be >= 1, got {self.migration_interval}")
+        if not 0.0 <= self.migration_rate <= 1.0:
+            raise ConfigError(f"islands.migration_rate must be in [0, 1], got {self.migration_rate}")
+        ratios = (self.exploration_ratio, self.exploitation_ratio, self.elite_ratio)
+        if min(ratios) < 0 or abs(sum(ratios) - 1.0) > 1e-6:
+            raise ConfigError(
+                "islands.exploration_ratio + exploitation_ratio + elite_ratio must be non-negative "
+                f"and sum to 1, got {ratios}"
+            )
+        if not self.features:
+            raise ConfigError("islands.features must name at least one feature, e.g. ['score', 'length']")
+        if self.bins < 1 or self.n_inspirations < 0 or self.island_capacity < 1:
+            raise ConfigError("islands.bins and islands.island_capacity must be >= 1, n_inspirations >= 0")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One copy of ids from island ``source`` to island ``target`` after round ``round``."""
+
+    round: int
+    source: int
+    target: int
+    ids: tuple[str, ...]
+
+
+class IslandsStrategy:
+    """Islands + MAP-Elites + ring migration (see module docstring)."""
+
+    name = "islands"
+
+    def __init__(self, rng: random.Random, config: IslandsConfig | None = None) -> None:
+        self.config = config or IslandsConfig()
+        self._seed = rng.getrandbits(64)
+        self._seen = SearchView()
+        self._order: dict[str, int] = {}
+        self.members: list[list[str]] = [[] for _ in range(self.config.n_islands)]
+        self.migrations: list[Migration] = []
+        self._root_id: str | None = None
+        self.t = 0
+        self._tells = 0
+        self._asks = 0
+
+    # ------------------------------------------------------------------ tell
+    def tell(self, node: Node) -> None:
+        known = self._seen.nodes.get(node.id)
+        self._seen.add(node)
+        self._tells += 1
+        self._asks = 0
+        if not node.status.verified or (known is not None and known.status.verified):
+            return
+        self._order[node.id] = len(self._order)
+        if node.operator is Operator.BASELINE:
+            self._root_id = self._root_id or node.id
+            if node.ok:  # the baseline seeds every island
+                for island in range(self.config.n_islands):
+                    self._join(island, node.id)
+            return
+        self.t += 1
+        if node.ok:
+            self._join(node.island % self.config.n_islands, node.id)
+        per_migration = self.config.n_islands * self.config.migration_interval
+        if self.t % per_migration == 0:
+            self._migrate(self.t // self.config.n_islands)
+
+    def _join(self, island: int, node_id: str) -> None:
+        if node_id in self.members[island]:
+            return
+        self.members[island].append(node_id)
+        if len(self.members[island]) > self.config.island_capacity:
+            self._evict(island)
+
+    def _evict(self, island: int) -> None:
+        ids = self.members[island]
+        protected = set(self._archive(island).elites.values()) | {self._seen.best_id}
+        pool = [i for i in ids if i not in protected] or [i for i in ids if i != self._seen.best_id]
+        worst = min(pool, key=lambda i: (self._seen.nodes[i].fitness, -self._order[i]))
+        ids.remove(worst)
+
+    def _migrate(self, round_no: int) -> None:
+        n = self.config.n_islands
+        if n < 2:
+            return
+        outgoing = []
+        for island in range(n):
+            ranked = self._ranked(self.members[island])
+            count = max(1, round(self.config.migration_rate * len(ranked))) if ranked else 0
+            outgoing.append(ranked[:count])
+        for island, ids in enumerate(outgoing):
+            target = (island + 1) % n
+            moved = tuple(i for i in ids if i not in self.members[target])
+            for node_id in moved:
+                self._join(target, node_id)
+            self.migrations.append(Migration(round_no, island, target, moved))
+
+    # ------------------------------------------------------------------- ask
+    def ask(self, view: SearchView, k: int) -> list[Expansion]:
+        """Return ``k`` expansions on islands taken in turn (reads only told state)."""
+        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
+        self._asks += 1
+        out = []
+        for j in range(k):
+            island = (self.t + j) % self.config.n_islands
+            members = self.members[island]
+            if not members:
+                parent = self._seen.best_id or self._root_id
+                op = Operator.IMPROVE if parent is not None else Operator.DRAFT
+                out.append(Expansion(parent, op, island=island, note="empty island"))
+                continue
+            archive = self._archive(island)
+            parent, mode = self._sample_parent(rng, members, archive)
+            inspirations = self._inspirations(rng, parent, archive)
+            out.append(Expansion(parent, Operator.IMPROVE, island=island,
+                                 inspiration_ids=inspirations, note=mode))
+        return out
+
+    def _sample_parent(self, rng: random.Random, members: list[str], archive: Archive) -> tuple[str, str]:
+        roll = rng.random()
+        if roll < self.config.exploration_ratio:
+            return rng.choice(members), "exploration"
+        if roll < self.config.exploration_ratio + self.config.exploitation_ratio:
+            elites = sorted(archive.elites.values(), key=self._order.__getitem__)
+            return rng.choice(elites), "exploitation"
+        return self._ranked(members)[0], "elite"
+
+    def _inspirations(self, rng: random.Random, parent: str, archive: Archive) -> tuple[str, ...]:
+        want = self.config.n_inspirations
+        elites = [i for i in self._ranked(list(archive.elites.values())) if i != parent]
+        chosen = elites[: math.ceil(want / 2)]
+        rest = [i for i in elites if i not in chosen]
+        rng.shuffle(rest)  # diverse cells: any other occupied cell, at random
+        chosen += rest[: want - len(chosen)]
+        if len(chosen) < want:
+            ok = [n.id for n in self._seen.nodes.values() if n.ok]
+            chosen += [i for i in self._ranked(ok) if i != parent and i not in chosen][: want - len(chosen)]
+        return tuple(chosen)
+
+    # --------------------------------------------------------------- helpers
+    def _archive(self, island: int) -> Archive:
+        nodes = [self._seen.nodes[i] for i in self.members[island]]
+        return build_archive(nodes, self.config.features, self.config.bins)
+
+    def _ranked(self, ids: list[str]) -> list[str]:
+        """Fittest first; earlier-told first among equals (deterministic)."""
+        return sorted(ids, key=lambda i: (-(self._seen.nodes[i].fitness or 0.0), self._order[i]))
+
+    def final(self, view: SearchView) -> str | None:
+        """The best verified program (kept on its island whatever the capacity)."""
+        return self._seen.best_id

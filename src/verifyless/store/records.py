@@ -1,0 +1,100 @@
+"""Small frozen records returned by the run store."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping, NamedTuple
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """Budget consumed by one event; written to the ledger in the event's transaction.
+
+    ``verifications`` counts paid verifications; ``evaluator_seconds`` their
+    wall time; tokens and ``cost`` are LLM usage; ``pilot_seconds`` is sandbox
+    time spent on agentic-RPM pilot experiments.
+    """
+
+    verifications: int = 0
+    evaluator_seconds: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    pilot_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Charge":
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+    @property
+    def empty(self) -> bool:
+        return not any(asdict(self).values())
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Totals of a run's ledger (everything charged so far)."""
+
+    verifications: int = 0
+    evaluator_seconds: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    pilot_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One committed entry of the append-only log.
+
+    ``payload`` is the decoded JSON object; treat it as read-only.
+    ``charge`` is what the event charged to the ledger, or None.
+    """
+
+    seq: int
+    run_id: str
+    ts: float
+    kind: str
+    node_id: str | None
+    payload: Mapping[str, Any]
+    charge: Charge | None = None
+
+
+class Item(NamedTuple):
+    """One event for ``RunStore.append_many``; a plain ``(kind, payload)`` tuple also works."""
+
+    kind: str
+    payload: Mapping[str, Any]
+    node_id: str | None = None
+    charge: "Charge | bool | None" = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """Metadata of one run (``config`` is the resolved config recorded at creation)."""
+
+    run_id: str
+    task: str
+    created: float
+    status: str
+    seed: int
+    config: Mapping[str, Any] = field(default_factory=dict)
+    updated: float = 0.0
+    n_nodes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    """What ``RunStore.rebuild_views`` found: rows of the stored views that differed from a replay of the events."""
+
+    events: int
+    nodes: int
+    nodes_changed: int
+    ledger_changed: int
+
+    @property
+    def consistent(self) -> bool:
+        return self.nodes_changed == 0 and self.ledger_changed == 0

