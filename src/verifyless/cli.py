@@ -73,8 +73,9 @@ def tasks(directory: Optional[Path] = typer.Argument(None, help="folder of task 
     if not found:
         raise TaskError(f"no task folders in {directory} (a task folder has task.yaml, or initial_program.py + evaluator.py)")
     table = Table(box=None, show_header=True, header_style="bold")
-    for col in ("task", "kind", "metric", "idea space", "description"):
-        table.add_column(col)
+    for col in ("task", "kind", "metric", "idea space"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("description", overflow="ellipsis", no_wrap=True)
     for t in found:
         if isinstance(t, TaskError):
             table.add_row("[red]invalid[/]", "", "", "", str(t).splitlines()[0])
@@ -163,7 +164,7 @@ def run(
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
         resume = st.resolve_run(resume)
-        stored = next(iter(st.events(resume, kinds=["config"]))).payload
+        stored = next(iter(st.events(resume, kinds=["config"]))).payload["config"]
         cfg = validate(stored)
     result = asyncio.run(_run(cfg, st, resume, quiet))
     _print_result(result, st)
@@ -216,8 +217,8 @@ class _LiveProgress:
             if chosen and chosen[0] in ev:
                 e = ev[chosen[0]]
                 votes = ", ".join(f"{k} {v:.2f}" for k, v in (e.get("votes") or {}).items())
-                self.out.print(f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}"
-                               f"{'  (' + votes + f', u={e.get('uncertainty', 1):.2f})' if votes else ''}",
+                extra = f"  ({votes}, u={e.get('uncertainty', 1.0):.2f})" if votes else ""
+                self.out.print(f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}{extra}",
                                highlight=False)
 
     def close(self) -> None:

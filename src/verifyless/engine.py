@@ -121,6 +121,7 @@ class Engine:
         self._pending_tell: dict[int, list[tuple[tuple, str]]] = {}  # round -> [(order key, node id)]
         self._staged: dict[str, Node] = {}   # recorded but not yet told to the strategy
         self._reserved = 0
+        self._claimed: set[str] = set()  # program hashes dispatched for verification
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ public
@@ -241,7 +242,8 @@ class Engine:
         )
         proposals = await self.roles.proposer.propose(ctx, eng.candidates)
         prefix = f"r{r}e{i}c"
-        made = await asyncio.gather(*(self._make(f"{prefix}{j}", p, exp, parent, r) for j, p in enumerate(proposals)))
+        seen: set[str] = set()  # program hashes already in this pool
+        made = await asyncio.gather(*(self._make(f"{prefix}{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals)))
         pool = [c for c in made if c is not None]
         if not pool:
             return
@@ -272,10 +274,12 @@ class Engine:
         for k, cid in enumerate(to_verify):
             await self._wait_for_slot()
             self._reserved += 1
+            self._claimed.add(by_id[cid].program_hash)
             chain = asyncio.create_task(self._verify_chain(by_id[cid], order=(0, k)))
             self._inflight.setdefault(r, []).append(chain)
 
-    async def _make(self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int) -> Candidate | None:
+    async def _make(self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int,
+                    seen: set[str]) -> Candidate | None:
         """Implement one idea; record and return the candidate, or None if it failed before screening."""
         base = dict(id=cid, parent_id=exp.parent_id, operator=exp.operator,
                     reference_ids=exp.reference_ids, round=r, island=exp.island)
@@ -294,11 +298,13 @@ class Engine:
         if problem:
             self._record_failure(cand, RoleFailure("guard-failed", problem), r)
             return None
-        if not self.task.stochastic and (cand.program_hash in self.s.verified_hashes
+        if not self.task.stochastic and (cand.program_hash in self.s.verified_hashes | self._claimed
+                                         or cand.program_hash in seen
                                          or cand.program_hash == content_hash(parent.program)):
-            self._record_candidate(cand, Status.DUPLICATE, "an identical program was already verified")
+            self._record_candidate(cand, Status.DUPLICATE, "an identical program was already verified or is in this pool")
             self._queue_tell(r, (2, cid), cid)
             return None
+        seen.add(cand.program_hash)
         cand = cand.replace(summary=await self._summarize(cand))
         self._record_candidate(cand, Status.IMPLEMENTED)
         return cand
@@ -326,8 +332,10 @@ class Engine:
                 id=f"{cand.id}f{attempt}", parent_id=current.id, operator=Operator.DEBUG, idea=current.idea,
                 program=program, program_hash=content_hash(program), round=cand.round, island=cand.island,
             )
-            if fixed_region_violation(cand.program, program, self.task.band) or fixed.program_hash in self.s.verified_hashes:
+            if (fixed_region_violation(cand.program, program, self.task.band)
+                    or fixed.program_hash in self.s.verified_hashes | self._claimed):
                 break
+            self._claimed.add(fixed.program_hash)
             fixed = fixed.replace(summary=await self._summarize(fixed))
             self._record_candidate(fixed, Status.IMPLEMENTED)
             self._reserved += 1
@@ -377,7 +385,7 @@ class Engine:
         stage = "debug" if exp.operator is Operator.DEBUG else "improve"
         idea_text = parent.idea.text if parent.idea else parent.summary
         query = self.memory.query_for(stage, idea=idea_text, error=parent.error)
-        return tuple(self.memory.snippet(rec) for rec in self.memory.search(query, k=5, stage=stage))
+        return tuple(self.memory.snippet(hit.record) for hit in self.memory.search(query, k=5, stage=stage))
 
     # ------------------------------------------------------------------ helpers: recording
 

@@ -84,7 +84,7 @@ async def replay_run(store: Any, run_id: str) -> ReplayReport:
     from verifyless.wiring import build_engine
 
     config_event = next(iter(store.events(run_id, kinds=["config"])))
-    data = dict(config_event.payload)
+    data = dict(config_event.payload["config"])
     data["store"] = str(store.path)  # the response cache lives in the original store's file
     data["budget"] = {**data.get("budget", {}), "wall_seconds": None}
     cfg = validate(data)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import random
@@ -117,6 +118,28 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
 _KEYLIKE = re.compile(r"\b(sk|key|tok)-[A-Za-z0-9_\-*.]{6,}")
 
 
+@functools.cache
+def _ssl_context() -> Any:
+    """One TLS context per process: building one costs ~0.1 s, and each event loop needs a pool."""
+    import ssl
+
+    cafile = os.environ.get("SSL_CERT_FILE")
+    if not cafile:
+        try:
+            import certifi
+
+            cafile = certifi.where()
+        except ImportError:
+            cafile = None
+    return ssl.create_default_context(cafile=cafile)
+
+
+def _http_client(timeout_s: float) -> Any:
+    import openai
+
+    return openai.DefaultAsyncHttpxClient(timeout=timeout_s, verify=_ssl_context())
+
+
 class _Limiters:
     """One semaphore per (event loop, endpoint): the first model to use an endpoint sets its limit."""
 
@@ -140,8 +163,8 @@ class OpenAIModel:
     """``Model`` for an OpenAI-compatible endpoint; see the module docstring for the retry policy.
 
     ``sleep`` and ``rng`` are injectable so tests can observe backoff without waiting.
-    Samples: ``n`` is sent as is; if the server returns fewer choices, the
-    rest are drawn with further calls. When ``seed`` is set, a call whose first
+    Samples: ``n`` is sent as is (capped at ``max_n`` when set); if the server
+    returns fewer choices, the rest are drawn with further concurrent calls. When ``seed`` is set, a call whose first
     sample index is ``j`` sends ``seed + j`` so that extra draws differ.
     """
 
@@ -158,7 +181,8 @@ class OpenAIModel:
         self._key_missing = not key
         # Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on one.
         self._client = openai.AsyncOpenAI(
-            api_key=key or "not-set", base_url=self.endpoint, max_retries=0, timeout=config.timeout_s
+            api_key=key or "not-set", base_url=self.endpoint, max_retries=0, timeout=config.timeout_s,
+            http_client=_http_client(config.timeout_s),
         )
         self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         self._sleep = sleep
@@ -192,12 +216,10 @@ class OpenAIModel:
     def _client_for_loop(self) -> Any:
         # An httpx connection pool belongs to the event loop that opened it;
         # each loop gets its own pool (the key stays inside the SDK client).
-        import openai
-
         loop = asyncio.get_running_loop()
         client = self._loop_clients.get(loop)
         if client is None:
-            client = self._client.copy(http_client=openai.DefaultAsyncHttpxClient(timeout=self.config.timeout_s))
+            client = self._client.copy(http_client=_http_client(self.config.timeout_s))
             self._loop_clients[loop] = client
         return client
 
@@ -216,11 +238,12 @@ class OpenAIModel:
         if request.n < 1:
             raise ValueError(f"request.n must be >= 1, got {request.n}")
         first = request.sample_offset
-        got, prompt_tokens, completion_tokens, model = await self._call(self._payload(request, request.n, first))
+        ask = min(request.n, self.config.max_n or request.n)
+        got, prompt_tokens, completion_tokens, model = await self._call(self._payload(request, ask, first))
         choices = got[: request.n]
         # The server may cap or ignore n: draw the rest concurrently in chunks of
         # the size it did return. Each call yields >= 1 choice, so this ends.
-        chunk = len(got)
+        chunk = min(len(got), ask)
         while len(choices) < request.n:
             starts = range(len(choices), request.n, chunk)
             results = await asyncio.gather(*(

@@ -331,7 +331,7 @@ def _approach_start(line: str) -> str | None:
     return rest.strip("*_ ")
 
 
-def extract_approach(text: str, min_words: int = 8) -> str | None:
+def extract_approach(text: str, min_words: int = 5) -> str | None:
     """The Approach section of a proposer reply, without code blocks; None if unusable.
 
     Accepts ``## Approach``, ``**Approach:**`` (text may follow on the same
@@ -421,12 +421,30 @@ def parse_brief(text: str, min_criteria: int = 4, max_criteria: int = 10) -> tup
     return understanding, tuple(items[:max_criteria])
 
 
+def clean_summary(text: str) -> str:
+    """A summarizer reply without code blocks and without a leading "Summary:" label."""
+    text = strip_code_blocks(text).strip()
+    label = r"^(?:#{1,6}\s*)?(?:\*\*)?(?:child\s+|solution\s+)?summary(?:\*\*)?\s*:?\s*(?:\*\*)?\s*:?[ \t]*\n?"
+    return re.sub(label, "", text, flags=re.I).strip()
+
+
+def trim_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` words, at a sentence end when one is in the second half."""
+    words = text.split()
+    if len(words) <= limit:
+        return text
+    cut = " ".join(words[:limit])
+    end = cut.rfind(".")
+    return cut[: end + 1] if end > len(cut) // 2 else cut + " ..."
+
+
 __all__ = [
     "CodeBlock",
     "Edit",
     "EditError",
     "apply_edits",
     "clean_reply",
+    "clean_summary",
     "code_blocks",
     "extract_approach",
     "has_search_replace",
@@ -434,4 +452,5 @@ __all__ = [
     "parse_search_replace",
     "pick_code_block",
     "strip_code_blocks",
+    "trim_words",
 ]

@@ -174,9 +174,9 @@ def band_view(task: Task, program: str) -> BandView:
 def band_or_program(task: Task, program: str, limit: int = 12000) -> str:
     """The band of ``program`` if it has one, else the whole program, clipped."""
     try:
-        return clip(band_view(task, program).band, limit)
+        return clip(band_view(task, program).band, limit).rstrip("\n")
     except BandError:
-        return clip(program, limit)
+        return clip(program, limit).rstrip("\n")
 
 
 def band_rule(task: Task) -> str:

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Screening, Status, Verification
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.features import CandidateFeaturizer, FeatureKind, make_text_encoder
@@ -121,7 +122,9 @@ class SurrogateScreener:
         tolerance: float = 1e-12,
     ) -> None:
         if min_examples < 2:
-            raise ValueError("min_examples must be at least 2 (a classifier needs two classes)")
+            raise ConfigError(
+                f"surrogate min_examples must be at least 2 (got {min_examples}): a classifier needs two classes"
+            )
         self.seed = seed
         self.min_examples = min_examples
         self.n_verify = n_verify

@@ -143,8 +143,18 @@ class PairwiseRPM:
         picked = {"A": first.id, "B": second.id}.get(letter or "")
         return {"order": [first.id, second.id], "offset": offset, "raw": reply.text, "choice": letter, "picked": picked}
 
-    async def match(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate, rnd: int) -> Match:
-        """Play one match; see the module docstring for the tie rules."""
+    async def match(
+        self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate, rnd: int,
+        coin: float | None = None,
+    ) -> Match:
+        """Play one match; see the module docstring for the tie rules.
+
+        ``coin`` in [0, 1) settles a final tie (``a`` below 0.5); the tournament
+        draws it from ``ctx.rng`` before the round starts, so replies arriving
+        in a different order cannot change which tie-break goes to which match.
+        """
+        if coin is None:
+            coin = ctx.rng.random()
         result = Match(round=rnd, pair=(a.id, b.id), votes={a.id: 0, b.id: 0})
         orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
         for offset in (0, 1):  # a first pass, then one more pass only when undecided
@@ -156,7 +166,7 @@ class PairwiseRPM:
             if result.votes[a.id] != result.votes[b.id]:
                 result.winner = max(result.votes, key=result.votes.__getitem__)
                 return result
-        result.winner = ctx.rng.choice((a.id, b.id))
+        result.winner = a.id if coin < 0.5 else b.id
         result.decided_by = "rng"
         return result
 
@@ -173,7 +183,10 @@ class PairwiseRPM:
             rnd += 1
             pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
             bye = [alive[-1]] if len(alive) % 2 else []
-            played = await asyncio.gather(*(self.match(ctx, context, by_id[x], by_id[y], rnd) for x, y in pairs))
+            coins = [ctx.rng.random() for _ in pairs]
+            played = await asyncio.gather(
+                *(self.match(ctx, context, by_id[x], by_id[y], rnd, coin) for (x, y), coin in zip(pairs, coins))
+            )
             matches.extend(played)
             for m in played:
                 loser = m.pair[0] if m.winner == m.pair[1] else m.pair[1]

@@ -68,6 +68,7 @@ CREATE TABLE nodes (
     PRIMARY KEY (run_id, node_id)
 ) WITHOUT ROWID;
 CREATE INDEX nodes_run_created ON nodes(run_id, created_seq);
+CREATE INDEX nodes_run_updated ON nodes(run_id, updated_seq);
 
 CREATE TABLE blobs (
     hash   TEXT PRIMARY KEY,         -- sha256 of the uncompressed bytes

@@ -32,7 +32,6 @@ from verifyless.node import Candidate, Node, Verification, content_hash
 from verifyless.store import schema, view
 from verifyless.store.records import Budget, Charge, Event, Item, RebuildReport, RunInfo
 
-_LEDGER_COLUMNS = ("verifications", "evaluator_seconds", "tokens_in", "tokens_out", "cost", "pilot_seconds")
 _PAGE = 2000  # events are read in pages so the lock is never held while a caller iterates
 
 
@@ -49,6 +48,7 @@ class RunStore:
         self.compress_min = compress_min
         self._lock = threading.RLock()
         self._known_runs: set[str] = set()
+        self._node_cache: dict[str, tuple[int, dict[str, Node]]] = {}  # run_id -> (max updated_seq seen, nodes)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -305,7 +305,7 @@ class RunStore:
             raise StoreError(f"a {kind!r} event needs node_id=...")
         text = self._dumps(payload, f"{kind} payload")
         decoded = json.loads(text)  # the view folds exactly what the log holds
-        cost = _resolve_charge(kind, decoded, charge)
+        cost = view.resolve_charge(kind, decoded, charge)
         seq = conn.execute(
             "INSERT INTO events (run_id, ts, kind, node_id, payload, charge) VALUES (?,?,?,?,?,?)",
             (run_id, time.time(), kind, node_id, text, view.dumps(cost.to_dict()) if cost else None),
@@ -314,9 +314,9 @@ class RunStore:
             self._apply(conn, run_id, kind, node_id, decoded, seq)  # type: ignore[arg-type]
         if cost:
             conn.execute(
-                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(_LEDGER_COLUMNS)}) "
+                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (seq, run_id, kind, node_id, *(getattr(cost, c) for c in _LEDGER_COLUMNS)),
+                (seq, run_id, kind, node_id, *(getattr(cost, c) for c in view.LEDGER_COLUMNS)),
             )
         return int(seq)  # type: ignore[arg-type]
 
@@ -387,11 +387,26 @@ class RunStore:
     # ------------------------------------------------------------------ views
 
     def nodes(self, run_id: str) -> list[Node]:
-        """The run's nodes as search sees them (validation only, no test scores), in creation order."""
+        """The run's nodes as search sees them (validation only, no test scores), in creation order.
+
+        The first call per run reads every row; later calls read only rows
+        whose ``updated_seq`` passed the last one seen (seqs commit in order,
+        because writers hold the database write lock from insert to COMMIT),
+        so polling a large run each round stays cheap.
+        """
         with self._lock:
             self._require_run(self._db(), run_id)
-            rows = self._read(f"SELECT {view.NODE_SELECT} FROM nodes WHERE run_id = ? ORDER BY created_seq", (run_id,))
-        return [view.to_node(r) for r in rows]
+            seen, cached = self._node_cache.get(run_id, (0, {}))
+            # Two plans on purpose: a full read walks the creation index; a delta read uses the update index.
+            where = "run_id = ? AND updated_seq > ?" if seen else "run_id = ? AND ? = 0"
+            rows = self._read(
+                f"SELECT {view.NODE_SELECT}, updated_seq FROM nodes WHERE {where} ORDER BY created_seq", (run_id, seen))
+            if rows:
+                fresh, last = view.to_nodes(rows)
+                # Existing keys keep their (creation-order) position; new nodes were created after all cached ones.
+                cached.update((n.id, n) for n in fresh)
+                self._node_cache[run_id] = (max(seen, last), cached)
+            return list(cached.values())
 
     def node_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Every column of the nodes view (incl. test_score, test_metrics, summary, seqs) for reports."""
@@ -435,18 +450,21 @@ class RunStore:
     def budget(self, run_id: str) -> Budget:
         """Totals of everything charged to the run."""
         row = self._read(
-            f"SELECT {', '.join(f'COALESCE(SUM({c}), 0)' for c in _LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
+            f"SELECT {', '.join(f'COALESCE(SUM({c}), 0)' for c in view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
             (run_id,))[0]
         return Budget(*row)
 
     def llm_usage(self, run_id: str) -> list[dict[str, Any]]:
-        """``llm_call`` events aggregated per (role, model): calls, cached calls, tokens, cost, latency."""
+        """``llm_call`` events aggregated per (role, model): calls, cached calls, tokens, cost, latency (s).
+
+        Latency is read from ``latency_s`` (what the engine's recorder writes) or ``latency``.
+        """
         rows = self._read(
             "SELECT json_extract(payload, '$.role'), json_extract(payload, '$.model'), COUNT(*), "
             "SUM(COALESCE(json_extract(payload, '$.cached'), 0)), "
             "SUM(COALESCE(json_extract(payload, '$.prompt_tokens'), 0)), "
             "SUM(COALESCE(json_extract(payload, '$.completion_tokens'), 0)), "
-            "SUM(COALESCE(json_extract(payload, '$.cost'), 0.0)), SUM(COALESCE(json_extract(payload, '$.latency'), 0.0)) "
+            "SUM(COALESCE(json_extract(payload, '$.cost'), 0.0)), SUM(COALESCE(json_extract(payload, '$.latency_s'), json_extract(payload, '$.latency'), 0.0)) "
             "FROM events WHERE run_id = ? AND kind = 'llm_call' GROUP BY 1, 2 ORDER BY 1, 2", (run_id,))
         keys = ("role", "model", "calls", "cached", "prompt_tokens", "completion_tokens", "cost", "latency")
         return [dict(zip(keys, r)) for r in rows]
@@ -458,26 +476,13 @@ class RunStore:
         """
         with self._write() as conn:
             self._require_run(conn, run_id)
-            rows: dict[str, dict[str, Any]] = {}
-            ledger: dict[int, tuple] = {}
-            n_events = 0
-            for seq, kind, node_id, text, charge in conn.execute(
-                    "SELECT seq, kind, node_id, payload, charge FROM events WHERE run_id = ? ORDER BY seq", (run_id,)):
-                n_events += 1
-                if kind == view.NODE:
-                    payload = json.loads(text)
-                    new = view.node_row(run_id, node_id, payload, seq)
-                    rows[node_id] = view.merge_node(rows[node_id], new, payload) if node_id in rows else new
-                elif kind in view.VIEW_KINDS and node_id in rows:
-                    rows[node_id].update(view.changes(kind, json.loads(text), seq, node_id))
-                if charge:
-                    cost = Charge.from_dict(json.loads(charge))
-                    ledger[seq] = (run_id, kind, node_id, *(getattr(cost, c) for c in _LEDGER_COLUMNS))
+            rows, ledger, n_events = view.replay(run_id, conn.execute(
+                "SELECT seq, kind, node_id, payload, charge FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
             cols = ", ".join(view.COLUMNS)
             stored = {r[1]: dict(zip(view.COLUMNS, r))
                       for r in conn.execute(f"SELECT {cols} FROM nodes WHERE run_id = ?", (run_id,))}
             stored_ledger = {r[0]: tuple(r[1:]) for r in conn.execute(
-                f"SELECT seq, run_id, kind, node_id, {', '.join(_LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
+                f"SELECT seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
                 (run_id,))}
             nodes_changed = sum(stored.get(k) != rows.get(k) for k in stored.keys() | rows.keys())
             ledger_changed = sum(stored_ledger.get(k) != ledger.get(k) for k in stored_ledger.keys() | ledger.keys())
@@ -485,8 +490,9 @@ class RunStore:
             conn.executemany(f"INSERT INTO nodes ({cols}) VALUES ({','.join('?' * len(view.COLUMNS))})",
                              (tuple(r[c] for c in view.COLUMNS) for r in rows.values()))
             conn.execute("DELETE FROM ledger WHERE run_id = ?", (run_id,))
-            conn.executemany(f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(_LEDGER_COLUMNS)}) "
+            conn.executemany(f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
                              "VALUES (?,?,?,?,?,?,?,?,?,?)", ((s, *v) for s, v in ledger.items()))
+        self._node_cache.pop(run_id, None)
         return RebuildReport(events=n_events, nodes=len(rows), nodes_changed=nodes_changed,
                              ledger_changed=ledger_changed)
 
@@ -494,20 +500,3 @@ class RunStore:
         """SQLite's ``PRAGMA integrity_check`` result ('ok' when the file is sound)."""
         return "; ".join(r[0] for r in self._read("PRAGMA integrity_check"))
 
-
-def _resolve_charge(kind: str, payload: Mapping[str, Any], charge: Charge | bool | None) -> Charge | None:
-    if charge is None or charge is False:
-        return None
-    if isinstance(charge, Charge):
-        return None if charge.empty else charge
-    if charge is not True:
-        raise StoreError(f"charge must be a Charge, True or None, got {charge!r}")
-    if kind == view.VERIFICATION:
-        seconds = sum(float(payload.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
-        return Charge(verifications=1, evaluator_seconds=seconds)
-    if kind == "llm_call":
-        return Charge(tokens_in=int(payload.get("prompt_tokens") or 0), tokens_out=int(payload.get("completion_tokens") or 0),
-                      cost=float(payload.get("cost") or 0.0))
-    if kind == "pilot":
-        return Charge(pilot_seconds=float(payload.get("seconds") or 0.0))
-    raise StoreError(f"charge=True cannot derive a charge for a {kind!r} event; pass Charge(...) explicitly")

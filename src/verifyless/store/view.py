@@ -1,4 +1,4 @@
-"""How events fold into the ``nodes`` view: one pure function per event kind.
+"""How events fold into the ``nodes`` view and the ``ledger``: pure functions, no I/O.
 
 Both the incremental path (``RunStore.append``, inside the event's own
 transaction) and ``RunStore.rebuild_views`` (a full replay) use these
@@ -12,16 +12,19 @@ so that stored and replayed rows compare with ``==``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Mapping
 
 from verifyless.errors import StoreError
 from verifyless.node import Node, Operator, Status
+from verifyless.store.records import Charge
 
 # Event kinds that change the nodes view; every other kind is only logged.
 NODE = "node"
 STATUS = "status"
 VERIFICATION = "verification"
 VIEW_KINDS = (NODE, STATUS, VERIFICATION)
+LEDGER_COLUMNS = ("verifications", "evaluator_seconds", "tokens_in", "tokens_out", "cost", "pilot_seconds")
 
 COLUMNS = (
     "run_id", "node_id", "parent_id", "operator", "status", "score", "fitness", "test_score",
@@ -140,26 +143,36 @@ def _json(text: str, empty: Any) -> Any:
     return empty if text in ("[]", "{}") else json.loads(text)
 
 
-def to_node(row: tuple) -> Node:
-    """Build a validation-only ``Node`` from the columns selected by ``NODE_SELECT``."""
-    (node_id, parent_id, operator, status, fitness, score, idea, program_hash,
-     reference_ids, round_, island, tags, metrics, reason) = row
-    return Node(
-        id=node_id,
-        parent_id=parent_id,
-        operator=Operator(operator),
-        status=Status(status),
-        fitness=fitness,
-        score=score,
-        idea=idea,
-        program_hash=program_hash,
-        reference_ids=tuple(_json(reference_ids, ())),
-        round=round_,
-        island=island,
-        tags=tuple(_json(tags, ())),
-        metrics=_json(metrics, {}),
-        reason=reason,
-    )
+_STATUS = {s.value: s for s in Status}
+_OPERATOR = {o.value: o for o in Operator}
+
+
+def to_nodes(rows: list[tuple]) -> tuple[list[Node], int]:
+    """Build validation-only ``Node`` records from rows selected with ``NODE_SELECT, updated_seq``.
+
+    Returns the nodes and the largest ``updated_seq`` among the rows.
+
+    Hot path for resume (100k nodes): enum members come from dicts and the
+    decoded (immutable) id/tag tuples are shared between rows with equal text.
+    """
+    tuples: dict[str, tuple] = {"[]": ()}
+    out = []
+    append = out.append
+    last = 0
+    for (node_id, parent_id, operator, status, fitness, score, idea, program_hash,
+         reference_ids, round_, island, tags, metrics, reason, updated_seq) in rows:
+        if updated_seq > last:
+            last = updated_seq
+        refs = tuples.get(reference_ids)
+        if refs is None:
+            refs = tuples[reference_ids] = tuple(json.loads(reference_ids))
+        tag_tuple = tuples.get(tags)
+        if tag_tuple is None:
+            tag_tuple = tuples[tags] = tuple(json.loads(tags))
+        append(Node(node_id, parent_id, _OPERATOR[operator], _STATUS[status], fitness, score, idea,
+                    program_hash, refs, round_, island, tag_tuple,
+                    {} if metrics == "{}" else json.loads(metrics), reason))
+    return out, last
 
 
 NODE_SELECT = (
@@ -174,3 +187,45 @@ def decode_row(row: Mapping[str, Any]) -> dict[str, Any]:
     for name, empty in (("reference_ids", []), ("tags", []), ("metrics", {}), ("test_metrics", {})):
         out[name] = _json(out[name], empty)
     return out
+
+
+def resolve_charge(kind: str, payload: Mapping[str, Any], charge: Charge | bool | None) -> Charge | None:
+    """The ledger charge of one event: ``True`` derives it from the payload (see RunStore.append)."""
+    if charge is None or charge is False:
+        return None
+    if isinstance(charge, Charge):
+        return None if charge.empty else charge
+    if charge is not True:
+        raise StoreError(f"charge must be a Charge, True or None, got {charge!r}")
+    if kind == VERIFICATION:
+        seconds = sum(float(payload.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
+        return Charge(verifications=1, evaluator_seconds=seconds)
+    if kind == "llm_call":
+        return Charge(tokens_in=int(payload.get("prompt_tokens") or 0), tokens_out=int(payload.get("completion_tokens") or 0),
+                      cost=float(payload.get("cost") or 0.0))
+    if kind == "pilot":
+        return Charge(pilot_seconds=float(payload.get("seconds") or 0.0))
+    raise StoreError(f"charge=True cannot derive a charge for a {kind!r} event; pass Charge(...) explicitly")
+
+
+def replay(run_id: str, events: Iterable[tuple]) -> tuple[dict[str, dict[str, Any]], dict[int, tuple], int]:
+    """Fold ``(seq, kind, node_id, payload_json, charge_json)`` rows, in seq order, into views.
+
+    Returns nodes rows by node id, ledger rows by seq (``run_id, kind, node_id, *LEDGER_COLUMNS``)
+    and the number of events read.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    ledger: dict[int, tuple] = {}
+    n_events = 0
+    for seq, kind, node_id, text, charge in events:
+        n_events += 1
+        if kind == NODE:
+            payload = json.loads(text)
+            new = node_row(run_id, node_id, payload, seq)
+            rows[node_id] = merge_node(rows[node_id], new, payload) if node_id in rows else new
+        elif kind in VIEW_KINDS and node_id in rows:
+            rows[node_id].update(changes(kind, json.loads(text), seq, node_id))
+        if charge:
+            cost = Charge.from_dict(json.loads(charge))
+            ledger[seq] = (run_id, kind, node_id, *(getattr(cost, c) for c in LEDGER_COLUMNS))
+    return rows, ledger, n_events

@@ -7,7 +7,19 @@ shipped tasks live. See ``docs/design/task-format.md``.
 """
 
 from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Limits, Metric, Task
-from verifyless.task.loader import InvalidTask, builtin_tasks_dir, discover_tasks, load_task
+
+# The loader imports verifyless.program, which imports task.base; loading it
+# lazily keeps `import verifyless.program` free of an import cycle.
+_LOADER_NAMES = ("InvalidTask", "builtin_tasks_dir", "discover_tasks", "load_task")
+
+
+def __getattr__(name: str):
+    if name in _LOADER_NAMES:
+        from verifyless.task import loader
+
+        return getattr(loader, name)
+    raise AttributeError(f"module 'verifyless.task' has no attribute {name!r}")
+
 
 __all__ = [
     "Anchors",

@@ -1,0 +1,359 @@
+"""``verifyless bench ...``: measurement commands over stored runs and pool files.
+
+The Typer sub-app is ``app`` (mount with ``main_app.add_typer(app, name="bench")``);
+``collect_pools_command`` is the same function as ``bench collect-pools`` for
+mounting as a top-level ``verifyless collect-pools``. Every command prints rich
+tables and, with ``--out DIR``, writes the markdown report and PNG plots there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from verifyless.bench import report
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Measure critics, selectors and arms from stored runs and pool files.")
+console = Console()
+
+DEFAULT_STORE = Path("runs/verifyless.db")
+_STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
+_OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG plots")
+
+
+def _open(store: Path):
+    from verifyless.errors import StoreError
+    from verifyless.store import RunStore
+
+    if not store.exists():
+        raise StoreError(f"no run store at {store}; pass --store PATH (runs are written by `verifyless run`)")
+    return RunStore(store)
+
+
+def _print(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for h in headers:
+        table.add_column(h)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _write(out: Optional[Path], name: str, text: str) -> None:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text, encoding="utf-8")
+        console.print(f"wrote {out / name}")
+
+
+# ---------------------------------------------------------------------- critic
+
+@app.command("critic")
+def critic(runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"), store: Path = _STORE,
+           out: Optional[Path] = _OUT,
+           min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
+           bins: int = typer.Option(10, help="reliability-diagram bins"),
+           repeats: int = typer.Option(5, help="subsamples per k for AUROC vs k"),
+           seed: int = typer.Option(0)) -> None:
+    """Critic accuracy, calibration and uncertainty routing against verified outcomes."""
+    from verifyless.bench import metrics as m
+
+    with _open(store) as st:
+        records = [r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run),
+                                                                           min_improving=min_improving)]
+    if not records:
+        console.print("no judged candidate was verified in these runs (a critic-style screener must have produced "
+                      "votes, and the candidate a working verification)")
+        raise typer.Exit(1)
+    groups = {"all": m.critic_metrics(records)}
+    groups.update({f"stratum={k}": v for k, v in m.breakdown(records, "stratum").items()})
+    groups.update({f"task={k}": v for k, v in m.breakdown(records, "task").items()})
+    route, ks, cal = m.routing_curve(records), m.auroc_vs_k(records, repeats=repeats, seed=seed), m.calibration(records, bins)
+    _print("critic metrics (%)", report.CRITIC_HEADERS, report.critic_rows(groups))
+    _print("uncertainty routing", ["T", "routed %", "error recall %", "errors", "accuracy of kept %"],
+           report.routing_rows(route))
+    _print("AUROC vs k", ["k", "AUROC", "std", "records"], report.auroc_rows(ks))
+    md = ["# Critic report\n", report.critic_table(groups), "\n## Three-way confusion (rows = truth)\n",
+          report.confusion_table(groups["all"].confusion3)]
+    if groups["all"].confusion5 is not None:
+        md += ["\n## Five-level confusion (rows = truth)\n", report.confusion_table(groups["all"].confusion5)]
+    md += ["\n## Routing\n", report.routing_table(route), "\n## AUROC vs k\n", report.auroc_table(ks),
+           f"\nExpected calibration error: {report.fmt(cal.ece)}; Brier score: {report.fmt(cal.brier)}\n"]
+    _write(out, "critic.md", "".join(md))
+    if out is not None:
+        from verifyless.bench import plots
+
+        for path in (plots.plot_reliability(cal, out / "reliability.png"),
+                     plots.plot_auroc_vs_k({"critic": ks}, out / "auroc_k.png"),
+                     plots.plot_routing(route, out / "routing.png")):
+            console.print(f"wrote {path}")
+
+
+# ---------------------------------------------------------------------- selection
+
+@app.command("selection")
+def selection(runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"), store: Path = _STORE,
+              out: Optional[Path] = _OUT,
+              target: str = typer.Option("validation", help="validation | test (hidden, reporting only)"),
+              min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range")
+              ) -> None:
+    """Selection advantage and pairwise accuracy on pools with at least two verified candidates."""
+    from verifyless.bench import selection as sel
+
+    summaries, finals, advantages = {}, [], []
+    with _open(store) as st:
+        for run in runs:
+            run_id = st.resolve_run(run)
+            s = sel.summarize_selection(sel.pools_from_store(st, run_id, target=target), min_gap=min_gap)  # type: ignore[arg-type]
+            summaries[run_id] = s
+            final = _final_score(st, run_id, "test" if target == "test" else "validation", "bounded")
+            if s.advantage is not None and math.isfinite(final):
+                advantages.append(s.advantage)
+                finals.append(final)
+    _print("selection", report.SELECTION_HEADERS, report.selection_rows(summaries))
+    md = "# Selection report\n\n" + report.selection_table(summaries)
+    corr = sel.correlation(advantages, finals)
+    if corr.pearson is not None:
+        line = (f"Across {corr.n} runs, selection advantage vs final score: Pearson {corr.pearson:.3f} "
+                f"(p={corr.pearson_p:.3g}), Spearman {corr.spearman:.3f} (p={corr.spearman_p:.3g})")
+        console.print(line)
+        md += f"\n{line}\n"
+    _write(out, "selection.md", md)
+
+
+# ---------------------------------------------------------------------- compare and curves
+
+def _final_score(st: Any, run_id: str, target: str, scheme: str) -> float:
+    """The run's final node score, normalised with its task's anchors (raw oriented if the task cannot be loaded)."""
+    from verifyless.bench.scores import best_scheme, normalize
+
+    rows = {r["node_id"]: r for r in st.node_rows(run_id)}
+    final_id = None
+    for ev in st.events(run_id, kinds=["final"]):
+        final_id = ev.payload.get("node_id")
+    if final_id not in rows:
+        ok = [r for r in rows.values() if r.get("fitness") is not None]
+        final_id = max(ok, key=lambda r: r["fitness"])["node_id"] if ok else None
+    row = rows.get(final_id or "", {})
+    raw = row.get("test_score" if target == "test" else "score")
+    task = _task(st.run(run_id).task)
+    if task is None:
+        fit = row.get("fitness")
+        return math.nan if raw is None or fit is None else (float(raw) if fit == row.get("score") else -float(raw))
+    chosen = scheme if scheme != "bounded" or best_scheme(task.anchors) == "bounded" else "raw"
+    return normalize(raw, task.metric, task.anchors, chosen)  # type: ignore[arg-type]
+
+
+_TASKS: dict[str, Any] = {}
+
+
+def _task(name: str):
+    if name not in _TASKS:
+        from verifyless.errors import TaskError
+
+        try:
+            from verifyless.task import load_task
+
+            _TASKS[name] = load_task(name)
+        except (TaskError, OSError, ValueError):
+            _TASKS[name] = None
+    return _TASKS[name]
+
+
+def _arms(st: Any, runs: list[str], labels: list[str]) -> dict[str, list[str]]:
+    """arm -> run ids; ``--label ARM=RUN`` wins, else the run's configured screener name."""
+    from verifyless.errors import ConfigError
+
+    named: dict[str, str] = {}
+    for item in labels:
+        if "=" not in item:
+            raise ConfigError(f"--label {item!r} must look like ARM=RUN")
+        arm, run = item.split("=", 1)
+        named[st.resolve_run(run.strip())] = arm.strip()
+    arms: dict[str, list[str]] = {}
+    for run in [*runs, *[r for r in named if r not in runs]]:
+        run_id = st.resolve_run(run)
+        arm = named.get(run_id) or str((st.run(run_id).config.get("screener") or {}).get("name", "unlabelled"))
+        if run_id not in arms.setdefault(arm, []):
+            arms[arm].append(run_id)
+    return arms
+
+
+@app.command("compare")
+def compare(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
+            label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)"),
+            store: Path = _STORE, out: Optional[Path] = _OUT,
+            target: str = typer.Option("test", help="test (hidden, reported) | validation"),
+            scheme: str = typer.Option("bounded", help="bounded | airs | raw normalisation"),
+            n_boot: int = typer.Option(2000, help="bootstrap resamples"), seed: int = typer.Option(0)) -> None:
+    """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
+    from verifyless.bench import compare as cmp
+
+    with _open(store) as st:
+        arms = _arms(st, list(runs or []), label)
+        if not arms:
+            raise typer.BadParameter("give run ids and/or --label ARM=RUN")
+        tasks_of = {r: st.run(r).task for rs in arms.values() for r in rs}
+        scores = {arm: _by_task({r: _final_score(st, r, target, scheme) for r in rs}, tasks_of)
+                  for arm, rs in arms.items()}
+        curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
+    estimates = {arm: cmp.arm_score(s, n_boot=n_boot, seed=seed) for arm, s in scores.items() if s}
+    poi = {(a, b): cmp.probability_of_improvement(scores[a], scores[b], n_boot=n_boot, seed=seed)
+           for a, b in itertools.permutations(estimates, 2) if set(scores[a]) & set(scores[b])}
+    reaches = []
+    for a, b in itertools.permutations(arms, 2):
+        for task in sorted({c.task for c in curves[a]} & {c.task for c in curves[b]}):
+            finals = [c.final for c in curves[b] if c.task == task and math.isfinite(c.final)]
+            if finals:
+                target_fit = float(sorted(finals)[len(finals) // 2])  # median run of B (upper median)
+                reaches.append((task, a, b, [cmp.reach(c, target_fit) for c in curves[a] if c.task == task]))
+    _print(f"final {target} score ({scheme})", ["arm", "final score", "low", "high", "runs"], report.arm_rows(estimates))
+    if poi:
+        _print("probability of improvement", ["A", "B", "P(A > B)", "low", "high"], report.poi_rows(poi))
+    if reaches:
+        _print("verifications for A to reach B's final best (validation)",
+               ["task", "A", "B", "target", "reached", "median verifications", "median seconds"],
+               report.reach_rows(reaches))
+    md = ["# Arm comparison\n\n", report.arm_table(estimates)]
+    if poi:
+        md += ["\n## Probability of improvement\n\n", report.poi_table(poi)]
+    if reaches:
+        md += ["\n## Verifications to reach\n\n", report.reach_table(reaches)]
+    _write(out, "compare.md", "".join(md))
+    if out is not None:
+        _plot_curves(curves, out, "verifications", n_boot, seed)
+
+
+def _by_task(values: dict[str, float], tasks_of: dict[str, str]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for run_id, v in values.items():
+        if math.isfinite(v):
+            out.setdefault(tasks_of[run_id], []).append(v)
+    return out
+
+
+def _plot_curves(curves: dict[str, list[Any]], out: Path, by: str, n_boot: int, seed: int) -> None:
+    from verifyless.bench import compare as cmp, plots
+
+    for task in sorted({c.task for cs in curves.values() for c in cs}):
+        bands = [cmp.curve_band([c for c in cs if c.task == task], arm, by=by, n_boot=n_boot, seed=seed)
+                 for arm, cs in curves.items() if any(c.task == task and len(c.best) for c in cs)]
+        safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in task)
+        path = plots.plot_curves(bands, out / f"curves_{safe}_{by}.png", title=task,
+                                 xlabel="verifications" if by == "verifications" else "evaluator seconds",
+                                 ylabel="best validation fitness so far")
+        console.print(f"wrote {path}")
+
+
+@app.command("curves")
+def curves_cmd(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
+               label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat"),
+               store: Path = _STORE, out: Path = typer.Option(Path("bench-out"), "--out", help="folder for PNGs"),
+               by: str = typer.Option("verifications", help="verifications | seconds"),
+               n_boot: int = typer.Option(2000), seed: int = typer.Option(0)) -> None:
+    """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
+    from verifyless.bench import compare as cmp
+
+    with _open(store) as st:
+        arms = _arms(st, list(runs or []), label)
+        curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
+    rows = [[arm, c.run_id, c.task, str(len(c.best)), report.fmt(c.final, 4)] for arm, cs in curves.items() for c in cs]
+    _print("runs", ["arm", "run", "task", "verifications", "final best fitness"], rows)
+    _plot_curves(curves, out, by, n_boot, seed)
+
+
+# ---------------------------------------------------------------------- pools
+
+def collect_pools_command(task: str = typer.Argument(..., help="built-in task name or task folder"),
+                          parents: int = typer.Option(3, "--parents", help="evolution steps (one pool each)"),
+                          n: int = typer.Option(8, "--n", help="candidates per parent, all verified"),
+                          out: Path = typer.Option(..., "--out", help="pool file to write (JSON lines)"),
+                          seed: int = typer.Option(0, "--seed"),
+                          store: Optional[Path] = typer.Option(None, "--store", help="also record the run here")) -> None:
+    """Collect pools of fully verified candidates for offline selector replay."""
+    from verifyless.bench.pools import collect_pools, save_pools
+
+    st = None
+    if store is not None:
+        from verifyless.store import RunStore
+
+        store.parent.mkdir(parents=True, exist_ok=True)
+        st = RunStore(store)
+    try:
+        pools = collect_pools(task, parents=parents, n_per_parent=n, seed=seed, store=st,
+                              progress=lambda msg: console.print(msg))
+    finally:
+        if st is not None:
+            st.close()
+    path = save_pools(pools, out)
+    rows = []
+    for p in pools:
+        ok = [c for c in p.candidates if c.fitness is not None]
+        best = max(ok, key=lambda c: c.fitness).score if ok else None  # type: ignore[arg-type, return-value]
+        rows.append([p.pool_id, report.fmt(p.parent_score, 4), str(len(p.candidates)), str(len(ok)),
+                     report.fmt(best, 4)])
+    _print("pools", ["pool", "parent score", "candidates", "verified ok", "best child score"], rows)
+    console.print(f"wrote {path}")
+
+
+app.command("collect-pools")(collect_pools_command)
+
+
+@app.command("replay-pools")
+def replay_pools(file: Path = typer.Argument(..., help="pool file from collect-pools"),
+                 screener: list[str] = typer.Option(["random"], "--screener",
+                                                    help="registry name, or test-oracle / validation-oracle; repeat"),
+                 model: Optional[str] = typer.Option(None, "--model", help="model spec for LLM screeners"),
+                 option: list[str] = typer.Option([], "--option", help="screener option KEY=VALUE (JSON values)"),
+                 target: str = typer.Option("validation", help="score the pick on validation or test"),
+                 seed: int = typer.Option(0), out: Optional[Path] = _OUT) -> None:
+    """Run screeners on stored pools (no verification) and report how good their picks were."""
+    from verifyless.bench.pools import ScoreOracle, evaluate_selector, load_pools
+    from verifyless.bench.selection import SelectionSummary
+
+    pools = load_pools(file)
+    summaries: dict[str, SelectionSummary] = {}
+    for name in screener:
+        if name in ("test-oracle", "validation-oracle"):
+            scr: Any = ScoreOracle.from_pools(pools, "test" if name == "test-oracle" else "validation")
+        else:
+            scr = _registry_screener(name, model, option, seed)
+        rep = evaluate_selector(pools, scr, target=target, seed=seed)  # type: ignore[arg-type]
+        summaries[name] = rep.summary
+        if rep.normalized_ci is not None:
+            console.print(f"{name}: normalised advantage {rep.normalized_ci}")
+    _print(f"selector replay on {file} ({target})", report.SELECTION_HEADERS, report.selection_rows(summaries))
+    _write(out, "replay.md", f"# Selector replay: {file.name} ({target})\n\n" + report.selection_table(summaries))
+
+
+def _registry_screener(name: str, model: Optional[str], options: list[str], seed: int):
+    import json
+
+    from verifyless.errors import ConfigError
+    from verifyless.screen.registry import build_screener
+
+    opts: dict[str, Any] = {}
+    for item in options:
+        if "=" not in item:
+            raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
+        key, raw = item.split("=", 1)
+        try:
+            opts[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            opts[key] = raw
+    models = {}
+    if model:
+        from verifyless.model import build_model
+
+        models["default"] = build_model(model)
+    return build_screener(name, models=models, options=opts, seed=seed)
+
+
+__all__ = ["app", "collect_pools_command"]

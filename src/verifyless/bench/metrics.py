@@ -1,0 +1,428 @@
+"""Critic metrics from (predicted label, true label) pairs (SPEC section 7).
+
+A ``CriticRecord`` holds what a critic said about one verified candidate (its
+k sampled five-way labels, hence three-way vote shares) and what execution
+said (three-way label, and a parent-specific five-level label when the parent
+has enough improving children; see ``verifyless.bench.labels``).
+
+Aggregating k samples into one prediction: the three-way prediction is the
+plurality of the votes, ties broken in the order improve, tie, lose; the
+five-way prediction is the most frequent sampled label among those that agree
+with the three-way prediction, ties broken in label order (BigWin first).
+A record with no valid sample has no prediction (``pred3 is None``): it counts
+as wrong in every accuracy, as a missed positive in F1 when the truth is
+improve, and has uncertainty 1.
+
+Metrics (all fractions in [0, 1]):
+
+* ``improve_accuracy``: binary improve vs not-improve accuracy;
+* ``dir3``: three-way accuracy;
+* ``f1``: F1 of the improve class;
+* ``ladder5``: exact five-way accuracy over records that have a five-level truth;
+* confusion matrices: rows = true label, columns = predicted label plus a last
+  ``invalid`` column for records without a prediction.
+
+Uncertainty analysis: ``auroc_vs_k`` scores each record by its improve vote
+share over k samples drawn without replacement from the stored samples
+(seeded; records with fewer than k stored samples are left out at that k) and
+reports the AUROC against "truly improves"; ``routing_curve`` gives, for each
+threshold T, the fraction of records with u >= T (routed to verification) and
+the share of all critic errors among them (error recall), u = 1 - max_y v_y.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from verifyless.bench.labels import FIVE, MIN_IMPROVING, THREE, label_children, to_three
+
+KS: tuple[int, ...] = (1, 4, 8, 16, 32)
+THRESHOLDS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+_EPS = 1e-9  # u >= T compared with slack so that 1 - 12/16 >= 0.25 holds despite float rounding
+
+
+# ---------------------------------------------------------------------- records
+
+@dataclass(frozen=True)
+class CriticRecord:
+    """One judged and verified candidate.
+
+    ``samples``: the k sampled five-way labels in sampling order (None = a
+    critique that did not parse). ``votes``: three-way shares over the valid
+    samples. ``delta``: signed relative improvement over the parent.
+    """
+
+    candidate_id: str
+    true3: str
+    pred3: str | None
+    votes: Mapping[str, float] = field(default_factory=dict)
+    true5: str | None = None
+    pred5: str | None = None
+    samples: tuple[str | None, ...] = ()
+    n_valid: int = 0
+    task: str = ""
+    stratum: str = ""
+    parent_id: str = ""
+    delta: float = 0.0
+
+    @property
+    def p_improve(self) -> float:
+        """P(improve) estimated as the improve vote share (0 when nothing parsed)."""
+        return float(self.votes.get("improve", 0.0))
+
+    @property
+    def uncertainty(self) -> float:
+        """u = 1 - max_y v_y; 1.0 when nothing parsed."""
+        if self.n_valid == 0 or not self.votes:
+            return 1.0
+        return 1.0 - max(self.votes.values())
+
+    @property
+    def correct3(self) -> bool:
+        return self.pred3 is not None and self.pred3 == self.true3
+
+
+def votes_of(samples: Sequence[str | None]) -> dict[str, float]:
+    """Three-way vote shares over the valid samples (all 0 when none is valid)."""
+    valid = [to_three(s) for s in samples if s is not None]
+    if not valid:
+        return {d: 0.0 for d in THREE}
+    counts = Counter(valid)
+    return {d: counts[d] / len(valid) for d in THREE}
+
+
+def predict(samples: Sequence[str | None]) -> tuple[str | None, str | None]:
+    """(three-way, five-way) prediction from sampled labels; see the module docstring for ties."""
+    valid = [s for s in samples if s is not None]
+    if not valid:
+        return None, None
+    votes = votes_of(valid)
+    top = max(votes.values())
+    pred3 = next(d for d in THREE if votes[d] == top)
+    five = [s for s in valid if s in FIVE and to_three(s) == pred3]
+    if not five:  # samples were three-way labels only
+        return pred3, None
+    counts = Counter(five)
+    best = max(counts.values())
+    return pred3, next(lab for lab in FIVE if counts.get(lab) == best)
+
+
+def make_record(candidate_id: str, samples: Sequence[str | None], true3: str, true5: str | None = None,
+                **extra: Any) -> CriticRecord:
+    """A record from the raw sampled labels (votes and predictions derived here)."""
+    samples = tuple(samples)
+    pred3, pred5 = predict(samples)
+    return CriticRecord(candidate_id=candidate_id, true3=true3, pred3=pred3, votes=votes_of(samples), true5=true5,
+                        pred5=pred5, samples=samples, n_valid=sum(s is not None for s in samples), **extra)
+
+
+def record_from_evidence(evidence: Mapping[str, Any], true3: str, true5: str | None = None,
+                         **extra: Any) -> CriticRecord | None:
+    """A record from an ``Evidence.to_dict()``; None when the screener gave no verdicts (e.g. random).
+
+    Uses ``detail["sample_labels"]`` (every sample, invalid as None) when
+    present, else ``labels`` (valid samples only), else the stored ``votes``.
+    """
+    detail = evidence.get("detail") or {}
+    samples = detail.get("sample_labels") if isinstance(detail, Mapping) else None
+    if not samples:
+        samples = evidence.get("labels") or []
+    cid = str(evidence.get("candidate_id", extra.pop("candidate_id", "")))
+    if samples:
+        return make_record(cid, samples, true3, true5, **extra)
+    votes = {k: float(v) for k, v in (evidence.get("votes") or {}).items() if k in THREE}
+    if not votes or not any(votes.values()):
+        return None
+    top = max(votes.values())
+    pred3 = next(d for d in THREE if votes.get(d, 0.0) == top)
+    return CriticRecord(cid, true3, pred3, votes, true5, None, (), int(evidence.get("n_valid") or 1), **extra)
+
+
+def critic_records_from_store(store: Any, run_id: str, *, min_improving: int = MIN_IMPROVING,
+                              tolerance: float = 0.0) -> list[CriticRecord]:
+    """Join every ``screening`` event's evidence with the later verification of that candidate.
+
+    The truth is the three-way label of the child's validation fitness
+    against its parent's (plus the five-level label when the parent has at
+    least ``min_improving`` improving verified children in this run).
+    Candidates that were never verified, that failed, or whose parent has no
+    fitness are left out; so are screeners that produce no verdicts. The
+    stratum of a record is the screener's name; the task is the run's task.
+    """
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    task = store.run(run_id).task
+    pairs = []
+    for nid, row in rows.items():
+        parent = rows.get(row.get("parent_id") or "")
+        if parent is not None:
+            pairs.append((parent["node_id"], nid, row.get("fitness"), parent.get("fitness")))
+    outcomes = {o.child_id: o for o in label_children(pairs, min_improving=min_improving, tolerance=tolerance)}
+    records: dict[str, CriticRecord] = {}
+    for event in store.events(run_id, kinds=["screening"]):
+        screener = str(event.payload.get("screener", ""))
+        for cid, ev in (event.payload.get("evidence") or {}).items():
+            out = outcomes.get(cid)
+            if out is None:
+                continue
+            rec = record_from_evidence({**ev, "candidate_id": cid}, out.three, out.five, task=task,
+                                       stratum=screener, parent_id=out.parent_id, delta=out.delta)
+            if rec is not None:
+                records[cid] = rec
+    return list(records.values())
+
+
+# ---------------------------------------------------------------------- accuracy metrics
+
+def improve_accuracy(pred: Sequence[str | None], true: Sequence[str]) -> float:
+    """Binary improve-vs-not accuracy; a missing prediction is wrong."""
+    _same_length(pred, true)
+    hits = [p is not None and (to_three(p) == "improve") == (to_three(t) == "improve") for p, t in zip(pred, true)]
+    return _mean(hits)
+
+
+def dir3_accuracy(pred: Sequence[str | None], true: Sequence[str]) -> float:
+    """Three-way accuracy (five-way inputs are collapsed first)."""
+    _same_length(pred, true)
+    return _mean([p is not None and to_three(p) == to_three(t) for p, t in zip(pred, true)])
+
+
+def ladder5_accuracy(pred: Sequence[str | None], true: Sequence[str]) -> float:
+    """Exact five-way accuracy."""
+    _same_length(pred, true)
+    return _mean([p is not None and p == t for p, t in zip(pred, true)])
+
+
+def f1_improve(pred: Sequence[str | None], true: Sequence[str]) -> float:
+    """F1 of the improve class: 2TP / (2TP + FP + FN); 0 when there is no positive at all."""
+    _same_length(pred, true)
+    tp = fp = fn = 0
+    for p, t in zip(pred, true):
+        pos_p = p is not None and to_three(p) == "improve"
+        pos_t = to_three(t) == "improve"
+        tp += pos_p and pos_t
+        fp += pos_p and not pos_t
+        fn += pos_t and not pos_p
+    return 0.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def confusion_matrix(pred: Sequence[str | None], true: Sequence[str], labels: Sequence[str]) -> np.ndarray:
+    """Counts with rows = true label, columns = predicted label, plus a last column for missing predictions."""
+    _same_length(pred, true)
+    index = {lab: i for i, lab in enumerate(labels)}
+    out = np.zeros((len(labels), len(labels) + 1), dtype=int)
+    for p, t in zip(pred, true):
+        if t not in index:
+            raise ValueError(f"true label {t!r} is not one of {list(labels)}")
+        out[index[t], index[p] if p is not None and p in index else len(labels)] += 1
+    return out
+
+
+@dataclass(frozen=True)
+class CriticMetrics:
+    """The four headline numbers, counts, and both confusion matrices (see ``confusion_matrix``)."""
+
+    n: int
+    n_invalid: int
+    improve_accuracy: float
+    dir3: float
+    f1: float
+    ladder5: float | None
+    n_ladder: int
+    confusion3: np.ndarray
+    confusion5: np.ndarray | None
+
+    def row(self) -> dict[str, Any]:
+        return {"n": self.n, "invalid": self.n_invalid, "improve_acc": self.improve_accuracy, "dir3": self.dir3,
+                "f1": self.f1, "ladder5": self.ladder5, "n_ladder": self.n_ladder}
+
+
+def critic_metrics(records: Sequence[CriticRecord]) -> CriticMetrics:
+    """Headline metrics over ``records`` (five-way ones over the records that have a five-level truth)."""
+    pred = [r.pred3 for r in records]
+    true = [r.true3 for r in records]
+    five = [r for r in records if r.true5 is not None]
+    return CriticMetrics(
+        n=len(records),
+        n_invalid=sum(r.pred3 is None for r in records),
+        improve_accuracy=improve_accuracy(pred, true),
+        dir3=dir3_accuracy(pred, true),
+        f1=f1_improve(pred, true),
+        ladder5=ladder5_accuracy([r.pred5 for r in five], [r.true5 for r in five]) if five else None,  # type: ignore[misc]
+        n_ladder=len(five),
+        confusion3=confusion_matrix(pred, true, THREE),
+        confusion5=confusion_matrix([r.pred5 for r in five], [r.true5 for r in five], FIVE) if five else None,  # type: ignore[misc]
+    )
+
+
+def breakdown(records: Sequence[CriticRecord], key: Callable[[CriticRecord], str] | str = "stratum"
+              ) -> dict[str, CriticMetrics]:
+    """Metrics per group; ``key`` is a record attribute name (``stratum``, ``task``) or a function."""
+    get = (lambda r: str(getattr(r, key))) if isinstance(key, str) else key
+    groups: dict[str, list[CriticRecord]] = {}
+    for r in records:
+        groups.setdefault(get(r), []).append(r)
+    return {k: critic_metrics(v) for k, v in sorted(groups.items())}
+
+
+# ---------------------------------------------------------------------- calibration
+
+@dataclass(frozen=True)
+class CalibrationBin:
+    low: float
+    high: float
+    count: int
+    mean_predicted: float | None   # mean P(improve) in the bin
+    fraction_improve: float | None  # observed share of true improves in the bin
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Reliability-diagram bins; ``ece`` = count-weighted |mean predicted - observed|; ``brier`` = mean squared error."""
+
+    bins: tuple[CalibrationBin, ...]
+    ece: float | None
+    brier: float | None
+    n: int
+
+
+def calibration(records: Sequence[CriticRecord], n_bins: int = 10) -> Calibration:
+    """Equal-width bins of P(improve) = improve vote share; records without a prediction are left out."""
+    if n_bins < 1:
+        raise ValueError("n_bins must be >= 1")
+    kept = [r for r in records if r.pred3 is not None]
+    p = np.array([r.p_improve for r in kept], dtype=float)
+    y = np.array([r.true3 == "improve" for r in kept], dtype=float)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    which = np.minimum(np.searchsorted(edges, p, side="right") - 1, n_bins - 1) if len(p) else np.array([], int)
+    bins, ece = [], 0.0
+    for b in range(n_bins):
+        mask = which == b
+        n = int(mask.sum())
+        mp = float(p[mask].mean()) if n else None
+        fy = float(y[mask].mean()) if n else None
+        if n:
+            ece += n * abs(mp - fy)  # type: ignore[operator]
+        bins.append(CalibrationBin(float(edges[b]), float(edges[b + 1]), n, mp, fy))
+    total = len(p)
+    return Calibration(tuple(bins), ece / total if total else None,
+                       float(np.mean((p - y) ** 2)) if total else None, total)
+
+
+# ---------------------------------------------------------------------- uncertainty
+
+def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float | None:
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); None unless both classes occur."""
+    from scipy.stats import rankdata
+
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(positives, dtype=bool)
+    if s.shape != y.shape:
+        raise ValueError(f"scores and labels differ in length ({s.shape} vs {y.shape})")
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = rankdata(s)
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+@dataclass(frozen=True)
+class AurocPoint:
+    """AUROC at k samples: mean and spread over ``repeats`` seeded subsamples; ``n`` records used."""
+
+    k: int
+    auroc: float | None
+    std: float | None
+    n: int
+
+
+def auroc_vs_k(records: Sequence[CriticRecord], ks: Sequence[int] = KS, *, repeats: int = 5,
+               seed: int = 0) -> list[AurocPoint]:
+    """AUROC of the improve vote share over k subsampled stored samples, for each k (see module docstring)."""
+    rng = random.Random(seed)
+    out = []
+    for k in ks:
+        usable = [r for r in records if len(r.samples) >= k]
+        values = []
+        for _ in range(repeats if usable else 0):
+            scores = []
+            for r in usable:
+                draw = [s for s in rng.sample(r.samples, k) if s is not None]
+                scores.append(sum(to_three(s) == "improve" for s in draw) / len(draw) if draw else 0.0)
+            value = auroc(scores, [r.true3 == "improve" for r in usable])
+            if value is not None:
+                values.append(value)
+        out.append(AurocPoint(int(k), float(np.mean(values)) if values else None,
+                              float(np.std(values)) if values else None, len(usable)))
+    return out
+
+
+@dataclass(frozen=True)
+class RoutePoint:
+    """At threshold T: share of records routed (u >= T), share of critic errors among them, accuracy of the rest."""
+
+    threshold: float
+    routed_fraction: float
+    error_recall: float | None
+    n_errors: int
+    kept_accuracy: float | None
+
+
+def routing_curve(records: Sequence[CriticRecord], thresholds: Sequence[float] = THRESHOLDS) -> list[RoutePoint]:
+    """Error recall and fraction routed against T; an error is a wrong (or missing) three-way prediction."""
+    n = len(records)
+    errors = [not r.correct3 for r in records]
+    n_err = sum(errors)
+    out = []
+    for t in thresholds:
+        routed = [r.uncertainty >= t - _EPS for r in records]
+        caught = sum(e and rt for e, rt in zip(errors, routed))
+        kept = [not e for e, rt in zip(errors, routed) if not rt]
+        out.append(RoutePoint(float(t), sum(routed) / n if n else 0.0, caught / n_err if n_err else None, n_err,
+                              _mean(kept) if kept else None))
+    return out
+
+
+# ---------------------------------------------------------------------- helpers
+
+def _mean(values: Iterable[bool | float]) -> float:
+    vals = list(values)
+    return float(sum(vals)) / len(vals) if vals else math.nan
+
+
+def _same_length(a: Sequence, b: Sequence) -> None:
+    if len(a) != len(b):
+        raise ValueError(f"predicted and true labels differ in length ({len(a)} vs {len(b)})")
+
+
+__all__ = [
+    "KS",
+    "THRESHOLDS",
+    "AurocPoint",
+    "Calibration",
+    "CalibrationBin",
+    "CriticMetrics",
+    "CriticRecord",
+    "RoutePoint",
+    "auroc",
+    "auroc_vs_k",
+    "breakdown",
+    "calibration",
+    "confusion_matrix",
+    "critic_metrics",
+    "critic_records_from_store",
+    "dir3_accuracy",
+    "f1_improve",
+    "improve_accuracy",
+    "ladder5_accuracy",
+    "make_record",
+    "predict",
+    "record_from_evidence",
+    "routing_curve",
+    "votes_of",
+]

@@ -1,0 +1,352 @@
+"""Offline selector replay: verify every candidate once, then judge any screener for free.
+
+``collect_pools`` runs a short evolution on a task with its offline
+idea-space roles and verifies *every* candidate: the baseline is the first
+parent; each parent gets ``n_per_parent`` independently proposed children,
+all verified; the best working child becomes the next parent (so a parent's
+pool doubles as the evolution step that yields the next parent, and the run
+costs ``1 + parents * n_per_parent`` verifications, fewer when programs
+repeat: identical programs in a pool are verified once). Pools are saved as
+JSON lines, one ``PoolRecord`` per line, programs included; with a
+``store`` the same verifications are also recorded as a run.
+
+``evaluate_selector(pools, screener)`` runs any ``Screener`` on each pool
+with no further verification and measures its pick against the known
+outcomes (``verifyless.bench.selection``): selection advantage, normalised
+advantage (random = 0, oracle = 1), regret against the pool's best, top-1
+hit rate and pairwise accuracy. ``ScoreOracle`` ranks by known scores: with
+hidden test scores it is the test oracle, for offline studies only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+
+from verifyless.bench.compare import Estimate, bootstrap_ci
+from verifyless.bench.selection import Pool, SelectionSummary, summarize_selection
+from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification, content_hash
+from verifyless.task.base import Task
+
+Target = Literal["validation", "test"]
+
+
+@dataclass(frozen=True)
+class PoolCandidate:
+    """One child with its verification outcome (``program`` empty when implementation failed)."""
+
+    id: str
+    idea: str
+    status: str
+    program: str = ""
+    program_hash: str = ""
+    summary: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    score: float | None = None          # raw validation metric
+    test_score: float | None = None     # raw hidden test metric (measurement only)
+    fitness: float | None = None        # oriented validation (higher is better)
+    test_fitness: float | None = None   # oriented hidden test
+    seconds: float = 0.0
+    reason: str = ""
+
+    @property
+    def implemented(self) -> bool:
+        return bool(self.program)
+
+    def target(self, which: Target) -> float | None:
+        return self.fitness if which == "validation" else self.test_fitness
+
+
+@dataclass(frozen=True)
+class PoolRecord:
+    """One parent and all its verified children."""
+
+    task: str
+    pool_id: str
+    step: int
+    parent_id: str
+    parent_program: str
+    parent_summary: str
+    parent_score: float | None
+    parent_fitness: float | None
+    candidates: tuple[PoolCandidate, ...]
+    seed: int = 0
+    understanding: str = ""
+    criteria: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PoolRecord":
+        d = dict(data)
+        d["candidates"] = tuple(PoolCandidate(**c) for c in d.get("candidates", ()))
+        d["criteria"] = tuple(d.get("criteria", ()))
+        return cls(**d)
+
+
+def save_pools(pools: Iterable[PoolRecord], path: str | Path) -> Path:
+    """Write one JSON object per line (parent folders are created)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for p in pools:
+            fh.write(json.dumps(p.to_dict(), ensure_ascii=False) + "\n")
+    return out
+
+
+def load_pools(path: str | Path) -> list[PoolRecord]:
+    """Read pools written by ``save_pools``; a malformed line raises ValueError naming the line."""
+    pools = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            pools.append(PoolRecord.from_dict(json.loads(line)))
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise ValueError(f"{path}:{i}: not a pool record ({exc}); write pools with save_pools") from exc
+    return pools
+
+
+# ---------------------------------------------------------------------- collection
+
+def collect_pools(task: Task | str, *, parents: int = 3, n_per_parent: int = 8, seed: int = 0, store: Any = None,
+                  sandbox: Any = None, roles: Any = None,
+                  progress: Callable[[str], None] | None = None) -> list[PoolRecord]:
+    """Build the pool dataset (see module docstring). Synchronous wrapper of ``collect_pools_async``."""
+    return asyncio.run(collect_pools_async(task, parents=parents, n_per_parent=n_per_parent, seed=seed, store=store,
+                                           sandbox=sandbox, roles=roles, progress=progress))
+
+
+async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_parent: int = 8, seed: int = 0,
+                              store: Any = None, sandbox: Any = None, roles: Any = None,
+                              progress: Callable[[str], None] | None = None) -> list[PoolRecord]:
+    """Collect pools. ``roles`` defaults to the task's idea-space roles, ``sandbox`` to ``LocalSandbox()``."""
+    from verifyless.program import fixed_region_violation, syntax_error
+    from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure
+    from verifyless.verify import verify
+
+    if isinstance(task, str):
+        from verifyless.task import load_task
+
+        task = load_task(task)
+    if parents < 1 or n_per_parent < 1:
+        raise ValueError("collect_pools needs parents >= 1 and n_per_parent >= 1")
+    if roles is None:
+        from verifyless.roles.space import space_roles
+
+        roles = space_roles(task, seed)
+    if sandbox is None:
+        from verifyless.sandbox.local import LocalSandbox
+
+        sandbox = LocalSandbox()
+    say = progress or (lambda msg: None)
+    rng = random.Random(seed)
+    run_id = None
+    if store is not None:
+        run_id = store.create_run(task.name, {"kind": "collect-pools", "parents": parents,
+                                              "n_per_parent": n_per_parent, "seed": seed}, seed=seed)
+    brief = await roles.briefer.brief(task)
+    cache: dict[str, Verification] = {}
+
+    async def check(cid: str, parent_id: str | None, idea: Idea, program: str, summary: str, step: int) -> Verification:
+        digest = content_hash(program)
+        if digest not in cache:
+            # verify() blocks on the sandbox: run it in a worker thread so the event loop stays responsive.
+            cache[digest] = await asyncio.to_thread(verify, task, program, sandbox)
+        v = cache[digest]
+        if store is not None:
+            cand = Candidate(id=cid, parent_id=parent_id, operator=Operator.BASELINE if parent_id is None else
+                             Operator.IMPROVE, idea=idea, program=program, program_hash=digest, summary=summary,
+                             round=step)
+            store.add_candidate(run_id, cand, status=Status.IMPLEMENTED.value)
+            store.add_verification(run_id, cid, v, _orient(task, v.score))
+        return v
+
+    base_program = task.baseline_program
+    base_summary = await roles.summarizer.summarize(task, base_program, None)
+    base = await check("root", None, Idea("the task's baseline program"), base_program, base_summary, 0)
+    if base.status is not Status.OK:
+        say(f"baseline failed ({base.status.value}: {base.reason}); pools start from it anyway")
+    parent = ParentInfo(id="root", program=base_program, score=base.score, summary=base_summary)
+    pools: list[PoolRecord] = []
+    for step in range(parents):
+        ctx = ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=rng.randrange(2**31))
+        proposals = await roles.proposer.propose(ctx, n_per_parent)
+        members: list[PoolCandidate] = []
+        for j, proposal in enumerate(proposals):
+            cid = f"s{step}c{j}"
+            if isinstance(proposal, RoleFailure):
+                members.append(PoolCandidate(cid, "", proposal.kind, reason=proposal.reason))
+                continue
+            impl = await roles.implementer.implement(task, parent, proposal)
+            program = impl.program or ""
+            problem = (impl.failure.reason if impl.failure else None) if not impl.ok else (
+                fixed_region_violation(parent.program, program, task.band) or syntax_error(program))
+            if problem:
+                members.append(PoolCandidate(cid, proposal.text, Status.GUARD_FAILED.value, params=dict(proposal.params),
+                                             reason=problem))
+                continue
+            summary = await roles.summarizer.summarize(task, program, proposal)
+            v = await check(cid, parent.id, proposal, program, summary, step + 1)
+            members.append(PoolCandidate(
+                id=cid, idea=proposal.text, status=v.status.value, program=program, program_hash=content_hash(program),
+                summary=summary, params=dict(proposal.params), score=v.score, test_score=v.test_score,
+                fitness=_orient(task, v.score), test_fitness=_orient(task, v.test_score), seconds=v.seconds,
+                reason=v.reason))
+        pools.append(PoolRecord(
+            task=task.name, pool_id=f"{task.name}:s{step}", step=step, parent_id=parent.id or "root",
+            parent_program=parent.program, parent_summary=parent.summary, parent_score=parent.score,
+            parent_fitness=_orient(task, parent.score), candidates=tuple(members), seed=seed,
+            understanding=brief.understanding, criteria=tuple(brief.criteria)))
+        ok = [c for c in members if c.fitness is not None]
+        say(f"pool {step}: {len(members)} candidates, {len(ok)} verified ok")
+        if not ok:
+            break
+        best = max(ok, key=lambda c: c.fitness)  # type: ignore[arg-type, return-value]
+        parent = ParentInfo(id=best.id, program=best.program, score=best.score, summary=best.summary,
+                            idea=Idea(best.idea, dict(best.params)))
+    if store is not None:
+        store.set_status(run_id, "finished")
+    return pools
+
+
+def _orient(task: Task, value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else task.metric.orient(value)
+
+
+# ---------------------------------------------------------------------- replay
+
+class ScoreOracle:
+    """Ranks candidates by known scores (higher first, unknown last) and chooses the top one.
+
+    ``scores`` is keyed by candidate id or by program hash (looked up in that
+    order). ``ScoreOracle.from_pools(pools, "test")`` keys hidden test
+    fitness by program hash (the same program scores the same on a
+    deterministic task): that is the test oracle, for offline measurement
+    only; it must never screen a live run.
+    """
+
+    def __init__(self, scores: Mapping[str, float | None], *, name: str = "score-oracle") -> None:
+        self.scores = dict(scores)
+        self.name = name
+
+    @classmethod
+    def from_pools(cls, pools: Sequence[PoolRecord], target: Target = "test") -> "ScoreOracle":
+        scores: dict[str, float | None] = {}
+        for p in pools:
+            for c in p.candidates:
+                if c.implemented:
+                    scores.setdefault(c.program_hash or content_hash(c.program), c.target(target))
+        return cls(scores, name="test-oracle" if target == "test" else "validation-oracle")
+
+    def _value(self, cand: Candidate) -> float:
+        s = self.scores.get(cand.id, self.scores.get(cand.program_hash))
+        return -math.inf if s is None or not math.isfinite(s) else float(s)
+
+    async def screen(self, ctx: Any, candidates: Sequence[Candidate]) -> Screening:
+        values = {c.id: self._value(c) for c in candidates}
+        ranking = sorted(values, key=lambda cid: -values[cid])  # stable: input order among equals
+        evidence = {cid: Evidence(cid, rank_value=v, uncertainty=0.0, detail={"oracle": self.name})
+                    for cid, v in values.items()}
+        return Screening(self.name, tuple(ranking), tuple(ranking[:1]), evidence, 0.0)
+
+
+@dataclass(frozen=True)
+class SelectorReport:
+    """How a screener's picks fared on pools whose every candidate was verified."""
+
+    screener: str
+    target: str
+    summary: SelectionSummary
+    normalized_ci: Estimate | None
+    chosen: Mapping[str, str | None]
+    seconds: float
+
+    def row(self) -> dict[str, Any]:
+        s = self.summary
+        return {"screener": self.screener, "pools": s.n_pools, "advantage": s.advantage, "normalized": s.normalized,
+                "regret": s.regret, "top1": s.top1, "pairwise": s.pairwise.accuracy}
+
+
+def pool_candidates(pool: PoolRecord) -> list[Candidate]:
+    """The implemented children as ``Candidate`` records, as the engine would have screened them."""
+    return [Candidate(id=c.id, parent_id=pool.parent_id, operator=Operator.IMPROVE, idea=Idea(c.idea, dict(c.params)),
+                      program=c.program, program_hash=c.program_hash or content_hash(c.program), summary=c.summary,
+                      round=pool.step + 1) for c in pool.candidates if c.implemented]
+
+
+def evaluate_selector(pools: Sequence[PoolRecord], screener: Any, *, target: Target = "validation", seed: int = 0,
+                      tasks: Mapping[str, Task] | None = None, n_boot: int = 2000) -> SelectorReport:
+    """Replay ``screener`` on every pool (synchronous wrapper of ``evaluate_selector_async``)."""
+    return asyncio.run(evaluate_selector_async(pools, screener, target=target, seed=seed, tasks=tasks, n_boot=n_boot))
+
+
+async def evaluate_selector_async(pools: Sequence[PoolRecord], screener: Any, *, target: Target = "validation",
+                                  seed: int = 0, tasks: Mapping[str, Task] | None = None,
+                                  n_boot: int = 2000) -> SelectorReport:
+    """Screen each pool once, take the first chosen id (else the top ranked) and score the pick.
+
+    Each pool gets its own ``random.Random(f"{seed}:{pool_id}")`` so results
+    do not depend on pool order. Tasks are loaded by name unless given in
+    ``tasks``. Candidates whose implementation failed are not screened (the
+    engine drops them before screening too); failed verifications count
+    with the pool's worst working score.
+    """
+    from verifyless.roles.base import ParentInfo, TaskBrief
+    from verifyless.screen.base import ScreenContext
+
+    loaded: dict[str, Task] = dict(tasks or {})
+    outcomes: list[Pool] = []
+    chosen: dict[str, str | None] = {}
+    started = time.monotonic()
+    for pool in pools:
+        cands = pool_candidates(pool)
+        if not cands:
+            continue
+        if pool.task not in loaded:
+            from verifyless.task import load_task
+
+            loaded[pool.task] = load_task(pool.task)
+        parent = ParentInfo(id=pool.parent_id, program=pool.parent_program, score=pool.parent_score,
+                            summary=pool.parent_summary)
+        brief = TaskBrief(pool.understanding, tuple(pool.criteria)) if (pool.understanding or pool.criteria) else None
+        ctx = ScreenContext(task=loaded[pool.task], parent=parent, rng=random.Random(f"{seed}:{pool.pool_id}"),
+                            brief=brief, summaries={pool.parent_id: pool.parent_summary}, n_verify=1,
+                            round=pool.step + 1)
+        screening = await screener.screen(ctx, cands)
+        pick = screening.chosen[0] if screening.chosen else (screening.ranking[0] if screening.ranking else None)
+        chosen[pool.pool_id] = pick
+        n = len(screening.ranking)
+        values = {cid: float(screening.evidence[cid].rank_value) if cid in screening.evidence else float(n - i)
+                  for i, cid in enumerate(screening.ranking)}
+        scores = {c.id: c.target(target) for c in pool.candidates if c.implemented}
+        outcomes.append(Pool(pool.pool_id, scores, pick, values))
+    summary = summarize_selection(outcomes)
+    normalized = [s.normalized for s in summary.pools if not s.degenerate]
+    ci = bootstrap_ci(normalized, n_boot=n_boot, seed=seed) if normalized else None
+    return SelectorReport(getattr(screener, "name", type(screener).__name__), target, summary, ci, chosen,
+                          time.monotonic() - started)
+
+
+__all__ = [
+    "PoolCandidate",
+    "PoolRecord",
+    "ScoreOracle",
+    "SelectorReport",
+    "collect_pools",
+    "collect_pools_async",
+    "evaluate_selector",
+    "evaluate_selector_async",
+    "load_pools",
+    "pool_candidates",
+    "save_pools",
+]

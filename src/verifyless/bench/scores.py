@@ -1,0 +1,119 @@
+"""Normalised task scores, applied at reporting time only (never inside search).
+
+Two schemes, both taking raw metric values plus the task's ``Metric`` and
+``Anchors``; a failed run (score None or NaN) normalises to 0 in both.
+
+* **AIRS-style** (``airs_score``): ``phi(s) = -log10(|s - s_opt|)`` and
+  ``NS = (phi(s) - phi(s_min)) / (phi(s_sota) - phi(s_min))`` with
+  ``s_opt = anchors.bound``, ``s_min = anchors.floor`` and ``s_sota =
+  anchors.sota`` (falling back to ``anchors.reference`` when no SOTA is
+  recorded). The log distance to the optimum makes the last steps towards
+  the optimum count as much as the first ones. A score exactly at the
+  optimum would give phi = inf, so ``|s - s_opt|`` is floored at ``eps``
+  (1e-12). NS is not clipped: below 0 means worse than the floor, above 1
+  better than SOTA (``clip=True`` clips to [0, 1]).
+* **Bounded** (``bounded_score``): piecewise linear on oriented values,
+  floor -> 0, reference -> 0.5, bound -> 1, clipped to [0, 1]. Without a
+  reference it is one line from floor to bound; without a bound the
+  floor-to-reference slope continues past the reference (then clipped).
+  Direction-aware: for a minimised metric a lower raw value is higher.
+
+Missing anchors a scheme needs raise ``TaskError`` naming the anchors to add
+to ``task.yaml``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, Sequence
+
+from verifyless.errors import TaskError
+from verifyless.task.base import Anchors, Metric
+
+EPS = 1e-12
+
+
+def _failed(s: float | None) -> bool:
+    return s is None or not math.isfinite(float(s))
+
+
+def phi(s: float, s_opt: float, eps: float = EPS) -> float:
+    """-log10 of the distance to the optimum (distance floored at ``eps``)."""
+    return -math.log10(max(abs(float(s) - float(s_opt)), eps))
+
+
+def airs_score(s: float | None, anchors: Anchors, *, clip: bool = False, eps: float = EPS) -> float:
+    """AIRS-Bench normalised score of one raw value (0 for a failed run)."""
+    s_sota = anchors.sota if anchors.sota is not None else anchors.reference
+    if anchors.bound is None or anchors.floor is None or s_sota is None:
+        raise TaskError(
+            "the AIRS normalised score needs anchors bound (optimum), floor and sota (or reference); "
+            f"got {anchors}; add them under 'anchors:' in task.yaml"
+        )
+    if _failed(s):
+        return 0.0
+    lo, hi = phi(anchors.floor, anchors.bound, eps), phi(s_sota, anchors.bound, eps)
+    if hi == lo:
+        raise TaskError(f"anchors floor ({anchors.floor}) and sota ({s_sota}) are equally far from the optimum; "
+                        "the AIRS scale is undefined: fix the anchors in task.yaml")
+    ns = (phi(s, anchors.bound, eps) - lo) / (hi - lo)  # type: ignore[arg-type]
+    return min(1.0, max(0.0, ns)) if clip else ns
+
+
+def bounded_score(s: float | None, anchors: Anchors, metric: Metric) -> float:
+    """Piecewise-linear score in [0, 1]: floor -> 0, reference -> 0.5, bound -> 1 (0 for a failed run)."""
+    if anchors.floor is None or (anchors.reference is None and anchors.bound is None):
+        raise TaskError(
+            "the bounded normalised score needs anchors floor and at least one of reference or bound; "
+            f"got {anchors}; add them under 'anchors:' in task.yaml"
+        )
+    if _failed(s):
+        return 0.0
+    x = metric.orient(float(s))  # type: ignore[arg-type]
+    floor = metric.orient(anchors.floor)
+    points = [(floor, 0.0)]
+    if anchors.reference is not None:
+        points.append((metric.orient(anchors.reference), 0.5))
+    if anchors.bound is not None:
+        points.append((metric.orient(anchors.bound), 1.0))
+    if any(b[0] <= a[0] for a, b in zip(points, points[1:])):
+        raise TaskError(f"anchors {anchors} are not ordered floor < reference < bound in the metric's direction "
+                        f"({metric.direction}); fix them in task.yaml")
+    if x <= floor:
+        return 0.0
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    if anchors.bound is not None:
+        return 1.0
+    (x0, y0), (x1, y1) = points
+    return min(1.0, y1 + (y1 - y0) * (x - x1) / (x1 - x0))
+
+
+Scheme = Literal["bounded", "airs", "raw"]
+
+
+def normalize(s: float | None, metric: Metric, anchors: Anchors, scheme: Scheme = "bounded") -> float:
+    """One raw score on the chosen scheme; ``raw`` returns the oriented value (NaN when failed)."""
+    if scheme == "bounded":
+        return bounded_score(s, anchors, metric)
+    if scheme == "airs":
+        return airs_score(s, anchors)
+    if scheme == "raw":
+        return math.nan if _failed(s) else metric.orient(float(s))  # type: ignore[arg-type]
+    raise ValueError(f"unknown normalisation scheme {scheme!r}; use bounded, airs or raw")
+
+
+def normalize_all(scores: Sequence[float | None], metric: Metric, anchors: Anchors,
+                  scheme: Scheme = "bounded") -> list[float]:
+    return [normalize(s, metric, anchors, scheme) for s in scores]
+
+
+def best_scheme(anchors: Anchors) -> Scheme:
+    """The richest scheme the anchors support: bounded, else raw (AIRS only when asked for)."""
+    if anchors.floor is not None and (anchors.reference is not None or anchors.bound is not None):
+        return "bounded"
+    return "raw"
+
+
+__all__ = ["EPS", "Scheme", "airs_score", "best_scheme", "bounded_score", "normalize", "normalize_all", "phi"]

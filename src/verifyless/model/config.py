@@ -1,0 +1,172 @@
+"""ModelConfig (one per role) and ``build_model``, the one way to turn config into a ``Model``.
+
+Spec strings accepted by ``build_model``:
+
+* ``"scripted:<path.yaml|json>"`` -- a ``ScriptedModel`` loaded from the file;
+* ``"openai:<model>"`` -- an OpenAI-compatible endpoint; base URL from
+  ``VERIFYLESS_BASE_URL`` (default: api.openai.com), key from
+  ``VERIFYLESS_API_KEY`` or ``OPENAI_API_KEY``;
+* ``"env"`` -- base URL, key and model all from ``VERIFYLESS_BASE_URL``,
+  ``VERIFYLESS_API_KEY``, ``VERIFYLESS_MODEL``.
+
+The config holds the *name* of the key's env var, never the key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from verifyless.errors import ConfigError
+
+DEFAULT_KEY_ENV = "VERIFYLESS_API_KEY"
+FALLBACK_KEY_ENV = "OPENAI_API_KEY"
+ENV_BASE_URL = "VERIFYLESS_BASE_URL"
+ENV_MODEL = "VERIFYLESS_MODEL"
+
+
+class Prices(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prompt_per_mtok: float = Field(0.0, ge=0)
+    completion_per_mtok: float = Field(0.0, ge=0)
+
+
+class ModelConfig(BaseModel):
+    """How one role reaches one model. Validated on construction; errors name the field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["openai", "scripted"] = "openai"
+    model: str = Field("", description="model name sent to the endpoint (e.g. Qwen/Qwen3-8B)")
+    base_url: str | None = Field(None, description="OpenAI-compatible base URL ending in /v1; None = api.openai.com")
+    api_key_env: str = Field(DEFAULT_KEY_ENV, description="name of the env var holding the key (not the key)")
+    script: str | None = Field(None, description="scripted provider: path to the YAML/JSON script")
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    seed: int | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields sent with each request")
+    max_n: int | None = Field(None, ge=1, description="largest n the endpoint accepts (1 for servers that reject n>1)")
+    concurrency: int = Field(8, ge=1, description="max requests in flight per endpoint")
+    timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
+    max_retries: int = Field(6, ge=0, description="retries after the first attempt")
+    retry_budget_s: float = Field(300.0, gt=0, description="total seconds one call may spend retrying")
+    backoff_base_s: float = Field(1.0, gt=0, description="first backoff ceiling; doubles each retry (full jitter)")
+    backoff_max_s: float = Field(60.0, gt=0, description="largest backoff ceiling")
+    prices: dict[str, Prices] = Field(
+        default_factory=dict,
+        description="model name -> prices; '*' matches any; a bare {prompt_per_mtok, completion_per_mtok} means '*'",
+    )
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _bare_prices(cls, value: Any) -> Any:
+        if isinstance(value, Prices):
+            return {"*": value}
+        if isinstance(value, dict) and set(value) & {"prompt_per_mtok", "completion_per_mtok"}:
+            return {"*": value}
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url {value!r} must start with http:// or https:// (e.g. http://localhost:8000/v1)")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _check_env_name(cls, value: str) -> str:
+        # Catch the common mistake of pasting the key itself here.
+        if not value.replace("_", "").isalnum() or value.startswith("sk-"):
+            raise ValueError("api_key_env must be the NAME of an env var (e.g. VERIFYLESS_API_KEY), not the key")
+        return value
+
+    @model_validator(mode="after")
+    def _check_provider(self) -> "ModelConfig":
+        if self.provider == "scripted" and not self.script:
+            raise ValueError("provider 'scripted' needs script: <path to .yaml or .json>")
+        if self.provider == "openai" and not self.model:
+            raise ValueError(f"provider 'openai' needs model: <name> (or set {ENV_MODEL} and use 'env')")
+        return self
+
+    def resolved_key_env(self) -> str:
+        """The env var the key is read from: ``api_key_env``, or OPENAI_API_KEY when the default is unset."""
+        if self.api_key_env == DEFAULT_KEY_ENV and not os.environ.get(DEFAULT_KEY_ENV) and os.environ.get(FALLBACK_KEY_ENV):
+            return FALLBACK_KEY_ENV
+        return self.api_key_env
+
+    def price_for(self, model: str) -> Prices:
+        """Prices for ``model``: exact name, then the configured model name, then '*', else free."""
+        return self.prices.get(model) or self.prices.get(self.model) or self.prices.get("*") or Prices()
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "ModelConfig":
+        """Base URL and model from VERIFYLESS_BASE_URL / VERIFYLESS_MODEL; the key stays in VERIFYLESS_API_KEY."""
+        missing = [name for name in (ENV_BASE_URL, ENV_MODEL) if not os.environ.get(name)]
+        if missing:
+            raise ConfigError(
+                f"model spec 'env' needs {' and '.join(missing)}; e.g. export {ENV_BASE_URL}=http://localhost:8000/v1 "
+                f"{ENV_MODEL}=Qwen/Qwen3-8B (and {DEFAULT_KEY_ENV} if the server wants a key)"
+            )
+        return make_config(provider="openai", base_url=os.environ[ENV_BASE_URL], model=os.environ[ENV_MODEL], **overrides)
+
+
+def make_config(**fields: Any) -> ModelConfig:
+    """``ModelConfig(**fields)`` with pydantic errors turned into a ``ConfigError`` that names each field."""
+    try:
+        return ModelConfig(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'model'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid model config: {problems}") from None
+
+
+def parse_spec(spec: str | ModelConfig) -> ModelConfig:
+    """Turn a spec string (see the module docstring) or a config into a ``ModelConfig``."""
+    if isinstance(spec, ModelConfig):
+        return spec
+    if spec == "env":
+        return ModelConfig.from_env()
+    kind, _, rest = spec.partition(":")
+    if kind == "scripted" and rest:
+        return make_config(provider="scripted", script=rest, model="scripted")
+    if kind == "openai" and rest:
+        return make_config(provider="openai", model=rest, base_url=os.environ.get(ENV_BASE_URL) or None)
+    raise ConfigError(
+        f"unknown model spec {spec!r}; use 'scripted:<path.yaml>', 'openai:<model name>' or 'env' "
+        f"(reads {ENV_BASE_URL}, {DEFAULT_KEY_ENV}, {ENV_MODEL})"
+    )
+
+
+def build_model(
+    spec: str | ModelConfig,
+    *,
+    cache: Any = None,
+    recorder: Any = None,
+    cache_mode: Literal["readwrite", "replay"] = "readwrite",
+) -> Any:
+    """Build the ``Model`` for ``spec``, wrapped as ``RecordedModel(CachedModel(provider))``.
+
+    ``cache`` is a ``ResponseCache`` (or None); ``recorder`` receives a
+    ``CallRecord`` per call (cache hits and failures included).
+    """
+    from verifyless.model.cache import CachedModel, RecordedModel
+    from verifyless.model.openai_compat import OpenAIModel
+    from verifyless.model.scripted import ScriptedModel
+
+    config = parse_spec(spec)
+    model: Any
+    if config.provider == "scripted":
+        assert config.script is not None  # checked by the validator
+        model = ScriptedModel.from_file(config.script)
+    else:
+        model = OpenAIModel(config)
+    if cache is not None:
+        model = CachedModel(model, cache, mode=cache_mode)
+    if recorder is not None:
+        model = RecordedModel(model, recorder)
+    return model

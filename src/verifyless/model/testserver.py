@@ -1,0 +1,309 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1, for tests and demos.
+
+Standard library only (``http.server`` in a background thread). Serves
+``POST /v1/chat/completions`` and ``GET /v1/models`` from a ``ScriptedModel``
+or a plain function ``ModelRequest -> str | Choice | ModelReply``::
+
+    with TestServer(ScriptedModel(replies=["hi"])) as srv:
+        cfg = ModelConfig(model="scripted", base_url=srv.base_url)
+
+Faults are queued with ``srv.inject(Fault.rate_limit(0.2), Fault.server_error())``;
+each request takes the next queued fault (FIFO) and, when the queue is empty,
+is answered normally. Real checks too: with ``api_key=...`` a wrong bearer
+token gets 401; with ``models=[...]`` an unknown model gets 404;
+``ignore_n=True`` always returns one choice. Counters: ``requests`` (bodies
+received), ``max_in_flight``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Literal
+
+from verifyless.model.base import Choice, ModelReply, ModelRequest, Tool, Usage
+from verifyless.model.scripted import ScriptedModel, estimate_tokens, message_from_mapping, to_choice
+
+FaultKind = Literal[
+    "rate_limit", "server_error", "delay", "truncated", "empty_choices", "garbage", "unauthorized", "not_found",
+    "ignore_n",
+]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected misbehaviour, consumed by one request."""
+
+    kind: FaultKind
+    status: int = 200
+    retry_after: str | None = None
+    delay_s: float = 0.0
+
+    @classmethod
+    def rate_limit(cls, retry_after: float | str | None = None) -> "Fault":
+        return cls("rate_limit", 429, None if retry_after is None else str(retry_after))
+
+    @classmethod
+    def server_error(cls, status: int = 500, retry_after: float | str | None = None) -> "Fault":
+        return cls("server_error", status, None if retry_after is None else str(retry_after))
+
+    @classmethod
+    def delay(cls, seconds: float) -> "Fault":
+        """Answer normally, but only after ``seconds`` (longer than the client timeout to force one)."""
+        return cls("delay", 200, delay_s=seconds)
+
+    @classmethod
+    def truncated(cls) -> "Fault":
+        return cls("truncated")
+
+    @classmethod
+    def empty_choices(cls) -> "Fault":
+        return cls("empty_choices")
+
+    @classmethod
+    def garbage(cls) -> "Fault":
+        return cls("garbage")
+
+    @classmethod
+    def unauthorized(cls) -> "Fault":
+        return cls("unauthorized", 401)
+
+    @classmethod
+    def not_found(cls) -> "Fault":
+        return cls("not_found", 404)
+
+    @classmethod
+    def ignore_n(cls) -> "Fault":
+        return cls("ignore_n")
+
+
+Responder = Callable[[ModelRequest], Any]
+
+
+def request_from_body(body: dict[str, Any]) -> ModelRequest:
+    """Parse an OpenAI chat-completions JSON body into a ``ModelRequest``."""
+    tools = tuple(
+        Tool(name=t["function"]["name"], description=t["function"].get("description", ""),
+             parameters=t["function"].get("parameters", {}))
+        for t in body.get("tools") or ()
+    )
+    stop = body.get("stop") or ()
+    return ModelRequest(
+        messages=tuple(message_from_mapping(m) for m in body.get("messages", [])),
+        temperature=body.get("temperature"), top_p=body.get("top_p"), max_tokens=body.get("max_tokens"),
+        n=int(body.get("n") or 1), seed=body.get("seed"), tools=tools,
+        stop=(stop,) if isinstance(stop, str) else tuple(stop),
+    )
+
+
+def _choice_json(index: int, choice: Choice) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": choice.text}
+    if choice.tool_calls:
+        message["tool_calls"] = [
+            {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}}
+            for t in choice.tool_calls
+        ]
+    return {"index": index, "message": message, "finish_reason": choice.finish_reason}
+
+
+class TestServer:
+    """Context manager running the server; ``base_url`` is ``http://127.0.0.1:<port>/v1``."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        responder: ScriptedModel | Responder,
+        *,
+        api_key: str | None = None,
+        models: list[str] | None = None,
+        ignore_n: bool = False,
+        latency_s: float = 0.0,
+    ) -> None:
+        self.responder = responder
+        self.api_key = api_key
+        self.models = models
+        self.ignore_n = ignore_n
+        self.latency_s = latency_s
+        self.requests: list[dict[str, Any]] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._url: str | None = None
+
+    # -- control -----------------------------------------------------------
+    def inject(self, *faults: Fault) -> "TestServer":
+        with self._lock:
+            self._faults.extend(faults)
+        return self
+
+    @property
+    def pending_faults(self) -> int:
+        with self._lock:
+            return len(self._faults)
+
+    @property
+    def base_url(self) -> str:
+        """The server's URL; still readable after ``stop`` (tests point clients at a dead server)."""
+        if self._url is None:
+            raise RuntimeError("TestServer was never started; use it as a context manager")
+        return self._url
+
+    def start(self) -> "TestServer":
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="verifyless-testserver", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "TestServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- answering -----------------------------------------------------------
+    def _next_fault(self) -> Fault | None:
+        with self._lock:
+            return self._faults.pop(0) if self._faults else None
+
+    def _answer(self, request: ModelRequest) -> ModelReply:
+        if isinstance(self.responder, ScriptedModel) and self.responder.function is None:
+            return self.responder.reply(request)
+        if isinstance(self.responder, ScriptedModel):
+            return asyncio.run(self.responder.generate(request))
+        choices = []
+        for _ in range(request.n):
+            out = self.responder(request)
+            if isinstance(out, ModelReply):
+                return out
+            choices.append(to_choice(out, call_id=lambda: f"call_{len(self.requests)}"))
+        return ModelReply(tuple(choices), Usage(0, sum(estimate_tokens(c.text) for c in choices)), "function")
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: TestServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        return
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json",
+              headers: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test); nothing to do
+
+    def _error(self, status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
+        self._send(status, body, headers=headers)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") != "/v1/models":
+            return self._error(404, f"no route {self.path}", "not_found")
+        names = self.owner.models or ["scripted"]
+        data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "verifyless"} for m in names]}
+        self._send(200, json.dumps(data).encode())
+
+    def do_POST(self) -> None:
+        owner = self.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            return self._error(404, f"no route {self.path}", "not_found")
+        owner._enter()
+        try:
+            self._complete(owner, raw)
+        finally:
+            owner._leave()
+
+    def _complete(self, owner: TestServer, raw: bytes) -> None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return self._error(400, "request body is not JSON", "invalid_request_error")
+        with owner._lock:
+            owner.requests.append(body)
+        fault = owner._next_fault()
+        if owner.latency_s:
+            time.sleep(owner.latency_s)
+        if fault is not None:
+            if fault.kind in ("rate_limit", "server_error"):
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+                return self._error(fault.status, f"injected {fault.kind}", fault.kind, headers)
+            if fault.kind == "unauthorized":
+                return self._error(401, "Incorrect API key provided.", "invalid_request_error")
+            if fault.kind == "not_found":
+                return self._error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error")
+            if fault.kind == "garbage":
+                return self._send(200, b"<html>upstream proxy error</html>", "text/html")
+            if fault.kind == "delay":
+                time.sleep(fault.delay_s)
+        expected = f"Bearer {owner.api_key}" if owner.api_key is not None else None
+        if expected is not None and self.headers.get("Authorization") != expected:
+            # Echo the key back the way some providers do, so tests can check that clients scrub it.
+            given = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            return self._error(401, f"Incorrect API key provided: {given}.", "invalid_request_error")
+        if owner.models is not None and body.get("model") not in owner.models:
+            return self._error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error")
+        request = request_from_body(body)
+        if owner.ignore_n or (fault is not None and fault.kind == "ignore_n"):
+            from dataclasses import replace
+
+            request = replace(request, n=1)
+        try:
+            reply = owner._answer(request)
+        except Exception as exc:
+            # A script that ran out is a test-setup problem: a 400 fails the client fast, with the reason.
+            return self._error(400, f"{type(exc).__name__}: {exc}", "script_error")
+        choices = [] if fault is not None and fault.kind == "empty_choices" else [
+            _choice_json(i, c) for i, c in enumerate(reply.choices)
+        ]
+        data = {
+            "id": f"chatcmpl-{len(owner.requests)}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", reply.model), "choices": choices,
+            "usage": {"prompt_tokens": reply.usage.prompt_tokens, "completion_tokens": reply.usage.completion_tokens,
+                      "total_tokens": reply.usage.prompt_tokens + reply.usage.completion_tokens},
+        }
+        text = json.dumps(data).encode()
+        if fault is not None and fault.kind == "truncated":
+            text = text[: len(text) // 2]
+        self._send(200, text)

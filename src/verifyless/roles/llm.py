@@ -1,0 +1,511 @@
+"""LLM-backed roles: brief, propose, implement (+ repair), summarise.
+
+Each role renders a prompt from ``roles/prompts/*.md`` (``render``), sends it
+with ``model.generate`` and parses the reply (``parse``); roles never talk to
+a provider any other way. Candidate-level trouble (an unparseable idea, code
+that breaks the band contract) comes back as a ``RoleFailure``; an unusable
+endpoint raises ``ModelUnavailable`` from the model and is not caught here.
+Only the briefer and the summarizer raise ``ParseError``: their output is
+needed for every candidate of a task, so the engine must decide what to do.
+
+Every request names its role (``brief``, ``proposer``, ``implementer``,
+``repair``, ``summarizer``) for accounting and routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Literal, Mapping
+
+from verifyless.errors import ConfigError, ParseError
+from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage
+from verifyless.node import Idea, Operator, content_hash
+from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
+from verifyless.roles import parse
+from verifyless.roles.base import (
+    Implementation,
+    ParentInfo,
+    ProposeContext,
+    RoleFailure,
+    Roles,
+    TaskBrief,
+)
+from verifyless.roles.render import (
+    band_for,
+    band_or_program,
+    band_rule,
+    band_view,
+    block,
+    clip,
+    clip_words,
+    code_lang,
+    direction_phrase,
+    messages,
+    score_text,
+    section,
+)
+from verifyless.task.base import Task
+
+_RAW_KEEP = 4000  # characters of a failed reply kept on its RoleFailure
+
+
+def _task_values(task: Task) -> dict[str, object]:
+    lim = task.limits
+    return {
+        "task_name": task.name,
+        "statement": task.statement.strip(),
+        "metric_name": task.metric.name,
+        "direction": direction_phrase(task),
+        "program_file": task.program_file,
+        "code_lang": code_lang(task),
+        "band_rule": band_rule(task),
+        "limits": f"{lim.wall_seconds:g} s wall time, {lim.memory_mb} MB memory, {lim.threads} thread(s)",
+    }
+
+
+def _first_choice(reply: ModelReply) -> str | None:
+    return reply.choices[0].text if reply.choices else None
+
+
+# ---------------------------------------------------------------- briefer
+
+class LLMBriefer:
+    """Task understanding + 4-10 task-specific criteria, once per task.
+
+    A reply without a parseable criteria list gets one follow-up in the same
+    conversation; if that fails too, ``ParseError`` is raised with an excerpt
+    of the reply. Results are memoised per (task name, statement hash).
+    """
+
+    def __init__(self, model: Model, temperature: float = 0.3) -> None:
+        self.model = model
+        self.temperature = temperature
+        self._memo: dict[tuple[str, str], TaskBrief] = {}
+
+    async def brief(self, task: Task) -> TaskBrief:
+        key = (task.name, content_hash(task.statement + task.baseline_program))
+        if key in self._memo:
+            return self._memo[key]
+        values = _task_values(task)
+        others = [m for m in task.validation_metrics if m != task.metric.name]
+        files = ", ".join(p.name for p in task.public_data) or "none listed"
+        values |= {
+            "other_metrics": f"Other validation metrics reported: {', '.join(others)}." if others else "",
+            "program": clip(task.baseline_program, 16000),
+            "resources": f"Public data files: {files}.\nPer-run limits: {values['limits']}.",
+        }
+        conversation = list(messages("brief", values))
+        error: ParseError | None = None
+        text = ""
+        for _ in range(2):
+            reply = await self.model.generate(
+                ModelRequest(messages=tuple(conversation), role="brief", temperature=self.temperature)
+            )
+            text = _first_choice(reply) or ""
+            try:
+                understanding, criteria = parse.parse_brief(text)
+            except ParseError as exc:
+                error = exc
+                conversation += [Message("assistant", text), Message("user", section("brief", "retry", {"problem": exc}))]
+                continue
+            result = TaskBrief(understanding=understanding, criteria=criteria)
+            self._memo[key] = result
+            return result
+        raise ParseError(
+            f"the briefer's reply for task {task.name!r} could not be parsed twice ({error}); "
+            f"check the 'brief' model. Reply began: {text[:400]!r}"
+        )
+
+
+# ---------------------------------------------------------------- proposer
+
+class LLMProposer:
+    """One concrete idea (an Approach, no code) per request; N per call.
+
+    Draw ``i`` uses seed ``ctx.seed + i``. With ``list_drawn`` the N draws run
+    in sequential waves of ``wave_size`` concurrent requests, and every wave
+    lists the ideas of the earlier waves (plus ``ctx.avoid``) as ones to stay
+    away from. That trades latency (ceil(N / wave_size) round trips) for
+    diversity; ``list_drawn=False`` draws all N at once, each seeing only
+    ``ctx.avoid``. Results keep draw order; a failed draw is a ``RoleFailure``.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        temperature: float = 1.0,
+        list_drawn: bool = True,
+        wave_size: int = 4,
+        max_avoid: int = 24,
+    ) -> None:
+        if wave_size < 1:
+            raise ConfigError(f"proposer wave_size must be at least 1, got {wave_size}")
+        self.model = model
+        self.temperature = temperature
+        self.list_drawn = list_drawn
+        self.wave_size = wave_size
+        self.max_avoid = max_avoid
+
+    def render(self, ctx: ProposeContext, avoid: tuple[str, ...] = ()) -> tuple[Message, Message]:
+        """The system and user messages for one draw (public for inspection and tests)."""
+        task, parent = ctx.task, ctx.parent
+        values = _task_values(task)
+        status = "not run yet" if parent.score is None else f"validation {task.metric.name} = {score_text(parent.score)}"
+        if ctx.operator is Operator.DEBUG:
+            status = "its last run failed"
+        op = ctx.operator if ctx.operator is not Operator.BASELINE else Operator.IMPROVE
+        instructions = section(
+            "propose",
+            f"op_{op.value}",
+            {**values, "score": score_text(parent.score), "error": clip(parent.error or "(no output captured)", 3000, keep="end")},
+        )
+        avoid_items = [f"- {clip_words(a, 80)}" for a in avoid[-self.max_avoid :]]
+        parent_idea = [clip_words(parent.idea.text, 150)] if parent.idea and parent.idea.text.strip() else []
+        values |= {
+            "parent_status": status,
+            "parent_band": band_or_program(task, parent.program),
+            "parent_idea": block("propose", "parent_idea", parent_idea),
+            "inspirations": block(
+                "propose", "inspirations", [f"### Solution {i}\n{s.strip()}" for i, s in enumerate(ctx.inspirations, 1)]
+            ),
+            "references": block("propose", "references", [_reference(task, r) for r in ctx.references]),
+            "memory": block("propose", "memory", [f"- {m.strip()}" for m in ctx.memory]),
+            "avoid": block("propose", "avoid", avoid_items),
+            "instructions": instructions,
+        }
+        return messages("propose", values)
+
+    async def propose(self, ctx: ProposeContext, n: int) -> list[Idea | RoleFailure]:
+        results: list[Idea | RoleFailure] = []
+        wave = self.wave_size if self.list_drawn else max(n, 1)
+        for start in range(0, n, wave):
+            drawn = tuple(r.text for r in results if isinstance(r, Idea)) if self.list_drawn else ()
+            avoid = tuple(ctx.avoid) + drawn
+            batch = range(start, min(n, start + wave))
+            results += await asyncio.gather(*(self._draw(ctx, i, avoid) for i in batch))
+        return results
+
+    async def _draw(self, ctx: ProposeContext, i: int, avoid: tuple[str, ...]) -> Idea | RoleFailure:
+        request = ModelRequest(
+            messages=self.render(ctx, avoid), role="proposer", temperature=self.temperature, seed=ctx.seed + i
+        )
+        reply = await self.model.generate(request)
+        text = _first_choice(reply)
+        if text is None:
+            return RoleFailure("model-error", "the model returned no choices")
+        approach = parse.extract_approach(text)
+        if approach is None:
+            return RoleFailure("parse-error", "the reply has no usable Approach section", raw=text[:_RAW_KEEP])
+        return Idea(text=approach)
+
+
+def _reference(task: Task, ref: ParentInfo) -> str:
+    who = f"Solution {ref.id}" if ref.id else "A solution"
+    head = f"### {who} (validation {task.metric.name}: {score_text(ref.score)})"
+    if ref.summary.strip():
+        body = ref.summary.strip()
+    elif ref.idea and ref.idea.text.strip():
+        body = "Idea: " + clip_words(ref.idea.text, 150)
+    else:
+        body = f"```{code_lang(task)}\n{band_or_program(task, ref.program, 1500)}\n```"
+    return f"{head}\n{body}"
+
+
+# ---------------------------------------------------------------- implementer
+
+class LLMImplementer:
+    """Rewrite the band to implement an idea, checking the contract after every reply.
+
+    ``mode="full"``: the reply carries the whole new band in a fenced block
+    (see ``parse.pick_code_block``). A reply holding the whole program with
+    its marker lines is accepted when its fixed regions match. ``mode="diff"``:
+    SEARCH/REPLACE blocks applied to the band with forgiving matching (see
+    ``parse.apply_edits``). Either mode also accepts the other's format when
+    that is all the reply contains.
+
+    Each reply is checked: the band is replaced, the fixed regions must stay
+    byte-identical, the program must parse (for ``.py`` files) and must differ
+    from its parent. A failed check is sent back as a user message in the same
+    conversation, up to ``max_attempts`` replies in total. The final failure
+    is ``guard-failed`` when the code was readable but broke a check, or
+    ``parse-error`` when no code could be read or applied.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        mode: Literal["full", "diff"] = "full",
+        max_attempts: int = 3,
+        temperature: float = 0.2,
+    ) -> None:
+        if mode not in ("full", "diff"):
+            raise ConfigError(f"implementer mode must be 'full' or 'diff', got {mode!r}")
+        if max_attempts < 1:
+            raise ConfigError(f"implementer max_attempts must be at least 1, got {max_attempts}")
+        self.model = model
+        self.mode = mode
+        self.max_attempts = max_attempts
+        self.temperature = temperature
+
+    def _values(self, task: Task, program: str, idea: Idea) -> dict[str, object]:
+        view = band_view(task, program)
+        return _task_values(task) | {
+            "idea": idea.text.strip(),
+            "first_line": view.first_line,
+            "last_line": view.last_line,
+            "head": clip(view.head.rstrip("\n"), 8000, keep="end"),
+            "tail": clip(view.tail.rstrip("\n"), 8000),
+            "band": view.band.rstrip("\n"),
+        }
+
+    def render(self, task: Task, parent: ParentInfo, idea: Idea) -> tuple[Message, Message]:
+        """The opening messages for ``implement`` (raises ``BandError`` if the parent has no band)."""
+        prompt = "implement" if self.mode == "full" else "implement_diff"
+        return messages(prompt, self._values(task, parent.program, idea))
+
+    def render_repair(self, task: Task, program: str, idea: Idea, error: str) -> tuple[Message, Message]:
+        values = self._values(task, program, idea)
+        values["error"] = clip(error.strip() or "(no output captured)", 4000, keep="end")
+        values["output_format"] = section("repair", f"output_{self.mode}", values)
+        return messages("repair", values)
+
+    async def implement(self, task: Task, parent: ParentInfo, idea: Idea) -> Implementation:
+        try:
+            opening = self.render(task, parent, idea)
+        except BandError as exc:
+            return Implementation(None, RoleFailure("guard-failed", f"the parent program has no usable band: {exc}"), 0)
+        retry = "implement" if self.mode == "full" else "implement_diff"
+        return await self._chain(task, parent.program, opening, "implementer", retry)
+
+    async def repair(self, task: Task, program: str, idea: Idea, error: str) -> Implementation:
+        """Fix ``program`` for ``error`` while keeping ``idea``; same checks as ``implement``."""
+        try:
+            opening = self.render_repair(task, program, idea, error)
+        except BandError as exc:
+            return Implementation(None, RoleFailure("guard-failed", f"the program to repair has no usable band: {exc}"), 0)
+        return await self._chain(task, program, opening, "repair", "repair")
+
+    async def _chain(
+        self, task: Task, base: str, opening: tuple[Message, Message], role: str, retry_prompt: str
+    ) -> Implementation:
+        conversation = list(opening)
+        usage = Usage()
+        failure = RoleFailure("model-error", "no attempt was made")
+        for attempt in range(1, self.max_attempts + 1):
+            reply = await self.model.generate(
+                ModelRequest(messages=tuple(conversation), role=role, temperature=self.temperature)
+            )
+            usage = usage + reply.usage
+            text = _first_choice(reply)
+            if text is None:
+                failure = RoleFailure("model-error", "the model returned no choices")
+                continue
+            outcome = self._child(task, base, text)
+            if isinstance(outcome, str):
+                return Implementation(outcome, None, attempt, usage)
+            failure = outcome
+            problem = section(retry_prompt, "retry", {"problem": failure.reason, "code_lang": code_lang(task)})
+            conversation += [Message("assistant", text), Message("user", problem)]
+        return Implementation(None, failure, self.max_attempts, usage)
+
+    def _child(self, task: Task, base: str, text: str) -> str | RoleFailure:
+        """The checked child program for one reply, or why there is none."""
+        raw = text[:_RAW_KEEP]
+        band = band_for(task, base)
+        old_band = band_view(task, base).band
+        code = parse.pick_code_block(text, avoid=old_band)
+        try:
+            edits = parse.parse_search_replace(text)
+        except ParseError as exc:
+            if self.mode == "diff" or code is None:
+                return RoleFailure("parse-error", str(exc), raw)
+            edits = []
+        use_edits = bool(edits) and (self.mode == "diff" or code is None or parse.has_search_replace(code))
+        if use_edits:
+            try:
+                new_band = parse.apply_edits(old_band, edits)
+            except parse.EditError as exc:
+                outside = _matches_outside(base, old_band, edits[exc.index - 1].search)
+                return RoleFailure("parse-error", str(exc) + outside, raw)
+            child = replace(base, band, new_band)
+        elif code is not None:
+            child = _interpret_code(task, base, code)
+        else:
+            want = "a fenced code block with the new band" if self.mode == "full" else "SEARCH/REPLACE blocks"
+            return RoleFailure("parse-error", f"the reply contains no code: expected {want}", raw)
+
+        violation = fixed_region_violation(base, child, band)
+        if violation is not None:
+            return RoleFailure("guard-failed", violation + ". Change only the editable band.", raw)
+        if task.program_file.endswith(".py"):
+            bad = syntax_error(child, task.program_file)
+            if bad is not None:
+                return RoleFailure(
+                    "guard-failed", f"the program does not parse as Python: {bad}{_line_at(child, bad)}", raw
+                )
+        if child == base:
+            return RoleFailure("guard-failed", "the new band is identical to the current one: nothing was changed", raw)
+        return child
+
+
+def _interpret_code(task: Task, base: str, code: str) -> str:
+    """The child program a code block stands for: a band, a band with its markers, or a whole program.
+
+    The result is not checked here; the caller's contract check judges it, so
+    a block that mangles the markers or the fixed code is reported precisely.
+    """
+    band = band_for(task, base)
+    view = band_view(task, base)
+    if band.lines is None and (band.start_marker in code or band.end_marker in code):
+        lines = code.strip("\n").split("\n")
+        only_band = (
+            len(lines) >= 2
+            and band.start_marker in lines[0]
+            and band.end_marker in lines[-1]
+            and sum(band.start_marker in x or band.end_marker in x for x in lines) == 2
+        )
+        if only_band:  # the band wrapped in its two marker lines
+            return replace(base, band, "\n".join(lines[1:-1]))
+        return code if code.endswith("\n") else code + "\n"  # a whole program
+    body = code if code.endswith("\n") else code + "\n"
+    if band.lines is not None and view.head and body.startswith(view.head) and body.endswith(view.tail):
+        return body  # a whole program in a line-range task
+    return replace(base, band, code)
+
+
+def _matches_outside(base: str, band_text: str, search: str) -> str:
+    """A hint when a SEARCH text that missed the band sits in the fixed region."""
+    needle = search.strip()
+    if needle and needle in base and needle not in band_text:
+        return " That text is in the fixed code outside the editable band, which must not be edited."
+    return ""
+
+
+def _line_at(program: str, error: str) -> str:
+    m = re.match(r"line (\d+):", error)
+    if not m:
+        return ""
+    lines = program.splitlines()
+    k = int(m.group(1))
+    return f" (file line {k}: {lines[k - 1].strip()[:120]!r})" if 1 <= k <= len(lines) else ""
+
+
+# ---------------------------------------------------------------- summarizer
+
+class LLMSummarizer:
+    """A neutral, code-grounded 120-200-word description of a program.
+
+    Cached by (task name, program hash), so a parent is described once and
+    concurrent requests for the same program share one model call. A reply
+    under ``min_words`` or over ``max_words`` gets one follow-up asking for
+    the right length; a still-long summary is cut at a sentence end near
+    ``max_words``; an empty one raises ``ParseError``.
+    """
+
+    def __init__(self, model: Model, temperature: float = 0.4, min_words: int = 60, max_words: int = 250) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.min_words = min_words
+        self.max_words = max_words
+        self._cache: dict[tuple[str, str], str] = {}
+        self._pending: dict[tuple[str, str], asyncio.Future[str]] = {}
+        self.calls = 0  # model requests made (cache hits make none)
+
+    def render(self, task: Task, program: str, idea: Idea | None = None) -> tuple[Message, Message]:
+        values = _task_values(task) | {
+            "idea": idea.text.strip() if idea and idea.text.strip() else "(not stated)",
+            "code": band_or_program(task, program, 16000).rstrip("\n"),
+        }
+        return messages("summarize", values)
+
+    async def summarize(self, task: Task, program: str, idea: Idea | None = None) -> str:
+        key = (task.name, content_hash(program))
+        if key in self._cache:
+            return self._cache[key]
+        if key in self._pending:  # another caller is describing this program right now
+            return await asyncio.shield(self._pending[key])
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            summary = await self._describe(task, program, idea)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here; waiters re-raise it on their own
+            raise
+        finally:
+            self._pending.pop(key, None)
+        self._cache[key] = summary
+        future.set_result(summary)
+        return summary
+
+    async def _describe(self, task: Task, program: str, idea: Idea | None) -> str:
+        conversation = list(self.render(task, program, idea))
+        seen: list[str] = []
+        for _ in range(2):
+            self.calls += 1
+            reply = await self.model.generate(
+                ModelRequest(messages=tuple(conversation), role="summarizer", temperature=self.temperature)
+            )
+            text = parse.clean_summary(_first_choice(reply) or "")
+            words = len(text.split())
+            if self.min_words <= words <= self.max_words:
+                return text
+            if text:
+                seen.append(text)
+            conversation += [Message("assistant", text), Message("user", section("summarize", "retry", {"words": words}))]
+        if not seen:
+            raise ParseError(
+                f"the summarizer returned an empty summary twice for task {task.name!r}; check the 'summarizer' model"
+            )
+        # Neither reply had the asked-for length: keep the one nearer to it.
+        best = min(seen, key=lambda t: abs(len(t.split()) - (self.min_words + self.max_words) / 2))
+        return parse.trim_words(best, self.max_words)
+
+
+# ---------------------------------------------------------------- bundle
+
+_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
+
+
+def llm_roles(
+    models: Mapping[str, Model] | Model,
+    *,
+    implement_mode: Literal["full", "diff"] = "full",
+    max_attempts: int = 3,
+    proposer_temperature: float = 1.0,
+    list_drawn: bool = True,
+    wave_size: int = 4,
+) -> Roles:
+    """The four LLM roles, one model each.
+
+    ``models`` is one model for every role, or a mapping with any of the keys
+    ``brief``, ``proposer``, ``implementer``, ``summarizer`` and ``default``
+    (used for the keys that are absent). Repair uses the implementer's model.
+    """
+    if isinstance(models, Mapping):
+        unknown = set(models) - set(_ROLE_KEYS) - {"default"}
+        if unknown:
+            raise ConfigError(
+                f"unknown role model keys {sorted(unknown)}; use {', '.join(_ROLE_KEYS)} or 'default'"
+            )
+        missing = [k for k in _ROLE_KEYS if k not in models and "default" not in models]
+        if missing:
+            raise ConfigError(f"no model for roles {missing}: add them or a 'default' model")
+        pick = {k: models.get(k, models.get("default")) for k in _ROLE_KEYS}
+    else:
+        pick = dict.fromkeys(_ROLE_KEYS, models)
+    return Roles(
+        briefer=LLMBriefer(pick["brief"]),
+        proposer=LLMProposer(
+            pick["proposer"], temperature=proposer_temperature, list_drawn=list_drawn, wave_size=wave_size
+        ),
+        implementer=LLMImplementer(pick["implementer"], mode=implement_mode, max_attempts=max_attempts),
+        summarizer=LLMSummarizer(pick["summarizer"]),
+    )
+
+
+__all__ = ["LLMBriefer", "LLMImplementer", "LLMProposer", "LLMSummarizer", "llm_roles"]

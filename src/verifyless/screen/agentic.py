@@ -1,0 +1,561 @@
+"""Agentic research preference model: choose after running pilot experiments (RPM paper, SPEC 3.2).
+
+Before a pool is ranked, an LLM agent runs small pilot experiments in a
+scratch copy of the task's *public* workspace (``public/``, the candidates as
+``candidate_<i>.<ext>``, ``parent.<ext>``, ``out/``; never hidden data) through
+the injected ``Sandbox`` with the task folder and hidden data in ``hide``.
+Tools: ``python`` (script saved as ``pilot_<n>.py``), ``bash`` (``bash -c``)
+and ``submit_findings`` (a summary, never a choice).
+
+Budget: only pilot execution time counts (measured with the injected
+``clock``); the agent is told ``overstatement x`` the real figures. Each
+pilot's timeout is ``min(remaining, pilot_limits.wall_seconds)``. After each
+submission a feedback call answers ``[NEXT] ...`` or ``[ENOUGH]`` (no tag
+means no next experiment). The loop stops on enough, when real remaining time
+< ``theta_s``, after ``max_pilots`` python/bash runs, after ``max_turns``, or
+after ``max_idle_turns`` replies without a tool call; unsubmitted results get
+one last turn. A final call answers ``[CHOICE] <number>``; an unparseable
+reply falls back to ``ctx.rng`` (recorded as ``choice_source``).
+
+Ranking: chosen first, the rest in ``ctx.rng`` order; no votes, so every
+uncertainty is 1.0. The run-level record (``pilots``, ``pilot_seconds``,
+``findings``, ``feedback``, ``stop_reason``, ``choice_source``) is stored in
+the chosen candidate's ``Evidence.detail`` only, so ``pilot_seconds`` counts
+it once; the engine charges it apart from the verification budget. Debug
+steps: the engine picks at random (as in the paper); a pool made only of
+DEBUG children is also picked at random here, and a pool of one is returned
+as is.
+
+Limits: hiding is only as strong as the sandbox backend; the budget is
+checked between tool calls, so one call may overshoot it by its own timeout.
+Details and reasons: docs/design/surrogate-and-agentic.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from verifyless.errors import ConfigError
+from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
+from verifyless.node import Candidate, Evidence, Operator, Screening
+from verifyless.program import BandError, extract
+from verifyless.sandbox.base import Sandbox
+from verifyless.screen.base import ScreenContext
+from verifyless.screen.prompting import metric_line, parse_choice, render
+from verifyless.task.base import Limits, Task
+
+PILOT_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "python",
+        "Run a Python script in the pilot workspace (your working directory). Returns the exit status "
+        "and the tail of stdout and stderr. The script is killed when it exceeds its time cap.",
+        {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the full Python script to run"}},
+            "required": ["code"],
+        },
+    ),
+    Tool(
+        "bash",
+        "Run a shell command with bash in the pilot workspace. Returns the exit status and output tails.",
+        {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "the command line"}},
+            "required": ["command"],
+        },
+    ),
+    Tool(
+        "submit_findings",
+        "Hand over a summary of what your latest pilot experiments measured (numbers, failures, caveats). "
+        "This is not a choice between candidates. Returns guidance for the next experiment or says to stop.",
+        {
+            "type": "object",
+            "properties": {"findings": {"type": "string", "description": "what the experiments showed"}},
+            "required": ["findings"],
+        },
+    ),
+)
+
+_ARGUMENT = {"python": "code", "bash": "command", "submit_findings": "findings"}
+_NUDGE = (
+    "Please continue with a tool call: run a pilot with `python` or `bash`, "
+    "or report what you measured with `submit_findings`."
+)
+_LAST_CALL = (
+    "No more pilot runs are possible. Call submit_findings now with what your latest experiments showed."
+)
+
+
+@dataclass(frozen=True)
+class PilotRun:
+    """One executed pilot: what ran, how it ended and how long it took (real seconds)."""
+
+    index: int
+    tool: str
+    code: str
+    status: str
+    reason: str
+    returncode: int | None
+    seconds: float
+    timeout_s: float
+    stdout_tail: str
+    stderr_tail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class _Session:
+    """Mutable state of one investigation (local to a single ``screen`` call)."""
+
+    messages: list[Message]
+    pilots: list[PilotRun] = dataclasses.field(default_factory=list)
+    findings: list[str] = dataclasses.field(default_factory=list)
+    feedback: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    used: float = 0.0
+    turns: int = 0
+    idle: int = 0
+    unsubmitted: int = 0        # pilots run since the last accepted submission
+    pending: bool = False       # feedback proposed an experiment that has not been run yet
+    last_call: bool = False
+    stop_reason: str = ""
+
+
+def pilot_seconds(screening: Screening) -> float:
+    """Total pilot execution seconds recorded in a screening (0.0 for other screeners)."""
+    return float(sum(float(ev.detail.get("pilot_seconds", 0.0)) for ev in screening.evidence.values()))
+
+
+class AgenticRPM:
+    """Screener that runs sandboxed pilot experiments before choosing (see module doc).
+
+    ``model`` drives the pilot agent; ``feedback_model`` and ``final_model``
+    default to it. ``pilot_limits`` (default: the task's limits) bounds each
+    pilot; its ``wall_seconds`` is the per-pilot cap. ``clock`` measures pilot
+    time (inject a fake one in tests). ``python`` is the interpreter used for
+    ``python`` pilots (default: the one running verifyless).
+    """
+
+    name = "agentic"
+
+    def __init__(
+        self,
+        model: Model,
+        sandbox: Sandbox,
+        budget_s: float = 300.0,
+        overstatement: float = 9.0,
+        theta_s: float = 60.0,
+        max_pilots: int = 30,
+        pilot_limits: Limits | Mapping[str, Any] | None = None,
+        feedback_model: Model | None = None,
+        final_model: Model | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        n_verify: int | None = None,
+        python: str | None = None,
+        max_turns: int | None = None,
+        max_idle_turns: int = 3,
+        temperature: float | None = None,
+        tail_chars: int = 2000,
+        program_chars: int = 8000,
+        workspace_root: str | Path | None = None,
+    ) -> None:
+        if budget_s <= 0 or overstatement <= 0 or theta_s < 0 or max_pilots < 1:
+            raise ConfigError(
+                "agentic RPM needs budget_s > 0, overstatement > 0, theta_s >= 0 and max_pilots >= 1 "
+                f"(got {budget_s}, {overstatement}, {theta_s}, {max_pilots}); fix the screener options"
+            )
+        self.model = model
+        self.sandbox = sandbox
+        self.budget_s = float(budget_s)
+        self.overstatement = float(overstatement)
+        self.theta_s = float(theta_s)
+        self.max_pilots = int(max_pilots)
+        self.pilot_limits = Limits(**pilot_limits) if isinstance(pilot_limits, Mapping) else pilot_limits
+        self.feedback_model = feedback_model or model
+        self.final_model = final_model or model
+        self.clock = clock
+        self.n_verify = n_verify
+        self.python = python or sys.executable
+        self.max_turns = max_turns if max_turns is not None else 3 * self.max_pilots + 10
+        self.max_idle_turns = max_idle_turns
+        self.temperature = temperature
+        self.tail_chars = tail_chars
+        self.program_chars = program_chars
+        self.workspace_root = Path(workspace_root) if workspace_root else None
+
+    # ------------------------------------------------------------------ screen
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.perf_counter()
+        ids = [c.id for c in candidates]
+        detail: dict[str, Any]
+        if len(candidates) <= 1:
+            chosen_index, detail = 0, {"choice_source": "only candidate", "pilots": [], "pilot_seconds": 0.0}
+        elif all(c.operator is Operator.DEBUG for c in candidates):
+            chosen_index = ctx.rng.randrange(len(candidates))
+            detail = {"choice_source": "random (debug step)", "pilots": [], "pilot_seconds": 0.0}
+        else:
+            chosen_index, detail = await self._choose(ctx, candidates)
+        ranking: list[str] = []
+        evidence: dict[str, Evidence] = {}
+        if ids:
+            rest = ids[:chosen_index] + ids[chosen_index + 1 :]
+            ctx.rng.shuffle(rest)
+            ranking = [ids[chosen_index], *rest]
+            for pos, cid in enumerate(ranking):
+                evidence[cid] = Evidence(
+                    candidate_id=cid,
+                    rank_value=float(len(ranking) - pos),
+                    uncertainty=1.0,
+                    n_valid=1 if pos == 0 and detail.get("choice_source") == "model" else 0,
+                    detail=detail if pos == 0 else {"chosen": False},
+                )
+        n_verify = ctx.n_verify if self.n_verify is None else self.n_verify
+        return Screening(
+            screener=self.name,
+            ranking=tuple(ranking),
+            chosen=tuple(ranking[: max(0, min(n_verify, len(ranking)))]),
+            evidence=evidence,
+            seconds=time.perf_counter() - started,
+        )
+
+    async def _choose(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
+        wall_start = self.clock()
+        workspace = self._prepare_workspace(ctx, candidates)
+        try:
+            session = await self._investigate(ctx, candidates, workspace)
+        finally:
+            shutil.rmtree(workspace, ignore_errors=True)
+        index, source, reply = await self._final(ctx, candidates, session)
+        detail = {
+            "chosen": True,
+            "choice_source": source,
+            "final_reply": reply[-4000:],
+            "stop_reason": session.stop_reason,
+            "pilots": [p.to_dict() for p in session.pilots],
+            "pilot_seconds": session.used,
+            "n_pilots": len(session.pilots),
+            "findings": list(session.findings),
+            "feedback": list(session.feedback),
+            "turns": session.turns,
+            "budget_s": self.budget_s,
+            "stated_budget_s": self.budget_s * self.overstatement,
+            "wall_seconds": self.clock() - wall_start,
+        }
+        return index, detail
+
+    # ------------------------------------------------------------------ workspace
+    def _prepare_workspace(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Path:
+        task = ctx.task
+        root = Path(tempfile.mkdtemp(prefix="verifyless-pilots-", dir=self.workspace_root))
+        public = root / "public"
+        public.mkdir()
+        for path in task.public_data:
+            if path.is_dir():
+                shutil.copytree(path, public / path.name)
+            elif path.exists():
+                shutil.copy2(path, public / path.name)
+        suffix = Path(task.program_file).suffix or ".py"
+        for i, cand in enumerate(candidates, 1):
+            (root / f"candidate_{i}{suffix}").write_text(cand.program, encoding="utf-8")
+        if ctx.parent.program:
+            (root / f"parent{suffix}").write_text(ctx.parent.program, encoding="utf-8")
+        if task.kind == "openevolve" and task.evaluator is not None and task.evaluator.exists():
+            shutil.copy2(task.evaluator, root / "evaluator.py")
+        (root / "out").mkdir()
+        return root
+
+    def _limits(self, task: Task) -> Limits:
+        return self.pilot_limits or task.limits
+
+    def _remaining(self, session: _Session) -> float:
+        return self.budget_s - session.used
+
+    def _stated(self, seconds: float) -> str:
+        return f"{max(0.0, seconds) * self.overstatement:.0f}"
+
+    # ------------------------------------------------------------------ the agent loop
+    async def _investigate(self, ctx: ScreenContext, candidates: Sequence[Candidate], workspace: Path) -> _Session:
+        limits = self._limits(ctx.task)
+        messages = render(
+            "agentic_system",
+            task=ctx.task.statement.strip(),
+            metric=metric_line(ctx.task),
+            workspace=_describe_workspace(workspace),
+            parent=_describe_parent(ctx),
+            candidates=self._describe_candidates(ctx.task, candidates, code=True),
+            stated_budget=self._stated(self.budget_s),
+            max_pilots=str(self.max_pilots),
+            pilot_cap=f"{limits.wall_seconds:.0f}",
+            device=f"CPU only, {limits.threads} thread(s), {limits.memory_mb} MB of memory per run",
+        )
+        session = _Session(messages=list(messages))
+        while session.turns < self.max_turns:
+            session.turns += 1
+            reply = await self.model.generate(
+                ModelRequest(tuple(session.messages), role="agentic-pilot", tools=PILOT_TOOLS,
+                             temperature=self.temperature)
+            )
+            choice = reply.choices[0] if reply.choices else None
+            text, calls = (choice.text, choice.tool_calls) if choice else ("", ())
+            session.messages.append(Message("assistant", text, tool_calls=tuple(calls)))
+            if not calls:
+                session.idle += 1
+                if session.idle >= self.max_idle_turns:
+                    session.stop_reason = "agent stopped calling tools"
+                    break
+                session.messages.append(Message("user", _NUDGE))
+                continue
+            session.idle = 0
+            for call in calls:
+                result = await self._handle(ctx, candidates, workspace, session, call)
+                session.messages.append(Message("tool", result, tool_call_id=call.id, name=call.name))
+                if session.stop_reason:
+                    break
+            if session.stop_reason:
+                break
+            out_of_time = self._remaining(session) < self.theta_s
+            out_of_pilots = len(session.pilots) >= self.max_pilots
+            if out_of_time or out_of_pilots:
+                if session.unsubmitted and not session.last_call:
+                    session.last_call = True
+                    session.messages.append(Message("user", _LAST_CALL))
+                    continue
+                session.stop_reason = "time below theta" if out_of_time else "max pilots reached"
+                break
+            if session.last_call:
+                session.stop_reason = "last call"
+                break
+        else:
+            session.stop_reason = "max turns reached"
+        return session
+
+    async def _handle(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate], workspace: Path, session: _Session, call: ToolCall
+    ) -> str:
+        """Execute one tool call and return the text the agent sees."""
+        if call.name not in _ARGUMENT:
+            return f"Unknown tool {call.name!r}. Available tools: python, bash, submit_findings."
+        value = _argument(call.arguments, _ARGUMENT[call.name])
+        if value is None:
+            return (f"Could not read the arguments of {call.name}: expected a JSON object with a string "
+                    f"field {_ARGUMENT[call.name]!r}.")
+        if call.name == "submit_findings":
+            return await self._submit(ctx, candidates, session, value)
+        if len(session.pilots) >= self.max_pilots:
+            return "The pilot run limit is reached; nothing was run. Call submit_findings with your results."
+        remaining = self._remaining(session)
+        if remaining <= 0:
+            return "No pilot time is left; nothing was run. Call submit_findings with your results."
+        run = await self._run_pilot(ctx.task, workspace, call.name, value, len(session.pilots) + 1, remaining)
+        session.pilots.append(run)
+        session.used += run.seconds
+        session.unsubmitted += 1
+        session.pending = False
+        return self._report(run, session)
+
+    async def _run_pilot(self, task: Task, workspace: Path, tool: str, code: str, index: int,
+                         remaining: float) -> PilotRun:
+        base = self._limits(task)
+        timeout = max(0.0, min(remaining, base.wall_seconds))
+        if tool == "python":
+            script = f"pilot_{index}.py"
+            (workspace / script).write_text(code, encoding="utf-8")
+            argv = [self.python, script]
+        else:
+            argv = ["bash", "-c", code]
+        hide = (task.root, *task.hidden_data)
+        before = self.clock()
+        # The sandbox call blocks; run it in a thread so other coroutines of the engine keep going.
+        result = await asyncio.to_thread(
+            self.sandbox.run, argv, workspace, dataclasses.replace(base, wall_seconds=timeout),
+            env={"PYTHONUNBUFFERED": "1"}, hide=hide,
+        )
+        seconds = max(0.0, self.clock() - before)
+        return PilotRun(
+            index=index, tool=tool, code=code, status=result.status, reason=result.reason,
+            returncode=result.returncode, seconds=seconds, timeout_s=timeout,
+            stdout_tail=result.stdout_tail[-self.tail_chars:], stderr_tail=result.stderr_tail[-self.tail_chars:],
+        )
+
+    def _report(self, run: PilotRun, session: _Session) -> str:
+        exit_part = f"exit code {run.returncode}" if run.returncode is not None else "no exit code"
+        lines = [f"Pilot {run.index}: {run.status} ({exit_part}) after {run.seconds:.1f} s."]
+        if run.reason:
+            lines.append(f"Reason: {run.reason}")
+        lines.append("--- stdout (tail) ---\n" + (run.stdout_tail.strip() or "(empty)"))
+        lines.append("--- stderr (tail) ---\n" + (run.stderr_tail.strip() or "(empty)"))
+        lines.append(f"Pilot time left: about {self._stated(self._remaining(session))} s; "
+                     f"pilot runs left: {max(0, self.max_pilots - len(session.pilots))}.")
+        return "\n".join(lines)
+
+    async def _submit(self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session,
+                      findings: str) -> str:
+        if session.pending:
+            return ("Not accepted: the proposed experiment has not been run yet. "
+                    "Run it with the python tool first, then submit what it showed.")
+        session.findings.append(findings.strip())
+        session.unsubmitted = 0
+        if len(session.pilots) >= self.max_pilots:
+            session.stop_reason = "max pilots reached"
+        elif self._remaining(session) < self.theta_s:
+            session.stop_reason = "time below theta"
+        elif session.last_call:
+            session.stop_reason = "last call"
+        if session.stop_reason:
+            return "Findings recorded. The pilot phase is over."
+        decision, text, raw = await self._feedback(ctx, candidates, session)
+        session.feedback.append({"decision": decision, "text": text, "raw": raw[-4000:]})
+        if decision != "next":
+            session.stop_reason = "feedback: enough" if decision == "enough" else "feedback: no next experiment"
+            return "Findings recorded. The evidence is judged sufficient; the pilot phase is over."
+        session.pending = True
+        return (f"Findings recorded. Suggested next experiment:\n{text}\n\n"
+                f"Pilot time left: about {self._stated(self._remaining(session))} s.")
+
+    async def _feedback(self, ctx: ScreenContext, candidates: Sequence[Candidate],
+                        session: _Session) -> tuple[str, str, str]:
+        messages = render(
+            "agentic_feedback",
+            task=ctx.task.statement.strip(),
+            metric=metric_line(ctx.task),
+            candidates=self._describe_candidates(ctx.task, candidates, code=False),
+            findings=_numbered(session.findings),
+            time_left=self._stated(self._remaining(session)),
+        )
+        reply = await self.feedback_model.generate(
+            ModelRequest(messages, role="agentic-feedback", temperature=self.temperature)
+        )
+        decision, text = parse_feedback(reply.text)
+        return decision, text, reply.text
+
+    async def _final(self, ctx: ScreenContext, candidates: Sequence[Candidate],
+                     session: _Session) -> tuple[int, str, str]:
+        messages = render(
+            "agentic_final",
+            task=ctx.task.statement.strip(),
+            metric=metric_line(ctx.task),
+            candidates=self._describe_candidates(ctx.task, candidates, code=True),
+            findings=_numbered(session.findings),
+            pilots=_digest(session.pilots),
+            n=str(len(candidates)),
+        )
+        reply = await self.final_model.generate(
+            ModelRequest(messages, role="agentic-final", temperature=self.temperature)
+        )
+        picked = parse_choice(reply.text, [str(i) for i in range(1, len(candidates) + 1)])
+        if picked is None:
+            return ctx.rng.randrange(len(candidates)), "random (unparseable final reply)", reply.text
+        return int(picked) - 1, "model", reply.text
+
+    # ------------------------------------------------------------------ prompt pieces
+    def _describe_candidates(self, task: Task, candidates: Sequence[Candidate], *, code: bool) -> str:
+        suffix = Path(task.program_file).suffix or ".py"
+        parts = []
+        for i, cand in enumerate(candidates, 1):
+            lines = [f"### Candidate {i} (file candidate_{i}{suffix})", f"Idea: {cand.idea.text.strip() or '(none)'}"]
+            if cand.summary.strip():
+                lines.append(f"Summary: {cand.summary.strip()}")
+            if code:
+                lines.append("Editable region:\n```\n" + _band(task, cand.program, self.program_chars) + "\n```")
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------- helpers
+
+_NEXT = re.compile(r"\[\s*NEXT\s*\]", re.IGNORECASE)
+_ENOUGH = re.compile(r"\[\s*ENOUGH\s*\]", re.IGNORECASE)
+
+
+def parse_feedback(text: str) -> tuple[str, str]:
+    """``("next", experiment)``, ``("enough", reason)`` or ``("none", "")`` from a feedback reply.
+
+    The tag that appears last wins (a reply may restate the format first). The
+    ``[NEXT]`` proposal is everything after the tag, up to 2,000 characters;
+    an empty proposal counts as no proposal.
+    """
+    nexts = list(_NEXT.finditer(text))
+    enoughs = list(_ENOUGH.finditer(text))
+    last_next = nexts[-1].end() if nexts else -1
+    last_enough = enoughs[-1].end() if enoughs else -1
+    if last_enough > last_next:
+        return "enough", text[last_enough:].strip(" \t:-—\n")[:2000]
+    if last_next >= 0:
+        proposal = text[last_next:].strip(" \t:-—\n*`")[:2000]
+        if proposal and not re.fullmatch(r"<[^>]*>", proposal):
+            return "next", proposal
+    return "none", ""
+
+
+def _argument(arguments: str, field: str) -> str | None:
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    if isinstance(parsed, str):
+        return parsed
+    if isinstance(parsed, dict) and isinstance(parsed.get(field), str):
+        return parsed[field]
+    return None
+
+
+def _band(task: Task, program: str, limit: int) -> str:
+    try:
+        text = extract(program, task.band)
+    except BandError:
+        text = program  # show the whole program when it has no band
+    if len(text) > limit:
+        text = text[:limit] + "\n... (truncated; the full program is in the workspace)"
+    return text.rstrip("\n")
+
+
+def _describe_workspace(root: Path) -> str:
+    entries = []
+    for path in sorted(root.iterdir()):
+        if path.is_dir():
+            inner = sorted(p.name for p in path.iterdir())
+            shown = ", ".join(inner[:20]) + (" ..." if len(inner) > 20 else "")
+            entries.append(f"- {path.name}/" + (f" ({shown})" if shown else " (empty)"))
+        else:
+            entries.append(f"- {path.name}")
+    return "\n".join(entries)
+
+
+def _describe_parent(ctx: ScreenContext) -> str:
+    parts = []
+    if ctx.parent.score is not None:
+        parts.append(f"Validation score of the parent: {ctx.parent.score:.6g}")
+    if ctx.parent.summary.strip():
+        parts.append(ctx.parent.summary.strip())
+    return "\n".join(parts) or "(no parent information)"
+
+
+def _numbered(items: Sequence[str]) -> str:
+    if not items:
+        return "(none submitted)"
+    return "\n\n".join(f"{i}. {text}" for i, text in enumerate(items, 1))
+
+
+def _digest(pilots: Sequence[PilotRun], per_pilot: int = 600) -> str:
+    if not pilots:
+        return "(no pilots were run)"
+    parts = []
+    for run in pilots:
+        out = run.stdout_tail.strip()[-per_pilot:] or "(no output)"
+        parts.append(f"- pilot {run.index} ({run.tool}): {run.status} in {run.seconds:.1f} s\n{out}")
+    return "\n".join(parts)
+
+
+__all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "parse_feedback", "pilot_seconds"]

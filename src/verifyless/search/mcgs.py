@@ -1,0 +1,350 @@
+"""Progressive Monte-Carlo graph search (MLEvolve).
+
+Graph: ``Node.parent_id`` is the primary edge and carries credit;
+``Node.reference_ids`` are information-only edges and never receive any
+backpropagated statistics.
+
+Definitions used below:
+
+- *root*: the first BASELINE node told. *Branch* of a node: the root's child on
+  its primary path (a root child is its own branch; the root has none). A
+  node whose parent is unknown or None starts its own branch.
+- *time* ``t``: the number of verified non-baseline nodes told (one expansion
+  step each). Screened-out / unimplemented candidates do not advance time.
+- *reward* of a verified node: -1 without a usable score; +2 when it beats the
+  best score seen so far in its branch (the first usable node of a branch
+  counts as a new branch best); +1 otherwise. ``N += 1, W += R`` for the node
+  and each primary ancestor up to the root; ``Q = W / (N + eps)``.
+- *branch stagnation*: consecutive verified expansions in a branch without a
+  new branch best. At ``tau_branch`` the next expansion of an OK node in that
+  branch is EVOLVE (references: the nearest ``evolve_k`` primary ancestors in
+  the branch); after ``evolve_tries`` such EVOLVE steps without improvement it
+  becomes REFERENCE (references: the best ``reference_n`` nodes of other
+  branches). A new branch best resets both counters.
+- *global stagnation*: verified steps since the last new global best. At
+  ``tau_global`` (and when at least two branches have a usable node) the first
+  expansion of the next ask is AGGREGATE: parent = the root, so the result is a
+  new branch; references = the best node of each of the top ``aggregate_n``
+  branches. Telling an AGGREGATE node restarts the global count, so
+  aggregation fires at most once per ``tau_global`` stagnant steps.
+
+Selection for each expansion: during the draft phase (fewer than ``num_drafts``
+root children) a DRAFT from the root. Otherwise with probability ``w(t)`` a UCT
+descent from the root, else an elite-guided draw from the global top
+``top_k`` usable nodes with weight ``1/rank``. UCT descent: at a node with fewer
+than ``expand_width`` verified children (and not the root) expand it; else move
+to the child maximising ``Q + c(t) * sqrt(ln(N_parent + 1) / (N_child + eps))``.
+Buggy nodes are expanded by DEBUG once each, up to ``max_debug_depth``
+consecutive debug steps; with ``debug_first`` (default) such buggy leaves are
+repaired before any selection, newest first, as MLEvolve's debug agent
+retries failures right away (otherwise they wait for UCT, whose -1 reward
+rarely picks them). Within one ask, expansions already handed out count
+as virtual visits so that ``k`` expansions spread out.
+
+Per-ask randomness is seeded from ``(seed, tells, asks since last tell)``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+from verifyless.errors import ConfigError
+from verifyless.node import Node, Operator
+from verifyless.search.base import Expansion, SearchView
+from verifyless.search.greedy import debug_depth
+
+SCHEDULES = ("linear", "cosine")
+
+
+def anneal(start: float, end: float, t: float, horizon: float, kind: str = "linear") -> float:
+    """Move from ``start`` (t=0) to ``end`` (t >= horizon), monotonically, by ``kind``."""
+    frac = 1.0 if horizon <= 0 else min(max(t / horizon, 0.0), 1.0)
+    if kind == "linear":
+        return start + (end - start) * frac
+    if kind == "cosine":
+        return end + (start - end) * 0.5 * (1.0 + math.cos(math.pi * frac))
+    raise ConfigError(f"unknown schedule {kind!r}; use one of {SCHEDULES}")
+
+
+def inverse_rank_sample(rng: random.Random, ranked_ids: Sequence[str]) -> str:
+    """Draw one id; the id at rank r (1 = best) has weight proportional to 1/r."""
+    weights = [1.0 / r for r in range(1, len(ranked_ids) + 1)]
+    return rng.choices(list(ranked_ids), weights=weights, k=1)[0]
+
+
+@dataclass(frozen=True)
+class MCGSConfig:
+    """Constants of progressive MCGS.
+
+    c0 / c_min: UCT exploration constant at t=0 / after ``horizon`` steps.
+    schedule: "linear" or "cosine" annealing of c(t); horizon: steps T of the anneal.
+    w_min: floor of the probability w(t) of UCT selection (w(0) = 1.0);
+    w_schedule / w_horizon: its schedule and horizon (None = ``horizon``).
+    top_k: size of the elite set for elite-guided sampling and the final ensemble.
+    eps: added to N in Q = W / (N + eps) and in the UCT denominator.
+    tau_branch / tau_global: branch / global stagnation thresholds (steps).
+    evolve_k: ancestors given to EVOLVE; evolve_tries: EVOLVE steps before REFERENCE.
+    reference_n: other-branch nodes given to REFERENCE; aggregate_n: branches merged by AGGREGATE.
+    num_drafts: root children drafted before UCT starts; expand_width: verified
+    children a non-root node gets before UCT descends past it.
+    max_debug_depth: consecutive DEBUG steps before a buggy node is abandoned.
+    debug_first: repair debuggable buggy leaves (newest first) before selecting by UCT / elites.
+    """
+
+    c0: float = 1.414
+    c_min: float = 0.1
+    schedule: str = "linear"
+    horizon: int = 100
+    w_min: float = 0.2
+    w_schedule: str = "linear"
+    w_horizon: int | None = None
+    top_k: int = 5
+    eps: float = 1e-6
+    tau_branch: int = 3
+    tau_global: int = 6
+    evolve_k: int = 3
+    evolve_tries: int = 1
+    reference_n: int = 3
+    aggregate_n: int = 3
+    num_drafts: int = 3
+    expand_width: int = 3
+    max_debug_depth: int = 3
+    debug_first: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("schedule", "w_schedule"):
+            if getattr(self, name) not in SCHEDULES:
+                raise ConfigError(f"mcgs.{name} must be one of {SCHEDULES}, got {getattr(self, name)!r}")
+        if not (self.c0 >= self.c_min >= 0):
+            raise ConfigError(f"mcgs needs c0 >= c_min >= 0, got c0={self.c0}, c_min={self.c_min}")
+        if not 0.0 <= self.w_min <= 1.0:
+            raise ConfigError(f"mcgs.w_min must be in [0, 1], got {self.w_min}")
+        if self.eps <= 0:
+            raise ConfigError(f"mcgs.eps must be > 0, got {self.eps}")
+        for name in ("horizon", "top_k", "tau_branch", "tau_global", "num_drafts", "expand_width"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"mcgs.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("evolve_k", "evolve_tries", "reference_n", "aggregate_n", "max_debug_depth"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"mcgs.{name} must be >= 0, got {getattr(self, name)}")
+
+
+class MCGSStrategy:
+    """Progressive MCGS over primary edges with reference edges for context."""
+
+    name = "mcgs"
+
+    def __init__(self, rng: random.Random, config: MCGSConfig | None = None) -> None:
+        self.config = config or MCGSConfig()
+        self._seed = rng.getrandbits(64)
+        self._seen = SearchView()
+        self._order: dict[str, int] = {}
+        self.root_id: str | None = None
+        self.N: dict[str, int] = {}
+        self.W: dict[str, float] = {}
+        self.reward: dict[str, float] = {}
+        self.branch_of: dict[str, str | None] = {}
+        self._branch_best: dict[str, str] = {}   # branch -> id of its best usable node
+        self.branch_stale: dict[str, int] = {}
+        self._branch_evolves: dict[str, int] = {}
+        self.global_stale = 0
+        self.t = 0
+        self._tells = 0
+        self._asks = 0
+
+    # ------------------------------------------------------------ schedules
+    def c(self, t: float | None = None) -> float:
+        """UCT exploration constant at step ``t`` (default: now)."""
+        t = self.t if t is None else t
+        return anneal(self.config.c0, self.config.c_min, t, self.config.horizon, self.config.schedule)
+
+    def w(self, t: float | None = None) -> float:
+        """Probability of UCT (vs elite-guided) selection at step ``t``."""
+        t = self.t if t is None else t
+        horizon = self.config.w_horizon or self.config.horizon
+        return anneal(1.0, self.config.w_min, t, horizon, self.config.w_schedule)
+
+    def Q(self, node_id: str) -> float:
+        return self.W.get(node_id, 0.0) / (self.N.get(node_id, 0) + self.config.eps)
+
+    # ------------------------------------------------------------------ tell
+    def tell(self, node: Node) -> None:
+        known = self._seen.nodes.get(node.id)
+        self._seen.add(node)
+        self._tells += 1
+        self._asks = 0
+        if not node.status.verified or (known is not None and known.status.verified):
+            return
+        self._order[node.id] = len(self._order)
+        if node.operator is Operator.BASELINE and self.root_id is None:
+            self.root_id = node.id
+            self.branch_of[node.id] = None
+            return
+        self.t += 1
+        parent = node.parent_id if node.parent_id in self._seen.nodes else None
+        branch = node.id if parent is None or parent == self.root_id else self.branch_of.get(parent) or node.id
+        self.branch_of[node.id] = branch
+
+        best_id = self._branch_best.get(branch)
+        if not node.ok:
+            r = -1.0
+        elif best_id is None or node.fitness > self._seen.nodes[best_id].fitness:  # type: ignore[operator]
+            r = 2.0
+            self._branch_best[branch] = node.id
+        else:
+            r = 1.0
+        self.reward[node.id] = r
+        if r == 2.0:
+            self.branch_stale[branch] = 0
+            self._branch_evolves[branch] = 0
+        else:
+            self.branch_stale[branch] = self.branch_stale.get(branch, 0) + 1
+            if node.operator is Operator.EVOLVE:
+                self._branch_evolves[branch] = self._branch_evolves.get(branch, 0) + 1
+
+        self.global_stale = 0 if self._seen.best_id == node.id else self.global_stale + 1
+        if node.operator is Operator.AGGREGATE:
+            self.global_stale = 0
+
+        # Backpropagate along primary edges only; reference_ids are never touched.
+        u: str | None = node.id
+        while u is not None:
+            self.N[u] = self.N.get(u, 0) + 1
+            self.W[u] = self.W.get(u, 0.0) + r
+            up = self._seen.nodes[u].parent_id
+            u = up if up in self._seen.nodes else None
+
+    # ------------------------------------------------------------------- ask
+    def ask(self, view: SearchView, k: int) -> list[Expansion]:
+        """Return ``k`` expansions (reads only told state; ``view`` is not consulted)."""
+        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
+        self._asks += 1
+        virtual: dict[str, int] = {}
+        out: list[Expansion] = []
+        drafts = len(self._verified_children(self.root_id))
+        repairs = self._debuggable_leaves() if self.config.debug_first else []
+        elites = self._elites()
+        aggregated = False  # at most one AGGREGATE per ask
+        for _ in range(k):
+            if self.root_id is None or drafts < self.config.num_drafts:
+                drafts += 1
+                out.append(Expansion(self.root_id, Operator.DRAFT, note="draft phase"))
+                continue
+            if not aggregated and self._aggregate_due():
+                aggregated = True
+                refs = tuple(self._top_branch_bests()[: self.config.aggregate_n])
+                out.append(Expansion(self.root_id, Operator.AGGREGATE, reference_ids=refs,
+                                     note=f"no new global best for {self.global_stale} steps"))
+                continue
+            if repairs:
+                out.append(Expansion(repairs.pop(0), Operator.DEBUG, note="repair a failure"))
+                continue
+            if rng.random() < self.w():
+                target, how = self._uct_select(virtual), "uct"
+            else:
+                target = inverse_rank_sample(rng, elites) if elites else self._uct_select(virtual)
+                how = "elite"
+            virtual[target] = virtual.get(target, 0) + 1
+            out.append(self._expansion_for(target, how))
+        return out
+
+    def _debuggable_leaves(self) -> list[str]:
+        """Buggy verified nodes without verified children, under the debug limit, newest first."""
+        found = [i for i in self._order if i != self.root_id and self._seen.nodes[i].status.buggy
+                 and not self._verified_children(i)
+                 and debug_depth(self._seen, i) < self.config.max_debug_depth]
+        return found[::-1]
+
+    def _aggregate_due(self) -> bool:
+        return self.global_stale >= self.config.tau_global and len(self._top_branch_bests()) >= 2
+
+    def _top_branch_bests(self) -> list[str]:
+        return self._ranked(list(self._branch_best.values()))
+
+    def _verified_children(self, node_id: str | None) -> list[str]:
+        return [c for c in self._seen.children.get(node_id, []) if self._seen.nodes[c].status.verified]
+
+    def _expandable(self, node_id: str, virtual: dict[str, int]) -> bool:
+        node = self._seen.nodes[node_id]
+        n_children = len(self._verified_children(node_id)) + virtual.get(node_id, 0)
+        if node.ok:
+            return n_children < self.config.expand_width
+        return n_children == 0 and debug_depth(self._seen, node_id) < self.config.max_debug_depth
+
+    def _alive(self, node_id: str) -> bool:
+        """False for an abandoned buggy leaf: UCT never descends into it."""
+        node = self._seen.nodes[node_id]
+        if node.ok or self._verified_children(node_id):
+            return True
+        return debug_depth(self._seen, node_id) < self.config.max_debug_depth
+
+    def _uct_select(self, virtual: dict[str, int]) -> str:
+        u = self.root_id
+        assert u is not None
+        c, eps = self.c(), self.config.eps
+        while True:
+            if u != self.root_id and self._expandable(u, virtual):
+                return u
+            children = [v for v in self._verified_children(u) if self._alive(v)]
+            if not children:
+                return u if u != self.root_id else self._seen.best_id or u
+            n_u = self.N.get(u, 0) + virtual.get(u, 0)
+
+            def score(v: str) -> tuple[float, int]:
+                n_v = self.N.get(v, 0) + virtual.get(v, 0)
+                bonus = c * math.sqrt(math.log(n_u + 1) / (n_v + eps))
+                return self.Q(v) + bonus, -self._order[v]
+
+            u = max(children, key=score)
+
+    def _elites(self) -> list[str]:
+        """The global top ``top_k`` usable nodes, best first (the root is expanded only by drafts)."""
+        ok = [i for i in self._order if i != self.root_id and self._seen.nodes[i].ok]
+        return self._ranked(ok)[: self.config.top_k]
+
+    def _expansion_for(self, target: str, how: str) -> Expansion:
+        node = self._seen.nodes[target]
+        if target == self.root_id:
+            return Expansion(target, Operator.DRAFT, note=how)
+        if not node.ok:
+            return Expansion(target, Operator.DEBUG, note=how)
+        branch = self.branch_of.get(target) or target
+        if self.branch_stale.get(branch, 0) < self.config.tau_branch:
+            return Expansion(target, Operator.IMPROVE, note=how)
+        ancestors = self._branch_ancestors(target)
+        if self._branch_evolves.get(branch, 0) < self.config.evolve_tries and ancestors:
+            return Expansion(target, Operator.EVOLVE, reference_ids=ancestors,
+                             note=f"{how}; branch stagnant")
+        others = [i for i in self._ranked([n for n in self._order if self._seen.nodes[n].ok])
+                  if self.branch_of.get(i) not in (branch, None)]
+        if others:
+            return Expansion(target, Operator.REFERENCE, reference_ids=tuple(others[: self.config.reference_n]),
+                             note=f"{how}; branch still stagnant")
+        if ancestors:
+            return Expansion(target, Operator.EVOLVE, reference_ids=ancestors, note=f"{how}; no other branch")
+        return Expansion(target, Operator.IMPROVE, note=f"{how}; stagnant, nothing to reference")
+
+    def _branch_ancestors(self, node_id: str) -> tuple[str, ...]:
+        """Up to ``evolve_k`` nearest primary ancestors, stopping before the root."""
+        out: list[str] = []
+        up = self._seen.nodes[node_id].parent_id
+        while up is not None and up != self.root_id and up in self._seen.nodes and len(out) < self.config.evolve_k:
+            out.append(up)
+            up = self._seen.nodes[up].parent_id
+        return tuple(out)
+
+    def _ranked(self, ids: list[str]) -> list[str]:
+        return sorted(ids, key=lambda i: (-(self._seen.nodes[i].fitness or 0.0), self._order[i]))
+
+    # ----------------------------------------------------------------- final
+    def final(self, view: SearchView) -> str | None:
+        """The best validation node."""
+        return self._seen.best_id
+
+    def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]:
+        """Ids of the top ``k`` (default ``top_k``) usable nodes, best first, for averaging tasks."""
+        ok = [i for i in self._order if self._seen.nodes[i].ok]
+        return self._ranked(ok)[: k or self.config.top_k]

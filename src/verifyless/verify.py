@@ -1,0 +1,342 @@
+"""One paid verification: workspace, untrusted run, trusted scoring, metric checks.
+
+``verify(task, program, sandbox)`` follows docs/design/verification-contract.md:
+
+1. a fresh workspace ``WS`` holds the program, ``WS/public/`` (copies of the
+   public data) and an empty ``WS/out/``; OpenEvolve tasks also get the
+   folder's files (minus hidden ones and the program) and a runner script;
+2. the untrusted step runs in the sandbox with the task folder, the hidden
+   data and the caller's ``hide`` paths masked;
+3. the trusted scorer (native tasks) reads ``WS/out`` plus the hidden data in
+   this process, or the runner's ``WS/out/metrics.json`` is read (OpenEvolve);
+4. metrics are validated; the workspace is deleted unless ``keep_workspace``.
+
+Every candidate problem is a ``Status`` with a reason. Sandbox results map as
+``failed -> FAILED``, ``timeout -> TIMEOUT``, ``oom -> OOM`` and both
+``output-limit`` and ``disk-limit -> CONTRACT_VIOLATION`` (the candidate broke
+the task's resource contract; the reason names which limit). A workspace
+holding a symlink that leads outside it, or a FIFO/socket/device, is also a
+CONTRACT_VIOLATION: the trusted scorer would otherwise read host files (the
+hidden labels) or block. Only a broken sandbox raises ``SandboxUnavailable``;
+a broken task (scorer file that does not load, missing public data) raises
+``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import numbers
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from verifyless.errors import SandboxUnavailable, TaskError
+from verifyless.node import Status, Verification, content_hash
+from verifyless.sandbox.base import ExecResult, Sandbox
+from verifyless.task.base import Task
+
+DEFAULT_RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
+RUNNER = Path(__file__).parent / "sandbox" / "_oe_runner.py"
+RUNNER_NAME = "_verifyless_oe_runner.py"
+OE_METRICS = "metrics.json"
+TAIL_BYTES = 4096
+
+_EXEC_STATUS = {
+    "ok": Status.OK,
+    "failed": Status.FAILED,
+    "timeout": Status.TIMEOUT,
+    "oom": Status.OOM,
+    "output-limit": Status.CONTRACT_VIOLATION,
+    "disk-limit": Status.CONTRACT_VIOLATION,
+}
+
+
+def verify(
+    task: Task,
+    program: str,
+    sandbox: Sandbox,
+    *,
+    workspace_root: Path | None = None,
+    hide: Sequence[Path] = (),
+    keep_workspace: bool = False,
+) -> Verification:
+    """Verify ``program`` (full text) on ``task``; see the module docstring for the contract."""
+    started = time.monotonic()
+    ws = _new_workspace(workspace_root)
+    try:
+        argv = _materialise(task, program, ws)
+        setup_seconds = time.monotonic() - started
+        result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide))
+        scoring_started = time.monotonic()
+        status, reason, metrics, test_metrics = _judge(task, ws, result)
+        score_seconds = time.monotonic() - scoring_started
+    finally:
+        cleanup_started = time.monotonic()
+        if not keep_workspace:
+            shutil.rmtree(ws, ignore_errors=True)
+        teardown_seconds = time.monotonic() - cleanup_started
+
+    ok = status is Status.OK
+    return Verification(
+        status=status,
+        reason=reason,
+        metrics=metrics if ok else {},
+        test_metrics=test_metrics if ok else {},
+        score=metrics[task.metric.name] if ok else None,
+        test_score=_test_score(task, test_metrics) if ok else None,
+        run_seconds=result.wall_seconds,
+        score_seconds=score_seconds,
+        overhead_seconds=setup_seconds + result.overhead_seconds + teardown_seconds,
+        peak_memory_mb=result.peak_memory_mb,
+        stdout_tail=_clip(result.stdout_tail),
+        stderr_tail=_clip(result.stderr_tail),
+        program_hash=content_hash(program),
+    )
+
+
+# ------------------------------------------------------------------ workspace
+
+def _new_workspace(root: Path | None) -> Path:
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="verifyless-ws-", dir=base)).resolve()
+    except OSError as exc:
+        raise SandboxUnavailable(
+            f"cannot create a verification workspace under {base}: {exc}; pass a writable workspace_root"
+        ) from exc
+
+
+def _materialise(task: Task, program: str, ws: Path) -> list[str]:
+    """Fill the workspace; return the argv of the untrusted step."""
+    public, out = ws / "public", ws / "out"
+    if task.kind == "openevolve":
+        _copy_folder(task, ws)
+    public.mkdir(exist_ok=True)
+    out.mkdir(exist_ok=True)
+    for src in task.public_data:
+        if not src.exists():
+            raise TaskError(f"task {task.name!r}: public data {src} does not exist; fix 'data.public' in its task.yaml")
+        if src.is_dir():
+            shutil.copytree(src, public / src.name, symlinks=False)
+        else:
+            shutil.copy2(src, public / src.name)
+    (ws / task.program_file).write_text(program, encoding="utf-8")
+
+    if task.kind == "openevolve":
+        if task.evaluator is None:
+            raise TaskError(f"task {task.name!r} is an OpenEvolve task without an evaluator path")
+        shutil.copy2(RUNNER, ws / RUNNER_NAME)
+        return [sys.executable, str(ws / RUNNER_NAME), str(ws / task.evaluator.name),
+                str(ws / task.program_file), str(out / OE_METRICS), *task.cascade]
+    values = {"python": sys.executable, "program": str(ws / task.program_file), "public": str(public),
+              "workdir": str(ws), "outdir": str(out)}
+    return [part.format_map(values) for part in (task.run_command or DEFAULT_RUN)]
+
+
+def _copy_folder(task: Task, ws: Path) -> None:
+    """OpenEvolve: the evaluator and its helpers run in the sandbox, so copy the folder (not hidden data)."""
+    skip = {p.resolve() for p in task.hidden_data} | {(task.root / task.program_file).resolve()}
+    for entry in task.root.iterdir():
+        if entry.name.startswith(".") or entry.name == "__pycache__" or entry.resolve() in skip:
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, ws / entry.name, symlinks=False,
+                            ignore=lambda d, names: [n for n in names if (Path(d) / n).resolve() in skip])
+        else:
+            shutil.copy2(entry, ws / entry.name)
+
+
+# ------------------------------------------------------------------ judging
+
+def _judge(task: Task, ws: Path, result: ExecResult) -> tuple[Status, str, dict[str, float], dict[str, float]]:
+    status = _EXEC_STATUS[result.status]
+    if status is not Status.OK:
+        prefix = {"output-limit": "output limit: ", "disk-limit": "disk limit: "}.get(result.status, "")
+        return status, prefix + result.reason, {}, {}
+    unsafe = unsafe_entry(ws)
+    if unsafe:
+        return Status.CONTRACT_VIOLATION, unsafe, {}, {}
+    if task.kind == "openevolve":
+        raw, failure = _read_openevolve_metrics(ws / "out" / OE_METRICS)
+    else:
+        raw, failure = _run_scorer(task, ws)
+    if failure:
+        return Status.FAILED, failure, {}, {}
+    if not isinstance(raw, Mapping):
+        return Status.INVALID_METRIC, f"the scorer returned {type(raw).__name__}, not a mapping of metrics", {}, {}
+    metrics, test_metrics = split_metrics(task, raw)
+    problem = check_metrics(task, metrics)
+    if problem:
+        return Status.INVALID_METRIC, problem, {}, {}
+    return Status.OK, "", {k: float(v) for k, v in metrics.items()}, test_metrics
+
+
+def unsafe_entry(ws: Path) -> str | None:
+    """Reason if the workspace holds something the trusted side must not read, else None."""
+    root = os.path.realpath(ws)
+    for dirpath, dirnames, filenames in os.walk(ws):  # symlinked directories are listed, not followed
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            mode = os.lstat(path).st_mode
+            rel = os.path.relpath(path, ws)
+            if stat.S_ISLNK(mode):
+                target = os.path.realpath(path)
+                if target != root and not target.startswith(root + os.sep):
+                    return f"workspace entry {rel} is a symlink to {os.readlink(path)}, outside the workspace"
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return f"workspace entry {rel} is not a regular file or directory (FIFO, socket or device)"
+    return None
+
+
+def _run_scorer(task: Task, ws: Path) -> tuple[Any, str | None]:
+    """Trusted scoring of a native task: ``(raw metrics, None)`` or ``(None, failure reason)``."""
+    if not task.scorer:
+        raise TaskError(f"task {task.name!r} has no scorer; set 'score: score.py:score' in its task.yaml")
+    outdir, public = ws / "out", ws / "public"
+    file, sep, func = task.scorer.partition(":")
+    if sep and file.endswith(".py") and func.isidentifier():
+        fn = _load_function(task.root / file, func)
+        try:
+            return fn(outdir, list(task.hidden_data), public), None
+        except Exception as exc:  # the scorer choked on candidate output: a candidate failure
+            return None, f"scorer raised {type(exc).__name__}: {exc}"
+    return _run_scorer_command(task, outdir, public)
+
+
+def _run_scorer_command(task: Task, outdir: Path, public: Path) -> tuple[Any, str | None]:
+    hidden = [str(p) for p in task.hidden_data]
+    values = {"outdir": str(outdir), "public": str(public), "hidden": " ".join(hidden), "python": sys.executable}
+    argv: list[str] = []
+    for part in shlex.split(task.scorer or ""):
+        argv.extend(hidden if part == "{hidden}" else [part.format_map(values)])
+    timeout = max(60.0, task.limits.wall_seconds)
+    try:
+        done = subprocess.run(argv, cwd=task.root, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise TaskError(f"task {task.name!r}: scorer command {argv[0]!r} not found; fix 'score' in its task.yaml") from exc
+    except subprocess.TimeoutExpired:
+        return None, f"scorer command did not finish within {timeout:g}s"
+    if done.returncode != 0:
+        last = next((ln for ln in reversed(done.stderr.splitlines()) if ln.strip()), "")
+        return None, f"scorer command exited with code {done.returncode}: {last}".rstrip(": ")
+    lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
+    try:
+        return json.loads(lines[-1]), None
+    except (IndexError, json.JSONDecodeError):
+        return None, "scorer command did not print a JSON object of metrics on its last stdout line"
+
+
+_scorers: dict[tuple[str, int, str], Callable[..., Any]] = {}
+
+
+def _load_function(path: Path, name: str) -> Callable[..., Any]:
+    """Import ``name`` from a task's scorer file (cached by path and mtime)."""
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime_ns, name)
+    except OSError as exc:
+        raise TaskError(f"scorer file {path} cannot be read: {exc}") from exc
+    if key not in _scorers:
+        module_name = f"_verifyless_scorer_{content_hash(key[0])[:12]}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise TaskError(f"scorer file {path} cannot be imported")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(path.parent))  # let the scorer import helpers beside it
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise TaskError(f"scorer file {path} failed to import ({type(exc).__name__}: {exc}); fix the task") from exc
+        finally:
+            sys.path.remove(str(path.parent))
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise TaskError(f"scorer file {path} defines no function {name!r}")
+        _scorers[key] = fn
+    return _scorers[key]
+
+
+def _read_openevolve_metrics(path: Path) -> tuple[Any, str | None]:
+    if not path.is_file():
+        return None, "the evaluator runner wrote no metrics file"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"the evaluator's metrics file is unreadable: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        return None, "the evaluator's metrics file has no 'metrics' object"
+    return data["metrics"], None
+
+
+# ------------------------------------------------------------------ metrics
+
+def split_metrics(task: Task, raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """``(validation, test)``: test names go to ``test`` (finite numbers only), the rest to validation.
+
+    Required validation metrics are kept as returned (``check_metrics`` judges
+    them); optional extras are kept only when they are finite numbers.
+    """
+    test_names = set(task.test_metrics)
+    required = set(required_metrics(task))
+    validation: dict[str, Any] = {}
+    test: dict[str, float] = {}
+    for key, value in raw.items():
+        key = str(key)
+        if key in test_names:
+            if _finite_number(value):
+                test[key] = float(value)
+        elif key in required:
+            validation[key] = value
+        elif _finite_number(value):
+            validation[key] = float(value)
+    return validation, test
+
+
+def required_metrics(task: Task) -> tuple[str, ...]:
+    names = tuple(task.validation_metrics) or (task.metric.name,)
+    return names if task.metric.name in names else (task.metric.name, *names)
+
+
+def check_metrics(task: Task, metrics: Mapping[str, Any]) -> str | None:
+    """None if every required validation metric is a finite number and the main one is in bounds."""
+    for name in required_metrics(task):
+        if name not in metrics:
+            got = ", ".join(sorted(metrics)) or "nothing"
+            return f"metric {name!r} is missing (got: {got})"
+        value = metrics[name]
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return f"metric {name!r} is not a number: {value!r} ({type(value).__name__})"
+        if not math.isfinite(float(value)):
+            return f"metric {name!r} is not finite: {value!r}"
+    main, value = task.metric, float(metrics[task.metric.name])
+    # Bounds belong to the main metric (the only one with declared bounds).
+    if main.lower is not None and value < main.lower:
+        return f"metric {main.name!r} = {value:g} is below its lower bound {main.lower:g}"
+    if main.upper is not None and value > main.upper:
+        return f"metric {main.name!r} = {value:g} is above its upper bound {main.upper:g}"
+    return None
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+def _test_score(task: Task, test_metrics: Mapping[str, float]) -> float | None:
+    return next((test_metrics[n] for n in task.test_metrics if n in test_metrics), None)
+
+
+def _clip(text: str) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= TAIL_BYTES else data[-TAIL_BYTES:].decode("utf-8", "ignore")
+
+
+__all__ = ["check_metrics", "required_metrics", "split_metrics", "unsafe_entry", "verify"]

@@ -1,0 +1,335 @@
+"""The agentic RPM: scripted model, real sandboxed pilot runs, stop rules and the final choice."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import random
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import pytest
+
+from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall
+from verifyless.node import Candidate, Idea, Operator, content_hash
+from verifyless.roles.base import ParentInfo
+from verifyless.sandbox.base import ExecResult, Sandbox
+from verifyless.screen.agentic import AgenticRPM, parse_feedback, pilot_seconds
+from verifyless.screen.base import ScreenContext
+from verifyless.task.base import Band, Limits, Metric, Task
+
+SECRET = "SECRET-LABELS-4242"
+
+
+# ---------------------------------------------------------------------- a sandbox for the tests
+
+class _UnshareSandbox:
+    """Fallback used only while ``verifyless.sandbox.local`` is unavailable.
+
+    Hides paths by mounting an empty tmpfs over directories and /dev/null over
+    files inside a private mount namespace (needs root or user namespaces).
+    """
+
+    name = "test-unshare"
+
+    def __init__(self) -> None:
+        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
+        self.can_hide = probe.returncode == 0
+
+    def run(self, argv: Sequence[str], workdir: Path, limits: Limits, *, env: Mapping[str, str] | None = None,
+            hide: Sequence[Path] = ()) -> ExecResult:
+        q = shlex.quote
+        lines = ["set -e"]
+        for path in map(q, map(str, hide)):
+            # Tested inside the namespace: an earlier mask may already cover a later path.
+            lines.append(f"if [ -d {path} ]; then mount -t tmpfs -o ro,size=16k none {path}; "
+                         f"elif [ -e {path} ]; then mount --bind /dev/null {path}; fi")
+        lines.append("exec " + " ".join(q(a) for a in argv))
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines)]
+        if not self.can_hide:
+            cmd = list(argv)
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=workdir, env={"PATH": os.environ["PATH"], **(env or {})},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=limits.wall_seconds)
+            status = "ok" if proc.returncode == 0 else "failed"
+            reason = "" if status == "ok" else f"exit code {proc.returncode}"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            status, reason = "timeout", f"killed after {limits.wall_seconds:.1f} s"
+        return ExecResult(status, reason, proc.returncode, time.monotonic() - start, 0.0, out[-4000:], err[-4000:])
+
+
+def _make_sandbox() -> tuple[Sandbox, bool]:
+    """The real LocalSandbox when it is importable, else the fallback; and whether hiding works."""
+    if os.environ.get("VERIFYLESS_TEST_FALLBACK_SANDBOX"):
+        box = _UnshareSandbox()
+        return box, box.can_hide
+    try:
+        from verifyless.sandbox.local import LocalSandbox
+    except ImportError:
+        box = _UnshareSandbox()
+        return box, box.can_hide
+    return LocalSandbox(), True
+
+
+SANDBOX, CAN_HIDE = _make_sandbox()
+
+
+# ---------------------------------------------------------------------- a scripted model
+
+_ids = itertools.count()
+
+
+def tool(name: str, **arguments: str) -> ToolCall:
+    return ToolCall(id=f"call_{next(_ids)}", name=name, arguments=json.dumps(arguments))
+
+
+Turn = Choice | str | list[ToolCall]
+
+
+class FakeModel:
+    """Answers by role: the pilot agent from ``pilot(turn_index, request)``, feedback and final from callables."""
+
+    name = "fake"
+
+    def __init__(self, pilot: Callable[[int, ModelRequest], Turn], feedback: Callable[[int], str] | str = "[ENOUGH] clear",
+                 final: str = "[CHOICE] 1 --- it measured best") -> None:
+        self.pilot = pilot
+        self.feedback = feedback if callable(feedback) else (lambda _i, text=feedback: text)
+        self.final = final
+        self.requests: list[ModelRequest] = []
+        self.counts = {"agentic-pilot": 0, "agentic-feedback": 0, "agentic-final": 0}
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        i = self.counts[request.role]
+        self.counts[request.role] += 1
+        if request.role == "agentic-pilot":
+            out = self.pilot(i, request)
+            choice = out if isinstance(out, Choice) else (
+                Choice(text=out) if isinstance(out, str) else Choice(text="", tool_calls=tuple(out)))
+        elif request.role == "agentic-feedback":
+            choice = Choice(text=self.feedback(i))
+        else:
+            choice = Choice(text=self.final)
+        return ModelReply((choice,))
+
+    def tool_messages(self) -> list[str]:
+        last_pilot = [r for r in self.requests if r.role == "agentic-pilot"][-1]
+        return [m.content for m in last_pilot.messages if m.role == "tool"]
+
+
+def python_then_submit(code: str = "print('pilot ran')") -> Callable[[int, ModelRequest], Turn]:
+    return lambda i, _req: [tool("python", code=code), tool("submit_findings", findings=f"finding {i}")]
+
+
+# ---------------------------------------------------------------------- task and candidates
+
+@pytest.fixture()
+def task(tmp_path: Path) -> Task:
+    root = tmp_path / "task"
+    (root / "public").mkdir(parents=True)
+    (root / "hidden").mkdir()
+    (root / "public" / "train.csv").write_text("a,b\n1,2\n")
+    (root / "hidden" / "labels.csv").write_text(SECRET + "\n")
+    program = "import sys\n# EVOLVE-BLOCK-START\nmodel = 'mean'\n# EVOLVE-BLOCK-END\nprint(model)\n"
+    return Task(
+        name="toy", root=root, kind="native", statement="Predict b from a.", program_file="solution.py",
+        baseline_program=program, band=Band(), metric=Metric("rmse", "minimize"),
+        public_data=(root / "public" / "train.csv",), hidden_data=(root / "hidden" / "labels.csv",),
+        limits=Limits(wall_seconds=5.0),
+    )
+
+
+def _candidates(task: Task, n: int = 3, operator: Operator = Operator.IMPROVE) -> list[Candidate]:
+    out = []
+    for i in range(n):
+        program = task.baseline_program.replace("'mean'", f"'model{i}'")
+        out.append(Candidate(id=f"c{i}", parent_id="p", operator=operator, idea=Idea(f"use model{i}"),
+                             program=program, program_hash=content_hash(program), summary=f"fits model{i}"))
+    return out
+
+
+def _ctx(task: Task, seed: int = 0) -> ScreenContext:
+    return ScreenContext(task=task, parent=ParentInfo(id="p", program=task.baseline_program, score=1.0),
+                         rng=random.Random(seed))
+
+
+def _rpm(model: FakeModel, **kwargs) -> AgenticRPM:
+    kwargs.setdefault("pilot_limits", Limits(wall_seconds=5.0))
+    return AgenticRPM(model, SANDBOX, **kwargs)
+
+
+def _screen(rpm: AgenticRPM, task: Task, seed: int = 0, n: int = 3):
+    cands = _candidates(task, n)
+    return cands, asyncio.run(rpm.screen(_ctx(task, seed), cands))
+
+
+# ---------------------------------------------------------------------- tests
+
+def test_overstated_budget_pilot_record_and_final_choice(task: Task) -> None:
+    model = FakeModel(python_then_submit("import os; print('files', sorted(os.listdir('.')))"),
+                      final="The pilots favour the second one.\n[CHOICE] 2 --- lowest pilot error")
+    cands, screening = _screen(_rpm(model), task)
+    system = model.requests[0].messages[0].content + model.requests[0].messages[1].content
+    assert "2700" in system and "300 " not in system  # only the overstated figure is shown
+    assert {t.name for t in model.requests[0].tools} == {"python", "bash", "submit_findings"}
+    assert screening.ranking[0] == cands[1].id and screening.chosen == (cands[1].id,)
+    assert sorted(screening.ranking) == sorted(c.id for c in cands)
+    detail = screening.evidence[cands[1].id].detail
+    assert detail["choice_source"] == "model"
+    assert detail["stop_reason"] == "feedback: enough"
+    (pilot,) = detail["pilots"]
+    assert pilot["status"] == "ok" and "candidate_1.py" in pilot["stdout_tail"] and "public" in pilot["stdout_tail"]
+    assert pilot["code"].startswith("import os")
+    assert detail["pilot_seconds"] == pytest.approx(pilot["seconds"])
+    assert pilot_seconds(screening) == pytest.approx(pilot["seconds"])  # counted once
+    assert detail["findings"] == ["finding 0"]
+
+
+def test_stops_at_max_pilots(task: Task) -> None:
+    model = FakeModel(python_then_submit(), feedback="[NEXT] run it again on a bigger sample")
+    _, screening = _screen(_rpm(model, max_pilots=3), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["n_pilots"] == 3 and len(detail["pilots"]) == 3
+    assert detail["stop_reason"] == "max pilots reached"
+    assert model.counts["agentic-feedback"] == 2  # no feedback needed once the limit is hit
+    assert "bigger sample" in model.tool_messages()[1]
+
+
+def test_stops_when_real_time_left_is_below_theta(task: Task) -> None:
+    ticks = itertools.count(step=50.0)  # every clock reading is 50 s later than the last
+    model = FakeModel(python_then_submit(), feedback="[NEXT] try another variant")
+    _, screening = _screen(_rpm(model, budget_s=300, theta_s=60, clock=lambda: next(ticks)), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    # 5 pilots x 50 s = 250 s used, 50 s left < theta = 60 s.
+    assert detail["n_pilots"] == 5 and detail["pilot_seconds"] == pytest.approx(250.0)
+    assert detail["stop_reason"] == "time below theta"
+    tool_texts = [m.content for r in model.requests if r.role == "agentic-pilot" for m in r.messages if m.role == "tool"]
+    assert "about 2250 s" in tool_texts[0]  # 250 s of real time left, stated 9x
+
+
+def test_hung_pilot_is_killed_at_the_remaining_budget(task: Task) -> None:
+    model = FakeModel(python_then_submit("while True:\n    pass\n"))
+    start = time.monotonic()
+    _, screening = _screen(_rpm(model, budget_s=0.8, theta_s=0.0, pilot_limits=Limits(wall_seconds=5.0)), task)
+    assert time.monotonic() - start < 10
+    detail = screening.evidence[screening.ranking[0]].detail
+    (pilot,) = detail["pilots"]
+    assert pilot["status"] == "timeout"
+    assert pilot["timeout_s"] == pytest.approx(0.8)  # min(remaining budget, per-pilot cap)
+    assert 0.7 <= detail["pilot_seconds"] < 5.0
+    assert detail["stop_reason"] == "time below theta"
+
+
+def test_hung_pilot_is_killed_at_the_per_pilot_cap(task: Task) -> None:
+    model = FakeModel(python_then_submit("while True:\n    pass\n"))
+    _, screening = _screen(_rpm(model, pilot_limits=Limits(wall_seconds=0.5)), task)
+    (pilot,) = screening.evidence[screening.ranking[0]].detail["pilots"]
+    assert pilot["status"] == "timeout" and pilot["timeout_s"] == pytest.approx(0.5)
+    assert pilot["seconds"] >= 0.4
+
+
+def test_feedback_enough_stops_early_and_refuses_resubmission(task: Task) -> None:
+    turns: list[Turn] = [
+        [tool("python", code="print(1)"), tool("submit_findings", findings="first")],
+        [tool("submit_findings", findings="again without running")],   # refused: proposal pending
+        [tool("bash", command="echo second"), tool("submit_findings", findings="second")],
+    ]
+    model = FakeModel(lambda i, _r: turns[i], feedback=lambda i: ["[NEXT] check candidate 3", "[ENOUGH] done"][i])
+    _, screening = _screen(_rpm(model, max_pilots=30), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["findings"] == ["first", "second"]
+    assert detail["stop_reason"] == "feedback: enough"
+    assert [f["decision"] for f in detail["feedback"]] == ["next", "enough"]
+    assert [p["tool"] for p in detail["pilots"]] == ["python", "bash"]
+    assert detail["pilots"][1]["stdout_tail"].strip() == "second"
+    assert model.counts["agentic-pilot"] == 3
+    assert any("Not accepted" in t for t in model.tool_messages())
+
+
+def test_unparseable_final_reply_falls_back_to_the_run_rng(task: Task) -> None:
+    model = FakeModel(python_then_submit(), final="All three look similar to me.")
+    cands, screening = _screen(_rpm(model), task, seed=5)
+    expected = random.Random(5).randrange(len(cands))
+    assert screening.ranking[0] == cands[expected].id
+    assert screening.evidence[cands[expected].id].detail["choice_source"] == "random (unparseable final reply)"
+
+
+@pytest.mark.skipif(not CAN_HIDE, reason="this sandbox backend cannot hide paths here")
+def test_hidden_data_is_not_reachable_from_a_pilot(task: Task) -> None:
+    hidden = task.hidden_data[0]
+    code = (
+        "from pathlib import Path\n"
+        "print('public:', Path('public/train.csv').read_text().splitlines()[0])\n"
+        f"try:\n    print('hidden:', open({str(hidden)!r}).read())\n"
+        "except Exception as exc:\n    print('hidden blocked:', type(exc).__name__)\n"
+        f"try:\n    print('listing:', sorted(p.name for p in Path({str(task.root)!r}).rglob('*')))\n"
+        "except Exception as exc:\n    print('root blocked:', type(exc).__name__)\n"
+    )
+    turns: list[Turn] = [[tool("python", code=code), tool("bash", command=f"cat {shlex.quote(str(hidden))}"),
+                          tool("submit_findings", findings="tried")]]
+    model = FakeModel(lambda i, _r: turns[i])
+    hides: list[tuple[Path, ...]] = []
+
+    class Recording:
+        name = "recording"
+
+        def run(self, argv, workdir, limits, *, env=None, hide=()):
+            hides.append(tuple(hide))
+            return SANDBOX.run(argv, workdir, limits, env=env, hide=hide)
+
+    rpm = AgenticRPM(model, Recording(), pilot_limits=Limits(wall_seconds=5.0))
+    screening = asyncio.run(rpm.screen(_ctx(task), _candidates(task)))
+    pilots = screening.evidence[screening.ranking[0]].detail["pilots"]
+    assert len(pilots) == 2
+    assert all(task.root in h and hidden in h for h in hides) and len(hides) == 2
+    assert "public: a,b" in pilots[0]["stdout_tail"]
+    for pilot in pilots:
+        assert SECRET not in pilot["stdout_tail"] + pilot["stderr_tail"]
+    assert "labels.csv" not in pilots[0]["stdout_tail"]
+
+
+def test_idle_agent_stops_and_bad_arguments_are_reported(task: Task) -> None:
+    turns: list[Turn] = [[tool("python", code="print(1)"), ToolCall("x", "python", "{not json"),
+                          ToolCall("y", "fly", "{}")], "thinking...", "still thinking", "done?"]
+    model = FakeModel(lambda i, _r: turns[i])
+    _, screening = _screen(_rpm(model, max_idle_turns=3), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["stop_reason"] == "agent stopped calling tools"
+    assert detail["n_pilots"] == 1
+    assert model.counts["agentic-pilot"] == 4
+    messages = [r for r in model.requests if r.role == "agentic-pilot"][1].messages
+    tool_texts = [m.content for m in messages if m.role == "tool"]
+    assert "Could not read the arguments" in tool_texts[1] and "Unknown tool" in tool_texts[2]
+
+
+def test_single_candidate_and_debug_pools_skip_the_pilots(task: Task) -> None:
+    model = FakeModel(python_then_submit())
+    rpm = _rpm(model)
+    one = _candidates(task, 1)
+    single = asyncio.run(rpm.screen(_ctx(task), one))
+    assert single.ranking == (one[0].id,) and single.evidence[one[0].id].detail["choice_source"] == "only candidate"
+    debug = _candidates(task, 4, operator=Operator.DEBUG)
+    screening = asyncio.run(rpm.screen(_ctx(task, seed=3), debug))
+    assert screening.ranking[0] == debug[random.Random(3).randrange(4)].id
+    assert screening.evidence[screening.ranking[0]].detail["choice_source"] == "random (debug step)"
+    assert model.requests == []
+    assert asyncio.run(rpm.screen(_ctx(task), [])).ranking == ()
+
+
+def test_parse_feedback() -> None:
+    assert parse_feedback("[NEXT] subsample 10% and compare 1 vs 3") == ("next", "subsample 10% and compare 1 vs 3")
+    assert parse_feedback("**[ENOUGH]** candidate 2 is clearly ahead")[0] == "enough"
+    assert parse_feedback("Format: [ENOUGH] <why> or [NEXT] <exp>\n\n[NEXT] rerun with 3 folds")[0] == "next"
+    assert parse_feedback("[NEXT] <the experiment>") == ("none", "")
+    assert parse_feedback("no tags at all") == ("none", "")

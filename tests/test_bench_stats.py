@@ -1,0 +1,269 @@
+"""Scores, selection statistics, bootstrap / probability of improvement, curves, plots, tables and the bench CLI."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm, pearsonr, spearmanr
+
+from verifyless.bench import compare as C
+from verifyless.bench import scores as S
+from verifyless.bench import selection as SEL
+from verifyless.errors import TaskError
+from verifyless.task.base import Anchors, Metric
+
+RMSE = Metric("val_rmse", "minimize", lower=0)
+ACC = Metric("acc", "maximize", 0, 1)
+DIABETES = Anchors(floor=73.82, reference=50.79, bound=0.0)
+
+
+# ---------------------------------------------------------------------- normalised scores
+
+def test_bounded_score_at_anchors_minimise():
+    assert S.bounded_score(73.82, DIABETES, RMSE) == pytest.approx(0.0)
+    assert S.bounded_score(50.79, DIABETES, RMSE) == pytest.approx(0.5)
+    assert S.bounded_score(0.0, DIABETES, RMSE) == pytest.approx(1.0)
+    assert S.bounded_score((73.82 + 50.79) / 2, DIABETES, RMSE) == pytest.approx(0.25)
+    assert S.bounded_score(25.395, DIABETES, RMSE) == pytest.approx(0.75)
+    assert S.bounded_score(90.0, DIABETES, RMSE) == 0.0     # worse than the floor
+    assert S.bounded_score(None, DIABETES, RMSE) == 0.0     # failed run
+    assert S.bounded_score(float("nan"), DIABETES, RMSE) == 0.0
+
+
+def test_bounded_score_maximise_and_partial_anchors():
+    a = Anchors(floor=0.5, reference=0.8, bound=1.0)
+    assert [S.bounded_score(v, a, ACC) for v in (0.5, 0.8, 1.0, 0.9)] == pytest.approx([0, 0.5, 1, 0.75])
+    no_bound = Anchors(floor=0.5, reference=0.7)
+    assert S.bounded_score(0.8, no_bound, ACC) == pytest.approx(0.75)   # slope continues past the reference
+    assert S.bounded_score(2.0, no_bound, ACC) == 1.0
+    assert S.bounded_score(0.75, Anchors(floor=0.5, bound=1.0), ACC) == pytest.approx(0.5)
+    with pytest.raises(TaskError, match="anchors"):
+        S.bounded_score(0.7, Anchors(floor=0.5), ACC)
+    with pytest.raises(TaskError, match="ordered"):
+        S.bounded_score(0.7, Anchors(floor=0.9, reference=0.8), ACC)
+
+
+def test_airs_score_at_anchors():
+    a = Anchors(floor=0.5, bound=1.0, sota=0.99)
+    assert S.phi(0.99, 1.0) == pytest.approx(2.0)
+    assert S.airs_score(0.5, a) == pytest.approx(0.0)
+    assert S.airs_score(0.99, a) == pytest.approx(1.0)
+    # phi(0.9) = 1, phi(0.5) = log10(2): NS = (1 - 0.30103) / (2 - 0.30103)
+    assert S.airs_score(0.9, a) == pytest.approx((1 - math.log10(2)) / (2 - math.log10(2)))
+    assert S.airs_score(None, a) == 0.0
+    assert S.airs_score(0.999, a) > 1.0 and S.airs_score(0.999, a, clip=True) == 1.0
+    assert math.isfinite(S.airs_score(1.0, a))   # at the optimum: distance floored, no inf
+    # minimised metric, SOTA falls back to the reference anchor
+    assert S.airs_score(50.79, DIABETES) == pytest.approx(1.0)
+    with pytest.raises(TaskError):
+        S.airs_score(0.7, Anchors(floor=0.5))
+    assert S.normalize(40.0, RMSE, DIABETES, "raw") == -40.0
+    assert S.normalize_all([73.82, None], RMSE, DIABETES) == [pytest.approx(0.0), 0.0]
+
+
+# ---------------------------------------------------------------------- selection statistics
+
+def test_selection_advantage_and_normalised():
+    pool = [1.0, 2.0, 3.0, 6.0]   # mean 3
+    assert SEL.selection_advantage(6.0, pool) == pytest.approx(3.0)
+    assert SEL.normalized_advantage(6.0, pool) == pytest.approx(1.0)   # oracle
+    assert SEL.normalized_advantage(3.0, pool) == pytest.approx(0.0)   # the mean = random in expectation
+    assert SEL.normalized_advantage(1.0, pool) == pytest.approx(-2 / 3)
+    assert SEL.normalized_advantage(2.0, [2.0, 2.0]) == 0.0            # max == mean: defined as 0
+    # the average pick over all candidates is exactly random
+    assert np.mean([SEL.selection_advantage(s, pool) for s in pool]) == pytest.approx(0.0)
+
+
+def test_pool_stats_fill_failures_and_summary():
+    pools = [
+        SEL.Pool("p1", {"a": 1.0, "b": 3.0, "c": None}, chosen="b", rank_values={"a": 0, "b": 2, "c": 1}),
+        SEL.Pool("p2", {"a": 5.0, "b": 5.0}, chosen="a", rank_values={"a": 1, "b": 0}),
+        SEL.Pool("p3", {"a": None}, chosen="a"),
+    ]
+    assert SEL.fill_failures(pools[0].scores) == {"a": 1.0, "b": 3.0, "c": 1.0}
+    assert SEL.fill_failures(pools[0].scores, "drop") == {"a": 1.0, "b": 3.0}
+    s = SEL.summarize_selection(pools)
+    assert s.n_pools == 2 and s.n_degenerate == 1      # p3 has nothing that worked
+    assert s.pools[0].advantage == pytest.approx(3.0 - 5.0 / 3)
+    assert s.normalized == pytest.approx(1.0)          # p2 (all equal) is left out
+    assert s.top1 == 1.0 and s.regret == 0.0
+
+
+def test_pairwise_accuracy_drops_near_ties():
+    pool = SEL.Pool("p", {"a": 0.0, "b": 1.0, "c": 1.005, "d": 0.5},
+                    rank_values={"a": 3.0, "b": 2.0, "c": 1.0, "d": 2.0})
+    res = SEL.pairwise_accuracy([pool])
+    # range 1.005: (b, c) differ by 0.5% of it -> dropped. Of the other 5 pairs the selector prefers the
+    # worse one in (a,b), (a,c), (a,d), (c,d) and ranks b and d equally (half a point).
+    assert res.n_dropped == 1 and res.n_pairs == 5
+    assert res.accuracy == pytest.approx(0.5 / 5)
+    flipped = SEL.Pool("p", pool.scores, rank_values={k: -v for k, v in pool.rank_values.items()})
+    assert SEL.pairwise_accuracy([flipped]).accuracy == pytest.approx(4.5 / 5)
+    assert SEL.pairwise_accuracy([SEL.Pool("z", {"a": 1.0, "b": 1.0}, rank_values={"a": 1, "b": 0})]).accuracy is None
+
+
+def test_correlation_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=20)
+    y = 0.5 * x + rng.normal(size=20)
+    c = SEL.correlation(x, y)
+    assert c.pearson == pytest.approx(pearsonr(x, y).statistic)
+    assert c.spearman == pytest.approx(spearmanr(x, y).statistic)
+    assert SEL.correlation([1, 2], [3, 4]).pearson is None
+    assert SEL.correlation([1, 1, 1], [3, 4, 5]).spearman is None
+
+
+# ---------------------------------------------------------------------- bootstrap and probability of improvement
+
+def test_bootstrap_ci_covers_the_mean_and_is_seeded():
+    x = np.random.default_rng(1).normal(2.0, 1.0, size=400)
+    est = C.bootstrap_ci(x, seed=3)
+    assert est.low < 2.0 < est.high and est.high - est.low < 0.3
+    assert C.bootstrap_ci(x, seed=3) == est
+    assert C.bootstrap_ci([1.0]).low is None
+    med = C.bootstrap_ci(x, np.median, n_boot=300, seed=0)
+    assert med.low < med.value < med.high
+
+
+def test_probability_of_improvement_two_normals():
+    delta = 0.5
+    truth = norm.cdf(delta / math.sqrt(2))   # P(X > Y) for X ~ N(delta, 1), Y ~ N(0, 1)
+    rng = np.random.default_rng(7)
+    a = {f"t{i}": rng.normal(delta, 1.0, size=150) for i in range(3)}
+    b = {f"t{i}": rng.normal(0.0, 1.0, size=150) for i in range(3)}
+    est = C.probability_of_improvement(a, b, n_boot=500, seed=0)
+    assert est.low < truth < est.high
+    assert abs(est.value - truth) < 0.05
+    rev = C.probability_of_improvement(b, a, n_boot=500, seed=0)
+    assert rev.value == pytest.approx(1 - est.value)
+
+
+def test_probability_of_improvement_identical_arms_and_ties():
+    a = {"t1": [0.1, 0.5, 0.9], "t2": [0.3, 0.4]}
+    est = C.probability_of_improvement(a, a, n_boot=200)
+    assert est.value == pytest.approx(0.5)
+    assert C.probability_of_improvement({"t": [1.0]}, {"t": [1.0]}).value == 0.5
+    assert C.probability_of_improvement({"t": [2.0]}, {"t": [1.0], "u": [3.0]}).value == 1.0  # shared tasks only
+    with pytest.raises(ValueError):
+        C.probability_of_improvement({"t": [1.0]}, {"u": [1.0]})
+
+
+def test_arm_score_is_mean_of_task_means():
+    est = C.arm_score({"t1": [0.0, 1.0], "t2": [0.5]}, n_boot=300)
+    assert est.value == pytest.approx(0.5) and est.n == 3
+    assert est.low <= est.value <= est.high
+
+
+# ---------------------------------------------------------------------- curves
+
+def _events(fits):
+    return [{"payload": {"status": "ok" if f is not None else "failed", "fitness": f, "test_score": None},
+             "charge": {"evaluator_seconds": 2.0}} for f in fits]
+
+
+def test_curve_and_reach():
+    c = C.curve_from_events("r", "t", _events([None, 1.0, 0.5, 2.0, 1.5]))
+    assert list(c.verifications) == [1, 2, 3, 4, 5]
+    assert np.isnan(c.best[0]) and list(c.best[1:]) == [1.0, 1.0, 2.0, 2.0]
+    assert list(c.seconds) == [2.0, 4.0, 6.0, 8.0, 10.0]
+    assert C.reach(c, 1.5) == C.Reach(1.5, 4, 8.0)
+    assert C.reach(c, 3.0).verifications is None
+    other = C.curve_from_events("s", "t", _events([0.2, 1.0]))
+    assert C.reach_final(c, other).verifications == 2
+
+
+def test_curve_band_forward_fills_shorter_runs():
+    a = C.curve_from_events("a", "t", _events([1.0, 2.0, 3.0]))
+    b = C.curve_from_events("b", "t", _events([1.0]))
+    band = C.curve_band([a, b], "arm", n_boot=100)
+    assert list(band.x) == [1, 2, 3]
+    assert list(band.mean) == pytest.approx([1.0, 1.5, 2.0])
+    assert list(band.n) == [2, 2, 2]
+    assert (band.low <= band.mean).all() and (band.mean <= band.high).all()
+
+
+# ---------------------------------------------------------------------- store, plots, tables, CLI
+
+def _store_with_runs(path):
+    from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
+    from verifyless.screen.critic import evidence_from_critiques
+    from verifyless.store import RunStore
+
+    crit = {"improve": "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r", "lose": "[IMPROVEMENT] lose --- r"}
+    st = RunStore(path)
+    runs = []
+    for seed, (screener, fits) in enumerate([("critic", [1.0, 1.2, 1.5]), ("critic", [1.0, 1.4, 1.3]),
+                                             ("random", [1.0, 0.9, 1.1]), ("random", [1.0, 1.05, 0.8])]):
+        run = st.create_run("toy", {"screener": {"name": screener}}, seed=seed)
+        ids = ["root", "c1", "c2"]
+        for i, (cid, fit) in enumerate(zip(ids, fits)):
+            prog = f"x = {cid!r}\n"
+            st.add_candidate(run, Candidate(cid, None if i == 0 else "root", Operator.IMPROVE, Idea(cid), prog,
+                                            content_hash(prog)), status="implemented")
+            st.add_verification(run, cid, Verification(Status.OK, score=fit, test_score=fit - 0.1, run_seconds=1.0),
+                                fit)
+        votes = {"c1": ["improve"] * 3 + ["lose"], "c2": ["lose", "lose", "improve", "improve"]}
+        ev = {cid: evidence_from_critiques(cid, [crit[v] for v in vs]) for cid, vs in votes.items()}
+        scr = Screening(screener, ("c1", "c2"), ("c1", "c2"), ev if screener == "critic" else {})
+        st.append(run, "screening", {**scr.to_dict(), "round": 1})
+        st.append(run, "final", {"node_id": max(zip(fits, ids))[1]})
+        runs.append(run)
+    return st, runs
+
+
+def test_curve_and_pools_from_store(tmp_path):
+    st, runs = _store_with_runs(tmp_path / "s.db")
+    with st:
+        c = C.curve_from_store(st, runs[0])
+        assert c.task == "toy" and list(c.best) == [1.0, 1.2, 1.5] and c.seconds[-1] == pytest.approx(3.0)
+        pools = SEL.pools_from_store(st, runs[0])
+        assert len(pools) == 1 and pools[0].chosen == "c1" and pools[0].scores == {"c1": 1.2, "c2": 1.5}
+        test_pools = SEL.pools_from_store(st, runs[0], target="test")
+        assert test_pools[0].scores["c2"] == pytest.approx(1.4)
+
+
+def test_plots_and_markdown(tmp_path):
+    from verifyless.bench import metrics as M
+    from verifyless.bench import plots, report
+
+    recs = [M.make_record(str(i), ["BigWin"] * (i % 4) + ["Lose"] * (4 - i % 4), "improve" if i % 2 else "lose")
+            for i in range(12)]
+    a = C.curve_from_events("a", "t", _events([1.0, 2.0]))
+    paths = [
+        plots.plot_curves([C.curve_band([a], "arm", n_boot=50)], tmp_path / "c.png"),
+        plots.plot_reliability(M.calibration(recs), tmp_path / "r.png"),
+        plots.plot_auroc_vs_k({"critic": M.auroc_vs_k(recs, ks=(1, 4))}, tmp_path / "k.png"),
+        plots.plot_routing(M.routing_curve(recs), tmp_path / "u.png"),
+    ]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = report.critic_table({"all": M.critic_metrics(recs)})
+    assert md.startswith("| group |") and md.count("\n") == 3
+    assert report.markdown_table(["a"], [["x|y"]]).splitlines()[2] == "| x\\|y |"
+    assert report.fmt(None) == "—" and report.fmt(0.1234, percent=True) == "12.3"
+
+
+def test_bench_cli_commands(tmp_path):
+    from typer.testing import CliRunner
+
+    from verifyless.bench.cli import app
+
+    st, runs = _store_with_runs(tmp_path / "s.db")
+    st.close()
+    runner = CliRunner()
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["critic", runs[0], runs[1], "--store", str(tmp_path / "s.db"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Improve acc" in res.output and (out / "critic.md").exists() and (out / "reliability.png").exists()
+    res = runner.invoke(app, ["compare", *runs, "--store", str(tmp_path / "s.db"), "--target", "validation",
+                              "--scheme", "raw", "--n-boot", "200", "--out", str(out),
+                              "--label", f"guided={runs[0]}"])
+    assert res.exit_code == 0, res.output
+    text = (out / "compare.md").read_text()
+    assert "guided" in text and "critic" in text and "random" in text and "P(A > B)" in text
+    assert (out / "curves_toy_verifications.png").exists()
+    res = runner.invoke(app, ["selection", *runs, "--store", str(tmp_path / "s.db")])
+    assert res.exit_code == 0, res.output
+    assert "Pearson" in res.output

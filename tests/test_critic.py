@@ -1,0 +1,184 @@
+"""PointwiseCritic: average-rank selection, ties, uncertainty routing, invalid samples, prompts."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from verifyless.errors import ConfigError
+from verifyless.model.base import Choice, ModelReply, ModelRequest
+from verifyless.node import Candidate, Idea, Operator
+from verifyless.roles.base import ParentInfo, TaskBrief
+from verifyless.screen.base import ScreenContext
+from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques, route
+from verifyless.screen.registry import build_screener
+from verifyless.task.base import Band, Metric, Task
+
+VERDICT = {
+    "BigWin": "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r",
+    "MediumWin": "[IMPROVEMENT] improve --- r\n[WINTIER] medium --- r",
+    "SmallWin": "[IMPROVEMENT] improve --- r\n[WINTIER] small --- r",
+    "Tie": "[IMPROVEMENT] tie --- r\n[WINTIER] NA --- r",
+    "Lose": "[IMPROVEMENT] lose --- r\n[WINTIER] NA --- r",
+    "junk": "I cannot decide.",
+}
+
+
+class FakeModel:
+    """A Model whose i-th sample for a request is ``fn(request, i)``; records every request."""
+
+    def __init__(self, fn, name: str = "fake-critic") -> None:
+        self.fn = fn
+        self.name = name
+        self.requests: list[ModelRequest] = []
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        await asyncio.sleep(0)
+        texts = [self.fn(request, request.sample_offset + j) for j in range(request.n)]
+        return ModelReply(tuple(Choice(t) for t in texts), model=self.name)
+
+
+def make_task() -> Task:
+    return Task(
+        name="toy", root=Path("."), kind="native", statement="Predict the digit class.",
+        program_file="solution.py", baseline_program="print(1)\n", band=Band(),
+        metric=Metric("accuracy", "maximize"),
+    )
+
+
+def make_ctx(seed: int = 0, brief: TaskBrief | None = None, n_verify: int = 1) -> ScreenContext:
+    parent = ParentInfo(id="p", program="print(1)\n", score=0.5, summary="Parent: a logistic regression.")
+    return ScreenContext(task=make_task(), parent=parent, rng=random.Random(seed), brief=brief, n_verify=n_verify)
+
+
+def cand(cid: str) -> Candidate:
+    return Candidate(id=cid, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"idea {cid}"),
+                     program="print(2)\n", program_hash=cid, summary=f"Child ID={cid}; uses a forest.")
+
+
+def scripted(plan: dict[str, list[str]]):
+    """plan[cid][i] is the label of sample i (cycled)."""
+
+    def fn(request: ModelRequest, i: int) -> str:
+        cid = re.search(r"ID=(\w+)", request.messages[-1].content).group(1)
+        labels = plan[cid]
+        return "Criterion analysis...\n" + VERDICT[labels[i % len(labels)]]
+
+    return fn
+
+
+def run(screener, ctx, cands):
+    return asyncio.run(screener.screen(ctx, cands))
+
+
+def test_ranks_by_average_label_and_verifies_the_best() -> None:
+    plan = {"a": ["SmallWin"], "b": ["BigWin", "MediumWin"], "c": ["Lose", "Tie"], "d": ["Tie"]}
+    model = FakeModel(scripted(plan))
+    s = run(PointwiseCritic(model, k=4), make_ctx(), [cand(x) for x in "abcd"])
+    assert s.ranking == ("b", "a", "d", "c")
+    assert s.chosen == ("b",)
+    assert s.evidence["b"].rank_value == pytest.approx(3.5)
+    assert s.evidence["c"].rank_value == pytest.approx(0.5)
+    assert s.evidence["b"].votes == {"improve": 1.0, "tie": 0.0, "lose": 0.0}
+    assert s.evidence["c"].labels == ("Lose", "Tie", "Lose", "Tie")
+    assert s.screener == "critic"
+
+
+def test_k_samples_concurrent_requests_and_temperature() -> None:
+    model = FakeModel(scripted({x: ["Tie"] for x in "ab"}))
+    run(PointwiseCritic(model), make_ctx(), [cand("a"), cand("b")])
+    assert [r.n for r in model.requests] == [16, 16]
+    assert all(r.temperature == 0.7 and r.role == "critic" for r in model.requests)
+    chunked = FakeModel(scripted({"a": ["Tie"]}))
+    s = run(PointwiseCritic(chunked, k=10, samples_per_request=4), make_ctx(), [cand("a")])
+    assert [(r.n, r.sample_offset) for r in chunked.requests] == [(4, 0), (4, 4), (2, 8)]
+    assert s.evidence["a"].n_valid == 10
+
+
+def test_ties_broken_by_rng_reproducibly() -> None:
+    plan = {x: ["MediumWin"] for x in "abc"}
+    tops = set()
+    for seed in range(20):
+        first = run(PointwiseCritic(FakeModel(scripted(plan)), k=2), make_ctx(seed), [cand(x) for x in "abc"])
+        again = run(PointwiseCritic(FakeModel(scripted(plan)), k=2), make_ctx(seed), [cand(x) for x in "abc"])
+        assert first.ranking == again.ranking
+        tops.add(first.chosen[0])
+    assert tops == {"a", "b", "c"}
+
+
+def test_uncertainty_and_routing_threshold() -> None:
+    # 12 improve / 4 lose of 16 -> u = 0.25 (routed); 13 / 3 -> u = 0.1875 (kept)
+    plan = {"edge": ["SmallWin"] * 12 + ["Lose"] * 4, "sure": ["SmallWin"] * 13 + ["Lose"] * 3, "best": ["BigWin"]}
+    critic = PointwiseCritic(FakeModel(scripted(plan)), k=16)
+    s = run(critic, make_ctx(), [cand(x) for x in ("edge", "sure", "best")])
+    assert s.evidence["edge"].uncertainty == pytest.approx(0.25)
+    assert s.evidence["sure"].uncertainty == pytest.approx(0.1875)
+    assert s.evidence["best"].uncertainty == 0.0
+    assert route(s.evidence["edge"], 0.25) and critic.route(s.evidence["edge"])
+    assert not route(s.evidence["sure"], 0.25)
+    assert route(s.evidence["sure"], 0.15)
+    assert s.chosen == ("best",)
+    assert s.evidence["edge"].detail["uncertain"] is True
+
+
+def test_verify_uncertain_adds_the_uncertain_candidates() -> None:
+    plan = {"edge": ["SmallWin"] * 12 + ["Lose"] * 4, "sure": ["Lose"], "best": ["BigWin"], "split": ["Tie", "Lose"]}
+    critic = PointwiseCritic(FakeModel(scripted(plan)), k=16, verify_uncertain=True, route_threshold=0.25)
+    s = run(critic, make_ctx(), [cand(x) for x in ("sure", "edge", "split", "best")])
+    assert s.chosen[0] == "best"
+    assert set(s.chosen) == {"best", "edge", "split"}
+    assert list(s.chosen[1:]) == [c for c in s.ranking if c in {"edge", "split"}]
+
+
+def test_candidate_without_valid_sample_ranks_last_and_is_uncertain() -> None:
+    plan = {"junk": ["junk"], "bad": ["Lose"], "ok": ["Tie", "junk"]}
+    critic = PointwiseCritic(FakeModel(scripted(plan)), k=4, verify_uncertain=True)
+    s = run(critic, make_ctx(), [cand("junk"), cand("bad"), cand("ok")])
+    assert s.ranking == ("ok", "bad", "junk")
+    e = s.evidence["junk"]
+    assert (e.n_valid, e.n_invalid, e.uncertainty) == (0, 4, 1.0)
+    assert e.detail["uncertain"] is True and e.detail["n_invalid"] == 4
+    assert "junk" in s.chosen  # routed to verification because the critic produced nothing usable
+    ok = s.evidence["ok"]
+    assert (ok.n_valid, ok.n_invalid) == (2, 2)
+    assert ok.detail["sample_labels"] == ["Tie", None, "Tie", None]
+    assert ok.detail["critiques"][1].startswith("Criterion analysis...")
+
+
+def test_prompt_carries_brief_and_falls_back_to_statement() -> None:
+    brief = TaskBrief(understanding="Digits are 8x8 grey images.", criteria=("Feature quality", "Overfitting risk"))
+    model = FakeModel(scripted({"a": ["Tie"]}))
+    run(PointwiseCritic(model, k=1), make_ctx(brief=brief), [cand("a")])
+    user = model.requests[0].messages[-1].content
+    for text in ("Predict the digit class.", "Parent: a logistic regression.", "ID=a", "Digits are 8x8",
+                 "1. Feature quality", "2. Overfitting risk", "accuracy (higher is better)", "[IMPROVEMENT]", "[WINTIER]"):
+        assert text in user
+    bare = FakeModel(scripted({"a": ["Tie"]}))
+    run(PointwiseCritic(bare, k=1), make_ctx(brief=None), [cand("a")])
+    user = bare.requests[0].messages[-1].content
+    assert "rely on the task statement" in user and "Feature quality" not in user
+
+
+def test_evidence_round_trips_to_dict() -> None:
+    e = evidence_from_critiques("x", [VERDICT["BigWin"], VERDICT["junk"]])
+    assert e.to_dict()["detail"]["sample_labels"] == ["BigWin", None]
+    assert type(e).from_dict(e.to_dict()).labels == ("BigWin",)
+
+
+def test_registry_builds_critic_and_reports_config_errors() -> None:
+    model = FakeModel(scripted({}))
+    critic = build_screener("critic", models={"default": model}, options={"k": 4, "verify_uncertain": True})
+    assert isinstance(critic, PointwiseCritic) and critic.k == 4 and critic.model is model
+    other = FakeModel(scripted({}), name="other")
+    assert build_screener("critic", models={"default": model, "critic": other}).model is other
+    with pytest.raises(ConfigError, match="unknown screener"):
+        build_screener("nope", models={"default": model})
+    with pytest.raises(ConfigError, match="needs a model"):
+        build_screener("critic", models={"judge": model})
+    with pytest.raises(ConfigError, match="bad options"):
+        build_screener("critic", models={"default": model}, options={"kk": 3})

@@ -1,0 +1,186 @@
+"""The engine end to end with deterministic fakes (roles, executor) and the real store, strategies, screeners."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from engine_fakes import FakeExecutor, fake_roles, fake_task
+
+from verifyless.config import load_config
+from verifyless.engine import Engine
+from verifyless.search.registry import build_strategy
+from verifyless.store import RunStore
+
+
+def make_engine(store, *, strategy="greedy", screener="random", budget=10, executor=None, memory=None, **over):
+    from verifyless.screen.registry import build_screener
+
+    overrides = [f"strategy.name={strategy}", f"screener.name={screener}", f"budget.verifications={budget}",
+                 "engine.candidates=4", *[f"{k}={v}" for k, v in over.items()]]
+    cfg = load_config(overrides=overrides)
+    return Engine(task=fake_task(), roles=fake_roles(), screener=build_screener(screener, models={}, options={}, seed=0),
+                  strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=executor or FakeExecutor(),
+                  store=store, config=cfg, memory=memory)
+
+
+def verification_events(store, run_id):
+    return list(store.events(run_id, kinds=["verification"]))
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "islands", "mcgs", "linear"])
+@pytest.mark.parametrize("screener", ["random", "surrogate", "oracle"])
+def test_every_strategy_and_screener_spends_the_budget_exactly(tmp_path, strategy, screener):
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy=strategy, screener=screener, budget=9)
+        result = asyncio.run(engine.run())
+        events = verification_events(store, result.run_id)
+        assert store.budget(result.run_id).verifications == len(events) == 9
+        assert result.verifications == 9
+        hashes = Counter(e.payload["program_hash"] for e in events)
+        assert max(hashes.values()) == 1, "an identical program was verified twice"
+        assert result.best_score is not None and result.best_score <= result.baseline_score
+        assert store.run(result.run_id).status == "finished"
+        first = next(iter(store.events(result.run_id)))
+        assert first.kind == "config" and first.payload["config"]["budget"]["verifications"] == 9
+
+
+def test_search_improves_on_the_baseline(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(make_engine(store, strategy="greedy", budget=15).run())
+    assert result.baseline_score == 169.0
+    assert result.best_score < 60
+
+
+def test_failures_are_repaired_keeping_the_idea(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy="linear", budget=30)
+        result = asyncio.run(engine.run())
+        rows = {r["node_id"]: r for r in store.node_rows(result.run_id)}
+    failed = [r for r in rows.values() if r["status"] == "failed"]
+    fixes = [r for r in rows.values() if r["operator"] == "debug"]
+    if failed:  # a = 3 was proposed at least once
+        assert fixes, "a failed verification was not repaired"
+        for fix in fixes:
+            assert rows[fix["parent_id"]]["idea"] == fix["idea"]
+
+
+def test_pipelined_and_sequential_runs_are_each_deterministic(tmp_path):
+    outcomes = []
+    for pipeline in (True, True, False, False):
+        with RunStore(tmp_path / f"{len(outcomes)}.db") as store:
+            engine = make_engine(store, strategy="mcgs", screener="surrogate", budget=12,
+                                 executor=FakeExecutor(capacity=2, delay=0.01 * random.random()),
+                                 **{"engine.pipeline": pipeline, "engine.verify_concurrency": 2,
+                                    "engine.verify_per_expansion": 2})
+            result = asyncio.run(engine.run())
+            outcomes.append([(e.node_id, e.payload["score"]) for e in verification_events(store, result.run_id)
+                             ] and sorted((e.node_id, e.payload["score"]) for e in verification_events(store, result.run_id)))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[2] == outcomes[3]
+
+
+def test_budget_is_never_exceeded_with_parallel_verifications(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy="greedy", screener="oracle", budget=7,
+                             executor=FakeExecutor(capacity=3, delay=0.02),
+                             **{"engine.verify_concurrency": 3})
+        result = asyncio.run(engine.run())
+        assert store.budget(result.run_id).verifications == 7
+
+
+def test_uncertain_and_audit_candidates_are_also_verified(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy="greedy", screener="surrogate", budget=12,
+                             **{"engine.verify_uncertain": True, "engine.audit_rate": 1.0})
+        result = asyncio.run(engine.run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+    assert any(len(s["to_verify"]) > 1 for s in screenings)
+    assert any(s["audited"] for s in screenings)
+
+
+def test_memory_receives_every_verification(tmp_path):
+    from verifyless.search.memory import Memory
+
+    memory = Memory(embedder="hashing")
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(make_engine(store, strategy="mcgs", budget=8, memory=memory).run())
+        assert len(memory) == len(verification_events(store, result.run_id))
+
+
+def test_resume_after_an_interruption_loses_nothing_and_charges_nothing_twice(tmp_path):
+    class Interrupt(Exception):
+        pass
+
+    class Crashing(FakeExecutor):
+        async def verify(self, task, program):
+            if len(self.calls) >= 5:
+                raise Interrupt()
+            return await super().verify(task, program)
+
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy="mcgs", budget=12, executor=Crashing())
+        with pytest.raises(Interrupt):
+            asyncio.run(engine.run())
+        run_id = engine.run_id
+        before = verification_events(store, run_id)
+        assert store.run(run_id).status == "interrupted" and len(before) == 5
+        resumed = make_engine(store, strategy="mcgs", budget=12)
+        result = asyncio.run(resumed.run(run_id))
+        after = verification_events(store, run_id)
+        assert [e.seq for e in after[:5]] == [e.seq for e in before]
+        assert store.budget(run_id).verifications == len(after) == 12 == result.verifications
+        assert max(Counter(e.payload["program_hash"] for e in after).values()) == 1
+
+
+CRASH_SCRIPT = r"""
+import asyncio, random, sys
+sys.path.insert(0, {tests!r})
+from engine_fakes import FakeExecutor, fake_roles, fake_task
+from verifyless.config import load_config
+from verifyless.engine import Engine
+from verifyless.screen.registry import build_screener
+from verifyless.search.registry import build_strategy
+from verifyless.store import RunStore
+cfg = load_config(overrides=["strategy.name=mcgs", "screener.name=surrogate", "budget.verifications=40", "engine.candidates=4"])
+store = RunStore({db!r})
+engine = Engine(task=fake_task(), roles=fake_roles(), screener=build_screener("surrogate", models={{}}, options={{}}, seed=0),
+                strategy=build_strategy("mcgs", {{}}, random.Random(0)), executor=FakeExecutor(delay=0.01),
+                store=store, config=cfg)
+asyncio.run(engine.run())
+"""
+
+
+def test_kill_minus_nine_then_resume(tmp_path):
+    db = tmp_path / "s.db"
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    with RunStore(db) as probe:
+        while time.monotonic() < deadline:
+            runs = probe.runs() if db.exists() else []
+            if runs and probe.budget(runs[0].run_id).verifications >= 8:
+                break
+            time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with RunStore(db) as store:
+        assert store.integrity_check() == "ok"
+        run_id = store.runs()[0].run_id
+        before = verification_events(store, run_id)
+        assert 8 <= len(before) < 40
+        engine = make_engine(store, strategy="mcgs", screener="surrogate", budget=40)
+        result = asyncio.run(engine.run(run_id))
+        after = verification_events(store, run_id)
+        assert {e.seq for e in before} <= {e.seq for e in after}
+        assert store.budget(run_id).verifications == len(after) == 40 == result.verifications
+        assert max(Counter(e.payload["program_hash"] for e in after).values()) == 1

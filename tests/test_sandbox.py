@@ -1,0 +1,296 @@
+"""LocalSandbox: one test per attack, the conformance suite, and the isolation plumbing.
+
+Each attack test checks that the misbehaviour is contained with the right
+status/reason and that an ordinary run works right after it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from verifyless.errors import SandboxUnavailable
+from verifyless.sandbox.base import Sandbox
+from verifyless.sandbox.conformance import checks, run_conformance
+from verifyless.sandbox.local import UID_BASE, UID_SPAN, LocalSandbox
+from verifyless.task.base import Limits
+
+SANDBOX = LocalSandbox()
+ISOLATED = SANDBOX.isolation != "process"
+needs_isolation = pytest.mark.skipif(not ISOLATED, reason="namespaces unavailable: process mode hides nothing")
+LIMITS = Limits(wall_seconds=4.0, memory_mb=1024, processes=32, output_bytes=100_000,
+                file_size_mb=4, workspace_mb=16)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_py(tmp_path: Path, code: str, limits: Limits = LIMITS, **kw):
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return SANDBOX.run([sys.executable, "-c", code], ws, limits, **kw)
+
+
+def assert_normal_run_works(tmp_path: Path) -> None:
+    ws = tmp_path / "after"
+    ws.mkdir()
+    r = SANDBOX.run([sys.executable, "-c", "print(6 * 7)"], ws, LIMITS)
+    assert r.status == "ok" and "42" in r.stdout_tail, r
+
+
+def sandbox_processes() -> list[int]:
+    """Host pids owned by a sandbox uid (there should be none between runs)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                uid = os.stat(f"/proc/{entry}").st_uid
+            except OSError:
+                continue
+            if UID_BASE <= uid < UID_BASE + UID_SPAN:
+                found.append(int(entry))
+    return found
+
+
+# ------------------------------------------------------------------ attacks
+
+def test_infinite_loop_times_out(tmp_path):
+    r = run_py(tmp_path, "while True: pass", Limits(wall_seconds=2.0, memory_mb=1024))
+    assert r.status == "timeout" and "wall-clock limit of 2s" in r.reason
+    assert_normal_run_works(tmp_path)
+
+
+def test_sleeping_past_the_timeout(tmp_path):
+    t0 = time.monotonic()
+    r = run_py(tmp_path, "import time; time.sleep(60)", Limits(wall_seconds=2.0, memory_mb=1024))
+    assert r.status == "timeout"
+    assert time.monotonic() - t0 < 5
+    assert_normal_run_works(tmp_path)
+
+
+@needs_isolation
+def test_fork_bomb_is_contained(tmp_path):
+    code = (
+        "import os, time\n"
+        "n = 0\n"
+        "for _ in range(300):\n"
+        "    try:\n        pid = os.fork()\n    except OSError:\n        continue\n"
+        "    if pid == 0:\n        time.sleep(30); os._exit(0)\n"
+        "    n += 1\n"
+        "print('forked', n, flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    r = run_py(tmp_path, code, Limits(wall_seconds=2.5, memory_mb=1024, processes=16))
+    assert r.status == "timeout", r
+    forked = int(r.stdout_tail.split()[1])
+    assert forked < 16, f"RLIMIT_NPROC let the bomb fork {forked} processes"
+    assert sandbox_processes() == []
+    assert_normal_run_works(tmp_path)
+
+
+def test_memory_bomb(tmp_path):
+    r = run_py(tmp_path, "x = []\nwhile True: x.append(bytearray(64 * 2**20))", Limits(wall_seconds=4, memory_mb=400))
+    assert r.status == "oom" and "memory" in r.reason
+    assert_normal_run_works(tmp_path)
+
+
+def test_filling_the_disk_with_one_file(tmp_path):
+    r = run_py(tmp_path, "f = open('fill.bin', 'wb')\nwhile True: f.write(b'x' * 2**20)")
+    assert r.status == "disk-limit" and "File too large" in r.reason
+    assert (tmp_path / "ws" / "fill.bin").stat().st_size <= LIMITS.file_size_mb * 2**20
+    assert_normal_run_works(tmp_path)
+
+
+def test_filling_the_disk_with_many_files(tmp_path):
+    code = "import time\ni = 0\nwhile True:\n    open(f'f{i}.bin', 'wb').write(b'x' * 2**20); i += 1; time.sleep(0.002)"
+    r = run_py(tmp_path, code)
+    assert r.status == "disk-limit" and "16 MB" in r.reason
+    assert_normal_run_works(tmp_path)
+
+
+def test_output_flood_is_capped(tmp_path):
+    r = run_py(tmp_path, "while True: print('y' * 1000)")
+    assert r.status == "output-limit" and len(r.stdout_tail) <= 4096
+    assert_normal_run_works(tmp_path)
+
+
+def test_setsid_daemon_dies_with_the_run(tmp_path):
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(0.6)\n"
+        "        open('survived.txt', 'w').write('daemon outlived the run')\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.1)\n"
+    )
+    r = run_py(tmp_path, code)
+    assert r.status == "ok"
+    time.sleep(1.0)
+    assert not (tmp_path / "ws" / "survived.txt").exists()
+    assert sandbox_processes() == []
+    assert_normal_run_works(tmp_path)
+
+
+def test_api_key_in_parent_environment_does_not_leak(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-planted-secret")
+    code = (
+        "import os, glob\n"
+        "print(dict(os.environ))\n"
+        "for p in ['/proc/1/environ', f'/proc/{os.getppid()}/environ', *glob.glob('/proc/*/environ')]:\n"
+        "    try:\n        print(p, open(p, 'rb').read())\n    except OSError as e:\n        print(p, 'denied')\n"
+    )
+    r = run_py(tmp_path, code)
+    assert r.status == "ok"
+    assert "sk-test" not in r.stdout_tail and "OPENAI_API_KEY" not in r.stdout_tail
+    assert_normal_run_works(tmp_path)
+
+
+@needs_isolation
+def test_hidden_labels_cannot_be_read_by_guessing_paths(tmp_path):
+    task = tmp_path / "task"
+    (task / "hidden").mkdir(parents=True)
+    labels = task / "hidden" / "labels.csv"
+    labels.write_text("id,label\n0,SECRET-LABEL-XYZ\n")
+    code = (
+        "import os\n"
+        f"for p in [{str(labels)!r}, {str(task / 'hidden')!r}, {str(task)!r}]:\n"
+        "    try:\n"
+        "        print(p, open(p).read() if os.path.isfile(p) else os.listdir(p))\n"
+        "    except OSError as e:\n        print(p, 'denied', e)\n"
+        "for root, dirs, files in os.walk('/tmp'):\n    print(root, files)\n"
+    )
+    r = run_py(tmp_path, code, hide=[task / "hidden", task])
+    assert r.status == "ok"
+    assert "SECRET-LABEL-XYZ" not in r.stdout_tail
+    assert "'labels.csv'" not in r.stdout_tail and "'hidden'" not in r.stdout_tail  # never listed
+    assert_normal_run_works(tmp_path)
+
+
+@needs_isolation
+def test_writing_outside_the_workspace_fails(tmp_path):
+    task = tmp_path / "task"
+    task.mkdir()
+    targets = [task / "planted.txt", Path("/tmp/verifyless-planted.txt"), REPO / "planted.txt",
+               Path("/var/tmp/verifyless-planted.txt"), Path(sys.prefix) / "planted.txt"]
+    code = (
+        f"for p in {[str(t) for t in targets]!r}:\n"
+        "    try:\n        open(p, 'w').write('pwned'); print('WROTE', p)\n"
+        "    except OSError as e:\n        print('denied', p, e.strerror)\n"
+    )
+    r = run_py(tmp_path, code)
+    assert r.status == "ok" and "WROTE" not in r.stdout_tail
+    assert not any(t.exists() for t in targets)
+    assert_normal_run_works(tmp_path)
+
+
+@needs_isolation
+def test_network_connection_to_a_loopback_server_fails(tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    code = (
+        "import socket\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=1); print('CONNECTED')\n"
+        "except OSError as e:\n    print('blocked', e)\n"
+    )
+    try:
+        r = run_py(tmp_path, code)
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    finally:
+        server.close()
+    assert r.status == "ok" and "CONNECTED" not in r.stdout_tail and "blocked" in r.stdout_tail
+    assert r.network_isolated
+    assert_normal_run_works(tmp_path)
+
+
+def test_signalling_the_parent_fails(tmp_path):
+    code = (
+        "import os, signal, sys\n"
+        "for pid in (os.getppid(), int(sys.argv[1])):\n"
+        "    try:\n        os.kill(pid, signal.SIGKILL); print('SENT', pid)\n"
+        "    except OSError as e:\n        print('denied', pid, e.strerror)\n"
+        "try:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+        "print('still here')\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    r = SANDBOX.run([sys.executable, "-c", code, str(os.getpid())], ws, LIMITS)
+    # We are still running, so neither the pytest process nor the bootstrap died.
+    assert r.status == "ok" and "still here" in r.stdout_tail, r
+    if ISOLATED:
+        assert "SENT" not in r.stdout_tail
+    assert_normal_run_works(tmp_path)
+
+
+@needs_isolation
+def test_task_files_cannot_be_modified(tmp_path):
+    task = tmp_path / "task"
+    task.mkdir()
+    scorer = task / "score.py"
+    scorer.write_text("def score(outdir, hidden, public):\n    return {'accuracy': 0.5}\n")
+    before = scorer.read_text()
+    code = (
+        "import os\n"
+        f"p = {str(scorer)!r}\n"
+        "for attempt in (lambda: open(p, 'w').write('def score(*a): return {\"accuracy\": 1.0}'),\n"
+        "                lambda: os.remove(p), lambda: os.chmod(p, 0o777), lambda: os.rename(p, p + '.bak')):\n"
+        "    try:\n        attempt(); print('CHANGED')\n"
+        "    except OSError as e:\n        print('denied', e.strerror)\n"
+    )
+    r = run_py(tmp_path, code)  # task folder deliberately not hidden: writes must still fail
+    assert r.status == "ok" and "CHANGED" not in r.stdout_tail
+    assert scorer.read_text() == before and oct(scorer.stat().st_mode)[-3:] != "777"
+    assert_normal_run_works(tmp_path)
+
+
+# ------------------------------------------------------------------ plumbing
+
+@needs_isolation
+def test_workspace_inside_a_hidden_directory_stays_usable(tmp_path):
+    store = tmp_path / "runstore"
+    (store / "ws").mkdir(parents=True)
+    (store / "run.sqlite").write_text("SECRET-STORE-CONTENT")
+    code = "import os; open('ok.txt','w').write('x'); print(os.listdir(os.path.dirname(os.getcwd())))"
+    r = SANDBOX.run([sys.executable, "-c", code], store / "ws", LIMITS, hide=[store])
+    assert r.status == "ok" and "run.sqlite" not in r.stdout_tail
+    assert (store / "ws" / "ok.txt").exists()
+
+
+def test_overhead_is_small(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    overheads = sorted(SANDBOX.run([sys.executable, "-c", "pass"], ws, LIMITS).overhead_seconds for _ in range(3))
+    assert overheads[1] < 0.25, f"median sandbox overhead {overheads[1]:.3f}s (target < 0.1 s)"
+
+
+def test_missing_workdir_is_an_infrastructure_error(tmp_path):
+    with pytest.raises(SandboxUnavailable, match="does not exist"):
+        SANDBOX.run([sys.executable, "-c", "pass"], tmp_path / "nope", LIMITS)
+
+
+def test_describe_names_the_isolation_level():
+    assert isinstance(SANDBOX, Sandbox)
+    assert SANDBOX.isolation in SANDBOX.describe()
+    if os.geteuid() == 0:
+        assert SANDBOX.isolation == "namespace"
+
+
+# ------------------------------------------------------------------ conformance
+
+@pytest.mark.parametrize("check", checks(hides_paths=ISOLATED, isolates_network=ISOLATED), ids=str)
+def test_conformance_local(check, tmp_path):
+    check(SANDBOX, tmp_path)
+
+
+def test_conformance_process_mode(tmp_path):
+    results = run_conformance(lambda: LocalSandbox(isolation="process"), tmp_path,
+                              hides_paths=False, isolates_network=False)
+    assert all(error is None for error in results.values()), results
