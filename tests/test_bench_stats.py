@@ -194,7 +194,7 @@ def _store_with_runs(path):
     crit = {"improve": "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r", "lose": "[IMPROVEMENT] lose --- r"}
     st = RunStore(path)
     runs = []
-    for seed, (screener, fits) in enumerate([("critic", [1.0, 1.2, 1.5]), ("critic", [1.0, 1.4, 1.3]),
+    for seed, (screener, fits) in enumerate([("critic", [1.0, 1.2, 1.5]), ("critic", [1.0, 1.4, 0.9]),
                                              ("random", [1.0, 0.9, 1.1]), ("random", [1.0, 1.05, 0.8])]):
         run = st.create_run("toy", {"screener": {"name": screener}}, seed=seed)
         ids = ["root", "c1", "c2"]
@@ -256,7 +256,9 @@ def test_bench_cli_commands(tmp_path):
     out = tmp_path / "out"
     res = runner.invoke(app, ["critic", runs[0], runs[1], "--store", str(tmp_path / "s.db"), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert "Improve acc" in res.output and (out / "critic.md").exists() and (out / "reliability.png").exists()
+    assert "critic metrics" in res.output and (out / "reliability.png").exists()
+    assert "Improve acc" in (out / "critic.md").read_text()
+    assert (out / "auroc_k.png").exists() and (out / "routing.png").exists()
     res = runner.invoke(app, ["compare", *runs, "--store", str(tmp_path / "s.db"), "--target", "validation",
                               "--scheme", "raw", "--n-boot", "200", "--out", str(out),
                               "--label", f"guided={runs[0]}"])

@@ -174,7 +174,7 @@ def test_summaries_are_neutral_and_recognise_rendered_programs(name: str) -> Non
     child = run(TemplateImplementer().implement(task, ParentInfo(id="root", program=task.baseline_program), idea)).program
     summary = run(DeterministicSummarizer().summarize(task, child, idea))
     assert 100 <= len(summary.split()) <= 260
-    assert not {"better", "worse", "improve", "promising"} & set(summary.lower().replace(",", " ").split())
+    assert not {"better", "worse", "promising", "likely", "should"} & set(summary.lower().replace(",", " ").split())
     for dim, opt in idea.params["assignment"].items():
         assert next(o for o in task.idea_space.dimensions[dim] if o.name == opt).description.rstrip(".") in summary
     assert run(DeterministicSummarizer().summarize(task, child)) == summary  # recognised without the idea
@@ -188,7 +188,7 @@ def test_static_brief_has_criteria_per_dimension(name: str) -> None:
     task = load_task(name)
     brief = run(StaticBriefer().brief(task))
     assert task.metric.name in brief.understanding and task.statement.strip()[:40] in brief.understanding
-    assert len(brief.criteria) == len(task.idea_space.dimensions) + 4
+    assert len(brief.criteria) == len(task.idea_space.dimensions) + 3
     assert all(c.startswith(d + ":") for c, d in zip(brief.criteria, task.idea_space.dimensions))
 
 

@@ -22,8 +22,9 @@ from rich.table import Table
 from verifyless.errors import VerifylessError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them.")
-console = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 DEFAULT_STORE = Path("runs/verifyless.db")
 
@@ -72,17 +73,16 @@ def tasks(directory: Optional[Path] = typer.Argument(None, help="folder of task 
     found = discover_tasks(directory)
     if not found:
         raise TaskError(f"no task folders in {directory} (a task folder has task.yaml, or initial_program.py + evaluator.py)")
-    table = Table(box=None, show_header=True, header_style="bold")
-    for col in ("task", "kind", "metric", "idea space"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("description", overflow="ellipsis", no_wrap=True)
+    # Plain lines, one per task, never wrapped or truncated (easy to grep).
+    console.print(f"[bold]{'task':<16} {'kind':<11} {'metric':<20} {'space':<6} description[/]", soft_wrap=True)
     for t in found:
         if isinstance(t, TaskError):
-            table.add_row("[red]invalid[/]", "", "", "", str(t).splitlines()[0])
+            console.print(f"[red]{'invalid':<16}[/] {str(t).splitlines()[0]}", soft_wrap=True, highlight=False)
             continue
         arrow = "↓" if t.metric.direction == "minimize" else "↑"
-        table.add_row(t.name, t.kind, f"{t.metric.name} {arrow}", "yes" if t.idea_space else "no", t.description)
-    console.print(table)
+        metric = f"{t.metric.name} {arrow}"
+        console.print(f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
+                      soft_wrap=True, highlight=False)
 
 
 @app.command()

@@ -68,6 +68,12 @@ class ReplayReport:
 
 
 def _trace(store: Any, run_id: str) -> tuple[list[tuple], str | None]:
+    """Node and verification facts keyed by node id.
+
+    Sorted, not in log order: with pipelining, LLM work of round r+1 and the
+    verification of round r interleave in the log by timing, while the
+    decisions (positional node ids, programs, outcomes) do not depend on it.
+    """
     trace, final = [], None
     for ev in store.events(run_id, kinds=["node", "verification", "final"]):
         if ev.kind == "node":
@@ -76,7 +82,7 @@ def _trace(store: Any, run_id: str) -> tuple[list[tuple], str | None]:
             trace.append(("verification", ev.node_id, ev.payload.get("status"), ev.payload.get("score")))
         else:
             final = ev.payload.get("node_id")
-    return trace, final
+    return sorted(trace, key=lambda t: (t[1] or "", t[0])), final
 
 
 async def replay_run(store: Any, run_id: str) -> ReplayReport:

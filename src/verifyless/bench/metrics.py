@@ -243,7 +243,11 @@ class CriticMetrics:
 
 
 def critic_metrics(records: Sequence[CriticRecord]) -> CriticMetrics:
-    """Headline metrics over ``records`` (five-way ones over the records that have a five-level truth)."""
+    """Headline metrics over ``records`` (five-way ones over the records that have a five-level truth).
+
+    Accuracies of an empty record list are NaN; ``ladder5`` is None when no
+    record has a five-level truth.
+    """
     pred = [r.pred3 for r in records]
     true = [r.true3 for r in records]
     five = [r for r in records if r.true5 is not None]

@@ -85,7 +85,8 @@ def plot_auroc_vs_k(series: Mapping[str, Sequence[AurocPoint]], path: str | Path
         ax.errorbar([p.k for p in pts], [p.auroc for p in pts], yerr=[p.std or 0.0 for p in pts], marker="o",
                     capsize=3, label=name)
     ax.axhline(0.5, color="grey", linestyle="--", linewidth=1)
-    ax.set_xscale("log", base=2)
+    if any(p.auroc is not None for pts in series.values() for p in pts):
+        ax.set_xscale("log", base=2)  # only with data: a log axis over nothing raises in matplotlib
     ax.set_xlabel("k (critiques per candidate)")
     ax.set_ylabel("AUROC (improve vs not)")
     ax.set_title(title)

@@ -185,12 +185,16 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
         for j, proposal in enumerate(proposals):
             cid = f"s{step}c{j}"
             if isinstance(proposal, RoleFailure):
-                members.append(PoolCandidate(cid, "", proposal.kind, reason=proposal.reason))
+                members.append(PoolCandidate(cid, "", _failure_status(proposal), reason=proposal.reason))
                 continue
             impl = await roles.implementer.implement(task, parent, proposal)
             program = impl.program or ""
-            problem = (impl.failure.reason if impl.failure else None) if not impl.ok else (
-                fixed_region_violation(parent.program, program, task.band) or syntax_error(program))
+            if not impl.ok:
+                failure = impl.failure or RoleFailure("guard-failed", "the implementer returned no program")
+                members.append(PoolCandidate(cid, proposal.text, _failure_status(failure), params=dict(proposal.params),
+                                             reason=failure.reason))
+                continue
+            problem = fixed_region_violation(parent.program, program, task.band) or syntax_error(program)
             if problem:
                 members.append(PoolCandidate(cid, proposal.text, Status.GUARD_FAILED.value, params=dict(proposal.params),
                                              reason=problem))
@@ -217,6 +221,11 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
     if store is not None:
         store.set_status(run_id, "finished")
     return pools
+
+
+def _failure_status(failure: Any) -> str:
+    """The node status the engine would record for a role failure."""
+    return (Status.PARSE_ERROR if failure.kind == "parse-error" else Status.GUARD_FAILED).value
 
 
 def _orient(task: Task, value: float | None) -> float | None:

@@ -1,0 +1,63 @@
+"""The command line: clear messages and documented exit codes, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "verifyless.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (("verify", "/no/such/task"), 3, "/no/such/task"),
+    (("verify", "diabetes", "/no/such/program.py"), 3, "not found"),
+    (("tasks", "/no/such/folder"), 3, "not a folder"),
+    (("runs", "--store", "/no/such/store.db"), 5, "no run store"),
+    (("show", "nope", "--store", "/no/such/store.db"), 5, "no run store"),
+    (("run", "diabetes", "engine.candidatez=3"), 2, "engine.candidatez"),
+    (("run", "diabetes", "--budget", "0"), 2, "budget.verifications"),
+    (("run", "diabetes", "--strategy", "anneal", "--budget", "2"), 2, "anneal"),
+    (("run", "diabetes", "nonsense"), 2, "key.path=value"),
+])
+def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, args, code, message):
+    args = tuple(a.replace("runs/", str(tmp_path) + "/") for a in args)
+    out = cli(*args, "--store", str(tmp_path / "s.db")) if args[0] == "run" else cli(*args)
+    assert out.returncode == code, out.stderr
+    assert message in out.stderr + out.stdout
+    assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_tasks_lists_every_builtin_task():
+    out = cli("tasks")
+    assert out.returncode == 0, out.stderr
+    for name in ("diabetes", "sunspots", "moons_torch", "circle_packing"):
+        assert name in out.stdout
+
+
+def test_verify_json_on_an_openevolve_folder():
+    out = cli("verify", "circle_packing", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["status"] == "ok" and data["metrics"]["combined_score"] > 0
+
+
+def test_run_show_runs_resume_and_replay(tmp_path):
+    store = str(tmp_path / "s.db")
+    out = cli("run", "circle_packing", "--budget", "4", "--store", store, "--quiet", "engine.candidates=3",
+              "strategy.name=greedy", "strategy.options.num_drafts=1")
+    assert out.returncode == 0, out.stderr
+    assert "best node" in out.stdout
+    listing = cli("runs", "--store", store)
+    assert listing.returncode == 0 and "circle_packing" in listing.stdout
+    run_id = listing.stdout.split("circle_packing")[0].split()[-1]
+    shown = cli("show", run_id[:12], "--store", store)
+    assert shown.returncode == 0 and "verifications 4" in shown.stdout, shown.stdout + shown.stderr
+    replayed = cli("replay", run_id, "--store", store)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "identical" in replayed.stdout
