@@ -10,7 +10,6 @@ from verifyless.bench.pools import (
     PoolCandidate,
     PoolRecord,
     ScoreOracle,
-    collect_pools,
     evaluate_selector,
     load_pools,
     pool_candidates,
@@ -114,8 +113,16 @@ def test_collect_pools_on_diabetes(tmp_path):
     pytest.importorskip("verifyless.roles.space")
     from verifyless.store import RunStore
 
+    from typer.testing import CliRunner
+
+    from verifyless.bench.cli import app
+
+    # Through the CLI (the same function the lead mounts as `verifyless collect-pools`).
+    res = CliRunner().invoke(app, ["collect-pools", "diabetes", "--parents", "1", "--n", "3", "--out",
+                                   str(tmp_path / "pools.jsonl"), "--store", str(tmp_path / "runs.db")])
+    assert res.exit_code == 0, res.output
+    pools = load_pools(tmp_path / "pools.jsonl")
     with RunStore(tmp_path / "runs.db") as store:
-        pools = collect_pools("diabetes", parents=1, n_per_parent=3, seed=0, store=store)
         run = store.runs()[-1]
         verified = store.budget(run.run_id).verifications
         rows = store.node_rows(run.run_id)
@@ -129,7 +136,5 @@ def test_collect_pools_on_diabetes(tmp_path):
     for c in pool.candidates:
         if c.status == "ok":
             assert c.fitness == pytest.approx(-c.score) and c.test_score is not None
-    path = save_pools(pools, tmp_path / "pools.jsonl")
-    again = load_pools(path)
-    rep = evaluate_selector(again, ScoreOracle.from_pools(again, "validation"), n_boot=50)
+    rep = evaluate_selector(pools, ScoreOracle.from_pools(pools, "validation"), n_boot=50)
     assert rep.summary.top1 == 1.0 and rep.summary.regret == pytest.approx(0.0)

@@ -33,6 +33,9 @@ def main() -> None:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         app(standalone_mode=False)
     except VerifylessError as exc:
@@ -325,6 +328,15 @@ def demo(
 
     asyncio.run(run_demo(task=task, budget=budget, store_path=store, console=console))
 
+
+def _mount_bench() -> None:
+    from verifyless.bench.cli import app as bench_app, collect_pools_command
+
+    app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
+    app.command("collect-pools")(collect_pools_command)
+
+
+_mount_bench()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

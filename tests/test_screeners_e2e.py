@@ -1,0 +1,48 @@
+"""Every screener by name through configuration, on a built-in task, with scripted LLM roles and the real sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from verifyless.config import load_config
+from verifyless.store import RunStore
+from verifyless.wiring import build_engine
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
+
+SCREENERS = [
+    ("critic", ["screener.options.k=4"]),
+    ("tournament", ["screener.options.context_nodes=3"]),
+    ("ensemble", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
+    ("arbiter", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
+    ("agentic", ["screener.options.budget_s=20", "screener.options.theta_s=1", "screener.options.max_pilots=2"]),
+    ("surrogate", []),
+    ("random", []),
+    ("oracle", []),
+]
+
+
+@pytest.mark.parametrize("name, options", SCREENERS, ids=[s for s, _ in SCREENERS])
+def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
+    cfg = load_config(overrides=[
+        "task=circle_packing", f"screener.name={name}", "budget.verifications=3", "engine.candidates=3",
+        "strategy.name=greedy", "strategy.options.num_drafts=1", f"store={tmp_path / 's.db'}",
+        "roles.kind=llm", f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}", *options,
+    ])
+    with RunStore(cfg.store) as store:
+        engine = build_engine(cfg, store)
+        try:
+            result = asyncio.run(engine.run())
+        finally:
+            engine.executor.close()
+        assert result.verifications == 3
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        assert screenings and all(s["screener"] for s in screenings)
+        assert all(set(s["chosen"]) <= set(s["ranking"]) for s in screenings)
+        calls = [e.payload["role"] for e in store.events(result.run_id, kinds=["llm_call"])]
+        assert {"brief", "proposer", "implementer", "summarizer"} <= set(calls)
+        statuses = {r["status"] for r in store.node_rows(result.run_id)}
+        assert "ok" in statuses
