@@ -184,3 +184,37 @@ def test_kill_minus_nine_then_resume(tmp_path):
         assert {e.seq for e in before} <= {e.seq for e in after}
         assert store.budget(run_id).verifications == len(after) == 40 == result.verifications
         assert max(Counter(e.payload["program_hash"] for e in after).values()) == 1
+
+
+def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_error(tmp_path):
+    from engine_fakes import Implementer, Proposer
+
+    from verifyless.errors import ModelUnavailable
+
+    class Flaky(Implementer):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        async def implement(self, task, parent, idea):
+            self.n += 1
+            if self.n % 3 == 0:
+                raise ModelUnavailable("retries exhausted talking to http://127.0.0.1:9/v1")
+            return await super().implement(task, parent, idea)
+
+    class Dead(Proposer):
+        async def propose(self, ctx, n):
+            raise ModelUnavailable("cannot reach http://127.0.0.1:9/v1")
+
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, budget=6)
+        engine.roles = engine.roles.__class__(engine.roles.briefer, engine.roles.proposer, Flaky(), engine.roles.summarizer)
+        result = asyncio.run(engine.run())
+        statuses = Counter(r["status"] for r in store.node_rows(result.run_id))
+        assert statuses["model-error"] > 0 and result.verifications == 6
+
+        dead = make_engine(store, budget=6)
+        dead.roles = dead.roles.__class__(dead.roles.briefer, Dead(), dead.roles.implementer, dead.roles.summarizer)
+        with pytest.raises(ModelUnavailable, match="3 rounds in a row"):
+            asyncio.run(dead.run())
+        assert len(list(store.events(dead.run_id, kinds=["model_error"]))) == 3

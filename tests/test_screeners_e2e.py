@@ -14,7 +14,7 @@ from verifyless.wiring import build_engine
 SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
 
 SCREENERS = [
-    ("critic", ["screener.options.k=4"]),
+    ("critic", ["screener.options.k=4", "engine.final_selection=3", "budget.verifications=4"]),
     ("tournament", ["screener.options.context_nodes=3"]),
     ("ensemble", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
     ("arbiter", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
@@ -38,7 +38,10 @@ def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
             result = asyncio.run(engine.run())
         finally:
             engine.executor.close()
-        assert result.verifications == 3
+        assert result.verifications == cfg.budget.verifications
+        if cfg.engine.final_selection:
+            (final,) = [e.payload for e in store.events(result.run_id, kinds=["final_selection"])]
+            assert final["winner"] == result.best_id and len(final["matches"]) == 30
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         assert screenings and all(s["screener"] for s in screenings)
         assert all(set(s["chosen"]) <= set(s["ranking"]) for s in screenings)

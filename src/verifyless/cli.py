@@ -319,7 +319,7 @@ def propose(
 
 @app.command()
 def demo(
-    task: str = typer.Option("diabetes", help="built-in task"),
+    task: str = typer.Option("sunspots", help="built-in task"),
     budget: int = typer.Option(16, help="verifications per arm"),
     store: Path = typer.Option(Path("runs/demo.db"), "--store"),
 ) -> None:

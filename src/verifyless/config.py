@@ -65,8 +65,9 @@ class Engine(_Strict):
     verify_uncertain: bool = Field(False, description="also verify candidates whose vote uncertainty u >= T")
     uncertainty_threshold: float = Field(0.25, ge=0.0, le=1.0)
     memory: bool | None = Field(None, description="None: on for mcgs, off otherwise")
-    test_oracle: bool = Field(False, description="offline studies only: choose by hidden test score")
     max_rounds: int | None = Field(None, ge=1)
+    final_selection: int | None = Field(
+        None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)")
 
 
 class Executor(_Strict):

@@ -46,10 +46,35 @@ async def run_demo(*, task: str, budget: int, store_path: Path, console: Any, se
     for arm, r in results.items():
         table.add_row(arm, r.run_id, _f(r.baseline_score), _f(r.best_score), _f(r.best_test_score), str(r.verifications))
     console.print(table)
+    console.print(_progress_table(store_path, results, engine.task.metric, budget))
     direction = engine.task.metric.direction
     console.print(f"metric: {engine.task.metric.name} ({direction}); store: {store_path}; "
                   f"inspect with `verifyless show RUN --store {store_path}`")
     return results
+
+
+def _progress_table(store_path: Path, results: dict[str, Any], metric: Any, budget: int) -> Table:
+    """Best validation score so far after a quarter, half, ... of the budget, and verifications-to-match."""
+    from verifyless.bench.compare import curve_from_store, reach_final
+
+    marks = sorted({max(1, round(budget * q)) for q in (0.25, 0.5, 0.75, 1.0)})
+    table = Table(title="best validation score after v verifications", header_style="bold")
+    table.add_column("arm")
+    for m in marks:
+        table.add_column(f"v={m}", justify="right")
+    table.add_column("verifications to match the unscreened final", justify="right")
+    with RunStore(store_path) as store:
+        curves = {arm: curve_from_store(store, r.run_id) for arm, r in results.items()}
+    arms = list(curves)
+    reference = curves[arms[-1]]
+    for arm, curve in curves.items():
+        cells = []
+        for m in marks:
+            fit = curve.best[min(m, len(curve.best)) - 1] if len(curve.best) else float("nan")
+            cells.append(_f(metric.orient(float(fit))) if fit == fit else "-")  # orient is its own inverse
+        hit = reach_final(curve, reference).verifications
+        table.add_row(arm, *cells, "-" if hit is None else str(hit))
+    return table
 
 
 class _Dots:

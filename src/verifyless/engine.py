@@ -103,6 +103,7 @@ class Engine:
         config: RunConfig,
         memory: Any | None = None,
         progress: ProgressFn | None = None,
+        final_judge: Any | None = None,
     ) -> None:
         self.task = task
         self.roles = roles
@@ -112,6 +113,7 @@ class Engine:
         self.store = store
         self.config = config
         self.memory = memory
+        self.final_judge = final_judge
         self.progress = progress or (lambda kind, data: None)
         self.run_id: str | None = None
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
@@ -122,6 +124,7 @@ class Engine:
         self._staged: dict[str, Node] = {}   # recorded but not yet told to the strategy
         self._reserved = 0
         self._claimed: set[str] = set()  # program hashes dispatched for verification
+        self._model_failures = 0           # consecutive rounds whose proposer endpoint failed
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ public
@@ -148,9 +151,25 @@ class Engine:
             self.store.set_status(self.run_id, "interrupted")
             raise
         final_id = self.strategy.final(self.s.view)
+        final_id = await self._select_final(final_id)
         self._append("final", {"node_id": final_id, "stopped": stopped})
         self.store.set_status(self.run_id, "finished")
         return self._result(final_id, stopped)
+
+    async def _select_final(self, best_id: str | None) -> str | None:
+        """Optional end-of-run step: a judged round-robin over the top-N validation nodes (RPM paper)."""
+        top_n = self.config.engine.final_selection
+        if top_n is None or self.final_judge is None:
+            return best_id
+        from verifyless.screen.final import select_final
+
+        selection = await select_final(self.s.view.nodes.values(), self.final_judge, top_n,
+                                       rng=random.Random(f"{self.config.seed}:final"), task=self.task,
+                                       summaries=self.s.summaries)
+        self._append("final_selection", {"winner": selection.winner, "pool": list(selection.pool),
+                                         "points": dict(selection.points), "strategy_best": best_id,
+                                         "matches": [dict(m) for m in selection.matches]})
+        return selection.winner or best_id
 
     # ------------------------------------------------------------------ setup
 
@@ -240,11 +259,16 @@ class Engine:
             references=tuple(self._node_info(n) for n in exp.reference_ids if n in self.s.programs),
             seed=rng.randrange(2**31),
         )
-        proposals = await self.roles.proposer.propose(ctx, eng.candidates)
+        try:
+            proposals = await self.roles.proposer.propose(ctx, eng.candidates)
+        except ModelUnavailable as exc:
+            self._model_failure(r, f"proposer: {exc}")
+            return
         prefix = f"r{r}e{i}c"
         seen: set[str] = set()  # program hashes already in this pool
         made = await asyncio.gather(*(self._make(f"{prefix}{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals)))
         pool = [c for c in made if c is not None]
+        self._model_failures = 0
         if not pool:
             return
         sctx = ScreenContext(
@@ -252,7 +276,15 @@ class Engine:
             nodes={k: v for k, v in self.s.view.nodes.items() if v.status.verified},
             summaries=self.s.summaries, n_verify=eng.verify_per_expansion, round=r,
         )
-        screening = await self.screener.screen(sctx, pool)
+        try:
+            screening = await self.screener.screen(sctx, pool)
+        except ModelUnavailable as exc:
+            # The screener's endpoint failed: fall back to a seeded random pick, and say so in the log.
+            order = [c.id for c in pool]
+            rng.shuffle(order)
+            screening = Screening(f"{getattr(self.screener, 'name', 'screener')}-unavailable", tuple(order),
+                                  tuple(order[: eng.verify_per_expansion]))
+            self._model_failure(r, f"screener: {exc}", fatal=False)
         to_verify = list(screening.chosen)
         if eng.verify_uncertain:
             to_verify += [c for c in screening.ranking if c not in to_verify
@@ -286,8 +318,11 @@ class Engine:
         if isinstance(proposal, RoleFailure):
             self._record_failure(Candidate(idea=Idea(""), program="", program_hash="", **base), proposal, r)
             return None
-        async with self._llm:
-            impl: Implementation = await self.roles.implementer.implement(self.task, parent, proposal)
+        try:
+            async with self._llm:
+                impl: Implementation = await self.roles.implementer.implement(self.task, parent, proposal)
+        except ModelUnavailable as exc:
+            impl = Implementation(None, RoleFailure("model-error", f"implementer: {exc}"))
         if not impl.ok:
             fail = impl.failure or RoleFailure("guard-failed", "implementer returned no program")
             self._record_failure(Candidate(idea=proposal, program="", program_hash="", **base), fail, r)
@@ -305,7 +340,11 @@ class Engine:
             self._queue_tell(r, (2, cid), cid)
             return None
         seen.add(cand.program_hash)
-        cand = cand.replace(summary=await self._summarize(cand))
+        try:
+            cand = cand.replace(summary=await self._summarize(cand))
+        except ModelUnavailable as exc:
+            self._record_failure(cand, RoleFailure("model-error", f"summarizer: {exc}"), r)
+            return None
         self._record_candidate(cand, Status.IMPLEMENTED)
         return cand
 
@@ -323,8 +362,11 @@ class Engine:
                and self._slots_left() > 0):
             attempt += 1
             error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-            async with self._llm:
-                impl = await self.roles.implementer.repair(self.task, current.program, current.idea, error)
+            try:
+                async with self._llm:
+                    impl = await self.roles.implementer.repair(self.task, current.program, current.idea, error)
+            except ModelUnavailable:
+                break
             if not impl.ok:
                 break
             program = impl.program or ""
@@ -403,8 +445,17 @@ class Engine:
         self._append("node", payload, node_id=cand.id)
         self._remember(cand, status, reason)
 
+    def _model_failure(self, r: int, reason: str, fatal: bool = True) -> None:
+        """Log an endpoint failure; three rounds in a row without a usable model stop the run with the error."""
+        self._append("model_error", {"round": r, "reason": reason[:2000]})
+        self.progress("model_error", {"round": r, "reason": reason})
+        if fatal:
+            self._model_failures += 1
+            if self._model_failures >= 3:
+                raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
+
     def _record_failure(self, cand: Candidate, failure: RoleFailure, r: int) -> None:
-        status = Status.PARSE_ERROR if failure.kind == "parse-error" else Status.GUARD_FAILED
+        status = {"parse-error": Status.PARSE_ERROR, "model-error": Status.MODEL_ERROR}.get(failure.kind, Status.GUARD_FAILED)
         self._record_candidate(cand, status, failure.reason[:2000])
         self._queue_tell(r, (3, cand.id), cand.id)
 
@@ -471,8 +522,8 @@ class Engine:
         parent = self.s.view.nodes.get(cand.parent_id) if cand.parent_id else None
         parent_fit = parent.fitness if parent is not None else None
         observe = getattr(self.screener, "observe", None)
-        if observe is not None:
-            observe(cand, parent_fit, v, node.fitness)
+        if observe is not None:  # learners see validation outcomes only, never hidden test scores
+            observe(cand, parent_fit, v.replace(test_metrics={}, test_score=None), node.fitness)
         if self.memory is not None:
             from verifyless.search.memory import MemoryRecord
 

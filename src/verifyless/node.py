@@ -30,6 +30,7 @@ class Status(str, enum.Enum):
     IMPLEMENTED = "implemented"
     GUARD_FAILED = "guard-failed"          # contract check or static guard rejected it
     PARSE_ERROR = "parse-error"            # the LLM reply never parsed
+    MODEL_ERROR = "model-error"            # the endpoint failed for this candidate (retries exhausted)
     SCREENED_OUT = "screened-out"          # the screener did not pick it
     DUPLICATE = "duplicate"                # identical program already verified
     OK = "ok"

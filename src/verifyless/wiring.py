@@ -111,8 +111,13 @@ def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progre
         from verifyless.search.memory import Memory
 
         memory = Memory()
+    final_judge = None
+    if cfg.engine.final_selection is not None:
+        final_judge = models.get("judge") or models.get("default")
+        if final_judge is None:
+            raise ConfigError("engine.final_selection needs a judge model: set roles.models.judge or roles.models.default")
     engine = Engine(task=task, roles=roles, screener=build_screener(cfg, task, models, getattr(executor, "sandbox", None)),
                     strategy=build_strategy(cfg), executor=executor, store=store, config=cfg, memory=memory,
-                    progress=progress)
+                    progress=progress, final_judge=final_judge)
     engine.run_ref = run_ref
     return engine

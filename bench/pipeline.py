@@ -1,0 +1,198 @@
+"""Verifier utilisation: the pipelined engine against the sequential loop.
+
+Setting: every expansion costs ``--llm`` seconds of model-side work (half in
+the proposer, half in the screener) and every verification ``--verify``
+seconds; both are simulated with ``asyncio.sleep`` so the measurement is
+about the engine's scheduling, not about CPU contention. The executor has
+capacity 1 (one verifier). Utilisation = seconds the verifier was busy /
+wall seconds of the whole run (brief, baseline and final drain included).
+
+With ``engine.pipeline=false`` a round's model work waits for the previous
+round's verification, so the verifier idles ``llm / (llm + verify)`` of the
+time (2/3 busy with the defaults). With ``engine.pipeline=true`` round r's
+model work overlaps round r-1's verification, so only the first expansion
+leaves it idle.
+
+Usage::
+
+    python bench/pipeline.py            # llm 1 s, verify 2 s, budget 16 (about 80 s)
+    python bench/pipeline.py --quick    # 20x faster clocks, budget 6 (about 2 s)
+
+Prints a markdown table; ``main`` returns the rows for tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from verifyless.config import load_config
+from verifyless.engine import Engine
+from verifyless.node import Idea, Status, Verification, content_hash
+from verifyless.program import extract, replace
+from verifyless.roles.base import Implementation, RoleFailure, Roles, TaskBrief
+from verifyless.screen.baselines import RandomScreener
+from verifyless.search.registry import build_strategy
+from verifyless.store import RunStore
+from verifyless.task.base import Band, Metric, Task
+
+PROGRAM = "# EVOLVE-BLOCK-START\nx = 0\n# EVOLVE-BLOCK-END\nprint(x)\n"
+TARGET = 40  # hidden optimum of the toy problem; score = |x - TARGET| (minimise)
+
+
+def toy_task() -> Task:
+    """A one-constant task; the band holds ``x = <int>``."""
+    return Task(name="pipeline-toy", root=Path("/nonexistent-pipeline-toy"), kind="native",
+                statement="Choose x.", program_file="p.py", baseline_program=PROGRAM, band=Band(),
+                metric=Metric("distance", "minimize"), validation_metrics=("distance",),
+                test_metrics=("test_distance",))
+
+
+def _x(program: str) -> int:
+    return int(re.search(r"x = (-?\d+)", extract(program, Band())).group(1))
+
+
+class _Briefer:
+    async def brief(self, task):
+        return TaskBrief("choose x", ("distance of x to the hidden target",))
+
+
+class _SlowProposer:
+    """Proposes steps around the parent's x after ``delay`` seconds of simulated model time."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    async def propose(self, ctx, n):
+        await asyncio.sleep(self.delay)
+        rng = random.Random(ctx.seed)
+        base = _x(ctx.parent.program)
+        return [Idea(f"move x from {base} to {base + d}", {"x": base + d})
+                for d in rng.sample([d for d in range(-9, 10) if d], n)]
+
+
+class _Implementer:
+    async def implement(self, task, parent, idea):
+        return Implementation(replace(parent.program, task.band, f"x = {idea.params['x']}\n"))
+
+    async def repair(self, task, program, idea, error):
+        return Implementation(None, RoleFailure("guard-failed", "the toy task never needs repairs"))
+
+
+class _Summarizer:
+    async def summarize(self, task, program, idea=None):
+        return f"sets x to {_x(program)}"
+
+
+class _SlowScreener:
+    """A random screener that spends ``delay`` seconds first (stands in for an LLM judge)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.inner = RandomScreener()
+        self.name = "slow-random"
+
+    async def screen(self, ctx, candidates):
+        await asyncio.sleep(self.delay)
+        return await self.inner.screen(ctx, candidates)
+
+
+class TimedExecutor:
+    """One-slot verifier that sleeps ``delay`` seconds per verification and records busy intervals."""
+
+    name = "timed"
+    capacity = 1
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.intervals: list[tuple[float, float]] = []
+
+    async def verify(self, task, program):
+        start = time.monotonic()
+        await asyncio.sleep(self.delay)
+        self.intervals.append((start, time.monotonic()))
+        d = float(abs(_x(program) - TARGET))
+        return Verification(Status.OK, "", {"distance": d}, {"test_distance": d}, d, d,
+                            run_seconds=self.delay, program_hash=content_hash(program))
+
+    def busy(self) -> float:
+        """Union length of the busy intervals (they cannot overlap at capacity 1, but be safe)."""
+        total, end = 0.0, -1.0
+        for a, b in sorted(self.intervals):
+            if b > end:
+                total += b - max(a, end)
+                end = b
+        return total
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass(frozen=True)
+class Row:
+    mode: str
+    wall_s: float
+    busy_s: float
+    utilisation: float
+    verifications: int
+    rounds: int
+    best_score: float | None
+
+
+async def run_mode(pipeline: bool, *, llm: float, verify: float, budget: int, candidates: int, store: RunStore) -> Row:
+    cfg = load_config(overrides=[
+        "strategy.name=greedy", f"budget.verifications={budget}", f"engine.candidates={candidates}",
+        f"engine.pipeline={str(pipeline).lower()}", "engine.verify_concurrency=1", "engine.memory=false",
+    ])
+    executor = TimedExecutor(verify)
+    engine = Engine(task=toy_task(), roles=Roles(_Briefer(), _SlowProposer(llm / 2), _Implementer(), _Summarizer()),
+                    screener=_SlowScreener(llm / 2), strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+                    executor=executor, store=store, config=cfg)
+    start = time.monotonic()
+    result = await engine.run()
+    wall = time.monotonic() - start
+    busy = executor.busy()
+    return Row("pipelined" if pipeline else "sequential", wall, busy, busy / wall, result.verifications,
+               result.rounds, result.best_score)
+
+
+def table(rows: Sequence[Row], llm: float, verify: float) -> str:
+    lines = [f"LLM/screening work {llm:g} s per expansion, verification {verify:g} s, one verifier.", "",
+             "| mode | wall s | verifier busy s | utilisation | verifications | rounds | best score |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        best = "—" if r.best_score is None else f"{r.best_score:g}"
+        lines.append(f"| {r.mode} | {r.wall_s:.1f} | {r.busy_s:.1f} | {100 * r.utilisation:.1f}% | "
+                     f"{r.verifications} | {r.rounds} | {best} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> list[Row]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llm", type=float, default=1.0, help="seconds of model/screening work per expansion")
+    ap.add_argument("--verify", type=float, default=2.0, help="seconds per verification")
+    ap.add_argument("--budget", type=int, default=16, help="verifications per run (baseline included)")
+    ap.add_argument("--candidates", type=int, default=4)
+    ap.add_argument("--quick", action="store_true", help="smoke version: clocks 20x faster, budget 6")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.llm, args.verify, args.budget = args.llm / 20, args.verify / 20, 6
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "pipeline.db") as store:
+        for pipeline in (False, True):
+            rows.append(asyncio.run(run_mode(pipeline, llm=args.llm, verify=args.verify, budget=args.budget,
+                                             candidates=args.candidates, store=store)))
+    print(table(rows, args.llm, args.verify))
+    return rows
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

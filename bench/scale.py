@@ -1,0 +1,289 @@
+"""Scale: the run store, parent selection and memory retrieval at 10k and 100k nodes.
+
+For each size N a synthetic run is written to a real ``RunStore`` (with
+``append_many``, in large transactions) with the same event kinds and payloads
+the engine writes: ``round``, ``node``, ``verification``, ``status`` and
+``tell``. Each round makes 4 children of one parent (the best node with
+probability 0.3, else a random working node): two are verified (90% ok, 10%
+failed) and two are screened out. Idea texts are drawn from an ML vocabulary
+so lexical and hashed retrieval see realistic term statistics.
+
+Measured, per strategy (mcgs, greedy, islands):
+
+* **resume**: open the store and run ``Engine._restore``, the path ``--resume``
+  takes (replay every event, repeat every logged ``tell`` batch into a fresh
+  strategy and the memory). Memory is the hashing embedder here; the MiniLM
+  cost of a resume is estimated separately (``--minilm``).
+* **ask**: ``strategy.ask(view, 1)`` latency p50/p95 over ``--asks`` calls
+  after the resume.
+
+And per size: memory retrieval p50/p95 (``Memory(embedder="hashing")``, bulk
+``extend`` of every verified record, then ``query_for`` + ``search(k=5)`` for
+improve and debug queries), and the process's peak resident memory
+(``getrusage`` maxrss, a running peak: sizes run in increasing order).
+
+Usage::
+
+    python bench/scale.py                    # 10k and 100k nodes
+    python bench/scale.py --sizes 10000      # one size
+    python bench/scale.py --minilm           # also time MiniLM retrieval (on --minilm-records records)
+    python bench/scale.py --profile          # cProfile the 100k resume of mcgs and print the top entries
+    python bench/scale.py --quick            # 1000 nodes, 20 asks (smoke)
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from verifyless.config import load_config
+from verifyless.engine import Engine
+from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.screen.baselines import RandomScreener
+from verifyless.search.memory import Memory, MemoryRecord
+from verifyless.search.registry import build_strategy
+from verifyless.store import RunStore
+from verifyless.task.base import Band, Metric, Task
+
+STRATEGIES = ("mcgs", "greedy", "islands")
+CHILDREN, VERIFIED = 4, 2  # per round: children made, of which verified
+
+_VERBS = ["replace", "add", "switch", "tune", "remove", "increase", "decrease", "normalise", "clip", "average"]
+_THINGS = ["ridge regression", "gradient boosting", "random forest", "learning rate", "dropout", "batch size",
+           "weight decay", "early stopping", "log target", "standard scaler", "quantile transform",
+           "polynomial features", "feature selection", "k nearest neighbours", "huber loss", "lasso penalty",
+           "cosine schedule", "warmup steps", "label smoothing", "data augmentation", "ensemble of seeds",
+           "hidden layer width", "attention heads", "residual connections", "layer norm", "adam optimiser",
+           "momentum", "gradient clipping", "cross validation folds", "target encoding", "lag features",
+           "seasonal differencing", "fourier terms", "moving average", "exponential smoothing", "tree depth",
+           "leaf size", "subsample ratio", "column sampling", "kernel width", "circle radii", "restart count"]
+_ERRORS = ["ValueError: Input contains NaN", "RuntimeError: shape mismatch in matmul",
+           "MemoryError: unable to allocate array", "ConvergenceWarning: lbfgs failed to converge",
+           "KeyError: 'target'", "ZeroDivisionError: float division by zero", "TimeoutError: step exceeded 60 s"]
+
+
+def scale_task() -> Task:
+    return Task(name="scale-synthetic", root=Path("/nonexistent-scale"), kind="native", statement="synthetic",
+                program_file="p.py", baseline_program="# EVOLVE-BLOCK-START\nx = 0\n# EVOLVE-BLOCK-END\n",
+                band=Band(), metric=Metric("loss", "minimize"), validation_metrics=("loss",),
+                test_metrics=("test_loss",))
+
+
+def idea_text(rng: random.Random) -> str:
+    parts = [f"{rng.choice(_VERBS)} the {rng.choice(_THINGS)}" for _ in range(rng.randint(1, 3))]
+    return " and ".join(parts) + f" with setting {rng.choice(['low', 'medium', 'high', str(rng.randint(1, 512))])}"
+
+
+def write_run(store: RunStore, n_nodes: int, seed: int = 0, chunk: int = 20000) -> str:
+    """Write a synthetic run of ``n_nodes`` nodes (root included) and return its id."""
+    rng = random.Random(seed)
+    cfg = load_config(overrides=["strategy.name=mcgs", "screener.name=random"])
+    run_id = store.create_run("scale-synthetic", cfg.model_dump(mode="json"), seed=seed)
+    events: list[tuple] = [("brief", {"understanding": "synthetic", "criteria": ["loss"]})]
+    ok_ids: list[str] = ["root"]
+    fitness: dict[str, float] = {"root": -100.0}
+    best = "root"
+
+    def add(cid: str, parent: str | None, op: Operator, r: int, verify: bool, ok: bool) -> None:
+        nonlocal best
+        text = idea_text(rng)
+        h = content_hash(f"{cid}:{text}")
+        cand = Candidate(id=cid, parent_id=parent, operator=op, idea=Idea(text), program="", program_hash=h,
+                         summary=f"program {cid}: {text}", round=r)
+        payload = cand.to_dict()
+        payload.pop("program")
+        payload.update(status=Status.IMPLEMENTED.value if verify else Status.SCREENED_OUT.value,
+                       reason="" if verify else "ranked low by random")
+        events.append(("node", payload, cid))
+        if not verify:
+            return
+        if ok:
+            fit = (fitness[parent] if parent else -100.0) + rng.gauss(0.5, 2.0)
+            v = Verification(Status.OK, "", {"loss": -fit}, {"test_loss": -fit + 0.1}, -fit, -fit + 0.1,
+                             run_seconds=2.0, program_hash=h)
+            fitness[cid] = fit
+            ok_ids.append(cid)
+            if fit > fitness[best]:
+                best = cid
+        else:
+            fit = None
+            err = rng.choice(_ERRORS)
+            v = Verification(Status.FAILED, err, run_seconds=1.0, stderr_tail=f"Traceback ...\n{err}", program_hash=h)
+        events.append(("verification", {**v.to_dict(), "fitness": fit}, cid, True))
+
+    add("root", None, Operator.BASELINE, 0, True, True)
+    events.append(("tell", {"round": 0, "node_ids": ["root"]}))
+    r, made = 0, 1
+    while made < n_nodes:
+        r += 1
+        parent = best if rng.random() < 0.3 else rng.choice(ok_ids)
+        events.append(("round", {"round": r, "expansions": [{"parent_id": parent, "operator": "improve"}]}))
+        ids = []
+        for j in range(min(CHILDREN, n_nodes - made)):
+            cid = f"r{r}e0c{j}"
+            add(cid, parent, Operator.IMPROVE, r, j < VERIFIED, rng.random() < 0.9)
+            ids.append(cid)
+            made += 1
+        events.append(("tell", {"round": r, "node_ids": ids}))
+        if len(events) >= chunk:
+            store.append_many(run_id, events)
+            events = []
+    store.append_many(run_id, events)
+    return run_id
+
+
+def restore(path: Path, run_id: str, strategy: str) -> tuple[Engine, float, RunStore]:
+    """Open the store and rebuild the engine's state as ``--resume`` does; returns (engine, seconds, store)."""
+    start = time.perf_counter()
+    store = RunStore(path)
+    cfg = load_config(overrides=[f"strategy.name={strategy}", "screener.name=random"])
+    engine = Engine(task=scale_task(), roles=None, screener=RandomScreener(),  # roles unused by _restore
+                    strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=None, store=store,
+                    config=cfg, memory=Memory(embedder="hashing") if strategy == "mcgs" else None)
+    engine.run_id = run_id
+    engine._restore()
+    return engine, time.perf_counter() - start, store
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    xs = sorted(values)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def time_calls(fn, n: int) -> tuple[float, float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out), pct(out, 0.95)
+
+
+def records_of(engine: Engine) -> list[MemoryRecord]:
+    return [MemoryRecord(node_id=nid, plan=engine.s.ideas[nid].text, outcome=v.status.value,
+                         analysis=f"score {v.score}" if v.score is not None else v.reason,
+                         error=v.reason if v.status is not Status.OK else "", operator="improve")
+            for nid, v in engine.s.verifications.items()]
+
+
+def memory_latency(records: list[MemoryRecord], embedder: str, n_queries: int, seed: int = 1) -> dict[str, float]:
+    rng = random.Random(seed)
+    memory = Memory(embedder=embedder)
+    t = time.perf_counter()
+    memory.extend(records)
+    build = time.perf_counter() - t
+    improve = [Memory.query_for("improve", idea=idea_text(rng)) for _ in range(n_queries)]
+    debug = [Memory.query_for("debug", error=f"Traceback ...\n{rng.choice(_ERRORS)}") for _ in range(n_queries)]
+    memory.search(improve[0])  # warm caches (first bm25s call, lazy model load)
+    lat = {"improve": [], "debug": []}
+    for stage, queries in (("improve", improve), ("debug", debug)):
+        for q in queries:
+            t0 = time.perf_counter()
+            memory.search(q, k=5, stage=stage)
+            lat[stage].append(time.perf_counter() - t0)
+    both = lat["improve"] + lat["debug"]
+    return {"records": len(records), "build_s": build, "p50_ms": 1000 * statistics.median(both),
+            "p95_ms": 1000 * pct(both, 0.95)}
+
+
+def maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+@dataclass
+class SizeResult:
+    n: int
+    events: int
+    write_s: float
+    resume: dict[str, float]
+    ask: dict[str, tuple[float, float]]
+    memory: dict[str, dict[str, float]]
+    rss_mb: float
+
+
+def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool) -> SizeResult:
+    path = tmp / f"scale-{n}.db"
+    t = time.perf_counter()
+    with RunStore(path) as store:
+        run_id = write_run(store, n)
+        n_events = sum(1 for _ in store.events(run_id))
+    write_s = time.perf_counter() - t
+    resume, ask = {}, {}
+    records: list[MemoryRecord] = []
+    for name in STRATEGIES:
+        prof = cProfile.Profile() if profile and name == "mcgs" else None
+        if prof:
+            prof.enable()
+        engine, secs, store = restore(path, run_id, name)
+        if prof:
+            prof.disable()
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
+            print(f"cProfile of the {n}-node mcgs resume:\n{buf.getvalue()}", file=sys.stderr)
+        resume[name] = secs
+        ask[name] = time_calls(lambda: engine.strategy.ask(engine.s.view, 1), asks)
+        if name == "mcgs":
+            records = records_of(engine)
+        store.close()
+        del engine
+    memory = {"hashing": memory_latency(records, "hashing", queries)}
+    if minilm:
+        memory["minilm"] = memory_latency(records[:minilm], "minilm", queries)
+    return SizeResult(n, n_events, write_s, resume, ask, memory, maxrss_mb())
+
+
+def tables(results: Sequence[SizeResult]) -> str:
+    out = ["| nodes | events | write s | resume s (mcgs / greedy / islands) | "
+           "ask p50 ms (mcgs / greedy / islands) | ask p95 ms (mcgs / greedy / islands) | peak RSS MB |",
+           "|---|---|---|---|---|---|---|"]
+    for r in results:
+        out.append(
+            f"| {r.n} | {r.events} | {r.write_s:.1f} | " + " / ".join(f"{r.resume[s]:.2f}" for s in STRATEGIES)
+            + " | " + " / ".join(f"{1000 * r.ask[s][0]:.3f}" for s in STRATEGIES)
+            + " | " + " / ".join(f"{1000 * r.ask[s][1]:.3f}" for s in STRATEGIES) + f" | {r.rss_mb:.0f} |")
+    out += ["", "| nodes | embedder | records | build s | retrieval p50 ms | retrieval p95 ms |", "|---|---|---|---|---|---|"]
+    for r in results:
+        for emb, m in r.memory.items():
+            out.append(f"| {r.n} | {emb} | {int(m['records'])} | {m['build_s']:.2f} | {m['p50_ms']:.2f} | "
+                       f"{m['p95_ms']:.2f} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--asks", type=int, default=200, help="ask() calls timed per strategy")
+    ap.add_argument("--queries", type=int, default=100, help="retrieval queries per stage")
+    ap.add_argument("--minilm", type=int, nargs="?", const=2000, default=0,
+                    help="also time MiniLM retrieval over this many records (default 2000 when given)")
+    ap.add_argument("--profile", action="store_true", help="cProfile the largest mcgs resume (to stderr)")
+    ap.add_argument("--quick", action="store_true", help="smoke version: 1000 nodes, 20 asks, 20 queries")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.asks, args.queries = [1000], 20, 20
+    t = time.perf_counter()
+    Memory(embedder="hashing").extend([MemoryRecord("warm", "warm up imports", "ok")] * 300)  # sklearn, bm25s
+    print(f"one-time imports for memory (scikit-learn, bm25s): {time.perf_counter() - t:.2f} s, "
+          "excluded from the resume times below\n")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sorted(args.sizes):
+            results.append(run_size(n, Path(tmp), args.asks, args.queries, args.minilm,
+                                    args.profile and n == max(args.sizes)))
+    print(tables(results))
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
