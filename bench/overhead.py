@@ -166,7 +166,7 @@ def render(rows: list[dict[str, Any]], baseline: dict[str, float], *, nodes: int
     """The markdown table (one row per framework) and the bare-subprocess baseline line."""
     head = ("| framework | nodes verified | wall s | verified nodes/s | sandbox start-up s/verif "
             "| verif. latency - evaluator s | framework share | set-up s | LLM replies |")
-    lines = [f"Instant workload: {nodes} nodes per framework, evaluator sleep {eval_seconds:g} s.", "", head,
+    lines = [f"Instant scripted LLM; {nodes} nodes per framework; evaluator sleep {eval_seconds:g} s.", "", head,
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r.get("error"):

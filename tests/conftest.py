@@ -10,6 +10,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends
 
+import hypothesis  # noqa: E402,F401  (imported up front: a lazy import at session end can trip a CPython 3.11 AST bug)
 import pytest  # noqa: E402
 
 

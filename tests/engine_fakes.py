@@ -41,7 +41,7 @@ class Proposer:
         base = ctx.parent.idea.params.get("a", 0) if ctx.parent.idea and ctx.parent.idea.params else 0
         out = []
         for _ in range(n):
-            a = base + rng.randint(-6, 6)
+            a = base + rng.randint(-25, 25)
             out.append(Idea(f"set a to {a} (up)" if a > base else f"set a to {a} (down)", {"a": a}, ("up" if a > base else "down",)))
         return out
 

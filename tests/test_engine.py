@@ -97,14 +97,16 @@ def test_budget_is_never_exceeded_with_parallel_verifications(tmp_path):
         assert store.budget(result.run_id).verifications == 7
 
 
-def test_uncertain_and_audit_candidates_are_also_verified(tmp_path):
+@pytest.mark.parametrize("option", ["engine.verify_uncertain", "engine.audit_rate"])
+def test_uncertain_and_audit_candidates_are_also_verified(tmp_path, option):
     with RunStore(tmp_path / "s.db") as store:
-        engine = make_engine(store, strategy="greedy", screener="surrogate", budget=12,
-                             **{"engine.verify_uncertain": True, "engine.audit_rate": 1.0})
+        engine = make_engine(store, strategy="greedy", screener="surrogate", budget=12, **{option: 1})
         result = asyncio.run(engine.run())
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
     assert any(len(s["to_verify"]) > 1 for s in screenings)
-    assert any(s["audited"] for s in screenings)
+    if option == "engine.audit_rate":
+        audited = [a for s in screenings for a in s["audited"]]
+        assert audited and all(a in s["to_verify"] and a not in s["chosen"] for s in screenings for a in s["audited"])
 
 
 def test_memory_receives_every_verification(tmp_path):

@@ -66,6 +66,8 @@ class Engine(_Strict):
     uncertainty_threshold: float = Field(0.25, ge=0.0, le=1.0)
     memory: bool | None = Field(None, description="None: on for mcgs, off otherwise")
     max_rounds: int | None = Field(None, ge=1)
+    max_idle_rounds: int = Field(
+        20, ge=1, description="stop when this many rounds in a row send nothing to verification (search exhausted)")
     final_selection: int | None = Field(
         None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)")
 

@@ -225,6 +225,7 @@ class Engine:
     async def _loop(self) -> str:
         eng = self.config.engine
         lag = 2 if eng.pipeline else 1
+        idle = 0
         while True:
             r = self.s.rounds_done + 1
             await self._drain(upto=r - lag)
@@ -242,9 +243,14 @@ class Engine:
                 continue
             self._append("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
             self.progress("round", {"round": r, "budget": self._budget_dict()})
+            dispatched = len(self._claimed)
             for i, exp in enumerate(expansions):
                 await self._expand(r, i, exp)
             self.s.rounds_done = r
+            idle = 0 if len(self._claimed) > dispatched else idle + 1
+            if idle >= eng.max_idle_rounds:
+                await self._drain(upto=r)
+                return f"stalled: {idle} rounds in a row produced nothing new to verify"
 
     async def _expand(self, r: int, i: int, exp: Expansion) -> None:
         eng = self.config.engine
@@ -295,6 +301,7 @@ class Engine:
             audited = [rng.choice(rest)]
         allowed = self._slots_left()
         to_verify = (to_verify + audited)[: max(0, allowed)]
+        audited = [a for a in audited if a in to_verify]
         self._append("screening", {**screening.to_dict(), "to_verify": to_verify, "audited": audited, "round": r})
         self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
                                     "evidence": {k: v.to_dict() for k, v in screening.evidence.items()}})

@@ -15,7 +15,7 @@ The config holds the *name* of the key's env var, never the key.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Mapping, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -125,10 +125,21 @@ def make_config(**fields: Any) -> ModelConfig:
         raise ConfigError(f"invalid model config: {problems}") from None
 
 
-def parse_spec(spec: str | ModelConfig) -> ModelConfig:
-    """Turn a spec string (see the module docstring) or a config into a ``ModelConfig``."""
+def parse_spec(spec: str | Mapping[str, Any] | ModelConfig) -> ModelConfig:
+    """Turn a spec string (see the module docstring), a mapping of settings, or a config into a ``ModelConfig``.
+
+    A mapping without ``base_url`` takes it from the environment, like ``openai:<model>``.
+    """
     if isinstance(spec, ModelConfig):
         return spec
+    if isinstance(spec, Mapping):
+        fields = dict(spec)
+        fields.setdefault("provider", "openai")
+        if fields["provider"] == "openai" and not fields.get("base_url"):
+            fields["base_url"] = os.environ.get(ENV_BASE_URL) or None
+        return make_config(**fields)
+    if not isinstance(spec, str):
+        raise ConfigError(f"model spec must be a string or a mapping of settings, got {type(spec).__name__}")
     if spec == "env":
         return ModelConfig.from_env()
     kind, _, rest = spec.partition(":")

@@ -239,7 +239,7 @@ class OpenAIModel:
             raise ValueError(f"request.n must be >= 1, got {request.n}")
         first = request.sample_offset
         ask = min(request.n, self.config.max_n or request.n)
-        got, prompt_tokens, completion_tokens, model = await self._call(self._payload(request, ask, first))
+        got, prompt_tokens, completion_tokens, model = await self._call(self._payload(request, ask, first), request.role)
         choices = got[: request.n]
         # The server may cap or ignore n: draw the rest concurrently in chunks of
         # the size it did return. Each call yields >= 1 choice, so this ends.
@@ -247,7 +247,7 @@ class OpenAIModel:
         while len(choices) < request.n:
             starts = range(len(choices), request.n, chunk)
             results = await asyncio.gather(*(
-                self._call(self._payload(request, min(chunk, request.n - s), first + s)) for s in starts
+                self._call(self._payload(request, min(chunk, request.n - s), first + s), request.role) for s in starts
             ))
             for more, p, c, _ in results:
                 choices += more
@@ -259,8 +259,12 @@ class OpenAIModel:
         cost = (prompt_tokens * prices.prompt_per_mtok + completion_tokens * prices.completion_per_mtok) / 1e6
         return ModelReply(tuple(choices), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
 
-    async def _call(self, body: dict[str, Any]) -> tuple[list[Choice], int, int, str]:
-        """One logical call with retries. Returns (choices, prompt tokens, completion tokens, model)."""
+    async def _call(self, body: dict[str, Any], role: str = "default") -> tuple[list[Choice], int, int, str]:
+        """One logical call with retries. Returns (choices, prompt tokens, completion tokens, model).
+
+        The asking role travels as the ``X-Verifyless-Role`` header: servers ignore it, while
+        logging proxies and the scripted test server can use it.
+        """
         import openai
 
         cfg = self.config
@@ -273,7 +277,8 @@ class OpenAIModel:
             try:
                 async with limiter:
                     raw = await client.chat.completions.with_raw_response.create(
-                        **body, extra_body=dict(cfg.extra_body) or None, timeout=cfg.timeout_s
+                        **body, extra_body=dict(cfg.extra_body) or None, timeout=cfg.timeout_s,
+                        extra_headers={"X-Verifyless-Role": role},
                     )
                     text = raw.text
                 return parse_completion(text)

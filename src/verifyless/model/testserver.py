@@ -285,6 +285,11 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.models is not None and body.get("model") not in owner.models:
             return self._error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error")
         request = request_from_body(body)
+        role = self.headers.get("X-Verifyless-Role")
+        if role:  # lets role-based scripted rules answer over HTTP exactly as in-process
+            from dataclasses import replace as _replace
+
+            request = _replace(request, role=role)
         if owner.ignore_n or (fault is not None and fault.kind == "ignore_n"):
             from dataclasses import replace
 
