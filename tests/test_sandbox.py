@@ -41,8 +41,21 @@ def assert_normal_run_works(tmp_path: Path) -> None:
     assert r.status == "ok" and "42" in r.stdout_tail, r
 
 
-def sandbox_processes() -> list[int]:
-    """Host pids owned by a sandbox uid (there should be none between runs)."""
+def sandbox_processes(settle: float = 3.0) -> list[int]:
+    """Host pids owned by a sandbox uid (there should be none between runs).
+
+    The kernel tears a PID namespace down asynchronously after its init dies,
+    so poll for up to ``settle`` seconds before reporting survivors.
+    """
+    deadline = time.monotonic() + settle
+    while True:
+        found = _sandbox_pids()
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
+
+
+def _sandbox_pids() -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
