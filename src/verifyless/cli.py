@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -256,7 +257,8 @@ def runs(store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
     for info in st.runs():
         b = st.budget(info.run_id)
         best = _best_row(st, info.run_id)
-        table.add_row(info.run_id, info.task, info.status, str(info.created)[:19], str(b.verifications),
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created)) if isinstance(info.created, (int, float)) else str(info.created)[:16]
+        table.add_row(info.run_id, info.task, info.status, created, str(b.verifications),
                       _fmt(best.get("score")) if best else "-")
     console.print(table)
 
