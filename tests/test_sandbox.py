@@ -41,18 +41,27 @@ def assert_normal_run_works(tmp_path: Path) -> None:
     assert r.status == "ok" and "42" in r.stdout_tail, r
 
 
-def sandbox_processes(settle: float = 3.0) -> list[int]:
-    """Host pids owned by a sandbox uid (there should be none between runs).
+def sandbox_processes(marker: str, settle: float = 3.0) -> list[int]:
+    """Host pids owned by a sandbox uid whose command line holds ``marker`` (none should survive a run).
 
-    The kernel tears a PID namespace down asynchronously after its init dies,
-    so poll for up to ``settle`` seconds before reporting survivors.
+    The marker keeps sandboxed work of other processes on this machine out of
+    the count. The kernel tears a PID namespace down asynchronously after its
+    init dies, so poll for up to ``settle`` seconds before reporting survivors.
     """
     deadline = time.monotonic() + settle
     while True:
-        found = _sandbox_pids()
+        found = [pid for pid in _sandbox_pids() if marker.encode() in _cmdline(pid)]
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.05)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _sandbox_pids() -> list[int]:
@@ -87,7 +96,7 @@ def test_sleeping_past_the_timeout(tmp_path):
 @needs_isolation
 def test_fork_bomb_is_contained(tmp_path):
     code = (
-        "import os, time\n"
+        "import os, time  # fork-bomb-marker\n"
         "n = 0\n"
         "for _ in range(300):\n"
         "    try:\n        pid = os.fork()\n    except OSError:\n        continue\n"
@@ -100,7 +109,7 @@ def test_fork_bomb_is_contained(tmp_path):
     assert r.status == "timeout", r
     forked = int(r.stdout_tail.split()[1])
     assert forked < 16, f"RLIMIT_NPROC let the bomb fork {forked} processes"
-    assert sandbox_processes() == []
+    assert sandbox_processes("fork-bomb-marker") == []
     assert_normal_run_works(tmp_path)
 
 
@@ -132,7 +141,7 @@ def test_output_flood_is_capped(tmp_path):
 
 def test_setsid_daemon_dies_with_the_run(tmp_path):
     code = (
-        "import os, time\n"
+        "import os, time  # daemon-marker\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
@@ -145,7 +154,7 @@ def test_setsid_daemon_dies_with_the_run(tmp_path):
     assert r.status == "ok"
     time.sleep(1.0)
     assert not (tmp_path / "ws" / "survived.txt").exists()
-    assert sandbox_processes() == []
+    assert sandbox_processes("daemon-marker") == []
     assert_normal_run_works(tmp_path)
 
 
