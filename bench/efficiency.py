@@ -11,7 +11,8 @@ expansion is verified:
 * ``oracle``: best-of-N validation oracle. It executes every candidate of the
   pool off the books and picks the best validation score; only the chosen
   candidate's verification is charged (the protocol of the RPM paper's
-  oracles). It is a ceiling for any screener under the same charged budget.
+  oracles). It is the reference ceiling for a screener under the same charged
+  budget (not a strict bound: a worse pick can occasionally lead further).
 * ``critic``: the pointwise LLM critic, added only when ``VERIFYLESS_BASE_URL``
   is set (model from the ``VERIFYLESS_*`` variables).
 
@@ -294,7 +295,8 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
     ap.add_argument("--concurrency", type=int, default=2, help="verifications at once")
     ap.add_argument("--arms", nargs="+", default=None, help="subset of: random surrogate oracle critic")
     ap.add_argument("--target", choices=["validation", "test"], default="validation",
-                    help="which score of the final node is normalised (test falls back to nothing: NaN->0)")
+                    help="which score of the final node is normalised; a task without hidden test "
+                         "scores (circle_packing) then scores 0")
     ap.add_argument("--store", type=Path, default=None, help="keep the runs in this store (default: a temp file)")
     ap.add_argument("--quick", action="store_true", help="smoke: circle_packing, 1 seed, budget 4, 3 candidates")
     args = ap.parse_args(argv)

@@ -2,8 +2,8 @@
 
 For each size N a synthetic run is written to a real ``RunStore`` (with
 ``append_many``, in large transactions) with the same event kinds and payloads
-the engine writes: ``round``, ``node``, ``verification``, ``status`` and
-``tell``. Each round makes 4 children of one parent (the best node with
+the engine writes: ``round``, ``node`` (status inside, as after a
+screening), ``verification`` and ``tell``. Each round makes 4 children of one parent (the best node with
 probability 0.3, else a random working node): two are verified (90% ok, 10%
 failed) and two are screened out. Idea texts are drawn from an ML vocabulary
 so lexical and hashed retrieval see realistic term statistics.
@@ -147,14 +147,18 @@ def write_run(store: RunStore, n_nodes: int, seed: int = 0, chunk: int = 20000) 
     return run_id
 
 
-def restore(path: Path, run_id: str, strategy: str) -> tuple[Engine, float, RunStore]:
-    """Open the store and rebuild the engine's state as ``--resume`` does; returns (engine, seconds, store)."""
+def restore(path: Path, run_id: str, strategy: str, memory: bool | None = None) -> tuple[Engine, float, RunStore]:
+    """Open the store and rebuild the engine's state as ``--resume`` does; returns (engine, seconds, store).
+
+    ``memory``: None follows the wiring (on for mcgs only, hashing embedder here).
+    """
+    memory = strategy == "mcgs" if memory is None else memory
     start = time.perf_counter()
     store = RunStore(path)
     cfg = load_config(overrides=[f"strategy.name={strategy}", "screener.name=random"])
     engine = Engine(task=scale_task(), roles=None, screener=RandomScreener(),  # roles unused by _restore
                     strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=None, store=store,
-                    config=cfg, memory=Memory(embedder="hashing") if strategy == "mcgs" else None)
+                    config=cfg, memory=Memory(embedder="hashing") if memory else None)
     engine.run_id = run_id
     engine._restore()
     return engine, time.perf_counter() - start, store
@@ -252,6 +256,8 @@ def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: b
             depth = max_depth(engine.s.view)
         store.close()
         del engine
+    _, resume["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
+    store.close()
     memory = {"hashing": memory_latency(records, "hashing", queries)}
     if minilm:
         memory["minilm"] = memory_latency(records[:minilm], "minilm", queries)
@@ -259,12 +265,12 @@ def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: b
 
 
 def tables(results: Sequence[SizeResult]) -> str:
-    out = ["| nodes | events | max depth | write s | resume s (mcgs / greedy / islands) | "
+    out = ["| nodes | events | max depth | write s | resume s (mcgs / greedy / islands / mcgs without memory) | "
            "ask p50 ms (mcgs / greedy / islands) | ask p95 ms (mcgs / greedy / islands) | peak RSS MB |",
            "|---|---|---|---|---|---|---|---|"]
     for r in results:
         out.append(
-            f"| {r.n} | {r.events} | {r.depth} | {r.write_s:.1f} | " + " / ".join(f"{r.resume[s]:.2f}" for s in STRATEGIES)
+            f"| {r.n} | {r.events} | {r.depth} | {r.write_s:.1f} | " + " / ".join(f"{r.resume[s]:.2f}" for s in (*STRATEGIES, "mcgs-no-memory"))
             + " | " + " / ".join(f"{1000 * r.ask[s][0]:.3f}" for s in STRATEGIES)
             + " | " + " / ".join(f"{1000 * r.ask[s][1]:.3f}" for s in STRATEGIES) + f" | {r.rss_mb:.0f} |")
     out += ["", "| nodes | embedder | records | build s | retrieval p50 ms | retrieval p95 ms |", "|---|---|---|---|---|---|"]

@@ -125,6 +125,7 @@ class Engine:
         self._reserved = 0
         self._claimed: set[str] = set()  # program hashes dispatched for verification
         self._model_failures = 0           # consecutive rounds whose proposer endpoint failed
+        self._memory_backlog: list[Any] | None = None  # during resume, memory records are indexed in one batch
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ public
@@ -149,6 +150,11 @@ class Engine:
             stopped = await self._loop()
         except BaseException:
             self.store.set_status(self.run_id, "interrupted")
+            pending = [t for t in _all(self._inflight) if not t.done()]
+            for t in pending:
+                t.cancel()
+            # Collect every chain's outcome so none is left unretrieved; finished verifications are already stored.
+            await asyncio.gather(*_all(self._inflight), return_exceptions=True)
             raise
         final_id = self.strategy.final(self.s.view)
         final_id = await self._select_final(final_id)
@@ -535,7 +541,8 @@ class Engine:
             from verifyless.search.memory import MemoryRecord
 
             change = (node.fitness - parent_fit) if node.fitness is not None and parent_fit is not None else None
-            self.memory.add(MemoryRecord(
+            add = self._memory_backlog.append if self._memory_backlog is not None else self.memory.add
+            add(MemoryRecord(
                 node_id=node_id, plan=cand.idea.text, outcome=v.status.value, score_change=change,
                 analysis=f"score {v.score}" if v.score is not None else v.reason, error=v.reason if v.status is not Status.OK else "",
                 operator=cand.operator.value,
@@ -586,6 +593,7 @@ class Engine:
         """
         order: list[str] = []
         told: set[str] = set()
+        self._memory_backlog = []
         for ev in self.store.events(self.run_id):
             p = ev.payload
             if ev.kind == "brief":
@@ -608,6 +616,9 @@ class Engine:
             elif ev.kind == "tell":
                 self._tell_batch(p["round"], p["node_ids"], record=False)
                 told.update(p["node_ids"])
+        if self.memory is not None and self._memory_backlog:
+            self.memory.extend(self._memory_backlog)  # one index build instead of one per record
+        self._memory_backlog = None
         for k, cid in enumerate(order):
             if cid in told or cid == "root":
                 continue
