@@ -72,6 +72,7 @@ class GreedyStrategy:
         self._drafts = 0
         self._tells = 0
         self._asks = 0  # asks since the last tell
+        self._buggy_leaves: set[str] = set()  # buggy verified nodes with no verified child (kept on tell)
 
     # ------------------------------------------------------------------ tell
     def tell(self, node: Node) -> None:
@@ -83,6 +84,9 @@ class GreedyStrategy:
             self._root_id = node.id
         if node.status.verified and (known is None or not known.status.verified):
             self._order[node.id] = len(self._order)
+            self._buggy_leaves.discard(node.parent_id)  # it now has a verified child
+            if node.status.buggy:
+                self._buggy_leaves.add(node.id)
             if node.operator is Operator.DRAFT:
                 self._drafts += 1
 
@@ -110,17 +114,7 @@ class GreedyStrategy:
 
     def _debuggable_leaves(self) -> list[str]:
         """Buggy verified leaves under the debug depth limit, newest first."""
-        found = []
-        for node_id in self._order:
-            node = self._seen.nodes[node_id]
-            if not node.status.buggy:
-                continue
-            children = self._seen.children.get(node_id, [])
-            if any(self._seen.nodes[c].status.verified for c in children):
-                continue
-            if debug_depth(self._seen, node_id) >= self.config.max_debug_depth:
-                continue
-            found.append(node_id)
+        found = [i for i in self._buggy_leaves if debug_depth(self._seen, i) < self.config.max_debug_depth]
         found.sort(key=lambda i: -self._order[i])
         return found
 

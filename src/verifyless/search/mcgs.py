@@ -46,6 +46,7 @@ Per-ask randomness is seeded from ``(seed, tells, asks since last tell)``.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import dataclass
@@ -154,6 +155,9 @@ class MCGSStrategy:
         self.t = 0
         self._tells = 0
         self._asks = 0
+        # Incremental indexes so ask() stays O(top_k) instead of scanning every node.
+        self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of usable non-root nodes
+        self._buggy_leaves: set[str] = set()                # buggy verified nodes with no verified child yet
 
     # ------------------------------------------------------------ schedules
     def c(self, t: float | None = None) -> float:
@@ -183,6 +187,11 @@ class MCGSStrategy:
             self.root_id = node.id
             self.branch_of[node.id] = None
             return
+        self._buggy_leaves.discard(node.parent_id)  # it now has a verified child
+        if node.ok:
+            bisect.insort(self._ok_ranked, (-(node.fitness or 0.0), self._order[node.id], node.id))
+        elif node.status.buggy:
+            self._buggy_leaves.add(node.id)
         self.t += 1
         parent = node.parent_id if node.parent_id in self._seen.nodes else None
         branch = node.id if parent is None or parent == self.root_id else self.branch_of.get(parent) or node.id
@@ -253,10 +262,8 @@ class MCGSStrategy:
 
     def _debuggable_leaves(self) -> list[str]:
         """Buggy verified nodes without verified children, under the debug limit, newest first."""
-        found = [i for i in self._order if i != self.root_id and self._seen.nodes[i].status.buggy
-                 and not self._verified_children(i)
-                 and debug_depth(self._seen, i) < self.config.max_debug_depth]
-        return found[::-1]
+        found = [i for i in self._buggy_leaves if debug_depth(self._seen, i) < self.config.max_debug_depth]
+        return sorted(found, key=self._order.__getitem__, reverse=True)
 
     def _aggregate_due(self) -> bool:
         return self.global_stale >= self.config.tau_global and len(self._top_branch_bests()) >= 2
@@ -302,8 +309,7 @@ class MCGSStrategy:
 
     def _elites(self) -> list[str]:
         """The global top ``top_k`` usable nodes, best first (the root is expanded only by drafts)."""
-        ok = [i for i in self._order if i != self.root_id and self._seen.nodes[i].ok]
-        return self._ranked(ok)[: self.config.top_k]
+        return [i for _, _, i in self._ok_ranked[: self.config.top_k]]
 
     def _expansion_for(self, target: str, how: str) -> Expansion:
         node = self._seen.nodes[target]
@@ -318,8 +324,12 @@ class MCGSStrategy:
         if self._branch_evolves.get(branch, 0) < self.config.evolve_tries and ancestors:
             return Expansion(target, Operator.EVOLVE, reference_ids=ancestors,
                              note=f"{how}; branch stagnant")
-        others = [i for i in self._ranked([n for n in self._order if self._seen.nodes[n].ok])
-                  if self.branch_of.get(i) not in (branch, None)]
+        others = []
+        for _, _, i in self._ok_ranked:  # best first; stop as soon as enough are found
+            if self.branch_of.get(i) not in (branch, None):
+                others.append(i)
+                if len(others) >= self.config.reference_n:
+                    break
         if others:
             return Expansion(target, Operator.REFERENCE, reference_ids=tuple(others[: self.config.reference_n]),
                              note=f"{how}; branch still stagnant")
