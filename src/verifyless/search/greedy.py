@@ -72,7 +72,7 @@ class GreedyStrategy:
         self._drafts = 0
         self._tells = 0
         self._asks = 0  # asks since the last tell
-        self._buggy_leaves: set[str] = set()  # buggy verified nodes with no verified child (kept on tell)
+        self._buggy_leaves: dict[str, None] = {}  # buggy verified nodes with no verified child (kept on tell)
 
     # ------------------------------------------------------------------ tell
     def tell(self, node: Node) -> None:
@@ -84,9 +84,10 @@ class GreedyStrategy:
             self._root_id = node.id
         if node.status.verified and (known is None or not known.status.verified):
             self._order[node.id] = len(self._order)
-            self._buggy_leaves.discard(node.parent_id)  # it now has a verified child
-            if node.status.buggy:
-                self._buggy_leaves.add(node.id)
+            self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
+            # A node's debug depth never changes, so the depth limit is checked once, here.
+            if node.status.buggy and debug_depth(self._seen, node.id) < self.config.max_debug_depth:
+                self._buggy_leaves[node.id] = None
             if node.operator is Operator.DRAFT:
                 self._drafts += 1
 
@@ -114,9 +115,7 @@ class GreedyStrategy:
 
     def _debuggable_leaves(self) -> list[str]:
         """Buggy verified leaves under the debug depth limit, newest first."""
-        found = [i for i in self._buggy_leaves if debug_depth(self._seen, i) < self.config.max_debug_depth]
-        found.sort(key=lambda i: -self._order[i])
-        return found
+        return list(reversed(self._buggy_leaves))  # insertion order is tell order, so reversed = newest first
 
     # ----------------------------------------------------------------- final
     def final(self, view: SearchView) -> str | None:

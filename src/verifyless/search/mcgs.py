@@ -157,7 +157,7 @@ class MCGSStrategy:
         self._asks = 0
         # Incremental indexes so ask() stays O(top_k) instead of scanning every node.
         self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of usable non-root nodes
-        self._buggy_leaves: set[str] = set()                # buggy verified nodes with no verified child yet
+        self._buggy_leaves: dict[str, None] = {}                # buggy verified nodes with no verified child yet
 
     # ------------------------------------------------------------ schedules
     def c(self, t: float | None = None) -> float:
@@ -187,11 +187,11 @@ class MCGSStrategy:
             self.root_id = node.id
             self.branch_of[node.id] = None
             return
-        self._buggy_leaves.discard(node.parent_id)  # it now has a verified child
+        self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
         if node.ok:
             bisect.insort(self._ok_ranked, (-(node.fitness or 0.0), self._order[node.id], node.id))
-        elif node.status.buggy:
-            self._buggy_leaves.add(node.id)
+        elif node.status.buggy and debug_depth(self._seen, node.id) < self.config.max_debug_depth:
+            self._buggy_leaves[node.id] = None  # a node's debug depth never changes: checked once, here
         self.t += 1
         parent = node.parent_id if node.parent_id in self._seen.nodes else None
         branch = node.id if parent is None or parent == self.root_id else self.branch_of.get(parent) or node.id
@@ -262,8 +262,7 @@ class MCGSStrategy:
 
     def _debuggable_leaves(self) -> list[str]:
         """Buggy verified nodes without verified children, under the debug limit, newest first."""
-        found = [i for i in self._buggy_leaves if debug_depth(self._seen, i) < self.config.max_debug_depth]
-        return sorted(found, key=self._order.__getitem__, reverse=True)
+        return list(reversed(self._buggy_leaves))  # insertion order is tell order, so reversed = newest first
 
     def _aggregate_due(self) -> bool:
         return self.global_stale >= self.config.tau_global and len(self._top_branch_bests()) >= 2
