@@ -283,3 +283,27 @@ def test_openevolve_task_evaluates_rendered_children(tmp_path: Path) -> None:
     spec.loader.exec_module(evaluator)
     result = evaluator.evaluate(str(broken))
     assert result["combined_score"] == 0.0 and "negative radius" in result["error"]
+
+
+def test_proposer_keeps_finding_new_ideas_after_the_neighbourhood_is_used_up():
+    """Greedy search asks the same parent again and again; one- and two-dimension moves run out, jumps do not."""
+    import asyncio
+
+    from verifyless.node import Operator
+    from verifyless.roles.base import ParentInfo, ProposeContext
+    from verifyless.roles.space import space_roles
+    from verifyless.task import load_task
+
+    task = load_task("circle_packing")
+    roles = space_roles(task, seed=0)
+    parent = ParentInfo(id="root", program=task.baseline_program)
+    seen = set()
+    for call in range(40):
+        ideas = asyncio.run(roles.proposer.propose(
+            ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=call), 6))
+        assert len(ideas) == 6, f"call {call} ran dry"
+        for idea in ideas:
+            key = tuple(sorted(idea.params["assignment"].items()))
+            assert key not in seen, "an idea was proposed twice from the same parent"
+            seen.add(key)
+    assert any(len(idea.params["changed"]) >= 3 for idea in ideas)

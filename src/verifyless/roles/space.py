@@ -75,6 +75,9 @@ class SpaceProposer:
     identical to the parent's or to another idea of the same call (a move that
     changes no code is not an idea). With ``Operator.REFERENCE`` or
     ``AGGREGATE``, moves that adopt options from ``ctx.references`` come first.
+    When every one- and two-dimension move from this parent has been tried,
+    random jumps that change three or more dimensions keep the search moving
+    (bounded attempts; fewer than ``n`` ideas come back when none is new).
 
     Fewer than ``n`` ideas are returned once the neighbourhood is exhausted.
     Randomness: ``random.Random`` seeded from (rng_seed, ctx.seed, parent id,
@@ -103,13 +106,19 @@ class SpaceProposer:
         seen_bands = {render(space, parent)}
         avoid = set(ctx.avoid)
         ideas: list[Idea | RoleFailure] = []
-        while len(ideas) < n and (preferred or singles or doubles):
+        jumps = 0  # once every one- and two-dimension move from this parent was tried, try wider random jumps
+        while len(ideas) < n and jumps < 40 * n:
             if preferred:
                 move = preferred.pop(0)
             elif singles and (not doubles or rng.random() < self.single_change_p):
                 move = singles.pop()
-            else:
+            elif doubles:
                 move = doubles.pop()
+            else:
+                jumps += 1
+                move = _jump(space, parent, rng)
+                if not move:
+                    break
             child = {**parent, **move}
             key = (ctx.parent.id, _key(child))
             if key in self._tried:
@@ -129,6 +138,15 @@ class SpaceProposer:
                 )
             )
         return ideas
+
+
+def _jump(space: IdeaSpace, parent: Mapping[str, str], rng: random.Random) -> Assignment:
+    """A random move that changes three or more dimensions (empty when the space has fewer than three)."""
+    dims = [d for d, opts in space.dimensions.items() if len(opts) > 1]
+    if len(dims) < 3:
+        return {}
+    chosen = rng.sample(dims, rng.randint(3, len(dims)))
+    return {d: rng.choice([o.name for o in space.dimensions[d] if o.name != parent[d]]) for d in chosen}
 
 
 def _neighbours(space: IdeaSpace, parent: Mapping[str, str]) -> tuple[list[Assignment], list[Assignment]]:
