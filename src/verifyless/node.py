@@ -232,34 +232,37 @@ def _plain(value: Any) -> Any:
 
 
 def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    converters = _CONVERTERS.get(cls)
+    if converters is None:  # computed once per record class: resume builds hundreds of thousands of records
+        converters = _CONVERTERS[cls] = {f.name: _converter(str(f.type)) for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
-    hints = {f.name: f for f in dataclasses.fields(cls)}
     for name, raw in data.items():
-        if name not in hints:
+        convert = converters.get(name, _SKIP)
+        if convert is _SKIP:
             continue  # forward compatible: ignore unknown keys
-        kwargs[name] = _coerce(hints[name].type, raw)
+        kwargs[name] = raw if convert is None or raw is None else convert(raw)
     return cls(**kwargs)
 
 
+_SKIP = object()
+_CONVERTERS: dict[type, dict[str, Any]] = {}
 _RECORDS: dict[str, type] = {}
 
 
-def _coerce(annotation: Any, raw: Any) -> Any:
-    ann = str(annotation)
-    if raw is None:
-        return None
-    for name, typ in _RECORDS.items():
-        if ann == name:
-            return _build(typ, raw)
-    if ann.startswith("Mapping[str, Evidence]"):
-        return {k: _build(Evidence, v) for k, v in raw.items()}
-    if ann == "Status":
-        return Status(raw)
-    if ann == "Operator":
-        return Operator(raw)
-    if ann.startswith("tuple["):
-        return tuple(raw)
-    return raw
+def _converter(annotation: str) -> Any:
+    """How to turn a JSON value back into the annotated field type (None: keep it as it is)."""
+    if annotation in _RECORDS:
+        typ = _RECORDS[annotation]
+        return lambda raw: _build(typ, raw)
+    if annotation.startswith("Mapping[str, Evidence]"):
+        return lambda raw: {k: _build(Evidence, v) for k, v in raw.items()}
+    if annotation == "Status":
+        return Status
+    if annotation == "Operator":
+        return Operator
+    if annotation.startswith("tuple["):
+        return tuple
+    return None
 
 
 _RECORDS.update({"Idea": Idea, "Verification": Verification, "Evidence": Evidence})
