@@ -199,3 +199,31 @@ def test_minilm_features_learn_the_rule() -> None:
     mean_good = sum(p[c].votes["improve"] for c in good) / max(1, len(good))
     mean_bad = sum(p[c.id].votes["improve"] for c, g in pool if not g) / max(1, len(pool) - len(good))
     assert good and mean_good > mean_bad
+
+
+def test_delta_ranking_uses_the_size_of_improvements():
+    """Two kinds of idea both improve, one by much more: only a magnitude-aware ranking can tell them apart."""
+    gains = {"ridge": 5.0, "lasso": 0.5}
+
+    def outcome(model: str, rng: random.Random) -> float:
+        return 0.5 + gains.get(model, -1.0) + rng.gauss(0, 0.05)
+
+    def hit_rate(rank_by: str) -> float:
+        rng = random.Random(3)
+        sur = SurrogateScreener(seed=0, rank_by=rank_by)
+        for i in range(60):
+            cand, _ = _candidate(rng, i, "params")
+            fit = outcome(cand.idea.params["model"], rng)
+            sur.observe(cand, 0.5, Verification(Status.OK, score=fit), fit)
+        hits = 0
+        for pool in range(100):
+            cands = [_candidate(rng, 1000 + pool * 10 + j, "params")[0] for j in range(6)]
+            models = [c.idea.params["model"] for c in cands]
+            if "ridge" not in models or "lasso" not in models:
+                continue
+            screening = asyncio.run(sur.screen(_ctx(pool), cands))
+            chosen = next(c for c in cands if c.id == screening.chosen[0])
+            hits += chosen.idea.params["model"] == "ridge"
+        return hits
+
+    assert hit_rate("delta") > hit_rate("improve") + 10

@@ -120,11 +120,15 @@ class SurrogateScreener:
         n_verify: int | None = None,
         C: float = 4.0,
         tolerance: float = 1e-12,
+        rank_by: str = "delta",
     ) -> None:
         if min_examples < 2:
             raise ConfigError(
                 f"surrogate min_examples must be at least 2 (got {min_examples}): a classifier needs two classes"
             )
+        if rank_by not in ("delta", "improve"):
+            raise ConfigError(f"surrogate rank_by must be 'delta' or 'improve', got {rank_by!r}")
+        self.rank_by = rank_by
         self.seed = seed
         self.min_examples = min_examples
         self.n_verify = n_verify
@@ -135,6 +139,7 @@ class SurrogateScreener:
         self._examples: list[Example] = []
         self._rows: list[np.ndarray] = []
         self._model: Any = None
+        self._regressor: Any = None
         self._fitted_on = 0  # number of examples the current model has seen
 
     # ------------------------------------------------------------------ learning
@@ -167,9 +172,30 @@ class SurrogateScreener:
         from sklearn.linear_model import LogisticRegression
 
         model = LogisticRegression(C=self.C, max_iter=2000, random_state=self.seed)
-        model.fit(np.vstack(self._rows), [e.label for e in self._examples])
+        rows = np.vstack(self._rows)
+        model.fit(rows, [e.label for e in self._examples])
         self._model = model
+        self._regressor = self._fit_regressor(rows)
         self._fitted_on = len(self._examples)
+
+    def _fit_regressor(self, rows: np.ndarray) -> Any:
+        """Ridge on the signed change in fitness; a failed child counts as the worst change seen so far.
+
+        Every paid outcome carries a magnitude, not just a class: ranking a pool
+        (one parent, so child fitness and Delta order alike) by expected Delta
+        uses that magnitude, which the three-way classifier throws away.
+        """
+        if self.rank_by != "delta":
+            return None
+        from sklearn.linear_model import Ridge
+
+        deltas = [e.delta for e in self._examples if e.delta is not None]
+        if len(deltas) < 2:
+            return None
+        floor = min(deltas) - 0.1 * (max(deltas) - min(deltas) or abs(min(deltas)) or 1.0)
+        target = np.array([e.delta if e.delta is not None else floor for e in self._examples], dtype=float)
+        scale = float(np.std(target)) or 1.0
+        return Ridge(alpha=1.0).fit(rows, (target - target.mean()) / scale)
 
     def predict(self, candidates: Sequence[Candidate]) -> list[dict[str, float]]:
         """Three-way probabilities per candidate. Requires a warm model (see ``ready``)."""
@@ -216,21 +242,25 @@ class SurrogateScreener:
             }
         else:
             votes = self.predict(candidates)
-            # Shuffle first, then a stable sort: equal P(improve) keeps a seeded random order.
+            expected = (self._regressor.predict(self.featurizer.transform(candidates))
+                        if self._regressor is not None else None)
+            key = (lambda i: -expected[i]) if expected is not None else (lambda i: -votes[i]["improve"])
+            # Shuffle first, then a stable sort: equal scores keep a seeded random order.
             order = list(range(len(candidates)))
             ctx.rng.shuffle(order)
-            order.sort(key=lambda i: -votes[i]["improve"])
+            order.sort(key=key)
             ranking = [ids[i] for i in order]
             counts = {label: sum(e.label == label for e in self._examples) for label in LABELS}
             evidence = {
                 ids[i]: Evidence(
                     candidate_id=ids[i],
-                    rank_value=votes[i]["improve"],
+                    rank_value=float(expected[i]) if expected is not None else votes[i]["improve"],
                     labels=(five_way(votes[i]),),
                     votes=votes[i],
                     uncertainty=1.0 - max(votes[i].values()),
                     n_valid=1,
                     detail={"mode": "model", "features": self.features, "n_examples": len(self._examples),
+                            "rank_by": "delta" if expected is not None else "improve",
                             "label_counts": counts},
                 )
                 for i in range(len(candidates))
