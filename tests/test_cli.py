@@ -61,3 +61,19 @@ def test_run_show_runs_resume_and_replay(tmp_path):
     replayed = cli("replay", run_id, "--store", store)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "identical" in replayed.stdout
+
+
+def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
+    store = str(tmp_path / "s.db")
+    first = cli("run", "circle_packing", "--budget", "3", "--store", store, "--quiet", "engine.candidates=3")
+    assert first.returncode == 0, first.stderr
+    listing = cli("runs", "--store", store)
+    run_id = listing.stdout.split("circle_packing")[0].split()[-1]
+    refused = cli("run", "--resume", run_id, "--store", store, "--strategy", "greedy")
+    assert refused.returncode == 2 and "cannot change when resuming" in refused.stderr
+    more = cli("run", "--resume", run_id, "--store", store, "--budget", "5", "--quiet")
+    assert more.returncode == 0, more.stderr
+    shown = cli("show", run_id, "--store", store)
+    assert "verifications 5" in shown.stdout, shown.stdout
+    replayed = cli("replay", run_id, "--store", store)
+    assert replayed.returncode == 1 and "was resumed" in replayed.stderr, replayed.stdout + replayed.stderr

@@ -155,7 +155,7 @@ def run(
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
-    from verifyless.config import load_config, validate
+    from verifyless.config import load_config
 
     over = list(overrides or [])
     if task and "=" in task:  # `verifyless run engine.candidates=4` with the task from config
@@ -167,9 +167,14 @@ def run(
     cfg = load_config(config, flags + over)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
+        from verifyless.config import apply_changes, resume_changes, stored_config
+
         resume = st.resolve_run(resume)
-        stored = next(iter(st.events(resume, kinds=["config"]))).payload["config"]
-        cfg = validate(stored)
+        changes = resume_changes(flags + over)
+        stored = stored_config(st, resume)
+        cfg = apply_changes(stored, changes)
+        if changes:
+            st.append(resume, "config_update", {"changes": changes})
     result = asyncio.run(_run(cfg, st, resume, quiet))
     _print_result(result, st)
 

@@ -127,6 +127,46 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     return cfg
 
 
+RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
+
+
+def stored_config(store: Any, run_id: str) -> dict[str, Any]:
+    """A run's configuration as stored: its first event plus every later ``config_update`` (e.g. a budget raised on resume)."""
+    data: dict[str, Any] | None = None
+    for ev in store.events(run_id, kinds=["config", "config_update"]):
+        if ev.kind == "config":
+            data = dict(ev.payload["config"])
+        elif data is not None:
+            for key, value in ev.payload.get("changes", {}).items():
+                _set_dotted(data, key, value)
+    if data is None:
+        raise ConfigError(f"run {run_id} has no stored configuration")
+    return data
+
+
+def resume_changes(overrides: list[str]) -> dict[str, Any]:
+    """The overrides allowed when resuming (budgets and round limits); anything else is a ConfigError."""
+    changes: dict[str, Any] = {}
+    for text in overrides:
+        key, value = _split_override(text)
+        if key in ("store", "task"):
+            continue  # naming the same store/task again is harmless; the stored run decides
+        if not key.startswith(RESUMABLE_KEYS):
+            raise ConfigError(
+                f"{key} cannot change when resuming: a resumed run keeps its stored configuration, "
+                "except budget.* and engine.max_rounds / engine.max_idle_rounds (e.g. --budget 60 to extend it)"
+            )
+        changes[key] = value
+    return changes
+
+
+def apply_changes(data: Mapping[str, Any], changes: Mapping[str, Any]) -> RunConfig:
+    merged = dict(data)
+    for key, value in changes.items():
+        _set_dotted(merged, key, value)
+    return validate(merged)
+
+
 def _split_override(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise ConfigError(f"override {text!r} must look like key.path=value, e.g. engine.candidates=4")
@@ -159,4 +199,5 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             base[k] = v
 
 
-__all__ = ["Budget", "Engine", "Executor", "Named", "Roles", "RunConfig", "load_config", "validate"]
+__all__ = ["Budget", "Engine", "Executor", "Named", "Roles", "RunConfig", "apply_changes", "load_config",
+           "resume_changes", "stored_config", "validate"]

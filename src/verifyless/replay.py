@@ -89,8 +89,15 @@ async def replay_run(store: Any, run_id: str) -> ReplayReport:
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
 
-    config_event = next(iter(store.events(run_id, kinds=["config"])))
-    data = dict(config_event.payload["config"])
+    from verifyless.config import stored_config
+
+    starts = sum(1 for ev in store.events(run_id, kinds=["run_status"]) if ev.payload.get("status") == "running")
+    if starts > 1:
+        raise ReplayDiverged(
+            f"run {run_id} was resumed {starts - 1} time(s); replay reproduces runs that ran without interruption "
+            "(a resumed run's decisions depend on where it stopped). Its stored events remain the record of the run."
+        )
+    data = stored_config(store, run_id)
     data["store"] = str(store.path)  # the response cache lives in the original store's file
     data["budget"] = {**data.get("budget", {}), "wall_seconds": None}
     cfg = validate(data)
