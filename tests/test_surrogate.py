@@ -115,7 +115,7 @@ def test_evidence_is_consistent_with_votes() -> None:
 
 
 def test_cold_start_is_the_seeded_random_order() -> None:
-    screener, rng = _train("both", n=5)  # below min_examples=8
+    screener, rng = _train("both", n=3)  # below the default min_examples
     assert not screener.ready
     cands = [_candidate(rng, 900 + j, "both")[0] for j in range(7)]
     screening = asyncio.run(screener.screen(_ctx(seed=11), cands))

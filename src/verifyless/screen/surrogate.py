@@ -115,7 +115,7 @@ class SurrogateScreener:
     def __init__(
         self,
         seed: int = 0,
-        min_examples: int = 8,
+        min_examples: int = 4,
         features: FeatureKind = "hashing",
         n_verify: int | None = None,
         C: float = 4.0,
