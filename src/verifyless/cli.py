@@ -172,7 +172,8 @@ def run(
         resume = st.resolve_run(resume)
         changes = resume_changes(flags + over)
         stored = stored_config(st, resume)
-        cfg = apply_changes(stored, changes)
+        # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
+        cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
         if changes:
             st.append(resume, "config_update", {"changes": changes})
     result = asyncio.run(_run(cfg, st, resume, quiet))
