@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes import SampleFnModel
 
 from verifyless.errors import ConfigError
-from verifyless.model.base import Choice, ModelReply, ModelRequest
+from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
@@ -28,19 +29,8 @@ VERDICT = {
 }
 
 
-class FakeModel:
-    """A Model whose i-th sample for a request is ``fn(request, i)``; records every request."""
-
-    def __init__(self, fn, name: str = "fake-critic") -> None:
-        self.fn = fn
-        self.name = name
-        self.requests: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        await asyncio.sleep(0)
-        texts = [self.fn(request, request.sample_offset + j) for j in range(request.n)]
-        return ModelReply(tuple(Choice(t) for t in texts), model=self.name)
+def FakeModel(fn, name: str = "fake-critic") -> SampleFnModel:
+    return SampleFnModel(fn, name)
 
 
 def make_task() -> Task:

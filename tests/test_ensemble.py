@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fakes import SampleFnModel
 
 from verifyless.errors import ConfigError
-from verifyless.model.base import Choice, ModelReply, ModelRequest
 from verifyless.node import Candidate, Evidence, Idea, Node, Operator, Screening, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
@@ -27,16 +27,8 @@ TASK = Task(name="toy", root=Path("."), kind="native", statement="Classify digit
             baseline_program="x = 1\n", band=Band(), metric=Metric("accuracy", "maximize"))
 
 
-class FakeModel:
-    def __init__(self, fn, name: str = "fake") -> None:
-        self.fn = fn
-        self.name = name
-        self.requests: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        await asyncio.sleep(0)
-        return ModelReply(tuple(Choice(self.fn(request, request.sample_offset + j)) for j in range(request.n)))
+def FakeModel(fn, name: str = "fake") -> SampleFnModel:
+    return SampleFnModel(fn, name)
 
 
 class FixedScreener:

@@ -8,7 +8,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from verifyless.model.base import Choice, ModelReply, ModelRequest
+from fakes import SampleFnModel
+from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Node, Operator, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
@@ -17,16 +18,8 @@ from verifyless.screen.tournament import PairwiseRPM, collect_context
 from verifyless.task.base import Band, Metric, Task
 
 
-class FakeModel:
-    def __init__(self, fn, name: str = "fake-judge") -> None:
-        self.fn = fn
-        self.name = name
-        self.requests: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        await asyncio.sleep(0)
-        return ModelReply(tuple(Choice(self.fn(request, request.sample_offset + j)) for j in range(request.n)))
+def FakeModel(fn, name: str = "fake-judge") -> SampleFnModel:
+    return SampleFnModel(fn, name)
 
 
 TASK = Task(name="toy", root=Path("."), kind="native", statement="Classify digits.", program_file="s.py",

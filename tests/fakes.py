@@ -1,0 +1,27 @@
+"""Small test doubles shared by several test files (the engine's fakes live in engine_fakes.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from verifyless.model.base import ModelReply, ModelRequest
+from verifyless.model.scripted import ScriptedModel
+
+
+class SampleFnModel:
+    """A Model whose i-th sample of a request is ``fn(request, i)``; records every request it gets.
+
+    Built on ScriptedModel's function mode (which sees one single-sample request per
+    sample, its ``sample_offset`` being the sample index).
+    """
+
+    def __init__(self, fn, name: str = "fake") -> None:
+        self.name = name
+        self.requests: list[ModelRequest] = []
+        self._script = ScriptedModel(function=lambda sample: fn(sample, sample.sample_offset))
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        await asyncio.sleep(0)  # yield like a real endpoint, so concurrent callers interleave
+        return replace(await self._script.generate(request), model=self.name)
