@@ -115,6 +115,7 @@ class Engine:
         self.memory = memory
         self.final_judge = final_judge
         self.progress = progress or (lambda kind, data: None)
+        self._watched = progress is not None  # build progress payloads (a ledger read each) only when shown
         self.run_id: str | None = None
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
         self.s = _State()
@@ -248,7 +249,8 @@ class Engine:
                     return "strategy-exhausted"
                 continue
             self._append("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
-            self.progress("round", {"round": r, "budget": self._budget_dict()})
+            if self._watched:
+                self.progress("round", {"round": r, "budget": self._budget_dict()})
             dispatched = len(self._claimed)
             for i, exp in enumerate(expansions):
                 await self._expand(r, i, exp)
@@ -308,9 +310,11 @@ class Engine:
         allowed = self._slots_left()
         to_verify = (to_verify + audited)[: max(0, allowed)]
         audited = [a for a in audited if a in to_verify]
-        self._append("screening", {**screening.to_dict(), "to_verify": to_verify, "audited": audited, "round": r})
-        self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
-                                    "evidence": {k: v.to_dict() for k, v in screening.evidence.items()}})
+        record = screening.to_dict()
+        self._append("screening", {**record, "to_verify": to_verify, "audited": audited, "round": r})
+        if self._watched:
+            self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
+                                        "evidence": record["evidence"]})
         by_id = {c.id: c for c in pool}
         for k, cid in enumerate(screening.ranking):
             if cid not in to_verify:
@@ -501,8 +505,9 @@ class Engine:
         node = self._staged[cand.id]
         self._staged[cand.id] = node.replace(status=v.status, fitness=fitness, score=v.score,
                                              metrics=dict(v.metrics), reason=v.reason)
-        self.progress("verification", {"node_id": cand.id, "status": v.status.value, "score": v.score,
-                                       "budget": self._budget_dict()})
+        if self._watched:
+            self.progress("verification", {"node_id": cand.id, "status": v.status.value, "score": v.score,
+                                           "budget": self._budget_dict()})
 
     # ------------------------------------------------------------------ helpers: telling, in a fixed order
 
@@ -550,8 +555,9 @@ class Engine:
 
     # ------------------------------------------------------------------ helpers: budget
 
-    def _budget_stop(self) -> str | None:
-        b, used = self.config.budget, self.store.budget(self.run_id)
+    def _budget_stop(self, used: Any = None) -> str | None:
+        b = self.config.budget
+        used = used if used is not None else self.store.budget(self.run_id)
         if b.verifications is not None and used.verifications + self._reserved >= b.verifications:
             return "budget: verifications"
         if b.evaluator_seconds is not None and used.evaluator_seconds >= b.evaluator_seconds:
@@ -566,11 +572,12 @@ class Engine:
 
     def _slots_left(self) -> int:
         cap = self.config.budget.verifications
-        if self._budget_stop() is not None:
+        used = self.store.budget(self.run_id)  # one ledger read serves both checks
+        if self._budget_stop(used) is not None:
             return 0
         if cap is None:
             return 1 << 30
-        return cap - self.store.budget(self.run_id).verifications - self._reserved
+        return cap - used.verifications - self._reserved
 
     async def _wait_for_slot(self) -> None:
         while sum(1 for t in _all(self._inflight) if not t.done()) >= self.executor.capacity:
