@@ -21,13 +21,14 @@ from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
 
 
-def make_engine(store, *, strategy="greedy", screener="random", budget=10, executor=None, memory=None, **over):
+def make_engine(store, *, strategy="greedy", screener="random", budget=10, executor=None, memory=None, roles=None,
+                **over):
     from verifyless.screen.registry import build_screener
 
     overrides = [f"strategy.name={strategy}", f"screener.name={screener}", f"budget.verifications={budget}",
                  "engine.candidates=4", *[f"{k}={v}" for k, v in over.items()]]
     cfg = load_config(overrides=overrides)
-    return Engine(task=fake_task(), roles=fake_roles(), screener=build_screener(screener, models={}, options={}, seed=0),
+    return Engine(task=fake_task(), roles=roles or fake_roles(), screener=build_screener(screener, models={}, options={}, seed=0),
                   strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=executor or FakeExecutor(),
                   store=store, config=cfg, memory=memory)
 
@@ -209,14 +210,13 @@ def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_erro
             raise ModelUnavailable("cannot reach http://127.0.0.1:9/v1")
 
     with RunStore(tmp_path / "s.db") as store:
-        engine = make_engine(store, budget=6)
-        engine.roles = engine.roles.__class__(engine.roles.briefer, engine.roles.proposer, Flaky(), engine.roles.summarizer)
+        base = fake_roles()
+        engine = make_engine(store, budget=6, roles=base.__class__(base.briefer, base.proposer, Flaky(), base.summarizer))
         result = asyncio.run(engine.run())
         statuses = Counter(r["status"] for r in store.node_rows(result.run_id))
         assert statuses["model-error"] > 0 and result.verifications == 6
 
-        dead = make_engine(store, budget=6)
-        dead.roles = dead.roles.__class__(dead.roles.briefer, Dead(), dead.roles.implementer, dead.roles.summarizer)
+        dead = make_engine(store, budget=6, roles=base.__class__(base.briefer, Dead(), base.implementer, base.summarizer))
         with pytest.raises(ModelUnavailable, match="3 rounds in a row"):
             asyncio.run(dead.run())
         assert len(list(store.events(dead.run_id, kinds=["model_error"]))) == 3

@@ -44,7 +44,7 @@ from verifyless.node import (
     Verification,
     content_hash,
 )
-from verifyless.program import fixed_region_violation, syntax_error
+from verifyless.child import ChildMaker
 from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.search.base import Expansion, SearchStrategy, SearchView
@@ -120,6 +120,7 @@ class Engine:
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
         self.s = _State()
         self._llm = asyncio.Semaphore(config.engine.llm_concurrency)
+        self.maker = ChildMaker(task, roles, llm=self._llm, summaries=self.s.summary_by_hash)
         self._inflight: dict[int, list[asyncio.Task]] = {}   # round -> verification chains
         self._pending_tell: dict[int, list[tuple[tuple, str]]] = {}  # round -> [(order key, node id)]
         self._staged: dict[str, Node] = {}   # recorded but not yet told to the strategy
@@ -195,7 +196,7 @@ class Engine:
             idea=Idea("the task's baseline program"), program=program,
             program_hash=content_hash(program), round=0,
         )
-        cand = cand.replace(summary=await self._summarize(cand))
+        cand = cand.replace(summary=await self.maker.summarize(cand.program, cand.idea))
         self._record_candidate(cand, Status.IMPLEMENTED)
         self._reserved += 1
         verification = await self.executor.verify(self.task, program)
@@ -274,7 +275,7 @@ class Engine:
             seed=rng.randrange(2**31),
         )
         try:
-            proposals = await self.roles.proposer.propose(ctx, eng.candidates)
+            proposals = await self.maker.propose(ctx, eng.candidates)
         except ModelUnavailable as exc:
             self._model_failure(r, f"proposer: {exc}")
             return
@@ -329,39 +330,25 @@ class Engine:
 
     async def _make(self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int,
                     seen: set[str]) -> Candidate | None:
-        """Implement one idea; record and return the candidate, or None if it failed before screening."""
+        """Make one child (``verifyless.child``); record it and return it, or None if it failed before screening."""
         base = dict(id=cid, parent_id=exp.parent_id, operator=exp.operator,
                     reference_ids=exp.reference_ids, round=r, island=exp.island)
-        if isinstance(proposal, RoleFailure):
-            self._record_failure(Candidate(idea=Idea(""), program="", program_hash="", **base), proposal, r)
-            return None
-        try:
-            async with self._llm:
-                impl: Implementation = await self.roles.implementer.implement(self.task, parent, proposal)
-        except ModelUnavailable as exc:
-            impl = Implementation(None, RoleFailure("model-error", f"implementer: {exc}"))
-        if not impl.ok:
-            fail = impl.failure or RoleFailure("guard-failed", "implementer returned no program")
-            self._record_failure(Candidate(idea=proposal, program="", program_hash="", **base), fail, r)
-            return None
-        program = impl.program or ""
-        cand = Candidate(idea=proposal, program=program, program_hash=content_hash(program), **base)
-        problem = fixed_region_violation(parent.program, program, self.task.band) or syntax_error(program)
-        if problem:
-            self._record_failure(cand, RoleFailure("guard-failed", problem), r)
-            return None
-        if not self.task.stochastic and (cand.program_hash in self.s.verified_hashes | self._claimed
-                                         or cand.program_hash in seen
-                                         or cand.program_hash == content_hash(parent.program)):
-            self._record_candidate(cand, Status.DUPLICATE, "an identical program was already verified or is in this pool")
+
+        def known(digest: str) -> bool:
+            return not self.task.stochastic and (digest in self.s.verified_hashes or digest in self._claimed
+                                                 or digest in seen or digest == content_hash(parent.program))
+
+        made = await self.maker.make(parent, proposal, skip=known)
+        cand = Candidate(idea=made.idea, program=made.program, program_hash=made.program_hash,
+                         summary=made.summary, **base)
+        if made.status is Status.DUPLICATE:
+            self._record_candidate(cand, Status.DUPLICATE, made.reason)
             self._queue_tell(r, (2, cid), cid)
             return None
-        seen.add(cand.program_hash)
-        try:
-            cand = cand.replace(summary=await self._summarize(cand))
-        except ModelUnavailable as exc:
-            self._record_failure(cand, RoleFailure("model-error", f"summarizer: {exc}"), r)
+        if not made.ok:
+            self._record_failure(cand, made.status, made.reason, r)
             return None
+        seen.add(cand.program_hash)
         self._record_candidate(cand, Status.IMPLEMENTED)
         return cand
 
@@ -379,23 +366,17 @@ class Engine:
                and self._slots_left() > 0):
             attempt += 1
             error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-            try:
-                async with self._llm:
-                    impl = await self.roles.implementer.repair(self.task, current.program, current.idea, error)
-            except ModelUnavailable:
+            made = await self.maker.repair(cand.program, current.program, current.idea, error,
+                                           skip=lambda d: d in self.s.verified_hashes or d in self._claimed)
+            if not made.ok:
                 break
-            if not impl.ok:
-                break
-            program = impl.program or ""
+            program = made.program
             fixed = Candidate(
                 id=f"{cand.id}f{attempt}", parent_id=current.id, operator=Operator.DEBUG, idea=current.idea,
-                program=program, program_hash=content_hash(program), round=cand.round, island=cand.island,
+                program=program, program_hash=made.program_hash, round=cand.round, island=cand.island,
+                summary=made.summary,
             )
-            if (fixed_region_violation(cand.program, program, self.task.band)
-                    or fixed.program_hash in self.s.verified_hashes | self._claimed):
-                break
             self._claimed.add(fixed.program_hash)
-            fixed = fixed.replace(summary=await self._summarize(fixed))
             self._record_candidate(fixed, Status.IMPLEMENTED)
             self._reserved += 1
             verification = await self.executor.verify(self.task, program)
@@ -405,15 +386,6 @@ class Engine:
             current = fixed
 
     # ------------------------------------------------------------------ helpers: roles
-
-    async def _summarize(self, cand: Candidate) -> str:
-        known = self.s.summary_by_hash.get(cand.program_hash)
-        if known:
-            return known
-        async with self._llm:
-            summary = await self.roles.summarizer.summarize(self.task, cand.program, cand.idea)
-        self.s.summary_by_hash[cand.program_hash] = summary
-        return summary
 
     def _parent_info(self, exp: Expansion) -> ParentInfo:
         pid = exp.parent_id if exp.parent_id in self.s.programs else "root"
@@ -471,9 +443,8 @@ class Engine:
             if self._model_failures >= 3:
                 raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
 
-    def _record_failure(self, cand: Candidate, failure: RoleFailure, r: int) -> None:
-        status = {"parse-error": Status.PARSE_ERROR, "model-error": Status.MODEL_ERROR}.get(failure.kind, Status.GUARD_FAILED)
-        self._record_candidate(cand, status, failure.reason[:2000])
+    def _record_failure(self, cand: Candidate, status: Status, reason: str, r: int) -> None:
+        self._record_candidate(cand, status, reason[:2000])
         self._queue_tell(r, (3, cand.id), cand.id)
 
     def _remember(self, cand: Candidate, status: Status, reason: str = "") -> None:

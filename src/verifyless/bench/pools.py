@@ -130,7 +130,7 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
                               store: Any = None, sandbox: Any = None, roles: Any = None,
                               progress: Callable[[str], None] | None = None) -> list[PoolRecord]:
     """Collect pools. ``roles`` defaults to the task's idea-space roles, ``sandbox`` to ``LocalSandbox()``."""
-    from verifyless.program import fixed_region_violation, syntax_error
+    from verifyless.child import ChildMaker, status_for
     from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure
     from verifyless.verify import verify
 
@@ -172,7 +172,8 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
         return v
 
     base_program = task.baseline_program
-    base_summary = await roles.summarizer.summarize(task, base_program, None)
+    maker = ChildMaker(task, roles)
+    base_summary = await maker.summarize(base_program, None)
     base = await check("root", None, Idea("the task's baseline program"), base_program, base_summary, 0)
     if base.status is not Status.OK:
         say(f"baseline failed ({base.status.value}: {base.reason}); pools start from it anyway")
@@ -185,21 +186,14 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
         for j, proposal in enumerate(proposals):
             cid = f"s{step}c{j}"
             if isinstance(proposal, RoleFailure):
-                members.append(PoolCandidate(cid, "", _failure_status(proposal), reason=proposal.reason))
+                members.append(PoolCandidate(cid, "", status_for(proposal).value, reason=proposal.reason))
                 continue
-            impl = await roles.implementer.implement(task, parent, proposal)
-            program = impl.program or ""
-            if not impl.ok:
-                failure = impl.failure or RoleFailure("guard-failed", "the implementer returned no program")
-                members.append(PoolCandidate(cid, proposal.text, _failure_status(failure), params=dict(proposal.params),
-                                             reason=failure.reason))
+            made = await maker.make(parent, proposal)
+            if not made.ok:
+                members.append(PoolCandidate(cid, proposal.text, made.status.value, params=dict(proposal.params),
+                                             reason=made.reason))
                 continue
-            problem = fixed_region_violation(parent.program, program, task.band) or syntax_error(program)
-            if problem:
-                members.append(PoolCandidate(cid, proposal.text, Status.GUARD_FAILED.value, params=dict(proposal.params),
-                                             reason=problem))
-                continue
-            summary = await roles.summarizer.summarize(task, program, proposal)
+            program, summary = made.program, made.summary
             v = await check(cid, parent.id, proposal, program, summary, step + 1)
             members.append(PoolCandidate(
                 id=cid, idea=proposal.text, status=v.status.value, program=program, program_hash=content_hash(program),
@@ -221,11 +215,6 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
     if store is not None:
         store.set_status(run_id, "finished")
     return pools
-
-
-def _failure_status(failure: Any) -> str:
-    """The node status the engine would record for a role failure."""
-    return (Status.PARSE_ERROR if failure.kind == "parse-error" else Status.GUARD_FAILED).value
 
 
 def _orient(task: Task, value: float | None) -> float | None:
