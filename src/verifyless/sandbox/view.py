@@ -79,6 +79,13 @@ def interpreter_paths() -> list[str]:
     return [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, os.path.dirname(real)]
 
 
+def visible_sys_path(expose: Sequence[str] = ()) -> list[str]:
+    """This interpreter's ``sys.path`` entries that the sandbox shows (an editable checkout's are not)."""
+    roots = [os.path.realpath(p) for p in [*interpreter_paths(), *SYSTEM_PATHS, *expose] if os.path.exists(p)]
+    return [p for p in sys.path
+            if p and os.path.isabs(p) and any(_under(os.path.realpath(p), r) for r in roots)]
+
+
 def root_view(workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hide: Sequence[str] = (),
               gpu: bool = True) -> RootView:
     """The allowlisted view for one run (see the module docstring for the policy)."""
@@ -154,4 +161,4 @@ def _etc_files(uid: int | None) -> dict[str, str]:
     }
 
 
-__all__ = ["RootView", "root_view", "interpreter_paths", "SYSTEM_PATHS", "ETC_PATHS", "DEVICES"]
+__all__ = ["RootView", "root_view", "interpreter_paths", "visible_sys_path", "SYSTEM_PATHS", "ETC_PATHS", "DEVICES"]
