@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.guards.config import GuardsConfig
 
 
 class _Strict(BaseModel):
@@ -86,6 +87,8 @@ class RunConfig(_Strict):
     budget: Budget = Budget()
     engine: Engine = Engine()
     executor: Executor = Executor()
+    guards: GuardsConfig = Field(default_factory=GuardsConfig,
+                                 description="checks on every implementation before it is verified (MLEvolve)")
     store: Path = Path("runs/verifyless.db")
 
 

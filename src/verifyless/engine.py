@@ -104,6 +104,7 @@ class Engine:
         memory: Any | None = None,
         progress: ProgressFn | None = None,
         final_judge: Any | None = None,
+        guards: Any | None = None,
     ) -> None:
         self.task = task
         self.roles = roles
@@ -120,7 +121,8 @@ class Engine:
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
         self.s = _State()
         self._llm = asyncio.Semaphore(config.engine.llm_concurrency)
-        self.maker = ChildMaker(task, roles, llm=self._llm, summaries=self.s.summary_by_hash)
+        self.maker = ChildMaker(task, roles, llm=self._llm, summaries=self.s.summary_by_hash, guards=guards,
+                                guard_repairs=config.guards.repair_attempts)
         self._inflight: dict[int, list[asyncio.Task]] = {}   # round -> verification chains
         self._pending_tell: dict[int, list[tuple[tuple, str]]] = {}  # round -> [(order key, node id)]
         self._staged: dict[str, Node] = {}   # recorded but not yet told to the strategy

@@ -65,8 +65,8 @@ def parse_review(text: str) -> list[Issue]:
         if what.strip() and what.strip().lower() not in ("none", "n/a"):
             number = int(line) if line else None
             where = f" (line {number})" if number else ""
-            issues.append(Issue("reviewer", f"reviewer: {what.strip()}{where}", number))
-    return issues or [Issue("reviewer", "reviewer: rejected the program without naming a problem")]
+            issues.append(Issue("reviewer", f"{what.strip()}{where}", number))
+    return issues or [Issue("reviewer", "rejected the program without naming a problem")]
 
 
 def _prompt() -> dict[str, str]:
