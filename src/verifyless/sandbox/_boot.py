@@ -9,7 +9,8 @@ JSON object to the inherited ``status_fd``.
 Process layout in the namespace modes::
 
     outer (host pid, root)           waits for PID 1; SIGTERM -> SIGKILL PID 1
-      └─ PID 1 of a new pid/mount/net namespace (root): mounts, then supervises
+      └─ PID 1 of a new pid/mount/net namespace (root): builds the allowlisted
+         root on a tmpfs, pivots into it, then supervises
            └─ candidate: setsid, rlimits, drop to the sandbox uid, exec argv
 
 When PID 1 exits the kernel kills every process left in the namespace and

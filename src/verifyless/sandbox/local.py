@@ -1,16 +1,18 @@
 """``LocalSandbox``: run untrusted candidate code as a contained local process.
 
 Isolation levels (picked once per instance by probing, best first; see
-docs/design/sandbox.md for what each one does *not* isolate):
+docs/design/sandbox.md for exactly which host paths each one shows):
 
 ``namespace`` (running as root)
     new pid + mount + network namespaces; the candidate runs as a throwaway
-    unprivileged uid; hidden paths, /tmp and the workspace's siblings are
-    masked by empty read-only tmpfs; every other mount is read-only; the
-    workspace is the only writable place; no network at all.
+    unprivileged uid in an *allowlisted root*: a fresh tmpfs holding only the
+    interpreter, its environment's site-packages, system libraries, a few
+    ``/etc`` entries, minimal ``/dev``, its own ``/proc``, an empty ``/tmp``
+    and the workspace (``verifyless.sandbox.view``); everything else of the
+    host is absent; the workspace is the only writable place; no network.
 ``userns`` (unprivileged, user namespaces enabled)
-    the same namespaces and masks inside a user namespace, but the candidate
-    keeps the invoking user's uid (only one uid can be mapped).
+    the same namespaces and root inside a user namespace; the candidate keeps
+    the invoking user's uid (only one uid can be mapped) but no capabilities.
 ``process`` (fallback)
     own session, rlimits, scrubbed environment, and a subreaper that kills
     leftovers; no filesystem hiding, no network isolation.
@@ -56,10 +58,11 @@ UID_BASE, UID_SPAN = 1_500_000, 1_000_000
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 _DISK_MARKERS = ("File too large", "No space left on device", "Disk quota exceeded")
 _DESCRIPTIONS = {
-    "namespace": "pid+mount+network namespaces, throwaway unprivileged uid, hidden paths masked, "
-                 "read-only filesystem except the workspace, rlimits, scrubbed environment",
-    "userns": "user+pid+mount+network namespaces (candidate keeps the invoking uid), hidden paths "
-              "masked, read-only filesystem except the workspace, rlimits, scrubbed environment",
+    "namespace": "pid+mount+network namespaces, throwaway unprivileged uid, allowlisted read-only root "
+                 "(interpreter, site-packages, system libraries) plus the writable workspace, rlimits, "
+                 "scrubbed environment",
+    "userns": "user+pid+mount+network namespaces (candidate keeps the invoking uid, no capabilities), "
+              "allowlisted read-only root plus the writable workspace, rlimits, scrubbed environment",
     "process": "own session + subreaper, rlimits, scrubbed environment; NO filesystem hiding and "
                "NO network isolation (namespaces unavailable)",
 }
@@ -72,9 +75,10 @@ class LocalSandbox:
     ``isolation="auto"`` probes ``namespace`` (root only), then ``userns``,
     then falls back to ``process``; naming a level forces it and raises
     ``SandboxUnavailable`` if the host cannot provide it. ``expose`` adds
-    directories the candidate must be able to read even under a masked
-    parent (the interpreter's prefixes are always exposed). ``uid`` pins the
-    sandbox uid (default: a random one per run).
+    read-only directories to the allowlisted root (the interpreter's prefixes,
+    site-packages and system libraries are always there; ``hide`` paths
+    inside them are masked). ``uid`` pins the sandbox uid (default: a random
+    one per run).
     """
 
     name = "local"
