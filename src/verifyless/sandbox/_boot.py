@@ -1,8 +1,8 @@
 """Sandbox bootstrap: isolates itself, then runs the candidate command.
 
-Run by ``LocalSandbox`` as ``python -I -S _boot.py SPEC_JSON`` (standard
-library only, nothing from verifyless, so start-up stays near 20 ms). The
-spec is a JSON object written by ``verifyless.sandbox.local``; the outcome
+Run by ``LocalSandbox`` as ``python -I -S _boot.py`` with the spec on stdin
+(standard library only, nothing from verifyless, so start-up stays near 20 ms).
+The spec is a JSON object written by ``verifyless.sandbox.local``; the outcome
 (exit status, peak memory, timestamps, or a setup error) is written as one
 JSON object to the inherited ``status_fd``.
 
@@ -299,8 +299,17 @@ def supervise(spec: dict, status_fd: int) -> int:
     return 0
 
 
+def read_spec() -> dict:
+    """The spec arrives on stdin (not argv: PID 1's command line is readable inside); stdin is then /dev/null."""
+    spec = json.loads(sys.stdin.buffer.read())
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return spec
+
+
 def main() -> int:
-    spec = json.loads(sys.argv[1])
+    spec = read_spec()
     status_fd = spec["status_fd"]
     os.set_inheritable(status_fd, False)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if verifyless dies, so does the sandbox

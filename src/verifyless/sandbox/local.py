@@ -206,10 +206,11 @@ class LocalSandbox:
         try:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(BOOT), json.dumps(spec)],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(status_w,),
+                    [sys.executable, "-I", "-S", str(BOOT)],
+                    stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(status_w,),
                     start_new_session=True, cwd="/", env={"LANG": "C.UTF-8"},
                 )
+            _send_spec(proc, spec)
         except OSError as exc:
             os.close(status_r)
             raise SandboxUnavailable(f"cannot start the sandbox bootstrap {BOOT}: {exc}") from exc
@@ -318,7 +319,7 @@ def _probe(mode: Isolation) -> bool:
         status_r, status_w = os.pipe()
         spec = {"mode": mode, "probe": True, "status_fd": status_w, "parent_pid": os.getpid()}
         try:
-            done = subprocess.run([sys.executable, "-I", "-S", str(BOOT), json.dumps(spec)],
+            done = subprocess.run([sys.executable, "-I", "-S", str(BOOT)], input=json.dumps(spec).encode(),
                                   pass_fds=(status_w,), capture_output=True, timeout=20, cwd="/", env={})
             _probe_cache[mode] = done.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
@@ -327,6 +328,16 @@ def _probe(mode: Isolation) -> bool:
             os.close(status_r)
             os.close(status_w)
     return _probe_cache[mode]
+
+
+def _send_spec(proc: subprocess.Popen, spec: dict) -> None:
+    """Write the spec to the bootstrap's stdin and close it (a bootstrap that died early is seen later)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(json.dumps(spec).encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
 
 
 def _classify(stop: ExecStatus | None, report: dict, stderr_tail: str, limits: Limits) -> tuple[ExecStatus, str]:
