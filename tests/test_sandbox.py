@@ -397,7 +397,7 @@ def test_root_view_lists_only_the_allowlist(tmp_path):
 
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    view = root_view(ws, uid=1_500_123, hide=[sys.prefix + "/secret-in-venv", str(tmp_path), "/etc/shadow"])
+    view = root_view(ws, uid=1_500_123, hide=[str(tmp_path), "/etc/shadow"])
     shown = dict(view.binds)
     assert shown[str(ws.resolve())] == "rw" and list(shown.values()).count("rw") == 1
     assert any(Path(sys.executable).resolve().is_relative_to(p) for p, m in shown.items() if m == "ro")
@@ -405,9 +405,31 @@ def test_root_view_lists_only_the_allowlist(tmp_path):
     for absent in ("/", "/etc", "/home", "/var", "/var/tmp", "/tmp", "/work", "/root", str(REPO)):
         assert absent not in shown, absent
     assert not any(Path(REPO).is_relative_to(p) for p in shown), "the checkout lies under a bind"
-    # Only a hidden path inside a shown directory needs a mask; one holding the workspace must not get one.
-    assert view.hide == (sys.prefix + "/secret-in-venv",)
+    assert view.hide == ()  # a hidden path holding the workspace gets no mask; /etc/shadow is absent anyway
     assert "sandbox:x:1500123" in view.files["/etc/passwd"] and "/etc/shadow" not in shown
+
+
+def test_hidden_entries_of_an_exposed_folder_are_absent_not_masked(tmp_path):
+    from verifyless.sandbox.view import root_view
+
+    folder = tmp_path / "task"
+    (folder / "hidden").mkdir(parents=True)
+    (folder / "data").mkdir()
+    for name in ("evaluator.py", ".env", "data/a.csv", "data/.secret", "hidden/labels.csv"):
+        (folder / name).write_text("x")
+    view = root_view(tmp_path / "ws", uid=None, expose=[str(folder)],
+                     hide=[str(folder / "hidden"), str(folder / ".env"), str(folder / "data/.secret")])
+    shown = dict(view.binds)
+    assert shown[str(folder)] == "dir" and shown[str(folder / "data")] == "dir"
+    assert shown[str(folder / "evaluator.py")] == "ro" and shown[str(folder / "data/a.csv")] == "ro"
+    inside = [Path(p).relative_to(folder).as_posix() for p in shown if Path(p).is_relative_to(folder)]
+    assert sorted(inside) == [".", "data", "data/a.csv", "evaluator.py"] and view.hide == ()
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(300):
+        (many / f"f{i}.txt").write_text("x")
+    wide = root_view(tmp_path / "ws", uid=None, expose=[str(many)], hide=[str(many / "f7.txt")])
+    assert dict(wide.binds)[str(many)] == "ro" and wide.hide == (str(many / "f7.txt"),)  # masked instead
 
 
 USERNS = LocalSandbox(isolation="userns") if os.geteuid() == 0 else SANDBOX

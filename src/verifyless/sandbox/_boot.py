@@ -151,18 +151,21 @@ def _pivot(new_root: str) -> None:
 def setup_filesystem(spec: dict) -> None:
     """In PID 1: build an allowlisted root on a tmpfs and pivot into it (see docs/design/sandbox.md).
 
-    ``spec["binds"]`` lists ``[path, mode]`` (mode ``ro``, ``rw`` or ``dev``), each shown at
-    its own path; ``links`` are symlinks to recreate (``/lib -> usr/lib``), ``files`` small
-    synthesised files (``/etc/passwd``), ``hide`` paths masked even under a bind. Host paths
-    are opened (``O_PATH``) before anything is mounted, so a bind source below the staging
-    mount point is still reachable. Nothing else of the host is reachable afterwards.
+    ``spec["binds"]`` lists ``[path, mode]`` (mode ``ro``, ``rw``, ``dev``, or ``dir``: an
+    empty directory of the new root), each shown at its own path; ``links`` are symlinks to
+    recreate (``/lib -> usr/lib``), ``files`` small synthesised files (``/etc/passwd``),
+    ``hide`` paths masked even under a bind. Host paths are opened (``O_PATH``) before anything
+    is mounted, so a bind source below the staging mount point is still reachable. Nothing else
+    of the host is reachable afterwards.
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    sources = [(path, mode) for path, mode in spec["binds"] if os.path.lexists(path)]
+    sources = [(path, mode) for path, mode in spec["binds"] if mode != "dir" and os.path.lexists(path)]
     fds = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in sources]
     dirs = [os.path.isdir(f"/proc/self/fd/{fd}") for fd in fds]
     root = STAGING
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
+    for path in (p for p, mode in spec["binds"] if mode == "dir"):
+        os.makedirs(root + path, mode=0o755, exist_ok=True)
     try:
         for (path, mode), fd, is_dir in zip(sources, fds, dirs):
             _bind(fd, root + path, is_dir, mode)

@@ -36,7 +36,9 @@ class Sandbox(Protocol):
 
     ``hide`` lists host paths that must be unreadable from inside (hidden data,
     the run store, the task folder); a backend that shows only an allowlist
-    (``LocalSandbox``) hides everything else as well. ``env`` is added to the
+    (``LocalSandbox``) hides everything else as well. ``expose`` lists host
+    directories the run must be able to read (read-only), ``hide`` paths inside
+    them excepted (an OpenEvolve task's folder). ``env`` is added to the
     allowlisted base environment (never inherited from the parent).
     """
 
@@ -50,4 +52,5 @@ class Sandbox(Protocol):
         *,
         env: Mapping[str, str] | None = None,
         hide: Sequence[Path] = (),
+        expose: Sequence[Path] = (),
     ) -> ExecResult: ...

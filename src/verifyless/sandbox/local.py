@@ -125,8 +125,12 @@ class LocalSandbox:
         *,
         env: Mapping[str, str] | None = None,
         hide: Sequence[Path] = (),
+        expose: Sequence[Path] = (),
     ) -> ExecResult:
-        """Run ``argv`` in ``workdir``; every candidate misbehaviour comes back as a status."""
+        """Run ``argv`` in ``workdir``; every candidate misbehaviour comes back as a status.
+
+        ``expose`` adds read-only directories for this run only (an OpenEvolve task's folder).
+        """
         started = time.monotonic()
         if not argv:
             raise SandboxUnavailable("LocalSandbox.run needs a non-empty argv")
@@ -147,7 +151,8 @@ class LocalSandbox:
             "uid": uid,
             "gid": uid,
             "rlimits": self._rlimits(limits, uid),
-            **root_view(workdir, uid=uid, expose=self._expose, hide=[str(p) for p in hide]).to_spec(),
+            **root_view(workdir, uid=uid, expose=[*self._expose, *(str(Path(p).resolve()) for p in expose)],
+                        hide=[str(p) for p in hide]).to_spec(),
             "shm_mb": max(1, min(limits.memory_mb // 4, 512)),
             "parent_pid": os.getpid(),
         }
