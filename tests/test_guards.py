@@ -106,6 +106,18 @@ def fit(x, y):
     model = Ridge().fit(projection.transform(x), y)
     return lambda z: model.predict(projection.transform(z))
 '''
+INTERNAL_SPLIT = '''
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.model_selection import train_test_split
+
+
+def fit(x, y):
+    X_train, X_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=0)
+    model = HistGradientBoostingRegressor(max_iter=50).fit(X_train, y_train)
+    if model.score(X_test, y_test) < 0:
+        model = HistGradientBoostingRegressor(max_iter=10).fit(x, y)
+    return model.predict
+'''
 METRIC_WRITE = '''
 import json
 from scipy.optimize import linprog, minimize
@@ -136,6 +148,7 @@ TABLE = [
      "leakage: fit() is given evaluation inputs (X_TEST"),
     ("writes-metric", PACKING, METRIC_WRITE, Status.GUARD_FAILED,
      "metric_write: sets the metric 'combined_score' to the literal 3 instead of computing it"),
+    ("internal-validation-split-is-fine", DIABETES, INTERNAL_SPLIT, Status.IMPLEMENTED, ""),
     ("guarded-import-is-fine", DIABETES,
      "try:\n    import xgboost_missing_here\nexcept ImportError:\n    xgboost_missing_here = None\n" + CLEAN,
      Status.IMPLEMENTED, ""),
