@@ -453,7 +453,8 @@ class PointwiseCritic:
         judge = PairwiseRPM(self.judge or self.model, show="summary", context_tokens=self.tie_break_tokens // 4,
                             max_tokens=self.max_tokens, name=f"{self.name}-tie-break")
         per_match = judge.estimate_match_tokens(ctx, by_id[group[0]], by_id[group[1]])
-        played = group[: group_that_fits(len(group), per_match, self.tie_break_tokens)]
+        fits = group_that_fits(len(group), per_match, self.tie_break_tokens)
+        played = group[:fits] if fits >= 2 else []
         info: dict[str, Any] = {"rule": "pairwise", "tied": group, "played": played, "match_tokens_estimate": per_match}
         if len(played) < 2:
             return ranking, {cid: _with_tie_break(ev, info) for cid, ev in evidence.items()}

@@ -268,8 +268,14 @@ def _arbiter(models, opts: ArbiterOptions, **extra):
 def _cascade(models, opts: CascadeOptions, **extra):
     from verifyless.screen.cascade import CriticThenJudge
 
-    critic = build_screener("critic", models=models, options=opts.critic, **extra)
-    tournament = build_screener("tournament", models=models, options=opts.tournament, **extra)
+    stages = []
+    for stage, options in (("critic", opts.critic), ("tournament", opts.tournament)):
+        try:
+            stages.append(build_screener(stage, models=models, options=options, **extra))
+        except ConfigError as exc:  # the stage's options live one level down
+            raise ConfigError(f"cascade stage {stage!r} (screener.options.{stage}.*): "
+                              + str(exc).replace("screener.options.", f"screener.options.{stage}.")) from None
+    critic, tournament = stages
     return _construct(CriticThenJudge, "cascade", critic, tournament, **_kwargs(opts))
 
 
