@@ -47,6 +47,7 @@ from verifyless.node import (
 from verifyless.child import ChildMaker
 from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
 from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.health import ReplyHealth  # [screen:health]
 from verifyless.search.base import Expansion, SearchStrategy, SearchView
 from verifyless.task.base import Task
 
@@ -115,6 +116,7 @@ class Engine:
         self.config = config
         self.memory = memory
         self.final_judge = final_judge
+        self._reply_health = ReplyHealth.for_screener(screener)  # [screen:health] parse rate per screening
         self.progress = progress or (lambda kind, data: None)
         self._watched = progress is not None  # build progress payloads (a ledger read each) only when shown
         self.run_id: str | None = None
@@ -292,6 +294,7 @@ class Engine:
             task=self.task, parent=parent, rng=rng, brief=self.s.brief,
             nodes={k: v for k, v in self.s.view.nodes.items() if v.status.verified},
             summaries=self.s.summaries, n_verify=eng.verify_per_expansion, round=r,
+            program_of=self._program,  # [screen:context-code] judges see context nodes' programs
         )
         try:
             screening = await self.screener.screen(sctx, pool)
@@ -315,6 +318,7 @@ class Engine:
         audited = [a for a in audited if a in to_verify]
         record = screening.to_dict()
         self._append("screening", {**record, "to_verify": to_verify, "audited": audited, "round": r})
+        self._reply_health.observe(screening)  # [screen:health] warns; raises UnparseableReplies to stop the run
         if self._watched:
             self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
                                         "evidence": record["evidence"]})

@@ -70,9 +70,11 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
         from verifyless.roles.space import space_roles
 
         return space_roles(task, cfg.seed)
-    from verifyless.roles.llm import llm_roles
+    from verifyless.roles.llm import _ROLE_KEYS, llm_roles
 
-    return llm_roles(models, implement_mode=cfg.roles.implement_mode)
+    # Screener keys (critic, judge, arbiter, ...) are for the screener, not the four roles.
+    role_models = {k: v for k, v in models.items() if k in _ROLE_KEYS or k == "default"}
+    return llm_roles(role_models, implement_mode=cfg.roles.implement_mode)
 
 
 def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
