@@ -290,6 +290,7 @@ class Engine:
             task=self.task, parent=parent, rng=rng, brief=self.s.brief,
             nodes={k: v for k, v in self.s.view.nodes.items() if v.status.verified},
             summaries=self.s.summaries, n_verify=eng.verify_per_expansion, round=r,
+            budget_left_s=self._evaluator_seconds_left(), program_of=self._program,  # fidelity: agentic budget, context code
         )
         try:
             screening = await self.screener.screen(sctx, pool)
@@ -313,6 +314,7 @@ class Engine:
         audited = [a for a in audited if a in to_verify]
         record = screening.to_dict()
         self._append("screening", {**record, "to_verify": to_verify, "audited": audited, "round": r})
+        self._charge_pilots(screening, r)  # fidelity: agentic pilot seconds are evaluator seconds (RPM paper)
         if self._watched:
             self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
                                         "evidence": record["evidence"]})
@@ -540,6 +542,19 @@ class Engine:
         if b.wall_seconds is not None and time.monotonic() - self._started >= b.wall_seconds:
             return "budget: wall time"
         return None
+
+    # fidelity: pilot charging and the evaluator seconds left, for screeners that run pilots (screen/agentic.py)
+    def _charge_pilots(self, screening: Screening, r: int) -> None:
+        from verifyless.screen.agentic import pilot_records
+        from verifyless.store import Charge
+
+        for pilot in pilot_records(screening):
+            self._append("pilot", {**pilot, "round": r},
+                         charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]))
+
+    def _evaluator_seconds_left(self) -> float | None:
+        cap = self.config.budget.evaluator_seconds
+        return None if cap is None else cap - self.store.budget(self.run_id).evaluator_seconds
 
     def _slots_left(self) -> int:
         cap = self.config.budget.verifications

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from verifyless.node import Candidate, Node, Screening, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
@@ -18,7 +18,7 @@ from verifyless.task.base import Task
 
 @dataclass(frozen=True)
 class ContextNode:
-    """An executed, non-buggy node shown to pairwise judges (validation score only)."""
+    """An executed, non-buggy node shown to pairwise judges: its summary, validation score and idea."""
 
     id: str
     summary: str
@@ -33,6 +33,10 @@ class ScreenContext:
     ``nodes`` is the executed part of the search graph (for BFS context);
     ``summaries`` maps node id -> neutral summary where known.
     ``rng`` is the run's seeded generator for tie-breaks (explicit randomness).
+    ``budget_left_s``: the run's evaluator seconds left (None when the run has
+    no evaluator-seconds cap); screeners that spend evaluator time (agentic
+    pilots) stay within it. ``program_of``: node id -> program text, for
+    judges that show context nodes with their code (None: not available).
     """
 
     task: Task
@@ -43,6 +47,8 @@ class ScreenContext:
     summaries: dict[str, str] = field(default_factory=dict)
     n_verify: int = 1
     round: int = 0
+    budget_left_s: float | None = None
+    program_of: Callable[[str], str] | None = None
 
 
 @runtime_checkable
