@@ -368,7 +368,8 @@ def test_the_runs_evaluator_budget_stops_pilots(task: Task) -> None:
     ticks = itertools.count(step=50.0)  # every pilot takes 50 s of (fake) real time
     model = FakeModel(python_then_submit(), feedback="[NEXT] try another variant")
     ctx = _ctx(task, budget_left_s=120.0)  # the run has 120 s of evaluator time left, less than budget_s = 300
-    screening = asyncio.run(_rpm(model, budget_s=300, theta_s=60, clock=lambda: next(ticks)).screen(ctx, _candidates(task)))
+    rpm = _rpm(model, budget_s=300, theta_s=60, clock=lambda: next(ticks))
+    screening = asyncio.run(rpm.screen(ctx, _candidates(task)))
     detail = screening.evidence[screening.ranking[0]].detail
     assert detail["n_pilots"] == 2 and detail["pilot_seconds"] == pytest.approx(100.0)  # 20 s left < theta
     assert detail["stop_reason"] == "time below theta" and detail["stated_budget_s"] == pytest.approx(1080.0)
@@ -405,7 +406,8 @@ def test_judge_sees_plan_code_and_context_nodes_within_a_token_budget(task: Task
         assert "(validation rmse: 0.5)" in text
 
     model = FakeModel(python_then_submit())
-    one = len("### Solution 1 (validation rmse: 1)\nPlan: idea of p\nProgram:\n```\n" + programs["p"].rstrip() + "\n```")
+    head = "### Solution 1 (validation rmse: 1)\nPlan: idea of p\nProgram:\n```\n"
+    one = len(head + programs["p"].rstrip() + "\n```")
     small = _rpm(model, context_tokens=(one + 10) // 4)  # room for exactly one node
     screening = asyncio.run(small.screen(_ctx(task, nodes=nodes, program_of=programs.__getitem__), cands))
     assert screening.evidence[screening.ranking[0]].detail["context_nodes"] == ["p"]

@@ -290,7 +290,8 @@ class Engine:
             task=self.task, parent=parent, rng=rng, brief=self.s.brief,
             nodes={k: v for k, v in self.s.view.nodes.items() if v.status.verified},
             summaries=self.s.summaries, n_verify=eng.verify_per_expansion, round=r,
-            budget_left_s=self._evaluator_seconds_left(), program_of=self._program,  # fidelity: agentic budget, context code
+            # fidelity: the run's evaluator seconds left (agentic pilots) and program text for context nodes
+            budget_left_s=self._evaluator_seconds_left(), program_of=self._program,
         )
         try:
             screening = await self.screener.screen(sctx, pool)
