@@ -434,6 +434,8 @@ class Engine:
         payload = cand.to_dict()
         payload.pop("program")
         payload.update(status=status.value, reason=reason)
+        if getattr(cand.summary, "warning", ""):  # fidelity: an out-of-range summary's tag (roles/llm.py Summary)
+            payload["summary_warning"] = cand.summary.warning
         self._append("node", payload, node_id=cand.id)
         self._remember(cand, status, reason)
 

@@ -72,7 +72,7 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
         return space_roles(task, cfg.seed)
     from verifyless.roles.llm import llm_roles
 
-    return llm_roles(models, implement_mode=cfg.roles.implement_mode)
+    return llm_roles(models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
 
 
 def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
