@@ -462,7 +462,8 @@ class Engine:
             self.s.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         node = Node(id=cand.id, parent_id=cand.parent_id, operator=cand.operator, status=status,
                     idea=cand.idea.text, program_hash=cand.program_hash, reference_ids=cand.reference_ids,
-                    round=cand.round, island=cand.island, tags=cand.idea.tags, reason=reason)
+                    round=cand.round, island=cand.island, tags=cand.idea.tags, reason=reason,
+                    code_length=cand.code_length or None)  # fidelity: the MAP-Elites length feature
         self._staged[cand.id] = node
 
     def _status(self, node_id: str, status: Status, reason: str) -> None:
