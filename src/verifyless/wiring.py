@@ -74,7 +74,7 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
 
     # Screener keys (critic, judge, arbiter, ...) are for the screener, not the four roles.
     role_models = {k: v for k, v in models.items() if k in _ROLE_KEYS or k == "default"}
-    return llm_roles(role_models, implement_mode=cfg.roles.implement_mode)
+    return llm_roles(role_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
 
 
 def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
