@@ -176,6 +176,8 @@ def run(
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
         if changes:
             st.append(resume, "config_update", {"changes": changes})
+    if not quiet:
+        console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     result = asyncio.run(_run(cfg, st, resume, quiet))
     _print_result(result, st)
 
@@ -247,6 +249,14 @@ def _print_result(result, st) -> None:
     table.add_row("best node hidden test score", _fmt(result.best_test_score))
     console.print(table)
     console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
+    _print_links(result.run_id, st.path)
+
+
+def _print_links(run_id: str, store: Path) -> None:
+    from verifyless.report.cli import default_out
+
+    console.print(f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
+                  f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})", highlight=False)
 
 
 def _fmt(x: float | None) -> str:
@@ -298,6 +308,7 @@ def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    _print_links(run_id, store)
 
 
 @app.command()
@@ -345,6 +356,17 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
+
+
+def _mount_report() -> None:
+    from verifyless.report.cli import report_command
+    from verifyless.ui.cli import ui_command
+
+    app.command("report")(report_command)
+    app.command("ui")(ui_command)
+
+
+_mount_report()
 
 if __name__ == "__main__":  # pragma: no cover
     main()
