@@ -113,4 +113,4 @@ class _Gate:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["live"]:
     store_arg, gate_arg = Path(sys.argv[2]), Path(sys.argv[3])
-    print(asyncio.run(_run(store_arg, overrides(store_arg, SCRIPT, 4), progress=_Gate(gate_arg))), flush=True)
+    print(asyncio.run(_run(store_arg, overrides(store_arg, SCRIPT, 3), progress=_Gate(gate_arg))), flush=True)

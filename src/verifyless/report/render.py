@@ -40,7 +40,7 @@ def environment() -> Any:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("verifyless.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["fmt"] = fmt
     env.filters["tojson_pretty"] = lambda v: json.dumps(data.redact(v), indent=1, default=str, ensure_ascii=False)
     return env
@@ -75,8 +75,8 @@ class ReportFiles:
     note: str = ""  # why figures are missing, if they are
 
 
-def write_report(store: Any, run_id: str, out_dir: str | Path) -> ReportFiles:
-    """Write ``out_dir/report.html`` and ``out_dir/figures/*.png`` for one run (see module docstring)."""
+def write_report(store: Any, run_id: str, out_dir: str | Path, *, figures: bool = True) -> ReportFiles:
+    """Write ``out_dir/report.html`` and (``figures``) ``out_dir/figures/*.png`` for one run (see module docstring)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     views = run_views(store, run_id, lambda nid: f"#node-{nid}")
@@ -85,6 +85,8 @@ def write_report(store: Any, run_id: str, out_dir: str | Path) -> ReportFiles:
         **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(), figures_dir="figures/")
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
+    if not figures:
+        return ReportFiles(path, (), "PNG figures not requested")
     try:
         from verifyless.report import figures
     except ImportError as exc:  # pragma: no cover - only without matplotlib
