@@ -223,3 +223,17 @@ def test_reader_is_read_only_and_sees_new_commits(tmp_path):
     (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
     with pytest.raises(StoreError):
         open_readonly(tmp_path / "other.db")
+
+
+def test_svg_figures_escape_every_string(synthetic):
+    from verifyless.report import svg
+
+    st, rid = synthetic
+    curve = data.best_curve(st, rid, label=PAYLOADS[0])
+    out = str(svg.curves_svg([curve], title=PAYLOADS[1]))
+    assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
+    g = data_nodes.graph_view(st, rid)
+    hostile = g.nodes[1].__class__(**{**g.nodes[1].__dict__, "idea": PAYLOADS[2]})
+    tree = str(svg.graph_svg(g.__class__(**{**g.__dict__, "nodes": (g.nodes[0], hostile, *g.nodes[2:])}),
+                             lambda nid: f"#node-{nid}"))
+    assert "<svg onload" not in tree and "&lt;svg onload" in tree and tree.count("<a href=") == len(g.nodes)

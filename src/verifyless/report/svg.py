@@ -86,7 +86,7 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
                f'text-anchor="middle">best {_e(metric)} so far</text>')
     for i, c in enumerate(curves):
         colour = PALETTE[i % len(PALETTE)]
-        out += _series(c, colour, sx, sy)
+        out += _series(c, colour, sx, sy, lo, hi)
         y = height + 16 * i + 4
         out.append(f'<line x1="{left}" x2="{left + 20}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="2"/>'
                    f'<text x="{left + 26}" y="{y + 4}" class="legend">{_e(c.label)}: final {_fmt(c.final)}, '
@@ -101,7 +101,8 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     return Markup("".join(out))
 
 
-def _series(c: CurveView, colour: str, sx: Callable[[float], float], sy: Callable[[float], float]) -> list[str]:
+def _series(c: CurveView, colour: str, sx: Callable[[float], float], sy: Callable[[float], float], lo: float,
+            hi: float) -> list[str]:
     out = []
     if c.baseline is not None:
         out.append(f'<line x1="{sx(0.5):.1f}" x2="{sx(max(len(c.points), 1) + 0.5):.1f}" y1="{sy(c.baseline):.1f}" '
@@ -112,8 +113,11 @@ def _series(c: CurveView, colour: str, sx: Callable[[float], float], sy: Callabl
         path += [f"H{sx(x):.1f} V{sy(y):.1f}" for x, y in pts[1:]]
         path.append(f"H{sx(pts[-1][0] + 0.5):.1f}")
         out.append(f'<path d="{" ".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>')
+    top, bottom = sorted((sy(lo), sy(hi)))
     for p in c.points:
         if p.score is not None and p.status == "ok":
+            if not top - 1 <= sy(p.score) <= bottom + 1:
+                continue  # a verified score outside the plotted range of best-so-far values
             out.append(f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.score):.1f}" r="2.5" fill="{colour}" opacity="0.45">'
                        f'<title>{_e(p.node_id)}: {_fmt(p.score)}</title></circle>')
         elif p.status and p.status != "ok":
