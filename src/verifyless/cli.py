@@ -345,6 +345,9 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
+from verifyless.data.cli import app as _data_app  # noqa: E402
+
+app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
 
 if __name__ == "__main__":  # pragma: no cover
     main()

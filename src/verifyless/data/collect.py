@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Literal
 
 from verifyless.child import ChildMaker
+from verifyless.errors import TaskError
 from verifyless.data.harvest import COLLECT_KIND
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
@@ -307,7 +308,7 @@ class Collector:
         root = self._parent("root")
         if root.score is None:
             v = self.log.verifications["root"]
-            raise ValueError(f"the baseline of task {self.task.name!r} did not verify ({v.status.value}: "
+            raise TaskError(f"the baseline of task {self.task.name!r} did not verify ({v.status.value}: "
                              f"{v.reason}); data collection needs a working starting solution")
         return root
 

@@ -95,7 +95,7 @@ def harvest_run(store: Any, run_id: str, *, tolerance: float = 0.0,
     """Examples of one run (see module docstring)."""
     src = run_source(store, run_id)
     nodes = {r["node_id"]: r for r in store.node_rows(run_id)}
-    statement, higher, _ = _task_facts(src.task)
+    statement, higher, _ = _task_facts(str(src.config.get("task_ref") or src.task))
     if higher is None:
         higher = _orientation(nodes.values())
     understanding, criteria = _brief(store, run_id)

@@ -70,7 +70,7 @@ def run_collection(task_name: str, store_path: Path, settings: CollectSettings, 
             if stored.get("kind") != "data-collect":
                 raise ConfigError(f"run {resume} is not a data collection; resume it with `verifyless resume`")
             settings = CollectSettings(**{k: stored[k] for k in CollectSettings.__dataclass_fields__ if k in stored})
-            task_name = store.run(resume).task
+            task_name = str(stored.get("task_ref") or store.run(resume).task)
             wiring: Mapping[str, Any] = stored.get("wiring", {})
             roles, models = wiring.get("roles", roles), wiring.get("models", models)
             executor = wiring.get("executor", executor)
@@ -83,11 +83,12 @@ def run_collection(task_name: str, store_path: Path, settings: CollectSettings, 
         hide = [Path(store_path).resolve().parent]
         execu = build_executor(cfg.executor.name, dict(cfg.executor.options), hide=hide,
                                capacity=cfg.engine.verify_concurrency)
+        task_ref = str(Path(task_name).resolve()) if Path(task_name).exists() else task_name
         wiring_record = {"roles": cfg.roles.kind, "models": [f"{k}={v}" for k, v in cfg.roles.models.items()],
                          "executor": cfg.executor.name}
         try:
             collector = Collector(task, role_set, execu, store, settings, caps, progress=progress, run_ref=run_ref,
-                                  run_config={"wiring": wiring_record})
+                                  run_config={"wiring": wiring_record, "task_ref": task_ref})
             return asyncio.run(collector.run(resume))
         finally:
             execu.close()
