@@ -18,9 +18,9 @@ Splits (``split_rows``):
   used for ``grpo``: their grpo-collected rows are dropped and counted, so no
   parent appears in two splits.
 * once strata exist (after critique synthesis), ``balance_bench`` downsamples
-  the bench split to equal counts per stratum (rows without a stratum leave
-  the bench); dropped rows are not moved to ``sft`` (their parents are in the
-  bench).
+  the bench split to equal counts over the strata present in it (rows
+  without a stratum leave the bench); dropped rows are not moved to ``sft``
+  (their parents are in the bench).
 """
 
 from __future__ import annotations
@@ -96,11 +96,15 @@ def split_rows(rows: Iterable[Mapping[str, Any]], *, seed: int = 0, bench_fracti
 
 
 def balance_bench(splits: Mapping[str, Rows], seed: int = 0) -> tuple[dict[str, Rows], dict[str, Any] | None]:
-    """Equal bench counts per stratum once any bench row has a stratum; else unchanged (report None)."""
+    """Equal bench counts over the strata present in the bench split; unchanged (report None) without strata.
+
+    Rows without a stratum (synthesis failed) leave the bench.
+    """
     bench = splits.get("bench", [])
     if not any(r.get("stratum") for r in bench):
         return dict(splits), None
-    kept, report = balance(bench, random.Random(f"{seed}:bench"), key="stratum", classes=STRATA)
+    present = [s for s in STRATA if any(r.get("stratum") == s for r in bench)]
+    kept, report = balance(bench, random.Random(f"{seed}:bench"), key="stratum", classes=present)
     return {**splits, "bench": kept}, report
 
 
