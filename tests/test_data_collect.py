@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from verifyless.data.collect import Caps, CollectSettings
 from verifyless.data.dataset import split_rows
 from verifyless.data.harvest import harvest_runs
@@ -122,3 +124,28 @@ def test_collection_killed_mid_stage_resumes_without_paying_twice(tmp_path: Path
         assert {f"p{i}c{j}" for i in range(2) for j in range(4)} <= nodes
         assert st.rebuild_views(run_id).consistent
     assert (tmp_path / "ds" / "card.json").is_file()
+
+
+def test_llm_roles_are_recorded_and_token_cap_stops_before_more_llm_work(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    script = ROOT / "examples" / "scripted" / "diabetes.yaml"
+    result = run_collection("diabetes", db, CollectSettings(parents=2, children=2), Caps(tokens=1),
+                            models=[f"scripted:{script}"])
+    assert result.stopped == "budget: tokens" and result.verified == 0
+    with RunStore(db) as st:
+        info = st.run(result.run_id)
+        assert info.config["wiring"]["roles"] == "llm" and info.config["wiring"]["models"] == [f"default=scripted:{script}"]
+        calls = list(st.events(result.run_id, kinds=["llm_call"]))
+        assert [e.payload["role"] for e in calls] == ["brief"]
+        assert st.budget(result.run_id).tokens_in > 0 and st.budget(result.run_id).verifications == 0
+
+
+@pytest.mark.slow
+def test_collection_verifies_on_ray(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    db = tmp_path / "ray.db"
+    result = run_collection(TASK, db, CollectSettings(parents=1, children=3), executor="ray", workers=2)
+    with RunStore(db) as st:
+        assert st.run(result.run_id).config["wiring"]["executor"] == "ray"
+        counts = _verifications(st, result.run_id)
+        assert result.stopped == "finished" and set(counts.values()) == {1} and len(counts) >= 3
