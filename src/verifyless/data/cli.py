@@ -66,7 +66,7 @@ def collect(
     children: int = typer.Option(20, "--children", help="children drawn and verified per parent"),
     mode: str = typer.Option("sft", "--mode", help="sft (two-stage) or grpo (improvement-driven, balanced)"),
     store: Path = _STORE,
-    out: Optional[Path] = typer.Option(None, "--out", help="dataset folder (default: data/<task>-<run id>)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="dataset folder (default: runs/datasets/<task>-<run id>)"),
     resume: Optional[str] = typer.Option(None, "--resume", help="continue this collection run"),
     seed: int = typer.Option(0, "--seed"),
     roles: Optional[str] = typer.Option(None, "--roles", help="space (offline idea-space roles) or llm"),
@@ -99,7 +99,7 @@ def collect(
     console.print(f"run {result.run_id}: {len(result.parents)} parents, {result.children} children made, "
                   f"{result.verified} verified ({result.reused} reused from the log); {result.stopped}")
     with RunStore(store) as st:
-        target = out or Path("data") / f"{st.run(result.run_id).task}-{result.run_id}"
+        target = out or Path("runs") / "datasets" / f"{st.run(result.run_id).task}-{result.run_id}"
         card = build_from_runs(st, [result.run_id], target, seed=seed, bench_fraction=bench_fraction,
                                tolerance=tolerance)
     _print_card(card, target)
