@@ -158,6 +158,22 @@ def card_markdown(card: Mapping[str, Any]) -> str:
     lines += ["", "## Schema", "", "Columns: " + ", ".join(f"`{c}`" for c in card["columns"]) + ".",
               "See docs/design/data.md for their meaning.", "", "## Settings", "", "```json",
               json.dumps(card["settings"], indent=2, sort_keys=True, default=str), "```"]
+    if card.get("runs"):
+        lines += ["", "## Source runs", "", "| run | task | source | created | settings |", "|---|---|---|---|---|"]
+        for r in card["runs"]:
+            conf = r.get("config") or {}
+            keep = {k: conf[k] for k in ("parents", "children", "mode", "seed", "caps", "wiring", "strategy",
+                                         "screener") if k in conf}
+            lines.append(f"| {r.get('run_id')} | {r.get('task', '')} | {r.get('source', '')} | {r.get('created', '')} | "
+                         f"`{json.dumps(keep, sort_keys=True, default=str)}` |")
+    if card.get("label_table"):
+        lines += ["", "## Labels by task and parent", "",
+                  "| task | parent | children | infeasible | improve | tie | lose | 5-level | "
+                  + " | ".join(FIVE) + " |", "|" + "---|" * (8 + len(FIVE))]
+        for r in card["label_table"]:
+            lines.append(f"| {r['task']} | {r['parent_id']} | {r['children']} | {r['infeasible']} | "
+                         + " | ".join(str(r[c]) for c in THREE) + f" | {'yes' if r['five_level'] else 'dropped'} | "
+                         + " | ".join(str(r[c]) for c in FIVE) + " |")
     for key in ("grpo_balance", "bench_balance", "synthesis", "split_report"):
         if card.get(key) is not None:
             lines += ["", f"## {key.replace('_', ' ')}", "", "```json",
