@@ -379,6 +379,9 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
+from verifyless.data.cli import app as _data_app  # noqa: E402
+
+app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
 
 
 def _mount_report() -> None:
