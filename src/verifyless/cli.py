@@ -177,6 +177,8 @@ def run(
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
         if changes:
             st.append(resume, "config_update", {"changes": changes})
+    if not quiet:
+        console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     result = asyncio.run(_run(cfg, st, resume, quiet))
     _print_result(result, st)
 
@@ -253,6 +255,14 @@ def _print_result(result, st) -> None:
     table.add_row("best node hidden test score", _fmt(result.best_test_score))
     console.print(table)
     console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
+    _print_links(result.run_id, st.path)
+
+
+def _print_links(run_id: str, store: Path) -> None:
+    from verifyless.report.cli import default_out
+
+    console.print(f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
+                  f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})", highlight=False)
 
 
 def _fmt(x: float | None) -> str:
@@ -321,6 +331,7 @@ def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
     if replies:
         console.print("replies parsed: " + ", ".join(
             f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in replies.items()))
+    _print_links(run_id, store)
 
 
 @app.command()
@@ -368,6 +379,20 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
+from verifyless.data.cli import app as _data_app  # noqa: E402
+
+app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
+
+
+def _mount_report() -> None:
+    from verifyless.report.cli import report_command
+    from verifyless.ui.cli import ui_command
+
+    app.command("report")(report_command)
+    app.command("ui")(ui_command)
+
+
+_mount_report()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -56,14 +56,28 @@ def _write(out: Optional[Path], name: str, text: str) -> None:
 # ---------------------------------------------------------------------- critic
 
 @app.command("critic")
-def critic(runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"), store: Path = _STORE,
+def critic(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"), store: Path = _STORE,
            out: Optional[Path] = _OUT,
            min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
            bins: int = typer.Option(10, help="reliability-diagram bins"),
            repeats: int = typer.Option(5, help="subsamples per k for AUROC vs k"),
-           seed: int = typer.Option(0)) -> None:
-    """Critic accuracy, calibration and uncertainty routing against verified outcomes."""
+           seed: int = typer.Option(0),
+           dataset: Optional[Path] = typer.Option(None, "--dataset", help="critic dataset: screen its bench split"),
+           screener: str = typer.Option("critic", "--screener", help="with --dataset: registry screener name"),
+           model: Optional[str] = typer.Option(None, "--model", help="with --dataset: model spec for LLM screeners"),
+           option: list[str] = typer.Option([], "--option", help="with --dataset: screener option KEY=VALUE"),
+           split: str = typer.Option("bench", "--split", help="with --dataset: split to screen")) -> None:
+    """Critic accuracy, calibration and uncertainty routing: from stored runs, or a dataset's bench split offline."""
     from verifyless.bench import metrics as m
+
+    if dataset is not None:
+        from verifyless.data.cli import bench_dataset
+
+        bench_dataset(dataset, _registry_screener(screener, model, option, seed), split=split, seed=seed,
+                      repeats=repeats, out=out)
+        return
+    if not runs:
+        raise typer.BadParameter("give run ids, or --dataset DIR")
 
     with _open(store) as st:
         records = [r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run),

@@ -40,6 +40,9 @@ class ScreenContext:
     ``rng`` is the run's seeded generator for tie-breaks (explicit randomness).
     ``program_of`` reads an executed node's program text by node id (the
     engine passes its store-backed reader); None means programs are unknown.
+    ``budget_left_s``: the run's evaluator seconds left (None when the run has
+    no evaluator-seconds cap); screeners that spend evaluator time (agentic
+    pilots) stay within it.
     """
 
     task: Task
@@ -50,6 +53,7 @@ class ScreenContext:
     summaries: dict[str, str] = field(default_factory=dict)
     n_verify: int = 1
     round: int = 0
+    budget_left_s: float | None = None
     program_of: Callable[[str], str] | None = None
 
 
