@@ -237,3 +237,17 @@ def test_svg_figures_escape_every_string(synthetic):
     tree = str(svg.graph_svg(g.__class__(**{**g.__dict__, "nodes": (g.nodes[0], hostile, *g.nodes[2:])}),
                              lambda nid: f"#node-{nid}"))
     assert "<svg onload" not in tree and "&lt;svg onload" in tree and tree.count("<a href=") == len(g.nodes)
+
+
+def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
+    path = tmp_path / "o.db"
+    with RunStore(path) as st:
+        runs = {}
+        for name, score in (("critic", 2.0), ("oracle", 5.0), ("random", 9.0)):
+            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=0 if name != "random" else 1)
+            _candidate(st, rid, "root", None, "a = 0\n")
+            _verify(st, rid, "root", score, "a = 0\n")
+    with open_readonly(path) as ro:
+        c = data.best_curve(ro, runs["critic"])
+        assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
+        assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable

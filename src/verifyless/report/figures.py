@@ -48,14 +48,26 @@ def curve_png(curve: CurveView, path: Path) -> Path:
         ax.scatter(bad, [min(ys)] * len(bad), marker="x", color="#d62728", label="failed verification")
     if curve.baseline is not None:
         ax.axhline(curve.baseline, linestyle="--", color="grey", label="baseline")
-    if curve.ceiling is not None:
+    if curve.ceiling is not None and _near(curve.ceiling, ys + [curve.baseline or ys[0]] if ys else []):
         ax.axhline(curve.ceiling, linestyle=":", color="black", label=curve.ceiling_label)
+    elif curve.ceiling is not None:
+        ax.text(0.99, 0.01, f"{curve.ceiling_label}: {curve.ceiling:.4g} (off the chart)", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7)
     ax.set_xlabel("verifications")
     ax.set_ylabel(f"best {curve.metric} so far ({curve.direction})")
     ax.set_title(curve.label, fontsize=9)
     ax.legend(fontsize="small", loc="best")
     ax.grid(alpha=0.3)
     return _save(plt, fig, path)
+
+
+def _near(value: float, data: list) -> bool:
+    """Whether ``value`` lies within one data span of the data (else drawing it would flatten the curve)."""
+    if not data:
+        return False
+    lo, hi = min(data), max(data)
+    span = (hi - lo) or abs(hi) or 1.0
+    return lo - span <= value <= hi + span
 
 
 def graph_png(graph: GraphView, path: Path) -> Path:
