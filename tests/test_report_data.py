@@ -135,9 +135,9 @@ def test_secrets_are_redacted(fx):
 # ---------------------------------------------------------------------- synthetic events through the real store
 
 def _candidate(st, run_id, cid, parent, program, refs=()):
-    st.add_candidate(run_id, Candidate(cid, parent, Operator.REFERENCE if refs else Operator.IMPROVE, Idea(f"idea {cid}"),
-                                       program, content_hash(program), summary=f"summary {cid}",
-                                       reference_ids=tuple(refs), round=1))
+    operator = Operator.REFERENCE if refs else Operator.IMPROVE
+    st.add_candidate(run_id, Candidate(cid, parent, operator, Idea(f"idea {cid}"), program, content_hash(program),
+                                       summary=f"summary {cid}", reference_ids=tuple(refs), round=1))
 
 
 def _verify(st, run_id, cid, score, program):
@@ -244,7 +244,8 @@ def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
     with RunStore(path) as st:
         runs = {}
         for name, score in (("critic", 2.0), ("oracle", 5.0), ("random", 9.0)):
-            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=0 if name != "random" else 1)
+            seed = 1 if name == "random" else 0
+            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=seed)
             _candidate(st, rid, "root", None, "a = 0\n")
             _verify(st, rid, "root", score, "a = 0\n")
     with open_readonly(path) as ro:

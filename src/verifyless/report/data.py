@@ -123,7 +123,7 @@ def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
 
 
 def _best_node(store: Any, run_id: str) -> Any:
-    """The node with the highest validation fitness (``RunStore.nodes`` reads only changed rows after the first call)."""
+    """The node with the highest validation fitness (``RunStore.nodes`` re-reads only changed rows)."""
     ok = [n for n in store.nodes(run_id) if n.fitness is not None]
     return max(ok, key=lambda n: n.fitness) if ok else None
 
@@ -279,9 +279,10 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
     """One point per ``verification`` event in commit order; the ceiling is the task's ``bound`` anchor if any."""
     info = store.run(run_id)
     meta = task_meta(info.task)
-    best_fit, best = -math.inf, (None, None)
+    best_fit = -math.inf
+    best: tuple[float | None, str | None] = (None, None)
     total, baseline = 0.0, None
-    points = []
+    points: list[CurvePoint] = []
     for ev in store.events(run_id, kinds=["verification"]):
         p = ev.payload
         total += ev.charge.evaluator_seconds if ev.charge else sum(

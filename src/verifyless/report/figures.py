@@ -106,9 +106,8 @@ def budget_png(budget: BudgetView, path: Path) -> Path:
     a1.set_title("LLM tokens by role", fontsize=9)
     if roles:
         a1.legend(fontsize="small")
-    kinds = [r.kind for r in budget.by_kind if r.evaluator_seconds or r.pilot_seconds]
-    a2.barh(kinds, [r.evaluator_seconds + r.pilot_seconds for r in budget.by_kind if r.evaluator_seconds or r.pilot_seconds],
-            color=PALETTE[2])
+    timed = [r for r in budget.by_kind if r.evaluator_seconds or r.pilot_seconds]
+    a2.barh([r.kind for r in timed], [r.evaluator_seconds + r.pilot_seconds for r in timed], color=PALETTE[2])
     a2.set_xlabel("seconds")
     a2.set_title(f"evaluator + pilot seconds by kind ({budget.total['verifications']} verifications)", fontsize=9)
     return _save(plt, fig, path)

@@ -83,7 +83,8 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
                    f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>')
     for t in _ticks(1, xmax, 8):
         if float(t).is_integer():
-            out.append(f'<text x="{sx(t):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">{int(t)}</text>')
+            out.append(f'<text x="{sx(t):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">'
+                       f'{int(t)}</text>')
     out.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">verifications</text>')
     metric = curves[0].metric if curves else "score"
     out.append(f'<text x="12" y="{top + plot_h / 2}" transform="rotate(-90 12 {top + plot_h / 2})" '

@@ -131,7 +131,8 @@ def create_app(store_path: str | Path) -> Any:
         html = render_environment().get_template("report.html").render(
             **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(),
             figures_dir="(run `verifyless report` for the PNG files)")
-        headers = {**_headers(), "Content-Security-Policy": REPORT_CSP, "Content-Disposition": f'inline; filename="{rid}.html"'}
+        headers = {**_headers(), "Content-Security-Policy": REPORT_CSP,
+                   "Content-Disposition": f'inline; filename="{rid}.html"'}
         return HTMLResponse(html, headers=headers)
 
     def curve_api(request: Request) -> Response:
@@ -165,7 +166,8 @@ def create_app(store_path: str | Path) -> Any:
         return page("error.html", 404, message=message)
 
     routes = [
-        Route("/", runs_page), Route("/favicon.ico", lambda request: Response(status_code=204)), Route("/api/runs", runs_api), Route("/compare", compare_page),
+        Route("/", runs_page), Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Route("/api/runs", runs_api), Route("/compare", compare_page),
         Route("/runs/{run_id}", run_page), Route("/runs/{run_id}/fragment", fragment),
         Route("/runs/{run_id}/report", report_page),
         Route("/runs/{run_id}/nodes/{node_id}", node_page), Route("/api/runs/{run_id}/progress", progress_api),
