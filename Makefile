@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q --upgrade pip
 	# torch first, from the pinned CPU wheel, so nothing pulls a CUDA build.
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
-	$(PIP) install -q -c constraints.txt -e ".[tasks,embed,ray,dev,plot,data]"
+	$(PIP) install -q -c constraints.txt -e ".[tasks,embed,ray,dev,plot,ui,data]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -39,6 +39,7 @@ from typing import Literal, Mapping, Sequence
 
 from verifyless.errors import SandboxUnavailable
 from verifyless.sandbox.base import ExecResult, ExecStatus
+from verifyless.sandbox.view import root_view
 from verifyless.task.base import Limits
 
 Isolation = Literal["namespace", "userns", "process"]
@@ -142,8 +143,7 @@ class LocalSandbox:
             "uid": uid,
             "gid": uid,
             "rlimits": self._rlimits(limits, uid),
-            "hide": [str(Path(p).absolute()) for p in hide],
-            "expose": self._exposed(),
+            **root_view(workdir, uid=uid, expose=self._expose, hide=[str(p) for p in hide]).to_spec(),
             "shm_mb": max(1, min(limits.memory_mb // 4, 512)),
             "parent_pid": os.getpid(),
         }
@@ -284,11 +284,6 @@ class LocalSandbox:
             "RLIMIT_NOFILE": (limits.open_files, limits.open_files),
             "RLIMIT_CORE": (0, 0),
         }
-
-    def _exposed(self) -> list[str]:
-        real = Path(os.path.realpath(sys.executable))
-        paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(real.parent.parent), *self._expose}
-        return sorted(str(Path(p).resolve()) for p in paths)
 
     def _pick_uid(self) -> int:
         return self._uid if self._uid is not None else UID_BASE + secrets.randbelow(UID_SPAN)

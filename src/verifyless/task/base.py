@@ -121,3 +121,4 @@ class Task:
     evaluator: Path | None = None         # openevolve only
     cascade: tuple[str, ...] = ()         # openevolve: evaluate_stage1.. names present
     description: str = ""                 # one line, for `verifyless tasks`
+    policy: Mapping[str, str] = field(default_factory=dict)  # network/subprocess -> allow|warn|forbid (guards)

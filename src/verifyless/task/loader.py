@@ -185,6 +185,7 @@ def _load_native(root: Path) -> Task:
         stochastic=spec.stochastic,
         idea_space=space,
         description=spec.description,
+        policy=spec.policy.model_dump(),
     )
 
 
@@ -454,6 +455,7 @@ def _load_openevolve(root: Path) -> Task:
         evaluator=evaluator_path,
         cascade=cascade,
         description=description[:200],
+        policy=sidecar.policy.model_dump(),
     )
 
 

@@ -128,6 +128,17 @@ class IdeaSpaceSpec(_Strict):
     dimensions: dict[str, DimensionSpec] = Field(min_length=1)
 
 
+class PolicySpec(_Strict):
+    """What a candidate program may use (read by the guards; the sandbox cuts the network regardless).
+
+    ``allow`` (default): no finding; ``warn``: an advisory guard finding; ``forbid``: a
+    blocking ``guard-failed`` finding (unless ``guards.policy`` is configured ``advisory``).
+    """
+
+    network: Literal["allow", "warn", "forbid"] = "allow"
+    subprocess: Literal["allow", "warn", "forbid"] = "allow"
+
+
 class TaskSpec(_Strict):
     """The top level of ``task.yaml``."""
 
@@ -145,6 +156,7 @@ class TaskSpec(_Strict):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     stochastic: bool = False
     idea_space: IdeaSpaceSpec | None = None
+    policy: PolicySpec = Field(default_factory=PolicySpec)
 
     @field_validator("description")
     @classmethod
@@ -172,6 +184,7 @@ class SidecarSpec(_Strict):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     stochastic: bool = False
     idea_space: IdeaSpaceSpec | None = None
+    policy: PolicySpec = Field(default_factory=PolicySpec)
 
 
 # ------------------------------------------------------------------ messages
