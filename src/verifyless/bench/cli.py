@@ -77,7 +77,9 @@ def critic(runs: list[str] = typer.Argument(None, help="run ids (or unique prefi
                       repeats=repeats, out=out)
         return
     if not runs:
-        raise typer.BadParameter("give run ids, or --dataset DIR")
+        from verifyless.errors import ConfigError
+
+        raise ConfigError("bench critic needs run ids (verifyless bench critic RUN...) or --dataset DIR")
 
     with _open(store) as st:
         records = [r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run),
