@@ -477,8 +477,6 @@ class ScreenerSelector(Selector):
         return self._cands[key]
 
     def choose(self, pool: PoolView) -> int:
-        import asyncio
-
         from verifyless.roles.base import ParentInfo
         from verifyless.screen.base import ScreenContext
 
@@ -486,7 +484,7 @@ class ScreenerSelector(Selector):
         parent = ParentInfo(id=f"w{pool.parent}", program="", score=None, summary="")
         ctx = ScreenContext(task=self.task, parent=parent, rng=pool.rng, n_verify=1,  # type: ignore[arg-type]
                             round=pool.step)
-        screening = asyncio.run(self.screener.screen(ctx, cands))
+        screening = _run_sync(self.screener.screen(ctx, cands))
         pick = screening.chosen[0] if screening.chosen else screening.ranking[0]
         return [c.id for c in cands].index(pick)
 
@@ -500,6 +498,20 @@ class ScreenerSelector(Selector):
         v = Verification(status=Status.OK if point.status == "ok" else Status.FAILED, reason=point.reason,
                          score=point.score, test_score=point.test_score)
         self.screener.observe(self.candidate(pool.parent, child), pool.parent_fitness, v, fitness)
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion, also when called from inside a running event loop (then in a thread)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def screener_factory(make: Callable[[int], Any], *, space: Any = None, task: Task | None = None) -> SelectorFactory:
