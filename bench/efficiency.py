@@ -184,6 +184,8 @@ async def one_run(task_name: str, arm: str, seed: int, args: argparse.Namespace,
                  f"engine.max_rounds={4 * args.budget}", f"store={store.path}"]
     if arm == "critic":
         overrides.append("roles.models.default=env")
+    if arm == "surrogate":
+        overrides += [f"screener.options.{kv}" for kv in args.surrogate_option]
     cfg = load_config(overrides=overrides)
     task = load_task(task_name)
     engine = build_engine(cfg, store, task=task)
@@ -297,10 +299,10 @@ def report(rows: Sequence[RunRow], arms: Sequence[str], budget: int) -> str:
 def replay_main(args: argparse.Namespace) -> None:
     """Replay mode: every arm on every world at every budget (see module docstring)."""
     from verifyless.bench.breakeven import compare_arms, standard_arms, summarize
-    from verifyless.bench.worlds import load_world, normalizer, world_paths
+    from verifyless.bench.worlds import load_worlds, normalizer, world_paths
 
-    paths = [p for p in world_paths(args.worlds) if not args.tasks_given or p.stem in args.tasks]
-    worlds = [load_world(p) for p in paths]
+    loaded = load_worlds(world_paths(args.worlds))
+    worlds = [w for t, w in sorted(loaded.items()) if not args.tasks_given or t in args.tasks]
     print(f"Replays on pool worlds: " + ", ".join(f"{w.task} ({len(w)} points)" for w in worlds)
           + f"; seeds 0..{args.seeds - 1}; {args.candidates} candidates per expansion; locality {args.locality}; "
           "greedy parent = incumbent best.\n")
@@ -349,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
                          "scores (circle_packing) then scores 0")
     ap.add_argument("--store", type=Path, default=None, help="keep the runs in this store (default: a temp file)")
     ap.add_argument("--quick", action="store_true", help="smoke: circle_packing, 1 seed, budget 4, 3 candidates")
+    ap.add_argument("--surrogate-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="option of the surrogate arm, e.g. rank_by=fitness (repeat)")
     ap.add_argument("--replay", action="store_true", help="replay arms on pool worlds instead of real runs")
     ap.add_argument("--worlds", type=Path, default=Path(__file__).parent / "worlds", help="replay: world folder")
     ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48], help="replay: budgets")

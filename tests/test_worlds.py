@@ -107,6 +107,12 @@ def test_collect_world_verifies_for_real_appends_and_resumes(tmp_path: Path) -> 
             assert p.status == "ok" and p.score == pytest.approx(abs(10 * a + b - 25))
             assert p.test_score == pytest.approx(abs(10 * a + b - 26))
     assert load_world(path) == more
+    from verifyless.bench.worlds import load_worlds, merge_worlds
+
+    other = collect_world(task, tmp_path / "w" / "toy.s2.jsonl", n=4, seed=2)
+    merged = load_worlds([path, tmp_path / "w" / "toy.s2.jsonl"])["toy_world"]
+    assert merged.points[:6] == more.points and len(merged) == len({p.key for p in (*more.points, *other.points)})
+    assert merge_worlds([more]) == more
     with pytest.raises(ValueError, match="seed"):
         collect_world(task, path, n=6, seed=2)
 

@@ -87,15 +87,16 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
 def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
     """Replays on the pool world; prints the table and the plain verdict, returns the verdict."""
     from verifyless.bench.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
-    from verifyless.bench.worlds import load_world, normalizer
+    from verifyless.bench.worlds import load_worlds, normalizer
     from verifyless.task import load_task
 
+    paths = sorted(worlds.glob(f"{task}.jsonl")) + sorted(worlds.glob(f"{task}.*.jsonl"))
     path = worlds / f"{task}.jsonl"
-    if not path.exists():
+    if not paths:
         console.print(f"(no pool world at {path}: the replay comparison and the oracle ceiling are skipped; "
                       f"collect one with `python bench/pools.py {task}`)")
         return "no world"
-    world, spec = load_world(path), load_task(task)
+    world, spec = load_worlds(paths)[task], load_task(task)
     arms = {"unscreened (random)": random_factory, "screened (surrogate)": surrogate_factory(None, task=spec),
             "oracle ceiling (best of N)": oracle_factory}
     runs = compare_arms(world, arms, budget=budget, n_candidates=candidates, seeds=range(seeds))

@@ -50,7 +50,7 @@ def oracle_factory(world: World, seed: int) -> OracleSelector:
     return OracleSelector()
 
 
-def surrogate_factory(world: World, *, rank_by: str = "fitness", explore: float = 0.5,
+def surrogate_factory(world: World | None, *, rank_by: str = "fitness", explore: float = 1.0,
                       task: Any = None) -> SelectorFactory:
     """The real ``SurrogateScreener`` (fresh per run) driven through ``ScreenerSelector``."""
     from verifyless.bench.worlds import screener_factory

@@ -24,14 +24,14 @@ def _floats(text: str, what: str) -> list[float]:
 
 
 def _load(worlds: Path, tasks: Sequence[str] | None) -> dict:
-    from verifyless.bench.worlds import load_world, world_paths
+    from verifyless.bench.worlds import load_worlds, world_paths
     from verifyless.errors import ConfigError
 
     paths = world_paths(worlds) if worlds.is_dir() else [worlds]
     if not paths or not all(p.exists() for p in paths):
         raise ConfigError(f"no world files at {worlds}; collect them with `python bench/pools.py TASK` "
                           "or pass --worlds DIR")
-    loaded = {w.task: w for w in (load_world(p) for p in paths)}
+    loaded = load_worlds(paths)
     if tasks:
         missing = sorted(set(tasks) - set(loaded))
         if missing:

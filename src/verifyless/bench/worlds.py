@@ -220,9 +220,29 @@ def world_paths(directory: str | Path) -> list[Path]:
 
 
 def load_worlds(paths: Iterable[str | Path]) -> dict[str, World]:
-    """Worlds keyed by task name."""
-    worlds = [load_world(p) for p in paths]
-    return {w.task: w for w in worlds}
+    """Worlds keyed by task name; several files of one task (other seeds) are merged with ``merge_worlds``."""
+    by_task: dict[str, list[World]] = {}
+    for p in paths:
+        w = load_world(p)
+        by_task.setdefault(w.task, []).append(w)
+    return {t: merge_worlds(ws) for t, ws in by_task.items()}
+
+
+def merge_worlds(worlds: Sequence[World]) -> World:
+    """One world from several samples of the same task: the first world's points, then new configurations of the
+    others (a union of uniform samples is a uniform sample; the baseline stays first)."""
+    first = worlds[0]
+    if any(w.task != first.task or dict(w.dimensions) != dict(first.dimensions) for w in worlds[1:]):
+        raise ValueError("merge_worlds needs worlds of the same task and idea space")
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    points = []
+    for w in worlds:
+        for p in w.points:
+            if p.key not in seen:
+                seen.add(p.key)
+                points.append(p)
+    return World(task=first.task, direction=first.direction, dimensions=first.dimensions, baseline=first.baseline,
+                  points=tuple(points), seed=first.seed, metric=first.metric)
 
 
 # ---------------------------------------------------------------------- replay

@@ -210,7 +210,7 @@ class SurrogateScreener:
         C: float = 4.0,
         tolerance: float = 1e-12,
         rank_by: str = "delta",
-        explore: float = 0.5,
+        explore: float = 1.0,
         pair_weight: float = 0.5,
     ) -> None:
         if min_examples < 2:
