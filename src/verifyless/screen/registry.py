@@ -109,7 +109,9 @@ def _oracle(models, options, **_):
 def _surrogate(models, options, *, seed: int = 0, **_):
     from verifyless.screen.surrogate import SurrogateScreener
 
-    return _construct(SurrogateScreener, "surrogate", seed, **options)
+    # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
+    # the previous behaviour.
+    return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **options})
 
 
 def _agentic(models, options, *, sandbox=None, **_):
