@@ -235,5 +235,80 @@ def measured_dir3(spec: CriticSpec, deltas: Sequence[float | None], *, seed: int
     return float(np.mean(rates)) if rates else math.nan
 
 
-__all__ = ["CriticSpec", "DIRECTIONS", "LADDER", "PRESETS", "SimulatedCritic", "confusion_for", "critic_factory",
+# ---------------------------------------------------------------------- pairwise judges and the cascade (issue 16)
+
+class SimulatedJudge:
+    """A pairwise judge of known accuracy: names the truly better of two candidates with probability ``accuracy``.
+
+    Equal fitness (or two failures) is a coin flip; a failed candidate is worse than any working one. Each match
+    is an independent draw (a tournament asks about each pair once).
+    """
+
+    def __init__(self, accuracy: float, seed: int = 0) -> None:
+        if not 0.0 <= accuracy <= 1.0:
+            raise ValueError(f"judge accuracy must lie in [0, 1], got {accuracy}")
+        self.accuracy = accuracy
+        self.rng = random.Random(f"judge:{accuracy}:{seed}")
+
+    def better(self, world: World, a: int, b: int) -> int:
+        fa, fb = world.fitness(a), world.fitness(b)
+        va = -math.inf if fa is None else fa
+        vb = -math.inf if fb is None else fb
+        if va == vb:
+            return a if self.rng.random() < 0.5 else b
+        truth, other = (a, b) if va > vb else (b, a)
+        return truth if self.rng.random() < self.accuracy else other
+
+    def knockout(self, world: World, entrants: Sequence[int], rng: random.Random) -> int:
+        """Single-elimination tournament in a random bracket; returns the winner (``len - 1`` matches)."""
+        field = list(entrants)
+        rng.shuffle(field)
+        while len(field) > 1:
+            nxt = [self.better(world, field[i], field[i + 1]) for i in range(0, len(field) - 1, 2)]
+            field = nxt + ([field[-1]] if len(field) % 2 else [])
+        return field[0]
+
+
+class TournamentSelector(Selector):
+    """The pairwise tournament alone (RPM-style): the knockout winner of the whole pool."""
+
+    def __init__(self, judge: SimulatedJudge, name: str = "tournament") -> None:
+        self.judge, self.name = judge, name
+
+    def choose(self, pool: PoolView) -> int:
+        return pool.candidates.index(self.judge.knockout(pool.world, pool.candidates, pool.rng))
+
+
+class TieBrokenCritic(SimulatedCritic):
+    """The pointwise critic whose best-average-rank ties are settled by a pairwise knockout among the tied."""
+
+    def __init__(self, spec: CriticSpec, world: World, judge: SimulatedJudge, seed: int = 0) -> None:
+        super().__init__(spec, world, seed)
+        self.judge = judge
+        self.name = spec.name + "+tiebreak"
+
+    def choose(self, pool: PoolView) -> int:
+        values = self.scores(pool)
+        tied = [pool.candidates[j] for j, v in enumerate(values) if v == max(values)]
+        return pool.candidates.index(self.judge.knockout(pool.world, tied, pool.rng))
+
+
+class CascadeSelector(SimulatedCritic):
+    """Critic keeps the top ``m`` by average rank (seeded tie order), then the tournament picks among them."""
+
+    def __init__(self, spec: CriticSpec, world: World, judge: SimulatedJudge, m: int = 3, seed: int = 0) -> None:
+        super().__init__(spec, world, seed)
+        self.judge, self.m = judge, m
+        self.name = f"cascade-m{m}"
+
+    def choose(self, pool: PoolView) -> int:
+        values = self.scores(pool)
+        order = list(range(len(values)))
+        pool.rng.shuffle(order)
+        order.sort(key=lambda j: -values[j])
+        finalists = [pool.candidates[j] for j in order[: self.m]]
+        return pool.candidates.index(self.judge.knockout(pool.world, finalists, pool.rng))
+
+
+__all__ = ["CascadeSelector", "SimulatedJudge", "TieBrokenCritic", "TournamentSelector", "CriticSpec", "DIRECTIONS", "LADDER", "PRESETS", "SimulatedCritic", "confusion_for", "critic_factory",
            "majority_accuracy", "measured_dir3", "true_direction", "true_tier", "world_sigma"]
