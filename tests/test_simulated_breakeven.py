@@ -88,3 +88,34 @@ def test_breakeven_grid_and_command(tmp_path: Path) -> None:
     assert len((out / "breakeven.csv").read_text().splitlines()) == 5
     bad = CliRunner().invoke(app, ["bench", "breakeven", "--worlds", str(tmp_path / "none")])
     assert bad.exit_code != 0 and "no world files" in str(bad.exception)  # main() prints it as one line
+
+
+def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
+    from verifyless.bench.breakeven import ArmRow
+    from verifyless.bench.compare import Estimate
+    from verifyless.demo import _verdict
+
+    def row(p: Estimate | None, reach: float) -> ArmRow:
+        return ArmRow("a", Estimate(0.5, 0.4, 0.6, 1), None, p, Estimate(reach, reach, reach, 1), 5, 5)
+
+    oracle = row(Estimate(0.9, 0.8, 1.0, 1), 0.3)
+    assert "wins" in _verdict(row(Estimate(0.8, 0.6, 0.95, 1), 0.5), row(None, 0.7), oracle, 16)
+    assert "LOSES" in _verdict(row(Estimate(0.3, 0.1, 0.45, 1), 0.9), row(None, 0.7), oracle, 16)
+    assert "No clear win" in _verdict(row(Estimate(0.55, 0.4, 0.7, 1), 0.8), row(None, 0.7), oracle, 16)
+
+
+def test_perfect_judge_tournament_and_cascade_pick_the_pool_best() -> None:
+    from verifyless.bench.simulated import CascadeSelector, SimulatedJudge, TieBrokenCritic, TournamentSelector
+
+    world = synthetic_world(n_points=60, seed=9)
+    fits = {i: world.fitness(i) for i in range(len(world)) if world.fitness(i) is not None}
+    pool = tuple(sorted(fits)[:8])
+    best = max(pool, key=lambda i: fits[i])
+    view = PoolView(world, pool[0], pool, fits[pool[0]], 1, random.Random(0))
+    judge = SimulatedJudge(1.0)
+    assert pool[TournamentSelector(judge).choose(view)] == best
+    assert pool[TieBrokenCritic(PRESETS["perfect"], world, judge).choose(view)] == best
+    assert pool[CascadeSelector(PRESETS["perfect"], world, judge, m=3).choose(view)] == best
+    coin = SimulatedJudge(0.5, seed=1)
+    wins = sum(coin.better(world, best, pool[1]) == best for _ in range(400))
+    assert 150 < wins < 250
