@@ -361,7 +361,7 @@ def propose(
 
 @app.command()
 def demo(
-    task: str = typer.Option("sunspots", help="built-in task"),
+    task: str = typer.Option("affairs_gbm", help="built-in task (one with a pool world under bench/worlds)"),
     budget: int = typer.Option(16, help="verifications per arm"),
     store: Path = typer.Option(Path("runs/demo.db"), "--store"),
 ) -> None:
