@@ -394,5 +394,15 @@ def _mount_report() -> None:
 
 _mount_report()
 
+
+def _mount_train() -> None:
+    from verifyless.train.cli import app as train_app, models_command
+
+    app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
+    app.command("models")(models_command)
+
+
+_mount_train()
+
 if __name__ == "__main__":  # pragma: no cover
     main()
