@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
 from verifyless.guards.config import GuardsConfig
+from verifyless.roles.options import LLMRoleOptions
 
 
 class _Strict(BaseModel):
@@ -52,6 +53,7 @@ class Roles(_Strict):
     kind: Literal["space", "llm"] = "space"
     models: dict[str, Any] = Field(default_factory=dict)
     implement_mode: Literal["full", "diff"] = "full"
+    llm: LLMRoleOptions = Field(default_factory=LLMRoleOptions, description="options of the LLM roles (kind: llm)")
 
 
 class Engine(_Strict):

@@ -70,9 +70,11 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
         from verifyless.roles.space import space_roles
 
         return space_roles(task, cfg.seed)
-    from verifyless.roles.llm import llm_roles
+    from verifyless.roles.llm import _ROLE_KEYS, llm_roles
 
-    return llm_roles(models, implement_mode=cfg.roles.implement_mode)
+    # Screener keys (critic, judge, arbiter, ...) are for the screener, not the four roles.
+    role_models = {k: v for k, v in models.items() if k in _ROLE_KEYS or k == "default"}
+    return llm_roles(role_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
 
 
 def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
@@ -120,7 +122,7 @@ def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progre
     if memory_enabled(cfg):
         from verifyless.search.memory import Memory
 
-        memory = Memory()
+        memory = Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
     final_judge = None
     if cfg.engine.final_selection is not None:
         final_judge = models.get("judge") or models.get("default")
