@@ -329,4 +329,8 @@ def test_run_config_has_a_guards_section():
         load_config(None, ["guards.leakage=sometimes"])
     with pytest.raises(ConfigError, match="reviewer"):
         build_guards(load_config(None, ["guards.reviewer=blocking"]), {})
+    own = ScriptedModel(replies=["VERDICT: pass"])
+    named = build_guards(load_config(None, ["guards.reviewer=advisory", "guards.reviewer_model=reviewer"]),
+                         {"reviewer": own, "default": ScriptedModel(replies=[])})
+    assert named.reviewer is not None and named.reviewer.model is own
     assert all(field.description for field in GuardsConfig.model_fields.values())
