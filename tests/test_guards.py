@@ -73,7 +73,8 @@ def make(task, implement: list[str], *, config: GuardsConfig | None = None, repa
 
     model = scripted(implement, repair)
     guards = Guards(config or GuardsConfig(), reviewer_model=reviewer)
-    maker = ChildMaker(task, llm_roles(model, options=LLMRoleOptions(max_attempts=1)), guards=guards, guard_repairs=repairs)
+    roles = llm_roles(model, options=LLMRoleOptions(max_attempts=1))
+    maker = ChildMaker(task, roles, guards=guards, guard_repairs=repairs)
     made = asyncio.run(maker.make(ParentInfo("root", task.baseline_program), Idea("standardise, then ridge")))
     return made, model
 
