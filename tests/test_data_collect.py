@@ -27,6 +27,11 @@ def _verifications(store: RunStore, run_id: str) -> Counter[str]:
     return Counter(e.node_id for e in store.events(run_id, kinds=["verification"]))
 
 
+def _paid(store: RunStore, run_id: str) -> int:
+    """Charged verification events (a program already verified in the run is recorded without a charge)."""
+    return sum(e.charge is not None for e in store.events(run_id, kinds=["verification"]))
+
+
 def test_two_stage_collection_records_every_child_and_resume_pays_nothing(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     seen: list[tuple[str, dict]] = []
@@ -40,7 +45,7 @@ def test_two_stage_collection_records_every_child_and_resume_pays_nothing(tmp_pa
         assert len(pool) == 6
         counts = _verifications(st, result.run_id)
         assert set(counts.values()) == {1}  # nothing verified twice
-        assert st.budget(result.run_id).verifications == len(counts)
+        assert st.budget(result.run_id).verifications == _paid(st, result.run_id) <= len(counts)
         for nid in result.parents:
             assert nodes[nid]["summary"] and nodes[nid]["score"] is not None  # neutral summary, verified parent
         for nid in pool:
@@ -118,7 +123,7 @@ def test_collection_killed_mid_stage_resumes_without_paying_twice(tmp_path: Path
         after = _verifications(st, run_id)
         assert set(after.values()) == {1}, after  # every node verified exactly once across the crash
         assert all(after[n] == 1 for n in before)
-        assert st.budget(run_id).verifications == sum(after.values())
+        assert st.budget(run_id).verifications == _paid(st, run_id)
         assert st.run(run_id).status == "finished"
         nodes = {r["node_id"] for r in st.node_rows(run_id)}
         assert {f"p{i}c{j}" for i in range(2) for j in range(4)} <= nodes
@@ -149,3 +154,28 @@ def test_collection_verifies_on_ray(tmp_path: Path) -> None:
         assert st.run(result.run_id).config["wiring"]["executor"] == "ray"
         counts = _verifications(st, result.run_id)
         assert result.stopped == "finished" and set(counts.values()) == {1} and len(counts) >= 3
+
+
+def test_an_exhausted_idea_space_ends_the_pool_cleanly(tmp_path: Path) -> None:
+    import asyncio
+
+    from verifyless.data.collect import Collector
+    from verifyless.executors.local import LocalExecutor
+    from verifyless.roles.space import space_roles
+    from verifyless.task import load_task
+    from verifyless.task.base import IdeaOption, IdeaSpace
+
+    task = load_task(TASK)
+    small = IdeaSpace(dimensions={"a": (IdeaOption("a1", "sets A to one"), IdeaOption("a2", "sets A to two"))},
+                      template="{{a}}\nB = 1\nC = 0\n", baseline={"a": "a1"},
+                      fragments={"a": {"a1": "A = 1", "a2": "A = 2"}})
+    tiny = task.__class__(**{**task.__dict__, "idea_space": small})
+    with RunStore(tmp_path / "x.db") as st:
+        result = asyncio.run(Collector(tiny, space_roles(tiny), LocalExecutor(), st,
+                                       CollectSettings(parents=1, children=5, mode="grpo")).run())
+        assert result.stopped == "finished" and result.parents == ("root", "g0")
+        # from g0 (A=2) the only move left is back to A=1, the root's program: recorded, not paid again
+        assert _verifications(st, result.run_id) == Counter({"root": 1, "g0": 1, "g1": 1})
+        assert st.budget(result.run_id).verifications == 2
+        reused = [e.payload for e in st.events(result.run_id, kinds=["verification"]) if e.node_id == "g1"]
+        assert reused[0]["reused_from"] == "root" and reused[0]["score"] == 3.0

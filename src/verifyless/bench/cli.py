@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless.bench import report
+from verifyless.bench.breakeven_cli import breakeven_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Measure critics, selectors and arms from stored runs and pool files.")
@@ -77,7 +78,9 @@ def critic(runs: list[str] = typer.Argument(None, help="run ids (or unique prefi
                       repeats=repeats, out=out)
         return
     if not runs:
-        raise typer.BadParameter("give run ids, or --dataset DIR")
+        from verifyless.errors import ConfigError
+
+        raise ConfigError("bench critic needs run ids (verifyless bench critic RUN...) or --dataset DIR")
 
     with _open(store) as st:
         records = [r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run),
@@ -318,6 +321,7 @@ def collect_pools_command(task: str = typer.Argument(..., help="built-in task na
 
 
 app.command("collect-pools")(collect_pools_command)
+app.command("breakeven")(breakeven_command)
 
 
 @app.command("replay-pools")

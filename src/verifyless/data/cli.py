@@ -62,8 +62,9 @@ def _print_card(card: dict[str, Any], out: Path) -> None:
 @app.command("collect")
 def collect(
     task: str = typer.Argument("diabetes", help="built-in task name or task folder"),
-    parents: int = typer.Option(10, "--parents", help="stage 1 evolution steps = parents kept (baseline included)"),
-    children: int = typer.Option(20, "--children", help="children drawn and verified per parent"),
+    parents: int = typer.Option(10, "--parents", help="sft: parents kept (baseline + evolution steps); "
+                                "grpo: steps = parents x children"),
+    children: int = typer.Option(20, "--children", help="sft: children drawn and verified per parent"),
     mode: str = typer.Option("sft", "--mode", help="sft (two-stage) or grpo (improvement-driven, balanced)"),
     store: Path = _STORE,
     out: Optional[Path] = typer.Option(None, "--out", help="dataset folder (default: runs/datasets/<task>-<run id>)"),

@@ -32,6 +32,11 @@ verified from their stored program, and logged proposals are reused instead
 of asking the proposer again. A verification that was running when the
 process died was never charged and runs again.
 
+On a deterministic task a child whose program was already verified in this
+run (e.g. a move back to an earlier solution) is not verified again: its
+``verification`` event copies the earlier result with no charge
+(``reused_from`` names the source node).
+
 Budgets are caps checked before each new verification (counting the ones in
 flight) and before new LLM work (tokens, cost); wall time counts this
 process only. Reaching a cap stops the collection cleanly (run status
@@ -195,8 +200,10 @@ class Collector:
             kept = None
             for attempt in range(self.settings.stage1_attempts):
                 nid = f"e{k}" + (f"a{attempt}" if attempt else "")
-                idea = (await self._proposals(nid, current, 1, avoid=_ideas(parents)))[0]
-                kept = await self._child(nid, current, idea, k)
+                ideas = await self._proposals(nid, current, 1, avoid=_ideas(parents))
+                if not ideas:  # the proposer has nothing new for this parent
+                    break
+                kept = await self._child(nid, current, ideas[0], k)
                 if kept is not None and kept.score is not None:
                     break
                 kept = None
@@ -235,7 +242,11 @@ class Collector:
         current, parents = root, [root.id or "root"]
         tried: list[str] = []
         for t in range(steps):
-            idea = (await self._proposals(f"g{t}", current, 1, avoid=tuple(tried[-20:])))[0]
+            ideas = await self._proposals(f"g{t}", current, 1, avoid=tuple(tried[-20:]))
+            if not ideas:
+                log.warning("the proposer has no new idea for parent %s; the pool ends after %d steps", current.id, t)
+                break
+            idea = ideas[0]
             if isinstance(idea, Idea):
                 tried.append(idea.text)
             child = await self._child(f"g{t}", current, idea, t + 1)
@@ -269,6 +280,14 @@ class Collector:
         return self._parent(nid)
 
     async def _verify(self, nid: str, program: str) -> Verification:
+        known = self._known_result(content_hash(program))
+        if known is not None:  # deterministic task: the same program scores the same, so it is not paid again
+            source, v = known
+            fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
+            self.store.append(self.run_id, "verification", {**v.to_dict(), "fitness": fitness, "reused_from": source},
+                              node_id=nid, charge=False)
+            self.log.verifications[nid] = v
+            return v
         self._check_verify_budget()
         self._reserved += 1
         try:
@@ -282,6 +301,14 @@ class Collector:
                           charge=Charge(verifications=1, evaluator_seconds=v.seconds))
         self.log.verifications[nid] = v
         return v
+
+    def _known_result(self, digest: str) -> tuple[str, Verification] | None:
+        if self.task.stochastic:
+            return None
+        for nid, v in self.log.verifications.items():
+            if self.log.nodes.get(nid, {}).get("program_hash") == digest:
+                return nid, v
+        return None
 
     # ------------------------------------------------------------------ recording and restoring
 

@@ -296,7 +296,9 @@ def _oracle(models, opts: OracleOptions, **_):
 def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
     from verifyless.screen.surrogate import SurrogateScreener
 
-    return _construct(SurrogateScreener, "surrogate", seed, **_kwargs(opts, only_set=True))
+    # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
+    # the previous behaviour.
+    return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
 
 
 def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
