@@ -143,7 +143,8 @@ class Evidence(_Record):
     ``labels``: parsed five-way labels of the valid samples (``"BigWin"`` ...).
     ``votes``: three-way vote distribution ``{"improve": p, "tie": p, "lose": p}``.
     ``uncertainty``: ``1 - max(votes)``; 1.0 when nothing valid was produced.
-    ``detail``: screener-specific extras (tournament matches, raw-critique blob hashes, pilot ids).
+    ``detail``: screener-specific extras (the critic's raw critiques and per-sample labels, the
+    tournament's matches, the agentic judge's pilot records and findings, the surrogate's features).
     """
 
     candidate_id: str
