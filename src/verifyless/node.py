@@ -22,8 +22,9 @@ from typing import Any, Mapping
 class Status(str, enum.Enum):
     """Lifecycle and outcome of a candidate.
 
-    The first four are pre-verification states; the rest are outcomes of a
-    paid verification (``OK`` is the only one with a usable score).
+    The first seven (proposed ... duplicate) never reached a verification;
+    the last six are outcomes of a paid verification (``verified``), of which
+    ``OK`` is the only one with a usable score (the others are ``buggy``).
     """
 
     PROPOSED = "proposed"
