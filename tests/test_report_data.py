@@ -252,3 +252,10 @@ def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
         c = data.best_curve(ro, runs["critic"])
         assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
         assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
+
+
+def test_all_node_pages_at_once_equal_one_at_a_time(fx):
+    built, st = fx
+    every = data_nodes.node_details(st, built["plain"])
+    assert [d.id for d in every] == [r["node_id"] for r in st.node_rows(built["plain"])]
+    assert every == [data_nodes.node_detail(st, built["plain"], d.id) for d in every]

@@ -254,6 +254,30 @@ def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     if node_id not in rows:
         raise StoreError(f"no node {node_id!r} in run {run_id}")
+    return _detail(store, run_id, node_id, rows, screenings_by_node(store, run_id, only=node_id))
+
+
+def node_details(store: Any, run_id: str) -> list[NodeDetail]:
+    """Every node's page in creation order, reading the nodes view and the screenings once (for the report)."""
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    screenings = screenings_by_node(store, run_id)
+    return [_detail(store, run_id, nid, rows, screenings) for nid in rows]
+
+
+def screenings_by_node(store: Any, run_id: str, only: str | None = None) -> dict[str, Mapping[str, Any]]:
+    """Node id -> payload of the first ``screening`` whose ranking holds it."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for ev in store.events(run_id, kinds=["screening"]):
+        for cid in ev.payload.get("ranking") or ():
+            if (only is None or cid == only) and cid not in out:
+                out[str(cid)] = ev.payload
+        if only is not None and only in out:
+            break
+    return out
+
+
+def _detail(store: Any, run_id: str, node_id: str, rows: Mapping[str, Mapping[str, Any]],
+            screenings: Mapping[str, Mapping[str, Any]]) -> NodeDetail:
     row = rows[node_id]
     program = _program(store, row)
     parent = rows.get(row.get("parent_id") or "")
@@ -266,10 +290,9 @@ def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
             p = ev.payload
             seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
             logs.append(LogView(ev.seq, str(p.get("status", "")), str(p.get("reason", "")), _num(p.get("score")),
-                                seconds,
-                                _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
+                                seconds, _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
                                 str(p.get("stderr_tail") or "")))
-    critiques, evidence, screened = _screening_of(store, run_id, node_id)
+    critiques, evidence, screened = _screening_of(screenings.get(node_id), node_id)
     return NodeDetail(
         id=node_id, parent_id=row.get("parent_id"), operator=row["operator"], status=row["status"],
         reason=str(row.get("reason") or ""), round=int(row.get("round") or 0), island=int(row.get("island") or 0),
@@ -295,21 +318,19 @@ def _without_program(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     return {k: v for k, v in payload.items() if k != "program"}
 
 
-def _screening_of(store: Any, run_id: str, node_id: str) -> tuple[tuple[str, ...], str, str]:
-    for ev in store.events(run_id, kinds=["screening"]):
-        evidence = (ev.payload.get("evidence") or {}).get(node_id)
-        ranking = list(ev.payload.get("ranking") or ())
-        if node_id not in ranking:
-            continue
-        detail = (evidence or {}).get("detail") or {}
-        critiques = tuple(str(c) for c in detail.get("critiques") or ()) if isinstance(detail, Mapping) else ()
-        chosen = node_id in (ev.payload.get("to_verify") or ev.payload.get("chosen") or ())
-        audited = node_id in (ev.payload.get("audited") or ())
-        where = (f"round {ev.payload.get('round', '?')} by {ev.payload.get('screener', '?')}: ranked "
-                 f"{ranking.index(node_id) + 1} of {len(ranking)}, "
-                 f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}")
-        return critiques, _dump(evidence, 6000) if evidence else "", where
-    return (), "", ""
+def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tuple[str, ...], str, str]:
+    if payload is None:
+        return (), "", ""
+    evidence = (payload.get("evidence") or {}).get(node_id)
+    ranking = list(payload.get("ranking") or ())
+    detail = (evidence or {}).get("detail") or {}
+    critiques = tuple(str(c) for c in detail.get("critiques") or ()) if isinstance(detail, Mapping) else ()
+    chosen = node_id in (payload.get("to_verify") or payload.get("chosen") or ())
+    audited = node_id in (payload.get("audited") or ())
+    where = (f"round {payload.get('round', '?')} by {payload.get('screener', '?')}: ranked "
+             f"{ranking.index(node_id) + 1} of {len(ranking)}, "
+             f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}")
+    return critiques, _dump(evidence, 6000) if evidence else "", where
 
 
 def node_json(detail: NodeDetail) -> str:
