@@ -166,7 +166,7 @@ def synthetic(tmp_path):
                 "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match]}},
                 "c3": {"candidate_id": "c3", "rank_value": 0.0, "votes": {"improve": 0.0, "tie": 0.0, "lose": 1.0},
                        "labels": ["Lose"], "n_valid": 1,
-                       "detail": {"findings": ["pilot says c3 overfits"], "pilots": [{"id": "p1", "seconds": 2.0}]}}}})
+                       "detail": {"findings": ["pilot says c3 overfits"]}}}})
         st.append(rid, "pilot", {"round": 1, "seconds": 3.0, "note": "pilot of c3"}, charge=True)
         st.append(rid, "learn", {"examples": 3, "weights": {"w": [0.1, float("nan")]}})
         st.append(rid, "snapshot", {"api_key": SECRET, "size": 10})
@@ -182,7 +182,7 @@ def test_bracket_pilots_and_unknown_keys(synthetic):
     (r,) = data_nodes.rounds_view(st, rid)
     assert len(r.bracket) == 1 and r.bracket[0]["winner"] == "c1"  # the same match from two candidates, once
     assert r.findings == ("pilot says c3 overfits",)
-    assert {p.get("id") for p in r.pilots} == {"p1", None} and any(p.get("note") == "pilot of c3" for p in r.pilots)
+    assert [p.get("note") for p in r.pilots] == ["pilot of c3"]  # the round's `pilot` event
     assert "parse_health" in r.extra
     c1, c2, c3 = r.candidates
     assert "new_key" in c1.extra and c3.audited and c3.verified and not c2.verified

@@ -142,7 +142,7 @@ _KNOWN_PAYLOAD = frozenset({"screener", "ranking", "chosen", "evidence", "second
 
 
 def rounds_view(store: Any, run_id: str) -> list[RoundView]:
-    """Every screening in commit order (``pilot`` events of the same round are attached to it)."""
+    """Every screening in commit order; ``pilot`` events of the same round are attached when the evidence has none."""
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     pilot_events: dict[int, list[Mapping[str, Any]]] = {}
     for ev in store.events(run_id, kinds=["pilot"]):
@@ -158,7 +158,8 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
                                  cid in audited, cid in to_verify) for i, cid in enumerate(ranking))
         bracket, pilots, findings = _bracket_and_pilots(evidence)
         r = int(p.get("round", 0) or 0)
-        pilots += tuple(pilot_events.get(r, ()))
+        if not pilots:  # the engine's `pilot` events summarise the evidence's pilots: add them only when absent
+            pilots += tuple(pilot_events.get(r, ()))
         parent = rows.get(ranking[0], {}).get("parent_id") if ranking else None
         extra = {k: v for k, v in p.items() if k not in _KNOWN_PAYLOAD}
         out.append(RoundView(ev.seq, r, str(p.get("screener", "")), parent, _num(p.get("seconds")), cands, bracket,
