@@ -163,7 +163,8 @@ def synthetic(tmp_path):
             "evidence": {
                 "c1": {"candidate_id": "c1", "rank_value": 2.0, "votes": {"improve": 1.0, "tie": 0.0, "lose": 0.0},
                        "labels": ["BigWin"], "n_valid": 1, "detail": {"matches": [match], "new_key": [1, 2]}},
-                "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match]}},
+                "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match], "critic": {
+                    "candidate_id": "c2", "rank_value": 0.5, "detail": {"critiques": ["nested critique"]}}}},
                 "c3": {"candidate_id": "c3", "rank_value": 0.0, "votes": {"improve": 0.0, "tie": 0.0, "lose": 1.0},
                        "labels": ["Lose"], "n_valid": 1,
                        "detail": {"findings": ["pilot says c3 overfits"]}}}})
@@ -186,6 +187,9 @@ def test_bracket_pilots_and_unknown_keys(synthetic):
     assert "parse_health" in r.extra
     c1, c2, c3 = r.candidates
     assert "new_key" in c1.extra and c3.audited and c3.verified and not c2.verified
+    # evidence nested in evidence (cascade stages, ensemble members): critiques drawn, numbers kept as extra
+    assert c2.critiques == ("nested critique",) and '"critic"' in c2.extra and "nested critique" not in c2.extra
+    assert data_nodes.node_detail(st, rid, "c2").critiques == ("nested critique",)
     assert data.budget_view(st, rid).total["pilot_seconds"] == 3.0
 
 

@@ -167,11 +167,37 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
     return out
 
 
+def _is_evidence(value: Any) -> bool:
+    return isinstance(value, Mapping) and "candidate_id" in value and "rank_value" in value
+
+
+def _details(ev: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
+    """The evidence's ``detail`` and those of evidence nested in it (cascade stages, ensemble members), outer first."""
+    detail = ev.get("detail") or {}
+    if not isinstance(detail, Mapping):
+        return [{"detail": detail}]
+    out = [detail]
+    if depth < 3:
+        for value in detail.values():
+            for inner in (value if isinstance(value, list) else [value]):
+                if _is_evidence(inner):
+                    out += _details(inner, depth + 1)
+    return out
+
+
+def _stage_summary(value: Any) -> Any:
+    """Nested evidence shown by its numbers only (its critiques and matches are drawn with the outer ones)."""
+    if _is_evidence(value):
+        return {k: value.get(k) for k in ("rank_value", "votes", "uncertainty", "n_valid", "n_invalid", "labels")}
+    if isinstance(value, list) and value and all(_is_evidence(v) for v in value):
+        return [_stage_summary(v) for v in value]
+    return value
+
+
 def _candidate(cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str, Any], chosen: bool, audited: bool,
                verified: bool) -> ScreenedCandidate:
-    detail = ev.get("detail") or {}
-    detail = detail if isinstance(detail, Mapping) else {"detail": detail}
-    extra = {k: v for k, v in detail.items() if k not in _DRAWN_DETAIL}
+    details = _details(ev)
+    extra = {k: _stage_summary(v) for k, v in details[0].items() if k not in _DRAWN_DETAIL}
     votes = {str(k): float(v) for k, v in (ev.get("votes") or {}).items() if _num(v) is not None}
     status = str(row.get("status", ""))
     return ScreenedCandidate(
@@ -180,8 +206,9 @@ def _candidate(cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str,
         n_invalid=int(ev.get("n_invalid") or 0), labels=tuple(str(x) for x in ev.get("labels") or ()),
         chosen=chosen, audited=audited, verified=verified and status in VERIFIED, status=status,
         score=_num(row.get("score")) if status in VERIFIED else None,
-        critiques=tuple(str(c) for c in detail.get("critiques") or ()),
-        findings=tuple(str(f) for f in detail.get("findings") or ()), extra=_dump(extra, 1500) if extra else "")
+        critiques=tuple(str(c) for d in details for c in d.get("critiques") or ()),
+        findings=tuple(str(f) for d in details for f in d.get("findings") or ()),
+        extra=_dump(extra, 1500) if extra else "")
 
 
 def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tuple]:
@@ -189,10 +216,7 @@ def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tupl
     matches: dict[tuple, Mapping[str, Any]] = {}
     pilots: list[Mapping[str, Any]] = []
     findings: list[str] = []
-    for ev in evidence.values():
-        detail = (ev or {}).get("detail") or {}
-        if not isinstance(detail, Mapping):
-            continue
+    for detail in (d for ev in evidence.values() if isinstance(ev, Mapping) for d in _details(ev)):
         for m in detail.get("matches") or ():
             if isinstance(m, Mapping):
                 key = (m.get("round"), tuple(m.get("pair") or ()))
@@ -324,8 +348,7 @@ def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tupl
         return (), "", ""
     evidence = (payload.get("evidence") or {}).get(node_id)
     ranking = list(payload.get("ranking") or ())
-    detail = (evidence or {}).get("detail") or {}
-    critiques = tuple(str(c) for c in detail.get("critiques") or ()) if isinstance(detail, Mapping) else ()
+    critiques = tuple(str(c) for d in _details(evidence or {}) for c in d.get("critiques") or ())
     chosen = node_id in (payload.get("to_verify") or payload.get("chosen") or ())
     audited = node_id in (payload.get("audited") or ())
     where = (f"round {payload.get('round', '?')} by {payload.get('screener', '?')}: ranked "
