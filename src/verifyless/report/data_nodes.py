@@ -15,8 +15,7 @@ from typing import Any, Mapping
 from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
 
 # Evidence ``detail`` keys drawn by the rounds view; every other key is shown as generic text.
-_DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots", "feedback", "final_reply",
-                           "members", "ballots"})
+_DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots"})
 
 
 # ---------------------------------------------------------------------- graph
