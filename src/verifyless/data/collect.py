@@ -152,7 +152,7 @@ class Collector:
         self.task, self.roles, self.executor, self.store = task, roles, executor, store
         self.settings, self.caps = settings, caps
         self.progress = progress or (lambda kind, data: None)
-        self.run_ref = run_ref if run_ref is not None else {"run_id": None}
+        self.run_ref: dict[str, str | None] = run_ref if run_ref is not None else {"run_id": None}
         self.run_config = dict(run_config or {})
         self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(settings.llm_concurrency))
         self.run_id = ""

@@ -41,7 +41,7 @@ Rows = list[dict[str, Any]]
 
 
 def balance(rows: Sequence[Mapping[str, Any]], rng: random.Random, key: str = "label3",
-            classes: Sequence[str] = THREE) -> tuple[Rows, dict[str, dict[str, int]]]:
+            classes: Sequence[str] = THREE) -> tuple[Rows, dict[str, Any]]:
     """Downsample every non-empty class of ``key`` to the smallest non-empty class's count (seeded).
 
     Input order is kept. Returns the kept rows and ``{"before": counts,
