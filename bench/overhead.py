@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.arm:
         return _run_arm(args)
     if args.sandbox:
-        print(sandbox_table(args.repeats))
+        print(sandbox_table(args.repeats, args.compare_src))
         return 0
     frameworks = [f.strip() for f in (args.frameworks or ",".join(FRAMEWORKS)).split(",") if f.strip()]
     unknown = set(frameworks) - set(FRAMEWORKS)
@@ -108,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox", action="store_true",
                    help="only time sandbox start-up per isolation level against a bare subprocess")
     p.add_argument("--repeats", type=int, default=20, help="runs per row in --sandbox mode (default 20)")
+    p.add_argument("--compare-src", default=None,
+                   help="--sandbox mode: also time the LocalSandbox of another source tree's src/ folder "
+                        "(e.g. an older commit unpacked with git archive), at its default level")
     p.add_argument("--arm", default=None, help=argparse.SUPPRESS)
     p.add_argument("--base-url", default=None, help=argparse.SUPPRESS)
     p.add_argument("--task-dir", default=None, help=argparse.SUPPRESS)
@@ -116,8 +119,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def sandbox_table(repeats: int) -> str:
+def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
     """Markdown table: ``python -c pass`` bare and through ``LocalSandbox`` at each level this host allows.
+
+    ``compare_src`` adds a row for the ``LocalSandbox`` of another tree's ``src/`` (its
+    ``verifyless/sandbox/local.py`` loaded under another module name, with its own ``_boot.py``).
 
     Rows run interleaved (one run of each row per round), so load changes on a
     shared machine hit every row alike. *start-up* is ``ExecResult.overhead_seconds``
@@ -130,7 +136,17 @@ def sandbox_table(repeats: int) -> str:
     limits = Limits(wall_seconds=30, memory_mb=1024)
     levels = [lvl for lvl in ("namespace", "userns", "process")
               if lvl == "process" or (_probe(lvl) and (lvl != "namespace" or os.geteuid() == 0))]
-    sandboxes = {lvl: LocalSandbox(isolation=lvl) for lvl in levels}
+    sandboxes: dict[str, Any] = {lvl: LocalSandbox(isolation=lvl) for lvl in levels}
+    if compare_src:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "compared_local", Path(compare_src, "verifyless", "sandbox", "local.py"))
+        assert spec is not None and spec.loader is not None
+        compared = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(compared)
+        sandboxes[f"{compare_src} (auto)"] = compared.LocalSandbox()
+    levels = list(sandboxes)
     totals: dict[str, list[float]] = {"bare subprocess": [], **{lvl: [] for lvl in levels}}
     overheads: dict[str, list[float]] = {lvl: [] for lvl in levels}
     with tempfile.TemporaryDirectory(prefix="verifyless-bench-") as scratch:

@@ -23,6 +23,7 @@ from verifyless.model.scripted import Rule, ScriptedModel
 from verifyless.node import Idea, Status
 from verifyless.program import split
 from verifyless.roles.llm import llm_roles
+from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import band_for
 from verifyless.task import load_task
 
@@ -72,7 +73,7 @@ def make(task, implement: list[str], *, config: GuardsConfig | None = None, repa
 
     model = scripted(implement, repair)
     guards = Guards(config or GuardsConfig(), reviewer_model=reviewer)
-    maker = ChildMaker(task, llm_roles(model, max_attempts=1), guards=guards, guard_repairs=repairs)
+    maker = ChildMaker(task, llm_roles(model, options=LLMRoleOptions(max_attempts=1)), guards=guards, guard_repairs=repairs)
     made = asyncio.run(maker.make(ParentInfo("root", task.baseline_program), Idea("standardise, then ridge")))
     return made, model
 

@@ -135,9 +135,9 @@ def test_secrets_are_redacted(fx):
 # ---------------------------------------------------------------------- synthetic events through the real store
 
 def _candidate(st, run_id, cid, parent, program, refs=()):
-    st.add_candidate(run_id, Candidate(cid, parent, Operator.REFERENCE if refs else Operator.IMPROVE, Idea(f"idea {cid}"),
-                                       program, content_hash(program), summary=f"summary {cid}",
-                                       reference_ids=tuple(refs), round=1))
+    operator = Operator.REFERENCE if refs else Operator.IMPROVE
+    st.add_candidate(run_id, Candidate(cid, parent, operator, Idea(f"idea {cid}"), program, content_hash(program),
+                                       summary=f"summary {cid}", reference_ids=tuple(refs), round=1))
 
 
 def _verify(st, run_id, cid, score, program):
@@ -237,3 +237,18 @@ def test_svg_figures_escape_every_string(synthetic):
     tree = str(svg.graph_svg(g.__class__(**{**g.__dict__, "nodes": (g.nodes[0], hostile, *g.nodes[2:])}),
                              lambda nid: f"#node-{nid}"))
     assert "<svg onload" not in tree and "&lt;svg onload" in tree and tree.count("<a href=") == len(g.nodes)
+
+
+def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
+    path = tmp_path / "o.db"
+    with RunStore(path) as st:
+        runs = {}
+        for name, score in (("critic", 2.0), ("oracle", 5.0), ("random", 9.0)):
+            seed = 1 if name == "random" else 0
+            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=seed)
+            _candidate(st, rid, "root", None, "a = 0\n")
+            _verify(st, rid, "root", score, "a = 0\n")
+    with open_readonly(path) as ro:
+        c = data.best_curve(ro, runs["critic"])
+        assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
+        assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable

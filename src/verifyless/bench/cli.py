@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless.bench import report
+from verifyless.bench.breakeven_cli import breakeven_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Measure critics, selectors and arms from stored runs and pool files.")
@@ -320,6 +321,7 @@ def collect_pools_command(task: str = typer.Argument(..., help="built-in task na
 
 
 app.command("collect-pools")(collect_pools_command)
+app.command("breakeven")(breakeven_command)
 
 
 @app.command("replay-pools")

@@ -3,6 +3,7 @@
 Spec strings accepted by ``build_model``:
 
 * ``"scripted:<path.yaml|json>"`` -- a ``ScriptedModel`` loaded from the file;
+* ``"local:<model>"`` -- a transformers model in this process (``verifyless.model.local``);
 * ``"openai:<model>"`` -- an OpenAI-compatible endpoint; base URL from
   ``VERIFYLESS_BASE_URL`` (default: api.openai.com), key from
   ``VERIFYLESS_API_KEY`` or ``OPENAI_API_KEY``;
@@ -40,11 +41,14 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Literal["openai", "scripted"] = "openai"
+    provider: Literal["openai", "scripted", "local"] = "openai"
     model: str = Field("", description="model name sent to the endpoint (e.g. Qwen/Qwen3-8B)")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL ending in /v1; None = api.openai.com")
     api_key_env: str = Field(DEFAULT_KEY_ENV, description="name of the env var holding the key (not the key)")
     script: str | None = Field(None, description="scripted provider: path to the YAML/JSON script")
+    adapter: str | list[str] | None = Field(None, description="local provider: PEFT adapter folder(s), all active")
+    device: str = Field("auto", description="local provider: auto | cpu | cuda | cuda:N")
+    dtype: str = Field("auto", description="local provider: auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     max_tokens: int | None = Field(None, ge=1)
@@ -90,6 +94,8 @@ class ModelConfig(BaseModel):
     def _check_provider(self) -> "ModelConfig":
         if self.provider == "scripted" and not self.script:
             raise ValueError("provider 'scripted' needs script: <path to .yaml or .json>")
+        if self.provider == "local" and not self.model:
+            raise ValueError("provider 'local' needs model: <folder, cached hub id or a name from `verifyless models`>")
         if self.provider == "openai" and not self.model:
             raise ValueError(f"provider 'openai' needs model: <name> (or set {ENV_MODEL} and use 'env')")
         return self
@@ -147,9 +153,11 @@ def parse_spec(spec: str | Mapping[str, Any] | ModelConfig) -> ModelConfig:
         return make_config(provider="scripted", script=rest, model="scripted")
     if kind == "openai" and rest:
         return make_config(provider="openai", model=rest, base_url=os.environ.get(ENV_BASE_URL) or None)
+    if kind == "local" and rest:
+        return make_config(provider="local", model=rest)
     raise ConfigError(
         f"unknown model spec {spec!r}; use 'scripted:<path.yaml>', 'openai:<model name>' or 'env' "
-        f"(reads {ENV_BASE_URL}, {DEFAULT_KEY_ENV}, {ENV_MODEL})"
+        f"(reads {ENV_BASE_URL}, {DEFAULT_KEY_ENV}, {ENV_MODEL}), or 'local:<folder or name>' for a model in process"
     )
 
 
@@ -174,6 +182,10 @@ def build_model(
     if config.provider == "scripted":
         assert config.script is not None  # checked by the validator
         model = ScriptedModel.from_file(config.script)
+    elif config.provider == "local":
+        from verifyless.model.local import LocalModel
+
+        model = LocalModel.from_config(config)
     else:
         model = OpenAIModel(config)
     if cache is not None:

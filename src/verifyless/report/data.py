@@ -122,17 +122,23 @@ def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return max(ok, key=lambda r: r["fitness"]) if ok else None
 
 
+def _best_node(store: Any, run_id: str) -> Any:
+    """The node with the highest validation fitness (``RunStore.nodes`` re-reads only changed rows)."""
+    ok = [n for n in store.nodes(run_id) if n.fitness is not None]
+    return max(ok, key=lambda n: n.fitness) if ok else None
+
+
 def run_row(store: Any, run_id: str) -> RunRow:
     info = store.run(run_id)
     cfg = info.config or {}
-    best = _best(store.node_rows(run_id))
+    best = _best_node(store, run_id)
     return RunRow(run_id=info.run_id, task=info.task, status=info.status, created=_iso(info.created),
                   updated=_iso(info.updated), strategy=str((cfg.get("strategy") or {}).get("name", "")),
                   screener=str((cfg.get("screener") or {}).get("name", "")), seed=int(info.seed),
                   verifications=int(store.budget(run_id).verifications),
                   cap=(cfg.get("budget") or {}).get("verifications"),
-                  best_score=_num(best.get("score")) if best else None,
-                  best_node=best["node_id"] if best else None, n_nodes=int(info.n_nodes))
+                  best_score=_num(best.score) if best else None,
+                  best_node=best.id if best else None, n_nodes=int(info.n_nodes))
 
 
 def runs_list(store: Any) -> list[RunRow]:
@@ -273,9 +279,10 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
     """One point per ``verification`` event in commit order; the ceiling is the task's ``bound`` anchor if any."""
     info = store.run(run_id)
     meta = task_meta(info.task)
-    best_fit, best = -math.inf, (None, None)
+    best_fit = -math.inf
+    best: tuple[float | None, str | None] = (None, None)
     total, baseline = 0.0, None
-    points = []
+    points: list[CurvePoint] = []
     for ev in store.events(run_id, kinds=["verification"]):
         p = ev.payload
         total += ev.charge.evaluator_seconds if ev.charge else sum(
@@ -287,10 +294,30 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
             best_fit, best = fit, (score, ev.node_id)
         points.append(CurvePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), score, best[0], best[1],
                                  round(total, 6)))
-    bound = _num(meta.get("bound"))
+    ceiling, ceiling_label = oracle_ceiling(store, info)
+    if ceiling is None and _num(meta.get("bound")) is not None:
+        ceiling, ceiling_label = _num(meta.get("bound")), "task bound (best achievable)"
     name = label or f"{run_id} ({(info.config.get('screener') or {}).get('name', '?')})"
     return CurveView(run_id, name, str(meta.get("metric", "score")), direction_of(store, run_id), tuple(points),
-                     baseline, bound, "task bound (best achievable)" if bound is not None else "")
+                     baseline, ceiling, ceiling_label)
+
+
+def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
+    """The best final validation score of the store's ``oracle``-screened runs of the same task and seed, if any.
+
+    The oracle screener picks by true outcome, so its run is what perfect screening reaches at that budget.
+    """
+    best: Any = None
+    source = ""
+    for other in store.runs():
+        cfg = other.config or {}
+        if (other.run_id == info.run_id or other.task != info.task or other.seed != info.seed
+                or (cfg.get("screener") or {}).get("name") != "oracle"):
+            continue
+        node = _best_node(store, other.run_id)
+        if node is not None and (best is None or node.fitness > best.fitness):
+            best, source = node, other.run_id
+    return (_num(best.score), f"oracle-screened run {source}") if best is not None else (None, "")
 
 
 def compare_curves(store: Any, run_ids: Sequence[str]) -> list[CurveView]:
@@ -322,10 +349,12 @@ class Progress:
     recent: tuple[tuple[int, str, str, str], ...]  # (seq, kind, node id, short text), newest first
 
 
-def progress(store: Any, run_id: str, recent: int = 8) -> Progress:
+def progress(store: Any, run_id: str, recent: int = 8, since: Progress | None = None) -> Progress:
+    """The run's live state; with ``since`` (an earlier result for the same run) only newer events are read."""
     row = run_row(store, run_id)
-    last, rounds, tail = 0, 0, []
-    for ev in store.events(run_id, kinds=None):
+    last, rounds = (since.last_seq, since.rounds) if since else (0, 0)
+    tail = list(reversed(since.recent)) if since else []
+    for ev in store.events(run_id, kinds=None, after=last):
         last = ev.seq
         if ev.kind == "round":
             rounds = max(rounds, int(ev.payload.get("round", 0) or 0))

@@ -264,8 +264,9 @@ def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
         events.append((ev.seq, ev.kind, _dump(_without_program(ev.payload), 3000)))
         if ev.kind == "verification":
             p = ev.payload
+            seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
             logs.append(LogView(ev.seq, str(p.get("status", "")), str(p.get("reason", "")), _num(p.get("score")),
-                                sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds")),
+                                seconds,
                                 _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
                                 str(p.get("stderr_tail") or "")))
     critiques, evidence, screened = _screening_of(store, run_id, node_id)

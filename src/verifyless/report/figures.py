@@ -48,14 +48,26 @@ def curve_png(curve: CurveView, path: Path) -> Path:
         ax.scatter(bad, [min(ys)] * len(bad), marker="x", color="#d62728", label="failed verification")
     if curve.baseline is not None:
         ax.axhline(curve.baseline, linestyle="--", color="grey", label="baseline")
-    if curve.ceiling is not None:
+    if curve.ceiling is not None and _near(curve.ceiling, ys + [curve.baseline or ys[0]] if ys else []):
         ax.axhline(curve.ceiling, linestyle=":", color="black", label=curve.ceiling_label)
+    elif curve.ceiling is not None:
+        ax.text(0.99, 0.01, f"{curve.ceiling_label}: {curve.ceiling:.4g} (off the chart)", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7)
     ax.set_xlabel("verifications")
     ax.set_ylabel(f"best {curve.metric} so far ({curve.direction})")
     ax.set_title(curve.label, fontsize=9)
     ax.legend(fontsize="small", loc="best")
     ax.grid(alpha=0.3)
     return _save(plt, fig, path)
+
+
+def _near(value: float, data: list) -> bool:
+    """Whether ``value`` lies within one data span of the data (else drawing it would flatten the curve)."""
+    if not data:
+        return False
+    lo, hi = min(data), max(data)
+    span = (hi - lo) or abs(hi) or 1.0
+    return lo - span <= value <= hi + span
 
 
 def graph_png(graph: GraphView, path: Path) -> Path:
@@ -94,9 +106,8 @@ def budget_png(budget: BudgetView, path: Path) -> Path:
     a1.set_title("LLM tokens by role", fontsize=9)
     if roles:
         a1.legend(fontsize="small")
-    kinds = [r.kind for r in budget.by_kind if r.evaluator_seconds or r.pilot_seconds]
-    a2.barh(kinds, [r.evaluator_seconds + r.pilot_seconds for r in budget.by_kind if r.evaluator_seconds or r.pilot_seconds],
-            color=PALETTE[2])
+    timed = [r for r in budget.by_kind if r.evaluator_seconds or r.pilot_seconds]
+    a2.barh([r.kind for r in timed], [r.evaluator_seconds + r.pilot_seconds for r in timed], color=PALETTE[2])
     a2.set_xlabel("seconds")
     a2.set_title(f"evaluator + pilot seconds by kind ({budget.total['verifications']} verifications)", fontsize=9)
     return _save(plt, fig, path)

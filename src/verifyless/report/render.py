@@ -87,12 +87,10 @@ def write_report(store: Any, run_id: str, out_dir: str | Path, *, figures: bool 
     path.write_text(html, encoding="utf-8")
     if not figures:
         return ReportFiles(path, (), "PNG figures not requested")
+    from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
+
     try:
-        from verifyless.report import figures
-    except ImportError as exc:  # pragma: no cover - only without matplotlib
-        return ReportFiles(path, (), f"PNG figures skipped: {exc}; install verifyless[plot]")
-    try:
-        pngs = figures.write_figures(views, out / "figures")
+        pngs = drawing.write_figures(views, out / "figures")
     except ImportError as exc:
         return ReportFiles(path, (), f"PNG figures skipped: {exc}; install verifyless[plot]")
     return ReportFiles(path, tuple(pngs))

@@ -51,7 +51,11 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 320, title: str = "") -> Markup:
     """Best-so-far validation score (step lines) against verifications; baselines dashed, the ceiling dotted."""
     values = [p.best_score for c in curves for p in c.points if p.best_score is not None]
-    values += [v for c in curves for v in (c.baseline, c.ceiling) if v is not None]
+    values += [c.baseline for c in curves if c.baseline is not None]
+    if values:  # a ceiling far from the data (e.g. an MAE bound of 0) would flatten the curves: it is then noted only
+        span = (max(values) - min(values)) or abs(max(values)) or 1.0
+        near = (min(values) - span, max(values) + span)
+        values += [c.ceiling for c in curves if c.ceiling is not None and near[0] <= c.ceiling <= near[1]]
     xmax = max((len(c.points) for c in curves), default=1) or 1
     left, right, top, bottom = 64, 16, 28 if title else 12, 40
     legend_h = 16 * len(curves)
@@ -79,7 +83,8 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
                    f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>')
     for t in _ticks(1, xmax, 8):
         if float(t).is_integer():
-            out.append(f'<text x="{sx(t):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">{int(t)}</text>')
+            out.append(f'<text x="{sx(t):.1f}" y="{top + plot_h + 14}" text-anchor="middle" class="tick">'
+                       f'{int(t)}</text>')
     out.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">verifications</text>')
     metric = curves[0].metric if curves else "score"
     out.append(f'<text x="12" y="{top + plot_h / 2}" transform="rotate(-90 12 {top + plot_h / 2})" '
@@ -94,6 +99,11 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     ceilings = {c.ceiling for c in curves if c.ceiling is not None}
     for ceil in ceilings:
         label = next(c.ceiling_label for c in curves if c.ceiling == ceil)
+        if not lo <= ceil <= hi:
+            y = top + 12 if ceil > hi else top + plot_h - 6
+            out.append(f'<text x="{left + plot_w - 4}" y="{y}" text-anchor="end" class="tick">{_e(label)} {_fmt(ceil)} '
+                       f'({"above" if ceil > hi else "below"} the chart)</text>')
+            continue
         out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(ceil):.1f}" y2="{sy(ceil):.1f}" class="ceiling"/>'
                    f'<text x="{left + plot_w - 4}" y="{sy(ceil) - 4:.1f}" text-anchor="end" class="tick">'
                    f'{_e(label)} {_fmt(ceil)}</text>')

@@ -1,15 +1,16 @@
 """Sandbox bootstrap: isolates itself, then runs the candidate command.
 
-Run by ``LocalSandbox`` as ``python -I -S _boot.py SPEC_JSON`` (standard
-library only, nothing from verifyless, so start-up stays near 20 ms). The
-spec is a JSON object written by ``verifyless.sandbox.local``; the outcome
+Run by ``LocalSandbox`` as ``python -I -S _boot.py`` with the spec on stdin
+(standard library only, nothing from verifyless, so start-up stays near 20 ms).
+The spec is a JSON object written by ``verifyless.sandbox.local``; the outcome
 (exit status, peak memory, timestamps, or a setup error) is written as one
 JSON object to the inherited ``status_fd``.
 
 Process layout in the namespace modes::
 
     outer (host pid, root)           waits for PID 1; SIGTERM -> SIGKILL PID 1
-      └─ PID 1 of a new pid/mount/net namespace (root): mounts, then supervises
+      └─ PID 1 of a new pid/mount/net namespace (root): builds the allowlisted
+         root on a tmpfs, pivots into it, then supervises
            └─ candidate: setsid, rlimits, drop to the sandbox uid, exec argv
 
 When PID 1 exits the kernel kills every process left in the namespace and
@@ -150,18 +151,21 @@ def _pivot(new_root: str) -> None:
 def setup_filesystem(spec: dict) -> None:
     """In PID 1: build an allowlisted root on a tmpfs and pivot into it (see docs/design/sandbox.md).
 
-    ``spec["binds"]`` lists ``[path, mode]`` (mode ``ro``, ``rw`` or ``dev``), each shown at
-    its own path; ``links`` are symlinks to recreate (``/lib -> usr/lib``), ``files`` small
-    synthesised files (``/etc/passwd``), ``hide`` paths masked even under a bind. Host paths
-    are opened (``O_PATH``) before anything is mounted, so a bind source below the staging
-    mount point is still reachable. Nothing else of the host is reachable afterwards.
+    ``spec["binds"]`` lists ``[path, mode]`` (mode ``ro``, ``rw``, ``dev``, or ``dir``: an
+    empty directory of the new root), each shown at its own path; ``links`` are symlinks to
+    recreate (``/lib -> usr/lib``), ``files`` small synthesised files (``/etc/passwd``),
+    ``hide`` paths masked even under a bind. Host paths are opened (``O_PATH``) before anything
+    is mounted, so a bind source below the staging mount point is still reachable. Nothing else
+    of the host is reachable afterwards.
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    sources = [(path, mode) for path, mode in spec["binds"] if os.path.lexists(path)]
+    sources = [(path, mode) for path, mode in spec["binds"] if mode != "dir" and os.path.lexists(path)]
     fds = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in sources]
     dirs = [os.path.isdir(f"/proc/self/fd/{fd}") for fd in fds]
     root = STAGING
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
+    for path in (p for p, mode in spec["binds"] if mode == "dir"):
+        os.makedirs(root + path, mode=0o755, exist_ok=True)
     try:
         for (path, mode), fd, is_dir in zip(sources, fds, dirs):
             _bind(fd, root + path, is_dir, mode)
@@ -298,8 +302,17 @@ def supervise(spec: dict, status_fd: int) -> int:
     return 0
 
 
+def read_spec() -> dict:
+    """The spec arrives on stdin (not argv: PID 1's command line is readable inside); stdin is then /dev/null."""
+    spec = json.loads(sys.stdin.buffer.read())
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return spec
+
+
 def main() -> int:
-    spec = json.loads(sys.argv[1])
+    spec = read_spec()
     status_fd = spec["status_fd"]
     os.set_inheritable(status_fd, False)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if verifyless dies, so does the sandbox

@@ -32,7 +32,10 @@ private ``/dev/shm``, and an empty read-only ``/tmp``.
 Symlinks on the way to a listed path (``/lib -> usr/lib`` on merged-/usr
 systems, ``/etc/localtime -> /usr/share/zoneinfo/...``) are recreated and the
 path they lead to is shown instead. ``hide`` paths that fall inside a shown
-directory are masked (an empty tmpfs, or ``/dev/null`` over a file).
+directory are left out: the directory's other entries are bound one by one,
+so the hidden ones are absent (past 256 entries the directory is bound whole
+and the hidden paths are masked with an empty tmpfs, or ``/dev/null`` over a
+file).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -61,7 +65,8 @@ GPU_DEVICE_GLOB = "/dev/nvidia*"
 
 @dataclass(frozen=True)
 class RootView:
-    """What the bootstrap mounts: ``binds`` as ``(path, mode)`` with mode ``ro``/``rw``/``dev``."""
+    """What the bootstrap mounts: ``binds`` as ``(path, mode)``, mode ``ro``/``rw``/``dev``, or ``dir``
+    (an empty read-only directory of the new root, holding the binds of its visible children)."""
 
     binds: tuple[tuple[str, str], ...]
     links: tuple[tuple[str, str], ...]
@@ -89,21 +94,65 @@ def visible_sys_path(expose: Sequence[str] = ()) -> list[str]:
 def root_view(workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hide: Sequence[str] = (),
               gpu: bool = True) -> RootView:
     """The allowlisted view for one run (see the module docstring for the policy)."""
+    system_wanted, system_links = _system_part(gpu)
+    links = dict(system_links)
+    wanted = list(system_wanted)
+    for path in expose:
+        resolved = _resolve(path, links)
+        if resolved is not None:
+            wanted.append((resolved, "ro"))
+    work = os.path.realpath(workdir)
+    hidden = [os.path.abspath(p) for p in hide]
+    ro: list[tuple[str, str]] = []
+    for path in _outermost([p for p, mode in wanted if mode == "ro"]):
+        ro += _split(path, [h for h in hidden if _under(h, path) and h != path and not _under(work, h)], links)
+    binds = ro + [(d, m) for d, m in wanted if m == "dev"] + [(work, "rw")]
+    shown = [p for p, _ in binds]
+    masked = [h for h in hidden if _maskable(h, [p for p, m in ro if m == "ro"], shown)]
+    return RootView(binds=tuple(binds), links=tuple(sorted(links.items())), files=_etc_files(uid),
+                    hide=tuple(sorted(set(masked))))
+
+
+def _split(path: str, hidden: list[str], links: dict[str, str], budget: int = 256) -> list[tuple[str, str]]:
+    """Show ``path`` without the ``hidden`` entries below it: bind its other children one by one.
+
+    The directories on the way become empty read-only directories of the new root (mode ``dir``),
+    so a hidden entry is absent, not merely emptied. Past ``budget`` binds the directory is bound
+    whole and the hidden entries are masked instead (``root_view`` does that).
+    """
+    if not hidden:
+        return [(path, "ro")]
+    if path in hidden or not os.path.isdir(path) or os.path.islink(path):
+        return []
+    entries: list[tuple[str, str]] = [(path, "dir")]
+    for name in sorted(os.listdir(path)):
+        child = os.path.join(path, name)
+        if child in hidden:
+            continue
+        below = [h for h in hidden if _under(h, child)]
+        if os.path.islink(child):
+            links[child] = os.readlink(child)
+        elif below:
+            entries += _split(child, below, links, budget)
+        else:
+            entries.append((child, "ro"))
+        if len(entries) > budget:
+            return [(path, "ro")]
+    return entries
+
+
+@lru_cache(maxsize=2)
+def _system_part(gpu: bool) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The interpreter, system and /etc binds plus devices (resolved once per process)."""
     links: dict[str, str] = {}
     wanted: list[tuple[str, str]] = []
-    for path in [*interpreter_paths(), *SYSTEM_PATHS, *ETC_PATHS, *expose]:
+    for path in [*interpreter_paths(), *SYSTEM_PATHS, *ETC_PATHS]:
         resolved = _resolve(path, links)
         if resolved is not None:
             wanted.append((resolved, "ro"))
     devices = list(DEVICES) + (sorted(_gpu_devices()) if gpu else [])
     wanted += [(d, "dev") for d in devices if os.path.exists(d)]
-    ro = _outermost([p for p, mode in wanted if mode == "ro"])
-    work = os.path.realpath(workdir)
-    binds = [(p, "ro") for p in ro] + [(d, m) for d, m in wanted if m == "dev"] + [(work, "rw")]
-    shown = [p for p, _ in binds]
-    masked = [h for h in (os.path.abspath(p) for p in hide) if _maskable(h, ro, shown)]
-    return RootView(binds=tuple(binds), links=tuple(sorted(links.items())), files=_etc_files(uid),
-                    hide=tuple(sorted(set(masked))))
+    return tuple(wanted), tuple(links.items())
 
 
 def _resolve(path: str, links: dict[str, str]) -> str | None:

@@ -33,7 +33,7 @@ from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.critic import order_by_value
-from verifyless.screen.health import replies_detail
+from verifyless.screen.health import model_names, replies_detail
 from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
 from verifyless.screen.tournament import collect_context, describe
 
@@ -160,14 +160,7 @@ class MajorityVote:
 
 def _member_names(member: Screener) -> list[str]:
     """Names that could reveal which model a member is (stripped before the arbiter sees text)."""
-    names = []
-    for attr in ("model", "judge"):
-        model = getattr(member, attr, None)
-        if model is not None and getattr(model, "name", ""):
-            names.append(model.name)
-    for sub in getattr(member, "screeners", []) + getattr(member, "members", []):
-        names.extend(_member_names(sub))
-    return [n for n in names if len(n) > 1]
+    return [n for n in model_names(member) if len(n) > 1]
 
 
 def reasoning_text(screening: Screening, numbers: dict[str, int], max_chars: int = 4000) -> str:
@@ -270,7 +263,7 @@ class Arbiter:
         by_number = {str(n): cid for cid, n in numbers.items()}
         ranking = list(majority)
         fallback = pick is None
-        if not fallback:
+        if pick is not None:
             ranking.remove(by_number[pick])
             ranking.insert(0, by_number[pick])
         shared: dict[str, Any] = {"arbiter_raw": reply.text, "arbiter_pick": by_number.get(pick or ""), "fallback": fallback}
@@ -314,4 +307,5 @@ class Arbiter:
         )
 
 
-__all__ = ["Arbiter", "MajorityVote", "TIE_BREAKS", "anonymise", "member_replies", "reasoning_text", "run_members", "tally"]
+__all__ = ["Arbiter", "MajorityVote", "TIE_BREAKS", "anonymise", "member_replies", "reasoning_text", "run_members",
+           "tally"]

@@ -118,9 +118,9 @@ def tag_values(text: str, tag: str) -> list[str]:
     if found:
         return found
     for i, line in enumerate(lines):
-        match = bare.match(line)
-        if match:
-            found.append(rest_of(i, match.end()))
+        head = bare.match(line)
+        if head:
+            found.append(rest_of(i, head.end()))
     return found
 
 

@@ -30,6 +30,7 @@ are either a model key (built as ``options["member"]``, default
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from typing import Any, Callable, Literal, Mapping
 
@@ -137,7 +138,7 @@ def _plain(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin is Literal:
         return True
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         return all(_plain(a) for a in typing.get_args(annotation))
     return annotation in _PLAIN
 
@@ -145,12 +146,13 @@ def _plain(annotation: Any) -> bool:
 def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = _Options) -> type[BaseModel]:
     """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
     rest (mappings, objects) accept any value and leave checking to the constructor."""
+    init = getattr(cls, "__init__")
     try:
-        hints = typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(init)
     except Exception:  # an annotation that cannot be resolved here: fall back to Any
         hints = {}
     fields: dict[str, Any] = {}
-    for pname, param in inspect.signature(cls.__init__).parameters.items():
+    for pname, param in inspect.signature(init).parameters.items():
         if pname == "self" or pname in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         hint = hints.get(pname, Any)
@@ -294,7 +296,9 @@ def _oracle(models, opts: OracleOptions, **_):
 def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
     from verifyless.screen.surrogate import SurrogateScreener
 
-    return _construct(SurrogateScreener, "surrogate", seed, **_kwargs(opts, only_set=True))
+    # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
+    # the previous behaviour.
+    return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
 
 
 def _agentic(models, opts: BaseModel, *, sandbox=None, **_):

@@ -139,6 +139,21 @@ class PolicySpec(_Strict):
     subprocess: Literal["allow", "warn", "forbid"] = "allow"
 
 
+class EnsembleSpec(_Strict):
+    """How several programs' outputs combine into one submission (optional; MCGS top-K ensembles)."""
+
+    combine: Literal["mean"] = "mean"
+    files: list[str] = Field(min_length=1)
+
+    @field_validator("files")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or "/" in name or "\\" in name or name.startswith("."):
+                raise ValueError(f"ensemble files are plain file names inside the output folder, got {name!r}")
+        return value
+
+
 class TaskSpec(_Strict):
     """The top level of ``task.yaml``."""
 
@@ -157,6 +172,7 @@ class TaskSpec(_Strict):
     stochastic: bool = False
     idea_space: IdeaSpaceSpec | None = None
     policy: PolicySpec = Field(default_factory=PolicySpec)
+    ensemble: EnsembleSpec | None = None
 
     @field_validator("description")
     @classmethod

@@ -6,6 +6,7 @@ Routes (all GET; nothing writes):
 * ``/runs/{id}`` the report's views for one run, plus a live progress box
   that polls ``/api/runs/{id}/progress`` every second and redraws the views
   from ``/runs/{id}/fragment`` when a new event was committed;
+* ``/runs/{id}/report`` the self-contained HTML report (without the PNG files);
 * ``/runs/{id}/nodes/{node}`` a node page; ``/compare?run=A&run=B`` curves of
   several runs overlaid and side by side;
 * ``/api/runs``, ``/api/runs/{id}/progress``, ``/api/runs/{id}/curve``,
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,8 @@ from urllib.parse import quote
 
 from verifyless.errors import StoreError
 from verifyless.report import data, data_nodes, svg
-from verifyless.report.render import fmt, run_views
+from verifyless.report.render import environment as render_environment
+from verifyless.report.render import fmt, run_views, version
 
 
 class StoreHolder:
@@ -40,10 +43,10 @@ class StoreHolder:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._store: Any = None
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def get(self) -> Any:
-        with self._lock:
+        with self.lock:
             if self._store is None:
                 from verifyless.report.reader import open_readonly
 
@@ -51,7 +54,7 @@ class StoreHolder:
             return self._store
 
     def close(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._store is not None:
                 self._store.close()
                 self._store = None
@@ -113,9 +116,24 @@ def create_app(store_path: str | Path) -> Any:
         html = env.get_template("fragment.html").render(**run_views(st, rid, node_href(rid)))
         return HTMLResponse(html, headers=_headers())
 
+    last_progress: dict[str, data.Progress] = {}
+
     def progress_api(request: Request) -> Response:
         st, rid = run_id_of(request)
-        return JSONResponse(asdict(data.progress(st, rid)), headers=_headers())
+        with holder.lock:  # incremental: each poll reads only the events committed since the previous one
+            p = last_progress[rid] = data.progress(st, rid, since=last_progress.get(rid))
+        return JSONResponse(asdict(p), headers=_headers())
+
+    def report_page(request: Request) -> Response:
+        st, rid = run_id_of(request)
+        views = run_views(st, rid, lambda nid: f"#node-{nid}")
+        nodes = [data_nodes.node_detail(st, rid, n.id) for n in views["g"].nodes]
+        html = render_environment().get_template("report.html").render(
+            **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(),
+            figures_dir="(run `verifyless report` for the PNG files)")
+        headers = {**_headers(), "Content-Security-Policy": REPORT_CSP,
+                   "Content-Disposition": f'inline; filename="{rid}.html"'}
+        return HTMLResponse(html, headers=headers)
 
     def curve_api(request: Request) -> Response:
         st, rid = run_id_of(request)
@@ -148,8 +166,10 @@ def create_app(store_path: str | Path) -> Any:
         return page("error.html", 404, message=message)
 
     routes = [
-        Route("/", runs_page), Route("/favicon.ico", lambda request: Response(status_code=204)), Route("/api/runs", runs_api), Route("/compare", compare_page),
+        Route("/", runs_page), Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Route("/api/runs", runs_api), Route("/compare", compare_page),
         Route("/runs/{run_id}", run_page), Route("/runs/{run_id}/fragment", fragment),
+        Route("/runs/{run_id}/report", report_page),
         Route("/runs/{run_id}/nodes/{node_id}", node_page), Route("/api/runs/{run_id}/progress", progress_api),
         Route("/api/runs/{run_id}/curve", curve_api), Route("/api/runs/{run_id}/nodes/{node_id}", node_api),
     ]
@@ -161,6 +181,9 @@ def create_app(store_path: str | Path) -> Any:
     app = Starlette(routes=routes, exception_handlers={StoreError: not_found, 404: not_found}, lifespan=lifespan)
     app.state.store = holder
     return app
+
+
+REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; frame-ancestors 'none'"
 
 
 def _headers(nonce: str | None = None) -> dict[str, str]:

@@ -37,5 +37,6 @@ def ui_command(
         out.print(f"[yellow]bound to {host}: anyone who can reach this address can read these runs "
                   "(ideas, code, logs). There is no login.[/]", highlight=False)
     if not store.exists():
-        out.print(f"[yellow]{store} does not exist yet; runs will appear once `verifyless run --store {store}` starts.[/]")
+        out.print(f"[yellow]{store} does not exist yet; runs appear once `verifyless run --store {store}` starts.[/]",
+                  highlight=False)
     uvicorn.run(create_app(store), host=host, port=port, log_level="warning")

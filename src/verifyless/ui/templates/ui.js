@@ -53,6 +53,7 @@
   function runPage(box) {
     var run = box.getAttribute("data-run");
     var seq = Number(box.getAttribute("data-seq"));
+    var lastDraw = 0;
     function set(id, text) { var el = document.getElementById(id); if (el) el.textContent = text; }
     function draw(p) {
       set("p-status", p.status); set("p-verifications", fmt(p.verifications)); set("p-best", fmt(p.best_score));
@@ -67,8 +68,10 @@
         });
         ul.replaceChildren(items);
       }
-      if (p.last_seq !== seq) {
+      // Redraw the views when a new event was committed, at most every 2.5 s (the seq is kept until drawn).
+      if (p.last_seq !== seq && Date.now() - lastDraw > 2500) {
         seq = p.last_seq;
+        lastDraw = Date.now();
         return fetch("/runs/" + encodeURIComponent(run) + "/fragment", {cache: "no-store"})
           .then(function (r) { return r.text(); })
           .then(function (html) { document.getElementById("views").innerHTML = html; });

@@ -1,0 +1,74 @@
+"""``verifyless train ...`` (critic SFT, critic GRPO) and ``verifyless models``.
+
+Heavy imports (torch, transformers, trl, peft, datasets) happen inside the
+commands, so ``verifyless --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critics (SFT, GRPO) on critic datasets.")
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def models_command() -> None:
+    """List models you can run in process with `provider: local` (packaged ones included) and where they come from."""
+    from verifyless.model.local import local_models
+
+    table = Table(box=None, header_style="bold")
+    for col in ("name", "available", "where", "origin"):
+        table.add_column(col, overflow="fold")
+    for info in local_models():
+        table.add_row(info.name, "yes" if info.available else f"no ({info.note})", info.where, info.origin)
+    console.print(table)
+    console.print("Use one as `provider: local, model: NAME` (add `adapter: DIR` for a trained critic), "
+                  "or any save_pretrained folder.")
+
+
+@app.command("critic-sft")
+def critic_sft(
+    dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with an 'sft' split)"),
+    base: str = typer.Option(..., "--base", help="base model: folder, cached hub id, or a name from `verifyless models`"),
+    out: Path = typer.Option(..., "--out", help="output folder for the adapter, checkpoints and logs"),
+    config: Optional[Path] = typer.Option(None, "--config", help="YAML file overriding training settings"),
+    resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint in --out"),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
+) -> None:
+    """Supervised fine-tuning of a LoRA critic on the dataset's kept critiques (paper: r=32, lr 1e-5, 3 epochs)."""
+    from verifyless.train.settings import load_settings
+    from verifyless.train.sft import train_critic_sft
+
+    settings = load_settings("sft", config, max_steps=max_steps)
+    result = train_critic_sft(dataset, base=base, out=out, settings=settings, resume=resume, console=console)
+    console.print(f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, "
+                  f"loss {result.first_loss:.4g} -> {result.last_loss:.4g}, {result.seconds:.0f} s)")
+
+
+@app.command("critic-grpo")
+def critic_grpo(
+    dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with a 'grpo' split)"),
+    from_dir: Path = typer.Option(..., "--from", help="SFT output folder (or adapter folder) to start from"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: FROM-grpo)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="YAML file overriding training settings"),
+    resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint in --out"),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
+) -> None:
+    """GRPO on the 'grpo' split from an SFT adapter: +1 when the parsed verdict matches the label, else -1."""
+    from verifyless.train.grpo import train_critic_grpo
+    from verifyless.train.settings import load_settings
+
+    settings = load_settings("grpo", config, max_steps=max_steps)
+    out = out or from_dir.with_name(from_dir.name + "-grpo")
+    result = train_critic_grpo(dataset, start=from_dir, out=out, settings=settings, resume=resume, console=console)
+    console.print(f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, mean reward "
+                  f"{result.first_loss:.3g} -> {result.last_loss:.3g}, {result.seconds:.0f} s)")
+
+
+__all__ = ["app", "models_command"]

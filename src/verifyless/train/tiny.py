@@ -1,0 +1,110 @@
+"""A tiny randomly initialised chat LM, built offline in seconds, for tests and smoke runs.
+
+``build_tiny_lm(directory)`` trains a byte-level BPE tokenizer on the critic's
+own prompt text plus a few verdict lines, wraps it with a ChatML chat template,
+builds a 2-layer Llama of matching vocabulary and saves both with
+``save_pretrained``. The folder then loads like any Hugging Face model
+(``provider: local, model: DIR``).
+
+The verdict tags (``[IMPROVEMENT]``, ``[WINTIER]``) are ordinary tokens, never
+special ones: TRL decodes completions with special tokens stripped, so a tag
+registered as special would vanish before the reward function sees it.
+The model is random: it says nothing sensible. It exists so that training
+and serving code run real forward and backward passes quickly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+_VERDICT_LINES = [
+    "[IMPROVEMENT] improve --- the change helps.",
+    "[IMPROVEMENT] tie --- the change does not matter.",
+    "[IMPROVEMENT] lose --- the change hurts.",
+    "[WINTIER] big --- large gain.",
+    "[WINTIER] medium --- moderate gain.",
+    "[WINTIER] small --- slight gain.",
+    "[WINTIER] NA --- no gain.",
+]
+
+
+def _corpus() -> list[str]:
+    from verifyless.screen.prompting import load_prompt
+
+    system, user = load_prompt("critic")
+    lines = [system, user, *_VERDICT_LINES]
+    lines += ["The child adds dropout. The child uses a larger learning rate. The parent is a linear model."] * 3
+    lines += ["Criterion 1: capacity. Criterion 2: regularisation. weight high medium low because"] * 3
+    return lines * 4
+
+
+def build_tiny_tokenizer(vocab_size: int = 1024) -> Any:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` with a ChatML template (eos = ``<|im_end|>``)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=_SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+    """Build and save the tiny tokenizer + random Llama under ``directory``; returns the folder."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tiny_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+
+
+def cached_tiny_lm(root: str | Path, *, seed: int = 0) -> Path:
+    """``build_tiny_lm`` into ``root/tiny-lm-s<seed>`` unless it is already there (safe for parallel callers)."""
+    import os
+    import shutil
+
+    target = Path(root) / f"tiny-lm-s{seed}"
+    if (target / "config.json").is_file():
+        return target
+    tmp = Path(root) / f".tiny-lm-s{seed}.{os.getpid()}"
+    build_tiny_lm(tmp, seed=seed)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+__all__ = ["CHAT_TEMPLATE", "build_tiny_lm", "build_tiny_tokenizer", "cached_tiny_lm"]

