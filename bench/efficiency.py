@@ -34,6 +34,15 @@ validation score of the run's final node unless ``--target test``):
   run's final best validation fitness (same task and seed) / budget; runs that
   never reached it are counted separately.
 
+Replay mode (``--replay``): instead of real engine runs, every arm is
+replayed on the pool worlds (``bench/worlds/*.jsonl``, see
+``verifyless.bench.worlds``): the same greedy search, N candidates drawn near
+the incumbent from configurations verified once; arms random, surrogate (the
+real ``SurrogateScreener``, fitness mode), ``surrogate-delta`` (its previous
+default), simulated critics at the critic paper's Dir-3 46.6 and 63.3
+(``verifyless.bench.simulated``), and the exact best-of-N oracle; budgets 12
+24 48, many seeds, seconds per task. ``python bench/efficiency.py --replay``.
+
 Defaults (sized for ~25 minutes on 2 cores, 1-7 s per verification):
 tasks diabetes, sunspots, moons_torch, circle_packing; seeds 2; budget 12;
 candidates 6; strategy greedy; verify concurrency 2. ``--quick``: circle_packing,
@@ -175,6 +184,8 @@ async def one_run(task_name: str, arm: str, seed: int, args: argparse.Namespace,
                  f"engine.max_rounds={4 * args.budget}", f"store={store.path}"]
     if arm == "critic":
         overrides.append("roles.models.default=env")
+    if arm == "surrogate":
+        overrides += [f"screener.options.{kv}" for kv in args.surrogate_option]
     cfg = load_config(overrides=overrides)
     task = load_task(task_name)
     engine = build_engine(cfg, store, task=task)
@@ -285,6 +296,47 @@ def report(rows: Sequence[RunRow], arms: Sequence[str], budget: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def replay_main(args: argparse.Namespace) -> None:
+    """Replay mode: every arm on every world at every budget (see module docstring)."""
+    from verifyless.bench.breakeven import compare_arms, standard_arms, summarize
+    from verifyless.bench.worlds import load_worlds, normalizer, world_paths
+
+    loaded = load_worlds(world_paths(args.worlds))
+    worlds = [w for t, w in sorted(loaded.items()) if not args.tasks_given or t in args.tasks]
+    print(f"Replays on pool worlds: " + ", ".join(f"{w.task} ({len(w)} points)" for w in worlds)
+          + f"; seeds 0..{args.seeds - 1}; {args.candidates} candidates per expansion; locality {args.locality}; "
+          "greedy parent = incumbent best.\n")
+    for budget in args.budgets:
+        started = time.monotonic()
+        results, norms = {}, {}
+        for w in worlds:
+            task = load_task(w.task)
+            arms = standard_arms(w, task=task, legacy_surrogate=args.legacy)
+            if args.arms:
+                arms = {a: f for a, f in arms.items() if a in args.arms or a in ("random", "oracle")}
+            results[w.task] = compare_arms(w, arms, budget=budget, n_candidates=args.candidates,
+                                           seeds=range(args.seeds), locality=args.locality)
+            norms[w.task] = normalizer(w, task)
+        rows = summarize(results, norms, budget=budget)
+        print(replay_report(rows, budget, time.monotonic() - started))
+
+
+def replay_report(rows: Sequence[Any], budget: int, seconds: float) -> str:
+    tasks = sorted(rows[0].per_task) if rows else []
+    lines = [f"Budget {budget} verifications ({seconds:.0f} s of replay):", "",
+             "| arm | " + " | ".join(tasks) + " | overall score | headroom captured | P(improve over random) "
+             "| verif. to reach random's final / budget (reached/pairs) |",
+             "|---|" + "---|" * (len(tasks) + 4)]
+    for r in rows:
+        cells = [str(r.per_task[t]) for t in tasks]
+        room = "0 (by definition)" if r.arm == "random" else "1 (by definition)" if r.arm == "oracle" else _est(
+            r.headroom)
+        poi = "—" if r.arm == "random" else _est(r.p_improve)
+        reach = "—" if r.reach is None else f"{r.reach} ({r.reached}/{r.pairs})"
+        lines.append(f"| {r.arm} | " + " | ".join(cells) + f" | {r.score} | {room} | {poi} | {reach} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> list[RunRow]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS))
@@ -299,7 +351,22 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
                          "scores (circle_packing) then scores 0")
     ap.add_argument("--store", type=Path, default=None, help="keep the runs in this store (default: a temp file)")
     ap.add_argument("--quick", action="store_true", help="smoke: circle_packing, 1 seed, budget 4, 3 candidates")
+    ap.add_argument("--surrogate-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="option of the surrogate arm, e.g. rank_by=fitness (repeat)")
+    ap.add_argument("--replay", action="store_true", help="replay arms on pool worlds instead of real runs")
+    ap.add_argument("--worlds", type=Path, default=Path(__file__).parent / "worlds", help="replay: world folder")
+    ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48], help="replay: budgets")
+    ap.add_argument("--locality", type=float, default=1.0, help="replay: proposal locality around the parent")
+    ap.add_argument("--legacy", action="store_true", help="replay: also the surrogate's previous delta ranking")
     args = ap.parse_args(argv)
+    if args.replay:
+        args.tasks_given = "--tasks" in (argv or [])
+        if not any("--seeds" in a for a in (argv or [])):
+            args.seeds = 20
+        if not any("--candidates" in a for a in (argv or [])):
+            args.candidates = 8
+        replay_main(args)
+        return []
     if args.quick:
         args.tasks, args.seeds, args.budget, args.candidates = ["circle_packing"], 1, 4, 3
     arms = args.arms or arms_available()

@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.arm:
         return _run_arm(args)
+    if args.sandbox:
+        print(sandbox_table(args.repeats, args.compare_src))
+        return 0
     frameworks = [f.strip() for f in (args.frameworks or ",".join(FRAMEWORKS)).split(",") if f.strip()]
     unknown = set(frameworks) - set(FRAMEWORKS)
     if unknown:
@@ -102,12 +105,74 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-seconds", type=float, default=0.0, help="evaluator sleep per verification (default 0)")
     p.add_argument("--frameworks", default=None, help=f"comma list from {', '.join(FRAMEWORKS)} (default: all)")
     p.add_argument("--json", default=None, help="also write the raw measurements to this file")
+    p.add_argument("--sandbox", action="store_true",
+                   help="only time sandbox start-up per isolation level against a bare subprocess")
+    p.add_argument("--repeats", type=int, default=20, help="runs per row in --sandbox mode (default 20)")
+    p.add_argument("--compare-src", default=None,
+                   help="--sandbox mode: also time the LocalSandbox of another source tree's src/ folder "
+                        "(e.g. an older commit unpacked with git archive), at its default level")
     p.add_argument("--arm", default=None, help=argparse.SUPPRESS)
     p.add_argument("--base-url", default=None, help=argparse.SUPPRESS)
     p.add_argument("--task-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--work-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
     return p
+
+
+def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
+    """Markdown table: ``python -c pass`` bare and through ``LocalSandbox`` at each level this host allows.
+
+    ``compare_src`` adds a row for the ``LocalSandbox`` of another tree's ``src/`` (its
+    ``verifyless/sandbox/local.py`` loaded under another module name, with its own ``_boot.py``).
+
+    Rows run interleaved (one run of each row per round), so load changes on a
+    shared machine hit every row alike. *start-up* is ``ExecResult.overhead_seconds``
+    (everything outside the candidate's own run); *total* is the caller's wall time.
+    """
+    sys.path.insert(0, str(ROOT / "src"))
+    from verifyless.sandbox.local import LocalSandbox, _probe
+    from verifyless.task.base import Limits
+
+    limits = Limits(wall_seconds=30, memory_mb=1024)
+    levels = [lvl for lvl in ("namespace", "userns", "process")
+              if lvl == "process" or (_probe(lvl) and (lvl != "namespace" or os.geteuid() == 0))]
+    sandboxes: dict[str, Any] = {lvl: LocalSandbox(isolation=lvl) for lvl in levels}
+    if compare_src:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "compared_local", Path(compare_src, "verifyless", "sandbox", "local.py"))
+        assert spec is not None and spec.loader is not None
+        compared = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(compared)
+        sandboxes[f"{compare_src} (auto)"] = compared.LocalSandbox()
+    levels = list(sandboxes)
+    totals: dict[str, list[float]] = {"bare subprocess": [], **{lvl: [] for lvl in levels}}
+    overheads: dict[str, list[float]] = {lvl: [] for lvl in levels}
+    with tempfile.TemporaryDirectory(prefix="verifyless-bench-") as scratch:
+        for i in range(repeats):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            totals["bare subprocess"].append(time.perf_counter() - started)
+            for lvl, sandbox in sandboxes.items():
+                ws = Path(scratch, f"{lvl}-{i}")
+                ws.mkdir()
+                started = time.perf_counter()
+                result = sandbox.run([sys.executable, "-c", "pass"], ws, limits)
+                totals[lvl].append(time.perf_counter() - started)
+                overheads[lvl].append(result.overhead_seconds)
+    lines = [f"Sandbox start-up, `python -c pass`, {repeats} interleaved runs per row (seconds)", "",
+             "| row | start-up median | start-up p90 | total median | total min |", "| --- | --- | --- | --- | --- |"]
+    for row, values in totals.items():
+        over = overheads.get(row)
+        cells = [f"{statistics.median(over):.3f}", f"{_p90(over):.3f}"] if over else ["-", "-"]
+        lines.append(f"| {row} | {' | '.join(cells)} | {statistics.median(values):.3f} | {min(values):.3f} |")
+    return "\n".join(lines)
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
 
 
 def bare_python_start(python: str, repeats: int) -> dict[str, float]:

@@ -20,7 +20,7 @@ from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall
 from verifyless.node import Candidate, Idea, Operator, content_hash
 from verifyless.roles.base import ParentInfo
 from verifyless.sandbox.base import ExecResult, Sandbox
-from verifyless.screen.agentic import AgenticRPM, parse_feedback, pilot_seconds
+from verifyless.screen.agentic import AgenticRPM, parse_feedback, pilot_records, pilot_seconds
 from verifyless.screen.base import ScreenContext
 from verifyless.task.base import Band, Limits, Metric, Task
 
@@ -159,13 +159,14 @@ def _candidates(task: Task, n: int = 3, operator: Operator = Operator.IMPROVE) -
     return out
 
 
-def _ctx(task: Task, seed: int = 0) -> ScreenContext:
+def _ctx(task: Task, seed: int = 0, **kwargs) -> ScreenContext:
     return ScreenContext(task=task, parent=ParentInfo(id="p", program=task.baseline_program, score=1.0),
-                         rng=random.Random(seed))
+                         rng=random.Random(seed), **kwargs)
 
 
 def _rpm(model: FakeModel, **kwargs) -> AgenticRPM:
     kwargs.setdefault("pilot_limits", Limits(wall_seconds=5.0))
+    kwargs.setdefault("device", "CPU only (test)")  # detect_device is tested on its own below
     return AgenticRPM(model, SANDBOX, **kwargs)
 
 
@@ -288,7 +289,7 @@ def test_hidden_data_is_not_reachable_from_a_pilot(task: Task) -> None:
             hides.append(tuple(hide))
             return SANDBOX.run(argv, workdir, limits, env=env, hide=hide)
 
-    rpm = AgenticRPM(model, Recording(), pilot_limits=Limits(wall_seconds=5.0))
+    rpm = AgenticRPM(model, Recording(), pilot_limits=Limits(wall_seconds=5.0), device="CPU only (test)")
     screening = asyncio.run(rpm.screen(_ctx(task), _candidates(task)))
     pilots = screening.evidence[screening.ranking[0]].detail["pilots"]
     assert len(pilots) == 2
@@ -320,9 +321,13 @@ def test_single_candidate_and_debug_pools_skip_the_pilots(task: Task) -> None:
     single = asyncio.run(rpm.screen(_ctx(task), one))
     assert single.ranking == (one[0].id,) and single.evidence[one[0].id].detail["choice_source"] == "only candidate"
     debug = _candidates(task, 4, operator=Operator.DEBUG)
-    screening = asyncio.run(rpm.screen(_ctx(task, seed=3), debug))
-    assert screening.ranking[0] == debug[random.Random(3).randrange(4)].id
-    assert screening.evidence[screening.ranking[0]].detail["choice_source"] == "random (debug step)"
+    picks = []
+    for seed in range(40):  # the paper picks at random on Debug steps: uniform over the pool, seeded by the run
+        screening = asyncio.run(rpm.screen(_ctx(task, seed=seed), debug))
+        assert screening.ranking[0] == debug[random.Random(seed).randrange(4)].id
+        assert screening.evidence[screening.ranking[0]].detail["choice_source"] == "random (debug step)"
+        picks.append(screening.ranking[0])
+    assert set(picks) == {c.id for c in debug}
     assert model.requests == []
     assert asyncio.run(rpm.screen(_ctx(task), [])).ranking == ()
 
@@ -333,3 +338,128 @@ def test_parse_feedback() -> None:
     assert parse_feedback("Format: [ENOUGH] <why> or [NEXT] <exp>\n\n[NEXT] rerun with 3 folds")[0] == "next"
     assert parse_feedback("[NEXT] <the experiment>") == ("none", "")
     assert parse_feedback("no tags at all") == ("none", "")
+
+
+# ---------------------------------------------------------------------- issue 10: fidelity to the RPM paper
+
+def test_max_pilots_counts_submitted_findings_not_runs(task: Task) -> None:
+    two_runs = [tool("python", code="print(1)"), tool("bash", command="echo 2")]
+    model = FakeModel(lambda i, _r: [*two_runs, tool("submit_findings", findings=f"finding {i}")],
+                      feedback="[NEXT] one more comparison")
+    _, screening = _screen(_rpm(model, max_pilots=2), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["n_findings"] == 2 and detail["n_pilots"] == 4  # N = 2 findings, each backed by two runs
+    assert detail["stop_reason"] == "max pilots reached"
+
+
+def test_pilot_records_carry_seconds_device_and_outcome(task: Task) -> None:
+    model = FakeModel(lambda i, _r: [tool("python", code="print('ok')"), tool("python", code="raise SystemExit(3)"),
+                                     tool("submit_findings", findings="one ran, one failed")])
+    _, screening = _screen(_rpm(model, device="GPU: Test Card 80GB"), task)
+    records = pilot_records(screening)
+    assert [(r["index"], r["tool"], r["outcome"], r["device"]) for r in records] == [
+        (1, "python", "ok", "GPU: Test Card 80GB"), (2, "python", "failed", "GPU: Test Card 80GB")]
+    assert sum(r["seconds"] for r in records) == pytest.approx(pilot_seconds(screening))
+    first = [r for r in model.requests if r.role == "agentic-pilot"][0].messages[1].content
+    assert "Hardware: GPU: Test Card 80GB." in first
+
+
+def test_the_runs_evaluator_budget_stops_pilots(task: Task) -> None:
+    ticks = itertools.count(step=50.0)  # every pilot takes 50 s of (fake) real time
+    model = FakeModel(python_then_submit(), feedback="[NEXT] try another variant")
+    ctx = _ctx(task, budget_left_s=120.0)  # the run has 120 s of evaluator time left, less than budget_s = 300
+    rpm = _rpm(model, budget_s=300, theta_s=60, clock=lambda: next(ticks))
+    screening = asyncio.run(rpm.screen(ctx, _candidates(task)))
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["n_pilots"] == 2 and detail["pilot_seconds"] == pytest.approx(100.0)  # 20 s left < theta
+    assert detail["stop_reason"] == "time below theta" and detail["stated_budget_s"] == pytest.approx(1080.0)
+    first_prompt = [r for r in model.requests if r.role == "agentic-pilot"][0].messages[1].content
+    assert "1080 seconds" in first_prompt  # the run's 120 s, overstated 9x
+
+    model = FakeModel(python_then_submit())
+    screening = asyncio.run(_rpm(model, theta_s=60).screen(_ctx(task, budget_left_s=30.0), _candidates(task)))
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["stop_reason"] == "run budget below theta" and detail["pilots"] == []
+    assert model.counts["agentic-pilot"] == 0 and model.counts["agentic-final"] == 1  # still judged, on code alone
+
+
+def test_judge_sees_plan_code_and_context_nodes_within_a_token_budget(task: Task) -> None:
+    from verifyless.node import Node, Status
+
+    def node(nid: str, parent: str | None, score: float | None, status: Status = Status.OK) -> Node:
+        return Node(id=nid, parent_id=parent, operator=Operator.IMPROVE, status=status, score=score,
+                    fitness=None if score is None else -score, idea=f"idea of {nid}")
+
+    nodes = {n.id: n for n in (node("root", None, 3.0), node("p", "root", 1.0), node("bad", "p", None, Status.FAILED),
+                               node("g", "bad", 0.5), node("sib", "root", 2.0))}
+    programs = {nid: f"# program of {nid}\n" + "x = 1\n" * 40 for nid in nodes}
+    model = FakeModel(python_then_submit())
+    rpm = _rpm(model, context_tokens=10_000)
+    cands = _candidates(task)
+    asyncio.run(rpm.screen(_ctx(task, nodes=nodes, program_of=programs.__getitem__), cands))
+    prompt = [r for r in model.requests if r.role == "agentic-pilot"][0].messages[1].content
+    final = [r for r in model.requests if r.role == "agentic-final"][0].messages[1].content
+    for text in (prompt, final):
+        assert "Plan: use model0" in text and "model = 'model0'" in text  # plan plus the candidate's program
+        order = [text.index(f"# program of {n}") for n in ("p", "root", "sib", "g")]  # BFS from the parent
+        assert order == sorted(order) and "# program of bad" not in text
+        assert "(validation rmse: 0.5)" in text
+
+    model = FakeModel(python_then_submit())
+    head = "### Solution 1 (validation rmse: 1)\nPlan: idea of p\nProgram:\n```\n"
+    one = len(head + programs["p"].rstrip() + "\n```")
+    small = _rpm(model, context_tokens=(one + 10) // 4)  # room for exactly one node
+    screening = asyncio.run(small.screen(_ctx(task, nodes=nodes, program_of=programs.__getitem__), cands))
+    assert screening.evidence[screening.ranking[0]].detail["context_nodes"] == ["p"]
+
+
+def test_detect_device_names_a_gpu_from_nvidia_smi_or_the_cpu_cores(tmp_path: Path, monkeypatch) -> None:
+    from verifyless.screen import agentic_view
+
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'NVIDIA H200, 143771 MiB'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    agentic_view.gpu_names.cache_clear()
+    try:
+        line = agentic_view.detect_device(Limits(threads=2, memory_mb=4096))
+        assert line.startswith("GPU: NVIDIA H200, 143771 MiB;") and "2 CPU thread(s)" in line
+        monkeypatch.setenv("PATH", "/nonexistent")
+        monkeypatch.setattr(agentic_view, "_torch_gpus", lambda: ())  # no CUDA here; torch is checked on a GPU box
+        agentic_view.gpu_names.cache_clear()
+        line = agentic_view.detect_device(Limits())
+        assert line.startswith(f"CPU only ({len(os.sched_getaffinity(0))} core(s), no GPU)")
+    finally:
+        agentic_view.gpu_names.cache_clear()
+
+
+def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Path) -> None:
+    from engine_fakes import FakeExecutor, fake_roles, fake_task
+
+    from verifyless.config import load_config
+    from verifyless.engine import Engine
+    from verifyless.search.registry import build_strategy
+    from verifyless.store import RunStore
+
+    (tmp_path / "task").mkdir()
+    ticks = itertools.count(step=50.0)  # every pilot takes 50 s of (fake) real time
+    model = FakeModel(python_then_submit(), feedback="[NEXT] compare again")
+    screener = AgenticRPM(model, SANDBOX, pilot_limits=Limits(wall_seconds=5.0), clock=lambda: next(ticks),
+                          device="CPU only (test)")
+    cfg = load_config(overrides=["budget.verifications=3", "budget.evaluator_seconds=130", "engine.candidates=3",
+                                 "engine.pipeline=false"])
+    with RunStore(tmp_path / "s.db") as store:
+        engine = Engine(task=fake_task(tmp_path / "task"), roles=fake_roles(), screener=screener,
+                        strategy=build_strategy("greedy", {}, random.Random(0)), executor=FakeExecutor(),
+                        store=store, config=cfg)
+        result = asyncio.run(engine.run())
+        pilots = [e.payload for e in store.events(result.run_id, kinds=["pilot"])]
+        used = store.budget(result.run_id)
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+    assert [(p["seconds"], p["outcome"], p["device"]) for p in pilots] == [(50.0, "ok", "CPU only (test)")] * 2
+    assert used.pilot_seconds == pytest.approx(100.0)
+    assert used.evaluator_seconds == pytest.approx(100.0 + 0.01 * used.verifications)  # pilots + verifications
+    reasons = [s["evidence"][s["ranking"][0]]["detail"].get("stop_reason") for s in screenings]
+    assert reasons[0] == "time below theta"  # 130 s run budget: 2 pilots, then 30 s < theta
+    assert "run budget below theta" in reasons[1:]  # later pools start no pilot at all

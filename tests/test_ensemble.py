@@ -52,7 +52,8 @@ def ctx(seed: int = 0, n_verify: int = 1) -> ScreenContext:
 
 def cands(*ids: str, q: dict[str, int] | None = None) -> list[Candidate]:
     q = q or {}
-    return [Candidate(id=c, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"plan {c}"), program="x = 2\n",
+    return [Candidate(id=c, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"plan {c}"),
+                      program=f"x = 2  # Q={q.get(c, 0)}\n",
                       program_hash=c, summary=f"ID={c} Q={q.get(c, 0)}") for c in ids]
 
 
@@ -83,19 +84,29 @@ def test_majority_vote_rollouts_use_distinct_reproducible_rngs() -> None:
     assert r1.ranking == r2.ranking and len(r1.evidence["a"].detail["ballots"]) == 3
 
 
-def test_majority_vote_ties_use_mean_position_then_rng() -> None:
-    # one vote each; c is second on both ballots -> mean position separates a/b from c only
-    members = [FixedScreener(["a", "c", "b"]), FixedScreener(["b", "c", "a"])]
-    tops = Counter()
-    for seed in range(30):
-        s = run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c"))
-        assert s.ranking[2] == "c"
-        tops[s.ranking[0]] += 1
-    assert tops["a"] >= 5 and tops["b"] >= 5
-    # equal votes but different mean positions: the better mean position wins
+def test_majority_vote_ties_are_uniformly_random_over_seeds() -> None:
+    # a, b and c have one top vote each: the paper breaks such ties uniformly at random (seeded)
     members = [FixedScreener(["a", "b", "c"]), FixedScreener(["b", "a", "c"]), FixedScreener(["c", "a", "b"])]
-    s = run(MajorityVote(members, rollouts=1), ctx(0), cands("a", "b", "c"))
-    assert s.ranking == ("a", "b", "c")
+    tops = Counter()
+    for seed in range(300):
+        s = run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c"))
+        again = run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c"))
+        assert s.ranking == again.ranking  # reproducible for a seed
+        tops[s.ranking[0]] += 1
+    assert set(tops) == {"a", "b", "c"}
+    assert all(70 <= n <= 130 for n in tops.values()), tops  # 100 expected each; mean position plays no part
+    # a candidate with more votes is never outranked by a random draw
+    members = [FixedScreener(["a", "b", "c"]), FixedScreener(["a", "c", "b"]), FixedScreener(["b", "c", "a"])]
+    assert {run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c")).ranking[:2]
+            for seed in range(20)} == {("a", "b")}
+
+
+def test_majority_vote_position_tie_break_option() -> None:
+    members = [FixedScreener(["a", "b", "c"]), FixedScreener(["b", "a", "c"]), FixedScreener(["c", "a", "b"])]
+    s = run(MajorityVote(members, rollouts=1, tie_break="position"), ctx(0), cands("a", "b", "c"))
+    assert s.ranking == ("a", "b", "c")  # equal votes: the better mean position wins
+    with pytest.raises(ValueError, match="tie_break"):
+        MajorityVote(members, tie_break="coin")
 
 
 def test_majority_vote_over_models_with_tournaments() -> None:
@@ -198,18 +209,48 @@ def test_final_selection_picks_the_node_a_perfect_judge_prefers() -> None:
     assert sum(result.points.values()) == 30
 
 
-def test_final_selection_ties_go_to_higher_validation() -> None:
+def rotating_judge():
+    """Names node a in match 0, b in match 1, c in match 2 (whatever letter it got): three matches, a full tie."""
+
+    def fn(request, i):
+        blocks = re.findall(r"### Solution ([A-Z])\n.*?idea (\w)", request.messages[-1].content, re.S)
+        want = "abc"[i % 3]
+        return "[CHOICE] " + next(letter for letter, node in blocks if node == want)
+
+    return FakeModel(fn)
+
+
+def test_final_selection_ties_are_random_unless_configured() -> None:
+    nodes = nodes_with({"a": 0.5, "b": 0.7, "c": 0.6})
+    winners = Counter()
+    for seed in range(90):
+        result = asyncio.run(select_final(nodes, rotating_judge(), top_n=3, matches=3, rng=random.Random(seed)))
+        assert result.points == {"a": 1, "b": 1, "c": 1}
+        again = asyncio.run(select_final(nodes, rotating_judge(), top_n=3, matches=3, rng=random.Random(seed)))
+        assert again.winner == result.winner  # reproducible for a seed
+        winners[result.winner] += 1
+    assert set(winners) == {"a", "b", "c"} and min(winners.values()) >= 15, winners  # the paper: uniform ties
+    for seed in range(10):
+        result = asyncio.run(select_final(nodes, rotating_judge(), top_n=3, matches=3, rng=random.Random(seed),
+                                          tie_break="fitness"))
+        assert result.winner == "b"  # configured: tied points go to the higher validation fitness
+    with pytest.raises(ValueError, match="tie_break"):
+        asyncio.run(select_final(nodes, rotating_judge(), top_n=3, rng=random.Random(0), tie_break="coin"))
+
+
+def test_final_selection_without_parsed_replies_has_no_winner(caplog) -> None:
     fitness = {"a": 0.5, "b": 0.7, "c": 0.6}
-    model = FakeModel(lambda r, i: "no idea")
-    result = asyncio.run(select_final(nodes_with(fitness), model, top_n=3, matches=4, rng=random.Random(1)))
-    assert result.winner == "b" and sum(result.points.values()) == 0
-    assert all(len(m["shown"]) == 3 for m in result.matches)
-    single = asyncio.run(select_final(nodes_with({"z": 1.0}), model, top_n=3, rng=random.Random(1)))
-    assert single.winner == "z" and len(model.requests) == 4
-    empty = asyncio.run(select_final(nodes_with({"q": 1.0}, Status.FAILED), model, top_n=3, rng=random.Random(1)))
+    silent = FakeModel(lambda r, i: "no idea")
+    with caplog.at_level("WARNING"):
+        none = asyncio.run(select_final(nodes_with(fitness), silent, top_n=3, matches=4, rng=random.Random(1)))
+    assert none.winner is None and sum(none.points.values()) == 0  # nothing parsed: no coin-flip winner
+    assert "0 of 4 replies parsed" in caplog.text and "no idea" in caplog.text
+    single = asyncio.run(select_final(nodes_with({"z": 1.0}), silent, top_n=3, rng=random.Random(1)))
+    assert single.winner == "z" and len(silent.requests) == 4
+    empty = asyncio.run(select_final(nodes_with({"q": 1.0}, Status.FAILED), silent, top_n=3, rng=random.Random(1)))
     assert empty.winner is None
     with pytest.raises(ValueError, match="rng"):
-        asyncio.run(select_final([], model, top_n=3))
+        asyncio.run(select_final([], silent, top_n=3))
 
 
 # ------------------------------------------------------------------ registry

@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from verifyless.errors import ConfigError
-from verifyless.search.memory import Memory, MemoryRecord, _Lexical, minilm_available, rrf_fuse, tips, tokenize
+from verifyless.search.memory import (
+    Memory,
+    MemoryRecord,
+    _Lexical,
+    knowledge_base,
+    minilm_available,
+    rrf_fuse,
+    tips,
+    tokenize,
+)
 
 RECORDS = [
     MemoryRecord("n1", "Switch to LightGBM with early_stopping_rounds=50 on a held-out fold", "ok", 0.031,
@@ -126,8 +135,71 @@ def test_snippet_tips_and_config_errors():
     assert "+0.031" in Memory.snippet(RECORDS[0])
     assert any("time-ordered" in t for t in tips("Forecast daily sales from a time series with lag features"))
     assert tips("nothing relevant here") == []
-    assert memory().tips("Classify tabular rows from a CSV file")[0].startswith("Gradient-boosted")
+    assert memory().tips("Classify tabular rows from a CSV file")[0].startswith("Candidate models: gradient-boosted")
     with pytest.raises(ConfigError, match="embedder"):
         Memory(embedder="bge")
     assert Memory(embedder="hashing").search("anything") == []
     assert tokenize("The CUDA out-of-memory error") == ["cuda", "out", "of", "memory", "error"]
+
+
+def test_static_knowledge_base_is_package_data_served_at_cold_start():
+    from importlib import resources
+
+    files = sorted(f.name for f in resources.files("verifyless.search").joinpath("knowledge").iterdir())
+    assert {"tabular.md", "timeseries.md", "image.md", "text.md"} <= set(files)
+    assert [e.kind + ".md" for e in knowledge_base()] == [f for f in files if f.endswith(".md")]
+    assert all(e.keywords and e.tips for e in knowledge_base())
+
+    m = Memory(embedder="hashing", task_text="Forecast monthly sunspot numbers: a time series with lag features")
+    hits = m.search("use a gradient boosting model", k=3)  # no record yet: tips for the task type
+    assert len(hits) == 3 and all(h.record.outcome == "knowledge" for h in hits)
+    assert "time-ordered" in hits[0].record.plan
+    assert Memory.snippet(hits[0].record).startswith("[knowledge] Validate with time-ordered splits")
+    assert m.search("KeyError: 'lag_1'", stage="debug") == []  # tips are for planning, not for fixing
+    m.add(RECORDS[0])
+    hits = m.search("LightGBM early stopping", k=3)  # real experience first, tips fill the free slots
+    assert [h.record.outcome for h in hits] == ["ok", "knowledge", "knowledge"] and hits[0].record.node_id == "n1"
+    m.extend(RECORDS[1:5])
+    assert all(h.record.outcome != "knowledge" for h in m.search("trees", k=5))  # 5 records: cold start is over
+    assert Memory(embedder="hashing").search("anything") == []  # no task text: nothing to serve
+    assert Memory(embedder="hashing", task_text="something unrelated").search("x") == []
+
+
+def test_a_run_hands_the_knowledge_base_to_its_first_proposals(tmp_path, monkeypatch):
+    import asyncio
+    import dataclasses
+
+    from verifyless import wiring
+    from verifyless.config import load_config
+    from verifyless.store import RunStore
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner, self.memories = inner, []
+
+        async def propose(self, ctx, n):
+            self.memories.append(ctx.memory)
+            return await self.inner.propose(ctx, n)
+
+    recorders: list[Recording] = []
+    real_build_roles = wiring.build_roles
+
+    def build_roles(*args, **kwargs):
+        roles = real_build_roles(*args, **kwargs)
+        recorders.append(Recording(roles.proposer))
+        return dataclasses.replace(roles, proposer=recorders[-1])
+
+    monkeypatch.setattr(wiring, "build_roles", build_roles)
+    cfg = load_config(overrides=["task=diabetes", "budget.verifications=2", "engine.candidates=2",
+                                 "strategy.name=mcgs", f"store={tmp_path / 's.db'}"])
+    with RunStore(cfg.store) as store:
+        engine = wiring.build_engine(cfg, store)
+        (proposer,) = recorders
+        try:
+            asyncio.run(engine.run())
+        finally:
+            engine.executor.close()
+    first = proposer.memories[0]  # only the baseline is known: the memory is cold
+    assert first[0].startswith("[baseline] ok") and all(s.startswith("[knowledge] ") for s in first[1:])
+    assert len(first) == 5
+    assert any("ridge" in s.lower() or "gradient-boosted" in s.lower() for s in first)

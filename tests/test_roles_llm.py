@@ -14,7 +14,8 @@ from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usa
 from verifyless.node import Idea, Operator
 from verifyless.program import extract, fixed_region_violation, split
 from verifyless.roles.base import Briefer, Implementer, ParentInfo, ProposeContext, Proposer, RoleFailure, Roles, Summarizer
-from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, llm_roles
+from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, Summary, llm_roles
+from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import TemplateError, load_prompt, placeholders, render
 from verifyless.task.base import Band, Metric, Task
 
@@ -226,28 +227,35 @@ def test_proposer_parses_variants_and_failures() -> None:
         None,
     ))
     ctx = ProposeContext(make_task(), ParentInfo("p", PROGRAM, score=1.0), seed=10)
-    out = run(LLMProposer(model, list_drawn=False).propose(ctx, 4))
+    out = run(LLMProposer(model).propose(ctx, 4))
     assert isinstance(out[0], Idea) and out[0].text.startswith("Replace the mean by a 10% trimmed")
     assert isinstance(out[1], Idea) and out[1].text == "Use the median of means over 5 buckets."
     assert out[2] == RoleFailure("parse-error", "the reply has no usable Approach section", raw="sorry")
     assert isinstance(out[3], RoleFailure) and out[3].kind == "model-error"
 
 
-def test_proposer_concurrent_draws_with_distinct_seeds() -> None:
+def test_proposer_draws_independently_by_default() -> None:
     model = FakeModel(lambda r: f"## Approach\nIdea number {r.seed}: change the estimator in a distinct way.", delay=0.02)
     ctx = ProposeContext(make_task(), ParentInfo("p", PROGRAM), seed=100, avoid=("Tried before: the mode.",))
-    ideas = run(LLMProposer(model, temperature=0.9, list_drawn=False).propose(ctx, 6))
-    assert sorted(r.seed for r in model.requests) == list(range(100, 106))
+    ideas = run(LLMProposer(model).propose(ctx, 6))
+    assert len(model.requests) == 6  # N calls, one idea each
+    assert sorted(r.seed for r in model.requests) == list(range(100, 106))  # distinct seeds
     assert [i.text.split(":")[0] for i in ideas] == [f"Idea number {s}" for s in range(100, 106)]
-    assert model.max_in_flight == 6
-    assert all(r.role == "proposer" and r.temperature == 0.9 for r in model.requests)
-    assert all("Tried before: the mode." in r.messages[1].content for r in model.requests)
+    assert model.max_in_flight == 6  # all at once: no draw waits for another
+    assert all(r.role == "proposer" and r.temperature == 0.8 for r in model.requests)  # the paper's 0.8
+    for r in model.requests:  # none sees another draw's idea; all see the earlier rounds' ideas
+        user = r.messages[1].content
+        assert "Tried before: the mode." in user
+        assert not any(f"Idea number {s}" in user for s in range(100, 106))
+    assert LLMProposer(model, temperature=0.9).temperature == 0.9
+    with pytest.raises(ConfigError, match="independent"):
+        LLMProposer(model, mode="list")  # type: ignore[arg-type]
 
 
 def test_proposer_waves_list_earlier_ideas_as_avoid() -> None:
     model = FakeModel(lambda r: f"## Approach\nIdea number {r.seed}: change the estimator in a distinct way.", delay=0.01)
     ctx = ProposeContext(make_task(), ParentInfo("p", PROGRAM), seed=0)
-    ideas = run(LLMProposer(model, list_drawn=True, wave_size=2).propose(ctx, 5))
+    ideas = run(LLMProposer(model, mode="waves", wave_size=2).propose(ctx, 5))
     assert len(ideas) == 5 and model.max_in_flight == 2
     by_seed = {r.seed: r.messages[1].content for r in model.requests}
     assert "Already proposed" not in by_seed[0] and "Already proposed" not in by_seed[1]
@@ -415,26 +423,46 @@ def test_summarizer_caches_by_program_hash() -> None:
 
 
 def test_summarizer_length_handling() -> None:
-    long = " ".join(["The model sorts the inputs and averages the middle values."] * 40)  # 400 words
     model = FakeModel(replies("**Summary:** Too short.", "Summary:\n" + SUMMARY))
-    assert run(LLMSummarizer(model).summarize(make_task(), PROGRAM)) == SUMMARY
-    assert "has 2 words" in model.requests[1].messages[-1].content
-    trimmed = run(LLMSummarizer(FakeModel(replies(long, long))).summarize(make_task(), PROGRAM))
-    assert 150 <= len(trimmed.split()) <= 250 and trimmed.endswith(".")
+    summary = run(LLMSummarizer(model).summarize(make_task(), PROGRAM))
+    assert summary == SUMMARY and summary.warning == ""
+    assert all(r.temperature == 0.4 for r in model.requests)  # the paper's summarizer temperature
+    retry = model.requests[1].messages[-1].content
+    assert "has 2 words" in retry and "120 to 200" in retry
+    assert "Write 120 to 200 words" in model.requests[0].messages[1].content
     with pytest.raises(ParseError, match="empty summary"):
         run(LLMSummarizer(FakeModel(replies("", "```python\nx\n```"))).summarize(make_task(), PROGRAM))
+
+
+def test_summary_outside_the_range_is_asked_again_once_then_kept_with_a_warning() -> None:
+    long = " ".join(["The model sorts the inputs and averages the middle values."] * 25)  # 250 words
+    longer = long + " " + long
+    model = FakeModel(replies(longer, long))
+    summarizer = LLMSummarizer(model)
+    summary = run(summarizer.summarize(make_task(), PROGRAM))
+    assert len(model.requests) == 2  # asked again exactly once
+    assert isinstance(summary, Summary) and summary == long  # the nearer reply, kept whole (never cut)
+    assert summary.warning == "length-warning: 250 words, asked for 120-200"
+    assert list(summarizer.warnings.values()) == [summary.warning]
+    short = FakeModel(replies("A short note on the code.", "Still a short note."))
+    kept = run(LLMSummarizer(short).summarize(make_task(), PROGRAM))
+    assert kept == "A short note on the code." and kept.warning.startswith("length-warning: 6 words")
 
 
 # ---------------------------------------------------------------- bundle
 
 def test_llm_roles_binds_models_per_role() -> None:
     a, b = FakeModel(replies()), FakeModel(replies())
-    roles = llm_roles({"proposer": a, "default": b}, implement_mode="diff")
+    roles = llm_roles({"proposer": a, "default": b}, implement_mode="diff",
+                      options=LLMRoleOptions(proposer_mode="waves", summary_min_words=100))
     assert isinstance(roles, Roles)
     assert isinstance(roles.briefer, Briefer) and isinstance(roles.proposer, Proposer)
     assert isinstance(roles.implementer, Implementer) and isinstance(roles.summarizer, Summarizer)
     assert roles.proposer.model is a and roles.implementer.model is b and roles.summarizer.model is b
-    assert roles.implementer.mode == "diff"
+    assert roles.implementer.mode == "diff" and roles.proposer.mode == "waves"
+    assert roles.proposer.temperature == 0.8 and roles.summarizer.temperature == 0.4
+    assert (roles.summarizer.min_words, roles.summarizer.max_words) == (100, 200)
+    assert llm_roles(a).proposer.mode == "independent"
     assert llm_roles(a).briefer.model is a
     with pytest.raises(ConfigError, match="default"):
         llm_roles({"proposer": a})
@@ -448,3 +476,18 @@ def test_messages_are_plain_text() -> None:
     msgs = LLMImplementer(FakeModel(replies())).render(make_task(), ParentInfo("p", PROGRAM), IDEA)
     assert all(isinstance(m, Message) and m.content.strip() for m in msgs)
     assert not re.search(r"<!--\s*section", "".join(m.content for m in msgs))
+
+
+def test_role_options_are_typed_and_reach_the_config() -> None:
+    from pydantic import ValidationError
+
+    from verifyless.config import load_config
+
+    cfg = load_config(overrides=["roles.llm.proposer_mode=waves", "roles.llm.summary_max_words=250"])
+    assert cfg.roles.llm.proposer_mode == "waves" and cfg.roles.llm.summary_max_words == 250
+    assert load_config().roles.llm == LLMRoleOptions()
+    with pytest.raises(ConfigError, match="roles.llm.proposer_mode"):
+        load_config(overrides=["roles.llm.proposer_mode=lists"])
+    with pytest.raises(ValidationError, match="must not exceed"):
+        LLMRoleOptions(summary_min_words=300)
+    assert all(f.description for f in LLMRoleOptions.model_fields.values())

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from verifyless.config import load_config
+from verifyless.screen.health import health_by_screener
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
@@ -16,6 +17,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
 SCREENERS = [
     ("critic", ["screener.options.k=4", "engine.final_selection=3", "budget.verifications=4"]),
     ("tournament", ["screener.options.context_nodes=3"]),
+    ("cascade", ["screener.options.m=2", "screener.options.critic={k: 3}"]),
     ("ensemble", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
     ("arbiter", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
     ("agentic", ["screener.options.budget_s=20", "screener.options.theta_s=1", "screener.options.max_pilots=2"]),
@@ -45,6 +47,8 @@ def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         assert screenings and all(s["screener"] for s in screenings)
         assert all(set(s["chosen"]) <= set(s["ranking"]) for s in screenings)
+        if name not in ("random", "oracle", "surrogate"):  # every LLM screener records its replies' parse health
+            assert health_by_screener(screenings)[name]["total"] > 0
         calls = [e.payload["role"] for e in store.events(result.run_id, kinds=["llm_call"])]
         assert {"brief", "proposer", "implementer", "summarizer"} <= set(calls)
         statuses = {r["status"] for r in store.node_rows(result.run_id)}

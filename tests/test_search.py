@@ -16,7 +16,7 @@ from verifyless.search.base import Expansion, SearchStrategy, SearchView
 from verifyless.search.greedy import GreedyConfig, GreedyStrategy
 from verifyless.search.islands import IslandsConfig, IslandsStrategy
 from verifyless.search.linear import LinearConfig, LinearStrategy
-from verifyless.search.map_elites import build_archive
+from verifyless.search.map_elites import IncrementalArchive, build_archive
 from verifyless.search.registry import STRATEGIES, build_strategy, strategy_defaults
 
 
@@ -52,7 +52,8 @@ class Loop:
             nid = f"n{self.count}"
             status, fitness = self.verify(nid, exp, self.view)
             self.tell(Node(nid, exp.parent_id, exp.operator, status, fitness, idea="idea " * (self.count % 7),
-                           reference_ids=exp.reference_ids, island=exp.island))
+                           reference_ids=exp.reference_ids, island=exp.island,
+                           code_length=1000 + zlib.crc32(nid.encode()) % 900))
             if self.siblings:  # the screener's losers: told, never verified
                 self.tell(Node(nid + "s", exp.parent_id, exp.operator, Status.SCREENED_OUT, island=exp.island))
         return exps
@@ -119,9 +120,41 @@ def test_islands_rotate_and_migrate_exactly_every_m_rounds():
     assert [e.island for e in strat.ask(loop.view, 3)] == [0, 1, 2]
     for round_no in range(1, 13):
         loop.step(3)
+        assert strat.generations == [round_no] * 3
         assert {m.round for m in strat.migrations} == set(range(4, round_no + 1, 4))
-    assert len(strat.migrations) == 3 * 3  # three ring moves at rounds 4, 8, 12
-    assert {(m.source, m.target) for m in strat.migrations} == {(0, 1), (1, 2), (2, 0)}
+    assert len(strat.migrations) == 3 * 3 * 2  # at island-rounds 4, 8, 12: each island to both ring neighbours
+    assert {(m.source, m.target) for m in strat.migrations} == {(0, 1), (1, 2), (2, 0), (0, 2), (1, 0), (2, 1)}
+    only_next = IslandsStrategy(random.Random(3), IslandsConfig(n_islands=3, migration_targets="next"))
+    loop = Loop(only_next)
+    loop.run(4, k=3)
+    assert {(m.source, m.target) for m in only_next.migrations} == {(0, 1), (1, 2), (2, 0)}
+
+
+def test_islands_migrate_by_the_most_advanced_island_as_openevolve():
+    """M island-rounds counted per island: the first island to reach M since the last migration triggers it."""
+    strat = IslandsStrategy(random.Random(0), IslandsConfig(n_islands=3, migration_interval=2, migration_rate=0.5))
+    strat.tell(Node("base", None, Operator.BASELINE, Status.OK, fitness=0.0))
+    for i, (island, fit) in enumerate([(0, 1.0), (1, 2.0), (0, 3.0)]):
+        strat.tell(Node(f"n{i}", "base", Operator.IMPROVE, Status.OK, fitness=fit, island=island))
+    assert strat.generations == [2, 1, 0] and strat.last_migration == 2
+    by_pair = {(m.source, m.target): m.ids for m in strat.migrations}
+    assert by_pair[(0, 1)] == ("n2",) and by_pair[(0, 2)] == ("n2",)  # floor(0.5 * 3) = 1 migrant, both neighbours
+    assert by_pair[(1, 0)] == ("n1",) and by_pair[(1, 2)] == ("n1",)
+    assert "n2" in strat.members[2] and "n1" in strat.members[2]
+    strat.tell(Node("n3", "base", Operator.IMPROVE, Status.FAILED, island=2))  # failures count as island-rounds too
+    assert strat.generations == [2, 1, 1] and len(strat.migrations) == 6
+
+
+def test_islands_record_code_length_for_the_length_feature():
+    strat = IslandsStrategy(random.Random(0), IslandsConfig(n_islands=1, features=("length",), bins=4))
+    strat.tell(Node("base", None, Operator.BASELINE, Status.OK, fitness=0.0, code_length=1000))
+    for i, (length, fit) in enumerate([(1100, 1.0), (1900, 0.5), (1950, 2.0), (1120, 0.1)]):
+        strat.tell(Node(f"n{i}", "base", Operator.IMPROVE, Status.OK, fitness=fit, code_length=length,
+                        idea="the same idea text"))
+    archive = strat.archives[0]
+    assert archive.bounds["length"] == (1000.0, 2125.0)  # program lengths (widened by 25%), not idea lengths
+    assert archive.elites == {(0,): "n0", (3,): "n2"}
+    assert archive.cell_of["n3"] == (0,) and archive.cell_of["n1"] == (3,)
 
 
 def test_islands_migration_copies_top_members_to_neighbour():
@@ -171,6 +204,62 @@ def test_map_elites_keeps_fittest_per_cell_and_tags_axis():
     assert archive.elites == {("a",): "n3", ("b",): "n2"}
     by_score = build_archive(nodes, ("score",), bins=2)
     assert by_score.elites[(1,)] == "n3" and by_score.elites[(0,)] == "n1"
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 15), st.floats(-5, 5, allow_nan=False), st.integers(0, 3000),
+                          st.sampled_from(["a", "b"])), min_size=1, max_size=60),
+       st.sampled_from([("score", "length"), ("score",), ("length", "tags"), ("score", "val_acc")]))
+def test_incremental_map_elites_equals_a_rebuild(ops, features):
+    archive = IncrementalArchive(features, bins=4)
+    members: dict[str, Node] = {}
+    for add, key, fitness, length, tag in ops:
+        nid = f"n{key}"
+        if add and nid not in members:
+            node = Node(nid, None, Operator.IMPROVE, Status.OK, fitness=fitness, code_length=length, tags=(tag,),
+                        metrics={"val_acc": fitness / 10})
+            members[nid] = node
+            archive.add(node)
+        elif not add and nid in members:
+            del members[nid]
+            archive.remove(nid)
+        rebuilt = build_archive(list(members.values()), features, bins=4, bounds=archive.bounds)
+        assert archive.elites == rebuilt.elites and archive.cell_of == rebuilt.cell_of
+        for f, (low, high) in archive.bounds.items():  # sticky bounds cover every value ever added
+            assert all(low <= (n.fitness if f == "score" else n.code_length if f == "length" else n.metrics[f]) <= high
+                       for n in members.values())
+
+
+def test_islands_keep_their_archives_incrementally():
+    loop = Loop(IslandsStrategy(random.Random(2), IslandsConfig(island_capacity=8)))
+    loop.run(100, k=3)
+    strat = loop.strategy
+    rebuilds = sum(a.rebuilds for a in strat.archives)
+    assert rebuilds < 300 / 5, rebuilds  # re-placing every member is the exception, not one per tell
+    for island, ids in enumerate(strat.members):
+        archive = strat.archives[island]
+        assert list(archive.members) == ids
+        nodes = [loop.view.nodes[i] for i in ids]
+        assert archive.snapshot() == build_archive(nodes, strat.config.features, strat.config.bins, archive.bounds)
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_every_strategy_pickles_and_asks_identically_after_unpickling(name):
+    import pickle
+
+    loop = Loop(build_strategy(name, {}, random.Random(4)))
+    loop.run(20, k=2)
+    copy = pickle.loads(pickle.dumps(loop.strategy))
+    assert copy.ask(loop.view, 3) == loop.strategy.ask(loop.view, 3)
+    for _ in range(10):  # continue both the same way: identical asks all along
+        exps = loop.strategy.ask(loop.view, 2)
+        assert copy.ask(loop.view, 2) == exps
+        n = len(loop.told)
+        loop.step(2)
+        for node in loop.told[n:]:
+            copy.tell(node)
+    assert copy.final(loop.view) == loop.strategy.final(loop.view)
 
 
 # --------------------------------------------------------- resume + registry

@@ -29,7 +29,7 @@ from verifyless.task import load_task
 from verifyless.task.base import IdeaOption, IdeaSpace
 from verifyless.task.space import SpaceError, render, size
 
-BUILTINS = ("circle_packing", "diabetes", "moons_torch", "sunspots")
+BUILTINS = ("affairs_gbm", "circle_packing", "diabetes", "digits_torch", "moons_torch", "sunspots")
 NATIVE = ("diabetes", "moons_torch", "sunspots")
 
 

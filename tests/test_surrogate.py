@@ -227,3 +227,58 @@ def test_delta_ranking_uses_the_size_of_improvements():
         return hits
 
     assert hit_rate("delta") > hit_rate("improve") + 10
+
+
+# ------------------------------------------------------------------ fitness mode (GP on option tokens)
+
+def _design_candidate(i: int, assignment: dict, parent: dict) -> Candidate:
+    changed = [d for d in assignment if assignment[d] != parent[d]]
+    return Candidate(id=f"d{i}", parent_id="p", operator=Operator.IMPROVE,
+                     idea=Idea(f"design {i}", {"assignment": assignment, "changed": changed,
+                                              "parent_assignment": parent}, tuple(changed)),
+                     program=f"# {i}\n", program_hash=content_hash(f"d{i}"))
+
+
+def _additive(assignment: dict) -> float:
+    weights = {"a": {"x": 0.0, "y": 1.0, "z": 2.0}, "b": {"x": 0.0, "y": -1.0, "z": 0.5},
+               "c": {"x": 0.3, "y": 0.0, "z": -0.3}}
+    return sum(weights[d][o] for d, o in assignment.items())
+
+
+def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
+    from verifyless.screen.surrogate import FitnessModel  # noqa: F401  (public name)
+
+    rng = random.Random(3)
+    parent = {"a": "x", "b": "x", "c": "x"}
+    screener = SurrogateScreener(seed=0, rank_by="fitness", explore=0.0)
+    designs = [{d: rng.choice("xyz") for d in "abc"} for _ in range(12)]
+    for i, a in enumerate(designs):
+        f = _additive(a)
+        screener.observe(_design_candidate(i, a, parent), _additive(parent), Verification(Status.OK, score=f), f)
+    distinct = {tuple(sorted(a.items())) for a in designs} | {tuple(sorted(parent.items()))}
+    assert screener.ready and len(screener.fitness_model) == len(distinct)  # children plus the parent, deduplicated
+    pool = [_design_candidate(100 + i, {"a": a, "b": b, "c": "y"}, parent) for i, (a, b) in
+            enumerate([("x", "y"), ("z", "z"), ("y", "x"), ("x", "x")])]
+    screening = asyncio.run(screener.screen(_ctx(), pool))
+    assert screening.chosen == ("d101",)  # a=z, b=z is the best design of the pool
+    ev = screening.evidence["d101"]
+    assert ev.detail["rank_by"] == "fitness" and ev.detail["mean"] > screening.evidence["d100"].detail["mean"]
+    assert ev.votes["improve"] > 0.5 and ev.labels[0] in ("SmallWin", "MediumWin", "BigWin")
+
+
+def test_fitness_mode_failures_rank_low_and_cold_start_is_random() -> None:
+    parent = {"a": "x", "b": "x", "c": "x"}
+    screener = SurrogateScreener(seed=0, rank_by="fitness", min_examples=4)
+    cold = asyncio.run(screener.screen(_ctx(1), [_design_candidate(i, parent | {"a": o}, parent)
+                                                  for i, o in enumerate("yz")]))
+    assert all(e.detail.get("mode") == "cold start" for e in cold.evidence.values())
+    for i, (b, ok) in enumerate([("y", False), ("z", True), ("x", True)]):
+        a = {"a": "y", "b": b, "c": "x"}
+        v = Verification(Status.OK, score=1.0) if ok else Verification(Status.FAILED, reason="crash")
+        screener.observe(_design_candidate(i, a, parent), 0.5, v, 1.0 if ok else None)
+    pool = [_design_candidate(10, {"a": "y", "b": "y", "c": "x"}, parent),
+            _design_candidate(11, {"a": "y", "b": "z", "c": "x"}, parent)]
+    screening = asyncio.run(screener.screen(_ctx(), pool))
+    assert screening.ranking == ("d11", "d10")  # the failing option is learnt as bad
+    with pytest.raises(Exception, match="rank_by"):
+        SurrogateScreener(rank_by="nope")

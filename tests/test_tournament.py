@@ -164,3 +164,40 @@ def test_registry_builds_tournament() -> None:
     judge = FakeModel(perfect)
     rpm = build_screener("tournament", models={"judge": judge}, options={"context_nodes": 4, "show": "code"})
     assert isinstance(rpm, PairwiseRPM) and rpm.model is judge and rpm.context_nodes == 4
+
+
+def test_default_prompt_shows_both_candidates_code_and_context_code_within_a_token_budget() -> None:
+    judge = FakeModel(perfect)
+    programs = {nid: f"def fit_{nid}():\n    return '{nid}'  # context code\n" for nid in graph()}
+    context = ctx(nodes=graph(), summaries={"p": "parent summary text"})
+    context.program_of = programs.__getitem__
+    s = play(PairwiseRPM(judge), [cand("x", 1), cand("y", 2)], context=context)  # defaults: plan + code
+    user = judge.requests[0].messages[-1].content
+    assert "model = 'mx'  # Q=1" in user and "model = 'my'  # Q=2" in user  # both candidates' code
+    assert "Plan: plan x" in user and "Plan: plan y" in user
+    assert "def fit_p():" in user and "validation score: 0.6" in user  # context nodes with code and score
+    assert user.count("(validation score:") == 6  # every executed node fits the default budget
+    assert s.evidence["y"].detail["context_ids"][0] == "p"
+    # K is as many nodes as fit the budget: one node's block is ~25 tokens here
+    small = FakeModel(perfect)
+    play(PairwiseRPM(small, context_tokens=60), [cand("x", 1), cand("y", 2)], context=context)
+    assert small.requests[0].messages[-1].content.count("(validation score:") == 2
+    summaries = FakeModel(perfect)
+    play(PairwiseRPM(summaries, show="summary"), [cand("x", 1), cand("y", 2)], context=context)
+    text = summaries.requests[0].messages[-1].content
+    assert "ID=x Q=1" in text and "model = 'mx'" not in text
+
+
+def test_replies_and_tokens_are_counted_once_per_match() -> None:
+    cands = [cand(f"c{i}", q) for i, q in enumerate([3, 9, 1, 7, 5])]
+    s = play(PairwiseRPM(FakeModel(perfect)), cands, seed=2)
+    from verifyless.screen.health import reply_stats
+
+    stats = reply_stats(s.evidence)
+    samples = {(m["round"], tuple(m["pair"]), i) for e in s.evidence.values() for m in e.detail["matches"]
+               for i, _ in enumerate(m["samples"])}
+    assert stats.total == len(samples) and stats.parsed == stats.total
+    assert sum(e.detail["tokens"] for e in s.evidence.values()) > 0
+    bad = play(PairwiseRPM(FakeModel(lambda r, i: "Both good.")), cands[:2], seed=2)
+    stats = reply_stats(bad.evidence)
+    assert (stats.parsed, stats.total, stats.example) == (0, 4, "Both good.")

@@ -274,11 +274,26 @@ def test_openevolve_cascade(tmp_path, body, score, has_stage2):
     assert ("value" in v.metrics) is has_stage2
 
 
-def test_openevolve_workspace_has_no_hidden_files(tmp_path):
+def test_openevolve_folder_is_shown_read_only_without_hidden_files(tmp_path):
     task = openevolve_task(tmp_path, EVALUATE)
+    (task.root / ".env").write_text("API_KEY=sk-dotfile-secret")
     v = run(task, OE_PROGRAM, tmp_path, keep_workspace=True)
     (ws,) = (tmp_path / "runs").iterdir()
-    assert v.status is Status.OK and v.score == 1.0
-    assert (ws / "evaluator.py").exists() and (ws / "target.txt").exists()
-    assert not (ws / "secret").exists()
+    assert v.status is Status.OK and v.score == 1.0 and v.metrics["saw_secret"] == 0.0
+    assert not (ws / "evaluator.py").exists() and not (ws / "secret").exists()  # nothing copied
     assert json.loads((ws / "out" / "metrics.json").read_text())["stages_run"] == 1
+    probe = OE_PROGRAM.replace("    return 3", (
+        "    import os\n"
+        f"    root = {str(task.root)!r}\n"
+        "    for name in ('target.txt', 'evaluator.py'):\n"
+        "        try:\n            open(os.path.join(root, name), 'a').write('x'); return 100\n"
+        "        except OSError:\n            pass\n"
+        "    for name in ('.env', 'secret/answers.txt'):\n"
+        "        try:\n            if open(os.path.join(root, name)).read(): return 200\n"
+        "        except OSError:\n            pass\n"
+        "    return 3"))
+    probed = run(task, probe, tmp_path / "probe")
+    if SANDBOX.isolation != "process":  # process mode isolates nothing (docs/design/sandbox.md)
+        assert probed.status is Status.OK, probed.reason
+        assert probed.metrics["value"] == 3.0, "the program wrote to the task folder or read a hidden file"
+        assert (task.root / "target.txt").read_text() == "3"

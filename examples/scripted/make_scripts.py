@@ -90,7 +90,7 @@ def script_for(task_name: str, count: int = 24) -> dict:
             {"role": "judge", "replies": ["Candidate A looks stronger on the criteria.\n[CHOICE] A --- better fit",
                                           "[CHOICE] B --- more robust"], "repeat": True},
             {"role": "arbiter", "reply": "[CHOICE] 1 --- the majority reasoning is sound"},
-            {"role": "final-judge", "reply": "[CHOICE] 1 --- best overall"},
+            {"role": "final-judge", "reply": "[CHOICE] A --- best overall"},
             {"role": "agentic-pilot", "replies": [
                 {"tool_calls": [{"name": "python", "arguments": {"code": "import os\nprint(sorted(os.listdir('.')))"}}]},
                 {"tool_calls": [{"name": "submit_findings", "arguments": {"findings": "Both candidates run; no difference found in a quick check."}}]},

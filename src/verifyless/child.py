@@ -53,10 +53,12 @@ class GuardCheck(Protocol):
     """Static and LLM guards run on an implementation before it may be verified.
 
     Returns ``None`` when the program may go on, else the reason it is blocked
-    (one readable line per blocking finding; it is also what a repair sees).
+    (one readable line per blocking finding; it is also what a repair sees),
+    or a report with ``blocking``, ``reason()`` and ``notes()`` (advisory
+    findings become the child's notes), as ``verifyless.guards.Guards`` does.
     """
 
-    async def __call__(self, task: Task, parent_program: str, program: str) -> str | None: ...
+    async def __call__(self, task: Task, parent_program: str, program: str) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class ChildMaker:
     ``llm`` bounds concurrent LLM calls across everything that shares it (the
     engine passes its semaphore); ``summaries`` maps program hash -> summary
     and is shared with the caller; ``guards`` is optional (see ``GuardCheck``).
+    A child that ``make`` finds ``guard-failed`` goes back to the implementer's
+    repair with the reason, keeping its idea, up to ``guard_repairs`` times.
     """
 
     def __init__(
@@ -94,10 +98,12 @@ class ChildMaker:
         llm: AsyncContextManager[Any] | None = None,
         summaries: dict[str, str] | None = None,
         guards: GuardCheck | None = None,
+        guard_repairs: int = 0,
     ) -> None:
         self.task = task
         self.roles = roles
         self.guards = guards
+        self.guard_repairs = guard_repairs
         self.summaries = summaries if summaries is not None else {}
         self._llm = llm
 
@@ -122,7 +128,8 @@ class ChildMaker:
                 impl = await self.roles.implementer.implement(self.task, parent, proposal)
         except ModelUnavailable as exc:
             impl = Implementation(None, RoleFailure("model-error", f"implementer: {exc}"))
-        return await self._finish(parent.program, proposal, impl, skip)
+        made = await self._finish(parent.program, proposal, impl, skip)
+        return await self._repair_guard_failures(parent.program, made, skip)
 
     async def repair(
         self,
@@ -158,6 +165,15 @@ class ChildMaker:
 
     # ------------------------------------------------------------------ steps
 
+    async def _repair_guard_failures(self, base: str, made: Made, skip: Callable[[str], bool] | None) -> Made:
+        tries = 0
+        while made.status is Status.GUARD_FAILED and made.program and tries < self.guard_repairs:
+            tries += 1
+            fixed = await self.repair(base, made.program, made.idea, made.reason, skip=skip)
+            history = (f"guard repair {tries} after: {made.reason}",)
+            made = _replace(fixed, attempts=made.attempts + fixed.attempts, notes=made.notes + history + fixed.notes)
+        return made
+
     async def _finish(self, base: str, idea: Idea, impl: Implementation,
                       skip: Callable[[str], bool] | None) -> Made:
         if not impl.ok:
@@ -168,7 +184,11 @@ class ChildMaker:
         made = Made(idea, Status.IMPLEMENTED, program, digest, attempts=impl.attempts)
         problem = self._contract_problem(base, program)
         if problem is None and self.guards is not None:
-            problem = await self.guards(self.task, base, program)
+            try:
+                problem, notes = _guard_outcome(await self.guards(self.task, base, program))
+            except ModelUnavailable as exc:
+                return _replace(made, status=Status.MODEL_ERROR, reason=f"guards: {exc}")
+            made = _replace(made, notes=notes)
         if problem:
             return _replace(made, status=Status.GUARD_FAILED, reason=problem)
         if skip is not None and skip(digest):
@@ -199,6 +219,13 @@ def _syntax(task: Task, program: str) -> str | None:
     from verifyless.roles.render import code_lang
 
     return syntax_error(program) if code_lang(task) in ("python", "") else None
+
+
+def _guard_outcome(result: Any) -> tuple[str | None, tuple[str, ...]]:
+    """(blocking reason or None, advisory notes) from a guard's ``str | None`` or report."""
+    if hasattr(result, "blocking") and hasattr(result, "reason"):
+        return (result.reason() or None) if result.blocking else None, tuple(result.notes())
+    return result or None, ()
 
 
 def _replace(made: Made, **changes: Any) -> Made:

@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 unexpected error; 2 bad configuration or arguments;
 3 bad task folder; 4 sandbox unavailable; 5 store problem; 6 model endpoint
-unusable; 7 an LLM reply that never parsed. Errors print one clear message,
-never a traceback (set ``VERIFYLESS_DEBUG=1`` to see it).
+unusable; 7 an LLM reply that never parsed; 8 a screener's replies stopped
+parsing (``UnparseableReplies``). Errors print one clear message, never a
+traceback (set ``VERIFYLESS_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations
@@ -176,6 +177,8 @@ def run(
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
         if changes:
             st.append(resume, "config_update", {"changes": changes})
+    if not quiet:
+        console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     result = asyncio.run(_run(cfg, st, resume, quiet))
     _print_result(result, st)
 
@@ -225,9 +228,14 @@ class _LiveProgress:
             ev = data.get("evidence", {})
             chosen = data.get("chosen", [])
             if chosen and chosen[0] in ev:
+                from verifyless.screen.health import reply_stats
+
                 e = ev[chosen[0]]
                 votes = ", ".join(f"{k} {v:.2f}" for k, v in (e.get("votes") or {}).items())
                 extra = f"  ({votes}, u={e.get('uncertainty', 1.0):.2f})" if votes else ""
+                replies = reply_stats(ev)
+                if replies.total:
+                    extra += f"  replies parsed {replies.parsed}/{replies.total}"
                 self.out.print(f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}{extra}",
                                highlight=False)
 
@@ -247,6 +255,14 @@ def _print_result(result, st) -> None:
     table.add_row("best node hidden test score", _fmt(result.best_test_score))
     console.print(table)
     console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
+    _print_links(result.run_id, st.path)
+
+
+def _print_links(run_id: str, store: Path) -> None:
+    from verifyless.report.cli import default_out
+
+    console.print(f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
+                  f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})", highlight=False)
 
 
 def _fmt(x: float | None) -> str:
@@ -276,12 +292,26 @@ def _best_row(st, run_id: str) -> dict[str, Any] | None:
 
 @app.command()
 def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
-         nodes: int = typer.Option(15, help="how many verified nodes to list")) -> None:
-    """Summarise one run: configuration, budget, best nodes."""
+         nodes: int = typer.Option(15, help="how many verified nodes to list"),
+         as_json: bool = typer.Option(False, "--json", help="print one JSON object instead of tables")) -> None:
+    """Summarise one run: configuration, budget, best nodes, reply parse rate per screener."""
+    from verifyless.screen.health import health_by_screener
+
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
     info = st.run(run_id)
     b = st.budget(run_id)
+    finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
+    replies = health_by_screener((e.payload for e in st.events(run_id, kinds=["screening"])),
+                                 finals[-1] if finals else None)
+    if as_json:
+        rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
+        print(json.dumps({"run_id": run_id, "task": info.task, "status": info.status,
+                          "verifications": b.verifications, "tokens": b.tokens_in + b.tokens_out, "cost": b.cost,
+                          "best": _best_row(st, run_id), "reply_health": replies,
+                          "statuses": {s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}}},
+                         default=str))
+        return
     console.print(f"[bold]{run_id}[/]  task {info.task}  status {info.status}")
     console.print(f"verifications {b.verifications} · evaluator {b.evaluator_seconds:.1f}s · tokens "
                   f"{b.tokens_in + b.tokens_out} · cost {b.cost:.4f}")
@@ -298,6 +328,10 @@ def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if replies:
+        console.print("replies parsed: " + ", ".join(
+            f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in replies.items()))
+    _print_links(run_id, store)
 
 
 @app.command()
@@ -327,7 +361,7 @@ def propose(
 
 @app.command()
 def demo(
-    task: str = typer.Option("sunspots", help="built-in task"),
+    task: str = typer.Option("affairs_gbm", help="built-in task (one with a pool world under bench/worlds)"),
     budget: int = typer.Option(16, help="verifications per arm"),
     store: Path = typer.Option(Path("runs/demo.db"), "--store"),
 ) -> None:
@@ -345,6 +379,20 @@ def _mount_bench() -> None:
 
 
 _mount_bench()
+from verifyless.data.cli import app as _data_app  # noqa: E402
+
+app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
+
+
+def _mount_report() -> None:
+    from verifyless.report.cli import report_command
+    from verifyless.ui.cli import ui_command
+
+    app.command("report")(report_command)
+    app.command("ui")(ui_command)
+
+
+_mount_report()
 
 
 def _mount_train() -> None:

@@ -16,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.guards.config import GuardsConfig
+from verifyless.roles.options import LLMRoleOptions
 
 
 class _Strict(BaseModel):
@@ -51,6 +53,7 @@ class Roles(_Strict):
     kind: Literal["space", "llm"] = "space"
     models: dict[str, Any] = Field(default_factory=dict)
     implement_mode: Literal["full", "diff"] = "full"
+    llm: LLMRoleOptions = Field(default_factory=LLMRoleOptions, description="options of the LLM roles (kind: llm)")
 
 
 class Engine(_Strict):
@@ -86,6 +89,8 @@ class RunConfig(_Strict):
     budget: Budget = Budget()
     engine: Engine = Engine()
     executor: Executor = Executor()
+    guards: GuardsConfig = Field(default_factory=GuardsConfig,
+                                 description="checks on every implementation before it is verified (MLEvolve)")
     store: Path = Path("runs/verifyless.db")
 
 

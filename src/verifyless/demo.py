@@ -1,19 +1,27 @@
-"""``make demo``: the main job on embedded defaults, against an unscreened run.
+"""``make demo``: the main job on a headroom task, against an unscreened run and the oracle ceiling.
 
-Two arms on the same built-in task, seed and verification budget, with the
-offline idea-space roles (no API key, no network), MCGS search, the local
-sandbox and the SQLite store:
+Part 1, real runs (the main job): two engine runs on the same built-in task,
+seed, verification budget and N candidates per expansion, with the offline
+idea-space roles (no API key, no network), greedy search, the local sandbox
+and the SQLite store:
 
-* **screened**: the surrogate critic learns from paid outcomes and picks which
-  of the N candidates per expansion to verify;
-* **unscreened**: a random pick (the unguided agent).
+* **screened**: the surrogate screener (fitness mode: a Gaussian process on
+  the options of each design, learnt from paid outcomes) picks which of the N
+  candidates per expansion is verified;
+* **unscreened**: a uniform random pick (the unguided agent).
 
-It prints the best program's validation and hidden-test score against the
-baseline for each arm.
+Part 2, replays (the evidence): one run per arm is an anecdote, so the same
+comparison is replayed on the task's pool world (``bench/worlds/TASK.jsonl``:
+configurations verified once, see ``verifyless.bench.worlds``) for many seeds,
+adding the best-of-N oracle, which verifies the best of each pool: the
+ceiling any screener could reach. Both parts report verifications-to-reach
+the random arm's final score; when the screened arm does not beat random the
+demo says so.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +31,26 @@ from verifyless.config import load_config
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
+ARMS = (("screened (surrogate)", "surrogate"), ("unscreened (random)", "random"))
+
+
+def default_worlds_dir() -> Path:
+    """``bench/worlds`` of the source checkout this package runs from."""
+    return Path(__file__).resolve().parents[2] / "bench" / "worlds"
+
 
 async def run_demo(*, task: str, budget: int, store_path: Path, console: Any, seed: int = 0,
-                   candidates: int = 8) -> dict[str, Any]:
+                   candidates: int = 8, replay_seeds: int = 30, worlds: Path | None = None) -> dict[str, Any]:
     store_path.parent.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     with RunStore(store_path) as store:
-        for arm, screener in (("screened (surrogate)", "surrogate"), ("unscreened (random)", "random")):
-            cfg = load_config(overrides=[f"task={task}", f"seed={seed}", f"screener.name={screener}",
-                                         f"budget.verifications={budget}", f"engine.candidates={candidates}",
-                                         f"store={store_path}", "strategy.name=mcgs"])
+        for arm, screener in ARMS:
+            overrides = [f"task={task}", f"seed={seed}", f"screener.name={screener}", "strategy.name=greedy",
+                         f"budget.verifications={budget}", f"engine.candidates={candidates}", "engine.memory=false",
+                         f"store={store_path}"]
+            if screener == "surrogate":
+                overrides.append("screener.options.rank_by=fitness")
+            cfg = load_config(overrides=overrides)
             console.print(f"[bold]{arm}[/]: {task}, {budget} verifications, {candidates} candidates per expansion")
             engine = build_engine(cfg, store, progress=_Dots(console))
             try:
@@ -40,41 +58,77 @@ async def run_demo(*, task: str, budget: int, store_path: Path, console: Any, se
             finally:
                 engine.executor.close()
             console.print()
-    table = Table(title=f"verifyless demo: {task}, budget {budget} verifications", header_style="bold")
-    for col in ("arm", "run", "baseline (val)", "best (val)", "best (hidden test)", "verifications"):
-        table.add_column(col, justify="right" if col != "arm" else "left")
-    for arm, r in results.items():
-        table.add_row(arm, r.run_id, _f(r.baseline_score), _f(r.best_score), _f(r.best_test_score), str(r.verifications))
-    console.print(table)
-    console.print(_progress_table(store_path, results, engine.task.metric, budget))
-    direction = engine.task.metric.direction
-    console.print(f"metric: {engine.task.metric.name} ({direction}); store: {store_path}; "
+    metric = engine.task.metric
+    console.print(_runs_table(store_path, results, metric, task, budget))
+    verdict = _replay_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
+    console.print(f"metric: {metric.name} ({metric.direction}); store: {store_path}; "
                   f"inspect with `verifyless show RUN --store {store_path}`")
+    results["verdict"] = verdict
     return results
 
 
-def _progress_table(store_path: Path, results: dict[str, Any], metric: Any, budget: int) -> Table:
-    """Best validation score so far after a quarter, half, ... of the budget, and verifications-to-match."""
+def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: str, budget: int) -> Table:
     from verifyless.bench.compare import curve_from_store, reach_final
 
-    marks = sorted({max(1, round(budget * q)) for q in (0.25, 0.5, 0.75, 1.0)})
-    table = Table(title="best validation score after v verifications", header_style="bold")
-    table.add_column("arm")
-    for m in marks:
-        table.add_column(f"v={m}", justify="right")
-    table.add_column("verifications to match the unscreened final", justify="right")
+    table = Table(title=f"part 1: one real run per arm on {task}, budget {budget}", header_style="bold")
+    for col in ("arm", "run", "baseline (val)", "best (val)", "best (hidden test)", "verifications",
+                "verifications to reach random's final"):
+        table.add_column(col, justify="left" if col == "arm" else "right")
     with RunStore(store_path) as store:
         curves = {arm: curve_from_store(store, r.run_id) for arm, r in results.items()}
-    arms = list(curves)
-    reference = curves[arms[-1]]
-    for arm, curve in curves.items():
-        cells = []
-        for m in marks:
-            fit = curve.best[min(m, len(curve.best)) - 1] if len(curve.best) else float("nan")
-            cells.append(_f(metric.orient(float(fit))) if fit == fit else "-")  # orient is its own inverse
-        hit = reach_final(curve, reference).verifications
-        table.add_row(arm, *cells, "-" if hit is None else str(hit))
+    reference = curves[ARMS[1][0]]
+    for arm, r in results.items():
+        hit = reach_final(curves[arm], reference).verifications
+        table.add_row(arm, r.run_id, _f(r.baseline_score), _f(r.best_score), _f(r.best_test_score),
+                      str(r.verifications), "not reached" if hit is None else str(hit))
     return table
+
+
+def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
+    """Replays on the pool world; prints the table and the plain verdict, returns the verdict."""
+    from verifyless.bench.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
+    from verifyless.bench.worlds import load_worlds, normalizer
+    from verifyless.task import load_task
+
+    paths = sorted(worlds.glob(f"{task}.jsonl")) + sorted(worlds.glob(f"{task}.*.jsonl"))
+    path = worlds / f"{task}.jsonl"
+    if not paths:
+        console.print(f"(no pool world at {path}: the replay comparison and the oracle ceiling are skipped; "
+                      f"collect one with `python bench/pools.py {task}`)")
+        return "no world"
+    world, spec = load_worlds(paths)[task], load_task(task)
+    arms = {"unscreened (random)": random_factory, "screened (surrogate)": surrogate_factory(None, task=spec),
+            "oracle ceiling (best of N)": oracle_factory}
+    runs = compare_arms(world, arms, budget=budget, n_candidates=candidates, seeds=range(seeds))
+    renamed = {"random": runs["unscreened (random)"], "surrogate": runs["screened (surrogate)"],
+               "oracle": runs["oracle ceiling (best of N)"]}
+    rows = {r.arm: r for r in summarize({task: renamed}, {task: normalizer(world, spec)}, budget=budget)}
+    table = Table(title=f"part 2: {seeds} replays per arm on the pool world of {task} ({len(world)} configurations "
+                        f"verified once), budget {budget}, N={candidates}", header_style="bold")
+    for col in ("arm", "normalised final score", "P(beats random)", "verifications to reach random's final / budget",
+                "reached"):
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for label, key in (("unscreened (random)", "random"), ("screened (surrogate)", "surrogate"),
+                       ("oracle ceiling (best of N)", "oracle")):
+        r = rows[key]
+        table.add_row(label, str(r.score), "-" if r.p_improve is None else str(r.p_improve),
+                      "-" if r.reach is None else str(r.reach), f"{r.reached}/{r.pairs}")
+    console.print(table)
+    verdict = _verdict(rows["surrogate"], rows["random"], rows["oracle"], budget)
+    console.print(verdict)
+    return verdict
+
+
+def _verdict(screened: Any, random_row: Any, oracle: Any, budget: int) -> str:
+    p = screened.p_improve
+    reach = screened.reach.value * budget if screened.reach is not None else math.nan
+    base = (f"screened reached random's final score in {reach:.1f} of {budget} verifications on average "
+            f"(oracle ceiling {oracle.reach.value * budget:.1f}); P(screened beats random) = {p}.")
+    if p is not None and p.low is not None and p.low > 0.5:
+        return "[bold green]Screening wins here:[/] " + base
+    if p is not None and p.high is not None and p.high < 0.5:
+        return "[bold red]Screening LOSES to random here:[/] " + base
+    return "[bold yellow]No clear win for screening here[/] (the interval includes 0.5): " + base
 
 
 class _Dots:

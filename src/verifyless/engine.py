@@ -47,6 +47,7 @@ from verifyless.node import (
 from verifyless.child import ChildMaker
 from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
 from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.health import ReplyHealth  # [screen:health]
 from verifyless.search.base import Expansion, SearchStrategy, SearchView
 from verifyless.task.base import Task
 
@@ -104,6 +105,7 @@ class Engine:
         memory: Any | None = None,
         progress: ProgressFn | None = None,
         final_judge: Any | None = None,
+        guards: Any | None = None,
     ) -> None:
         self.task = task
         self.roles = roles
@@ -114,13 +116,15 @@ class Engine:
         self.config = config
         self.memory = memory
         self.final_judge = final_judge
+        self._reply_health = ReplyHealth.for_screener(screener)  # [screen:health] parse rate per screening
         self.progress = progress or (lambda kind, data: None)
         self._watched = progress is not None  # build progress payloads (a ledger read each) only when shown
         self.run_id: str | None = None
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
         self.s = _State()
         self._llm = asyncio.Semaphore(config.engine.llm_concurrency)
-        self.maker = ChildMaker(task, roles, llm=self._llm, summaries=self.s.summary_by_hash)
+        self.maker = ChildMaker(task, roles, llm=self._llm, summaries=self.s.summary_by_hash, guards=guards,
+                                guard_repairs=config.guards.repair_attempts)
         self._inflight: dict[int, list[asyncio.Task]] = {}   # round -> verification chains
         self._pending_tell: dict[int, list[tuple[tuple, str]]] = {}  # round -> [(order key, node id)]
         self._staged: dict[str, Node] = {}   # recorded but not yet told to the strategy
@@ -161,6 +165,7 @@ class Engine:
         final_id = self.strategy.final(self.s.view)
         final_id = await self._select_final(final_id)
         self._append("final", {"node_id": final_id, "stopped": stopped})
+        await self._submit_ensemble()  # fidelity: MLEvolve's top-K ensemble submission (search/submission.py)
         self.store.set_status(self.run_id, "finished")
         return self._result(final_id, stopped)
 
@@ -290,6 +295,7 @@ class Engine:
             task=self.task, parent=parent, rng=rng, brief=self.s.brief,
             nodes={k: v for k, v in self.s.view.nodes.items() if v.status.verified},
             summaries=self.s.summaries, n_verify=eng.verify_per_expansion, round=r,
+            budget_left_s=self._evaluator_seconds_left(), program_of=self._program,
         )
         try:
             screening = await self.screener.screen(sctx, pool)
@@ -313,6 +319,8 @@ class Engine:
         audited = [a for a in audited if a in to_verify]
         record = screening.to_dict()
         self._append("screening", {**record, "to_verify": to_verify, "audited": audited, "round": r})
+        self._reply_health.observe(screening)  # [screen:health] warns; raises UnparseableReplies to stop the run
+        self._charge_pilots(screening, r)  # fidelity: agentic pilot seconds are evaluator seconds (RPM paper)
         if self._watched:
             self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
                                         "evidence": record["evidence"]})
@@ -431,6 +439,8 @@ class Engine:
         payload = cand.to_dict()
         payload.pop("program")
         payload.update(status=status.value, reason=reason)
+        if getattr(cand.summary, "warning", ""):  # fidelity: an out-of-range summary's tag (roles/llm.py Summary)
+            payload["summary_warning"] = cand.summary.warning
         self._append("node", payload, node_id=cand.id)
         self._remember(cand, status, reason)
 
@@ -457,7 +467,8 @@ class Engine:
             self.s.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         node = Node(id=cand.id, parent_id=cand.parent_id, operator=cand.operator, status=status,
                     idea=cand.idea.text, program_hash=cand.program_hash, reference_ids=cand.reference_ids,
-                    round=cand.round, island=cand.island, tags=cand.idea.tags, reason=reason)
+                    round=cand.round, island=cand.island, tags=cand.idea.tags, reason=reason,
+                    code_length=cand.code_length or None)  # fidelity: the MAP-Elites length feature
         self._staged[cand.id] = node
 
     def _status(self, node_id: str, status: Status, reason: str) -> None:
@@ -540,6 +551,33 @@ class Engine:
         if b.wall_seconds is not None and time.monotonic() - self._started >= b.wall_seconds:
             return "budget: wall time"
         return None
+
+    # fidelity: a top-K ensemble submission when the task declares how outputs combine (search/submission.py)
+    async def _submit_ensemble(self) -> None:
+        from verifyless.search.submission import ensemble_members, ensemble_submission
+        from verifyless.store import Charge
+
+        ids = ensemble_members(self.strategy, self.task, self.s.view)
+        sandbox = getattr(self.executor, "sandbox", None)
+        if not ids or sandbox is None:
+            return
+        members = [(i, self._program(i)) for i in ids]
+        sub = await asyncio.to_thread(ensemble_submission, self.task, members, sandbox,
+                                      hide=tuple(getattr(self.executor, "hide", ())))
+        self._append("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+
+    # fidelity: pilot charging and the evaluator seconds left, for screeners that run pilots (screen/agentic.py)
+    def _charge_pilots(self, screening: Screening, r: int) -> None:
+        from verifyless.screen.agentic import pilot_records
+        from verifyless.store import Charge
+
+        for pilot in pilot_records(screening):
+            self._append("pilot", {**pilot, "round": r},
+                         charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]))
+
+    def _evaluator_seconds_left(self) -> float | None:
+        cap = self.config.budget.evaluator_seconds
+        return None if cap is None else cap - self.store.budget(self.run_id).evaluator_seconds
 
     def _slots_left(self) -> int:
         cap = self.config.budget.verifications

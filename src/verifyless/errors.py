@@ -51,6 +51,16 @@ class ParseError(VerifylessError):
     exit_code = 7
 
 
+class UnparseableReplies(VerifylessError):
+    """A screener's model produced no parseable reply for several screenings in a row.
+
+    The run stops instead of going on as a random screener; the message names
+    the screener, the model, the reply format expected and what the model wrote.
+    """
+
+    exit_code = 8
+
+
 class BudgetExhausted(VerifylessError):
     """A hard budget cap was reached; the run stops cleanly."""
 

@@ -173,7 +173,12 @@ class Screening(_Record):
 
 @dataclass(frozen=True, slots=True)
 class Candidate(_Record):
-    """A child program before screening: idea + implemented program + summary."""
+    """A child program before screening: idea + implemented program + summary.
+
+    ``code_length`` is the program's length in characters: computed from
+    ``program`` whenever the program text is present, kept as given when it is
+    not (a candidate rebuilt from the store without its program text).
+    """
 
     id: str
     parent_id: str | None
@@ -185,6 +190,11 @@ class Candidate(_Record):
     reference_ids: tuple[str, ...] = ()
     round: int = 0
     island: int = 0
+    code_length: int = 0
+
+    def __post_init__(self) -> None:
+        if self.program:
+            object.__setattr__(self, "code_length", len(self.program))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +204,9 @@ class Node(_Record):
     ``parent_id`` is the credit-carrying (primary) edge; ``reference_ids`` are
     information-only edges. ``fitness`` is the validation score oriented so
     higher is better; None unless ``status`` is OK. Hidden test scores are not
-    part of a Node.
+    part of a Node. ``code_length`` is the program's length in characters
+    (None when unknown, e.g. a failed implementation with no program); the
+    islands strategy's MAP-Elites ``length`` feature reads it.
     """
 
     id: str
@@ -211,6 +223,7 @@ class Node(_Record):
     tags: tuple[str, ...] = ()
     metrics: Mapping[str, float] = field(default_factory=dict)
     reason: str = ""
+    code_length: int | None = None
 
     @property
     def ok(self) -> bool:

@@ -3,10 +3,11 @@
 ``verify(task, program, sandbox)`` follows docs/design/verification-contract.md:
 
 1. a fresh workspace ``WS`` holds the program, ``WS/public/`` (copies of the
-   public data) and an empty ``WS/out/``; OpenEvolve tasks also get the
-   folder's files (minus hidden ones and the program) and a runner script;
+   public data) and an empty ``WS/out/``; OpenEvolve tasks also get a
+   runner script (their evaluator runs from the task folder itself);
 2. the untrusted step runs in the sandbox with the task folder, the hidden
-   data and the caller's ``hide`` paths masked;
+   data and the caller's ``hide`` paths masked (OpenEvolve: the task folder
+   is shown read-only at its own path, hidden data and dotfiles masked);
 3. the trusted scorer (native tasks) reads ``WS/out`` plus the hidden data in
    this process, or the runner's ``WS/out/metrics.json`` is read (OpenEvolve);
 4. metrics are validated; the workspace is deleted unless ``keep_workspace``.
@@ -75,7 +76,11 @@ def verify(
     try:
         argv = _materialise(task, program, ws)
         setup_seconds = time.monotonic() - started
-        result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide))
+        if task.kind == "openevolve":  # the folder is shown read-only, its hidden files masked
+            result = sandbox.run(argv, ws, task.limits, hide=(*_hidden_in_folder(task), *hide), expose=(task.root,),
+                                 env={"PYTHONDONTWRITEBYTECODE": "1"})
+        else:
+            result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide))
         scoring_started = time.monotonic()
         status, reason, metrics, test_metrics = _judge(task, ws, result)
         score_seconds = time.monotonic() - scoring_started
@@ -119,8 +124,6 @@ def _new_workspace(root: Path | None) -> Path:
 def _materialise(task: Task, program: str, ws: Path) -> list[str]:
     """Fill the workspace; return the argv of the untrusted step."""
     public, out = ws / "public", ws / "out"
-    if task.kind == "openevolve":
-        _copy_folder(task, ws)
     public.mkdir(exist_ok=True)
     out.mkdir(exist_ok=True)
     for src in task.public_data:
@@ -136,24 +139,22 @@ def _materialise(task: Task, program: str, ws: Path) -> list[str]:
         if task.evaluator is None:
             raise TaskError(f"task {task.name!r} is an OpenEvolve task without an evaluator path")
         shutil.copy2(RUNNER, ws / RUNNER_NAME)
-        return [sys.executable, str(ws / RUNNER_NAME), str(ws / task.evaluator.name),
+        return [sys.executable, str(ws / RUNNER_NAME), str(task.evaluator),
                 str(ws / task.program_file), str(out / OE_METRICS), *task.cascade]
     values = {"python": sys.executable, "program": str(ws / task.program_file), "public": str(public),
               "workdir": str(ws), "outdir": str(out)}
     return [part.format_map(values) for part in (task.run_command or DEFAULT_RUN)]
 
 
-def _copy_folder(task: Task, ws: Path) -> None:
-    """OpenEvolve: the evaluator and its helpers run in the sandbox, so copy the folder (not hidden data)."""
-    skip = {p.resolve() for p in task.hidden_data} | {(task.root / task.program_file).resolve()}
-    for entry in task.root.iterdir():
-        if entry.name.startswith(".") or entry.name == "__pycache__" or entry.resolve() in skip:
-            continue
-        if entry.is_dir():
-            shutil.copytree(entry, ws / entry.name, symlinks=False,
-                            ignore=lambda d, names: [n for n in names if (Path(d) / n).resolve() in skip])
-        else:
-            shutil.copy2(entry, ws / entry.name)
+def _hidden_in_folder(task: Task) -> list[Path]:
+    """OpenEvolve: what of the task folder the run must not see (hidden data, dotfiles at any depth)."""
+    hidden = [Path(p) for p in task.hidden_data]
+    for dirpath, dirnames, filenames in os.walk(task.root):
+        for name in [*dirnames, *filenames]:
+            if name.startswith("."):
+                hidden.append(Path(dirpath, name))
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    return hidden
 
 
 # ------------------------------------------------------------------ judging

@@ -70,9 +70,11 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
         from verifyless.roles.space import space_roles
 
         return space_roles(task, cfg.seed)
-    from verifyless.roles.llm import llm_roles
+    from verifyless.roles.llm import _ROLE_KEYS, llm_roles
 
-    return llm_roles(models, implement_mode=cfg.roles.implement_mode)
+    # Screener keys (critic, judge, arbiter, ...) are for the screener, not the four roles.
+    role_models = {k: v for k, v in models.items() if k in _ROLE_KEYS or k == "default"}
+    return llm_roles(role_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
 
 
 def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
@@ -86,6 +88,16 @@ def build_strategy(cfg: RunConfig):
     from verifyless.search.registry import build_strategy as _build
 
     return _build(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+
+
+def build_guards(cfg: RunConfig, models: dict[str, Any]):
+    """The ``guards:`` section as a ``Guards`` (the reviewer uses ``guards.reviewer_model``, else ``default``)."""
+    from verifyless.guards import Guards
+
+    reviewer = None
+    if cfg.guards.reviewer != "off":
+        reviewer = models.get(cfg.guards.reviewer_model) or models.get("default")
+    return Guards(cfg.guards, reviewer_model=reviewer)
 
 
 def memory_enabled(cfg: RunConfig) -> bool:
@@ -110,7 +122,7 @@ def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progre
     if memory_enabled(cfg):
         from verifyless.search.memory import Memory
 
-        memory = Memory()
+        memory = Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
     final_judge = None
     if cfg.engine.final_selection is not None:
         final_judge = models.get("judge") or models.get("default")
@@ -118,6 +130,6 @@ def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progre
             raise ConfigError("engine.final_selection needs a judge model: set roles.models.judge or roles.models.default")
     engine = Engine(task=task, roles=roles, screener=build_screener(cfg, task, models, getattr(executor, "sandbox", None)),
                     strategy=build_strategy(cfg), executor=executor, store=store, config=cfg, memory=memory,
-                    progress=progress, final_judge=final_judge)
+                    progress=progress, final_judge=final_judge, guards=build_guards(cfg, models))
     engine.run_ref = run_ref
     return engine

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless.bench import report
+from verifyless.bench.breakeven_cli import breakeven_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Measure critics, selectors and arms from stored runs and pool files.")
@@ -56,14 +57,30 @@ def _write(out: Optional[Path], name: str, text: str) -> None:
 # ---------------------------------------------------------------------- critic
 
 @app.command("critic")
-def critic(runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"), store: Path = _STORE,
+def critic(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"), store: Path = _STORE,
            out: Optional[Path] = _OUT,
            min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
            bins: int = typer.Option(10, help="reliability-diagram bins"),
            repeats: int = typer.Option(5, help="subsamples per k for AUROC vs k"),
-           seed: int = typer.Option(0)) -> None:
-    """Critic accuracy, calibration and uncertainty routing against verified outcomes."""
+           seed: int = typer.Option(0),
+           dataset: Optional[Path] = typer.Option(None, "--dataset", help="critic dataset: screen its bench split"),
+           screener: str = typer.Option("critic", "--screener", help="with --dataset: registry screener name"),
+           model: Optional[str] = typer.Option(None, "--model", help="with --dataset: model spec for LLM screeners"),
+           option: list[str] = typer.Option([], "--option", help="with --dataset: screener option KEY=VALUE"),
+           split: str = typer.Option("bench", "--split", help="with --dataset: split to screen")) -> None:
+    """Critic accuracy, calibration and uncertainty routing: from stored runs, or a dataset's bench split offline."""
     from verifyless.bench import metrics as m
+
+    if dataset is not None:
+        from verifyless.data.cli import bench_dataset
+
+        bench_dataset(dataset, _registry_screener(screener, model, option, seed), split=split, seed=seed,
+                      repeats=repeats, out=out)
+        return
+    if not runs:
+        from verifyless.errors import ConfigError
+
+        raise ConfigError("bench critic needs run ids (verifyless bench critic RUN...) or --dataset DIR")
 
     with _open(store) as st:
         records = [r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run),
@@ -304,6 +321,7 @@ def collect_pools_command(task: str = typer.Argument(..., help="built-in task na
 
 
 app.command("collect-pools")(collect_pools_command)
+app.command("breakeven")(breakeven_command)
 
 
 @app.command("replay-pools")

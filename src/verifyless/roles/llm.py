@@ -15,6 +15,7 @@ Every request names its role (``brief``, ``proposer``, ``implementer``,
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Literal, Mapping
 
@@ -23,6 +24,7 @@ from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usag
 from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
 from verifyless.roles import parse
+from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.base import (
     Implementation,
     ParentInfo,
@@ -48,6 +50,7 @@ from verifyless.roles.render import (
 from verifyless.task.base import Task
 
 _RAW_KEEP = 4000  # characters of a failed reply kept on its RoleFailure
+logger = logging.getLogger(__name__)
 
 
 def _task_values(task: Task) -> dict[str, object]:
@@ -123,27 +126,31 @@ class LLMBriefer:
 class LLMProposer:
     """One concrete idea (an Approach, no code) per request; N per call.
 
-    Draw ``i`` uses seed ``ctx.seed + i``. With ``list_drawn`` the N draws run
-    in sequential waves of ``wave_size`` concurrent requests, and every wave
-    lists the ideas of the earlier waves (plus ``ctx.avoid``) as ones to stay
-    away from. That trades latency (ceil(N / wave_size) round trips) for
-    diversity; ``list_drawn=False`` draws all N at once, each seeing only
-    ``ctx.avoid``. Results keep draw order; a failed draw is a ``RoleFailure``.
+    Draw ``i`` uses seed ``ctx.seed + i``. ``mode="independent"`` (default, as
+    in both papers): all N draws run concurrently and each sees only
+    ``ctx.avoid`` (ideas tried in earlier rounds), never another draw of this
+    call. ``mode="waves"``: the N draws run in sequential waves of
+    ``wave_size`` concurrent requests, and every wave also lists the ideas of
+    the earlier waves as ones to stay away from, trading latency
+    (ceil(N / wave_size) round trips) for diversity. Results keep draw order;
+    a failed draw is a ``RoleFailure``.
     """
 
     def __init__(
         self,
         model: Model,
-        temperature: float = 1.0,
-        list_drawn: bool = True,
+        temperature: float = 0.8,
+        mode: Literal["independent", "waves"] = "independent",
         wave_size: int = 4,
         max_avoid: int = 24,
     ) -> None:
         if wave_size < 1:
             raise ConfigError(f"proposer wave_size must be at least 1, got {wave_size}")
+        if mode not in ("independent", "waves"):
+            raise ConfigError(f"proposer mode must be 'independent' or 'waves', got {mode!r}")
         self.model = model
         self.temperature = temperature
-        self.list_drawn = list_drawn
+        self.mode = mode
         self.wave_size = wave_size
         self.max_avoid = max_avoid
 
@@ -177,10 +184,11 @@ class LLMProposer:
         return messages("propose", values)
 
     async def propose(self, ctx: ProposeContext, n: int) -> list[Idea | RoleFailure]:
+        waves = self.mode == "waves"
         results: list[Idea | RoleFailure] = []
-        wave = self.wave_size if self.list_drawn else max(n, 1)
+        wave = self.wave_size if waves else max(n, 1)
         for start in range(0, n, wave):
-            drawn = tuple(r.text for r in results if isinstance(r, Idea)) if self.list_drawn else ()
+            drawn = tuple(r.text for r in results if isinstance(r, Idea)) if waves else ()
             avoid = tuple(ctx.avoid) + drawn
             batch = range(start, min(n, start + wave))
             results += await asyncio.gather(*(self._draw(ctx, i, avoid) for i in batch))
@@ -393,17 +401,37 @@ def _line_at(program: str, error: str) -> str:
 
 # ---------------------------------------------------------------- summarizer
 
+class Summary(str):
+    """A summary's text; ``warning`` is non-empty when its length stayed outside the asked range.
+
+    It behaves as a plain ``str`` everywhere (prompts, the store); the engine
+    records a non-empty ``warning`` on the candidate's node event as
+    ``summary_warning``.
+    """
+
+    warning: str = ""
+
+    def __new__(cls, text: str, warning: str = "") -> "Summary":
+        obj = super().__new__(cls, text)
+        obj.warning = warning
+        return obj
+
+
 class LLMSummarizer:
-    """A neutral, code-grounded 120-200-word description of a program.
+    """A neutral, code-grounded description of a program, ``min_words``-``max_words`` words (paper: 120-200).
 
     Cached by (task name, program hash), so a parent is described once and
     concurrent requests for the same program share one model call. A reply
-    under ``min_words`` or over ``max_words`` gets one follow-up asking for
-    the right length; a still-long summary is cut at a sentence end near
-    ``max_words``; an empty one raises ``ParseError``.
+    whose length is outside the range is asked again once, in the same
+    conversation; if neither reply is in range, the one nearer the range is
+    kept unchanged, as a ``Summary`` whose ``warning`` reads
+    ``length-warning: N words, asked for MIN-MAX`` (also kept in
+    ``warnings[program hash]`` and logged). An empty reply twice raises ``ParseError``.
     """
 
-    def __init__(self, model: Model, temperature: float = 0.4, min_words: int = 60, max_words: int = 250) -> None:
+    def __init__(self, model: Model, temperature: float = 0.4, min_words: int = 120, max_words: int = 200) -> None:
+        if not 1 <= min_words <= max_words:
+            raise ConfigError(f"summarizer needs 1 <= min_words <= max_words, got {min_words}, {max_words}")
         self.model = model
         self.temperature = temperature
         self.min_words = min_words
@@ -411,11 +439,14 @@ class LLMSummarizer:
         self._cache: dict[tuple[str, str], str] = {}
         self._pending: dict[tuple[str, str], asyncio.Future[str]] = {}
         self.calls = 0  # model requests made (cache hits make none)
+        self.warnings: dict[str, str] = {}  # program hash -> length warning
 
     def render(self, task: Task, program: str, idea: Idea | None = None) -> tuple[Message, Message]:
         values = _task_values(task) | {
             "idea": idea.text.strip() if idea and idea.text.strip() else "(not stated)",
             "code": band_or_program(task, program, 16000).rstrip("\n"),
+            "min_words": self.min_words,
+            "max_words": self.max_words,
         }
         return messages("summarize", values)
 
@@ -453,17 +484,25 @@ class LLMSummarizer:
             text = parse.clean_summary(_first_choice(reply) or "")
             words = len(text.split())
             if self.min_words <= words <= self.max_words:
-                return text
+                return Summary(text)
             if text:
                 seen.append(text)
-            conversation += [Message("assistant", text), Message("user", section("summarize", "retry", {"words": words}))]
+            values = {"words": words, "min_words": self.min_words, "max_words": self.max_words}
+            conversation += [Message("assistant", text), Message("user", section("summarize", "retry", values))]
         if not seen:
             raise ParseError(
                 f"the summarizer returned an empty summary twice for task {task.name!r}; check the 'summarizer' model"
             )
-        # Neither reply had the asked-for length: keep the one nearer to it.
-        best = min(seen, key=lambda t: abs(len(t.split()) - (self.min_words + self.max_words) / 2))
-        return parse.trim_words(best, self.max_words)
+        # Neither reply had the asked-for length: keep the one nearer to the range, tagged.
+        best = min(seen, key=self._distance)
+        warning = f"length-warning: {len(best.split())} words, asked for {self.min_words}-{self.max_words}"
+        self.warnings[content_hash(program)] = warning
+        logger.warning("summary for task %s kept out of range (%s)", task.name, warning)
+        return Summary(best, warning)
+
+    def _distance(self, text: str) -> int:
+        words = len(text.split())
+        return max(0, self.min_words - words, words - self.max_words)
 
 
 # ---------------------------------------------------------------- bundle
@@ -475,17 +514,15 @@ def llm_roles(
     models: Mapping[str, Model] | Model,
     *,
     implement_mode: Literal["full", "diff"] = "full",
-    max_attempts: int = 3,
-    proposer_temperature: float = 1.0,
-    list_drawn: bool = True,
-    wave_size: int = 4,
+    options: LLMRoleOptions | None = None,
 ) -> Roles:
-    """The four LLM roles, one model each.
+    """The four LLM roles, one model each, configured by ``options`` (``LLMRoleOptions`` defaults).
 
     ``models`` is one model for every role, or a mapping with any of the keys
     ``brief``, ``proposer``, ``implementer``, ``summarizer`` and ``default``
     (used for the keys that are absent). Repair uses the implementer's model.
     """
+    opts = options or LLMRoleOptions()
     if isinstance(models, Mapping):
         unknown = set(models) - set(_ROLE_KEYS) - {"default"}
         if unknown:
@@ -499,13 +536,14 @@ def llm_roles(
     else:
         pick = dict.fromkeys(_ROLE_KEYS, models)
     return Roles(
-        briefer=LLMBriefer(pick["brief"]),
-        proposer=LLMProposer(
-            pick["proposer"], temperature=proposer_temperature, list_drawn=list_drawn, wave_size=wave_size
-        ),
-        implementer=LLMImplementer(pick["implementer"], mode=implement_mode, max_attempts=max_attempts),
-        summarizer=LLMSummarizer(pick["summarizer"]),
+        briefer=LLMBriefer(pick["brief"], temperature=opts.brief_temperature),
+        proposer=LLMProposer(pick["proposer"], temperature=opts.proposer_temperature, mode=opts.proposer_mode,
+                             wave_size=opts.wave_size, max_avoid=opts.max_avoid),
+        implementer=LLMImplementer(pick["implementer"], mode=implement_mode, max_attempts=opts.max_attempts,
+                                   temperature=opts.implementer_temperature),
+        summarizer=LLMSummarizer(pick["summarizer"], temperature=opts.summarizer_temperature,
+                                 min_words=opts.summary_min_words, max_words=opts.summary_max_words),
     )
 
 
-__all__ = ["LLMBriefer", "LLMImplementer", "LLMProposer", "LLMSummarizer", "llm_roles"]
+__all__ = ["LLMBriefer", "LLMImplementer", "LLMProposer", "LLMSummarizer", "Summary", "llm_roles"]

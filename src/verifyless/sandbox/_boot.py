@@ -1,15 +1,16 @@
 """Sandbox bootstrap: isolates itself, then runs the candidate command.
 
-Run by ``LocalSandbox`` as ``python -I -S _boot.py SPEC_JSON`` (standard
-library only, nothing from verifyless, so start-up stays near 20 ms). The
-spec is a JSON object written by ``verifyless.sandbox.local``; the outcome
+Run by ``LocalSandbox`` as ``python -I -S _boot.py`` with the spec on stdin
+(standard library only, nothing from verifyless, so start-up stays near 20 ms).
+The spec is a JSON object written by ``verifyless.sandbox.local``; the outcome
 (exit status, peak memory, timestamps, or a setup error) is written as one
 JSON object to the inherited ``status_fd``.
 
 Process layout in the namespace modes::
 
     outer (host pid, root)           waits for PID 1; SIGTERM -> SIGKILL PID 1
-      └─ PID 1 of a new pid/mount/net namespace (root): mounts, then supervises
+      └─ PID 1 of a new pid/mount/net namespace (root): builds the allowlisted
+         root on a tmpfs, pivots into it, then supervises
            └─ candidate: setsid, rlimits, drop to the sandbox uid, exec argv
 
 When PID 1 exits the kernel kills every process left in the namespace and
@@ -36,16 +37,20 @@ CLONE_NEWNET = 0x40000000
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME = 32, 1024, 2048
-MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 4096, 16384, 1 << 18, 1 << 21
+MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE, MS_RELATIME = 4096, 8192, 16384, 1 << 18, 1 << 21
+MNT_DETACH = 2
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+PR_SET_SECUREBITS = 28
+SECBIT_NOROOT, SECBIT_NOROOT_LOCKED = 1, 2  # root gains no capabilities across execve
 
-# Always covered by an empty read-only tmpfs in the namespace modes: the
-# world-writable places on a usual Linux host (other runs' files live there).
-SCRATCH_DIRS = ("/tmp", "/var/tmp", "/run/lock")
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}  # syscall numbers
+STAGING = "/tmp"  # where the new root is assembled (in the private mount namespace only)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.chroot.argtypes = [ctypes.c_char_p]
 
 
 def _enc(value: str | None) -> bytes | None:
@@ -92,84 +97,108 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def cover(path: str, keeps: list[str], fds: dict[str, int]) -> bool:
-    """Mask ``path`` with an empty tmpfs (a file: with /dev/null), re-exposing ``keeps`` under it.
-
-    The keeps (workspace, interpreter) are bind-mounted back at their own
-    paths from ``O_PATH`` descriptors opened before any mount, so a hidden
-    directory that happens to contain the workspace still hides everything
-    else. The read-only pass later turns the tmpfs read-only.
-    """
-    if not os.path.lexists(path) or path in keeps:
-        return False  # a path that must stay visible wins over hiding it
-    if not os.path.isdir(path):
-        mount("/dev/null", path, None, MS_BIND)
-        return True
-    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=512,mode=755")
-    for keep in keeps:
-        if _under(keep, path):
-            os.makedirs(keep, mode=0o755, exist_ok=True)
-            mount(f"/proc/self/fd/{fds[keep]}", keep, None, MS_BIND | MS_REC)
-    return True
-
-
-def _mount_points() -> list[str]:
-    points = []
-    with open("/proc/self/mountinfo", "rb") as fh:
-        for line in fh:
-            raw = line.split(b" ")[4]
-            # mountinfo escapes space, tab, newline and backslash as \ooo
-            points.append(os.fsdecode(raw.decode("unicode_escape").encode("latin-1")))
-    return list(dict.fromkeys(points))
-
-
-def _remount_readonly(point: str) -> None:
+def _remount(point: str, readonly: bool) -> None:
+    """Remount a bind ``nosuid,nodev`` (+ ``ro``), repeating the flags the kernel locked on it."""
     flags = os.statvfs(point).f_flag
-    extra = 0
-    for st_bit, ms_bit in ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME),
-                           (2048, MS_NODIRATIME), (4096, MS_RELATIME)):
-        if flags & st_bit:
+    extra = MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0)
+    for st_bit, ms_bit in ((1, MS_RDONLY), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME),
+                           (4096, MS_RELATIME)):
+        if flags & st_bit and (ms_bit != MS_RDONLY or readonly):
             extra |= ms_bit  # locked flags must be repeated or the remount is refused
-    mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra)
+    mount(None, point, None, MS_REMOUNT | MS_BIND | extra)
+
+
+def _make_target(target: str, is_dir: bool) -> None:
+    if os.path.lexists(target):
+        return
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    if is_dir:
+        os.mkdir(target, 0o755)
+    else:
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def _bind(fd: int, target: str, is_dir: bool, mode: str) -> None:
+    """Bind the host path behind ``fd`` (an ``O_PATH`` descriptor) at ``target`` inside the new root."""
+    _make_target(target, is_dir)
+    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND)
+    if mode != "dev":
+        _remount(target, readonly=mode == "ro")
+
+
+def _mask(target: str) -> None:
+    """Cover a path that lies under an allowed bind: empty read-only tmpfs, or /dev/null for a file."""
+    if not os.path.lexists(target) or os.path.islink(target):
+        return
+    if os.path.isdir(target):
+        mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,nr_inodes=8,mode=755")
+    else:
+        mount("/dev/null", target, None, MS_BIND)
+
+
+def _pivot(new_root: str) -> None:
+    """Make ``new_root`` the root of this mount namespace and drop the old one entirely."""
+    os.chdir(new_root)
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is not None and _libc.syscall(number, b".", b".") == 0:
+        _check(_libc.umount2(b".", MNT_DETACH), "umount2(old root)")  # the old root sat on top of the new
+    else:  # unknown architecture or a rootfs that refuses pivot_root: move the new root over / instead
+        mount(new_root, "/", None, MS_MOVE)
+        _check(_libc.chroot(b"."), "chroot")
+    os.chdir("/")
 
 
 def setup_filesystem(spec: dict) -> None:
-    """In PID 1: private mounts, fresh /proc, masks, private /dev/shm, everything else read-only."""
-    workdir, uid = spec["workdir"], spec["uid"]
+    """In PID 1: build an allowlisted root on a tmpfs and pivot into it (see docs/design/sandbox.md).
+
+    ``spec["binds"]`` lists ``[path, mode]`` (mode ``ro``, ``rw``, ``dev``, or ``dir``: an
+    empty directory of the new root), each shown at its own path; ``links`` are symlinks to
+    recreate (``/lib -> usr/lib``), ``files`` small synthesised files (``/etc/passwd``),
+    ``hide`` paths masked even under a bind. Host paths are opened (``O_PATH``) before anything
+    is mounted, so a bind source below the staging mount point is still reachable. Nothing else
+    of the host is reachable afterwards.
+    """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    keeps = [workdir] + [p for p in spec["expose"] if os.path.isdir(p) and p != "/"]
-    keeps = sorted(set(keeps), key=len)
-    keeps = [k for i, k in enumerate(keeps) if not any(_under(k, other) for other in keeps[:i])]
-    fds = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in keeps}
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    sources = [(path, mode) for path, mode in spec["binds"] if mode != "dir" and os.path.lexists(path)]
+    fds = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in sources]
+    dirs = [os.path.isdir(f"/proc/self/fd/{fd}") for fd in fds]
+    root = STAGING
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
+    for path in (p for p, mode in spec["binds"] if mode == "dir"):
+        os.makedirs(root + path, mode=0o755, exist_ok=True)
+    try:
+        for (path, mode), fd, is_dir in zip(sources, fds, dirs):
+            _bind(fd, root + path, is_dir, mode)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for path, target in spec["links"]:
+        if not os.path.lexists(root + path):
+            os.makedirs(os.path.dirname(root + path), mode=0o755, exist_ok=True)
+            os.symlink(target, root + path)
+    for path, text in spec["files"].items():
+        os.makedirs(os.path.dirname(root + path), mode=0o755, exist_ok=True)
+        with open(root + path, "w") as fh:
+            fh.write(text)
+        os.chmod(root + path, 0o644)
+    for path in spec["hide"]:
+        _mask(root + path)
+    _setup_dev(root, spec)
+    os.makedirs(root + "/proc", mode=0o555, exist_ok=True)
+    os.makedirs(root + "/tmp", mode=0o755, exist_ok=True)  # stays empty and read-only
+    mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _pivot(root)
+    _remount("/", readonly=True)
 
-    covered: list[str] = []
-    targets = set(spec["hide"]) | set(SCRATCH_DIRS) | {os.path.dirname(workdir)}
-    for path in sorted(targets, key=lambda p: p.count("/")):
-        if not any(_under(path, c) for c in covered) and cover(path, keeps, fds):
-            covered.append(path)
-    if uid is not None:
-        # The sandbox uid must be able to walk to each keep: mask an
-        # unreachable ancestor (e.g. /root holding the interpreter).
-        for keep in keeps:
-            parts = keep.strip("/").split("/")
-            for i in range(1, len(parts)):
-                ancestor = "/" + "/".join(parts[:i])
-                st = os.stat(ancestor)
-                if not (st.st_mode & 0o001 or st.st_uid == uid) and cover(ancestor, keeps, fds):
-                    covered.append(ancestor)
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['shm_mb']}m,mode=1777")
 
-    writable = {workdir, "/dev/shm"}
-    for point in _mount_points():
-        if point in writable or any(_under(point, p) for p in ("/proc", "/sys", "/dev")):
-            continue
-        try:
-            _remount_readonly(point)
-        except OSError:
-            if point == "/":
-                raise
+def _setup_dev(root: str, spec: dict) -> None:
+    dev = root + "/dev"
+    os.makedirs(dev, mode=0o755, exist_ok=True)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{dev}/{name}")
+    os.mkdir(dev + "/shm", 0o1777)
+    mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['shm_mb']}m,mode=1777")
 
 
 # ------------------------------------------------------------------ candidate
@@ -186,6 +215,9 @@ def exec_candidate(spec: dict) -> None:
             os.setgroups([])
             os.setgid(spec["gid"])
             os.setuid(spec["uid"])
+        elif spec["mode"] == "userns":
+            # uid 0 of the user namespace: keep it from holding capabilities after exec
+            prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED)
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
         # Python ignores SIGPIPE and SIGXFSZ; ignored dispositions survive exec.
@@ -270,8 +302,17 @@ def supervise(spec: dict, status_fd: int) -> int:
     return 0
 
 
+def read_spec() -> dict:
+    """The spec arrives on stdin (not argv: PID 1's command line is readable inside); stdin is then /dev/null."""
+    spec = json.loads(sys.stdin.buffer.read())
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return spec
+
+
 def main() -> int:
-    spec = json.loads(sys.argv[1])
+    spec = read_spec()
     status_fd = spec["status_fd"]
     os.set_inheritable(status_fd, False)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if verifyless dies, so does the sandbox

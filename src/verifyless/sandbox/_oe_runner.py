@@ -30,7 +30,7 @@ def _metrics(result: object) -> dict:
     data = getattr(result, "metrics", result)
     if not isinstance(data, dict):
         raise TypeError(f"the evaluator returned {type(result).__name__}, expected a dict of metrics")
-    kept = {}
+    kept: dict[str, object] = {}
     for key, value in data.items():
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             kept[str(key)] = float(value)
@@ -43,6 +43,8 @@ def main(argv: list[str]) -> int:
     evaluator_path, program_path, out_path, *stages = argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(evaluator_path)))
     spec = importlib.util.spec_from_file_location("evaluator", evaluator_path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the evaluator {evaluator_path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules["evaluator"] = module
     spec.loader.exec_module(module)

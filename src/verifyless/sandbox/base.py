@@ -8,7 +8,7 @@ Every backend must pass ``verifyless.sandbox.conformance``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -35,8 +35,11 @@ class Sandbox(Protocol):
     """Runs ``argv`` with ``workdir`` as cwd and only writable place.
 
     ``hide`` lists host paths that must be unreadable from inside (hidden data,
-    the run store, the task folder). ``env`` is added to the allowlisted base
-    environment (never inherited from the parent).
+    the run store, the task folder); a backend that shows only an allowlist
+    (``LocalSandbox``) hides everything else as well. ``expose`` lists host
+    directories the run must be able to read (read-only), ``hide`` paths inside
+    them excepted (an OpenEvolve task's folder). ``env`` is added to the
+    allowlisted base environment (never inherited from the parent).
     """
 
     name: str
@@ -49,4 +52,5 @@ class Sandbox(Protocol):
         *,
         env: Mapping[str, str] | None = None,
         hide: Sequence[Path] = (),
+        expose: Sequence[Path] = (),
     ) -> ExecResult: ...

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +193,132 @@ def check_hidden_path(sb: Sandbox, ws: Path) -> None:
     assert "SECRET-LABEL" not in r.stdout_tail, "a hidden file was readable from inside"
 
 
+def _checkout() -> Path | None:
+    """The project checkout this verifyless runs from, if any (an editable or source run)."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / "pyproject.toml").is_file():
+        return None
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix)}
+    return None if any(root.is_relative_to(p) for p in prefixes) else root
+
+
+def _plant(parent: Path, marker: str) -> tuple[Path, Path]:
+    """A world-readable secret file in a fresh world-listable directory under ``parent``."""
+    folder = Path(tempfile.mkdtemp(prefix=".verifyless-conformance-", dir=parent))
+    folder.chmod(0o755)
+    secret = folder / f"{marker}.txt"
+    secret.write_text(f"{marker}\n")
+    secret.chmod(0o644)
+    return folder, secret
+
+
+_PROBE = """
+import json, os, sys
+paths = json.loads(sys.argv[1])
+seen = []
+def look(p):
+    try:
+        seen.append(p + ' -> ' + (open(p).read() if os.path.isfile(p) else repr(os.listdir(p))))
+    except OSError:
+        pass
+for p in paths:
+    look(p)
+    for pid in (e for e in os.listdir('/proc') if e.isdigit()):
+        for link in ('root', 'cwd'):
+            look('/proc/' + pid + '/' + link + p)
+print('SEEN', len(seen), json.dumps(seen[:3]))
+"""
+
+
+def _assert_unreachable(sb: Sandbox, ws: Path, paths: list[Path], marker: str, what: str) -> None:
+    r = sb.run([sys.executable, "-c", _PROBE, json.dumps([str(p) for p in paths])], ws, LIMITS)
+    _expect(r, "ok", f"probing {what}")
+    assert "SEEN 0 []" in r.stdout_tail and marker not in r.stdout_tail, (
+        f"{what} is visible from inside: {r.stdout_tail[-400:]!r}")
+
+
+def _places() -> list[Path]:
+    """Writable places outside /tmp to plant in: /var/tmp and the project checkout (else the home directory)."""
+    places = [Path("/var/tmp"), _checkout() or Path.home()]
+    return [p for p in places if p.is_dir() and os.access(p, os.W_OK)]
+
+
+def check_secret_outside_tmp(sb: Sandbox, ws: Path) -> None:
+    """World-readable secrets under /var/tmp and the project checkout can be neither listed nor read."""
+    marker = f"CONFORMANCE-SECRET-{os.getpid()}-{time.monotonic_ns()}"
+    planted = [_plant(parent, marker) for parent in _places()]
+    assert planted, "no writable /var/tmp or checkout to plant a secret in (check is void)"
+    try:
+        paths = [p for folder, secret in planted for p in (folder, secret)]
+        _assert_unreachable(sb, ws, paths, marker, "a world-readable secret outside /tmp")
+    finally:
+        for folder, _ in planted:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def check_other_stores_and_tasks_absent(sb: Sandbox, ws: Path) -> None:
+    """Another run store and another task folder (not passed in ``hide``) are absent, also via /proc/*/root."""
+    marker = f"CONFORMANCE-LABEL-{os.getpid()}-{time.monotonic_ns()}"
+    holders = [ws.parent / f"{ws.name}-elsewhere"] + [Path(tempfile.mkdtemp(prefix=".verifyless-conformance-",
+                                                                         dir=p)) for p in _places()]
+    paths = []
+    try:
+        for other in holders:
+            store, task = other / "runs", other / "task"
+            (task / "hidden").mkdir(parents=True, exist_ok=True)
+            store.mkdir(exist_ok=True)
+            (store / "run.sqlite").write_text(marker)
+            (task / "task.yaml").write_text("name: other\n")
+            (task / "hidden" / "labels.csv").write_text(f"id,label\n0,{marker}\n")
+            for path in (other, store, task, task / "hidden"):
+                path.chmod(0o755)
+            paths += [store, store / "run.sqlite", task, task / "hidden" / "labels.csv"]
+        _assert_unreachable(sb, ws, paths, marker, "another run store or task folder")
+    finally:
+        for other in holders[1:]:
+            shutil.rmtree(other, ignore_errors=True)
+
+
+_WALK = """
+import os, sys
+skip = {os.path.realpath(p) for p in sys.argv[2:]}
+hits = []
+for root, dirs, files in os.walk('/'):
+    dirs[:] = [d for d in dirs if os.path.join(root, d) not in skip and os.path.join(root, d) != '/proc']
+    hits += [os.path.join(root, n) for n in dirs + files if n.startswith(sys.argv[1])]
+for pid in (e for e in os.listdir('/proc') if e.isdigit()):
+    for root, dirs, files in os.walk('/proc/' + pid + '/root'):
+        dirs[:] = [d for d in dirs if os.path.join(root, d)[len('/proc/' + pid + '/root'):] not in skip | {'/proc'}]
+        hits += [os.path.join(root, n) for n in dirs + files if n.startswith(sys.argv[1])]
+print('HITS', hits)
+"""
+
+
+def check_walk_finds_no_labels(sb: Sandbox, ws: Path) -> None:
+    """Walking ``/`` (and each ``/proc/PID/root``) finds no planted labels file.
+
+    The interpreter's prefixes and ``/usr`` are skipped to keep the check near a
+    second: they are host directories the candidate may see, and nothing is
+    planted there.
+    """
+    name = f"labels-conformance-{os.getpid()}-{time.monotonic_ns()}"
+    task = ws.parent / f"{ws.name}-walk" / "hidden"
+    task.mkdir(parents=True, exist_ok=True)
+    (task / f"{name}.csv").write_text("id,label\n0,1\n")
+    holders = [Path(tempfile.mkdtemp(prefix=".verifyless-conformance-", dir=p)) for p in _places()]
+    try:
+        for holder in holders:
+            holder.chmod(0o755)
+            (holder / f"{name}.csv").write_text("id,label\n0,1\n")
+        skip = ["/usr", sys.prefix, sys.base_prefix]
+        r = sb.run([sys.executable, "-c", _WALK, name, *skip], ws, LIMITS)
+    finally:
+        for holder in holders:
+            shutil.rmtree(holder, ignore_errors=True)
+    _expect(r, "ok", "walking the filesystem")
+    assert "HITS []" in r.stdout_tail, f"the walk found planted labels: {r.stdout_tail[-400:]}"
+
+
 def check_no_network(sb: Sandbox, ws: Path) -> None:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -226,7 +354,8 @@ def checks(*, hides_paths: bool = True, isolates_network: bool = True) -> list[C
     """The checks a backend with these claims must pass."""
     fns = list(BASIC)
     if hides_paths:
-        fns.append(check_hidden_path)
+        fns += [check_hidden_path, check_secret_outside_tmp, check_other_stores_and_tasks_absent,
+                check_walk_finds_no_labels]
     if isolates_network:
         fns.append(check_no_network)
     return [Check(fn.__name__.removeprefix("check_"), fn) for fn in fns]

@@ -1,16 +1,18 @@
 """``LocalSandbox``: run untrusted candidate code as a contained local process.
 
 Isolation levels (picked once per instance by probing, best first; see
-docs/design/sandbox.md for what each one does *not* isolate):
+docs/design/sandbox.md for exactly which host paths each one shows):
 
 ``namespace`` (running as root)
     new pid + mount + network namespaces; the candidate runs as a throwaway
-    unprivileged uid; hidden paths, /tmp and the workspace's siblings are
-    masked by empty read-only tmpfs; every other mount is read-only; the
-    workspace is the only writable place; no network at all.
+    unprivileged uid in an *allowlisted root*: a fresh tmpfs holding only the
+    interpreter, its environment's site-packages, system libraries, a few
+    ``/etc`` entries, minimal ``/dev``, its own ``/proc``, an empty ``/tmp``
+    and the workspace (``verifyless.sandbox.view``); everything else of the
+    host is absent; the workspace is the only writable place; no network.
 ``userns`` (unprivileged, user namespaces enabled)
-    the same namespaces and masks inside a user namespace, but the candidate
-    keeps the invoking user's uid (only one uid can be mapped).
+    the same namespaces and root inside a user namespace; the candidate keeps
+    the invoking user's uid (only one uid can be mapped) but no capabilities.
 ``process`` (fallback)
     own session, rlimits, scrubbed environment, and a subreaper that kills
     leftovers; no filesystem hiding, no network isolation.
@@ -39,6 +41,7 @@ from typing import Literal, Mapping, Sequence
 
 from verifyless.errors import SandboxUnavailable
 from verifyless.sandbox.base import ExecResult, ExecStatus
+from verifyless.sandbox.view import root_view
 from verifyless.task.base import Limits
 
 Isolation = Literal["namespace", "userns", "process"]
@@ -55,10 +58,11 @@ UID_BASE, UID_SPAN = 1_500_000, 1_000_000
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 _DISK_MARKERS = ("File too large", "No space left on device", "Disk quota exceeded")
 _DESCRIPTIONS = {
-    "namespace": "pid+mount+network namespaces, throwaway unprivileged uid, hidden paths masked, "
-                 "read-only filesystem except the workspace, rlimits, scrubbed environment",
-    "userns": "user+pid+mount+network namespaces (candidate keeps the invoking uid), hidden paths "
-              "masked, read-only filesystem except the workspace, rlimits, scrubbed environment",
+    "namespace": "pid+mount+network namespaces, throwaway unprivileged uid, allowlisted read-only root "
+                 "(interpreter, site-packages, system libraries) plus the writable workspace, rlimits, "
+                 "scrubbed environment",
+    "userns": "user+pid+mount+network namespaces (candidate keeps the invoking uid, no capabilities), "
+              "allowlisted read-only root plus the writable workspace, rlimits, scrubbed environment",
     "process": "own session + subreaper, rlimits, scrubbed environment; NO filesystem hiding and "
                "NO network isolation (namespaces unavailable)",
 }
@@ -71,9 +75,10 @@ class LocalSandbox:
     ``isolation="auto"`` probes ``namespace`` (root only), then ``userns``,
     then falls back to ``process``; naming a level forces it and raises
     ``SandboxUnavailable`` if the host cannot provide it. ``expose`` adds
-    directories the candidate must be able to read even under a masked
-    parent (the interpreter's prefixes are always exposed). ``uid`` pins the
-    sandbox uid (default: a random one per run).
+    read-only directories to the allowlisted root (the interpreter's prefixes,
+    site-packages and system libraries are always there; ``hide`` paths
+    inside them are masked). ``uid`` pins the sandbox uid (default: a random
+    one per run).
     """
 
     name = "local"
@@ -120,8 +125,12 @@ class LocalSandbox:
         *,
         env: Mapping[str, str] | None = None,
         hide: Sequence[Path] = (),
+        expose: Sequence[Path] = (),
     ) -> ExecResult:
-        """Run ``argv`` in ``workdir``; every candidate misbehaviour comes back as a status."""
+        """Run ``argv`` in ``workdir``; every candidate misbehaviour comes back as a status.
+
+        ``expose`` adds read-only directories for this run only (an OpenEvolve task's folder).
+        """
         started = time.monotonic()
         if not argv:
             raise SandboxUnavailable("LocalSandbox.run needs a non-empty argv")
@@ -142,8 +151,8 @@ class LocalSandbox:
             "uid": uid,
             "gid": uid,
             "rlimits": self._rlimits(limits, uid),
-            "hide": [str(Path(p).absolute()) for p in hide],
-            "expose": self._exposed(),
+            **root_view(workdir, uid=uid, expose=[*self._expose, *(str(Path(p).resolve()) for p in expose)],
+                        hide=[str(p) for p in hide]).to_spec(),
             "shm_mb": max(1, min(limits.memory_mb // 4, 512)),
             "parent_pid": os.getpid(),
         }
@@ -202,10 +211,11 @@ class LocalSandbox:
         try:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(BOOT), json.dumps(spec)],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(status_w,),
+                    [sys.executable, "-I", "-S", str(BOOT)],
+                    stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(status_w,),
                     start_new_session=True, cwd="/", env={"LANG": "C.UTF-8"},
                 )
+            _send_spec(proc, spec)
         except OSError as exc:
             os.close(status_r)
             raise SandboxUnavailable(f"cannot start the sandbox bootstrap {BOOT}: {exc}") from exc
@@ -285,11 +295,6 @@ class LocalSandbox:
             "RLIMIT_CORE": (0, 0),
         }
 
-    def _exposed(self) -> list[str]:
-        real = Path(os.path.realpath(sys.executable))
-        paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(real.parent.parent), *self._expose}
-        return sorted(str(Path(p).resolve()) for p in paths)
-
     def _pick_uid(self) -> int:
         return self._uid if self._uid is not None else UID_BASE + secrets.randbelow(UID_SPAN)
 
@@ -319,7 +324,7 @@ def _probe(mode: Isolation) -> bool:
         status_r, status_w = os.pipe()
         spec = {"mode": mode, "probe": True, "status_fd": status_w, "parent_pid": os.getpid()}
         try:
-            done = subprocess.run([sys.executable, "-I", "-S", str(BOOT), json.dumps(spec)],
+            done = subprocess.run([sys.executable, "-I", "-S", str(BOOT)], input=json.dumps(spec).encode(),
                                   pass_fds=(status_w,), capture_output=True, timeout=20, cwd="/", env={})
             _probe_cache[mode] = done.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
@@ -328,6 +333,16 @@ def _probe(mode: Isolation) -> bool:
             os.close(status_r)
             os.close(status_w)
     return _probe_cache[mode]
+
+
+def _send_spec(proc: subprocess.Popen, spec: dict) -> None:
+    """Write the spec to the bootstrap's stdin and close it (a bootstrap that died early is seen later)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(json.dumps(spec).encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
 
 
 def _classify(stop: ExecStatus | None, report: dict, stderr_tail: str, limits: Limits) -> tuple[ExecStatus, str]:

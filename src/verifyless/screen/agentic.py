@@ -7,27 +7,47 @@ the injected ``Sandbox`` with the task folder and hidden data in ``hide``.
 Tools: ``python`` (script saved as ``pilot_<n>.py``), ``bash`` (``bash -c``)
 and ``submit_findings`` (a summary, never a choice).
 
+What the agent and the final judge see: the task, the parent, every candidate
+as its plan plus its program (``show="code"``, the default; ``"summary"``
+shows plan plus neutral summary), and context nodes: executed, non-buggy
+solutions found by BFS from the parent, each with its validation score and
+program, as many as fit in ``context_tokens`` (about 4 characters a token).
+Programs of context nodes come from ``ScreenContext.program_of``; without it
+a context node is shown by its summary. The hardware line names the real
+device (``detect_device``: a GPU when ``nvidia-smi`` or ``torch.cuda`` finds
+one, else the CPU core count) unless ``device`` is given.
+
 Budget: only pilot execution time counts (measured with the injected
-``clock``); the agent is told ``overstatement x`` the real figures. Each
-pilot's timeout is ``min(remaining, pilot_limits.wall_seconds)``. After each
-submission a feedback call answers ``[NEXT] ...`` or ``[ENOUGH]`` (no tag
-means no next experiment). The loop stops on enough, when real remaining time
-< ``theta_s``, after ``max_pilots`` python/bash runs, after ``max_turns``, or
-after ``max_idle_turns`` replies without a tool call; unsubmitted results get
-one last turn. A final call answers ``[CHOICE] <number>``; an unparseable
-reply falls back to ``ctx.rng`` (recorded as ``choice_source``).
+``clock``); the agent is told ``overstatement x`` the real figures. The real
+time left is ``budget_s - used``, further capped by the run's evaluator
+seconds left (``ScreenContext.budget_left_s``) when the run has that cap.
+Each pilot's timeout is ``min(remaining, pilot_limits.wall_seconds)``. After
+each submission a feedback call answers ``[NEXT] ...`` or ``[ENOUGH]`` (no
+tag means no next experiment). The loop stops on enough, when real remaining
+time < ``theta_s`` (checked before the first pilot too: a run whose budget
+is nearly spent runs none), once ``max_pilots`` findings have been submitted
+(the paper's ``len(s) >= N``), after ``max_turns``, or after
+``max_idle_turns`` replies without a tool call; unsubmitted results get one
+last turn. A final call answers ``[CHOICE] <number>``; an unparseable reply
+falls back to ``ctx.rng`` (recorded as ``choice_source``).
 
 Ranking: chosen first, the rest in ``ctx.rng`` order; no votes, so every
-uncertainty is 1.0. The run-level record (``pilots``, ``pilot_seconds``,
-``findings``, ``feedback``, ``stop_reason``, ``choice_source``) is stored in
-the chosen candidate's ``Evidence.detail`` only, so ``pilot_seconds`` counts
-it once; the engine charges it apart from the verification budget. Debug
-steps: the engine picks at random (as in the paper); a pool made only of
-DEBUG children is also picked at random here, and a pool of one is returned
-as is.
+uncertainty is 1.0 (this screener never triggers ``verify_uncertain``). The
+run-level record (``pilots``: one record per experiment with its seconds,
+device and outcome; ``pilot_seconds``, ``findings``, ``feedback``,
+``stop_reason``, ``choice_source``) is stored in the chosen candidate's
+``Evidence.detail`` only, so ``pilot_seconds`` and ``pilot_records`` count
+each pilot once. The engine appends one ``pilot`` event per record and
+charges its seconds as evaluator seconds of the run.
+
+Debug steps: as in the paper, the agentic judge is used for Draft and Improve
+pools only; a pool made only of DEBUG children is picked uniformly at random
+with ``ctx.rng`` (no pilots, no model call). A pool of one is returned as is.
 
 Limits: hiding is only as strong as the sandbox backend; the budget is
 checked between tool calls, so one call may overshoot it by its own timeout.
+The paper's judge compares two candidates per knockout match; this one
+investigates the whole pool at once (docs/design/differences-from-papers.md).
 Details and reasons: docs/design/surrogate-and-agentic.md.
 """
 
@@ -39,7 +59,6 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +67,16 @@ from typing import Any, Callable, Mapping, Sequence
 from verifyless.errors import ConfigError
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
 from verifyless.node import Candidate, Evidence, Operator, Screening
-from verifyless.program import BandError, extract
 from verifyless.sandbox.base import Sandbox
+from verifyless.screen.agentic_view import (
+    SHOW_MODES,
+    CandidateView,
+    describe_parent,
+    describe_workspace,
+    detect_device,
+    format_context_nodes,
+    prepare_workspace,
+)
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.prompting import metric_line, parse_choice, render
 from verifyless.task.base import Limits, Task
@@ -98,7 +125,7 @@ _LAST_CALL = (
 
 @dataclass(frozen=True)
 class PilotRun:
-    """One executed pilot: what ran, how it ended and how long it took (real seconds)."""
+    """One executed pilot: what ran, on which device, how it ended and how long it took (real seconds)."""
 
     index: int
     tool: str
@@ -110,6 +137,7 @@ class PilotRun:
     timeout_s: float
     stdout_tail: str
     stderr_tail: str
+    device: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -120,6 +148,7 @@ class _Session:
     """Mutable state of one investigation (local to a single ``screen`` call)."""
 
     messages: list[Message]
+    limit_s: float              # real seconds available: min(budget_s, the run's evaluator seconds left)
     pilots: list[PilotRun] = dataclasses.field(default_factory=list)
     findings: list[str] = dataclasses.field(default_factory=list)
     feedback: list[dict[str, str]] = dataclasses.field(default_factory=list)
@@ -131,10 +160,29 @@ class _Session:
     last_call: bool = False
     stop_reason: str = ""
 
+    @property
+    def remaining(self) -> float:
+        return self.limit_s - self.used
+
 
 def pilot_seconds(screening: Screening) -> float:
     """Total pilot execution seconds recorded in a screening (0.0 for other screeners)."""
     return float(sum(float(ev.detail.get("pilot_seconds", 0.0)) for ev in screening.evidence.values()))
+
+
+def pilot_records(screening: Screening) -> list[dict[str, Any]]:
+    """One small record per pilot experiment in ``screening``: index, tool, seconds, device, outcome, reason.
+
+    Empty for other screeners. The engine appends each as a ``pilot`` event
+    charged as evaluator seconds; the full pilot (code, output tails) stays in
+    the screening's evidence.
+    """
+    out = []
+    for ev in screening.evidence.values():
+        for run in ev.detail.get("pilots", ()):
+            out.append({"index": run["index"], "tool": run["tool"], "seconds": float(run["seconds"]),
+                        "device": run.get("device", ""), "outcome": run["status"], "reason": run.get("reason", "")})
+    return out
 
 
 class AgenticRPM:
@@ -144,7 +192,10 @@ class AgenticRPM:
     default to it. ``pilot_limits`` (default: the task's limits) bounds each
     pilot; its ``wall_seconds`` is the per-pilot cap. ``clock`` measures pilot
     time (inject a fake one in tests). ``python`` is the interpreter used for
-    ``python`` pilots (default: the one running verifyless).
+    ``python`` pilots (default: the one running verifyless). ``max_pilots`` is
+    N, counted in submitted findings. ``show``, ``program_chars`` and
+    ``context_tokens`` shape what the models see; ``device`` overrides the
+    detected hardware line.
     """
 
     name = "agentic"
@@ -168,7 +219,10 @@ class AgenticRPM:
         max_idle_turns: int = 3,
         temperature: float | None = None,
         tail_chars: int = 2000,
-        program_chars: int = 8000,
+        program_chars: int = 12000,
+        show: str = "code",
+        context_tokens: int = 8000,
+        device: str | None = None,
         workspace_root: str | Path | None = None,
     ) -> None:
         if budget_s <= 0 or overstatement <= 0 or theta_s < 0 or max_pilots < 1:
@@ -176,6 +230,9 @@ class AgenticRPM:
                 "agentic RPM needs budget_s > 0, overstatement > 0, theta_s >= 0 and max_pilots >= 1 "
                 f"(got {budget_s}, {overstatement}, {theta_s}, {max_pilots}); fix the screener options"
             )
+        if show not in SHOW_MODES or context_tokens < 0:
+            raise ConfigError(f"agentic RPM needs show in {SHOW_MODES} and context_tokens >= 0 "
+                              f"(got {show!r}, {context_tokens}); fix the screener options")
         self.model = model
         self.sandbox = sandbox
         self.budget_s = float(budget_s)
@@ -192,7 +249,8 @@ class AgenticRPM:
         self.max_idle_turns = max_idle_turns
         self.temperature = temperature
         self.tail_chars = tail_chars
-        self.program_chars = program_chars
+        self.view = CandidateView(show=show, program_chars=program_chars, context_tokens=context_tokens)
+        self.device = device
         self.workspace_root = Path(workspace_root) if workspace_root else None
 
     # ------------------------------------------------------------------ screen
@@ -232,12 +290,14 @@ class AgenticRPM:
 
     async def _choose(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
         wall_start = self.clock()
-        workspace = self._prepare_workspace(ctx, candidates)
+        context = self.view.context(ctx)
+        limit = self.budget_s if ctx.budget_left_s is None else max(0.0, min(self.budget_s, ctx.budget_left_s))
+        workspace = prepare_workspace(ctx, candidates, self.workspace_root)
         try:
-            session = await self._investigate(ctx, candidates, workspace)
+            session = await self._investigate(ctx, candidates, workspace, context, limit)
         finally:
             shutil.rmtree(workspace, ignore_errors=True)
-        index, source, reply = await self._final(ctx, candidates, session)
+        index, source, reply = await self._final(ctx, candidates, session, context)
         detail = {
             "chosen": True,
             "choice_source": source,
@@ -246,61 +306,49 @@ class AgenticRPM:
             "pilots": [p.to_dict() for p in session.pilots],
             "pilot_seconds": session.used,
             "n_pilots": len(session.pilots),
+            "n_findings": len(session.findings),
             "findings": list(session.findings),
             "feedback": list(session.feedback),
             "turns": session.turns,
             "budget_s": self.budget_s,
-            "stated_budget_s": self.budget_s * self.overstatement,
+            "run_budget_left_s": ctx.budget_left_s,
+            "stated_budget_s": limit * self.overstatement,
+            "device": self._device(ctx.task),
+            "context_nodes": [node_id for node_id, _ in context],
             "wall_seconds": self.clock() - wall_start,
         }
         return index, detail
 
-    # ------------------------------------------------------------------ workspace
-    def _prepare_workspace(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Path:
-        task = ctx.task
-        root = Path(tempfile.mkdtemp(prefix="verifyless-pilots-", dir=self.workspace_root))
-        public = root / "public"
-        public.mkdir()
-        for path in task.public_data:
-            if path.is_dir():
-                shutil.copytree(path, public / path.name)
-            elif path.exists():
-                shutil.copy2(path, public / path.name)
-        suffix = Path(task.program_file).suffix or ".py"
-        for i, cand in enumerate(candidates, 1):
-            (root / f"candidate_{i}{suffix}").write_text(cand.program, encoding="utf-8")
-        if ctx.parent.program:
-            (root / f"parent{suffix}").write_text(ctx.parent.program, encoding="utf-8")
-        if task.kind == "openevolve" and task.evaluator is not None and task.evaluator.exists():
-            shutil.copy2(task.evaluator, root / "evaluator.py")
-        (root / "out").mkdir()
-        return root
-
     def _limits(self, task: Task) -> Limits:
         return self.pilot_limits or task.limits
 
-    def _remaining(self, session: _Session) -> float:
-        return self.budget_s - session.used
+    def _device(self, task: Task) -> str:
+        return self.device if self.device is not None else detect_device(self._limits(task))
 
     def _stated(self, seconds: float) -> str:
         return f"{max(0.0, seconds) * self.overstatement:.0f}"
 
     # ------------------------------------------------------------------ the agent loop
-    async def _investigate(self, ctx: ScreenContext, candidates: Sequence[Candidate], workspace: Path) -> _Session:
+    async def _investigate(self, ctx: ScreenContext, candidates: Sequence[Candidate], workspace: Path,
+                           context: Sequence[tuple[str, str]], limit: float) -> _Session:
         limits = self._limits(ctx.task)
         messages = render(
             "agentic_system",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
-            workspace=_describe_workspace(workspace),
-            parent=_describe_parent(ctx),
-            candidates=self._describe_candidates(ctx.task, candidates, code=True),
-            stated_budget=self._stated(self.budget_s),
+            workspace=describe_workspace(workspace),
+            parent=describe_parent(ctx),
+            context=format_context_nodes(context),
+            candidates=self.view.describe(ctx.task, candidates),
+            stated_budget=self._stated(limit),
             max_pilots=str(self.max_pilots),
             pilot_cap=f"{limits.wall_seconds:.0f}",
-            device=f"CPU only, {limits.threads} thread(s), {limits.memory_mb} MB of memory per run",
+            device=self._device(ctx.task),
         )
-        session = _Session(messages=list(messages))
+        session = _Session(messages=list(messages), limit_s=limit)
+        if limit < self.theta_s:
+            session.stop_reason = "run budget below theta"  # nothing affordable: no pilot is started
+            return session
         while session.turns < self.max_turns:
             session.turns += 1
             reply = await self.model.generate(
@@ -323,23 +371,27 @@ class AgenticRPM:
                 session.messages.append(Message("tool", result, tool_call_id=call.id, name=call.name))
                 if session.stop_reason:
                     break
-            if session.stop_reason:
-                break
-            out_of_time = self._remaining(session) < self.theta_s
-            out_of_pilots = len(session.pilots) >= self.max_pilots
-            if out_of_time or out_of_pilots:
-                if session.unsubmitted and not session.last_call:
-                    session.last_call = True
-                    session.messages.append(Message("user", _LAST_CALL))
-                    continue
-                session.stop_reason = "time below theta" if out_of_time else "max pilots reached"
-                break
-            if session.last_call:
-                session.stop_reason = "last call"
+            if session.stop_reason or self._after_turn(session):
                 break
         else:
             session.stop_reason = "max turns reached"
         return session
+
+    def _after_turn(self, session: _Session) -> bool:
+        """Apply the stop rules that follow a turn's tool calls; True when the loop ends."""
+        out_of_time = session.remaining < self.theta_s
+        out_of_pilots = len(session.findings) >= self.max_pilots
+        if out_of_time or out_of_pilots:
+            if session.unsubmitted and not session.last_call:
+                session.last_call = True
+                session.messages.append(Message("user", _LAST_CALL))
+                return False
+            session.stop_reason = "time below theta" if out_of_time else "max pilots reached"
+            return True
+        if session.last_call:
+            session.stop_reason = "last call"
+            return True
+        return False
 
     async def _handle(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], workspace: Path, session: _Session, call: ToolCall
@@ -353,17 +405,15 @@ class AgenticRPM:
                     f"field {_ARGUMENT[call.name]!r}.")
         if call.name == "submit_findings":
             return await self._submit(ctx, candidates, session, value)
-        if len(session.pilots) >= self.max_pilots:
-            return "The pilot run limit is reached; nothing was run. Call submit_findings with your results."
-        remaining = self._remaining(session)
-        if remaining <= 0:
+        if session.remaining <= 0:
             return "No pilot time is left; nothing was run. Call submit_findings with your results."
-        run = await self._run_pilot(ctx.task, workspace, call.name, value, len(session.pilots) + 1, remaining)
+        run = await self._run_pilot(ctx.task, workspace, call.name, value, len(session.pilots) + 1,
+                                    session.remaining)
         session.pilots.append(run)
         session.used += run.seconds
         session.unsubmitted += 1
         session.pending = False
-        return self._report(run, session)
+        return report(run, self._stated(session.remaining), max(0, self.max_pilots - len(session.findings)))
 
     async def _run_pilot(self, task: Task, workspace: Path, tool: str, code: str, index: int,
                          remaining: float) -> PilotRun:
@@ -387,18 +437,8 @@ class AgenticRPM:
             index=index, tool=tool, code=code, status=result.status, reason=result.reason,
             returncode=result.returncode, seconds=seconds, timeout_s=timeout,
             stdout_tail=result.stdout_tail[-self.tail_chars:], stderr_tail=result.stderr_tail[-self.tail_chars:],
+            device=self._device(task),
         )
-
-    def _report(self, run: PilotRun, session: _Session) -> str:
-        exit_part = f"exit code {run.returncode}" if run.returncode is not None else "no exit code"
-        lines = [f"Pilot {run.index}: {run.status} ({exit_part}) after {run.seconds:.1f} s."]
-        if run.reason:
-            lines.append(f"Reason: {run.reason}")
-        lines.append("--- stdout (tail) ---\n" + (run.stdout_tail.strip() or "(empty)"))
-        lines.append("--- stderr (tail) ---\n" + (run.stderr_tail.strip() or "(empty)"))
-        lines.append(f"Pilot time left: about {self._stated(self._remaining(session))} s; "
-                     f"pilot runs left: {max(0, self.max_pilots - len(session.pilots))}.")
-        return "\n".join(lines)
 
     async def _submit(self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session,
                       findings: str) -> str:
@@ -407,9 +447,9 @@ class AgenticRPM:
                     "Run it with the python tool first, then submit what it showed.")
         session.findings.append(findings.strip())
         session.unsubmitted = 0
-        if len(session.pilots) >= self.max_pilots:
+        if len(session.findings) >= self.max_pilots:
             session.stop_reason = "max pilots reached"
-        elif self._remaining(session) < self.theta_s:
+        elif session.remaining < self.theta_s:
             session.stop_reason = "time below theta"
         elif session.last_call:
             session.stop_reason = "last call"
@@ -422,7 +462,7 @@ class AgenticRPM:
             return "Findings recorded. The evidence is judged sufficient; the pilot phase is over."
         session.pending = True
         return (f"Findings recorded. Suggested next experiment:\n{text}\n\n"
-                f"Pilot time left: about {self._stated(self._remaining(session))} s.")
+                f"Pilot time left: about {self._stated(session.remaining)} s.")
 
     async def _feedback(self, ctx: ScreenContext, candidates: Sequence[Candidate],
                         session: _Session) -> tuple[str, str, str]:
@@ -430,9 +470,9 @@ class AgenticRPM:
             "agentic_feedback",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
-            candidates=self._describe_candidates(ctx.task, candidates, code=False),
+            candidates=self.view.describe(ctx.task, candidates, plan_only=True),
             findings=_numbered(session.findings),
-            time_left=self._stated(self._remaining(session)),
+            time_left=self._stated(session.remaining),
         )
         reply = await self.feedback_model.generate(
             ModelRequest(messages, role="agentic-feedback", temperature=self.temperature)
@@ -440,13 +480,14 @@ class AgenticRPM:
         decision, text = parse_feedback(reply.text)
         return decision, text, reply.text
 
-    async def _final(self, ctx: ScreenContext, candidates: Sequence[Candidate],
-                     session: _Session) -> tuple[int, str, str]:
+    async def _final(self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session,
+                     context: Sequence[tuple[str, str]]) -> tuple[int, str, str]:
         messages = render(
             "agentic_final",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
-            candidates=self._describe_candidates(ctx.task, candidates, code=True),
+            context=format_context_nodes(context),
+            candidates=self.view.describe(ctx.task, candidates),
             findings=_numbered(session.findings),
             pilots=_digest(session.pilots),
             n=str(len(candidates)),
@@ -458,19 +499,6 @@ class AgenticRPM:
         if picked is None:
             return ctx.rng.randrange(len(candidates)), "random (unparseable final reply)", reply.text
         return int(picked) - 1, "model", reply.text
-
-    # ------------------------------------------------------------------ prompt pieces
-    def _describe_candidates(self, task: Task, candidates: Sequence[Candidate], *, code: bool) -> str:
-        suffix = Path(task.program_file).suffix or ".py"
-        parts = []
-        for i, cand in enumerate(candidates, 1):
-            lines = [f"### Candidate {i} (file candidate_{i}{suffix})", f"Idea: {cand.idea.text.strip() or '(none)'}"]
-            if cand.summary.strip():
-                lines.append(f"Summary: {cand.summary.strip()}")
-            if code:
-                lines.append("Editable region:\n```\n" + _band(task, cand.program, self.program_chars) + "\n```")
-            parts.append("\n".join(lines))
-        return "\n\n".join(parts)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -511,35 +539,16 @@ def _argument(arguments: str, field: str) -> str | None:
     return None
 
 
-def _band(task: Task, program: str, limit: int) -> str:
-    try:
-        text = extract(program, task.band)
-    except BandError:
-        text = program  # show the whole program when it has no band
-    if len(text) > limit:
-        text = text[:limit] + "\n... (truncated; the full program is in the workspace)"
-    return text.rstrip("\n")
-
-
-def _describe_workspace(root: Path) -> str:
-    entries = []
-    for path in sorted(root.iterdir()):
-        if path.is_dir():
-            inner = sorted(p.name for p in path.iterdir())
-            shown = ", ".join(inner[:20]) + (" ..." if len(inner) > 20 else "")
-            entries.append(f"- {path.name}/" + (f" ({shown})" if shown else " (empty)"))
-        else:
-            entries.append(f"- {path.name}")
-    return "\n".join(entries)
-
-
-def _describe_parent(ctx: ScreenContext) -> str:
-    parts = []
-    if ctx.parent.score is not None:
-        parts.append(f"Validation score of the parent: {ctx.parent.score:.6g}")
-    if ctx.parent.summary.strip():
-        parts.append(ctx.parent.summary.strip())
-    return "\n".join(parts) or "(no parent information)"
+def report(run: PilotRun, stated_left: str, findings_left: int) -> str:
+    """What the agent reads after one pilot: status, output tails, and the (overstated) budget left."""
+    exit_part = f"exit code {run.returncode}" if run.returncode is not None else "no exit code"
+    lines = [f"Pilot {run.index}: {run.status} ({exit_part}) after {run.seconds:.1f} s."]
+    if run.reason:
+        lines.append(f"Reason: {run.reason}")
+    lines.append("--- stdout (tail) ---\n" + (run.stdout_tail.strip() or "(empty)"))
+    lines.append("--- stderr (tail) ---\n" + (run.stderr_tail.strip() or "(empty)"))
+    lines.append(f"Pilot time left: about {stated_left} s; findings you may still submit: {findings_left}.")
+    return "\n".join(lines)
 
 
 def _numbered(items: Sequence[str]) -> str:
@@ -558,4 +567,5 @@ def _digest(pilots: Sequence[PilotRun], per_pilot: int = 600) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "parse_feedback", "pilot_seconds"]
+__all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "detect_device", "parse_feedback", "pilot_records",
+           "pilot_seconds"]

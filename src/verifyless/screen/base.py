@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 from verifyless.node import Candidate, Node, Screening, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
@@ -18,12 +18,17 @@ from verifyless.task.base import Task
 
 @dataclass(frozen=True)
 class ContextNode:
-    """An executed, non-buggy node shown to pairwise judges (validation score only)."""
+    """An executed, non-buggy node shown to pairwise judges: description, validation score and program.
+
+    ``program`` is empty when the screening context has no way to read it
+    (``ScreenContext.program_of`` is None); the node is then shown without code.
+    """
 
     id: str
     summary: str
     score: float
     idea: str = ""
+    program: str = ""
 
 
 @dataclass
@@ -33,6 +38,11 @@ class ScreenContext:
     ``nodes`` is the executed part of the search graph (for BFS context);
     ``summaries`` maps node id -> neutral summary where known.
     ``rng`` is the run's seeded generator for tie-breaks (explicit randomness).
+    ``program_of`` reads an executed node's program text by node id (the
+    engine passes its store-backed reader); None means programs are unknown.
+    ``budget_left_s``: the run's evaluator seconds left (None when the run has
+    no evaluator-seconds cap); screeners that spend evaluator time (agentic
+    pilots) stay within it.
     """
 
     task: Task
@@ -43,6 +53,8 @@ class ScreenContext:
     summaries: dict[str, str] = field(default_factory=dict)
     n_verify: int = 1
     round: int = 0
+    budget_left_s: float | None = None
+    program_of: Callable[[str], str] | None = None
 
 
 @runtime_checkable

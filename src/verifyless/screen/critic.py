@@ -10,16 +10,32 @@ lines::
 
 ``parse_verdict`` turns one critique into a five-way label
 (BigWin > MediumWin > SmallWin > Tie > Lose). ``PointwiseCritic`` draws k
-critiques per candidate, ranks candidates by the mean label rank and measures
-disagreement u = 1 - max three-way vote share, which ``route`` compares to a
+critiques per candidate and ranks candidates by the mean label rank.
+
+Vote accounting (the paper's definition): ``v_y`` is the share of *all* k
+critiques predicting direction y, an unparsed critique counting in the
+denominator as a vote for nothing, and ``u = 1 - max_y v_y`` (12 agreeing and
+4 unparsed of 16 give u = 0.25). In the mean rank an unparsed critique counts
+as the lowest label (Lose = 0), so one parsed BigWin among 15 unparsed
+critiques (mean 0.25) cannot outrank 16 Ties (mean 1.0); a candidate with no
+parsed critique at all gets -1.0 and ranks last. ``route`` compares u to a
 threshold T to send uncertain candidates to real verification.
+
+Ties in the mean rank are broken by a finer signal (``tie_break``, see
+``order_by_evidence``): the share of higher tiers, the label-probability mass
+when the evidence carries ``label_probs``, or a pairwise match among the tied
+candidates; ``none`` keeps the paper's plain mean rank with random ties.
 
 Parser decisions (documented in docs/design/screening.md):
 
-* Tags: bracketed ``[IMPROVEMENT]`` / ``[WINTIER]`` in any case, with spaces
-  inside the brackets, anywhere on a line, after markdown decoration
-  (bold, code, headings, bullets) is removed. A bare ``IMPROVEMENT:`` at a
-  line start counts only when no bracketed tag exists.
+* Tags: bracketed ``[IMPROVEMENT]`` / ``[WINTIER]`` (also ``[WIN TIER]``) in
+  any case, with spaces inside the brackets, anywhere on a line, after
+  markdown decoration (bold, code, headings, bullets) is removed. A bare
+  ``Improvement: lose`` / ``Win tier: NA`` at a line start counts only when
+  no bracketed tag exists. Hidden reasoning (``<think>``) is ignored.
+* Without any IMPROVEMENT tag, a JSON object that ends the reply with an
+  ``improvement`` (or ``verdict`` / ``direction``) key and a ``wintier`` (or
+  ``win_tier`` / ``tier``) key is read with the same word rules.
 * Separators between value and reason: ``---``, ``--``, dashes, colons or
   plain whitespace.
 * Repetition: the last occurrence of each tag decides. Restated format lines
@@ -38,21 +54,35 @@ Parser decisions (documented in docs/design/screening.md):
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import time
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
+from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.prompting import is_template_echo, metric_line, render, split_value, tag_values
+from verifyless.screen.health import replies_detail
+from verifyless.screen.prompting import (
+    final_json,
+    is_template_echo,
+    json_value,
+    metric_line,
+    render,
+    split_value,
+    tag_values,
+)
 
 # Index = rank value used for averaging (Lose=0 ... BigWin=4).
 LABELS: tuple[str, ...] = ("Lose", "Tie", "SmallWin", "MediumWin", "BigWin")
 LABEL_RANK: Mapping[str, int] = {label: i for i, label in enumerate(LABELS)}
 DIRECTIONS: tuple[str, ...] = ("improve", "tie", "lose")
+TIE_BREAKS: tuple[str, ...] = ("auto", "none", "votes", "probs", "pairwise")
+EXPECTED = "[IMPROVEMENT] improve|lose|tie and [WINTIER] big|medium|small|NA"
 _TIER_LABEL = {"big": "BigWin", "medium": "MediumWin", "small": "SmallWin"}
+_WINTIER = r"WIN[ _\-]?TIER"
 
 _IMPROVEMENT_WORDS = {
     "improve": "improve", "improves": "improve", "improved": "improve", "improvement": "improve",
@@ -91,34 +121,28 @@ class Verdict:
         return LABEL_RANK[self.label]
 
 
-def _last_value(text: str, tag: str) -> tuple[str, str] | None:
-    """(normalised value word, reason) of the last real occurrence of ``tag``."""
-    values = [v for v in tag_values(text, tag) if not is_template_echo(v)]
-    if not values:
-        return None
-    word, reason = split_value(values[-1])
+def _word_and_reason(value: str) -> tuple[str, str]:
+    """(normalised value word, reason) of one tag value; "Big Win" / "big-win" join into one word."""
+    word, reason = split_value(value)
     word = word.lower()
-    # "Big Win" / "big-win": join the tier word with a following "win".
     joined = re.match(r"^[\s\-]*win\b[\s.:\-–—]*", reason, re.IGNORECASE)
     if word in {"big", "medium", "small"} and joined:
         word, reason = word + "win", reason[joined.end():]
     return word, reason.strip()
 
 
-def parse_verdict(text: str) -> Verdict | None:
-    """Parse a critique's ``[IMPROVEMENT]`` and ``[WINTIER]`` lines; None if invalid.
+def _last_value(text: str, tag: str) -> tuple[str, str] | None:
+    """(normalised value word, reason) of the last real occurrence of ``tag``."""
+    values = [v for v in tag_values(text, tag) if not is_template_echo(v)]
+    return _word_and_reason(values[-1]) if values else None
 
-    See the module docstring for every leniency rule and the NA rule.
-    """
-    if not text:
-        return None
-    improvement = _last_value(text, "IMPROVEMENT")
+
+def _verdict(improvement: tuple[str, str] | None, tier_found: tuple[str, str] | None) -> Verdict | None:
     if improvement is None:
         return None
     direction = _IMPROVEMENT_WORDS.get(improvement[0])
     if direction is None:
         return None
-    tier_found = _last_value(text, "WINTIER")
     if direction != "improve":
         reason = tier_found[1] if tier_found else ""
         return Verdict(direction, None, improvement[1], reason)  # type: ignore[arg-type]
@@ -130,28 +154,68 @@ def parse_verdict(text: str) -> Verdict | None:
     return Verdict("improve", tier, improvement[1], tier_found[1])  # type: ignore[arg-type]
 
 
+def parse_verdict(text: str) -> Verdict | None:
+    """Parse a critique's ``[IMPROVEMENT]`` and ``[WINTIER]`` lines; None if invalid.
+
+    See the module docstring for every leniency rule, the JSON form and the NA rule.
+    """
+    text = clean_reply(text or "")
+    if not text:
+        return None
+    improvement = _last_value(text, "IMPROVEMENT")
+    if improvement is not None:
+        return _verdict(improvement, _last_value(text, _WINTIER))
+    obj = final_json(text)
+    word = json_value(obj, ("improvement", "verdict", "direction"))
+    if word is None:
+        return None
+    tier = json_value(obj, ("wintier", "win_tier", "win tier", "tier"))
+    return _verdict(_word_and_reason(word), _word_and_reason(tier) if tier is not None else None)
+
+
 def route(evidence: Evidence, threshold: float = 0.25) -> bool:
     """True when the critic is too unsure: ``u(a) >= T`` sends the candidate to real verification."""
     return evidence.uncertainty >= threshold - _EPS
 
 
-def evidence_from_critiques(candidate_id: str, critiques: Sequence[str], threshold: float = 0.25) -> Evidence:
+def evidence_from_critiques(
+    candidate_id: str,
+    critiques: Sequence[str],
+    threshold: float = 0.25,
+    *,
+    label_probs: Mapping[str, float] | None = None,
+    tokens: int = 0,
+) -> Evidence:
     """Aggregate k raw critiques of one candidate into its ``Evidence``.
 
-    Rank value: mean label rank over valid critiques (Lose=0 ... BigWin=4);
-    -1.0 when none parsed, which sorts the candidate after every candidate
-    with a valid critique. Votes: three-way shares over valid critiques.
-    Uncertainty: ``1 - max(votes)``, or 1.0 when nothing parsed.
+    Rank value: mean label rank over all k critiques, an unparsed one counting
+    as Lose (0); -1.0 when none parsed. Votes: three-way shares over all k
+    (unparsed = a vote for nothing). Uncertainty: ``1 - max(votes)``.
+    ``label_probs`` (a model's probability per five-way label, where one can
+    score labels) is stored in ``detail`` for tie-breaking; ``tokens`` is what
+    the k critiques cost.
     """
     verdicts = [parse_verdict(c) for c in critiques]
     valid = [v for v in verdicts if v is not None]
-    n_invalid = len(verdicts) - len(valid)
+    k = len(verdicts)
+    n_invalid = k - len(valid)
     if valid:
-        rank_value = sum(v.rank for v in valid) / len(valid)
-        votes = {d: sum(v.improvement == d for v in valid) / len(valid) for d in DIRECTIONS}
+        rank_value = sum(v.rank for v in valid) / k
+        votes = {d: sum(v.improvement == d for v in valid) / k for d in DIRECTIONS}
         uncertainty = 1.0 - max(votes.values())
     else:
         rank_value, votes, uncertainty = -1.0, {d: 0.0 for d in DIRECTIONS}, 1.0
+    detail: dict[str, Any] = {
+        "critiques": list(critiques),
+        "sample_labels": [v.label if v else None for v in verdicts],
+        "n_invalid": n_invalid,
+        "uncertain": uncertainty >= threshold - _EPS,
+        "route_threshold": threshold,
+        "replies": replies_detail(len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts) if v is None)),
+        "tokens": tokens,
+    }
+    if label_probs:
+        detail["label_probs"] = {label: float(label_probs.get(label, 0.0)) for label in LABELS}
     return Evidence(
         candidate_id=candidate_id,
         rank_value=rank_value,
@@ -160,13 +224,7 @@ def evidence_from_critiques(candidate_id: str, critiques: Sequence[str], thresho
         uncertainty=uncertainty,
         n_valid=len(valid),
         n_invalid=n_invalid,
-        detail={
-            "critiques": list(critiques),
-            "sample_labels": [v.label if v else None for v in verdicts],
-            "n_invalid": n_invalid,
-            "uncertain": uncertainty >= threshold - _EPS,
-            "route_threshold": threshold,
-        },
+        detail=detail,
     )
 
 
@@ -174,6 +232,73 @@ def order_by_value(values: Mapping[str, float], ids: Sequence[str], rng) -> list
     """Ids sorted by value, highest first; equal values in an order drawn from ``rng``."""
     keys = {cid: rng.random() for cid in ids}  # drawn in input order: reproducible for a seed
     return sorted(ids, key=lambda cid: (-values[cid], keys[cid]))
+
+
+# ------------------------------------------------------------------ tie-breaking
+
+
+def tier_shares(evidence: Evidence) -> tuple[float, ...]:
+    """Shares of BigWin, MediumWin, SmallWin and Tie over all k critiques (unparsed ones included)."""
+    k = len(evidence.labels) + evidence.n_invalid
+    if not k:
+        return (0.0,) * 4
+    return tuple(evidence.labels.count(label) / k for label in reversed(LABELS[1:]))
+
+
+def expected_label_rank(label_probs: Mapping[str, float]) -> float:
+    """Probability-weighted label rank (Lose=0 ... BigWin=4) of a ``label_probs`` mapping."""
+    mass = sum(max(0.0, float(p)) for p in label_probs.values())
+    if mass <= 0:
+        return -1.0
+    return sum(LABEL_RANK[lab] * max(0.0, float(p)) for lab, p in label_probs.items() if lab in LABEL_RANK) / mass
+
+
+def finer_signal(evidence: Evidence, tie_break: str) -> tuple[float, ...]:
+    """The key that orders candidates with equal mean rank, higher first.
+
+    ``none``: nothing (random order). ``votes`` and ``pairwise``: tier shares
+    (BigWin share first, then MediumWin, SmallWin, Tie). ``probs``: the
+    expected rank under ``detail["label_probs"]``, then the tier shares.
+    ``auto``: ``probs`` where the evidence has label probabilities, else ``votes``.
+    """
+    if tie_break == "none":
+        return ()
+    probs = evidence.detail.get("label_probs") if tie_break in ("probs", "auto") else None
+    if probs:
+        return (expected_label_rank(probs),) + tier_shares(evidence)
+    return tier_shares(evidence)
+
+
+def order_by_evidence(evidence: Mapping[str, Evidence], ids: Sequence[str], rng: random.Random,
+                      tie_break: str = "auto") -> list[str]:
+    """Ids by mean rank, then the finer signal of ``tie_break``, then a key drawn from ``rng``.
+
+    One key per id is drawn in input order whatever the rule, so the rule does
+    not change what later draws from ``rng`` return. Mean ranks are compared
+    rounded to 9 decimals, so equal label counts always tie.
+    """
+    keys = {cid: rng.random() for cid in ids}
+
+    def key(cid: str) -> tuple:
+        ev = evidence[cid]
+        return (-round(ev.rank_value, 9), tuple(-x for x in finer_signal(ev, tie_break)), keys[cid])
+
+    return sorted(ids, key=key)
+
+
+def top_tied(evidence: Mapping[str, Evidence], ranking: Sequence[str]) -> list[str]:
+    """The leading ids of ``ranking`` that share the first one's mean rank."""
+    if not ranking:
+        return []
+    best = round(evidence[ranking[0]].rank_value, 9)
+    return [cid for cid in ranking if round(evidence[cid].rank_value, 9) == best]
+
+
+def group_that_fits(n: int, match_tokens: int, budget: int) -> int:
+    """How many tied candidates a knockout can include within ``budget`` tokens (n - 1 matches for n)."""
+    if match_tokens <= 0:
+        return n
+    return max(0, min(n, 1 + budget // match_tokens))
 
 
 class PointwiseCritic:
@@ -186,6 +311,14 @@ class PointwiseCritic:
     ``verify_uncertain`` every candidate whose ``u >= route_threshold`` is
     chosen too (after the top ones, in ranking order), including candidates
     for which no critique parsed.
+
+    ``tie_break`` orders candidates with equal mean rank (``order_by_evidence``);
+    ``pairwise`` additionally plays a knockout among the candidates tied for
+    first place, judged by ``judge`` (else the critic's model), with as many of
+    them as fit ``tie_break_tokens`` (estimated before any call). When the
+    model has an async ``score_labels(messages) -> {label: probability}``
+    method (a local model scoring the five labels), its output is stored as
+    ``label_probs`` and used by ``auto`` and ``probs``.
     """
 
     def __init__(
@@ -200,12 +333,17 @@ class PointwiseCritic:
         samples_per_request: int | None = None,
         max_tokens: int | None = None,
         prompt: str = "critic",
+        tie_break: str = "auto",
+        judge: Model | None = None,
+        tie_break_tokens: int = 20000,
         name: str = "critic",
     ) -> None:
         if k < 1:
             raise ValueError(f"critic k must be >= 1, got {k}")
         if samples_per_request is not None and samples_per_request < 1:
             raise ValueError("samples_per_request must be >= 1 (or None for one request of n=k)")
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
         self.model = model
         self.k = k
         self.temperature = temperature
@@ -215,6 +353,9 @@ class PointwiseCritic:
         self.samples_per_request = samples_per_request
         self.max_tokens = max_tokens
         self.prompt = prompt
+        self.tie_break = tie_break
+        self.judge = judge
+        self.tie_break_tokens = tie_break_tokens
         self.name = name
 
     def route(self, evidence: Evidence) -> bool:
@@ -244,11 +385,10 @@ class PointwiseCritic:
             criteria=criteria,
         )
 
-    async def critiques(self, ctx: ScreenContext, candidate: Candidate) -> list[str]:
-        """k raw critique texts for one candidate."""
+    async def sample(self, ctx: ScreenContext, candidate: Candidate) -> tuple[list[str], int]:
+        """k raw critique texts for one candidate and the tokens they cost."""
         messages = self.messages(ctx, candidate)
         chunk = self.samples_per_request or self.k
-        offsets = range(0, self.k, chunk)
         replies = await asyncio.gather(
             *(
                 self.model.generate(
@@ -261,19 +401,32 @@ class PointwiseCritic:
                         sample_offset=start,
                     )
                 )
-                for start in offsets
+                for start in range(0, self.k, chunk)
             )
         )
-        return [choice.text for reply in replies for choice in reply.choices]
+        tokens = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in replies)
+        return [choice.text for reply in replies for choice in reply.choices], tokens
+
+    async def critiques(self, ctx: ScreenContext, candidate: Candidate) -> list[str]:
+        """k raw critique texts for one candidate."""
+        return (await self.sample(ctx, candidate))[0]
+
+    async def _evidence(self, ctx: ScreenContext, candidate: Candidate) -> Evidence:
+        texts, tokens = await self.sample(ctx, candidate)
+        probs = None
+        scorer = getattr(self.model, "score_labels", None)
+        if scorer is not None and self.tie_break in ("auto", "probs"):
+            probs = await scorer(self.messages(ctx, candidate))
+        return evidence_from_critiques(candidate.id, texts, self.route_threshold, label_probs=probs, tokens=tokens)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
-        texts = await asyncio.gather(*(self.critiques(ctx, c) for c in candidates))
-        evidence = {
-            c.id: evidence_from_critiques(c.id, t, self.route_threshold) for c, t in zip(candidates, texts)
-        }
+        found = await asyncio.gather(*(self._evidence(ctx, c) for c in candidates))
+        evidence = {c.id: e for c, e in zip(candidates, found)}
         ids = [c.id for c in candidates]
-        ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
+        ranking = order_by_evidence(evidence, ids, ctx.rng, self.tie_break)
+        if self.tie_break == "pairwise":
+            ranking, evidence = await self._pairwise(ctx, candidates, evidence, ranking)
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         chosen = ranking[: max(0, n_verify)]
         if self.verify_uncertain:
@@ -286,15 +439,67 @@ class PointwiseCritic:
             seconds=time.monotonic() - started,
         )
 
+    async def _pairwise(self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence],
+                        ranking: list[str]) -> tuple[list[str], dict[str, Evidence]]:
+        """Reorder the candidates tied for first by a knockout within ``tie_break_tokens``."""
+        import dataclasses
+
+        from verifyless.screen.tournament import PairwiseRPM
+
+        group = top_tied(evidence, ranking)
+        if len(group) < 2:
+            return ranking, evidence
+        by_id = {c.id: c for c in candidates}
+        judge = PairwiseRPM(self.judge or self.model, show="summary", context_tokens=self.tie_break_tokens // 4,
+                            max_tokens=self.max_tokens, name=f"{self.name}-tie-break")
+        per_match = judge.estimate_match_tokens(ctx, by_id[group[0]], by_id[group[1]])
+        fits = group_that_fits(len(group), per_match, self.tie_break_tokens)
+        played = group[:fits] if fits >= 2 else []
+        info: dict[str, Any] = {"rule": "pairwise", "tied": group, "played": played, "match_tokens_estimate": per_match}
+        if len(played) < 2:
+            return ranking, {cid: _with_tie_break(ev, info) for cid, ev in evidence.items()}
+        sub = await judge.screen(dataclasses.replace(ctx, rng=random.Random(ctx.rng.getrandbits(64))),
+                                 [by_id[c] for c in played])
+        order = list(sub.ranking) + [c for c in ranking if c not in played]
+        out = {}
+        for cid, ev in evidence.items():
+            match = sub.evidence.get(cid)
+            out[cid] = _with_tie_break(ev, {**info, "match": match.to_dict() if match else None})
+        return order, out
+
+
+def _with_tie_break(ev: Evidence, info: Mapping[str, Any]) -> Evidence:
+    """``ev`` with the tie-break record in ``detail``; the judge's replies and tokens join its own."""
+    detail = dict(ev.detail)
+    match = info.get("match") or {}
+    extra = (match.get("detail") or {}) if match else {}
+    if extra.get("replies"):
+        mine, more = dict(detail.get("replies") or {}), extra["replies"]
+        mine["parsed"] = mine.get("parsed", 0) + more.get("parsed", 0)
+        mine["total"] = mine.get("total", 0) + more.get("total", 0)
+        if "example" not in mine and more.get("example"):
+            mine["example"] = more["example"]
+        detail["replies"] = mine
+    detail["tokens"] = detail.get("tokens", 0) + extra.get("tokens", 0)
+    detail["tie_break"] = dict(info)
+    return ev.replace(detail=detail)
+
 
 __all__ = [
     "DIRECTIONS",
+    "EXPECTED",
     "LABELS",
     "LABEL_RANK",
     "PointwiseCritic",
+    "TIE_BREAKS",
     "Verdict",
     "evidence_from_critiques",
+    "expected_label_rank",
+    "finer_signal",
+    "order_by_evidence",
     "order_by_value",
     "parse_verdict",
     "route",
+    "tier_shares",
+    "top_tied",
 ]

@@ -2,12 +2,18 @@
 
 ``MajorityVote`` runs every member screener ``rollouts`` times (paper: several
 models x 3 rollouts). Each run's top candidate is one vote; the ranking is by
-vote count, then by mean position across all runs, then by ``ctx.rng``.
+vote count, ties broken uniformly at random with ``ctx.rng`` as in the paper
+(``tie_break="position"`` breaks them by mean position across all runs
+first, this project's earlier rule).
 
-``Arbiter`` runs its members once each, shows an arbiter model their
-anonymised reasoning and lets it pick (``[CHOICE] <candidate number>``). When
-the arbiter's reply does not parse, the majority of the members' top choices
-decides and the fallback is recorded.
+``Arbiter`` runs each member ``rollouts`` times (paper: 3), shows an arbiter
+model their anonymised reasoning and lets it pick (``[CHOICE] <candidate
+number>``). When the arbiter's reply does not parse, the majority of the
+members' top choices decides and the fallback is recorded.
+
+Reply health: each candidate's ``detail["replies"]`` and ``detail["tokens"]``
+sum its members' entries over all runs (the arbiter's own reply is counted on
+the first candidate), so ``screen.health.reply_stats`` sees every reply once.
 
 Every member run gets its own ``random.Random`` seeded from ``ctx.rng`` in a
 fixed order, so concurrent members never race on one generator and a run is
@@ -27,6 +33,7 @@ from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.critic import order_by_value
+from verifyless.screen.health import model_names, replies_detail
 from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
 from verifyless.screen.tournament import collect_context, describe
 
@@ -46,11 +53,17 @@ async def run_members(
     return [(i, r, s) for (i, r), s in zip(jobs, results)]
 
 
-def tally(ids: Sequence[str], ballots: Sequence[Screening], rng: random.Random) -> tuple[list[str], dict[str, int], dict[str, float]]:
-    """Ranking by top-choice votes, then mean ranking position, then ``rng``.
+TIE_BREAKS = ("random", "position")
+
+
+def tally(ids: Sequence[str], ballots: Sequence[Screening], rng: random.Random, tie_break: str = "random"
+          ) -> tuple[list[str], dict[str, int], dict[str, float]]:
+    """Ranking by top-choice votes; equal votes in ``rng`` order (``"random"``, the paper's rule)
+    or by mean ranking position first (``"position"``), then ``rng``.
 
     Returns ``(ranking, votes, mean_position)``; positions are 0-based and a
-    candidate missing from a ballot counts as last on it.
+    candidate missing from a ballot counts as last on it. ``rng`` draws one
+    key per candidate in input order under either rule.
     """
     votes = {cid: 0 for cid in ids}
     positions = {cid: 0.0 for cid in ids}
@@ -61,13 +74,36 @@ def tally(ids: Sequence[str], ballots: Sequence[Screening], rng: random.Random) 
         for cid in ids:
             positions[cid] += place.get(cid, len(ids))
     mean_position = {cid: positions[cid] / max(1, len(ballots)) for cid in ids}
-    # Vote count dominates; mean position (scaled below one vote) breaks vote ties; rng breaks the rest.
-    value = {cid: votes[cid] - mean_position[cid] / (len(ids) + 1) for cid in ids}
+    if tie_break == "position":  # mean position, scaled below one vote, breaks vote ties before rng
+        value = {cid: votes[cid] - mean_position[cid] / (len(ids) + 1) for cid in ids}
+    else:
+        value = {cid: float(votes[cid]) for cid in ids}
     return order_by_value(value, ids, rng), votes, mean_position
 
 
+def member_replies(cid: str, runs: Sequence[tuple[int, int, Screening]]) -> tuple[dict[str, Any], int]:
+    """``(replies entry, tokens)`` for one candidate summed over every member run."""
+    parsed = total = tokens = 0
+    expected, examples = "", []
+    for _, _, s in runs:
+        detail = s.evidence[cid].detail if cid in s.evidence else {}
+        r = detail.get("replies") or {}
+        parsed += int(r.get("parsed", 0))
+        total += int(r.get("total", 0))
+        expected = expected or str(r.get("expected", ""))
+        if r.get("example"):
+            examples.append(str(r["example"]))
+        tokens += int(detail.get("tokens", 0))
+    return replies_detail(parsed, total, expected, examples), tokens
+
+
+def _check_tie_break(tie_break: str) -> None:
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+
+
 class MajorityVote:
-    """Majority vote over member screeners x rollouts; ties broken with ``ctx.rng``.
+    """Majority vote over member screeners x rollouts; ties broken uniformly at random with ``ctx.rng``.
 
     Members are any screeners (for "several models" build one ``PairwiseRPM``
     or ``PointwiseCritic`` per model). ``chosen`` is the top ``n_verify``.
@@ -76,13 +112,16 @@ class MajorityVote:
     candidate being the best), and every ballot's ranking in ``detail``.
     """
 
-    def __init__(self, screeners: Sequence[Screener], rollouts: int = 3, *, n_verify: int | None = None, name: str = "ensemble") -> None:
+    def __init__(self, screeners: Sequence[Screener], rollouts: int = 3, *, tie_break: str = "random",
+                 n_verify: int | None = None, name: str = "ensemble") -> None:
         if not screeners:
             raise ValueError("MajorityVote needs at least one member screener")
         if rollouts < 1:
             raise ValueError(f"rollouts must be >= 1, got {rollouts}")
+        _check_tie_break(tie_break)
         self.screeners = list(screeners)
         self.rollouts = rollouts
+        self.tie_break = tie_break
         self.n_verify = n_verify
         self.name = name
 
@@ -90,14 +129,15 @@ class MajorityVote:
         started = time.monotonic()
         runs = await run_members(ctx, candidates, self.screeners, self.rollouts)
         ids = [c.id for c in candidates]
-        ranking, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng)
+        ranking, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng, self.tie_break)
         ballots = [{"member": i, "rollout": r, "ranking": list(s.ranking)} for i, r, s in runs]
         evidence = {}
         for cid in ids:
             share = votes[cid] / len(runs)
+            replies, tokens = member_replies(cid, runs)
             evidence[cid] = Evidence(
                 candidate_id=cid,
-                rank_value=votes[cid] - mean_position[cid] / (len(ids) + 1),
+                rank_value=float(len(ids) - ranking.index(cid)),
                 votes={"top": share},
                 uncertainty=1.0 - max(share, 1.0 - share),
                 n_valid=sum(s.evidence[cid].n_valid for _, _, s in runs if cid in s.evidence),
@@ -107,6 +147,8 @@ class MajorityVote:
                     "mean_position": mean_position[cid],
                     "ballots": ballots,
                     "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
+                    "replies": replies,
+                    "tokens": tokens,
                 },
             )
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
@@ -118,14 +160,7 @@ class MajorityVote:
 
 def _member_names(member: Screener) -> list[str]:
     """Names that could reveal which model a member is (stripped before the arbiter sees text)."""
-    names = []
-    for attr in ("model", "judge"):
-        model = getattr(member, attr, None)
-        if model is not None and getattr(model, "name", ""):
-            names.append(model.name)
-    for sub in getattr(member, "screeners", []) + getattr(member, "members", []):
-        names.extend(_member_names(sub))
-    return [n for n in names if len(n) > 1]
+    return [n for n in model_names(member) if len(n) > 1]
 
 
 def reasoning_text(screening: Screening, numbers: dict[str, int], max_chars: int = 4000) -> str:
@@ -163,7 +198,9 @@ def anonymise(text: str, names: Sequence[str]) -> str:
 class Arbiter:
     """An LLM arbiter that reads the members' anonymised reasoning and picks one candidate.
 
-    Ranking: the arbiter's pick first, then the rest in majority-vote order.
+    Each member runs ``rollouts`` times (paper: 3), and the arbiter reads
+    every rollout's reasoning. Ranking: the arbiter's pick first, then the
+    rest in majority-vote order (ties as in ``MajorityVote``).
     ``uncertainty`` is the members' split about each candidate being the best
     (as in ``MajorityVote``); the arbiter's own reply is stored raw.
     On an unparseable arbiter reply the majority order is used unchanged and
@@ -175,7 +212,10 @@ class Arbiter:
         model: Model,
         members: Sequence[Screener],
         *,
-        context_nodes: int = 8,
+        rollouts: int = 3,
+        tie_break: str = "random",
+        context_nodes: int | None = None,
+        context_tokens: int | None = 8000,
         temperature: float | None = None,
         max_tokens: int | None = None,
         n_verify: int | None = None,
@@ -183,9 +223,15 @@ class Arbiter:
     ) -> None:
         if not members:
             raise ValueError("Arbiter needs at least one member screener")
+        if rollouts < 1:
+            raise ValueError(f"rollouts must be >= 1, got {rollouts}")
+        _check_tie_break(tie_break)
         self.model = model
         self.members = list(members)
+        self.rollouts = rollouts
+        self.tie_break = tie_break
         self.context_nodes = context_nodes
+        self.context_tokens = context_tokens
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.n_verify = n_verify
@@ -193,10 +239,10 @@ class Arbiter:
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
-        runs = await run_members(ctx, candidates, self.members, 1)
+        runs = await run_members(ctx, candidates, self.members, self.rollouts)
         ids = [c.id for c in candidates]
         numbers = {cid: n for n, cid in enumerate(ids, 1)}
-        majority, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng)
+        majority, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng, self.tie_break)
         names = [self.model.name] + [n for m in self.members for n in _member_names(m)]
         reviews = "\n\n".join(
             f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}" for k, (_, _, s) in enumerate(runs, 1)
@@ -206,7 +252,7 @@ class Arbiter:
             "arbiter",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
-            context=format_context(collect_context(ctx, self.context_nodes)),
+            context=format_context(collect_context(ctx, self.context_nodes, self.context_tokens)),
             candidates=candidates_text,
             reviews=reviews,
         )
@@ -217,30 +263,49 @@ class Arbiter:
         by_number = {str(n): cid for cid, n in numbers.items()}
         ranking = list(majority)
         fallback = pick is None
-        if not fallback:
+        if pick is not None:
             ranking.remove(by_number[pick])
             ranking.insert(0, by_number[pick])
         shared: dict[str, Any] = {"arbiter_raw": reply.text, "arbiter_pick": by_number.get(pick or ""), "fallback": fallback}
+        own_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
         evidence = {
-            cid: Evidence(
-                candidate_id=cid,
-                rank_value=float(len(ids) - ranking.index(cid)),
-                votes={"top": votes[cid] / len(runs)},
-                uncertainty=1.0 - max(votes[cid], len(runs) - votes[cid]) / len(runs),
-                n_valid=0 if fallback else 1,
-                n_invalid=1 if fallback else 0,
-                detail={
-                    **shared,
-                    "number": numbers[cid],
-                    "top_votes": votes[cid],
-                    "mean_position": mean_position[cid],
-                    "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
-                },
-            )
+            cid: self._evidence(cid, ids, ranking, votes, mean_position, runs, numbers, shared, own_tokens)
             for cid in ids
         }
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started)
 
+    @staticmethod
+    def _evidence(cid: str, ids: Sequence[str], ranking: Sequence[str], votes: dict[str, int],
+                  mean_position: dict[str, float], runs: Sequence[tuple[int, int, Screening]],
+                  numbers: dict[str, int], shared: dict[str, Any], own_tokens: int) -> Evidence:
+        """One candidate's record; the arbiter's own reply and tokens are counted on the first candidate."""
+        fallback = shared["fallback"]
+        replies, tokens = member_replies(cid, runs)
+        if cid == ids[0]:
+            examples = [shared["arbiter_raw"]] if fallback else []
+            replies = replies_detail(replies["parsed"] + (0 if fallback else 1), replies["total"] + 1,
+                                     replies.get("expected") or "[CHOICE] <candidate number>",
+                                     examples + ([replies["example"]] if replies.get("example") else []))
+            tokens += own_tokens
+        return Evidence(
+            candidate_id=cid,
+            rank_value=float(len(ids) - ranking.index(cid)),
+            votes={"top": votes[cid] / len(runs)},
+            uncertainty=1.0 - max(votes[cid], len(runs) - votes[cid]) / len(runs),
+            n_valid=0 if fallback else 1,
+            n_invalid=1 if fallback else 0,
+            detail={
+                **shared,
+                "number": numbers[cid],
+                "top_votes": votes[cid],
+                "mean_position": mean_position[cid],
+                "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
+                "replies": replies,
+                "tokens": tokens,
+            },
+        )
 
-__all__ = ["Arbiter", "MajorityVote", "anonymise", "reasoning_text", "run_members", "tally"]
+
+__all__ = ["Arbiter", "MajorityVote", "TIE_BREAKS", "anonymise", "member_replies", "reasoning_text", "run_members",
+           "tally"]

@@ -212,12 +212,42 @@ def _l2_rows(matrix: np.ndarray) -> np.ndarray:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
+def option_tokens(candidate: Candidate, *, pair_weight: float = 0.5) -> dict[str, float]:
+    """Weighted tokens of a candidate's *resulting* design, for the fitness surrogate.
+
+    With an idea-space assignment (``Idea.params["assignment"]``): one token
+    ``dim=option`` per dimension (weight ``1/D``) and one token per pair of
+    dimensions ``a=x&b=y`` (total weight ``pair_weight``), so the inner
+    product of two candidates is the share of options they share plus
+    ``pair_weight`` times the share of option pairs they share (an additive
+    plus pairwise-interaction kernel). Without an assignment (LLM-written
+    ideas) the words of the idea text and summary, weight ``1/n_words`` each.
+    """
+    assignment = candidate.idea.params.get("assignment") if candidate.idea.params else None
+    if isinstance(assignment, Mapping) and assignment:
+        return assignment_tokens(assignment, pair_weight=pair_weight)
+    words = f"{candidate.idea.text} {candidate.summary}".lower().split()
+    return {f"w:{w}": 1.0 / len(words) for w in set(words)} if words else {"w:": 1.0}
+
+
+def assignment_tokens(assignment: Mapping[str, Any], *, pair_weight: float = 0.5) -> dict[str, float]:
+    """The weighted option and option-pair tokens of one full assignment (see ``option_tokens``)."""
+    items = sorted((str(k), _value_token(v)) for k, v in assignment.items())
+    tokens = {f"{k}={v}": 1.0 / len(items) for k, v in items}
+    pairs = [(a, b) for i, a in enumerate(items) for b in items[i + 1:]]
+    for (ka, va), (kb, vb) in pairs:
+        tokens[f"{ka}={va}&{kb}={vb}"] = pair_weight / len(pairs)
+    return tokens
+
+
 __all__ = [
     "CandidateFeaturizer",
     "FeatureKind",
     "HashingTextEncoder",
     "MiniLMTextEncoder",
     "TextEncoder",
+    "assignment_tokens",
+    "option_tokens",
     "make_text_encoder",
     "structured_tokens",
 ]

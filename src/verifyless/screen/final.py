@@ -3,9 +3,14 @@
 After a run, the top-N nodes by validation fitness form a pool. In each of
 ``matches`` (paper: 30) matches a random subset of ``min(N, subset)``
 (paper: 5) nodes is shown to the judge under shuffled letters, and the judge
-names one (``[CHOICE] C``), which earns a point. The node with most points
-wins. Ties go to the higher validation fitness (this project's choice: the
-paper broke them at random), and only then to ``rng``.
+names one (``[CHOICE] C``, or an equivalent form ``parse_choice`` accepts),
+which earns a point. The node with most points wins. Ties are broken
+uniformly at random with ``rng``, as in the paper; ``tie_break="fitness"``
+gives them to the higher validation fitness first. A parse rate below
+``min_parse_rate`` is logged as a warning (the round-robin runs once, so it
+never stops the run). When no reply parsed at all the winner is None (every
+node would have zero points and the pick would be a coin), so the engine
+keeps the strategy's best node.
 
 Limit: the paper found this rarely beats simply keeping the best validation
 score once nodes are executed; it is optional and off by default.
@@ -20,6 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Node
+from verifyless.screen.health import check_final
 from verifyless.screen.prompting import metric_line, parse_choice, render
 from verifyless.task.base import Task
 
@@ -52,6 +58,8 @@ async def select_final(
     task: Task | None = None,
     summaries: Mapping[str, str] | None = None,
     temperature: float | None = None,
+    tie_break: str = "random",
+    min_parse_rate: float = 0.5,
 ) -> FinalSelection:
     """Pick the final node among the ``top_n`` OK nodes by a judged round-robin.
 
@@ -61,6 +69,8 @@ async def select_final(
     call; an empty pool returns ``winner=None``. Unparseable judge replies
     award no point and are kept in ``matches``.
     """
+    if tie_break not in ("random", "fitness"):
+        raise ValueError(f"tie_break must be 'random' or 'fitness', got {tie_break!r}")
     if rng is None:
         raise ValueError("select_final needs rng=random.Random(seed): its subsets and ties must be reproducible")
     if subset < 2 or subset > len(_LETTERS):
@@ -96,9 +106,10 @@ async def select_final(
     for m in played:
         if m["picked"] is not None:
             points[m["picked"]] += 1
-    fitness = {n.id: n.fitness or 0.0 for n in pool}
+    health = check_final(played, getattr(judge_model, "name", ""), min_parse_rate)
+    fitness = {n.id: (n.fitness or 0.0) if tie_break == "fitness" else 0.0 for n in pool}
     keys = {cid: rng.random() for cid in ids}
-    winner = max(ids, key=lambda cid: (points[cid], fitness[cid], keys[cid]))
+    winner = max(ids, key=lambda cid: (points[cid], fitness[cid], keys[cid])) if health.parsed else None
     return FinalSelection(winner, ids, points, tuple(played))
 
 

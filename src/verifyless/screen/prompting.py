@@ -7,17 +7,21 @@ pass, so a value that itself contains ``{{...}}`` (code often does) is never
 expanded again.
 
 ``parse_choice`` reads the ``[CHOICE] X --- reason`` tag that the pairwise
-judge, the arbiter and the final-node judge end with.
+judge, the arbiter and the final-node judge end with, and the equivalent
+forms models commonly use instead (a final JSON object, a ``Winner: X`` last
+line); see its docstring for exactly which.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from importlib import resources
 from typing import Mapping, Sequence
 
 from verifyless.model.base import Message
+from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ContextNode
 from verifyless.task.base import Task
 
@@ -58,15 +62,20 @@ def metric_line(task: Task) -> str:
     return f"{task.metric.name} ({better} is better)"
 
 
-def format_context(nodes: Sequence[ContextNode]) -> str:
-    """Numbered list of executed solutions with their validation scores."""
+def format_context_node(i: int, node: ContextNode, with_code: bool = True) -> str:
+    """One executed solution: its number, validation score, description and (when known) its program."""
+    text = (node.summary or node.idea or "(no description)").strip()
+    out = f"### Solution {i} (validation score: {node.score:.6g})\n{text}"
+    if with_code and node.program.strip():
+        out += f"\n\n```python\n{node.program.rstrip()}\n```"
+    return out
+
+
+def format_context(nodes: Sequence[ContextNode], with_code: bool = True) -> str:
+    """Numbered list of executed solutions with their validation scores (and code when known)."""
     if not nodes:
         return "(no executed solutions yet)"
-    parts = []
-    for i, node in enumerate(nodes, 1):
-        text = node.summary or node.idea or "(no description)"
-        parts.append(f"### Solution {i} (validation score: {node.score:.6g})\n{text.strip()}")
-    return "\n\n".join(parts)
+    return "\n\n".join(format_context_node(i, node, with_code) for i, node in enumerate(nodes, 1))
 
 
 # ------------------------------------------------------------------ tag parsing
@@ -109,9 +118,9 @@ def tag_values(text: str, tag: str) -> list[str]:
     if found:
         return found
     for i, line in enumerate(lines):
-        match = bare.match(line)
-        if match:
-            found.append(rest_of(i, match.end()))
+        head = bare.match(line)
+        if head:
+            found.append(rest_of(i, head.end()))
     return found
 
 
@@ -139,37 +148,108 @@ def split_value(rest: str) -> tuple[str, str]:
     return value, reason
 
 
-_CHOICE_FILLERS = {"candidate", "option", "solution", "idea", "number", "no", "no."}
+_CHOICE_FILLERS = {"candidate", "option", "solution", "idea", "number", "no", "no.", "variant"}
+_CHOICE_KEYS = ("choice", "winner", "answer", "pick", "selected", "selection", "best")
+_AMBIGUOUS = re.compile(r"^\s*(?:(?:or|and|vs\.?|versus|nor)\b|[/&])", re.IGNORECASE)
+_LAST_LINE = re.compile(
+    r"^(?:my\s+|the\s+)?(?:final\s+)?(?:winner|choice|answer|pick|selection|decision|verdict)"
+    r"(?:\s+(?:is|candidate|solution|option))?\s*[:=]\s*(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+_FENCE_END = re.compile(r"\n?[ \t]*(?:`{3,}|~{3,})[ \t]*$")
+
+
+def final_json(text: str) -> dict | None:
+    """The JSON object a reply ends with (bare or in a closing fence), or None.
+
+    Only an object at the very end counts: a JSON example in the middle of the
+    reasoning is not a verdict.
+    """
+    body = _FENCE_END.sub("", clean_reply(text or "").rstrip()).rstrip()
+    if not body.endswith("}"):
+        return None
+    starts = [i for i, ch in enumerate(body) if ch == "{"]
+    for start in reversed(starts[-64:]):
+        try:
+            obj = json.loads(body[start:])
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return {str(k).lower(): v for k, v in obj.items()}
+    return None
+
+
+def json_value(obj: Mapping[str, object] | None, keys: Sequence[str]) -> str | None:
+    """The first of ``keys`` present in ``obj`` (already lower-cased keys), as text; None if absent."""
+    if not obj:
+        return None
+    for key in keys:
+        if key in obj and isinstance(obj[key], (str, int)) and not isinstance(obj[key], bool):
+            return str(obj[key])
+    return None
+
+
+def option_word(rest: str, allowed: Mapping[str, str]) -> str | None:
+    """The option that ``rest`` names first, or None when it names none or hedges ("A or B")."""
+    word, tail = split_value(rest.lstrip(_SEPARATORS))
+    if word.lower() in _CHOICE_FILLERS:
+        word, tail = split_value(tail)
+    if _AMBIGUOUS.match(tail):
+        return None
+    return allowed.get(word.lstrip("#").lower())
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a reply after markdown decoration is removed."""
+    lines = [clean_line(line).strip() for line in clean_reply(text or "").splitlines()]
+    lines = [line for line in lines if line and not _FENCE_END.fullmatch(line)]
+    return lines[-1] if lines else ""
 
 
 def parse_choice(text: str, options: Sequence[str]) -> str | None:
-    """The option named by the last ``[CHOICE]`` tag, or None.
+    """The option a judge reply names, or None. Never guessed from the first letter mentioned.
 
     ``options`` are the allowed answers (letters ``A``, ``B`` or numbers
     ``1``..``N``); matching ignores case, a leading ``#`` and a filler word
-    such as ``Candidate``. Restated format lines (``A | B``) are skipped; the
-    last remaining tag decides, and if its value is not an option the reply
-    is unparseable (None) rather than falling back to an earlier tag.
+    such as ``Candidate``. Accepted forms, first one present decides:
+
+    1. ``[CHOICE] X`` tags (or a bare ``CHOICE: X`` line when no bracketed tag
+       exists). Restated format lines (``A | B``) are skipped; the last tag
+       decides, and if its value is not an option, or hedges (``A or B``),
+       the reply is unparseable rather than falling back to an earlier tag.
+    2. A JSON object that ends the reply, with a ``choice``, ``winner``,
+       ``answer``, ``pick``, ``selected``, ``selection`` or ``best`` key.
+    3. A last line ``Winner: X`` (also ``Choice``, ``Answer``, ``Final answer``,
+       ``Decision``, ``Verdict``, ``Selection``, ``Pick``).
+
+    Hidden reasoning (``<think>...</think>``) is ignored.
     """
     allowed = {o.lower(): o for o in options}
+    text = clean_reply(text or "")
     values = [v for v in tag_values(text, "CHOICE") if not is_template_echo(v)]
-    if not values:
-        return None
-    rest = values[-1].lstrip(_SEPARATORS)
-    word, tail = split_value(rest)
-    if word.lower() in _CHOICE_FILLERS:
-        word, _ = split_value(tail)
-    word = word.lstrip("#").lower()
-    return allowed.get(word)
+    if values:
+        return option_word(values[-1], allowed)
+    value = json_value(final_json(text), _CHOICE_KEYS)
+    if value is not None:
+        return option_word(value, allowed)
+    match = _LAST_LINE.match(last_line(text))
+    if match and not is_template_echo(match.group("rest")):
+        return option_word(match.group("rest"), allowed)
+    return None
 
 
 __all__ = [
     "clean_line",
     "fill",
+    "final_json",
     "format_context",
+    "format_context_node",
+    "json_value",
+    "last_line",
     "is_template_echo",
     "load_prompt",
     "metric_line",
+    "option_word",
     "parse_choice",
     "render",
     "split_value",

@@ -3,13 +3,23 @@
 ``models`` maps a role key to a ``Model`` (for example ``{"default": m,
 "critic": c, "judge": j}``). Each factory picks its model by
 ``options["model"]`` when given, else by its own role key, else
-``"default"``. The remaining options are passed to the screener's
-constructor; an unknown option or a missing model is a ``ConfigError`` that
-names the fix.
+``"default"``.
 
-Names: ``critic``, ``tournament``, ``ensemble``, ``arbiter``, ``random``,
-``oracle``, plus ``surrogate`` and ``agentic``, whose modules are imported
-only when asked for (they carry heavier dependencies).
+Options are typed: every screener's options are a pydantic model below
+(``options_model(name)``), with a description per field. An unknown option, a value
+of the wrong type or out of range, or a missing model is a ``ConfigError``
+(CLI exit code 2) whose message names the option, what is wrong and how to
+fix it; a screener constructor's own ``ValueError`` is converted the same way.
+The options of ``surrogate`` and ``agentic`` (other modules) are derived from
+their constructors' signatures, so they stay in step with those classes.
+
+Every LLM screener also takes the reply-health options ``min_parse_rate`` and
+``max_unparsed_screenings``; the built screener carries the run's
+``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
+
+Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
+``random``, ``oracle``, plus ``surrogate`` and ``agentic``, whose modules are
+imported only when asked for (they carry heavier dependencies).
 
 Ensemble and arbiter members: ``options["members"]`` is a list whose entries
 are either a model key (built as ``options["member"]``, default
@@ -19,17 +29,166 @@ are either a model key (built as ``options["member"]``, default
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import inspect
+import types
+import typing
+from typing import Any, Callable, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
 from verifyless.screen.base import Screener
+from verifyless.screen.health import ReplyHealth, model_names
 
 ScreenerFactory = Callable[..., Screener]
 
 
-def _pick_model(models: Mapping[str, Model], options: dict[str, Any], role: str, screener: str) -> Model:
-    key = options.pop("model", None)
+# ------------------------------------------------------------------ typed options
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BaseOptions(_Options):
+    n_verify: int | None = Field(None, ge=0, description="how many of the ranking to verify (default: the engine's "
+                                 "engine.verify_per_expansion)")
+    name: str | None = Field(None, description="the name recorded in screening events (default: the screener name)")
+
+
+class HealthOptions(BaseOptions):
+    min_parse_rate: float = Field(0.5, ge=0.0, le=1.0, description="warn when fewer of a screening's replies parse")
+    max_unparsed_screenings: int = Field(3, ge=1, description="stop the run (exit code 8) after this many screenings "
+                                         "in a row in which no reply parsed")
+
+
+class LLMOptions(HealthOptions):
+    model: str | None = Field(None, description="key in roles.models of the model to use (default: the screener's "
+                              "role key, else 'default')")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature (None: the model's)")
+    max_tokens: int | None = Field(None, ge=1, description="reply length cap per call (None: the model's)")
+
+
+class CriticOptions(LLMOptions):
+    k: int = Field(16, ge=1, description="critiques sampled per candidate (paper: 16)")
+    temperature: float | None = Field(0.7, ge=0.0, le=2.0, description="critique sampling temperature (paper: 0.7)")
+    route_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T: u >= T marks a candidate uncertain")
+    verify_uncertain: bool = Field(False, description="also verify every candidate with u >= route_threshold")
+    samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
+    prompt: str = Field("critic", description="prompt template name under roles/prompts/")
+    tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
+        "auto", description="order of equal mean ranks: auto (label probabilities where present, else tier "
+        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)")
+    tie_break_model: str | None = Field(None, description="model key judging pairwise tie-breaks (default: 'judge' "
+                                        "if configured, else the critic's model)")
+    tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
+
+
+class TournamentOptions(LLMOptions):
+    context_nodes: int | None = Field(None, ge=0, description="cap on context nodes K (None: as many as fit "
+                                      "context_tokens)")
+    context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
+    both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
+    show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
+
+
+class MembersOptions(HealthOptions):
+    members: list[str | dict[str, Any]] = Field(
+        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs")
+    member: str = Field("tournament", description="screener built for each model key in members")
+    member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
+    rollouts: int = Field(3, ge=1, description="runs per member (paper: 3)")
+    tie_break: Literal["random", "position"] = Field(
+        "random", description="equal votes: random (the paper) or mean position first")
+
+
+class EnsembleOptions(MembersOptions):
+    pass
+
+
+class ArbiterOptions(MembersOptions):
+    model: str | None = Field(None, description="model key of the arbiter (default: 'arbiter', else 'default')")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="arbiter sampling temperature")
+    max_tokens: int | None = Field(None, ge=1, description="arbiter reply length cap")
+    context_nodes: int | None = Field(None, ge=0, description="cap on context nodes shown to the arbiter")
+    context_tokens: int | None = Field(8000, ge=0, description="token budget for the arbiter's context nodes")
+
+
+class CascadeOptions(HealthOptions):
+    m: int = Field(4, ge=1, description="candidates the critic passes on to the tournament")
+    drop_confident_lose: bool = Field(True, description="never pass on a candidate the critic confidently calls "
+                                      "Lose (lose is its top vote and u < route_threshold)")
+    critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
+    tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
+
+
+class RandomOptions(BaseOptions):
+    pass
+
+
+class OracleOptions(_Options):
+    name: str | None = Field(None, description="the name recorded in screening events")
+
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _plain(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return all(_plain(a) for a in typing.get_args(annotation))
+    return annotation in _PLAIN
+
+
+def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = _Options) -> type[BaseModel]:
+    """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
+    rest (mappings, objects) accept any value and leave checking to the constructor."""
+    init = getattr(cls, "__init__")
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that cannot be resolved here: fall back to Any
+        hints = {}
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(init).parameters.items():
+        if pname == "self" or pname in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        hint = hints.get(pname, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hint if _plain(hint) else Any, Field(default, description=f"see {cls.__name__}"))
+    return create_model(f"{cls.__name__}Options", __base__=base, **fields)
+
+
+def validate_options(screener: str, schema: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:
+    """``options`` checked against ``schema``; a ``ConfigError`` naming each bad option and its fix."""
+    try:
+        return schema.model_validate(dict(options))
+    except ValidationError as exc:
+        raise ConfigError(_explain(screener, schema, exc)) from None
+
+
+def _explain(screener: str, schema: type[BaseModel], exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err.get("loc", ())) or "(options)"
+        top = str(err.get("loc", ("",))[0])
+        if err.get("type") == "extra_forbidden":
+            problems.append(f"unknown option {key!r}; valid options are {sorted(schema.model_fields)}")
+            continue
+        info = schema.model_fields.get(top)
+        hint = f" ({info.description})" if info is not None and info.description else ""
+        default = "" if info is None or info.is_required() else f" or remove it to use the default {info.default!r}"
+        problems.append(f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; "
+                        f"fix screener.options.{key}{default}")
+    return f"bad options for screener {screener!r}: " + "; ".join(problems) + " (see docs/design/screening.md)"
+
+
+# ------------------------------------------------------------------ factories
+
+
+def _pick_model(models: Mapping[str, Model], key: str | None, role: str, screener: str) -> Model:
     for candidate in ([key] if key else [role, "default"]):
         if candidate in models:
             return models[candidate]
@@ -40,96 +199,154 @@ def _pick_model(models: Mapping[str, Model], options: dict[str, Any], role: str,
     )
 
 
+_NOT_ARGS = {"model", "min_parse_rate", "max_unparsed_screenings", "members", "member", "member_options",
+             "tie_break_model", "critic", "tournament"}
+
+
+def _kwargs(opts: BaseModel, *, only_set: bool = False) -> dict[str, Any]:
+    """Constructor keyword arguments from validated options (registry-only fields and an unset name dropped)."""
+    data = opts.model_dump(exclude_unset=only_set)
+    if data.get("name") is None:
+        data.pop("name", None)
+    return {k: v for k, v in data.items() if k not in _NOT_ARGS}
+
+
 def _construct(cls: Callable[..., Screener], screener: str, *args: Any, **options: Any) -> Screener:
     try:
         return cls(*args, **options)
-    except TypeError as exc:  # an unknown or mistyped option from config
+    except (TypeError, ValueError) as exc:  # an option the schema let through but the constructor rejects
         raise ConfigError(f"bad options for screener {screener!r}: {exc}; see docs/design/screening.md") from exc
 
 
-def _critic(models, options, **_):
+def _critic(models, opts: CriticOptions, **_):
     from verifyless.screen.critic import PointwiseCritic
 
-    return _construct(PointwiseCritic, "critic", _pick_model(models, options, "critic", "critic"), **options)
+    judge = None
+    if opts.tie_break_model:
+        judge = _pick_model(models, opts.tie_break_model, "judge", "critic")
+    elif opts.tie_break == "pairwise":
+        judge = models.get("judge")
+    model = _pick_model(models, opts.model, "critic", "critic")
+    return _construct(PointwiseCritic, "critic", model, judge=judge, **_kwargs(opts))
 
 
-def _tournament(models, options, **_):
+def _tournament(models, opts: TournamentOptions, **_):
     from verifyless.screen.tournament import PairwiseRPM
 
-    return _construct(PairwiseRPM, "tournament", _pick_model(models, options, "judge", "tournament"), **options)
+    model = _pick_model(models, opts.model, "judge", "tournament")
+    return _construct(PairwiseRPM, "tournament", model, **_kwargs(opts))
 
 
-def _members(models, options, screener: str, **extra) -> list[Screener]:
-    specs = options.pop("members", None)
-    kind = options.pop("member", "tournament")
-    member_options = dict(options.pop("member_options", {}) or {})
-    if not specs:
-        raise ConfigError(
-            f"screener {screener!r} needs options.members: a list of model keys or "
-            f"{{'screener': name, 'model': key, ...}} specs"
-        )
+def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Screener]:
     built = []
-    for spec in specs:
+    for spec in opts.members:
         if isinstance(spec, str):
-            built.append(build_screener(kind, models=models, options={**member_options, "model": spec}, **extra))
-        elif isinstance(spec, Mapping) and "screener" in spec:
+            member_opts = {**opts.member_options, "model": spec}
+            built.append(build_screener(opts.member, models=models, options=member_opts, **extra))
+        elif "screener" in spec:
             nested = dict(spec)
-            built.append(build_screener(nested.pop("screener"), models=models, options=nested, **extra))
+            built.append(build_screener(str(nested.pop("screener")), models=models, options=nested, **extra))
         else:
-            raise ConfigError(f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with 'screener'")
+            raise ConfigError(f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with "
+                              "'screener'; write e.g. {screener: critic, model: m2}")
     return built
 
 
-def _ensemble(models, options, **extra):
+def _ensemble(models, opts: EnsembleOptions, **extra):
     from verifyless.screen.ensemble import MajorityVote
 
-    members = _members(models, options, "ensemble", **extra)
-    return _construct(MajorityVote, "ensemble", members, **options)
+    members = _members(models, opts, "ensemble", **extra)
+    return _construct(MajorityVote, "ensemble", members, **_kwargs(opts))
 
 
-def _arbiter(models, options, **extra):
+def _arbiter(models, opts: ArbiterOptions, **extra):
     from verifyless.screen.ensemble import Arbiter
 
-    members = _members(models, options, "arbiter", **extra)
-    return _construct(Arbiter, "arbiter", _pick_model(models, options, "arbiter", "arbiter"), members, **options)
+    members = _members(models, opts, "arbiter", **extra)
+    model = _pick_model(models, opts.model, "arbiter", "arbiter")
+    return _construct(Arbiter, "arbiter", model, members, **_kwargs(opts))
 
 
-def _random(models, options, **_):
+def _cascade(models, opts: CascadeOptions, **extra):
+    from verifyless.screen.cascade import CriticThenJudge
+
+    stages = []
+    for stage, options in (("critic", opts.critic), ("tournament", opts.tournament)):
+        try:
+            stages.append(build_screener(stage, models=models, options=options, **extra))
+        except ConfigError as exc:  # the stage's options live one level down
+            raise ConfigError(f"cascade stage {stage!r} (screener.options.{stage}.*): "
+                              + str(exc).replace("screener.options.", f"screener.options.{stage}.")) from None
+    critic, tournament = stages
+    return _construct(CriticThenJudge, "cascade", critic, tournament, **_kwargs(opts))
+
+
+def _random(models, opts: RandomOptions, **_):
     from verifyless.screen.baselines import RandomScreener
 
-    return _construct(RandomScreener, "random", **options)
+    return _construct(RandomScreener, "random", **_kwargs(opts))
 
 
-def _oracle(models, options, **_):
+def _oracle(models, opts: OracleOptions, **_):
     from verifyless.screen.baselines import OracleScreener
 
-    return _construct(OracleScreener, "oracle", **options)
+    return _construct(OracleScreener, "oracle", **_kwargs(opts))
 
 
-def _surrogate(models, options, *, seed: int = 0, **_):
+def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
     from verifyless.screen.surrogate import SurrogateScreener
 
-    return _construct(SurrogateScreener, "surrogate", seed, **options)
+    # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
+    # the previous behaviour.
+    return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
 
 
-def _agentic(models, options, *, sandbox=None, **_):
+def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
     if sandbox is None:
         raise ConfigError("screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine")
     from verifyless.screen.agentic import AgenticRPM
 
-    return _construct(AgenticRPM, "agentic", _pick_model(models, options, "judge", "agentic"), sandbox, **options)
+    model = _pick_model(models, getattr(opts, "model", None), "judge", "agentic")
+    return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
 
 
-SCREENERS: dict[str, ScreenerFactory] = {
-    "critic": _critic,
-    "tournament": _tournament,
-    "ensemble": _ensemble,
-    "arbiter": _arbiter,
-    "random": _random,
-    "oracle": _oracle,
-    "surrogate": _surrogate,
-    "agentic": _agentic,
+def _surrogate_options() -> type[BaseModel]:
+    from verifyless.screen.surrogate import SurrogateScreener
+
+    return options_from_signature(SurrogateScreener, skip=("seed",))
+
+
+class _AgenticBase(HealthOptions):
+    model: str | None = Field(None, description="key in roles.models of the pilot agent's model")
+
+
+def _agentic_options() -> type[BaseModel]:
+    from verifyless.screen.agentic import AgenticRPM
+
+    skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify")
+    return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
+
+
+# name -> (factory, options model or a function returning one, imported lazily)
+SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
+    "critic": (_critic, CriticOptions),
+    "tournament": (_tournament, TournamentOptions),
+    "cascade": (_cascade, CascadeOptions),
+    "ensemble": (_ensemble, EnsembleOptions),
+    "arbiter": (_arbiter, ArbiterOptions),
+    "random": (_random, RandomOptions),
+    "oracle": (_oracle, OracleOptions),
+    "surrogate": (_surrogate, _surrogate_options),
+    "agentic": (_agentic, _agentic_options),
 }
+
+
+def options_model(name: str) -> type[BaseModel]:
+    """The pydantic options model of screener ``name`` (``ConfigError`` for an unknown name)."""
+    if name not in SCREENERS:
+        raise ConfigError(f"unknown screener {name!r}; choose one of {sorted(SCREENERS)}")
+    schema = SCREENERS[name][1]
+    return schema if isinstance(schema, type) else schema()
 
 
 def build_screener(
@@ -141,16 +358,21 @@ def build_screener(
     seed: int = 0,
     task: Any = None,
 ) -> Screener:
-    """The screener registered as ``name``, built from ``models`` and ``options`` (not mutated).
+    """The screener registered as ``name``, built from ``models`` and validated ``options`` (not mutated).
 
     ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator) and ``task``
     are handed to every factory, which uses what it needs; the LLM screeners
-    read the task from ``ScreenContext`` at screening time instead.
+    read the task from ``ScreenContext`` at screening time instead. The
+    returned screener carries ``.health``, its ``ReplyHealth`` tracker.
     """
-    factory = SCREENERS.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown screener {name!r}; choose one of {sorted(SCREENERS)}")
-    return factory(models, dict(options or {}), sandbox=sandbox, seed=seed, task=task)
+    schema = options_model(name)
+    opts = validate_options(name, schema, options or {})
+    screener = SCREENERS[name][0](models, opts, sandbox=sandbox, seed=seed, task=task)
+    screener.health = ReplyHealth(  # type: ignore[attr-defined]
+        str(getattr(screener, "name", name)), ", ".join(model_names(screener)),
+        getattr(opts, "min_parse_rate", 0.5), getattr(opts, "max_unparsed_screenings", 3),
+    )
+    return screener
 
 
-__all__ = ["SCREENERS", "ScreenerFactory", "build_screener"]
+__all__ = ["SCREENERS", "ScreenerFactory", "build_screener", "options_model", "validate_options"]

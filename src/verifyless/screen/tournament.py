@@ -1,8 +1,12 @@
 """Inference-only research preference model: a pairwise knockout (RPM paper, SPEC 3.2).
 
-Each match shows an LLM judge the task, two candidates and up to K context
-nodes (executed, non-buggy solutions found by BFS from the parent, each with
-its validation score). The judge ends with ``[CHOICE] A`` or ``[CHOICE] B``.
+Each match shows an LLM judge the task, two candidates (by default their plan
+plus full program, as the paper's judges saw them; ``show="summary"`` for
+the neutral summaries) and K context nodes: executed, non-buggy solutions
+found by BFS from the parent, each with its program and validation score, as
+many as fit ``context_tokens`` (the paper gave as many as fit the judge's
+context window), optionally capped at ``context_nodes``. The judge ends with
+``[CHOICE] A`` or ``[CHOICE] B`` (or an equivalent form, see ``parse_choice``).
 
 Position bias: with ``both_orders`` every match is asked in both presentation
 orders. A candidate wins when it collects more votes; a split or a tie (for
@@ -26,18 +30,31 @@ from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.screen.base import ContextNode, ScreenContext
 from verifyless.screen.critic import order_by_value
-from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
+from verifyless.screen.health import replies_detail
+from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice, render
+
+EXPECTED = "[CHOICE] A or [CHOICE] B"
+CHARS_PER_TOKEN = 4  # the estimate used for context budgets (no tokenizer is loaded)
+DEFAULT_COMPLETION_TOKENS = 1024  # assumed reply length when max_tokens is not set
 
 
-def collect_context(ctx: ScreenContext, k: int) -> list[ContextNode]:
-    """Up to ``k`` executed, non-buggy nodes nearest the parent (BFS order).
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def collect_context(ctx: ScreenContext, k: int | None, token_budget: int | None = None) -> list[ContextNode]:
+    """Executed, non-buggy nodes nearest the parent (BFS order): at most ``k`` (None: no cap), and only
+    as many as fit ``token_budget`` tokens as the judge will see them (None: no budget).
 
     The walk follows parent and child edges from ``ctx.parent.id`` through
     every node in ``ctx.nodes`` (buggy ones included, so a good grandchild of a
     crashed node is still reachable) but only collects nodes whose status is
     OK and that have a validation score. The parent itself comes first when
-    it qualifies. Summaries come from ``ctx.summaries``, else the node's idea.
+    it qualifies. Summaries come from ``ctx.summaries``, else the node's idea;
+    programs from ``ctx.program_of`` when the context has it. The budget stops
+    the walk at the first node that would not fit (nearer nodes first).
     """
+    k = 10**9 if k is None else k
     if k <= 0 or ctx.parent.id is None or ctx.parent.id not in ctx.nodes:
         return []
     children: dict[str, list[str]] = {}
@@ -47,16 +64,32 @@ def collect_context(ctx: ScreenContext, k: int) -> list[ContextNode]:
     seen = {ctx.parent.id}
     queue = deque([ctx.parent.id])
     found: list[ContextNode] = []
+    used = 0
     while queue and len(found) < k:
         node = ctx.nodes[queue.popleft()]
         if node.status is Status.OK and node.score is not None:
-            found.append(ContextNode(node.id, ctx.summaries.get(node.id, node.idea), float(node.score), node.idea))
+            item = ContextNode(node.id, ctx.summaries.get(node.id, node.idea), float(node.score), node.idea,
+                               _program(ctx, node.id))
+            cost = estimate_tokens(format_context_node(len(found) + 1, item))
+            if token_budget is not None and used + cost > token_budget:
+                break
+            used += cost
+            found.append(item)
         neighbours = ([node.parent_id] if node.parent_id else []) + children.get(node.id, [])
         for nid in neighbours:
             if nid in ctx.nodes and nid not in seen:
                 seen.add(nid)
                 queue.append(nid)
     return found
+
+
+def _program(ctx: ScreenContext, node_id: str) -> str:
+    if ctx.program_of is None:
+        return ""
+    try:
+        return ctx.program_of(node_id) or ""
+    except (KeyError, LookupError):  # a node whose program the store does not hold
+        return ""
 
 
 def describe(candidate: Candidate, show: str) -> str:
@@ -77,6 +110,10 @@ class Match:
     winner: str = ""
     decided_by: Literal["votes", "rng"] = "votes"
 
+    @property
+    def tokens(self) -> int:
+        return sum(int(s.get("tokens", 0)) for s in self.samples)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "round": self.round,
@@ -91,18 +128,21 @@ class Match:
 class PairwiseRPM:
     """Knockout tournament judged by an LLM over pairs of candidates.
 
-    ``context_nodes`` is K (default 8); ``show`` is ``"summary"`` or
-    ``"code"`` (plan + program). ``chosen`` is the top ``n_verify`` of the
-    ranking (this object's value, else ``ctx.n_verify``).
+    ``show`` is ``"code"`` (plan + program, the default) or ``"summary"``.
+    Context: as many BFS nodes as fit ``context_tokens`` (default 24000,
+    estimated at 4 characters per token), capped at ``context_nodes`` when
+    set. ``chosen`` is the top ``n_verify`` of the ranking (this object's
+    value, else ``ctx.n_verify``).
     """
 
     def __init__(
         self,
         model: Model,
-        context_nodes: int = 8,
+        context_nodes: int | None = None,
         both_orders: bool = True,
-        show: Literal["summary", "code"] = "summary",
+        show: Literal["summary", "code"] = "code",
         *,
+        context_tokens: int | None = 24000,
         temperature: float | None = None,
         max_tokens: int | None = None,
         n_verify: int | None = None,
@@ -112,6 +152,7 @@ class PairwiseRPM:
             raise ValueError(f"show must be 'summary' or 'code', got {show!r}")
         self.model = model
         self.context_nodes = context_nodes
+        self.context_tokens = context_tokens
         self.both_orders = both_orders
         self.show = show
         self.temperature = temperature
@@ -141,7 +182,19 @@ class PairwiseRPM:
         )
         letter = parse_choice(reply.text, ("A", "B"))
         picked = {"A": first.id, "B": second.id}.get(letter or "")
-        return {"order": [first.id, second.id], "offset": offset, "raw": reply.text, "choice": letter, "picked": picked}
+        tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
+        return {"order": [first.id, second.id], "offset": offset, "raw": reply.text, "choice": letter, "picked": picked,
+                "tokens": tokens}
+
+    def context(self, ctx: ScreenContext) -> list[ContextNode]:
+        """The context nodes every match of this screening shows."""
+        return collect_context(ctx, self.context_nodes, self.context_tokens)
+
+    def estimate_match_tokens(self, ctx: ScreenContext, a: Candidate, b: Candidate) -> int:
+        """Tokens one match between ``a`` and ``b`` costs on its first pass (prompt estimate + reply cap)."""
+        prompt = sum(estimate_tokens(m.content) for m in self.messages(ctx, self.context(ctx), a, b))
+        calls = 2 if self.both_orders else 1
+        return calls * (prompt + (self.max_tokens or DEFAULT_COMPLETION_TOKENS))
 
     async def match(
         self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate, rnd: int,
@@ -173,7 +226,7 @@ class PairwiseRPM:
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
         by_id = {c.id: c for c in candidates}
-        context = collect_context(ctx, self.context_nodes)
+        context = self.context(ctx)
         alive = [c.id for c in candidates]
         ctx.rng.shuffle(alive)  # seeding of the bracket
         eliminated: dict[str, int] = {}
@@ -199,7 +252,7 @@ class PairwiseRPM:
         if alive:  # the champion is first even if equal values were shuffled
             ranking.remove(alive[0])
             ranking.insert(0, alive[0])
-        evidence = {cid: self._evidence(cid, eliminated.get(cid, 0), matches) for cid in ids}
+        evidence = {cid: self._evidence(cid, eliminated.get(cid, 0), matches, [n.id for n in context]) for cid in ids}
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         return Screening(
             screener=self.name,
@@ -210,16 +263,19 @@ class PairwiseRPM:
         )
 
     @staticmethod
-    def _evidence(cid: str, survived: int, matches: Sequence[Match]) -> Evidence:
+    def _evidence(cid: str, survived: int, matches: Sequence[Match], context_ids: Sequence[str]) -> Evidence:
         """Per-candidate record: its own matches in full (their union is the bracket).
 
         ``uncertainty`` is the vote share against the outcome of the candidate's
         last match (0 when unanimous, 0.5 when split and settled by rng, 1.0
-        when no judge reply parsed; a bye-only champion has 1.0).
+        when no judge reply parsed; a bye-only champion has 1.0). ``replies``
+        and ``tokens`` count the matches where this candidate was listed first,
+        so each match is counted once over the screening.
         """
         own = [m for m in matches if cid in m.pair]
         samples = [s for m in own for s in m.samples]
         n_valid = sum(s["picked"] is not None for s in samples)
+        first = [s for m in own if m.pair[0] == cid for s in m.samples]
         uncertainty = 1.0
         if own:
             last = own[-1]
@@ -236,8 +292,12 @@ class PairwiseRPM:
                 "rounds_survived": survived,
                 "wins": sum(m.winner == cid for m in own),
                 "matches": [m.to_dict() for m in own],
+                "context_ids": list(context_ids),
+                "replies": replies_detail(sum(s["picked"] is not None for s in first), len(first), EXPECTED,
+                                          (s["raw"] for s in first if s["picked"] is None)),
+                "tokens": sum(int(s.get("tokens", 0)) for s in first),
             },
         )
 
 
-__all__ = ["Match", "PairwiseRPM", "collect_context", "describe"]
+__all__ = ["EXPECTED", "Match", "PairwiseRPM", "collect_context", "describe", "estimate_tokens"]

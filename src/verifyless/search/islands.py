@@ -1,8 +1,9 @@
 """Island model with a MAP-Elites archive per island (OpenEvolve-style).
 
-Time and rounds come from tells only: ``t`` is the number of verified
-non-baseline nodes told, and one *round* is ``n_islands`` verifications (one per
-island, as in the critic paper's setup of one verification per island-round).
+Counters come from tells only: ``t`` is the number of verified non-baseline
+nodes told, and ``generations[i]`` the number of them made on island ``i``
+(one per island-round: in the critic paper's setup each island verifies one
+selected idea per round).
 
 - ``ask(view, k)``: the j-th expansion goes to island ``(t + j) % n_islands``,
   so islands take turns. The parent is drawn from that island with
@@ -13,27 +14,39 @@ island, as in the critic paper's setup of one verification per island-round).
   other (diverse) cells, topped up from the global top when the island is small.
 - Only nodes with a usable score join an island; failures are data but are
   not repaired here (OpenEvolve discards them too).
-- Migration: after every ``migration_interval`` rounds, each island copies its
-  top ``max(1, round(migration_rate * size))`` members to the next island in a
-  ring. Each migration is recorded in ``migrations``.
+- Archive: each island keeps an ``IncrementalArchive`` over its members with
+  the ``features`` axes (default: score and program length in characters,
+  from ``Node.code_length``), updated on every join, eviction and migration,
+  never rebuilt from scratch on a tell.
+- Migration (OpenEvolve's rule): when the most advanced island is
+  ``migration_interval`` island-rounds past the last migration
+  (``max(generations) - last_migration >= M``), every island copies its top
+  ``max(1, floor(migration_rate * size))`` members to its ring neighbours:
+  both ``i - 1`` and ``i + 1`` (``migration_targets="both"``, OpenEvolve's
+  default) or only ``i + 1`` (``"next"``). With the critic paper's 3 islands
+  and M = 4 that is after island-rounds 4, 8, 12, ... Each copy is recorded
+  in ``migrations``.
 - Capacity: an island over ``island_capacity`` members drops its weakest
   member that is neither an archive elite nor the global best; the best
   verified program is never dropped.
 
 The per-ask random generator is seeded from ``(seed, tells, asks since the
 last tell)``, with ``seed`` drawn once from the injected ``random.Random``.
+All state is plain data (picklable).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import dataclass
+from typing import Literal
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
 from verifyless.search.base import Expansion, SearchView
-from verifyless.search.map_elites import Archive, build_archive
+from verifyless.search.map_elites import IncrementalArchive
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,9 @@ class IslandsConfig:
     """Constants of the island model (paper defaults where the critic paper gives them).
 
     n_islands: islands evolving semi-independently (critic paper: 3).
-    migration_interval: rounds between migrations (critic paper: 4).
-    migration_rate: fraction of an island's members copied to its ring neighbour.
+    migration_interval: island-rounds between migrations (critic paper: 4).
+    migration_rate: fraction of an island's members copied to each ring neighbour.
+    migration_targets: "both" ring neighbours (OpenEvolve) or only the "next" one.
     exploration_ratio / exploitation_ratio / elite_ratio: parent-sampling mix; must sum to 1.
     features: MAP-Elites axes (see ``map_elites``); bins: bins per numeric axis.
     n_inspirations: inspiration ids attached to each expansion.
@@ -52,6 +66,7 @@ class IslandsConfig:
     n_islands: int = 3
     migration_interval: int = 4
     migration_rate: float = 0.1
+    migration_targets: Literal["both", "next"] = "both"
     exploration_ratio: float = 0.2
     exploitation_ratio: float = 0.7
     elite_ratio: float = 0.1
@@ -68,6 +83,8 @@ class IslandsConfig:
             raise ConfigError(f"islands.migration_interval must be >= 1, got {self.migration_interval}")
         if not 0.0 <= self.migration_rate <= 1.0:
             raise ConfigError(f"islands.migration_rate must be in [0, 1], got {self.migration_rate}")
+        if self.migration_targets not in ("both", "next"):
+            raise ConfigError(f"islands.migration_targets must be 'both' or 'next', got {self.migration_targets!r}")
         ratios = (self.exploration_ratio, self.exploitation_ratio, self.elite_ratio)
         if min(ratios) < 0 or abs(sum(ratios) - 1.0) > 1e-6:
             raise ConfigError(
@@ -100,8 +117,13 @@ class IslandsStrategy:
         self._seed = rng.getrandbits(64)
         self._seen = SearchView()
         self._order: dict[str, int] = {}
-        self.members: list[list[str]] = [[] for _ in range(self.config.n_islands)]
+        n = self.config.n_islands
+        self.members: list[list[str]] = [[] for _ in range(n)]
+        self.archives = [IncrementalArchive(self.config.features, self.config.bins) for _ in range(n)]
+        self.generations = [0] * n
+        self.last_migration = 0
         self.migrations: list[Migration] = []
+        self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of every usable node
         self._root_id: str | None = None
         self.t = 0
         self._tells = 0
@@ -116,6 +138,8 @@ class IslandsStrategy:
         if not node.status.verified or (known is not None and known.status.verified):
             return
         self._order[node.id] = len(self._order)
+        if node.ok:
+            bisect.insort(self._ok_ranked, (-(node.fitness or 0.0), self._order[node.id], node.id))
         if node.operator is Operator.BASELINE:
             self._root_id = self._root_id or node.id
             if node.ok:  # the baseline seeds every island
@@ -123,41 +147,48 @@ class IslandsStrategy:
                     self._join(island, node.id)
             return
         self.t += 1
+        island = node.island % self.config.n_islands
+        self.generations[island] += 1
         if node.ok:
-            self._join(node.island % self.config.n_islands, node.id)
-        per_migration = self.config.n_islands * self.config.migration_interval
-        if self.t % per_migration == 0:
-            self._migrate(self.t // self.config.n_islands)
+            self._join(island, node.id)
+        if max(self.generations) - self.last_migration >= self.config.migration_interval:
+            self._migrate(max(self.generations))
 
     def _join(self, island: int, node_id: str) -> None:
-        if node_id in self.members[island]:
+        if node_id in self.archives[island]:
             return
         self.members[island].append(node_id)
+        self.archives[island].add(self._seen.nodes[node_id])
         if len(self.members[island]) > self.config.island_capacity:
             self._evict(island)
 
     def _evict(self, island: int) -> None:
         ids = self.members[island]
-        protected = set(self._archive(island).elites.values()) | {self._seen.best_id}
+        protected = set(self.archives[island].elites.values()) | {self._seen.best_id}
         pool = [i for i in ids if i not in protected] or [i for i in ids if i != self._seen.best_id]
         worst = min(pool, key=lambda i: (self._seen.nodes[i].fitness, -self._order[i]))
         ids.remove(worst)
+        self.archives[island].remove(worst)
 
-    def _migrate(self, round_no: int) -> None:
+    def _migrate(self, generation: int) -> None:
+        self.last_migration = generation
         n = self.config.n_islands
         if n < 2:
             return
         outgoing = []
         for island in range(n):
             ranked = self._ranked(self.members[island])
-            count = max(1, round(self.config.migration_rate * len(ranked))) if ranked else 0
+            count = max(1, int(self.config.migration_rate * len(ranked))) if ranked else 0
             outgoing.append(ranked[:count])
         for island, ids in enumerate(outgoing):
-            target = (island + 1) % n
-            moved = tuple(i for i in ids if i not in self.members[target])
-            for node_id in moved:
-                self._join(target, node_id)
-            self.migrations.append(Migration(round_no, island, target, moved))
+            targets = [(island + 1) % n]
+            if self.config.migration_targets == "both" and (island - 1) % n not in targets:
+                targets.append((island - 1) % n)
+            for target in targets:
+                moved = tuple(i for i in ids if i not in self.archives[target])
+                for node_id in moved:
+                    self._join(target, node_id)
+                self.migrations.append(Migration(generation, island, target, moved))
 
     # ------------------------------------------------------------------- ask
     def ask(self, view: SearchView, k: int) -> list[Expansion]:
@@ -173,39 +204,40 @@ class IslandsStrategy:
                 op = Operator.IMPROVE if parent is not None else Operator.DRAFT
                 out.append(Expansion(parent, op, island=island, note="empty island"))
                 continue
-            archive = self._archive(island)
-            parent, mode = self._sample_parent(rng, members, archive)
-            inspirations = self._inspirations(rng, parent, archive)
+            elites = self._elites(island)
+            parent, mode = self._sample_parent(rng, members, elites)
+            inspirations = self._inspirations(rng, parent, elites)
             out.append(Expansion(parent, Operator.IMPROVE, island=island,
                                  inspiration_ids=inspirations, note=mode))
         return out
 
-    def _sample_parent(self, rng: random.Random, members: list[str], archive: Archive) -> tuple[str, str]:
+    def _elites(self, island: int) -> list[str]:
+        """The island's archive elites, in the order they were first told (deterministic)."""
+        return sorted(self.archives[island].elites.values(), key=self._order.__getitem__)
+
+    def _sample_parent(self, rng: random.Random, members: list[str], elites: list[str]) -> tuple[str, str]:
         roll = rng.random()
         if roll < self.config.exploration_ratio:
             return rng.choice(members), "exploration"
         if roll < self.config.exploration_ratio + self.config.exploitation_ratio:
-            elites = sorted(archive.elites.values(), key=self._order.__getitem__)
             return rng.choice(elites), "exploitation"
         return self._ranked(members)[0], "elite"
 
-    def _inspirations(self, rng: random.Random, parent: str, archive: Archive) -> tuple[str, ...]:
+    def _inspirations(self, rng: random.Random, parent: str, elites: list[str]) -> tuple[str, ...]:
         want = self.config.n_inspirations
-        elites = [i for i in self._ranked(list(archive.elites.values())) if i != parent]
-        chosen = elites[: math.ceil(want / 2)]
-        rest = [i for i in elites if i not in chosen]
+        ranked = [i for i in self._ranked(elites) if i != parent]
+        chosen = ranked[: math.ceil(want / 2)]
+        rest = [i for i in ranked if i not in chosen]
         rng.shuffle(rest)  # diverse cells: any other occupied cell, at random
         chosen += rest[: want - len(chosen)]
-        if len(chosen) < want:
-            ok = [n.id for n in self._seen.nodes.values() if n.ok]
-            chosen += [i for i in self._ranked(ok) if i != parent and i not in chosen][: want - len(chosen)]
+        for _, _, node_id in self._ok_ranked:  # top up from the global top, best first
+            if len(chosen) >= want:
+                break
+            if node_id != parent and node_id not in chosen:
+                chosen.append(node_id)
         return tuple(chosen)
 
     # --------------------------------------------------------------- helpers
-    def _archive(self, island: int) -> Archive:
-        nodes = [self._seen.nodes[i] for i in self.members[island]]
-        return build_archive(nodes, self.config.features, self.config.bins)
-
     def _ranked(self, ids: list[str]) -> list[str]:
         """Fittest first; earlier-told first among equals (deterministic)."""
         return sorted(ids, key=lambda i: (-(self._seen.nodes[i].fitness or 0.0), self._order[i]))

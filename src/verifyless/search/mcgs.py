@@ -93,6 +93,8 @@ class MCGSConfig:
     children a non-root node gets before UCT descends past it.
     max_debug_depth: consecutive DEBUG steps before a buggy node is abandoned.
     debug_first: repair debuggable buggy leaves (newest first) before selecting by UCT / elites.
+    submit_ensemble: submit the top ``top_k`` nodes as one ensemble when the task declares how to
+    combine outputs (MLEvolve's final submission; ``search/submission.py``); off: the best node alone.
     """
 
     c0: float = 1.414
@@ -114,6 +116,7 @@ class MCGSConfig:
     expand_width: int = 3
     max_debug_depth: int = 3
     debug_first: bool = True
+    submit_ensemble: bool = True
 
     def __post_init__(self) -> None:
         for name in ("schedule", "w_schedule"):

@@ -23,15 +23,27 @@ Stage-aware retrieval: ``query_for("debug", error=...)`` uses the error text
 uses the idea. ``search(..., stage="debug")`` only returns failures and
 debug steps (falling back to everything while there are none).
 
-A small static knowledge base (``KNOWLEDGE``) gives cold-start tips matched by
-keywords of the task text (``tips``). Nothing here does I/O beyond loading the
-optional embedding model from the local package.
+Static knowledge base (cold start): one markdown file per task type under
+``search/knowledge/`` (package data), a ``keywords:`` line, a ``---`` line,
+then one tip per ``- `` bullet (candidate models and usage guidelines).
+``tips(task_text)`` returns the tips of the types whose keywords occur in the
+task text, most keyword hits first. A ``Memory`` built with ``task_text``
+serves them at cold start, while it holds fewer than ``knowledge_until``
+records (default 5; the baseline's own record counts):
+``search(..., stage="improve")`` returns the real hits first and fills the
+remaining of its ``k`` slots with tips, as records with
+``outcome="knowledge"`` (the debug stage gets none: the tips are about what
+to try, not how to fix). From then on only real experience is served. Nothing here does
+I/O beyond reading the package's own files and loading the optional embedding
+model from the local package.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+from functools import lru_cache
+from importlib import resources
 import math
 import re
 from collections import Counter
@@ -305,49 +317,40 @@ def minilm_available() -> bool:
 
 
 # ------------------------------------------------------------------- knowledge
-# Cold-start tips per task type, matched by keywords in the task text. Written
-# for this project; short on purpose (the proposer gets them as hints, not rules).
-KNOWLEDGE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "tabular": (
-        ("tabular", "csv", "columns", "features", "rows", "gradient boosting", "categorical"),
-        ("Gradient-boosted trees (LightGBM, XGBoost, HistGradientBoosting) are strong first models on tables.",
-         "Encode categoricals natively or with target encoding fitted inside each fold only.",
-         "Tune learning rate and number of trees together; use early stopping on a held-out fold."),
-    ),
-    "image": (
-        ("image", "pixel", "vision", "cnn", "photo", "digits", "mnist"),
-        ("Start from a small convolutional net or a pretrained backbone before anything exotic.",
-         "Light augmentation (flips, small shifts, crops) usually helps more than a deeper net.",
-         "Normalise inputs and keep the batch size modest on CPU."),
-    ),
-    "text": (
-        ("text", "sentence", "nlp", "token", "review", "document", "language"),
-        ("A TF-IDF plus linear model baseline is fast and hard to beat on small text sets.",
-         "Word and character n-grams together often beat either one alone.",
-         "Sentence embeddings with a linear head are a cheap step up from bag-of-words."),
-    ),
-    "timeseries": (
-        ("time series", "forecast", "temporal", "lag", "seasonal", "timestamp"),
-        ("Validate with time-ordered splits; never shuffle future rows into training.",
-         "Lag features, rolling statistics and calendar features carry most of the signal.",
-         "Compare against a seasonal-naive forecast before adding complexity."),
-    ),
-    "regression": (
-        ("regression", "rmse", "mae", "continuous target", "predict the value"),
-        ("Check the target distribution; a log transform often stabilises skewed targets.",
-         "Regularised linear models give a quick reference point for tree ensembles."),
-    ),
-}
+@dataclass(frozen=True)
+class KnowledgeEntry:
+    """The tips for one task type, with the keywords that select it."""
+
+    kind: str
+    keywords: tuple[str, ...]
+    tips: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def knowledge_base() -> tuple[KnowledgeEntry, ...]:
+    """Every ``search/knowledge/*.md`` file shipped with the package, by file name."""
+    folder = resources.files("verifyless.search").joinpath("knowledge")
+    entries = []
+    for item in sorted(folder.iterdir(), key=lambda f: f.name):
+        if not item.name.endswith(".md"):
+            continue
+        head, sep, body = item.read_text(encoding="utf-8").partition("\n---\n")
+        if not sep or not head.startswith("keywords:"):
+            raise ValueError(f"knowledge file {item.name} needs a 'keywords: ...' line and a '---' line")
+        keywords = tuple(k.strip().lower() for k in head[len("keywords:"):].split(",") if k.strip())
+        tips = tuple(line[2:].strip() for line in body.splitlines() if line.startswith("- "))
+        entries.append(KnowledgeEntry(item.name[:-3], keywords, tips))
+    return tuple(entries)
 
 
 def tips(task_text: str, limit: int = 4) -> list[str]:
     """Tips of the task types whose keywords occur in ``task_text``, most keyword hits first."""
     text = task_text.lower()
-    hits = [(sum(k in text for k in keys), kind) for kind, (keys, _) in KNOWLEDGE.items()]
+    hits = [(sum(k in text for k in entry.keywords), entry) for entry in knowledge_base()]
     out: list[str] = []
-    for count, kind in sorted(hits, key=lambda h: -h[0]):
+    for count, entry in sorted(hits, key=lambda h: -h[0]):  # stable: equal counts keep file-name order
         if count:
-            out.extend(KNOWLEDGE[kind][1])
+            out.extend(entry.tips)
     return out[:limit]
 
 
@@ -358,10 +361,13 @@ class Memory:
     embedder: "auto" (MiniLM when installed, else hashing), "hashing" or "minilm".
     rrf_k: the RRF constant; rrf_depth: how deep each ranking goes into the fusion.
     min_delta / delta_fraction: when the BM25 index is rebuilt (see module docstring).
+    task_text: the task's name and statement; selects the static knowledge served at cold start.
+    knowledge_until: knowledge tips fill free result slots while there are fewer records than this.
     """
 
     def __init__(self, embedder: str = "auto", rrf_k: int = 60, rrf_depth: int = 100,
-                 min_delta: int = 256, delta_fraction: float = 0.25) -> None:
+                 min_delta: int = 256, delta_fraction: float = 0.25, task_text: str = "",
+                 knowledge_until: int = 5) -> None:
         if embedder not in EMBEDDERS:
             raise ConfigError(f"memory embedder must be one of {EMBEDDERS}, got {embedder!r}")
         if embedder == "minilm" and not minilm_available():
@@ -377,6 +383,11 @@ class Memory:
             _MiniLMVectors() if use_minilm else _HashingVectors(min_delta, delta_fraction)
         )
         self._debuggy = np.zeros(1024, dtype=bool)  # failure or debug step, per record
+        self.knowledge_until = knowledge_until
+        self.knowledge = tuple(
+            MemoryRecord(node_id=f"knowledge-{i}", plan=tip, outcome="knowledge", operator="knowledge")
+            for i, tip in enumerate(tips(task_text, limit=1000))
+        ) if task_text.strip() else ()
 
     def __len__(self) -> int:
         return len(self.records)
@@ -409,6 +420,12 @@ class Memory:
         """Top ``k`` records for ``query`` by RRF of BM25 and dense rankings."""
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        hits = self._experience(query, k, stage)
+        if stage == "improve" and len(self.records) < self.knowledge_until:  # cold start: static knowledge
+            hits += [MemoryHit(rec, 0.0, None, None) for rec in self.knowledge[: max(0, k - len(hits))]]
+        return hits
+
+    def _experience(self, query: str, k: int, stage: str) -> list[MemoryHit]:
         n = len(self.records)
         if n == 0 or k <= 0 or not query.strip():
             return []
@@ -431,6 +448,8 @@ class Memory:
     @staticmethod
     def snippet(record: MemoryRecord, max_chars: int = 300) -> str:
         """One short line for the proposer: operator, outcome, score change, plan, and error or analysis."""
+        if record.outcome == "knowledge":
+            return "[knowledge] " + " ".join(record.plan.split())[: max_chars - 12]
         change = "" if record.score_change is None else f" ({record.score_change:+.4g})"
         head = f"[{record.operator or 'step'}] {record.outcome}{change}: {record.plan.strip()}"
         tail = record.error.strip().splitlines()[-1] if record.error.strip() else record.analysis.strip()

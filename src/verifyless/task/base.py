@@ -91,6 +91,19 @@ class IdeaSpace:
 
 
 @dataclass(frozen=True)
+class Ensemble:
+    """How to combine the outputs of several programs into one submission (native tasks).
+
+    ``combine="mean"``: each named file of ``files`` (in the output folder) is
+    read as numbers by every member and averaged element-wise; the trusted
+    scorer then scores the averaged folder like one candidate's.
+    """
+
+    files: tuple[str, ...]
+    combine: Literal["mean"] = "mean"
+
+
+@dataclass(frozen=True)
 class Task:
     """A loaded, validated task.
 
@@ -121,3 +134,5 @@ class Task:
     evaluator: Path | None = None         # openevolve only
     cascade: tuple[str, ...] = ()         # openevolve: evaluate_stage1.. names present
     description: str = ""                 # one line, for `verifyless tasks`
+    policy: Mapping[str, str] = field(default_factory=dict)  # network/subprocess -> allow|warn|forbid (guards)
+    ensemble: Ensemble | None = None      # optional: how a top-K ensemble submission combines outputs

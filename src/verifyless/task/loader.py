@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from verifyless.errors import TaskError
 from verifyless.program import BandError, split, syntax_error
-from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Metric, Task
+from verifyless.task.base import Anchors, Band, Ensemble, IdeaOption, IdeaSpace, Metric, Task
 from verifyless.task.schema import (
     DEFAULT_RUN,
     RUN_PLACEHOLDERS,
@@ -185,6 +185,8 @@ def _load_native(root: Path) -> Task:
         stochastic=spec.stochastic,
         idea_space=space,
         description=spec.description,
+        policy=spec.policy.model_dump(),
+        ensemble=Ensemble(tuple(spec.ensemble.files), spec.ensemble.combine) if spec.ensemble else None,
     )
 
 
@@ -454,6 +456,7 @@ def _load_openevolve(root: Path) -> Task:
         evaluator=evaluator_path,
         cascade=cascade,
         description=description[:200],
+        policy=sidecar.policy.model_dump(),
     )
 
 

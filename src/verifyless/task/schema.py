@@ -128,6 +128,32 @@ class IdeaSpaceSpec(_Strict):
     dimensions: dict[str, DimensionSpec] = Field(min_length=1)
 
 
+class PolicySpec(_Strict):
+    """What a candidate program may use (read by the guards; the sandbox cuts the network regardless).
+
+    ``allow`` (default): no finding; ``warn``: an advisory guard finding; ``forbid``: a
+    blocking ``guard-failed`` finding (unless ``guards.policy`` is configured ``advisory``).
+    """
+
+    network: Literal["allow", "warn", "forbid"] = "allow"
+    subprocess: Literal["allow", "warn", "forbid"] = "allow"
+
+
+class EnsembleSpec(_Strict):
+    """How several programs' outputs combine into one submission (optional; MCGS top-K ensembles)."""
+
+    combine: Literal["mean"] = "mean"
+    files: list[str] = Field(min_length=1)
+
+    @field_validator("files")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or "/" in name or "\\" in name or name.startswith("."):
+                raise ValueError(f"ensemble files are plain file names inside the output folder, got {name!r}")
+        return value
+
+
 class TaskSpec(_Strict):
     """The top level of ``task.yaml``."""
 
@@ -145,6 +171,8 @@ class TaskSpec(_Strict):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     stochastic: bool = False
     idea_space: IdeaSpaceSpec | None = None
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    ensemble: EnsembleSpec | None = None
 
     @field_validator("description")
     @classmethod
@@ -172,6 +200,7 @@ class SidecarSpec(_Strict):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     stochastic: bool = False
     idea_space: IdeaSpaceSpec | None = None
+    policy: PolicySpec = Field(default_factory=PolicySpec)
 
 
 # ------------------------------------------------------------------ messages

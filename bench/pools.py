@@ -1,0 +1,47 @@
+"""Collect pool worlds: verify a large uniform sample of a task's idea space once, for offline replays.
+
+Usage::
+
+    python bench/pools.py TASK [--n 400] [--seed 0] [--out bench/worlds/TASK.jsonl] [--minutes M]
+
+Each configuration is rendered by the task's template and verified with the
+real verifier in the local sandbox (one thread), then appended to the world
+file at once (an interrupted collection resumes where it stopped). Format and
+contract: ``verifyless.bench.worlds``. The committed worlds under
+``bench/worlds/`` were made with the seeds and sizes in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from verifyless.bench.worlds import collect_world
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("task")
+    ap.add_argument("--n", type=int, default=400, help="configurations to verify (baseline included)")
+    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
+    ap.add_argument("--out", type=Path, default=None, help="world file (default bench/worlds/TASK.jsonl)")
+    ap.add_argument("--minutes", type=float, default=None, help="stop after this many minutes, keeping the points")
+    args = ap.parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    logging.basicConfig(level=logging.INFO)
+    out = args.out or Path(__file__).parent / "worlds" / f"{Path(args.task).name}.jsonl"
+    deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
+    started = time.monotonic()
+    world = collect_world(args.task, out, n=args.n, seed=args.seed, deadline=deadline,
+                          progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    ok = sum(p.status == "ok" for p in world.points)
+    print(f"{world.task}: {len(world)} points ({ok} ok) in {out}; {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

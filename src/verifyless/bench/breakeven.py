@@ -1,0 +1,238 @@
+"""Matched-budget replays on pool worlds, and when screening pays for itself.
+
+``compare_arms`` replays every arm (a ``SelectorFactory``) for the same seeds,
+budget and pool size on one world; ``summarize`` turns runs of several tasks
+into the efficiency table: final normalised score (task-stratified bootstrap
+CI), headroom captured ``(arm - random) / (oracle - random)``, probability of
+improvement over random (task-stratified CI) and verifications-to-reach: how
+many verifications the arm needed to reach the paired random run's final
+best (same task and seed), as a share of the budget; a run that never
+reaches it counts as the whole budget (``reached`` says how many did).
+
+``breakeven_grid`` sweeps simulated critics over Dir-3, N (candidates per
+expansion) and k (samples per candidate) and applies ``CostModel``: the
+screened arm pays ``N x k x tokens_per_sample`` critic tokens per
+verification it makes; it saves ``budget - v_reach`` verifications against
+random (0 when it does not reach random's final). Screening pays for itself
+when a verification costs more than ``screening cost / verifications saved``;
+``breakeven_seconds`` states that threshold as seconds of verification at
+``price_per_hour``. Proposal costs are the same in both arms and excluded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from verifyless.bench.compare import Estimate, arm_score, bootstrap_ci, probability_of_improvement
+from verifyless.bench.simulated import PRESETS, CriticSpec, critic_factory
+from verifyless.bench.worlds import (
+    OracleSelector,
+    RandomSelector,
+    ReplayRun,
+    SelectorFactory,
+    World,
+    normalizer,
+    replay_many,
+)
+
+N_BOOT = 2000
+
+
+def random_factory(world: World, seed: int) -> RandomSelector:
+    return RandomSelector()
+
+
+def oracle_factory(world: World, seed: int) -> OracleSelector:
+    return OracleSelector()
+
+
+def surrogate_factory(world: World | None, *, rank_by: str = "fitness", explore: float = 1.0,
+                      task: Any = None) -> SelectorFactory:
+    """The real ``SurrogateScreener`` (fresh per run) driven through ``ScreenerSelector``."""
+    from verifyless.bench.worlds import screener_factory
+    from verifyless.screen.surrogate import SurrogateScreener
+
+    space = getattr(task, "idea_space", None)
+    return screener_factory(lambda s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore),
+                            space=space, task=task)
+
+
+def standard_arms(world: World, *, task: Any = None, legacy_surrogate: bool = False) -> dict[str, SelectorFactory]:
+    """random, surrogate, simulated critics at the paper's Dir-3 (46.6, 63.3), best-of-N oracle."""
+    arms: dict[str, SelectorFactory] = {"random": random_factory,
+                                        "surrogate": surrogate_factory(world, task=task)}
+    if legacy_surrogate:
+        arms["surrogate-delta"] = surrogate_factory(world, rank_by="delta", task=task)
+    arms["critic-46.6"] = critic_factory(PRESETS["prompted"])
+    arms["critic-63.3"] = critic_factory(PRESETS["trained"])
+    arms["oracle"] = oracle_factory
+    return arms
+
+
+def compare_arms(world: World, arms: Mapping[str, SelectorFactory], *, budget: int, n_candidates: int,
+                 seeds: Sequence[int], locality: float = 1.0) -> dict[str, list[ReplayRun]]:
+    """Every arm replayed with the same seeds (so pools of equal seeds start alike)."""
+    return {name: replay_many(world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality)
+            for name, f in arms.items()}
+
+
+@dataclass(frozen=True)
+class ArmRow:
+    """One arm's line of the efficiency table."""
+
+    arm: str
+    score: Estimate
+    headroom: Estimate | None
+    p_improve: Estimate | None
+    reach: Estimate | None
+    reached: int
+    pairs: int
+    per_task: Mapping[str, Estimate] = field(default_factory=dict)
+
+
+def reach_ratios(runs: Sequence[ReplayRun], random_runs: Sequence[ReplayRun], budget: int) -> tuple[list[float], int]:
+    """Per seed: verifications to reach the paired random run's final / budget (1.0 when never reached)."""
+    base = {r.seed: r for r in random_runs}
+    ratios, reached = [], 0
+    for r in runs:
+        b = base.get(r.seed)
+        if b is None or not math.isfinite(b.final):
+            continue
+        v = r.reach(b.final)
+        reached += v is not None
+        ratios.append((v if v is not None else budget) / budget)
+    return ratios, reached
+
+
+def summarize(results: Mapping[str, Mapping[str, Sequence[ReplayRun]]], norms: Mapping[str, Callable[[float], float]],
+              *, budget: int, seed: int = 0, n_boot: int = N_BOOT) -> list[ArmRow]:
+    """The efficiency table over tasks (``results[task][arm]``); see module docstring."""
+    tasks = sorted(results)
+    arms = list(next(iter(results.values()))) if results else []
+    scores = {a: {t: [norms[t](r.final) for r in results[t][a]] for t in tasks} for a in arms}
+    rows = []
+    for a in arms:
+        ratios, reached, pairs = [], 0, 0
+        for t in tasks:
+            rr, hit = reach_ratios(results[t][a], results[t].get("random", ()), budget)
+            ratios += rr
+            reached += hit
+            pairs += len(rr)
+        rows.append(ArmRow(
+            arm=a, score=arm_score(scores[a], n_boot=n_boot, seed=seed),
+            headroom=_headroom(scores, a, tasks, seed, n_boot),
+            p_improve=None if a == "random" or "random" not in scores else probability_of_improvement(
+                scores[a], scores["random"], n_boot=n_boot, seed=seed),
+            reach=bootstrap_ci(ratios, n_boot=n_boot, seed=seed) if ratios else None, reached=reached, pairs=pairs,
+            per_task={t: bootstrap_ci(scores[a][t], n_boot=n_boot, seed=seed) for t in tasks}))
+    return rows
+
+
+def _headroom(scores: Mapping[str, Mapping[str, list[float]]], arm: str, tasks: Sequence[str], seed: int,
+              n_boot: int) -> Estimate | None:
+    """(arm - random) / (oracle - random) on task-averaged means, task-stratified bootstrap (None if undefined)."""
+    if arm in ("random", "oracle") or "random" not in scores or "oracle" not in scores:
+        return None
+    groups = {k: scores[k] for k in (arm, "random", "oracle")}
+
+    def ratio(means: dict[str, float]) -> float:
+        gap = means["oracle"] - means["random"]
+        return (means[arm] - means["random"]) / gap if gap > 1e-12 else math.nan
+
+    point = ratio({k: float(np.mean([np.mean(g[t]) for t in tasks])) for k, g in groups.items()})
+    if not math.isfinite(point):
+        return None
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        means = {k: float(np.mean([np.mean(rng.choice(np.asarray(g[t]), size=len(g[t]))) for t in tasks]))
+                 for k, g in groups.items()}
+        boots.append(ratio(means))
+    b = np.asarray(boots)
+    b = b[np.isfinite(b)]
+    if b.size < n_boot // 2:
+        return Estimate(point, None, None, len(tasks))
+    lo, hi = np.quantile(b, [0.025, 0.975])
+    return Estimate(point, float(lo), float(hi), len(tasks))
+
+
+# ---------------------------------------------------------------------- cost model
+
+@dataclass(frozen=True)
+class CostModel:
+    """Prices: critic tokens per sample (prompt + reply), $ per million tokens, $ per hour of verification."""
+
+    tokens_per_sample: float = 2500.0
+    usd_per_million_tokens: float = 3.0
+    usd_per_verification_hour: float = 2.0
+
+    def screening_usd(self, n_candidates: int, k: int) -> float:
+        """Critic cost of screening one pool (N candidates, k samples each)."""
+        return n_candidates * k * self.tokens_per_sample * self.usd_per_million_tokens / 1e6
+
+    def breakeven_seconds(self, *, n_candidates: int, k: int, screened_verifications: float,
+                          saved_verifications: float) -> float:
+        """Verification length (s) above which screening costs less than the verifications it saves (inf: never)."""
+        if saved_verifications <= 0:
+            return math.inf
+        usd = self.screening_usd(n_candidates, k) * screened_verifications / saved_verifications
+        return usd / self.usd_per_verification_hour * 3600.0
+
+
+@dataclass(frozen=True)
+class BreakevenRow:
+    task: str
+    dir3: float
+    n_candidates: int
+    k: int
+    headroom: float
+    reach: float            # mean verifications-to-reach random's final / budget (never reached = 1)
+    reached: int
+    pairs: int
+    saved: float            # mean verifications saved per run (budget - v_reach, 0 when not reached)
+    breakeven_s: float      # seconds per verification above which screening pays
+
+
+def breakeven_grid(worlds: Mapping[str, World], *, dir3s: Sequence[float], ns: Sequence[int], ks: Sequence[int],
+                   budget: int, seeds: Sequence[int], rho: float = 0.7, tier_noise: float = 0.5,
+                   locality: float = 1.0, cost: CostModel | None = None) -> list[BreakevenRow]:
+    """Sweep simulated critics (Dir-3 x N x k) against random and the oracle on each world."""
+    cost = cost or CostModel()
+    rows = []
+    for task, world in sorted(worlds.items()):
+        norm = normalizer(world)
+        for n in ns:
+            base = compare_arms(world, {"random": random_factory, "oracle": oracle_factory}, budget=budget,
+                                n_candidates=n, seeds=seeds, locality=locality)
+            r_mean = float(np.mean([norm(r.final) for r in base["random"]]))
+            o_mean = float(np.mean([norm(r.final) for r in base["oracle"]]))
+            for d in dir3s:
+                for k in ks:
+                    spec = CriticSpec(f"critic-{d:.3f}-k{k}", d, k=k, rho=rho, tier_noise=tier_noise)
+                    runs = replay_many(world, critic_factory(spec), seeds=seeds, budget=budget, n_candidates=n,
+                                       locality=locality)
+                    rows.append(_breakeven_row(task, d, n, k, runs, base["random"], r_mean, o_mean, norm, budget,
+                                               cost))
+    return rows
+
+
+def _breakeven_row(task: str, d: float, n: int, k: int, runs: Sequence[ReplayRun], random_runs: Sequence[ReplayRun],
+                   r_mean: float, o_mean: float, norm: Callable[[float], float], budget: int,
+                   cost: CostModel) -> BreakevenRow:
+    mean = float(np.mean([norm(r.final) for r in runs]))
+    ratios, reached = reach_ratios(runs, random_runs, budget)
+    used = [x * budget for x in ratios]
+    saved = float(np.mean([budget - u for u in used])) if used else 0.0
+    gap = o_mean - r_mean
+    return BreakevenRow(task, d, n, k, (mean - r_mean) / gap if gap > 1e-12 else math.nan,
+                        float(np.mean(ratios)) if ratios else math.nan, reached, len(ratios), saved,
+                        cost.breakeven_seconds(n_candidates=n, k=k, screened_verifications=budget - saved,
+                                               saved_verifications=saved))
+
+
+__all__ = ["ArmRow", "BreakevenRow", "CostModel", "breakeven_grid", "compare_arms", "oracle_factory",
+           "random_factory", "reach_ratios", "standard_arms", "summarize", "surrogate_factory"]

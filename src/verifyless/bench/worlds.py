@@ -1,0 +1,539 @@
+"""Pool worlds: a large sample of an idea space, each configuration verified once, replayable offline.
+
+A *world* is a task's idea space sampled uniformly (the baseline assignment
+first, then distinct random assignments from ``random.Random(seed)``), every
+sampled configuration rendered by the task's own template and verified once
+with the real verifier (``verifyless.verify``, the local sandbox). Because the
+built-in tasks are deterministic (``stochastic: false``), one verification is
+the exact outcome of that configuration: a search over the world can be
+replayed thousands of times in seconds, with any screener, and the best-of-N
+oracle is exact.
+
+File format (JSON lines, UTF-8, one object per line, documented here so a
+later step can convert it to a dataset):
+
+* line 1, the header: ``{"kind": "world", "version": 1, "task": str,
+  "seed": int, "metric": str, "direction": "maximize"|"minimize",
+  "baseline": {dim: option}, "dimensions": {dim: [option, ...]}}``;
+* every further line, one verified configuration: ``{"assignment": {dim:
+  option}, "status": str, "score": float|null, "test_score": float|null,
+  "seconds": float, "reason": str, "program_hash": str}`` (``score`` is the
+  raw validation metric, ``test_score`` the raw hidden-test metric; both
+  null unless ``status == "ok"``).
+
+Collection appends each point as soon as it is verified (a paid result is
+never lost) and resumes: configurations already in the file are skipped, so
+an interrupted ``collect_world`` continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from verifyless.task.base import Task
+
+log = logging.getLogger(__name__)
+
+Assignment = Mapping[str, str]
+WORLD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class WorldPoint:
+    """One verified configuration of the idea space."""
+
+    assignment: Mapping[str, str]
+    status: str
+    score: float | None = None
+    test_score: float | None = None
+    seconds: float = 0.0
+    reason: str = ""
+    program_hash: str = ""
+
+    @property
+    def key(self) -> tuple[tuple[str, str], ...]:
+        return assignment_key(self.assignment)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"assignment": dict(self.assignment), "status": self.status, "score": self.score,
+                "test_score": self.test_score, "seconds": round(self.seconds, 3), "reason": self.reason[:300],
+                "program_hash": self.program_hash}
+
+
+@dataclass(frozen=True)
+class World:
+    """A task's sampled idea space with one verified outcome per configuration.
+
+    ``points[0]`` is the baseline when the collection included it (it always
+    does). ``fitness(i)`` is the oriented validation score (higher is better;
+    None for a failed verification), ``test_fitness(i)`` the oriented hidden
+    test score (measurement only).
+    """
+
+    task: str
+    direction: str
+    dimensions: Mapping[str, tuple[str, ...]]
+    baseline: Mapping[str, str]
+    points: tuple[WorldPoint, ...]
+    seed: int = 0
+    metric: str = ""
+    _index: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({p.key: i for i, p in enumerate(self.points)})
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def orient(self, value: float | None) -> float | None:
+        if value is None or not math.isfinite(value):
+            return None
+        return float(value) if self.direction == "maximize" else -float(value)
+
+    def fitness(self, i: int) -> float | None:
+        p = self.points[i]
+        return self.orient(p.score) if p.status == "ok" else None
+
+    def test_fitness(self, i: int) -> float | None:
+        p = self.points[i]
+        return self.orient(p.test_score) if p.status == "ok" else None
+
+    def find(self, assignment: Assignment) -> int | None:
+        return self._index.get(assignment_key(assignment))
+
+    @property
+    def baseline_index(self) -> int:
+        i = self.find(self.baseline)
+        if i is None:
+            raise ValueError(f"world of {self.task} does not contain its baseline; recollect it with collect_world")
+        return i
+
+
+def assignment_key(assignment: Assignment) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(assignment.items()))
+
+
+# ---------------------------------------------------------------------- files
+
+def _header(task: Task, seed: int) -> dict[str, Any]:
+    space = task.idea_space
+    assert space is not None
+    return {"kind": "world", "version": WORLD_VERSION, "task": task.name, "seed": seed, "metric": task.metric.name,
+            "direction": task.metric.direction, "baseline": dict(space.baseline),
+            "dimensions": {d: [o.name for o in opts] for d, opts in space.dimensions.items()}}
+
+
+def load_world(path: str | Path) -> World:
+    """Read a world file (see module docstring); a malformed line raises ValueError naming the line."""
+    lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if not lines:
+        raise ValueError(f"{path}: empty world file; collect one with `python bench/pools.py world TASK`")
+    head = json.loads(lines[0])
+    if head.get("kind") != "world":
+        raise ValueError(f"{path}:1: not a world header (kind={head.get('kind')!r})")
+    points = []
+    for i, line in enumerate(lines[1:], 2):
+        try:
+            points.append(WorldPoint(**json.loads(line)))
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"{path}:{i}: not a world point ({exc})") from exc
+    return World(task=head["task"], direction=head["direction"],
+                 dimensions={d: tuple(o) for d, o in head["dimensions"].items()}, baseline=head["baseline"],
+                 points=tuple(points), seed=int(head.get("seed", 0)), metric=head.get("metric", ""))
+
+
+def sample_assignments(dimensions: Mapping[str, Sequence[str]], baseline: Assignment, n: int,
+                       rng: random.Random) -> list[dict[str, str]]:
+    """The baseline, then distinct uniform random assignments (``n`` in all, fewer if the space is smaller)."""
+    total = math.prod(len(o) for o in dimensions.values())
+    out = [dict(baseline)]
+    seen = {assignment_key(baseline)}
+    while len(out) < min(n, total):
+        a = {d: rng.choice(list(opts)) for d, opts in dimensions.items()}
+        if assignment_key(a) not in seen:
+            seen.add(assignment_key(a))
+            out.append(a)
+    return out
+
+
+def collect_world(task: Task | str, path: str | Path, *, n: int = 400, seed: int = 0, sandbox: Any = None,
+                  progress: Callable[[str], None] | None = None, deadline: float | None = None) -> World:
+    """Verify ``n`` sampled configurations of ``task``'s idea space into ``path`` (resumable; see module doc).
+
+    ``deadline`` (a ``time.monotonic()`` value) stops early, keeping what was
+    verified. An existing file for another task or seed raises ValueError.
+    """
+    from verifyless.node import content_hash
+    from verifyless.program import split
+    from verifyless.task.space import render
+    from verifyless.verify import verify
+
+    if isinstance(task, str):
+        from verifyless.task import load_task
+
+        task = load_task(task)
+    if task.idea_space is None:
+        raise ValueError(f"task {task.name} has no idea_space; a world samples one")
+    if sandbox is None:
+        from verifyless.sandbox.local import LocalSandbox
+
+        sandbox = LocalSandbox()
+    out = Path(path)
+    header = _header(task, seed)
+    done: set[tuple[tuple[str, str], ...]] = set()
+    if out.exists() and out.stat().st_size:
+        existing = load_world(out)
+        if existing.task != task.name or existing.seed != seed:
+            raise ValueError(f"{out} holds a world of {existing.task} seed {existing.seed}; use another path")
+        done = {p.key for p in existing.points}
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    space = task.idea_space
+    parts = split(task.baseline_program, task.band)
+    todo = [a for a in sample_assignments(header["dimensions"], space.baseline, n, random.Random(seed))
+            if assignment_key(a) not in done]
+    say = progress or (lambda msg: None)
+    for k, a in enumerate(todo):
+        if deadline is not None and time.monotonic() > deadline:
+            say(f"deadline reached after {k} new points")
+            break
+        program = parts.join(render(space, a))
+        v = verify(task, program, sandbox)
+        point = WorldPoint(a, v.status.value, v.score, v.test_score, v.seconds, v.reason, content_hash(program))
+        with out.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(point.to_dict()) + "\n")
+        say(f"{len(done) + k + 1}/{n} {v.status.value} score={v.score} {v.seconds:.1f}s")
+    return load_world(out)
+
+
+def world_paths(directory: str | Path) -> list[Path]:
+    """World files (``*.jsonl``) in ``directory``, sorted by name."""
+    return sorted(Path(directory).glob("*.jsonl"))
+
+
+def load_worlds(paths: Iterable[str | Path]) -> dict[str, World]:
+    """Worlds keyed by task name; several files of one task (other seeds) are merged with ``merge_worlds``."""
+    by_task: dict[str, list[World]] = {}
+    for p in paths:
+        w = load_world(p)
+        by_task.setdefault(w.task, []).append(w)
+    return {t: merge_worlds(ws) for t, ws in by_task.items()}
+
+
+def merge_worlds(worlds: Sequence[World]) -> World:
+    """One world from several samples of the same task: the first world's points, then new configurations of the
+    others (a union of uniform samples is a uniform sample; the baseline stays first)."""
+    first = worlds[0]
+    if any(w.task != first.task or dict(w.dimensions) != dict(first.dimensions) for w in worlds[1:]):
+        raise ValueError("merge_worlds needs worlds of the same task and idea space")
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    points = []
+    for w in worlds:
+        for p in w.points:
+            if p.key not in seen:
+                seen.add(p.key)
+                points.append(p)
+    return World(task=first.task, direction=first.direction, dimensions=first.dimensions, baseline=first.baseline,
+                  points=tuple(points), seed=first.seed, metric=first.metric)
+
+
+# ---------------------------------------------------------------------- replay
+
+@dataclass(frozen=True)
+class PoolView:
+    """One expansion as a selector sees it: the parent, the N candidate world indices, the run's rng.
+
+    Selectors must read outcomes only through ``history`` (paid verifications)
+    or, for the oracle and simulated critics, through ``world`` explicitly:
+    that is what makes them oracles.
+    """
+
+    world: World
+    parent: int
+    candidates: tuple[int, ...]
+    parent_fitness: float | None
+    step: int
+    rng: random.Random
+    history: tuple[tuple[int, float | None], ...] = ()
+
+
+class Selector:
+    """Chooses one candidate of a pool to verify; ``observe`` learns from the paid outcome (default: nothing)."""
+
+    name = "selector"
+
+    def choose(self, pool: PoolView) -> int:  # position in pool.candidates
+        raise NotImplementedError
+
+    def observe(self, pool: PoolView, pick: int, fitness: float | None) -> None:
+        return None
+
+
+SelectorFactory = Callable[[World, int], Selector]
+
+
+class RandomSelector(Selector):
+    """The unguided agent: a uniform pick with the run's rng."""
+
+    name = "random"
+
+    def choose(self, pool: PoolView) -> int:
+        return pool.rng.randrange(len(pool.candidates))
+
+
+class OracleSelector(Selector):
+    """Best-of-N: the candidate with the best known validation fitness (failed last, ties to the first)."""
+
+    name = "oracle"
+
+    def choose(self, pool: PoolView) -> int:
+        fits = [pool.world.fitness(i) for i in pool.candidates]
+        return max(range(len(fits)), key=lambda j: (fits[j] is not None, fits[j] if fits[j] is not None else 0.0, -j))
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    """One replayed search: the best-so-far validation fitness after each verification (baseline first)."""
+
+    arm: str
+    seed: int
+    best: tuple[float, ...]
+    incumbent: int
+    verified: tuple[int, ...]
+
+    @property
+    def final(self) -> float:
+        return self.best[-1] if self.best else -math.inf
+
+    def reach(self, target: float) -> int | None:
+        """Verifications (1-based, baseline included) needed to first reach ``target``; None if never."""
+        for i, b in enumerate(self.best):
+            if b >= target - 1e-12:
+                return i + 1
+        return None
+
+
+def hamming(world: World, a: int, b: int) -> int:
+    """How many dimensions two points of ``world`` differ in."""
+    codes = option_codes(world)
+    return int((codes[a] != codes[b]).sum())
+
+
+_CODES: dict[int, Any] = {}
+
+
+def option_codes(world: World) -> Any:
+    """An (n_points, n_dims) integer array of option positions (cached per world object)."""
+    import numpy as np
+
+    key = id(world)
+    if key not in _CODES or _CODES[key][0] is not world:
+        rows = [[world.dimensions[d].index(p.assignment[d]) for d in world.dimensions] for p in world.points]
+        _CODES[key] = (world, np.asarray(rows, dtype=np.int16).reshape(len(world.points), len(world.dimensions)))
+    return _CODES[key][1]
+
+
+def draw_pool(world: World, parent: int, exclude: set[int], n: int, locality: float,
+              rng: random.Random) -> tuple[int, ...]:
+    """``n`` distinct unverified points, weighted by ``exp(-locality * hamming(parent, point))``.
+
+    ``locality = 0`` proposes uniformly from the whole world (global random
+    proposals); larger values favour configurations close to the parent, as a
+    proposer that edits the parent's program would. Weighted sampling without
+    replacement uses exponential keys (Efraimidis-Spirakis): exact, one pass.
+    """
+    import numpy as np
+
+    codes = option_codes(world)
+    dist = (codes != codes[parent]).sum(axis=1)
+    weights = np.exp(-locality * dist) if locality else np.ones(len(world))
+    gen = np.random.default_rng(rng.randrange(2**32))
+    keys = gen.random(len(world)) ** (1.0 / weights)
+    if exclude:
+        keys[list(exclude)] = -1.0
+    order = np.argsort(-keys, kind="stable")[:n]
+    return tuple(int(i) for i in order if keys[i] >= 0.0)
+
+
+def replay_run(world: World, selector: Selector, *, budget: int, n_candidates: int, seed: int,
+               locality: float = 1.0) -> ReplayRun:
+    """Greedy search replayed on ``world``: the incumbent best is the parent of every expansion.
+
+    The baseline is verification 1. Each expansion draws ``n_candidates``
+    unverified points (``draw_pool``), the selector picks one, its known
+    outcome is charged as one verification and shown to ``selector.observe``.
+    A failed verification counts and never becomes the parent. Stops at
+    ``budget`` verifications or when the world has no unverified point left.
+    """
+    rng = random.Random(f"replay:{world.task}:{seed}")
+    base = world.baseline_index
+    history: list[tuple[int, float | None]] = [(base, world.fitness(base))]
+    done = {base}
+    best_i, best_f = base, world.fitness(base)
+    curve = [best_f if best_f is not None else -math.inf]
+    step = 0
+    while len(history) < budget and len(done) < len(world):
+        step += 1
+        cands = draw_pool(world, best_i, done, n_candidates, locality, rng)
+        view = PoolView(world, best_i, cands, best_f, step, rng, tuple(history))
+        pick = cands[selector.choose(view)]
+        fit = world.fitness(pick)
+        selector.observe(view, cands.index(pick), fit)
+        history.append((pick, fit))
+        done.add(pick)
+        if fit is not None and (best_f is None or fit > best_f):
+            best_i, best_f = pick, fit
+        curve.append(best_f if best_f is not None else -math.inf)
+    return ReplayRun(selector.name, seed, tuple(curve), best_i, tuple(i for i, _ in history))
+
+
+def replay_many(world: World, factory: SelectorFactory, *, seeds: Iterable[int], budget: int, n_candidates: int,
+                locality: float = 1.0) -> list[ReplayRun]:
+    """One replay per seed, each with a fresh selector from ``factory(world, seed)``."""
+    return [replay_run(world, factory(world, s), budget=budget, n_candidates=n_candidates, seed=s,
+                       locality=locality) for s in seeds]
+
+
+def world_best(world: World) -> float:
+    """The best validation fitness in the world (the ceiling of any search on it)."""
+    fits = [f for f in (world.fitness(i) for i in range(len(world))) if f is not None]
+    return max(fits) if fits else -math.inf
+
+
+def normalizer(world: World, task: Task | None = None) -> Callable[[float], float]:
+    """Fitness -> the task's normalised score (``bench.scores.best_scheme``); identity without anchors."""
+    from verifyless.bench.scores import best_scheme, normalize
+
+    if task is None:
+        try:
+            from verifyless.task import load_task
+
+            task = load_task(world.task)
+        except Exception:  # noqa: BLE001 - a world of an unknown task (tests) reports raw fitness
+            return lambda f: f
+    scheme = best_scheme(task.anchors)
+    metric = task.metric
+    return lambda f: float(normalize(None if not math.isfinite(f) else metric.orient(f), metric, task.anchors,
+                                     scheme))
+
+
+def synthetic_world(*, n_dims: int = 5, n_options: int = 3, n_points: int = 120, seed: int = 0,
+                    interaction: float = 1.0, fail_rate: float = 0.05, noise: float = 0.0) -> World:
+    """A small world with a known landscape, for tests and examples (never evidence about real tasks).
+
+    Fitness = sum of per-option main effects + ``interaction`` x effects of
+    adjacent dimension pairs (+ optional noise); a ``fail_rate`` share of
+    points fail. Dimensions are ``d0..``, options ``o0..``; the baseline is all
+    ``o0``. Everything derives from ``random.Random(seed)``.
+    """
+    rng = random.Random(seed)
+    dims = {f"d{i}": tuple(f"o{j}" for j in range(n_options)) for i in range(n_dims)}
+    main = {(d, o): rng.gauss(0, 1) for d in dims for o in dims[d]}
+    names = list(dims)
+    pair = {(a, b, oa, ob): rng.gauss(0, 1) for a, b in zip(names, names[1:]) for oa in dims[a] for ob in dims[b]}
+    baseline = {d: opts[0] for d, opts in dims.items()}
+    points = []
+    for a in sample_assignments(dims, baseline, n_points, rng):
+        f = sum(main[(d, o)] for d, o in a.items())
+        f += interaction * sum(pair[(x, y, a[x], a[y])] for x, y in zip(names, names[1:]))
+        f += rng.gauss(0, noise) if noise else 0.0
+        failed = a != baseline and rng.random() < fail_rate
+        points.append(WorldPoint(a, "failed" if failed else "ok", None if failed else f,
+                                 None if failed else f + rng.gauss(0, 0.1), 1.0))
+    return World(task=f"synthetic-{seed}", direction="maximize", dimensions=dims, baseline=baseline,
+                 points=tuple(points), seed=seed, metric="fitness")
+
+
+class ScreenerSelector(Selector):
+    """Runs a real ``Screener`` (e.g. ``SurrogateScreener``) on replayed pools; feeds ``observe`` if it learns.
+
+    Each world point becomes a ``Candidate`` as the offline idea-space roles
+    would make it: ``Idea.params = {"assignment", "changed",
+    "parent_assignment"}``, the idea text names the changed options (with their
+    descriptions when ``space`` is given) and the summary lists every option.
+    A screener that needs an LLM cannot run here; use a simulated critic.
+    """
+
+    def __init__(self, screener: Any, world: World, *, space: Any = None, task: Task | None = None,
+                 seed: int = 0) -> None:
+        self.screener = screener
+        self.name = getattr(screener, "name", type(screener).__name__)
+        self.world = world
+        self.space = space
+        self.task = task
+        self.seed = seed
+        self._cands: dict[tuple[int, int], Any] = {}
+
+    def _describe(self, dim: str, opt: str) -> str:
+        if self.space is None:
+            return opt
+        for o in self.space.dimensions.get(dim, ()):
+            if o.name == opt:
+                return f"{opt} ({o.description.strip().rstrip('.')})"
+        return opt
+
+    def candidate(self, parent: int, child: int) -> Any:
+        from verifyless.node import Candidate, Idea, Operator
+
+        key = (parent, child)
+        if key not in self._cands:
+            pa, ca = self.world.points[parent].assignment, self.world.points[child].assignment
+            changed = [d for d in self.world.dimensions if pa[d] != ca[d]]
+            text = "; and ".join(f"change {d} from '{pa[d]}' to {self._describe(d, ca[d])}" for d in changed)
+            summary = " ".join(f"{d}: {self._describe(d, ca[d])}." for d in self.world.dimensions)
+            self._cands[key] = Candidate(
+                id=f"w{child}", parent_id=f"w{parent}", operator=Operator.IMPROVE,
+                idea=Idea(text or "keep the design", {"assignment": dict(ca), "changed": changed,
+                                                      "parent_assignment": dict(pa)}, tuple(changed)),
+                program="", program_hash=self.world.points[child].program_hash or f"w{child}", summary=summary)
+        return self._cands[key]
+
+    def choose(self, pool: PoolView) -> int:
+        from verifyless.roles.base import ParentInfo
+        from verifyless.screen.base import ScreenContext
+
+        cands = [self.candidate(pool.parent, i) for i in pool.candidates]
+        parent = ParentInfo(id=f"w{pool.parent}", program="", score=None, summary="")
+        ctx = ScreenContext(task=self.task, parent=parent, rng=pool.rng, n_verify=1,  # type: ignore[arg-type]
+                            round=pool.step)
+        screening = _run_sync(self.screener.screen(ctx, cands))
+        pick = screening.chosen[0] if screening.chosen else screening.ranking[0]
+        return [c.id for c in cands].index(pick)
+
+    def observe(self, pool: PoolView, pick: int, fitness: float | None) -> None:
+        if not hasattr(self.screener, "observe"):
+            return
+        from verifyless.node import Status, Verification
+
+        child = pool.candidates[pick]
+        point = self.world.points[child]
+        v = Verification(status=Status.OK if point.status == "ok" else Status.FAILED, reason=point.reason,
+                         score=point.score, test_score=point.test_score)
+        self.screener.observe(self.candidate(pool.parent, child), pool.parent_fitness, v, fitness)
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion, also when called from inside a running event loop (then in a thread)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def screener_factory(make: Callable[[int], Any], *, space: Any = None, task: Task | None = None) -> SelectorFactory:
+    """A ``SelectorFactory`` wrapping ``make(seed)`` (a fresh real screener per run) in ``ScreenerSelector``."""
+    return lambda world, seed: ScreenerSelector(make(seed), world, space=space, task=task, seed=seed)

@@ -1,0 +1,109 @@
+"""The critic benchmark: any screener over a dataset's ``bench`` split, offline.
+
+Each row is screened on its own (one candidate, its parent as context; the
+same ``ScreenContext`` and ``Candidate`` that ``critic_messages`` renders
+from, so a critic sees the training prompt), with a generator seeded by
+``(seed, example_id)``. The screener's ``Evidence`` becomes a
+``verifyless.bench.metrics.CriticRecord`` with the row's execution labels;
+screeners that give no verdicts (e.g. ``random``) produce no records and are
+reported as such. Metrics: Improve accuracy, Dir-3, F1, 5-Ladder overall,
+per stratum and per task; AUROC vs k; the routing curve; as markdown and,
+when matplotlib is installed, PNG plots.
+
+Datasets carry summaries, not programs: screeners that need program text
+(feature surrogates, agentic pilots) see an empty program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from verifyless.bench import metrics as m
+from verifyless.bench import report
+from verifyless.data.prompt import row_candidate, screen_context
+
+
+@dataclass(frozen=True)
+class CriticBenchReport:
+    screener: str
+    split: str
+    rows: int
+    no_verdict: int
+    records: tuple[m.CriticRecord, ...]
+    groups: Mapping[str, m.CriticMetrics]
+    routing: tuple[m.RoutePoint, ...]
+    auroc: tuple[m.AurocPoint, ...]
+    seconds: float
+
+    def markdown(self) -> str:
+        lines = [f"# Critic benchmark: {self.screener} on the {self.split} split\n",
+                 f"{self.rows} examples, {len(self.records)} with a verdict, {self.no_verdict} without; "
+                 f"{self.seconds:.1f} s.\n", report.critic_table(self.groups)]
+        if self.records:
+            lines += ["\n## Three-way confusion (rows = truth)\n", report.confusion_table(self.groups["all"].confusion3),
+                      "\n## Routing by vote uncertainty\n", report.routing_table(list(self.routing)),
+                      "\n## AUROC vs k\n", report.auroc_table(list(self.auroc))]
+        return "\n".join(lines) + "\n"
+
+
+async def screen_rows(rows: Sequence[Mapping[str, Any]], screener: Any, *, seed: int = 0, concurrency: int = 4,
+                      progress: Callable[[], None] | None = None) -> tuple[list[m.CriticRecord], int]:
+    """Records for the rows the screener gave a verdict on, and how many got none."""
+    slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(row: Mapping[str, Any]) -> m.CriticRecord | None:
+        ctx = screen_context(row, random.Random(f"{seed}:{row['example_id']}"))
+        cand = row_candidate(row)
+        async with slots:
+            screening = await screener.screen(ctx, [cand])
+        if progress is not None:
+            progress()
+        ev = screening.evidence.get(cand.id)
+        if ev is None:
+            return None
+        return m.record_from_evidence(ev.to_dict(), str(row["label3"]), row.get("label5"), task=str(row["task"]),
+                                      stratum=str(row.get("stratum") or "unsynthesized"),
+                                      parent_id=str(row["parent_id"]), delta=float(row["delta"]))
+
+    results = await asyncio.gather(*(one(r) for r in rows))
+    records = [r for r in results if r is not None]
+    return records, len(results) - len(records)
+
+
+def run_critic_bench(rows: Sequence[Mapping[str, Any]], screener: Any, *, split: str = "bench", seed: int = 0,
+                     repeats: int = 5, concurrency: int = 4,
+                     progress: Callable[[], None] | None = None) -> CriticBenchReport:
+    """Screen every row and compute the critic metrics (see module docstring)."""
+    started = time.monotonic()
+    records, none = asyncio.run(screen_rows(rows, screener, seed=seed, concurrency=concurrency, progress=progress))
+    groups: dict[str, m.CriticMetrics] = {"all": m.critic_metrics(records)}
+    groups.update({f"stratum={k}": v for k, v in m.breakdown(records, "stratum").items()})
+    groups.update({f"task={k}": v for k, v in m.breakdown(records, "task").items()})
+    return CriticBenchReport(getattr(screener, "name", type(screener).__name__), split, len(rows), none,
+                             tuple(records), groups, tuple(m.routing_curve(records)),
+                             tuple(m.auroc_vs_k(records, repeats=repeats, seed=seed)), time.monotonic() - started)
+
+
+def write_report(rep: CriticBenchReport, out: Path) -> list[Path]:
+    """``critic_bench.md`` and, with matplotlib, ``auroc_k.png`` and ``routing.png`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "critic_bench.md"]
+    written[0].write_text(rep.markdown(), encoding="utf-8")
+    if not rep.records:
+        return written
+    try:
+        from verifyless.bench import plots
+
+        written.append(plots.plot_auroc_vs_k({rep.screener: list(rep.auroc)}, out / "auroc_k.png"))
+        written.append(plots.plot_routing(list(rep.routing), out / "routing.png"))
+    except ImportError:  # plots need the `plot` extra; the markdown report stands alone
+        pass
+    return written
+
+
+__all__ = ["CriticBenchReport", "run_critic_bench", "screen_rows", "write_report"]

@@ -1,0 +1,428 @@
+"""Outcome collection for critic data (critic paper, Section 2.3 and Appendix C.2).
+
+Two modes, both recorded as one run in the run store (config ``kind:
+data-collect``), so ``verifyless.data.harvest`` turns them into examples and
+a run killed at any moment resumes without paying twice:
+
+* ``sft`` (two stages). Stage 1 runs ``parents - 1`` sequential evolution
+  steps from the task's baseline: each step proposes one idea on the current
+  solution, implements, summarises and verifies it; the verified child is kept
+  as a parent, and evolution continues from it only if it beat the current
+  solution (the agent keeps the better program). A step whose child is
+  infeasible is retried (``stage1_attempts``); the baseline is parent 0, so
+  there are ``parents`` parents in all. Stage 2 draws ``children`` ideas per
+  parent in one proposer call (independent samples), and makes and verifies
+  each of them against that same parent.
+* ``grpo`` (improvement-driven). ``parents * children`` steps; each proposes
+  one child of the current parent, and a child that improves becomes the next
+  parent. Class balancing happens when the dataset is built
+  (``verifyless.data.dataset.balance``).
+
+Children are made only through ``verifyless.child.ChildMaker`` (implement,
+contract check, duplicate check, neutral summary); parents get the same
+neutral summaries. Verification goes through an executor
+(``verifyless.executors``: local pool or Ray).
+
+Durability and resume: node ids are fixed by position (``root``, ``e<k>``,
+``e<k>a<attempt>``, ``p<i>c<j>``, ``g<t>``). Every proposer reply is logged
+(``proposals`` event) before it is used, every child as a ``node`` event, and
+every verification with its budget charge in one transaction. Resuming reads
+the log: verified nodes are never verified again, implemented ones are
+verified from their stored program, and logged proposals are reused instead
+of asking the proposer again. A verification that was running when the
+process died was never charged and runs again.
+
+On a deterministic task a child whose program was already verified in this
+run (e.g. a move back to an earlier solution) is not verified again: its
+``verification`` event copies the earlier result with no charge
+(``reused_from`` names the source node).
+
+Budgets are caps checked before each new verification (counting the ones in
+flight) and before new LLM work (tokens, cost); wall time counts this
+process only. Reaching a cap stops the collection cleanly (run status
+``stopped``); the examples collected so far are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Literal
+
+from verifyless.child import ChildMaker
+from verifyless.errors import TaskError
+from verifyless.data.harvest import COLLECT_KIND
+from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
+from verifyless.task.base import Task
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["sft", "grpo"]
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Budget caps (None = no cap). ``wall_seconds`` counts the current process only."""
+
+    verifications: int | None = None
+    tokens: int | None = None
+    cost: float | None = None
+    wall_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class CollectSettings:
+    """What to collect; stored in the run's config so a resume uses the same settings."""
+
+    parents: int = 10
+    children: int = 20
+    mode: Mode = "sft"
+    seed: int = 0
+    stage1_attempts: int = 3
+    llm_concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        if self.parents < 1 or self.children < 1:
+            raise ValueError("data collection needs parents >= 1 and children >= 1")
+        if self.mode not in ("sft", "grpo"):
+            raise ValueError(f"mode must be sft or grpo, got {self.mode!r}")
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    run_id: str
+    parents: tuple[str, ...]
+    children: int                 # children made (any status)
+    verified: int                 # verifications recorded in the run (reused ones included)
+    reused: int                   # verifications restored from the log instead of paid again
+    stopped: str                  # "finished" or the cap that stopped it
+
+
+class BudgetStop(Exception):
+    """A cap was reached; the collection ends cleanly."""
+
+
+@dataclass
+class _Log:
+    """What the run's event log already holds (rebuilt on resume)."""
+
+    brief: TaskBrief | None = None
+    proposals: dict[str, list[Idea | RoleFailure]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verifications: dict[str, Verification] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, store: Any, run_id: str) -> "_Log":
+        log_ = cls()
+        for ev in store.events(run_id, kinds=["brief", "proposals", "node", "verification"]):
+            p = ev.payload
+            if ev.kind == "brief":
+                log_.brief = TaskBrief(str(p["understanding"]), tuple(p["criteria"]))
+            elif ev.kind == "proposals":
+                log_.proposals[p["key"]] = [_item_from(i) for i in p["items"]]
+            elif ev.kind == "node":
+                log_.nodes[str(ev.node_id)] = dict(p)
+            else:
+                log_.verifications[str(ev.node_id)] = Verification.from_dict(p)
+        return log_
+
+
+def _item_to(item: Idea | RoleFailure) -> dict[str, Any]:
+    if isinstance(item, RoleFailure):
+        return {"failure": item.kind, "reason": item.reason[:2000]}
+    return {"text": item.text, "params": dict(item.params)}
+
+
+def _item_from(data: dict[str, Any]) -> Idea | RoleFailure:
+    if "failure" in data:
+        return RoleFailure(data["failure"], data.get("reason", ""))
+    return Idea(data["text"], dict(data.get("params") or {}))
+
+
+class Collector:
+    """Runs one collection (see module docstring). All collaborators are passed in."""
+
+    def __init__(self, task: Task, roles: Roles, executor: Any, store: Any, settings: CollectSettings,
+                 caps: Caps = Caps(), *, progress: Progress | None = None,
+                 run_ref: dict[str, str | None] | None = None, run_config: dict[str, Any] | None = None) -> None:
+        self.task, self.roles, self.executor, self.store = task, roles, executor, store
+        self.settings, self.caps = settings, caps
+        self.progress = progress or (lambda kind, data: None)
+        self.run_ref = run_ref if run_ref is not None else {"run_id": None}
+        self.run_config = dict(run_config or {})
+        self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(settings.llm_concurrency))
+        self.run_id = ""
+        self.log = _Log()
+        self.reused = 0
+        self._reserved = 0
+        self._started = time.monotonic()
+
+    # ------------------------------------------------------------------ public
+
+    async def run(self, run_id: str | None = None) -> CollectResult:
+        """Start a new collection, or resume ``run_id`` from its log."""
+        if run_id is None:
+            config = {"kind": COLLECT_KIND, **asdict(self.settings), "caps": asdict(self.caps), **self.run_config}
+            self.run_id = self.store.create_run(self.task.name, config, seed=self.settings.seed)
+        else:
+            self.run_id = run_id
+            self.log = _Log.read(self.store, run_id)
+        self.run_ref["run_id"] = self.run_id
+        self.store.set_status(self.run_id, "running")
+        parents: list[str] = []
+        stopped = "finished"
+        try:
+            await self._brief()
+            root = await self._root()
+            parents.append(root.id or "root")
+            if self.settings.mode == "sft":
+                parents = await self._stage1(root)
+                await self._stage2(parents)
+            else:
+                parents = await self._grpo(root)
+        except BudgetStop as stop:
+            stopped = str(stop)
+        self.store.set_status(self.run_id, "finished" if stopped == "finished" else "stopped")
+        made = sum(1 for nid in self.log.nodes if nid != "root")
+        return CollectResult(self.run_id, tuple(parents), made, len(self.log.verifications), self.reused, stopped)
+
+    # ------------------------------------------------------------------ stages
+
+    async def _stage1(self, root: ParentInfo) -> list[str]:
+        parents, current = [root], root
+        self.progress("stage", {"stage": "stage 1: evolution", "total": self.settings.parents})
+        self.progress("advance", {"stage": "stage 1: evolution", "n": 1})
+        for k in range(1, self.settings.parents):
+            kept = None
+            for attempt in range(self.settings.stage1_attempts):
+                nid = f"e{k}" + (f"a{attempt}" if attempt else "")
+                ideas = await self._proposals(nid, current, 1, avoid=_ideas(parents))
+                if not ideas:  # the proposer has nothing new for this parent
+                    break
+                kept = await self._child(nid, current, ideas[0], k)
+                if kept is not None and kept.score is not None:
+                    break
+                kept = None
+            if kept is None:
+                log.warning("stage 1 step %d made no feasible child in %d attempts; stage 1 ends with %d parents",
+                            k, self.settings.stage1_attempts, len(parents))
+                break
+            parents.append(kept)
+            if self._fitness(kept) > self._fitness(current):
+                current = kept
+            self.progress("advance", {"stage": "stage 1: evolution", "n": 1})
+        return [p.id or "root" for p in parents]
+
+    async def _stage2(self, parent_ids: list[str]) -> None:
+        stage = "stage 2: children"
+        self.progress("stage", {"stage": stage, "total": len(parent_ids) * self.settings.children})
+        for i, pid in enumerate(parent_ids):
+            parent = self._parent(pid)
+            ideas = await self._proposals(f"p{i}", parent, self.settings.children)
+            seen: set[str] = {n["program_hash"] for nid, n in self.log.nodes.items()
+                              if nid.startswith(f"p{i}c") and n.get("program_hash")}
+
+            async def one(j: int, idea: Idea | RoleFailure) -> None:
+                await self._child(f"p{i}c{j}", parent, idea, len(parent_ids) + i, seen)
+                self.progress("advance", {"stage": stage, "n": 1})
+
+            await _gather_in_order(one(j, idea) for j, idea in enumerate(ideas))
+            missing = self.settings.children - len(ideas)
+            if missing > 0:  # the proposer returned fewer ideas (e.g. an exhausted idea space)
+                self.progress("advance", {"stage": stage, "n": missing})
+
+    async def _grpo(self, root: ParentInfo) -> list[str]:
+        stage = "improvement-driven pool"
+        steps = self.settings.parents * self.settings.children
+        self.progress("stage", {"stage": stage, "total": steps})
+        current, parents = root, [root.id or "root"]
+        tried: list[str] = []
+        for t in range(steps):
+            ideas = await self._proposals(f"g{t}", current, 1, avoid=tuple(tried[-20:]))
+            if not ideas:
+                log.warning("the proposer has no new idea for parent %s; the pool ends after %d steps", current.id, t)
+                break
+            idea = ideas[0]
+            if isinstance(idea, Idea):
+                tried.append(idea.text)
+            child = await self._child(f"g{t}", current, idea, t + 1)
+            if child is not None and child.score is not None and self._fitness(child) > self._fitness(current):
+                current, tried = child, []
+                parents.append(child.id or "")
+            self.progress("advance", {"stage": stage, "n": 1})
+        return parents
+
+    # ------------------------------------------------------------------ one child
+
+    async def _child(self, nid: str, parent: ParentInfo, idea: Idea | RoleFailure, rnd: int,
+                     seen: set[str] | None = None) -> ParentInfo | None:
+        """Make, record and verify one child; its ParentInfo (score None if infeasible), or None if not made."""
+        if nid in self.log.verifications:
+            self.reused += 1
+            return self._parent(nid)
+        node = self.log.nodes.get(nid)
+        if node is None:
+            self._check_llm_budget()
+            made = await self.maker.make(parent, idea, skip=_skipper(parent, seen))
+            cand = Candidate(id=nid, parent_id=parent.id, operator=Operator.IMPROVE, idea=made.idea,
+                             program=made.program, program_hash=made.program_hash, summary=made.summary, round=rnd)
+            self._record(cand, made.status, made.reason)
+            node = self.log.nodes[nid]
+        if node.get("status") != Status.IMPLEMENTED.value:
+            return None
+        if seen is not None:
+            seen.add(node["program_hash"])  # restored nodes join the pool's duplicate set too
+        await self._verify(nid, self.store.get_text(node["program_hash"]))
+        return self._parent(nid)
+
+    async def _verify(self, nid: str, program: str) -> Verification:
+        known = self._known_result(content_hash(program))
+        if known is not None:  # deterministic task: the same program scores the same, so it is not paid again
+            source, v = known
+            fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
+            self.store.append(self.run_id, "verification", {**v.to_dict(), "fitness": fitness, "reused_from": source},
+                              node_id=nid, charge=False)
+            self.log.verifications[nid] = v
+            return v
+        self._check_verify_budget()
+        self._reserved += 1
+        try:
+            v = await self.executor.verify(self.task, program)
+        finally:
+            self._reserved -= 1
+        from verifyless.store import Charge
+
+        fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
+        self.store.append(self.run_id, "verification", {**v.to_dict(), "fitness": fitness}, node_id=nid,
+                          charge=Charge(verifications=1, evaluator_seconds=v.seconds))
+        self.log.verifications[nid] = v
+        return v
+
+    def _known_result(self, digest: str) -> tuple[str, Verification] | None:
+        if self.task.stochastic:
+            return None
+        for nid, v in self.log.verifications.items():
+            if self.log.nodes.get(nid, {}).get("program_hash") == digest:
+                return nid, v
+        return None
+
+    # ------------------------------------------------------------------ recording and restoring
+
+    async def _brief(self) -> None:
+        if self.log.brief is None:
+            self._check_llm_budget()
+            brief = await self.roles.briefer.brief(self.task)
+            self.store.append(self.run_id, "brief", {"understanding": brief.understanding,
+                                                     "criteria": list(brief.criteria)})
+            self.log.brief = brief
+
+    async def _root(self) -> ParentInfo:
+        if "root" not in self.log.nodes:
+            program = self.task.baseline_program
+            idea = Idea("the task's baseline program")
+            self._check_llm_budget()
+            summary = await self.maker.summarize(program, idea)
+            self._record(Candidate(id="root", parent_id=None, operator=Operator.BASELINE, idea=idea, program=program,
+                                   program_hash=content_hash(program), summary=summary), Status.IMPLEMENTED, "")
+        if "root" not in self.log.verifications:
+            await self._verify("root", self.task.baseline_program)
+        else:
+            self.reused += 1
+        root = self._parent("root")
+        if root.score is None:
+            v = self.log.verifications["root"]
+            raise TaskError(f"the baseline of task {self.task.name!r} did not verify ({v.status.value}: "
+                             f"{v.reason}); data collection needs a working starting solution")
+        return root
+
+    async def _proposals(self, key: str, parent: ParentInfo, n: int,
+                         avoid: tuple[str, ...] = ()) -> list[Idea | RoleFailure]:
+        if key not in self.log.proposals:
+            self._check_llm_budget()
+            ctx = ProposeContext(task=self.task, parent=parent, operator=Operator.IMPROVE, avoid=avoid,
+                                 seed=_seed(self.settings.seed, key))
+            items = list(await self.maker.propose(ctx, n))[:n]
+            self.store.append(self.run_id, "proposals", {"key": key, "parent_id": parent.id,
+                                                         "items": [_item_to(i) for i in items]})
+            self.log.proposals[key] = items
+        return self.log.proposals[key]
+
+    def _record(self, cand: Candidate, status: Status, reason: str) -> None:
+        payload = cand.to_dict()
+        if not cand.program:
+            payload.pop("program")
+        payload.update(status=status.value, reason=reason[:2000])
+        self.store.append(self.run_id, "node", payload, node_id=cand.id)
+        payload.pop("program", None)
+        payload["program_hash"] = cand.program_hash
+        self.log.nodes[cand.id] = payload
+
+    def _parent(self, nid: str) -> ParentInfo:
+        node, v = self.log.nodes[nid], self.log.verifications.get(nid)
+        score = v.score if v is not None and v.status is Status.OK else None
+        idea = node.get("idea") or {}
+        return ParentInfo(id=nid, program=self.store.get_text(node["program_hash"]), score=score,
+                          summary=str(node.get("summary", "")),
+                          idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})))
+
+    def _fitness(self, info: ParentInfo) -> float:
+        return self.task.metric.orient(info.score) if info.score is not None else float("-inf")
+
+    # ------------------------------------------------------------------ budgets
+
+    def _check_verify_budget(self) -> None:
+        used = self.store.budget(self.run_id)
+        cap = self.caps.verifications
+        if cap is not None and used.verifications + self._reserved >= cap:
+            raise BudgetStop("budget: verifications")
+        self._check_llm_budget(used)
+
+    def _check_llm_budget(self, used: Any = None) -> None:
+        used = used if used is not None else self.store.budget(self.run_id)
+        if self.caps.tokens is not None and used.tokens_in + used.tokens_out >= self.caps.tokens:
+            raise BudgetStop("budget: tokens")
+        if self.caps.cost is not None and used.cost >= self.caps.cost:
+            raise BudgetStop("budget: cost")
+        if self.caps.wall_seconds is not None and time.monotonic() - self._started >= self.caps.wall_seconds:
+            raise BudgetStop("budget: wall time")
+
+
+def _ideas(parents: list[ParentInfo]) -> tuple[str, ...]:
+    return tuple(p.idea.text for p in parents if p.idea is not None and p.idea.text)
+
+
+def _skipper(parent: ParentInfo, seen: set[str] | None) -> Callable[[str], bool]:
+    """Duplicate check for ChildMaker: the parent's own program, or one already made in this pool.
+
+    A program that passes is added to ``seen`` at once, so concurrent makes of
+    the same pool cannot both pass.
+    """
+    parent_hash = content_hash(parent.program)
+
+    def skip(digest: str) -> bool:
+        if digest == parent_hash or (seen is not None and digest in seen):
+            return True
+        if seen is not None:
+            seen.add(digest)
+        return False
+
+    return skip
+
+
+def _seed(seed: int, key: str) -> int:
+    return int(content_hash(f"{seed}:{key}")[:8], 16)
+
+
+async def _gather_in_order(coros: Any) -> None:
+    """Run coroutines concurrently; the first exception (e.g. BudgetStop) propagates after all settle."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
+__all__ = ["BudgetStop", "Caps", "CollectResult", "CollectSettings", "Collector"]

@@ -1,0 +1,97 @@
+"""Wiring for the data commands: roles, models, executor and store from plain settings.
+
+``run_collection`` builds a ``Collector`` the way ``verifyless.wiring`` builds
+an engine (same role/model construction, the same LLM call recorder that
+charges tokens and cost to the run, the same response cache in the store
+file), runs it, and returns the run id and result. Roles default to the
+task's offline idea-space roles; ``roles="llm"`` with model specs (or a
+config file) uses LLM roles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from verifyless.data.collect import Caps, CollectResult, CollectSettings, Collector, Progress
+from verifyless.errors import ConfigError
+
+
+def parse_model_specs(specs: Sequence[str]) -> dict[str, str]:
+    """``["SPEC", "critic=SPEC2"]`` -> ``{"default": "SPEC", "critic": "SPEC2"}``."""
+    out: dict[str, str] = {}
+    for item in specs:
+        role, sep, spec = item.partition("=")
+        if sep and role.isidentifier() and ":" not in role:
+            out[role] = spec
+        else:
+            out["default"] = item
+    return out
+
+
+def collection_config(task: str, store: Path, *, config: Path | None = None, roles: str | None = None,
+                      models: Sequence[str] = (), executor: str | None = None, workers: int | None = None,
+                      seed: int = 0) -> Any:
+    """A ``RunConfig`` carrying the roles, models and executor for a collection."""
+    from verifyless.config import load_config
+
+    overrides: dict[str, Any] = {"task": task, "store": str(store), "seed": seed}
+    specs = parse_model_specs(models)
+    if specs:
+        overrides["roles.kind"] = roles or "llm"
+        overrides.update({f"roles.models.{k}": v for k, v in specs.items()})
+    elif roles is not None:
+        overrides["roles.kind"] = roles
+    if executor is not None:
+        overrides["executor.name"] = executor
+    if workers is not None:
+        overrides["engine.verify_concurrency"] = workers
+    return load_config(config, overrides)
+
+
+def run_collection(task_name: str, store_path: Path, settings: CollectSettings, caps: Caps = Caps(), *,
+                   config: Path | None = None, roles: str | None = None, models: Sequence[str] = (),
+                   executor: str | None = None, workers: int | None = None, resume: str | None = None,
+                   progress: Progress | None = None) -> CollectResult:
+    """Collect (or resume) into the run store at ``store_path``; see ``verifyless.data.collect``.
+
+    On resume the stored settings, roles, models and executor win over the arguments.
+    """
+    from verifyless.executors.ray import build_executor
+    from verifyless.store import RunStore
+    from verifyless.task import load_task
+    from verifyless.wiring import build_models, build_roles
+
+    with RunStore(store_path) as store:
+        if resume is not None:
+            resume = store.resolve_run(resume)
+            stored = dict(store.run(resume).config)
+            if stored.get("kind") != "data-collect":
+                raise ConfigError(f"run {resume} is not a data collection; resume it with `verifyless resume`")
+            settings = CollectSettings(**{k: stored[k] for k in CollectSettings.__dataclass_fields__ if k in stored})
+            task_name = str(stored.get("task_ref") or store.run(resume).task)
+            wiring: Mapping[str, Any] = stored.get("wiring", {})
+            roles, models = wiring.get("roles", roles), wiring.get("models", models)
+            executor = wiring.get("executor", executor)
+        cfg = collection_config(task_name, store_path, config=config, roles=roles, models=models,
+                                executor=executor, workers=workers, seed=settings.seed)
+        task = load_task(cfg.task)
+        run_ref: dict[str, str | None] = {"run_id": resume}
+        built = build_models(cfg, store, run_ref)
+        role_set = build_roles(cfg, task, built)
+        hide = [Path(store_path).resolve().parent]
+        execu = build_executor(cfg.executor.name, dict(cfg.executor.options), hide=hide,
+                               capacity=cfg.engine.verify_concurrency)
+        task_ref = str(Path(task_name).resolve()) if Path(task_name).exists() else task_name
+        wiring_record = {"roles": cfg.roles.kind, "models": [f"{k}={v}" for k, v in cfg.roles.models.items()],
+                         "executor": cfg.executor.name}
+        try:
+            collector = Collector(task, role_set, execu, store, settings, caps, progress=progress, run_ref=run_ref,
+                                  run_config={"wiring": wiring_record, "task_ref": task_ref})
+            return asyncio.run(collector.run(resume))
+        finally:
+            execu.close()
+
+
+__all__ = ["collection_config", "parse_model_specs", "run_collection"]

@@ -1,0 +1,37 @@
+"""``verifyless report RUN``: write the self-contained HTML report and its PNG figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+DEFAULT_OUT = Path("reports")
+
+
+def default_out(run_id: str) -> Path:
+    """Where ``verifyless report RUN`` writes when ``--out`` is not given."""
+    return DEFAULT_OUT / run_id
+
+
+def report_command(
+    run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: reports/RUN)"),
+    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store"),
+) -> None:
+    """Write RUN's report: one HTML file that opens offline, plus the figures as PNGs."""
+    from rich.console import Console
+
+    from verifyless.report.reader import open_readonly
+    from verifyless.report.render import write_report
+
+    with open_readonly(store) as st:
+        rid = st.resolve_run(run_id)
+        files = write_report(st, rid, out or default_out(rid))
+    console = Console()
+    console.print(f"report: [bold]{files.html}[/] (open it in a browser; it needs no network)", highlight=False)
+    if files.figures:
+        console.print(f"figures: {', '.join(str(p) for p in files.figures)}", highlight=False)
+    if files.note:
+        console.print(f"[yellow]{files.note}[/]")

@@ -1,0 +1,319 @@
+"""Per-node data for the report and the dashboard: the search graph, screening rounds and node pages.
+
+Same rules as ``verifyless.report.data``: pure reads of a run store, frozen
+records of plain values, unknown evidence/detail keys kept as generic text.
+Hidden test scores appear only in ``NodeDetail`` (labelled apart from the
+validation outcome), never in the graph or the rounds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
+
+# Evidence ``detail`` keys drawn by the rounds view; every other key is shown as generic text.
+_DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots", "feedback", "final_reply",
+                           "members", "ballots"})
+
+
+# ---------------------------------------------------------------------- graph
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: str
+    parent_id: str | None
+    operator: str
+    status: str
+    score: float | None
+    fitness: float | None
+    round: int
+    island: int
+    idea: str
+    depth: int
+    x: float  # layout column (leaf order); parents sit over their children
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    source: str
+    target: str
+    kind: str  # "primary" (credit-carrying parent) or "reference" (information only)
+
+
+@dataclass(frozen=True)
+class GraphView:
+    nodes: tuple[GraphNode, ...]
+    edges: tuple[GraphEdge, ...]
+    islands: tuple[int, ...]
+    fitness_range: tuple[float, float] | None
+    width: int  # leaf columns
+    depth: int
+
+
+def graph_view(store: Any, run_id: str, final_id: str | None = None) -> GraphView:
+    """Every node, its primary edge and its reference edges, laid out as a tidy tree (leaf order by creation)."""
+    rows = store.node_rows(run_id)
+    ids = {r["node_id"] for r in rows}
+    children: dict[str | None, list[str]] = {}
+    for r in rows:
+        parent = r.get("parent_id") if r.get("parent_id") in ids else None
+        children.setdefault(parent, []).append(r["node_id"])
+    x: dict[str, float] = {}
+    depth: dict[str, int] = {}
+    _layout(children, x, depth)
+    fits = [r["fitness"] for r in rows if r.get("fitness") is not None]
+    nodes = tuple(GraphNode(r["node_id"], r.get("parent_id"), r["operator"], r["status"], _num(r.get("score")),
+                            _num(r.get("fitness")), int(r.get("round") or 0), int(r.get("island") or 0),
+                            short(r.get("idea") or "", 200), depth.get(r["node_id"], 0), x.get(r["node_id"], 0.0),
+                            r["node_id"] == final_id) for r in rows)
+    edges = [GraphEdge(r["parent_id"], r["node_id"], "primary") for r in rows if r.get("parent_id") in ids]
+    edges += [GraphEdge(ref, r["node_id"], "reference") for r in rows for ref in r.get("reference_ids") or ()
+              if ref in ids]
+    return GraphView(nodes, tuple(edges), tuple(sorted({n.island for n in nodes})),
+                     (min(fits), max(fits)) if fits else None, int(max(x.values(), default=0) + 1),
+                     int(max(depth.values(), default=0)))
+
+
+def _layout(children: Mapping[str | None, list[str]], x: dict[str, float], depth: dict[str, int]) -> None:
+    """Leaves take consecutive columns in creation order; a parent sits at the mean of its children (iterative)."""
+    next_leaf = 0.0
+    for root in children.get(None, []):
+        stack: list[tuple[str, int, bool]] = [(root, 0, False)]
+        while stack:
+            node, d, done = stack.pop()
+            kids = [k for k in children.get(node, []) if k not in depth]
+            if done:
+                placed = [x[k] for k in children.get(node, []) if k in x]
+                x[node] = sum(placed) / len(placed) if placed else next_leaf
+                if not placed:
+                    next_leaf += 1
+                continue
+            depth[node] = d
+            stack.append((node, d, True))
+            stack.extend((k, d + 1, False) for k in reversed(kids))
+
+
+# ---------------------------------------------------------------------- screening rounds
+
+@dataclass(frozen=True)
+class ScreenedCandidate:
+    """One candidate of a screened pool with what the screener saw and what verification then said."""
+
+    id: str
+    position: int  # 1 = most promising
+    idea: str
+    rank_value: float | None
+    votes: Mapping[str, float]
+    uncertainty: float | None
+    n_valid: int
+    n_invalid: int
+    labels: tuple[str, ...]
+    chosen: bool
+    audited: bool
+    verified: bool
+    status: str
+    score: float | None
+    critiques: tuple[str, ...]
+    findings: tuple[str, ...]
+    extra: str  # other evidence detail keys, as redacted JSON
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """One ``screening`` event: the pool, the bracket (tournaments), pilot findings (agentic) and the rest."""
+
+    seq: int
+    round: int
+    screener: str
+    parent_id: str | None
+    seconds: float | None
+    candidates: tuple[ScreenedCandidate, ...]
+    bracket: tuple[Mapping[str, Any], ...]
+    pilots: tuple[Mapping[str, Any], ...]
+    findings: tuple[str, ...]
+    extra: str  # payload keys this view does not draw
+
+
+_KNOWN_PAYLOAD = frozenset({"screener", "ranking", "chosen", "evidence", "seconds", "to_verify", "audited", "round"})
+
+
+def rounds_view(store: Any, run_id: str) -> list[RoundView]:
+    """Every screening in commit order (``pilot`` events of the same round are attached to it)."""
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    pilot_events: dict[int, list[Mapping[str, Any]]] = {}
+    for ev in store.events(run_id, kinds=["pilot"]):
+        pilot_events.setdefault(int(ev.payload.get("round", -1) or -1), []).append(redact(dict(ev.payload)))
+    out = []
+    for ev in store.events(run_id, kinds=["screening"]):
+        p = ev.payload
+        ranking = [str(c) for c in p.get("ranking") or ()]
+        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ())
+        to_verify = set(p.get("to_verify", p.get("chosen")) or ())
+        evidence = p.get("evidence") or {}
+        cands = tuple(_candidate(cid, i + 1, evidence.get(cid) or {}, rows.get(cid, {}), cid in chosen,
+                                 cid in audited, cid in to_verify) for i, cid in enumerate(ranking))
+        bracket, pilots, findings = _bracket_and_pilots(evidence)
+        r = int(p.get("round", 0) or 0)
+        pilots += tuple(pilot_events.get(r, ()))
+        parent = rows.get(ranking[0], {}).get("parent_id") if ranking else None
+        extra = {k: v for k, v in p.items() if k not in _KNOWN_PAYLOAD}
+        out.append(RoundView(ev.seq, r, str(p.get("screener", "")), parent, _num(p.get("seconds")), cands, bracket,
+                             pilots, findings, _dump(extra) if extra else ""))
+    return out
+
+
+def _candidate(cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str, Any], chosen: bool, audited: bool,
+               verified: bool) -> ScreenedCandidate:
+    detail = ev.get("detail") or {}
+    detail = detail if isinstance(detail, Mapping) else {"detail": detail}
+    extra = {k: v for k, v in detail.items() if k not in _DRAWN_DETAIL}
+    votes = {str(k): float(v) for k, v in (ev.get("votes") or {}).items() if _num(v) is not None}
+    status = str(row.get("status", ""))
+    return ScreenedCandidate(
+        id=cid, position=position, idea=short(row.get("idea") or "", 300), rank_value=_num(ev.get("rank_value")),
+        votes=votes, uncertainty=_num(ev.get("uncertainty")), n_valid=int(ev.get("n_valid") or 0),
+        n_invalid=int(ev.get("n_invalid") or 0), labels=tuple(str(x) for x in ev.get("labels") or ()),
+        chosen=chosen, audited=audited, verified=verified and status in VERIFIED, status=status,
+        score=_num(row.get("score")) if status in VERIFIED else None,
+        critiques=tuple(str(c) for c in detail.get("critiques") or ()),
+        findings=tuple(str(f) for f in detail.get("findings") or ()), extra=_dump(extra, 1500) if extra else "")
+
+
+def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tuple]:
+    """Tournament matches (deduplicated over candidates), agentic pilots and findings."""
+    matches: dict[tuple, Mapping[str, Any]] = {}
+    pilots: list[Mapping[str, Any]] = []
+    findings: list[str] = []
+    for ev in evidence.values():
+        detail = (ev or {}).get("detail") or {}
+        if not isinstance(detail, Mapping):
+            continue
+        for m in detail.get("matches") or ():
+            if isinstance(m, Mapping):
+                key = (m.get("round"), tuple(m.get("pair") or ()))
+                matches.setdefault(key, {k: m.get(k) for k in ("round", "pair", "votes", "winner", "decided_by")})
+        pilots += [redact(dict(p)) for p in detail.get("pilots") or () if isinstance(p, Mapping)]
+        findings += [str(f) for f in detail.get("findings") or ()]
+    ordered = sorted(matches.values(), key=lambda m: (m.get("round") or 0, str(m.get("pair"))))
+    return tuple(ordered), tuple(pilots), tuple(dict.fromkeys(findings))
+
+
+# ---------------------------------------------------------------------- node pages
+
+@dataclass(frozen=True)
+class LogView:
+    """One finished verification of the node (there can be several after repairs)."""
+
+    seq: int
+    status: str
+    reason: str
+    score: float | None
+    seconds: float
+    peak_memory_mb: float | None
+    stdout_tail: str
+    stderr_tail: str
+
+
+@dataclass(frozen=True)
+class NodeDetail:
+    """Everything a node page shows."""
+
+    id: str
+    parent_id: str | None
+    operator: str
+    status: str
+    reason: str
+    round: int
+    island: int
+    tags: tuple[str, ...]
+    reference_ids: tuple[str, ...]
+    idea: str
+    summary: str
+    program: str
+    diff: tuple[tuple[str, str], ...]
+    score: float | None
+    metrics: Mapping[str, Any]
+    test_score: float | None
+    test_metrics: Mapping[str, Any]
+    critiques: tuple[str, ...]
+    evidence: str  # the screening evidence for this node, redacted JSON
+    screened_in: str  # "round 3 by critic: ranked 2 of 8, chosen"
+    logs: tuple[LogView, ...]
+    events: tuple[tuple[int, str, str], ...]  # (seq, kind, redacted JSON) of every event about the node
+    children: tuple[str, ...]
+
+
+def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
+    """The page of one node; ``StoreError`` if the run or node is unknown."""
+    from verifyless.errors import StoreError
+
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    if node_id not in rows:
+        raise StoreError(f"no node {node_id!r} in run {run_id}")
+    row = rows[node_id]
+    program = _program(store, row)
+    parent = rows.get(row.get("parent_id") or "")
+    diff = tuple(diff_lines(_program(store, parent), program, f"{parent['node_id']} (parent)", node_id)) \
+        if parent is not None else ()
+    logs, events = [], []
+    for ev in store.events(run_id, node_id=node_id):
+        events.append((ev.seq, ev.kind, _dump(_without_program(ev.payload), 3000)))
+        if ev.kind == "verification":
+            p = ev.payload
+            seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
+            logs.append(LogView(ev.seq, str(p.get("status", "")), str(p.get("reason", "")), _num(p.get("score")),
+                                seconds,
+                                _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
+                                str(p.get("stderr_tail") or "")))
+    critiques, evidence, screened = _screening_of(store, run_id, node_id)
+    return NodeDetail(
+        id=node_id, parent_id=row.get("parent_id"), operator=row["operator"], status=row["status"],
+        reason=str(row.get("reason") or ""), round=int(row.get("round") or 0), island=int(row.get("island") or 0),
+        tags=tuple(row.get("tags") or ()), reference_ids=tuple(row.get("reference_ids") or ()),
+        idea=str(row.get("idea") or ""), summary=str(row.get("summary") or ""), program=program, diff=diff,
+        score=_num(row.get("score")), metrics=dict(row.get("metrics") or {}), test_score=_num(row.get("test_score")),
+        test_metrics=dict(row.get("test_metrics") or {}), critiques=critiques, evidence=evidence,
+        screened_in=screened, logs=tuple(logs), events=tuple(events),
+        children=tuple(r["node_id"] for r in rows.values() if r.get("parent_id") == node_id))
+
+
+def _program(store: Any, row: Mapping[str, Any]) -> str:
+    digest = row.get("program_hash") or ""
+    if not digest:
+        return ""
+    try:
+        return store.get_text(digest)
+    except Exception:  # noqa: BLE001 - a missing blob shows as an empty program, the page still renders
+        return ""
+
+
+def _without_program(payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {k: v for k, v in payload.items() if k != "program"}
+
+
+def _screening_of(store: Any, run_id: str, node_id: str) -> tuple[tuple[str, ...], str, str]:
+    for ev in store.events(run_id, kinds=["screening"]):
+        evidence = (ev.payload.get("evidence") or {}).get(node_id)
+        ranking = list(ev.payload.get("ranking") or ())
+        if node_id not in ranking:
+            continue
+        detail = (evidence or {}).get("detail") or {}
+        critiques = tuple(str(c) for c in detail.get("critiques") or ()) if isinstance(detail, Mapping) else ()
+        chosen = node_id in (ev.payload.get("to_verify") or ev.payload.get("chosen") or ())
+        audited = node_id in (ev.payload.get("audited") or ())
+        where = (f"round {ev.payload.get('round', '?')} by {ev.payload.get('screener', '?')}: ranked "
+                 f"{ranking.index(node_id) + 1} of {len(ranking)}, "
+                 f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}")
+        return critiques, _dump(evidence, 6000) if evidence else "", where
+    return (), "", ""
+
+
+def node_json(detail: NodeDetail) -> str:
+    """The node page's data as JSON (for the dashboard's API)."""
+    from dataclasses import asdict
+
+    return json.dumps(asdict(detail), default=str)

@@ -1,0 +1,96 @@
+"""Rendering: the Jinja environment shared with the dashboard, and the self-contained HTML report.
+
+``write_report(store, run_id, out_dir)`` writes ``report.html`` (one file:
+styles inlined, no script, a Content-Security-Policy that forbids every
+outside load, node pages as ``#node-ID`` sections) and the figures as PNGs
+under ``figures/`` (matplotlib, the ``plot`` extra; skipped with a note when
+it is missing). Autoescape is on for every template: model- and
+candidate-produced text is always escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from verifyless.report import data, data_nodes, svg
+
+
+def fmt(value: Any) -> str:
+    """Numbers for tables: '-' for None/NaN, ints as they are, floats with 5 significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "-" if not math.isfinite(value) else f"{value:.5g}"
+    return str(value)
+
+
+@lru_cache(maxsize=1)
+def environment() -> Any:
+    """The Jinja environment (package templates, autoescape on for everything)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("verifyless.report", "templates"),
+                             autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = fmt
+    env.filters["tojson_pretty"] = lambda v: json.dumps(data.redact(v), indent=1, default=str, ensure_ascii=False)
+    return env
+
+
+def version() -> str:
+    try:
+        from importlib.metadata import version as v
+
+        return v("verifyless")
+    except Exception:  # noqa: BLE001 - not installed (running from a source tree)
+        return "dev"
+
+
+def run_views(store: Any, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
+    """Everything the run page (report or dashboard) renders, as template variables."""
+    f = data.final_view(store, run_id)
+    curve = data.best_curve(store, run_id)
+    g = data_nodes.graph_view(store, run_id, final_id=f.node_id)
+    return {
+        "s": data.run_summary(store, run_id), "b": data.budget_view(store, run_id), "f": f, "curve": curve,
+        "curve_svg": svg.curves_svg([curve]), "g": g, "graph_svg": svg.graph_svg(g, href),
+        "rounds": data_nodes.rounds_view(store, run_id), "cv": data.critic_view(store, run_id),
+        "others": data.other_events(store, run_id), "href": href,
+    }
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    html: Path
+    figures: tuple[Path, ...]
+    note: str = ""  # why figures are missing, if they are
+
+
+def write_report(store: Any, run_id: str, out_dir: str | Path, *, figures: bool = True) -> ReportFiles:
+    """Write ``out_dir/report.html`` and (``figures``) ``out_dir/figures/*.png`` for one run (see module docstring)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    views = run_views(store, run_id, lambda nid: f"#node-{nid}")
+    nodes = [data_nodes.node_detail(store, run_id, n.id) for n in views["g"].nodes]
+    html = environment().get_template("report.html").render(
+        **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(), figures_dir="figures/")
+    path = out / "report.html"
+    path.write_text(html, encoding="utf-8")
+    if not figures:
+        return ReportFiles(path, (), "PNG figures not requested")
+    from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
+
+    try:
+        pngs = drawing.write_figures(views, out / "figures")
+    except ImportError as exc:
+        return ReportFiles(path, (), f"PNG figures skipped: {exc}; install verifyless[plot]")
+    return ReportFiles(path, tuple(pngs))

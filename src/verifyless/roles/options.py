@@ -1,0 +1,44 @@
+"""Typed options of the LLM roles (``roles.llm`` in the run configuration).
+
+Defaults follow the critic paper's OpenEvolve setup (appendix I.1): the idea
+proposer samples at temperature 0.8, each idea drawn independently; the
+summarizer runs at temperature 0.4 and writes 120-200 words. Kept light (pydantic
+only) so that ``verifyless.config`` can import it without pulling in the roles.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class LLMRoleOptions(BaseModel):
+    """Sampling and prompting options of the four LLM roles."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    proposer_mode: Literal["independent", "waves"] = Field(
+        "independent",
+        description="independent: N concurrent draws, none sees another's idea (the papers); "
+        "waves: draws in waves of wave_size, each wave told the earlier waves' ideas to avoid",
+    )
+    proposer_temperature: float = Field(0.8, ge=0.0, le=2.0, description="idea sampling temperature (paper: 0.8)")
+    wave_size: int = Field(4, ge=1, description="concurrent draws per wave (proposer_mode=waves only)")
+    max_avoid: int = Field(24, ge=0, description="at most this many already-tried ideas are listed to avoid")
+    summarizer_temperature: float = Field(0.4, ge=0.0, le=2.0, description="summarizer temperature (paper: 0.4)")
+    summary_min_words: int = Field(120, ge=1, description="shortest accepted summary, in words (paper: 120)")
+    summary_max_words: int = Field(200, ge=1, description="longest accepted summary, in words (paper: 200)")
+    brief_temperature: float = Field(0.3, ge=0.0, le=2.0, description="temperature of the one-off task brief")
+    implementer_temperature: float = Field(0.2, ge=0.0, le=2.0, description="temperature of implement and repair")
+    max_attempts: int = Field(3, ge=1, le=10, description="implementer replies per child, the first included")
+
+    @model_validator(mode="after")
+    def _word_range(self) -> "LLMRoleOptions":
+        if self.summary_min_words > self.summary_max_words:
+            raise ValueError(f"summary_min_words ({self.summary_min_words}) must not exceed "
+                             f"summary_max_words ({self.summary_max_words})")
+        return self
+
+
+__all__ = ["LLMRoleOptions"]

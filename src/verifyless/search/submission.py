@@ -1,0 +1,137 @@
+"""Top-K ensemble submission (MLEvolve): the final answer combines the best K programs' outputs.
+
+A task opts in by declaring how outputs combine (``ensemble`` in task.yaml,
+``Task.ensemble``); only ``combine: mean`` exists: every named output file is
+read as numbers (``numpy.loadtxt``) and averaged element-wise over the members.
+
+``ensemble_submission(task, members, sandbox)`` re-runs each member program
+in a fresh workspace through the sandbox (outputs of the original
+verifications are not kept), averages the declared files of the members that
+ran OK into a new output folder, and scores that folder once with the task's
+trusted scorer. A member whose re-run fails is left out and recorded; a
+stochastic task's re-run may differ slightly from its first verification.
+The re-runs and the scoring are real execution time: the engine charges
+``seconds`` as evaluator seconds of the run (not as verifications) in the
+``submission`` event it records after the ``final`` one.
+
+``ensemble_members(strategy, task, view)`` decides whether there is an
+ensemble to submit: the task must declare ``ensemble``, the strategy must
+offer ``final_ensemble`` with its ``submit_ensemble`` option on (MCGS), and
+at least two usable nodes must exist.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from verifyless.node import Status
+from verifyless.sandbox.base import Sandbox
+from verifyless.search.base import SearchView
+from verifyless.task.base import Task
+
+
+@dataclass(frozen=True)
+class EnsembleSubmission:
+    """The scored combination of several programs' outputs (validation and hidden-test metrics)."""
+
+    members: tuple[str, ...]
+    status: str
+    reason: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    test_metrics: dict[str, float] = field(default_factory=dict)
+    score: float | None = None
+    test_score: float | None = None
+    seconds: float = 0.0
+    member_runs: tuple[dict[str, Any], ...] = ()
+    combine: str = "mean"
+
+    @property
+    def combined(self) -> tuple[str, ...]:
+        """The members whose outputs went into the average (their re-run was OK)."""
+        return tuple(r["node_id"] for r in self.member_runs if r["status"] == Status.OK.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["combined"] = list(self.combined)
+        out["members"] = list(self.members)
+        out["member_runs"] = [dict(r) for r in self.member_runs]
+        return out
+
+
+def ensemble_members(strategy: Any, task: Task, view: SearchView) -> list[str]:
+    """Ids to combine, best first, or [] when this run submits a single program."""
+    config = getattr(strategy, "config", None)
+    pick = getattr(strategy, "final_ensemble", None)
+    if task.ensemble is None or pick is None or not getattr(config, "submit_ensemble", False):
+        return []
+    ids = list(pick(view))
+    return ids if len(ids) >= 2 else []
+
+
+def ensemble_submission(task: Task, members: Sequence[tuple[str, str]], sandbox: Sandbox, *,
+                        hide: Sequence[Path] = (), workspace_root: Path | None = None) -> EnsembleSubmission:
+    """Re-run ``members`` (``(node id, program)``), average the declared outputs, score once (see module doc)."""
+    from verifyless.verify import verify
+
+    if task.ensemble is None:
+        raise ValueError(f"task {task.name!r} declares no 'ensemble' in its task.yaml; nothing to combine")
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="verifyless-ensemble-", dir=workspace_root))
+    try:
+        outs, runs = [], []
+        for node_id, program in members:
+            member_root = root / f"member-{len(runs)}"
+            v = verify(task, program, sandbox, workspace_root=member_root, hide=hide, keep_workspace=True)
+            runs.append({"node_id": node_id, "status": v.status.value, "reason": v.reason, "score": v.score,
+                         "seconds": v.seconds})
+            if v.status is Status.OK:
+                (ws,) = list(member_root.iterdir())
+                outs.append(ws)
+        ids = tuple(node_id for node_id, _ in members)
+        if not outs:
+            return EnsembleSubmission(ids, Status.FAILED.value, "no member re-ran successfully",
+                                      seconds=time.monotonic() - started, member_runs=tuple(runs))
+        return _combine_and_score(task, ids, outs, runs, root / "combined", started)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _combine_and_score(task: Task, ids: tuple[str, ...], outs: list[Path], runs: list[dict[str, Any]],
+                       ws: Path, started: float) -> EnsembleSubmission:
+    from verifyless.verify import _run_scorer, check_metrics, split_metrics
+
+    assert task.ensemble is not None
+    (ws / "out").mkdir(parents=True)
+    shutil.copytree(outs[0] / "public", ws / "public")
+    for name in task.ensemble.files:
+        arrays = [np.loadtxt(member / "out" / name, ndmin=1) for member in outs]
+        if len({a.shape for a in arrays}) != 1:
+            return EnsembleSubmission(ids, Status.FAILED.value, f"members wrote {name} with different shapes",
+                                      seconds=time.monotonic() - started, member_runs=tuple(runs))
+        np.savetxt(ws / "out" / name, np.mean(arrays, axis=0), fmt="%.10g")
+    raw, failure = _run_scorer(task, ws)
+    problem = failure
+    metrics: dict[str, Any] = {}
+    test: dict[str, float] = {}
+    if raw is not None:
+        metrics, test = split_metrics(task, raw)
+        problem = check_metrics(task, metrics)
+    seconds = time.monotonic() - started
+    if problem:
+        return EnsembleSubmission(ids, Status.FAILED.value, problem, seconds=seconds, member_runs=tuple(runs))
+    test_score = next((test[n] for n in task.test_metrics if n in test), None)
+    return EnsembleSubmission(
+        members=ids, status=Status.OK.value, metrics={k: float(v) for k, v in metrics.items()}, test_metrics=test,
+        score=float(metrics[task.metric.name]), test_score=test_score, seconds=seconds, member_runs=tuple(runs),
+        combine=task.ensemble.combine,
+    )
+
+
+__all__ = ["EnsembleSubmission", "ensemble_members", "ensemble_submission"]

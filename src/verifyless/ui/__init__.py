@@ -1,0 +1,1 @@
+"""The read-only dashboard (``verifyless ui``): see ``verifyless.ui.app``."""

@@ -1,0 +1,42 @@
+"""``verifyless ui``: serve the read-only dashboard over a run store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+LOOPBACK = "127.0.0.1"
+
+
+def ui_command(
+    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store to show"),
+    port: int = typer.Option(8765, "--port", help="TCP port"),
+    host: str = typer.Option(LOOPBACK, "--host", help="interface to bind (default: this machine only)"),
+) -> None:
+    """Serve a read-only dashboard of the run store (runs, live progress, reports, comparisons)."""
+    from rich.console import Console
+
+    from verifyless.errors import ConfigError
+
+    try:
+        import uvicorn
+
+        from verifyless.ui.app import create_app
+    except ImportError as exc:
+        raise ConfigError(f"the dashboard needs the ui extra ({exc}); install it with: pip install 'verifyless[ui]'")
+    if not 0 < port < 65536:
+        raise ConfigError(f"--port {port} is not a TCP port; pick one between 1 and 65535")
+    out = Console()
+    shown = f"[{host}]" if ":" in host else host
+    out.print(f"verifyless dashboard (read-only) of {store} at [bold]http://{shown}:{port}/[/]")
+    if host == LOOPBACK:
+        out.print(f"bound to {LOOPBACK}: only this machine can open it (ssh -L {port}:{LOOPBACK}:{port} to reach it "
+                  "from elsewhere). Stop with Ctrl-C.", highlight=False)
+    else:
+        out.print(f"[yellow]bound to {host}: anyone who can reach this address can read these runs "
+                  "(ideas, code, logs). There is no login.[/]", highlight=False)
+    if not store.exists():
+        out.print(f"[yellow]{store} does not exist yet; runs appear once `verifyless run --store {store}` starts.[/]",
+                  highlight=False)
+    uvicorn.run(create_app(store), host=host, port=port, log_level="warning")

@@ -1,0 +1,39 @@
+"""`verifyless report`, `verifyless ui` and the links printed by `verifyless show`, through the real command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from report_fixtures import cached_build
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run([sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=240)
+
+
+def test_report_writes_html_and_pngs_and_show_points_to_them(tmp_path_factory, tmp_path):
+    built = cached_build(tmp_path_factory)
+    before = built["store"].stat().st_mtime_ns
+    prefix = built["plain"][:-3]
+    done = cli("report", prefix, "--store", str(built["store"]), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "reports" / built["plain"]
+    assert (out / "report.html").is_file() and (out / "figures" / "curve.png").is_file()
+    assert "needs no network" in done.stdout
+    assert built["store"].stat().st_mtime_ns == before  # read-only
+    shown = cli("show", built["plain"], "--store", str(built["store"]), cwd=tmp_path)
+    assert f"verifyless report {built['plain']}" in shown.stdout and "verifyless ui --store" in shown.stdout
+
+
+def test_report_and_ui_refuse_bad_input_in_one_line(tmp_path):
+    missing = cli("report", "x", "--store", str(tmp_path / "none.db"), cwd=tmp_path)
+    assert missing.returncode == 5 and "no run store" in missing.stderr and "Traceback" not in missing.stderr
+    port = cli("ui", "--port", "70000", "--store", str(tmp_path / "none.db"), cwd=tmp_path)
+    assert port.returncode == 2 and "--port" in port.stderr and "Traceback" not in port.stderr

@@ -1,0 +1,254 @@
+"""The data behind every report/dashboard view, from stores written by the real engine and the real RunStore."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from report_fixtures import PAYLOADS, SECRET, cached_build
+
+from verifyless.errors import StoreError
+from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.report import data, data_nodes
+from verifyless.report.reader import open_readonly
+from verifyless.store import RunStore
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    built = cached_build(tmp_path_factory)
+    with open_readonly(built["store"]) as st:
+        yield built, st
+
+
+def test_runs_list_newest_first_with_budget_and_best(fx):
+    built, st = fx
+    rows = data.runs_list(st)
+    assert [r.run_id for r in rows] == [built["secret"], built["hostile"], built["plain"]]
+    plain = rows[-1]
+    assert (plain.verifications, plain.cap, plain.screener, plain.strategy) == (3, 3, "critic", "greedy")
+    best = max((r for r in st.node_rows(plain.run_id) if r["fitness"] is not None), key=lambda r: r["fitness"])
+    assert (plain.best_node, plain.best_score) == (best["node_id"], best["score"])
+
+
+def test_budget_by_kind_and_tokens_by_role_add_up(fx):
+    built, st = fx
+    b = data.budget_view(st, built["plain"])
+    kinds = {r.kind: r for r in b.by_kind}
+    assert kinds["verification"].verifications == b.total["verifications"] == 3
+    assert math.isclose(kinds["verification"].evaluator_seconds, b.total["evaluator_seconds"])
+    assert {"proposer", "implementer", "summarizer", "critic"} <= {u.role for u in b.by_role}
+    assert sum(u.prompt_tokens for u in b.by_role) == b.total["tokens_in"] == kinds["llm_call"].tokens_in
+    assert b.caps["verifications"] == 3
+
+
+def test_best_curve_is_monotone_in_the_metric_direction_with_the_baseline(fx):
+    built, st = fx
+    c = data.best_curve(st, built["plain"])
+    assert [p.x for p in c.points] == [1, 2, 3] and c.points[0].node_id == "root"
+    assert c.direction == "maximize" and c.metric == "combined_score"
+    root = next(r for r in st.node_rows(built["plain"]) if r["node_id"] == "root")
+    assert c.baseline == root["score"]
+    bests = [p.best_score for p in c.points]
+    assert bests == sorted(bests) and c.final == max(p.score for p in c.points if p.status == "ok")
+    assert c.ceiling is not None and c.ceiling >= c.final  # circle_packing's bound anchor
+
+
+def test_graph_has_every_node_with_primary_edges_and_a_tidy_layout(fx):
+    built, st = fx
+    rows = st.node_rows(built["plain"])
+    g = data_nodes.graph_view(st, built["plain"], final_id="root")
+    assert {n.id for n in g.nodes} == {r["node_id"] for r in rows}
+    assert {(e.source, e.target) for e in g.edges if e.kind == "primary"} == {
+        (r["parent_id"], r["node_id"]) for r in rows if r["parent_id"]}
+    pos = {n.id: n for n in g.nodes}
+    kids = [n.x for n in g.nodes if n.parent_id == "root"]
+    assert pos["root"].depth == 0 and min(kids) <= pos["root"].x <= max(kids) and pos["root"].final
+    assert len({(n.x, n.depth) for n in g.nodes}) == len(g.nodes)  # no two nodes drawn on the same spot
+
+
+def test_rounds_carry_the_screeners_evidence_and_the_outcome(fx):
+    built, st = fx
+    rounds = data_nodes.rounds_view(st, built["plain"])
+    screenings = [e.payload for e in st.events(built["plain"], kinds=["screening"])]
+    assert len(rounds) == len(screenings) >= 2
+    for r, p in zip(rounds, screenings):
+        assert [c.id for c in r.candidates] == p["ranking"] and r.screener == "critic" and r.parent_id == "root"
+        for c in r.candidates:
+            assert len(c.critiques) == 4 and c.n_valid + c.n_invalid == 4
+            assert math.isclose(sum(c.votes.values()), 1.0) and 0.0 <= c.uncertainty <= 1.0
+        verified = [c for c in r.candidates if c.verified]
+        assert [c.id for c in verified] == p["to_verify"] and all(c.status == "ok" for c in verified)
+        assert all(c.status == "screened-out" and c.score is None for c in r.candidates if not c.chosen)
+
+
+def test_node_detail_has_diff_critiques_logs_and_keeps_the_hidden_test_apart(fx):
+    built, st = fx
+    chosen = next(e.payload["to_verify"][0] for e in st.events(built["plain"], kinds=["screening"]))
+    d = data_nodes.node_detail(st, built["plain"], chosen)
+    kinds = {cls for cls, _ in d.diff}
+    assert {"add", "del", "hunk"} <= kinds and d.parent_id == "root"
+    new = "\n".join(line[1:] for cls, line in d.diff if cls == "add")
+    assert new and all(line in d.program for line in new.splitlines())
+    assert len(d.critiques) == 4 and "chosen" in d.screened_in
+    assert len(d.logs) == 1 and d.logs[0].status == "ok" and d.score == d.logs[0].score
+    assert "combined_score" in d.metrics and d.test_metrics == {}
+    assert [k for _, k, _ in d.events][:1] == ["node"]
+    with pytest.raises(StoreError):
+        data_nodes.node_detail(st, built["plain"], "no-such-node")
+
+
+def test_critic_view_joins_verdicts_with_outcomes(fx):
+    built, st = fx
+    cv = data.critic_view(st, built["plain"])
+    assert cv is not None and cv.n == 2  # the two verified children of the root
+    assert sum(map(sum, cv.confusion3)) == cv.n and sum(b[2] for b in cv.bins) == cv.n
+    assert cv.by_screener["critic"]["n"] == cv.n
+
+
+def test_final_view_and_progress(fx):
+    built, st = fx
+    f = data.final_view(st, built["plain"])
+    final = next(e.payload for e in st.events(built["plain"], kinds=["final"]))
+    assert f.node_id == final["node_id"] and f.stopped == final["stopped"] and f.score is not None
+    p = data.progress(st, built["plain"])
+    assert p.status == "finished" and p.verifications == 3
+    assert p.last_seq == max(e.seq for e in st.events(built["plain"])) and p.recent[0][1] == "run_status"
+
+
+def test_hostile_text_is_kept_verbatim_in_the_data(fx):
+    built, st = fx
+    rows = [r for r in st.node_rows(built["hostile"]) if r["status"] == "ok" and r["node_id"] != "root"]
+    d = data_nodes.node_detail(st, built["hostile"], rows[0]["node_id"])
+    assert PAYLOADS[0] in d.idea and PAYLOADS[1] in d.logs[0].stdout_tail and PAYLOADS[2] in d.logs[0].stderr_tail
+
+
+def test_secrets_are_redacted(fx):
+    built, st = fx
+    s = data.run_summary(st, built["secret"])
+    assert SECRET not in s.config_json and data.REDACTED in s.config_json
+    assert data.redact({"API_KEY": "x", "tokens": 5, "list": ["Bearer abcdefghijklmnop"]}) == {
+        "API_KEY": data.REDACTED, "tokens": 5, "list": [data.REDACTED]}
+    assert data.redact({"api_key_env": "VERIFYLESS_API_KEY"})["api_key_env"] == data.REDACTED
+
+
+# ---------------------------------------------------------------------- synthetic events through the real store
+
+def _candidate(st, run_id, cid, parent, program, refs=()):
+    operator = Operator.REFERENCE if refs else Operator.IMPROVE
+    st.add_candidate(run_id, Candidate(cid, parent, operator, Idea(f"idea {cid}"), program, content_hash(program),
+                                       summary=f"summary {cid}", reference_ids=tuple(refs), round=1))
+
+
+def _verify(st, run_id, cid, score, program):
+    st.add_verification(run_id, cid, Verification(Status.OK, metrics={"m": score}, score=score,
+                                                  test_score=score - 1, run_seconds=1.0,
+                                                  program_hash=content_hash(program)), score)
+
+
+@pytest.fixture()
+def synthetic(tmp_path):
+    path = tmp_path / "s.db"
+    with RunStore(path) as st:
+        rid = st.create_run("not-a-task", {"screener": {"name": "tournament"}})
+        _candidate(st, rid, "root", None, "a = 0\n")
+        _verify(st, rid, "root", 1.0, "a = 0\n")
+        for cid, prog in (("c1", "a = 1\n"), ("c2", "a = 2\n"), ("c3", "a = 3\n")):
+            _candidate(st, rid, cid, "root", prog, refs=("c1",) if cid == "c3" else ())
+        match = {"round": 1, "pair": ["c1", "c2"], "votes": {"c1": 2}, "winner": "c1", "decided_by": "votes",
+                 "samples": []}
+        st.append(rid, "screening", {
+            "screener": "tournament", "ranking": ["c1", "c2", "c3"], "chosen": ["c1"], "to_verify": ["c1", "c3"],
+            "audited": ["c3"], "round": 1, "parse_health": {"ok": 5, "bad": 1},
+            "evidence": {
+                "c1": {"candidate_id": "c1", "rank_value": 2.0, "votes": {"improve": 1.0, "tie": 0.0, "lose": 0.0},
+                       "labels": ["BigWin"], "n_valid": 1, "detail": {"matches": [match], "new_key": [1, 2]}},
+                "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match]}},
+                "c3": {"candidate_id": "c3", "rank_value": 0.0, "votes": {"improve": 0.0, "tie": 0.0, "lose": 1.0},
+                       "labels": ["Lose"], "n_valid": 1,
+                       "detail": {"findings": ["pilot says c3 overfits"], "pilots": [{"id": "p1", "seconds": 2.0}]}}}})
+        st.append(rid, "pilot", {"round": 1, "seconds": 3.0, "note": "pilot of c3"}, charge=True)
+        st.append(rid, "learn", {"examples": 3, "weights": {"w": [0.1, float("nan")]}})
+        st.append(rid, "snapshot", {"api_key": SECRET, "size": 10})
+        _verify(st, rid, "c1", 2.0, "a = 1\n")
+        _verify(st, rid, "c3", 0.5, "a = 3\n")
+        st.set_status(rid, "finished")
+    with open_readonly(path) as ro:
+        yield ro, rid
+
+
+def test_bracket_pilots_and_unknown_keys(synthetic):
+    st, rid = synthetic
+    (r,) = data_nodes.rounds_view(st, rid)
+    assert len(r.bracket) == 1 and r.bracket[0]["winner"] == "c1"  # the same match from two candidates, once
+    assert r.findings == ("pilot says c3 overfits",)
+    assert {p.get("id") for p in r.pilots} == {"p1", None} and any(p.get("note") == "pilot of c3" for p in r.pilots)
+    assert "parse_health" in r.extra
+    c1, c2, c3 = r.candidates
+    assert "new_key" in c1.extra and c3.audited and c3.verified and not c2.verified
+    assert data.budget_view(st, rid).total["pilot_seconds"] == 3.0
+
+
+def test_unknown_event_kinds_are_listed_generically_and_redacted(synthetic):
+    st, rid = synthetic
+    others = data.other_events(st, rid)
+    assert [e.kind for e in others] == ["pilot", "learn", "snapshot"]
+    assert SECRET not in others[2].text and "NaN" in others[1].text
+
+
+def test_reference_edges_audits_and_a_task_that_cannot_be_loaded(synthetic):
+    st, rid = synthetic
+    g = data_nodes.graph_view(st, rid)
+    assert ("c1", "c3", "reference") in {(e.source, e.target, e.kind) for e in g.edges}
+    cv = data.critic_view(st, rid)
+    assert cv is not None and [(a.candidate_id, a.predicted, a.truth) for a in cv.audits] == [("c3", "lose", "lose")]
+    c = data.best_curve(st, rid)
+    assert c.ceiling is None and c.metric == "score" and [p.best_score for p in c.points] == [1.0, 2.0, 2.0]
+    f = data.final_view(st, rid)  # no final event: the best so far
+    assert f.node_id == "c1" and f.test_score == 1.0 and f.baseline_test_score == 0.0
+
+
+def test_reader_is_read_only_and_sees_new_commits(tmp_path):
+    path = tmp_path / "s.db"
+    with pytest.raises(StoreError, match="no run store"):
+        open_readonly(path)
+    with RunStore(path) as writer:
+        rid = writer.create_run("t", {})
+        with open_readonly(path) as ro:
+            before = data.progress(ro, rid).last_seq
+            writer.append(rid, "note", {"x": 1})
+            assert data.progress(ro, rid).last_seq > before
+            with pytest.raises(StoreError, match="readonly"):
+                ro.append(rid, "note", {"x": 2})
+    (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(StoreError):
+        open_readonly(tmp_path / "other.db")
+
+
+def test_svg_figures_escape_every_string(synthetic):
+    from verifyless.report import svg
+
+    st, rid = synthetic
+    curve = data.best_curve(st, rid, label=PAYLOADS[0])
+    out = str(svg.curves_svg([curve], title=PAYLOADS[1]))
+    assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
+    g = data_nodes.graph_view(st, rid)
+    hostile = g.nodes[1].__class__(**{**g.nodes[1].__dict__, "idea": PAYLOADS[2]})
+    tree = str(svg.graph_svg(g.__class__(**{**g.__dict__, "nodes": (g.nodes[0], hostile, *g.nodes[2:])}),
+                             lambda nid: f"#node-{nid}"))
+    assert "<svg onload" not in tree and "&lt;svg onload" in tree and tree.count("<a href=") == len(g.nodes)
+
+
+def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
+    path = tmp_path / "o.db"
+    with RunStore(path) as st:
+        runs = {}
+        for name, score in (("critic", 2.0), ("oracle", 5.0), ("random", 9.0)):
+            seed = 1 if name == "random" else 0
+            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=seed)
+            _candidate(st, rid, "root", None, "a = 0\n")
+            _verify(st, rid, "root", score, "a = 0\n")
+    with open_readonly(path) as ro:
+        c = data.best_curve(ro, runs["critic"])
+        assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
+        assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable

@@ -1,0 +1,168 @@
+"""Pool worlds: a real (tiny) collection through the sandboxed verifier, and replays on synthetic worlds."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verifyless.bench.worlds import (
+    OracleSelector,
+    RandomSelector,
+    collect_world,
+    draw_pool,
+    load_world,
+    replay_many,
+    replay_run,
+    screener_factory,
+    synthetic_world,
+    world_best,
+)
+from verifyless.screen.surrogate import SurrogateScreener
+
+PROGRAM = '''import argparse
+from pathlib import Path
+
+# EVOLVE-BLOCK-START
+A = 1
+B = 1
+# EVOLVE-BLOCK-END
+
+p = argparse.ArgumentParser()
+p.add_argument("--out")
+args = p.parse_args()
+Path(args.out, "value.txt").write_text(str(A * 10 + B if A != 3 else "oops"))
+'''
+
+SCORER = '''from pathlib import Path
+
+
+def score(outdir, hidden, public):
+    value = float(Path(outdir, "value.txt").read_text())
+    truth = float(Path(hidden[0]).read_text())
+    return {"val_err": abs(value - truth), "test_err": abs(value - truth - 1)}
+'''
+
+TASK = """
+name: toy_world
+description: Pick two digits whose code is close to a hidden number.
+statement: statement.md
+program: prog.py
+metric: {name: val_err, direction: minimize, lower: 0}
+metrics: {validation: [val_err], test: [test_err]}
+anchors: {floor: 40, reference: 10, bound: 0}
+data: {public: [public/readme.txt], hidden: [hidden/truth.txt]}
+run: "{python} {program} --out {outdir}"
+score: "score.py:score"
+limits: {wall_seconds: 30, threads: 1}
+idea_space:
+  baseline: {a: a1, b: b1}
+  dimensions:
+    a:
+      description: the tens digit
+      options: {a1: {description: one, code: 1}, a2: {description: two, code: 2}, a3: {description: three, code: 3}}
+    b:
+      description: the units digit
+      options: {b1: {description: one, code: 1}, b5: {description: five, code: 5}}
+  template: |
+    A = {{a}}
+    B = {{b}}
+"""
+
+
+def _toy_task(root: Path) -> Path:
+    folder = root / "toy_world"
+    (folder / "public").mkdir(parents=True)
+    (folder / "hidden").mkdir()
+    (folder / "public" / "readme.txt").write_text("nothing here")
+    (folder / "hidden" / "truth.txt").write_text("25")
+    (folder / "prog.py").write_text(PROGRAM)
+    (folder / "score.py").write_text(SCORER)
+    (folder / "statement.md").write_text("Guess the number.")
+    (folder / "task.yaml").write_text(textwrap.dedent(TASK))
+    return folder
+
+
+def test_collect_world_verifies_for_real_appends_and_resumes(tmp_path: Path) -> None:
+    from verifyless.task import load_task
+
+    task = load_task(_toy_task(tmp_path))
+    path = tmp_path / "w" / "toy.jsonl"
+    world = collect_world(task, path, n=3, seed=1)
+    assert len(world) == 3 and world.points[0].assignment == {"a": "a1", "b": "b1"}
+    assert world.baseline_index == 0 and world.fitness(0) == pytest.approx(-14.0)  # |11 - 25|
+    head = json.loads(path.read_text().splitlines()[0])
+    assert head["kind"] == "world" and head["dimensions"] == {"a": ["a1", "a2", "a3"], "b": ["b1", "b5"]}
+    more = collect_world(task, path, n=6, seed=1)  # resumes: only the 3 new points are verified
+    assert len(more) == 6 and more.points[:3] == world.points
+    assert len({p.key for p in more.points}) == 6
+    for p in more.points:
+        if p.assignment["a"] == "a3":  # the program writes "oops": a failed candidate, kept as data
+            assert p.status != "ok" and p.score is None and p.reason
+        else:
+            a, b = int(p.assignment["a"][1]), int(p.assignment["b"][1])
+            assert p.status == "ok" and p.score == pytest.approx(abs(10 * a + b - 25))
+            assert p.test_score == pytest.approx(abs(10 * a + b - 26))
+    assert load_world(path) == more
+    from verifyless.bench.worlds import load_worlds, merge_worlds
+
+    other = collect_world(task, tmp_path / "w" / "toy.s2.jsonl", n=4, seed=2)
+    merged = load_worlds([path, tmp_path / "w" / "toy.s2.jsonl"])["toy_world"]
+    assert merged.points[:6] == more.points and len(merged) == len({p.key for p in (*more.points, *other.points)})
+    assert merge_worlds([more]) == more
+    with pytest.raises(ValueError, match="seed"):
+        collect_world(task, path, n=6, seed=2)
+
+
+def test_load_world_names_a_bad_line(tmp_path: Path) -> None:
+    world = synthetic_world(n_points=3)
+    path = tmp_path / "w.jsonl"
+    head = {"kind": "world", "task": "t", "direction": "maximize", "baseline": dict(world.baseline),
+            "dimensions": {d: list(o) for d, o in world.dimensions.items()}}
+    path.write_text(json.dumps(head) + "\n" + json.dumps({"nope": 1}) + "\n")
+    with pytest.raises(ValueError, match="w.jsonl:2"):
+        load_world(path)
+
+
+def test_replay_respects_budget_and_never_repeats() -> None:
+    world = synthetic_world(n_points=60, seed=3)
+    run = replay_run(world, RandomSelector(), budget=20, n_candidates=5, seed=0)
+    assert len(run.best) == 20 and len(set(run.verified)) == 20 and run.verified[0] == world.baseline_index
+    assert all(b2 >= b1 for b1, b2 in zip(run.best, run.best[1:]))
+    assert run.reach(run.final) is not None and run.reach(math.inf) is None
+    small = replay_run(world, RandomSelector(), budget=500, n_candidates=5, seed=0)
+    assert len(small.best) == len(world)  # stops when the world is used up
+    again = replay_run(world, RandomSelector(), budget=20, n_candidates=5, seed=0)
+    assert again == run  # deterministic under the seed
+
+
+def test_draw_pool_prefers_neighbours_and_excludes_verified() -> None:
+    import random
+
+    world = synthetic_world(n_points=200, n_dims=6, seed=4)
+    rng = random.Random(0)
+    from verifyless.bench.worlds import hamming
+
+    near = [hamming(world, 0, i) for _ in range(30) for i in draw_pool(world, 0, {1, 2}, 6, 2.0, rng)]
+    far = [hamming(world, 0, i) for _ in range(30) for i in draw_pool(world, 0, {1, 2}, 6, 0.0, rng)]
+    assert sum(near) / len(near) < sum(far) / len(far) - 1.0
+    assert not {1, 2} & set(draw_pool(world, 0, {1, 2}, 150, 1.0, rng))
+
+
+def test_oracle_beats_random_and_fitness_surrogate_learns_the_landscape() -> None:
+    world = synthetic_world(n_points=150, n_dims=5, seed=5)
+    seeds = range(12)
+
+    def mean_final(factory) -> float:
+        runs = replay_many(world, factory, seeds=seeds, budget=16, n_candidates=6)
+        return sum(r.final for r in runs) / len(runs)
+
+    rand = mean_final(lambda w, s: RandomSelector())
+    oracle = mean_final(lambda w, s: OracleSelector())
+    surrogate = mean_final(screener_factory(lambda s: SurrogateScreener(seed=s, rank_by="fitness")))
+    assert oracle <= world_best(world) + 1e-9
+    assert oracle > rand + 0.5
+    assert surrogate > rand + 0.25 * (oracle - rand)
