@@ -14,6 +14,7 @@ honest target for GRPO tests.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -130,6 +131,9 @@ def keyword_dataset(out: str | Path, *, n: Mapping[str, int] | None = None, seed
                                                    label_weights=label_weights))
               for name, count in sizes.items()}
     DatasetDict(splits).save_to_disk(str(out))
+    card = {"schema_version": 1, "kind": "synthetic keyword dataset (verifyless.train.data.keyword_dataset)",
+            "seed": seed, "sizes": sizes, "critique_labels": critique_labels, "label_weights": dict(label_weights or {})}
+    (Path(out) / "card.json").write_text(json.dumps(card, indent=2))
     return Path(out)
 
 
