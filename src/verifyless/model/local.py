@@ -434,6 +434,25 @@ class LocalModel:
         """Verdict distribution at the ``[IMPROVEMENT]`` position after ``prefix`` (see ``verdict_probs``)."""
         return await asyncio.to_thread(self._label_probs_sync, messages, prefix)
 
+    async def score_labels(self, messages: Sequence[Message]) -> dict[str, float]:
+        """Five-way label probabilities (the screening critic's ``label_probs`` contract).
+
+        P(Lose), P(Tie) and P(improve) come from the verdict position; P(improve) is split over
+        BigWin / MediumWin / SmallWin by the tier probabilities read at the ``[WINTIER]`` position
+        after an ``improve`` verdict. Two forward passes; the five values sum to one.
+        """
+        return await asyncio.to_thread(self._score_labels_sync, messages)
+
+    def _score_labels_sync(self, messages: Sequence[Message]) -> dict[str, float]:
+        three = self._label_probs_sync(messages, "")
+        with self.loaded.lock, activate(self.loaded, self.adapter_names):
+            prompt = encode(self.loaded.tokenizer, chat_prompt(self.loaded.tokenizer, messages))
+            tiers = verdict_probs(self.loaded, prompt, f"{VERDICT_TAG} improve ---", tag="[WINTIER]",
+                                  labels=("big", "medium", "small"))
+        win = three["improve"]
+        return {"Lose": three["lose"], "Tie": three["tie"], "SmallWin": win * tiers["small"],
+                "MediumWin": win * tiers["medium"], "BigWin": win * tiers["big"]}
+
     def _label_probs_sync(self, messages: Sequence[Message], prefix: str) -> dict[str, float]:
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
             prompt = encode(self.loaded.tokenizer, chat_prompt(self.loaded.tokenizer, messages))

@@ -327,6 +327,36 @@ def _agentic_options() -> type[BaseModel]:
     return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
 
 
+class _LocalCriticBase(HealthOptions):
+    model: str | None = Field(None, description="key in roles.models of the local critic (provider: local)")
+
+
+def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, **_):
+    from verifyless.train.ttl import TestTimeCritic
+
+    model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
+    return _construct(TestTimeCritic, "critic-ttl", model, **{"seed": seed, **_kwargs(opts, only_set=True)})
+
+
+def _critic_probs(models, opts: BaseModel, **_):
+    from verifyless.train.probcritic import LabelProbCritic
+
+    model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-probs")
+    return _construct(LabelProbCritic, "critic-probs", model, **_kwargs(opts, only_set=True))
+
+
+def _critic_ttl_options() -> type[BaseModel]:
+    from verifyless.train.ttl import TestTimeCritic
+
+    return options_from_signature(TestTimeCritic, skip=("model",), base=_LocalCriticBase)
+
+
+def _critic_probs_options() -> type[BaseModel]:
+    from verifyless.train.probcritic import LabelProbCritic
+
+    return options_from_signature(LabelProbCritic, skip=("model",), base=_LocalCriticBase)
+
+
 # name -> (factory, options model or a function returning one, imported lazily)
 SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "critic": (_critic, CriticOptions),
@@ -338,6 +368,8 @@ SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "oracle": (_oracle, OracleOptions),
     "surrogate": (_surrogate, _surrogate_options),
     "agentic": (_agentic, _agentic_options),
+    "critic-ttl": (_critic_ttl, _critic_ttl_options),          # test-time learning local critic (train/ttl.py)
+    "critic-probs": (_critic_probs, _critic_probs_options),    # verdict-probability critic (train/probcritic.py)
 }
 
 

@@ -18,6 +18,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critic
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
+def _quiet() -> None:
+    """Library deprecation chatter (transformers/TRL FutureWarnings) is not for the person training."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
 def models_command() -> None:
     """List models you can run in process with `provider: local` (packaged ones included) and where they come from."""
     from verifyless.model.local import local_models
@@ -45,6 +52,8 @@ def critic_sft(
     from verifyless.train.settings import load_settings
     from verifyless.train.sft import train_critic_sft
 
+    _quiet()
+
     settings = load_settings("sft", config, max_steps=max_steps)
     result = train_critic_sft(dataset, base=base, out=out, settings=settings, resume=resume, console=console)
     console.print(f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, "
@@ -63,6 +72,8 @@ def critic_grpo(
     """GRPO on the 'grpo' split from an SFT adapter: +1 when the parsed verdict matches the label, else -1."""
     from verifyless.train.grpo import train_critic_grpo
     from verifyless.train.settings import load_settings
+
+    _quiet()
 
     settings = load_settings("grpo", config, max_steps=max_steps)
     out = out or from_dir.with_name(from_dir.name + "-grpo")

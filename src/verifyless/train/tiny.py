@@ -9,8 +9,12 @@ builds a 2-layer Llama of matching vocabulary and saves both with
 The verdict tags (``[IMPROVEMENT]``, ``[WINTIER]``) are ordinary tokens, never
 special ones: TRL decodes completions with special tokens stripped, so a tag
 registered as special would vanish before the reward function sees it.
-The model is random: it says nothing sensible. It exists so that training
-and serving code run real forward and backward passes quickly.
+The weights start random; ``format_steps`` full-parameter steps then teach
+the model the critic's output format on synthetic keyword rows whose
+critiques carry *random* verdicts, so it writes parseable critiques (like an
+instruct model that follows the format) without knowing which verdict is
+right. It exists so that training and serving code run real forward and
+backward passes quickly.
 """
 
 from __future__ import annotations
@@ -41,20 +45,27 @@ def _corpus() -> list[str]:
     lines = [system, user, *_VERDICT_LINES]
     lines += ["The child adds dropout. The child uses a larger learning rate. The parent is a linear model."] * 3
     lines += ["Criterion 1: capacity. Criterion 2: regularisation. weight high medium low because"] * 3
+    from verifyless.train.data import critique_text
+
+    lines += [critique_text(label, tier) for label in ("improve", "tie", "lose") for tier in ("small", "medium", "big")]
     return lines * 4
 
 
-def build_tiny_tokenizer(vocab_size: int = 1024) -> Any:
-    """A byte-level BPE ``PreTrainedTokenizerFast`` with a ChatML template (eos = ``<|im_end|>``)."""
+def build_tiny_tokenizer(vocab_size: int = 2048) -> Any:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` with a ChatML template (eos = ``<|im_end|>``).
+
+    Merges may cross word boundaries (no regex pre-split), so the critic template and the critique
+    format become few tokens and tests run on short sequences.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, special_tokens=_SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+        show_progress=False, max_token_length=48,
     )
     tok.train_from_iterator(_corpus(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
@@ -65,8 +76,40 @@ def build_tiny_tokenizer(vocab_size: int = 1024) -> Any:
     return fast
 
 
-def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Build and save the tiny tokenizer + random Llama under ``directory``; returns the folder."""
+def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: float = 1e-2) -> list[float]:
+    """Full-parameter steps on prompt -> critique transcripts with random verdicts; returns the losses."""
+    import random
+
+    import torch
+
+    from verifyless.model.local import chat_prompt, encode
+    from verifyless.train.data import keyword_rows, messages_for
+
+    rows = keyword_rows(32, random.Random(seed), split_name="format", critique_labels="random")
+    pairs = [(encode(tokenizer, chat_prompt(tokenizer, messages_for(r))),
+              encode(tokenizer, str(r["critique"])) + [tokenizer.eos_token_id]) for r in rows]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for step in range(steps):
+        batch = [pairs[(step * 4 + i) % len(pairs)] for i in range(4)]
+        width = max(len(p) + len(c) for p, c in batch)
+        ids = torch.tensor([p + c + [tokenizer.pad_token_id] * (width - len(p) - len(c)) for p, c in batch])
+        labels = torch.full_like(ids, -100)
+        for i, (p, c) in enumerate(batch):
+            labels[i, len(p): len(p) + len(c)] = torch.tensor(c)
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+
+def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2,
+                  format_steps: int = 80) -> Path:
+    """Build and save the tiny tokenizer + Llama (taught the format) under ``directory``; returns the folder."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -81,6 +124,8 @@ def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, lay
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
+    if format_steps:
+        teach_format(model, tokenizer, steps=format_steps, seed=seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(out)
@@ -95,7 +140,7 @@ def cached_tiny_lm(root: str | Path, *, seed: int = 0) -> Path:
     import os
     import shutil
 
-    target = Path(root) / f"tiny-lm-s{seed}"
+    target = Path(root) / f"tiny-lm-v4-s{seed}"
     if (target / "config.json").is_file():
         return target
     tmp = Path(root) / f".tiny-lm-s{seed}.{os.getpid()}"
@@ -107,4 +152,4 @@ def cached_tiny_lm(root: str | Path, *, seed: int = 0) -> Path:
     return target
 
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_lm", "build_tiny_tokenizer", "cached_tiny_lm"]
+__all__ = ["CHAT_TEMPLATE", "build_tiny_lm", "build_tiny_tokenizer", "cached_tiny_lm", "teach_format"]

@@ -1,0 +1,92 @@
+"""Opt-in benchmark: a local critic base vs SFT vs SFT+GRPO on a critic dataset's bench split.
+
+    OMP_NUM_THREADS=1 python bench/critic_training.py --dataset DIR [--base smollm2-135m-instruct] \
+        [--sft-steps 20] [--grpo-steps 4] [--out runs/bench-critic-training]
+
+Without ``--dataset`` it builds the synthetic keyword dataset (``verifyless.train.data.keyword_dataset``:
+the label is set by a keyword in the child summary; SFT critiques carry the true verdict). Each critic
+writes one greedy critique per bench row; the table gives Improve accuracy, Dir-3, F1 (improve) and
+5-Ladder over the parsed verdicts (an unparsed critique counts as wrong), the parse rate, and the wall
+time of each step. Paper settings apply unless overridden (``--sft-lr``, ``--grpo-lr``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def evaluate(base: str, adapter: Path | None, rows: list[dict[str, Any]], max_tokens: int) -> dict[str, float]:
+    from verifyless.model import Message, ModelRequest, build_model, make_config
+    from verifyless.screen.critic import parse_verdict
+    from verifyless.train.data import messages_for
+
+    model = build_model(make_config(provider="local", model=base, adapter=str(adapter) if adapter else None,
+                                    max_tokens=max_tokens, temperature=0.0))
+    hits = {"acc": 0, "dir3": 0, "ladder": 0, "parsed": 0, "tp": 0, "fp": 0, "fn": 0}
+    for row in rows:
+        messages = tuple(Message(m["role"], m["content"]) for m in messages_for(row))  # type: ignore[arg-type]
+        verdict = parse_verdict(asyncio.run(model.generate(ModelRequest(messages=messages))).text)
+        said = verdict.improvement if verdict else None
+        truth = row["label3"]
+        hits["parsed"] += verdict is not None
+        hits["dir3"] += said == truth
+        hits["acc"] += (said == "improve") == (truth == "improve") and said is not None
+        hits["ladder"] += verdict is not None and verdict.label == row.get("label5")
+        hits["tp"] += said == "improve" and truth == "improve"
+        hits["fp"] += said == "improve" and truth != "improve"
+        hits["fn"] += said != "improve" and truth == "improve"
+    n = len(rows)
+    f1 = 2 * hits["tp"] / max(1, 2 * hits["tp"] + hits["fp"] + hits["fn"])
+    return {"Improve acc": hits["acc"] / n, "Dir-3": hits["dir3"] / n, "F1": f1, "5-Ladder": hits["ladder"] / n,
+            "parsed": hits["parsed"] / n}
+
+
+def main() -> None:
+    import torch
+
+    from verifyless.train.data import keyword_dataset, load_dataset
+    from verifyless.train.grpo import train_critic_grpo
+    from verifyless.train.settings import load_settings
+    from verifyless.train.sft import train_critic_sft
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", type=Path)
+    parser.add_argument("--base", default="smollm2-135m-instruct")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-critic-training"))
+    parser.add_argument("--sft-steps", type=int, default=20)
+    parser.add_argument("--grpo-steps", type=int, default=4)
+    parser.add_argument("--sft-lr", type=float, default=1e-5)
+    parser.add_argument("--grpo-lr", type=float, default=1e-6)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--bench-rows", type=int, default=24)
+    args = parser.parse_args()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    args.out.mkdir(parents=True, exist_ok=True)
+    dataset = args.dataset or keyword_dataset(args.out / "keyword-data", n={"sft": 48, "grpo": 16, "bench": 24})
+    rows = [dict(r) for r in load_dataset(dataset)["bench"]][: args.bench_rows]
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    sft = train_critic_sft(dataset, base=args.base, out=args.out / "sft", settings=load_settings(
+        "sft", None, max_steps=args.sft_steps, learning_rate=args.sft_lr, batch_size=4))
+    timings["SFT"] = time.monotonic() - started
+    started = time.monotonic()
+    grpo = train_critic_grpo(dataset, start=args.out / "sft", out=args.out / "grpo", settings=load_settings(
+        "grpo", None, max_steps=args.grpo_steps, learning_rate=args.grpo_lr, max_completion_length=args.max_tokens))
+    timings["SFT+GRPO"] = time.monotonic() - started
+    print(f"dataset {dataset} ({len(rows)} bench rows), base {args.base}, torch threads {torch.get_num_threads()}")
+    print(f"{'critic':10} {'Improve acc':>11} {'Dir-3':>6} {'F1':>6} {'5-Ladder':>8} {'parsed':>6} "
+          f"{'train s':>8} {'eval s':>7}")
+    for name, adapter in (("base", None), ("SFT", sft.adapter_dir), ("SFT+GRPO", grpo.adapter_dir)):
+        t0 = time.monotonic()
+        m = evaluate(args.base, adapter, rows, args.max_tokens)
+        print(f"{name:10} {m['Improve acc']:11.3f} {m['Dir-3']:6.3f} {m['F1']:6.3f} {m['5-Ladder']:8.3f} "
+              f"{m['parsed']:6.2f} {timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}")
+
+
+if __name__ == "__main__":
+    main()

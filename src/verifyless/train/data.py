@@ -1,0 +1,146 @@
+"""Critic datasets as the trainers read them, and a synthetic keyword dataset for tests and smoke runs.
+
+``load_dataset`` and ``messages_for`` use ``verifyless.data`` (the data
+package's loader and ``critic_messages``) when it is installed, so training
+sees exactly the prompt the screening critic sends. Without it they read the
+saved ``DatasetDict`` directly and render the same template through
+``PointwiseCritic.messages``.
+
+``keyword_dataset`` builds rows in the shared critic-dataset schema whose
+three-way label is decided by one keyword in the child summary. A model can
+only beat chance on it by reading the child summary, which makes it a small,
+honest target for GRPO tests.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from verifyless.errors import ConfigError
+
+KEYWORDS: Mapping[str, str] = {"improve": "ensemble", "tie": "rename", "lose": "delete"}
+_TIERS = ("small", "medium", "big")
+
+
+def load_dataset(path: str | Path) -> Any:
+    """The critic ``DatasetDict`` saved at ``path`` (clear ``ConfigError`` when it is not one)."""
+    try:
+        from verifyless.data import load_critic_dataset
+    except ImportError:
+        load_critic_dataset = None
+    if load_critic_dataset is not None:
+        return load_critic_dataset(path)
+    from datasets import DatasetDict, load_from_disk
+
+    if not Path(path).is_dir():
+        raise ConfigError(f"critic dataset {str(path)!r} is not a folder; build one with the data commands")
+    loaded = load_from_disk(str(path))
+    if not isinstance(loaded, DatasetDict):
+        raise ConfigError(f"{str(path)!r} holds one split, not a critic DatasetDict with sft/grpo/bench splits")
+    return loaded
+
+
+def split(dataset: Any, name: str) -> Any:
+    if name not in dataset or len(dataset[name]) == 0:
+        raise ConfigError(f"the critic dataset has no '{name}' rows (splits: "
+                          f"{ {k: len(v) for k, v in dataset.items()} }); collect more data or choose another split")
+    return dataset[name]
+
+
+def messages_for(row: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The critic's chat prompt for one row (``verifyless.data.critic_messages`` when available)."""
+    try:
+        from verifyless.data import critic_messages
+    except ImportError:
+        return _render_messages(row)
+    return list(critic_messages(row))
+
+
+def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
+    import types
+
+    from verifyless.node import Candidate, Idea, Operator
+    from verifyless.roles.base import ParentInfo, TaskBrief
+    from verifyless.screen.base import ScreenContext
+    from verifyless.screen.critic import PointwiseCritic
+
+    metric = types.SimpleNamespace(name="score", direction="maximize" if row.get("higher_is_better", True) else "minimize")
+    task = types.SimpleNamespace(name=row["task"], statement=str(row.get("task_description") or ""), metric=metric)
+    brief = TaskBrief(str(row.get("understanding") or ""), tuple(row.get("criteria") or ()))
+    parent = ParentInfo(id=str(row["parent_id"]), program="", score=None, summary=str(row.get("parent_summary") or ""))
+    ctx = ScreenContext(task=task, parent=parent, rng=random.Random(0),  # type: ignore[arg-type]
+                        brief=brief if (brief.understanding or brief.criteria) else None)
+    child = Candidate(id=str(row["example_id"]), parent_id=parent.id, operator=Operator.IMPROVE,
+                      idea=Idea(str(row.get("idea") or "")), program="", program_hash="",
+                      summary=str(row.get("child_summary") or ""))
+    messages = PointwiseCritic(model=None).messages(ctx, child)  # type: ignore[arg-type]
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def critique_text(label3: str, tier: str | None, reason: str = "from the criteria") -> str:
+    """A short critique in the critic's exact output format."""
+    tier_word = tier if label3 == "improve" and tier else "NA"
+    return f"Criterion 1: the change.\n[IMPROVEMENT] {label3} --- {reason}.\n[WINTIER] {tier_word} --- size."
+
+
+def _summary(keyword: str) -> str:
+    # The keyword appears several times so that a tiny random model can pick it out of a long prompt.
+    return f"The child will {keyword} it: {keyword} the features, {keyword} the model, {keyword} the outputs."
+
+
+def keyword_rows(n: int, rng: random.Random, *, split_name: str, critique_labels: str = "true",
+                 label_weights: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+    """``n`` rows whose label3 is set by a keyword in the child summary.
+
+    ``critique_labels``: ``"true"`` writes critiques with the row's label,
+    ``"random"`` with a random verdict (format without the answer), ``"none"`` no critique.
+    ``label_weights`` skews how often each label (hence keyword) is drawn (default: uniform).
+    """
+    rows = []
+    labels = sorted(KEYWORDS)
+    weights = [float((label_weights or {}).get(label, 0.0 if label_weights else 1.0)) for label in labels]
+    for i in range(n):
+        label = rng.choices(labels, weights)[0]
+        delta = {"improve": 0.1, "tie": 0.0, "lose": -0.1}[label]
+        shown = label if critique_labels == "true" else rng.choice(sorted(KEYWORDS))
+        critique = None if critique_labels == "none" else critique_text(shown, rng.choice(_TIERS))
+        rows.append({
+            "example_id": f"{split_name}-{i}", "task": "keyword", "run_id": "synthetic", "parent_id": f"p{i}",
+            "child_id": f"c{i}", "task_description": "Improve the score.", "understanding": "",
+            "criteria": ["what the change does"], "parent_summary": "The parent model.",
+            "child_summary": _summary(KEYWORDS[label]), "idea": f"{KEYWORDS[label]} it",
+            "parent_score": 0.5, "child_score": 0.5 + delta, "delta": delta, "higher_is_better": True,
+            "label3": label, "label5": {"improve": "SmallWin", "tie": "Tie", "lose": "Lose"}[label],
+            "critique": critique, "stratum": None if critique is None else "sampled", "schema_version": 1,
+            "source": "synthetic", "parent_hash": f"p{i}", "child_hash": f"c{i}", "created": "",
+        })
+    return rows
+
+
+def keyword_dataset(out: str | Path, *, n: Mapping[str, int] | None = None, seed: int = 0,
+                    critique_labels: str = "true", label_weights: Mapping[str, float] | None = None) -> Path:
+    """Save a synthetic keyword ``DatasetDict`` (splits sft/grpo/bench) at ``out``; returns the folder."""
+    from datasets import Dataset, DatasetDict
+
+    rng = random.Random(seed)
+    sizes = dict(n or {"sft": 24, "grpo": 24, "bench": 12})
+    splits = {name: Dataset.from_list(keyword_rows(count, rng, split_name=name, critique_labels=critique_labels,
+                                                   label_weights=label_weights))
+              for name, count in sizes.items()}
+    DatasetDict(splits).save_to_disk(str(out))
+    card = {"schema_version": 1, "kind": "synthetic keyword dataset (verifyless.train.data.keyword_dataset)",
+            "seed": seed, "sizes": sizes, "critique_labels": critique_labels, "label_weights": dict(label_weights or {})}
+    (Path(out) / "card.json").write_text(json.dumps(card, indent=2))
+    return Path(out)
+
+
+def prompt_lengths(tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    from verifyless.model.local import chat_prompt, encode
+
+    return [len(encode(tokenizer, chat_prompt(tokenizer, messages_for(r)))) for r in rows]
+
+
+__all__ = ["KEYWORDS", "critique_text", "keyword_dataset", "keyword_rows", "load_dataset", "messages_for", "split"]

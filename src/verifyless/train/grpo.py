@@ -1,0 +1,133 @@
+"""Critic GRPO: TRL ``GRPOTrainer`` continuing the SFT LoRA adapter on the ``grpo`` split.
+
+Reward: +1 when the critique's parsed three-way verdict (``parse_verdict``,
+the screening critic's own parser) equals the row's ``label3``, else -1; an
+unparseable critique gets -1. Groups whose rewards are all equal carry no
+relative signal and are skipped outright (their tokens are masked out of the
+loss, KL term included), as the paper does. The KL reference is the SFT
+adapter itself (TRL keeps a frozen copy named ``ref`` when it retrains an
+existing adapter). Defaults: 8 generations, temperature 0.7, lr 1e-6,
+weight decay 0.1, KL 0.01 (``settings.GRPOSettings``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from verifyless.errors import ConfigError
+from verifyless.train.common import (
+    TrainResult,
+    adapter_folder,
+    callbacks,
+    load_base,
+    read_card,
+    read_log,
+    resume_from,
+    trainer_args,
+    write_card,
+)
+from verifyless.train.data import load_dataset, messages_for, split
+from verifyless.train.settings import GRPOSettings
+
+log = logging.getLogger(__name__)
+
+
+def completion_text(completion: Any) -> str:
+    """TRL hands conversational completions as ``[{"role": "assistant", "content": ...}]``."""
+    if isinstance(completion, list):
+        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
+    return str(completion)
+
+
+def verdict_reward(completions: Sequence[Any], label3: Sequence[str], **_: Any) -> list[float]:
+    """+1 when the parsed three-way verdict matches ``label3``, else -1 (unparseable: -1)."""
+    from verifyless.screen.critic import parse_verdict
+
+    rewards = []
+    for completion, label in zip(completions, label3):
+        verdict = parse_verdict(completion_text(completion))
+        rewards.append(1.0 if verdict is not None and verdict.improvement == label else -1.0)
+    return rewards
+
+
+def grpo_examples(rows: Any) -> Any:
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": messages_for(row), "label3": row["label3"]} for row in rows])
+
+
+def _trainer_class(skip_equal: bool) -> Any:
+    from trl import GRPOTrainer
+
+    class CriticGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+        """GRPO that drops groups whose rewards are all equal (zero advantage everywhere)."""
+
+        def _generate_and_score_completions(self, inputs: Any) -> Any:
+            output = super()._generate_and_score_completions(inputs)
+            if not skip_equal:
+                return output
+            group = self.num_generations
+            advantages = output["advantages"]
+            dead = (advantages.view(-1, group) == 0).all(dim=1).repeat_interleave(group)
+            output["completion_mask"] = output["completion_mask"] * (~dead).unsqueeze(1).to(
+                output["completion_mask"].dtype)
+            output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
+            mode = "train" if self.model.training else "eval"
+            self._metrics[mode]["frac_groups_skipped"].append(float(dead.float().mean()))
+            return output
+
+    return CriticGRPOTrainer
+
+
+def load_policy(start: Path, settings: GRPOSettings) -> tuple[Any, Any, str, dict[str, Any]]:
+    """(tokenizer, trainable PEFT model, resolved base, SFT card) from an SFT output or adapter folder."""
+    from peft import PeftModel
+
+    card = read_card(start)
+    tokenizer, base, resolved = load_base(card["base_model"], device=settings.device, dtype=settings.dtype)
+    model = PeftModel.from_pretrained(base, str(adapter_folder(start)), is_trainable=True)
+    return tokenizer, model, resolved, card
+
+
+def train_critic_grpo(dataset_dir: Path, *, start: Path, out: Path, settings: GRPOSettings | None = None,
+                      resume: bool = False, console: Any = None) -> TrainResult:
+    """GRPO from the SFT adapter at ``start``; the new adapter lands in ``out/adapter``."""
+    from trl import GRPOConfig
+
+    settings = settings or GRPOSettings()
+    if settings.batch_size % settings.num_generations:
+        raise ConfigError(f"batch_size {settings.batch_size} must be a multiple of num_generations "
+                          f"{settings.num_generations} (each prompt's group is scored together)")
+    started = time.monotonic()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoint = resume_from(out, resume)
+    rows = split(load_dataset(dataset_dir), "grpo")
+    tokenizer, model, resolved, card = load_policy(Path(start), settings)
+    args = GRPOConfig(
+        **trainer_args(settings, out), weight_decay=settings.weight_decay, beta=settings.beta,
+        num_generations=settings.num_generations, temperature=settings.temperature,
+        max_completion_length=settings.max_completion_length, log_completions=False,
+    )
+    trainer = _trainer_class(settings.skip_equal_reward_groups)(
+        model=model, reward_funcs=[verdict_reward], args=args, train_dataset=grpo_examples(rows),
+        processing_class=tokenizer, callbacks=callbacks(out, console),
+    )
+    trainer.train(resume_from_checkpoint=checkpoint)
+    adapter_dir = out / "adapter"
+    trainer.model.save_pretrained(adapter_dir, selected_adapters=["default"])
+    tokenizer.save_pretrained(adapter_dir)
+    rewards = read_log(out / "train_log.jsonl", "reward")
+    stats = {"steps": trainer.state.global_step, "first_reward": rewards[0] if rewards else None,
+             "last_reward": rewards[-1] if rewards else None, "from": str(start),
+             "seconds": round(time.monotonic() - started, 1)}
+    write_card(adapter_dir, kind="sft+grpo", base=card["base_model"], resolved=resolved, dataset=str(dataset_dir),
+               rows=len(rows), settings=settings, stats=stats)
+    return TrainResult(adapter_dir, trainer.state.global_step, rewards[0] if rewards else float("nan"),
+                       rewards[-1] if rewards else float("nan"), time.monotonic() - started, out / "train_log.jsonl")
+
+
+__all__ = ["completion_text", "grpo_examples", "train_critic_grpo", "verdict_reward"]

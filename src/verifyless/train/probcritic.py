@@ -1,0 +1,103 @@
+"""Label-probability critic: rank and route from the verdict distribution instead of k sampled votes.
+
+For a local critic (``provider: local``), the probability of each verdict word
+right after ``[IMPROVEMENT]`` is read in one forward pass
+(``LocalModel.label_probs``). With ``reasoning_samples = 0`` the tag follows
+the prompt directly (no critique text: cheapest, but the critic's reasoning is
+skipped); with ``r > 0`` the critic first writes ``r`` critiques, each is cut
+before its verdict, and the distributions read after each reasoning are
+averaged.
+
+* ``votes`` = the averaged distribution ``{"improve": p, "tie": p, "lose": p}`` (sums to one);
+* ``uncertainty`` u = 1 - max(votes), routed with the same threshold T as the vote critic;
+* ``rank_value`` = 2 P(improve) + P(tie), the expected three-level rank (Lose 0, Tie 1, Improve 2);
+* ``detail["label_probs"]`` carries the distribution for tie-breaking by other screeners.
+
+Limits: needs a model with ``label_probs`` (the local provider; HTTP endpoints
+are not read for log-probabilities yet). Probabilities are recomputed on
+replay (they are not in the response cache); with the same weights they are
+the same numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Sequence
+
+from verifyless.errors import ConfigError
+from verifyless.model.local import VERDICT_TAG, VERDICTS
+from verifyless.node import Candidate, Evidence, Screening
+from verifyless.screen.base import ScreenContext
+from verifyless.screen.critic import PointwiseCritic, order_by_value, parse_verdict
+
+
+def find_scorer(model: Any) -> Any:
+    """The innermost model with ``label_probs`` (through Recorded/Cached wrappers); ConfigError if none."""
+    seen = model
+    while seen is not None:
+        if callable(getattr(seen, "label_probs", None)):
+            return seen
+        seen = getattr(seen, "inner", None)
+    raise ConfigError("the label-probability critic needs a local critic model (provider: local) that can read "
+                      "verdict probabilities; use screener 'critic' for HTTP endpoints")
+
+
+def reasoning_prefix(critique: str) -> str:
+    """The critique up to (not including) its last ``[IMPROVEMENT]`` tag; the whole text if it has none."""
+    cut = critique.rfind(VERDICT_TAG)
+    return critique[:cut] if cut >= 0 else critique
+
+
+def evidence_from_probs(candidate_id: str, probs: dict[str, float], critiques: Sequence[str],
+                        threshold: float) -> Evidence:
+    votes = {v: float(probs.get(v, 0.0)) for v in VERDICTS}
+    uncertainty = 1.0 - max(votes.values())
+    verdicts = [parse_verdict(c) for c in critiques]
+    valid = [v for v in verdicts if v is not None]
+    return Evidence(
+        candidate_id=candidate_id, rank_value=2.0 * votes["improve"] + votes["tie"],
+        labels=tuple(v.label for v in valid), votes=votes, uncertainty=uncertainty, n_valid=len(valid),
+        n_invalid=len(verdicts) - len(valid),
+        detail={"label_probs": votes, "scoring": "label-probs", "critiques": list(critiques),
+                "uncertain": uncertainty >= threshold - 1e-9, "route_threshold": threshold},
+    )
+
+
+class LabelProbCritic(PointwiseCritic):
+    """The pointwise critic's prompt, scored by verdict probabilities (see the module docstring)."""
+
+    def __init__(self, model: Any, reasoning_samples: int = 0, temperature: float = 0.7,
+                 route_threshold: float = 0.25, verify_uncertain: bool = False, n_verify: int | None = None, *,
+                 max_tokens: int | None = None, prompt: str = "critic", name: str = "critic-probs") -> None:
+        if reasoning_samples < 0:
+            raise ValueError("reasoning_samples must be >= 0")
+        super().__init__(model, k=max(1, reasoning_samples), temperature=temperature,
+                         route_threshold=route_threshold, verify_uncertain=verify_uncertain, n_verify=n_verify,
+                         max_tokens=max_tokens, prompt=prompt, name=name)
+        self.reasoning_samples = reasoning_samples
+        self.scorer = find_scorer(model)
+
+    async def evidence(self, ctx: ScreenContext, candidate: Candidate) -> Evidence:
+        messages = self.messages(ctx, candidate)
+        critiques = await self.critiques(ctx, candidate) if self.reasoning_samples else []
+        prefixes = [reasoning_prefix(c) for c in critiques] or [""]
+        dists = [await self.scorer.label_probs(messages, prefix) for prefix in prefixes]
+        mean = {v: sum(d[v] for d in dists) / len(dists) for v in VERDICTS}
+        return evidence_from_probs(candidate.id, mean, critiques, self.route_threshold)
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        found = await asyncio.gather(*(self.evidence(ctx, c) for c in candidates))
+        evidence = {e.candidate_id: e for e in found}
+        ids = [c.id for c in candidates]
+        ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
+        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
+        chosen = ranking[: max(0, n_verify)]
+        if self.verify_uncertain:
+            chosen += [cid for cid in ranking if cid not in chosen and self.route(evidence[cid])]
+        return Screening(screener=self.name, ranking=tuple(ranking), chosen=tuple(chosen), evidence=evidence,
+                         seconds=time.monotonic() - started)
+
+
+__all__ = ["LabelProbCritic", "evidence_from_probs", "find_scorer", "reasoning_prefix"]

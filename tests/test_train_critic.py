@@ -1,0 +1,150 @@
+"""Critic SFT and GRPO with TRL + LoRA on a tiny Llama (one torch thread), through the library and the CLI.
+
+The tiny model is taught the critique format with random verdicts when it is built (``verifyless.train.tiny``),
+so it writes parseable critiques but does not know which verdict is right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from verifyless.errors import ConfigError  # noqa: E402
+from verifyless.train.data import keyword_dataset, load_dataset, messages_for  # noqa: E402
+from verifyless.train.grpo import train_critic_grpo, verdict_reward  # noqa: E402
+from verifyless.train.settings import load_settings  # noqa: E402
+from verifyless.train.sft import train_critic_sft  # noqa: E402
+from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
+
+SMALL = dict(lora_r=8, lora_alpha=16, save_steps=3)
+
+
+@pytest.fixture(scope="module")
+def tiny(request: pytest.FixtureRequest) -> Path:
+    import torch
+
+    torch.set_num_threads(1)
+    return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Labels follow the child-summary keyword; 'improve' rows dominate the grpo split.
+    return keyword_dataset(tmp_path_factory.mktemp("data") / "critic", n={"sft": 12, "grpo": 16, "bench": 4},
+                           critique_labels="random", label_weights={"improve": 0.95, "lose": 0.05})
+
+
+@pytest.fixture(scope="module")
+def sft_out(tiny: Path, dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sft") / "critic"
+    settings = load_settings("sft", None, learning_rate=1e-2, epochs=10, max_steps=6, batch_size=4, **SMALL)
+    train_critic_sft(dataset, base=str(tiny), out=out, settings=settings)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sft_light(tiny: Path, dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small SFT step: the GRPO start stays close to the format-taught model (verdicts still mixed)."""
+    out = tmp_path_factory.mktemp("sft-light") / "critic"
+    settings = load_settings("sft", None, learning_rate=1e-4, max_steps=1, batch_size=4, **SMALL)
+    train_critic_sft(dataset, base=str(tiny), out=out, settings=settings)
+    return out
+
+
+def log_values(path: Path, key: str) -> list[float]:
+    return [r[key] for r in map(json.loads, path.read_text().splitlines()) if key in r]
+
+
+def test_sft_loss_falls_and_leaves_a_peft_adapter_with_a_card(sft_out: Path, tiny: Path) -> None:
+    losses = log_values(sft_out / "train_log.jsonl", "loss")
+    assert len(losses) == 6 and losses[-1] < losses[0]
+    adapter = sft_out / "adapter"
+    assert (adapter / "adapter_config.json").is_file() and (adapter / "adapter_model.safetensors").is_file()
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    assert config["r"] == 8 and config["peft_type"] == "LORA"
+    card = json.loads((adapter / "verifyless_card.json").read_text())
+    assert card["base_model"] == str(tiny) and card["kind"] == "sft" and card["rows"] == 12
+    assert card["settings"]["learning_rate"] == 1e-2 and card["stats"]["steps"] == 6
+    readme = (adapter / "README.md").read_text()
+    assert "--enable-lora --lora-modules critic=" in readme and str(tiny) in readme
+    assert sorted(p.name for p in (sft_out / "checkpoints").glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-6"]
+
+
+def test_sft_resumes_from_its_checkpoint_through_the_cli(sft_out: Path, dataset: Path, tiny: Path,
+                                                         tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from verifyless.cli import app
+
+    config = tmp_path / "sft.yaml"
+    config.write_text("learning_rate: 0.01\nepochs: 10\nbatch_size: 4\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n")
+    args = ["train", "critic-sft", str(dataset), "--base", str(tiny), "--out", str(sft_out), "--config", str(config),
+            "--max-steps", "8", "--resume"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    steps = [r["step"] for r in map(json.loads, (sft_out / "train_log.jsonl").read_text().splitlines()) if "loss" in r]
+    assert steps[6:] == [7, 8]  # continued after checkpoint-6 instead of starting over
+    assert "adapter saved to" in result.output
+
+
+def test_settings_come_from_the_paper_and_yaml(tmp_path: Path) -> None:
+    sft, grpo = load_settings("sft"), load_settings("grpo")
+    assert (sft.lora_r, sft.learning_rate, sft.epochs) == (32, 1e-5, 3.0)
+    assert (grpo.num_generations, grpo.temperature, grpo.learning_rate, grpo.weight_decay, grpo.beta) == (
+        8, 0.7, 1e-6, 0.1, 0.01)
+    path = tmp_path / "c.yaml"
+    path.write_text("lora_r: 16\nlearning_rate: 2.0e-5\n")
+    assert load_settings("sft", path).lora_r == 16
+    path.write_text("lora_rank: 16\n")
+    with pytest.raises(ConfigError, match="lora_rank"):
+        load_settings("sft", path)
+
+
+def test_verdict_reward_matches_the_screening_parser() -> None:
+    completions = [
+        [{"role": "assistant", "content": "x\n[IMPROVEMENT] improve --- y\n[WINTIER] big --- z"}],
+        [{"role": "assistant", "content": "x\n[IMPROVEMENT] tie --- y\n[WINTIER] NA --- z"}],
+        [{"role": "assistant", "content": "x\n[IMPROVEMENT] improve --- y\n[WINTIER] NA --- z"}],  # invalid: NA
+        [{"role": "assistant", "content": "no verdict at all"}],
+    ]
+    assert verdict_reward(completions, ["improve", "improve", "improve", "tie"]) == [1.0, -1.0, -1.0, -1.0]
+
+
+def mean_reward(tiny: Path, adapter: Path, dataset: Path) -> float:
+    from verifyless.model import Message, ModelRequest, build_model, make_config
+
+    model = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), max_tokens=28,
+                                    temperature=0.7, device="cpu"))
+    rows = list(load_dataset(dataset)["grpo"])
+    total = []
+    for row in rows:
+        messages = tuple(Message(m["role"], m["content"]) for m in messages_for(row))  # type: ignore[arg-type]
+        reply = asyncio.run(model.generate(ModelRequest(messages=messages, n=8)))
+        total += verdict_reward([c.text for c in reply.choices], [row["label3"]] * 8)
+    return sum(total) / len(total)
+
+
+def test_grpo_raises_mean_reward_and_changes_the_adapter(sft_light: Path, dataset: Path, tiny: Path,
+                                                         tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    settings = load_settings("grpo", None, learning_rate=8e-3, max_steps=8, batch_size=16, num_generations=8,
+                             max_completion_length=28, weight_decay=0.0, **SMALL)
+    result = train_critic_grpo(dataset, start=sft_light, out=tmp_path / "grpo", settings=settings)
+    before = load_file(str(sft_light / "adapter" / "adapter_model.safetensors"))
+    after = load_file(str(result.adapter_dir / "adapter_model.safetensors"))
+    assert before.keys() == after.keys()
+    assert any(not (before[k] == after[k]).all() for k in before)
+    start, end = mean_reward(tiny, sft_light / "adapter", dataset), mean_reward(tiny, result.adapter_dir, dataset)
+    assert end > start + 0.2, (start, end)
+    card = json.loads((result.adapter_dir / "verifyless_card.json").read_text())
+    assert card["kind"] == "sft+grpo" and card["base_model"] == str(tiny)
+    assert not (result.adapter_dir / "ref").exists()  # only the trained adapter is saved
+    logged = [r for r in map(json.loads, result.log_path.read_text().splitlines()) if "reward" in r]
+    assert len(logged) == 8 and all("frac_groups_skipped" in r for r in logged)

@@ -1,0 +1,213 @@
+"""Test-time learning (critic-ttl) and the label-probability critic on a tiny Llama.
+
+The engine's learn/restore wiring is not exercised here: the screener's learn() and restore() are called
+directly, and the kill -9 test kills a process that learns and stores its records, then restores in this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("peft")
+
+from verifyless.model import build_model, make_config  # noqa: E402
+from verifyless.node import Candidate, Idea, Operator  # noqa: E402
+from verifyless.roles.base import ParentInfo, TaskBrief  # noqa: E402
+from verifyless.screen import base as screen_base  # noqa: E402
+from verifyless.screen.base import ScreenContext  # noqa: E402
+from verifyless.screen.registry import build_screener  # noqa: E402
+from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
+from verifyless.train.ttl import TestTimeCritic, _Pending, group_advantages, label3_of, reverse_kl  # noqa: E402
+
+Outcome = getattr(screen_base, "Outcome", _Pending)
+OPTIONS = dict(k=2, max_tokens=12, lora_r=4, lora_alpha=8, learning_rate=1e-2, rollouts=4)
+
+
+@pytest.fixture(scope="module")
+def tiny(request: pytest.FixtureRequest) -> Path:
+    import torch
+
+    torch.set_num_threads(1)
+    return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
+
+
+def context() -> ScreenContext:
+    from verifyless.data.prompt import task_for
+
+    task = task_for({"task": "keyword", "task_description": "Improve the score.", "higher_is_better": True})
+    return ScreenContext(task=task, parent=ParentInfo(id="p0", program="", summary="The parent model."),
+                         rng=random.Random(0), brief=TaskBrief("", ("what the change does",)))
+
+
+def outcome(i: int, keyword: str, child_score: float) -> object:
+    return Outcome(node_id=f"n{i}", parent_id="p0", round=1, parent_summary="The parent model.",
+                   child_summary=f"The child will {keyword} it.", idea=keyword, parent_score=0.5,
+                   child_score=child_score, higher_is_better=True, status="ok")
+
+
+def candidate(i: int, keyword: str) -> Candidate:
+    return Candidate(id=f"c{i}", parent_id="p0", operator=Operator.IMPROVE, idea=Idea(keyword), program="",
+                     program_hash="", summary=f"The child will {keyword} it.")
+
+
+def ttl(tiny: Path, root: Path, mode: str = "sdft") -> TestTimeCritic:
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-ttl", models={"critic": model},
+                              options={"mode": mode, "adapter_root": str(root), **OPTIONS})
+    assert isinstance(screener, TestTimeCritic)
+    asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
+    return screener
+
+
+def lora_state(screener: TestTimeCritic) -> dict:
+    return {n: p.detach().clone() for n, p in screener.local.loaded.model.named_parameters() if "lora_" in n}
+
+
+def test_reverse_kl_equals_a_hand_computed_value() -> None:
+    import torch
+
+    student = torch.tensor([[[1.0, 0.0, -1.0], [0.5, 0.5, 0.0]]])
+    teacher = torch.tensor([[[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]]])
+
+    def kl(s: list[float], t: list[float]) -> float:
+        zs, zt = sum(math.exp(x) for x in s), sum(math.exp(x) for x in t)
+        ps, pt = [math.exp(x) / zs for x in s], [math.exp(x) / zt for x in t]
+        return sum(a * math.log(a / b) for a, b in zip(ps, pt))
+
+    both = (kl([1, 0, -1], [0, 1, 0]) + kl([0.5, 0.5, 0], [2, 0, 0])) / 2
+    assert float(reverse_kl(student, teacher, torch.ones(1, 2))) == pytest.approx(both, rel=1e-6)
+    first_only = float(reverse_kl(student, teacher, torch.tensor([[1.0, 0.0]])))
+    assert first_only == pytest.approx(kl([1, 0, -1], [0, 1, 0]), rel=1e-6)
+    assert group_advantages([1, 1, 1]) is None and group_advantages([1, -1]) == [1.0, -1.0]
+    assert label3_of(outcome(0, "x", 0.6)) == "improve" and label3_of(outcome(0, "x", 0.5)) == "tie"
+
+
+def test_sdft_loss_is_the_reverse_kl_along_the_students_own_critique(tiny: Path, tmp_path: Path) -> None:
+    import torch
+
+    screener = ttl(tiny, tmp_path / "adapters")
+    pair = outcome(1, "ensemble", 0.7)
+    student_ids, teacher_ids, critique = screener.sdft_pair(pair, random.Random(5))
+    assert critique and teacher_ids != student_ids  # the teacher sees the measured scores
+    teacher_text = screener.local.loaded.tokenizer.decode(teacher_ids)
+    assert "Child score: 0.7" in teacher_text and "Outcome: improve" in teacher_text
+    model = screener.local.loaded.model
+    model.eval()
+    with torch.no_grad():
+        s = torch.log_softmax(model(input_ids=torch.tensor([student_ids + critique])).logits[0], -1)
+        t = torch.log_softmax(model(input_ids=torch.tensor([teacher_ids + critique])).logits[0], -1)
+    by_hand = 0.0
+    for j in range(len(critique)):  # position predicting critique token j
+        ps, pt = s[len(student_ids) - 1 + j].exp(), t[len(teacher_ids) - 1 + j].exp()
+        by_hand += sum(float(a) * (math.log(float(a)) - math.log(float(b))) for a, b in zip(ps, pt) if a > 0)
+    by_hand /= len(critique)
+    loss = screener._sdft_loss(pair, random.Random(5))
+    assert float(loss) == pytest.approx(by_hand, rel=1e-4, abs=1e-6)
+
+
+def test_sdft_learn_stores_versions_and_restore_reloads_them(tiny: Path, tmp_path: Path) -> None:
+    root = tmp_path / "adapters"
+    screener = ttl(tiny, root)
+    before = lora_state(screener)
+    record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7), outcome(2, "delete", 0.3)], round=1))
+    assert record["adapter_version"] == 1 and record["mode"] == "sdft" and record["pairs"] == 2
+    assert record["loss"] >= 0 and Path(record["adapter_dir"]) == root / "v0001"
+    assert (root / "v0001" / "ttl" / "adapter_model.safetensors").is_file()
+    after = lora_state(screener)
+    assert any(not torch_equal(before[k], after[k]) for k in before)
+    assert screener.local.version == "ttl-v1"  # part of the response-cache identity
+    assert asyncio.run(screener.learn([], round=2)) is None  # nothing new: nothing stored
+    fresh = ttl(tiny, tmp_path / "elsewhere")
+    fresh.restore([record])
+    assert fresh.version == 1 and fresh.local.version == "ttl-v1" and fresh.root == root
+    restored = lora_state(fresh)
+    assert all(torch_equal(after[k], restored[k]) for k in after)
+    second = asyncio.run(fresh.learn([outcome(3, "rename", 0.5)], round=3))
+    assert second["adapter_version"] == 2 and Path(second["adapter_dir"]) == root / "v0002"
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))
+
+
+def test_grpo_mode_updates_every_second_round_and_keeps_pending_pairs(tiny: Path, tmp_path: Path) -> None:
+    screener = ttl(tiny, tmp_path / "adapters", mode="grpo")
+    first = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
+    assert first["adapter_version"] == 0 and len(first["pending"]) == 1 and first["adapter_dir"] is None
+    other = ttl(tiny, tmp_path / "other", mode="grpo")
+    other.restore([first])
+    assert len(other.pending) == 1 and other.pending[0].child_summary == "The child will ensemble it."
+    second = asyncio.run(screener.learn([outcome(2, "delete", 0.3)], round=2))
+    assert second["pairs"] == 2 and second["pending"] == []
+
+
+def test_label_probability_critic_ranks_by_the_verdict_distribution(tiny: Path) -> None:
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-probs", models={"critic": model}, options={"n_verify": 1})
+    screening = asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
+    for ev in screening.evidence.values():
+        probs = ev.detail["label_probs"]
+        assert set(probs) == {"improve", "tie", "lose"} and sum(probs.values()) == pytest.approx(1.0, abs=1e-6)
+        assert ev.rank_value == pytest.approx(2 * probs["improve"] + probs["tie"])
+        assert ev.uncertainty == pytest.approx(1 - max(probs.values()))
+    best = max(screening.evidence.values(), key=lambda e: e.rank_value)
+    assert screening.ranking[0] == best.candidate_id and len(screening.chosen) == 1
+    five = asyncio.run(model.score_labels(screener.messages(context(), candidate(0, "ensemble"))))
+    assert set(five) == {"Lose", "Tie", "SmallWin", "MediumWin", "BigWin"}
+    assert sum(five.values()) == pytest.approx(1.0, abs=1e-6)
+
+
+CHILD = textwrap.dedent("""
+    import asyncio, json, os, sys, torch
+    torch.set_num_threads(1)
+    sys.path.insert(0, {tests!r})
+    import test_train_ttl as t
+    from pathlib import Path
+    from safetensors.torch import save_file
+    screener = t.ttl(Path({tiny!r}), Path({root!r}))
+    with open({records!r}, "a") as fh:
+        for r, pairs in ((1, [t.outcome(1, "ensemble", 0.7)]), (2, [t.outcome(2, "delete", 0.3)])):
+            record = asyncio.run(screener.learn(pairs, round=r))
+            fh.write(json.dumps(record) + "\\n"); fh.flush(); os.fsync(fh.fileno())
+    save_file({{k: v.contiguous() for k, v in t.lora_state(screener).items()}}, {state!r})
+    print("READY", flush=True)
+    import time; time.sleep(600)
+""")
+
+
+def test_resume_after_kill_minus_nine_uses_the_same_adapter_version(tiny: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    records, state, root = tmp_path / "records.jsonl", tmp_path / "state.safetensors", tmp_path / "adapters"
+    script = CHILD.format(tests=str(Path(__file__).parent), tiny=str(tiny), root=str(root), records=str(records),
+                          state=str(state))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    stored = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [r["adapter_version"] for r in stored] == [1, 2]
+    resumed = ttl(tiny, tmp_path / "unused")
+    resumed.restore(stored)
+    assert resumed.version == 2 and resumed.local.version == "ttl-v2"
+    killed = load_file(str(state))
+    mine = lora_state(resumed)
+    assert killed.keys() == mine.keys() and all(torch_equal(killed[k], mine[k]) for k in mine)
