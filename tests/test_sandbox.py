@@ -348,7 +348,10 @@ def test_candidate_imports_site_packages_but_cannot_see_the_checkout(tmp_path):
     checkouts = [REPO, *(Path(p) for p in sys.path if p.endswith("/src") and Path(p).is_dir())]
     code = (
         "import os, sys, json, numpy\n"
-        f"print('VISIBLE', [p for p in {[str(c) for c in checkouts]!r} if os.path.exists(p)])\n"
+        # A venv inside the checkout (CI's .venv) must be shown, so its parent folders exist as empty mount
+        # points; nothing else of the checkout may be there.
+        f"seen = [(p, e) for p in {[str(c) for c in checkouts]!r} if os.path.isdir(p) for e in os.listdir(p)]\n"
+        "print('VISIBLE', [p for p, e in seen if not sys.prefix.startswith(os.path.join(p, e))])\n"
         "print('SYSPATH', [p for p in sys.path if p.endswith('/src')])\n"
         "print('TOP', sorted(os.listdir('/')))\n"
     )
