@@ -306,7 +306,8 @@ class Engine(Recorder):
         """Finish every chain of rounds <= upto, then tell each such round's nodes as one batch and learn from it."""
         for r in sorted(k for k in self._inflight if k <= upto):
             await asyncio.gather(*self._inflight.pop(r))
-        for r in sorted(set(self.tells.rounds(upto)) | set(range(self.state.told_round + 1, upto + 1))):
+        started = range(self.state.told_round + 1, min(upto, self.state.rounds_done) + 1)  # rounds run, not told
+        for r in sorted(set(self.tells.rounds(upto)) | set(started)):
             await self._tell_round(r, self.tells.take(r))
 
     async def _tell_round(self, r: int, node_ids: list[str]) -> None:
