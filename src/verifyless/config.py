@@ -134,6 +134,8 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
             if err["type"] == "extra_forbidden":
                 msg = "unknown key; check the spelling (see `verifyless run --help` and docs/configuration.md)"
             problems.append(f"  {where}: {msg}")
+        if len(problems) == 1:
+            raise ConfigError("invalid configuration: " + problems[0].strip()) from None
         raise ConfigError("invalid configuration:\n" + "\n".join(problems)) from None
     b = cfg.budget
     if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
@@ -215,3 +217,11 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 __all__ = ["BudgetConfig", "EngineConfig", "ExecutorConfig", "Named", "RolesConfig", "RunConfig", "apply_changes", "load_config",
            "resume_changes", "stored_config", "validate"]
+
+
+if __name__ == "__main__":  # python -m verifyless.config [--check]: regenerate docs/configuration.md's reference
+    import sys
+
+    from verifyless.config_doc import main
+
+    sys.exit(main())

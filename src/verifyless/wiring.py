@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from verifyless.config import RunConfig
 from verifyless.errors import ConfigError
@@ -121,17 +122,28 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
     return llm_roles(child_models, implement_mode=cfg.roles.implement_mode)
 
 
-def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
+def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None) -> Any:
     from verifyless.screen.registry import build_screener as _build
 
-    return _build(cfg.screener.name, models=models, options=dict(cfg.screener.options), seed=cfg.seed,
-                  task=task, sandbox=sandbox)
+    with constructor_errors(f"screener {cfg.screener.name!r}", "screener.options"):
+        return _build(cfg.screener.name, models=models, options=dict(cfg.screener.options), seed=cfg.seed,
+                      task=task, sandbox=sandbox)
 
 
-def build_strategy(cfg: RunConfig):
+def build_strategy(cfg: RunConfig) -> Any:
     from verifyless.search.registry import build_strategy as _build
 
-    return _build(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+    with constructor_errors(f"search strategy {cfg.strategy.name!r}", "strategy.options"):
+        return _build(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+
+
+@contextlib.contextmanager
+def constructor_errors(what: str, key: str) -> Iterator[None]:
+    """A ``ValueError``/``TypeError`` raised while building a component from config becomes a ConfigError."""
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{what}: {exc}; fix {key} (see docs/configuration.md)") from exc
 
 
 def memory_enabled(cfg: RunConfig) -> bool:

@@ -17,6 +17,7 @@ client) are rebuilt by feeding the restored nodes again in tell order.
 
 from __future__ import annotations
 
+import io
 import logging
 import pickle
 import zlib
@@ -46,15 +47,34 @@ def _class_name(obj: Any) -> str | None:
     return None if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
+_HEAVY = {"torch", "transformers", "sentence_transformers", "tokenizers", "peft"}
+
+
+class _Heavy(Exception):
+    pass
+
+
+class _LightPickler(pickle.Pickler):
+    """Refuses neural-network objects at the first one met (they are reloaded, not snapshotted)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if (type(obj).__module__ or "").split(".")[0] in _HEAVY:
+            raise _Heavy(type(obj).__module__)
+        return NotImplemented
+
+
 def _pickled(obj: Any) -> bytes | None:
+    """``obj`` pickled, or None when it holds a model or anything else that does not pickle."""
     if obj is None:
         return None
+    buffer = io.BytesIO()
     try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        _LightPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
     except Exception as exc:  # noqa: BLE001 - anything unpicklable is simply rebuilt on resume
-        log.info("snapshot: %s does not pickle (%s); it will be rebuilt from the nodes on resume",
-                 _class_name(obj), exc)
+        log.info("snapshot: %s is not snapshotted (%s: %s); it is rebuilt from the nodes on resume",
+                 _class_name(obj), type(exc).__name__, exc)
         return None
+    return buffer.getvalue()
 
 
 class Snapshots:

@@ -21,6 +21,7 @@ import asyncio
 import email.utils
 import functools
 import json
+import logging
 import os
 import random
 import re
@@ -31,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall, Usage
 from verifyless.model.wire import messages_to_wire, tools_to_wire
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from verifyless.model.config import ModelConfig
@@ -282,6 +285,7 @@ class OpenAIModel:
                     "Check that the server is up and reachable, or raise max_retries / retry_budget_s / timeout_s"
                 ) from None
             retries += 1
+            log.info("model %s at %s: %s; retry %d in %.1f s", self.name, self.endpoint, problem, retries, delay)
             await self._sleep(delay)
 
     def _fatal(self, status: int, exc: Any) -> ModelUnavailable:
