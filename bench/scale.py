@@ -10,10 +10,15 @@ so lexical and hashed retrieval see realistic term statistics.
 
 Measured, per strategy (mcgs, greedy, islands):
 
-* **resume**: open the store and run ``Engine._restore``, the path ``--resume``
-  takes (replay every event, repeat every logged ``tell`` batch into a fresh
-  strategy and the memory). Memory is the hashing embedder here; the MiniLM
-  cost of a resume is estimated separately (``--minilm``).
+* **full replay**: open the store and run ``verifyless.engine.resume.restore``
+  without a snapshot (apply every event, repeat every logged ``round`` ask and
+  ``tell`` batch into a fresh strategy and the memory). Memory is the hashing
+  embedder here; the MiniLM cost is estimated separately (``--minilm``).
+* **snapshot resume**: the path ``--resume`` takes on a run with snapshots: the
+  snapshot a live run would last have written (``--tail-rounds`` rounds before
+  the end, default 50 = ``engine.snapshot_every``) is loaded and only the
+  events after it are applied. Checked against the full replay: same nodes in
+  the same order and the same next 20 asks ("same decisions"). Target: <= 2 s.
 * **ask**: ``strategy.ask(view, 1)`` latency p50/p95 over ``--asks`` calls
   after the resume.
 
@@ -48,7 +53,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verifyless.config import load_config
-from verifyless.engine import Engine
+from verifyless.engine import Engine, resume
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.screen.baselines import RandomScreener
 from verifyless.search.memory import Memory, MemoryRecord
@@ -147,21 +152,52 @@ def write_run(store: RunStore, n_nodes: int, seed: int = 0, chunk: int = 20000) 
     return run_id
 
 
-def restore(path: Path, run_id: str, strategy: str, memory: bool | None = None) -> tuple[Engine, float, RunStore]:
+def restore(path: Path, run_id: str, strategy: str, memory: bool | None = None, *,
+            from_snapshot: bool = False) -> tuple[Engine, float, RunStore]:
     """Open the store and rebuild the engine's state as ``--resume`` does; returns (engine, seconds, store).
 
     ``memory``: None follows the wiring (on for mcgs only, hashing embedder here).
+    ``from_snapshot``: use the run's snapshot (see ``take_snapshot``) and replay only the events after it.
     """
-    memory = strategy == "mcgs" if memory is None else memory
     start = time.perf_counter()
     store = RunStore(path)
+    engine = scale_engine(store, run_id, strategy, memory)
+    resume.restore(engine, from_snapshot=from_snapshot)
+    return engine, time.perf_counter() - start, store
+
+
+def scale_engine(store: RunStore, run_id: str, strategy: str, memory: bool | None = None) -> Engine:
+    memory = strategy == "mcgs" if memory is None else memory
     cfg = load_config(overrides=[f"strategy.name={strategy}", "screener.name=random"])
-    engine = Engine(task=scale_task(), roles=None, screener=RandomScreener(),  # roles unused by _restore
+    engine = Engine(task=scale_task(), roles=None, screener=RandomScreener(),  # type: ignore[arg-type]
                     strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=None, store=store,
                     config=cfg, memory=Memory(embedder="hashing") if memory else None)
     engine.run_id = run_id
-    engine._restore()
-    return engine, time.perf_counter() - start, store
+    return engine
+
+
+def take_snapshot(path: Path, run_id: str, strategy: str, tail_rounds: int) -> tuple[float, int, int]:
+    """Snapshot the run as it stood ``tail_rounds`` rounds before its end (what a live run's last periodic
+    snapshot would hold); returns (seconds to pickle and store it, its size in bytes, events after it)."""
+    with RunStore(path) as store:
+        rounds = [ev.seq for ev in store.events(run_id, kinds=["round"])]
+        cutoff = rounds[-tail_rounds] - 1 if len(rounds) >= tail_rounds else 0
+        engine = scale_engine(store, run_id, strategy)
+        resume.restore(engine, from_snapshot=False, until_seq=cutoff)
+        t = time.perf_counter()
+        engine.snapshots.take(engine)
+        secs = time.perf_counter() - t
+        found = store.latest_snapshot(run_id)
+        assert found is not None
+        tail = sum(1 for _ in store.events(run_id, after=cutoff))
+    return secs, len(found[2]), tail
+
+
+def same_decisions(a: Engine, b: Engine, asks: int = 20) -> bool:
+    """Whether two restored engines hold the same nodes and their strategies ask the same next expansions."""
+    if list(a.s.view.nodes) != list(b.s.view.nodes) or list(a.s.staged) != list(b.s.staged):
+        return False
+    return all(a.strategy.ask(a.s.view, 1) == b.strategy.ask(b.s.view, 1) for _ in range(asks))
 
 
 def max_depth(view: Any) -> int:
@@ -224,50 +260,73 @@ class SizeResult:
     events: int
     depth: int
     write_s: float
-    resume: dict[str, float]
+    resume: dict[str, float]          # full replay of every event
+    snap_resume: dict[str, float]     # latest snapshot + the events after it
+    snap: dict[str, tuple[float, int, int]]  # seconds to take, bytes, events replayed after it
+    same: dict[str, bool]             # snapshot resume == full replay (nodes and the next asks)
     ask: dict[str, tuple[float, float]]
     memory: dict[str, dict[str, float]]
     rss_mb: float
 
 
-def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool) -> SizeResult:
+def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool,
+             tail_rounds: int = 50) -> SizeResult:
     path = tmp / f"scale-{n}.db"
     t = time.perf_counter()
     with RunStore(path) as store:
         run_id = write_run(store, n)
         n_events = sum(1 for _ in store.events(run_id))
     write_s = time.perf_counter() - t
-    resume, ask = {}, {}
+    full: dict[str, float] = {}
+    snap_resume: dict[str, float] = {}
+    snap: dict[str, tuple[float, int, int]] = {}
+    same: dict[str, bool] = {}
+    ask: dict[str, tuple[float, float]] = {}
     records: list[MemoryRecord] = []
     for name in STRATEGIES:
-        prof = cProfile.Profile() if profile and name == "mcgs" else None
-        if prof:
-            prof.enable()
-        engine, secs, store = restore(path, run_id, name)
-        if prof:
-            prof.disable()
-            buf = io.StringIO()
-            pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
-            print(f"cProfile of the {n}-node mcgs resume:\n{buf.getvalue()}", file=sys.stderr)
-        resume[name] = secs
+        engine, full[name], store = restore(path, run_id, name)
         ask[name] = time_calls(lambda: engine.strategy.ask(engine.s.view, 1), asks)
         if name == "mcgs":
             records = records_of(engine)
             depth = max_depth(engine.s.view)
         store.close()
-        del engine
-    _, resume["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
+        snap[name] = take_snapshot(path, run_id, name, tail_rounds)
+        prof = cProfile.Profile() if profile and name == "mcgs" else None
+        if prof:
+            prof.enable()
+        fast, snap_resume[name], fast_store = restore(path, run_id, name, from_snapshot=True)
+        if prof:
+            prof.disable()
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
+            print(f"cProfile of the {n}-node mcgs snapshot resume:\n{buf.getvalue()}", file=sys.stderr)
+        slow, _, slow_store = restore(path, run_id, name)
+        same[name] = same_decisions(fast, slow)
+        fast_store.close()
+        slow_store.close()
+        del engine, fast, slow
+    _, full["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
     store.close()
     memory = {"hashing": memory_latency(records, "hashing", queries)}
     if minilm:
         memory["minilm"] = memory_latency(records[:minilm], "minilm", queries)
-    return SizeResult(n, n_events, depth, write_s, resume, ask, memory, maxrss_mb())
+    return SizeResult(n, n_events, depth, write_s, full, snap_resume, snap, same, ask, memory, maxrss_mb())
 
 
 def tables(results: Sequence[SizeResult]) -> str:
     out = ["| nodes | events | max depth | write s | resume s (mcgs / greedy / islands / mcgs without memory) | "
            "ask p50 ms (mcgs / greedy / islands) | ask p95 ms (mcgs / greedy / islands) | peak RSS MB |",
            "|---|---|---|---|---|---|---|---|"]
+    rows = []
+    for r in results:
+        for name in STRATEGIES:
+            took, size, tail = r.snap[name]
+            rows.append(f"| {r.n} | {name} | {r.resume[name]:.2f} | {r.snap_resume[name]:.2f} | "
+                        f"{'met' if r.snap_resume[name] <= 2.0 else 'missed'} | {tail} | {took:.2f} | "
+                        f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} |")
+    out = ["| nodes | strategy | full replay s | snapshot resume s | <= 2 s | events after snapshot | "
+           "snapshot take s | snapshot MB | same decisions |", "|---|---|---|---|---|---|---|---|---|", *rows, "",
+           *out]
     for r in results:
         out.append(
             f"| {r.n} | {r.events} | {r.depth} | {r.write_s:.1f} | " + " / ".join(f"{r.resume[s]:.2f}" for s in (*STRATEGIES, "mcgs-no-memory"))
@@ -288,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
     ap.add_argument("--queries", type=int, default=100, help="retrieval queries per stage")
     ap.add_argument("--minilm", type=int, nargs="?", const=2000, default=0,
                     help="also time MiniLM retrieval over this many records (default 2000 when given)")
-    ap.add_argument("--profile", action="store_true", help="cProfile the largest mcgs resume (to stderr)")
+    ap.add_argument("--profile", action="store_true", help="cProfile the largest mcgs snapshot resume (to stderr)")
+    ap.add_argument("--tail-rounds", type=int, default=50, help="rounds between the snapshot and the end")
     ap.add_argument("--quick", action="store_true", help="smoke version: 1000 nodes, 20 asks, 20 queries")
     args = ap.parse_args(argv)
     if args.quick:
@@ -301,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
     with tempfile.TemporaryDirectory() as tmp:
         for n in sorted(args.sizes):
             results.append(run_size(n, Path(tmp), args.asks, args.queries, args.minilm,
-                                    args.profile and n == max(args.sizes)))
+                                    args.profile and n == max(args.sizes), args.tail_rounds))
     print(tables(results))
     return results
 

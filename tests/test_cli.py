@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess:
@@ -24,6 +27,13 @@ def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess
     (("run", "diabetes", "--budget", "0"), 2, "budget.verifications"),
     (("run", "diabetes", "--strategy", "anneal", "--budget", "2"), 2, "anneal"),
     (("run", "diabetes", "nonsense"), 2, "key.path=value"),
+    (("run", "diabetes", "--bogus"), 2, "No such option: --bogus"),
+    (("show",), 2, "Missing argument"),
+    (("runs", "--store"), 2, "requires an argument"),
+    (("run", "diabetes", "--screener", "critic", "screener.options.k=0",
+      f"roles.models.default=scripted:{ROOT / 'examples/scripted/diabetes.yaml'}"), 2,
+     "critic k must be >= 1"),
+    (("run", "diabetes", "roles.models.critik=openai:m"), 2, "critik"),
 ])
 def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, args, code, message):
     args = tuple(a.replace("runs/", str(tmp_path) + "/") for a in args)
@@ -31,6 +41,8 @@ def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, args, code, mess
     assert out.returncode == code, out.stderr
     assert message in out.stderr + out.stdout
     assert "Traceback" not in out.stderr + out.stdout
+    if code == 2:
+        assert len(out.stderr.strip().splitlines()) == 1, f"not one line: {out.stderr!r}"
 
 
 def test_tasks_lists_every_builtin_task():
@@ -58,6 +70,13 @@ def test_run_show_runs_resume_and_replay(tmp_path):
     run_id = listing.stdout.split("circle_packing")[0].split()[-1]
     shown = cli("show", run_id[:12], "--store", store)
     assert shown.returncode == 0 and "verifications 4" in shown.stdout, shown.stdout + shown.stderr
+    as_json = json.loads(cli("runs", "--store", store, "--json").stdout)
+    assert [r["run_id"] for r in as_json] == [run_id] and as_json[0]["verifications"] == 4
+    detail = json.loads(cli("show", run_id, "--store", store, "--json").stdout)
+    assert detail["budget"]["verifications"] == 4 and detail["final"]["node_id"] == as_json[0]["best_node"] or \
+        detail["final"]["node_id"]
+    assert detail["best_nodes"] and {"role", "calls", "cached"} <= set(detail["llm_calls"][0]) if \
+        detail["llm_calls"] else detail["best_nodes"]
     replayed = cli("replay", run_id, "--store", store)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "identical" in replayed.stdout
@@ -65,8 +84,10 @@ def test_run_show_runs_resume_and_replay(tmp_path):
 
 def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
     store = str(tmp_path / "s.db")
-    first = cli("run", "circle_packing", "--budget", "3", "--store", store, "--quiet", "engine.candidates=3")
+    first = cli("-vv", "run", "circle_packing", "--budget", "3", "--store", store, "--quiet", "engine.candidates=3",
+                "engine.snapshot_every=1")
     assert first.returncode == 0, first.stderr
+    assert "snapshot of run" in first.stderr, "-vv shows the library's debug log"
     listing = cli("runs", "--store", store)
     run_id = listing.stdout.split("circle_packing")[0].split()[-1]
     refused = cli("run", "--resume", run_id, "--store", store, "--strategy", "greedy")

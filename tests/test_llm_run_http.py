@@ -48,3 +48,53 @@ def test_run_over_http_records_usage_keeps_the_key_out_and_replays_without_the_e
     with RunStore(db) as store:
         report = asyncio.run(replay_run(store, result.run_id))
     assert report.equal, report.describe()
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_roles_block() -> dict:
+    """The README's ``roles.models`` example, parsed exactly as written."""
+    import re
+
+    import yaml
+
+    text = README.read_text()
+    start = text.index("One model per role, in `run.yaml`:")
+    block = re.search(r"```yaml\n(.*?)```", text[start:], re.S)
+    assert block, "the README lost its roles.models example"
+    return yaml.safe_load(block.group(1))
+
+
+def test_the_readme_roles_models_example_runs_as_written_and_a_second_run_records_cache_hits(tmp_path, monkeypatch):
+    example = readme_roles_block()
+    models = example["roles"]["models"]
+    assert {"default", "critic", "summarizer"} <= set(models)
+    db = tmp_path / "s.db"
+    monkeypatch.chdir(README.parent)  # the example's scripted path is relative to the checkout
+    with TestServer(ScriptedModel.from_file(SCRIPT), api_key=KEY,
+                    models=[m["model"] for m in models.values() if isinstance(m, dict)]) as server:
+        for spec in models.values():  # point every endpoint of the example at the loopback server
+            if isinstance(spec, dict):
+                spec["base_url"] = server.base_url
+                monkeypatch.setenv(spec["api_key_env"], KEY)
+        cfg = load_config(overrides={
+            "task": "circle_packing", "screener.name": "critic", "screener.options.k": 2,
+            "budget.verifications": 2, "engine.candidates": 2, "strategy.name": "greedy",
+            "strategy.options.num_drafts": 1, "store": str(db), "roles": example["roles"]})
+        results = []
+        with RunStore(db) as store:
+            for _ in range(2):
+                engine = build_engine(cfg, store)
+                try:
+                    results.append(asyncio.run(engine.run()))
+                finally:
+                    engine.executor.close()
+            first, second = ([e.payload for e in store.events(r.run_id, kinds=["llm_call"])] for r in results)
+            second_budget = store.budget(results[1].run_id)
+    by_role = {c["role"]: c["model"] for c in first}
+    assert by_role["critic"] == models["critic"]["model"] and by_role["proposer"] == models["default"]["model"]
+    assert by_role["summarizer"] == "scripted"
+    assert first and not any(c["cached"] for c in first if c["role"] != "summarizer")
+    assert second and all(c["cached"] for c in second), "a repeated run is served from the response cache"
+    assert second_budget.tokens_in == second_budget.tokens_out == 0

@@ -10,7 +10,7 @@ import pytest
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo
-from verifyless.screen.base import LearningScreener, ScreenContext
+from verifyless.screen.base import OutcomeObserver, ScreenContext
 from verifyless.screen.surrogate import SurrogateScreener, five_way, outcome_label
 from verifyless.task.base import Band, Metric, Task
 
@@ -164,7 +164,7 @@ def test_outcome_labels() -> None:
 
 def test_skips_uncomparable_and_is_a_learning_screener() -> None:
     screener = SurrogateScreener()
-    assert isinstance(screener, LearningScreener)
+    assert isinstance(screener, OutcomeObserver)
     cand, _ = _candidate(random.Random(0), 0, "both")
     screener.observe(cand, None, Verification(Status.OK, score=1.0), 1.0)
     assert screener.examples == ()

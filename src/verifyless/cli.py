@@ -10,6 +10,7 @@ traceback (set ``VERIFYLESS_DEBUG=1`` to see it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -41,7 +42,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except VerifylessError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
         sys.exit(exc.exit_code)
@@ -50,17 +51,55 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors and the unexpected
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
+    except Exception as exc:  # usage errors (unknown option, missing argument) and the unexpected
+        if _is_usage_error(exc):
+            err.print(f"[bold red]error:[/] {_usage_line(exc)}", highlight=False, soft_wrap=True)
             sys.exit(2)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
         err.print(f"[bold red]unexpected error:[/] {type(exc).__name__}: {exc}\n"
                   "Re-run with VERIFYLESS_DEBUG=1 for the traceback, and please report it.", highlight=False)
         sys.exit(1)
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """Click's usage errors, whether raised by click itself or by Typer's vendored copy of it."""
+    import click
+
+    if isinstance(exc, click.ClickException):
+        return True
+    typer_exceptions = getattr(typer, "exceptions", None)
+    base = getattr(typer_exceptions, "TyperException", None)
+    return base is not None and isinstance(exc, base) and hasattr(exc, "format_message")
+
+
+def _usage_line(exc: BaseException) -> str:
+    """One line: what is wrong and where to look (``verifyless CMD --help``)."""
+    message = " ".join(str(exc.format_message()).split())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "verifyless"
+    return f"{message} (see `{path} --help`)"
+
+
+def _setup_logging(verbose: int) -> None:
+    """``-v``: the library's INFO messages (routing, fallbacks); ``-vv``: DEBUG (retries, snapshots)."""
+    import logging
+
+    if verbose <= 0:
+        return
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=err, show_time=False, show_path=False, markup=False)
+    logger = logging.getLogger("verifyless")
+    logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    logger.addHandler(handler)
+
+
+@app.callback()
+def _main_options(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
+                                              help="log retries, fallbacks and routing decisions (-vv: more)")) -> None:
+    """Screen candidate ideas before you pay to verify them."""
+    _setup_logging(verbose)
 
 
 # ---------------------------------------------------------------------- tasks
@@ -270,18 +309,28 @@ def _fmt(x: float | None) -> str:
 
 
 @app.command()
-def runs(store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
+def runs(store: Path = typer.Option(DEFAULT_STORE, "--store"),
+         as_json: bool = typer.Option(False, "--json", help="print a JSON list (for scripts)")) -> None:
     """List runs in the store."""
     st = _open_store(store)
+    rows = []
+    for info in st.runs():
+        best = _best_row(st, info.run_id)
+        rows.append({"run_id": info.run_id, "task": info.task, "status": info.status, "created": info.created,
+                     "updated": info.updated, "nodes": info.n_nodes,
+                     "verifications": st.budget(info.run_id).verifications,
+                     "best_node": best["node_id"] if best else None, "best_score": best.get("score") if best else None})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
     table = Table(box=None, header_style="bold")
     for col in ("run", "task", "status", "created", "verifications", "best"):
         table.add_column(col)
-    for info in st.runs():
-        b = st.budget(info.run_id)
-        best = _best_row(st, info.run_id)
-        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created)) if isinstance(info.created, (int, float)) else str(info.created)[:16]
-        table.add_row(info.run_id, info.task, info.status, created, str(b.verifications),
-                      _fmt(best.get("score")) if best else "-")
+    for r in rows:
+        created = r["created"]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if isinstance(created, (int, float)) \
+            else str(created)[:16]
+        table.add_row(r["run_id"], r["task"], r["status"], when, str(r["verifications"]), _fmt(r["best_score"]))
     console.print(table)
 
 
@@ -290,48 +339,65 @@ def _best_row(st, run_id: str) -> dict[str, Any] | None:
     return max(rows, key=lambda r: r["fitness"]) if rows else None
 
 
-@app.command()
-def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
-         nodes: int = typer.Option(15, help="how many verified nodes to list"),
-         as_json: bool = typer.Option(False, "--json", help="print one JSON object instead of tables")) -> None:
-    """Summarise one run: configuration, budget, best nodes, reply parse rate per screener."""
-    from verifyless.screen.health import health_by_screener
-
-    st = _open_store(store)
-    run_id = st.resolve_run(run_id)
+def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
     info = st.run(run_id)
     b = st.budget(run_id)
-    finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
-    replies = health_by_screener((e.payload for e in st.events(run_id, kinds=["screening"])),
-                                 finals[-1] if finals else None)
-    if as_json:
-        rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
-        print(json.dumps({"run_id": run_id, "task": info.task, "status": info.status,
-                          "verifications": b.verifications, "tokens": b.tokens_in + b.tokens_out, "cost": b.cost,
-                          "best": _best_row(st, run_id), "reply_health": replies,
-                          "statuses": {s: sum(r["status"] == s for r in rows) for s in {r["status"] for r in rows}}},
-                         default=str))
-        return
-    console.print(f"[bold]{run_id}[/]  task {info.task}  status {info.status}")
-    console.print(f"verifications {b.verifications} · evaluator {b.evaluator_seconds:.1f}s · tokens "
-                  f"{b.tokens_in + b.tokens_out} · cost {b.cost:.4f}")
     rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
     verified = sorted((r for r in rows if r.get("fitness") is not None), key=lambda r: -r["fitness"])
-    table = Table(box=None, header_style="bold")
-    for col in ("node", "parent", "operator", "status", "validation", "test", "idea"):
-        table.add_column(col)
-    for r in verified[:nodes]:
-        table.add_row(r["node_id"], r.get("parent_id") or "", r["operator"], r["status"], _fmt(r.get("score")),
-                      _fmt(r.get("test_score")), (r.get("idea") or "")[:70])
-    console.print(table)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    if replies:
+    keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
+    final = [e.payload for e in st.events(run_id, kinds=["final"])]
+    return {"run_id": run_id, "task": info.task, "status": info.status, "budget": dataclasses.asdict(b),
+            "final": final[-1] if final else None, "statuses": dict(sorted(counts.items())),
+            "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]], "llm_calls": st.llm_usage(run_id),
+            "reply_health": _reply_health(st, run_id)}
+
+
+def _reply_health(st, run_id: str) -> dict[str, Any]:
+    """Replies parsed / total per LLM screener (and the final round-robin), from the stored screenings."""
+    from verifyless.screen.health import health_by_screener
+
+    finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
+    return health_by_screener((e.payload for e in st.events(run_id, kinds=["screening"])),
+                              finals[-1] if finals else None)
+
+
+@app.command()
+def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
+         nodes: int = typer.Option(15, help="how many verified nodes to list"),
+         as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)")) -> None:
+    """Summarise one run: budget, best nodes, statuses, LLM calls (cached ones counted apart)."""
+    st = _open_store(store)
+    data = _show_data(st, st.resolve_run(run_id), nodes)
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    b = data["budget"]
+    console.print(f"[bold]{data['run_id']}[/]  task {data['task']}  status {data['status']}")
+    console.print(f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s · tokens "
+                  f"{b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}")
+    table = Table(box=None, header_style="bold")
+    for col in ("node", "parent", "operator", "status", "validation", "test", "idea"):
+        table.add_column(col)
+    for r in data["best_nodes"]:
+        table.add_row(r["node_id"], r.get("parent_id") or "", r["operator"], r["status"], _fmt(r.get("score")),
+                      _fmt(r.get("test_score")), (r.get("idea") or "")[:70])
+    console.print(table)
+    console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    if data["llm_calls"]:
+        calls = Table(box=None, header_style="bold", title="LLM calls")
+        for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):
+            calls.add_column(col)
+        for c in data["llm_calls"]:
+            calls.add_row(str(c["role"]), str(c["model"]), str(c["calls"]), str(c["cached"]), str(c["prompt_tokens"]),
+                          str(c["completion_tokens"]), f"{c['cost'] or 0:.4f}")
+        console.print(calls)
+    if data["reply_health"]:
         console.print("replies parsed: " + ", ".join(
-            f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in replies.items()))
-    _print_links(run_id, store)
+            f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in data["reply_health"].items()))
+    _print_links(data["run_id"], store)
 
 
 @app.command()

@@ -25,73 +25,87 @@ class _Strict(BaseModel):
 
 
 class Named(_Strict):
-    """A component chosen by name, with free-form options checked by its factory."""
+    """A component chosen by name, with options checked by its factory (see docs/configuration.md)."""
 
-    name: str
-    options: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(description="registered name of the component")
+    options: dict[str, Any] = Field(default_factory=dict, description="keyword options passed to its factory")
 
 
-class Budget(_Strict):
+class BudgetConfig(_Strict):
     """Hard caps. ``None`` means no cap on that axis; at least one cap must be set."""
 
     verifications: int | None = Field(30, ge=1, description="paid verifications, repairs and the baseline included")
-    evaluator_seconds: float | None = Field(None, gt=0)
+    evaluator_seconds: float | None = Field(
+        None, gt=0, description="seconds spent running candidates (verifications and screener pilots)")
     tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over all roles")
-    cost: float | None = Field(None, gt=0, description="in the price table's currency")
-    wall_seconds: float | None = Field(None, gt=0)
+    cost: float | None = Field(None, gt=0, description="LLM cost, in the price table's currency")
+    wall_seconds: float | None = Field(None, gt=0, description="wall-clock seconds since this process started the run")
 
 
-class Roles(_Strict):
+class RolesConfig(_Strict):
     """Which roles make children.
 
     ``kind: space`` uses the task's idea space (no LLM). ``kind: llm`` uses models:
-    ``models.default`` plus optional per-role entries (``brief``, ``proposer``,
-    ``implementer``, ``summarizer``, ``critic``, ``judge``), each a spec string
-    (``scripted:FILE``, ``openai:MODEL``, ``env``) or a mapping of endpoint settings.
+    ``models.default`` plus optional entries for the child-making roles (``brief``,
+    ``proposer``, ``implementer``, ``summarizer``) and for whatever a screener or
+    the final selection asks for (``critic``, ``judge``, ``arbiter``, keys named
+    in a screener's ``model`` option), each a spec string (``scripted:FILE``,
+    ``openai:MODEL``, ``env``) or a mapping of endpoint settings.
     """
 
-    kind: Literal["space", "llm"] = "space"
-    models: dict[str, Any] = Field(default_factory=dict)
-    implement_mode: Literal["full", "diff"] = "full"
+    kind: Literal["space", "llm"] = Field("space", description="space: the task's idea space; llm: language models")
+    models: dict[str, Any] = Field(default_factory=dict, description="model spec per role key (default, critic, ...)")
+    implement_mode: Literal["full", "diff"] = Field(
+        "full", description="full: the implementer rewrites the band; diff: it returns search/replace edits")
     llm: LLMRoleOptions = Field(default_factory=LLMRoleOptions, description="options of the LLM roles (kind: llm)")
 
 
-class Engine(_Strict):
+class EngineConfig(_Strict):
+    """How rounds are run: pool sizes, concurrency, repairs, routing and resume snapshots."""
+
     candidates: int = Field(8, ge=1, description="N candidates made per expansion")
-    expansions_per_round: int = Field(1, ge=1)
+    expansions_per_round: int = Field(1, ge=1, description="expansions the strategy is asked for per round")
     verify_per_expansion: int = Field(1, ge=1, description="how many of the N the screener may send to verification")
-    llm_concurrency: int = Field(8, ge=1)
-    verify_concurrency: int = Field(1, ge=1)
+    llm_concurrency: int = Field(8, ge=1, description="LLM calls in flight at once, over all roles")
+    verify_concurrency: int = Field(1, ge=1, description="verifications in flight at once")
     pipeline: bool = Field(True, description="overlap LLM work of round r+1 with verification of round r")
-    repair_attempts: int = Field(3, ge=0, le=10)
+    repair_attempts: int = Field(3, ge=0, le=10, description="repairs of a failed verification, keeping its idea")
     audit_rate: float = Field(0.0, ge=0.0, le=1.0, description="fraction of screened-out candidates verified anyway")
-    verify_uncertain: bool = Field(False, description="also verify candidates whose vote uncertainty u >= T")
-    uncertainty_threshold: float = Field(0.25, ge=0.0, le=1.0)
-    memory: bool | None = Field(None, description="None: on for mcgs, off otherwise")
-    max_rounds: int | None = Field(None, ge=1)
+    verify_uncertain: bool = Field(
+        False, description="routing: also verify candidates whose screener reports vote uncertainty u >= T "
+        "(vote-based screeners only; random, agentic and a surrogate without votes never trigger it)")
+    uncertainty_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T for verify_uncertain")
+    memory: bool | None = Field(None, description="MLEvolve-style memory for the proposer; None: on for mcgs only")
+    max_rounds: int | None = Field(None, ge=1, description="stop after this many rounds")
     max_idle_rounds: int = Field(
         20, ge=1, description="stop when this many rounds in a row send nothing to verification (search exhausted)")
     final_selection: int | None = Field(
         None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)")
+    snapshot_every: int = Field(
+        50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)")
 
 
-class Executor(_Strict):
-    name: Literal["local", "ray"] = "local"
-    options: dict[str, Any] = Field(default_factory=dict)
+class ExecutorConfig(_Strict):
+    """Where verifications run."""
+
+    name: Literal["local", "ray"] = Field("local", description="local: sandboxed subprocesses; ray: a Ray cluster")
+    options: dict[str, Any] = Field(default_factory=dict, description="executor options (sandbox level, ...)")
 
 
 class RunConfig(_Strict):
-    task: str = "diabetes"
-    seed: int = 0
-    strategy: Named = Named(name="mcgs")
-    screener: Named = Named(name="surrogate")
-    roles: Roles = Roles()
-    budget: Budget = Budget()
-    engine: Engine = Engine()
-    executor: Executor = Executor()
+    """One run: the task, the search, the screener, the roles, the caps and where it is stored."""
+
+    task: str = Field("diabetes", description="built-in task name or a task folder")
+    seed: int = Field(0, description="seed of every random generator in the run")
+    strategy: Named = Field(Named(name="mcgs"), description="search strategy (mcgs, greedy, islands, linear)")
+    screener: Named = Field(Named(name="surrogate"), description="screener that picks what to verify")
+    roles: RolesConfig = Field(RolesConfig(), description="how children are made")
+    budget: BudgetConfig = Field(BudgetConfig(), description="hard caps of the run")
+    engine: EngineConfig = Field(EngineConfig(), description="round mechanics")
+    executor: ExecutorConfig = Field(ExecutorConfig(), description="where verifications run")
     guards: GuardsConfig = Field(default_factory=GuardsConfig,
                                  description="checks on every implementation before it is verified (MLEvolve)")
-    store: Path = Path("runs/verifyless.db")
+    store: Path = Field(Path("runs/verifyless.db"), description="the SQLite run store file")
 
 
 def load_config(path: Path | None = None, overrides: Mapping[str, Any] | list[str] = ()) -> RunConfig:
@@ -125,6 +139,8 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
             if err["type"] == "extra_forbidden":
                 msg = "unknown key; check the spelling (see `verifyless run --help` and docs/configuration.md)"
             problems.append(f"  {where}: {msg}")
+        if len(problems) == 1:
+            raise ConfigError("invalid configuration: " + problems[0].strip()) from None
         raise ConfigError("invalid configuration:\n" + "\n".join(problems)) from None
     b = cfg.budget
     if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
@@ -204,5 +220,13 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             base[k] = v
 
 
-__all__ = ["Budget", "Engine", "Executor", "Named", "Roles", "RunConfig", "apply_changes", "load_config",
+__all__ = ["BudgetConfig", "EngineConfig", "ExecutorConfig", "Named", "RolesConfig", "RunConfig", "apply_changes", "load_config",
            "resume_changes", "stored_config", "validate"]
+
+
+if __name__ == "__main__":  # python -m verifyless.config [--check]: regenerate docs/configuration.md's reference
+    import sys
+
+    from verifyless.config_doc import main
+
+    sys.exit(main())

@@ -2,25 +2,66 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator, Mapping
 
 from verifyless.config import RunConfig
 from verifyless.errors import ConfigError
 from verifyless.task.base import Task
 
 
-def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, replay: bool = False) -> dict[str, Any]:
-    """One model per role from ``roles.models``; every call is recorded in the store.
+CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
+SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter")  # asked for by screeners and the final selection
 
-    ``run_ref["run_id"]`` is filled once the run exists (calls before that are
-    not possible: the first LLM call is the brief, after the run is created).
+
+def model_keys_used(cfg: RunConfig) -> set[str]:
+    """Every ``roles.models`` key something in this run may ask for.
+
+    The child-making roles, ``default``, the screening roles (``critic``,
+    ``judge``, ``arbiter``) and any key named in the screener's options (a
+    ``model`` option or an ensemble's ``members``, nested specs included).
+    """
+    used = {"default", *CHILD_ROLE_KEYS, *SCREEN_ROLE_KEYS}
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and key in ("model", "members"):
+            used.add(value)
+
+    walk(dict(cfg.screener.options))
+    return used
+
+
+def check_model_keys(cfg: RunConfig) -> None:
+    """A ``roles.models`` key nothing asks for is a ConfigError naming it (usually a typo)."""
+    unused = sorted(set(cfg.roles.models) - model_keys_used(cfg))
+    if unused:
+        raise ConfigError(
+            f"roles.models has keys nothing in this run uses: {unused}; use default, "
+            f"{', '.join(CHILD_ROLE_KEYS + SCREEN_ROLE_KEYS)} or a key named in the screener's 'model'/'members' "
+            "options")
+
+
+def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, replay: bool = False) -> dict[str, Any]:
+    """One model per ``roles.models`` key, each ``RecordedModel(CachedModel(provider))``.
+
+    Every call, cache hits included (``cached: true``, charged nothing), is
+    stored as an ``llm_call`` event once ``run_ref["run_id"]`` is filled (the
+    first LLM call is the brief, after the run is created). Identical specs
+    share one model (and its endpoint limits).
     """
     from verifyless.model import build_model
-    from verifyless.model.cache import CachedModel, ResponseCache
+    from verifyless.model.cache import ResponseCache
 
+    check_model_keys(cfg)
     specs = dict(cfg.roles.models)
     if "default" not in specs:
         if cfg.roles.kind == "llm":
@@ -31,16 +72,29 @@ def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, 
                     "roles.kind=llm needs a model: set roles.models.default (e.g. scripted:FILE or openai:MODEL) "
                     "or the environment variables VERIFYLESS_BASE_URL, VERIFYLESS_API_KEY, VERIFYLESS_MODEL"
                 )
-        else:
+        elif not specs:
             return {}
     cache = ResponseCache(Path(cfg.store))
+    recorder = call_recorder(store, run_ref)
+    models: dict[str, Any] = {}
+    built: dict[str, Any] = {}
+    for role, spec in specs.items():
+        key = repr(spec)
+        if key not in built:
+            built[key] = build_model(spec, cache=cache, recorder=recorder,
+                                     cache_mode="replay" if replay else "readwrite")
+        models[role] = built[key]
+    return models
 
-    def recorder(rec: Any) -> None:
+
+def call_recorder(store: Any, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
+    """A ``CallRecord`` sink that stores ``llm_call`` events; a cache hit is recorded but charges nothing."""
+    from verifyless.store import Charge
+
+    def record(rec: Any) -> None:
         run_id = run_ref.get("run_id")
         if run_id is None:
             return
-        from verifyless.store import Charge
-
         payload = {"role": rec.role, "model": rec.model, "prompt_hash": rec.prompt_hash,
                    "prompt_tokens": rec.usage.prompt_tokens, "completion_tokens": rec.usage.completion_tokens,
                    "cost": rec.usage.cost, "cached": rec.cached, "latency_s": rec.latency_s, "n": rec.n,
@@ -49,18 +103,10 @@ def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, 
                                                 tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
         store.append(run_id, "llm_call", payload, charge=charge)
 
-    models: dict[str, Any] = {}
-    built: dict[str, Any] = {}
-    for role, spec in specs.items():
-        key = repr(spec)
-        if key not in built:
-            inner = build_model(spec, recorder=recorder)
-            built[key] = CachedModel(inner, cache, mode="replay" if replay else "readwrite")
-        models[role] = built[key]
-    return models
+    return record
 
 
-def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
+def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
     if cfg.roles.kind == "space":
         if task.idea_space is None:
             raise ConfigError(
@@ -72,22 +118,32 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]):
         return space_roles(task, cfg.seed)
     from verifyless.roles.llm import _ROLE_KEYS, llm_roles
 
-    # Screener keys (critic, judge, arbiter, ...) are for the screener, not the four roles.
-    role_models = {k: v for k, v in models.items() if k in _ROLE_KEYS or k == "default"}
-    return llm_roles(role_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
+    child_models = {k: m for k, m in models.items() if k in CHILD_ROLE_KEYS or k == "default"}
+    return llm_roles(child_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
 
 
-def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None):
+def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None) -> Any:
     from verifyless.screen.registry import build_screener as _build
 
-    return _build(cfg.screener.name, models=models, options=dict(cfg.screener.options), seed=cfg.seed,
-                  task=task, sandbox=sandbox)
+    with constructor_errors(f"screener {cfg.screener.name!r}", "screener.options"):
+        return _build(cfg.screener.name, models=models, options=dict(cfg.screener.options), seed=cfg.seed,
+                      task=task, sandbox=sandbox)
 
 
-def build_strategy(cfg: RunConfig):
+def build_strategy(cfg: RunConfig) -> Any:
     from verifyless.search.registry import build_strategy as _build
 
-    return _build(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+    with constructor_errors(f"search strategy {cfg.strategy.name!r}", "strategy.options"):
+        return _build(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+
+
+@contextlib.contextmanager
+def constructor_errors(what: str, key: str) -> Iterator[None]:
+    """A ``ValueError``/``TypeError`` raised while building a component from config becomes a ConfigError."""
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{what}: {exc}; fix {key} (see docs/configuration.md)") from exc
 
 
 def build_guards(cfg: RunConfig, models: dict[str, Any]):

@@ -15,11 +15,13 @@ from verifyless.model.cache import (
     request_identity,
     sample_key,
 )
-from verifyless.model.config import ModelConfig, Prices, build_model, make_config, parse_spec
+from verifyless.model.config import ModelConfig, Prices, make_config, parse_spec
 from verifyless.model.openai_compat import OpenAIModel
+from verifyless.model.providers import PROVIDERS, build_model, register_provider
 from verifyless.model.scripted import Rule, ScriptedCall, ScriptedModel
 
 __all__ = [
+    "PROVIDERS",
     "CachedModel",
     "CallRecord",
     "Choice",
@@ -43,6 +45,7 @@ __all__ = [
     "make_config",
     "parse_spec",
     "prompt_hash",
+    "register_provider",
     "request_identity",
     "sample_key",
 ]

@@ -27,21 +27,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Model, ModelReply, ModelRequest, ToolCall, Usage
-from verifyless.model.openai_compat import messages_to_wire, tools_to_wire
-
-
-def canonical_json(value: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, ASCII only."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def prompt_hash(request: ModelRequest) -> str:
-    """Hash of what the model reads (messages and tools), independent of sampling settings."""
-    return sha256(canonical_json({"messages": messages_to_wire(request.messages), "tools": tools_to_wire(request.tools)}))
+from verifyless.model.wire import canonical_json, messages_to_wire, prompt_hash, sha256, tools_to_wire
 
 
 def request_identity(model: Model, request: ModelRequest) -> dict[str, Any]:

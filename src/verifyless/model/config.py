@@ -1,6 +1,6 @@
-"""ModelConfig (one per role) and ``build_model``, the one way to turn config into a ``Model``.
+"""ModelConfig (one per role) and spec parsing; ``verifyless.model.providers.build_model`` builds the ``Model``.
 
-Spec strings accepted by ``build_model``:
+Spec strings accepted by ``parse_spec`` (and so by ``build_model``):
 
 * ``"scripted:<path.yaml|json>"`` -- a ``ScriptedModel`` loaded from the file;
 * ``"local:<model>"`` -- a transformers model in this process (``verifyless.model.local``);
@@ -16,7 +16,7 @@ The config holds the *name* of the key's env var, never the key.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Any, Literal
+from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -41,7 +41,8 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Literal["openai", "scripted", "local"] = "openai"
+    provider: str = Field("openai", description="provider name registered in verifyless.model.providers "
+                          "(openai, scripted, ...)")
     model: str = Field("", description="model name sent to the endpoint (e.g. Qwen/Qwen3-8B)")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL ending in /v1; None = api.openai.com")
     api_key_env: str = Field(DEFAULT_KEY_ENV, description="name of the env var holding the key (not the key)")
@@ -159,37 +160,3 @@ def parse_spec(spec: str | Mapping[str, Any] | ModelConfig) -> ModelConfig:
         f"unknown model spec {spec!r}; use 'scripted:<path.yaml>', 'openai:<model name>' or 'env' "
         f"(reads {ENV_BASE_URL}, {DEFAULT_KEY_ENV}, {ENV_MODEL}), or 'local:<folder or name>' for a model in process"
     )
-
-
-def build_model(
-    spec: str | ModelConfig,
-    *,
-    cache: Any = None,
-    recorder: Any = None,
-    cache_mode: Literal["readwrite", "replay"] = "readwrite",
-) -> Any:
-    """Build the ``Model`` for ``spec``, wrapped as ``RecordedModel(CachedModel(provider))``.
-
-    ``cache`` is a ``ResponseCache`` (or None); ``recorder`` receives a
-    ``CallRecord`` per call (cache hits and failures included).
-    """
-    from verifyless.model.cache import CachedModel, RecordedModel
-    from verifyless.model.openai_compat import OpenAIModel
-    from verifyless.model.scripted import ScriptedModel
-
-    config = parse_spec(spec)
-    model: Any
-    if config.provider == "scripted":
-        assert config.script is not None  # checked by the validator
-        model = ScriptedModel.from_file(config.script)
-    elif config.provider == "local":
-        from verifyless.model.local import LocalModel
-
-        model = LocalModel.from_config(config)
-    else:
-        model = OpenAIModel(config)
-    if cache is not None:
-        model = CachedModel(model, cache, mode=cache_mode)
-    if recorder is not None:
-        model = RecordedModel(model, recorder)
-    return model

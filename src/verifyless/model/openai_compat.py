@@ -21,6 +21,7 @@ import asyncio
 import email.utils
 import functools
 import json
+import logging
 import os
 import random
 import re
@@ -29,35 +30,13 @@ import weakref
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from verifyless.errors import ModelUnavailable
-from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Tool, ToolCall, Usage
+from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.wire import messages_to_wire, tools_to_wire
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from verifyless.model.config import ModelConfig
-
-
-# -- wire format (also the canonical form used for cache keys) ---------------
-def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    out = []
-    for m in messages:
-        wire: dict[str, Any] = {"role": m.role, "content": m.content}
-        if m.tool_calls:
-            wire["tool_calls"] = [
-                {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": t.arguments}}
-                for t in m.tool_calls
-            ]
-        if m.tool_call_id is not None:
-            wire["tool_call_id"] = m.tool_call_id
-        if m.name is not None:
-            wire["name"] = m.name
-        out.append(wire)
-    return out
-
-
-def tools_to_wire(tools: Sequence[Tool]) -> list[dict[str, Any]]:
-    return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
-        for t in tools
-    ]
 
 
 class MalformedReply(Exception):
@@ -306,6 +285,7 @@ class OpenAIModel:
                     "Check that the server is up and reachable, or raise max_retries / retry_budget_s / timeout_s"
                 ) from None
             retries += 1
+            log.info("model %s at %s: %s; retry %d in %.1f s", self.name, self.endpoint, problem, retries, delay)
             await self._sleep(delay)
 
     def _fatal(self, status: int, exc: Any) -> ModelUnavailable:

@@ -44,6 +44,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.cache import ResponseCache
+from verifyless.model.wire import prompt_hash
 
 ReplySpec = str | Choice | Mapping[str, Any]
 ScriptFunction = Callable[[ModelRequest], Any]
@@ -220,8 +222,6 @@ class ScriptedModel:
         ``i - sample_offset`` of the recorded reply, so asking again for the
         same samples gives byte-identical choices in any call order.
         """
-        from verifyless.model.cache import prompt_hash
-
         table: dict[str, dict[int, Choice]] = {}
         for request, reply in pairs:
             slot = table.setdefault(prompt_hash(request), {})
@@ -237,8 +237,6 @@ class ScriptedModel:
         hold hashes and usage but no text). With ``run_id`` only entries that
         run wrote or read are used; ``None`` takes every entry in the file.
         """
-        from verifyless.model.cache import ResponseCache
-
         cache = ResponseCache(db_path, create=False)
         try:
             table = cache.samples_by_prompt(run_id)
@@ -332,8 +330,6 @@ class _ReplayTable:
         self.source = source
 
     def __call__(self, request: ModelRequest) -> Choice:
-        from verifyless.model.cache import prompt_hash
-
         key = prompt_hash(request)
         samples = self.table.get(key)
         if samples is None or request.sample_offset not in samples:

@@ -1,15 +1,22 @@
 """The Screener contract: ``screen(context, candidates) -> Screening``.
 
 A screener ranks every candidate, chooses the ids to verify and records its
-evidence. Online learners (today the surrogate) also implement
-``observe`` to learn from outcomes already paid for.
+evidence. Screeners that learn from outcomes already paid for implement one of
+two optional protocols, which the engine checks with ``isinstance``:
+
+* ``OutcomeObserver.observe`` -- called for every verified node as it is told
+  (the surrogate);
+* ``LearningScreener.learn`` / ``restore`` -- called once per round boundary
+  with that round's verified parent -> child pairs (``Outcome``); what
+  ``learn`` returns is stored as a ``screener_learn`` event and handed back to
+  ``restore`` on resume and replay (test-time critic adapters).
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from verifyless.node import Candidate, Node, Screening, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
@@ -65,5 +72,43 @@ class Screener(Protocol):
 
 
 @runtime_checkable
-class LearningScreener(Screener, Protocol):
-    def observe(self, candidate: Candidate, parent_fitness: float | None, child: Verification, fitness: float | None) -> None: ...
+class OutcomeObserver(Protocol):
+    """Sees each verified node once, in tell order (validation outcome only, hidden test fields stripped)."""
+
+    def observe(self, candidate: Candidate, parent_fitness: float | None, child: Verification,
+                fitness: float | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One verified parent -> child pair, validation side only."""
+
+    node_id: str
+    parent_id: str
+    round: int
+    parent_summary: str
+    child_summary: str
+    idea: str
+    parent_score: float | None   # raw metric values
+    child_score: float | None
+    higher_is_better: bool
+    status: str                  # Status value of the child
+
+
+@runtime_checkable
+class LearningScreener(Protocol):
+    """A screener that learns between rounds from the pairs verified in them.
+
+    ``learn`` is called by the engine once per round boundary with that round's
+    newly verified pairs (possibly empty); the dict it returns (e.g.
+    ``{"adapter_version": 3, "adapter_dir": "...", "loss": 0.1}``) is stored as
+    a ``screener_learn`` event, ``None`` stores nothing. ``restore`` receives
+    the stored payloads in order on resume and replay, so the screener reloads
+    the state its next decision must use. A crash between a round's ``tell``
+    and its ``screener_learn`` event loses that one learning step (the run
+    continues with the state the last stored record describes).
+    """
+
+    async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None: ...
+
+    def restore(self, records: Sequence[dict[str, Any]]) -> None: ...

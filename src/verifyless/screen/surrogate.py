@@ -190,7 +190,7 @@ class FitnessModel:
 
 
 class SurrogateScreener:
-    """Online probabilistic critic over candidate features (implements ``LearningScreener``).
+    """Online probabilistic critic over candidate features (implements ``OutcomeObserver``).
 
     ``features``: ``"hashing"`` (default), ``"minilm"`` or ``"auto"`` (see
     ``verifyless.screen.features``). ``n_verify``: how many to choose; None

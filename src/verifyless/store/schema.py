@@ -112,8 +112,20 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
         raise StoreError(f"internal error: incomplete statement in schema script: {buffer.strip()[:80]}")
 
 
+_V2 = """
+-- The latest snapshot of each run's derived engine state (a cache: the events stay the record).
+CREATE TABLE snapshots (
+    run_id   TEXT PRIMARY KEY REFERENCES runs(run_id),
+    upto_seq INTEGER NOT NULL,
+    created  REAL NOT NULL,
+    header   TEXT NOT NULL,
+    data     BLOB NOT NULL
+);
+"""
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
+    2: lambda conn: _run_script(conn, _V2),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -15,27 +15,27 @@ Every SQLite failure surfaces as ``StoreError`` with the SQLite message and a hi
 
 from __future__ import annotations
 
-import difflib
 import json
 import secrets
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from verifyless.errors import StoreError
-from verifyless.node import Candidate, Node, Verification, content_hash
+from verifyless.node import Candidate, Node, Verification
 from verifyless.store import schema, view
-from verifyless.store.records import Budget, Charge, Event, Item, RebuildReport, RunInfo
+from verifyless.store.blobs import BlobStore
+from verifyless.store.records import Charge, Event, Item
+from verifyless.store.views import StoreViews
 
 _PAGE = 2000  # events are read in pages so the lock is never held while a caller iterates
 
 
-class RunStore:
+class RunStore(StoreViews, BlobStore):
     """Append-only event log + materialised views for runs, on one SQLite file.
 
     ``path``: the database file (created with its folder if missing).
@@ -160,37 +160,6 @@ class RunStore:
         self._known_runs.add(run_id)
         return run_id
 
-    def runs(self) -> list[RunInfo]:
-        """All runs, oldest first."""
-        rows = self._read(
-            "SELECT r.run_id, r.task, r.created, r.status, r.seed, r.config, r.updated, "
-            "(SELECT COUNT(*) FROM nodes n WHERE n.run_id = r.run_id) FROM runs r ORDER BY r.created, r.run_id"
-        )
-        return [self._run_info(r) for r in rows]
-
-    def run(self, run_id: str) -> RunInfo:
-        """One run's metadata; StoreError naming close matches if ``run_id`` is unknown."""
-        rows = self._read(
-            "SELECT r.run_id, r.task, r.created, r.status, r.seed, r.config, r.updated, "
-            "(SELECT COUNT(*) FROM nodes n WHERE n.run_id = r.run_id) FROM runs r WHERE r.run_id = ?",
-            (run_id,),
-        )
-        if not rows:
-            raise self._unknown_run(run_id)
-        return self._run_info(rows[0])
-
-    def resolve_run(self, prefix: str) -> str:
-        """The unique run id that equals or starts with ``prefix``."""
-        ids = [r[0] for r in self._read("SELECT run_id FROM runs ORDER BY run_id")]
-        if prefix in ids:
-            return prefix
-        hits = [i for i in ids if i.startswith(prefix)]
-        if len(hits) == 1:
-            return hits[0]
-        if hits:
-            raise StoreError(f"run prefix {prefix!r} is ambiguous: {', '.join(hits[:10])}; give more characters")
-        raise self._unknown_run(prefix, ids)
-
     def set_status(self, run_id: str, status: str) -> int:
         """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event."""
         with self._write() as conn:
@@ -198,18 +167,6 @@ class RunStore:
             seq = self._insert(conn, run_id, "run_status", {"status": str(status)}, None, None)
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
-
-    def _run_info(self, r: tuple) -> RunInfo:
-        return RunInfo(run_id=r[0], task=r[1], created=r[2], status=r[3], seed=r[4],
-                       config=json.loads(r[5]), updated=r[6], n_nodes=r[7])
-
-    def _unknown_run(self, run_id: str, ids: list[str] | None = None) -> StoreError:
-        if ids is None:
-            ids = [r[0] for r in self._read("SELECT run_id FROM runs")]
-        close = difflib.get_close_matches(run_id, ids, n=5, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else (
-            f" Known runs: {', '.join(sorted(ids)[-5:])}." if ids else " The store has no runs yet.")
-        return StoreError(f"unknown run {run_id!r} in {self.path}.{hint}")
 
     def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None:
         if run_id in self._known_runs:
@@ -346,157 +303,3 @@ class RunStore:
             return view.dumps(value)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{what} is not JSON-serialisable ({exc}); convert records with .to_dict()") from exc
-
-    # ------------------------------------------------------------------ blobs
-
-    def put_blob(self, data: str | bytes) -> str:
-        """Store bytes (str as UTF-8) once under their sha256; returns the hash."""
-        with self._write() as conn:
-            return self._put_blob(conn, data)
-
-    def _put_blob(self, conn: sqlite3.Connection, data: str | bytes) -> str:
-        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        digest = content_hash(raw)
-        if conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone() is None:
-            stored, codec = raw, "raw"
-            if len(raw) >= self.compress_min:
-                packed = zlib.compress(raw, 6)
-                if len(packed) < len(raw):
-                    stored, codec = packed, "zlib"
-            conn.execute("INSERT OR IGNORE INTO blobs (hash, data, size, codec) VALUES (?,?,?,?)",
-                         (digest, stored, len(raw), codec))
-        return digest
-
-    def get_blob(self, digest: str) -> bytes:
-        """The bytes stored under ``digest``; StoreError if missing or if they no longer match the hash."""
-        rows = self._read("SELECT data, codec FROM blobs WHERE hash = ?", (digest,))
-        if not rows:
-            raise StoreError(f"no blob {digest[:16]}... in {self.path}; was it stored in another run store?")
-        data, codec = rows[0]
-        raw = zlib.decompress(data) if codec == "zlib" else bytes(data)
-        if content_hash(raw) != digest:
-            raise StoreError(f"blob {digest[:16]}... in {self.path} is damaged (hash mismatch); run PRAGMA integrity_check")
-        return raw
-
-    def get_text(self, digest: str) -> str:
-        return self.get_blob(digest).decode("utf-8")
-
-    def has_blob(self, digest: str) -> bool:
-        return bool(self._read("SELECT 1 FROM blobs WHERE hash = ?", (digest,)))
-
-    # ------------------------------------------------------------------ views
-
-    def nodes(self, run_id: str) -> list[Node]:
-        """The run's nodes as search sees them (validation only, no test scores), in creation order.
-
-        The first call per run reads every row; later calls read only rows
-        whose ``updated_seq`` passed the last one seen (seqs commit in order,
-        because writers hold the database write lock from insert to COMMIT),
-        so polling a large run each round stays cheap.
-        """
-        with self._lock:
-            self._require_run(self._db(), run_id)
-            seen, cached = self._node_cache.get(run_id, (0, {}))
-            # Two plans on purpose: a full read walks the creation index; a delta read uses the update index.
-            where = "run_id = ? AND updated_seq > ?" if seen else "run_id = ? AND ? = 0"
-            rows = self._read(
-                f"SELECT {view.NODE_SELECT}, updated_seq FROM nodes WHERE {where} ORDER BY created_seq", (run_id, seen))
-            if rows:
-                fresh, last = view.to_nodes(rows)
-                # Existing keys keep their (creation-order) position; new nodes were created after all cached ones.
-                cached.update((n.id, n) for n in fresh)
-                self._node_cache[run_id] = (max(seen, last), cached)
-            return list(cached.values())
-
-    def node_rows(self, run_id: str) -> list[dict[str, Any]]:
-        """Every column of the nodes view (incl. test_score, test_metrics, summary, seqs) for reports."""
-        with self._lock:
-            self._require_run(self._db(), run_id)
-            rows = self._read(f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY created_seq",
-                              (run_id,))
-        return [view.decode_row(dict(zip(view.COLUMNS, r))) for r in rows]
-
-    def candidate(self, run_id: str, node_id: str) -> Candidate:
-        """Rebuild the latest logged ``Candidate`` for ``node_id``, program text included."""
-        rows = self._read("SELECT payload FROM events WHERE run_id = ? AND node_id = ? AND kind = ? "
-                          "ORDER BY seq DESC LIMIT 1", (run_id, node_id, view.NODE))
-        if not rows:
-            raise StoreError(f"no node {node_id!r} in run {run_id!r}")
-        payload = json.loads(rows[0][0])
-        program = self.get_text(payload["program_hash"]) if payload.get("program_hash") else ""
-        return Candidate.from_dict(payload | {"program": program})
-
-    def verified_hashes(self, run_id: str) -> set[str]:
-        """Program hashes of nodes with a finished verification (for dedup before paying again)."""
-        rows = self._read("SELECT DISTINCT program_hash FROM nodes WHERE run_id = ? AND verified_seq IS NOT NULL "
-                          "AND program_hash != ''", (run_id,))
-        return {r[0] for r in rows}
-
-    def pending_verifications(self, run_id: str) -> list[str]:
-        """Node ids with a ``verification_started`` event and no later ``verification`` (in start order).
-
-        On resume these were never charged: they may be verified again.
-        """
-        pending: dict[str, int] = {}
-        for seq, kind, node_id in self._read(
-                "SELECT seq, kind, node_id FROM events WHERE run_id = ? AND kind IN ('verification_started', "
-                "'verification') ORDER BY seq", (run_id,)):
-            if kind == "verification_started":
-                pending[node_id] = seq
-            else:
-                pending.pop(node_id, None)
-        return sorted(pending, key=pending.__getitem__)
-
-    def budget(self, run_id: str) -> Budget:
-        """Totals of everything charged to the run."""
-        row = self._read(
-            f"SELECT {', '.join(f'COALESCE(SUM({c}), 0)' for c in view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
-            (run_id,))[0]
-        return Budget(*row)
-
-    def llm_usage(self, run_id: str) -> list[dict[str, Any]]:
-        """``llm_call`` events aggregated per (role, model): calls, cached calls, tokens, cost, latency (s).
-
-        Latency is read from ``latency_s`` (what the engine's recorder writes) or ``latency``.
-        """
-        rows = self._read(
-            "SELECT json_extract(payload, '$.role'), json_extract(payload, '$.model'), COUNT(*), "
-            "SUM(COALESCE(json_extract(payload, '$.cached'), 0)), "
-            "SUM(COALESCE(json_extract(payload, '$.prompt_tokens'), 0)), "
-            "SUM(COALESCE(json_extract(payload, '$.completion_tokens'), 0)), "
-            "SUM(COALESCE(json_extract(payload, '$.cost'), 0.0)), SUM(COALESCE(json_extract(payload, '$.latency_s'), json_extract(payload, '$.latency'), 0.0)) "
-            "FROM events WHERE run_id = ? AND kind = 'llm_call' GROUP BY 1, 2 ORDER BY 1, 2", (run_id,))
-        keys = ("role", "model", "calls", "cached", "prompt_tokens", "completion_tokens", "cost", "latency")
-        return [dict(zip(keys, r)) for r in rows]
-
-    def rebuild_views(self, run_id: str) -> RebuildReport:
-        """Recompute the run's nodes view and ledger by replaying its events; report rows that differed.
-
-        For recovery and tests: a consistent store reports zero changed rows.
-        """
-        with self._write() as conn:
-            self._require_run(conn, run_id)
-            rows, ledger, n_events = view.replay(run_id, conn.execute(
-                "SELECT seq, kind, node_id, payload, charge FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
-            cols = ", ".join(view.COLUMNS)
-            stored = {r[1]: dict(zip(view.COLUMNS, r))
-                      for r in conn.execute(f"SELECT {cols} FROM nodes WHERE run_id = ?", (run_id,))}
-            stored_ledger = {r[0]: tuple(r[1:]) for r in conn.execute(
-                f"SELECT seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
-                (run_id,))}
-            nodes_changed = sum(stored.get(k) != rows.get(k) for k in stored.keys() | rows.keys())
-            ledger_changed = sum(stored_ledger.get(k) != ledger.get(k) for k in stored_ledger.keys() | ledger.keys())
-            conn.execute("DELETE FROM nodes WHERE run_id = ?", (run_id,))
-            conn.executemany(f"INSERT INTO nodes ({cols}) VALUES ({','.join('?' * len(view.COLUMNS))})",
-                             (tuple(r[c] for c in view.COLUMNS) for r in rows.values()))
-            conn.execute("DELETE FROM ledger WHERE run_id = ?", (run_id,))
-            conn.executemany(f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
-                             "VALUES (?,?,?,?,?,?,?,?,?,?)", ((s, *v) for s, v in ledger.items()))
-        self._node_cache.pop(run_id, None)
-        return RebuildReport(events=n_events, nodes=len(rows), nodes_changed=nodes_changed,
-                             ledger_changed=ledger_changed)
-
-    def integrity_check(self) -> str:
-        """SQLite's ``PRAGMA integrity_check`` result ('ok' when the file is sound)."""
-        return "; ".join(r[0] for r in self._read("PRAGMA integrity_check"))
-

@@ -1,0 +1,392 @@
+"""The engine's round: ask -> make children -> screen -> route -> verify/repair -> tell.
+
+Read ``Engine.run`` and ``Engine._round`` top to bottom for the whole loop.
+The rooms it uses, one idea each:
+
+* ``RunState`` (state.py): the projection of the event log; every event the
+  round writes goes through ``_emit`` = append to the store, then
+  ``state.apply``. Resume applies the stored events the same way (resume.py).
+* ``BudgetGate`` (budget.py): verification slots reserved before dispatch,
+  released after the result is stored; why a run stops.
+* ``TellQueue`` (tells.py) and ``Learners`` (learners.py): outcomes are told
+  in named ordering classes at round boundaries, to the strategy, the memory
+  and learning screeners.
+* ``select`` / ``route`` (routing.py): the pure choice of what to verify.
+* ``Snapshots`` (snapshot.py): periodic pickled state so resume replays only
+  the tail of the log.
+
+Contracts: durable first (an event is stored before anything depends on it;
+a verification and its charge commit together); budgets count in-flight work;
+decisions do not depend on timing (positional node ids, per-expansion seeded
+generators, fixed tell order; with ``pipeline`` round r is asked knowing
+rounds <= r-2); candidate failures are node statuses, only infrastructure
+errors raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from verifyless.child import ChildMaker
+from verifyless.config import RunConfig
+from verifyless.engine import resume
+from verifyless.engine.budget import BudgetGate
+from verifyless.engine.context import Programs, parent_info, propose_context
+from verifyless.engine.learners import Learners
+from verifyless.engine.recording import Recorder
+from verifyless.engine.routing import select
+from verifyless.engine.snapshot import Snapshots
+from verifyless.engine.state import RunState
+from verifyless.engine.tells import TellOrder, TellQueue
+from verifyless.errors import ModelUnavailable
+from verifyless.node import (
+    Candidate,
+    Idea,
+    Operator,
+    Screening,
+    Status,
+    Verification,
+    content_hash,
+)
+from verifyless.roles.base import ParentInfo, RoleFailure, Roles
+from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.health import ReplyHealth
+from verifyless.search.base import Expansion, SearchStrategy
+from verifyless.store.records import Charge
+from verifyless.task.base import Task
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+_REPAIRABLE = {Status.FAILED, Status.INVALID_METRIC, Status.OOM}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    best_id: str | None
+    best_score: float | None
+    best_test_score: float | None
+    baseline_score: float | None
+    verifications: int
+    rounds: int
+    stopped: str
+
+
+class Engine(Recorder):
+    """Runs one search on one task until a budget cap (or another stop reason) is reached.
+
+    All collaborators are passed in (``verifyless.wiring.build_engine`` builds
+    them from a ``RunConfig``). ``memory`` is optional (MLEvolve-style hybrid
+    retrieval); ``progress`` receives ``(kind, data)`` for live display.
+    """
+
+    def __init__(self, *, task: Task, roles: Roles, screener: Screener, strategy: SearchStrategy, executor: Any,
+                 store: Any, config: RunConfig, memory: Any | None = None, progress: ProgressFn | None = None,
+                 final_judge: Any | None = None, guards: Any | None = None) -> None:
+        super().__init__(store, progress)
+        self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
+        self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge
+        self.state = RunState()
+        self.gate = BudgetGate(config.budget, lambda: store.budget(self.run_id))
+        self.tells = TellQueue()
+        self.learners = Learners(strategy, screener, memory, task)
+        self.snapshots = Snapshots(store, config.engine.snapshot_every)
+        self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(config.engine.llm_concurrency),
+                                summaries=self.state.summary_by_hash, guards=guards,
+                                guard_repairs=config.guards.repair_attempts)
+        self.reply_health = ReplyHealth.for_screener(screener)  # parse rate per screening; stops on silence
+        self.programs = Programs(store, self.state)
+        self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
+        self._claimed: set[str] = set()                     # program hashes dispatched for verification
+
+    @property
+    def s(self) -> RunState:
+        """The run state (short alias kept for scripts)."""
+        return self.state
+
+    def adopt(self, state: RunState) -> None:
+        """Continue from ``state`` (a loaded snapshot); everything that shares it is pointed at it."""
+        self.state = state
+        self.maker.summaries = state.summary_by_hash
+        self.programs.state = state
+
+    # ------------------------------------------------------------------ the run
+
+    async def run(self, run_id: str | None = None, *, from_snapshot: bool = True) -> RunResult:
+        """Start a new run, or continue ``run_id`` (resume) from its stored events."""
+        self.run_id = run_id or self.store.create_run(self.task.name, self.config.model_dump(mode="json"),
+                                                      seed=self.config.seed)
+        self.run_ref["run_id"] = self.run_id
+        if run_id is not None:
+            resume.restore(self, from_snapshot=from_snapshot)
+        self.store.set_status(self.run_id, "running")
+        self.progress("start", {"run_id": self.run_id, "task": self.task.name})
+        try:
+            await self._ensure_brief()
+            await self._ensure_baseline()
+            await resume.finish_interrupted(self)
+            stopped = await self._loop()
+        except BaseException:
+            self.store.set_status(self.run_id, "interrupted")
+            for chain in self._chains():
+                chain.cancel()
+            # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.
+            await asyncio.gather(*self._chains(), return_exceptions=True)
+            raise
+        final_id = await self._select_final(self.strategy.final(self.state.view))
+        self._emit("final", {"node_id": final_id, "stopped": stopped})
+        await self._submit_ensemble()
+        self.store.set_status(self.run_id, "finished")
+        return self._result(final_id, stopped)
+
+    async def _loop(self) -> str:
+        eng = self.config.engine
+        lag, idle = (2 if eng.pipeline else 1), 0
+        while True:
+            r = self.state.rounds_done + 1
+            await self._drain(upto=r - lag)
+            self.snapshots.maybe_take(self, r)
+            stop = self.gate.stop_reason()
+            if stop is None and eng.max_rounds is not None and r > eng.max_rounds:
+                stop = "max_rounds"
+            if stop:
+                await self._drain(upto=r)
+                return stop
+            expansions = self.strategy.ask(self.state.view, eng.expansions_per_round)
+            if not expansions:
+                await self._drain(upto=r)
+                if not self.strategy.ask(self.state.view, eng.expansions_per_round):
+                    return "strategy-exhausted"
+                continue
+            self._emit("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
+            if self._watched:
+                self.progress("round", {"round": r, "budget": self._budget_view()})
+            dispatched = len(self._claimed)
+            for i, exp in enumerate(expansions):
+                await self._round(r, i, exp)
+            idle = 0 if len(self._claimed) > dispatched else idle + 1
+            if idle >= eng.max_idle_rounds:
+                await self._drain(upto=r)
+                return f"stalled: {idle} rounds in a row produced nothing new to verify"
+
+    # ------------------------------------------------------------------ one expansion of one round
+
+    async def _round(self, r: int, i: int, exp: Expansion) -> None:
+        """Ask -> make children -> screen -> route -> dispatch verification chains (told at the boundary)."""
+        rng = random.Random(f"{self.config.seed}:{r}:{i}")
+        parent = parent_info(self.state, self.programs, exp)
+        ctx = propose_context(self.task, self.state, self.programs, self.memory, exp, parent, rng)
+        try:
+            proposals = await self.maker.propose(ctx, self.config.engine.candidates)
+        except ModelUnavailable as exc:
+            self._model_failure(r, f"proposer: {exc}")
+            return
+        seen: set[str] = set()  # program hashes already in this pool
+        made = await asyncio.gather(*(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen)
+                                      for j, p in enumerate(proposals)))
+        pool = [c for c in made if c is not None]
+        self._model_failures = 0
+        if not pool:
+            return
+        screening = await self._screen(r, rng, parent, pool)
+        eng = self.config.engine
+        routed = select(screening, slots=self.gate.slots_left(), verify_uncertain=eng.verify_uncertain,
+                        threshold=eng.uncertainty_threshold, audit_rate=eng.audit_rate, rng=rng)
+        record = screening.to_dict()
+        self._emit("screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited),
+                                 "round": r})
+        self._after_screening(r, screening, record, list(routed.to_verify))
+        if routed.uncertain:
+            log.info("round %d: routed %s to verification (vote uncertainty >= %s)", r, list(routed.uncertain),
+                     eng.uncertainty_threshold)
+        for k, cid in enumerate(screening.ranking):
+            if cid not in routed.to_verify:
+                self._set_status(cid, Status.SCREENED_OUT, f"ranked {k + 1} of {len(pool)} by {screening.screener}")
+                self.tells.add(r, TellOrder.SCREENED_OUT, (k,), cid)
+        by_id = {c.id: c for c in pool}
+        for k, cid in enumerate(routed.to_verify):
+            await self._wait_for_executor()
+            self._dispatch(by_id[cid], (k,))
+
+    async def _screen(self, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
+        """The screener's ranking; a dead screener endpoint falls back to a seeded random pick (logged)."""
+        eng = self.config.engine
+        ctx = ScreenContext(task=self.task, parent=parent, rng=rng, brief=self.state.brief,
+                            nodes={k: v for k, v in self.state.view.nodes.items() if v.status.verified},
+                            summaries=self.state.summaries, n_verify=eng.verify_per_expansion, round=r,
+                            budget_left_s=self.gate.seconds_left(), program_of=self.programs.text)
+        try:
+            return await self.screener.screen(ctx, pool)
+        except ModelUnavailable as exc:
+            order = [c.id for c in pool]
+            rng.shuffle(order)
+            self._model_failure(r, f"screener: {exc}", fatal=False)
+            log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
+            return Screening(f"{getattr(self.screener, 'name', 'screener')}-unavailable", tuple(order),
+                             tuple(order[: eng.verify_per_expansion]))
+
+    def _after_screening(self, r: int, screening: Screening, record: dict[str, Any], to_verify: list[str]) -> None:
+        """After a screening is stored: check reply health, charge pilot seconds, show progress.
+
+        ``reply_health.observe`` warns on a low parse rate and raises
+        ``UnparseableReplies`` (the run stops) after consecutive screenings
+        that parsed nothing. Agentic pilots are evaluator seconds (RPM paper):
+        one ``pilot`` event each, charged so the budget gate sees them.
+        """
+        self.reply_health.observe(screening)
+        from verifyless.screen.agentic import pilot_records
+
+        for pilot in pilot_records(screening):
+            self._emit("pilot", {**pilot, "round": r},
+                       charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]))
+        if self._watched:
+            self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
+                                        "evidence": record["evidence"]})
+
+    async def _make(self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int,
+                    seen: set[str]) -> Candidate | None:
+        """Make one child (``verifyless.child``); record it and return it, or None if it failed before screening."""
+        def known(digest: str) -> bool:
+            return not self.task.stochastic and (digest in self.state.verified_hashes or digest in self._claimed
+                                                 or digest in seen or digest == content_hash(parent.program))
+
+        made = await self.maker.make(parent, proposal, skip=known)
+        cand = Candidate(id=cid, parent_id=exp.parent_id, operator=exp.operator, reference_ids=exp.reference_ids,
+                         round=r, island=exp.island, idea=made.idea, program=made.program,
+                         program_hash=made.program_hash, summary=made.summary)
+        if not made.ok:
+            self._record_candidate(cand, made.status, made.reason[:2000])
+            order = TellOrder.DUPLICATE if made.status is Status.DUPLICATE else TellOrder.FAILED
+            self.tells.add(r, order, (cid,), cid)
+            return None
+        seen.add(cand.program_hash)
+        self._record_candidate(cand, Status.IMPLEMENTED)
+        return cand
+
+    # ------------------------------------------------------------------ verification chains
+
+    def _dispatch(self, cand: Candidate, position: tuple) -> None:
+        """Reserve a slot now (so the cap counts it) and start the chain in the background."""
+        slot = self.gate.reserve()
+        self._claimed.add(cand.program_hash)
+        chain = asyncio.create_task(self._verify_chain(cand, position, slot))
+        self._inflight.setdefault(cand.round, []).append(chain)
+
+    async def _verify_chain(self, cand: Candidate, position: tuple, slot: Any) -> None:
+        """Verify ``cand``; on a repairable failure, repair (same idea) and verify again, each in its own slot."""
+        verification = await self._verify(cand, slot, position, 0)
+        current, attempt = cand, 0
+        while (verification.status in _REPAIRABLE and attempt < self.config.engine.repair_attempts
+               and self.gate.slots_left() > 0):
+            attempt += 1
+            error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
+            made = await self.maker.repair(cand.program, current.program, current.idea, error,
+                                           skip=lambda d: d in self.state.verified_hashes or d in self._claimed)
+            if not made.ok:
+                break
+            fixed = Candidate(id=f"{cand.id}f{attempt}", parent_id=current.id, operator=Operator.DEBUG,
+                              idea=current.idea, program=made.program, program_hash=made.program_hash,
+                              round=cand.round, island=cand.island, summary=made.summary)
+            self._claimed.add(fixed.program_hash)
+            self._record_candidate(fixed, Status.IMPLEMENTED)
+            verification = await self._verify(fixed, self.gate.reserve(), position, attempt)
+            current = fixed
+
+    async def _verify(self, cand: Candidate, slot: Any, position: tuple, attempt: int) -> Verification:
+        async with slot:
+            verification = await self.executor.verify(self.task, cand.program)
+            self._record_verification(cand, verification)
+        self.tells.add(cand.round, TellOrder.VERIFIED, (*position, attempt), cand.id)
+        return verification
+
+    async def _wait_for_executor(self) -> None:
+        while sum(1 for t in self._chains() if not t.done()) >= self.executor.capacity:
+            await asyncio.wait([t for t in self._chains() if not t.done()], return_when=asyncio.FIRST_COMPLETED)
+
+    def _chains(self) -> Iterator[asyncio.Task]:
+        for tasks in self._inflight.values():
+            yield from tasks
+
+    # ------------------------------------------------------------------ round boundaries: tell, learn
+
+    async def _drain(self, upto: int) -> None:
+        """Finish every chain of rounds <= upto, then tell each such round's nodes as one batch and learn from it."""
+        for r in sorted(k for k in self._inflight if k <= upto):
+            await asyncio.gather(*self._inflight.pop(r))
+        started = range(self.state.told_round + 1, min(upto, self.state.rounds_done) + 1)  # rounds run, not told
+        for r in sorted(set(self.tells.rounds(upto)) | set(started)):
+            await self._tell_round(r, self.tells.take(r))
+
+    async def _tell_round(self, r: int, node_ids: list[str]) -> None:
+        told = self._emit("tell", {"round": r, "node_ids": node_ids})
+        self.learners.tell(self.state, told)
+        record = await self.learners.learn(self.learners.outcomes(self.state, node_ids, r), r)
+        if record is not None:
+            self._emit("screener_learn", {**record, "round": r})
+
+    # ------------------------------------------------------------------ setup and the end of a run
+
+    async def _ensure_brief(self) -> None:
+        if self.state.brief is None:
+            brief = await self.roles.briefer.brief(self.task)
+            self._emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+
+    async def _ensure_baseline(self) -> None:
+        """Verify the task's baseline program as node ``root`` (round 0), once per run."""
+        if "root" in self.state.view.nodes:
+            return
+        program = self.task.baseline_program
+        cand = Candidate(id="root", parent_id=None, operator=Operator.BASELINE,
+                         idea=Idea("the task's baseline program"), program=program,
+                         program_hash=content_hash(program), round=0)
+        cand = cand.replace(summary=await self.maker.summarize(cand.program, cand.idea))
+        self._record_candidate(cand, Status.IMPLEMENTED)
+        await self._verify(cand, self.gate.reserve(), (0,), 0)
+        await self._tell_round(0, self.tells.take(0))
+
+    async def _select_final(self, best_id: str | None) -> str | None:
+        """Optional end-of-run step: a judged round-robin over the top-N validation nodes (RPM paper)."""
+        top_n = self.config.engine.final_selection
+        if top_n is None or self.final_judge is None:
+            return best_id
+        from verifyless.screen.final import select_final
+
+        selection = await select_final(self.state.view.nodes.values(), self.final_judge, top_n,
+                                       rng=random.Random(f"{self.config.seed}:final"), task=self.task,
+                                       summaries=self.state.summaries)
+        self._emit("final_selection", {"winner": selection.winner, "pool": list(selection.pool),
+                                       "points": dict(selection.points), "strategy_best": best_id,
+                                       "matches": [dict(m) for m in selection.matches]})
+        return selection.winner or best_id
+
+    async def _submit_ensemble(self) -> None:
+        """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py)."""
+        from verifyless.search.submission import ensemble_members, ensemble_submission
+
+        ids = ensemble_members(self.strategy, self.task, self.state.view)
+        sandbox = getattr(self.executor, "sandbox", None)
+        if not ids or sandbox is None:
+            return
+        members = [(i, self.programs.text(i)) for i in ids]
+        sub = await asyncio.to_thread(ensemble_submission, self.task, members, sandbox,
+                                      hide=tuple(getattr(self.executor, "hide", ())))
+        self._emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+
+    def _result(self, final_id: str | None, stopped: str) -> RunResult:
+        rows = {r["node_id"]: r for r in self.store.node_rows(self.run_id)}
+        best = rows.get(final_id, {}) if final_id else {}
+        return RunResult(run_id=self.run_id or "", best_id=final_id, best_score=best.get("score"),
+                         best_test_score=best.get("test_score"), baseline_score=rows.get("root", {}).get("score"),
+                         verifications=self.gate.used().verifications, rounds=self.state.rounds_done,
+                         stopped=stopped)
+
+
+def _expansion_dict(e: Expansion) -> dict[str, Any]:
+    return {"parent_id": e.parent_id, "operator": e.operator.value, "island": e.island,
+            "reference_ids": list(e.reference_ids), "inspiration_ids": list(e.inspiration_ids), "note": e.note}

@@ -1,0 +1,81 @@
+"""Resume: rebuild the engine from the store, then finish what a crash left open.
+
+``restore`` loads the latest snapshot when one is usable (else starts from an
+empty state) and applies the events after it with ``RunState.apply`` -- the
+same projection the live path uses. While applying, each logged ``round``
+repeats the strategy's ``ask`` and each ``tell`` batch is fed to the
+strategy, the memory and an observing screener, so their state matches the
+uninterrupted run's at that point of the log; learning screeners get their
+stored ``screener_learn`` records through ``restore``.
+
+Nodes recorded after the last batch are queued again for their round.
+``finish_interrupted`` then verifies candidates a screening chose but that
+never finished (they were never charged: the charge is part of the
+verification event) and marks the ones made but never screened as
+screened-out.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from verifyless.engine.tells import TellOrder
+from verifyless.node import Status
+
+if TYPE_CHECKING:  # pragma: no cover
+    from verifyless.engine.core import Engine
+
+log = logging.getLogger(__name__)
+
+__all__ = ["finish_interrupted", "restore"]
+
+
+def restore(engine: "Engine", *, from_snapshot: bool = True, until_seq: int | None = None) -> None:
+    """Rebuild ``engine``'s state, strategy, memory and screener learning from the run's events.
+
+    ``until_seq`` stops after that event (benchmarks and tests build a snapshot
+    of an earlier point with it); a resume applies every event.
+    """
+    loaded = engine.snapshots.load(engine) if from_snapshot else None
+    refeed_memory = refeed_observer = False
+    if loaded is not None:
+        engine.adopt(loaded.state)
+        refeed_memory, refeed_observer = not loaded.has_memory, not loaded.has_observer
+    state, learners, k = engine.state, engine.learners, engine.config.engine.expansions_per_round
+    with learners.batched_memory():
+        if refeed_memory or refeed_observer:  # parts the snapshot could not hold: fed again in tell order
+            learners.tell(state, list(state.view.nodes.values()), strategy=False, memory=refeed_memory,
+                          observer=refeed_observer)
+        for ev in engine.store.events(engine.run_id, after=state.last_seq):
+            if until_seq is not None and ev.seq > until_seq:
+                break
+            told = state.apply(ev)
+            if ev.kind == "round":
+                engine.strategy.ask(state.view, k)  # the strategy's own bookkeeping (and generator) moves on
+            elif told:
+                learners.tell(state, told)
+    learners.restore(state.learn_records)
+    for k_, cid in enumerate(state.staged):
+        node = state.staged[cid]
+        if cid == "root" or (node.status is Status.IMPLEMENTED and cid not in state.verifications):
+            continue  # chosen but unfinished, or screened when the crash hit: finish_interrupted decides
+        engine.tells.add(state.candidates[cid].round, TellOrder.RESTORED, (k_,), cid)
+
+
+async def finish_interrupted(engine: "Engine") -> None:
+    """Verify the candidates chosen before a crash that never finished; mark the unscreened ones."""
+    state = engine.state
+    todo = sorted((i, cid) for cid, i in state.chosen.items()
+                  if cid in state.staged and cid in state.candidates and cid not in state.verifications)
+    for i, cid in todo:
+        if engine.gate.slots_left() <= 0:
+            break
+        cand = state.candidates[cid]
+        cand = cand.replace(program=engine.store.get_text(cand.program_hash))
+        await engine._verify_chain(cand, (i,), engine.gate.reserve())
+    todo_ids = {cid for _, cid in todo}
+    for cid, node in list(state.staged.items()):
+        if node.status is Status.IMPLEMENTED and cid not in state.verifications and cid not in todo_ids:
+            engine._set_status(cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified")
+            engine.tells.add(state.candidates[cid].round, TellOrder.INTERRUPTED, (cid,), cid)

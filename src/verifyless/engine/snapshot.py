@@ -1,0 +1,155 @@
+"""Snapshots: the engine's derived state, pickled now and then, so resume replays only the log's tail.
+
+A snapshot holds the ``RunState`` after event ``upto`` and the search
+strategy in the state it had then (strategies are pure ask/tell objects), and,
+when they pickle, the memory and an observing screener. It is written every
+``engine.snapshot_every`` rounds at a round boundary into the store's
+``snapshots`` table (one per run, the latest replaces the previous one).
+
+A snapshot is a cache, never the record: the event log stays the truth. It
+is used only when its header matches what this engine would build -- the
+snapshot format version and the class names of the state, the strategy and
+the optional parts -- and it unpickles cleanly; otherwise resume falls back
+to replaying every event (logged at WARNING with the reason). Parts that did
+not pickle (a memory with a neural embedder, a screener holding a model
+client) are rebuilt by feeding the restored nodes again in tell order.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import pickle
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from verifyless.engine.state import RunState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from verifyless.engine.core import Engine
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FORMAT", "Loaded", "Snapshots"]
+
+FORMAT = 1  # bump when RunState or the snapshot layout changes incompatibly
+
+
+@dataclass(frozen=True)
+class Loaded:
+    state: RunState
+    has_memory: bool
+    has_observer: bool
+
+
+def _class_name(obj: Any) -> str | None:
+    return None if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+_HEAVY = {"torch", "transformers", "sentence_transformers", "tokenizers", "peft"}
+
+
+class _Heavy(Exception):
+    pass
+
+
+class _LightPickler(pickle.Pickler):
+    """Refuses neural-network objects at the first one met (they are reloaded, not snapshotted)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if (type(obj).__module__ or "").split(".")[0] in _HEAVY:
+            raise _Heavy(type(obj).__module__)
+        return NotImplemented
+
+
+def _pickled(obj: Any) -> bytes | None:
+    """``obj`` pickled, or None when it holds a model or anything else that does not pickle."""
+    if obj is None:
+        return None
+    buffer = io.BytesIO()
+    try:
+        _LightPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except Exception as exc:  # noqa: BLE001 - anything unpicklable is simply rebuilt on resume
+        log.info("snapshot: %s is not snapshotted (%s: %s); it is rebuilt from the nodes on resume",
+                 _class_name(obj), type(exc).__name__, exc)
+        return None
+    return buffer.getvalue()
+
+
+class Snapshots:
+    """Takes and loads snapshots of one engine; ``every`` rounds between them (0: never)."""
+
+    def __init__(self, store: Any, every: int) -> None:
+        self.store = store
+        self.every = every
+        self._last_round = 0
+
+    def maybe_take(self, engine: "Engine", round: int) -> bool:
+        """Take a snapshot when ``every`` rounds passed since the last one (called at a round boundary)."""
+        if self.every <= 0 or round - self._last_round < self.every or not hasattr(self.store, "put_snapshot"):
+            return False
+        self.take(engine)
+        self._last_round = round
+        return True
+
+    def take(self, engine: "Engine") -> None:
+        state = engine.state
+        observer = engine.learners.observer
+        parts = {"state": pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),
+                 "strategy": pickle.dumps(engine.strategy, protocol=pickle.HIGHEST_PROTOCOL),
+                 "memory": _pickled(engine.memory), "observer": _pickled(observer)}
+        header = {"format": FORMAT, "upto": state.last_seq, "nodes": len(state.view) + len(state.staged),
+                  "classes": {"state": _class_name(state), "strategy": _class_name(engine.strategy),
+                              "memory": _class_name(engine.memory) if parts["memory"] else None,
+                              "observer": _class_name(observer) if parts["observer"] else None}}
+        data = zlib.compress(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        self.store.put_snapshot(engine.run_id, state.last_seq, header, data)
+        log.debug("snapshot of run %s after event %d: %d bytes", engine.run_id, state.last_seq, len(data))
+
+    def load(self, engine: "Engine") -> Loaded | None:
+        """The latest usable snapshot, with the strategy (and memory, observer) swapped in; else None."""
+        if not hasattr(self.store, "latest_snapshot"):
+            return None
+        found = self.store.latest_snapshot(engine.run_id)
+        if found is None:
+            return None
+        upto, header, data = found
+        problem = self._mismatch(engine, header)
+        if problem is None:
+            try:
+                parts = pickle.loads(zlib.decompress(data))
+                state = pickle.loads(parts["state"])
+                strategy = pickle.loads(parts["strategy"])
+                memory = pickle.loads(parts["memory"]) if header["classes"]["memory"] else None
+                observer = pickle.loads(parts["observer"]) if header["classes"]["observer"] else None
+            except Exception as exc:  # noqa: BLE001 - a damaged or stale snapshot means: replay everything
+                problem = f"it does not load ({type(exc).__name__}: {exc})"
+        if problem is not None:
+            log.warning("run %s: not resuming from the snapshot after event %d: %s; replaying every event",
+                        engine.run_id, upto, problem)
+            return None
+        self._last_round = state.rounds_done
+        engine.strategy = engine.learners.strategy = strategy
+        if memory is not None:
+            engine.memory = engine.learners.memory = memory
+        if observer is not None:
+            engine.screener = engine.learners.observer = observer
+            if engine.learners.learner is not None:
+                engine.learners.learner = observer
+        return Loaded(state, memory is not None or engine.memory is None,
+                      observer is not None or engine.learners.observer is None)
+
+    @staticmethod
+    def _mismatch(engine: "Engine", header: dict[str, Any]) -> str | None:
+        if header.get("format") != FORMAT:
+            return f"its format is {header.get('format')}, this verifyless writes {FORMAT}"
+        classes = header.get("classes", {})
+        want = {"state": _class_name(engine.state), "strategy": _class_name(engine.strategy)}
+        for part, name in want.items():
+            if classes.get(part) != name:
+                return f"its {part} is {classes.get(part)}, this run builds {name}"
+        for part, obj in (("memory", engine.memory), ("observer", engine.learners.observer)):
+            if classes.get(part) is not None and classes[part] != _class_name(obj):
+                return f"its {part} is {classes[part]}, this run builds {_class_name(obj)}"
+        return None

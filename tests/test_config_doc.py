@@ -1,0 +1,29 @@
+"""docs/configuration.md's reference is generated from the configuration models and must not go stale."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from verifyless import config_doc
+from verifyless.config import RunConfig
+
+
+def test_every_config_field_has_a_description():
+    missing = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            if not field.description:
+                missing.append(prefix + name)
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+                walk(field.annotation, f"{prefix}{name}.")
+
+    walk(RunConfig, "")
+    assert not missing, f"config fields without a description: {missing}"
+
+
+def test_configuration_reference_is_up_to_date():
+    text = config_doc.DOC.read_text()
+    assert config_doc.BEGIN in text, "docs/configuration.md lost its generated reference"
+    assert config_doc.updated(text) == text, "docs/configuration.md is stale: run `python -m verifyless.config`"
+    assert "`engine.snapshot_every`" in text and "`engine.verify_uncertain`" in text
