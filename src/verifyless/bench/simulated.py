@@ -310,5 +310,6 @@ class CascadeSelector(SimulatedCritic):
         return pool.candidates.index(self.judge.knockout(pool.world, finalists, pool.rng))
 
 
-__all__ = ["CascadeSelector", "SimulatedJudge", "TieBrokenCritic", "TournamentSelector", "CriticSpec", "DIRECTIONS", "LADDER", "PRESETS", "SimulatedCritic", "confusion_for", "critic_factory",
+__all__ = ["CascadeSelector", "CriticSpec", "DIRECTIONS", "LADDER", "PRESETS", "SimulatedCritic", "SimulatedJudge",
+           "TieBrokenCritic", "TournamentSelector", "confusion_for", "critic_factory",
            "majority_accuracy", "measured_dir3", "true_direction", "true_tier", "world_sigma"]

@@ -22,6 +22,13 @@ argmax, and when it is ``improve`` the tier comes from ``P(improve)``
 regressor on the signed Delta would mostly fit noise; the tiers keep the
 five-label ladder usable for reports without pretending to know more.
 
+Fitness mode (``rank_by="fitness"``, what the screener registry builds for
+runs): no classifier is fitted; ``FitnessModel`` (a Gaussian process on the
+options and option pairs of each design, ``features.option_tokens``) learns
+the fitness of designs from every verified child and its parent, and the
+pool is ranked by ``mean + explore * sd``. Evidence still carries three-way
+votes (``P(improve)`` from the predictive distribution) and a five-way tier.
+
 Cold start: until ``min_examples`` outcomes are stored and at least two
 different labels have been seen, the ranking is a shuffle with the run's
 ``ctx.rng`` (exactly the random baseline), every uncertainty is 1.0 and the
