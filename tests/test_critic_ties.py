@@ -60,7 +60,7 @@ class LabelScoringModel(SampleFnModel):
         super().__init__(fn, "local-critic")
         self.probs = probs
 
-    async def score_labels(self, messages) -> dict[str, float]:
+    async def label_probs(self, messages) -> dict[str, float]:
         cid = re.search(r"ID=(\w+)", messages[-1].content).group(1)
         return self.probs[cid]
 
@@ -77,6 +77,19 @@ def test_label_probability_mass_breaks_ties_between_identical_votes() -> None:
     tops = {run(PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4, tie_break="votes"), make_ctx(seed),
                 [cand(x) for x in "abc"]).ranking[0] for seed in range(20)}
     assert len(tops) > 1  # votes alone cannot separate them
+
+
+def test_three_way_verdict_probabilities_through_a_cache_wrapper(tmp_path) -> None:
+    from verifyless.model.cache import CachedModel, ResponseCache
+
+    plan = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}
+    probs = {"a": {"improve": 0.6, "tie": 0.3, "lose": 0.1}, "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
+             "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3}}  # as the local model scores the verdict words
+    cached = CachedModel(LabelScoringModel(scripted(plan), probs), ResponseCache(tmp_path / "cache.db"))
+    for seed in range(6):
+        s = run(PointwiseCritic(cached, k=2), make_ctx(seed), [cand(x) for x in "abc"])
+        assert s.ranking == ("b", "a", "c")  # mass on improve, then on tie
+        assert s.evidence["a"].detail["label_probs"] == probs["a"]
 
 
 def quality_judge(request, i):

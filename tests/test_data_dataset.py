@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -46,12 +47,15 @@ def test_split_by_task_keeps_each_task_in_one_split() -> None:
 def test_balanced_downsampling_is_seeded_and_reports_counts() -> None:
     rows = [row("t", "p", f"c{i}", lab) for i, lab in enumerate(["improve"] * 7 + ["tie"] * 3 + ["lose"] * 12)]
     kept, counts = balance(rows, random.Random(5))
-    assert counts == {"before": {"improve": 7, "tie": 3, "lose": 12}, "after": {"improve": 3, "tie": 3, "lose": 3}}
+    assert counts == {"before": {"improve": 7, "tie": 3, "lose": 12}, "after": {"improve": 3, "tie": 3, "lose": 3},
+                      "absent": []}
     assert [r["example_id"] for r in kept] == [r["example_id"] for r in balance(rows, random.Random(5))[0]]
     assert [r["example_id"] for r in kept] != [r["example_id"] for r in balance(rows, random.Random(6))[0]]
     assert all(r["label3"] == "tie" for r in kept if r["child_id"] in {"c7", "c8", "c9"})
-    empty, counts = balance([r for r in rows if r["label3"] != "tie"], random.Random(0))
-    assert empty == [] and counts["after"] == {"improve": 0, "tie": 0, "lose": 0}
+    # no ties at all (a continuous metric): the other classes are balanced among themselves, tie reported absent
+    no_ties, counts = balance([r for r in rows if r["label3"] != "tie"], random.Random(0))
+    assert counts["after"] == {"improve": 7, "tie": 0, "lose": 7} and counts["absent"] == ["tie"]
+    assert Counter(r["label3"] for r in no_ties) == {"improve": 7, "lose": 7}
 
 
 def test_bench_is_balanced_across_strata_once_they_exist() -> None:

@@ -123,7 +123,8 @@ def test_synthesize_dataset_writes_critiques_strata_and_card(tmp_path: Path) -> 
     assert sft["told"]["stratum"] == "guided"
     # bench held "never" (no stratum) and "three" (guided): balanced over the strata present, the failed one leaves
     assert [r["child_id"] for r in dd["bench"]] == ["three"]
-    assert card["bench_balance"]["before"] == {"guided": 1}
+    assert card["bench_balance"]["before"] == {"sampled": 0, "revised": 0, "guided": 1}
+    assert card["bench_balance"]["absent"] == ["sampled", "revised"]
     assert card["synthesis"]["counts"]["failed"] == 1 and "teacher=scripted:test" in card["models"]
     assert json.loads((tmp_path / "out" / "card.json").read_text())["synthesis"]["teacher"] == "scripted:test"
     with pytest.raises(ValueError, match="new folder"):

@@ -73,7 +73,8 @@ def make(task, implement: list[str], *, config: GuardsConfig | None = None, repa
 
     model = scripted(implement, repair)
     guards = Guards(config or GuardsConfig(), reviewer_model=reviewer)
-    maker = ChildMaker(task, llm_roles(model, options=LLMRoleOptions(max_attempts=1)), guards=guards, guard_repairs=repairs)
+    roles = llm_roles(model, options=LLMRoleOptions(max_attempts=1))
+    maker = ChildMaker(task, roles, guards=guards, guard_repairs=repairs)
     made = asyncio.run(maker.make(ParentInfo("root", task.baseline_program), Idea("standardise, then ridge")))
     return made, model
 
@@ -107,6 +108,18 @@ def fit(x, y):
     model = Ridge().fit(projection.transform(x), y)
     return lambda z: model.predict(projection.transform(z))
 '''
+INTERNAL_SPLIT = '''
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.model_selection import train_test_split
+
+
+def fit(x, y):
+    X_train, X_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=0)
+    model = HistGradientBoostingRegressor(max_iter=50).fit(X_train, y_train)
+    if model.score(X_test, y_test) < 0:
+        model = HistGradientBoostingRegressor(max_iter=10).fit(x, y)
+    return model.predict
+'''
 METRIC_WRITE = '''
 import json
 from scipy.optimize import linprog, minimize
@@ -137,6 +150,7 @@ TABLE = [
      "leakage: fit() is given evaluation inputs (X_TEST"),
     ("writes-metric", PACKING, METRIC_WRITE, Status.GUARD_FAILED,
      "metric_write: sets the metric 'combined_score' to the literal 3 instead of computing it"),
+    ("internal-validation-split-is-fine", DIABETES, INTERNAL_SPLIT, Status.IMPLEMENTED, ""),
     ("guarded-import-is-fine", DIABETES,
      "try:\n    import xgboost_missing_here\nexcept ImportError:\n    xgboost_missing_here = None\n" + CLEAN,
      Status.IMPLEMENTED, ""),
@@ -316,4 +330,8 @@ def test_run_config_has_a_guards_section():
         load_config(None, ["guards.leakage=sometimes"])
     with pytest.raises(ConfigError, match="reviewer"):
         build_guards(load_config(None, ["guards.reviewer=blocking"]), {})
+    own = ScriptedModel(replies=["VERDICT: pass"])
+    named = build_guards(load_config(None, ["guards.reviewer=advisory", "guards.reviewer_model=reviewer"]),
+                         {"reviewer": own, "default": ScriptedModel(replies=[])})
+    assert named.reviewer is not None and named.reviewer.model is own
     assert all(field.description for field in GuardsConfig.model_fields.values())

@@ -175,3 +175,24 @@ def test_a_nonsense_judge_warns_then_stops_the_run_with_exit_code_8(tmp_path) ->
     assert data["reply_health"]["tournament"]["parsed"] == 0 and data["reply_health"]["tournament"]["rate"] == 0.0
     table = cli("show", run.run_id, "--store", str(tmp_path / "s.db"))
     assert "replies parsed: tournament 0/" in table.stdout
+
+
+def test_a_critic_that_never_parses_stops_the_run_within_three_screenings(tmp_path) -> None:
+    critic = tmp_path / "critic.json"
+    critic.write_text(json.dumps({"mode": "rules", "rules": [
+        {"role": "critic", "reply": "The child seems promising overall; hard to be sure."}]}))
+    cfg = load_config(overrides=[
+        "task=circle_packing", "screener.name=critic", "screener.options.k=2", "budget.verifications=12",
+        "engine.candidates=2", "strategy.name=greedy", "strategy.options.num_drafts=1", f"store={tmp_path / 's.db'}",
+        "roles.kind=llm", f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
+        f"roles.models.critic=scripted:{critic}"])
+    with RunStore(cfg.store) as store:
+        engine = build_engine(cfg, store)
+        try:
+            with pytest.raises(UnparseableReplies, match=r"\[IMPROVEMENT\].*hard to be sure"):
+                asyncio.run(engine.run())
+        finally:
+            engine.executor.close()
+        (run,) = store.runs()
+        payloads = [e.payload for e in store.events(run.run_id, kinds=["screening"])]
+    assert len(payloads) == 3 and health_by_screener(payloads)["critic"]["parsed"] == 0

@@ -163,10 +163,11 @@ def synthetic(tmp_path):
             "evidence": {
                 "c1": {"candidate_id": "c1", "rank_value": 2.0, "votes": {"improve": 1.0, "tie": 0.0, "lose": 0.0},
                        "labels": ["BigWin"], "n_valid": 1, "detail": {"matches": [match], "new_key": [1, 2]}},
-                "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match]}},
+                "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match], "critic": {
+                    "candidate_id": "c2", "rank_value": 0.5, "detail": {"critiques": ["nested critique"]}}}},
                 "c3": {"candidate_id": "c3", "rank_value": 0.0, "votes": {"improve": 0.0, "tie": 0.0, "lose": 1.0},
                        "labels": ["Lose"], "n_valid": 1,
-                       "detail": {"findings": ["pilot says c3 overfits"], "pilots": [{"id": "p1", "seconds": 2.0}]}}}})
+                       "detail": {"findings": ["pilot says c3 overfits"]}}}})
         st.append(rid, "pilot", {"round": 1, "seconds": 3.0, "note": "pilot of c3"}, charge=True)
         st.append(rid, "learn", {"examples": 3, "weights": {"w": [0.1, float("nan")]}})
         st.append(rid, "snapshot", {"api_key": SECRET, "size": 10})
@@ -182,10 +183,13 @@ def test_bracket_pilots_and_unknown_keys(synthetic):
     (r,) = data_nodes.rounds_view(st, rid)
     assert len(r.bracket) == 1 and r.bracket[0]["winner"] == "c1"  # the same match from two candidates, once
     assert r.findings == ("pilot says c3 overfits",)
-    assert {p.get("id") for p in r.pilots} == {"p1", None} and any(p.get("note") == "pilot of c3" for p in r.pilots)
+    assert [p.get("note") for p in r.pilots] == ["pilot of c3"]  # the round's `pilot` event
     assert "parse_health" in r.extra
     c1, c2, c3 = r.candidates
     assert "new_key" in c1.extra and c3.audited and c3.verified and not c2.verified
+    # evidence nested in evidence (cascade stages, ensemble members): critiques drawn, numbers kept as extra
+    assert c2.critiques == ("nested critique",) and '"critic"' in c2.extra and "nested critique" not in c2.extra
+    assert data_nodes.node_detail(st, rid, "c2").critiques == ("nested critique",)
     assert data.budget_view(st, rid).total["pilot_seconds"] == 3.0
 
 
@@ -252,3 +256,10 @@ def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
         c = data.best_curve(ro, runs["critic"])
         assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
         assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
+
+
+def test_all_node_pages_at_once_equal_one_at_a_time(fx):
+    built, st = fx
+    every = data_nodes.node_details(st, built["plain"])
+    assert [d.id for d in every] == [r["node_id"] for r in st.node_rows(built["plain"])]
+    assert every == [data_nodes.node_detail(st, built["plain"], d.id) for d in every]

@@ -491,3 +491,32 @@ def test_role_options_are_typed_and_reach_the_config() -> None:
     with pytest.raises(ValidationError, match="must not exceed"):
         LLMRoleOptions(summary_min_words=300)
     assert all(f.description for f in LLMRoleOptions.model_fields.values())
+
+
+def test_the_engine_records_a_summary_length_warning_on_the_node_event(tmp_path) -> None:
+    import dataclasses
+    import random as _random
+
+    from engine_fakes import FakeExecutor, fake_roles, fake_task
+
+    from verifyless.config import load_config
+    from verifyless.engine import Engine
+    from verifyless.screen.registry import build_screener
+    from verifyless.search.registry import build_strategy
+    from verifyless.store import RunStore
+
+    class ShortSummaries:
+        async def summarize(self, task, program, idea=None):
+            return Summary("Sets a constant.", "length-warning: 3 words, asked for 120-200")
+
+    roles = dataclasses.replace(fake_roles(), summarizer=ShortSummaries())
+    cfg = load_config(overrides=["budget.verifications=2", "engine.candidates=2", "screener.name=random"])
+    with RunStore(tmp_path / "s.db") as store:
+        engine = Engine(task=fake_task(), roles=roles, screener=build_screener("random", models={}, options={}, seed=0),
+                        strategy=build_strategy("greedy", {}, _random.Random(0)), executor=FakeExecutor(),
+                        store=store, config=cfg)
+        result = asyncio.run(engine.run())
+        nodes = [e.payload for e in store.events(result.run_id, kinds=["node"])]
+    assert nodes and all(n["summary_warning"] == "length-warning: 3 words, asked for 120-200" for n in nodes
+                         if n.get("summary"))
+    assert all(n["summary"] == "Sets a constant." for n in nodes if n.get("summary"))

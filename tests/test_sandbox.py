@@ -440,3 +440,17 @@ USERNS = LocalSandbox(isolation="userns") if os.geteuid() == 0 else SANDBOX
 @pytest.mark.parametrize("check", [c for c in checks() if "timeout" not in c.name and "bomb" not in c.name], ids=str)
 def test_conformance_userns(check, tmp_path):
     check(USERNS, tmp_path)
+
+
+def test_hidden_entries_are_left_out_through_a_symlinked_folder_path(tmp_path):
+    from verifyless.sandbox.view import root_view
+
+    real = tmp_path / "real-task"
+    (real / "hidden").mkdir(parents=True)
+    (real / "evaluator.py").write_text("x")
+    link = tmp_path / "linked-task"
+    link.symlink_to(real)
+    view = root_view(tmp_path / "ws", uid=None, expose=[str(link)], hide=[str(link / "hidden")])
+    shown = dict(view.binds)
+    assert shown.get(str(real)) == "dir" and str(real / "evaluator.py") in shown
+    assert str(real / "hidden") not in shown and dict(view.links)[str(link)] == str(real)

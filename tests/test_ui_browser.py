@@ -99,6 +99,11 @@ def test_dashboard_lists_the_runs_and_never_shows_the_key(server, fx, page):
     page.goto(server + "/")
     for rid in (fx["plain"], fx["hostile"], fx["secret"]):
         assert page.locator(f'#runs tr[data-run="{rid}"]').count() == 1
+    for rid in (fx["plain"], fx["hostile"]):
+        page.locator(f'#runs tr[data-run="{rid}"] input[name=run]').check()
+    page.locator("#compare-form button").click()
+    page.wait_for_url("**/compare?*")
+    assert page.locator("svg.curve").count() == 3  # both runs overlaid, then side by side
     page.goto(f"{server}/runs/{fx['secret']}")
     page.locator("details summary", has_text="configuration").first.click()
     assert "[redacted]" in page.content() and SECRET not in page.content()

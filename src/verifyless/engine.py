@@ -439,8 +439,9 @@ class Engine:
         payload = cand.to_dict()
         payload.pop("program")
         payload.update(status=status.value, reason=reason)
-        if getattr(cand.summary, "warning", ""):  # fidelity: an out-of-range summary's tag (roles/llm.py Summary)
-            payload["summary_warning"] = cand.summary.warning
+        warning = getattr(cand.summary, "warning", "")  # fidelity: an out-of-range summary's tag (roles/llm.py)
+        if warning:
+            payload["summary_warning"] = warning
         self._append("node", payload, node_id=cand.id)
         self._remember(cand, status, reason)
 

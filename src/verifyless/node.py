@@ -22,8 +22,9 @@ from typing import Any, Mapping
 class Status(str, enum.Enum):
     """Lifecycle and outcome of a candidate.
 
-    The first four are pre-verification states; the rest are outcomes of a
-    paid verification (``OK`` is the only one with a usable score).
+    The first seven (proposed ... duplicate) never reached a verification;
+    the last six are outcomes of a paid verification (``verified``), of which
+    ``OK`` is the only one with a usable score (the others are ``buggy``).
     """
 
     PROPOSED = "proposed"
@@ -143,7 +144,8 @@ class Evidence(_Record):
     ``labels``: parsed five-way labels of the valid samples (``"BigWin"`` ...).
     ``votes``: three-way vote distribution ``{"improve": p, "tie": p, "lose": p}``.
     ``uncertainty``: ``1 - max(votes)``; 1.0 when nothing valid was produced.
-    ``detail``: screener-specific extras (tournament matches, raw-critique blob hashes, pilot ids).
+    ``detail``: screener-specific extras (the critic's raw critiques and per-sample labels, the
+    tournament's matches, the agentic judge's pilot records and findings, the surrogate's features).
     """
 
     candidate_id: str

@@ -12,8 +12,12 @@ reaches it counts as the whole budget (``reached`` says how many did).
 ``breakeven_grid`` sweeps simulated critics over Dir-3, N (candidates per
 expansion) and k (samples per candidate) and applies ``CostModel``: the
 screened arm pays ``N x k x tokens_per_sample`` critic tokens per
-verification it makes; it saves ``budget - v_reach`` verifications against
-random (0 when it does not reach random's final). Screening pays for itself
+verification it makes. Verifications saved are measured against a *null*
+screener, a chance-level critic (Dir-3 1/3, no tier information) with the same
+N and k: ``saved = v_reach(null) - v_reach(critic)`` (never reached counts as
+the budget). Against ``budget - v_reach`` alone even a coin looks useful,
+because any run often matches random's final before the last verification
+(random's own best usually stops improving before its budget ends). Screening pays for itself
 when a verification costs more than ``screening cost / verifications saved``;
 ``breakeven_seconds`` states that threshold as seconds of verification at
 ``price_per_hour``. Proposal costs are the same in both arms and excluded.
@@ -193,7 +197,7 @@ class BreakevenRow:
     reach: float            # mean verifications-to-reach random's final / budget (never reached = 1)
     reached: int
     pairs: int
-    saved: float            # mean verifications saved per run (budget - v_reach, 0 when not reached)
+    saved: float            # mean verifications saved per run against a chance-level critic (same N, k)
     breakeven_s: float      # seconds per verification above which screening pays
 
 
@@ -210,27 +214,33 @@ def breakeven_grid(worlds: Mapping[str, World], *, dir3s: Sequence[float], ns: S
                                 n_candidates=n, seeds=seeds, locality=locality)
             r_mean = float(np.mean([norm(r.final) for r in base["random"]]))
             o_mean = float(np.mean([norm(r.final) for r in base["oracle"]]))
-            for d in dir3s:
-                for k in ks:
+            for k in ks:
+                null = CriticSpec(f"null-k{k}", 1 / 3, k=k, rho=rho, tier_noise=1.0)
+                null_runs = replay_many(world, critic_factory(null), seeds=seeds, budget=budget, n_candidates=n,
+                                        locality=locality)
+                null_ratios, _ = reach_ratios(null_runs, base["random"], budget)
+                null_used = float(np.mean(null_ratios)) * budget if null_ratios else float(budget)
+                for d in dir3s:
                     spec = CriticSpec(f"critic-{d:.3f}-k{k}", d, k=k, rho=rho, tier_noise=tier_noise)
                     runs = replay_many(world, critic_factory(spec), seeds=seeds, budget=budget, n_candidates=n,
                                        locality=locality)
                     rows.append(_breakeven_row(task, d, n, k, runs, base["random"], r_mean, o_mean, norm, budget,
-                                               cost))
+                                               cost, null_used))
+    rows.sort(key=lambda r: (r.task, r.n_candidates, r.dir3, r.k))
     return rows
 
 
 def _breakeven_row(task: str, d: float, n: int, k: int, runs: Sequence[ReplayRun], random_runs: Sequence[ReplayRun],
                    r_mean: float, o_mean: float, norm: Callable[[float], float], budget: int,
-                   cost: CostModel) -> BreakevenRow:
+                   cost: CostModel, null_used: float) -> BreakevenRow:
     mean = float(np.mean([norm(r.final) for r in runs]))
     ratios, reached = reach_ratios(runs, random_runs, budget)
-    used = [x * budget for x in ratios]
-    saved = float(np.mean([budget - u for u in used])) if used else 0.0
+    used = float(np.mean(ratios)) * budget if ratios else float(budget)
+    saved = null_used - used
     gap = o_mean - r_mean
     return BreakevenRow(task, d, n, k, (mean - r_mean) / gap if gap > 1e-12 else math.nan,
                         float(np.mean(ratios)) if ratios else math.nan, reached, len(ratios), saved,
-                        cost.breakeven_seconds(n_candidates=n, k=k, screened_verifications=budget - saved,
+                        cost.breakeven_seconds(n_candidates=n, k=k, screened_verifications=used,
                                                saved_verifications=saved))
 
 

@@ -93,7 +93,7 @@ def breakeven_markdown(rows: Sequence, *, budget: int, seeds: int, rho: float, t
             f"{cost}; worlds " + ", ".join(f"{t} ({n} points)" for t, n in sorted(worlds.items()))
             + f"; {seconds:.0f} s.\n\n")
     lines = ["| task | Dir-3 | N | k | headroom captured | verif. to reach random / budget (reached) "
-             "| verif. saved | break-even verification length |", "|---|---|---|---|---|---|---|---|"]
+             "| verif. saved vs a chance critic | break-even verification length |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.task} | {r.dir3:.3f} | {r.n_candidates} | {r.k} | {r.headroom:.2f} | {r.reach:.2f} "
                      f"({r.reached}/{r.pairs}) | {r.saved:.1f} | {_secs(r.breakeven_s)} |")

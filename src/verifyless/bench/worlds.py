@@ -171,8 +171,6 @@ def collect_world(task: Task | str, path: str | Path, *, n: int = 400, seed: int
     verified. An existing file for another task or seed raises ValueError.
     """
     from verifyless.node import content_hash
-    from verifyless.program import split
-    from verifyless.task.space import render
     from verifyless.verify import verify
 
     if isinstance(task, str):
@@ -197,7 +195,6 @@ def collect_world(task: Task | str, path: str | Path, *, n: int = 400, seed: int
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(header) + "\n", encoding="utf-8")
     space = task.idea_space
-    parts = split(task.baseline_program, task.band)
     todo = [a for a in sample_assignments(header["dimensions"], space.baseline, n, random.Random(seed))
             if assignment_key(a) not in done]
     say = progress or (lambda msg: None)
@@ -205,13 +202,25 @@ def collect_world(task: Task | str, path: str | Path, *, n: int = 400, seed: int
         if deadline is not None and time.monotonic() > deadline:
             say(f"deadline reached after {k} new points")
             break
-        program = parts.join(render(space, a))
+        program = make_program(task, a)
         v = verify(task, program, sandbox)
         point = WorldPoint(a, v.status.value, v.score, v.test_score, v.seconds, v.reason, content_hash(program))
         with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(point.to_dict()) + "\n")
         say(f"{len(done) + k + 1}/{n} {v.status.value} score={v.score} {v.seconds:.1f}s")
     return load_world(out)
+
+
+def make_program(task: Task, assignment: Assignment) -> str:
+    """The child program of one assignment: the template's band between the baseline's fixed regions.
+
+    The only place a world makes a child (kept small so a shared child-making unit can replace it).
+    """
+    from verifyless.program import split
+    from verifyless.task.space import render
+
+    assert task.idea_space is not None
+    return split(task.baseline_program, task.band).join(render(task.idea_space, assignment))
 
 
 def world_paths(directory: str | Path) -> list[Path]:

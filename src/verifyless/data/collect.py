@@ -19,8 +19,8 @@ a run killed at any moment resumes without paying twice:
   (``verifyless.data.dataset.balance``).
 
 Children are made only through ``verifyless.child.ChildMaker`` (implement,
-contract check, duplicate check, neutral summary); parents get the same
-neutral summaries. Verification goes through an executor
+contract check, the run config's guards, duplicate check, neutral summary);
+parents get the same neutral summaries. Verification goes through an executor
 (``verifyless.executors``: local pool or Ray).
 
 Durability and resume: node ids are fixed by position (``root``, ``e<k>``,
@@ -148,13 +148,15 @@ class Collector:
 
     def __init__(self, task: Task, roles: Roles, executor: Any, store: Any, settings: CollectSettings,
                  caps: Caps = Caps(), *, progress: Progress | None = None,
-                 run_ref: dict[str, str | None] | None = None, run_config: dict[str, Any] | None = None) -> None:
+                 run_ref: dict[str, str | None] | None = None, run_config: dict[str, Any] | None = None,
+                 guards: Any = None, guard_repairs: int = 0) -> None:
         self.task, self.roles, self.executor, self.store = task, roles, executor, store
         self.settings, self.caps = settings, caps
         self.progress = progress or (lambda kind, data: None)
-        self.run_ref = run_ref if run_ref is not None else {"run_id": None}
+        self.run_ref: dict[str, str | None] = run_ref if run_ref is not None else {"run_id": None}
         self.run_config = dict(run_config or {})
-        self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(settings.llm_concurrency))
+        self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(settings.llm_concurrency), guards=guards,
+                                guard_repairs=guard_repairs)
         self.run_id = ""
         self.log = _Log()
         self.reused = 0

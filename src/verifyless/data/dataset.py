@@ -10,7 +10,8 @@ Splits (``split_rows``):
 
 * ``grpo``: examples from improvement-driven collections (source
   ``collect-grpo``), balanced across improve / tie / lose by seeded random
-  downsampling to the smallest class (``balance``);
+  downsampling to the smallest non-empty class (``balance``; an empty class
+  is reported as absent);
 * ``bench`` and ``sft``: every other example. Examples are grouped by parent
   program (task + program hash; or by task with ``by="task"``) and whole
   groups go to ``bench`` until it holds ``bench_fraction`` of the rows, the
@@ -40,22 +41,28 @@ Rows = list[dict[str, Any]]
 
 
 def balance(rows: Sequence[Mapping[str, Any]], rng: random.Random, key: str = "label3",
-            classes: Sequence[str] = THREE) -> tuple[Rows, dict[str, dict[str, int]]]:
-    """Downsample every class of ``key`` to the smallest class's count (seeded); order of input kept.
+            classes: Sequence[str] = THREE) -> tuple[Rows, dict[str, Any]]:
+    """Downsample every non-empty class of ``key`` to the smallest non-empty class's count (seeded).
 
-    Returns the kept rows and ``{"before": counts, "after": counts}``. When a
-    class is empty nothing can be balanced and every class ends at 0.
+    Input order is kept. Returns the kept rows and ``{"before": counts,
+    "after": counts, "absent": [...]}``. An empty class (e.g. no exact ties on
+    a continuous metric) cannot be balanced up: it is named in ``absent`` and
+    the others are balanced among themselves; widen ``--tie-tolerance`` to get
+    ties on such metrics.
     """
     by_class: dict[str, list[int]] = {c: [] for c in classes}
     for i, row in enumerate(rows):
         if row.get(key) in by_class:
             by_class[str(row[key])].append(i)
-    target = min(len(ix) for ix in by_class.values()) if by_class else 0
+    present = [c for c in classes if by_class[c]]
+    target = min(len(by_class[c]) for c in present) if present else 0
     keep: set[int] = set()
-    for c in classes:
+    for c in present:
         keep.update(rng.sample(by_class[c], target))
     kept = [dict(rows[i]) for i in sorted(keep)]
-    return kept, {"before": {c: len(by_class[c]) for c in classes}, "after": {c: target for c in classes}}
+    return kept, {"before": {c: len(by_class[c]) for c in classes},
+                  "after": {c: target if c in present else 0 for c in classes},
+                  "absent": [c for c in classes if c not in present]}
 
 
 def _group(row: Mapping[str, Any], by: str) -> str:
@@ -103,8 +110,7 @@ def balance_bench(splits: Mapping[str, Rows], seed: int = 0) -> tuple[dict[str, 
     bench = splits.get("bench", [])
     if not any(r.get("stratum") for r in bench):
         return dict(splits), None
-    present = [s for s in STRATA if any(r.get("stratum") == s for r in bench)]
-    kept, report = balance(bench, random.Random(f"{seed}:bench"), key="stratum", classes=present)
+    kept, report = balance(bench, random.Random(f"{seed}:bench"), key="stratum", classes=STRATA)
     return {**splits, "bench": kept}, report
 
 

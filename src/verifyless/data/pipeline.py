@@ -61,7 +61,7 @@ def run_collection(task_name: str, store_path: Path, settings: CollectSettings, 
     from verifyless.executors.ray import build_executor
     from verifyless.store import RunStore
     from verifyless.task import load_task
-    from verifyless.wiring import build_models, build_roles
+    from verifyless.wiring import build_guards, build_models, build_roles
 
     with RunStore(store_path) as store:
         if resume is not None:
@@ -88,7 +88,8 @@ def run_collection(task_name: str, store_path: Path, settings: CollectSettings, 
                          "executor": cfg.executor.name}
         try:
             collector = Collector(task, role_set, execu, store, settings, caps, progress=progress, run_ref=run_ref,
-                                  run_config={"wiring": wiring_record, "task_ref": task_ref})
+                                  run_config={"wiring": wiring_record, "task_ref": task_ref},
+                                  guards=build_guards(cfg, built), guard_repairs=cfg.guards.repair_attempts)
             return asyncio.run(collector.run(resume))
         finally:
             execu.close()

@@ -101,8 +101,12 @@ def parsed_label(text: str, target: str) -> str | None:
     return verdict.label if target in FIVE else to_three(verdict.label)
 
 
+def _messages(messages: list[dict[str, str]]) -> list[Message]:
+    return [Message(m["role"], m["content"]) for m in messages]  # type: ignore[arg-type]  # roles from the template
+
+
 def _with_extra(messages: list[dict[str, str]], extra: str) -> tuple[Message, ...]:
-    out = [Message(m["role"], m["content"]) for m in messages]
+    out = _messages(messages)
     last = max(i for i, m in enumerate(out) if m.role == "user")
     out[last] = Message("user", out[last].content + "\n\n" + extra)
     return tuple(out)
@@ -143,7 +147,7 @@ class Synthesizer:
         rng = random.Random(f"{self.settings.seed}:{row['example_id']}")
         base = critic_messages(row)
         predicted: dict[str, list[str | None]] = {}
-        texts = await self._sample(tuple(Message(m["role"], m["content"]) for m in base))
+        texts = await self._sample(tuple(_messages(base)))
         kept = self._keep(texts, target, rng, predicted, "sampled")
         if kept is not None:
             return Synthesized(str(row["example_id"]), target, "sampled", kept, None, predicted)

@@ -11,9 +11,11 @@ The heuristic, on the AST:
 
 1. *evaluation files* are the task's public data files whose name contains a
    ``val``/``valid``/``validation``/``test``/``holdout``/``eval`` word;
-   *evaluation names* are identifiers with such a word (``x_val``,
-   ``X_test``, ``val_inputs``), plus every name assigned (anywhere, to a
-   fixed point) from an expression that mentions an evaluation file or name;
+   *evaluation names* are the names assigned from an expression that mentions
+   an evaluation file or evaluation name, to a fixed point, per scope (a
+   function's locals shadow module names). A name alone is no evidence: an
+   ``X_test`` cut from the training rows by ``train_test_split`` and passed
+   as ``eval_set`` is fine;
 2. a *fit call* is a call to ``fit``, ``fit_transform``, ``fit_predict``,
    ``partial_fit``, ``train``, ``train_model`` or ``fit_model`` (function or
    method); a finding is a fit call with an evaluation name or file among its
@@ -21,7 +23,8 @@ The heuristic, on the AST:
    reads an evaluation file or a module-level evaluation name.
 
 Limits: data flow through containers, attributes or other modules is not
-followed; a predictor that refits on the inputs it is given (transductive
+followed; a file name assembled at run time (``f"{name}_inputs.csv"``) is not
+recognised; a predictor that refits on the inputs it is given (transductive
 refitting inside ``predict``) is not caught. With ``only_new`` (the default)
 anything the parent program already does is not reported, so a harness that
 legitimately hands evaluation context to a forecaster does not block.
@@ -98,7 +101,7 @@ def _locals(scope: ast.AST) -> set[str]:
 
 def _taint(scope: ast.AST, inherited: set[str], eval_files: set[str]) -> set[str]:
     nodes = _in_scope(scope)
-    names = set(inherited) | {n.id for n in nodes if isinstance(n, ast.Name) and EVAL_WORD.search(n.id)}
+    names = set(inherited)
     flows = list(_assignments(nodes))
     changed = True
     while changed:

@@ -15,8 +15,7 @@ from typing import Any, Mapping
 from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
 
 # Evidence ``detail`` keys drawn by the rounds view; every other key is shown as generic text.
-_DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots", "feedback", "final_reply",
-                           "members", "ballots"})
+_DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots"})
 
 
 # ---------------------------------------------------------------------- graph
@@ -142,7 +141,7 @@ _KNOWN_PAYLOAD = frozenset({"screener", "ranking", "chosen", "evidence", "second
 
 
 def rounds_view(store: Any, run_id: str) -> list[RoundView]:
-    """Every screening in commit order (``pilot`` events of the same round are attached to it)."""
+    """Every screening in commit order; ``pilot`` events of the same round are attached when the evidence has none."""
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     pilot_events: dict[int, list[Mapping[str, Any]]] = {}
     for ev in store.events(run_id, kinds=["pilot"]):
@@ -158,7 +157,8 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
                                  cid in audited, cid in to_verify) for i, cid in enumerate(ranking))
         bracket, pilots, findings = _bracket_and_pilots(evidence)
         r = int(p.get("round", 0) or 0)
-        pilots += tuple(pilot_events.get(r, ()))
+        if not pilots:  # the engine's `pilot` events summarise the evidence's pilots: add them only when absent
+            pilots += tuple(pilot_events.get(r, ()))
         parent = rows.get(ranking[0], {}).get("parent_id") if ranking else None
         extra = {k: v for k, v in p.items() if k not in _KNOWN_PAYLOAD}
         out.append(RoundView(ev.seq, r, str(p.get("screener", "")), parent, _num(p.get("seconds")), cands, bracket,
@@ -166,11 +166,37 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
     return out
 
 
+def _is_evidence(value: Any) -> bool:
+    return isinstance(value, Mapping) and "candidate_id" in value and "rank_value" in value
+
+
+def _details(ev: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
+    """The evidence's ``detail`` and those of evidence nested in it (cascade stages, ensemble members), outer first."""
+    detail = ev.get("detail") or {}
+    if not isinstance(detail, Mapping):
+        return [{"detail": detail}]
+    out = [detail]
+    if depth < 3:
+        for value in detail.values():
+            for inner in (value if isinstance(value, list) else [value]):
+                if _is_evidence(inner):
+                    out += _details(inner, depth + 1)
+    return out
+
+
+def _stage_summary(value: Any) -> Any:
+    """Nested evidence shown by its numbers only (its critiques and matches are drawn with the outer ones)."""
+    if _is_evidence(value):
+        return {k: value.get(k) for k in ("rank_value", "votes", "uncertainty", "n_valid", "n_invalid", "labels")}
+    if isinstance(value, list) and value and all(_is_evidence(v) for v in value):
+        return [_stage_summary(v) for v in value]
+    return value
+
+
 def _candidate(cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str, Any], chosen: bool, audited: bool,
                verified: bool) -> ScreenedCandidate:
-    detail = ev.get("detail") or {}
-    detail = detail if isinstance(detail, Mapping) else {"detail": detail}
-    extra = {k: v for k, v in detail.items() if k not in _DRAWN_DETAIL}
+    details = _details(ev)
+    extra = {k: _stage_summary(v) for k, v in details[0].items() if k not in _DRAWN_DETAIL}
     votes = {str(k): float(v) for k, v in (ev.get("votes") or {}).items() if _num(v) is not None}
     status = str(row.get("status", ""))
     return ScreenedCandidate(
@@ -179,8 +205,9 @@ def _candidate(cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str,
         n_invalid=int(ev.get("n_invalid") or 0), labels=tuple(str(x) for x in ev.get("labels") or ()),
         chosen=chosen, audited=audited, verified=verified and status in VERIFIED, status=status,
         score=_num(row.get("score")) if status in VERIFIED else None,
-        critiques=tuple(str(c) for c in detail.get("critiques") or ()),
-        findings=tuple(str(f) for f in detail.get("findings") or ()), extra=_dump(extra, 1500) if extra else "")
+        critiques=tuple(str(c) for d in details for c in d.get("critiques") or ()),
+        findings=tuple(str(f) for d in details for f in d.get("findings") or ()),
+        extra=_dump(extra, 1500) if extra else "")
 
 
 def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tuple]:
@@ -188,10 +215,7 @@ def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tupl
     matches: dict[tuple, Mapping[str, Any]] = {}
     pilots: list[Mapping[str, Any]] = []
     findings: list[str] = []
-    for ev in evidence.values():
-        detail = (ev or {}).get("detail") or {}
-        if not isinstance(detail, Mapping):
-            continue
+    for detail in (d for ev in evidence.values() if isinstance(ev, Mapping) for d in _details(ev)):
         for m in detail.get("matches") or ():
             if isinstance(m, Mapping):
                 key = (m.get("round"), tuple(m.get("pair") or ()))
@@ -254,6 +278,30 @@ def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     if node_id not in rows:
         raise StoreError(f"no node {node_id!r} in run {run_id}")
+    return _detail(store, run_id, node_id, rows, screenings_by_node(store, run_id, only=node_id))
+
+
+def node_details(store: Any, run_id: str) -> list[NodeDetail]:
+    """Every node's page in creation order, reading the nodes view and the screenings once (for the report)."""
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    screenings = screenings_by_node(store, run_id)
+    return [_detail(store, run_id, nid, rows, screenings) for nid in rows]
+
+
+def screenings_by_node(store: Any, run_id: str, only: str | None = None) -> dict[str, Mapping[str, Any]]:
+    """Node id -> payload of the first ``screening`` whose ranking holds it."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for ev in store.events(run_id, kinds=["screening"]):
+        for cid in ev.payload.get("ranking") or ():
+            if (only is None or cid == only) and cid not in out:
+                out[str(cid)] = ev.payload
+        if only is not None and only in out:
+            break
+    return out
+
+
+def _detail(store: Any, run_id: str, node_id: str, rows: Mapping[str, Mapping[str, Any]],
+            screenings: Mapping[str, Mapping[str, Any]]) -> NodeDetail:
     row = rows[node_id]
     program = _program(store, row)
     parent = rows.get(row.get("parent_id") or "")
@@ -266,10 +314,9 @@ def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
             p = ev.payload
             seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
             logs.append(LogView(ev.seq, str(p.get("status", "")), str(p.get("reason", "")), _num(p.get("score")),
-                                seconds,
-                                _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
+                                seconds, _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
                                 str(p.get("stderr_tail") or "")))
-    critiques, evidence, screened = _screening_of(store, run_id, node_id)
+    critiques, evidence, screened = _screening_of(screenings.get(node_id), node_id)
     return NodeDetail(
         id=node_id, parent_id=row.get("parent_id"), operator=row["operator"], status=row["status"],
         reason=str(row.get("reason") or ""), round=int(row.get("round") or 0), island=int(row.get("island") or 0),
@@ -295,21 +342,18 @@ def _without_program(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     return {k: v for k, v in payload.items() if k != "program"}
 
 
-def _screening_of(store: Any, run_id: str, node_id: str) -> tuple[tuple[str, ...], str, str]:
-    for ev in store.events(run_id, kinds=["screening"]):
-        evidence = (ev.payload.get("evidence") or {}).get(node_id)
-        ranking = list(ev.payload.get("ranking") or ())
-        if node_id not in ranking:
-            continue
-        detail = (evidence or {}).get("detail") or {}
-        critiques = tuple(str(c) for c in detail.get("critiques") or ()) if isinstance(detail, Mapping) else ()
-        chosen = node_id in (ev.payload.get("to_verify") or ev.payload.get("chosen") or ())
-        audited = node_id in (ev.payload.get("audited") or ())
-        where = (f"round {ev.payload.get('round', '?')} by {ev.payload.get('screener', '?')}: ranked "
-                 f"{ranking.index(node_id) + 1} of {len(ranking)}, "
-                 f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}")
-        return critiques, _dump(evidence, 6000) if evidence else "", where
-    return (), "", ""
+def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tuple[str, ...], str, str]:
+    if payload is None:
+        return (), "", ""
+    evidence = (payload.get("evidence") or {}).get(node_id)
+    ranking = list(payload.get("ranking") or ())
+    critiques = tuple(str(c) for d in _details(evidence or {}) for c in d.get("critiques") or ())
+    chosen = node_id in (payload.get("to_verify") or payload.get("chosen") or ())
+    audited = node_id in (payload.get("audited") or ())
+    where = (f"round {payload.get('round', '?')} by {payload.get('screener', '?')}: ranked "
+             f"{ranking.index(node_id) + 1} of {len(ranking)}, "
+             f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}")
+    return critiques, _dump(evidence, 6000) if evidence else "", where
 
 
 def node_json(detail: NodeDetail) -> str:

@@ -80,7 +80,7 @@ def write_report(store: Any, run_id: str, out_dir: str | Path, *, figures: bool 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     views = run_views(store, run_id, lambda nid: f"#node-{nid}")
-    nodes = [data_nodes.node_detail(store, run_id, n.id) for n in views["g"].nodes]
+    nodes = data_nodes.node_details(store, run_id)
     html = environment().get_template("report.html").render(
         **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(), figures_dir="figures/")
     path = out / "report.html"

@@ -2,8 +2,9 @@
 
 Each ``Check`` runs one small Python program through the sandbox in a fresh
 workdir and raises ``AssertionError`` with an explanation when the backend
-misbehaves. Checks are independent and take about a second at most (the
-timeout checks use a 1 s wall clock).
+misbehaves. Checks are independent and take about a second at most on an
+idle machine (the timeout checks use a 1 s wall clock; the others allow 20 s
+so that a loaded machine cannot turn a memory or disk check into a timeout).
 
 From pytest::
 
@@ -32,7 +33,10 @@ from typing import Callable
 from verifyless.sandbox.base import ExecResult, Sandbox
 from verifyless.task.base import Limits
 
-LIMITS = Limits(wall_seconds=5.0, memory_mb=1024, output_bytes=200_000, file_size_mb=8, workspace_mb=64)
+# Generous: the checks that expect another limit to fire (memory, output, disk) must not time out first
+# when a busy machine slows start-up; a passing check returns long before this.
+WALL = 20.0
+LIMITS = Limits(wall_seconds=WALL, memory_mb=1024, output_bytes=200_000, file_size_mb=8, workspace_mb=64)
 
 
 @dataclass(frozen=True)
@@ -154,25 +158,25 @@ def check_background_process_killed(sb: Sandbox, ws: Path) -> None:
 
 
 def check_output_cap(sb: Sandbox, ws: Path) -> None:
-    limits = Limits(wall_seconds=5.0, memory_mb=1024, output_bytes=20_000)
+    limits = Limits(wall_seconds=WALL, memory_mb=1024, output_bytes=20_000)
     r = _py(sb, ws, "while True: print('spam' * 100)", limits)
     _expect(r, "output-limit", "flooding stdout")
 
 
 def check_memory_bomb(sb: Sandbox, ws: Path) -> None:
-    limits = Limits(wall_seconds=5.0, memory_mb=300)
+    limits = Limits(wall_seconds=WALL, memory_mb=300)
     r = _py(sb, ws, "chunks = []\nwhile True: chunks.append(bytearray(50 * 2**20))", limits)
     _expect(r, "oom", "allocating without bound under a 300 MB limit")
 
 
 def check_file_size_limit(sb: Sandbox, ws: Path) -> None:
-    limits = Limits(wall_seconds=5.0, memory_mb=1024, file_size_mb=2)
+    limits = Limits(wall_seconds=WALL, memory_mb=1024, file_size_mb=2)
     r = _py(sb, ws, "f = open('big.bin', 'wb')\nwhile True: f.write(b'0' * 2**20)", limits)
     _expect(r, "disk-limit", "writing a file past the file-size limit")
 
 
 def check_workspace_limit(sb: Sandbox, ws: Path) -> None:
-    limits = Limits(wall_seconds=5.0, memory_mb=1024, file_size_mb=4, workspace_mb=10)
+    limits = Limits(wall_seconds=WALL, memory_mb=1024, file_size_mb=4, workspace_mb=10)
     code = "for i in range(6): open(f'part{i}.bin', 'wb').write(b'0' * 3 * 2**20)"
     r = _py(sb, ws, code, limits)
     _expect(r, "disk-limit", "filling the workspace past workspace_mb with many small files")

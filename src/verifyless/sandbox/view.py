@@ -102,7 +102,7 @@ def root_view(workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hid
         if resolved is not None:
             wanted.append((resolved, "ro"))
     work = os.path.realpath(workdir)
-    hidden = [os.path.abspath(p) for p in hide]
+    hidden = [_real_parent(p) for p in hide]
     ro: list[tuple[str, str]] = []
     for path in _outermost([p for p, mode in wanted if mode == "ro"]):
         ro += _split(path, [h for h in hidden if _under(h, path) and h != path and not _under(work, h)], links)
@@ -172,6 +172,12 @@ def _resolve(path: str, links: dict[str, str]) -> str | None:
             return None
         current = candidate
     return current
+
+
+def _real_parent(path: str) -> str:
+    """``path`` with symlinks resolved in its parent only (a hidden entry that is a link stays itself)."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
 def _outermost(paths: list[str]) -> list[str]:

@@ -265,28 +265,8 @@ class AgenticRPM:
             detail = {"choice_source": "random (debug step)", "pilots": [], "pilot_seconds": 0.0}
         else:
             chosen_index, detail = await self._choose(ctx, candidates)
-        ranking: list[str] = []
-        evidence: dict[str, Evidence] = {}
-        if ids:
-            rest = ids[:chosen_index] + ids[chosen_index + 1 :]
-            ctx.rng.shuffle(rest)
-            ranking = [ids[chosen_index], *rest]
-            for pos, cid in enumerate(ranking):
-                evidence[cid] = Evidence(
-                    candidate_id=cid,
-                    rank_value=float(len(ranking) - pos),
-                    uncertainty=1.0,
-                    n_valid=1 if pos == 0 and detail.get("choice_source") == "model" else 0,
-                    detail=detail if pos == 0 else {"chosen": False},
-                )
         n_verify = ctx.n_verify if self.n_verify is None else self.n_verify
-        return Screening(
-            screener=self.name,
-            ranking=tuple(ranking),
-            chosen=tuple(ranking[: max(0, min(n_verify, len(ranking)))]),
-            evidence=evidence,
-            seconds=time.perf_counter() - started,
-        )
+        return _screening(self.name, ctx, ids, chosen_index, detail, n_verify, time.perf_counter() - started)
 
     async def _choose(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
         wall_start = self.clock()
@@ -502,6 +482,27 @@ class AgenticRPM:
 
 
 # ---------------------------------------------------------------------- helpers
+
+def _screening(name: str, ctx: ScreenContext, ids: list[str], chosen_index: int, detail: dict[str, Any],
+               n_verify: int, seconds: float) -> Screening:
+    """The chosen candidate first, the rest in ``ctx.rng`` order; the run record on the chosen one only."""
+    ranking: list[str] = []
+    evidence: dict[str, Evidence] = {}
+    if ids:
+        rest = ids[:chosen_index] + ids[chosen_index + 1 :]
+        ctx.rng.shuffle(rest)
+        ranking = [ids[chosen_index], *rest]
+        for pos, cid in enumerate(ranking):
+            evidence[cid] = Evidence(
+                candidate_id=cid,
+                rank_value=float(len(ranking) - pos),
+                uncertainty=1.0,
+                n_valid=1 if pos == 0 and detail.get("choice_source") == "model" else 0,
+                detail=detail if pos == 0 else {"chosen": False},
+            )
+    chosen = tuple(ranking[: max(0, min(n_verify, len(ranking)))])
+    return Screening(screener=name, ranking=tuple(ranking), chosen=chosen, evidence=evidence, seconds=seconds)
+
 
 _NEXT = re.compile(r"\[\s*NEXT\s*\]", re.IGNORECASE)
 _ENOUGH = re.compile(r"\[\s*ENOUGH\s*\]", re.IGNORECASE)

@@ -1,7 +1,7 @@
 """The Screener contract: ``screen(context, candidates) -> Screening``.
 
 A screener ranks every candidate, chooses the ids to verify and records its
-evidence. Online learners (the surrogate, test-time adapters) also implement
+evidence. Online learners (today the surrogate) also implement
 ``observe`` to learn from outcomes already paid for.
 """
 

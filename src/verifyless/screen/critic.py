@@ -215,7 +215,7 @@ def evidence_from_critiques(
         "tokens": tokens,
     }
     if label_probs:
-        detail["label_probs"] = {label: float(label_probs.get(label, 0.0)) for label in LABELS}
+        detail["label_probs"] = {str(label): float(p) for label, p in label_probs.items()}
     return Evidence(
         candidate_id=candidate_id,
         rank_value=rank_value,
@@ -246,26 +246,48 @@ def tier_shares(evidence: Evidence) -> tuple[float, ...]:
 
 
 def expected_label_rank(label_probs: Mapping[str, float]) -> float:
-    """Probability-weighted label rank (Lose=0 ... BigWin=4) of a ``label_probs`` mapping."""
-    mass = sum(max(0.0, float(p)) for p in label_probs.values())
+    """Probability-weighted label rank (Lose=0 ... BigWin=4) of a five-way ``label_probs`` mapping."""
+    mass = sum(max(0.0, float(p)) for lab, p in label_probs.items() if lab in LABEL_RANK)
     if mass <= 0:
         return -1.0
     return sum(LABEL_RANK[lab] * max(0.0, float(p)) for lab, p in label_probs.items() if lab in LABEL_RANK) / mass
+
+
+def probability_signal(label_probs: Mapping[str, float]) -> tuple[float, ...]:
+    """Higher-is-better key from label probabilities: the expected rank over the five labels when they are
+    given, else the mass on ``improve`` then on ``tie`` (a three-way verdict distribution, as a local
+    model scores it at the ``[IMPROVEMENT]`` tag)."""
+    if any(lab in LABEL_RANK for lab in label_probs):
+        return (expected_label_rank(label_probs),)
+    mass = sum(max(0.0, float(p)) for p in label_probs.values()) or 1.0
+    return tuple(max(0.0, float(label_probs.get(d, 0.0))) / mass for d in ("improve", "tie"))
+
+
+def label_scorer(model: object) -> Any:
+    """The async ``label_probs(messages)`` of ``model`` or of a model it wraps (``.inner``), else None."""
+    for _ in range(8):  # cache and recorder wrappers keep the real model as .inner
+        scorer = getattr(model, "label_probs", None)
+        if callable(scorer):
+            return scorer
+        model = getattr(model, "inner", None)
+        if model is None:
+            return None
+    return None
 
 
 def finer_signal(evidence: Evidence, tie_break: str) -> tuple[float, ...]:
     """The key that orders candidates with equal mean rank, higher first.
 
     ``none``: nothing (random order). ``votes`` and ``pairwise``: tier shares
-    (BigWin share first, then MediumWin, SmallWin, Tie). ``probs``: the
-    expected rank under ``detail["label_probs"]``, then the tier shares.
+    (BigWin share first, then MediumWin, SmallWin, Tie). ``probs``:
+    ``probability_signal`` of ``detail["label_probs"]``, then the tier shares.
     ``auto``: ``probs`` where the evidence has label probabilities, else ``votes``.
     """
     if tie_break == "none":
         return ()
     probs = evidence.detail.get("label_probs") if tie_break in ("probs", "auto") else None
     if probs:
-        return (expected_label_rank(probs),) + tier_shares(evidence)
+        return probability_signal(probs) + tier_shares(evidence)
     return tier_shares(evidence)
 
 
@@ -316,9 +338,10 @@ class PointwiseCritic:
     ``pairwise`` additionally plays a knockout among the candidates tied for
     first place, judged by ``judge`` (else the critic's model), with as many of
     them as fit ``tie_break_tokens`` (estimated before any call). When the
-    model has an async ``score_labels(messages) -> {label: probability}``
-    method (a local model scoring the five labels), its output is stored as
-    ``label_probs`` and used by ``auto`` and ``probs``.
+    model (or the model a cache wraps) has an async
+    ``label_probs(messages) -> {label: probability}`` method (the local model
+    provider scores the verdict words at the ``[IMPROVEMENT]`` tag), its output
+    is stored as ``label_probs`` and used by ``auto`` and ``probs``.
     """
 
     def __init__(
@@ -414,8 +437,8 @@ class PointwiseCritic:
     async def _evidence(self, ctx: ScreenContext, candidate: Candidate) -> Evidence:
         texts, tokens = await self.sample(ctx, candidate)
         probs = None
-        scorer = getattr(self.model, "score_labels", None)
-        if scorer is not None and self.tie_break in ("auto", "probs"):
+        scorer = label_scorer(self.model) if self.tie_break in ("auto", "probs") else None
+        if scorer is not None:
             probs = await scorer(self.messages(ctx, candidate))
         return evidence_from_critiques(candidate.id, texts, self.route_threshold, label_probs=probs, tokens=tokens)
 
@@ -496,9 +519,11 @@ __all__ = [
     "evidence_from_critiques",
     "expected_label_rank",
     "finer_signal",
+    "label_scorer",
     "order_by_evidence",
     "order_by_value",
     "parse_verdict",
+    "probability_signal",
     "route",
     "tier_shares",
     "top_tied",

@@ -41,7 +41,13 @@ retries failures right away (otherwise they wait for UCT, whose -1 reward
 rarely picks them). Within one ask, expansions already handed out count
 as virtual visits so that ``k`` expansions spread out.
 
+Final answer: ``final`` is the best validation node; ``final_ensemble`` the
+top ``top_k`` usable nodes, which the engine submits as one averaged ensemble
+when ``submit_ensemble`` is on and the task declares how outputs combine
+(MLEvolve's top-K submission; ``verifyless.search.submission``).
+
 Per-ask randomness is seeded from ``(seed, tells, asks since last tell)``.
+All state is plain data (picklable).
 """
 
 from __future__ import annotations
@@ -357,6 +363,6 @@ class MCGSStrategy:
         return self._seen.best_id
 
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]:
-        """Ids of the top ``k`` (default ``top_k``) usable nodes, best first, for averaging tasks."""
+        """Ids of the top ``k`` (default ``top_k``) usable nodes (the baseline included), best first."""
         ok = [i for i in self._order if self._seen.nodes[i].ok]
         return self._ranked(ok)[: k or self.config.top_k]

@@ -127,7 +127,7 @@ def create_app(store_path: str | Path) -> Any:
     def report_page(request: Request) -> Response:
         st, rid = run_id_of(request)
         views = run_views(st, rid, lambda nid: f"#node-{nid}")
-        nodes = [data_nodes.node_detail(st, rid, n.id) for n in views["g"].nodes]
+        nodes = data_nodes.node_details(st, rid)
         html = render_environment().get_template("report.html").render(
             **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(),
             figures_dir="(run `verifyless report` for the PNG files)")
