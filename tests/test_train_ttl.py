@@ -211,3 +211,11 @@ def test_resume_after_kill_minus_nine_uses_the_same_adapter_version(tiny: Path, 
     killed = load_file(str(state))
     mine = lora_state(resumed)
     assert killed.keys() == mine.keys() and all(torch_equal(killed[k], mine[k]) for k in mine)
+
+
+def test_learning_right_after_a_resume_uses_the_task_it_was_built_with(tiny: Path, tmp_path: Path) -> None:
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-ttl", models={"critic": model}, task=context().task,
+                              options={"adapter_root": str(tmp_path / "a"), **OPTIONS})
+    record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=4))  # no screening yet
+    assert record["adapter_version"] == 1

@@ -331,11 +331,12 @@ class _LocalCriticBase(HealthOptions):
     model: str | None = Field(None, description="key in roles.models of the local critic (provider: local)")
 
 
-def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, **_):
+def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, **_):
     from verifyless.train.ttl import TestTimeCritic
 
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
-    return _construct(TestTimeCritic, "critic-ttl", model, **{"seed": seed, **_kwargs(opts, only_set=True)})
+    return _construct(TestTimeCritic, "critic-ttl", model, task=task,
+                      **{"seed": seed, **_kwargs(opts, only_set=True)})
 
 
 def _critic_probs(models, opts: BaseModel, **_):
@@ -348,7 +349,7 @@ def _critic_probs(models, opts: BaseModel, **_):
 def _critic_ttl_options() -> type[BaseModel]:
     from verifyless.train.ttl import TestTimeCritic
 
-    return options_from_signature(TestTimeCritic, skip=("model",), base=_LocalCriticBase)
+    return options_from_signature(TestTimeCritic, skip=("model", "task"), base=_LocalCriticBase)
 
 
 def _critic_probs_options() -> type[BaseModel]:

@@ -90,7 +90,7 @@ class TestTimeCritic:
                  route_threshold: float = 0.25, verify_uncertain: bool = False, n_verify: int | None = None,
                  max_tokens: int = 256, lora_r: int = 32, lora_alpha: int = 64, learning_rate: float = 1e-5,
                  every: int = 2, rollouts: int = 16, init_adapter: str | None = None,
-                 adapter_root: str | None = None, seed: int = 0, name: str = "critic-ttl") -> None:
+                 adapter_root: str | None = None, seed: int = 0, name: str = "critic-ttl", task: Any = None) -> None:
         from verifyless.train.probcritic import find_scorer
 
         if mode not in ("sdft", "grpo"):
@@ -107,6 +107,7 @@ class TestTimeCritic:
         self.version = 0
         self.pending: list[Any] = []
         self._ctx: ScreenContext | None = None
+        self.task = task  # prompts before the first screening (e.g. learning right after a resume)
         self._setup(lora_r, lora_alpha, init_adapter)
 
     def _setup(self, r: int, alpha: int, init_adapter: str | None) -> None:
@@ -142,10 +143,14 @@ class TestTimeCritic:
 
     def messages_for(self, outcome: Any) -> list[dict[str, str]]:
         """The critic's own prompt for a verified pair (the task and brief of the last screening)."""
-        if self._ctx is None:
-            raise ConfigError("critic-ttl learned before it ever screened: it has no task context for prompts")
         parent = ParentInfo(id=outcome.parent_id, program="", summary=outcome.parent_summary)
-        ctx = dataclasses.replace(self._ctx, parent=parent)
+        if self._ctx is not None:
+            ctx = dataclasses.replace(self._ctx, parent=parent)
+        elif self.task is not None:  # no brief yet: the prompt says so, as the critic's does without one
+            ctx = ScreenContext(task=self.task, parent=parent, rng=random.Random(0))
+        else:
+            raise ConfigError("critic-ttl learned before it ever screened and was built without a task; "
+                              "build it with build_screener(..., task=TASK)")
         child = Candidate(id=outcome.node_id, parent_id=outcome.parent_id, operator=Operator.IMPROVE,
                           idea=Idea(outcome.idea), program="", program_hash="", summary=outcome.child_summary)
         return [{"role": m.role, "content": m.content} for m in self.critic.messages(ctx, child)]
