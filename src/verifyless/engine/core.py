@@ -141,7 +141,7 @@ class Engine(Recorder):
             raise
         final_id = await self._select_final(self.strategy.final(self.state.view))
         self._emit("final", {"node_id": final_id, "stopped": stopped})
-        await self._submit_ensemble()
+        await submit_ensemble(self)
         self.store.set_status(self.run_id, "finished")
         return self._result(final_id, stopped)
 
@@ -365,19 +365,6 @@ class Engine(Recorder):
                                        "matches": [dict(m) for m in selection.matches]})
         return selection.winner or best_id
 
-    async def _submit_ensemble(self) -> None:
-        """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py)."""
-        from verifyless.search.submission import ensemble_members, ensemble_submission
-
-        ids = ensemble_members(self.strategy, self.task, self.state.view)
-        sandbox = getattr(self.executor, "sandbox", None)
-        if not ids or sandbox is None:
-            return
-        members = [(i, self.programs.text(i)) for i in ids]
-        sub = await asyncio.to_thread(ensemble_submission, self.task, members, sandbox,
-                                      hide=tuple(getattr(self.executor, "hide", ())))
-        self._emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
-
     def _result(self, final_id: str | None, stopped: str) -> RunResult:
         rows = {r["node_id"]: r for r in self.store.node_rows(self.run_id)}
         best = rows.get(final_id, {}) if final_id else {}
@@ -385,6 +372,23 @@ class Engine(Recorder):
                          best_test_score=best.get("test_score"), baseline_score=rows.get("root", {}).get("score"),
                          verifications=self.gate.used().verifications, rounds=self.state.rounds_done,
                          stopped=stopped)
+
+
+async def submit_ensemble(engine: Engine) -> None:
+    """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).
+
+    The members re-run in the executor's sandbox; one ``submission`` event, charged as evaluator seconds.
+    """
+    from verifyless.search.submission import ensemble_members, ensemble_submission
+
+    ids = ensemble_members(engine.strategy, engine.task, engine.state.view)
+    sandbox = getattr(engine.executor, "sandbox", None)
+    if not ids or sandbox is None:
+        return
+    members = [(i, engine.programs.text(i)) for i in ids]
+    sub = await asyncio.to_thread(ensemble_submission, engine.task, members, sandbox,
+                                  hide=tuple(getattr(engine.executor, "hide", ())))
+    engine._emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
 
 
 def _expansion_dict(e: Expansion) -> dict[str, Any]:

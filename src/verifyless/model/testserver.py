@@ -221,6 +221,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json",
               headers: dict[str, str] | None = None) -> None:
+        if getattr(self, "_counted", False):
+            # Leave before the reply goes out: the client may send its next request the moment it has this one.
+            self._counted = False
+            self.owner._leave()
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -250,10 +254,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._error(404, f"no route {self.path}", "not_found")
         owner._enter()
+        self._counted = True
         try:
             self._complete(owner, raw)
         finally:
-            owner._leave()
+            if self._counted:
+                self._counted = False
+                owner._leave()
 
     def _complete(self, owner: TestServer, raw: bytes) -> None:
         try:
