@@ -8,7 +8,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifyless"
 LIMIT = 300
 # Known offenders being split by their owners this session; remove an entry once it fits (the test says when).
-PENDING = {"screen/agentic.py:AgenticRPM"}
+PENDING: set[str] = set()  # classes allowed over the limit for now (none)
 
 
 def class_sizes() -> dict[str, int]:
