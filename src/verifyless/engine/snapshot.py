@@ -49,7 +49,7 @@ def _class_name(obj: Any) -> str | None:
 
 def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
     """Unpickle a frozen slots record without dataclasses' per-object field scan (the hot spot at 100k nodes)."""
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     for slot, value in zip(_SLOTS[cls], values, strict=True):
         slot.__set__(obj, value)  # the slot's member descriptor: no frozen __setattr__, no field scan
     return obj
