@@ -10,7 +10,7 @@ export OPENBLAS_NUM_THREADS=1
 export HF_HUB_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false
 
-.PHONY: install demo test test-all bench clean
+.PHONY: install demo test test-all lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ test: install
 
 test-all: install
 	$(PY) -m pytest --runslow
+
+# ruff (lint + format check) and mypy (pydantic plugin); configuration in pyproject.toml.
+LINT_PATHS ?= src tests bench
+lint: install
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

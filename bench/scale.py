@@ -48,9 +48,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from verifyless.config import load_config
 from verifyless.engine import Engine, resume
@@ -66,24 +67,74 @@ CHILDREN, VERIFIED = 4, 2  # per round: children made, of which verified
 CEILING = -60.0  # best reachable synthetic fitness (the root starts at -100)
 
 _VERBS = ["replace", "add", "switch", "tune", "remove", "increase", "decrease", "normalise", "clip", "average"]
-_THINGS = ["ridge regression", "gradient boosting", "random forest", "learning rate", "dropout", "batch size",
-           "weight decay", "early stopping", "log target", "standard scaler", "quantile transform",
-           "polynomial features", "feature selection", "k nearest neighbours", "huber loss", "lasso penalty",
-           "cosine schedule", "warmup steps", "label smoothing", "data augmentation", "ensemble of seeds",
-           "hidden layer width", "attention heads", "residual connections", "layer norm", "adam optimiser",
-           "momentum", "gradient clipping", "cross validation folds", "target encoding", "lag features",
-           "seasonal differencing", "fourier terms", "moving average", "exponential smoothing", "tree depth",
-           "leaf size", "subsample ratio", "column sampling", "kernel width", "circle radii", "restart count"]
-_ERRORS = ["ValueError: Input contains NaN", "RuntimeError: shape mismatch in matmul",
-           "MemoryError: unable to allocate array", "ConvergenceWarning: lbfgs failed to converge",
-           "KeyError: 'target'", "ZeroDivisionError: float division by zero", "TimeoutError: step exceeded 60 s"]
+_THINGS = [
+    "ridge regression",
+    "gradient boosting",
+    "random forest",
+    "learning rate",
+    "dropout",
+    "batch size",
+    "weight decay",
+    "early stopping",
+    "log target",
+    "standard scaler",
+    "quantile transform",
+    "polynomial features",
+    "feature selection",
+    "k nearest neighbours",
+    "huber loss",
+    "lasso penalty",
+    "cosine schedule",
+    "warmup steps",
+    "label smoothing",
+    "data augmentation",
+    "ensemble of seeds",
+    "hidden layer width",
+    "attention heads",
+    "residual connections",
+    "layer norm",
+    "adam optimiser",
+    "momentum",
+    "gradient clipping",
+    "cross validation folds",
+    "target encoding",
+    "lag features",
+    "seasonal differencing",
+    "fourier terms",
+    "moving average",
+    "exponential smoothing",
+    "tree depth",
+    "leaf size",
+    "subsample ratio",
+    "column sampling",
+    "kernel width",
+    "circle radii",
+    "restart count",
+]
+_ERRORS = [
+    "ValueError: Input contains NaN",
+    "RuntimeError: shape mismatch in matmul",
+    "MemoryError: unable to allocate array",
+    "ConvergenceWarning: lbfgs failed to converge",
+    "KeyError: 'target'",
+    "ZeroDivisionError: float division by zero",
+    "TimeoutError: step exceeded 60 s",
+]
 
 
 def scale_task() -> Task:
-    return Task(name="scale-synthetic", root=Path("/nonexistent-scale"), kind="native", statement="synthetic",
-                program_file="p.py", baseline_program="# EVOLVE-BLOCK-START\nx = 0\n# EVOLVE-BLOCK-END\n",
-                band=Band(), metric=Metric("loss", "minimize"), validation_metrics=("loss",),
-                test_metrics=("test_loss",))
+    return Task(
+        name="scale-synthetic",
+        root=Path("/nonexistent-scale"),
+        kind="native",
+        statement="synthetic",
+        program_file="p.py",
+        baseline_program="# EVOLVE-BLOCK-START\nx = 0\n# EVOLVE-BLOCK-END\n",
+        band=Band(),
+        metric=Metric("loss", "minimize"),
+        validation_metrics=("loss",),
+        test_metrics=("test_loss",),
+    )
 
 
 def idea_text(rng: random.Random) -> str:
@@ -105,12 +156,22 @@ def write_run(store: RunStore, n_nodes: int, seed: int = 0, chunk: int = 20000) 
         nonlocal best
         text = idea_text(rng)
         h = content_hash(f"{cid}:{text}")
-        cand = Candidate(id=cid, parent_id=parent, operator=op, idea=Idea(text), program="", program_hash=h,
-                         summary=f"program {cid}: {text}", round=r)
+        cand = Candidate(
+            id=cid,
+            parent_id=parent,
+            operator=op,
+            idea=Idea(text),
+            program="",
+            program_hash=h,
+            summary=f"program {cid}: {text}",
+            round=r,
+        )
         payload = cand.to_dict()
         payload.pop("program")
-        payload.update(status=Status.IMPLEMENTED.value if verify else Status.SCREENED_OUT.value,
-                       reason="" if verify else "ranked low by random")
+        payload.update(
+            status=Status.IMPLEMENTED.value if verify else Status.SCREENED_OUT.value,
+            reason="" if verify else "ranked low by random",
+        )
         events.append(("node", payload, cid))
         if not verify:
             return
@@ -119,8 +180,16 @@ def write_run(store: RunStore, n_nodes: int, seed: int = 0, chunk: int = 20000) 
             # so improvements get rare as the run matures (as in real searches) and the
             # best lineage stays a few hundred nodes deep instead of growing with N.
             fit = min(CEILING, round((fitness[parent] if parent else -100.0) + rng.gauss(-0.3, 1.0), 2))
-            v = Verification(Status.OK, "", {"loss": -fit}, {"test_loss": -fit + 0.1}, -fit, -fit + 0.1,
-                             run_seconds=2.0, program_hash=h)
+            v = Verification(
+                Status.OK,
+                "",
+                {"loss": -fit},
+                {"test_loss": -fit + 0.1},
+                -fit,
+                -fit + 0.1,
+                run_seconds=2.0,
+                program_hash=h,
+            )
             fitness[cid] = fit
             ok_ids.append(cid)
             if fit > fitness[best]:
@@ -152,8 +221,9 @@ def write_run(store: RunStore, n_nodes: int, seed: int = 0, chunk: int = 20000) 
     return run_id
 
 
-def restore(path: Path, run_id: str, strategy: str, memory: bool | None = None, *,
-            from_snapshot: bool = False) -> tuple[Engine, float, RunStore]:
+def restore(
+    path: Path, run_id: str, strategy: str, memory: bool | None = None, *, from_snapshot: bool = False
+) -> tuple[Engine, float, RunStore]:
     """Open the store and rebuild the engine's state as ``--resume`` does; returns (engine, seconds, store).
 
     ``memory``: None follows the wiring (on for mcgs only, hashing embedder here).
@@ -169,9 +239,16 @@ def restore(path: Path, run_id: str, strategy: str, memory: bool | None = None, 
 def scale_engine(store: RunStore, run_id: str, strategy: str, memory: bool | None = None) -> Engine:
     memory = strategy == "mcgs" if memory is None else memory
     cfg = load_config(overrides=[f"strategy.name={strategy}", "screener.name=random"])
-    engine = Engine(task=scale_task(), roles=None, screener=RandomScreener(),  # type: ignore[arg-type]
-                    strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=None, store=store,
-                    config=cfg, memory=Memory(embedder="hashing") if memory else None)
+    engine = Engine(
+        task=scale_task(),
+        roles=None,
+        screener=RandomScreener(),  # type: ignore[arg-type]
+        strategy=build_strategy(strategy, {}, random.Random(cfg.seed)),
+        executor=None,
+        store=store,
+        config=cfg,
+        memory=Memory(embedder="hashing") if memory else None,
+    )
     engine.run_id = run_id
     return engine
 
@@ -195,9 +272,9 @@ def take_snapshot(path: Path, run_id: str, strategy: str, tail_rounds: int) -> t
 
 def same_decisions(a: Engine, b: Engine, asks: int = 20) -> bool:
     """Whether two restored engines hold the same nodes and their strategies ask the same next expansions."""
-    if list(a.s.view.nodes) != list(b.s.view.nodes) or list(a.s.staged) != list(b.s.staged):
+    if list(a.state.view.nodes) != list(b.state.view.nodes) or list(a.state.staged) != list(b.state.staged):
         return False
-    return all(a.strategy.ask(a.s.view, 1) == b.strategy.ask(b.s.view, 1) for _ in range(asks))
+    return all(a.strategy.ask(a.state.view, 1) == b.strategy.ask(b.state.view, 1) for _ in range(asks))
 
 
 def max_depth(view: Any) -> int:
@@ -224,10 +301,17 @@ def time_calls(fn, n: int) -> tuple[float, float]:
 
 
 def records_of(engine: Engine) -> list[MemoryRecord]:
-    return [MemoryRecord(node_id=nid, plan=engine.s.ideas[nid].text, outcome=v.status.value,
-                         analysis=f"score {v.score}" if v.score is not None else v.reason,
-                         error=v.reason if v.status is not Status.OK else "", operator="improve")
-            for nid, v in engine.s.verifications.items()]
+    return [
+        MemoryRecord(
+            node_id=nid,
+            plan=engine.state.ideas[nid].text,
+            outcome=v.status.value,
+            analysis=f"score {v.score}" if v.score is not None else v.reason,
+            error=v.reason if v.status is not Status.OK else "",
+            operator="improve",
+        )
+        for nid, v in engine.state.verifications.items()
+    ]
 
 
 def memory_latency(records: list[MemoryRecord], embedder: str, n_queries: int, seed: int = 1) -> dict[str, float]:
@@ -246,8 +330,12 @@ def memory_latency(records: list[MemoryRecord], embedder: str, n_queries: int, s
             memory.search(q, k=5, stage=stage)
             lat[stage].append(time.perf_counter() - t0)
     both = lat["improve"] + lat["debug"]
-    return {"records": len(records), "build_s": build, "p50_ms": 1000 * statistics.median(both),
-            "p95_ms": 1000 * pct(both, 0.95)}
+    return {
+        "records": len(records),
+        "build_s": build,
+        "p50_ms": 1000 * statistics.median(both),
+        "p95_ms": 1000 * pct(both, 0.95),
+    }
 
 
 def maxrss_mb() -> float:
@@ -260,17 +348,18 @@ class SizeResult:
     events: int
     depth: int
     write_s: float
-    resume: dict[str, float]          # full replay of every event
-    snap_resume: dict[str, float]     # latest snapshot + the events after it
+    resume: dict[str, float]  # full replay of every event
+    snap_resume: dict[str, float]  # latest snapshot + the events after it
     snap: dict[str, tuple[float, int, int]]  # seconds to take, bytes, events replayed after it
-    same: dict[str, bool]             # snapshot resume == full replay (nodes and the next asks)
+    same: dict[str, bool]  # snapshot resume == full replay (nodes and the next asks)
     ask: dict[str, tuple[float, float]]
     memory: dict[str, dict[str, float]]
     rss_mb: float
 
 
-def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool,
-             tail_rounds: int = 50) -> SizeResult:
+def run_size(
+    n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool, tail_rounds: int = 50
+) -> SizeResult:
     path = tmp / f"scale-{n}.db"
     t = time.perf_counter()
     with RunStore(path) as store:
@@ -285,10 +374,10 @@ def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: b
     records: list[MemoryRecord] = []
     for name in STRATEGIES:
         engine, full[name], store = restore(path, run_id, name)
-        ask[name] = time_calls(lambda: engine.strategy.ask(engine.s.view, 1), asks)
+        ask[name] = time_calls(lambda e=engine: e.strategy.ask(e.state.view, 1), asks)
         if name == "mcgs":
             records = records_of(engine)
-            depth = max_depth(engine.s.view)
+            depth = max_depth(engine.state.view)
         store.close()
         snap[name] = take_snapshot(path, run_id, name, tail_rounds)
         prof = cProfile.Profile() if profile and name == "mcgs" else None
@@ -314,29 +403,48 @@ def run_size(n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: b
 
 
 def tables(results: Sequence[SizeResult]) -> str:
-    out = ["| nodes | events | max depth | write s | resume s (mcgs / greedy / islands / mcgs without memory) | "
-           "ask p50 ms (mcgs / greedy / islands) | ask p95 ms (mcgs / greedy / islands) | peak RSS MB |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| nodes | events | max depth | write s | resume s (mcgs / greedy / islands / mcgs without memory) | "
+        "ask p50 ms (mcgs / greedy / islands) | ask p95 ms (mcgs / greedy / islands) | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     rows = []
     for r in results:
         for name in STRATEGIES:
             took, size, tail = r.snap[name]
-            rows.append(f"| {r.n} | {name} | {r.resume[name]:.2f} | {r.snap_resume[name]:.2f} | "
-                        f"{'met' if r.snap_resume[name] <= 2.0 else 'missed'} | {tail} | {took:.2f} | "
-                        f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} |")
-    out = ["| nodes | strategy | full replay s | snapshot resume s | <= 2 s | events after snapshot | "
-           "snapshot take s | snapshot MB | same decisions |", "|---|---|---|---|---|---|---|---|---|", *rows, "",
-           *out]
+            rows.append(
+                f"| {r.n} | {name} | {r.resume[name]:.2f} | {r.snap_resume[name]:.2f} | "
+                f"{'met' if r.snap_resume[name] <= 2.0 else 'missed'} | {tail} | {took:.2f} | "
+                f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} |"
+            )
+    out = [
+        "| nodes | strategy | full replay s | snapshot resume s | <= 2 s | events after snapshot | "
+        "snapshot take s | snapshot MB | same decisions |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        *out,
+    ]
     for r in results:
         out.append(
-            f"| {r.n} | {r.events} | {r.depth} | {r.write_s:.1f} | " + " / ".join(f"{r.resume[s]:.2f}" for s in (*STRATEGIES, "mcgs-no-memory"))
-            + " | " + " / ".join(f"{1000 * r.ask[s][0]:.3f}" for s in STRATEGIES)
-            + " | " + " / ".join(f"{1000 * r.ask[s][1]:.3f}" for s in STRATEGIES) + f" | {r.rss_mb:.0f} |")
-    out += ["", "| nodes | embedder | records | build s | retrieval p50 ms | retrieval p95 ms |", "|---|---|---|---|---|---|"]
+            f"| {r.n} | {r.events} | {r.depth} | {r.write_s:.1f} | "
+            + " / ".join(f"{r.resume[s]:.2f}" for s in (*STRATEGIES, "mcgs-no-memory"))
+            + " | "
+            + " / ".join(f"{1000 * r.ask[s][0]:.3f}" for s in STRATEGIES)
+            + " | "
+            + " / ".join(f"{1000 * r.ask[s][1]:.3f}" for s in STRATEGIES)
+            + f" | {r.rss_mb:.0f} |"
+        )
+    out += [
+        "",
+        "| nodes | embedder | records | build s | retrieval p50 ms | retrieval p95 ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results:
         for emb, m in r.memory.items():
-            out.append(f"| {r.n} | {emb} | {int(m['records'])} | {m['build_s']:.2f} | {m['p50_ms']:.2f} | "
-                       f"{m['p95_ms']:.2f} |")
+            out.append(
+                f"| {r.n} | {emb} | {int(m['records'])} | {m['build_s']:.2f} | {m['p50_ms']:.2f} | {m['p95_ms']:.2f} |"
+            )
     return "\n".join(out) + "\n"
 
 
@@ -345,8 +453,14 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--asks", type=int, default=200, help="ask() calls timed per strategy")
     ap.add_argument("--queries", type=int, default=100, help="retrieval queries per stage")
-    ap.add_argument("--minilm", type=int, nargs="?", const=2000, default=0,
-                    help="also time MiniLM retrieval over this many records (default 2000 when given)")
+    ap.add_argument(
+        "--minilm",
+        type=int,
+        nargs="?",
+        const=2000,
+        default=0,
+        help="also time MiniLM retrieval over this many records (default 2000 when given)",
+    )
     ap.add_argument("--profile", action="store_true", help="cProfile the largest mcgs snapshot resume (to stderr)")
     ap.add_argument("--tail-rounds", type=int, default=50, help="rounds between the snapshot and the end")
     ap.add_argument("--quick", action="store_true", help="smoke version: 1000 nodes, 20 asks, 20 queries")
@@ -355,13 +469,24 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
         args.sizes, args.asks, args.queries = [1000], 20, 20
     t = time.perf_counter()
     Memory(embedder="hashing").extend([MemoryRecord("warm", "warm up imports", "ok")] * 300)  # sklearn, bm25s
-    print(f"one-time imports for memory (scikit-learn, bm25s): {time.perf_counter() - t:.2f} s, "
-          "excluded from the resume times below\n")
+    print(
+        f"one-time imports for memory (scikit-learn, bm25s): {time.perf_counter() - t:.2f} s, "
+        "excluded from the resume times below\n"
+    )
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sorted(args.sizes):
-            results.append(run_size(n, Path(tmp), args.asks, args.queries, args.minilm,
-                                    args.profile and n == max(args.sizes), args.tail_rounds))
+            results.append(
+                run_size(
+                    n,
+                    Path(tmp),
+                    args.asks,
+                    args.queries,
+                    args.minilm,
+                    args.profile and n == max(args.sizes),
+                    args.tail_rounds,
+                )
+            )
     print(tables(results))
     return results
 

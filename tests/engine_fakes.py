@@ -21,9 +21,18 @@ PROGRAM = "import sys\n# EVOLVE-BLOCK-START\na = 0\n# EVOLVE-BLOCK-END\nprint(a)
 
 
 def fake_task(root: Path = Path("/nonexistent-fake-task")) -> Task:
-    return Task(name="fake", root=root, kind="native", statement="Pick a.", program_file="p.py",
-                baseline_program=PROGRAM, band=Band(), metric=Metric("loss", "minimize"),
-                validation_metrics=("loss",), test_metrics=("test_loss",))
+    return Task(
+        name="fake",
+        root=root,
+        kind="native",
+        statement="Pick a.",
+        program_file="p.py",
+        baseline_program=PROGRAM,
+        band=Band(),
+        metric=Metric("loss", "minimize"),
+        validation_metrics=("loss",),
+        test_metrics=("test_loss",),
+    )
 
 
 def value(program: str) -> int:
@@ -42,7 +51,13 @@ class Proposer:
         out = []
         for _ in range(n):
             a = base + rng.randint(-25, 25)
-            out.append(Idea(f"set a to {a} (up)" if a > base else f"set a to {a} (down)", {"a": a}, ("up" if a > base else "down",)))
+            out.append(
+                Idea(
+                    f"set a to {a} (up)" if a > base else f"set a to {a} (down)",
+                    {"a": a},
+                    ("up" if a > base else "down",),
+                )
+            )
         return out
 
 
@@ -82,11 +97,24 @@ class FakeExecutor:
             await asyncio.sleep(self.delay)
         a = value(program)
         if a == 3:
-            return Verification(Status.FAILED, "a must not be 3", program_hash=content_hash(program),
-                                stderr_tail="ValueError: a must not be 3", run_seconds=0.01)
+            return Verification(
+                Status.FAILED,
+                "a must not be 3",
+                program_hash=content_hash(program),
+                stderr_tail="ValueError: a must not be 3",
+                run_seconds=0.01,
+            )
         loss = float((a - 13) ** 2)
-        return Verification(Status.OK, "", {"loss": loss}, {"test_loss": loss + 0.5}, loss, loss + 0.5,
-                            run_seconds=0.01, program_hash=content_hash(program))
+        return Verification(
+            Status.OK,
+            "",
+            {"loss": loss},
+            {"test_loss": loss + 0.5},
+            loss,
+            loss + 0.5,
+            run_seconds=0.01,
+            program_hash=content_hash(program),
+        )
 
     def close(self):
         pass

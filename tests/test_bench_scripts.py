@@ -61,9 +61,9 @@ def test_scale_restore_rebuilds_every_node(tmp_path):
         run_id = scale.write_run(store, 200)
     engine, secs, store = scale.restore(tmp_path / "s.db", run_id, "greedy")
     try:
-        assert len(engine.s.view) == 200 and not engine.s.staged
-        assert engine.s.view.best is not None and engine.s.rounds_done == 50
-        assert engine.strategy.ask(engine.s.view, 1)
+        assert len(engine.state.view) == 200 and not engine.state.staged
+        assert engine.state.view.best is not None and engine.state.rounds_done == 50
+        assert engine.strategy.ask(engine.state.view, 1)
     finally:
         store.close()
 

@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifyless.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "verifyless.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize("args, code, message", [
@@ -61,8 +62,18 @@ def test_verify_json_on_an_openevolve_folder():
 
 def test_run_show_runs_resume_and_replay(tmp_path):
     store = str(tmp_path / "s.db")
-    out = cli("run", "circle_packing", "--budget", "4", "--store", store, "--quiet", "engine.candidates=3",
-              "strategy.name=greedy", "strategy.options.num_drafts=1")
+    out = cli(
+        "run",
+        "circle_packing",
+        "--budget",
+        "4",
+        "--store",
+        store,
+        "--quiet",
+        "engine.candidates=3",
+        "strategy.name=greedy",
+        "strategy.options.num_drafts=1",
+    )
     assert out.returncode == 0, out.stderr
     assert "best node" in out.stdout
     listing = cli("runs", "--store", store)
@@ -73,10 +84,16 @@ def test_run_show_runs_resume_and_replay(tmp_path):
     as_json = json.loads(cli("runs", "--store", store, "--json").stdout)
     assert [r["run_id"] for r in as_json] == [run_id] and as_json[0]["verifications"] == 4
     detail = json.loads(cli("show", run_id, "--store", store, "--json").stdout)
-    assert detail["budget"]["verifications"] == 4 and detail["final"]["node_id"] == as_json[0]["best_node"] or \
-        detail["final"]["node_id"]
-    assert detail["best_nodes"] and {"role", "calls", "cached"} <= set(detail["llm_calls"][0]) if \
-        detail["llm_calls"] else detail["best_nodes"]
+    assert (
+        detail["budget"]["verifications"] == 4
+        and detail["final"]["node_id"] == as_json[0]["best_node"]
+        or detail["final"]["node_id"]
+    )
+    assert (
+        detail["best_nodes"] and {"role", "calls", "cached"} <= set(detail["llm_calls"][0])
+        if detail["llm_calls"]
+        else detail["best_nodes"]
+    )
     replayed = cli("replay", run_id, "--store", store)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "identical" in replayed.stdout
@@ -84,8 +101,18 @@ def test_run_show_runs_resume_and_replay(tmp_path):
 
 def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
     store = str(tmp_path / "s.db")
-    first = cli("-vv", "run", "circle_packing", "--budget", "3", "--store", store, "--quiet", "engine.candidates=3",
-                "engine.snapshot_every=1")
+    first = cli(
+        "-vv",
+        "run",
+        "circle_packing",
+        "--budget",
+        "3",
+        "--store",
+        store,
+        "--quiet",
+        "engine.candidates=3",
+        "engine.snapshot_every=1",
+    )
     assert first.returncode == 0, first.stderr
     assert "snapshot of run" in first.stderr, "-vv shows the library's debug log"
     listing = cli("runs", "--store", store)

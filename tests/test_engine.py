@@ -13,24 +13,37 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from engine_fakes import FakeExecutor, fake_roles, fake_task
 
+from engine_fakes import FakeExecutor, fake_roles, fake_task
 from verifyless.config import load_config
 from verifyless.engine import Engine
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
 
 
-def make_engine(store, *, strategy="greedy", screener="random", budget=10, executor=None, memory=None, roles=None,
-                **over):
+def make_engine(
+    store, *, strategy="greedy", screener="random", budget=10, executor=None, memory=None, roles=None, **over
+):
     from verifyless.screen.registry import build_screener
 
-    overrides = [f"strategy.name={strategy}", f"screener.name={screener}", f"budget.verifications={budget}",
-                 "engine.candidates=4", *[f"{k}={v}" for k, v in over.items()]]
+    overrides = [
+        f"strategy.name={strategy}",
+        f"screener.name={screener}",
+        f"budget.verifications={budget}",
+        "engine.candidates=4",
+        *[f"{k}={v}" for k, v in over.items()],
+    ]
     cfg = load_config(overrides=overrides)
-    return Engine(task=fake_task(), roles=roles or fake_roles(), screener=build_screener(screener, models={}, options={}, seed=0),
-                  strategy=build_strategy(strategy, {}, random.Random(cfg.seed)), executor=executor or FakeExecutor(),
-                  store=store, config=cfg, memory=memory)
+    return Engine(
+        task=fake_task(),
+        roles=roles or fake_roles(),
+        screener=build_screener(screener, models={}, options={}, seed=0),
+        strategy=build_strategy(strategy, {}, random.Random(cfg.seed)),
+        executor=executor or FakeExecutor(),
+        store=store,
+        config=cfg,
+        memory=memory,
+    )
 
 
 def verification_events(store, run_id):
@@ -67,10 +80,14 @@ def test_pipelined_and_sequential_runs_are_each_deterministic(tmp_path):
     timing = random.Random(7)
     for pipeline in (True, True, False, False):
         with RunStore(tmp_path / f"{len(outcomes)}.db") as store:
-            engine = make_engine(store, strategy="mcgs", screener="surrogate", budget=12,
-                                 executor=FakeExecutor(capacity=2, delay=0.02 * timing.random()),
-                                 **{"engine.pipeline": pipeline, "engine.verify_concurrency": 2,
-                                    "engine.verify_per_expansion": 2})
+            engine = make_engine(
+                store,
+                strategy="mcgs",
+                screener="surrogate",
+                budget=12,
+                executor=FakeExecutor(capacity=2, delay=0.02 * timing.random()),
+                **{"engine.pipeline": pipeline, "engine.verify_concurrency": 2, "engine.verify_per_expansion": 2},
+            )
             result = asyncio.run(engine.run())
             tells = [(e.payload["round"], e.payload["node_ids"]) for e in store.events(result.run_id, kinds=["tell"])]
             verified = sorted((e.node_id, e.payload["score"]) for e in verification_events(store, result.run_id))
@@ -82,9 +99,14 @@ def test_pipelined_and_sequential_runs_are_each_deterministic(tmp_path):
 
 def test_budget_is_never_exceeded_with_parallel_verifications(tmp_path):
     with RunStore(tmp_path / "s.db") as store:
-        engine = make_engine(store, strategy="greedy", screener="oracle", budget=7,
-                             executor=FakeExecutor(capacity=3, delay=0.02),
-                             **{"engine.verify_concurrency": 3})
+        engine = make_engine(
+            store,
+            strategy="greedy",
+            screener="oracle",
+            budget=7,
+            executor=FakeExecutor(capacity=3, delay=0.02),
+            **{"engine.verify_concurrency": 3},
+        )
         result = asyncio.run(engine.run())
         assert store.budget(result.run_id).verifications == 7
 
@@ -144,9 +166,11 @@ from verifyless.engine import Engine
 from verifyless.screen.registry import build_screener
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
-cfg = load_config(overrides=["strategy.name=mcgs", "screener.name=surrogate", "budget.verifications=40", "engine.candidates=4"])
+cfg = load_config(overrides=["strategy.name=mcgs", "screener.name=surrogate", "budget.verifications=40",
+                            "engine.candidates=4"])
 store = RunStore({db!r})
-engine = Engine(task=fake_task(), roles=fake_roles(), screener=build_screener("surrogate", models={{}}, options={{}}, seed=0),
+screener = build_screener("surrogate", models={{}}, options={{}}, seed=0)
+engine = Engine(task=fake_task(), roles=fake_roles(), screener=screener,
                 strategy=build_strategy("mcgs", {{}}, random.Random(0)), executor=FakeExecutor(delay=0.01),
                 store=store, config=cfg)
 asyncio.run(engine.run())
@@ -182,7 +206,6 @@ def test_kill_minus_nine_then_resume(tmp_path):
 
 def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_error(tmp_path):
     from engine_fakes import Implementer, Proposer
-
     from verifyless.errors import ModelUnavailable
 
     class Flaky(Implementer):
@@ -202,12 +225,16 @@ def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_erro
 
     with RunStore(tmp_path / "s.db") as store:
         base = fake_roles()
-        engine = make_engine(store, budget=6, roles=base.__class__(base.briefer, base.proposer, Flaky(), base.summarizer))
+        engine = make_engine(
+            store, budget=6, roles=base.__class__(base.briefer, base.proposer, Flaky(), base.summarizer)
+        )
         result = asyncio.run(engine.run())
         statuses = Counter(r["status"] for r in store.node_rows(result.run_id))
         assert statuses["model-error"] > 0 and result.verifications == 6
 
-        dead = make_engine(store, budget=6, roles=base.__class__(base.briefer, Dead(), base.implementer, base.summarizer))
+        dead = make_engine(
+            store, budget=6, roles=base.__class__(base.briefer, Dead(), base.implementer, base.summarizer)
+        )
         with pytest.raises(ModelUnavailable, match="3 rounds in a row"):
             asyncio.run(dead.run())
         assert len(list(store.events(dead.run_id, kinds=["model_error"]))) == 3

@@ -10,9 +10,9 @@ import shutil
 from collections import Counter
 
 import pytest
+
 from engine_fakes import FakeExecutor, Implementer, Proposer, fake_roles, fake_task
 from test_engine import make_engine, verification_events
-
 from verifyless.config import BudgetConfig, load_config
 from verifyless.engine import BudgetGate, Engine, route
 from verifyless.engine.routing import select
@@ -39,32 +39,40 @@ def test_route_is_u_at_least_t():
 @pytest.mark.parametrize("kind", ["random", "agentic", "surrogate-cold-start"])
 def test_routing_is_never_triggered_without_votes(kind):
     # What these screeners report: uncertainty 1.0 and no vote distribution.
-    evidence = {f"c{i}": Evidence(f"c{i}", rank_value=float(-i), uncertainty=1.0, detail={"kind": kind})
-                for i in range(6)}
-    routed = select(_screening(evidence), slots=100, verify_uncertain=True, threshold=0.0, audit_rate=0.0,
-                    rng=random.Random(0))
+    evidence = {
+        f"c{i}": Evidence(f"c{i}", rank_value=float(-i), uncertainty=1.0, detail={"kind": kind}) for i in range(6)
+    }
+    routed = select(
+        _screening(evidence), slots=100, verify_uncertain=True, threshold=0.0, audit_rate=0.0, rng=random.Random(0)
+    )
     assert routed.to_verify == ("c0",) and routed.uncertain == ()
 
 
 def test_routing_verifies_split_votes_only():
-    evidence = {"a": Evidence("a", 1.0, votes={"improve": 1.0}, uncertainty=0.0),
-                "b": Evidence("b", 0.5, votes={"improve": 0.5, "lose": 0.5}, uncertainty=0.5),
-                "c": Evidence("c", 0.2, votes={"improve": 0.8, "lose": 0.2}, uncertainty=0.2)}
-    routed = select(_screening(evidence), slots=100, verify_uncertain=True, threshold=0.25, audit_rate=0.0,
-                    rng=random.Random(0))
+    evidence = {
+        "a": Evidence("a", 1.0, votes={"improve": 1.0}, uncertainty=0.0),
+        "b": Evidence("b", 0.5, votes={"improve": 0.5, "lose": 0.5}, uncertainty=0.5),
+        "c": Evidence("c", 0.2, votes={"improve": 0.8, "lose": 0.2}, uncertainty=0.2),
+    }
+    routed = select(
+        _screening(evidence), slots=100, verify_uncertain=True, threshold=0.25, audit_rate=0.0, rng=random.Random(0)
+    )
     assert routed.to_verify == ("a", "b") and routed.uncertain == ("b",)
-    off = select(_screening(evidence), slots=100, verify_uncertain=False, threshold=0.25, audit_rate=0.0,
-                 rng=random.Random(0))
+    off = select(
+        _screening(evidence), slots=100, verify_uncertain=False, threshold=0.25, audit_rate=0.0, rng=random.Random(0)
+    )
     assert off.to_verify == ("a",)
-    cut = select(_screening(evidence), slots=1, verify_uncertain=True, threshold=0.25, audit_rate=0.0,
-                 rng=random.Random(0))
+    cut = select(
+        _screening(evidence), slots=1, verify_uncertain=True, threshold=0.25, audit_rate=0.0, rng=random.Random(0)
+    )
     assert cut.to_verify == ("a",) and cut.uncertain == ()
 
 
 def test_a_random_screener_run_with_routing_on_verifies_only_its_choice(tmp_path):
     with RunStore(tmp_path / "s.db") as store:
-        engine = make_engine(store, screener="random", budget=8, **{"engine.verify_uncertain": True,
-                                                                   "engine.uncertainty_threshold": 0.0})
+        engine = make_engine(
+            store, screener="random", budget=8, **{"engine.verify_uncertain": True, "engine.uncertainty_threshold": 0.0}
+        )
         result = asyncio.run(engine.run())
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
     assert screenings and all(s["to_verify"] == s["chosen"] for s in screenings)
@@ -92,22 +100,30 @@ def test_verification_cap_counts_reserved_slots(tmp_path):
         async def release():
             async with slot:
                 pass
+
         asyncio.run(release())
         assert gate.reserved == 1 and gate.slots_left() == 1
 
 
-@pytest.mark.parametrize("cap, charge, reason", [
-    ({"tokens": 100}, Charge(tokens_in=60, tokens_out=40), "budget: tokens"),
-    ({"cost": 0.5}, Charge(cost=0.5), "budget: cost"),
-    ({"evaluator_seconds": 10.0}, Charge(evaluator_seconds=10.0), "budget: evaluator seconds"),
-])
+@pytest.mark.parametrize(
+    "cap, charge, reason",
+    [
+        ({"tokens": 100}, Charge(tokens_in=60, tokens_out=40), "budget: tokens"),
+        ({"cost": 0.5}, Charge(cost=0.5), "budget: cost"),
+        ({"evaluator_seconds": 10.0}, Charge(evaluator_seconds=10.0), "budget: evaluator seconds"),
+    ],
+)
 def test_each_ledger_cap_stops_new_work(tmp_path, cap, charge, reason):
     with RunStore(tmp_path / "s.db") as store:
         run_id = store.create_run("t", {})
         gate = _gate(store, run_id, **cap)
-        store.append(run_id, "llm_call", {"role": "x"}, charge=Charge(**{k: v / 2 for k, v in charge.to_dict().items()}))
+        store.append(
+            run_id, "llm_call", {"role": "x"}, charge=Charge(**{k: v / 2 for k, v in charge.to_dict().items()})
+        )
         assert gate.stop_reason() is None and gate.slots_left() > 0
-        store.append(run_id, "llm_call", {"role": "x"}, charge=Charge(**{k: v / 2 for k, v in charge.to_dict().items()}))
+        store.append(
+            run_id, "llm_call", {"role": "x"}, charge=Charge(**{k: v / 2 for k, v in charge.to_dict().items()})
+        )
         assert gate.stop_reason() == reason and gate.slots_left() == 0
 
 
@@ -153,9 +169,12 @@ def test_stall_stop_when_every_candidate_is_a_duplicate(tmp_path):
 
     base = fake_roles()
     with RunStore(tmp_path / "s.db") as store:
-        engine = make_engine(store, budget=100, roles=base.__class__(base.briefer, Same(), base.implementer,
-                                                                     base.summarizer),
-                             **{"engine.max_idle_rounds": 3})
+        engine = make_engine(
+            store,
+            budget=100,
+            roles=base.__class__(base.briefer, Same(), base.implementer, base.summarizer),
+            **{"engine.max_idle_rounds": 3},
+        )
         result = asyncio.run(engine.run())
         statuses = Counter(r["status"] for r in store.node_rows(result.run_id))
     assert result.stopped.startswith("stalled: 3 rounds") and result.verifications == 1
@@ -171,8 +190,8 @@ def test_strategy_exhausted_stop(tmp_path):
 
         def ask(self, view, k):
             self.asked += 1
-            from verifyless.search.base import Expansion
             from verifyless.node import Operator
+            from verifyless.search.base import Expansion
 
             return [Expansion("root", Operator.IMPROVE)] if self.asked == 1 else []
 
@@ -184,8 +203,15 @@ def test_strategy_exhausted_stop(tmp_path):
 
     cfg = load_config(overrides=["budget.verifications=50", "engine.candidates=2"])
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(task=fake_task(), roles=fake_roles(), screener=RandomScreener(), strategy=OneShot(),
-                        executor=FakeExecutor(), store=store, config=cfg)
+        engine = Engine(
+            task=fake_task(),
+            roles=fake_roles(),
+            screener=RandomScreener(),
+            strategy=OneShot(),
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
         result = asyncio.run(engine.run())
     assert result.stopped == "strategy-exhausted" and result.verifications == 2
 
@@ -199,9 +225,15 @@ def test_a_dead_screener_falls_back_to_a_seeded_random_pick(tmp_path, caplog):
 
     cfg = load_config(overrides=["budget.verifications=5", "engine.candidates=4", "strategy.name=greedy"])
     with RunStore(tmp_path / "s.db") as store, caplog.at_level(logging.WARNING, logger="verifyless.engine"):
-        engine = Engine(task=fake_task(), roles=fake_roles(), screener=Dead(),
-                        strategy=build_strategy("greedy", {}, random.Random(0)), executor=FakeExecutor(),
-                        store=store, config=cfg)
+        engine = Engine(
+            task=fake_task(),
+            roles=fake_roles(),
+            screener=Dead(),
+            strategy=build_strategy("greedy", {}, random.Random(0)),
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
         result = asyncio.run(engine.run())
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         errors = list(store.events(result.run_id, kinds=["model_error"]))
@@ -231,11 +263,23 @@ class Learner(RandomScreener):
 
 
 def _learning_engine(store, screener, executor=None):
-    cfg = load_config(overrides=["budget.verifications=8", "engine.candidates=3", "strategy.name=greedy",
-                                 "engine.verify_per_expansion=2"])
-    return Engine(task=fake_task(), roles=fake_roles(), screener=screener,
-                  strategy=build_strategy("greedy", {}, random.Random(0)), executor=executor or FakeExecutor(),
-                  store=store, config=cfg)
+    cfg = load_config(
+        overrides=[
+            "budget.verifications=8",
+            "engine.candidates=3",
+            "strategy.name=greedy",
+            "engine.verify_per_expansion=2",
+        ]
+    )
+    return Engine(
+        task=fake_task(),
+        roles=fake_roles(),
+        screener=screener,
+        strategy=build_strategy("greedy", {}, random.Random(0)),
+        executor=executor or FakeExecutor(),
+        store=store,
+        config=cfg,
+    )
 
 
 def test_learning_screener_learns_once_per_round_and_is_restored(tmp_path):
@@ -253,8 +297,9 @@ def test_learning_screener_learns_once_per_round_and_is_restored(tmp_path):
             for o in outcomes:
                 assert o.parent_id and o.higher_is_better is False and o.child_summary.startswith("The program")
         stored = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
-        assert stored and stored == [{"adapter_version": i + 1, "pairs": len(o), "round": r}
-                                     for i, (r, o) in enumerate(learner.calls) if o]
+        assert stored and stored == [
+            {"adapter_version": i + 1, "pairs": len(o), "round": r} for i, (r, o) in enumerate(learner.calls) if o
+        ]
         again = Learner()
         resumed = _learning_engine(store, again)
         resumed.run_id = result.run_id
@@ -283,8 +328,10 @@ class Crashing(FakeExecutor):
 
 
 def _decisions(store, run_id):
-    nodes = [(e.node_id, e.payload.get("program_hash"), e.payload.get("status"))
-             for e in store.events(run_id, kinds=["node"])]
+    nodes = [
+        (e.node_id, e.payload.get("program_hash"), e.payload.get("status"))
+        for e in store.events(run_id, kinds=["node"])
+    ]
     verifications = sorted((e.node_id, e.payload["score"]) for e in verification_events(store, run_id))
     tells = [e.payload["node_ids"] for e in store.events(run_id, kinds=["tell"])]
     final = [e.payload for e in store.events(run_id, kinds=["final"])]
@@ -297,8 +344,15 @@ def test_snapshot_resume_reaches_the_same_decisions_as_full_replay(tmp_path, str
 
     over = {"engine.snapshot_every": 2}
     with RunStore(tmp_path / "a.db") as store:
-        engine = make_engine(store, strategy=strategy, screener="surrogate", budget=16, executor=Crashing(8),
-                             memory=Memory(embedder="hashing"), **over)
+        engine = make_engine(
+            store,
+            strategy=strategy,
+            screener="surrogate",
+            budget=16,
+            executor=Crashing(8),
+            memory=Memory(embedder="hashing"),
+            **over,
+        )
         with pytest.raises(Interrupt):
             asyncio.run(engine.run())
         run_id = engine.run_id
@@ -308,8 +362,9 @@ def test_snapshot_resume_reaches_the_same_decisions_as_full_replay(tmp_path, str
     results = []
     for name, from_snapshot in (("a.db", True), ("b.db", False)):
         with RunStore(tmp_path / name) as store:
-            engine = make_engine(store, strategy=strategy, screener="surrogate", budget=16,
-                                 memory=Memory(embedder="hashing"), **over)
+            engine = make_engine(
+                store, strategy=strategy, screener="surrogate", budget=16, memory=Memory(embedder="hashing"), **over
+            )
             result = asyncio.run(engine.run(run_id, from_snapshot=from_snapshot))
             assert result.verifications == 16
             results.append((result.best_id, _decisions(store, run_id)))
@@ -345,9 +400,14 @@ def test_repairs_keep_their_idea_and_each_is_charged(tmp_path):
 
     base = fake_roles()
     with RunStore(tmp_path / "s.db") as store:
-        engine = make_engine(store, strategy="linear", screener="oracle", budget=6,
-                             roles=base.__class__(base.briefer, Three(), Implementer(), base.summarizer),
-                             **{"engine.verify_per_expansion": 4})
+        engine = make_engine(
+            store,
+            strategy="linear",
+            screener="oracle",
+            budget=6,
+            roles=base.__class__(base.briefer, Three(), Implementer(), base.summarizer),
+            **{"engine.verify_per_expansion": 4},
+        )
         result = asyncio.run(engine.run())
         rows = {r["node_id"]: r for r in store.node_rows(result.run_id)}
         assert store.budget(result.run_id).verifications == result.verifications == 6

@@ -18,11 +18,20 @@ KEY = "sk-test-never-stored-0123456789"
 
 def test_run_over_http_records_usage_keeps_the_key_out_and_replays_without_the_endpoint(tmp_path, monkeypatch):
     db = tmp_path / "s.db"
-    cfg = load_config(overrides=[
-        "task=circle_packing", "screener.name=critic", "screener.options.k=3", "budget.verifications=3",
-        "engine.candidates=3", "strategy.name=greedy", "strategy.options.num_drafts=1", f"store={db}",
-        "roles.kind=llm", "roles.models.default=env",
-    ])
+    cfg = load_config(
+        overrides=[
+            "task=circle_packing",
+            "screener.name=critic",
+            "screener.options.k=3",
+            "budget.verifications=3",
+            "engine.candidates=3",
+            "strategy.name=greedy",
+            "strategy.options.num_drafts=1",
+            f"store={db}",
+            "roles.kind=llm",
+            "roles.models.default=env",
+        ]
+    )
     with TestServer(ScriptedModel.from_file(SCRIPT), api_key=KEY, models=["tiny"]) as server:
         monkeypatch.setenv("VERIFYLESS_BASE_URL", server.base_url)
         monkeypatch.setenv("VERIFYLESS_API_KEY", KEY)
@@ -72,16 +81,28 @@ def test_the_readme_roles_models_example_runs_as_written_and_a_second_run_record
     assert {"default", "critic", "summarizer"} <= set(models)
     db = tmp_path / "s.db"
     monkeypatch.chdir(README.parent)  # the example's scripted path is relative to the checkout
-    with TestServer(ScriptedModel.from_file(SCRIPT), api_key=KEY,
-                    models=[m["model"] for m in models.values() if isinstance(m, dict)]) as server:
+    with TestServer(
+        ScriptedModel.from_file(SCRIPT),
+        api_key=KEY,
+        models=[m["model"] for m in models.values() if isinstance(m, dict)],
+    ) as server:
         for spec in models.values():  # point every endpoint of the example at the loopback server
             if isinstance(spec, dict):
                 spec["base_url"] = server.base_url
                 monkeypatch.setenv(spec["api_key_env"], KEY)
-        cfg = load_config(overrides={
-            "task": "circle_packing", "screener.name": "critic", "screener.options.k": 2,
-            "budget.verifications": 2, "engine.candidates": 2, "strategy.name": "greedy",
-            "strategy.options.num_drafts": 1, "store": str(db), "roles": example["roles"]})
+        cfg = load_config(
+            overrides={
+                "task": "circle_packing",
+                "screener.name": "critic",
+                "screener.options.k": 2,
+                "budget.verifications": 2,
+                "engine.candidates": 2,
+                "strategy.name": "greedy",
+                "strategy.options.num_drafts": 1,
+                "store": str(db),
+                "roles": example["roles"],
+            }
+        )
         results = []
         with RunStore(db) as store:
             for _ in range(2):

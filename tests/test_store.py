@@ -9,7 +9,15 @@ import pytest
 
 from verifyless.errors import StoreError
 from verifyless.node import (
-    Candidate, Evidence, Idea, Node, Operator, Screening, Status, Verification, content_hash,
+    Candidate,
+    Evidence,
+    Idea,
+    Node,
+    Operator,
+    Screening,
+    Status,
+    Verification,
+    content_hash,
 )
 from verifyless.store import SCHEMA_VERSION, Charge, Item, RunStore
 from verifyless.store import sqlite as store_sqlite
@@ -18,17 +26,32 @@ from verifyless.store import sqlite as store_sqlite
 def make_candidate(cid: str, parent: str | None = None, program: str | None = None, **kw) -> Candidate:
     program = program if program is not None else f"def solve():\n    return {cid!r}\n"
     return Candidate(
-        id=cid, parent_id=parent, operator=kw.pop("operator", Operator.IMPROVE),
+        id=cid,
+        parent_id=parent,
+        operator=kw.pop("operator", Operator.IMPROVE),
         idea=Idea(text=f"idea for {cid}", params={"alpha": 0.5}, tags=("lr", "reg")),
-        program=program, program_hash=content_hash(program), summary=f"summary of {cid}",
-        reference_ids=kw.pop("reference_ids", ("ref1",)), round=kw.pop("round", 2), island=kw.pop("island", 1),
+        program=program,
+        program_hash=content_hash(program),
+        summary=f"summary of {cid}",
+        reference_ids=kw.pop("reference_ids", ("ref1",)),
+        round=kw.pop("round", 2),
+        island=kw.pop("island", 1),
     )
 
 
 def ok_verification(score: float, **kw) -> Verification:
-    return Verification(status=Status.OK, metrics={"acc": score, "f1": score / 2}, test_metrics={"acc": score - 0.1},
-                        score=score, test_score=score - 0.1, run_seconds=2.0, score_seconds=0.5,
-                        overhead_seconds=0.25, stdout_tail="done", **kw)
+    return Verification(
+        status=Status.OK,
+        metrics={"acc": score, "f1": score / 2},
+        test_metrics={"acc": score - 0.1},
+        score=score,
+        test_score=score - 0.1,
+        run_seconds=2.0,
+        score_seconds=0.5,
+        overhead_seconds=0.25,
+        stdout_tail="done",
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -45,7 +68,11 @@ def run_id(store):
 def test_create_run_writes_config_event_first(store, run_id):
     events = list(store.events(run_id))
     assert [e.kind for e in events] == ["config"]
-    assert events[0].payload == {"task": "digits", "seed": 7, "config": {"budget": {"verifications": 10}, "screen": "critic"}}
+    assert events[0].payload == {
+        "task": "digits",
+        "seed": 7,
+        "config": {"budget": {"verifications": 10}, "screen": "critic"},
+    }
     info = store.run(run_id)
     assert (info.task, info.seed, info.status, info.n_nodes) == ("digits", 7, "created", 0)
     assert info.config["screen"] == "critic"
@@ -62,9 +89,18 @@ def test_candidate_round_trip_and_program_as_blob(store, run_id):
     assert store.get_text(cand.program_hash) == cand.program
     assert store.candidate(run_id, "c1") == cand
     (node,) = store.nodes(run_id)
-    assert node == Node(id="c1", parent_id="root", operator=Operator.IMPROVE, status=Status.IMPLEMENTED,
-                        idea="idea for c1", program_hash=cand.program_hash, reference_ids=("ref1",), round=2,
-                        island=1, tags=("lr", "reg"))
+    assert node == Node(
+        id="c1",
+        parent_id="root",
+        operator=Operator.IMPROVE,
+        status=Status.IMPLEMENTED,
+        idea="idea for c1",
+        program_hash=cand.program_hash,
+        reference_ids=("ref1",),
+        round=2,
+        island=1,
+        tags=("lr", "reg"),
+    )
 
 
 def test_verification_round_trip_updates_view(store, run_id):
@@ -87,8 +123,9 @@ def test_verification_round_trip_updates_view(store, run_id):
 def test_failed_verification_has_no_fitness_and_status_events(store, run_id):
     store.add_candidate(run_id, make_candidate("c1"))
     store.add_candidate(run_id, make_candidate("c2"))
-    store.add_verification(run_id, "c1", Verification(status=Status.TIMEOUT, reason="ran 600 s", run_seconds=600),
-                           fitness=1.0)
+    store.add_verification(
+        run_id, "c1", Verification(status=Status.TIMEOUT, reason="ran 600 s", run_seconds=600), fitness=1.0
+    )
     store.append(run_id, "status", {"status": "screened-out", "reason": "critic ranked it last"}, node_id="c2")
     nodes = {n.id: n for n in store.nodes(run_id)}
     assert nodes["c1"].status is Status.TIMEOUT and nodes["c1"].fitness is None and nodes["c1"].reason == "ran 600 s"
@@ -110,10 +147,21 @@ def test_repeated_node_event_keeps_outcome(store, run_id):
 
 def test_screening_and_other_records_round_trip_as_events(store, run_id):
     screening = Screening(
-        screener="critic", ranking=("a", "b"), chosen=("a",), seconds=1.5,
-        evidence={"a": Evidence(candidate_id="a", rank_value=-1.0, labels=("BigWin", "Tie"),
-                                votes={"improve": 0.5, "tie": 0.5, "lose": 0.0}, uncertainty=0.5, n_valid=2,
-                                detail={"blobs": ["h1"]})},
+        screener="critic",
+        ranking=("a", "b"),
+        chosen=("a",),
+        seconds=1.5,
+        evidence={
+            "a": Evidence(
+                candidate_id="a",
+                rank_value=-1.0,
+                labels=("BigWin", "Tie"),
+                votes={"improve": 0.5, "tie": 0.5, "lose": 0.0},
+                uncertainty=0.5,
+                n_valid=2,
+                detail={"blobs": ["h1"]},
+            )
+        },
     )
     seq = store.append(run_id, "screening", screening.to_dict())
     store.append(run_id, "round", {"round": 3})
@@ -139,15 +187,17 @@ def test_bad_events_raise_and_write_nothing(store, run_id):
         store.append("nope", "round", {})
     # append_many is all-or-nothing: the valid first item is rolled back with the bad second one.
     with pytest.raises(StoreError):
-        store.append_many(run_id, [Item("node", make_candidate("c2").to_dict(), "c2"),
-                                   ("status", {"status": "ok"}, "ghost")])
+        store.append_many(
+            run_id, [Item("node", make_candidate("c2").to_dict(), "c2"), ("status", {"status": "ok"}, "ghost")]
+        )
     assert len(list(store.events(run_id))) == before
     assert store.nodes(run_id) == [] and not store.has_blob(make_candidate("c2").program_hash)
 
 
 def test_append_many_returns_seqs_in_order(store, run_id):
-    seqs = store.append_many(run_id, [Item("node", make_candidate(f"c{i}").to_dict(), f"c{i}") for i in range(5)]
-                             + [("round", {"round": 1})])
+    seqs = store.append_many(
+        run_id, [Item("node", make_candidate(f"c{i}").to_dict(), f"c{i}") for i in range(5)] + [("round", {"round": 1})]
+    )
     assert seqs == sorted(seqs) and len(set(seqs)) == 6
     assert [n.id for n in store.nodes(run_id)] == [f"c{i}" for i in range(5)]
 
@@ -168,8 +218,9 @@ def test_blobs_are_content_addressed_and_deduplicated(store):
     assert h1 == h2 == content_hash(big)
     assert store.get_text(h1) == big and store.put_blob(b"\x00\xff") == content_hash(b"\x00\xff")
     raw = sqlite3.connect(store.path)
-    assert raw.execute("SELECT COUNT(*), codec, size, length(data) FROM blobs WHERE hash = ?", (h1,)).fetchone()[:3] \
-        == (1, "zlib", len(big))
+    assert raw.execute("SELECT COUNT(*), codec, size, length(data) FROM blobs WHERE hash = ?", (h1,)).fetchone()[
+        :3
+    ] == (1, "zlib", len(big))
     assert raw.execute("SELECT length(data) FROM blobs WHERE hash = ?", (h1,)).fetchone()[0] < len(big) // 10
     raw.close()
     with pytest.raises(StoreError, match="no blob"):
@@ -229,18 +280,58 @@ def test_ledger_totals(store, run_id):
     store.add_candidate(run_id, make_candidate("c1"))
     store.add_verification(run_id, "c1", ok_verification(0.5), fitness=0.5)  # 1 verification, 2.75 s
     store.add_verification(run_id, "c1", ok_verification(0.6), fitness=0.6, charge=False)  # replayed, not paid
-    store.append(run_id, "llm_call", {"role": "critic", "model": "m", "prompt_tokens": 100, "completion_tokens": 20,
-                                      "cost": 0.01, "cached": False, "latency": 0.5}, charge=True)
-    store.append(run_id, "llm_call", {"role": "critic", "model": "m", "prompt_tokens": 50, "completion_tokens": 5,
-                                      "cost": 0.0, "cached": True, "latency_s": 0.0}, charge=True)
+    store.append(
+        run_id,
+        "llm_call",
+        {
+            "role": "critic",
+            "model": "m",
+            "prompt_tokens": 100,
+            "completion_tokens": 20,
+            "cost": 0.01,
+            "cached": False,
+            "latency": 0.5,
+        },
+        charge=True,
+    )
+    store.append(
+        run_id,
+        "llm_call",
+        {
+            "role": "critic",
+            "model": "m",
+            "prompt_tokens": 50,
+            "completion_tokens": 5,
+            "cost": 0.0,
+            "cached": True,
+            "latency_s": 0.0,
+        },
+        charge=True,
+    )
     store.append(run_id, "pilot", {"seconds": 12.5}, charge=True)
     store.append(run_id, "memory", {"note": "x"}, charge=Charge(cost=0.5, tokens_in=1))
     store.append(run_id, "memory", {"note": "y"}, charge=Charge())  # empty charge writes no ledger row
     b = store.budget(run_id)
-    assert (b.verifications, b.evaluator_seconds, b.tokens_in, b.tokens_out, b.pilot_seconds) == (1, 2.75, 151, 25, 12.5)
+    assert (b.verifications, b.evaluator_seconds, b.tokens_in, b.tokens_out, b.pilot_seconds) == (
+        1,
+        2.75,
+        151,
+        25,
+        12.5,
+    )
     assert b.cost == pytest.approx(0.51)
-    assert store.llm_usage(run_id) == [{"role": "critic", "model": "m", "calls": 2, "cached": 1, "prompt_tokens": 150,
-                                        "completion_tokens": 25, "cost": 0.01, "latency": 0.5}]
+    assert store.llm_usage(run_id) == [
+        {
+            "role": "critic",
+            "model": "m",
+            "calls": 2,
+            "cached": 1,
+            "prompt_tokens": 150,
+            "completion_tokens": 25,
+            "cost": 0.01,
+            "latency": 0.5,
+        }
+    ]
     other = store.create_run("t", {})
     assert store.budget(other).verifications == 0
     assert store.rebuild_views(run_id).consistent

@@ -98,8 +98,9 @@ def test_kill_9_never_loses_acknowledged_events(tmp_path):
     growth = []
     for it in range(ITERATIONS):
         before = len(_acknowledged(side))
-        child = subprocess.Popen([sys.executable, str(script), str(db), str(side), run_id, f"k{it}"],
-                                 env=env, stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(db), str(side), run_id, f"k{it}"], env=env, stderr=subprocess.PIPE
+        )
         # Let it commit at least once, then kill at a random moment inside its loop.
         deadline = time.monotonic() + 10
         while len(_acknowledged(side)) == before and child.poll() is None and time.monotonic() < deadline:

@@ -26,8 +26,10 @@ caller (the engine's round, a collector's loop), which records the ``Made``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, AsyncContextManager, Callable, Protocol
+from typing import Any, Protocol
 
 from verifyless.errors import ModelUnavailable
 from verifyless.node import Idea, Status, content_hash
@@ -66,13 +68,13 @@ class Made:
     """One idea turned into a child program, or the reason it was not."""
 
     idea: Idea
-    status: Status                 # IMPLEMENTED, or PARSE_ERROR / GUARD_FAILED / MODEL_ERROR / DUPLICATE
+    status: Status  # IMPLEMENTED, or PARSE_ERROR / GUARD_FAILED / MODEL_ERROR / DUPLICATE
     program: str = ""
     program_hash: str = ""
     summary: str = ""
     reason: str = ""
-    raw: str = ""                  # the model's unparseable reply, clipped, when there was one
-    attempts: int = 0              # implementer replies used
+    raw: str = ""  # the model's unparseable reply, clipped, when there was one
+    attempts: int = 0  # implementer replies used
     notes: tuple[str, ...] = field(default_factory=tuple)  # advisory guard findings and the like
 
     @property
@@ -192,8 +194,9 @@ class ChildMaker:
         if problem:
             return _replace(made, status=Status.GUARD_FAILED, reason=problem)
         if skip is not None and skip(digest):
-            return _replace(made, status=Status.DUPLICATE,
-                            reason="an identical program was already verified or is in this pool")
+            return _replace(
+                made, status=Status.DUPLICATE, reason="an identical program was already verified or is in this pool"
+            )
         try:
             summary = await self.summarize(program, idea)
         except ModelUnavailable as exc:

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -24,7 +24,9 @@ from rich.table import Table
 
 from verifyless.errors import VerifylessError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
+)
 # Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
@@ -57,8 +59,11 @@ def main() -> None:
             sys.exit(2)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
-        err.print(f"[bold red]unexpected error:[/] {type(exc).__name__}: {exc}\n"
-                  "Re-run with VERIFYLESS_DEBUG=1 for the traceback, and please report it.", highlight=False)
+        err.print(
+            f"[bold red]unexpected error:[/] {type(exc).__name__}: {exc}\n"
+            "Re-run with VERIFYLESS_DEBUG=1 for the traceback, and please report it.",
+            highlight=False,
+        )
         sys.exit(1)
 
 
@@ -96,8 +101,11 @@ def _setup_logging(verbose: int) -> None:
 
 
 @app.callback()
-def _main_options(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
-                                              help="log retries, fallbacks and routing decisions (-vv: more)")) -> None:
+def _main_options(
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="log retries, fallbacks and routing decisions (-vv: more)"
+    ),
+) -> None:
     """Screen candidate ideas before you pay to verify them."""
     _setup_logging(verbose)
 
@@ -106,7 +114,9 @@ def _main_options(verbose: int = typer.Option(0, "--verbose", "-v", count=True,
 
 
 @app.command()
-def tasks(directory: Optional[Path] = typer.Argument(None, help="folder of task folders (default: built-in tasks)")) -> None:
+def tasks(
+    directory: Path | None = typer.Argument(None, help="folder of task folders (default: built-in tasks)"),
+) -> None:
     """List tasks, one line each."""
     from verifyless.errors import TaskError
     from verifyless.task import builtin_tasks_dir, discover_tasks
@@ -116,7 +126,9 @@ def tasks(directory: Optional[Path] = typer.Argument(None, help="folder of task 
         raise TaskError(f"{directory} is not a folder: pass a folder that holds task folders")
     found = discover_tasks(directory)
     if not found:
-        raise TaskError(f"no task folders in {directory} (a task folder has task.yaml, or initial_program.py + evaluator.py)")
+        raise TaskError(
+            f"no task folders in {directory} (a task folder has task.yaml, or initial_program.py + evaluator.py)"
+        )
     # Plain lines, one per task, never wrapped or truncated (easy to grep).
     console.print(f"[bold]{'task':<16} {'kind':<11} {'metric':<20} {'space':<6} description[/]", soft_wrap=True)
     for t in found:
@@ -125,14 +137,17 @@ def tasks(directory: Optional[Path] = typer.Argument(None, help="folder of task 
             continue
         arrow = "↓" if t.metric.direction == "minimize" else "↑"
         metric = f"{t.metric.name} {arrow}"
-        console.print(f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
-                      soft_wrap=True, highlight=False)
+        console.print(
+            f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 @app.command()
 def verify(
     task: str = typer.Argument(..., help="built-in task name or task folder"),
-    program: Optional[Path] = typer.Argument(None, help="program file (default: the task's baseline)"),
+    program: Path | None = typer.Argument(None, help="program file (default: the task's baseline)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """Run one verification in the sandbox and print status and metrics."""
@@ -160,8 +175,10 @@ def verify(
     for k, v in result.test_metrics.items():
         table.add_row(k, f"{v:.6g}", "hidden test")
     console.print(table)
-    console.print(f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
-                  f"{result.overhead_seconds:.3f}s · peak {result.peak_memory_mb:.0f} MB")
+    console.print(
+        f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
+        f"{result.overhead_seconds:.3f}s · peak {result.peak_memory_mb:.0f} MB"
+    )
     if result.status.value != "ok" and result.stderr_tail:
         console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
     raise typer.Exit(0 if result.status.value == "ok" else 1)
@@ -182,15 +199,19 @@ def _open_store(path: Path, must_exist: bool = True):
 
 @app.command()
 def run(
-    task: Optional[str] = typer.Argument(None, help="built-in task name or folder (default: from config)"),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="greedy | islands | mcgs | linear"),
-    screener: Optional[str] = typer.Option(None, "--screener", "-c",
-                                           help="surrogate | critic | tournament | agentic | ensemble | arbiter | random | oracle"),
-    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="verification budget"),
-    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml"),
-    seed: Optional[int] = typer.Option(None, "--seed"),
-    store: Optional[Path] = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
-    resume: Optional[str] = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
+    task: str | None = typer.Argument(None, help="built-in task name or folder (default: from config)"),
+    strategy: str | None = typer.Option(None, "--strategy", "-s", help="greedy | islands | mcgs | linear"),
+    screener: str | None = typer.Option(
+        None,
+        "--screener",
+        "-c",
+        help="surrogate | critic | tournament | agentic | ensemble | arbiter | random | oracle",
+    ),
+    budget: int | None = typer.Option(None, "--budget", "-b", help="verification budget"),
+    config: Path | None = typer.Option(None, "--config", help="run.yaml"),
+    seed: int | None = typer.Option(None, "--seed"),
+    store: Path | None = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
+    resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
@@ -201,9 +222,18 @@ def run(
     if task and "=" in task:  # `verifyless run engine.candidates=4` with the task from config
         over.insert(0, task)
         task = None
-    flags = [f"{key}={value}" for key, value in (
-        ("task", task), ("strategy.name", strategy), ("screener.name", screener),
-        ("budget.verifications", budget), ("seed", seed), ("store", store)) if value is not None]
+    flags = [
+        f"{key}={value}"
+        for key, value in (
+            ("task", task),
+            ("strategy.name", strategy),
+            ("screener.name", screener),
+            ("budget.verifications", budget),
+            ("seed", seed),
+            ("store", store),
+        )
+        if value is not None
+    ]
     cfg = load_config(config, flags + over)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
@@ -242,9 +272,16 @@ class _LiveProgress:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.out = out
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=out, transient=True)
-        self.task_id = None
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=out,
+            transient=True,
+        )
+        self.task_id: Any = None  # rich's TaskID once started
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
@@ -255,14 +292,20 @@ class _LiveProgress:
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
             best = budget.get("best")
-            self.bar.update(self.task_id, completed=budget.get("verifications", 0), total=budget.get("cap"),
-                            info=f"best {best:.5g}" if best is not None else "")
-        if kind == "round":
+            self.bar.update(
+                self.task_id,
+                completed=budget.get("verifications", 0),
+                total=budget.get("cap"),
+                info=f"best {best:.5g}" if best is not None else "",
+            )
+        if kind == "round" and self.task_id is not None:
             self.bar.update(self.task_id, description=f"round {data['round']}")
         elif kind == "verification":
             score = data.get("score")
-            self.out.print(f"  verified {data['node_id']:<10} {data['status']:<18} "
-                           f"{'' if score is None else f'{score:.6g}'}", highlight=False)
+            self.out.print(
+                f"  verified {data['node_id']:<10} {data['status']:<18} {'' if score is None else f'{score:.6g}'}",
+                highlight=False,
+            )
         elif kind == "screening":
             ev = data.get("evidence", {})
             chosen = data.get("chosen", [])
@@ -309,17 +352,28 @@ def _fmt(x: float | None) -> str:
 
 
 @app.command()
-def runs(store: Path = typer.Option(DEFAULT_STORE, "--store"),
-         as_json: bool = typer.Option(False, "--json", help="print a JSON list (for scripts)")) -> None:
+def runs(
+    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON list (for scripts)"),
+) -> None:
     """List runs in the store."""
     st = _open_store(store)
     rows = []
     for info in st.runs():
         best = _best_row(st, info.run_id)
-        rows.append({"run_id": info.run_id, "task": info.task, "status": info.status, "created": info.created,
-                     "updated": info.updated, "nodes": info.n_nodes,
-                     "verifications": st.budget(info.run_id).verifications,
-                     "best_node": best["node_id"] if best else None, "best_score": best.get("score") if best else None})
+        rows.append(
+            {
+                "run_id": info.run_id,
+                "task": info.task,
+                "status": info.status,
+                "created": info.created,
+                "updated": info.updated,
+                "nodes": info.n_nodes,
+                "verifications": st.budget(info.run_id).verifications,
+                "best_node": best["node_id"] if best else None,
+                "best_score": best.get("score") if best else None,
+            }
+        )
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -328,8 +382,11 @@ def runs(store: Path = typer.Option(DEFAULT_STORE, "--store"),
         table.add_column(col)
     for r in rows:
         created = r["created"]
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if isinstance(created, (int, float)) \
+        when = (
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(created))
+            if isinstance(created, (int, float))
             else str(created)[:16]
+        )
         table.add_row(r["run_id"], r["task"], r["status"], when, str(r["verifications"]), _fmt(r["best_score"]))
     console.print(table)
 
@@ -365,9 +422,12 @@ def _reply_health(st, run_id: str) -> dict[str, Any]:
 
 
 @app.command()
-def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
-         nodes: int = typer.Option(15, help="how many verified nodes to list"),
-         as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)")) -> None:
+def show(
+    run_id: str,
+    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+    nodes: int = typer.Option(15, help="how many verified nodes to list"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
+) -> None:
     """Summarise one run: budget, best nodes, statuses, LLM calls (cached ones counted apart)."""
     st = _open_store(store)
     data = _show_data(st, st.resolve_run(run_id), nodes)
@@ -376,14 +436,23 @@ def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
         return
     b = data["budget"]
     console.print(f"[bold]{data['run_id']}[/]  task {data['task']}  status {data['status']}")
-    console.print(f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s · tokens "
-                  f"{b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}")
+    console.print(
+        f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s · tokens "
+        f"{b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}"
+    )
     table = Table(box=None, header_style="bold")
     for col in ("node", "parent", "operator", "status", "validation", "test", "idea"):
         table.add_column(col)
     for r in data["best_nodes"]:
-        table.add_row(r["node_id"], r.get("parent_id") or "", r["operator"], r["status"], _fmt(r.get("score")),
-                      _fmt(r.get("test_score")), (r.get("idea") or "")[:70])
+        table.add_row(
+            r["node_id"],
+            r.get("parent_id") or "",
+            r["operator"],
+            r["status"],
+            _fmt(r.get("score")),
+            _fmt(r.get("test_score")),
+            (r.get("idea") or "")[:70],
+        )
     console.print(table)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
     if data["llm_calls"]:
@@ -391,8 +460,15 @@ def show(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store"),
         for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):
             calls.add_column(col)
         for c in data["llm_calls"]:
-            calls.add_row(str(c["role"]), str(c["model"]), str(c["calls"]), str(c["cached"]), str(c["prompt_tokens"]),
-                          str(c["completion_tokens"]), f"{c['cost'] or 0:.4f}")
+            calls.add_row(
+                str(c["role"]),
+                str(c["model"]),
+                str(c["calls"]),
+                str(c["cached"]),
+                str(c["prompt_tokens"]),
+                str(c["completion_tokens"]),
+                f"{c['cost'] or 0:.4f}",
+            )
         console.print(calls)
     if data["reply_health"]:
         console.print("replies parsed: " + ", ".join(
@@ -416,7 +492,12 @@ def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) ->
 def propose(
     task: str = typer.Argument(..., help="built-in task name or folder"),
     n: int = typer.Option(4, "--n", help="how many ideas"),
-    model: Optional[str] = typer.Option(None, "--model", help="scripted:FILE | openai:MODEL | env (default: the task's idea space, or env if VERIFYLESS_BASE_URL is set)"),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="scripted:FILE | openai:MODEL | env "
+        "(default: the task's idea space, or env if VERIFYLESS_BASE_URL is set)",
+    ),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Propose N ideas for the task's baseline, implement them and summarise them."""
@@ -438,7 +519,8 @@ def demo(
 
 
 def _mount_bench() -> None:
-    from verifyless.bench.cli import app as bench_app, collect_pools_command
+    from verifyless.bench.cli import app as bench_app
+    from verifyless.bench.cli import collect_pools_command
 
     app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
     app.command("collect-pools")(collect_pools_command)

@@ -9,8 +9,9 @@ Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -36,7 +37,8 @@ class BudgetConfig(_Strict):
 
     verifications: int | None = Field(30, ge=1, description="paid verifications, repairs and the baseline included")
     evaluator_seconds: float | None = Field(
-        None, gt=0, description="seconds spent running candidates (verifications and screener pilots)")
+        None, gt=0, description="seconds spent running candidates (verifications and screener pilots)"
+    )
     tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over all roles")
     cost: float | None = Field(None, gt=0, description="LLM cost, in the price table's currency")
     wall_seconds: float | None = Field(None, gt=0, description="wall-clock seconds since this process started the run")
@@ -72,17 +74,22 @@ class EngineConfig(_Strict):
     repair_attempts: int = Field(3, ge=0, le=10, description="repairs of a failed verification, keeping its idea")
     audit_rate: float = Field(0.0, ge=0.0, le=1.0, description="fraction of screened-out candidates verified anyway")
     verify_uncertain: bool = Field(
-        False, description="routing: also verify candidates whose screener reports vote uncertainty u >= T "
-        "(vote-based screeners only; random, agentic and a surrogate without votes never trigger it)")
+        False,
+        description="routing: also verify candidates whose screener reports vote uncertainty u >= T "
+        "(vote-based screeners only; random, agentic and a surrogate without votes never trigger it)",
+    )
     uncertainty_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T for verify_uncertain")
     memory: bool | None = Field(None, description="MLEvolve-style memory for the proposer; None: on for mcgs only")
     max_rounds: int | None = Field(None, ge=1, description="stop after this many rounds")
     max_idle_rounds: int = Field(
-        20, ge=1, description="stop when this many rounds in a row send nothing to verification (search exhausted)")
+        20, ge=1, description="stop when this many rounds in a row send nothing to verification (search exhausted)"
+    )
     final_selection: int | None = Field(
-        None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)")
+        None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)"
+    )
     snapshot_every: int = Field(
-        50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)")
+        50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)"
+    )
 
 
 class ExecutorConfig(_Strict):
@@ -108,7 +115,7 @@ class RunConfig(_Strict):
     store: Path = Field(Path("runs/verifyless.db"), description="the SQLite run store file")
 
 
-def load_config(path: Path | None = None, overrides: Mapping[str, Any] | list[str] = ()) -> RunConfig:
+def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequence[str] = ()) -> RunConfig:
     """Defaults, then ``path`` (YAML), then overrides (``a.b=c`` strings or a mapping)."""
     data: dict[str, Any] = RunConfig().model_dump(mode="json")
     if path is not None:
@@ -152,7 +159,10 @@ RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
 
 
 def stored_config(store: Any, run_id: str) -> dict[str, Any]:
-    """A run's configuration as stored: its first event plus every later ``config_update`` (e.g. a budget raised on resume)."""
+    """A run's configuration as stored: its first event plus every later ``config_update``.
+
+    (A ``config_update`` records e.g. a budget raised on resume.)
+    """
     data: dict[str, Any] | None = None
     for ev in store.events(run_id, kinds=["config", "config_update"]):
         if ev.kind == "config":
@@ -220,8 +230,19 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             base[k] = v
 
 
-__all__ = ["BudgetConfig", "EngineConfig", "ExecutorConfig", "Named", "RolesConfig", "RunConfig", "apply_changes", "load_config",
-           "resume_changes", "stored_config", "validate"]
+__all__ = [
+    "BudgetConfig",
+    "EngineConfig",
+    "ExecutorConfig",
+    "Named",
+    "RolesConfig",
+    "RunConfig",
+    "apply_changes",
+    "load_config",
+    "resume_changes",
+    "stored_config",
+    "validate",
+]
 
 
 if __name__ == "__main__":  # python -m verifyless.config [--check]: regenerate docs/configuration.md's reference

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -59,8 +60,11 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
 
 def _dataclass_rows(cls: type) -> Iterator[str]:
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
+        )
         help_text = str(f.metadata.get("help", f.metadata.get("description", ""))).replace("|", "\\|")
         yield f"| `{f.name}` | {_type(f.type)} | {_default(default)} | {help_text} |"
 
@@ -101,7 +105,7 @@ def updated(text: str) -> str:
     """``text`` with the generated part replaced (appended when the markers are missing)."""
     block = f"{BEGIN}\n\n{render()}\n{END}"
     if BEGIN in text and END in text:
-        return text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+        return text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
     return text.rstrip() + "\n\n" + block + "\n"
 
 

@@ -61,8 +61,10 @@ class ReplayReport:
 
     def describe(self) -> str:
         head = "identical" if self.equal else "DIFFERENT"
-        lines = [f"replay of {self.run_id}: {head} ({self.compared} node events compared; "
-                 f"final node {self.original_final} vs {self.replay_final})"]
+        lines = [
+            f"replay of {self.run_id}: {head} ({self.compared} node events compared; "
+            f"final node {self.original_final} vs {self.replay_final})"
+        ]
         lines += [f"  {d}" for d in self.differences[:10]]
         return "\n".join(lines)
 
@@ -86,10 +88,9 @@ def _trace(store: Any, run_id: str) -> tuple[list[tuple], str | None]:
 
 
 async def replay_run(store: Any, run_id: str) -> ReplayReport:
+    from verifyless.config import stored_config
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
-
-    from verifyless.config import stored_config
 
     starts = sum(1 for ev in store.events(run_id, kinds=["run_status"]) if ev.payload.get("status") == "running")
     if starts > 1:
@@ -108,14 +109,18 @@ async def replay_run(store: Any, run_id: str) -> ReplayReport:
     with tempfile.TemporaryDirectory(prefix="verifyless-replay-") as tmp:
         replay_store = RunStore(Path(tmp) / "replay.db")
         try:
-            engine = build_engine(cfg, replay_store, replay=True,
-                                  replay_executor=StoredVerifications(by_hash, cfg.engine.verify_concurrency))
+            engine = build_engine(
+                cfg,
+                replay_store,
+                replay=True,
+                replay_executor=StoredVerifications(by_hash, cfg.engine.verify_concurrency),
+            )
             result = await engine.run()
             original, original_final = _trace(store, run_id)
             replayed, _ = _trace(replay_store, result.run_id)
         finally:
             replay_store.close()
-    diffs = [f"event {i}: {a} != {b}" for i, (a, b) in enumerate(zip(original, replayed)) if a != b]
+    diffs = [f"event {i}: {a} != {b}" for i, (a, b) in enumerate(zip(original, replayed, strict=False)) if a != b]
     if len(original) != len(replayed):
         diffs.append(f"original has {len(original)} node events, replay {len(replayed)}")
     equal = not diffs and original_final == result.best_id

@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.errors import ConfigError
 from verifyless.task.base import Task
-
 
 CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
 SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter")  # asked for by screeners and the final selection
@@ -47,7 +47,8 @@ def check_model_keys(cfg: RunConfig) -> None:
         raise ConfigError(
             f"roles.models has keys nothing in this run uses: {unused}; use default, "
             f"{', '.join(CHILD_ROLE_KEYS + SCREEN_ROLE_KEYS)} or a key named in the screener's 'model'/'members' "
-            "options")
+            "options"
+        )
 
 
 def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, replay: bool = False) -> dict[str, Any]:
@@ -81,8 +82,9 @@ def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, 
     for role, spec in specs.items():
         key = repr(spec)
         if key not in built:
-            built[key] = build_model(spec, cache=cache, recorder=recorder,
-                                     cache_mode="replay" if replay else "readwrite")
+            built[key] = build_model(
+                spec, cache=cache, recorder=recorder, cache_mode="replay" if replay else "readwrite"
+            )
         models[role] = built[key]
     return models
 
@@ -95,12 +97,23 @@ def call_recorder(store: Any, run_ref: dict[str, str | None]) -> Callable[[Any],
         run_id = run_ref.get("run_id")
         if run_id is None:
             return
-        payload = {"role": rec.role, "model": rec.model, "prompt_hash": rec.prompt_hash,
-                   "prompt_tokens": rec.usage.prompt_tokens, "completion_tokens": rec.usage.completion_tokens,
-                   "cost": rec.usage.cost, "cached": rec.cached, "latency_s": rec.latency_s, "n": rec.n,
-                   "error": rec.error}
-        charge = None if rec.cached else Charge(tokens_in=rec.usage.prompt_tokens,
-                                                tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
+        payload = {
+            "role": rec.role,
+            "model": rec.model,
+            "prompt_hash": rec.prompt_hash,
+            "prompt_tokens": rec.usage.prompt_tokens,
+            "completion_tokens": rec.usage.completion_tokens,
+            "cost": rec.usage.cost,
+            "cached": rec.cached,
+            "latency_s": rec.latency_s,
+            "n": rec.n,
+            "error": rec.error,
+        }
+        charge = (
+            None
+            if rec.cached
+            else Charge(tokens_in=rec.usage.prompt_tokens, tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
+        )
         store.append(run_id, "llm_call", payload, charge=charge)
 
     return record
@@ -126,8 +139,14 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
     from verifyless.screen.registry import build_screener as _build
 
     with constructor_errors(f"screener {cfg.screener.name!r}", "screener.options"):
-        return _build(cfg.screener.name, models=models, options=dict(cfg.screener.options), seed=cfg.seed,
-                      task=task, sandbox=sandbox)
+        return _build(
+            cfg.screener.name,
+            models=models,
+            options=dict(cfg.screener.options),
+            seed=cfg.seed,
+            task=task,
+            sandbox=sandbox,
+        )
 
 
 def build_strategy(cfg: RunConfig) -> Any:
@@ -160,8 +179,9 @@ def memory_enabled(cfg: RunConfig) -> bool:
     return cfg.engine.memory if cfg.engine.memory is not None else cfg.strategy.name == "mcgs"
 
 
-def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progress=None, replay_executor=None,
-                 replay: bool = False):
+def build_engine(
+    cfg: RunConfig, store: Any, *, task: Task | None = None, progress=None, replay_executor=None, replay: bool = False
+):
     """Everything an Engine needs, from configuration alone."""
     from verifyless.engine import Engine
     from verifyless.executors.ray import build_executor
@@ -172,8 +192,9 @@ def build_engine(cfg: RunConfig, store: Any, *, task: Task | None = None, progre
     models = build_models(cfg, store, run_ref, replay=replay)
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]
-    executor = replay_executor or build_executor(cfg.executor.name, dict(cfg.executor.options), hide=hide,
-                                                 capacity=cfg.engine.verify_concurrency)
+    executor = replay_executor or build_executor(
+        cfg.executor.name, dict(cfg.executor.options), hide=hide, capacity=cfg.engine.verify_concurrency
+    )
     memory = None
     if memory_enabled(cfg):
         from verifyless.search.memory import Memory

@@ -17,7 +17,8 @@ reply already paid for.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from verifyless.config import BudgetConfig
 from verifyless.store.records import Budget
@@ -30,10 +31,10 @@ NO_CAP = 1 << 30
 class Slot:
     """One reserved verification; ``async with`` releases it exactly once."""
 
-    def __init__(self, gate: "BudgetGate") -> None:
+    def __init__(self, gate: BudgetGate) -> None:
         self._gate: BudgetGate | None = gate
 
-    async def __aenter__(self) -> "Slot":
+    async def __aenter__(self) -> Slot:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -48,8 +49,9 @@ class Slot:
 class BudgetGate:
     """Reserves verification slots against ``caps``; ``used`` returns the ledger totals."""
 
-    def __init__(self, caps: BudgetConfig, used: Callable[[], Budget],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, caps: BudgetConfig, used: Callable[[], Budget], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.caps = caps
         self._used = used
         self._clock = clock
@@ -96,5 +98,9 @@ class BudgetGate:
     def summary(self) -> dict[str, Any]:
         """Spent and capped amounts, for progress display."""
         used = self._used()
-        return {"verifications": used.verifications, "cap": self.caps.verifications,
-                "evaluator_seconds": round(used.evaluator_seconds, 2), "tokens": used.tokens_in + used.tokens_out}
+        return {
+            "verifications": used.verifications,
+            "cap": self.caps.verifications,
+            "evaluator_seconds": round(used.evaluator_seconds, 2),
+            "tokens": used.tokens_in + used.tokens_out,
+        }

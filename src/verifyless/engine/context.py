@@ -36,9 +36,13 @@ class Programs:
 
 def node_info(state: RunState, programs: Programs, node_id: str) -> ParentInfo:
     v = state.verifications.get(node_id)
-    return ParentInfo(id=node_id, program=programs.text(node_id),
-                      score=v.score if v is not None and v.status is Status.OK else None,
-                      summary=state.summaries.get(node_id, ""), idea=state.ideas.get(node_id))
+    return ParentInfo(
+        id=node_id,
+        program=programs.text(node_id),
+        score=v.score if v is not None and v.status is Status.OK else None,
+        summary=state.summaries.get(node_id, ""),
+        idea=state.ideas.get(node_id),
+    )
 
 
 def parent_info(state: RunState, programs: Programs, exp: Expansion) -> ParentInfo:
@@ -47,16 +51,31 @@ def parent_info(state: RunState, programs: Programs, exp: Expansion) -> ParentIn
     info = node_info(state, programs, pid)
     v = state.verifications.get(pid)
     if exp.operator is Operator.DEBUG and v is not None and v.status is not Status.OK:
-        info = ParentInfo(id=info.id, program=info.program, score=info.score, summary=info.summary,
-                          idea=info.idea, error=f"{v.status.value}: {v.reason}\n{v.stderr_tail[-2000:]}")
+        info = ParentInfo(
+            id=info.id,
+            program=info.program,
+            score=info.score,
+            summary=info.summary,
+            idea=info.idea,
+            error=f"{v.status.value}: {v.reason}\n{v.stderr_tail[-2000:]}",
+        )
     return info
 
 
-def propose_context(task: Task, state: RunState, programs: Programs, memory: Any | None, exp: Expansion,
-                    parent: ParentInfo, rng: random.Random) -> ProposeContext:
+def propose_context(
+    task: Task,
+    state: RunState,
+    programs: Programs,
+    memory: Any | None,
+    exp: Expansion,
+    parent: ParentInfo,
+    rng: random.Random,
+) -> ProposeContext:
     """Everything the proposer sees for one expansion; draws one seed from ``rng``."""
     return ProposeContext(
-        task=task, parent=parent, operator=exp.operator,
+        task=task,
+        parent=parent,
+        operator=exp.operator,
         inspirations=tuple(state.summaries.get(n, "") for n in exp.inspiration_ids if n in state.summaries),
         memory=memory_snippets(memory, exp, parent),
         avoid=tuple(state.ideas[c].text for c in state.view.children.get(parent.id, ()) if c in state.ideas)[-50:],

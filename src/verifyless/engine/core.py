@@ -28,12 +28,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from verifyless.child import ChildMaker
 from verifyless.config import RunConfig
-from verifyless.engine import resume
+from verifyless.engine import ends, resume
 from verifyless.engine.budget import BudgetGate
 from verifyless.engine.context import Programs, parent_info, propose_context
 from verifyless.engine.learners import Learners
@@ -103,12 +104,7 @@ class Engine(Recorder):
         self.reply_health = ReplyHealth.for_screener(screener)  # parse rate per screening; stops on silence
         self.programs = Programs(store, self.state)
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
-        self._claimed: set[str] = set()                     # program hashes dispatched for verification
-
-    @property
-    def s(self) -> RunState:
-        """The run state (short alias kept for scripts)."""
-        return self.state
+        self._claimed: set[str] = set()  # program hashes dispatched for verification
 
     def adopt(self, state: RunState) -> None:
         """Continue from ``state`` (a loaded snapshot); everything that shares it is pointed at it."""
@@ -120,16 +116,17 @@ class Engine(Recorder):
 
     async def run(self, run_id: str | None = None, *, from_snapshot: bool = True) -> RunResult:
         """Start a new run, or continue ``run_id`` (resume) from its stored events."""
-        self.run_id = run_id or self.store.create_run(self.task.name, self.config.model_dump(mode="json"),
-                                                      seed=self.config.seed)
+        self.run_id = run_id or self.store.create_run(
+            self.task.name, self.config.model_dump(mode="json"), seed=self.config.seed
+        )
         self.run_ref["run_id"] = self.run_id
         if run_id is not None:
             resume.restore(self, from_snapshot=from_snapshot)
         self.store.set_status(self.run_id, "running")
         self.progress("start", {"run_id": self.run_id, "task": self.task.name})
         try:
-            await self._ensure_brief()
-            await self._ensure_baseline()
+            await ends.ensure_brief(self)
+            await ends.ensure_baseline(self)
             await resume.finish_interrupted(self)
             stopped = await self._loop()
         except BaseException:
@@ -139,11 +136,11 @@ class Engine(Recorder):
             # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.
             await asyncio.gather(*self._chains(), return_exceptions=True)
             raise
-        final_id = await self._select_final(self.strategy.final(self.state.view))
+        final_id = await ends.select_final(self, self.strategy.final(self.state.view))
         self._emit("final", {"node_id": final_id, "stopped": stopped})
         await submit_ensemble(self)
         self.store.set_status(self.run_id, "finished")
-        return self._result(final_id, stopped)
+        return ends.result(self, final_id, stopped)
 
     async def _loop(self) -> str:
         eng = self.config.engine
@@ -188,23 +185,35 @@ class Engine(Recorder):
             self._model_failure(r, f"proposer: {exc}")
             return
         seen: set[str] = set()  # program hashes already in this pool
-        made = await asyncio.gather(*(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen)
-                                      for j, p in enumerate(proposals)))
+        made = await asyncio.gather(
+            *(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals))
+        )
         pool = [c for c in made if c is not None]
         self._model_failures = 0
         if not pool:
             return
         screening = await self._screen(r, rng, parent, pool)
         eng = self.config.engine
-        routed = select(screening, slots=self.gate.slots_left(), verify_uncertain=eng.verify_uncertain,
-                        threshold=eng.uncertainty_threshold, audit_rate=eng.audit_rate, rng=rng)
+        routed = select(
+            screening,
+            slots=self.gate.slots_left(),
+            verify_uncertain=eng.verify_uncertain,
+            threshold=eng.uncertainty_threshold,
+            audit_rate=eng.audit_rate,
+            rng=rng,
+        )
         record = screening.to_dict()
-        self._emit("screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited),
-                                 "round": r})
+        self._emit(
+            "screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited), "round": r}
+        )
         self._after_screening(r, screening, record, list(routed.to_verify))
         if routed.uncertain:
-            log.info("round %d: routed %s to verification (vote uncertainty >= %s)", r, list(routed.uncertain),
-                     eng.uncertainty_threshold)
+            log.info(
+                "round %d: routed %s to verification (vote uncertainty >= %s)",
+                r,
+                list(routed.uncertain),
+                eng.uncertainty_threshold,
+            )
         for k, cid in enumerate(screening.ranking):
             if cid not in routed.to_verify:
                 self._set_status(cid, Status.SCREENED_OUT, f"ranked {k + 1} of {len(pool)} by {screening.screener}")
@@ -228,8 +237,11 @@ class Engine(Recorder):
             rng.shuffle(order)
             self._model_failure(r, f"screener: {exc}", fatal=False)
             log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
-            return Screening(f"{getattr(self.screener, 'name', 'screener')}-unavailable", tuple(order),
-                             tuple(order[: eng.verify_per_expansion]))
+            return Screening(
+                f"{getattr(self.screener, 'name', 'screener')}-unavailable",
+                tuple(order),
+                tuple(order[: eng.verify_per_expansion]),
+            )
 
     def _after_screening(self, r: int, screening: Screening, record: dict[str, Any], to_verify: list[str]) -> None:
         """After a screening is stored: check reply health, charge pilot seconds, show progress.
@@ -246,20 +258,37 @@ class Engine(Recorder):
             self._emit("pilot", {**pilot, "round": r},
                        charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]))
         if self._watched:
-            self.progress("screening", {"round": r, "screener": screening.screener, "chosen": to_verify,
-                                        "evidence": record["evidence"]})
+            self.progress(
+                "screening",
+                {"round": r, "screener": screening.screener, "chosen": to_verify, "evidence": record["evidence"]},
+            )
 
-    async def _make(self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int,
-                    seen: set[str]) -> Candidate | None:
+    async def _make(
+        self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
+    ) -> Candidate | None:
         """Make one child (``verifyless.child``); record it and return it, or None if it failed before screening."""
+
         def known(digest: str) -> bool:
-            return not self.task.stochastic and (digest in self.state.verified_hashes or digest in self._claimed
-                                                 or digest in seen or digest == content_hash(parent.program))
+            return not self.task.stochastic and (
+                digest in self.state.verified_hashes
+                or digest in self._claimed
+                or digest in seen
+                or digest == content_hash(parent.program)
+            )
 
         made = await self.maker.make(parent, proposal, skip=known)
-        cand = Candidate(id=cid, parent_id=exp.parent_id, operator=exp.operator, reference_ids=exp.reference_ids,
-                         round=r, island=exp.island, idea=made.idea, program=made.program,
-                         program_hash=made.program_hash, summary=made.summary)
+        cand = Candidate(
+            id=cid,
+            parent_id=exp.parent_id,
+            operator=exp.operator,
+            reference_ids=exp.reference_ids,
+            round=r,
+            island=exp.island,
+            idea=made.idea,
+            program=made.program,
+            program_hash=made.program_hash,
+            summary=made.summary,
+        )
         if not made.ok:
             self._record_candidate(cand, made.status, made.reason[:2000])
             order = TellOrder.DUPLICATE if made.status is Status.DUPLICATE else TellOrder.FAILED
@@ -282,17 +311,33 @@ class Engine(Recorder):
         """Verify ``cand``; on a repairable failure, repair (same idea) and verify again, each in its own slot."""
         verification = await self._verify(cand, slot, position, 0)
         current, attempt = cand, 0
-        while (verification.status in _REPAIRABLE and attempt < self.config.engine.repair_attempts
-               and self.gate.slots_left() > 0):
+        while (
+            verification.status in _REPAIRABLE
+            and attempt < self.config.engine.repair_attempts
+            and self.gate.slots_left() > 0
+        ):
             attempt += 1
             error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-            made = await self.maker.repair(cand.program, current.program, current.idea, error,
-                                           skip=lambda d: d in self.state.verified_hashes or d in self._claimed)
+            made = await self.maker.repair(
+                cand.program,
+                current.program,
+                current.idea,
+                error,
+                skip=lambda d: d in self.state.verified_hashes or d in self._claimed,
+            )
             if not made.ok:
                 break
-            fixed = Candidate(id=f"{cand.id}f{attempt}", parent_id=current.id, operator=Operator.DEBUG,
-                              idea=current.idea, program=made.program, program_hash=made.program_hash,
-                              round=cand.round, island=cand.island, summary=made.summary)
+            fixed = Candidate(
+                id=f"{cand.id}f{attempt}",
+                parent_id=current.id,
+                operator=Operator.DEBUG,
+                idea=current.idea,
+                program=made.program,
+                program_hash=made.program_hash,
+                round=cand.round,
+                island=cand.island,
+                summary=made.summary,
+            )
             self._claimed.add(fixed.program_hash)
             self._record_candidate(fixed, Status.IMPLEMENTED)
             verification = await self._verify(fixed, self.gate.reserve(), position, attempt)
@@ -330,49 +375,6 @@ class Engine(Recorder):
         if record is not None:
             self._emit("screener_learn", {**record, "round": r})
 
-    # ------------------------------------------------------------------ setup and the end of a run
-
-    async def _ensure_brief(self) -> None:
-        if self.state.brief is None:
-            brief = await self.roles.briefer.brief(self.task)
-            self._emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
-
-    async def _ensure_baseline(self) -> None:
-        """Verify the task's baseline program as node ``root`` (round 0), once per run."""
-        if "root" in self.state.view.nodes:
-            return
-        program = self.task.baseline_program
-        cand = Candidate(id="root", parent_id=None, operator=Operator.BASELINE,
-                         idea=Idea("the task's baseline program"), program=program,
-                         program_hash=content_hash(program), round=0)
-        cand = cand.replace(summary=await self.maker.summarize(cand.program, cand.idea))
-        self._record_candidate(cand, Status.IMPLEMENTED)
-        await self._verify(cand, self.gate.reserve(), (0,), 0)
-        await self._tell_round(0, self.tells.take(0))
-
-    async def _select_final(self, best_id: str | None) -> str | None:
-        """Optional end-of-run step: a judged round-robin over the top-N validation nodes (RPM paper)."""
-        top_n = self.config.engine.final_selection
-        if top_n is None or self.final_judge is None:
-            return best_id
-        from verifyless.screen.final import select_final
-
-        selection = await select_final(self.state.view.nodes.values(), self.final_judge, top_n,
-                                       rng=random.Random(f"{self.config.seed}:final"), task=self.task,
-                                       summaries=self.state.summaries)
-        self._emit("final_selection", {"winner": selection.winner, "pool": list(selection.pool),
-                                       "points": dict(selection.points), "strategy_best": best_id,
-                                       "matches": [dict(m) for m in selection.matches]})
-        return selection.winner or best_id
-
-    def _result(self, final_id: str | None, stopped: str) -> RunResult:
-        rows = {r["node_id"]: r for r in self.store.node_rows(self.run_id)}
-        best = rows.get(final_id, {}) if final_id else {}
-        return RunResult(run_id=self.run_id or "", best_id=final_id, best_score=best.get("score"),
-                         best_test_score=best.get("test_score"), baseline_score=rows.get("root", {}).get("score"),
-                         verifications=self.gate.used().verifications, rounds=self.state.rounds_done,
-                         stopped=stopped)
-
 
 async def submit_ensemble(engine: Engine) -> None:
     """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).
@@ -392,5 +394,11 @@ async def submit_ensemble(engine: Engine) -> None:
 
 
 def _expansion_dict(e: Expansion) -> dict[str, Any]:
-    return {"parent_id": e.parent_id, "operator": e.operator.value, "island": e.island,
-            "reference_ids": list(e.reference_ids), "inspiration_ids": list(e.inspiration_ids), "note": e.note}
+    return {
+        "parent_id": e.parent_id,
+        "operator": e.operator.value,
+        "island": e.island,
+        "reference_ids": list(e.reference_ids),
+        "inspiration_ids": list(e.inspiration_ids),
+        "note": e.note,
+    }

@@ -11,7 +11,8 @@ stripped before anything is handed on.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from verifyless.engine.state import RunState
 from verifyless.node import Node, Status, Verification
@@ -33,8 +34,15 @@ class Learners:
         self.task = task
         self._backlog: list[Any] | None = None
 
-    def tell(self, state: RunState, nodes: Sequence[Node], *, strategy: bool = True, memory: bool = True,
-             observer: bool = True) -> None:
+    def tell(
+        self,
+        state: RunState,
+        nodes: Sequence[Node],
+        *,
+        strategy: bool = True,
+        memory: bool = True,
+        observer: bool = True,
+    ) -> None:
         """Feed ``nodes`` (just moved into ``state.view``); flags skip parts restored from a snapshot."""
         for node in nodes:
             if strategy:
@@ -70,12 +78,20 @@ class Learners:
             if v is None or cand is None or cand.parent_id is None:
                 continue
             pv = state.verifications.get(cand.parent_id)
-            out.append(Outcome(
-                node_id=nid, parent_id=cand.parent_id, round=round,
-                parent_summary=state.summaries.get(cand.parent_id, ""), child_summary=state.summaries.get(nid, ""),
-                idea=cand.idea.text, parent_score=pv.score if pv is not None and pv.status is Status.OK else None,
-                child_score=v.score if v.status is Status.OK else None,
-                higher_is_better=self.task.metric.direction == "maximize", status=v.status.value))
+            out.append(
+                Outcome(
+                    node_id=nid,
+                    parent_id=cand.parent_id,
+                    round=round,
+                    parent_summary=state.summaries.get(cand.parent_id, ""),
+                    child_summary=state.summaries.get(nid, ""),
+                    idea=cand.idea.text,
+                    parent_score=pv.score if pv is not None and pv.status is Status.OK else None,
+                    child_score=v.score if v.status is Status.OK else None,
+                    higher_is_better=self.task.metric.direction == "maximize",
+                    status=v.status.value,
+                )
+            )
         return out
 
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
@@ -90,9 +106,14 @@ class Learners:
 
         change = (node.fitness - parent_fit) if node.fitness is not None and parent_fit is not None else None
         record = MemoryRecord(
-            node_id=node.id, plan=cand.idea.text, outcome=v.status.value, score_change=change,
+            node_id=node.id,
+            plan=cand.idea.text,
+            outcome=v.status.value,
+            score_change=change,
             analysis=f"score {v.score}" if v.score is not None else v.reason,
-            error=v.reason if v.status is not Status.OK else "", operator=cand.operator.value)
+            error=v.reason if v.status is not Status.OK else "",
+            operator=cand.operator.value,
+        )
         if self._backlog is not None:
             self._backlog.append(record)
         else:

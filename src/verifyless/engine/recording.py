@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from verifyless.engine.state import RunState
 from verifyless.errors import ModelUnavailable
@@ -37,8 +38,9 @@ class Recorder:
         self._watched = progress is not None  # build progress payloads (a ledger read each) only when shown
         self._model_failures = 0
 
-    def _emit(self, kind: str, payload: dict[str, Any], node_id: str | None = None,
-              charge: Charge | None = None) -> list[Node]:
+    def _emit(
+        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
+    ) -> list[Node]:
         """Append one event (durable on return), then apply it; returns the nodes a ``tell`` told."""
         if charge is None:
             seq = self.store.append(self.run_id, kind, payload, node_id=node_id)
@@ -48,8 +50,9 @@ class Recorder:
             payload = {k: v for k, v in payload.items() if k != "program"}
         return self.state.apply(Event(seq, self.run_id or "", time.time(), kind, node_id, payload, charge))
 
-    def charge(self, kind: str, payload: dict[str, Any], *, evaluator_seconds: float = 0.0,
-               node_id: str | None = None) -> None:
+    def charge(
+        self, kind: str, payload: dict[str, Any], *, evaluator_seconds: float = 0.0, node_id: str | None = None
+    ) -> None:
         """Store an event that spends evaluator time outside a verification (e.g. an agentic ``pilot``)."""
         self._emit(kind, payload, node_id=node_id, charge=Charge(evaluator_seconds=evaluator_seconds))
 
@@ -69,11 +72,17 @@ class Recorder:
     def _record_verification(self, cand: Candidate, v: Verification) -> None:
         """The verification with its charge (1 verification + its seconds), in one transaction."""
         fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
-        self._emit("verification", {**v.to_dict(), "fitness": fitness}, node_id=cand.id,
-                   charge=Charge(verifications=1, evaluator_seconds=v.seconds))
+        self._emit(
+            "verification",
+            {**v.to_dict(), "fitness": fitness},
+            node_id=cand.id,
+            charge=Charge(verifications=1, evaluator_seconds=v.seconds),
+        )
         if self._watched:
-            self.progress("verification", {"node_id": cand.id, "status": v.status.value, "score": v.score,
-                                           "budget": self._budget_view()})
+            self.progress(
+                "verification",
+                {"node_id": cand.id, "status": v.status.value, "score": v.score, "budget": self._budget_view()},
+            )
 
     def _model_failure(self, r: int, reason: str, fatal: bool = True) -> None:
         """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""

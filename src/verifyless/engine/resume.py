@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 __all__ = ["finish_interrupted", "restore"]
 
 
-def restore(engine: "Engine", *, from_snapshot: bool = True, until_seq: int | None = None) -> None:
+def restore(engine: Engine, *, from_snapshot: bool = True, until_seq: int | None = None) -> None:
     """Rebuild ``engine``'s state, strategy, memory and screener learning from the run's events.
 
     ``until_seq`` stops after that event (benchmarks and tests build a snapshot
@@ -45,8 +45,9 @@ def restore(engine: "Engine", *, from_snapshot: bool = True, until_seq: int | No
     state, learners, k = engine.state, engine.learners, engine.config.engine.expansions_per_round
     with learners.batched_memory():
         if refeed_memory or refeed_observer:  # parts the snapshot could not hold: fed again in tell order
-            learners.tell(state, list(state.view.nodes.values()), strategy=False, memory=refeed_memory,
-                          observer=refeed_observer)
+            learners.tell(
+                state, list(state.view.nodes.values()), strategy=False, memory=refeed_memory, observer=refeed_observer
+            )
         for ev in engine.store.events(engine.run_id, after=state.last_seq):
             if until_seq is not None and ev.seq > until_seq:
                 break
@@ -63,11 +64,14 @@ def restore(engine: "Engine", *, from_snapshot: bool = True, until_seq: int | No
         engine.tells.add(state.candidates[cid].round, TellOrder.RESTORED, (k_,), cid)
 
 
-async def finish_interrupted(engine: "Engine") -> None:
+async def finish_interrupted(engine: Engine) -> None:
     """Verify the candidates chosen before a crash that never finished; mark the unscreened ones."""
     state = engine.state
-    todo = sorted((i, cid) for cid, i in state.chosen.items()
-                  if cid in state.staged and cid in state.candidates and cid not in state.verifications)
+    todo = sorted(
+        (i, cid)
+        for cid, i in state.chosen.items()
+        if cid in state.staged and cid in state.candidates and cid not in state.verifications
+    )
     for i, cid in todo:
         if engine.gate.slots_left() <= 0:
             break

@@ -13,8 +13,8 @@ never triggers routing, whatever its ``uncertainty`` field says.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from verifyless.node import Evidence, Screening
 
@@ -38,12 +38,13 @@ class Routed:
     """The outcome of routing one screening: what to verify, and why."""
 
     to_verify: tuple[str, ...]
-    uncertain: tuple[str, ...]   # added by routing (u >= T)
-    audited: tuple[str, ...]     # one screened-out candidate verified anyway (``engine.audit_rate``)
+    uncertain: tuple[str, ...]  # added by routing (u >= T)
+    audited: tuple[str, ...]  # one screened-out candidate verified anyway (``engine.audit_rate``)
 
 
-def select(screening: Screening, *, slots: int, verify_uncertain: bool, threshold: float, audit_rate: float,
-           rng: random.Random) -> Routed:
+def select(
+    screening: Screening, *, slots: int, verify_uncertain: bool, threshold: float, audit_rate: float, rng: random.Random
+) -> Routed:
     """The screener's choice, plus routed and audited candidates, cut to ``slots`` verifications.
 
     ``rng`` is the expansion's generator; it is drawn from only when an audit
@@ -52,17 +53,22 @@ def select(screening: Screening, *, slots: int, verify_uncertain: bool, threshol
     chosen = list(screening.chosen)
     uncertain: list[str] = []
     if verify_uncertain:
-        uncertain = [cid for cid in screening.ranking if cid not in chosen
-                     and has_votes(screening.evidence.get(cid))
-                     and route(screening.evidence[cid].uncertainty, threshold)]
+        uncertain = [
+            cid
+            for cid in screening.ranking
+            if cid not in chosen
+            and has_votes(screening.evidence.get(cid))
+            and route(screening.evidence[cid].uncertainty, threshold)
+        ]
     to_verify = chosen + uncertain
     rest = [cid for cid in screening.ranking if cid not in to_verify]
     audited: list[str] = []
     if rest and audit_rate > 0 and rng.random() < audit_rate * len(rest):
         audited = [rng.choice(rest)]
     to_verify = (to_verify + audited)[: max(0, slots)]
-    return Routed(tuple(to_verify), tuple(c for c in uncertain if c in to_verify),
-                  tuple(a for a in audited if a in to_verify))
+    return Routed(
+        tuple(to_verify), tuple(c for c in uncertain if c in to_verify), tuple(a for a in audited if a in to_verify)
+    )
 
 
 def ranked_out(ranking: Sequence[str], to_verify: Sequence[str]) -> list[tuple[int, str]]:

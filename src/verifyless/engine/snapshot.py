@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FORMAT", "Loaded", "Snapshots"]
 
-FORMAT = 1  # bump when RunState or the snapshot layout changes incompatibly
+FORMAT = 2  # bump when RunState or the snapshot layout changes incompatibly
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,52 @@ class Loaded:
 
 def _class_name(obj: Any) -> str | None:
     return None if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
+    """Unpickle a frozen slots record without dataclasses' per-object field scan (the hot spot at 100k nodes)."""
+    obj: Any = object.__new__(cls)
+    for slot, value in zip(_SLOTS[cls], values, strict=True):
+        slot.__set__(obj, value)  # the slot's member descriptor: no frozen __setattr__, no field scan
+    return obj
+
+
+def _record_table() -> dict[type, Any]:
+    """``copyreg``-style reducers for the frozen slots records of ``verifyless.node`` (most of a snapshot)."""
+    import copyreg
+    import dataclasses
+
+    from verifyless import node
+
+    table = dict(copyreg.dispatch_table)
+    for cls in vars(node).values():
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and hasattr(cls, "__slots__"):
+            _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+            _SLOTS[cls] = tuple(cls.__dict__[name] for name in _FIELDS[cls])
+            table[cls] = _reducer(cls)
+    return table
+
+
+def _reducer(cls: type) -> Any:
+    names = _FIELDS[cls]
+
+    def reduce(obj: Any) -> tuple[Any, ...]:
+        return _rebuild, (cls, tuple(getattr(obj, n) for n in names))
+
+    return reduce
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_SLOTS: dict[type, tuple[Any, ...]] = {}
+
+
+def _dumps(obj: Any) -> bytes:
+    """Pickle with the fast record reducers."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _record_table()
+    pickler.dump(obj)
+    return buffer.getvalue()
 
 
 _HEAVY = {"torch", "transformers", "sentence_transformers", "tokenizers", "peft"}
@@ -71,8 +117,12 @@ def _pickled(obj: Any) -> bytes | None:
     try:
         _LightPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
     except Exception as exc:  # noqa: BLE001 - anything unpicklable is simply rebuilt on resume
-        log.info("snapshot: %s is not snapshotted (%s: %s); it is rebuilt from the nodes on resume",
-                 _class_name(obj), type(exc).__name__, exc)
+        log.info(
+            "snapshot: %s is not snapshotted (%s: %s); it is rebuilt from the nodes on resume",
+            _class_name(obj),
+            type(exc).__name__,
+            exc,
+        )
         return None
     return buffer.getvalue()
 
@@ -85,7 +135,7 @@ class Snapshots:
         self.every = every
         self._last_round = 0
 
-    def maybe_take(self, engine: "Engine", round: int) -> bool:
+    def maybe_take(self, engine: Engine, round: int) -> bool:
         """Take a snapshot when ``every`` rounds passed since the last one (called at a round boundary)."""
         if self.every <= 0 or round - self._last_round < self.every or not hasattr(self.store, "put_snapshot"):
             return False
@@ -93,21 +143,31 @@ class Snapshots:
         self._last_round = round
         return True
 
-    def take(self, engine: "Engine") -> None:
+    def take(self, engine: Engine) -> None:
         state = engine.state
         observer = engine.learners.observer
-        parts = {"state": pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),
-                 "strategy": pickle.dumps(engine.strategy, protocol=pickle.HIGHEST_PROTOCOL),
-                 "memory": _pickled(engine.memory), "observer": _pickled(observer)}
-        header = {"format": FORMAT, "upto": state.last_seq, "nodes": len(state.view) + len(state.staged),
-                  "classes": {"state": _class_name(state), "strategy": _class_name(engine.strategy),
-                              "memory": _class_name(engine.memory) if parts["memory"] else None,
-                              "observer": _class_name(observer) if parts["observer"] else None}}
+        parts = {
+            "state": _dumps(state),
+            "strategy": _dumps(engine.strategy),
+            "memory": _pickled(engine.memory),
+            "observer": _pickled(observer),
+        }
+        header = {
+            "format": FORMAT,
+            "upto": state.last_seq,
+            "nodes": len(state.view) + len(state.staged),
+            "classes": {
+                "state": _class_name(state),
+                "strategy": _class_name(engine.strategy),
+                "memory": _class_name(engine.memory) if parts["memory"] else None,
+                "observer": _class_name(observer) if parts["observer"] else None,
+            },
+        }
         data = zlib.compress(pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL), 1)
         self.store.put_snapshot(engine.run_id, state.last_seq, header, data)
         log.debug("snapshot of run %s after event %d: %d bytes", engine.run_id, state.last_seq, len(data))
 
-    def load(self, engine: "Engine") -> Loaded | None:
+    def load(self, engine: Engine) -> Loaded | None:
         """The latest usable snapshot, with the strategy (and memory, observer) swapped in; else None."""
         if not hasattr(self.store, "latest_snapshot"):
             return None
@@ -126,8 +186,12 @@ class Snapshots:
             except Exception as exc:  # noqa: BLE001 - a damaged or stale snapshot means: replay everything
                 problem = f"it does not load ({type(exc).__name__}: {exc})"
         if problem is not None:
-            log.warning("run %s: not resuming from the snapshot after event %d: %s; replaying every event",
-                        engine.run_id, upto, problem)
+            log.warning(
+                "run %s: not resuming from the snapshot after event %d: %s; replaying every event",
+                engine.run_id,
+                upto,
+                problem,
+            )
             return None
         self._last_round = state.rounds_done
         engine.strategy = engine.learners.strategy = strategy
@@ -137,11 +201,12 @@ class Snapshots:
             engine.screener = engine.learners.observer = observer
             if engine.learners.learner is not None:
                 engine.learners.learner = observer
-        return Loaded(state, memory is not None or engine.memory is None,
-                      observer is not None or engine.learners.observer is None)
+        return Loaded(
+            state, memory is not None or engine.memory is None, observer is not None or engine.learners.observer is None
+        )
 
     @staticmethod
-    def _mismatch(engine: "Engine", header: dict[str, Any]) -> str | None:
+    def _mismatch(engine: Engine, header: dict[str, Any]) -> str | None:
         if header.get("format") != FORMAT:
             return f"its format is {header.get('format')}, this verifyless writes {FORMAT}"
         classes = header.get("classes", {})

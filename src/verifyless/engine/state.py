@@ -11,8 +11,9 @@ read on demand) and no hidden test score reaches a ``Node``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from verifyless.node import Candidate, Idea, Node, Status, Verification
 from verifyless.roles.base import TaskBrief
@@ -34,9 +35,9 @@ class RunState:
     """
 
     view: SearchView = field(default_factory=SearchView)
-    programs: dict[str, str] = field(default_factory=dict)        # node id -> program hash
+    programs: dict[str, str] = field(default_factory=dict)  # node id -> program hash
     ideas: dict[str, Idea] = field(default_factory=dict)
-    summaries: dict[str, str] = field(default_factory=dict)       # node id -> summary
+    summaries: dict[str, str] = field(default_factory=dict)  # node id -> summary
     summary_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> summary
     candidates: dict[str, Candidate] = field(default_factory=dict)  # without program text
     verifications: dict[str, Verification] = field(default_factory=dict)
@@ -45,10 +46,10 @@ class RunState:
     chosen: dict[str, int] = field(default_factory=dict)
     n_chosen: int = 0
     rounds_done: int = 0
-    told_round: int = -1          # the last round whose ``tell`` batch is logged
+    told_round: int = -1  # the last round whose ``tell`` batch is logged
     brief: TaskBrief | None = None
     learn_records: list[dict[str, Any]] = field(default_factory=list)  # ``screener_learn`` payloads, in order
-    last_seq: int = 0             # the last event applied
+    last_seq: int = 0  # the last event applied
 
     def apply(self, event: Event) -> list[Node]:
         """Fold one event into the state; returns the nodes a ``tell`` event told (else ``[]``)."""
@@ -84,8 +85,9 @@ class RunState:
 
     def _status(self, ev: Event) -> None:
         node_id = ev.node_id or ""
-        self.staged[node_id] = self.staged[node_id].replace(status=Status(ev.payload["status"]),
-                                                            reason=ev.payload["reason"])
+        self.staged[node_id] = self.staged[node_id].replace(
+            status=Status(ev.payload["status"]), reason=ev.payload["reason"]
+        )
 
     def _screening(self, ev: Event) -> None:
         for cid in ev.payload.get("to_verify", ev.payload.get("chosen", [])):
@@ -100,7 +102,8 @@ class RunState:
         self.verifications[node_id] = v
         self.verified_hashes.add(v.program_hash or self.candidates[node_id].program_hash)
         self.staged[node_id] = self.staged[node_id].replace(
-            status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason)
+            status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
+        )
 
     def _tell(self, ev: Event) -> list[Node]:
         self.told_round = max(self.told_round, int(ev.payload["round"]))

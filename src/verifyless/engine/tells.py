@@ -10,22 +10,21 @@ the timing of the verifications was.
 from __future__ import annotations
 
 import enum
-from typing import Union
 
 __all__ = ["TellOrder", "TellQueue"]
 
-Position = tuple[Union[int, str], ...]
+Position = tuple[int | str, ...]
 
 
 class TellOrder(enum.IntEnum):
     """Ordering classes of a round's tell batch, first told first."""
 
-    VERIFIED = 0        # verification chains: by place in the screening's to_verify list, then repair attempt
-    SCREENED_OUT = 1    # by screening rank
-    DUPLICATE = 2       # by candidate id
-    FAILED = 3          # made but failed before screening (parse, guard, model error): by candidate id
-    RESTORED = 5        # resume: recorded after the last logged batch, by log order
-    INTERRUPTED = 6     # resume: made but never screened or verified, by candidate id
+    VERIFIED = 0  # verification chains: by place in the screening's to_verify list, then repair attempt
+    SCREENED_OUT = 1  # by screening rank
+    DUPLICATE = 2  # by candidate id
+    FAILED = 3  # made but failed before screening (parse, guard, model error): by candidate id
+    RESTORED = 5  # resume: recorded after the last logged batch, by log order
+    INTERRUPTED = 6  # resume: made but never screened or verified, by candidate id
 
 
 class TellQueue:

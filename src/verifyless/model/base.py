@@ -5,8 +5,9 @@ Providers move text; they never render prompts or parse replies (roles do).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Tool:
 @dataclass(frozen=True)
 class ModelRequest:
     messages: tuple[Message, ...]
-    role: str = "default"          # which role is asking (for accounting and routing)
+    role: str = "default"  # which role is asking (for accounting and routing)
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
@@ -45,7 +46,7 @@ class ModelRequest:
     seed: int | None = None
     tools: tuple[Tool, ...] = ()
     stop: tuple[str, ...] = ()
-    sample_offset: int = 0         # first sample index (for cache keys when drawing more later)
+    sample_offset: int = 0  # first sample index (for cache keys when drawing more later)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Usage:
     completion_tokens: int = 0
     cost: float = 0.0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
@@ -71,7 +72,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class ModelReply:
-    choices: tuple[Choice, ...]    # exactly request.n of them
+    choices: tuple[Choice, ...]  # exactly request.n of them
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     cached: bool = False

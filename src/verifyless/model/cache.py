@@ -16,14 +16,14 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Model, ModelReply, ModelRequest, ToolCall, Usage
@@ -59,11 +59,13 @@ def sample_key(identity: Mapping[str, Any], index: int) -> str:
 
 
 def choice_to_json(choice: Choice) -> str:
-    return canonical_json({
-        "text": choice.text,
-        "finish_reason": choice.finish_reason,
-        "tool_calls": [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in choice.tool_calls],
-    })
+    return canonical_json(
+        {
+            "text": choice.text,
+            "finish_reason": choice.finish_reason,
+            "tool_calls": [{"id": t.id, "name": t.name, "arguments": t.arguments} for t in choice.tool_calls],
+        }
+    )
 
 
 def choice_from_json(text: str) -> Choice:
@@ -131,7 +133,7 @@ class ResponseCache:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> "ResponseCache":
+    def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -156,9 +158,18 @@ class ResponseCache:
         keys = [sample_key(identity, first_index + i) for i in range(len(choices))]
         now = time.time()
         rows = [
-            (key, p_hash, first_index + i, str(identity.get("endpoint", "")), str(identity.get("model", "")),
-             reply_model, choice_to_json(choice), request_json, now)
-            for i, (key, choice) in enumerate(zip(keys, choices))
+            (
+                key,
+                p_hash,
+                first_index + i,
+                str(identity.get("endpoint", "")),
+                str(identity.get("model", "")),
+                reply_model,
+                choice_to_json(choice),
+                request_json,
+                now,
+            )
+            for i, (key, choice) in enumerate(zip(keys, choices, strict=False))
         ]
         with self._lock:
             with self._db:  # one transaction
@@ -169,9 +180,7 @@ class ResponseCache:
 
     def _mark_used(self, keys: list[str]) -> None:
         if self.run_id is not None and keys:
-            self._db.executemany(
-                "INSERT OR IGNORE INTO llm_cache_runs VALUES (?, ?)", [(self.run_id, k) for k in keys]
-            )
+            self._db.executemany("INSERT OR IGNORE INTO llm_cache_runs VALUES (?, ?)", [(self.run_id, k) for k in keys])
 
     def samples_by_prompt(self, run_id: str | None = None) -> dict[str, dict[int, Choice]]:
         """prompt hash -> sample index -> Choice, for one run (or all entries when ``run_id`` is None)."""
@@ -242,19 +251,17 @@ class CachedModel:
         replies = await asyncio.gather(
             *(self.inner.generate(replace(request, n=len(run), sample_offset=run[0])) for run in runs)
         )
-        for run, reply in zip(runs, replies):
+        for run, reply in zip(runs, replies, strict=False):
             if len(reply.choices) != len(run):
                 raise ModelUnavailable(
                     f"model {self.name} returned {len(reply.choices)} choices for {len(run)} requested samples; "
                     "a Model must return exactly request.n choices"
                 )
             stored = self.cache.put_many(identity, p_hash, run[0], reply.choices, reply.model or self.name)
-            have.update(zip(run, stored))
+            have.update(zip(run, stored, strict=False))
             usage = usage + reply.usage
         model = next((s.reply_model for s in have.values() if s.reply_model), self.name)
-        return ModelReply(
-            choices=tuple(have[i].choice for i in indices), usage=usage, model=model, cached=not missing
-        )
+        return ModelReply(choices=tuple(have[i].choice for i in indices), usage=usage, model=model, cached=not missing)
 
 
 @dataclass(frozen=True)
@@ -293,9 +300,30 @@ class RecordedModel:
         try:
             reply = await self.inner.generate(request)
         except Exception as exc:
-            self.recorder(CallRecord(request.role, self.name, self.endpoint, p_hash, Usage(), False,
-                                     time.monotonic() - start, request.n, f"{type(exc).__name__}: {exc}"))
+            self.recorder(
+                CallRecord(
+                    request.role,
+                    self.name,
+                    self.endpoint,
+                    p_hash,
+                    Usage(),
+                    False,
+                    time.monotonic() - start,
+                    request.n,
+                    f"{type(exc).__name__}: {exc}",
+                )
+            )
             raise
-        self.recorder(CallRecord(request.role, reply.model or self.name, self.endpoint, p_hash, reply.usage,
-                                 reply.cached, time.monotonic() - start, request.n))
+        self.recorder(
+            CallRecord(
+                request.role,
+                reply.model or self.name,
+                self.endpoint,
+                p_hash,
+                reply.usage,
+                reply.cached,
+                time.monotonic() - start,
+                request.n,
+            )
+        )
         return reply

@@ -16,7 +16,8 @@ The config holds the *name* of the key's env var, never the key.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -41,8 +42,9 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: str = Field("openai", description="provider name registered in verifyless.model.providers "
-                          "(openai, scripted, ...)")
+    provider: str = Field(
+        "openai", description="provider name registered in verifyless.model.providers (openai, scripted, ...)"
+    )
     model: str = Field("", description="model name sent to the endpoint (e.g. Qwen/Qwen3-8B)")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL ending in /v1; None = api.openai.com")
     api_key_env: str = Field(DEFAULT_KEY_ENV, description="name of the env var holding the key (not the key)")
@@ -92,7 +94,7 @@ class ModelConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _check_provider(self) -> "ModelConfig":
+    def _check_provider(self) -> ModelConfig:
         if self.provider == "scripted" and not self.script:
             raise ValueError("provider 'scripted' needs script: <path to .yaml or .json>")
         if self.provider == "local" and not self.model:
@@ -103,7 +105,11 @@ class ModelConfig(BaseModel):
 
     def resolved_key_env(self) -> str:
         """The env var the key is read from: ``api_key_env``, or OPENAI_API_KEY when the default is unset."""
-        if self.api_key_env == DEFAULT_KEY_ENV and not os.environ.get(DEFAULT_KEY_ENV) and os.environ.get(FALLBACK_KEY_ENV):
+        if (
+            self.api_key_env == DEFAULT_KEY_ENV
+            and not os.environ.get(DEFAULT_KEY_ENV)
+            and os.environ.get(FALLBACK_KEY_ENV)
+        ):
             return FALLBACK_KEY_ENV
         return self.api_key_env
 
@@ -112,7 +118,7 @@ class ModelConfig(BaseModel):
         return self.prices.get(model) or self.prices.get(self.model) or self.prices.get("*") or Prices()
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "ModelConfig":
+    def from_env(cls, **overrides: Any) -> ModelConfig:
         """Base URL and model from VERIFYLESS_BASE_URL / VERIFYLESS_MODEL; the key stays in VERIFYLESS_API_KEY."""
         missing = [name for name in (ENV_BASE_URL, ENV_MODEL) if not os.environ.get(name)]
         if missing:
@@ -120,7 +126,9 @@ class ModelConfig(BaseModel):
                 f"model spec 'env' needs {' and '.join(missing)}; e.g. export {ENV_BASE_URL}=http://localhost:8000/v1 "
                 f"{ENV_MODEL}=Qwen/Qwen3-8B (and {DEFAULT_KEY_ENV} if the server wants a key)"
             )
-        return make_config(provider="openai", base_url=os.environ[ENV_BASE_URL], model=os.environ[ENV_MODEL], **overrides)
+        return make_config(
+            provider="openai", base_url=os.environ[ENV_BASE_URL], model=os.environ[ENV_MODEL], **overrides
+        )
 
 
 def make_config(**fields: Any) -> ModelConfig:

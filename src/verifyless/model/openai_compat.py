@@ -27,7 +27,8 @@ import random
 import re
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall, Usage
@@ -63,13 +64,28 @@ def parse_completion(text: str) -> tuple[list[Choice], int, int, str]:
         for call in message.get("tool_calls") or ():
             fn = call.get("function") or {}
             args = fn.get("arguments", "")
-            calls.append(ToolCall(id=str(call.get("id", "")), name=str(fn.get("name", "")),
-                                  arguments=args if isinstance(args, str) else json.dumps(args)))
-        choices.append(Choice(text=message.get("content") or "", tool_calls=tuple(calls),
-                              finish_reason=raw.get("finish_reason") or "stop"))
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    return (choices, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-            str(data.get("model") or ""))
+            calls.append(
+                ToolCall(
+                    id=str(call.get("id", "")),
+                    name=str(fn.get("name", "")),
+                    arguments=args if isinstance(args, str) else json.dumps(args),
+                )
+            )
+        choices.append(
+            Choice(
+                text=message.get("content") or "",
+                tool_calls=tuple(calls),
+                finish_reason=raw.get("finish_reason") or "stop",
+            )
+        )
+    raw_usage = data.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    return (
+        choices,
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        str(data.get("model") or ""),
+    )
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -134,8 +150,13 @@ class _Limiters:
 
 ENDPOINT_LIMITS = _Limiters()
 
-_NOT_RETRYABLE = {400: "rejected the request", 401: "rejected the API key", 403: "refused access",
-                  404: "does not know", 422: "could not process the request"}
+_NOT_RETRYABLE = {
+    400: "rejected the request",
+    401: "rejected the API key",
+    403: "refused access",
+    404: "does not know",
+    422: "could not process the request",
+}
 
 
 class OpenAIModel:
@@ -147,7 +168,7 @@ class OpenAIModel:
     sample index is ``j`` sends ``seed + j`` so that extra draws differ.
     """
 
-    def __init__(self, config: "ModelConfig", *, sleep: Any = asyncio.sleep, rng: random.Random | None = None) -> None:
+    def __init__(self, config: ModelConfig, *, sleep: Any = asyncio.sleep, rng: random.Random | None = None) -> None:
         import openai
 
         if not config.model:
@@ -160,7 +181,10 @@ class OpenAIModel:
         self._key_missing = not key
         # Local servers (vLLM, Ollama, llama.cpp) accept any key; the SDK insists on one.
         self._client = openai.AsyncOpenAI(
-            api_key=key or "not-set", base_url=self.endpoint, max_retries=0, timeout=config.timeout_s,
+            api_key=key or "not-set",
+            base_url=self.endpoint,
+            max_retries=0,
+            timeout=config.timeout_s,
             http_client=_http_client(config.timeout_s),
         )
         self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
@@ -218,16 +242,21 @@ class OpenAIModel:
             raise ValueError(f"request.n must be >= 1, got {request.n}")
         first = request.sample_offset
         ask = min(request.n, self.config.max_n or request.n)
-        got, prompt_tokens, completion_tokens, model = await self._call(self._payload(request, ask, first), request.role)
+        got, prompt_tokens, completion_tokens, model = await self._call(
+            self._payload(request, ask, first), request.role
+        )
         choices = got[: request.n]
         # The server may cap or ignore n: draw the rest concurrently in chunks of
         # the size it did return. Each call yields >= 1 choice, so this ends.
         chunk = min(len(got), ask)
         while len(choices) < request.n:
             starts = range(len(choices), request.n, chunk)
-            results = await asyncio.gather(*(
-                self._call(self._payload(request, min(chunk, request.n - s), first + s), request.role) for s in starts
-            ))
+            results = await asyncio.gather(
+                *(
+                    self._call(self._payload(request, min(chunk, request.n - s), first + s), request.role)
+                    for s in starts
+                )
+            )
             for more, p, c, _ in results:
                 choices += more
                 prompt_tokens += p
@@ -256,7 +285,9 @@ class OpenAIModel:
             try:
                 async with limiter:
                     raw = await client.chat.completions.with_raw_response.create(
-                        **body, extra_body=dict(cfg.extra_body) or None, timeout=cfg.timeout_s,
+                        **body,
+                        extra_body=dict(cfg.extra_body) or None,
+                        timeout=cfg.timeout_s,
                         extra_headers={"X-Verifyless-Role": role},
                     )
                     text = raw.text
@@ -278,8 +309,11 @@ class OpenAIModel:
             if hint is not None:
                 delay = max(delay, hint)
             if retries >= cfg.max_retries or elapsed + delay > cfg.retry_budget_s:
-                why = (f"after {retries + 1} attempts" if retries >= cfg.max_retries
-                       else f"the next wait ({delay:.1f} s) would exceed retry_budget_s={cfg.retry_budget_s:g}")
+                why = (
+                    f"after {retries + 1} attempts"
+                    if retries >= cfg.max_retries
+                    else f"the next wait ({delay:.1f} s) would exceed retry_budget_s={cfg.retry_budget_s:g}"
+                )
                 raise ModelUnavailable(
                     f"model {self.name} at {self.endpoint} failed {why} over {elapsed:.1f} s; last error: {problem}. "
                     "Check that the server is up and reachable, or raise max_retries / retry_budget_s / timeout_s"
@@ -291,8 +325,11 @@ class OpenAIModel:
     def _fatal(self, status: int, exc: Any) -> ModelUnavailable:
         detail = self._scrub(exc.message)
         if status == 401:
-            fix = (f"the env var {self.key_env} is not set; export it" if self._key_missing
-                   else f"check the env var {self.key_env}")
+            fix = (
+                f"the env var {self.key_env} is not set; export it"
+                if self._key_missing
+                else f"check the env var {self.key_env}"
+            )
             return ModelUnavailable(f"{self.endpoint} rejected the API key (HTTP 401); {fix}. Server said: {detail}")
         if status == 403:
             return ModelUnavailable(
@@ -302,7 +339,8 @@ class OpenAIModel:
         if status == 404:
             return ModelUnavailable(
                 f"{self.endpoint} does not know model {self.name!r} (HTTP 404); check the model name "
-                f"(GET {self.endpoint.rstrip('/')}/models lists them) and that base_url ends in /v1. Server said: {detail}"
+                f"(GET {self.endpoint.rstrip('/')}/models lists them) and that base_url ends in /v1. "
+                f"Server said: {detail}"
             )
         return ModelUnavailable(
             f"{self.endpoint} {_NOT_RETRYABLE.get(status, 'rejected the request')} for model {self.name!r} "

@@ -14,7 +14,8 @@ outside the cache, so every call is recorded, cache hits included (with
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
@@ -40,6 +41,9 @@ def _scripted(config: ModelConfig) -> Model:
 
 
 def _local(config: ModelConfig) -> Model:
+    """In-process models: ``verifyless.model.local.build_local(config)`` (imported only when asked for)."""
+    import importlib
+
     try:
         from verifyless.model.local import LocalModel
     except ImportError as exc:
@@ -70,8 +74,9 @@ def build_model(
     config = parse_spec(spec)
     factory = PROVIDERS.get(config.provider)
     if factory is None:
-        raise ConfigError(f"unknown model provider {config.provider!r}; known providers: "
-                          f"{', '.join(sorted(PROVIDERS))}")
+        raise ConfigError(
+            f"unknown model provider {config.provider!r}; known providers: {', '.join(sorted(PROVIDERS))}"
+        )
     model: Model = factory(config)
     if cache is not None:
         model = CachedModel(model, cache, mode=cache_mode)

@@ -38,9 +38,10 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
@@ -79,8 +80,7 @@ def to_choice(spec: ReplySpec, *, call_id: Callable[[], str]) -> Choice:
         unknown = set(spec) - {"text", "tool_calls", "finish_reason"}
         if unknown:
             raise ConfigError(
-                f"scripted reply has unknown keys {sorted(unknown)}; "
-                "use 'text', 'tool_calls' and 'finish_reason'"
+                f"scripted reply has unknown keys {sorted(unknown)}; use 'text', 'tool_calls' and 'finish_reason'"
             )
         calls = []
         for raw in spec.get("tool_calls") or ():
@@ -99,9 +99,9 @@ class Rule:
     """One rules-mode entry. Patterns are ``re.search`` regexes; None matches anything."""
 
     replies: Sequence[ReplySpec]
-    match: str | None = None        # on the last user message
-    system: str | None = None       # on the concatenated system messages
-    role: str | None = None         # exact request.role
+    match: str | None = None  # on the last user message
+    system: str | None = None  # on the concatenated system messages
+    role: str | None = None  # exact request.role
     repeat: bool = False
     used: int = 0
 
@@ -120,20 +120,32 @@ class Rule:
         return spec
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any]) -> "Rule":
+    def from_mapping(cls, raw: Mapping[str, Any]) -> Rule:
         unknown = set(raw) - {"match", "system", "role", "replies", "reply", "repeat"}
         if unknown:
             raise ConfigError(f"scripted rule has unknown keys {sorted(unknown)}")
         if ("reply" in raw) == ("replies" in raw):
-            raise ConfigError(f"scripted rule {dict(raw)!r} needs exactly one of 'reply' (repeats) or 'replies' (a list)")
+            raise ConfigError(
+                f"scripted rule {dict(raw)!r} needs exactly one of 'reply' (repeats) or 'replies' (a list)"
+            )
         if "reply" in raw:
-            return cls(replies=[raw["reply"]], match=raw.get("match"), system=raw.get("system"),
-                       role=raw.get("role"), repeat=bool(raw.get("repeat", True)))
+            return cls(
+                replies=[raw["reply"]],
+                match=raw.get("match"),
+                system=raw.get("system"),
+                role=raw.get("role"),
+                repeat=bool(raw.get("repeat", True)),
+            )
         replies = raw["replies"]
         if not isinstance(replies, list) or not replies:
             raise ConfigError(f"scripted rule 'replies' must be a non-empty list, got {replies!r}")
-        return cls(replies=replies, match=raw.get("match"), system=raw.get("system"),
-                   role=raw.get("role"), repeat=bool(raw.get("repeat", False)))
+        return cls(
+            replies=replies,
+            match=raw.get("match"),
+            system=raw.get("system"),
+            role=raw.get("role"),
+            repeat=bool(raw.get("repeat", False)),
+        )
 
 
 @dataclass(frozen=True)
@@ -180,11 +192,13 @@ class ScriptedModel:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def from_file(cls, path: str | Path) -> "ScriptedModel":
+    def from_file(cls, path: str | Path) -> ScriptedModel:
         """Load a YAML or JSON script (format in the module docstring)."""
         path = Path(path)
         if not path.is_file():
-            raise ConfigError(f"scripted model file {str(path)!r} does not exist; pass scripted:<path to .yaml or .json>")
+            raise ConfigError(
+                f"scripted model file {str(path)!r} does not exist; pass scripted:<path to .yaml or .json>"
+            )
         text = path.read_text(encoding="utf-8")
         try:
             if path.suffix == ".json":
@@ -198,7 +212,9 @@ class ScriptedModel:
         if isinstance(data, list):
             data = {"mode": "sequence", "replies": data}
         if not isinstance(data, dict):
-            raise ConfigError(f"scripted model file {str(path)!r} must hold a mapping with 'mode' and 'replies' or 'rules'")
+            raise ConfigError(
+                f"scripted model file {str(path)!r} must hold a mapping with 'mode' and 'replies' or 'rules'"
+            )
         mode = data.get("mode") or ("rules" if "rules" in data else "sequence")
         if mode == "sequence":
             if not isinstance(data.get("replies"), list):
@@ -209,12 +225,18 @@ class ScriptedModel:
                 raise ConfigError(f"{path}: rules mode needs a 'rules' list")
             rules = [Rule.from_mapping(r) for r in data["rules"]]
             return cls(rules=rules, source=str(path), name=str(data.get("name", "scripted")))
-        raise ConfigError(f"{path}: unknown mode {mode!r}; use 'sequence' or 'rules' (function mode is programmatic only)")
+        raise ConfigError(
+            f"{path}: unknown mode {mode!r}; use 'sequence' or 'rules' (function mode is programmatic only)"
+        )
 
     @classmethod
     def from_pairs(
-        cls, pairs: Iterable[tuple[ModelRequest, ModelReply]], *, name: str = "scripted", source: str = "<recorded pairs>"
-    ) -> "ScriptedModel":
+        cls,
+        pairs: Iterable[tuple[ModelRequest, ModelReply]],
+        *,
+        name: str = "scripted",
+        source: str = "<recorded pairs>",
+    ) -> ScriptedModel:
         """A fixture answering each recorded request with its recorded reply.
 
         Requests are matched on their prompt (messages + tools, see
@@ -230,7 +252,7 @@ class ScriptedModel:
         return cls(function=_ReplayTable(table, source), name=name, source=source)
 
     @classmethod
-    def from_store(cls, db_path: str | Path, run_id: str | None = None) -> "ScriptedModel":
+    def from_store(cls, db_path: str | Path, run_id: str | None = None) -> ScriptedModel:
         """A fixture built from the ``llm_cache`` entries of a run store DB.
 
         Uses the ResponseCache entries (not the store's call records, which
@@ -309,9 +331,7 @@ class ScriptedModel:
 
     def _finish(self, request: ModelRequest, choices: tuple[Choice, ...]) -> ModelReply:
         prompt = estimate_tokens("".join(m.content for m in request.messages))
-        completion = sum(
-            estimate_tokens(c.text + "".join(t.name + t.arguments for t in c.tool_calls)) for c in choices
-        )
+        completion = sum(estimate_tokens(c.text + "".join(t.name + t.arguments for t in c.tool_calls)) for c in choices)
         return ModelReply(choices=choices, usage=Usage(prompt, completion, 0.0), model=self.name)
 
 
@@ -352,5 +372,10 @@ def message_from_mapping(raw: Mapping[str, Any]) -> Message:
     content = raw.get("content")
     if isinstance(content, list):  # content parts: keep the text parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
-    return Message(role=raw["role"], content=content or "", tool_calls=calls,
-                   tool_call_id=raw.get("tool_call_id"), name=raw.get("name"))
+    return Message(
+        role=raw["role"],
+        content=content or "",
+        tool_calls=calls,
+        tool_call_id=raw.get("tool_call_id"),
+        name=raw.get("name"),
+    )

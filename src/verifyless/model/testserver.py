@@ -21,15 +21,23 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from verifyless.model.base import Choice, ModelReply, ModelRequest, Tool, Usage
 from verifyless.model.scripted import ScriptedModel, estimate_tokens, message_from_mapping, to_choice
 
 FaultKind = Literal[
-    "rate_limit", "server_error", "delay", "truncated", "empty_choices", "garbage", "unauthorized", "not_found",
+    "rate_limit",
+    "server_error",
+    "delay",
+    "truncated",
+    "empty_choices",
+    "garbage",
+    "unauthorized",
+    "not_found",
     "ignore_n",
 ]
 
@@ -44,40 +52,40 @@ class Fault:
     delay_s: float = 0.0
 
     @classmethod
-    def rate_limit(cls, retry_after: float | str | None = None) -> "Fault":
+    def rate_limit(cls, retry_after: float | str | None = None) -> Fault:
         return cls("rate_limit", 429, None if retry_after is None else str(retry_after))
 
     @classmethod
-    def server_error(cls, status: int = 500, retry_after: float | str | None = None) -> "Fault":
+    def server_error(cls, status: int = 500, retry_after: float | str | None = None) -> Fault:
         return cls("server_error", status, None if retry_after is None else str(retry_after))
 
     @classmethod
-    def delay(cls, seconds: float) -> "Fault":
+    def delay(cls, seconds: float) -> Fault:
         """Answer normally, but only after ``seconds`` (longer than the client timeout to force one)."""
         return cls("delay", 200, delay_s=seconds)
 
     @classmethod
-    def truncated(cls) -> "Fault":
+    def truncated(cls) -> Fault:
         return cls("truncated")
 
     @classmethod
-    def empty_choices(cls) -> "Fault":
+    def empty_choices(cls) -> Fault:
         return cls("empty_choices")
 
     @classmethod
-    def garbage(cls) -> "Fault":
+    def garbage(cls) -> Fault:
         return cls("garbage")
 
     @classmethod
-    def unauthorized(cls) -> "Fault":
+    def unauthorized(cls) -> Fault:
         return cls("unauthorized", 401)
 
     @classmethod
-    def not_found(cls) -> "Fault":
+    def not_found(cls) -> Fault:
         return cls("not_found", 404)
 
     @classmethod
-    def ignore_n(cls) -> "Fault":
+    def ignore_n(cls) -> Fault:
         return cls("ignore_n")
 
 
@@ -87,15 +95,22 @@ Responder = Callable[[ModelRequest], Any]
 def request_from_body(body: dict[str, Any]) -> ModelRequest:
     """Parse an OpenAI chat-completions JSON body into a ``ModelRequest``."""
     tools = tuple(
-        Tool(name=t["function"]["name"], description=t["function"].get("description", ""),
-             parameters=t["function"].get("parameters", {}))
+        Tool(
+            name=t["function"]["name"],
+            description=t["function"].get("description", ""),
+            parameters=t["function"].get("parameters", {}),
+        )
         for t in body.get("tools") or ()
     )
     stop = body.get("stop") or ()
     return ModelRequest(
         messages=tuple(message_from_mapping(m) for m in body.get("messages", [])),
-        temperature=body.get("temperature"), top_p=body.get("top_p"), max_tokens=body.get("max_tokens"),
-        n=int(body.get("n") or 1), seed=body.get("seed"), tools=tools,
+        temperature=body.get("temperature"),
+        top_p=body.get("top_p"),
+        max_tokens=body.get("max_tokens"),
+        n=int(body.get("n") or 1),
+        seed=body.get("seed"),
+        tools=tools,
         stop=(stop,) if isinstance(stop, str) else tuple(stop),
     )
 
@@ -139,7 +154,7 @@ class TestServer:
         self._url: str | None = None
 
     # -- control -----------------------------------------------------------
-    def inject(self, *faults: Fault) -> "TestServer":
+    def inject(self, *faults: Fault) -> TestServer:
         with self._lock:
             self._faults.extend(faults)
         return self
@@ -156,7 +171,7 @@ class TestServer:
             raise RuntimeError("TestServer was never started; use it as a context manager")
         return self._url
 
-    def start(self) -> "TestServer":
+    def start(self) -> TestServer:
         server = self
 
         class Handler(_Handler):
@@ -165,7 +180,9 @@ class TestServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="verifyless-testserver", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="verifyless-testserver", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -178,7 +195,7 @@ class TestServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "TestServer":
+    def __enter__(self) -> TestServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -306,14 +323,22 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:
             # A script that ran out is a test-setup problem: a 400 fails the client fast, with the reason.
             return self._error(400, f"{type(exc).__name__}: {exc}", "script_error")
-        choices = [] if fault is not None and fault.kind == "empty_choices" else [
-            _choice_json(i, c) for i, c in enumerate(reply.choices)
-        ]
+        choices = (
+            []
+            if fault is not None and fault.kind == "empty_choices"
+            else [_choice_json(i, c) for i, c in enumerate(reply.choices)]
+        )
         data = {
-            "id": f"chatcmpl-{len(owner.requests)}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", reply.model), "choices": choices,
-            "usage": {"prompt_tokens": reply.usage.prompt_tokens, "completion_tokens": reply.usage.completion_tokens,
-                      "total_tokens": reply.usage.prompt_tokens + reply.usage.completion_tokens},
+            "id": f"chatcmpl-{len(owner.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", reply.model),
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": reply.usage.prompt_tokens,
+                "completion_tokens": reply.usage.completion_tokens,
+                "total_tokens": reply.usage.prompt_tokens + reply.usage.completion_tokens,
+            },
         }
         text = json.dumps(data).encode()
         if fault is not None and fault.kind == "truncated":

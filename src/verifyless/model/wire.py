@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from verifyless.model.base import Message, ModelRequest, Tool
 
@@ -35,10 +36,12 @@ def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def tools_to_wire(tools: Sequence[Tool]) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+        }
         for t in tools
     ]
-
 
 
 def canonical_json(value: Any) -> str:
@@ -52,6 +55,6 @@ def sha256(text: str) -> str:
 
 def prompt_hash(request: ModelRequest) -> str:
     """Hash of what the model reads (messages and tools), independent of sampling settings."""
-    return sha256(canonical_json({"messages": messages_to_wire(request.messages), "tools": tools_to_wire(request.tools)}))
-
-
+    return sha256(
+        canonical_json({"messages": messages_to_wire(request.messages), "tools": tools_to_wire(request.tools)})
+    )

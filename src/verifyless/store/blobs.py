@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
-from typing import TYPE_CHECKING, ContextManager
+from contextlib import AbstractContextManager as ContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verifyless.errors import StoreError
 from verifyless.node import content_hash
@@ -14,9 +16,10 @@ class BlobStore:
     """Blob methods of ``RunStore`` (a base class; uses its connection and transactions)."""
 
     compress_min: int
-    path: object
+    path: Path
 
     if TYPE_CHECKING:  # provided by RunStore
+
         def _read(self, sql: str, args: tuple = ()) -> list[tuple]: ...
         def _write(self) -> ContextManager[sqlite3.Connection]: ...
 
@@ -34,8 +37,10 @@ class BlobStore:
                 packed = zlib.compress(raw, 6)
                 if len(packed) < len(raw):
                     stored, codec = packed, "zlib"
-            conn.execute("INSERT OR IGNORE INTO blobs (hash, data, size, codec) VALUES (?,?,?,?)",
-                         (digest, stored, len(raw), codec))
+            conn.execute(
+                "INSERT OR IGNORE INTO blobs (hash, data, size, codec) VALUES (?,?,?,?)",
+                (digest, stored, len(raw), codec),
+            )
         return digest
 
     def get_blob(self, digest: str) -> bytes:
@@ -46,7 +51,9 @@ class BlobStore:
         data, codec = rows[0]
         raw = zlib.decompress(data) if codec == "zlib" else bytes(data)
         if content_hash(raw) != digest:
-            raise StoreError(f"blob {digest[:16]}... in {self.path} is damaged (hash mismatch); run PRAGMA integrity_check")
+            raise StoreError(
+                f"blob {digest[:16]}... in {self.path} is damaged (hash mismatch); run PRAGMA integrity_check"
+            )
         return raw
 
     def get_text(self, digest: str) -> str:

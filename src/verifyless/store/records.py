@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,7 @@ class Charge:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Charge":
+    def from_dict(cls, data: Mapping[str, Any]) -> Charge:
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
     @property
@@ -69,7 +70,7 @@ class Item(NamedTuple):
     kind: str
     payload: Mapping[str, Any]
     node_id: str | None = None
-    charge: "Charge | bool | None" = None
+    charge: Charge | bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,11 +54,11 @@ class RunStore(StoreViews, BlobStore):
         except OSError as exc:
             raise StoreError(f"cannot create the folder for the run store {self.path}: {exc}") from exc
         try:
-            conn = sqlite3.connect(
-                str(self.path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
-            )
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=busy_timeout)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}. Check the path and its permissions.") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}. Check the path and its permissions."
+            ) from exc
         try:
             schema.prepare(conn, self.path)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -92,7 +92,7 @@ class RunStore(StoreViews, BlobStore):
                 self._conn.close()
                 self._conn = None
 
-    def __enter__(self) -> "RunStore":
+    def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,17 +130,7 @@ class RunStore(StoreViews, BlobStore):
                 raise self._error(exc) from exc
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
-        text = str(exc)
-        hint = "Nothing of the failed transaction was written."
-        if "full" in text:
-            hint += " Free disk space, then resume the run."
-        elif "locked" in text or "busy" in text:
-            hint += " Another process holds the write lock; stop it or raise busy_timeout."
-        elif "append-only" in text:
-            hint = "The event log cannot be changed; append a new event instead."
-        elif "readonly" in text:
-            hint += " Make the store file and its folder writable."
-        return StoreError(f"run store {self.path}: {text}. {hint}")
+        return store_error(self.path, exc)
 
     # ------------------------------------------------------------------ runs
 
@@ -178,8 +168,15 @@ class RunStore(StoreViews, BlobStore):
 
     # ------------------------------------------------------------------ events
 
-    def append(self, run_id: str, kind: str, payload: Mapping[str, Any], *, node_id: str | None = None,
-               charge: Charge | bool | None = None) -> int:
+    def append(
+        self,
+        run_id: str,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        node_id: str | None = None,
+        charge: Charge | bool | None = None,
+    ) -> int:
         """Append one event (and its view update, blob, ledger charge) in one transaction; returns its seq after COMMIT.
 
         ``charge=True`` derives the charge from the payload for ``verification``
@@ -204,14 +201,16 @@ class RunStore(StoreViews, BlobStore):
             payload["status"] = str(getattr(status, "value", status))
         return self.append(run_id, view.NODE, payload, node_id=candidate.id)
 
-    def add_verification(self, run_id: str, node_id: str, verification: Verification, fitness: float | None,
-                         *, charge: bool = True) -> int:
+    def add_verification(
+        self, run_id: str, node_id: str, verification: Verification, fitness: float | None, *, charge: bool = True
+    ) -> int:
         """Log a finished verification with its oriented ``fitness``; charges 1 verification + seconds by default."""
         payload = verification.to_dict() | {"fitness": fitness}
         return self.append(run_id, view.VERIFICATION, payload, node_id=node_id, charge=charge)
 
-    def events(self, run_id: str, kinds: Iterable[str] | None = None, after: int = 0,
-               *, node_id: str | None = None) -> Iterator[Event]:
+    def events(
+        self, run_id: str, kinds: Iterable[str] | None = None, after: int = 0, *, node_id: str | None = None
+    ) -> Iterator[Event]:
         """Committed events of a run with ``seq > after`` in seq order, optionally filtered by kind and node."""
         kinds = [kinds] if isinstance(kinds, str) else (list(kinds) if kinds is not None else None)
         where = "run_id = ? AND seq > ?"
@@ -228,27 +227,45 @@ class RunStore(StoreViews, BlobStore):
         while True:
             rows = self._read(
                 f"SELECT seq, run_id, ts, kind, node_id, payload, charge FROM events WHERE {where} "
-                f"ORDER BY seq LIMIT {_PAGE}", (run_id, last, *extra))
+                f"ORDER BY seq LIMIT {_PAGE}",
+                (run_id, last, *extra),
+            )
             for seq, rid, ts, kind, nid, payload, charge in rows:
-                yield Event(seq, rid, ts, kind, nid, json.loads(payload),
-                            Charge.from_dict(json.loads(charge)) if charge else None)
+                yield Event(
+                    seq,
+                    rid,
+                    ts,
+                    kind,
+                    nid,
+                    json.loads(payload),
+                    Charge.from_dict(json.loads(charge)) if charge else None,
+                )
             if len(rows) < _PAGE:
                 return
             last = rows[-1][0]
 
-    def _insert(self, conn: sqlite3.Connection, run_id: str, kind: str, payload: Mapping[str, Any],
-                node_id: str | None, charge: Charge | bool | None) -> int:
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        kind: str,
+        payload: Mapping[str, Any],
+        node_id: str | None,
+        charge: Charge | bool | None,
+    ) -> int:
         if not isinstance(kind, str) or not kind:
             raise StoreError(f"event kind must be a non-empty string, got {kind!r}")
         if hasattr(payload, "to_dict"):
-            payload = payload.to_dict()  # type: ignore[union-attr]
+            payload = payload.to_dict()
         payload = dict(payload)
         if kind == view.NODE:
             pid = payload.get("id")
             if node_id is None:
                 node_id = pid
             if not node_id or (pid is not None and pid != node_id):
-                raise StoreError(f"node event needs a node id (payload id {pid!r}, node_id {node_id!r}); they must agree")
+                raise StoreError(
+                    f"node event needs a node id (payload id {pid!r}, node_id {node_id!r}); they must agree"
+                )
             payload["id"] = node_id
             if "program" in payload:
                 program = payload.pop("program")
@@ -256,7 +273,8 @@ class RunStore(StoreViews, BlobStore):
                 if payload.get("program_hash") and payload["program_hash"] != digest:
                     raise StoreError(
                         f"node {node_id!r}: program_hash {payload['program_hash'][:12]} does not match the "
-                        f"program text (sha256 {digest[:12]}); compute it with verifyless.node.content_hash")
+                        f"program text (sha256 {digest[:12]}); compute it with verifyless.node.content_hash"
+                    )
                 payload["program_hash"] = digest
         elif kind in view.VIEW_KINDS and not node_id:
             raise StoreError(f"a {kind!r} event needs node_id=...")
@@ -277,25 +295,33 @@ class RunStore(StoreViews, BlobStore):
             )
         return int(seq)  # type: ignore[arg-type]
 
-    def _apply(self, conn: sqlite3.Connection, run_id: str, kind: str, node_id: str,
-               payload: dict[str, Any], seq: int) -> None:
+    def _apply(
+        self, conn: sqlite3.Connection, run_id: str, kind: str, node_id: str, payload: dict[str, Any], seq: int
+    ) -> None:
         if kind == view.NODE:
             new = view.node_row(run_id, node_id, payload, seq)
-            cur = conn.execute(f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? AND node_id = ?",
-                               (run_id, node_id))
+            cur = conn.execute(
+                f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? AND node_id = ?", (run_id, node_id)
+            )
             old = cur.fetchone()
             if old is None:
-                conn.execute(f"INSERT INTO nodes ({', '.join(view.COLUMNS)}) VALUES ({','.join('?' * len(view.COLUMNS))})",
-                             tuple(new[c] for c in view.COLUMNS))
+                conn.execute(
+                    f"INSERT INTO nodes ({', '.join(view.COLUMNS)}) VALUES ({','.join('?' * len(view.COLUMNS))})",
+                    tuple(new[c] for c in view.COLUMNS),
+                )
                 return
-            row = view.merge_node(dict(zip(view.COLUMNS, old)), new, payload)
+            row = view.merge_node(dict(zip(view.COLUMNS, old, strict=False)), new, payload)
             update = {c: row[c] for c in view.COLUMNS[2:]}
         else:
             update = view.changes(kind, payload, seq, node_id)
-        cur = conn.execute(f"UPDATE nodes SET {', '.join(f'{c} = ?' for c in update)} WHERE run_id = ? AND node_id = ?",
-                           (*update.values(), run_id, node_id))
+        cur = conn.execute(
+            f"UPDATE nodes SET {', '.join(f'{c} = ?' for c in update)} WHERE run_id = ? AND node_id = ?",
+            (*update.values(), run_id, node_id),
+        )
         if cur.rowcount == 0:
-            raise StoreError(f"{kind} event for unknown node {node_id!r} in run {run_id}; append its 'node' event first")
+            raise StoreError(
+                f"{kind} event for unknown node {node_id!r} in run {run_id}; append its 'node' event first"
+            )
 
     @staticmethod
     def _dumps(value: Any, what: str) -> str:
@@ -303,3 +329,18 @@ class RunStore(StoreViews, BlobStore):
             return view.dumps(value)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{what} is not JSON-serialisable ({exc}); convert records with .to_dict()") from exc
+
+
+def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """A ``StoreError`` with SQLite's message and what to do about it."""
+    text = str(exc)
+    hint = "Nothing of the failed transaction was written."
+    if "full" in text:
+        hint += " Free disk space, then resume the run."
+    elif "locked" in text or "busy" in text:
+        hint += " Another process holds the write lock; stop it or raise busy_timeout."
+    elif "append-only" in text:
+        hint = "The event log cannot be changed; append a new event instead."
+    elif "readonly" in text:
+        hint += " Make the store file and its folder writable."
+    return StoreError(f"run store {path}: {text}. {hint}")

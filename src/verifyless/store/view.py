@@ -12,8 +12,8 @@ so that stored and replayed rows compare with ``==``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Node, Operator, Status
@@ -27,13 +27,39 @@ VIEW_KINDS = (NODE, STATUS, VERIFICATION)
 LEDGER_COLUMNS = ("verifications", "evaluator_seconds", "tokens_in", "tokens_out", "cost", "pilot_seconds")
 
 COLUMNS = (
-    "run_id", "node_id", "parent_id", "operator", "status", "score", "fitness", "test_score",
-    "round", "island", "idea", "summary", "program_hash", "reference_ids", "tags", "metrics",
-    "test_metrics", "reason", "verified_seq", "created_seq", "updated_seq",
+    "run_id",
+    "node_id",
+    "parent_id",
+    "operator",
+    "status",
+    "score",
+    "fitness",
+    "test_score",
+    "round",
+    "island",
+    "idea",
+    "summary",
+    "program_hash",
+    "reference_ids",
+    "tags",
+    "metrics",
+    "test_metrics",
+    "reason",
+    "verified_seq",
+    "created_seq",
+    "updated_seq",
 )
 # Fields a repeated `node` event replaces; the outcome of a verification and created_seq stay.
 _CANDIDATE_COLUMNS = (
-    "parent_id", "operator", "idea", "summary", "program_hash", "reference_ids", "tags", "round", "island",
+    "parent_id",
+    "operator",
+    "idea",
+    "summary",
+    "program_hash",
+    "reference_ids",
+    "tags",
+    "round",
+    "island",
 )
 
 
@@ -46,9 +72,7 @@ def _status(raw: Any, where: str) -> str:
     try:
         return Status(raw).value
     except ValueError:
-        raise StoreError(
-            f"{where}: unknown status {raw!r}; use one of {[s.value for s in Status]}"
-        ) from None
+        raise StoreError(f"{where}: unknown status {raw!r}; use one of {[s.value for s in Status]}") from None
 
 
 def node_row(run_id: str, node_id: str, payload: Mapping[str, Any], seq: int) -> dict[str, Any]:
@@ -156,11 +180,26 @@ def to_nodes(rows: list[tuple]) -> tuple[list[Node], int]:
     decoded (immutable) id/tag tuples are shared between rows with equal text.
     """
     tuples: dict[str, tuple] = {"[]": ()}
-    out = []
+    out: list[Any] = []
     append = out.append
     last = 0
-    for (node_id, parent_id, operator, status, fitness, score, idea, program_hash,
-         reference_ids, round_, island, tags, metrics, reason, updated_seq) in rows:
+    for (
+        node_id,
+        parent_id,
+        operator,
+        status,
+        fitness,
+        score,
+        idea,
+        program_hash,
+        reference_ids,
+        round_,
+        island,
+        tags,
+        metrics,
+        reason,
+        updated_seq,
+    ) in rows:
         if updated_seq > last:
             last = updated_seq
         refs = tuples.get(reference_ids)
@@ -169,9 +208,24 @@ def to_nodes(rows: list[tuple]) -> tuple[list[Node], int]:
         tag_tuple = tuples.get(tags)
         if tag_tuple is None:
             tag_tuple = tuples[tags] = tuple(json.loads(tags))
-        append(Node(node_id, parent_id, _OPERATOR[operator], _STATUS[status], fitness, score, idea,
-                    program_hash, refs, round_, island, tag_tuple,
-                    {} if metrics == "{}" else json.loads(metrics), reason))
+        append(
+            Node(
+                node_id,
+                parent_id,
+                _OPERATOR[operator],
+                _STATUS[status],
+                fitness,
+                score,
+                idea,
+                program_hash,
+                refs,
+                round_,
+                island,
+                tag_tuple,
+                {} if metrics == "{}" else json.loads(metrics),
+                reason,
+            )
+        )
     return out, last
 
 
@@ -201,8 +255,11 @@ def resolve_charge(kind: str, payload: Mapping[str, Any], charge: Charge | bool 
         seconds = sum(float(payload.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
         return Charge(verifications=1, evaluator_seconds=seconds)
     if kind == "llm_call":
-        return Charge(tokens_in=int(payload.get("prompt_tokens") or 0), tokens_out=int(payload.get("completion_tokens") or 0),
-                      cost=float(payload.get("cost") or 0.0))
+        return Charge(
+            tokens_in=int(payload.get("prompt_tokens") or 0),
+            tokens_out=int(payload.get("completion_tokens") or 0),
+            cost=float(payload.get("cost") or 0.0),
+        )
     if kind == "pilot":
         return Charge(pilot_seconds=float(payload.get("seconds") or 0.0))
     raise StoreError(f"charge=True cannot derive a charge for a {kind!r} event; pass Charge(...) explicitly")

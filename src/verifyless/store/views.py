@@ -12,8 +12,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Node
@@ -29,6 +30,7 @@ class StoreViews:
     _node_cache: dict[str, tuple[int, dict[str, Node]]]
 
     if TYPE_CHECKING:  # provided by RunStore
+
         def _db(self) -> sqlite3.Connection: ...
         def _read(self, sql: str, args: tuple = ()) -> list[tuple]: ...
         def _write(self) -> ContextManager[sqlite3.Connection]: ...
@@ -70,15 +72,26 @@ class StoreViews:
         raise self._unknown_run(prefix, ids)
 
     def _run_info(self, r: tuple) -> RunInfo:
-        return RunInfo(run_id=r[0], task=r[1], created=r[2], status=r[3], seed=r[4],
-                       config=json.loads(r[5]), updated=r[6], n_nodes=r[7])
+        return RunInfo(
+            run_id=r[0],
+            task=r[1],
+            created=r[2],
+            status=r[3],
+            seed=r[4],
+            config=json.loads(r[5]),
+            updated=r[6],
+            n_nodes=r[7],
+        )
 
     def _unknown_run(self, run_id: str, ids: list[str] | None = None) -> StoreError:
         if ids is None:
             ids = [r[0] for r in self._read("SELECT run_id FROM runs")]
         close = difflib.get_close_matches(run_id, ids, n=5, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else (
-            f" Known runs: {', '.join(sorted(ids)[-5:])}." if ids else " The store has no runs yet.")
+        hint = (
+            f" Did you mean: {', '.join(close)}?"
+            if close
+            else (f" Known runs: {', '.join(sorted(ids)[-5:])}." if ids else " The store has no runs yet.")
+        )
         return StoreError(f"unknown run {run_id!r} in {self.path}.{hint}")
 
     # ------------------------------------------------------------------ snapshots
@@ -92,8 +105,10 @@ class StoreViews:
         header_json = self._dumps(dict(header), "snapshot header")
         with self._write() as conn:
             self._require_run(conn, run_id)
-            conn.execute("INSERT OR REPLACE INTO snapshots (run_id, upto_seq, created, header, data) "
-                         "VALUES (?,?,?,?,?)", (run_id, int(upto_seq), time.time(), header_json, bytes(data)))
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshots (run_id, upto_seq, created, header, data) VALUES (?,?,?,?,?)",
+                (run_id, int(upto_seq), time.time(), header_json, bytes(data)),
+            )
 
     def latest_snapshot(self, run_id: str) -> tuple[int, dict[str, Any], bytes] | None:
         """``(upto_seq, header, data)`` of the run's snapshot, or None."""
@@ -118,7 +133,8 @@ class StoreViews:
             # Two plans on purpose: a full read walks the creation index; a delta read uses the update index.
             where = "run_id = ? AND updated_seq > ?" if seen else "run_id = ? AND ? = 0"
             rows = self._read(
-                f"SELECT {view.NODE_SELECT}, updated_seq FROM nodes WHERE {where} ORDER BY created_seq", (run_id, seen))
+                f"SELECT {view.NODE_SELECT}, updated_seq FROM nodes WHERE {where} ORDER BY created_seq", (run_id, seen)
+            )
             if rows:
                 fresh, last = view.to_nodes(rows)
                 # Existing keys keep their (creation-order) position; new nodes were created after all cached ones.
@@ -130,14 +146,17 @@ class StoreViews:
         """Every column of the nodes view (incl. test_score, test_metrics, summary, seqs) for reports."""
         with self._lock:
             self._require_run(self._db(), run_id)
-            rows = self._read(f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY created_seq",
-                              (run_id,))
-        return [view.decode_row(dict(zip(view.COLUMNS, r))) for r in rows]
+            rows = self._read(
+                f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY created_seq", (run_id,)
+            )
+        return [view.decode_row(dict(zip(view.COLUMNS, r, strict=False))) for r in rows]
 
     def candidate(self, run_id: str, node_id: str) -> Candidate:
         """Rebuild the latest logged ``Candidate`` for ``node_id``, program text included."""
-        rows = self._read("SELECT payload FROM events WHERE run_id = ? AND node_id = ? AND kind = ? "
-                          "ORDER BY seq DESC LIMIT 1", (run_id, node_id, view.NODE))
+        rows = self._read(
+            "SELECT payload FROM events WHERE run_id = ? AND node_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
+            (run_id, node_id, view.NODE),
+        )
         if not rows:
             raise StoreError(f"no node {node_id!r} in run {run_id!r}")
         payload = json.loads(rows[0][0])
@@ -146,8 +165,11 @@ class StoreViews:
 
     def verified_hashes(self, run_id: str) -> set[str]:
         """Program hashes of nodes with a finished verification (for dedup before paying again)."""
-        rows = self._read("SELECT DISTINCT program_hash FROM nodes WHERE run_id = ? AND verified_seq IS NOT NULL "
-                          "AND program_hash != ''", (run_id,))
+        rows = self._read(
+            "SELECT DISTINCT program_hash FROM nodes WHERE run_id = ? AND verified_seq IS NOT NULL "
+            "AND program_hash != ''",
+            (run_id,),
+        )
         return {r[0] for r in rows}
 
     def pending_verifications(self, run_id: str) -> list[str]:
@@ -157,8 +179,10 @@ class StoreViews:
         """
         pending: dict[str, int] = {}
         for seq, kind, node_id in self._read(
-                "SELECT seq, kind, node_id FROM events WHERE run_id = ? AND kind IN ('verification_started', "
-                "'verification') ORDER BY seq", (run_id,)):
+            "SELECT seq, kind, node_id FROM events WHERE run_id = ? AND kind IN ('verification_started', "
+            "'verification') ORDER BY seq",
+            (run_id,),
+        ):
             if kind == "verification_started":
                 pending[node_id] = seq
             else:
@@ -169,7 +193,8 @@ class StoreViews:
         """Totals of everything charged to the run."""
         row = self._read(
             f"SELECT {', '.join(f'COALESCE(SUM({c}), 0)' for c in view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
-            (run_id,))[0]
+            (run_id,),
+        )[0]
         return Budget(*row)
 
     def llm_usage(self, run_id: str) -> list[dict[str, Any]]:
@@ -182,10 +207,13 @@ class StoreViews:
             "SUM(COALESCE(json_extract(payload, '$.cached'), 0)), "
             "SUM(COALESCE(json_extract(payload, '$.prompt_tokens'), 0)), "
             "SUM(COALESCE(json_extract(payload, '$.completion_tokens'), 0)), "
-            "SUM(COALESCE(json_extract(payload, '$.cost'), 0.0)), SUM(COALESCE(json_extract(payload, '$.latency_s'), json_extract(payload, '$.latency'), 0.0)) "
-            "FROM events WHERE run_id = ? AND kind = 'llm_call' GROUP BY 1, 2 ORDER BY 1, 2", (run_id,))
+            "SUM(COALESCE(json_extract(payload, '$.cost'), 0.0)), "
+            "SUM(COALESCE(json_extract(payload, '$.latency_s'), json_extract(payload, '$.latency'), 0.0)) "
+            "FROM events WHERE run_id = ? AND kind = 'llm_call' GROUP BY 1, 2 ORDER BY 1, 2",
+            (run_id,),
+        )
         keys = ("role", "model", "calls", "cached", "prompt_tokens", "completion_tokens", "cost", "latency")
-        return [dict(zip(keys, r)) for r in rows]
+        return [dict(zip(keys, r, strict=False)) for r in rows]
 
     def rebuild_views(self, run_id: str) -> RebuildReport:
         """Recompute the run's nodes view and ledger by replaying its events; report rows that differed.
@@ -194,25 +222,41 @@ class StoreViews:
         """
         with self._write() as conn:
             self._require_run(conn, run_id)
-            rows, ledger, n_events = view.replay(run_id, conn.execute(
-                "SELECT seq, kind, node_id, payload, charge FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+            rows, ledger, n_events = view.replay(
+                run_id,
+                conn.execute(
+                    "SELECT seq, kind, node_id, payload, charge FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+                ),
+            )
             cols = ", ".join(view.COLUMNS)
-            stored = {r[1]: dict(zip(view.COLUMNS, r))
-                      for r in conn.execute(f"SELECT {cols} FROM nodes WHERE run_id = ?", (run_id,))}
-            stored_ledger = {r[0]: tuple(r[1:]) for r in conn.execute(
-                f"SELECT seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
-                (run_id,))}
+            stored = {
+                r[1]: dict(zip(view.COLUMNS, r, strict=False))
+                for r in conn.execute(f"SELECT {cols} FROM nodes WHERE run_id = ?", (run_id,))
+            }
+            stored_ledger = {
+                r[0]: tuple(r[1:])
+                for r in conn.execute(
+                    f"SELECT seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
+                    (run_id,),
+                )
+            }
             nodes_changed = sum(stored.get(k) != rows.get(k) for k in stored.keys() | rows.keys())
             ledger_changed = sum(stored_ledger.get(k) != ledger.get(k) for k in stored_ledger.keys() | ledger.keys())
             conn.execute("DELETE FROM nodes WHERE run_id = ?", (run_id,))
-            conn.executemany(f"INSERT INTO nodes ({cols}) VALUES ({','.join('?' * len(view.COLUMNS))})",
-                             (tuple(r[c] for c in view.COLUMNS) for r in rows.values()))
+            conn.executemany(
+                f"INSERT INTO nodes ({cols}) VALUES ({','.join('?' * len(view.COLUMNS))})",
+                (tuple(r[c] for c in view.COLUMNS) for r in rows.values()),
+            )
             conn.execute("DELETE FROM ledger WHERE run_id = ?", (run_id,))
-            conn.executemany(f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
-                             "VALUES (?,?,?,?,?,?,?,?,?,?)", ((s, *v) for s, v in ledger.items()))
+            conn.executemany(
+                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                ((s, *v) for s, v in ledger.items()),
+            )
         self._node_cache.pop(run_id, None)
-        return RebuildReport(events=n_events, nodes=len(rows), nodes_changed=nodes_changed,
-                             ledger_changed=ledger_changed)
+        return RebuildReport(
+            events=n_events, nodes=len(rows), nodes_changed=nodes_changed, ledger_changed=ledger_changed
+        )
 
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result ('ok' when the file is sound)."""

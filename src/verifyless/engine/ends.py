@@ -1,0 +1,86 @@
+"""The start and the end of a run: the brief, the baseline, the optional final selection, the result."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from verifyless.node import Candidate, Idea, Operator, Status, content_hash
+
+if TYPE_CHECKING:  # pragma: no cover
+    from verifyless.engine.core import Engine, RunResult
+
+__all__ = ["ensure_baseline", "ensure_brief", "result", "select_final"]
+
+
+async def ensure_brief(engine: Engine) -> None:
+    """Ask the briefer once per run (a resumed run keeps its stored brief)."""
+    if engine.state.brief is None:
+        brief = await engine.roles.briefer.brief(engine.task)
+        engine._emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+
+
+async def ensure_baseline(engine: Engine) -> None:
+    """Verify the task's baseline program as node ``root`` (round 0), once per run."""
+    if "root" in engine.state.view.nodes:
+        return
+    program = engine.task.baseline_program
+    cand = Candidate(
+        id="root",
+        parent_id=None,
+        operator=Operator.BASELINE,
+        idea=Idea("the task's baseline program"),
+        program=program,
+        program_hash=content_hash(program),
+        round=0,
+    )
+    cand = cand.replace(summary=await engine.maker.summarize(cand.program, cand.idea))
+    engine._record_candidate(cand, Status.IMPLEMENTED)
+    await engine._verify(cand, engine.gate.reserve(), (0,), 0)
+    await engine._tell_round(0, engine.tells.take(0))
+
+
+async def select_final(engine: Engine, best_id: str | None) -> str | None:
+    """Optional end-of-run step: a judged round-robin over the top-N validation nodes (RPM paper)."""
+    top_n = engine.config.engine.final_selection
+    if top_n is None or engine.final_judge is None:
+        return best_id
+    from verifyless.screen.final import select_final as round_robin
+
+    selection = await round_robin(
+        engine.state.view.nodes.values(),
+        engine.final_judge,
+        top_n,
+        rng=random.Random(f"{engine.config.seed}:final"),
+        task=engine.task,
+        summaries=engine.state.summaries,
+    )
+    engine._emit(
+        "final_selection",
+        {
+            "winner": selection.winner,
+            "pool": list(selection.pool),
+            "points": dict(selection.points),
+            "strategy_best": best_id,
+            "matches": [dict(m) for m in selection.matches],
+        },
+    )
+    return selection.winner or best_id
+
+
+def result(engine: Engine, final_id: str | None, stopped: str) -> RunResult:
+    """The run's summary, read from the store's node view."""
+    rows = {r["node_id"]: r for r in engine.store.node_rows(engine.run_id)}
+    best = rows.get(final_id, {}) if final_id else {}
+    from verifyless.engine.core import RunResult
+
+    return RunResult(
+        run_id=engine.run_id or "",
+        best_id=final_id,
+        best_score=best.get("score"),
+        best_test_score=best.get("test_score"),
+        baseline_score=rows.get("root", {}).get("score"),
+        verifications=engine.gate.used().verifications,
+        rounds=engine.state.rounds_done,
+        stopped=stopped,
+    )
