@@ -25,8 +25,15 @@ def evaluate(base: str, adapter: Path | None, rows: list[dict[str, Any]], max_to
     from verifyless.screen.critic import parse_verdict
     from verifyless.train.data import messages_for
 
-    model = build_model(make_config(provider="local", model=base, adapter=str(adapter) if adapter else None,
-                                    max_tokens=max_tokens, temperature=0.0))
+    model = build_model(
+        make_config(
+            provider="local",
+            model=base,
+            adapter=str(adapter) if adapter else None,
+            max_tokens=max_tokens,
+            temperature=0.0,
+        )
+    )
     hits = {"acc": 0, "dir3": 0, "ladder": 0, "parsed": 0, "tp": 0, "fp": 0, "fn": 0}
     for row in rows:
         messages = tuple(Message(m["role"], m["content"]) for m in messages_for(row))  # type: ignore[arg-type]
@@ -42,8 +49,13 @@ def evaluate(base: str, adapter: Path | None, rows: list[dict[str, Any]], max_to
         hits["fn"] += said != "improve" and truth == "improve"
     n = len(rows)
     f1 = 2 * hits["tp"] / max(1, 2 * hits["tp"] + hits["fp"] + hits["fn"])
-    return {"Improve acc": hits["acc"] / n, "Dir-3": hits["dir3"] / n, "F1": f1, "5-Ladder": hits["ladder"] / n,
-            "parsed": hits["parsed"] / n}
+    return {
+        "Improve acc": hits["acc"] / n,
+        "Dir-3": hits["dir3"] / n,
+        "F1": f1,
+        "5-Ladder": hits["ladder"] / n,
+        "parsed": hits["parsed"] / n,
+    }
 
 
 def main() -> None:
@@ -71,21 +83,35 @@ def main() -> None:
     rows = [dict(r) for r in load_dataset(dataset)["bench"]][: args.bench_rows]
     timings: dict[str, float] = {}
     started = time.monotonic()
-    sft = train_critic_sft(dataset, base=args.base, out=args.out / "sft", settings=load_settings(
-        "sft", None, max_steps=args.sft_steps, learning_rate=args.sft_lr, batch_size=4))
+    sft = train_critic_sft(
+        dataset,
+        base=args.base,
+        out=args.out / "sft",
+        settings=load_settings("sft", None, max_steps=args.sft_steps, learning_rate=args.sft_lr, batch_size=4),
+    )
     timings["SFT"] = time.monotonic() - started
     started = time.monotonic()
-    grpo = train_critic_grpo(dataset, start=args.out / "sft", out=args.out / "grpo", settings=load_settings(
-        "grpo", None, max_steps=args.grpo_steps, learning_rate=args.grpo_lr, max_completion_length=args.max_tokens))
+    grpo = train_critic_grpo(
+        dataset,
+        start=args.out / "sft",
+        out=args.out / "grpo",
+        settings=load_settings(
+            "grpo", None, max_steps=args.grpo_steps, learning_rate=args.grpo_lr, max_completion_length=args.max_tokens
+        ),
+    )
     timings["SFT+GRPO"] = time.monotonic() - started
     print(f"dataset {dataset} ({len(rows)} bench rows), base {args.base}, torch threads {torch.get_num_threads()}")
-    print(f"{'critic':10} {'Improve acc':>11} {'Dir-3':>6} {'F1':>6} {'5-Ladder':>8} {'parsed':>6} "
-          f"{'train s':>8} {'eval s':>7}")
+    print(
+        f"{'critic':10} {'Improve acc':>11} {'Dir-3':>6} {'F1':>6} {'5-Ladder':>8} {'parsed':>6} "
+        f"{'train s':>8} {'eval s':>7}"
+    )
     for name, adapter in (("base", None), ("SFT", sft.adapter_dir), ("SFT+GRPO", grpo.adapter_dir)):
         t0 = time.monotonic()
         m = evaluate(args.base, adapter, rows, args.max_tokens)
-        print(f"{name:10} {m['Improve acc']:11.3f} {m['Dir-3']:6.3f} {m['F1']:6.3f} {m['5-Ladder']:8.3f} "
-              f"{m['parsed']:6.2f} {timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}")
+        print(
+            f"{name:10} {m['Improve acc']:11.3f} {m['Dir-3']:6.3f} {m['F1']:6.3f} {m['5-Ladder']:8.3f} "
+            f"{m['parsed']:6.2f} {timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -58,9 +58,10 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -147,10 +148,17 @@ class PeekOracle:
             ok = v.status is Status.OK and v.score is not None and math.isfinite(v.score)
             return self.task.metric.orient(v.score) if ok else -math.inf
 
-        fits = {c.id: fitness(v) for c, v in zip(candidates, results)}
+        fits = {c.id: fitness(v) for c, v in zip(candidates, results, strict=False)}
         ranking = tuple(sorted(fits, key=lambda cid: -fits[cid]))  # stable: ties keep pool order
-        evidence = {cid: Evidence(cid, rank_value=fits[cid] if math.isfinite(fits[cid]) else -1e300,
-                                  uncertainty=0.0, detail={"peeked": True}) for cid in ranking}
+        evidence = {
+            cid: Evidence(
+                cid,
+                rank_value=fits[cid] if math.isfinite(fits[cid]) else -1e300,
+                uncertainty=0.0,
+                detail={"peeked": True},
+            )
+            for cid in ranking
+        }
         return Screening(self.name, ranking, ranking[: max(0, ctx.n_verify)], evidence, time.monotonic() - started)
 
 
@@ -160,7 +168,7 @@ class RunRow:
     arm: str
     seed: int
     run_id: str
-    score: float          # normalised final score
+    score: float  # normalised final score
     raw: float | None
     verifications: int
     wall_s: float
@@ -175,13 +183,23 @@ def arms_available() -> list[str]:
     return arms
 
 
-async def one_run(task_name: str, arm: str, seed: int, args: argparse.Namespace, store: RunStore,
-                  cache: ResultCache) -> RunRow:
+async def one_run(
+    task_name: str, arm: str, seed: int, args: argparse.Namespace, store: RunStore, cache: ResultCache
+) -> RunRow:
     screener = "random" if arm == "oracle" else arm
-    overrides = [f"task={task_name}", f"seed={seed}", f"strategy.name={args.strategy}", f"screener.name={screener}",
-                 "roles.kind=space", f"budget.verifications={args.budget}", f"engine.candidates={args.candidates}",
-                 f"engine.verify_concurrency={args.concurrency}", "engine.memory=false",
-                 f"engine.max_rounds={4 * args.budget}", f"store={store.path}"]
+    overrides = [
+        f"task={task_name}",
+        f"seed={seed}",
+        f"strategy.name={args.strategy}",
+        f"screener.name={screener}",
+        "roles.kind=space",
+        f"budget.verifications={args.budget}",
+        f"engine.candidates={args.candidates}",
+        f"engine.verify_concurrency={args.concurrency}",
+        "engine.memory=false",
+        f"engine.max_rounds={4 * args.budget}",
+        f"store={store.path}",
+    ]
     if arm == "critic":
         overrides.append("roles.models.default=env")
     if arm == "surrogate":
@@ -204,8 +222,18 @@ async def one_run(task_name: str, arm: str, seed: int, args: argparse.Namespace,
     raw = final.get("test_score" if args.target == "test" else "score")
     scheme = best_scheme(task.anchors)
     score = normalize(raw, task.metric, task.anchors, scheme)
-    return RunRow(task_name, arm, seed, result.run_id, float(score), raw, result.verifications, wall,
-                  executor.peeks, curve_from_store(store, result.run_id))
+    return RunRow(
+        task_name,
+        arm,
+        seed,
+        result.run_id,
+        float(score),
+        raw,
+        result.verifications,
+        wall,
+        executor.peeks,
+        curve_from_store(store, result.run_id),
+    )
 
 
 def by_task(rows: Sequence[RunRow], arm: str) -> dict[str, list[float]]:
@@ -267,18 +295,26 @@ def _est(e: Estimate | None) -> str:
 
 def report(rows: Sequence[RunRow], arms: Sequence[str], budget: int) -> str:
     tasks = sorted({r.task for r in rows})
-    lines = ["Final normalised score per task (mean over seeds [95% bootstrap CI]):", "",
-             "| task | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
+    lines = [
+        "Final normalised score per task (mean over seeds [95% bootstrap CI]):",
+        "",
+        "| task | " + " | ".join(arms) + " |",
+        "|---|" + "---|" * len(arms),
+    ]
     for t in tasks:
         cells = []
         for a in arms:
             vals = [r.score for r in rows if r.task == t and r.arm == a]
             cells.append(str(bootstrap_ci(vals, n_boot=N_BOOT)) if vals else "—")
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
-    lines += ["", "Overall (mean over tasks, task-stratified bootstrap CIs):", "",
-              "| arm | score | headroom captured | P(improve over random) | verif. to reach random's final / budget "
-              "(reached/pairs) | uncharged peeks | wall s |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Overall (mean over tasks, task-stratified bootstrap CIs):",
+        "",
+        "| arm | score | headroom captured | P(improve over random) | verif. to reach random's final / budget "
+        "(reached/pairs) | uncharged peeks | wall s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     rand = by_task(rows, "random")
     for a in arms:
         scores = by_task(rows, a)
@@ -303,9 +339,12 @@ def replay_main(args: argparse.Namespace) -> None:
 
     loaded = load_worlds(world_paths(args.worlds))
     worlds = [w for t, w in sorted(loaded.items()) if not args.tasks_given or t in args.tasks]
-    print(f"Replays on pool worlds: " + ", ".join(f"{w.task} ({len(w)} points)" for w in worlds)
-          + f"; seeds 0..{args.seeds - 1}; {args.candidates} candidates per expansion; locality {args.locality}; "
-          "greedy parent = incumbent best.\n")
+    print(
+        "Replays on pool worlds: "
+        + ", ".join(f"{w.task} ({len(w)} points)" for w in worlds)
+        + f"; seeds 0..{args.seeds - 1}; {args.candidates} candidates per expansion; locality {args.locality}; "
+        "greedy parent = incumbent best.\n"
+    )
     for budget in args.budgets:
         started = time.monotonic()
         results, norms = {}, {}
@@ -314,8 +353,9 @@ def replay_main(args: argparse.Namespace) -> None:
             arms = standard_arms(w, task=task, legacy_surrogate=args.legacy)
             if args.arms:
                 arms = {a: f for a, f in arms.items() if a in args.arms or a in ("random", "oracle")}
-            results[w.task] = compare_arms(w, arms, budget=budget, n_candidates=args.candidates,
-                                           seeds=range(args.seeds), locality=args.locality)
+            results[w.task] = compare_arms(
+                w, arms, budget=budget, n_candidates=args.candidates, seeds=range(args.seeds), locality=args.locality
+            )
             norms[w.task] = normalizer(w, task)
         rows = summarize(results, norms, budget=budget)
         print(replay_report(rows, budget, time.monotonic() - started))
@@ -323,14 +363,18 @@ def replay_main(args: argparse.Namespace) -> None:
 
 def replay_report(rows: Sequence[Any], budget: int, seconds: float) -> str:
     tasks = sorted(rows[0].per_task) if rows else []
-    lines = [f"Budget {budget} verifications ({seconds:.0f} s of replay):", "",
-             "| arm | " + " | ".join(tasks) + " | overall score | headroom captured | P(improve over random) "
-             "| verif. to reach random's final / budget (reached/pairs) |",
-             "|---|" + "---|" * (len(tasks) + 4)]
+    lines = [
+        f"Budget {budget} verifications ({seconds:.0f} s of replay):",
+        "",
+        "| arm | " + " | ".join(tasks) + " | overall score | headroom captured | P(improve over random) "
+        "| verif. to reach random's final / budget (reached/pairs) |",
+        "|---|" + "---|" * (len(tasks) + 4),
+    ]
     for r in rows:
         cells = [str(r.per_task[t]) for t in tasks]
-        room = "0 (by definition)" if r.arm == "random" else "1 (by definition)" if r.arm == "oracle" else _est(
-            r.headroom)
+        room = (
+            "0 (by definition)" if r.arm == "random" else "1 (by definition)" if r.arm == "oracle" else _est(r.headroom)
+        )
         poi = "—" if r.arm == "random" else _est(r.p_improve)
         reach = "—" if r.reach is None else f"{r.reach} ({r.reached}/{r.pairs})"
         lines.append(f"| {r.arm} | " + " | ".join(cells) + f" | {r.score} | {room} | {poi} | {reach} |")
@@ -346,13 +390,22 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
     ap.add_argument("--strategy", default="greedy")
     ap.add_argument("--concurrency", type=int, default=2, help="verifications at once")
     ap.add_argument("--arms", nargs="+", default=None, help="subset of: random surrogate oracle critic")
-    ap.add_argument("--target", choices=["validation", "test"], default="validation",
-                    help="which score of the final node is normalised; a task without hidden test "
-                         "scores (circle_packing) then scores 0")
+    ap.add_argument(
+        "--target",
+        choices=["validation", "test"],
+        default="validation",
+        help="which score of the final node is normalised; a task without hidden test "
+        "scores (circle_packing) then scores 0",
+    )
     ap.add_argument("--store", type=Path, default=None, help="keep the runs in this store (default: a temp file)")
     ap.add_argument("--quick", action="store_true", help="smoke: circle_packing, 1 seed, budget 4, 3 candidates")
-    ap.add_argument("--surrogate-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="option of the surrogate arm, e.g. rank_by=fitness (repeat)")
+    ap.add_argument(
+        "--surrogate-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="option of the surrogate arm, e.g. rank_by=fitness (repeat)",
+    )
     ap.add_argument("--replay", action="store_true", help="replay arms on pool worlds instead of real runs")
     ap.add_argument("--worlds", type=Path, default=Path(__file__).parent / "worlds", help="replay: world folder")
     ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48], help="replay: budgets")
@@ -383,12 +436,17 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
                     for a in arms:
                         row = asyncio.run(one_run(t, a, seed, args, store, cache))
                         rows.append(row)
-                        print(f"# {t} seed {seed} {a}: score {row.score:.3f} (raw {row.raw}), "
-                              f"{row.verifications} verifications, {row.peeks} peeks, {row.wall_s:.0f} s",
-                              file=sys.stderr, flush=True)
-            print(f"Setting: tasks {', '.join(args.tasks)}; seeds {args.seeds}; budget {args.budget}; "
-                  f"candidates {args.candidates}; strategy {args.strategy}; target {args.target}; "
-                  f"cache hits {cache.hits}, sandbox runs {cache.misses}.\n")
+                        print(
+                            f"# {t} seed {seed} {a}: score {row.score:.3f} (raw {row.raw}), "
+                            f"{row.verifications} verifications, {row.peeks} peeks, {row.wall_s:.0f} s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+            print(
+                f"Setting: tasks {', '.join(args.tasks)}; seeds {args.seeds}; budget {args.budget}; "
+                f"candidates {args.candidates}; strategy {args.strategy}; target {args.target}; "
+                f"cache hits {cache.hits}, sandbox runs {cache.misses}.\n"
+            )
             print(report(rows, arms, args.budget))
     return rows
 

@@ -40,14 +40,26 @@ def stream(n: int, seed: int = 0) -> list[Node]:
         if fitness is not None and fitness > best:
             best = fitness
         status = Status.OK if ok else (Status.FAILED if rng.random() < 0.1 else Status.SCREENED_OUT)
-        nodes.append(Node(f"n{i}", "root", Operator.IMPROVE, status, fitness=fitness, score=fitness, island=i % 3,
-                          code_length=1000 + rng.randrange(2000), idea="x" * rng.randrange(300)))
+        nodes.append(
+            Node(
+                f"n{i}",
+                "root",
+                Operator.IMPROVE,
+                status,
+                fitness=fitness,
+                score=fitness,
+                island=i % 3,
+                code_length=1000 + rng.randrange(2000),
+                idea="x" * rng.randrange(300),
+            )
+        )
     return nodes
 
 
 def old_strategy(rev: str):
-    source = subprocess.run(["git", "show", f"{rev}:src/verifyless/search/islands.py"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:src/verifyless/search/islands.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "old_islands.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_islands", path)
@@ -78,8 +90,10 @@ def main() -> None:
     ap.add_argument("--old-rev", default="6365d66", help="git revision holding the rebuilding islands module")
     args = ap.parse_args()
     nodes = stream(args.nodes)
-    rows = [("old: archive rebuilt per eviction and ask", old_strategy(args.old_rev)),
-            ("new: incremental archives", IslandsStrategy)]
+    rows = [
+        ("old: archive rebuilt per eviction and ask", old_strategy(args.old_rev)),
+        ("new: incremental archives", IslandsStrategy),
+    ]
     print("| islands | nodes | tell all s | ask p50 ms |")
     print("| --- | --- | --- | --- |")
     for name, cls in rows:

@@ -79,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from _loopback import start_server
     except ImportError as exc:
-        raise SystemExit(f"cannot import verifyless ({exc}); run this script with the project's "
-                         ".venv/bin/python from the repository root") from None
+        raise SystemExit(
+            f"cannot import verifyless ({exc}); run this script with the project's "
+            ".venv/bin/python from the repository root"
+        ) from None
 
     baseline = bare_python_start(sys.executable, repeats=5 if args.quick else 20)
     server, responder = start_server(TASK)
@@ -93,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
     print(render(rows, baseline, nodes=nodes, eval_seconds=args.eval_seconds))
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "bare_python": baseline, "nodes": nodes,
-                                               "eval_seconds": args.eval_seconds}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {"rows": rows, "bare_python": baseline, "nodes": nodes, "eval_seconds": args.eval_seconds}, indent=2
+            )
+        )
     return 0
 
 
@@ -105,12 +110,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-seconds", type=float, default=0.0, help="evaluator sleep per verification (default 0)")
     p.add_argument("--frameworks", default=None, help=f"comma list from {', '.join(FRAMEWORKS)} (default: all)")
     p.add_argument("--json", default=None, help="also write the raw measurements to this file")
-    p.add_argument("--sandbox", action="store_true",
-                   help="only time sandbox start-up per isolation level against a bare subprocess")
+    p.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="only time sandbox start-up per isolation level against a bare subprocess",
+    )
     p.add_argument("--repeats", type=int, default=20, help="runs per row in --sandbox mode (default 20)")
-    p.add_argument("--compare-src", default=None,
-                   help="--sandbox mode: also time the LocalSandbox of another source tree's src/ folder "
-                        "(e.g. an older commit unpacked with git archive), at its default level")
+    p.add_argument(
+        "--compare-src",
+        default=None,
+        help="--sandbox mode: also time the LocalSandbox of another source tree's src/ folder "
+        "(e.g. an older commit unpacked with git archive), at its default level",
+    )
     p.add_argument("--arm", default=None, help=argparse.SUPPRESS)
     p.add_argument("--base-url", default=None, help=argparse.SUPPRESS)
     p.add_argument("--task-dir", default=None, help=argparse.SUPPRESS)
@@ -134,14 +145,18 @@ def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
     from verifyless.task.base import Limits
 
     limits = Limits(wall_seconds=30, memory_mb=1024)
-    levels = [lvl for lvl in ("namespace", "userns", "process")
-              if lvl == "process" or (_probe(lvl) and (lvl != "namespace" or os.geteuid() == 0))]
+    levels = [
+        lvl
+        for lvl in ("namespace", "userns", "process")
+        if lvl == "process" or (_probe(lvl) and (lvl != "namespace" or os.geteuid() == 0))
+    ]
     sandboxes: dict[str, Any] = {lvl: LocalSandbox(isolation=lvl) for lvl in levels}
     if compare_src:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(
-            "compared_local", Path(compare_src, "verifyless", "sandbox", "local.py"))
+            "compared_local", Path(compare_src, "verifyless", "sandbox", "local.py")
+        )
         assert spec is not None and spec.loader is not None
         compared = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(compared)
@@ -161,8 +176,12 @@ def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
                 result = sandbox.run([sys.executable, "-c", "pass"], ws, limits)
                 totals[lvl].append(time.perf_counter() - started)
                 overheads[lvl].append(result.overhead_seconds)
-    lines = [f"Sandbox start-up, `python -c pass`, {repeats} interleaved runs per row (seconds)", "",
-             "| row | start-up median | start-up p90 | total median | total min |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        f"Sandbox start-up, `python -c pass`, {repeats} interleaved runs per row (seconds)",
+        "",
+        "| row | start-up median | start-up p90 | total median | total min |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for row, values in totals.items():
         over = overheads.get(row)
         cells = [f"{statistics.median(over):.3f}", f"{_p90(over):.3f}"] if over else ["-", "-"]
@@ -198,15 +217,35 @@ def _measure(name: str, base_url: str, responder: Any, work: Path, nodes: int, e
         return {**row, "error": f"{python} not found: create .bench-venv (see docs/benchmarks.md)"}
     out = work / "result.json"
     busy0, kinds0 = responder.snapshot()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1", "BENCH_LLM_KEY": "bench-key"}
-    cmd = [python, str(Path(__file__).resolve()), "--arm", name, "--base-url", base_url, "--task-dir",
-           str(task_dir), "--work-dir", str(work), "--out", str(out), "--nodes", str(nodes)]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "TQDM_DISABLE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "BENCH_LLM_KEY": "bench-key",
+    }
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "--arm",
+        name,
+        "--base-url",
+        base_url,
+        "--task-dir",
+        str(task_dir),
+        "--work-dir",
+        str(work),
+        "--out",
+        str(out),
+        "--nodes",
+        str(nodes),
+    ]
     log = work / "arm.log"
     try:
         with open(log, "wb") as fh:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=work,
-                                  timeout=ARM_TIMEOUT_S)
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=work, timeout=ARM_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {**row, "error": f"timed out after {ARM_TIMEOUT_S} s; log tail: {_tail(log)}"}
     busy1, kinds1 = responder.snapshot()
@@ -229,10 +268,16 @@ def _mean(values: list[float]) -> float | None:
 
 def render(rows: list[dict[str, Any]], baseline: dict[str, float], *, nodes: int, eval_seconds: float) -> str:
     """The markdown table (one row per framework) and the bare-subprocess baseline line."""
-    head = ("| framework | nodes verified | wall s | verified nodes/s | sandbox start-up s/verif "
-            "| verif. latency - evaluator s | framework share | set-up s | LLM replies |")
-    lines = [f"Instant scripted LLM; {nodes} nodes per framework; evaluator sleep {eval_seconds:g} s.", "", head,
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    head = (
+        "| framework | nodes verified | wall s | verified nodes/s | sandbox start-up s/verif "
+        "| verif. latency - evaluator s | framework share | set-up s | LLM replies |"
+    )
+    lines = [
+        f"Instant scripted LLM; {nodes} nodes per framework; evaluator sleep {eval_seconds:g} s.",
+        "",
+        head,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         if r.get("error"):
             lines.append(f"| {r['framework']} | - | - | - | - | - | - | - | not run: {r['error'][:300]} |")
@@ -248,8 +293,11 @@ def render(rows: list[dict[str, Any]], baseline: dict[str, float], *, nodes: int
             f"{'-' if latency is None else f'{latency:.3f}'} | "
             f"{'-' if share is None else f'{share:.1%}'} | {r.get('setup_s', 0):.2f} | {replies} |"
         )
-    lines += ["", f"Bare `python -c pass` subprocess ({platform.python_version()}): median "
-                  f"{baseline['median_s']:.3f} s, min {baseline['min_s']:.3f} s over {baseline['repeats']} runs."]
+    lines += [
+        "",
+        f"Bare `python -c pass` subprocess ({platform.python_version()}): median "
+        f"{baseline['median_s']:.3f} s, min {baseline['min_s']:.3f} s over {baseline['repeats']} runs.",
+    ]
     for r in rows:
         for note in r.get("notes", []):
             lines.append(f"- {r['framework']}: {note}")
@@ -260,8 +308,12 @@ def render(rows: list[dict[str, Any]], baseline: dict[str, float], *, nodes: int
 
 
 def _run_arm(args: argparse.Namespace) -> int:
-    arms = {"verifyless": _arm_verifyless, "verifyless-screened": _arm_verifyless_screened,
-            "openevolve": _arm_openevolve, "shinka": _arm_shinka}
+    arms = {
+        "verifyless": _arm_verifyless,
+        "verifyless-screened": _arm_verifyless_screened,
+        "openevolve": _arm_openevolve,
+        "shinka": _arm_shinka,
+    }
     result = arms[args.arm](args)
     Path(args.out).write_text(json.dumps(result, indent=2))
     return 0
@@ -284,11 +336,15 @@ def _arm_verifyless(args: argparse.Namespace, screened: bool = False) -> dict[st
     work = Path(args.work_dir)
     # The 'env' spec (VERIFYLESS_BASE_URL / _MODEL / _API_KEY): a mapping under roles.models is
     # documented on config.Roles but model.config.parse_spec accepts only strings and ModelConfig.
-    os.environ.update({"VERIFYLESS_BASE_URL": args.base_url, "VERIFYLESS_MODEL": "scripted",
-                       "VERIFYLESS_API_KEY": "bench-key"})
+    os.environ.update(
+        {"VERIFYLESS_BASE_URL": args.base_url, "VERIFYLESS_MODEL": "scripted", "VERIFYLESS_API_KEY": "bench-key"}
+    )
     overrides: dict[str, Any] = {
-        "task": args.task_dir, "budget.verifications": args.nodes, "store": str(work / "runs.db"),
-        "roles.kind": "llm", "roles.models.default": "env",
+        "task": args.task_dir,
+        "budget.verifications": args.nodes,
+        "store": str(work / "runs.db"),
+        "roles.kind": "llm",
+        "roles.models.default": "env",
     }
     if screened:
         overrides.update({"engine.candidates": 4, "screener.name": "critic"})
@@ -310,16 +366,23 @@ def _arm_verifyless(args: argparse.Namespace, screened: bool = False) -> dict[st
         calls = sum(1 for _ in store.events(result.run_id, kinds=["llm_call"]))
         isolation = getattr(getattr(engine.executor, "sandbox", None), "isolation", "?")
     evals = [float(v.get("metrics", {}).get("eval_seconds", 0.0)) for v in verifications]
-    seconds = [float(v["run_seconds"]) + float(v["score_seconds"]) + float(v["overhead_seconds"]) for v in verifications]
+    seconds = [
+        float(v["run_seconds"]) + float(v["score_seconds"]) + float(v["overhead_seconds"]) for v in verifications
+    ]
     statuses = sorted({v["status"] for v in verifications})
     return {
-        "nodes": len(verifications), "wall_s": wall, "setup_s": setup, "eval_s": sum(evals),
+        "nodes": len(verifications),
+        "wall_s": wall,
+        "setup_s": setup,
+        "eval_s": sum(evals),
         "sandbox_s": [float(v["overhead_seconds"]) for v in verifications],
-        "latency_minus_eval_s": [s - e for s, e in zip(seconds, evals)],
-        "notes": [f"{'4 candidates/expansion, critic screener' if screened else '1 candidate/expansion, random screener'}"
-                  f", memory {'on' if engine.memory is not None else 'off'}"
-                  f", strategy {cfg.strategy.name}, sandbox isolation {isolation}, {calls} LLM calls, "
-                  f"statuses {statuses}, stopped: {result.stopped}"],
+        "latency_minus_eval_s": [s - e for s, e in zip(seconds, evals, strict=False)],
+        "notes": [
+            f"{'4 candidates/expansion, critic screener' if screened else '1 candidate/expansion, random screener'}"
+            f", memory {'on' if engine.memory is not None else 'off'}"
+            f", strategy {cfg.strategy.name}, sandbox isolation {isolation}, {calls} LLM calls, "
+            f"statuses {statuses}, stopped: {result.stopped}"
+        ],
     }
 
 
@@ -349,30 +412,52 @@ def _arm_openevolve(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         out = await original(self, program_code, program_id, *a, **kw)
         with open(timing_log, "a") as fh:  # appends of one short line are atomic across workers
-            fh.write(json.dumps({"seconds": time.perf_counter() - t0,
-                                 "eval_seconds": float((out or {}).get("eval_seconds", 0.0))}) + "\n")
+            fh.write(
+                json.dumps(
+                    {"seconds": time.perf_counter() - t0, "eval_seconds": float((out or {}).get("eval_seconds", 0.0))}
+                )
+                + "\n"
+            )
         return out
 
     oe_evaluator.Evaluator.evaluate_program = timed
-    config = Config.from_dict({
-        "max_iterations": args.nodes - 1,  # plus the initial program = nodes evaluations
-        "checkpoint_interval": 10**6, "log_level": "WARNING", "random_seed": 0,
-        "llm": {"api_base": args.base_url, "api_key": "bench-key", "models": [{"name": "scripted", "weight": 1.0}],
-                "timeout": 60, "retries": 0},
-        "evaluator": {"cascade_evaluation": False, "parallel_evaluations": 1, "timeout": 60, "max_retries": 0},
-    })
-    controller = OpenEvolve(initial_program_path=str(task / "initial_program.py"),
-                            evaluation_file=str(task / "evaluator.py"), config=config, output_dir=str(work / "oe_out"))
+    config = Config.from_dict(
+        {
+            "max_iterations": args.nodes - 1,  # plus the initial program = nodes evaluations
+            "checkpoint_interval": 10**6,
+            "log_level": "WARNING",
+            "random_seed": 0,
+            "llm": {
+                "api_base": args.base_url,
+                "api_key": "bench-key",
+                "models": [{"name": "scripted", "weight": 1.0}],
+                "timeout": 60,
+                "retries": 0,
+            },
+            "evaluator": {"cascade_evaluation": False, "parallel_evaluations": 1, "timeout": 60, "max_retries": 0},
+        }
+    )
+    controller = OpenEvolve(
+        initial_program_path=str(task / "initial_program.py"),
+        evaluation_file=str(task / "evaluator.py"),
+        config=config,
+        output_dir=str(work / "oe_out"),
+    )
     setup = time.perf_counter() - started
     run_started = time.perf_counter()
     asyncio.run(controller.run(iterations=args.nodes - 1))
     wall = time.perf_counter() - run_started
     records = [json.loads(line) for line in timing_log.read_text().splitlines()] if timing_log.exists() else []
     return {
-        "nodes": len(records), "wall_s": wall, "setup_s": setup, "eval_s": sum(r["eval_seconds"] for r in records),
+        "nodes": len(records),
+        "wall_s": wall,
+        "setup_s": setup,
+        "eval_s": sum(r["eval_seconds"] for r in records),
         "latency_minus_eval_s": [r["seconds"] - r["eval_seconds"] for r in records],
-        "notes": [f"openevolve {importlib.metadata.version('openevolve')}, {len(controller.database.programs)} programs "
-                  "in its database, evaluate() runs in-process in one worker (no isolation)"],
+        "notes": [
+            f"openevolve {importlib.metadata.version('openevolve')}, {len(controller.database.programs)} programs "
+            "in its database, evaluate() runs in-process in one worker (no isolation)"
+        ],
     }
 
 
@@ -390,8 +475,11 @@ def _arm_shinka(args: argparse.Namespace) -> dict[str, Any]:
     evo = EvolutionConfig(
         num_generations=args.nodes,  # generation 0 is the initial program
         llm_models=[f"local/scripted@{args.base_url}?api_key_env=BENCH_LLM_KEY"],
-        llm_dynamic_selection=None, embedding_model=None, meta_rec_interval=None,
-        init_program_path=str(task / "initial_program.py"), results_dir=str(results),
+        llm_dynamic_selection=None,
+        embedding_model=None,
+        meta_rec_interval=None,
+        init_program_path=str(task / "initial_program.py"),
+        results_dir=str(results),
     )
     job = LocalJobConfig(eval_program_path=str(task / "evaluate.py"), python_executable=sys.executable)
     db = DatabaseConfig(db_path=str(results / "programs.sqlite"))
@@ -409,10 +497,16 @@ def _arm_shinka(args: argparse.Namespace) -> dict[str, Any]:
             latency.append(float(metadata["evaluation_seconds"]) - e)
             sandbox.append(float(metadata["evaluation_seconds"]) - e)
     return {
-        "nodes": len(rows), "wall_s": wall, "setup_s": setup, "eval_s": sum(evals),
-        "sandbox_s": sandbox, "latency_minus_eval_s": latency,
-        "notes": [f"shinka-evolve {importlib.metadata.version('shinka-evolve')}, one `python evaluate.py` "
-                  "subprocess per program (no isolation beyond the process)"],
+        "nodes": len(rows),
+        "wall_s": wall,
+        "setup_s": setup,
+        "eval_s": sum(evals),
+        "sandbox_s": sandbox,
+        "latency_minus_eval_s": latency,
+        "notes": [
+            f"shinka-evolve {importlib.metadata.version('shinka-evolve')}, one `python evaluate.py` "
+            "subprocess per program (no isolation beyond the process)"
+        ],
     }
 
 

@@ -30,9 +30,9 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from verifyless.config import load_config
 from verifyless.engine import Engine
@@ -50,10 +50,18 @@ TARGET = 40  # hidden optimum of the toy problem; score = |x - TARGET| (minimise
 
 def toy_task() -> Task:
     """A one-constant task; the band holds ``x = <int>``."""
-    return Task(name="pipeline-toy", root=Path("/nonexistent-pipeline-toy"), kind="native",
-                statement="Choose x.", program_file="p.py", baseline_program=PROGRAM, band=Band(),
-                metric=Metric("distance", "minimize"), validation_metrics=("distance",),
-                test_metrics=("test_distance",))
+    return Task(
+        name="pipeline-toy",
+        root=Path("/nonexistent-pipeline-toy"),
+        kind="native",
+        statement="Choose x.",
+        program_file="p.py",
+        baseline_program=PROGRAM,
+        band=Band(),
+        metric=Metric("distance", "minimize"),
+        validation_metrics=("distance",),
+        test_metrics=("test_distance",),
+    )
 
 
 def _x(program: str) -> int:
@@ -75,8 +83,10 @@ class _SlowProposer:
         await asyncio.sleep(self.delay)
         rng = random.Random(ctx.seed)
         base = _x(ctx.parent.program)
-        return [Idea(f"move x from {base} to {base + d}", {"x": base + d})
-                for d in rng.sample([d for d in range(-9, 10) if d], n)]
+        return [
+            Idea(f"move x from {base} to {base + d}", {"x": base + d})
+            for d in rng.sample([d for d in range(-9, 10) if d], n)
+        ]
 
 
 class _Implementer:
@@ -120,8 +130,16 @@ class TimedExecutor:
         await asyncio.sleep(self.delay)
         self.intervals.append((start, time.monotonic()))
         d = float(abs(_x(program) - TARGET))
-        return Verification(Status.OK, "", {"distance": d}, {"test_distance": d}, d, d,
-                            run_seconds=self.delay, program_hash=content_hash(program))
+        return Verification(
+            Status.OK,
+            "",
+            {"distance": d},
+            {"test_distance": d},
+            d,
+            d,
+            run_seconds=self.delay,
+            program_hash=content_hash(program),
+        )
 
     def busy(self) -> float:
         """Union length of the busy intervals (they cannot overlap at capacity 1, but be safe)."""
@@ -148,30 +166,54 @@ class Row:
 
 
 async def run_mode(pipeline: bool, *, llm: float, verify: float, budget: int, candidates: int, store: RunStore) -> Row:
-    cfg = load_config(overrides=[
-        "strategy.name=greedy", f"budget.verifications={budget}", f"engine.candidates={candidates}",
-        f"engine.pipeline={str(pipeline).lower()}", "engine.verify_concurrency=1", "engine.memory=false",
-    ])
+    cfg = load_config(
+        overrides=[
+            "strategy.name=greedy",
+            f"budget.verifications={budget}",
+            f"engine.candidates={candidates}",
+            f"engine.pipeline={str(pipeline).lower()}",
+            "engine.verify_concurrency=1",
+            "engine.memory=false",
+        ]
+    )
     executor = TimedExecutor(verify)
-    engine = Engine(task=toy_task(), roles=Roles(_Briefer(), _SlowProposer(llm / 2), _Implementer(), _Summarizer()),
-                    screener=_SlowScreener(llm / 2), strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
-                    executor=executor, store=store, config=cfg)
+    engine = Engine(
+        task=toy_task(),
+        roles=Roles(_Briefer(), _SlowProposer(llm / 2), _Implementer(), _Summarizer()),
+        screener=_SlowScreener(llm / 2),
+        strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+        executor=executor,
+        store=store,
+        config=cfg,
+    )
     start = time.monotonic()
     result = await engine.run()
     wall = time.monotonic() - start
     busy = executor.busy()
-    return Row("pipelined" if pipeline else "sequential", wall, busy, busy / wall, result.verifications,
-               result.rounds, result.best_score)
+    return Row(
+        "pipelined" if pipeline else "sequential",
+        wall,
+        busy,
+        busy / wall,
+        result.verifications,
+        result.rounds,
+        result.best_score,
+    )
 
 
 def table(rows: Sequence[Row], llm: float, verify: float) -> str:
-    lines = [f"LLM/screening work {llm:g} s per expansion, verification {verify:g} s, one verifier.", "",
-             "| mode | wall s | verifier busy s | utilisation | verifications | rounds | best score |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"LLM/screening work {llm:g} s per expansion, verification {verify:g} s, one verifier.",
+        "",
+        "| mode | wall s | verifier busy s | utilisation | verifications | rounds | best score |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         best = "—" if r.best_score is None else f"{r.best_score:g}"
-        lines.append(f"| {r.mode} | {r.wall_s:.1f} | {r.busy_s:.1f} | {100 * r.utilisation:.1f}% | "
-                     f"{r.verifications} | {r.rounds} | {best} |")
+        lines.append(
+            f"| {r.mode} | {r.wall_s:.1f} | {r.busy_s:.1f} | {100 * r.utilisation:.1f}% | "
+            f"{r.verifications} | {r.rounds} | {best} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -188,8 +230,18 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "pipeline.db") as store:
         for pipeline in (False, True):
-            rows.append(asyncio.run(run_mode(pipeline, llm=args.llm, verify=args.verify, budget=args.budget,
-                                             candidates=args.candidates, store=store)))
+            rows.append(
+                asyncio.run(
+                    run_mode(
+                        pipeline,
+                        llm=args.llm,
+                        verify=args.verify,
+                        budget=args.budget,
+                        candidates=args.candidates,
+                        store=store,
+                    )
+                )
+            )
     print(table(rows, args.llm, args.verify))
     return rows
 

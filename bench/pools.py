@@ -37,8 +37,14 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or Path(__file__).parent / "worlds" / f"{Path(args.task).name}.jsonl"
     deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
     started = time.monotonic()
-    world = collect_world(args.task, out, n=args.n, seed=args.seed, deadline=deadline,
-                          progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    world = collect_world(
+        args.task,
+        out,
+        n=args.n,
+        seed=args.seed,
+        deadline=deadline,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
     ok = sum(p.status == "ok" for p in world.points)
     print(f"{world.task}: {len(world)} points ({ok} ok) in {out}; {time.monotonic() - started:.0f} s")
 

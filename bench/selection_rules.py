@@ -27,8 +27,13 @@ from verifyless.bench.simulated import (
 )
 from verifyless.bench.worlds import load_worlds, normalizer, world_paths
 
-LEVELS = (("perfect", 1.0, 1.0), ("strong", 0.8, 0.8), ("trained 63.3 / arbiter 69.4", 0.633, 0.694),
-          ("prompted 46.6 / judge 60", 0.466, 0.6), ("chance", 1 / 3, 0.5))
+LEVELS = (
+    ("perfect", 1.0, 1.0),
+    ("strong", 0.8, 0.8),
+    ("trained 63.3 / arbiter 69.4", 0.633, 0.694),
+    ("prompted 46.6 / judge 60", 0.466, 0.6),
+    ("chance", 1 / 3, 0.5),
+)
 
 
 def arms_for(dir3: float, pair: float) -> dict:
@@ -52,21 +57,30 @@ def main(argv: list[str] | None = None) -> None:
     worlds = load_worlds(world_paths(args.worlds))
     norms = {t: normalizer(w) for t, w in worlds.items()}
     started = time.monotonic()
-    print(f"Budget {args.budget}, N={args.candidates}, seeds 0..{args.seeds - 1}, worlds "
-          + ", ".join(f"{t} ({len(w)})" for t, w in sorted(worlds.items())) + "\n")
-    print("| level (critic Dir-3 / judge acc.) | rule | score | headroom captured | P(improve over random) "
-          "| verif. to reach random / budget (reached) |\n|---|---|---|---|---|---|")
+    print(
+        f"Budget {args.budget}, N={args.candidates}, seeds 0..{args.seeds - 1}, worlds "
+        + ", ".join(f"{t} ({len(w)})" for t, w in sorted(worlds.items()))
+        + "\n"
+    )
+    print(
+        "| level (critic Dir-3 / judge acc.) | rule | score | headroom captured | P(improve over random) "
+        "| verif. to reach random / budget (reached) |\n|---|---|---|---|---|---|"
+    )
     for label, dir3, pair in LEVELS:
         results = {}
         for t, w in worlds.items():
             arms = {"random": random_factory, **arms_for(dir3, pair), "oracle": oracle_factory}
-            results[t] = compare_arms(w, arms, budget=args.budget, n_candidates=args.candidates,
-                                      seeds=range(args.seeds))
+            results[t] = compare_arms(
+                w, arms, budget=args.budget, n_candidates=args.candidates, seeds=range(args.seeds)
+            )
         for r in summarize(results, norms, budget=args.budget, n_boot=1000):
             if r.arm in ("random", "oracle") and label != LEVELS[0][0]:
                 continue
-            print(f"| {label} | {r.arm} | {r.score} | {r.headroom if r.headroom else '—'} | "
-                  f"{r.p_improve if r.p_improve else '—'} | {r.reach} ({r.reached}/{r.pairs}) |", flush=True)
+            print(
+                f"| {label} | {r.arm} | {r.score} | {r.headroom if r.headroom else '—'} | "
+                f"{r.p_improve if r.p_improve else '—'} | {r.reach} ({r.reached}/{r.pairs}) |",
+                flush=True,
+            )
     print(f"\n{time.monotonic() - started:.0f} s")
 
 

@@ -23,16 +23,27 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "scripted" / "circle_packing.yaml"
-PAYLOADS = ('<script>window.__xss && window.__xss("script")</script>',
-            '<img src=x onerror="window.__xss && window.__xss(\'onerror\')">',
-            '<svg onload="window.__xss && window.__xss(\'svg\')"></svg>')
+PAYLOADS = (
+    '<script>window.__xss && window.__xss("script")</script>',
+    "<img src=x onerror=\"window.__xss && window.__xss('onerror')\">",
+    "<svg onload=\"window.__xss && window.__xss('svg')\"></svg>",
+)
 SECRET = "sk-report-test-SECRET-0123456789abcdef"
 
 
 def overrides(store: Path, script: Path, budget: int) -> list[str]:
-    return ["task=circle_packing", "screener.name=critic", "screener.options.k=4", f"budget.verifications={budget}",
-            "engine.candidates=3", "strategy.name=greedy", "strategy.options.num_drafts=1", f"store={store}",
-            "roles.kind=llm", f"roles.models.default=scripted:{script}"]
+    return [
+        "task=circle_packing",
+        "screener.name=critic",
+        "screener.options.k=4",
+        f"budget.verifications={budget}",
+        "engine.candidates=3",
+        "strategy.name=greedy",
+        "strategy.options.num_drafts=1",
+        f"store={store}",
+        "roles.kind=llm",
+        f"roles.models.default=scripted:{script}",
+    ]
 
 
 def hostile_script(folder: Path) -> Path:
@@ -56,7 +67,7 @@ def hostile_script(folder: Path) -> Path:
 
 def _printing(reply: str) -> str:
     """Make the program print the payloads to stdout and stderr when it is imported."""
-    code = ("import sys as _sys\n" + "".join(f"print({p!r})\nprint({p!r}, file=_sys.stderr)\n" for p in PAYLOADS))
+    code = "import sys as _sys\n" + "".join(f"print({p!r})\nprint({p!r}, file=_sys.stderr)\n" for p in PAYLOADS)
     return reply.replace("```python\n", "```python\n" + code, 1)
 
 
@@ -83,8 +94,10 @@ def build(folder: Path) -> dict[str, Any]:
     from verifyless.store import RunStore
 
     with RunStore(store) as st:
-        secret = st.create_run("circle_packing", {"roles": {"api_key": SECRET, "models": {"default": "openai:x"}},
-                                                  "note": f"Bearer {SECRET}"})
+        secret = st.create_run(
+            "circle_packing",
+            {"roles": {"api_key": SECRET, "models": {"default": "openai:x"}}, "note": f"Bearer {SECRET}"},
+        )
     return {"store": store, "plain": plain, "hostile": hostile, "secret": secret}
 
 

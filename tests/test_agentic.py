@@ -11,8 +11,8 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import pytest
 
@@ -29,6 +29,7 @@ SECRET = "SECRET-LABELS-4242"
 
 # ---------------------------------------------------------------------- a sandbox for the tests
 
+
 class _UnshareSandbox:
     """Fallback used only while ``verifyless.sandbox.local`` is unavailable.
 
@@ -42,21 +43,37 @@ class _UnshareSandbox:
         probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
         self.can_hide = probe.returncode == 0
 
-    def run(self, argv: Sequence[str], workdir: Path, limits: Limits, *, env: Mapping[str, str] | None = None,
-            hide: Sequence[Path] = ()) -> ExecResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        workdir: Path,
+        limits: Limits,
+        *,
+        env: Mapping[str, str] | None = None,
+        hide: Sequence[Path] = (),
+    ) -> ExecResult:
         q = shlex.quote
         lines = ["set -e"]
         for path in map(q, map(str, hide)):
             # Tested inside the namespace: an earlier mask may already cover a later path.
-            lines.append(f"if [ -d {path} ]; then mount -t tmpfs -o ro,size=16k none {path}; "
-                         f"elif [ -e {path} ]; then mount --bind /dev/null {path}; fi")
+            lines.append(
+                f"if [ -d {path} ]; then mount -t tmpfs -o ro,size=16k none {path}; "
+                f"elif [ -e {path} ]; then mount --bind /dev/null {path}; fi"
+            )
         lines.append("exec " + " ".join(q(a) for a in argv))
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines)]
         if not self.can_hide:
             cmd = list(argv)
         start = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=workdir, env={"PATH": os.environ["PATH"], **(env or {})},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env={"PATH": os.environ["PATH"], **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=limits.wall_seconds)
             status = "ok" if proc.returncode == 0 else "failed"
@@ -101,8 +118,12 @@ class FakeModel:
 
     name = "fake"
 
-    def __init__(self, pilot: Callable[[int, ModelRequest], Turn], feedback: Callable[[int], str] | str = "[ENOUGH] clear",
-                 final: str = "[CHOICE] 1 --- it measured best") -> None:
+    def __init__(
+        self,
+        pilot: Callable[[int, ModelRequest], Turn],
+        feedback: Callable[[int], str] | str = "[ENOUGH] clear",
+        final: str = "[CHOICE] 1 --- it measured best",
+    ) -> None:
         self.pilot = pilot
         self.feedback = feedback if callable(feedback) else (lambda _i, text=feedback: text)
         self.final = final
@@ -115,8 +136,11 @@ class FakeModel:
         self.counts[request.role] += 1
         if request.role == "agentic-pilot":
             out = self.pilot(i, request)
-            choice = out if isinstance(out, Choice) else (
-                Choice(text=out) if isinstance(out, str) else Choice(text="", tool_calls=tuple(out)))
+            choice = (
+                out
+                if isinstance(out, Choice)
+                else (Choice(text=out) if isinstance(out, str) else Choice(text="", tool_calls=tuple(out)))
+            )
         elif request.role == "agentic-feedback":
             choice = Choice(text=self.feedback(i))
         else:
@@ -134,6 +158,7 @@ def python_then_submit(code: str = "print('pilot ran')") -> Callable[[int, Model
 
 # ---------------------------------------------------------------------- task and candidates
 
+
 @pytest.fixture()
 def task(tmp_path: Path) -> Task:
     root = tmp_path / "task"
@@ -143,9 +168,16 @@ def task(tmp_path: Path) -> Task:
     (root / "hidden" / "labels.csv").write_text(SECRET + "\n")
     program = "import sys\n# EVOLVE-BLOCK-START\nmodel = 'mean'\n# EVOLVE-BLOCK-END\nprint(model)\n"
     return Task(
-        name="toy", root=root, kind="native", statement="Predict b from a.", program_file="solution.py",
-        baseline_program=program, band=Band(), metric=Metric("rmse", "minimize"),
-        public_data=(root / "public" / "train.csv",), hidden_data=(root / "hidden" / "labels.csv",),
+        name="toy",
+        root=root,
+        kind="native",
+        statement="Predict b from a.",
+        program_file="solution.py",
+        baseline_program=program,
+        band=Band(),
+        metric=Metric("rmse", "minimize"),
+        public_data=(root / "public" / "train.csv",),
+        hidden_data=(root / "hidden" / "labels.csv",),
         limits=Limits(wall_seconds=5.0),
     )
 
@@ -154,14 +186,27 @@ def _candidates(task: Task, n: int = 3, operator: Operator = Operator.IMPROVE) -
     out = []
     for i in range(n):
         program = task.baseline_program.replace("'mean'", f"'model{i}'")
-        out.append(Candidate(id=f"c{i}", parent_id="p", operator=operator, idea=Idea(f"use model{i}"),
-                             program=program, program_hash=content_hash(program), summary=f"fits model{i}"))
+        out.append(
+            Candidate(
+                id=f"c{i}",
+                parent_id="p",
+                operator=operator,
+                idea=Idea(f"use model{i}"),
+                program=program,
+                program_hash=content_hash(program),
+                summary=f"fits model{i}",
+            )
+        )
     return out
 
 
 def _ctx(task: Task, seed: int = 0, **kwargs) -> ScreenContext:
-    return ScreenContext(task=task, parent=ParentInfo(id="p", program=task.baseline_program, score=1.0),
-                         rng=random.Random(seed), **kwargs)
+    return ScreenContext(
+        task=task,
+        parent=ParentInfo(id="p", program=task.baseline_program, score=1.0),
+        rng=random.Random(seed),
+        **kwargs,
+    )
 
 
 def _rpm(model: FakeModel, **kwargs) -> AgenticRPM:
@@ -177,9 +222,12 @@ def _screen(rpm: AgenticRPM, task: Task, seed: int = 0, n: int = 3):
 
 # ---------------------------------------------------------------------- tests
 
+
 def test_overstated_budget_pilot_record_and_final_choice(task: Task) -> None:
-    model = FakeModel(python_then_submit("import os; print('files', sorted(os.listdir('.')))"),
-                      final="The pilots favour the second one.\n[CHOICE] 2 --- lowest pilot error")
+    model = FakeModel(
+        python_then_submit("import os; print('files', sorted(os.listdir('.')))"),
+        final="The pilots favour the second one.\n[CHOICE] 2 --- lowest pilot error",
+    )
     cands, screening = _screen(_rpm(model), task)
     system = model.requests[0].messages[0].content + model.requests[0].messages[1].content
     assert "2700" in system and "300 " not in system  # only the overstated figure is shown
@@ -215,7 +263,9 @@ def test_stops_when_real_time_left_is_below_theta(task: Task) -> None:
     # 5 pilots x 50 s = 250 s used, 50 s left < theta = 60 s.
     assert detail["n_pilots"] == 5 and detail["pilot_seconds"] == pytest.approx(250.0)
     assert detail["stop_reason"] == "time below theta"
-    tool_texts = [m.content for r in model.requests if r.role == "agentic-pilot" for m in r.messages if m.role == "tool"]
+    tool_texts = [
+        m.content for r in model.requests if r.role == "agentic-pilot" for m in r.messages if m.role == "tool"
+    ]
     assert "about 2250 s" in tool_texts[0]  # 250 s of real time left, stated 9x
 
 
@@ -243,7 +293,7 @@ def test_hung_pilot_is_killed_at_the_per_pilot_cap(task: Task) -> None:
 def test_feedback_enough_stops_early_and_refuses_resubmission(task: Task) -> None:
     turns: list[Turn] = [
         [tool("python", code="print(1)"), tool("submit_findings", findings="first")],
-        [tool("submit_findings", findings="again without running")],   # refused: proposal pending
+        [tool("submit_findings", findings="again without running")],  # refused: proposal pending
         [tool("bash", command="echo second"), tool("submit_findings", findings="second")],
     ]
     model = FakeModel(lambda i, _r: turns[i], feedback=lambda i: ["[NEXT] check candidate 3", "[ENOUGH] done"][i])
@@ -277,8 +327,13 @@ def test_hidden_data_is_not_reachable_from_a_pilot(task: Task) -> None:
         f"try:\n    print('listing:', sorted(p.name for p in Path({str(task.root)!r}).rglob('*')))\n"
         "except Exception as exc:\n    print('root blocked:', type(exc).__name__)\n"
     )
-    turns: list[Turn] = [[tool("python", code=code), tool("bash", command=f"cat {shlex.quote(str(hidden))}"),
-                          tool("submit_findings", findings="tried")]]
+    turns: list[Turn] = [
+        [
+            tool("python", code=code),
+            tool("bash", command=f"cat {shlex.quote(str(hidden))}"),
+            tool("submit_findings", findings="tried"),
+        ]
+    ]
     model = FakeModel(lambda i, _r: turns[i])
     hides: list[tuple[Path, ...]] = []
 
@@ -301,8 +356,12 @@ def test_hidden_data_is_not_reachable_from_a_pilot(task: Task) -> None:
 
 
 def test_idle_agent_stops_and_bad_arguments_are_reported(task: Task) -> None:
-    turns: list[Turn] = [[tool("python", code="print(1)"), ToolCall("x", "python", "{not json"),
-                          ToolCall("y", "fly", "{}")], "thinking...", "still thinking", "done?"]
+    turns: list[Turn] = [
+        [tool("python", code="print(1)"), ToolCall("x", "python", "{not json"), ToolCall("y", "fly", "{}")],
+        "thinking...",
+        "still thinking",
+        "done?",
+    ]
     model = FakeModel(lambda i, _r: turns[i])
     _, screening = _screen(_rpm(model, max_idle_turns=3), task)
     detail = screening.evidence[screening.ranking[0]].detail
@@ -342,10 +401,13 @@ def test_parse_feedback() -> None:
 
 # ---------------------------------------------------------------------- issue 10: fidelity to the RPM paper
 
+
 def test_max_pilots_counts_submitted_findings_not_runs(task: Task) -> None:
     two_runs = [tool("python", code="print(1)"), tool("bash", command="echo 2")]
-    model = FakeModel(lambda i, _r: [*two_runs, tool("submit_findings", findings=f"finding {i}")],
-                      feedback="[NEXT] one more comparison")
+    model = FakeModel(
+        lambda i, _r: [*two_runs, tool("submit_findings", findings=f"finding {i}")],
+        feedback="[NEXT] one more comparison",
+    )
     _, screening = _screen(_rpm(model, max_pilots=2), task)
     detail = screening.evidence[screening.ranking[0]].detail
     assert detail["n_findings"] == 2 and detail["n_pilots"] == 4  # N = 2 findings, each backed by two runs
@@ -353,12 +415,19 @@ def test_max_pilots_counts_submitted_findings_not_runs(task: Task) -> None:
 
 
 def test_pilot_records_carry_seconds_device_and_outcome(task: Task) -> None:
-    model = FakeModel(lambda i, _r: [tool("python", code="print('ok')"), tool("python", code="raise SystemExit(3)"),
-                                     tool("submit_findings", findings="one ran, one failed")])
+    model = FakeModel(
+        lambda i, _r: [
+            tool("python", code="print('ok')"),
+            tool("python", code="raise SystemExit(3)"),
+            tool("submit_findings", findings="one ran, one failed"),
+        ]
+    )
     _, screening = _screen(_rpm(model, device="GPU: Test Card 80GB"), task)
     records = pilot_records(screening)
     assert [(r["index"], r["tool"], r["outcome"], r["device"]) for r in records] == [
-        (1, "python", "ok", "GPU: Test Card 80GB"), (2, "python", "failed", "GPU: Test Card 80GB")]
+        (1, "python", "ok", "GPU: Test Card 80GB"),
+        (2, "python", "failed", "GPU: Test Card 80GB"),
+    ]
     assert sum(r["seconds"] for r in records) == pytest.approx(pilot_seconds(screening))
     first = [r for r in model.requests if r.role == "agentic-pilot"][0].messages[1].content
     assert "Hardware: GPU: Test Card 80GB." in first
@@ -387,11 +456,26 @@ def test_judge_sees_plan_code_and_context_nodes_within_a_token_budget(task: Task
     from verifyless.node import Node, Status
 
     def node(nid: str, parent: str | None, score: float | None, status: Status = Status.OK) -> Node:
-        return Node(id=nid, parent_id=parent, operator=Operator.IMPROVE, status=status, score=score,
-                    fitness=None if score is None else -score, idea=f"idea of {nid}")
+        return Node(
+            id=nid,
+            parent_id=parent,
+            operator=Operator.IMPROVE,
+            status=status,
+            score=score,
+            fitness=None if score is None else -score,
+            idea=f"idea of {nid}",
+        )
 
-    nodes = {n.id: n for n in (node("root", None, 3.0), node("p", "root", 1.0), node("bad", "p", None, Status.FAILED),
-                               node("g", "bad", 0.5), node("sib", "root", 2.0))}
+    nodes = {
+        n.id: n
+        for n in (
+            node("root", None, 3.0),
+            node("p", "root", 1.0),
+            node("bad", "p", None, Status.FAILED),
+            node("g", "bad", 0.5),
+            node("sib", "root", 2.0),
+        )
+    }
     programs = {nid: f"# program of {nid}\n" + "x = 1\n" * 40 for nid in nodes}
     model = FakeModel(python_then_submit())
     rpm = _rpm(model, context_tokens=10_000)
@@ -436,7 +520,6 @@ def test_detect_device_names_a_gpu_from_nvidia_smi_or_the_cpu_cores(tmp_path: Pa
 
 def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Path) -> None:
     from engine_fakes import FakeExecutor, fake_roles, fake_task
-
     from verifyless.config import load_config
     from verifyless.engine import Engine
     from verifyless.search.registry import build_strategy
@@ -445,14 +528,27 @@ def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Pat
     (tmp_path / "task").mkdir()
     ticks = itertools.count(step=50.0)  # every pilot takes 50 s of (fake) real time
     model = FakeModel(python_then_submit(), feedback="[NEXT] compare again")
-    screener = AgenticRPM(model, SANDBOX, pilot_limits=Limits(wall_seconds=5.0), clock=lambda: next(ticks),
-                          device="CPU only (test)")
-    cfg = load_config(overrides=["budget.verifications=3", "budget.evaluator_seconds=130", "engine.candidates=3",
-                                 "engine.pipeline=false"])
+    screener = AgenticRPM(
+        model, SANDBOX, pilot_limits=Limits(wall_seconds=5.0), clock=lambda: next(ticks), device="CPU only (test)"
+    )
+    cfg = load_config(
+        overrides=[
+            "budget.verifications=3",
+            "budget.evaluator_seconds=130",
+            "engine.candidates=3",
+            "engine.pipeline=false",
+        ]
+    )
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(task=fake_task(tmp_path / "task"), roles=fake_roles(), screener=screener,
-                        strategy=build_strategy("greedy", {}, random.Random(0)), executor=FakeExecutor(),
-                        store=store, config=cfg)
+        engine = Engine(
+            task=fake_task(tmp_path / "task"),
+            roles=fake_roles(),
+            screener=screener,
+            strategy=build_strategy("greedy", {}, random.Random(0)),
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
         result = asyncio.run(engine.run())
         pilots = [e.payload for e in store.events(result.run_id, kinds=["pilot"])]
         used = store.budget(result.run_id)

@@ -10,24 +10,24 @@ import pytest
 from verifyless.bench import labels as L
 from verifyless.bench import metrics as M
 
-
 # ---------------------------------------------------------------------- labels
+
 
 @pytest.mark.parametrize(
     "delta, z, expected",
     [
-        (0.30, 0.0, "BigWin"),      # Delta > 0.25
-        (0.01, 2.5, "BigWin"),      # z > 2
-        (0.30, 1.5, "BigWin"),      # first rule wins over MediumWin
-        (0.15, 0.0, "MediumWin"),   # Delta > 0.10
-        (0.01, 1.5, "MediumWin"),   # z > 1
-        (0.01, 0.5, "SmallWin"),    # Delta > 0 and z > 0.2
-        (0.01, 0.1, "Tie"),         # improving but z <= 0.2: Tie through Delta >= 0
-        (0.00, -3.0, "Tie"),        # Delta == 0 is a Tie whatever z
-        (-0.05, -0.1, "Tie"),       # worse, but within the z band
-        (-0.05, 0.2, "Tie"),        # band edge is inclusive
+        (0.30, 0.0, "BigWin"),  # Delta > 0.25
+        (0.01, 2.5, "BigWin"),  # z > 2
+        (0.30, 1.5, "BigWin"),  # first rule wins over MediumWin
+        (0.15, 0.0, "MediumWin"),  # Delta > 0.10
+        (0.01, 1.5, "MediumWin"),  # z > 1
+        (0.01, 0.5, "SmallWin"),  # Delta > 0 and z > 0.2
+        (0.01, 0.1, "Tie"),  # improving but z <= 0.2: Tie through Delta >= 0
+        (0.00, -3.0, "Tie"),  # Delta == 0 is a Tie whatever z
+        (-0.05, -0.1, "Tie"),  # worse, but within the z band
+        (-0.05, 0.2, "Tie"),  # band edge is inclusive
         (-0.05, -0.5, "Lose"),
-        (-0.30, 0.5, "Lose"),       # z above the band but Delta < 0
+        (-0.30, 0.5, "Lose"),  # z above the band but Delta < 0
     ],
 )
 def test_five_level_rule_order(delta, z, expected):
@@ -53,9 +53,13 @@ def test_parent_five_levels_hand_computed():
 
 def test_label_children_excludes_infeasible_and_fits_per_parent():
     rows = [
-        ("p", "a", 1.3, 1.0), ("p", "b", 1.05, 1.0), ("p", "c", 1.02, 1.0), ("p", "d", 0.9, 1.0),
-        ("p", "x", None, 1.0),                      # infeasible child: no label
-        ("q", "e", 2.2, 2.0), ("q", "f", 1.0, 2.0),  # only one improving child: no five-level labels
+        ("p", "a", 1.3, 1.0),
+        ("p", "b", 1.05, 1.0),
+        ("p", "c", 1.02, 1.0),
+        ("p", "d", 0.9, 1.0),
+        ("p", "x", None, 1.0),  # infeasible child: no label
+        ("q", "e", 2.2, 2.0),
+        ("q", "f", 1.0, 2.0),  # only one improving child: no five-level labels
     ]
     out = {o.child_id: o for o in L.label_children(rows)}
     assert set(out) == {"a", "b", "c", "d", "e", "f"}
@@ -69,9 +73,10 @@ def test_label_children_excludes_infeasible_and_fits_per_parent():
 
 # ---------------------------------------------------------------------- prediction from samples
 
+
 def test_predict_plurality_and_ties():
     assert M.predict(["BigWin", "SmallWin", "SmallWin", "Lose"]) == ("improve", "SmallWin")
-    assert M.predict(["Tie", "Lose"]) == ("tie", "Tie")            # tie broken improve > tie > lose
+    assert M.predict(["Tie", "Lose"]) == ("tie", "Tie")  # tie broken improve > tie > lose
     assert M.predict(["BigWin", "MediumWin", "Lose", "Lose"]) == ("improve", "BigWin")
     assert M.predict([None, None]) == (None, None)
     rec = M.make_record("c", ["BigWin", None, "Lose", "Lose"], "lose")
@@ -108,12 +113,14 @@ def test_f1_matches_sklearn():
 
 def test_confusion_matrices():
     cm = M.confusion_matrix(PRED, TRUE, L.THREE)
-    expected = np.array([
-        # pred: improve tie lose invalid
-        [1, 0, 1, 1],   # true improve
-        [0, 1, 0, 0],   # true tie
-        [1, 0, 1, 0],   # true lose
-    ])
+    expected = np.array(
+        [
+            # pred: improve tie lose invalid
+            [1, 0, 1, 1],  # true improve
+            [0, 1, 0, 0],  # true tie
+            [1, 0, 1, 0],  # true lose
+        ]
+    )
     assert (cm == expected).all()
     cm5 = M.confusion_matrix(["BigWin", "Lose"], ["SmallWin", "Lose"], L.FIVE)
     assert cm5.shape == (5, 6) and cm5[2, 0] == 1 and cm5[4, 4] == 1 and cm5.sum() == 2
@@ -137,13 +144,16 @@ def test_critic_metrics_and_breakdown():
     assert m.dir3 == pytest.approx(2 / 4)
     assert m.improve_accuracy == pytest.approx(2 / 4)
     assert m.f1 == pytest.approx(2 * 1 / (2 * 1 + 1 + 1))
-    assert m.n_ladder == 3 and m.ladder5 == pytest.approx(1 / 3)  # a right; b (SmallWin vs Lose), d (Tie vs MediumWin) wrong
+    assert m.n_ladder == 3 and m.ladder5 == pytest.approx(
+        1 / 3
+    )  # a right; b (SmallWin vs Lose), d (Tie vs MediumWin) wrong
     by = M.breakdown(recs, "stratum")
     assert set(by) == {"s1", "s2"} and by["s2"].n == 2 and by["s2"].dir3 == pytest.approx(0.5)
     assert set(M.breakdown(recs, "task")) == {"t1", "t2"}
 
 
 # ---------------------------------------------------------------------- calibration and uncertainty
+
 
 def test_calibration_bins():
     recs = _records()  # P(improve) = 0.75, 0.5, 0, 0.25 ; truth improve = 1, 0, 0, 1
@@ -152,7 +162,7 @@ def test_calibration_bins():
     assert counts == [1, 1, 1, 1]
     assert cal.bins[3].mean_predicted == pytest.approx(0.75) and cal.bins[3].fraction_improve == 1.0
     assert cal.ece == pytest.approx((0.0 + 0.75 + 0.5 + 0.25) / 4)
-    assert cal.brier == pytest.approx((0.25 ** 2 + 0.5 ** 2 + 0 + 0.75 ** 2) / 4)
+    assert cal.brier == pytest.approx((0.25**2 + 0.5**2 + 0 + 0.75**2) / 4)
 
 
 def test_auroc_matches_sklearn_with_ties():
@@ -171,8 +181,8 @@ def test_auroc_vs_k_subsamples_seeded():
     recs += [M.make_record("short", ["Lose"] * 4, "lose")]
     pts = M.auroc_vs_k(recs, ks=(1, 4, 16, 32), repeats=4, seed=1)
     assert [p.n for p in pts] == [11, 11, 10, 0]
-    assert pts[2].auroc == pytest.approx(1.0)   # all 16 samples: perfectly separated
-    assert 0.5 < pts[0].auroc < 1.0             # one sample is a noisy vote
+    assert pts[2].auroc == pytest.approx(1.0)  # all 16 samples: perfectly separated
+    assert 0.5 < pts[0].auroc < 1.0  # one sample is a noisy vote
     assert pts[3].auroc is None
     assert M.auroc_vs_k(recs, ks=(1, 4), seed=1) == M.auroc_vs_k(recs, ks=(1, 4), seed=1)
 
@@ -188,6 +198,7 @@ def test_routing_curve_hand_computed():
 
 
 # ---------------------------------------------------------------------- joining with the store
+
 
 def _critique(label: str) -> str:
     tier = {"BigWin": "big", "MediumWin": "medium", "SmallWin": "small"}.get(label, "NA")
@@ -205,8 +216,13 @@ def test_critic_records_from_store(tmp_path):
 
         def node(cid, parent, fitness, status=Status.OK):
             prog = f"x = {cid!r}\n"
-            st.add_candidate(run, Candidate(cid, parent, Operator.IMPROVE if parent else Operator.BASELINE,
-                                            Idea(cid), prog, content_hash(prog)), status="implemented")
+            st.add_candidate(
+                run,
+                Candidate(
+                    cid, parent, Operator.IMPROVE if parent else Operator.BASELINE, Idea(cid), prog, content_hash(prog)
+                ),
+                status="implemented",
+            )
             if status is not None:
                 v = Verification(status, score=fitness if status is Status.OK else None)
                 st.add_verification(run, cid, v, fitness if status is Status.OK else None)
@@ -214,11 +230,17 @@ def test_critic_records_from_store(tmp_path):
         node("root", None, 1.0)
         node("a", "root", 1.3)
         node("b", "root", 0.9)
-        node("c", "root", None, status=Status.FAILED)   # infeasible: excluded
-        node("d", "root", None, status=None)            # screened out: never verified
-        ev = {cid: evidence_from_critiques(cid, [_critique(lab) for lab in labs])
-              for cid, labs in {"a": ["BigWin", "BigWin", "Tie"], "b": ["SmallWin", "Lose", "Lose"],
-                                "c": ["Tie"], "d": ["Lose"]}.items()}
+        node("c", "root", None, status=Status.FAILED)  # infeasible: excluded
+        node("d", "root", None, status=None)  # screened out: never verified
+        ev = {
+            cid: evidence_from_critiques(cid, [_critique(lab) for lab in labs])
+            for cid, labs in {
+                "a": ["BigWin", "BigWin", "Tie"],
+                "b": ["SmallWin", "Lose", "Lose"],
+                "c": ["Tie"],
+                "d": ["Lose"],
+            }.items()
+        }
         scr = Screening("critic", ("a", "b", "c", "d"), ("a", "b", "c"), ev)
         st.append(run, "screening", {**scr.to_dict(), "to_verify": ["a", "b", "c"], "round": 1})
         recs = {r.candidate_id: r for r in M.critic_records_from_store(st, run)}

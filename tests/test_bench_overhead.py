@@ -24,8 +24,14 @@ def _rows(table: str) -> dict[str, list[str]]:
 def test_quick_run_prints_a_verifyless_row_with_positive_throughput(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json", str(tmp_path / "raw.json")],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", str(tmp_path / "raw.json")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = _rows(proc.stdout)

@@ -12,8 +12,6 @@ import math
 import sys
 from pathlib import Path
 
-import pytest
-
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
@@ -71,8 +69,9 @@ def test_scale_restore_rebuilds_every_node(tmp_path):
 def test_efficiency_quick_runs_every_arm_on_the_real_sandbox(capsys, tmp_path):
     from verifyless.store import RunStore
 
-    rows = load("efficiency").main(["--quick", "--arms", "random", "surrogate", "oracle",
-                                    "--store", str(tmp_path / "e.db")])
+    rows = load("efficiency").main(
+        ["--quick", "--arms", "random", "surrogate", "oracle", "--store", str(tmp_path / "e.db")]
+    )
     out = capsys.readouterr().out
     for arm in ("random", "surrogate", "oracle"):
         assert f"| {arm} |" in out
@@ -87,9 +86,13 @@ def test_efficiency_quick_runs_every_arm_on_the_real_sandbox(capsys, tmp_path):
     assert oracle.peeks > 0  # it looked at candidates it was not charged for
     # Same seed, same first pool: the oracle's round-1 pick is at least as good as random's.
     with RunStore(tmp_path / "e.db") as store:
+
         def first_pick(run_id):
-            (row,) = [r for r in store.node_rows(run_id) if r["round"] == 1 and r["verified_seq"] is not None
-                      and r["operator"] != "debug"]
+            (row,) = [
+                r
+                for r in store.node_rows(run_id)
+                if r["round"] == 1 and r["verified_seq"] is not None and r["operator"] != "debug"
+            ]
             return -math.inf if row["fitness"] is None else row["fitness"]
 
         assert first_pick(oracle.run_id) >= first_pick(rand.run_id)

@@ -21,14 +21,15 @@ DIABETES = Anchors(floor=73.82, reference=50.79, bound=0.0)
 
 # ---------------------------------------------------------------------- normalised scores
 
+
 def test_bounded_score_at_anchors_minimise():
     assert S.bounded_score(73.82, DIABETES, RMSE) == pytest.approx(0.0)
     assert S.bounded_score(50.79, DIABETES, RMSE) == pytest.approx(0.5)
     assert S.bounded_score(0.0, DIABETES, RMSE) == pytest.approx(1.0)
     assert S.bounded_score((73.82 + 50.79) / 2, DIABETES, RMSE) == pytest.approx(0.25)
     assert S.bounded_score(25.395, DIABETES, RMSE) == pytest.approx(0.75)
-    assert S.bounded_score(90.0, DIABETES, RMSE) == 0.0     # worse than the floor
-    assert S.bounded_score(None, DIABETES, RMSE) == 0.0     # failed run
+    assert S.bounded_score(90.0, DIABETES, RMSE) == 0.0  # worse than the floor
+    assert S.bounded_score(None, DIABETES, RMSE) == 0.0  # failed run
     assert S.bounded_score(float("nan"), DIABETES, RMSE) == 0.0
 
 
@@ -36,7 +37,7 @@ def test_bounded_score_maximise_and_partial_anchors():
     a = Anchors(floor=0.5, reference=0.8, bound=1.0)
     assert [S.bounded_score(v, a, ACC) for v in (0.5, 0.8, 1.0, 0.9)] == pytest.approx([0, 0.5, 1, 0.75])
     no_bound = Anchors(floor=0.5, reference=0.7)
-    assert S.bounded_score(0.8, no_bound, ACC) == pytest.approx(0.75)   # slope continues past the reference
+    assert S.bounded_score(0.8, no_bound, ACC) == pytest.approx(0.75)  # slope continues past the reference
     assert S.bounded_score(2.0, no_bound, ACC) == 1.0
     assert S.bounded_score(0.75, Anchors(floor=0.5, bound=1.0), ACC) == pytest.approx(0.5)
     with pytest.raises(TaskError, match="anchors"):
@@ -54,7 +55,7 @@ def test_airs_score_at_anchors():
     assert S.airs_score(0.9, a) == pytest.approx((1 - math.log10(2)) / (2 - math.log10(2)))
     assert S.airs_score(None, a) == 0.0
     assert S.airs_score(0.999, a) > 1.0 and S.airs_score(0.999, a, clip=True) == 1.0
-    assert math.isfinite(S.airs_score(1.0, a))   # at the optimum: distance floored, no inf
+    assert math.isfinite(S.airs_score(1.0, a))  # at the optimum: distance floored, no inf
     # minimised metric, SOTA falls back to the reference anchor
     assert S.airs_score(50.79, DIABETES) == pytest.approx(1.0)
     with pytest.raises(TaskError):
@@ -65,13 +66,14 @@ def test_airs_score_at_anchors():
 
 # ---------------------------------------------------------------------- selection statistics
 
+
 def test_selection_advantage_and_normalised():
-    pool = [1.0, 2.0, 3.0, 6.0]   # mean 3
+    pool = [1.0, 2.0, 3.0, 6.0]  # mean 3
     assert SEL.selection_advantage(6.0, pool) == pytest.approx(3.0)
-    assert SEL.normalized_advantage(6.0, pool) == pytest.approx(1.0)   # oracle
-    assert SEL.normalized_advantage(3.0, pool) == pytest.approx(0.0)   # the mean = random in expectation
+    assert SEL.normalized_advantage(6.0, pool) == pytest.approx(1.0)  # oracle
+    assert SEL.normalized_advantage(3.0, pool) == pytest.approx(0.0)  # the mean = random in expectation
     assert SEL.normalized_advantage(1.0, pool) == pytest.approx(-2 / 3)
-    assert SEL.normalized_advantage(2.0, [2.0, 2.0]) == 0.0            # max == mean: defined as 0
+    assert SEL.normalized_advantage(2.0, [2.0, 2.0]) == 0.0  # max == mean: defined as 0
     # the average pick over all candidates is exactly random
     assert np.mean([SEL.selection_advantage(s, pool) for s in pool]) == pytest.approx(0.0)
 
@@ -85,15 +87,16 @@ def test_pool_stats_fill_failures_and_summary():
     assert SEL.fill_failures(pools[0].scores) == {"a": 1.0, "b": 3.0, "c": 1.0}
     assert SEL.fill_failures(pools[0].scores, "drop") == {"a": 1.0, "b": 3.0}
     s = SEL.summarize_selection(pools)
-    assert s.n_pools == 2 and s.n_degenerate == 1      # p3 has nothing that worked
+    assert s.n_pools == 2 and s.n_degenerate == 1  # p3 has nothing that worked
     assert s.pools[0].advantage == pytest.approx(3.0 - 5.0 / 3)
-    assert s.normalized == pytest.approx(1.0)          # p2 (all equal) is left out
+    assert s.normalized == pytest.approx(1.0)  # p2 (all equal) is left out
     assert s.top1 == 1.0 and s.regret == 0.0
 
 
 def test_pairwise_accuracy_drops_near_ties():
-    pool = SEL.Pool("p", {"a": 0.0, "b": 1.0, "c": 1.005, "d": 0.5},
-                    rank_values={"a": 3.0, "b": 2.0, "c": 1.0, "d": 2.0})
+    pool = SEL.Pool(
+        "p", {"a": 0.0, "b": 1.0, "c": 1.005, "d": 0.5}, rank_values={"a": 3.0, "b": 2.0, "c": 1.0, "d": 2.0}
+    )
     res = SEL.pairwise_accuracy([pool])
     # range 1.005: (b, c) differ by 0.5% of it -> dropped. Of the other 5 pairs the selector prefers the
     # worse one in (a,b), (a,c), (a,d), (c,d) and ranks b and d equally (half a point).
@@ -117,6 +120,7 @@ def test_correlation_matches_scipy():
 
 # ---------------------------------------------------------------------- bootstrap and probability of improvement
 
+
 def test_bootstrap_ci_covers_the_mean_and_is_seeded():
     x = np.random.default_rng(1).normal(2.0, 1.0, size=400)
     est = C.bootstrap_ci(x, seed=3)
@@ -129,7 +133,7 @@ def test_bootstrap_ci_covers_the_mean_and_is_seeded():
 
 def test_probability_of_improvement_two_normals():
     delta = 0.5
-    truth = norm.cdf(delta / math.sqrt(2))   # P(X > Y) for X ~ N(delta, 1), Y ~ N(0, 1)
+    truth = norm.cdf(delta / math.sqrt(2))  # P(X > Y) for X ~ N(delta, 1), Y ~ N(0, 1)
     rng = np.random.default_rng(7)
     a = {f"t{i}": rng.normal(delta, 1.0, size=150) for i in range(3)}
     b = {f"t{i}": rng.normal(0.0, 1.0, size=150) for i in range(3)}
@@ -158,9 +162,15 @@ def test_arm_score_is_mean_of_task_means():
 
 # ---------------------------------------------------------------------- curves
 
+
 def _events(fits):
-    return [{"payload": {"status": "ok" if f is not None else "failed", "fitness": f, "test_score": None},
-             "charge": {"evaluator_seconds": 2.0}} for f in fits]
+    return [
+        {
+            "payload": {"status": "ok" if f is not None else "failed", "fitness": f, "test_score": None},
+            "charge": {"evaluator_seconds": 2.0},
+        }
+        for f in fits
+    ]
 
 
 def test_curve_and_reach():
@@ -186,6 +196,7 @@ def test_curve_band_forward_fills_shorter_runs():
 
 # ---------------------------------------------------------------------- store, plots, tables, CLI
 
+
 def _store_with_runs(path):
     from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
     from verifyless.screen.critic import evidence_from_critiques
@@ -194,21 +205,31 @@ def _store_with_runs(path):
     crit = {"improve": "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r", "lose": "[IMPROVEMENT] lose --- r"}
     st = RunStore(path)
     runs = []
-    for seed, (screener, fits) in enumerate([("critic", [1.0, 1.2, 1.5]), ("critic", [1.0, 1.4, 0.9]),
-                                             ("random", [1.0, 0.9, 1.1]), ("random", [1.0, 1.05, 0.8])]):
+    for seed, (screener, fits) in enumerate(
+        [
+            ("critic", [1.0, 1.2, 1.5]),
+            ("critic", [1.0, 1.4, 0.9]),
+            ("random", [1.0, 0.9, 1.1]),
+            ("random", [1.0, 1.05, 0.8]),
+        ]
+    ):
         run = st.create_run("toy", {"screener": {"name": screener}}, seed=seed)
         ids = ["root", "c1", "c2"]
-        for i, (cid, fit) in enumerate(zip(ids, fits)):
+        for i, (cid, fit) in enumerate(zip(ids, fits, strict=False)):
             prog = f"x = {cid!r}\n"
-            st.add_candidate(run, Candidate(cid, None if i == 0 else "root", Operator.IMPROVE, Idea(cid), prog,
-                                            content_hash(prog)), status="implemented")
-            st.add_verification(run, cid, Verification(Status.OK, score=fit, test_score=fit - 0.1, run_seconds=1.0),
-                                fit)
+            st.add_candidate(
+                run,
+                Candidate(cid, None if i == 0 else "root", Operator.IMPROVE, Idea(cid), prog, content_hash(prog)),
+                status="implemented",
+            )
+            st.add_verification(
+                run, cid, Verification(Status.OK, score=fit, test_score=fit - 0.1, run_seconds=1.0), fit
+            )
         votes = {"c1": ["improve"] * 3 + ["lose"], "c2": ["lose", "lose", "improve", "improve"]}
         ev = {cid: evidence_from_critiques(cid, [crit[v] for v in vs]) for cid, vs in votes.items()}
         scr = Screening(screener, ("c1", "c2"), ("c1", "c2"), ev if screener == "critic" else {})
         st.append(run, "screening", {**scr.to_dict(), "round": 1})
-        st.append(run, "final", {"node_id": max(zip(fits, ids))[1]})
+        st.append(run, "final", {"node_id": max(zip(fits, ids, strict=False))[1]})
         runs.append(run)
     return st, runs
 
@@ -228,8 +249,10 @@ def test_plots_and_markdown(tmp_path):
     from verifyless.bench import metrics as M
     from verifyless.bench import plots, report
 
-    recs = [M.make_record(str(i), ["BigWin"] * (i % 4) + ["Lose"] * (4 - i % 4), "improve" if i % 2 else "lose")
-            for i in range(12)]
+    recs = [
+        M.make_record(str(i), ["BigWin"] * (i % 4) + ["Lose"] * (4 - i % 4), "improve" if i % 2 else "lose")
+        for i in range(12)
+    ]
     a = C.curve_from_events("a", "t", _events([1.0, 2.0]))
     paths = [
         plots.plot_curves([C.curve_band([a], "arm", n_boot=50)], tmp_path / "c.png"),
@@ -259,9 +282,25 @@ def test_bench_cli_commands(tmp_path):
     assert "critic metrics" in res.output and (out / "reliability.png").exists()
     assert "Improve acc" in (out / "critic.md").read_text()
     assert (out / "auroc_k.png").exists() and (out / "routing.png").exists()
-    res = runner.invoke(app, ["compare", *runs, "--store", str(tmp_path / "s.db"), "--target", "validation",
-                              "--scheme", "raw", "--n-boot", "200", "--out", str(out),
-                              "--label", f"guided={runs[0]}"])
+    res = runner.invoke(
+        app,
+        [
+            "compare",
+            *runs,
+            "--store",
+            str(tmp_path / "s.db"),
+            "--target",
+            "validation",
+            "--scheme",
+            "raw",
+            "--n-boot",
+            "200",
+            "--out",
+            str(out),
+            "--label",
+            f"guided={runs[0]}",
+        ],
+    )
     assert res.exit_code == 0, res.output
     text = (out / "compare.md").read_text()
     assert "guided" in text and "critic" in text and "random" in text and "P(A > B)" in text

@@ -6,9 +6,9 @@ import asyncio
 import re
 
 import pytest
-from test_critic import VERDICT, make_ctx
 
 from fakes import SampleFnModel
+from test_critic import VERDICT, make_ctx
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.screen.cascade import CriticThenJudge, confident_lose
@@ -19,8 +19,15 @@ from verifyless.screen.tournament import PairwiseRPM
 
 
 def cand(cid: str, q: int) -> Candidate:
-    return Candidate(id=cid, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"plan {cid}"),
-                     program=f"model = '{cid}'  # Q{q}\n", program_hash=cid, summary=f"Child ID={cid}; a forest.")
+    return Candidate(
+        id=cid,
+        parent_id="p",
+        operator=Operator.IMPROVE,
+        idea=Idea(f"plan {cid}"),
+        program=f"model = '{cid}'  # Q{q}\n",
+        program_hash=cid,
+        summary=f"Child ID={cid}; a forest.",
+    )
 
 
 def critic_fn(labels: dict[str, list[str]]):
@@ -38,8 +45,15 @@ def judge_fn(request, i):
     return "[CHOICE] A" if qa > qb else "[CHOICE] B"
 
 
-LABELS = {"a": ["BigWin"], "b": ["BigWin", "MediumWin"], "c": ["MediumWin"], "d": ["SmallWin", "Tie"],
-          "e": ["Tie"], "f": ["Lose"], "g": ["Lose"]}
+LABELS = {
+    "a": ["BigWin"],
+    "b": ["BigWin", "MediumWin"],
+    "c": ["MediumWin"],
+    "d": ["SmallWin", "Tie"],
+    "e": ["Tie"],
+    "f": ["Lose"],
+    "g": ["Lose"],
+}
 QUALITY = {"a": 3, "b": 8, "c": 9, "d": 7, "e": 2, "f": 9, "g": 1}
 
 
@@ -92,8 +106,9 @@ def test_confident_lose_is_dropped_even_when_m_has_room() -> None:
 def test_all_confident_lose_passes_the_critics_best_alone() -> None:
     judge = SampleFnModel(judge_fn, "judge")
     critic = PointwiseCritic(SampleFnModel(critic_fn({c: ["Lose"] for c in "xyz"}), "critic"), k=2)
-    s = asyncio.run(CriticThenJudge(critic, PairwiseRPM(judge), m=2).screen(
-        make_ctx(0), [cand("x", 1), cand("y", 2), cand("z", 3)]))
+    s = asyncio.run(
+        CriticThenJudge(critic, PairwiseRPM(judge), m=2).screen(make_ctx(0), [cand("x", 1), cand("y", 2), cand("z", 3)])
+    )
     assert judge.requests == [] and len(s.evidence["x"].detail["sent_to_tournament"]) == 1
     assert s.evidence["x"].detail["all_confident_lose"] is True and len(s.chosen) == 1
 
@@ -101,8 +116,11 @@ def test_all_confident_lose_passes_the_critics_best_alone() -> None:
 def test_cascade_by_name_with_stage_options() -> None:
     critic_model = SampleFnModel(critic_fn(LABELS), "critic")
     judge = SampleFnModel(judge_fn, "judge")
-    s = build_screener("cascade", models={"critic": critic_model, "judge": judge},
-                       options={"m": 2, "critic": {"k": 4}, "tournament": {"context_tokens": 1000}})
+    s = build_screener(
+        "cascade",
+        models={"critic": critic_model, "judge": judge},
+        options={"m": 2, "critic": {"k": 4}, "tournament": {"context_tokens": 1000}},
+    )
     assert isinstance(s, CriticThenJudge) and s.m == 2 and s.critic.k == 4 and s.tournament.context_tokens == 1000
     assert s.critic.model is critic_model and s.tournament.model is judge
     assert s.health.model == "critic, judge" and s.health.screener == "cascade"
@@ -112,20 +130,27 @@ def test_cascade_by_name_with_stage_options() -> None:
         build_screener("cascade", models={"default": judge}, options={"critic": {"k": "many"}})
 
 
-@pytest.mark.parametrize("name, options, message", [
-    ("critic", {"k": 0}, r"option k=0: .*greater than or equal to 1.*critiques sampled per candidate.*"
-                         r"fix screener.options.k or remove it to use the default 16"),
-    ("critic", {"kk": 3}, r"unknown option 'kk'; valid options are \[.*'k'"),
-    ("critic", {"route_threshold": 2}, r"route_threshold=2"),
-    ("tournament", {"show": "both"}, r"show='both'.*'code' or 'summary'"),
-    ("ensemble", {"members": ["m"], "rollouts": 0}, r"rollouts=0"),
-    ("ensemble", {}, r"members"),
-    ("arbiter", {"members": ["m"], "tie_break": "coin"}, r"tie_break='coin'"),
-    ("random", {"n_verify": -1}, r"n_verify=-1"),
-    ("surrogate", {"min_examples": "x"}, r"min_examples='x'"),
-    ("surrogate", {"bogus": 1}, r"unknown option 'bogus'"),
-    ("critic", {"min_parse_rate": 1.5}, r"min_parse_rate=1.5"),
-])
+@pytest.mark.parametrize(
+    "name, options, message",
+    [
+        (
+            "critic",
+            {"k": 0},
+            r"option k=0: .*greater than or equal to 1.*critiques sampled per candidate.*"
+            r"fix screener.options.k or remove it to use the default 16",
+        ),
+        ("critic", {"kk": 3}, r"unknown option 'kk'; valid options are \[.*'k'"),
+        ("critic", {"route_threshold": 2}, r"route_threshold=2"),
+        ("tournament", {"show": "both"}, r"show='both'.*'code' or 'summary'"),
+        ("ensemble", {"members": ["m"], "rollouts": 0}, r"rollouts=0"),
+        ("ensemble", {}, r"members"),
+        ("arbiter", {"members": ["m"], "tie_break": "coin"}, r"tie_break='coin'"),
+        ("random", {"n_verify": -1}, r"n_verify=-1"),
+        ("surrogate", {"min_examples": "x"}, r"min_examples='x'"),
+        ("surrogate", {"bogus": 1}, r"unknown option 'bogus'"),
+        ("critic", {"min_parse_rate": 1.5}, r"min_parse_rate=1.5"),
+    ],
+)
 def test_bad_option_values_are_config_errors_that_name_the_fix(name, options, message) -> None:
     model = SampleFnModel(judge_fn, "m")
     with pytest.raises(ConfigError, match=message):
@@ -138,6 +163,9 @@ def test_every_screener_has_a_described_options_model() -> None:
         assert fields and all(f.description for f in fields.values()), name
     assert "min_examples" in options_model("surrogate").model_fields
     assert "budget_s" in options_model("agentic").model_fields
-    critic = build_screener("critic", models={"default": SampleFnModel(judge_fn, "m")},
-                            options={"max_unparsed_screenings": 5, "min_parse_rate": 0.2})
+    critic = build_screener(
+        "critic",
+        models={"default": SampleFnModel(judge_fn, "m")},
+        options={"max_unparsed_screenings": 5, "min_parse_rate": 0.2},
+    )
     assert (critic.health.max_unparsed_screenings, critic.health.min_parse_rate) == (5, 0.2)

@@ -6,8 +6,8 @@ import asyncio
 import dataclasses
 
 import pytest
-from engine_fakes import fake_roles, fake_task
 
+from engine_fakes import fake_roles, fake_task
 from verifyless.child import ChildMaker, status_for
 from verifyless.errors import ModelUnavailable
 from verifyless.node import Idea, Status, content_hash
@@ -43,9 +43,10 @@ def run(coro):
     return asyncio.run(coro)
 
 
-@pytest.mark.parametrize(("kind", "status"), [("parse-error", Status.PARSE_ERROR),
-                                              ("guard-failed", Status.GUARD_FAILED),
-                                              ("model-error", Status.MODEL_ERROR)])
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [("parse-error", Status.PARSE_ERROR), ("guard-failed", Status.GUARD_FAILED), ("model-error", Status.MODEL_ERROR)],
+)
 def test_role_failures_map_to_one_status_each(kind, status):
     assert status_for(RoleFailure(kind, "why")) is status  # type: ignore[arg-type]
     maker = ChildMaker(fake_task(), fake_roles())
@@ -85,9 +86,13 @@ def test_dead_implementer_and_summariser_endpoints_are_model_errors():
 
     base = fake_roles()
     parent = ParentInfo("root", task.baseline_program)
-    made = run(ChildMaker(task, Roles(base.briefer, base.proposer, Dead(), base.summarizer)).make(parent, Idea("x", {"a": 1})))
+    made = run(
+        ChildMaker(task, Roles(base.briefer, base.proposer, Dead(), base.summarizer)).make(parent, Idea("x", {"a": 1}))
+    )
     assert made.status is Status.MODEL_ERROR and "implementer" in made.reason
-    made = run(ChildMaker(task, Roles(base.briefer, base.proposer, base.implementer, Dead())).make(parent, Idea("x", {"a": 1})))
+    made = run(
+        ChildMaker(task, Roles(base.briefer, base.proposer, base.implementer, Dead())).make(parent, Idea("x", {"a": 1}))
+    )
     assert made.status is Status.MODEL_ERROR and "summarizer" in made.reason
 
 
@@ -117,10 +122,14 @@ def test_a_changed_fixed_region_or_a_syntax_error_is_guard_failed():
     base = fake_roles()
     parent = ParentInfo("root", task.baseline_program)
     edited_head = task.baseline_program.replace("import sys", "import os")
-    made = run(ChildMaker(task, Roles(base.briefer, base.proposer, Bad(edited_head), base.summarizer)).make(parent, Idea("x")))
+    made = run(
+        ChildMaker(task, Roles(base.briefer, base.proposer, Bad(edited_head), base.summarizer)).make(parent, Idea("x"))
+    )
     assert made.status is Status.GUARD_FAILED and "fixed region" in made.reason
     broken = task.baseline_program.replace("a = 0", "a = (")
-    made = run(ChildMaker(task, Roles(base.briefer, base.proposer, Bad(broken), base.summarizer)).make(parent, Idea("x")))
+    made = run(
+        ChildMaker(task, Roles(base.briefer, base.proposer, Bad(broken), base.summarizer)).make(parent, Idea("x"))
+    )
     assert made.status is Status.GUARD_FAILED and made.reason.startswith("line ")
 
 

@@ -18,24 +18,36 @@ def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess
     )
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (("verify", "/no/such/task"), 3, "/no/such/task"),
-    (("verify", "diabetes", "/no/such/program.py"), 3, "not found"),
-    (("tasks", "/no/such/folder"), 3, "not a folder"),
-    (("runs", "--store", "/no/such/store.db"), 5, "no run store"),
-    (("show", "nope", "--store", "/no/such/store.db"), 5, "no run store"),
-    (("run", "diabetes", "engine.candidatez=3"), 2, "engine.candidatez"),
-    (("run", "diabetes", "--budget", "0"), 2, "budget.verifications"),
-    (("run", "diabetes", "--strategy", "anneal", "--budget", "2"), 2, "anneal"),
-    (("run", "diabetes", "nonsense"), 2, "key.path=value"),
-    (("run", "diabetes", "--bogus"), 2, "No such option: --bogus"),
-    (("show",), 2, "Missing argument"),
-    (("runs", "--store"), 2, "requires an argument"),
-    (("run", "diabetes", "--screener", "critic", "screener.options.k=0",
-      f"roles.models.default=scripted:{ROOT / 'examples/scripted/diabetes.yaml'}"), 2,
-     "option k=0"),
-    (("run", "diabetes", "roles.models.critik=openai:m"), 2, "critik"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (("verify", "/no/such/task"), 3, "/no/such/task"),
+        (("verify", "diabetes", "/no/such/program.py"), 3, "not found"),
+        (("tasks", "/no/such/folder"), 3, "not a folder"),
+        (("runs", "--store", "/no/such/store.db"), 5, "no run store"),
+        (("show", "nope", "--store", "/no/such/store.db"), 5, "no run store"),
+        (("run", "diabetes", "engine.candidatez=3"), 2, "engine.candidatez"),
+        (("run", "diabetes", "--budget", "0"), 2, "budget.verifications"),
+        (("run", "diabetes", "--strategy", "anneal", "--budget", "2"), 2, "anneal"),
+        (("run", "diabetes", "nonsense"), 2, "key.path=value"),
+        (("run", "diabetes", "--bogus"), 2, "No such option: --bogus"),
+        (("show",), 2, "Missing argument"),
+        (("runs", "--store"), 2, "requires an argument"),
+        (
+            (
+                "run",
+                "diabetes",
+                "--screener",
+                "critic",
+                "screener.options.k=0",
+                f"roles.models.default=scripted:{ROOT / 'examples/scripted/diabetes.yaml'}",
+            ),
+            2,
+            "option k=0",
+        ),
+        (("run", "diabetes", "roles.models.critik=openai:m"), 2, "critik"),
+    ],
+)
 def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, args, code, message):
     args = tuple(a.replace("runs/", str(tmp_path) + "/") for a in args)
     out = cli(*args, "--store", str(tmp_path / "s.db")) if args[0] == "run" else cli(*args)

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import SampleFnModel
 
+from fakes import SampleFnModel
 from verifyless.errors import ConfigError
 from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Operator
@@ -35,8 +35,13 @@ def FakeModel(fn, name: str = "fake-critic") -> SampleFnModel:
 
 def make_task() -> Task:
     return Task(
-        name="toy", root=Path("."), kind="native", statement="Predict the digit class.",
-        program_file="solution.py", baseline_program="print(1)\n", band=Band(),
+        name="toy",
+        root=Path("."),
+        kind="native",
+        statement="Predict the digit class.",
+        program_file="solution.py",
+        baseline_program="print(1)\n",
+        band=Band(),
         metric=Metric("accuracy", "maximize"),
     )
 
@@ -47,8 +52,15 @@ def make_ctx(seed: int = 0, brief: TaskBrief | None = None, n_verify: int = 1) -
 
 
 def cand(cid: str) -> Candidate:
-    return Candidate(id=cid, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"idea {cid}"),
-                     program="print(2)\n", program_hash=cid, summary=f"Child ID={cid}; uses a forest.")
+    return Candidate(
+        id=cid,
+        parent_id="p",
+        operator=Operator.IMPROVE,
+        idea=Idea(f"idea {cid}"),
+        program="print(2)\n",
+        program_hash=cid,
+        summary=f"Child ID={cid}; uses a forest.",
+    )
 
 
 def scripted(plan: dict[str, list[str]]):
@@ -145,8 +157,17 @@ def test_prompt_carries_brief_and_falls_back_to_statement() -> None:
     model = FakeModel(scripted({"a": ["Tie"]}))
     run(PointwiseCritic(model, k=1), make_ctx(brief=brief), [cand("a")])
     user = model.requests[0].messages[-1].content
-    for text in ("Predict the digit class.", "Parent: a logistic regression.", "ID=a", "Digits are 8x8",
-                 "1. Feature quality", "2. Overfitting risk", "accuracy (higher is better)", "[IMPROVEMENT]", "[WINTIER]"):
+    for text in (
+        "Predict the digit class.",
+        "Parent: a logistic regression.",
+        "ID=a",
+        "Digits are 8x8",
+        "1. Feature quality",
+        "2. Overfitting risk",
+        "accuracy (higher is better)",
+        "[IMPROVEMENT]",
+        "[WINTIER]",
+    ):
         assert text in user
     bare = FakeModel(scripted({"a": ["Tie"]}))
     run(PointwiseCritic(bare, k=1), make_ctx(brief=None), [cand("a")])

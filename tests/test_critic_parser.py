@@ -56,8 +56,11 @@ CASES: list[tuple[str, str | None]] = [
     # -- repetition: the last occurrence wins
     ("[IMPROVEMENT] tie\n[WINTIER] NA\nOn reflection:\n[IMPROVEMENT] improve\n[WINTIER] medium", "MediumWin"),
     ("[IMPROVEMENT] improve\n[WINTIER] big\nWait, reconsider.\n[IMPROVEMENT] lose\n[WINTIER] NA", "Lose"),
-    ("Format: [IMPROVEMENT] improve | lose | tie --- <why>\n[WINTIER] big | medium | small | NA\n"
-     "[IMPROVEMENT] improve --- r\n[WINTIER] small --- r", "SmallWin"),
+    (
+        "Format: [IMPROVEMENT] improve | lose | tie --- <why>\n[WINTIER] big | medium | small | NA\n"
+        "[IMPROVEMENT] improve --- r\n[WINTIER] small --- r",
+        "SmallWin",
+    ),
     ("[IMPROVEMENT] lose --- r\n[WINTIER] NA\n(format was [IMPROVEMENT] improve | lose | tie)", "Lose"),
     ("[IMPROVEMENT] improve --- r\n[WINTIER] big\n[IMPROVEMENT] improve\n[WINTIER] maybe", None),
     # -- NA rule

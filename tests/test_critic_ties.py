@@ -7,9 +7,9 @@ import re
 from collections import Counter
 
 import pytest
-from test_critic import VERDICT, cand, make_ctx, scripted
 
 from fakes import SampleFnModel
+from test_critic import VERDICT, cand, make_ctx, scripted
 from verifyless.errors import ConfigError
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques, route
 from verifyless.screen.health import reply_stats
@@ -44,12 +44,21 @@ def test_votes_tie_break_prefers_the_higher_tier_share_for_every_seed() -> None:
     plan = {"spread": ["BigWin", "SmallWin"], "flat": ["MediumWin"], "low": ["Tie"]}  # spread and flat: mean 3
     for seed in range(12):
         for rule in ("auto", "votes"):
-            s = run(PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break=rule), make_ctx(seed),
-                    [cand(x) for x in ("flat", "low", "spread")])
+            s = run(
+                PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break=rule),
+                make_ctx(seed),
+                [cand(x) for x in ("flat", "low", "spread")],
+            )
             assert s.ranking == ("spread", "flat", "low")
             assert s.evidence["spread"].rank_value == s.evidence["flat"].rank_value
-    tops = Counter(run(PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="none"), make_ctx(seed),
-                       [cand(x) for x in ("flat", "low", "spread")]).ranking[0] for seed in range(30))
+    tops = Counter(
+        run(
+            PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="none"),
+            make_ctx(seed),
+            [cand(x) for x in ("flat", "low", "spread")],
+        ).ranking[0]
+        for seed in range(30)
+    )
     assert set(tops) == {"spread", "flat"}  # the paper's plain mean rank: a coin among the tied
 
 
@@ -67,15 +76,25 @@ class LabelScoringModel(SampleFnModel):
 
 def test_label_probability_mass_breaks_ties_between_identical_votes() -> None:
     plan = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}  # a perfect critic that calls every gain big
-    probs = {"a": {"BigWin": 0.55, "MediumWin": 0.45}, "b": {"BigWin": 0.95, "MediumWin": 0.05},
-             "c": {"BigWin": 0.7, "SmallWin": 0.3}}
+    probs = {
+        "a": {"BigWin": 0.55, "MediumWin": 0.45},
+        "b": {"BigWin": 0.95, "MediumWin": 0.05},
+        "c": {"BigWin": 0.7, "SmallWin": 0.3},
+    }
     for seed in range(10):
-        s = run(PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4), make_ctx(seed),
-                [cand(x) for x in "abc"])
+        s = run(
+            PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4), make_ctx(seed), [cand(x) for x in "abc"]
+        )
         assert s.ranking == ("b", "a", "c")  # expected ranks 3.95, 3.55, 3.4
         assert s.evidence["b"].detail["label_probs"]["BigWin"] == 0.95
-    tops = {run(PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4, tie_break="votes"), make_ctx(seed),
-                [cand(x) for x in "abc"]).ranking[0] for seed in range(20)}
+    tops = {
+        run(
+            PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4, tie_break="votes"),
+            make_ctx(seed),
+            [cand(x) for x in "abc"],
+        ).ranking[0]
+        for seed in range(20)
+    }
     assert len(tops) > 1  # votes alone cannot separate them
 
 
@@ -83,8 +102,11 @@ def test_three_way_verdict_probabilities_through_a_cache_wrapper(tmp_path) -> No
     from verifyless.model.cache import CachedModel, ResponseCache
 
     plan = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}
-    probs = {"a": {"improve": 0.6, "tie": 0.3, "lose": 0.1}, "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
-             "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3}}  # as the local model scores the verdict words
+    probs = {
+        "a": {"improve": 0.6, "tie": 0.3, "lose": 0.1},
+        "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
+        "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3},
+    }  # as the local model scores the verdict words
     cached = CachedModel(LabelScoringModel(scripted(plan), probs), ResponseCache(tmp_path / "cache.db"))
     for seed in range(6):
         s = run(PointwiseCritic(cached, k=2), make_ctx(seed), [cand(x) for x in "abc"])
@@ -108,8 +130,11 @@ def test_pairwise_tie_break_plays_the_tied_within_its_token_budget() -> None:
     cands = [qcand("a", 2), qcand("b", 9), qcand("c", 5), qcand("d", 1), qcand("e", 8)]
     for seed in range(4):
         judge = SampleFnModel(quality_judge, "judge")
-        s = run(PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge),
-                make_ctx(seed), cands)
+        s = run(
+            PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge),
+            make_ctx(seed),
+            cands,
+        )
         assert s.ranking[0] == "b" and s.ranking[-1] == "e"  # the judge's best among the tied a-d
         info = s.evidence["b"].detail["tie_break"]
         assert info["rule"] == "pairwise" and sorted(info["tied"]) == ["a", "b", "c", "d"]
@@ -121,14 +146,18 @@ def test_pairwise_tie_break_plays_the_tied_within_its_token_budget() -> None:
     critic = PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge)
     s = run(critic, make_ctx(1), cands)
     per_match = s.evidence["a"].detail["tie_break"]["match_tokens_estimate"]
-    critic = PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge,
-                             tie_break_tokens=per_match)
+    critic = PointwiseCritic(
+        SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge, tie_break_tokens=per_match
+    )
     s = run(critic, make_ctx(1), cands)
     assert len(s.evidence["a"].detail["tie_break"]["played"]) == 2
     # no budget: no judge call at all, votes-then-rng order stays
     silent = SampleFnModel(quality_judge, "judge")
-    s = run(PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=silent,
-                            tie_break_tokens=0), make_ctx(1), cands)
+    s = run(
+        PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=silent, tie_break_tokens=0),
+        make_ctx(1),
+        cands,
+    )
     assert silent.requests == [] and s.evidence["a"].detail["tie_break"]["played"] == []
 
 

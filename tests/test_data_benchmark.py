@@ -22,9 +22,15 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scripted"
 
 def _node(store: RunStore, run_id: str, nid: str, parent: str | None, status: str, score: float | None) -> None:
     program = f"x = {nid!r}\n"
-    cand = Candidate(id=nid, parent_id=parent, operator=Operator.IMPROVE if parent else Operator.BASELINE,
-                     idea=Idea(f"idea {nid}"), program=program, program_hash=content_hash(program),
-                     summary=f"summary of {nid}")
+    cand = Candidate(
+        id=nid,
+        parent_id=parent,
+        operator=Operator.IMPROVE if parent else Operator.BASELINE,
+        idea=Idea(f"idea {nid}"),
+        program=program,
+        program_hash=content_hash(program),
+        summary=f"summary of {nid}",
+    )
     store.add_candidate(run_id, cand, status=status)
     if score is not None or status == "failed":
         v = Verification(Status.OK if score is not None else Status.FAILED, score=score)
@@ -37,12 +43,12 @@ def test_from_runs_takes_every_verified_pair_with_provenance(tmp_path: Path) -> 
         rid = st.create_run("diabetes-like", {"strategy": "greedy"}, seed=0)
         st.append(rid, "brief", {"understanding": "U", "criteria": ["c1", "c2"]})
         _node(st, rid, "root", None, "implemented", 1.0)
-        _node(st, rid, "a", "root", "implemented", 1.5)          # chosen and verified
-        _node(st, rid, "b", "root", "screened-out", None)        # screened out, never verified: no example
-        _node(st, rid, "c", "root", "screened-out", 0.5)         # audited screen-out: verified, so an example
-        _node(st, rid, "d", "root", "implemented", None)         # chosen, verification failed: infeasible
+        _node(st, rid, "a", "root", "implemented", 1.5)  # chosen and verified
+        _node(st, rid, "b", "root", "screened-out", None)  # screened out, never verified: no example
+        _node(st, rid, "c", "root", "screened-out", 0.5)  # audited screen-out: verified, so an example
+        _node(st, rid, "d", "root", "implemented", None)  # chosen, verification failed: infeasible
         st.add_verification(rid, "d", Verification(Status.FAILED, reason="boom"), None)
-        _node(st, rid, "e", "a", "implemented", 1.5)             # a tie with its parent a
+        _node(st, rid, "e", "a", "implemented", 1.5)  # a tie with its parent a
     harvest = harvest_runs(RunStore(db), [rid[:10]])
     got = {r["child_id"]: r for r in harvest.rows}
     assert set(got) == {"a", "c", "e"}
@@ -54,8 +60,9 @@ def test_from_runs_takes_every_verified_pair_with_provenance(tmp_path: Path) -> 
     assert harvest.infeasible == {("diabetes-like", f"{rid}/root"): 1}
 
     out = tmp_path / "ds"
-    result = CliRunner().invoke(app, ["data", "from-runs", rid, "--store", str(db), "--out", str(out),
-                                      "--bench-fraction", "0"])
+    result = CliRunner().invoke(
+        app, ["data", "from-runs", rid, "--store", str(db), "--out", str(out), "--bench-fraction", "0"]
+    )
     assert result.exit_code == 0, result.output
     dd = load_critic_dataset(out)
     assert sorted(dd["sft"]["child_id"]) == ["a", "c", "e"] and len(dd["bench"]) == 0
@@ -74,10 +81,12 @@ def _critic_model() -> ScriptedModel:
 
 
 def test_critic_bench_metrics_per_stratum(tmp_path: Path) -> None:
-    rows = [row("toy", "p", "win1", "improve", label5="MediumWin", stratum="sampled"),
-            row("toy", "p", "win2", "lose", label5="Lose", stratum="sampled"),
-            row("toy", "q", "los1", "lose", label5="Lose", stratum="revised"),
-            row("toy", "q", "los2", "improve", label5="BigWin", stratum="guided")]
+    rows = [
+        row("toy", "p", "win1", "improve", label5="MediumWin", stratum="sampled"),
+        row("toy", "p", "win2", "lose", label5="Lose", stratum="sampled"),
+        row("toy", "q", "los1", "lose", label5="Lose", stratum="revised"),
+        row("toy", "q", "los2", "improve", label5="BigWin", stratum="guided"),
+    ]
     rep = run_critic_bench(rows, PointwiseCritic(_critic_model(), k=4))
     all_ = rep.groups["all"]
     assert (all_.improve_accuracy, all_.dir3, all_.ladder5) == (0.5, 0.5, 0.5)
@@ -96,13 +105,32 @@ def test_critic_bench_metrics_per_stratum(tmp_path: Path) -> None:
 
 
 def test_bench_critic_command_on_a_dataset(tmp_path: Path) -> None:
-    rows = [row("toy", "p", f"c{i}", lab, label5=l5, stratum=s) for i, (lab, l5, s) in enumerate(
-        [("improve", "BigWin", "sampled"), ("lose", "Lose", "revised"), ("tie", "Tie", "guided")])]
+    rows = [
+        row("toy", "p", f"c{i}", lab, label5=l5, stratum=s)
+        for i, (lab, l5, s) in enumerate(
+            [("improve", "BigWin", "sampled"), ("lose", "Lose", "revised"), ("tie", "Tie", "guided")]
+        )
+    ]
     splits = {"sft": [], "grpo": [], "bench": rows}
     ds = save_dataset(splits, tmp_path / "ds", card_data(splits, settings={}))
     out = tmp_path / "report"
-    result = CliRunner().invoke(app, ["bench", "critic", "--dataset", str(ds), "--screener", "critic", "--model",
-                                      f"scripted:{EXAMPLES / 'teacher.yaml'}", "--option", "k=2", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "critic",
+            "--dataset",
+            str(ds),
+            "--screener",
+            "critic",
+            "--model",
+            f"scripted:{EXAMPLES / 'teacher.yaml'}",
+            "--option",
+            "k=2",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "3 of 3 examples got a verdict" in result.output
     assert "stratum=revised" in (out / "critic_bench.md").read_text()

@@ -72,7 +72,9 @@ def test_improvement_driven_pool_moves_to_improving_children_and_balances(tmp_pa
         nodes = {r["node_id"]: r for r in st.node_rows(result.run_id)}
         fit = {nid: r["fitness"] for nid, r in nodes.items()}
         chain = list(result.parents)
-        assert all(fit[b] > fit[a] for a, b in zip(chain, chain[1:]))  # each new parent improved on the last
+        assert all(
+            fit[b] > fit[a] for a, b in zip(chain, chain[1:], strict=False)
+        )  # each new parent improved on the last
         for nid in chain[1:]:
             assert nodes[nid]["parent_id"] == chain[chain.index(nid) - 1]
         rows = harvest_runs(st, [result.run_id]).rows
@@ -83,7 +85,8 @@ def test_improvement_driven_pool_moves_to_improving_children_and_balances(tmp_pa
     smallest = min(before[c] for c in present)
     assert sum(before.values()) == len(rows) and {after[c] for c in present} == {smallest}
     assert len(splits["grpo"]) == smallest * len(present) and report["grpo_balance"]["absent"] == [
-        c for c in before if not before[c]]
+        c for c in before if not before[c]
+    ]
     assert not splits["sft"] and not splits["bench"]
 
 
@@ -106,8 +109,22 @@ def _count(db: Path) -> int:
 def test_collection_killed_mid_stage_resumes_without_paying_twice(tmp_path: Path) -> None:
     db = tmp_path / "k.db"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "verifyless", "data", "collect", TASK, "--parents", "2", "--children", "4",
-           "--store", str(db), "--out", str(tmp_path / "ds")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "verifyless",
+        "data",
+        "collect",
+        TASK,
+        "--parents",
+        "2",
+        "--children",
+        "4",
+        "--store",
+        str(db),
+        "--out",
+        str(tmp_path / "ds"),
+    ]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while _count(db) < 4 and proc.poll() is None and time.monotonic() < deadline:
@@ -119,8 +136,14 @@ def test_collection_killed_mid_stage_resumes_without_paying_twice(tmp_path: Path
         run_id = st.runs()[0].run_id
         before = _verifications(st, run_id)
         assert st.run(run_id).status == "running" and 4 <= sum(before.values())
-    done = subprocess.run(cmd[:-4] + ["--store", str(db), "--resume", run_id, "--out", str(tmp_path / "ds")],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        cmd[:-4] + ["--store", str(db), "--resume", run_id, "--out", str(tmp_path / "ds")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     with RunStore(db) as st:
         after = _verifications(st, run_id)
@@ -137,12 +160,15 @@ def test_collection_killed_mid_stage_resumes_without_paying_twice(tmp_path: Path
 def test_llm_roles_are_recorded_and_token_cap_stops_before_more_llm_work(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     script = ROOT / "examples" / "scripted" / "diabetes.yaml"
-    result = run_collection("diabetes", db, CollectSettings(parents=2, children=2), Caps(tokens=1),
-                            models=[f"scripted:{script}"])
+    result = run_collection(
+        "diabetes", db, CollectSettings(parents=2, children=2), Caps(tokens=1), models=[f"scripted:{script}"]
+    )
     assert result.stopped == "budget: tokens" and result.verified == 0
     with RunStore(db) as st:
         info = st.run(result.run_id)
-        assert info.config["wiring"]["roles"] == "llm" and info.config["wiring"]["models"] == [f"default=scripted:{script}"]
+        assert info.config["wiring"]["roles"] == "llm" and info.config["wiring"]["models"] == [
+            f"default=scripted:{script}"
+        ]
         calls = list(st.events(result.run_id, kinds=["llm_call"]))
         assert [e.payload["role"] for e in calls] == ["brief"]
         assert st.budget(result.run_id).tokens_in > 0 and st.budget(result.run_id).verifications == 0
@@ -169,13 +195,19 @@ def test_an_exhausted_idea_space_ends_the_pool_cleanly(tmp_path: Path) -> None:
     from verifyless.task.base import IdeaOption, IdeaSpace
 
     task = load_task(TASK)
-    small = IdeaSpace(dimensions={"a": (IdeaOption("a1", "sets A to one"), IdeaOption("a2", "sets A to two"))},
-                      template="{{a}}\nB = 1\nC = 0\n", baseline={"a": "a1"},
-                      fragments={"a": {"a1": "A = 1", "a2": "A = 2"}})
+    small = IdeaSpace(
+        dimensions={"a": (IdeaOption("a1", "sets A to one"), IdeaOption("a2", "sets A to two"))},
+        template="{{a}}\nB = 1\nC = 0\n",
+        baseline={"a": "a1"},
+        fragments={"a": {"a1": "A = 1", "a2": "A = 2"}},
+    )
     tiny = task.__class__(**{**task.__dict__, "idea_space": small})
     with RunStore(tmp_path / "x.db") as st:
-        result = asyncio.run(Collector(tiny, space_roles(tiny), LocalExecutor(), st,
-                                       CollectSettings(parents=1, children=5, mode="grpo")).run())
+        result = asyncio.run(
+            Collector(
+                tiny, space_roles(tiny), LocalExecutor(), st, CollectSettings(parents=1, children=5, mode="grpo")
+            ).run()
+        )
         assert result.stopped == "finished" and result.parents == ("root", "g0")
         # from g0 (A=2) the only move left is back to A=1, the root's program: recorded, not paid again
         assert _verifications(st, result.run_id) == Counter({"root": 1, "g0": 1, "g1": 1})

@@ -22,8 +22,9 @@ def _groups(rows, key):
 def test_no_parent_in_two_splits_and_bench_takes_its_share() -> None:
     rows = many("t1", 10, 5) + many("t2", 6, 5) + many("t1", 3, 8, source="collect-grpo", run_id="g", offset=100)
     # a grpo run that starts from the same baseline program as the sft run: its rows must not leak into grpo
-    rows += [row("t1", "root", f"g{i}", "lose", source="collect-grpo", run_id="g2", parent_hash="h-t1-p0")
-             for i in range(4)]
+    rows += [
+        row("t1", "root", f"g{i}", "lose", source="collect-grpo", run_id="g2", parent_hash="h-t1-p0") for i in range(4)
+    ]
     splits, report = split_rows(rows, seed=1, bench_fraction=0.25)
     seen: dict[tuple, str] = {}
     for name, part in splits.items():
@@ -47,8 +48,11 @@ def test_split_by_task_keeps_each_task_in_one_split() -> None:
 def test_balanced_downsampling_is_seeded_and_reports_counts() -> None:
     rows = [row("t", "p", f"c{i}", lab) for i, lab in enumerate(["improve"] * 7 + ["tie"] * 3 + ["lose"] * 12)]
     kept, counts = balance(rows, random.Random(5))
-    assert counts == {"before": {"improve": 7, "tie": 3, "lose": 12}, "after": {"improve": 3, "tie": 3, "lose": 3},
-                      "absent": []}
+    assert counts == {
+        "before": {"improve": 7, "tie": 3, "lose": 12},
+        "after": {"improve": 3, "tie": 3, "lose": 3},
+        "absent": [],
+    }
     assert [r["example_id"] for r in kept] == [r["example_id"] for r in balance(rows, random.Random(5))[0]]
     assert [r["example_id"] for r in kept] != [r["example_id"] for r in balance(rows, random.Random(6))[0]]
     assert all(r["label3"] == "tie" for r in kept if r["child_id"] in {"c7", "c8", "c9"})
@@ -59,8 +63,10 @@ def test_balanced_downsampling_is_seeded_and_reports_counts() -> None:
 
 
 def test_bench_is_balanced_across_strata_once_they_exist() -> None:
-    bench = [row("t", f"p{i % 3}", f"c{i}", "tie", stratum=s)
-             for i, s in enumerate(["sampled"] * 6 + ["revised"] * 4 + ["guided"] * 2 + [None] * 2)]
+    bench = [
+        row("t", f"p{i % 3}", f"c{i}", "tie", stratum=s)
+        for i, s in enumerate(["sampled"] * 6 + ["revised"] * 4 + ["guided"] * 2 + [None] * 2)
+    ]
     splits, report = balance_bench({"sft": [], "grpo": [], "bench": bench}, seed=0)
     assert report["before"] == {"sampled": 6, "revised": 4, "guided": 2}
     assert sorted(r["stratum"] for r in splits["bench"]) == ["guided"] * 2 + ["revised"] * 2 + ["sampled"] * 2
@@ -71,11 +77,19 @@ def test_bench_is_balanced_across_strata_once_they_exist() -> None:
 
 def test_round_trip_parquet_card_and_schema_check(tmp_path: Path) -> None:
     rows = many("t1", 4, 3)
-    rows[0] |= {"label5": "BigWin", "critique": "[IMPROVEMENT] improve --- x\n[WINTIER] big --- y",
-                "stratum": "sampled"}
+    rows[0] |= {
+        "label5": "BigWin",
+        "critique": "[IMPROVEMENT] improve --- x\n[WINTIER] big --- y",
+        "stratum": "sampled",
+    }
     splits, report = split_rows(rows, seed=2, bench_fraction=0.3)
-    card = card_data(splits, settings={"seed": 2}, runs=[{"run_id": "r1"}], models=["default=scripted:x"],
-                     extra={"split_report": report})
+    card = card_data(
+        splits,
+        settings={"seed": 2},
+        runs=[{"run_id": "r1"}],
+        models=["default=scripted:x"],
+        extra={"split_report": report},
+    )
     out = save_dataset(splits, tmp_path / "ds", card)
     loaded = splits_of(load_critic_dataset(out))
     for name in ("sft", "grpo", "bench"):

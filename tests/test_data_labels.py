@@ -12,8 +12,10 @@ from verifyless.data import labels as L
 
 def _pairs(parent: str, deltas, parent_fit: float = 1.0):
     """(parent, child, child fitness, parent fitness) rows whose relative Delta is ``deltas``."""
-    return [(parent, f"{parent}{i}", None if d is None else parent_fit + d * abs(parent_fit), parent_fit)
-            for i, d in enumerate(deltas)]
+    return [
+        (parent, f"{parent}{i}", None if d is None else parent_fit + d * abs(parent_fit), parent_fit)
+        for i, d in enumerate(deltas)
+    ]
 
 
 # Parent A: mu = -0.08/6, sigma = 0.24438 (population); z = 1.282, 0.546, 0.259, 0.055, -0.150, -1.991.
@@ -25,14 +27,16 @@ def _pairs(parent: str, deltas, parent_fit: float = 1.0):
 # Parent E: a small Delta 0.08 is BigWin by z (= 3.0 > 2); 0.001 has z -0.31 -> not SmallWin -> Tie.
 # Parent F: two infeasible children excluded and counted; three wins (0.2 is not > 0.25, but > 0.10: MediumWin).
 CASES = [
-    ("A", [0.30, 0.12, 0.05, 0.0, -0.05, -0.50],
-     ["improve", "improve", "improve", "tie", "lose", "lose"],
-     ["BigWin", "MediumWin", "SmallWin", "Tie", "Tie", "Lose"]),
+    (
+        "A",
+        [0.30, 0.12, 0.05, 0.0, -0.05, -0.50],
+        ["improve", "improve", "improve", "tie", "lose", "lose"],
+        ["BigWin", "MediumWin", "SmallWin", "Tie", "Tie", "Lose"],
+    ),
     ("B", [0.20, 0.10, 0.0, -0.10], ["improve", "improve", "tie", "lose"], [None] * 4),
     ("C", [0.0, 0.0, 0.0, 0.0], ["tie"] * 4, [None] * 4),
     ("D", [0.05, 0.05, 0.05], ["improve"] * 3, ["Tie"] * 3),
-    ("E", [0.08, 0.001, 0.001, 0.001, 0, 0, 0, 0, 0, 0],
-     ["improve"] * 4 + ["tie"] * 6, ["BigWin"] + ["Tie"] * 9),
+    ("E", [0.08, 0.001, 0.001, 0.001, 0, 0, 0, 0, 0, 0], ["improve"] * 4 + ["tie"] * 6, ["BigWin"] + ["Tie"] * 9),
     ("F", [0.4, None, 0.3, None, 0.2, -0.3], ["improve"] * 3 + ["lose"], ["BigWin", "BigWin", "MediumWin", "Lose"]),
 ]
 
@@ -92,7 +96,9 @@ def test_label_table_by_task_and_parent() -> None:
             rows.append({"task": "t", "run_id": "r", "parent_id": o.parent_id, "label3": o.three, "label5": o.five})
     table = L.label_table(rows, {("t", "r/A"): 2})
     assert [(r["parent_id"], r["children"], r["infeasible"], r["five_level"]) for r in table] == [
-        ("r/A", 6, 2, True), ("r/B", 4, 0, False)]
+        ("r/A", 6, 2, True),
+        ("r/B", 4, 0, False),
+    ]
     a = table[0]
     assert (a["improve"], a["tie"], a["lose"]) == (3, 1, 2)
     assert (a["BigWin"], a["MediumWin"], a["SmallWin"], a["Tie"], a["Lose"]) == (1, 1, 1, 2, 1)

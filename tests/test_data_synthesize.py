@@ -20,22 +20,36 @@ from verifyless.model.cache import CachedModel, ResponseCache
 from verifyless.model.scripted import ScriptedModel, last_user_text
 from verifyless.screen.critic import parse_verdict
 
-TAGS = {"BigWin": ("improve", "big"), "MediumWin": ("improve", "medium"), "SmallWin": ("improve", "small"),
-        "Tie": ("tie", "NA"), "Lose": ("lose", "NA"), "improve": ("improve", "small"), "tie": ("tie", "NA"),
-        "lose": ("lose", "NA")}
+TAGS = {
+    "BigWin": ("improve", "big"),
+    "MediumWin": ("improve", "medium"),
+    "SmallWin": ("improve", "small"),
+    "Tie": ("tie", "NA"),
+    "Lose": ("lose", "NA"),
+    "improve": ("improve", "small"),
+    "tie": ("tie", "NA"),
+    "lose": ("lose", "NA"),
+}
 
 
 def critique(label: str) -> str:
     imp, tier = TAGS[label]
-    return ("Criterion 1 (model capacity): the child is better on this criterion.\n"
-            "Criterion 2 (regularisation): about equal.\nWeights: capacity high, regularisation low.\n"
-            f"Combining them, the forecast follows.\n[IMPROVEMENT] {imp} --- capacity dominates\n"
-            f"[WINTIER] {tier} --- size of the expected change")
+    return (
+        "Criterion 1 (model capacity): the child is better on this criterion.\n"
+        "Criterion 2 (regularisation): about equal.\nWeights: capacity high, regularisation low.\n"
+        f"Combining them, the forecast follows.\n[IMPROVEMENT] {imp} --- capacity dominates\n"
+        f"[WINTIER] {tier} --- size of the expected change"
+    )
 
 
 # child id -> (target label, behaviour)
-PLAN = {"easy": ("MediumWin", "easy"), "hint": ("SmallWin", "hint"), "told": ("Tie", "told"),
-        "never": ("Lose", "never"), "three": ("tie", "told")}
+PLAN = {
+    "easy": ("MediumWin", "easy"),
+    "hint": ("SmallWin", "hint"),
+    "told": ("Tie", "told"),
+    "never": ("Lose", "never"),
+    "three": ("tie", "told"),
+}
 
 
 def make_teacher() -> tuple[ScriptedModel, list]:
@@ -69,11 +83,17 @@ def rows():
 
 def test_each_stratum_is_reached_and_recorded(tmp_path: Path) -> None:
     teacher, calls = make_teacher()
-    results, synth = asyncio.run(synthesize_rows(rows(), teacher, SynthesisSettings(seed=1),
-                                                 journal=tmp_path / "j.jsonl"))
+    results, synth = asyncio.run(
+        synthesize_rows(rows(), teacher, SynthesisSettings(seed=1), journal=tmp_path / "j.jsonl")
+    )
     got = {eid.split("/")[1]: r for eid, r in results.items()}
     assert {k: r.stratum for k, r in got.items()} == {
-        "easy": "sampled", "hint": "revised", "told": "guided", "never": None, "three": "guided"}
+        "easy": "sampled",
+        "hint": "revised",
+        "told": "guided",
+        "never": None,
+        "three": "guided",
+    }
     assert got["hint"].ruled_out == "Lose"  # the most frequent wrong label is the one ruled out
     assert got["three"].target == "tie" and got["told"].target == "Tie"
     for r in got.values():
@@ -97,7 +117,8 @@ def test_each_stratum_is_reached_and_recorded(tmp_path: Path) -> None:
 
     again, _ = asyncio.run(synthesize_rows(rows(), ScriptedModel(function=broken), journal=tmp_path / "j.jsonl"))
     assert {k: (v.stratum, v.critique) for k, v in again.items()} == {
-        k: (v.stratum, v.critique) for k, v in results.items()}
+        k: (v.stratum, v.critique) for k, v in results.items()
+    }
 
 
 def test_teacher_calls_are_cached_and_costed(tmp_path: Path) -> None:

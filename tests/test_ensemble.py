@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fakes import SampleFnModel
 
+from fakes import SampleFnModel
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Idea, Node, Operator, Screening, Status
 from verifyless.roles.base import ParentInfo
@@ -23,8 +23,16 @@ from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.tournament import PairwiseRPM
 from verifyless.task.base import Band, Metric, Task
 
-TASK = Task(name="toy", root=Path("."), kind="native", statement="Classify digits.", program_file="s.py",
-            baseline_program="x = 1\n", band=Band(), metric=Metric("accuracy", "maximize"))
+TASK = Task(
+    name="toy",
+    root=Path("."),
+    kind="native",
+    statement="Classify digits.",
+    program_file="s.py",
+    baseline_program="x = 1\n",
+    band=Band(),
+    metric=Metric("accuracy", "maximize"),
+)
 
 
 def FakeModel(fn, name: str = "fake") -> SampleFnModel:
@@ -41,20 +49,33 @@ class FixedScreener:
 
     async def screen(self, ctx, candidates) -> Screening:
         self.rngs.append(ctx.rng)
-        ev = {cid: Evidence(cid, rank_value=-i, n_valid=1, detail={"critiques": [f"I like {cid}"]})
-              for i, cid in enumerate(self.ranking)}
+        ev = {
+            cid: Evidence(cid, rank_value=-i, n_valid=1, detail={"critiques": [f"I like {cid}"]})
+            for i, cid in enumerate(self.ranking)
+        }
         return Screening(self.name, tuple(self.ranking), tuple(self.ranking[:1]), ev)
 
 
 def ctx(seed: int = 0, n_verify: int = 1) -> ScreenContext:
-    return ScreenContext(task=TASK, parent=ParentInfo(id="p", program="x = 1\n"), rng=random.Random(seed), n_verify=n_verify)
+    return ScreenContext(
+        task=TASK, parent=ParentInfo(id="p", program="x = 1\n"), rng=random.Random(seed), n_verify=n_verify
+    )
 
 
 def cands(*ids: str, q: dict[str, int] | None = None) -> list[Candidate]:
     q = q or {}
-    return [Candidate(id=c, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"plan {c}"),
-                      program=f"x = 2  # Q={q.get(c, 0)}\n",
-                      program_hash=c, summary=f"ID={c} Q={q.get(c, 0)}") for c in ids]
+    return [
+        Candidate(
+            id=c,
+            parent_id="p",
+            operator=Operator.IMPROVE,
+            idea=Idea(f"plan {c}"),
+            program=f"x = 2  # Q={q.get(c, 0)}\n",
+            program_hash=c,
+            summary=f"ID={c} Q={q.get(c, 0)}",
+        )
+        for c in ids
+    ]
 
 
 def run(screener, c, items):
@@ -97,8 +118,9 @@ def test_majority_vote_ties_are_uniformly_random_over_seeds() -> None:
     assert all(70 <= n <= 130 for n in tops.values()), tops  # 100 expected each; mean position plays no part
     # a candidate with more votes is never outranked by a random draw
     members = [FixedScreener(["a", "b", "c"]), FixedScreener(["a", "c", "b"]), FixedScreener(["b", "c", "a"])]
-    assert {run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c")).ranking[:2]
-            for seed in range(20)} == {("a", "b")}
+    assert {
+        run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c")).ranking[:2] for seed in range(20)
+    } == {("a", "b")}
 
 
 def test_majority_vote_position_tie_break_option() -> None:
@@ -141,9 +163,11 @@ def critic_member(label_for: dict[str, str], name: str) -> PointwiseCritic:
 
 
 def test_arbiter_overrides_majority_and_sees_anonymised_reasoning() -> None:
-    members = [critic_member({"a": "win", "b": "lose", "c": "lose"}, "gpt-secret"),
-               critic_member({"a": "win", "b": "lose", "c": "lose"}, "claude-hidden"),
-               critic_member({"a": "lose", "b": "lose", "c": "win"}, "gemini-x")]
+    members = [
+        critic_member({"a": "win", "b": "lose", "c": "lose"}, "gpt-secret"),
+        critic_member({"a": "win", "b": "lose", "c": "lose"}, "claude-hidden"),
+        critic_member({"a": "lose", "b": "lose", "c": "win"}, "gemini-x"),
+    ]
     arbiter_model = FakeModel(lambda r, i: "Reviewer 3 is right.\n[CHOICE] 3 --- sound argument", "arb-model")
     s = run(Arbiter(arbiter_model, members), ctx(), cands("a", "b", "c"))
     assert s.ranking[0] == "c" and s.chosen == ("c",)
@@ -172,7 +196,9 @@ def test_arbiter_falls_back_to_majority_on_parse_failure() -> None:
 def test_random_screener_is_uniform_and_reproducible() -> None:
     tops = Counter(run(RandomScreener(), ctx(seed), cands("a", "b", "c")).chosen[0] for seed in range(60))
     assert set(tops) == {"a", "b", "c"} and min(tops.values()) >= 8
-    assert run(RandomScreener(), ctx(5), cands(*"abcd")).ranking == run(RandomScreener(), ctx(5), cands(*"abcd")).ranking
+    assert (
+        run(RandomScreener(), ctx(5), cands(*"abcd")).ranking == run(RandomScreener(), ctx(5), cands(*"abcd")).ranking
+    )
     assert len(run(RandomScreener(n_verify=2), ctx(), cands(*"abcd")).chosen) == 2
 
 
@@ -185,8 +211,10 @@ def test_oracle_chooses_every_candidate() -> None:
 
 
 def nodes_with(fitness: dict[str, float], status: Status = Status.OK) -> list[Node]:
-    return [Node(id=k, parent_id=None, operator=Operator.IMPROVE, status=status, fitness=v, score=v, idea=f"idea {k}")
-            for k, v in fitness.items()]
+    return [
+        Node(id=k, parent_id=None, operator=Operator.IMPROVE, status=status, fitness=v, score=v, idea=f"idea {k}")
+        for k, v in fitness.items()
+    ]
 
 
 def test_final_selection_picks_the_node_a_perfect_judge_prefers() -> None:
@@ -201,7 +229,9 @@ def test_final_selection_picks_the_node_a_perfect_judge_prefers() -> None:
         return "[CHOICE] " + max(shown, key=lambda x: int(x[1]))[0]
 
     model = FakeModel(judge)
-    result = asyncio.run(select_final(nodes_with(fitness), model, top_n=6, rng=random.Random(0), task=TASK, summaries=summaries))
+    result = asyncio.run(
+        select_final(nodes_with(fitness), model, top_n=6, rng=random.Random(0), task=TASK, summaries=summaries)
+    )
     assert result.winner == "n3"  # n7 has the best hidden quality but is outside the top-6 pool
     assert "n7" not in result.pool and len(result.pool) == 6
     assert len(result.matches) == 30 and len(model.requests) == 30
@@ -231,8 +261,9 @@ def test_final_selection_ties_are_random_unless_configured() -> None:
         winners[result.winner] += 1
     assert set(winners) == {"a", "b", "c"} and min(winners.values()) >= 15, winners  # the paper: uniform ties
     for seed in range(10):
-        result = asyncio.run(select_final(nodes, rotating_judge(), top_n=3, matches=3, rng=random.Random(seed),
-                                          tie_break="fitness"))
+        result = asyncio.run(
+            select_final(nodes, rotating_judge(), top_n=3, matches=3, rng=random.Random(seed), tie_break="fitness")
+        )
         assert result.winner == "b"  # configured: tied points go to the higher validation fitness
     with pytest.raises(ValueError, match="tie_break"):
         asyncio.run(select_final(nodes, rotating_judge(), top_n=3, rng=random.Random(0), tie_break="coin"))
@@ -261,9 +292,13 @@ def test_registry_names_and_errors() -> None:
     m = FakeModel(lambda r, i: "")
     assert isinstance(build_screener("random", models={}, task=TASK, seed=1, sandbox=None), RandomScreener)
     assert isinstance(build_screener("oracle", models={}), OracleScreener)
-    arb = build_screener("arbiter", models={"default": m, "arbiter": m},
-                         options={"members": [{"screener": "critic", "model": "default", "k": 3}, "default"]},
-                         task=TASK, seed=2)
+    arb = build_screener(
+        "arbiter",
+        models={"default": m, "arbiter": m},
+        options={"members": [{"screener": "critic", "model": "default", "k": 3}, "default"]},
+        task=TASK,
+        seed=2,
+    )
     assert isinstance(arb, Arbiter) and isinstance(arb.members[0], PointwiseCritic) and arb.members[0].k == 3
     assert isinstance(arb.members[1], PairwiseRPM)
     with pytest.raises(ConfigError, match="members"):

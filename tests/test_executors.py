@@ -16,8 +16,9 @@ def _broken(program: str) -> str:
 
 
 async def _verify_both(executor, task):
-    return await asyncio.gather(executor.verify(task, task.baseline_program),
-                                executor.verify(task, _broken(task.baseline_program)))
+    return await asyncio.gather(
+        executor.verify(task, task.baseline_program), executor.verify(task, _broken(task.baseline_program))
+    )
 
 
 def test_local_executor_runs_verifications_concurrently_and_returns_failures_as_data():

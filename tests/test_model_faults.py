@@ -57,8 +57,9 @@ def test_retryable_fault_is_retried_then_succeeds(server: TestServer, fault: Fau
     assert server.pending_faults == 0
 
 
-@pytest.mark.parametrize("fault", [Fault.server_error(500), Fault.garbage(), Fault.empty_choices()],
-                         ids=lambda f: f.kind)
+@pytest.mark.parametrize(
+    "fault", [Fault.server_error(500), Fault.garbage(), Fault.empty_choices()], ids=lambda f: f.kind
+)
 def test_retries_are_bounded_by_max_retries(server: TestServer, fault: Fault) -> None:
     server.inject(*[fault] * 5)
     with pytest.raises(ModelUnavailable) as info:

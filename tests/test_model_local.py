@@ -117,8 +117,9 @@ def test_cache_reuse_replay_and_records(tiny: Path, tmp_path: Path) -> None:
 
 def test_adapter_changes_outputs_and_cache_identity(tiny: Path, adapter: Path, tmp_path: Path) -> None:
     plain = LocalModel.from_config(make_config(provider="local", model=str(tiny), max_tokens=10, device="cpu"))
-    tuned = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), max_tokens=10,
-                                    device="cpu"))
+    tuned = build_model(
+        make_config(provider="local", model=str(tiny), adapter=str(adapter), max_tokens=10, device="cpu")
+    )
     request = ModelRequest(messages=USER, temperature=0.0)
     assert run(tuned, request).text != run(plain, request).text
     assert run(plain, request).text == run(plain, request).text  # the base model is untouched by the adapter

@@ -70,20 +70,24 @@ def test_n_choices_in_one_call_with_usage_and_cost() -> None:
 
 
 def test_tool_calls_round_trip_through_http() -> None:
-    python = Tool("python", "Run Python code in the pilot sandbox.",
-                  {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})
-    script = ScriptedModel(replies=[
-        {"tool_calls": [{"name": "python", "arguments": {"code": "print(2 + 2)"}}]},
-        "The pilot printed 4.",
-    ])
+    python = Tool(
+        "python",
+        "Run Python code in the pilot sandbox.",
+        {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+    )
+    script = ScriptedModel(
+        replies=[
+            {"tool_calls": [{"name": "python", "arguments": {"code": "print(2 + 2)"}}]},
+            "The pilot printed 4.",
+        ]
+    )
     with TestServer(script) as srv:
         model = OpenAIModel(cfg(srv))
         first = asyncio.run(model.generate(ModelRequest(messages=USER, tools=(python,))))
         call = first.choices[0].tool_calls[0]
         assert first.choices[0].finish_reason == "tool_calls"
         assert call.name == "python" and json.loads(call.arguments) == {"code": "print(2 + 2)"} and call.id
-        follow_up = USER + (Message("assistant", "", tool_calls=(call,)),
-                            Message("tool", "4\n", tool_call_id=call.id))
+        follow_up = USER + (Message("assistant", "", tool_calls=(call,)), Message("tool", "4\n", tool_call_id=call.id))
         second = asyncio.run(model.generate(ModelRequest(messages=follow_up, tools=(python,))))
     assert second.text == "The pilot printed 4."
     seen = script.calls[1].request
@@ -124,8 +128,9 @@ def test_cache_reuses_samples_and_replays_byte_for_byte(tmp_path: Path) -> None:
     assert bodies[1]["seed"] == 5 + 8
     assert not more.cached and again.cached and again.usage.completion_tokens == 0
     # Server gone: replay answers from the cache alone, identical bytes.
-    replay = CachedModel(OpenAIModel(ModelConfig(model="m", base_url=srv.base_url, seed=5)),
-                         ResponseCache(db), mode="replay")
+    replay = CachedModel(
+        OpenAIModel(ModelConfig(model="m", base_url=srv.base_url, seed=5)), ResponseCache(db), mode="replay"
+    )
     replayed = asyncio.run(replay.generate(request16))
     assert replayed.cached
     assert [c.text.encode("utf-8") for c in replayed.choices] == [t.encode("utf-8") for t in texts]

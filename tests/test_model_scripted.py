@@ -57,12 +57,14 @@ def test_n_beyond_remaining_replies_fails() -> None:
 
 
 def test_rules_first_match_wins_lists_are_consumed_then_fall_through() -> None:
-    model = ScriptedModel(rules=[
-        Rule(replies=["idea A", "idea B"], match=r"propose", role="proposer"),
-        {"system": "critic", "reply": "[IMPROVEMENT] tie --- same"},
-        {"match": r"summar", "replies": ["s1", "s2"], "repeat": True},
-        {"match": ".", "reply": "fallback"},
-    ])
+    model = ScriptedModel(
+        rules=[
+            Rule(replies=["idea A", "idea B"], match=r"propose", role="proposer"),
+            {"system": "critic", "reply": "[IMPROVEMENT] tie --- same"},
+            {"match": r"summar", "replies": ["s1", "s2"], "repeat": True},
+            {"match": ".", "reply": "fallback"},
+        ]
+    )
     assert ask(model, "please propose", role="proposer").text == "idea A"
     assert ask(model, "please propose", role="implementer").text == "fallback"  # role must match
     assert ask(model, "please propose", role="proposer").text == "idea B"
@@ -99,10 +101,17 @@ def test_function_mode_sync_async_and_choices() -> None:
 
 
 def test_tool_call_replies() -> None:
-    model = ScriptedModel(replies=[
-        {"text": "running", "tool_calls": [{"name": "bash", "arguments": {"cmd": "ls"}},
-                                           {"name": "submit_solution", "arguments": '{"findings": "x"}'}]},
-    ])
+    model = ScriptedModel(
+        replies=[
+            {
+                "text": "running",
+                "tool_calls": [
+                    {"name": "bash", "arguments": {"cmd": "ls"}},
+                    {"name": "submit_solution", "arguments": '{"findings": "x"}'},
+                ],
+            },
+        ]
+    )
     choice = ask(model, "go").choices[0]
     assert choice.text == "running" and choice.finish_reason == "tool_calls"
     assert [t.name for t in choice.tool_calls] == ["bash", "submit_solution"]

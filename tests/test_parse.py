@@ -39,12 +39,28 @@ CODE_CASES = [
         "Old line:\n```python\nreturn x\n```\nNew band:\n```python\ndef f(x):\n    return x + 1\n```\nUse: \n```python\nf(2)\n```",
         BAND,
     ),
-    ("bash block ignored", "```bash\npip install numpy scipy scikit-learn pandas\n```\n```python\ndef f(x):\n    return x + 1\n```", BAND),
+    (
+        "bash block ignored",
+        "```bash\npip install numpy scipy scikit-learn pandas\n```\n```python\ndef f(x):\n    return x + 1\n```",
+        BAND,
+    ),
     ("only other language", "```text\nhello world\n```", "hello world"),
     ("indented fence in list", "1. Replace the band:\n   ```python\n   def f(x):\n       return x + 1\n   ```", BAND),
-    ("think block dropped", "<think>\n```python\nwrong = 1\n```\n</think>\n```python\ndef f(x):\n    return x + 1\n```", BAND),
-    ("unclosed think", "reasoning ```python\nlong_wrong_block = [1, 2, 3, 4, 5, 6, 7]\n```\n</think>```python\ndef f(x):\n    return x + 1\n```", BAND),
-    ("inner fence with info not a close", "```python\ns = '''\n```python\n'''\ndef f(x):\n    return x + 1\n```", "s = '''\n```python\n'''\n" + BAND),
+    (
+        "think block dropped",
+        "<think>\n```python\nwrong = 1\n```\n</think>\n```python\ndef f(x):\n    return x + 1\n```",
+        BAND,
+    ),
+    (
+        "unclosed think",
+        "reasoning ```python\nlong_wrong_block = [1, 2, 3, 4, 5, 6, 7]\n```\n</think>```python\ndef f(x):\n    return x + 1\n```",
+        BAND,
+    ),
+    (
+        "inner fence with info not a close",
+        "```python\ns = '''\n```python\n'''\ndef f(x):\n    return x + 1\n```",
+        "s = '''\n```python\n'''\n" + BAND,
+    ),
     ("blank lines kept inside", "```python\ndef f(x):\n\n\n    return x + 1\n```", "def f(x):\n\n\n    return x + 1"),
     ("no fence at all", "def f(x):\n    return x + 1", None),
     ("empty block", "```python\n```", None),
@@ -106,7 +122,10 @@ def test_parse_search_replace(name: str, reply: str, expected: list[Edit]) -> No
         ("<<<<<<< SEARCH\na\nb\n", "never divided"),
         ("<<<<<<< SEARCH\na\n=======\nb\n", "not closed"),
         ("<<<<<<< SEARCH\na\n>>>>>>> REPLACE", "no '=======' divider"),
-        ("<<<<<<< SEARCH\na\n=======\nb\n<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE", "block 1 has no '>>>>>>> REPLACE'"),
+        (
+            "<<<<<<< SEARCH\na\n=======\nb\n<<<<<<< SEARCH\nc\n=======\nd\n>>>>>>> REPLACE",
+            "block 1 has no '>>>>>>> REPLACE'",
+        ),
     ],
 )
 def test_parse_search_replace_malformed(reply: str, fragment: str) -> None:
@@ -163,11 +182,27 @@ def test_apply_deletion_and_sequence() -> None:
 
 # (name, reply, expected start of approach or None)
 APPROACH_CASES = [
-    ("markdown heading", "## Approach\nUse gradient boosting with 300 shallow trees and early stopping on validation.", "Use gradient boosting"),
-    ("bold inline", "**Approach:** Replace the mean with a ridge regression on lagged features, alpha 1.0.", "Replace the mean"),
+    (
+        "markdown heading",
+        "## Approach\nUse gradient boosting with 300 shallow trees and early stopping on validation.",
+        "Use gradient boosting",
+    ),
+    (
+        "bold inline",
+        "**Approach:** Replace the mean with a ridge regression on lagged features, alpha 1.0.",
+        "Replace the mean",
+    ),
     ("plain colon", "Approach: Standardise the features and fit an SVM with an RBF kernel, C=10.", "Standardise"),
-    ("tag", "[APPROACH]\nSwitch the loss to Huber with delta 1.0 so outliers stop dominating the fit.", "Switch the loss"),
-    ("numbered heading", "### 1. Proposed approach\nAdd a cosine learning-rate schedule with 5 warm-up epochs to the optimiser.", "Add a cosine"),
+    (
+        "tag",
+        "[APPROACH]\nSwitch the loss to Huber with delta 1.0 so outliers stop dominating the fit.",
+        "Switch the loss",
+    ),
+    (
+        "numbered heading",
+        "### 1. Proposed approach\nAdd a cosine learning-rate schedule with 5 warm-up epochs to the optimiser.",
+        "Add a cosine",
+    ),
     ("no heading", "I propose to add dropout of 0.3 after each hidden layer to reduce overfitting here.", "I propose"),
     (
         "stops at next section",
@@ -181,7 +216,11 @@ APPROACH_CASES = [
     ),
     ("garbage", "ok", None),
     ("only code", "```python\nx = 1\n```", None),
-    ("prose starting with the word", "Approach this problem by averaging five seeds of the same model.", "Approach this"),
+    (
+        "prose starting with the word",
+        "Approach this problem by averaging five seeds of the same model.",
+        "Approach this",
+    ),
 ]
 
 
@@ -196,7 +235,9 @@ def test_extract_approach(name: str, reply: str, start: str | None) -> None:
 
 
 def test_extract_approach_keeps_subheadings_of_a_deeper_level() -> None:
-    reply = "## Approach\nTwo-stage model with a classifier then a regressor.\n### Details\nThe classifier uses 200 trees."
+    reply = (
+        "## Approach\nTwo-stage model with a classifier then a regressor.\n### Details\nThe classifier uses 200 trees."
+    )
     out = extract_approach(reply)
     assert out is not None and "200 trees" in out
 
@@ -230,7 +271,9 @@ def test_parse_brief() -> None:
 
 def test_parse_brief_markdown_headings_and_cap() -> None:
     items = "\n".join(f"{i}) Criterion {i} - check {i}" for i in range(1, 13))
-    understanding, criteria = parse_brief(f"## Task understanding\nImage classification.\n\n## Task-specific criteria\n{items}")
+    understanding, criteria = parse_brief(
+        f"## Task understanding\nImage classification.\n\n## Task-specific criteria\n{items}"
+    )
     assert understanding == "Image classification."
     assert len(criteria) == 10 and criteria[0] == "Criterion 1 - check 1"
 
@@ -250,8 +293,12 @@ def test_parse_brief_errors(reply: str, fragment: str) -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["Summary: It fits a ridge model.", "**Summary:**\nIt fits a ridge model.", "## Child summary\nIt fits a ridge model.",
-     "It fits a ridge model.\n```python\nRidge()\n```"],
+    [
+        "Summary: It fits a ridge model.",
+        "**Summary:**\nIt fits a ridge model.",
+        "## Child summary\nIt fits a ridge model.",
+        "It fits a ridge model.\n```python\nRidge()\n```",
+    ],
 )
 def test_clean_summary(reply: str) -> None:
     assert clean_summary(reply) == "It fits a ridge model."

@@ -20,16 +20,34 @@ from verifyless.node import content_hash
 
 def _cand(cid: str, fit: float | None, test: float | None = None, status: str = "ok", program: str | None = None):
     prog = f"# {cid}\n" if program is None else program
-    return PoolCandidate(id=cid, idea=f"idea {cid}", status=status, program=prog,
-                         program_hash=content_hash(prog) if prog else "", summary=f"child {cid}",
-                         score=None if fit is None else -fit, test_score=None if test is None else -test,
-                         fitness=fit, test_fitness=test)
+    return PoolCandidate(
+        id=cid,
+        idea=f"idea {cid}",
+        status=status,
+        program=prog,
+        program_hash=content_hash(prog) if prog else "",
+        summary=f"child {cid}",
+        score=None if fit is None else -fit,
+        test_score=None if test is None else -test,
+        fitness=fit,
+        test_fitness=test,
+    )
 
 
 def _pool(i: int, cands) -> PoolRecord:
-    return PoolRecord(task="diabetes", pool_id=f"syn:{i}", step=i, parent_id=f"p{i}", parent_program="# parent\n",
-                      parent_summary="the parent", parent_score=-1.0, parent_fitness=1.0, candidates=tuple(cands),
-                      understanding="regression", criteria=("features", "regularisation"))
+    return PoolRecord(
+        task="diabetes",
+        pool_id=f"syn:{i}",
+        step=i,
+        parent_id=f"p{i}",
+        parent_program="# parent\n",
+        parent_summary="the parent",
+        parent_score=-1.0,
+        parent_fitness=1.0,
+        candidates=tuple(cands),
+        understanding="regression",
+        criteria=("features", "regularisation"),
+    )
 
 
 def _synthetic(n_pools: int = 40, size: int = 6, seed: int = 0) -> list[PoolRecord]:
@@ -68,15 +86,17 @@ def test_random_screener_is_zero_in_expectation():
     rep = evaluate_selector(pools, build_screener("random", models={}), n_boot=500, seed=2)
     assert rep.normalized_ci.low < 0.0 < rep.normalized_ci.high
     assert abs(rep.summary.normalized) < 0.15
-    assert 0.05 < rep.summary.top1 < 0.25   # 1/8 in expectation
+    assert 0.05 < rep.summary.top1 < 0.25  # 1/8 in expectation
     again = evaluate_selector(pools, build_screener("random", models={}), n_boot=500, seed=2)
-    assert again.chosen == rep.chosen        # per-pool seeded generators
+    assert again.chosen == rep.chosen  # per-pool seeded generators
 
 
 def test_test_oracle_beats_validation_oracle_on_test():
     pools = [_pool(0, [_cand("a", 2.0, 0.0), _cand("b", 1.0, 3.0), _cand("c", 0.0, 1.0)])]
-    on_test = {name: evaluate_selector(pools, ScoreOracle.from_pools(pools, t), target="test", n_boot=50).summary
-               for name, t in (("val", "validation"), ("test", "test"))}
+    on_test = {
+        name: evaluate_selector(pools, ScoreOracle.from_pools(pools, t), target="test", n_boot=50).summary
+        for name, t in (("val", "validation"), ("test", "test"))
+    }
     assert on_test["test"].normalized == pytest.approx(1.0)
     # validation oracle picks a (test 0.0): mean 4/3, max 3 -> (0 - 4/3) / (3 - 4/3)
     assert on_test["val"].normalized == pytest.approx(-0.8)
@@ -84,11 +104,16 @@ def test_test_oracle_beats_validation_oracle_on_test():
 
 
 def test_failures_in_pools():
-    pool = _pool(0, [
-        _cand("a", 1.0), _cand("b", None, status="failed"), _cand("c", 3.0),
-        PoolCandidate("d", "never implemented", "guard-failed", reason="fixed region changed"),
-    ])
-    assert [c.id for c in pool_candidates(pool)] == ["a", "b", "c"]   # d is not screened
+    pool = _pool(
+        0,
+        [
+            _cand("a", 1.0),
+            _cand("b", None, status="failed"),
+            _cand("c", 3.0),
+            PoolCandidate("d", "never implemented", "guard-failed", reason="fixed region changed"),
+        ],
+    )
+    assert [c.id for c in pool_candidates(pool)] == ["a", "b", "c"]  # d is not screened
     rep = evaluate_selector([pool], ScoreOracle({"b": 10.0}, name="likes-b"), n_boot=50)
     # b crashed: scored as the worst working child (1.0); pool {1, 1, 3}: mean 5/3
     assert rep.chosen["syn:0"] == "b"
@@ -102,8 +127,19 @@ def test_replay_pools_cli(tmp_path):
     from verifyless.bench.cli import app
 
     path = save_pools(_synthetic(10, 4), tmp_path / "pools.jsonl")
-    res = CliRunner().invoke(app, ["replay-pools", str(path), "--screener", "random", "--screener",
-                                   "validation-oracle", "--out", str(tmp_path / "out")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "replay-pools",
+            str(path),
+            "--screener",
+            "random",
+            "--screener",
+            "validation-oracle",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     md = (tmp_path / "out" / "replay.md").read_text()
     assert "validation-oracle | 10 |" in md and "| random | 10 |" in md
@@ -111,15 +147,27 @@ def test_replay_pools_cli(tmp_path):
 
 def test_collect_pools_on_diabetes(tmp_path):
     pytest.importorskip("verifyless.roles.space")
-    from verifyless.store import RunStore
-
     from typer.testing import CliRunner
 
     from verifyless.bench.cli import app
+    from verifyless.store import RunStore
 
     # Through the CLI (the same function the lead mounts as `verifyless collect-pools`).
-    res = CliRunner().invoke(app, ["collect-pools", "diabetes", "--parents", "1", "--n", "3", "--out",
-                                   str(tmp_path / "pools.jsonl"), "--store", str(tmp_path / "runs.db")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "collect-pools",
+            "diabetes",
+            "--parents",
+            "1",
+            "--n",
+            "3",
+            "--out",
+            str(tmp_path / "pools.jsonl"),
+            "--store",
+            str(tmp_path / "runs.db"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     pools = load_pools(tmp_path / "pools.jsonl")
     with RunStore(tmp_path / "runs.db") as store:
@@ -131,7 +179,7 @@ def test_collect_pools_on_diabetes(tmp_path):
     assert pool.parent_id == "root" and pool.parent_score == pytest.approx(50.79, abs=0.01)
     assert len(pool.candidates) == 3
     distinct = {c.program_hash for c in pool.candidates if c.implemented}
-    assert verified == 1 + len(distinct)   # baseline + each distinct program once
+    assert verified == 1 + len(distinct)  # baseline + each distinct program once
     assert {r["node_id"] for r in rows} >= {"root", *(c.id for c in pool.candidates if c.implemented)}
     for c in pool.candidates:
         if c.status == "ok":

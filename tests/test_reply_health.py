@@ -51,7 +51,7 @@ CHOICE_CASES = [
     ('{"choice": "C"}', AB, None),
     ('{"score_a": 1, "score_b": 2}', AB, None),
     ("Both look fine to me, I would try either of them.", AB, None),
-    ("[CHOICE] B\n{\"choice\": \"A\"}", AB, "B"),  # a tag, when present, decides
+    ('[CHOICE] B\n{"choice": "A"}', AB, "B"),  # a tag, when present, decides
     ("Winner: <A or B>", AB, None),
 ]
 
@@ -83,9 +83,14 @@ def test_parse_verdict_equivalent_forms(text, label) -> None:
 
 
 def screening(parsed: int, total: int, example: str = "junk") -> Screening:
-    ev = {"a": Evidence("a", 1.0, detail={"replies": replies_detail(parsed, total, "[CHOICE] A or B",
-                                                                     [example] if parsed < total else [])}),
-          "b": Evidence("b", 0.0, detail={"replies": replies_detail(0, 0, "[CHOICE] A or B")})}
+    ev = {
+        "a": Evidence(
+            "a",
+            1.0,
+            detail={"replies": replies_detail(parsed, total, "[CHOICE] A or B", [example] if parsed < total else [])},
+        ),
+        "b": Evidence("b", 0.0, detail={"replies": replies_detail(0, 0, "[CHOICE] A or B")}),
+    }
     return Screening("tournament", ("a", "b"), ("a",), ev)
 
 
@@ -113,13 +118,19 @@ def test_tracker_warns_below_the_rate_and_stops_after_three_silent_screenings(ca
 def test_stats_read_stored_dicts_and_agentic_evidence() -> None:
     stored = screening(2, 4).to_dict()
     assert reply_stats(stored["evidence"]).parsed == 2 and reply_stats(stored["evidence"]).total == 4
-    agentic = {"a": {"detail": {"choice_source": "random (unparseable final reply)", "final_reply": "hmm"}},
-               "b": {"detail": {"chosen": False}}}
+    agentic = {
+        "a": {"detail": {"choice_source": "random (unparseable final reply)", "final_reply": "hmm"}},
+        "b": {"detail": {"chosen": False}},
+    }
     assert (reply_stats(agentic).parsed, reply_stats(agentic).total, reply_stats(agentic).example) == (0, 1, "hmm")
-    table = health_by_screener([stored, stored, {"screener": "random", "evidence": {}}],
-                               {"matches": [{"choice": "A"}, {"choice": None, "raw": "x"}]})
-    assert table == {"tournament": {"parsed": 4, "total": 8, "rate": 0.5, "screenings": 2},
-                     "final": {"parsed": 1, "total": 2, "rate": 0.5, "screenings": 1}}
+    table = health_by_screener(
+        [stored, stored, {"screener": "random", "evidence": {}}],
+        {"matches": [{"choice": "A"}, {"choice": None, "raw": "x"}]},
+    )
+    assert table == {
+        "tournament": {"parsed": 4, "total": 8, "rate": 0.5, "screenings": 2},
+        "final": {"parsed": 1, "total": 2, "rate": 0.5, "screenings": 1},
+    }
 
 
 def judge_script(tmp_path: Path, reply: str) -> Path:
@@ -129,14 +140,25 @@ def judge_script(tmp_path: Path, reply: str) -> Path:
 
 
 def overrides(tmp_path: Path, judge: Path, budget: int) -> list[str]:
-    return ["task=circle_packing", "screener.name=tournament", f"budget.verifications={budget}",
-            "engine.candidates=3", "strategy.name=greedy", "strategy.options.num_drafts=1",
-            f"store={tmp_path / 's.db'}", "roles.kind=llm",
-            f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}", f"roles.models.judge=scripted:{judge}"]
+    return [
+        "task=circle_packing",
+        "screener.name=tournament",
+        f"budget.verifications={budget}",
+        "engine.candidates=3",
+        "strategy.name=greedy",
+        "strategy.options.num_drafts=1",
+        f"store={tmp_path / 's.db'}",
+        "roles.kind=llm",
+        f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
+        f"roles.models.judge=scripted:{judge}",
+    ]
 
 
-@pytest.mark.parametrize("reply", ['Compared.\n{"choice": "B", "why": "regularised"}', "Compared both.\nWinner: B"],
-                         ids=["json", "winner-line"])
+@pytest.mark.parametrize(
+    "reply",
+    ['Compared.\n{"choice": "B", "why": "regularised"}', "Compared both.\nWinner: B"],
+    ids=["json", "winner-line"],
+)
 def test_judges_in_their_own_format_parse_in_a_whole_run(tmp_path, reply) -> None:
     cfg = load_config(overrides=overrides(tmp_path, judge_script(tmp_path, reply), budget=4))
     with RunStore(cfg.store) as store:
@@ -148,8 +170,9 @@ def test_judges_in_their_own_format_parse_in_a_whole_run(tmp_path, reply) -> Non
         payloads = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
     health = health_by_screener(payloads)["tournament"]
     assert health["total"] > 0 and health["parsed"] == health["total"]
-    samples = [s for p in payloads for ev in p["evidence"].values() for m in ev["detail"]["matches"]
-               for s in m["samples"]]
+    samples = [
+        s for p in payloads for ev in p["evidence"].values() for m in ev["detail"]["matches"] for s in m["samples"]
+    ]
     assert samples and all(s["choice"] == "B" for s in samples)  # every reply read as the letter it names
 
 
@@ -179,13 +202,29 @@ def test_a_nonsense_judge_warns_then_stops_the_run_with_exit_code_8(tmp_path) ->
 
 def test_a_critic_that_never_parses_stops_the_run_within_three_screenings(tmp_path) -> None:
     critic = tmp_path / "critic.json"
-    critic.write_text(json.dumps({"mode": "rules", "rules": [
-        {"role": "critic", "reply": "The child seems promising overall; hard to be sure."}]}))
-    cfg = load_config(overrides=[
-        "task=circle_packing", "screener.name=critic", "screener.options.k=2", "budget.verifications=12",
-        "engine.candidates=2", "strategy.name=greedy", "strategy.options.num_drafts=1", f"store={tmp_path / 's.db'}",
-        "roles.kind=llm", f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
-        f"roles.models.critic=scripted:{critic}"])
+    critic.write_text(
+        json.dumps(
+            {
+                "mode": "rules",
+                "rules": [{"role": "critic", "reply": "The child seems promising overall; hard to be sure."}],
+            }
+        )
+    )
+    cfg = load_config(
+        overrides=[
+            "task=circle_packing",
+            "screener.name=critic",
+            "screener.options.k=2",
+            "budget.verifications=12",
+            "engine.candidates=2",
+            "strategy.name=greedy",
+            "strategy.options.num_drafts=1",
+            f"store={tmp_path / 's.db'}",
+            "roles.kind=llm",
+            f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
+            f"roles.models.critic=scripted:{critic}",
+        ]
+    )
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         try:

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=240
+    )
 
 
 def test_report_writes_html_and_pngs_and_show_points_to_them(tmp_path_factory, tmp_path):

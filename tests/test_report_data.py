@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from report_fixtures import PAYLOADS, SECRET, cached_build
 
+from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.report import data, data_nodes
@@ -60,7 +60,8 @@ def test_graph_has_every_node_with_primary_edges_and_a_tidy_layout(fx):
     g = data_nodes.graph_view(st, built["plain"], final_id="root")
     assert {n.id for n in g.nodes} == {r["node_id"] for r in rows}
     assert {(e.source, e.target) for e in g.edges if e.kind == "primary"} == {
-        (r["parent_id"], r["node_id"]) for r in rows if r["parent_id"]}
+        (r["parent_id"], r["node_id"]) for r in rows if r["parent_id"]
+    }
     pos = {n.id: n for n in g.nodes}
     kids = [n.x for n in g.nodes if n.parent_id == "root"]
     assert pos["root"].depth == 0 and min(kids) <= pos["root"].x <= max(kids) and pos["root"].final
@@ -72,7 +73,7 @@ def test_rounds_carry_the_screeners_evidence_and_the_outcome(fx):
     rounds = data_nodes.rounds_view(st, built["plain"])
     screenings = [e.payload for e in st.events(built["plain"], kinds=["screening"])]
     assert len(rounds) == len(screenings) >= 2
-    for r, p in zip(rounds, screenings):
+    for r, p in zip(rounds, screenings, strict=False):
         assert [c.id for c in r.candidates] == p["ranking"] and r.screener == "critic" and r.parent_id == "root"
         for c in r.candidates:
             assert len(c.critiques) == 4 and c.n_valid + c.n_invalid == 4
@@ -128,22 +129,48 @@ def test_secrets_are_redacted(fx):
     s = data.run_summary(st, built["secret"])
     assert SECRET not in s.config_json and data.REDACTED in s.config_json
     assert data.redact({"API_KEY": "x", "tokens": 5, "list": ["Bearer abcdefghijklmnop"]}) == {
-        "API_KEY": data.REDACTED, "tokens": 5, "list": [data.REDACTED]}
+        "API_KEY": data.REDACTED,
+        "tokens": 5,
+        "list": [data.REDACTED],
+    }
     assert data.redact({"api_key_env": "VERIFYLESS_API_KEY"})["api_key_env"] == data.REDACTED
 
 
 # ---------------------------------------------------------------------- synthetic events through the real store
 
+
 def _candidate(st, run_id, cid, parent, program, refs=()):
     operator = Operator.REFERENCE if refs else Operator.IMPROVE
-    st.add_candidate(run_id, Candidate(cid, parent, operator, Idea(f"idea {cid}"), program, content_hash(program),
-                                       summary=f"summary {cid}", reference_ids=tuple(refs), round=1))
+    st.add_candidate(
+        run_id,
+        Candidate(
+            cid,
+            parent,
+            operator,
+            Idea(f"idea {cid}"),
+            program,
+            content_hash(program),
+            summary=f"summary {cid}",
+            reference_ids=tuple(refs),
+            round=1,
+        ),
+    )
 
 
 def _verify(st, run_id, cid, score, program):
-    st.add_verification(run_id, cid, Verification(Status.OK, metrics={"m": score}, score=score,
-                                                  test_score=score - 1, run_seconds=1.0,
-                                                  program_hash=content_hash(program)), score)
+    st.add_verification(
+        run_id,
+        cid,
+        Verification(
+            Status.OK,
+            metrics={"m": score},
+            score=score,
+            test_score=score - 1,
+            run_seconds=1.0,
+            program_hash=content_hash(program),
+        ),
+        score,
+    )
 
 
 @pytest.fixture()
@@ -155,19 +182,57 @@ def synthetic(tmp_path):
         _verify(st, rid, "root", 1.0, "a = 0\n")
         for cid, prog in (("c1", "a = 1\n"), ("c2", "a = 2\n"), ("c3", "a = 3\n")):
             _candidate(st, rid, cid, "root", prog, refs=("c1",) if cid == "c3" else ())
-        match = {"round": 1, "pair": ["c1", "c2"], "votes": {"c1": 2}, "winner": "c1", "decided_by": "votes",
-                 "samples": []}
-        st.append(rid, "screening", {
-            "screener": "tournament", "ranking": ["c1", "c2", "c3"], "chosen": ["c1"], "to_verify": ["c1", "c3"],
-            "audited": ["c3"], "round": 1, "parse_health": {"ok": 5, "bad": 1},
-            "evidence": {
-                "c1": {"candidate_id": "c1", "rank_value": 2.0, "votes": {"improve": 1.0, "tie": 0.0, "lose": 0.0},
-                       "labels": ["BigWin"], "n_valid": 1, "detail": {"matches": [match], "new_key": [1, 2]}},
-                "c2": {"candidate_id": "c2", "rank_value": 1.0, "detail": {"matches": [match], "critic": {
-                    "candidate_id": "c2", "rank_value": 0.5, "detail": {"critiques": ["nested critique"]}}}},
-                "c3": {"candidate_id": "c3", "rank_value": 0.0, "votes": {"improve": 0.0, "tie": 0.0, "lose": 1.0},
-                       "labels": ["Lose"], "n_valid": 1,
-                       "detail": {"findings": ["pilot says c3 overfits"]}}}})
+        match = {
+            "round": 1,
+            "pair": ["c1", "c2"],
+            "votes": {"c1": 2},
+            "winner": "c1",
+            "decided_by": "votes",
+            "samples": [],
+        }
+        st.append(
+            rid,
+            "screening",
+            {
+                "screener": "tournament",
+                "ranking": ["c1", "c2", "c3"],
+                "chosen": ["c1"],
+                "to_verify": ["c1", "c3"],
+                "audited": ["c3"],
+                "round": 1,
+                "parse_health": {"ok": 5, "bad": 1},
+                "evidence": {
+                    "c1": {
+                        "candidate_id": "c1",
+                        "rank_value": 2.0,
+                        "votes": {"improve": 1.0, "tie": 0.0, "lose": 0.0},
+                        "labels": ["BigWin"],
+                        "n_valid": 1,
+                        "detail": {"matches": [match], "new_key": [1, 2]},
+                    },
+                    "c2": {
+                        "candidate_id": "c2",
+                        "rank_value": 1.0,
+                        "detail": {
+                            "matches": [match],
+                            "critic": {
+                                "candidate_id": "c2",
+                                "rank_value": 0.5,
+                                "detail": {"critiques": ["nested critique"]},
+                            },
+                        },
+                    },
+                    "c3": {
+                        "candidate_id": "c3",
+                        "rank_value": 0.0,
+                        "votes": {"improve": 0.0, "tie": 0.0, "lose": 1.0},
+                        "labels": ["Lose"],
+                        "n_valid": 1,
+                        "detail": {"findings": ["pilot says c3 overfits"]},
+                    },
+                },
+            },
+        )
         st.append(rid, "pilot", {"round": 1, "seconds": 3.0, "note": "pilot of c3"}, charge=True)
         st.append(rid, "learn", {"examples": 3, "weights": {"w": [0.1, float("nan")]}})
         st.append(rid, "snapshot", {"api_key": SECRET, "size": 10})
@@ -238,8 +303,11 @@ def test_svg_figures_escape_every_string(synthetic):
     assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
     g = data_nodes.graph_view(st, rid)
     hostile = g.nodes[1].__class__(**{**g.nodes[1].__dict__, "idea": PAYLOADS[2]})
-    tree = str(svg.graph_svg(g.__class__(**{**g.__dict__, "nodes": (g.nodes[0], hostile, *g.nodes[2:])}),
-                             lambda nid: f"#node-{nid}"))
+    tree = str(
+        svg.graph_svg(
+            g.__class__(**{**g.__dict__, "nodes": (g.nodes[0], hostile, *g.nodes[2:])}), lambda nid: f"#node-{nid}"
+        )
+    )
     assert "<svg onload" not in tree and "&lt;svg onload" in tree and tree.count("<a href=") == len(g.nodes)
 
 

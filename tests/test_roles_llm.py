@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -13,7 +13,16 @@ from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
 from verifyless.node import Idea, Operator
 from verifyless.program import extract, fixed_region_violation, split
-from verifyless.roles.base import Briefer, Implementer, ParentInfo, ProposeContext, Proposer, RoleFailure, Roles, Summarizer
+from verifyless.roles.base import (
+    Briefer,
+    Implementer,
+    ParentInfo,
+    ProposeContext,
+    Proposer,
+    RoleFailure,
+    Roles,
+    Summarizer,
+)
 from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, Summary, llm_roles
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import TemplateError, load_prompt, placeholders, render
@@ -118,6 +127,7 @@ def assert_rendered(msgs) -> None:
 
 # ---------------------------------------------------------------- rendering
 
+
 def test_prompt_files_have_system_and_user() -> None:
     for prompt in MY_PROMPTS:
         sections = load_prompt(prompt)
@@ -140,14 +150,31 @@ def test_proposer_prompt_has_every_part(op: Operator) -> None:
     parent = ParentInfo("p1", PROGRAM, score=0.42, idea=Idea("Use the mean."), error="ValueError: bad shape")
     ref = ParentInfo("r7", PROGRAM, score=0.4, summary="A trimmed-mean estimator with 10% trimming.")
     ctx = ProposeContext(
-        task, parent, op, inspirations=("A median-of-means solution.",), memory=("Trimming helped before.",),
-        avoid=("Use the mode.",), references=(ref,), seed=3,
+        task,
+        parent,
+        op,
+        inspirations=("A median-of-means solution.",),
+        memory=("Trimming helped before.",),
+        avoid=("Use the mode.",),
+        references=(ref,),
+        seed=3,
     )
     system, user = LLMProposer(FakeModel(replies())).render(ctx, ctx.avoid)
     assert_rendered([system, user])
     text = user.content
-    for part in (task.statement, "mae", "lower is better", "total += v", "A median-of-means solution.",
-                 "Trimming helped before.", "Use the mode.", "r7", "trimmed-mean", "## Approach", "Use the mean."):
+    for part in (
+        task.statement,
+        "mae",
+        "lower is better",
+        "total += v",
+        "A median-of-means solution.",
+        "Trimming helped before.",
+        "Use the mode.",
+        "r7",
+        "trimmed-mean",
+        "## Approach",
+        "Use the mean.",
+    ):
         assert part in text, part
     assert "{braces}" in text  # statement braces are data, not placeholders
     assert "EVOLVE-BLOCK" not in text  # only the band is shown
@@ -219,13 +246,16 @@ def test_briefer_retries_once_then_raises() -> None:
 
 # ---------------------------------------------------------------- proposer
 
+
 def test_proposer_parses_variants_and_failures() -> None:
-    model = FakeModel(replies(
-        "**Approach:** Replace the mean by a 10% trimmed mean computed with numpy sorting.",
-        "## Approach\nUse the median of means over 5 buckets.\n```python\nx = 1\n```\n## Notes\nnone",
-        "sorry",
-        None,
-    ))
+    model = FakeModel(
+        replies(
+            "**Approach:** Replace the mean by a 10% trimmed mean computed with numpy sorting.",
+            "## Approach\nUse the median of means over 5 buckets.\n```python\nx = 1\n```\n## Notes\nnone",
+            "sorry",
+            None,
+        )
+    )
     ctx = ProposeContext(make_task(), ParentInfo("p", PROGRAM, score=1.0), seed=10)
     out = run(LLMProposer(model).propose(ctx, 4))
     assert isinstance(out[0], Idea) and out[0].text.startswith("Replace the mean by a 10% trimmed")
@@ -235,7 +265,9 @@ def test_proposer_parses_variants_and_failures() -> None:
 
 
 def test_proposer_draws_independently_by_default() -> None:
-    model = FakeModel(lambda r: f"## Approach\nIdea number {r.seed}: change the estimator in a distinct way.", delay=0.02)
+    model = FakeModel(
+        lambda r: f"## Approach\nIdea number {r.seed}: change the estimator in a distinct way.", delay=0.02
+    )
     ctx = ProposeContext(make_task(), ParentInfo("p", PROGRAM), seed=100, avoid=("Tried before: the mode.",))
     ideas = run(LLMProposer(model).propose(ctx, 6))
     assert len(model.requests) == 6  # N calls, one idea each
@@ -253,7 +285,9 @@ def test_proposer_draws_independently_by_default() -> None:
 
 
 def test_proposer_waves_list_earlier_ideas_as_avoid() -> None:
-    model = FakeModel(lambda r: f"## Approach\nIdea number {r.seed}: change the estimator in a distinct way.", delay=0.01)
+    model = FakeModel(
+        lambda r: f"## Approach\nIdea number {r.seed}: change the estimator in a distinct way.", delay=0.01
+    )
     ctx = ProposeContext(make_task(), ParentInfo("p", PROGRAM), seed=0)
     ideas = run(LLMProposer(model, mode="waves", wave_size=2).propose(ctx, 5))
     assert len(ideas) == 5 and model.max_in_flight == 2
@@ -265,6 +299,7 @@ def test_proposer_waves_list_earlier_ideas_as_avoid() -> None:
 
 
 # ---------------------------------------------------------------- implementer
+
 
 def test_implementer_full_mode_success() -> None:
     model = FakeModel(replies(fence(NEW_BAND)))
@@ -342,7 +377,7 @@ def test_implementer_parent_without_band_is_guard_failed() -> None:
 def test_diff_mode_forgiving_matches() -> None:
     reply = (
         "<<<<<<< SEARCH\n"
-        "total = 0.0\n"              # indentation lost
+        "total = 0.0\n"  # indentation lost
         "for v in xs:\n"
         "    total += v\n"
         "=======\n"
@@ -451,10 +486,14 @@ def test_summary_outside_the_range_is_asked_again_once_then_kept_with_a_warning(
 
 # ---------------------------------------------------------------- bundle
 
+
 def test_llm_roles_binds_models_per_role() -> None:
     a, b = FakeModel(replies()), FakeModel(replies())
-    roles = llm_roles({"proposer": a, "default": b}, implement_mode="diff",
-                      options=LLMRoleOptions(proposer_mode="waves", summary_min_words=100))
+    roles = llm_roles(
+        {"proposer": a, "default": b},
+        implement_mode="diff",
+        options=LLMRoleOptions(proposer_mode="waves", summary_min_words=100),
+    )
     assert isinstance(roles, Roles)
     assert isinstance(roles.briefer, Briefer) and isinstance(roles.proposer, Proposer)
     assert isinstance(roles.implementer, Implementer) and isinstance(roles.summarizer, Summarizer)
@@ -498,7 +537,6 @@ def test_the_engine_records_a_summary_length_warning_on_the_node_event(tmp_path)
     import random as _random
 
     from engine_fakes import FakeExecutor, fake_roles, fake_task
-
     from verifyless.config import load_config
     from verifyless.engine import Engine
     from verifyless.screen.registry import build_screener
@@ -512,11 +550,18 @@ def test_the_engine_records_a_summary_length_warning_on_the_node_event(tmp_path)
     roles = dataclasses.replace(fake_roles(), summarizer=ShortSummaries())
     cfg = load_config(overrides=["budget.verifications=2", "engine.candidates=2", "screener.name=random"])
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(task=fake_task(), roles=roles, screener=build_screener("random", models={}, options={}, seed=0),
-                        strategy=build_strategy("greedy", {}, _random.Random(0)), executor=FakeExecutor(),
-                        store=store, config=cfg)
+        engine = Engine(
+            task=fake_task(),
+            roles=roles,
+            screener=build_screener("random", models={}, options={}, seed=0),
+            strategy=build_strategy("greedy", {}, _random.Random(0)),
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
         result = asyncio.run(engine.run())
         nodes = [e.payload for e in store.events(result.run_id, kinds=["node"])]
-    assert nodes and all(n["summary_warning"] == "length-warning: 3 words, asked for 120-200" for n in nodes
-                         if n.get("summary"))
+    assert nodes and all(
+        n["summary_warning"] == "length-warning: 3 words, asked for 120-200" for n in nodes if n.get("summary")
+    )
     assert all(n["summary"] == "Sets a constant." for n in nodes if n.get("summary"))

@@ -23,8 +23,7 @@ from verifyless.task.base import Limits
 SANDBOX = LocalSandbox()
 ISOLATED = SANDBOX.isolation != "process"
 needs_isolation = pytest.mark.skipif(not ISOLATED, reason="namespaces unavailable: process mode hides nothing")
-LIMITS = Limits(wall_seconds=4.0, memory_mb=1024, processes=32, output_bytes=100_000,
-                file_size_mb=4, workspace_mb=16)
+LIMITS = Limits(wall_seconds=4.0, memory_mb=1024, processes=32, output_bytes=100_000, file_size_mb=4, workspace_mb=16)
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -78,6 +77,7 @@ def _sandbox_pids() -> list[int]:
 
 
 # ------------------------------------------------------------------ attacks
+
 
 def test_infinite_loop_times_out(tmp_path):
     r = run_py(tmp_path, "while True: pass", Limits(wall_seconds=2.0, memory_mb=1024))
@@ -213,8 +213,13 @@ def test_hidden_labels_cannot_be_read_by_guessing_paths(tmp_path):
 def test_writing_outside_the_workspace_fails(tmp_path):
     task = tmp_path / "task"
     task.mkdir()
-    targets = [task / "planted.txt", Path("/tmp/verifyless-planted.txt"), REPO / "planted.txt",
-               Path("/var/tmp/verifyless-planted.txt"), Path(sys.prefix) / "planted.txt"]
+    targets = [
+        task / "planted.txt",
+        Path("/tmp/verifyless-planted.txt"),
+        REPO / "planted.txt",
+        Path("/var/tmp/verifyless-planted.txt"),
+        Path(sys.prefix) / "planted.txt",
+    ]
     code = (
         f"for p in {[str(t) for t in targets]!r}:\n"
         "    try:\n        open(p, 'w').write('pwned'); print('WROTE', p)\n"
@@ -291,6 +296,7 @@ def test_task_files_cannot_be_modified(tmp_path):
 
 # ------------------------------------------------------------------ plumbing
 
+
 @needs_isolation
 def test_workspace_inside_a_hidden_directory_stays_usable(tmp_path):
     store = tmp_path / "runstore"
@@ -328,18 +334,21 @@ def test_describe_names_the_isolation_level():
 
 # ------------------------------------------------------------------ conformance
 
+
 @pytest.mark.parametrize("check", checks(hides_paths=ISOLATED, isolates_network=ISOLATED), ids=str)
 def test_conformance_local(check, tmp_path):
     check(SANDBOX, tmp_path)
 
 
 def test_conformance_process_mode(tmp_path):
-    results = run_conformance(lambda: LocalSandbox(isolation="process"), tmp_path,
-                              hides_paths=False, isolates_network=False)
+    results = run_conformance(
+        lambda: LocalSandbox(isolation="process"), tmp_path, hides_paths=False, isolates_network=False
+    )
     assert all(error is None for error in results.values()), results
 
 
 # ------------------------------------------------------------------ the allowlisted root
+
 
 @needs_isolation
 def test_candidate_imports_site_packages_but_cannot_see_the_checkout(tmp_path):
@@ -420,8 +429,12 @@ def test_hidden_entries_of_an_exposed_folder_are_absent_not_masked(tmp_path):
     (folder / "data").mkdir()
     for name in ("evaluator.py", ".env", "data/a.csv", "data/.secret", "hidden/labels.csv"):
         (folder / name).write_text("x")
-    view = root_view(tmp_path / "ws", uid=None, expose=[str(folder)],
-                     hide=[str(folder / "hidden"), str(folder / ".env"), str(folder / "data/.secret")])
+    view = root_view(
+        tmp_path / "ws",
+        uid=None,
+        expose=[str(folder)],
+        hide=[str(folder / "hidden"), str(folder / ".env"), str(folder / "data/.secret")],
+    )
     shown = dict(view.binds)
     assert shown[str(folder)] == "dir" and shown[str(folder / "data")] == "dir"
     assert shown[str(folder / "evaluator.py")] == "ro" and shown[str(folder / "data/a.csv")] == "ro"
@@ -438,8 +451,10 @@ def test_hidden_entries_of_an_exposed_folder_are_absent_not_masked(tmp_path):
 USERNS = LocalSandbox(isolation="userns") if os.geteuid() == 0 else SANDBOX
 
 
-@pytest.mark.skipif(not ISOLATED or USERNS.isolation != "userns" or SANDBOX.isolation == "userns",
-                    reason="userns level unavailable here, or already covered by test_conformance_local")
+@pytest.mark.skipif(
+    not ISOLATED or USERNS.isolation != "userns" or SANDBOX.isolation == "userns",
+    reason="userns level unavailable here, or already covered by test_conformance_local",
+)
 @pytest.mark.parametrize("check", [c for c in checks() if "timeout" not in c.name and "bomb" not in c.name], ids=str)
 def test_conformance_userns(check, tmp_path):
     check(USERNS, tmp_path)

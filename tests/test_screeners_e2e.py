@@ -29,11 +29,20 @@ SCREENERS = [
 
 @pytest.mark.parametrize("name, options", SCREENERS, ids=[s for s, _ in SCREENERS])
 def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
-    cfg = load_config(overrides=[
-        "task=circle_packing", f"screener.name={name}", "budget.verifications=3", "engine.candidates=3",
-        "strategy.name=greedy", "strategy.options.num_drafts=1", f"store={tmp_path / 's.db'}",
-        "roles.kind=llm", f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}", *options,
-    ])
+    cfg = load_config(
+        overrides=[
+            "task=circle_packing",
+            f"screener.name={name}",
+            "budget.verifications=3",
+            "engine.candidates=3",
+            "strategy.name=greedy",
+            "strategy.options.num_drafts=1",
+            f"store={tmp_path / 's.db'}",
+            "roles.kind=llm",
+            f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
+            *options,
+        ]
+    )
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         try:

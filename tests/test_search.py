@@ -51,9 +51,19 @@ class Loop:
             self.count += 1
             nid = f"n{self.count}"
             status, fitness = self.verify(nid, exp, self.view)
-            self.tell(Node(nid, exp.parent_id, exp.operator, status, fitness, idea="idea " * (self.count % 7),
-                           reference_ids=exp.reference_ids, island=exp.island,
-                           code_length=1000 + zlib.crc32(nid.encode()) % 900))
+            self.tell(
+                Node(
+                    nid,
+                    exp.parent_id,
+                    exp.operator,
+                    status,
+                    fitness,
+                    idea="idea " * (self.count % 7),
+                    reference_ids=exp.reference_ids,
+                    island=exp.island,
+                    code_length=1000 + zlib.crc32(nid.encode()) % 900,
+                )
+            )
             if self.siblings:  # the screener's losers: told, never verified
                 self.tell(Node(nid + "s", exp.parent_id, exp.operator, Status.SCREENED_OUT, island=exp.island))
         return exps
@@ -65,8 +75,10 @@ class Loop:
 
 # ------------------------------------------------------------------- greedy
 def test_greedy_drafts_then_improves_best():
-    loop = Loop(GreedyStrategy(random.Random(0), GreedyConfig(num_drafts=5)),
-                verify=lambda nid, e, v: (Status.OK, float(int(nid[1:]) % 4)))
+    loop = Loop(
+        GreedyStrategy(random.Random(0), GreedyConfig(num_drafts=5)),
+        verify=lambda nid, e, v: (Status.OK, float(int(nid[1:]) % 4)),
+    )
     first = [loop.step()[0] for _ in range(5)]
     assert [e.operator for e in first] == [Operator.DRAFT] * 5
     assert {e.parent_id for e in first} == {"base"}
@@ -81,8 +93,11 @@ def test_greedy_debugs_newest_buggy_leaf_up_to_depth_limit():
     loop = Loop(GreedyStrategy(random.Random(0), GreedyConfig(num_drafts=2, max_debug_depth=3)), verify=verify)
     loop.run(2)  # n1 ok draft, n2 buggy draft
     chain = [loop.step()[0] for _ in range(3)]
-    assert [(e.operator, e.parent_id) for e in chain] == [(Operator.DEBUG, "n2"), (Operator.DEBUG, "n3"),
-                                                          (Operator.DEBUG, "n4")]
+    assert [(e.operator, e.parent_id) for e in chain] == [
+        (Operator.DEBUG, "n2"),
+        (Operator.DEBUG, "n3"),
+        (Operator.DEBUG, "n4"),
+    ]
     # n5 sits at the end of three consecutive debug steps: abandoned, so greedy improves the best.
     nxt = loop.step()[0]
     assert (nxt.operator, nxt.parent_id) == (Operator.IMPROVE, "n1")
@@ -108,8 +123,12 @@ def test_linear_follows_newest_and_debugs_with_limit():
     loop = Loop(LinearStrategy(config=LinearConfig(max_debug_depth=2)), verify=verify)
     steps = [loop.step()[0] for _ in range(5)]
     assert [(e.operator, e.parent_id) for e in steps] == [
-        (Operator.IMPROVE, "base"), (Operator.IMPROVE, "n1"), (Operator.DEBUG, "n2"),
-        (Operator.DEBUG, "n3"), (Operator.IMPROVE, "n1")]  # n4 ends two debug steps: back to newest OK
+        (Operator.IMPROVE, "base"),
+        (Operator.IMPROVE, "n1"),
+        (Operator.DEBUG, "n2"),
+        (Operator.DEBUG, "n3"),
+        (Operator.IMPROVE, "n1"),
+    ]  # n4 ends two debug steps: back to newest OK
 
 
 # ------------------------------------------------------------------ islands
@@ -149,8 +168,11 @@ def test_islands_record_code_length_for_the_length_feature():
     strat = IslandsStrategy(random.Random(0), IslandsConfig(n_islands=1, features=("length",), bins=4))
     strat.tell(Node("base", None, Operator.BASELINE, Status.OK, fitness=0.0, code_length=1000))
     for i, (length, fit) in enumerate([(1100, 1.0), (1900, 0.5), (1950, 2.0), (1120, 0.1)]):
-        strat.tell(Node(f"n{i}", "base", Operator.IMPROVE, Status.OK, fitness=fit, code_length=length,
-                        idea="the same idea text"))
+        strat.tell(
+            Node(
+                f"n{i}", "base", Operator.IMPROVE, Status.OK, fitness=fit, code_length=length, idea="the same idea text"
+            )
+        )
     archive = strat.archives[0]
     assert archive.bounds["length"] == (1000.0, 2125.0)  # program lengths (widened by 25%), not idea lengths
     assert archive.elites == {(0,): "n0", (3,): "n2"}
@@ -168,8 +190,9 @@ def test_islands_migration_copies_top_members_to_neighbour():
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=5, max_size=40), st.integers(1, 4))
 def test_islands_best_program_always_kept(fitnesses, capacity):
-    strat = IslandsStrategy(random.Random(0), IslandsConfig(n_islands=2, island_capacity=capacity,
-                                                            features=("score",), bins=2))
+    strat = IslandsStrategy(
+        random.Random(0), IslandsConfig(n_islands=2, island_capacity=capacity, features=("score",), bins=2)
+    )
     strat.tell(Node("base", None, Operator.BASELINE, Status.OK, fitness=-1000.0))
     for i, f in enumerate(fitnesses):
         strat.tell(Node(f"n{i}", "base", Operator.IMPROVE, Status.OK, fitness=f, island=i % 2))
@@ -180,8 +203,7 @@ def test_islands_best_program_always_kept(fitnesses, capacity):
 
 
 def test_islands_parent_sampling_mix_and_inspirations():
-    cfg = IslandsConfig(n_islands=1, exploration_ratio=0.2, exploitation_ratio=0.7, elite_ratio=0.1,
-                        n_inspirations=3)
+    cfg = IslandsConfig(n_islands=1, exploration_ratio=0.2, exploitation_ratio=0.7, elite_ratio=0.1, n_inspirations=3)
     loop = Loop(IslandsStrategy(random.Random(11), cfg), siblings=False)
     loop.run(15)
     modes: Counter[str] = Counter()
@@ -198,27 +220,47 @@ def test_islands_parent_sampling_mix_and_inspirations():
 
 
 def test_map_elites_keeps_fittest_per_cell_and_tags_axis():
-    nodes = [Node(f"n{i}", None, Operator.IMPROVE, Status.OK, fitness=float(f), tags=(t,))
-             for i, (f, t) in enumerate([(1, "a"), (3, "a"), (2, "b"), (10, "a")])]
+    nodes = [
+        Node(f"n{i}", None, Operator.IMPROVE, Status.OK, fitness=float(f), tags=(t,))
+        for i, (f, t) in enumerate([(1, "a"), (3, "a"), (2, "b"), (10, "a")])
+    ]
     archive = build_archive(nodes, ("tags",), bins=4)
     assert archive.elites == {("a",): "n3", ("b",): "n2"}
     by_score = build_archive(nodes, ("score",), bins=2)
     assert by_score.elites[(1,)] == "n3" and by_score.elites[(0,)] == "n1"
 
 
-
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 15), st.floats(-5, 5, allow_nan=False), st.integers(0, 3000),
-                          st.sampled_from(["a", "b"])), min_size=1, max_size=60),
-       st.sampled_from([("score", "length"), ("score",), ("length", "tags"), ("score", "val_acc")]))
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),
+            st.integers(0, 15),
+            st.floats(-5, 5, allow_nan=False),
+            st.integers(0, 3000),
+            st.sampled_from(["a", "b"]),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.sampled_from([("score", "length"), ("score",), ("length", "tags"), ("score", "val_acc")]),
+)
 def test_incremental_map_elites_equals_a_rebuild(ops, features):
     archive = IncrementalArchive(features, bins=4)
     members: dict[str, Node] = {}
     for add, key, fitness, length, tag in ops:
         nid = f"n{key}"
         if add and nid not in members:
-            node = Node(nid, None, Operator.IMPROVE, Status.OK, fitness=fitness, code_length=length, tags=(tag,),
-                        metrics={"val_acc": fitness / 10})
+            node = Node(
+                nid,
+                None,
+                Operator.IMPROVE,
+                Status.OK,
+                fitness=fitness,
+                code_length=length,
+                tags=(tag,),
+                metrics={"val_acc": fitness / 10},
+            )
             members[nid] = node
             archive.add(node)
         elif not add and nid in members:
@@ -227,8 +269,10 @@ def test_incremental_map_elites_equals_a_rebuild(ops, features):
         rebuilt = build_archive(list(members.values()), features, bins=4, bounds=archive.bounds)
         assert archive.elites == rebuilt.elites and archive.cell_of == rebuilt.cell_of
         for f, (low, high) in archive.bounds.items():  # sticky bounds cover every value ever added
-            assert all(low <= (n.fitness if f == "score" else n.code_length if f == "length" else n.metrics[f]) <= high
-                       for n in members.values())
+            assert all(
+                low <= (n.fitness if f == "score" else n.code_length if f == "length" else n.metrics[f]) <= high
+                for n in members.values()
+            )
 
 
 def test_islands_keep_their_archives_incrementally():

@@ -63,8 +63,9 @@ def test_cost_model_break_even() -> None:
     cost = CostModel(tokens_per_sample=1000, usd_per_million_tokens=2.0, usd_per_verification_hour=3.6)
     assert cost.screening_usd(8, 3) == pytest.approx(0.048)
     # 12 screened verifications cost 0.576 $; saving 12 pays when one verification costs > 0.048 $ = 48 s
-    assert cost.breakeven_seconds(n_candidates=8, k=3, screened_verifications=12, saved_verifications=12) \
-        == pytest.approx(48.0)
+    assert cost.breakeven_seconds(
+        n_candidates=8, k=3, screened_verifications=12, saved_verifications=12
+    ) == pytest.approx(48.0)
     assert math.isinf(cost.breakeven_seconds(n_candidates=8, k=3, screened_verifications=24, saved_verifications=0))
 
 
@@ -74,14 +75,39 @@ def test_breakeven_grid_and_command(tmp_path: Path) -> None:
     assert [r.dir3 for r in rows] == [1 / 3, 1.0]
     assert rows[1].headroom > rows[0].headroom and rows[1].saved > rows[0].saved
     path = tmp_path / "w.jsonl"
-    head = {"kind": "world", "task": world.task, "seed": 7, "direction": "maximize",
-            "baseline": dict(world.baseline), "dimensions": {d: list(o) for d, o in world.dimensions.items()}}
+    head = {
+        "kind": "world",
+        "task": world.task,
+        "seed": 7,
+        "direction": "maximize",
+        "baseline": dict(world.baseline),
+        "dimensions": {d: list(o) for d, o in world.dimensions.items()},
+    }
     path.write_text("\n".join([json.dumps(head)] + [json.dumps(p.to_dict()) for p in world.points]) + "\n")
     from verifyless.cli import app
 
     out = tmp_path / "report"
-    result = CliRunner().invoke(app, ["bench", "breakeven", "--worlds", str(path), "--seeds", "3", "--budget", "8",
-                                      "--dir3", "0.466,1.0", "--n", "4", "--k", "1,3", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "breakeven",
+            "--worlds",
+            str(path),
+            "--seeds",
+            "3",
+            "--budget",
+            "8",
+            "--dir3",
+            "0.466,1.0",
+            "--n",
+            "4",
+            "--k",
+            "1,3",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     table = (out / "breakeven.md").read_text()
     assert table.count(f"| {world.task} |") == 4 and "break-even" in table

@@ -43,9 +43,13 @@ def root_context(task, **kw) -> ProposeContext:
 
 # ------------------------------------------------------------------ rendering
 
+
 def _space(template: str, fragments: dict[str, dict[str, str]]) -> IdeaSpace:
     return IdeaSpace(
-        dimensions={"a": (IdeaOption("x", "x"), IdeaOption("y", "y")), "b": (IdeaOption("p", "p"), IdeaOption("q", "q"))},
+        dimensions={
+            "a": (IdeaOption("x", "x"), IdeaOption("y", "y")),
+            "b": (IdeaOption("p", "p"), IdeaOption("q", "q")),
+        },
         template=template,
         baseline={"a": "x", "b": "p"},
         fragments=fragments,
@@ -53,8 +57,10 @@ def _space(template: str, fragments: dict[str, dict[str, str]]) -> IdeaSpace:
 
 
 def test_render_indents_block_fragments_and_replaces_inline() -> None:
-    space = _space("def f():\n    {{a}}\n    return {{b}}\n",
-                   {"a": {"x": "v = 1\nw = 2", "y": ""}, "b": {"p": "v", "q": "{{a.alt}}"}, "a.alt": {"x": "0", "y": "9"}})
+    space = _space(
+        "def f():\n    {{a}}\n    return {{b}}\n",
+        {"a": {"x": "v = 1\nw = 2", "y": ""}, "b": {"p": "v", "q": "{{a.alt}}"}, "a.alt": {"x": "0", "y": "9"}},
+    )
     assert render(space, {"a": "x", "b": "p"}) == "def f():\n    v = 1\n    w = 2\n    return v\n"
     assert render(space, {"a": "y", "b": "q"}) == "def f():\n    return 9\n"  # empty fragment drops its line
     assert size(space) == 4
@@ -71,6 +77,7 @@ def test_render_rejects_bad_assignments_and_cycles() -> None:
 
 
 # ------------------------------------------------------------------ roles on built-ins
+
 
 @pytest.mark.parametrize("name", BUILTINS)
 def test_space_is_rich_and_roles_satisfy_protocols(name: str) -> None:
@@ -131,8 +138,12 @@ def test_proposer_moves_from_the_parent_assignment_and_uses_references() -> None
         assert diff == set(idea.params["changed"]) and 1 <= len(diff) <= 2
 
     reference = ParentInfo(id="r", program="", idea=Idea("ref", {"assignment": {**space.baseline, "scaler": "robust"}}))
-    ctx = ProposeContext(task=task, parent=ParentInfo(id="root", program=task.baseline_program),
-                         operator=Operator.REFERENCE, references=(reference,))
+    ctx = ProposeContext(
+        task=task,
+        parent=ParentInfo(id="root", program=task.baseline_program),
+        operator=Operator.REFERENCE,
+        references=(reference,),
+    )
     first = run(SpaceProposer(0).propose(ctx, 1))[0]
     assert first.params["assignment"]["scaler"] == "robust" and first.params["changed"] == ["scaler"]
 
@@ -141,7 +152,9 @@ def test_proposer_stops_when_neighbourhood_is_exhausted(tmp_path: Path) -> None:
     task = load_task("diabetes")
     small = IdeaSpace(
         dimensions={"k": (IdeaOption("a", "a"), IdeaOption("b", "b"), IdeaOption("c", "c"))},
-        template="K = {{k}}\n", baseline={"k": "a"}, fragments={"k": {"a": "1", "b": "2", "c": "3"}},
+        template="K = {{k}}\n",
+        baseline={"k": "a"},
+        fragments={"k": {"a": "1", "b": "2", "c": "3"}},
     )
     tiny = task.__class__(**{**task.__dict__, "idea_space": small})
     proposer = SpaceProposer(0)
@@ -171,14 +184,19 @@ def test_space_roles_requires_a_space() -> None:
 def test_summaries_are_neutral_and_recognise_rendered_programs(name: str) -> None:
     task = load_task(name)
     idea = run(SpaceProposer(5).propose(root_context(task), 1))[0]
-    child = run(TemplateImplementer().implement(task, ParentInfo(id="root", program=task.baseline_program), idea)).program
+    child = run(
+        TemplateImplementer().implement(task, ParentInfo(id="root", program=task.baseline_program), idea)
+    ).program
     summary = run(DeterministicSummarizer().summarize(task, child, idea))
     assert 100 <= len(summary.split()) <= 260
     assert not {"better", "worse", "promising", "likely", "should"} & set(summary.lower().replace(",", " ").split())
     for dim, opt in idea.params["assignment"].items():
         assert next(o for o in task.idea_space.dimensions[dim] if o.name == opt).description.rstrip(".") in summary
     assert run(DeterministicSummarizer().summarize(task, child)) == summary  # recognised without the idea
-    assert recognise(task.idea_space, child.split("# EVOLVE-BLOCK-START\n")[1].split("# EVOLVE-BLOCK-END")[0]) == idea.params["assignment"]
+    assert (
+        recognise(task.idea_space, child.split("# EVOLVE-BLOCK-START\n")[1].split("# EVOLVE-BLOCK-END")[0])
+        == idea.params["assignment"]
+    )
     custom = child.replace("# EVOLVE-BLOCK-END", "EXTRA = 1\n# EVOLVE-BLOCK-END")
     assert "custom code" in run(DeterministicSummarizer().summarize(task, custom))
 
@@ -189,10 +207,11 @@ def test_static_brief_has_criteria_per_dimension(name: str) -> None:
     brief = run(StaticBriefer().brief(task))
     assert task.metric.name in brief.understanding and task.statement.strip()[:40] in brief.understanding
     assert len(brief.criteria) == len(task.idea_space.dimensions) + 3
-    assert all(c.startswith(d + ":") for c, d in zip(brief.criteria, task.idea_space.dimensions))
+    assert all(c.startswith(d + ":") for c, d in zip(brief.criteria, task.idea_space.dimensions, strict=False))
 
 
 # ------------------------------------------------------------------ real runs
+
 
 def _children(task, count: int = 2) -> list[tuple[str, str]]:
     """The baseline plus ``count`` rendered children (label, program)."""
@@ -225,8 +244,13 @@ def _workspace(task, program: str, where: Path) -> tuple[list[str], Path]:
     for path in task.public_data:
         shutil.copy(path, where / "public" / path.name)
     (where / task.program_file).write_text(program)
-    values = {"python": sys.executable, "program": str(where / task.program_file), "public": str(where / "public"),
-              "workdir": str(where), "outdir": str(where / "out")}
+    values = {
+        "python": sys.executable,
+        "program": str(where / task.program_file),
+        "public": str(where / "public"),
+        "workdir": str(where),
+        "outdir": str(where / "out"),
+    }
     return [part.format(**values) for part in task.run_command], where / "out"
 
 
@@ -240,9 +264,17 @@ def test_native_tasks_run_and_score(tmp_path: Path) -> None:
             jobs.append((task, label, outdir, argv))
     results = []
     for start in range(0, len(jobs), 3):  # three at a time: mostly interpreter start-up, little compute
-        batch = [(t, label, out, subprocess.Popen(argv, cwd=out.parent, env=_env(), stdout=subprocess.PIPE,
-                                                 stderr=subprocess.PIPE, text=True))
-                 for t, label, out, argv in jobs[start : start + 3]]
+        batch = [
+            (
+                t,
+                label,
+                out,
+                subprocess.Popen(
+                    argv, cwd=out.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                ),
+            )
+            for t, label, out, argv in jobs[start : start + 3]
+        ]
         for task, label, outdir, proc in batch:
             _, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, f"{task.name} / {label}: {err[-2000:]}"
@@ -266,10 +298,18 @@ def test_openevolve_task_evaluates_rendered_children(tmp_path: Path) -> None:
         folder = tmp_path / f"cp-{i}"
         folder.mkdir()
         (folder / task.program_file).write_text(program)
-        code = ("import json, sys, importlib.util as u; s = u.spec_from_file_location('ev', sys.argv[1]); "
-                "m = u.module_from_spec(s); s.loader.exec_module(m); print(json.dumps(m.evaluate(sys.argv[2])))")
-        proc = subprocess.run([sys.executable, "-c", code, str(task.evaluator), str(folder / task.program_file)],
-                              capture_output=True, text=True, timeout=120, env=_env(), cwd=folder)
+        code = (
+            "import json, sys, importlib.util as u; s = u.spec_from_file_location('ev', sys.argv[1]); "
+            "m = u.module_from_spec(s); s.loader.exec_module(m); print(json.dumps(m.evaluate(sys.argv[2])))"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(task.evaluator), str(folder / task.program_file)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_env(),
+            cwd=folder,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         metrics = json.loads(proc.stdout.strip().splitlines()[-1])
         assert metrics["validity"] == 1.0, (label, metrics)
@@ -299,8 +339,9 @@ def test_proposer_keeps_finding_new_ideas_after_the_neighbourhood_is_used_up():
     parent = ParentInfo(id="root", program=task.baseline_program)
     seen = set()
     for call in range(40):
-        ideas = asyncio.run(roles.proposer.propose(
-            ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=call), 6))
+        ideas = asyncio.run(
+            roles.proposer.propose(ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=call), 6)
+        )
         assert len(ideas) == 6, f"call {call} ran dry"
         for idea in ideas:
             key = tuple(sorted(idea.params["assignment"].items()))

@@ -17,22 +17,37 @@ from verifyless.task.base import Band, Metric, Task
 MODELS = ["ridge", "lasso", "tree", "knn", "forest", "svm"]
 SCALERS = ["standard", "minmax", "none"]
 FILLER = [
-    "tune the regularisation", "add polynomial features", "drop noisy columns", "use log target",
-    "increase iterations", "bag several fits", "select top features", "clip outliers",
+    "tune the regularisation",
+    "add polynomial features",
+    "drop noisy columns",
+    "use log target",
+    "increase iterations",
+    "bag several fits",
+    "select top features",
+    "clip outliers",
 ]
 
 
 def _task() -> Task:
     return Task(
-        name="toy", root=Path("/nonexistent"), kind="native", statement="predict y",
-        program_file="solution.py", baseline_program="x = 1\n", band=Band(),
+        name="toy",
+        root=Path("/nonexistent"),
+        kind="native",
+        statement="predict y",
+        program_file="solution.py",
+        baseline_program="x = 1\n",
+        band=Band(),
         metric=Metric("r2", "maximize"),
     )
 
 
 def _ctx(seed: int = 0, n_verify: int = 1) -> ScreenContext:
-    return ScreenContext(task=_task(), parent=ParentInfo(id="p", program="x = 1\n", score=0.5),
-                         rng=random.Random(seed), n_verify=n_verify)
+    return ScreenContext(
+        task=_task(),
+        parent=ParentInfo(id="p", program="x = 1\n", score=0.5),
+        rng=random.Random(seed),
+        n_verify=n_verify,
+    )
 
 
 def _candidate(rng: random.Random, idx: int, mode: str) -> tuple[Candidate, bool]:
@@ -47,8 +62,12 @@ def _candidate(rng: random.Random, idx: int, mode: str) -> tuple[Candidate, bool
         params=params if mode in ("params", "both") else {},
     )
     cand = Candidate(
-        id=f"c{idx}", parent_id="p", operator=Operator.IMPROVE, idea=idea,
-        program=f"# {idx}\n", program_hash=content_hash(str(idx)),
+        id=f"c{idx}",
+        parent_id="p",
+        operator=Operator.IMPROVE,
+        idea=idea,
+        program=f"# {idx}\n",
+        program_hash=content_hash(str(idx)),
         summary=summary if mode in ("text", "both") else "",
     )
     return cand, model == "ridge"
@@ -231,17 +250,27 @@ def test_delta_ranking_uses_the_size_of_improvements():
 
 # ------------------------------------------------------------------ fitness mode (GP on option tokens)
 
+
 def _design_candidate(i: int, assignment: dict, parent: dict) -> Candidate:
     changed = [d for d in assignment if assignment[d] != parent[d]]
-    return Candidate(id=f"d{i}", parent_id="p", operator=Operator.IMPROVE,
-                     idea=Idea(f"design {i}", {"assignment": assignment, "changed": changed,
-                                              "parent_assignment": parent}, tuple(changed)),
-                     program=f"# {i}\n", program_hash=content_hash(f"d{i}"))
+    return Candidate(
+        id=f"d{i}",
+        parent_id="p",
+        operator=Operator.IMPROVE,
+        idea=Idea(
+            f"design {i}", {"assignment": assignment, "changed": changed, "parent_assignment": parent}, tuple(changed)
+        ),
+        program=f"# {i}\n",
+        program_hash=content_hash(f"d{i}"),
+    )
 
 
 def _additive(assignment: dict) -> float:
-    weights = {"a": {"x": 0.0, "y": 1.0, "z": 2.0}, "b": {"x": 0.0, "y": -1.0, "z": 0.5},
-               "c": {"x": 0.3, "y": 0.0, "z": -0.3}}
+    weights = {
+        "a": {"x": 0.0, "y": 1.0, "z": 2.0},
+        "b": {"x": 0.0, "y": -1.0, "z": 0.5},
+        "c": {"x": 0.3, "y": 0.0, "z": -0.3},
+    }
     return sum(weights[d][o] for d, o in assignment.items())
 
 
@@ -257,8 +286,10 @@ def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
         screener.observe(_design_candidate(i, a, parent), _additive(parent), Verification(Status.OK, score=f), f)
     distinct = {tuple(sorted(a.items())) for a in designs} | {tuple(sorted(parent.items()))}
     assert screener.ready and len(screener.fitness_model) == len(distinct)  # children plus the parent, deduplicated
-    pool = [_design_candidate(100 + i, {"a": a, "b": b, "c": "y"}, parent) for i, (a, b) in
-            enumerate([("x", "y"), ("z", "z"), ("y", "x"), ("x", "x")])]
+    pool = [
+        _design_candidate(100 + i, {"a": a, "b": b, "c": "y"}, parent)
+        for i, (a, b) in enumerate([("x", "y"), ("z", "z"), ("y", "x"), ("x", "x")])
+    ]
     screening = asyncio.run(screener.screen(_ctx(), pool))
     assert screening.chosen == ("d101",)  # a=z, b=z is the best design of the pool
     ev = screening.evidence["d101"]
@@ -269,15 +300,18 @@ def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
 def test_fitness_mode_failures_rank_low_and_cold_start_is_random() -> None:
     parent = {"a": "x", "b": "x", "c": "x"}
     screener = SurrogateScreener(seed=0, rank_by="fitness", min_examples=4)
-    cold = asyncio.run(screener.screen(_ctx(1), [_design_candidate(i, parent | {"a": o}, parent)
-                                                  for i, o in enumerate("yz")]))
+    cold = asyncio.run(
+        screener.screen(_ctx(1), [_design_candidate(i, parent | {"a": o}, parent) for i, o in enumerate("yz")])
+    )
     assert all(e.detail.get("mode") == "cold start" for e in cold.evidence.values())
     for i, (b, ok) in enumerate([("y", False), ("z", True), ("x", True)]):
         a = {"a": "y", "b": b, "c": "x"}
         v = Verification(Status.OK, score=1.0) if ok else Verification(Status.FAILED, reason="crash")
         screener.observe(_design_candidate(i, a, parent), 0.5, v, 1.0 if ok else None)
-    pool = [_design_candidate(10, {"a": "y", "b": "y", "c": "x"}, parent),
-            _design_candidate(11, {"a": "y", "b": "z", "c": "x"}, parent)]
+    pool = [
+        _design_candidate(10, {"a": "y", "b": "y", "c": "x"}, parent),
+        _design_candidate(11, {"a": "y", "b": "z", "c": "x"}, parent),
+    ]
     screening = asyncio.run(screener.screen(_ctx(), pool))
     assert screening.ranking == ("d11", "d10")  # the failing option is learnt as bad
     with pytest.raises(Exception, match="rank_by"):

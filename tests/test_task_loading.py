@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ import yaml
 from verifyless.errors import TaskError
 from verifyless.task import InvalidTask, Task, builtin_tasks_dir, discover_tasks, load_task
 
-PROGRAM = '''import sys
+PROGRAM = """import sys
 
 # EVOLVE-BLOCK-START
 def predict(x):
@@ -20,11 +21,11 @@ def predict(x):
 # EVOLVE-BLOCK-END
 
 print(predict(1))
-'''
+"""
 
-SCORER = '''def score(outdir, hidden, public):
+SCORER = """def score(outdir, hidden, public):
     return {"val_rmse": 1.0, "test_rmse": 1.0}
-'''
+"""
 
 BASE: dict[str, Any] = {
     "name": "toy",
@@ -97,62 +98,137 @@ def _space(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]
 
 # (case id, how to break the folder, substrings the message must contain)
 CASES: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
-    ("bad-direction", lambda r: make_task(r, edit(_set("metric.direction", "min"))),
-     ("task.yaml: metric.direction", "use 'minimize' or 'maximize'")),
-    ("unknown-top-key", lambda r: make_task(r, edit(_set("metrik", 1))),
-     ("task.yaml: metrik", "unknown key 'metrik'", "allowed keys here")),
-    ("unknown-nested-key", lambda r: make_task(r, edit(_set("metric.nmae", "x"))),
-     ("task.yaml: metric.nmae", "allowed keys here: name, direction, lower, upper")),
-    ("missing-program", lambda r: make_task(r, edit(_drop("program"))),
-     ("task.yaml: program", "required key 'program' is missing")),
-    ("program-file-missing", lambda r: (make_task(r), (r / "solution.py").unlink()),
-     ("task.yaml: program", "file 'solution.py' not found")),
-    ("program-syntax", lambda r: make_task(r, program="def broken(:\n"),
-     ("solution.py: line 1", "must be valid Python")),
-    ("band-markers-missing", lambda r: make_task(r, program="x = 1\n"),
-     ("solution.py: band", "EVOLVE-BLOCK-START", "set band.lines")),
-    ("band-lines-outside", lambda r: make_task(r, edit(_set("band", {"lines": [5, 40]}))),
-     ("solution.py: band", "outside the program")),
-    ("band-both-kinds", lambda r: make_task(r, edit(_set("band", {"lines": [1, 2], "start_marker": "# A"}))),
-     ("task.yaml: band", "not both")),
-    ("data-overlap", lambda r: make_task(r, edit(_set("data.public", ["hidden"]))),
-     ("task.yaml: data", "overlap")),
-    ("hidden-outside", lambda r: make_task(r, edit(_set("data.hidden", ["../secret.csv"]))),
-     ("task.yaml: data.hidden[0]", "outside the task folder")),
-    ("public-missing", lambda r: make_task(r, edit(_set("data.public", ["public/nope.csv"]))),
-     ("task.yaml: data.public[0]", "'public/nope.csv' not found")),
-    ("main-metric-not-validation", lambda r: make_task(r, edit(_set("metrics.validation", ["val_mae"]))),
-     ("task.yaml: metrics.validation", "main metric 'val_rmse'")),
-    ("metric-name-shared", lambda r: make_task(r, edit(_set("metrics.test", ["val_rmse"]))),
-     ("task.yaml: metrics.test", "distinct names")),
-    ("score-function-missing", lambda r: make_task(r, edit(_set("score", "score.py:evaluate"))),
-     ("task.yaml: score", "no top-level function 'evaluate'")),
-    ("run-placeholder", lambda r: make_task(r, edit(_set("run", "{python} {prog}"))),
-     ("task.yaml: run", "unknown placeholder(s) ['prog']", "{program}")),
-    ("bounds-order", lambda r: make_task(r, edit(lambda s: s["metric"].update(lower=5, upper=1))),
-     ("task.yaml: metric", "must be below upper")),
-    ("limits-negative", lambda r: make_task(r, edit(_set("limits.wall_seconds", -3))),
-     ("task.yaml: limits.wall_seconds", "greater than 0")),
-    ("description-two-lines", lambda r: make_task(r, edit(_set("description", "one\ntwo"))),
-     ("task.yaml: description", "one line")),
-    ("bad-name", lambda r: make_task(r, edit(_set("name", "has space"))),
-     ("task.yaml: name", "letters, digits")),
-    ("yaml-syntax", lambda r: (make_task(r), (r / "task.yaml").write_text("name: [unclosed\n")),
-     ("task.yaml: line", "YAML syntax error")),
-    ("yaml-not-mapping", lambda r: (make_task(r), (r / "task.yaml").write_text("- just\n- a list\n")),
-     ("task.yaml: (top level)", "expected a mapping")),
-    ("space-baseline-unknown-option", lambda r: make_task(r, edit(_space(lambda s: s.__setitem__("baseline", {"factor": "four"})))),
-     ("task.yaml: idea_space.baseline.factor", "'four' is not an option")),
-    ("space-template-mismatch", lambda r: make_task(r, edit(_space(lambda s: s.__setitem__("template", "def predict(x):\n    return x + {{factor}}\n")))),
-     ("task.yaml: idea_space.baseline", "does not give the band", "x + 2")),
-    ("space-option-syntax", lambda r: make_task(r, edit(_space(
-        lambda s: s["dimensions"]["factor"]["options"]["three"].__setitem__("code", "3 +")))),
-     ("idea_space.dimensions.factor.options.three", "does not parse")),
-    ("space-unknown-placeholder", lambda r: make_task(r, edit(_space(lambda s: s.__setitem__("template", "{{colour}}\n")))),
-     ("task.yaml: idea_space.template", "{{colour}} names no dimension")),
-    ("space-single-option", lambda r: make_task(r, edit(_space(
-        lambda s: s["dimensions"]["factor"]["options"].pop("three")))),
-     ("idea_space.dimensions.factor.options", "at least two options")),
+    (
+        "bad-direction",
+        lambda r: make_task(r, edit(_set("metric.direction", "min"))),
+        ("task.yaml: metric.direction", "use 'minimize' or 'maximize'"),
+    ),
+    (
+        "unknown-top-key",
+        lambda r: make_task(r, edit(_set("metrik", 1))),
+        ("task.yaml: metrik", "unknown key 'metrik'", "allowed keys here"),
+    ),
+    (
+        "unknown-nested-key",
+        lambda r: make_task(r, edit(_set("metric.nmae", "x"))),
+        ("task.yaml: metric.nmae", "allowed keys here: name, direction, lower, upper"),
+    ),
+    (
+        "missing-program",
+        lambda r: make_task(r, edit(_drop("program"))),
+        ("task.yaml: program", "required key 'program' is missing"),
+    ),
+    (
+        "program-file-missing",
+        lambda r: (make_task(r), (r / "solution.py").unlink()),
+        ("task.yaml: program", "file 'solution.py' not found"),
+    ),
+    (
+        "program-syntax",
+        lambda r: make_task(r, program="def broken(:\n"),
+        ("solution.py: line 1", "must be valid Python"),
+    ),
+    (
+        "band-markers-missing",
+        lambda r: make_task(r, program="x = 1\n"),
+        ("solution.py: band", "EVOLVE-BLOCK-START", "set band.lines"),
+    ),
+    (
+        "band-lines-outside",
+        lambda r: make_task(r, edit(_set("band", {"lines": [5, 40]}))),
+        ("solution.py: band", "outside the program"),
+    ),
+    (
+        "band-both-kinds",
+        lambda r: make_task(r, edit(_set("band", {"lines": [1, 2], "start_marker": "# A"}))),
+        ("task.yaml: band", "not both"),
+    ),
+    ("data-overlap", lambda r: make_task(r, edit(_set("data.public", ["hidden"]))), ("task.yaml: data", "overlap")),
+    (
+        "hidden-outside",
+        lambda r: make_task(r, edit(_set("data.hidden", ["../secret.csv"]))),
+        ("task.yaml: data.hidden[0]", "outside the task folder"),
+    ),
+    (
+        "public-missing",
+        lambda r: make_task(r, edit(_set("data.public", ["public/nope.csv"]))),
+        ("task.yaml: data.public[0]", "'public/nope.csv' not found"),
+    ),
+    (
+        "main-metric-not-validation",
+        lambda r: make_task(r, edit(_set("metrics.validation", ["val_mae"]))),
+        ("task.yaml: metrics.validation", "main metric 'val_rmse'"),
+    ),
+    (
+        "metric-name-shared",
+        lambda r: make_task(r, edit(_set("metrics.test", ["val_rmse"]))),
+        ("task.yaml: metrics.test", "distinct names"),
+    ),
+    (
+        "score-function-missing",
+        lambda r: make_task(r, edit(_set("score", "score.py:evaluate"))),
+        ("task.yaml: score", "no top-level function 'evaluate'"),
+    ),
+    (
+        "run-placeholder",
+        lambda r: make_task(r, edit(_set("run", "{python} {prog}"))),
+        ("task.yaml: run", "unknown placeholder(s) ['prog']", "{program}"),
+    ),
+    (
+        "bounds-order",
+        lambda r: make_task(r, edit(lambda s: s["metric"].update(lower=5, upper=1))),
+        ("task.yaml: metric", "must be below upper"),
+    ),
+    (
+        "limits-negative",
+        lambda r: make_task(r, edit(_set("limits.wall_seconds", -3))),
+        ("task.yaml: limits.wall_seconds", "greater than 0"),
+    ),
+    (
+        "description-two-lines",
+        lambda r: make_task(r, edit(_set("description", "one\ntwo"))),
+        ("task.yaml: description", "one line"),
+    ),
+    ("bad-name", lambda r: make_task(r, edit(_set("name", "has space"))), ("task.yaml: name", "letters, digits")),
+    (
+        "yaml-syntax",
+        lambda r: (make_task(r), (r / "task.yaml").write_text("name: [unclosed\n")),
+        ("task.yaml: line", "YAML syntax error"),
+    ),
+    (
+        "yaml-not-mapping",
+        lambda r: (make_task(r), (r / "task.yaml").write_text("- just\n- a list\n")),
+        ("task.yaml: (top level)", "expected a mapping"),
+    ),
+    (
+        "space-baseline-unknown-option",
+        lambda r: make_task(r, edit(_space(lambda s: s.__setitem__("baseline", {"factor": "four"})))),
+        ("task.yaml: idea_space.baseline.factor", "'four' is not an option"),
+    ),
+    (
+        "space-template-mismatch",
+        lambda r: make_task(
+            r, edit(_space(lambda s: s.__setitem__("template", "def predict(x):\n    return x + {{factor}}\n")))
+        ),
+        ("task.yaml: idea_space.baseline", "does not give the band", "x + 2"),
+    ),
+    (
+        "space-option-syntax",
+        lambda r: make_task(
+            r, edit(_space(lambda s: s["dimensions"]["factor"]["options"]["three"].__setitem__("code", "3 +")))
+        ),
+        ("idea_space.dimensions.factor.options.three", "does not parse"),
+    ),
+    (
+        "space-unknown-placeholder",
+        lambda r: make_task(r, edit(_space(lambda s: s.__setitem__("template", "{{colour}}\n")))),
+        ("task.yaml: idea_space.template", "{{colour}} names no dimension"),
+    ),
+    (
+        "space-single-option",
+        lambda r: make_task(r, edit(_space(lambda s: s["dimensions"]["factor"]["options"].pop("three")))),
+        ("idea_space.dimensions.factor.options", "at least two options"),
+    ),
 ]
 
 
@@ -204,8 +280,11 @@ def _openevolve(root: Path, evaluator: str) -> Path:
 
 
 def test_openevolve_folder_loads_with_cascade(tmp_path: Path) -> None:
-    root = _openevolve(tmp_path / "oe", "def evaluate_stage1(p):\n    return {}\n\ndef evaluate_stage2(p):\n    return {}\n"
-                                        "\ndef evaluate(p):\n    return {'combined_score': 1.0}\n")
+    root = _openevolve(
+        tmp_path / "oe",
+        "def evaluate_stage1(p):\n    return {}\n\ndef evaluate_stage2(p):\n    return {}\n"
+        "\ndef evaluate(p):\n    return {'combined_score': 1.0}\n",
+    )
     (root / "config.yaml").write_text("prompt:\n  system_message: Make predict faster.\nmax_iterations: 5\n")
     task = load_task(root)
     assert task.kind == "openevolve" and task.name == "oe"

@@ -22,18 +22,39 @@ def FakeModel(fn, name: str = "fake-judge") -> SampleFnModel:
     return SampleFnModel(fn, name)
 
 
-TASK = Task(name="toy", root=Path("."), kind="native", statement="Classify digits.", program_file="s.py",
-            baseline_program="x = 1\n", band=Band(), metric=Metric("accuracy", "maximize"))
+TASK = Task(
+    name="toy",
+    root=Path("."),
+    kind="native",
+    statement="Classify digits.",
+    program_file="s.py",
+    baseline_program="x = 1\n",
+    band=Band(),
+    metric=Metric("accuracy", "maximize"),
+)
 
 
 def ctx(seed=0, nodes=None, summaries=None, n_verify=1, parent="p") -> ScreenContext:
-    return ScreenContext(task=TASK, parent=ParentInfo(id=parent, program="x = 1\n"), rng=random.Random(seed),
-                         nodes=nodes or {}, summaries=summaries or {}, n_verify=n_verify)
+    return ScreenContext(
+        task=TASK,
+        parent=ParentInfo(id=parent, program="x = 1\n"),
+        rng=random.Random(seed),
+        nodes=nodes or {},
+        summaries=summaries or {},
+        n_verify=n_verify,
+    )
 
 
 def cand(cid: str, quality: int) -> Candidate:
-    return Candidate(id=cid, parent_id="p", operator=Operator.IMPROVE, idea=Idea(f"plan {cid}"),
-                     program=f"model = 'm{cid}'  # Q={quality}\n", program_hash=cid, summary=f"ID={cid} Q={quality}")
+    return Candidate(
+        id=cid,
+        parent_id="p",
+        operator=Operator.IMPROVE,
+        idea=Idea(f"plan {cid}"),
+        program=f"model = 'm{cid}'  # Q={quality}\n",
+        program_hash=cid,
+        summary=f"ID={cid} Q={quality}",
+    )
 
 
 def quality(request: ModelRequest, letter: str) -> int:
@@ -115,9 +136,15 @@ def test_unparseable_judge_falls_back_to_rng_and_counts_invalid() -> None:
 
 def graph() -> dict[str, Node]:
     def node(nid, parent, status=Status.OK, score=0.5):
-        return Node(id=nid, parent_id=parent, operator=Operator.IMPROVE, status=status,
-                    score=score if status is Status.OK else None, fitness=score if status is Status.OK else None,
-                    idea=f"idea {nid}")
+        return Node(
+            id=nid,
+            parent_id=parent,
+            operator=Operator.IMPROVE,
+            status=status,
+            score=score if status is Status.OK else None,
+            fitness=score if status is Status.OK else None,
+            idea=f"idea {nid}",
+        )
 
     nodes = [
         node("root", None, score=0.3),
@@ -150,8 +177,11 @@ def test_bfs_context_collects_executed_non_buggy_nodes_up_to_k() -> None:
 
 def test_context_and_code_reach_the_judge() -> None:
     judge = FakeModel(perfect)
-    play(PairwiseRPM(judge, context_nodes=2, show="code"), [cand("x", 1), cand("y", 2)],
-         context=ctx(nodes=graph(), summaries={"p": "parent summary text"}))
+    play(
+        PairwiseRPM(judge, context_nodes=2, show="code"),
+        [cand("x", 1), cand("y", 2)],
+        context=ctx(nodes=graph(), summaries={"p": "parent summary text"}),
+    )
     user = judge.requests[0].messages[-1].content
     assert "parent summary text" in user and "validation score: 0.6" in user
     assert "validation score: 0.3" in user or "validation score: 0.65" in user
@@ -194,8 +224,12 @@ def test_replies_and_tokens_are_counted_once_per_match() -> None:
     from verifyless.screen.health import reply_stats
 
     stats = reply_stats(s.evidence)
-    samples = {(m["round"], tuple(m["pair"]), i) for e in s.evidence.values() for m in e.detail["matches"]
-               for i, _ in enumerate(m["samples"])}
+    samples = {
+        (m["round"], tuple(m["pair"]), i)
+        for e in s.evidence.values()
+        for m in e.detail["matches"]
+        for i, _ in enumerate(m["samples"])
+    }
     assert stats.total == len(samples) and stats.parsed == stats.total
     assert sum(e.detail["tokens"] for e in s.evidence.values()) > 0
     bad = play(PairwiseRPM(FakeModel(lambda r, i: "Both good.")), cands[:2], seed=2)

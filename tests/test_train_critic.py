@@ -36,8 +36,12 @@ def tiny(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Labels follow the child-summary keyword; 'improve' rows dominate the grpo split.
-    return keyword_dataset(tmp_path_factory.mktemp("data") / "critic", n={"sft": 12, "grpo": 16, "bench": 4},
-                           critique_labels="random", label_weights={"improve": 0.95, "lose": 0.05})
+    return keyword_dataset(
+        tmp_path_factory.mktemp("data") / "critic",
+        n={"sft": 12, "grpo": 16, "bench": 4},
+        critique_labels="random",
+        label_weights={"improve": 0.95, "lose": 0.05},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,16 +80,29 @@ def test_sft_loss_falls_and_leaves_a_peft_adapter_with_a_card(sft_out: Path, tin
     assert sorted(p.name for p in (sft_out / "checkpoints").glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-6"]
 
 
-def test_sft_resumes_from_its_checkpoint_through_the_cli(sft_out: Path, dataset: Path, tiny: Path,
-                                                         tmp_path: Path) -> None:
+def test_sft_resumes_from_its_checkpoint_through_the_cli(
+    sft_out: Path, dataset: Path, tiny: Path, tmp_path: Path
+) -> None:
     from typer.testing import CliRunner
 
     from verifyless.cli import app
 
     config = tmp_path / "sft.yaml"
     config.write_text("learning_rate: 0.01\nepochs: 10\nbatch_size: 4\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n")
-    args = ["train", "critic-sft", str(dataset), "--base", str(tiny), "--out", str(sft_out), "--config", str(config),
-            "--max-steps", "8", "--resume"]
+    args = [
+        "train",
+        "critic-sft",
+        str(dataset),
+        "--base",
+        str(tiny),
+        "--out",
+        str(sft_out),
+        "--config",
+        str(config),
+        "--max-steps",
+        "8",
+        "--resume",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     steps = [r["step"] for r in map(json.loads, (sft_out / "train_log.jsonl").read_text().splitlines()) if "loss" in r]
@@ -97,7 +114,12 @@ def test_settings_come_from_the_paper_and_yaml(tmp_path: Path) -> None:
     sft, grpo = load_settings("sft"), load_settings("grpo")
     assert (sft.lora_r, sft.learning_rate, sft.epochs) == (32, 1e-5, 3.0)
     assert (grpo.num_generations, grpo.temperature, grpo.learning_rate, grpo.weight_decay, grpo.beta) == (
-        8, 0.7, 1e-6, 0.1, 0.01)
+        8,
+        0.7,
+        1e-6,
+        0.1,
+        0.01,
+    )
     path = tmp_path / "c.yaml"
     path.write_text("lora_r: 16\nlearning_rate: 2.0e-5\n")
     assert load_settings("sft", path).lora_r == 16
@@ -119,8 +141,11 @@ def test_verdict_reward_matches_the_screening_parser() -> None:
 def mean_reward(tiny: Path, adapter: Path, dataset: Path) -> float:
     from verifyless.model import Message, ModelRequest, build_model, make_config
 
-    model = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), max_tokens=28,
-                                    temperature=0.7, device="cpu"))
+    model = build_model(
+        make_config(
+            provider="local", model=str(tiny), adapter=str(adapter), max_tokens=28, temperature=0.7, device="cpu"
+        )
+    )
     rows = list(load_dataset(dataset)["grpo"])
     total = []
     for row in rows:
@@ -130,12 +155,22 @@ def mean_reward(tiny: Path, adapter: Path, dataset: Path) -> float:
     return sum(total) / len(total)
 
 
-def test_grpo_raises_mean_reward_and_changes_the_adapter(sft_light: Path, dataset: Path, tiny: Path,
-                                                         tmp_path: Path) -> None:
+def test_grpo_raises_mean_reward_and_changes_the_adapter(
+    sft_light: Path, dataset: Path, tiny: Path, tmp_path: Path
+) -> None:
     from safetensors.torch import load_file
 
-    settings = load_settings("grpo", None, learning_rate=8e-3, max_steps=8, batch_size=16, num_generations=8,
-                             max_completion_length=28, weight_decay=0.0, **SMALL)
+    settings = load_settings(
+        "grpo",
+        None,
+        learning_rate=8e-3,
+        max_steps=8,
+        batch_size=16,
+        num_generations=8,
+        max_completion_length=28,
+        weight_decay=0.0,
+        **SMALL,
+    )
     result = train_critic_grpo(dataset, start=sft_light, out=tmp_path / "grpo", settings=settings)
     before = load_file(str(sft_light / "adapter" / "adapter_model.safetensors"))
     after = load_file(str(result.adapter_dir / "adapter_model.safetensors"))

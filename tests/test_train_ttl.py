@@ -46,25 +46,46 @@ def context() -> ScreenContext:
     from verifyless.data.prompt import task_for
 
     task = task_for({"task": "keyword", "task_description": "Improve the score.", "higher_is_better": True})
-    return ScreenContext(task=task, parent=ParentInfo(id="p0", program="", summary="The parent model."),
-                         rng=random.Random(0), brief=TaskBrief("", ("what the change does",)))
+    return ScreenContext(
+        task=task,
+        parent=ParentInfo(id="p0", program="", summary="The parent model."),
+        rng=random.Random(0),
+        brief=TaskBrief("", ("what the change does",)),
+    )
 
 
 def outcome(i: int, keyword: str, child_score: float) -> object:
-    return Outcome(node_id=f"n{i}", parent_id="p0", round=1, parent_summary="The parent model.",
-                   child_summary=f"The child will {keyword} it.", idea=keyword, parent_score=0.5,
-                   child_score=child_score, higher_is_better=True, status="ok")
+    return Outcome(
+        node_id=f"n{i}",
+        parent_id="p0",
+        round=1,
+        parent_summary="The parent model.",
+        child_summary=f"The child will {keyword} it.",
+        idea=keyword,
+        parent_score=0.5,
+        child_score=child_score,
+        higher_is_better=True,
+        status="ok",
+    )
 
 
 def candidate(i: int, keyword: str) -> Candidate:
-    return Candidate(id=f"c{i}", parent_id="p0", operator=Operator.IMPROVE, idea=Idea(keyword), program="",
-                     program_hash="", summary=f"The child will {keyword} it.")
+    return Candidate(
+        id=f"c{i}",
+        parent_id="p0",
+        operator=Operator.IMPROVE,
+        idea=Idea(keyword),
+        program="",
+        program_hash="",
+        summary=f"The child will {keyword} it.",
+    )
 
 
 def ttl(tiny: Path, root: Path, mode: str = "sdft") -> TestTimeCritic:
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
-    screener = build_screener("critic-ttl", models={"critic": model},
-                              options={"mode": mode, "adapter_root": str(root), **OPTIONS})
+    screener = build_screener(
+        "critic-ttl", models={"critic": model}, options={"mode": mode, "adapter_root": str(root), **OPTIONS}
+    )
     assert isinstance(screener, TestTimeCritic)
     asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
     return screener
@@ -83,7 +104,7 @@ def test_reverse_kl_equals_a_hand_computed_value() -> None:
     def kl(s: list[float], t: list[float]) -> float:
         zs, zt = sum(math.exp(x) for x in s), sum(math.exp(x) for x in t)
         ps, pt = [math.exp(x) / zs for x in s], [math.exp(x) / zt for x in t]
-        return sum(a * math.log(a / b) for a, b in zip(ps, pt))
+        return sum(a * math.log(a / b) for a, b in zip(ps, pt, strict=False))
 
     both = (kl([1, 0, -1], [0, 1, 0]) + kl([0.5, 0.5, 0], [2, 0, 0])) / 2
     assert float(reverse_kl(student, teacher, torch.ones(1, 2))) == pytest.approx(both, rel=1e-6)
@@ -110,7 +131,9 @@ def test_sdft_loss_is_the_reverse_kl_along_the_students_own_critique(tiny: Path,
     by_hand = 0.0
     for j in range(len(critique)):  # position predicting critique token j
         ps, pt = s[len(student_ids) - 1 + j].exp(), t[len(teacher_ids) - 1 + j].exp()
-        by_hand += sum(float(a) * (math.log(float(a)) - math.log(float(b))) for a, b in zip(ps, pt) if a > 0)
+        by_hand += sum(
+            float(a) * (math.log(float(a)) - math.log(float(b))) for a, b in zip(ps, pt, strict=False) if a > 0
+        )
     by_hand /= len(critique)
     loss = screener._sdft_loss(pair, random.Random(5))
     assert float(loss) == pytest.approx(by_hand, rel=1e-4, abs=1e-6)
@@ -192,11 +215,13 @@ def test_resume_after_kill_minus_nine_uses_the_same_adapter_version(tiny: Path, 
     from safetensors.torch import load_file
 
     records, state, root = tmp_path / "records.jsonl", tmp_path / "state.safetensors", tmp_path / "adapters"
-    script = CHILD.format(tests=str(Path(__file__).parent), tiny=str(tiny), root=str(root), records=str(records),
-                          state=str(state))
+    script = CHILD.format(
+        tests=str(Path(__file__).parent), tiny=str(tiny), root=str(root), records=str(records), state=str(state)
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
     finally:
@@ -215,7 +240,11 @@ def test_resume_after_kill_minus_nine_uses_the_same_adapter_version(tiny: Path, 
 
 def test_learning_right_after_a_resume_uses_the_task_it_was_built_with(tiny: Path, tmp_path: Path) -> None:
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
-    screener = build_screener("critic-ttl", models={"critic": model}, task=context().task,
-                              options={"adapter_root": str(tmp_path / "a"), **OPTIONS})
+    screener = build_screener(
+        "critic-ttl",
+        models={"critic": model},
+        task=context().task,
+        options={"adapter_root": str(tmp_path / "a"), **OPTIONS},
+    )
     record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=4))  # no screening yet
     assert record["adapter_version"] == 1

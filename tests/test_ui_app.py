@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from report_fixtures import PAYLOADS, SECRET, cached_build
 
+from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.report import data
 from verifyless.report.reader import open_readonly
 
@@ -29,9 +29,18 @@ def client(tmp_path_factory):
 def test_pages_and_api_answer_with_strict_headers(client):
     c, built = client
     rid = built["plain"]
-    for url in ("/", f"/runs/{rid}", f"/runs/{rid}/fragment", f"/runs/{rid}/nodes/root", f"/runs/{rid}/report",
-                f"/compare?run={rid}&run={built['hostile']}", "/api/runs", f"/api/runs/{rid}/progress",
-                f"/api/runs/{rid}/curve", f"/api/runs/{rid}/nodes/root"):
+    for url in (
+        "/",
+        f"/runs/{rid}",
+        f"/runs/{rid}/fragment",
+        f"/runs/{rid}/nodes/root",
+        f"/runs/{rid}/report",
+        f"/compare?run={rid}&run={built['hostile']}",
+        "/api/runs",
+        f"/api/runs/{rid}/progress",
+        f"/api/runs/{rid}/curve",
+        f"/api/runs/{rid}/nodes/root",
+    ):
         r = c.get(url)
         assert r.status_code == 200, url
         assert "default-src 'none'" in r.headers["content-security-policy"] and r.headers["x-content-type-options"]
@@ -62,8 +71,14 @@ def test_polled_progress_matches_a_full_read(client):
 def test_no_key_and_no_live_markup_in_any_answer(client):
     c, built = client
     hostile = built["hostile"]
-    for url in ("/", "/api/runs", f"/runs/{built['secret']}", f"/runs/{hostile}", f"/runs/{hostile}/report",
-                f"/runs/{hostile}/fragment"):
+    for url in (
+        "/",
+        "/api/runs",
+        f"/runs/{built['secret']}",
+        f"/runs/{hostile}",
+        f"/runs/{hostile}/report",
+        f"/runs/{hostile}/fragment",
+    ):
         text = c.get(url).text
         assert SECRET not in text and PAYLOADS[0] not in text and PAYLOADS[1] not in text, url
     assert "&lt;script&gt;window.__xss" in c.get(f"/runs/{hostile}").text

@@ -8,8 +8,8 @@ reason, when Playwright or Chromium is missing (``.ci/run`` installs Chromium).
 from __future__ import annotations
 
 import os
-import sqlite3
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,19 +18,30 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+
 from report_fixtures import PAYLOADS, SECRET, cached_build
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-quic", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
 ROOT = Path(__file__).resolve().parents[1]
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed "
-                                     "(pip install -e '.[dev]')")
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')"
+)
 pytest.importorskip("uvicorn", reason="the ui extra is not installed (pip install -e '.[ui]')")
 if not CHROMIUM.exists():
-    pytest.skip("Debian's chromium is missing at /usr/bin/chromium (apt-get install -y chromium; .ci/run does it)",
-                allow_module_level=True)
+    pytest.skip(
+        "Debian's chromium is missing at /usr/bin/chromium (apt-get install -y chromium; .ci/run does it)",
+        allow_module_level=True,
+    )
 
 
 def _free_port() -> int:
@@ -151,8 +162,13 @@ def test_a_run_started_now_appears_and_its_progress_advances_without_reload(serv
     page.evaluate("window.__marker = 'no reload'")
     gate = fx["folder"] / "gate"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]))
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "report_fixtures.py"), "live", str(fx["ui_store"]),
-                             str(gate)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "report_fixtures.py"), "live", str(fx["ui_store"]), str(gate)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         page.wait_for_function(f"document.querySelectorAll('#runs tbody tr').length > {known}", timeout=60_000)
         assert page.evaluate("window.__marker") == "no reload"

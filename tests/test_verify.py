@@ -16,7 +16,7 @@ from verifyless.verify import verify
 SANDBOX = LocalSandbox()
 LIMITS = Limits(wall_seconds=4.0, memory_mb=1024, output_bytes=50_000)
 
-SCORER = '''
+SCORER = """
 import json
 from pathlib import Path
 
@@ -28,9 +28,9 @@ def score(outdir, hidden, public):
 
 def passthrough(outdir, hidden, public):
     return json.loads((Path(outdir) / "metrics.json").read_text())
-'''
+"""
 
-GOOD = '''
+GOOD = """
 import argparse, pathlib
 ap = argparse.ArgumentParser(); ap.add_argument("--data"); ap.add_argument("--out"); a = ap.parse_args()
 # EVOLVE-BLOCK-START
@@ -38,7 +38,7 @@ rows = (pathlib.Path(a.data) / "train.txt").read_text().split()
 pred = rows  # the public data happens to equal the labels
 # EVOLVE-BLOCK-END
 (pathlib.Path(a.out) / "pred.txt").write_text(" ".join(pred))
-'''
+"""
 
 
 def native_task(tmp_path: Path, *, scorer: str = "score.py:score", **changes) -> Task:
@@ -55,11 +55,21 @@ def native_task(tmp_path: Path, *, scorer: str = "score.py:score", **changes) ->
         "print('noise'); print(json.dumps({'accuracy': sum(p == y for p, y in zip(pred, labels)) / 4}))\n"
     )
     fields = dict(
-        name="tiny", root=root, kind="native", statement="Predict the labels.", program_file="solution.py",
-        baseline_program=GOOD, band=Band(), metric=Metric("accuracy", "maximize", 0.0, 1.0),
-        public_data=(root / "public" / "train.txt",), hidden_data=(root / "hidden",),
+        name="tiny",
+        root=root,
+        kind="native",
+        statement="Predict the labels.",
+        program_file="solution.py",
+        baseline_program=GOOD,
+        band=Band(),
+        metric=Metric("accuracy", "maximize", 0.0, 1.0),
+        public_data=(root / "public" / "train.txt",),
+        hidden_data=(root / "hidden",),
         run_command=("{python}", "{program}", "--data", "{public}", "--out", "{outdir}"),
-        scorer=scorer, validation_metrics=("accuracy",), test_metrics=("test_accuracy",), limits=LIMITS,
+        scorer=scorer,
+        validation_metrics=("accuracy",),
+        test_metrics=("test_accuracy",),
+        limits=LIMITS,
     )
     fields.update(changes)
     return Task(**fields)
@@ -70,6 +80,7 @@ def run(task: Task, program: str, tmp_path: Path, **kw):
 
 
 # ------------------------------------------------------------------ native
+
 
 def test_ok_fills_the_record(tmp_path):
     v = run(native_task(tmp_path), GOOD, tmp_path)
@@ -128,8 +139,10 @@ def test_symlink_to_hidden_labels_is_a_contract_violation(tmp_path):
 
 
 def test_fifo_in_outputs_is_a_contract_violation(tmp_path):
-    trick = GOOD.replace('(pathlib.Path(a.out) / "pred.txt").write_text(" ".join(pred))',
-                         'import os; os.mkfifo(pathlib.Path(a.out) / "pred.txt")')
+    trick = GOOD.replace(
+        '(pathlib.Path(a.out) / "pred.txt").write_text(" ".join(pred))',
+        'import os; os.mkfifo(pathlib.Path(a.out) / "pred.txt")',
+    )
     v = run(native_task(tmp_path), trick, tmp_path)
     assert v.status is Status.CONTRACT_VIOLATION and "FIFO" in v.reason
 
@@ -170,7 +183,7 @@ def _writes_metrics(value_literal: str) -> str:
         ('{"accuracy": true}', "not a number"),
         ('{"accuracy": 1.5}', "above its upper bound 1"),
         ('{"accuracy": -0.1}', "below its lower bound 0"),
-        ('[0.9]', "not a mapping"),
+        ("[0.9]", "not a mapping"),
     ],
     ids=["missing", "nan", "inf", "string", "bool", "above", "below", "not-a-dict"],
 )
@@ -189,12 +202,12 @@ def test_extra_metrics_are_kept_only_when_numeric(tmp_path):
 
 # ------------------------------------------------------------------ openevolve
 
-OE_PROGRAM = '''
+OE_PROGRAM = """
 # EVOLVE-BLOCK-START
 def solve():
     return 3
 # EVOLVE-BLOCK-END
-'''
+"""
 
 
 def openevolve_task(tmp_path: Path, evaluator: str, cascade: tuple[str, ...] = ()) -> Task:
@@ -205,14 +218,23 @@ def openevolve_task(tmp_path: Path, evaluator: str, cascade: tuple[str, ...] = (
     (root / "target.txt").write_text("3")
     (root / "secret" / "answers.txt").write_text("hidden")
     return Task(
-        name="oe", root=root, kind="openevolve", statement="Return the target.", program_file="initial_program.py",
-        baseline_program=OE_PROGRAM, band=Band(), metric=Metric("combined_score", "maximize"),
-        hidden_data=(root / "secret",), validation_metrics=("combined_score",), limits=LIMITS,
-        evaluator=root / "evaluator.py", cascade=cascade,
+        name="oe",
+        root=root,
+        kind="openevolve",
+        statement="Return the target.",
+        program_file="initial_program.py",
+        baseline_program=OE_PROGRAM,
+        band=Band(),
+        metric=Metric("combined_score", "maximize"),
+        hidden_data=(root / "secret",),
+        validation_metrics=("combined_score",),
+        limits=LIMITS,
+        evaluator=root / "evaluator.py",
+        cascade=cascade,
     )
 
 
-EVALUATE = '''
+EVALUATE = """
 import importlib.util, os
 from pathlib import Path
 
@@ -226,7 +248,7 @@ def evaluate(program_path):
     value = _solve(program_path)
     return {"combined_score": 1.0 / (1 + abs(value - target)), "value": value, "label": "text is dropped",
             "saw_secret": float(os.path.exists(Path(__file__).parent / "secret"))}
-'''
+"""
 
 
 def test_openevolve_evaluate(tmp_path):
@@ -245,7 +267,9 @@ def test_openevolve_crash_and_bad_score(tmp_path):
     assert bad.status is Status.INVALID_METRIC and "not a number" in bad.reason
 
 
-CASCADE = EVALUATE + '''
+CASCADE = (
+    EVALUATE
+    + """
 class Result:
     def __init__(self, metrics):
         self.metrics = metrics
@@ -258,7 +282,8 @@ def evaluate_stage2(program_path):
     if _solve(program_path) == 4:
         raise RuntimeError("stage 2 exploded")
     return Result(evaluate(program_path))
-'''
+"""
+)
 
 
 @pytest.mark.parametrize(
@@ -282,16 +307,20 @@ def test_openevolve_folder_is_shown_read_only_without_hidden_files(tmp_path):
     assert v.status is Status.OK and v.score == 1.0 and v.metrics["saw_secret"] == 0.0
     assert not (ws / "evaluator.py").exists() and not (ws / "secret").exists()  # nothing copied
     assert json.loads((ws / "out" / "metrics.json").read_text())["stages_run"] == 1
-    probe = OE_PROGRAM.replace("    return 3", (
-        "    import os\n"
-        f"    root = {str(task.root)!r}\n"
-        "    for name in ('target.txt', 'evaluator.py'):\n"
-        "        try:\n            open(os.path.join(root, name), 'a').write('x'); return 100\n"
-        "        except OSError:\n            pass\n"
-        "    for name in ('.env', 'secret/answers.txt'):\n"
-        "        try:\n            if open(os.path.join(root, name)).read(): return 200\n"
-        "        except OSError:\n            pass\n"
-        "    return 3"))
+    probe = OE_PROGRAM.replace(
+        "    return 3",
+        (
+            "    import os\n"
+            f"    root = {str(task.root)!r}\n"
+            "    for name in ('target.txt', 'evaluator.py'):\n"
+            "        try:\n            open(os.path.join(root, name), 'a').write('x'); return 100\n"
+            "        except OSError:\n            pass\n"
+            "    for name in ('.env', 'secret/answers.txt'):\n"
+            "        try:\n            if open(os.path.join(root, name)).read(): return 200\n"
+            "        except OSError:\n            pass\n"
+            "    return 3"
+        ),
+    )
     probed = run(task, probe, tmp_path / "probe")
     if SANDBOX.isolation != "process":  # process mode isolates nothing (docs/design/sandbox.md)
         assert probed.status is Status.OK, probed.reason

@@ -23,7 +23,7 @@ from verifyless.bench.worlds import (
 )
 from verifyless.screen.surrogate import SurrogateScreener
 
-PROGRAM = '''import argparse
+PROGRAM = """import argparse
 from pathlib import Path
 
 # EVOLVE-BLOCK-START
@@ -35,16 +35,16 @@ p = argparse.ArgumentParser()
 p.add_argument("--out")
 args = p.parse_args()
 Path(args.out, "value.txt").write_text(str(A * 10 + B if A != 3 else "oops"))
-'''
+"""
 
-SCORER = '''from pathlib import Path
+SCORER = """from pathlib import Path
 
 
 def score(outdir, hidden, public):
     value = float(Path(outdir, "value.txt").read_text())
     truth = float(Path(hidden[0]).read_text())
     return {"val_err": abs(value - truth), "test_err": abs(value - truth - 1)}
-'''
+"""
 
 TASK = """
 name: toy_world
@@ -120,8 +120,13 @@ def test_collect_world_verifies_for_real_appends_and_resumes(tmp_path: Path) -> 
 def test_load_world_names_a_bad_line(tmp_path: Path) -> None:
     world = synthetic_world(n_points=3)
     path = tmp_path / "w.jsonl"
-    head = {"kind": "world", "task": "t", "direction": "maximize", "baseline": dict(world.baseline),
-            "dimensions": {d: list(o) for d, o in world.dimensions.items()}}
+    head = {
+        "kind": "world",
+        "task": "t",
+        "direction": "maximize",
+        "baseline": dict(world.baseline),
+        "dimensions": {d: list(o) for d, o in world.dimensions.items()},
+    }
     path.write_text(json.dumps(head) + "\n" + json.dumps({"nope": 1}) + "\n")
     with pytest.raises(ValueError, match="w.jsonl:2"):
         load_world(path)
@@ -131,7 +136,7 @@ def test_replay_respects_budget_and_never_repeats() -> None:
     world = synthetic_world(n_points=60, seed=3)
     run = replay_run(world, RandomSelector(), budget=20, n_candidates=5, seed=0)
     assert len(run.best) == 20 and len(set(run.verified)) == 20 and run.verified[0] == world.baseline_index
-    assert all(b2 >= b1 for b1, b2 in zip(run.best, run.best[1:]))
+    assert all(b2 >= b1 for b1, b2 in zip(run.best, run.best[1:], strict=False))
     assert run.reach(run.final) is not None and run.reach(math.inf) is None
     small = replay_run(world, RandomSelector(), budget=500, n_candidates=5, seed=0)
     assert len(small.best) == len(world)  # stops when the world is used up

@@ -176,8 +176,7 @@ class ChildMaker:
             made = _replace(fixed, attempts=made.attempts + fixed.attempts, notes=made.notes + history + fixed.notes)
         return made
 
-    async def _finish(self, base: str, idea: Idea, impl: Implementation,
-                      skip: Callable[[str], bool] | None) -> Made:
+    async def _finish(self, base: str, idea: Idea, impl: Implementation, skip: Callable[[str], bool] | None) -> Made:
         if not impl.ok:
             failure = impl.failure or RoleFailure("guard-failed", "the implementer returned no program")
             return Made(idea, status_for(failure), reason=failure.reason, raw=failure.raw, attempts=impl.attempts)

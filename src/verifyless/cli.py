@@ -318,8 +318,9 @@ class _LiveProgress:
                 replies = reply_stats(ev)
                 if replies.total:
                     extra += f"  replies parsed {replies.parsed}/{replies.total}"
-                self.out.print(f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}{extra}",
-                               highlight=False)
+                self.out.print(
+                    f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}{extra}", highlight=False
+                )
 
     def close(self) -> None:
         self.bar.stop()
@@ -343,8 +344,11 @@ def _print_result(result, st) -> None:
 def _print_links(run_id: str, store: Path) -> None:
     from verifyless.report.cli import default_out
 
-    console.print(f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
-                  f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})", highlight=False)
+    console.print(
+        f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
+        f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})",
+        highlight=False,
+    )
 
 
 def _fmt(x: float | None) -> str:
@@ -406,10 +410,17 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
     final = [e.payload for e in st.events(run_id, kinds=["final"])]
-    return {"run_id": run_id, "task": info.task, "status": info.status, "budget": dataclasses.asdict(b),
-            "final": final[-1] if final else None, "statuses": dict(sorted(counts.items())),
-            "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]], "llm_calls": st.llm_usage(run_id),
-            "reply_health": _reply_health(st, run_id)}
+    return {
+        "run_id": run_id,
+        "task": info.task,
+        "status": info.status,
+        "budget": dataclasses.asdict(b),
+        "final": final[-1] if final else None,
+        "statuses": dict(sorted(counts.items())),
+        "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
+        "llm_calls": st.llm_usage(run_id),
+        "reply_health": _reply_health(st, run_id),
+    }
 
 
 def _reply_health(st, run_id: str) -> dict[str, Any]:
@@ -417,8 +428,9 @@ def _reply_health(st, run_id: str) -> dict[str, Any]:
     from verifyless.screen.health import health_by_screener
 
     finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
-    return health_by_screener((e.payload for e in st.events(run_id, kinds=["screening"])),
-                              finals[-1] if finals else None)
+    return health_by_screener(
+        (e.payload for e in st.events(run_id, kinds=["screening"])), finals[-1] if finals else None
+    )
 
 
 @app.command()
@@ -471,8 +483,13 @@ def show(
             )
         console.print(calls)
     if data["reply_health"]:
-        console.print("replies parsed: " + ", ".join(
-            f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in data["reply_health"].items()))
+        console.print(
+            "replies parsed: "
+            + ", ".join(
+                f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)"
+                for name, h in data["reply_health"].items()
+            )
+        )
     _print_links(data["run_id"], store)
 
 
@@ -544,7 +561,8 @@ _mount_report()
 
 
 def _mount_train() -> None:
-    from verifyless.train.cli import app as train_app, models_command
+    from verifyless.train.cli import app as train_app
+    from verifyless.train.cli import models_command
 
     app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
     app.command("models")(models_command)

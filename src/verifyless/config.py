@@ -58,7 +58,8 @@ class RolesConfig(_Strict):
     kind: Literal["space", "llm"] = Field("space", description="space: the task's idea space; llm: language models")
     models: dict[str, Any] = Field(default_factory=dict, description="model spec per role key (default, critic, ...)")
     implement_mode: Literal["full", "diff"] = Field(
-        "full", description="full: the implementer rewrites the band; diff: it returns search/replace edits")
+        "full", description="full: the implementer rewrites the band; diff: it returns search/replace edits"
+    )
     llm: LLMRoleOptions = Field(default_factory=LLMRoleOptions, description="options of the LLM roles (kind: llm)")
 
 
@@ -110,8 +111,9 @@ class RunConfig(_Strict):
     budget: BudgetConfig = Field(BudgetConfig(), description="hard caps of the run")
     engine: EngineConfig = Field(EngineConfig(), description="round mechanics")
     executor: ExecutorConfig = Field(ExecutorConfig(), description="where verifications run")
-    guards: GuardsConfig = Field(default_factory=GuardsConfig,
-                                 description="checks on every implementation before it is verified (MLEvolve)")
+    guards: GuardsConfig = Field(
+        default_factory=GuardsConfig, description="checks on every implementation before it is verified (MLEvolve)"
+    )
     store: Path = Field(Path("runs/verifyless.db"), description="the SQLite run store file")
 
 

@@ -39,15 +39,31 @@ def default_worlds_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "bench" / "worlds"
 
 
-async def run_demo(*, task: str, budget: int, store_path: Path, console: Any, seed: int = 0,
-                   candidates: int = 8, replay_seeds: int = 30, worlds: Path | None = None) -> dict[str, Any]:
+async def run_demo(
+    *,
+    task: str,
+    budget: int,
+    store_path: Path,
+    console: Any,
+    seed: int = 0,
+    candidates: int = 8,
+    replay_seeds: int = 30,
+    worlds: Path | None = None,
+) -> dict[str, Any]:
     store_path.parent.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     with RunStore(store_path) as store:
         for arm, screener in ARMS:
-            overrides = [f"task={task}", f"seed={seed}", f"screener.name={screener}", "strategy.name=greedy",
-                         f"budget.verifications={budget}", f"engine.candidates={candidates}", "engine.memory=false",
-                         f"store={store_path}"]
+            overrides = [
+                f"task={task}",
+                f"seed={seed}",
+                f"screener.name={screener}",
+                "strategy.name=greedy",
+                f"budget.verifications={budget}",
+                f"engine.candidates={candidates}",
+                "engine.memory=false",
+                f"store={store_path}",
+            ]
             if screener == "surrogate":
                 overrides.append("screener.options.rank_by=fitness")
             cfg = load_config(overrides=overrides)
@@ -61,8 +77,10 @@ async def run_demo(*, task: str, budget: int, store_path: Path, console: Any, se
     metric = engine.task.metric
     console.print(_runs_table(store_path, results, metric, task, budget))
     verdict = _replay_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
-    console.print(f"metric: {metric.name} ({metric.direction}); store: {store_path}; "
-                  f"inspect with `verifyless show RUN --store {store_path}`")
+    console.print(
+        f"metric: {metric.name} ({metric.direction}); store: {store_path}; "
+        f"inspect with `verifyless show RUN --store {store_path}`"
+    )
     results["verdict"] = verdict
     return results
 
@@ -71,16 +89,30 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
     from verifyless.bench.compare import curve_from_store, reach_final
 
     table = Table(title=f"part 1: one real run per arm on {task}, budget {budget}", header_style="bold")
-    for col in ("arm", "run", "baseline (val)", "best (val)", "best (hidden test)", "verifications",
-                "verifications to reach random's final"):
+    for col in (
+        "arm",
+        "run",
+        "baseline (val)",
+        "best (val)",
+        "best (hidden test)",
+        "verifications",
+        "verifications to reach random's final",
+    ):
         table.add_column(col, justify="left" if col == "arm" else "right")
     with RunStore(store_path) as store:
         curves = {arm: curve_from_store(store, r.run_id) for arm, r in results.items()}
     reference = curves[ARMS[1][0]]
     for arm, r in results.items():
         hit = reach_final(curves[arm], reference).verifications
-        table.add_row(arm, r.run_id, _f(r.baseline_score), _f(r.best_score), _f(r.best_test_score),
-                      str(r.verifications), "not reached" if hit is None else str(hit))
+        table.add_row(
+            arm,
+            r.run_id,
+            _f(r.baseline_score),
+            _f(r.best_score),
+            _f(r.best_test_score),
+            str(r.verifications),
+            "not reached" if hit is None else str(hit),
+        )
     return table
 
 
@@ -93,26 +125,50 @@ def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: i
     paths = sorted(worlds.glob(f"{task}.jsonl")) + sorted(worlds.glob(f"{task}.*.jsonl"))
     path = worlds / f"{task}.jsonl"
     if not paths:
-        console.print(f"(no pool world at {path}: the replay comparison and the oracle ceiling are skipped; "
-                      f"collect one with `python bench/pools.py {task}`)")
+        console.print(
+            f"(no pool world at {path}: the replay comparison and the oracle ceiling are skipped; "
+            f"collect one with `python bench/pools.py {task}`)"
+        )
         return "no world"
     world, spec = load_worlds(paths)[task], load_task(task)
-    arms = {"unscreened (random)": random_factory, "screened (surrogate)": surrogate_factory(None, task=spec),
-            "oracle ceiling (best of N)": oracle_factory}
+    arms = {
+        "unscreened (random)": random_factory,
+        "screened (surrogate)": surrogate_factory(None, task=spec),
+        "oracle ceiling (best of N)": oracle_factory,
+    }
     runs = compare_arms(world, arms, budget=budget, n_candidates=candidates, seeds=range(seeds))
-    renamed = {"random": runs["unscreened (random)"], "surrogate": runs["screened (surrogate)"],
-               "oracle": runs["oracle ceiling (best of N)"]}
+    renamed = {
+        "random": runs["unscreened (random)"],
+        "surrogate": runs["screened (surrogate)"],
+        "oracle": runs["oracle ceiling (best of N)"],
+    }
     rows = {r.arm: r for r in summarize({task: renamed}, {task: normalizer(world, spec)}, budget=budget)}
-    table = Table(title=f"part 2: {seeds} replays per arm on the pool world of {task} ({len(world)} configurations "
-                        f"verified once), budget {budget}, N={candidates}", header_style="bold")
-    for col in ("arm", "normalised final score", "P(beats random)", "verifications to reach random's final / budget",
-                "reached"):
+    table = Table(
+        title=f"part 2: {seeds} replays per arm on the pool world of {task} ({len(world)} configurations "
+        f"verified once), budget {budget}, N={candidates}",
+        header_style="bold",
+    )
+    for col in (
+        "arm",
+        "normalised final score",
+        "P(beats random)",
+        "verifications to reach random's final / budget",
+        "reached",
+    ):
         table.add_column(col, justify="left" if col == "arm" else "right")
-    for label, key in (("unscreened (random)", "random"), ("screened (surrogate)", "surrogate"),
-                       ("oracle ceiling (best of N)", "oracle")):
+    for label, key in (
+        ("unscreened (random)", "random"),
+        ("screened (surrogate)", "surrogate"),
+        ("oracle ceiling (best of N)", "oracle"),
+    ):
         r = rows[key]
-        table.add_row(label, str(r.score), "-" if r.p_improve is None else str(r.p_improve),
-                      "-" if r.reach is None else str(r.reach), f"{r.reached}/{r.pairs}")
+        table.add_row(
+            label,
+            str(r.score),
+            "-" if r.p_improve is None else str(r.p_improve),
+            "-" if r.reach is None else str(r.reach),
+            f"{r.reached}/{r.pairs}",
+        )
     console.print(table)
     verdict = _verdict(rows["surrogate"], rows["random"], rows["oracle"], budget)
     console.print(verdict)
@@ -122,8 +178,10 @@ def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: i
 def _verdict(screened: Any, random_row: Any, oracle: Any, budget: int) -> str:
     p = screened.p_improve
     reach = screened.reach.value * budget if screened.reach is not None else math.nan
-    base = (f"screened reached random's final score in {reach:.1f} of {budget} verifications on average "
-            f"(oracle ceiling {oracle.reach.value * budget:.1f}); P(screened beats random) = {p}.")
+    base = (
+        f"screened reached random's final score in {reach:.1f} of {budget} verifications on average "
+        f"(oracle ceiling {oracle.reach.value * budget:.1f}); P(screened beats random) = {p}."
+    )
     if p is not None and p.low is not None and p.low > 0.5:
         return "[bold green]Screening wins here:[/] " + base
     if p is not None and p.high is not None and p.high < 0.5:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 class Status(str, enum.Enum):
@@ -29,13 +30,13 @@ class Status(str, enum.Enum):
 
     PROPOSED = "proposed"
     IMPLEMENTED = "implemented"
-    GUARD_FAILED = "guard-failed"          # contract check or static guard rejected it
-    PARSE_ERROR = "parse-error"            # the LLM reply never parsed
-    MODEL_ERROR = "model-error"            # the endpoint failed for this candidate (retries exhausted)
-    SCREENED_OUT = "screened-out"          # the screener did not pick it
-    DUPLICATE = "duplicate"                # identical program already verified
+    GUARD_FAILED = "guard-failed"  # contract check or static guard rejected it
+    PARSE_ERROR = "parse-error"  # the LLM reply never parsed
+    MODEL_ERROR = "model-error"  # the endpoint failed for this candidate (retries exhausted)
+    SCREENED_OUT = "screened-out"  # the screener did not pick it
+    DUPLICATE = "duplicate"  # identical program already verified
     OK = "ok"
-    FAILED = "failed"                      # non-zero exit, exception, missing output
+    FAILED = "failed"  # non-zero exit, exception, missing output
     TIMEOUT = "timeout"
     OOM = "oom"
     CONTRACT_VIOLATION = "contract-violation"  # fixed region changed, output contract broken, output cap hit
@@ -62,13 +63,13 @@ _VERIFIED = frozenset(
 class Operator(str, enum.Enum):
     """How a child was made from its parent."""
 
-    DRAFT = "draft"          # a fresh solution (parent is the baseline, or none)
+    DRAFT = "draft"  # a fresh solution (parent is the baseline, or none)
     IMPROVE = "improve"
-    DEBUG = "debug"          # fix a buggy parent
-    EVOLVE = "evolve"        # MCGS intra-branch evolution (context: ancestors)
+    DEBUG = "debug"  # fix a buggy parent
+    EVOLVE = "evolve"  # MCGS intra-branch evolution (context: ancestors)
     REFERENCE = "reference"  # MCGS cross-branch reference (context: other branches' best)
     AGGREGATE = "aggregate"  # MCGS multi-branch aggregation (new branch root)
-    BASELINE = "baseline"    # the task's own program, root of every run
+    BASELINE = "baseline"  # the task's own program, root of every run
 
     def __str__(self) -> str:  # pragma: no cover
         return self.value
@@ -123,8 +124,8 @@ class Verification(_Record):
     test_metrics: Mapping[str, float] = field(default_factory=dict)
     score: float | None = None
     test_score: float | None = None
-    run_seconds: float = 0.0       # untrusted step wall time
-    score_seconds: float = 0.0     # trusted scoring wall time
+    run_seconds: float = 0.0  # untrusted step wall time
+    score_seconds: float = 0.0  # trusted scoring wall time
     overhead_seconds: float = 0.0  # workspace setup and teardown
     peak_memory_mb: float = 0.0
     stdout_tail: str = ""
@@ -233,6 +234,7 @@ class Node(_Record):
 
 
 # ---------------------------------------------------------------- serialisation
+
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -44,9 +44,7 @@ def split(program: str, band: Band) -> Split:
     if band.lines is not None:
         start, end = band.lines
         if not (1 <= start <= end <= len(lines)):
-            raise BandError(
-                f"band lines {start}-{end} are outside the program's {len(lines)} lines"
-            )
+            raise BandError(f"band lines {start}-{end} are outside the program's {len(lines)} lines")
         return Split("".join(lines[: start - 1]), "".join(lines[start - 1 : end]), "".join(lines[end:]))
     if not band.start_marker or not band.end_marker:
         raise BandError("band needs either both markers or a line range")
@@ -56,9 +54,7 @@ def split(program: str, band: Band) -> Split:
         missing = band.start_marker if not starts else band.end_marker
         raise BandError(f"marker {missing!r} not found in the program")
     if len(starts) > 1 or len(ends) > 1:
-        raise BandError(
-            f"markers must appear exactly once (found {len(starts)} start and {len(ends)} end markers)"
-        )
+        raise BandError(f"markers must appear exactly once (found {len(starts)} start and {len(ends)} end markers)")
     s, e = starts[0], ends[0]
     if e <= s:
         raise BandError("the end marker comes before the start marker")
@@ -121,7 +117,7 @@ def band_diff(parent: str, child: str, band: Band, context: int = 2) -> str:
 
 
 def _first_diff(a: str, b: str) -> str:
-    for i, (x, y) in enumerate(zip(a.splitlines(), b.splitlines()), start=1):
+    for i, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), start=1):
         if x != y:
             return f" (first difference at line {i} of that region: {x.strip()[:60]!r} -> {y.strip()[:60]!r})"
     return " (lines were added or removed)"

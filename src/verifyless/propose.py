@@ -29,9 +29,14 @@ async def propose_for_baseline(task_ref: str, *, n: int, model: str | None, seed
 
     task = load_task(task_ref)
     roles, source = pick_roles(task, model, seed)
-    parent = ParentInfo(id="root", program=task.baseline_program,
-                        summary=await roles.summarizer.summarize(task, task.baseline_program, None))
-    ideas = await roles.proposer.propose(ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=seed), n)
+    parent = ParentInfo(
+        id="root",
+        program=task.baseline_program,
+        summary=await roles.summarizer.summarize(task, task.baseline_program, None),
+    )
+    ideas = await roles.proposer.propose(
+        ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=seed), n
+    )
 
     async def build(idea: Idea | RoleFailure) -> dict:
         if isinstance(idea, RoleFailure):
@@ -40,7 +45,11 @@ async def propose_for_baseline(task_ref: str, *, n: int, model: str | None, seed
         if not impl.ok:
             return {"idea": idea.text, "failure": f"{impl.failure.kind}: {impl.failure.reason}"}
         summary = await roles.summarizer.summarize(task, impl.program, idea)
-        return {"idea": idea.text, "diff": band_diff(task.baseline_program, impl.program, task.band), "summary": summary}
+        return {
+            "idea": idea.text,
+            "diff": band_diff(task.baseline_program, impl.program, task.band),
+            "summary": summary,
+        }
 
     results = await asyncio.gather(*(build(i) for i in ideas))
     console.print(f"[bold]{task.name}[/]: {len(results)} ideas from {source}\n")

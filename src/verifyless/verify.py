@@ -37,8 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from verifyless.errors import SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
@@ -77,8 +78,14 @@ def verify(
         argv = _materialise(task, program, ws)
         setup_seconds = time.monotonic() - started
         if task.kind == "openevolve":  # the folder is shown read-only, its hidden files masked
-            result = sandbox.run(argv, ws, task.limits, hide=(*_hidden_in_folder(task), *hide), expose=(task.root,),
-                                 env={"PYTHONDONTWRITEBYTECODE": "1"})
+            result = sandbox.run(
+                argv,
+                ws,
+                task.limits,
+                hide=(*_hidden_in_folder(task), *hide),
+                expose=(task.root,),
+                env={"PYTHONDONTWRITEBYTECODE": "1"},
+            )
         else:
             result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide))
         scoring_started = time.monotonic()
@@ -110,6 +117,7 @@ def verify(
 
 # ------------------------------------------------------------------ workspace
 
+
 def _new_workspace(root: Path | None) -> Path:
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
     try:
@@ -139,10 +147,21 @@ def _materialise(task: Task, program: str, ws: Path) -> list[str]:
         if task.evaluator is None:
             raise TaskError(f"task {task.name!r} is an OpenEvolve task without an evaluator path")
         shutil.copy2(RUNNER, ws / RUNNER_NAME)
-        return [sys.executable, str(ws / RUNNER_NAME), str(task.evaluator),
-                str(ws / task.program_file), str(out / OE_METRICS), *task.cascade]
-    values = {"python": sys.executable, "program": str(ws / task.program_file), "public": str(public),
-              "workdir": str(ws), "outdir": str(out)}
+        return [
+            sys.executable,
+            str(ws / RUNNER_NAME),
+            str(task.evaluator),
+            str(ws / task.program_file),
+            str(out / OE_METRICS),
+            *task.cascade,
+        ]
+    values = {
+        "python": sys.executable,
+        "program": str(ws / task.program_file),
+        "public": str(public),
+        "workdir": str(ws),
+        "outdir": str(out),
+    }
     return [part.format_map(values) for part in (task.run_command or DEFAULT_RUN)]
 
 
@@ -158,6 +177,7 @@ def _hidden_in_folder(task: Task) -> list[Path]:
 
 
 # ------------------------------------------------------------------ judging
+
 
 def _judge(task: Task, ws: Path, result: ExecResult) -> tuple[Status, str, dict[str, float], dict[str, float]]:
     status = _EXEC_STATUS[result.status]
@@ -224,7 +244,9 @@ def _run_scorer_command(task: Task, outdir: Path, public: Path) -> tuple[Any, st
     try:
         done = subprocess.run(argv, cwd=task.root, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError as exc:
-        raise TaskError(f"task {task.name!r}: scorer command {argv[0]!r} not found; fix 'score' in its task.yaml") from exc
+        raise TaskError(
+            f"task {task.name!r}: scorer command {argv[0]!r} not found; fix 'score' in its task.yaml"
+        ) from exc
     except subprocess.TimeoutExpired:
         return None, f"scorer command did not finish within {timeout:g}s"
     if done.returncode != 0:
@@ -279,6 +301,7 @@ def _read_openevolve_metrics(path: Path) -> tuple[Any, str | None]:
 
 
 # ------------------------------------------------------------------ metrics
+
 
 def split_metrics(task: Task, raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
     """``(validation, test)``: test names go to ``test`` (finite numbers only), the rest to validation.

@@ -129,7 +129,7 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
         from verifyless.roles.space import space_roles
 
         return space_roles(task, cfg.seed)
-    from verifyless.roles.llm import _ROLE_KEYS, llm_roles
+    from verifyless.roles.llm import llm_roles
 
     child_models = {k: m for k, m in models.items() if k in CHILD_ROLE_KEYS or k == "default"}
     return llm_roles(child_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
@@ -204,9 +204,21 @@ def build_engine(
     if cfg.engine.final_selection is not None:
         final_judge = models.get("judge") or models.get("default")
         if final_judge is None:
-            raise ConfigError("engine.final_selection needs a judge model: set roles.models.judge or roles.models.default")
-    engine = Engine(task=task, roles=roles, screener=build_screener(cfg, task, models, getattr(executor, "sandbox", None)),
-                    strategy=build_strategy(cfg), executor=executor, store=store, config=cfg, memory=memory,
-                    progress=progress, final_judge=final_judge, guards=build_guards(cfg, models))
+            raise ConfigError(
+                "engine.final_selection needs a judge model: set roles.models.judge or roles.models.default"
+            )
+    engine = Engine(
+        task=task,
+        roles=roles,
+        screener=build_screener(cfg, task, models, getattr(executor, "sandbox", None)),
+        strategy=build_strategy(cfg),
+        executor=executor,
+        store=store,
+        config=cfg,
+        memory=memory,
+        progress=progress,
+        final_judge=final_judge,
+        guards=build_guards(cfg, models),
+    )
     engine.run_ref = run_ref
     return engine

@@ -25,8 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     metrics = evaluate(args.program_path)
     error = metrics.pop("error", None)
     os.makedirs(args.results_dir, exist_ok=True)
-    payload = {"combined_score": metrics["combined_score"], "public": {"value": metrics["combined_score"]},
-               "private": {"eval_seconds": metrics["eval_seconds"]}}
+    payload = {
+        "combined_score": metrics["combined_score"],
+        "public": {"value": metrics["combined_score"]},
+        "private": {"eval_seconds": metrics["eval_seconds"]},
+    }
     with open(os.path.join(args.results_dir, "metrics.json"), "w") as fh:
         json.dump(payload, fh)
     with open(os.path.join(args.results_dir, "correct.json"), "w") as fh:

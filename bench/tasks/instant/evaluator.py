@@ -41,6 +41,9 @@ def evaluate(program_path: str) -> dict:
         spec.loader.exec_module(module)
         score = float(module.score_value())
     except Exception as exc:  # a broken candidate is a result, not an evaluator crash
-        return {"combined_score": 0.0, "eval_seconds": time.perf_counter() - started,
-                "error": f"{type(exc).__name__}: {exc}"}
+        return {
+            "combined_score": 0.0,
+            "eval_seconds": time.perf_counter() - started,
+            "error": f"{type(exc).__name__}: {exc}",
+        }
     return {"combined_score": score, "eval_seconds": time.perf_counter() - started}

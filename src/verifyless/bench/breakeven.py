@@ -26,8 +26,9 @@ when a verification costs more than ``screening cost / verifications saved``;
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,21 +55,22 @@ def oracle_factory(world: World, seed: int) -> OracleSelector:
     return OracleSelector()
 
 
-def surrogate_factory(world: World | None, *, rank_by: str = "fitness", explore: float = 1.0,
-                      task: Any = None) -> SelectorFactory:
+def surrogate_factory(
+    world: World | None, *, rank_by: str = "fitness", explore: float = 1.0, task: Any = None
+) -> SelectorFactory:
     """The real ``SurrogateScreener`` (fresh per run) driven through ``ScreenerSelector``."""
     from verifyless.bench.worlds import screener_factory
     from verifyless.screen.surrogate import SurrogateScreener
 
     space = getattr(task, "idea_space", None)
-    return screener_factory(lambda s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore),
-                            space=space, task=task)
+    return screener_factory(
+        lambda s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore), space=space, task=task
+    )
 
 
 def standard_arms(world: World, *, task: Any = None, legacy_surrogate: bool = False) -> dict[str, SelectorFactory]:
     """random, surrogate, simulated critics at the paper's Dir-3 (46.6, 63.3), best-of-N oracle."""
-    arms: dict[str, SelectorFactory] = {"random": random_factory,
-                                        "surrogate": surrogate_factory(world, task=task)}
+    arms: dict[str, SelectorFactory] = {"random": random_factory, "surrogate": surrogate_factory(world, task=task)}
     if legacy_surrogate:
         arms["surrogate-delta"] = surrogate_factory(world, rank_by="delta", task=task)
     arms["critic-46.6"] = critic_factory(PRESETS["prompted"])
@@ -77,11 +79,20 @@ def standard_arms(world: World, *, task: Any = None, legacy_surrogate: bool = Fa
     return arms
 
 
-def compare_arms(world: World, arms: Mapping[str, SelectorFactory], *, budget: int, n_candidates: int,
-                 seeds: Sequence[int], locality: float = 1.0) -> dict[str, list[ReplayRun]]:
+def compare_arms(
+    world: World,
+    arms: Mapping[str, SelectorFactory],
+    *,
+    budget: int,
+    n_candidates: int,
+    seeds: Sequence[int],
+    locality: float = 1.0,
+) -> dict[str, list[ReplayRun]]:
     """Every arm replayed with the same seeds (so pools of equal seeds start alike)."""
-    return {name: replay_many(world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality)
-            for name, f in arms.items()}
+    return {
+        name: replay_many(world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality)
+        for name, f in arms.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -112,8 +123,14 @@ def reach_ratios(runs: Sequence[ReplayRun], random_runs: Sequence[ReplayRun], bu
     return ratios, reached
 
 
-def summarize(results: Mapping[str, Mapping[str, Sequence[ReplayRun]]], norms: Mapping[str, Callable[[float], float]],
-              *, budget: int, seed: int = 0, n_boot: int = N_BOOT) -> list[ArmRow]:
+def summarize(
+    results: Mapping[str, Mapping[str, Sequence[ReplayRun]]],
+    norms: Mapping[str, Callable[[float], float]],
+    *,
+    budget: int,
+    seed: int = 0,
+    n_boot: int = N_BOOT,
+) -> list[ArmRow]:
     """The efficiency table over tasks (``results[task][arm]``); see module docstring."""
     tasks = sorted(results)
     arms = list(next(iter(results.values()))) if results else []
@@ -126,18 +143,26 @@ def summarize(results: Mapping[str, Mapping[str, Sequence[ReplayRun]]], norms: M
             ratios += rr
             reached += hit
             pairs += len(rr)
-        rows.append(ArmRow(
-            arm=a, score=arm_score(scores[a], n_boot=n_boot, seed=seed),
-            headroom=_headroom(scores, a, tasks, seed, n_boot),
-            p_improve=None if a == "random" or "random" not in scores else probability_of_improvement(
-                scores[a], scores["random"], n_boot=n_boot, seed=seed),
-            reach=bootstrap_ci(ratios, n_boot=n_boot, seed=seed) if ratios else None, reached=reached, pairs=pairs,
-            per_task={t: bootstrap_ci(scores[a][t], n_boot=n_boot, seed=seed) for t in tasks}))
+        rows.append(
+            ArmRow(
+                arm=a,
+                score=arm_score(scores[a], n_boot=n_boot, seed=seed),
+                headroom=_headroom(scores, a, tasks, seed, n_boot),
+                p_improve=None
+                if a == "random" or "random" not in scores
+                else probability_of_improvement(scores[a], scores["random"], n_boot=n_boot, seed=seed),
+                reach=bootstrap_ci(ratios, n_boot=n_boot, seed=seed) if ratios else None,
+                reached=reached,
+                pairs=pairs,
+                per_task={t: bootstrap_ci(scores[a][t], n_boot=n_boot, seed=seed) for t in tasks},
+            )
+        )
     return rows
 
 
-def _headroom(scores: Mapping[str, Mapping[str, list[float]]], arm: str, tasks: Sequence[str], seed: int,
-              n_boot: int) -> Estimate | None:
+def _headroom(
+    scores: Mapping[str, Mapping[str, list[float]]], arm: str, tasks: Sequence[str], seed: int, n_boot: int
+) -> Estimate | None:
     """(arm - random) / (oracle - random) on task-averaged means, task-stratified bootstrap (None if undefined)."""
     if arm in ("random", "oracle") or "random" not in scores or "oracle" not in scores:
         return None
@@ -153,8 +178,10 @@ def _headroom(scores: Mapping[str, Mapping[str, list[float]]], arm: str, tasks: 
     rng = np.random.default_rng(seed)
     boots = []
     for _ in range(n_boot):
-        means = {k: float(np.mean([np.mean(rng.choice(np.asarray(g[t]), size=len(g[t]))) for t in tasks]))
-                 for k, g in groups.items()}
+        means = {
+            k: float(np.mean([np.mean(rng.choice(np.asarray(g[t]), size=len(g[t]))) for t in tasks]))
+            for k, g in groups.items()
+        }
         boots.append(ratio(means))
     b = np.asarray(boots)
     b = b[np.isfinite(b)]
@@ -165,6 +192,7 @@ def _headroom(scores: Mapping[str, Mapping[str, list[float]]], arm: str, tasks: 
 
 
 # ---------------------------------------------------------------------- cost model
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -178,8 +206,9 @@ class CostModel:
         """Critic cost of screening one pool (N candidates, k samples each)."""
         return n_candidates * k * self.tokens_per_sample * self.usd_per_million_tokens / 1e6
 
-    def breakeven_seconds(self, *, n_candidates: int, k: int, screened_verifications: float,
-                          saved_verifications: float) -> float:
+    def breakeven_seconds(
+        self, *, n_candidates: int, k: int, screened_verifications: float, saved_verifications: float
+    ) -> float:
         """Verification length (s) above which screening costs less than the verifications it saves (inf: never)."""
         if saved_verifications <= 0:
             return math.inf
@@ -194,55 +223,106 @@ class BreakevenRow:
     n_candidates: int
     k: int
     headroom: float
-    reach: float            # mean verifications-to-reach random's final / budget (never reached = 1)
+    reach: float  # mean verifications-to-reach random's final / budget (never reached = 1)
     reached: int
     pairs: int
-    saved: float            # mean verifications saved per run against a chance-level critic (same N, k)
-    breakeven_s: float      # seconds per verification above which screening pays
+    saved: float  # mean verifications saved per run against a chance-level critic (same N, k)
+    breakeven_s: float  # seconds per verification above which screening pays
 
 
-def breakeven_grid(worlds: Mapping[str, World], *, dir3s: Sequence[float], ns: Sequence[int], ks: Sequence[int],
-                   budget: int, seeds: Sequence[int], rho: float = 0.7, tier_noise: float = 0.5,
-                   locality: float = 1.0, cost: CostModel | None = None) -> list[BreakevenRow]:
+def breakeven_grid(
+    worlds: Mapping[str, World],
+    *,
+    dir3s: Sequence[float],
+    ns: Sequence[int],
+    ks: Sequence[int],
+    budget: int,
+    seeds: Sequence[int],
+    rho: float = 0.7,
+    tier_noise: float = 0.5,
+    locality: float = 1.0,
+    cost: CostModel | None = None,
+) -> list[BreakevenRow]:
     """Sweep simulated critics (Dir-3 x N x k) against random and the oracle on each world."""
     cost = cost or CostModel()
     rows = []
     for task, world in sorted(worlds.items()):
         norm = normalizer(world)
         for n in ns:
-            base = compare_arms(world, {"random": random_factory, "oracle": oracle_factory}, budget=budget,
-                                n_candidates=n, seeds=seeds, locality=locality)
+            base = compare_arms(
+                world,
+                {"random": random_factory, "oracle": oracle_factory},
+                budget=budget,
+                n_candidates=n,
+                seeds=seeds,
+                locality=locality,
+            )
             r_mean = float(np.mean([norm(r.final) for r in base["random"]]))
             o_mean = float(np.mean([norm(r.final) for r in base["oracle"]]))
             for k in ks:
                 null = CriticSpec(f"null-k{k}", 1 / 3, k=k, rho=rho, tier_noise=1.0)
-                null_runs = replay_many(world, critic_factory(null), seeds=seeds, budget=budget, n_candidates=n,
-                                        locality=locality)
+                null_runs = replay_many(
+                    world, critic_factory(null), seeds=seeds, budget=budget, n_candidates=n, locality=locality
+                )
                 null_ratios, _ = reach_ratios(null_runs, base["random"], budget)
                 null_used = float(np.mean(null_ratios)) * budget if null_ratios else float(budget)
                 for d in dir3s:
                     spec = CriticSpec(f"critic-{d:.3f}-k{k}", d, k=k, rho=rho, tier_noise=tier_noise)
-                    runs = replay_many(world, critic_factory(spec), seeds=seeds, budget=budget, n_candidates=n,
-                                       locality=locality)
-                    rows.append(_breakeven_row(task, d, n, k, runs, base["random"], r_mean, o_mean, norm, budget,
-                                               cost, null_used))
+                    runs = replay_many(
+                        world, critic_factory(spec), seeds=seeds, budget=budget, n_candidates=n, locality=locality
+                    )
+                    rows.append(
+                        _breakeven_row(
+                            task, d, n, k, runs, base["random"], r_mean, o_mean, norm, budget, cost, null_used
+                        )
+                    )
     rows.sort(key=lambda r: (r.task, r.n_candidates, r.dir3, r.k))
     return rows
 
 
-def _breakeven_row(task: str, d: float, n: int, k: int, runs: Sequence[ReplayRun], random_runs: Sequence[ReplayRun],
-                   r_mean: float, o_mean: float, norm: Callable[[float], float], budget: int,
-                   cost: CostModel, null_used: float) -> BreakevenRow:
+def _breakeven_row(
+    task: str,
+    d: float,
+    n: int,
+    k: int,
+    runs: Sequence[ReplayRun],
+    random_runs: Sequence[ReplayRun],
+    r_mean: float,
+    o_mean: float,
+    norm: Callable[[float], float],
+    budget: int,
+    cost: CostModel,
+    null_used: float,
+) -> BreakevenRow:
     mean = float(np.mean([norm(r.final) for r in runs]))
     ratios, reached = reach_ratios(runs, random_runs, budget)
     used = float(np.mean(ratios)) * budget if ratios else float(budget)
     saved = null_used - used
     gap = o_mean - r_mean
-    return BreakevenRow(task, d, n, k, (mean - r_mean) / gap if gap > 1e-12 else math.nan,
-                        float(np.mean(ratios)) if ratios else math.nan, reached, len(ratios), saved,
-                        cost.breakeven_seconds(n_candidates=n, k=k, screened_verifications=used,
-                                               saved_verifications=saved))
+    return BreakevenRow(
+        task,
+        d,
+        n,
+        k,
+        (mean - r_mean) / gap if gap > 1e-12 else math.nan,
+        float(np.mean(ratios)) if ratios else math.nan,
+        reached,
+        len(ratios),
+        saved,
+        cost.breakeven_seconds(n_candidates=n, k=k, screened_verifications=used, saved_verifications=saved),
+    )
 
 
-__all__ = ["ArmRow", "BreakevenRow", "CostModel", "breakeven_grid", "compare_arms", "oracle_factory",
-           "random_factory", "reach_ratios", "standard_arms", "summarize", "surrogate_factory"]
+__all__ = [
+    "ArmRow",
+    "BreakevenRow",
+    "CostModel",
+    "breakeven_grid",
+    "compare_arms",
+    "oracle_factory",
+    "random_factory",
+    "reach_ratios",
+    "standard_arms",
+    "summarize",
+    "surrogate_factory",
+]

@@ -6,8 +6,8 @@ Mounted in ``verifyless.bench.cli``; the analysis lives in ``verifyless.bench.br
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import typer
 
@@ -29,8 +29,9 @@ def _load(worlds: Path, tasks: Sequence[str] | None) -> dict:
 
     paths = world_paths(worlds) if worlds.is_dir() else [worlds]
     if not paths or not all(p.exists() for p in paths):
-        raise ConfigError(f"no world files at {worlds}; collect them with `python bench/pools.py TASK` "
-                          "or pass --worlds DIR")
+        raise ConfigError(
+            f"no world files at {worlds}; collect them with `python bench/pools.py TASK` or pass --worlds DIR"
+        )
     loaded = load_worlds(paths)
     if tasks:
         missing = sorted(set(tasks) - set(loaded))
@@ -42,7 +43,7 @@ def _load(worlds: Path, tasks: Sequence[str] | None) -> dict:
 
 def breakeven_command(
     worlds: Path = typer.Option(DEFAULT_WORLDS, "--worlds", help="world file or folder of *.jsonl worlds"),
-    task: Optional[list[str]] = typer.Option(None, "--task", help="only these tasks (repeat)"),
+    task: list[str] | None = typer.Option(None, "--task", help="only these tasks (repeat)"),
     budget: int = typer.Option(24, help="verifications per replayed run (baseline included)"),
     seeds: int = typer.Option(20, help="replays per setting (seeds 0..S-1)"),
     dir3: str = typer.Option("0.333,0.466,0.55,0.607,0.633,0.75,0.9,1.0", help="critic Dir-3 accuracies"),
@@ -54,7 +55,7 @@ def breakeven_command(
     tokens: float = typer.Option(2500.0, help="critic tokens per sample (prompt + reply)"),
     usd_per_mtok: float = typer.Option(3.0, help="critic price, $ per million tokens"),
     usd_per_hour: float = typer.Option(2.0, help="verification price, $ per hour of verification"),
-    out: Optional[Path] = typer.Option(None, "--out", help="folder for breakeven.md, breakeven.csv, breakeven.png"),
+    out: Path | None = typer.Option(None, "--out", help="folder for breakeven.md, breakeven.csv, breakeven.png"),
 ) -> None:
     """Headroom captured, verifications-to-reach and break-even verification cost vs critic Dir-3, N and k."""
     import time
@@ -67,11 +68,28 @@ def breakeven_command(
     started = time.monotonic()
     loaded = _load(worlds, task)
     cost = CostModel(tokens, usd_per_mtok, usd_per_hour)
-    rows = breakeven_grid(loaded, dir3s=_floats(dir3, "dir3"), ns=[int(x) for x in _floats(n, "n")],
-                          ks=[int(x) for x in _floats(k, "k")], budget=budget, seeds=range(seeds), rho=rho,
-                          tier_noise=tier_noise, locality=locality, cost=cost)
-    text = breakeven_markdown(rows, budget=budget, seeds=seeds, rho=rho, tier_noise=tier_noise, cost=cost,
-                              worlds={t: len(w) for t, w in loaded.items()}, seconds=time.monotonic() - started)
+    rows = breakeven_grid(
+        loaded,
+        dir3s=_floats(dir3, "dir3"),
+        ns=[int(x) for x in _floats(n, "n")],
+        ks=[int(x) for x in _floats(k, "k")],
+        budget=budget,
+        seeds=range(seeds),
+        rho=rho,
+        tier_noise=tier_noise,
+        locality=locality,
+        cost=cost,
+    )
+    text = breakeven_markdown(
+        rows,
+        budget=budget,
+        seeds=seeds,
+        rho=rho,
+        tier_noise=tier_noise,
+        cost=cost,
+        worlds={t: len(w) for t, w in loaded.items()},
+        seconds=time.monotonic() - started,
+    )
     console.print(text, markup=False, soft_wrap=True)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -87,24 +105,43 @@ def _secs(x: float) -> str:
     return f"{x:.0f} s" if x < 600 else f"{x / 60:.0f} min"
 
 
-def breakeven_markdown(rows: Sequence, *, budget: int, seeds: int, rho: float, tier_noise: float, cost: object,
-                       worlds: dict, seconds: float) -> str:
-    head = (f"Break-even: budget {budget}, {seeds} seeds per setting, rho {rho}, tier noise {tier_noise}; "
-            f"{cost}; worlds " + ", ".join(f"{t} ({n} points)" for t, n in sorted(worlds.items()))
-            + f"; {seconds:.0f} s.\n\n")
-    lines = ["| task | Dir-3 | N | k | headroom captured | verif. to reach random / budget (reached) "
-             "| verif. saved vs a chance critic | break-even verification length |",
-             "|---|---|---|---|---|---|---|---|"]
+def breakeven_markdown(
+    rows: Sequence,
+    *,
+    budget: int,
+    seeds: int,
+    rho: float,
+    tier_noise: float,
+    cost: object,
+    worlds: dict,
+    seconds: float,
+) -> str:
+    head = (
+        f"Break-even: budget {budget}, {seeds} seeds per setting, rho {rho}, tier noise {tier_noise}; "
+        f"{cost}; worlds "
+        + ", ".join(f"{t} ({n} points)" for t, n in sorted(worlds.items()))
+        + f"; {seconds:.0f} s.\n\n"
+    )
+    lines = [
+        "| task | Dir-3 | N | k | headroom captured | verif. to reach random / budget (reached) "
+        "| verif. saved vs a chance critic | break-even verification length |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r.task} | {r.dir3:.3f} | {r.n_candidates} | {r.k} | {r.headroom:.2f} | {r.reach:.2f} "
-                     f"({r.reached}/{r.pairs}) | {r.saved:.1f} | {_secs(r.breakeven_s)} |")
+        lines.append(
+            f"| {r.task} | {r.dir3:.3f} | {r.n_candidates} | {r.k} | {r.headroom:.2f} | {r.reach:.2f} "
+            f"({r.reached}/{r.pairs}) | {r.saved:.1f} | {_secs(r.breakeven_s)} |"
+        )
     return head + "\n".join(lines) + "\n"
 
 
 def breakeven_csv(rows: Sequence) -> str:
     out = ["task,dir3,n,k,headroom,reach,reached,pairs,saved,breakeven_s"]
-    out += [f"{r.task},{r.dir3},{r.n_candidates},{r.k},{r.headroom:.4f},{r.reach:.4f},{r.reached},{r.pairs},"
-            f"{r.saved:.3f},{r.breakeven_s:.3f}" for r in rows]
+    out += [
+        f"{r.task},{r.dir3},{r.n_candidates},{r.k},{r.headroom:.4f},{r.reach:.4f},{r.reached},{r.pairs},"
+        f"{r.saved:.3f},{r.breakeven_s:.3f}"
+        for r in rows
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -124,14 +161,15 @@ def plot_breakeven(rows: Sequence, path: Path) -> None:
             sel = sorted((r for r in rows if r.task == t and (r.n_candidates, r.k) == key), key=lambda r: r.dir3)
             xs = [r.dir3 for r in sel]
             axes[0][col].plot(xs, [r.headroom for r in sel], marker="o", label=f"N={key[0]} k={key[1]}")
-            axes[1][col].plot(xs, [r.breakeven_s if math.isfinite(r.breakeven_s) else float("nan") for r in sel],
-                              marker="o")
+            axes[1][col].plot(
+                xs, [r.breakeven_s if math.isfinite(r.breakeven_s) else float("nan") for r in sel], marker="o"
+            )
         axes[0][col].set_title(t)
         axes[0][col].set_ylabel("headroom captured")
         axes[1][col].set_ylabel("break-even verification (s)")
         axes[1][col].set_yscale("log")
         axes[1][col].set_xlabel("critic Dir-3")
-        for x, name in ((0.466, "prompted"), (0.633, "trained")):
+        for x in (0.466, 0.633):  # the prompted and the trained critic of the paper
             for ax in (axes[0][col], axes[1][col]):
                 ax.axvline(x, color="grey", linestyle=":", linewidth=1)
         axes[0][col].legend(fontsize=7)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -20,8 +20,11 @@ from rich.table import Table
 from verifyless.bench import report
 from verifyless.bench.breakeven_cli import breakeven_command
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Measure critics, selectors and arms from stored runs and pool files.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Measure critics, selectors and arms from stored runs and pool files.",
+)
 console = Console()
 
 DEFAULT_STORE = Path("runs/verifyless.db")
@@ -47,7 +50,7 @@ def _print(title: str, headers: list[str], rows: list[list[str]]) -> None:
     console.print(table)
 
 
-def _write(out: Optional[Path], name: str, text: str) -> None:
+def _write(out: Path | None, name: str, text: str) -> None:
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(text, encoding="utf-8")
@@ -56,26 +59,31 @@ def _write(out: Optional[Path], name: str, text: str) -> None:
 
 # ---------------------------------------------------------------------- critic
 
+
 @app.command("critic")
-def critic(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"), store: Path = _STORE,
-           out: Optional[Path] = _OUT,
-           min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
-           bins: int = typer.Option(10, help="reliability-diagram bins"),
-           repeats: int = typer.Option(5, help="subsamples per k for AUROC vs k"),
-           seed: int = typer.Option(0),
-           dataset: Optional[Path] = typer.Option(None, "--dataset", help="critic dataset: screen its bench split"),
-           screener: str = typer.Option("critic", "--screener", help="with --dataset: registry screener name"),
-           model: Optional[str] = typer.Option(None, "--model", help="with --dataset: model spec for LLM screeners"),
-           option: list[str] = typer.Option([], "--option", help="with --dataset: screener option KEY=VALUE"),
-           split: str = typer.Option("bench", "--split", help="with --dataset: split to screen")) -> None:
+def critic(
+    runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
+    store: Path = _STORE,
+    out: Path | None = _OUT,
+    min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
+    bins: int = typer.Option(10, help="reliability-diagram bins"),
+    repeats: int = typer.Option(5, help="subsamples per k for AUROC vs k"),
+    seed: int = typer.Option(0),
+    dataset: Path | None = typer.Option(None, "--dataset", help="critic dataset: screen its bench split"),
+    screener: str = typer.Option("critic", "--screener", help="with --dataset: registry screener name"),
+    model: str | None = typer.Option(None, "--model", help="with --dataset: model spec for LLM screeners"),
+    option: list[str] = typer.Option([], "--option", help="with --dataset: screener option KEY=VALUE"),
+    split: str = typer.Option("bench", "--split", help="with --dataset: split to screen"),
+) -> None:
     """Critic accuracy, calibration and uncertainty routing: from stored runs, or a dataset's bench split offline."""
     from verifyless.bench import metrics as m
 
     if dataset is not None:
         from verifyless.data.cli import bench_dataset
 
-        bench_dataset(dataset, _registry_screener(screener, model, option, seed), split=split, seed=seed,
-                      repeats=repeats, out=out)
+        bench_dataset(
+            dataset, _registry_screener(screener, model, option, seed), split=split, seed=seed, repeats=repeats, out=out
+        )
         return
     if not runs:
         from verifyless.errors import ConfigError
@@ -83,44 +91,68 @@ def critic(runs: list[str] = typer.Argument(None, help="run ids (or unique prefi
         raise ConfigError("bench critic needs run ids (verifyless bench critic RUN...) or --dataset DIR")
 
     with _open(store) as st:
-        records = [r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run),
-                                                                           min_improving=min_improving)]
+        records = [
+            r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run), min_improving=min_improving)
+        ]
     if not records:
-        console.print("no judged candidate was verified in these runs (a critic-style screener must have produced "
-                      "votes, and the candidate a working verification)")
+        console.print(
+            "no judged candidate was verified in these runs (a critic-style screener must have produced "
+            "votes, and the candidate a working verification)"
+        )
         raise typer.Exit(1)
     groups = {"all": m.critic_metrics(records)}
     groups.update({f"stratum={k}": v for k, v in m.breakdown(records, "stratum").items()})
     groups.update({f"task={k}": v for k, v in m.breakdown(records, "task").items()})
-    route, ks, cal = m.routing_curve(records), m.auroc_vs_k(records, repeats=repeats, seed=seed), m.calibration(records, bins)
+    route, ks, cal = (
+        m.routing_curve(records),
+        m.auroc_vs_k(records, repeats=repeats, seed=seed),
+        m.calibration(records, bins),
+    )
     _print("critic metrics (%)", report.CRITIC_HEADERS, report.critic_rows(groups))
-    _print("uncertainty routing", ["T", "routed %", "error recall %", "errors", "accuracy of kept %"],
-           report.routing_rows(route))
+    _print(
+        "uncertainty routing",
+        ["T", "routed %", "error recall %", "errors", "accuracy of kept %"],
+        report.routing_rows(route),
+    )
     _print("AUROC vs k", ["k", "AUROC", "std", "records"], report.auroc_rows(ks))
-    md = ["# Critic report\n", report.critic_table(groups), "\n## Three-way confusion (rows = truth)\n",
-          report.confusion_table(groups["all"].confusion3)]
+    md = [
+        "# Critic report\n",
+        report.critic_table(groups),
+        "\n## Three-way confusion (rows = truth)\n",
+        report.confusion_table(groups["all"].confusion3),
+    ]
     if groups["all"].confusion5 is not None:
         md += ["\n## Five-level confusion (rows = truth)\n", report.confusion_table(groups["all"].confusion5)]
-    md += ["\n## Routing\n", report.routing_table(route), "\n## AUROC vs k\n", report.auroc_table(ks),
-           f"\nExpected calibration error: {report.fmt(cal.ece)}; Brier score: {report.fmt(cal.brier)}\n"]
+    md += [
+        "\n## Routing\n",
+        report.routing_table(route),
+        "\n## AUROC vs k\n",
+        report.auroc_table(ks),
+        f"\nExpected calibration error: {report.fmt(cal.ece)}; Brier score: {report.fmt(cal.brier)}\n",
+    ]
     _write(out, "critic.md", "".join(md))
     if out is not None:
         from verifyless.bench import plots
 
-        for path in (plots.plot_reliability(cal, out / "reliability.png"),
-                     plots.plot_auroc_vs_k({"critic": ks}, out / "auroc_k.png"),
-                     plots.plot_routing(route, out / "routing.png")):
+        for path in (
+            plots.plot_reliability(cal, out / "reliability.png"),
+            plots.plot_auroc_vs_k({"critic": ks}, out / "auroc_k.png"),
+            plots.plot_routing(route, out / "routing.png"),
+        ):
             console.print(f"wrote {path}")
 
 
 # ---------------------------------------------------------------------- selection
 
+
 @app.command("selection")
-def selection(runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"), store: Path = _STORE,
-              out: Optional[Path] = _OUT,
-              target: str = typer.Option("validation", help="validation | test (hidden, reporting only)"),
-              min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range")
-              ) -> None:
+def selection(
+    runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"),
+    store: Path = _STORE,
+    out: Path | None = _OUT,
+    target: str = typer.Option("validation", help="validation | test (hidden, reporting only)"),
+    min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range"),
+) -> None:
     """Selection advantage and pairwise accuracy on pools with at least two verified candidates."""
     from verifyless.bench import selection as sel
 
@@ -138,14 +170,17 @@ def selection(runs: list[str] = typer.Argument(..., help="run ids (or unique pre
     md = "# Selection report\n\n" + report.selection_table(summaries)
     corr = sel.correlation(advantages, finals)
     if corr.pearson is not None:
-        line = (f"Across {corr.n} runs, selection advantage vs final score: Pearson {corr.pearson:.3f} "
-                f"(p={corr.pearson_p:.3g}), Spearman {corr.spearman:.3f} (p={corr.spearman_p:.3g})")
+        line = (
+            f"Across {corr.n} runs, selection advantage vs final score: Pearson {corr.pearson:.3f} "
+            f"(p={corr.pearson_p:.3g}), Spearman {corr.spearman:.3f} (p={corr.spearman_p:.3g})"
+        )
         console.print(line)
         md += f"\n{line}\n"
     _write(out, "selection.md", md)
 
 
 # ---------------------------------------------------------------------- compare and curves
+
 
 def _final_score(st: Any, run_id: str, target: str, scheme: str) -> float:
     """The run's final node score, normalised with its task's anchors (raw oriented if the task cannot be loaded)."""
@@ -204,12 +239,16 @@ def _arms(st: Any, runs: list[str], labels: list[str]) -> dict[str, list[str]]:
 
 
 @app.command("compare")
-def compare(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
-            label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)"),
-            store: Path = _STORE, out: Optional[Path] = _OUT,
-            target: str = typer.Option("test", help="test (hidden, reported) | validation"),
-            scheme: str = typer.Option("bounded", help="bounded | airs | raw normalisation"),
-            n_boot: int = typer.Option(2000, help="bootstrap resamples"), seed: int = typer.Option(0)) -> None:
+def compare(
+    runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
+    label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)"),
+    store: Path = _STORE,
+    out: Path | None = _OUT,
+    target: str = typer.Option("test", help="test (hidden, reported) | validation"),
+    scheme: str = typer.Option("bounded", help="bounded | airs | raw normalisation"),
+    n_boot: int = typer.Option(2000, help="bootstrap resamples"),
+    seed: int = typer.Option(0),
+) -> None:
     """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
     from verifyless.bench import compare as cmp
 
@@ -218,12 +257,16 @@ def compare(runs: list[str] = typer.Argument(None, help="run ids (or unique pref
         if not arms:
             raise typer.BadParameter("give run ids and/or --label ARM=RUN")
         tasks_of = {r: st.run(r).task for rs in arms.values() for r in rs}
-        scores = {arm: _by_task({r: _final_score(st, r, target, scheme) for r in rs}, tasks_of)
-                  for arm, rs in arms.items()}
+        scores = {
+            arm: _by_task({r: _final_score(st, r, target, scheme) for r in rs}, tasks_of) for arm, rs in arms.items()
+        }
         curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
     estimates = {arm: cmp.arm_score(s, n_boot=n_boot, seed=seed) for arm, s in scores.items() if s}
-    poi = {(a, b): cmp.probability_of_improvement(scores[a], scores[b], n_boot=n_boot, seed=seed)
-           for a, b in itertools.permutations(estimates, 2) if set(scores[a]) & set(scores[b])}
+    poi = {
+        (a, b): cmp.probability_of_improvement(scores[a], scores[b], n_boot=n_boot, seed=seed)
+        for a, b in itertools.permutations(estimates, 2)
+        if set(scores[a]) & set(scores[b])
+    }
     reaches = []
     for a, b in itertools.permutations(arms, 2):
         for task in sorted({c.task for c in curves[a]} & {c.task for c in curves[b]}):
@@ -231,13 +274,17 @@ def compare(runs: list[str] = typer.Argument(None, help="run ids (or unique pref
             if finals:
                 target_fit = float(sorted(finals)[len(finals) // 2])  # median run of B (upper median)
                 reaches.append((task, a, b, [cmp.reach(c, target_fit) for c in curves[a] if c.task == task]))
-    _print(f"final {target} score ({scheme})", ["arm", "final score", "low", "high", "runs"], report.arm_rows(estimates))
+    _print(
+        f"final {target} score ({scheme})", ["arm", "final score", "low", "high", "runs"], report.arm_rows(estimates)
+    )
     if poi:
         _print("probability of improvement", ["A", "B", "P(A > B)", "low", "high"], report.poi_rows(poi))
     if reaches:
-        _print("verifications for A to reach B's final best (validation)",
-               ["task", "A", "B", "target", "reached", "median verifications", "median seconds"],
-               report.reach_rows(reaches))
+        _print(
+            "verifications for A to reach B's final best (validation)",
+            ["task", "A", "B", "target", "reached", "median verifications", "median seconds"],
+            report.reach_rows(reaches),
+        )
     md = ["# Arm comparison\n\n", report.arm_table(estimates)]
     if poi:
         md += ["\n## Probability of improvement\n\n", report.poi_table(poi)]
@@ -257,24 +304,36 @@ def _by_task(values: dict[str, float], tasks_of: dict[str, str]) -> dict[str, li
 
 
 def _plot_curves(curves: dict[str, list[Any]], out: Path, by: str, n_boot: int, seed: int) -> None:
-    from verifyless.bench import compare as cmp, plots
+    from verifyless.bench import compare as cmp
+    from verifyless.bench import plots
 
     for task in sorted({c.task for cs in curves.values() for c in cs}):
-        bands = [cmp.curve_band([c for c in cs if c.task == task], arm, by=by, n_boot=n_boot, seed=seed)
-                 for arm, cs in curves.items() if any(c.task == task and len(c.best) for c in cs)]
+        bands = [
+            cmp.curve_band([c for c in cs if c.task == task], arm, by=by, n_boot=n_boot, seed=seed)
+            for arm, cs in curves.items()
+            if any(c.task == task and len(c.best) for c in cs)
+        ]
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in task)
-        path = plots.plot_curves(bands, out / f"curves_{safe}_{by}.png", title=task,
-                                 xlabel="verifications" if by == "verifications" else "evaluator seconds",
-                                 ylabel="best validation fitness so far")
+        path = plots.plot_curves(
+            bands,
+            out / f"curves_{safe}_{by}.png",
+            title=task,
+            xlabel="verifications" if by == "verifications" else "evaluator seconds",
+            ylabel="best validation fitness so far",
+        )
         console.print(f"wrote {path}")
 
 
 @app.command("curves")
-def curves_cmd(runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
-               label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat"),
-               store: Path = _STORE, out: Path = typer.Option(Path("bench-out"), "--out", help="folder for PNGs"),
-               by: str = typer.Option("verifications", help="verifications | seconds"),
-               n_boot: int = typer.Option(2000), seed: int = typer.Option(0)) -> None:
+def curves_cmd(
+    runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
+    label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat"),
+    store: Path = _STORE,
+    out: Path = typer.Option(Path("bench-out"), "--out", help="folder for PNGs"),
+    by: str = typer.Option("verifications", help="verifications | seconds"),
+    n_boot: int = typer.Option(2000),
+    seed: int = typer.Option(0),
+) -> None:
     """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
     from verifyless.bench import compare as cmp
 
@@ -288,12 +347,15 @@ def curves_cmd(runs: list[str] = typer.Argument(None, help="run ids (or unique p
 
 # ---------------------------------------------------------------------- pools
 
-def collect_pools_command(task: str = typer.Argument(..., help="built-in task name or task folder"),
-                          parents: int = typer.Option(3, "--parents", help="evolution steps (one pool each)"),
-                          n: int = typer.Option(8, "--n", help="candidates per parent, all verified"),
-                          out: Path = typer.Option(..., "--out", help="pool file to write (JSON lines)"),
-                          seed: int = typer.Option(0, "--seed"),
-                          store: Optional[Path] = typer.Option(None, "--store", help="also record the run here")) -> None:
+
+def collect_pools_command(
+    task: str = typer.Argument(..., help="built-in task name or task folder"),
+    parents: int = typer.Option(3, "--parents", help="evolution steps (one pool each)"),
+    n: int = typer.Option(8, "--n", help="candidates per parent, all verified"),
+    out: Path = typer.Option(..., "--out", help="pool file to write (JSON lines)"),
+    seed: int = typer.Option(0, "--seed"),
+    store: Path | None = typer.Option(None, "--store", help="also record the run here"),
+) -> None:
     """Collect pools of fully verified candidates for offline selector replay."""
     from verifyless.bench.pools import collect_pools, save_pools
 
@@ -304,8 +366,9 @@ def collect_pools_command(task: str = typer.Argument(..., help="built-in task na
         store.parent.mkdir(parents=True, exist_ok=True)
         st = RunStore(store)
     try:
-        pools = collect_pools(task, parents=parents, n_per_parent=n, seed=seed, store=st,
-                              progress=lambda msg: console.print(msg))
+        pools = collect_pools(
+            task, parents=parents, n_per_parent=n, seed=seed, store=st, progress=lambda msg: console.print(msg)
+        )
     finally:
         if st is not None:
             st.close()
@@ -314,8 +377,9 @@ def collect_pools_command(task: str = typer.Argument(..., help="built-in task na
     for p in pools:
         ok = [c for c in p.candidates if c.fitness is not None]
         best = max(ok, key=lambda c: c.fitness).score if ok else None  # type: ignore[arg-type, return-value]
-        rows.append([p.pool_id, report.fmt(p.parent_score, 4), str(len(p.candidates)), str(len(ok)),
-                     report.fmt(best, 4)])
+        rows.append(
+            [p.pool_id, report.fmt(p.parent_score, 4), str(len(p.candidates)), str(len(ok)), report.fmt(best, 4)]
+        )
     _print("pools", ["pool", "parent score", "candidates", "verified ok", "best child score"], rows)
     console.print(f"wrote {path}")
 
@@ -325,13 +389,17 @@ app.command("breakeven")(breakeven_command)
 
 
 @app.command("replay-pools")
-def replay_pools(file: Path = typer.Argument(..., help="pool file from collect-pools"),
-                 screener: list[str] = typer.Option(["random"], "--screener",
-                                                    help="registry name, or test-oracle / validation-oracle; repeat"),
-                 model: Optional[str] = typer.Option(None, "--model", help="model spec for LLM screeners"),
-                 option: list[str] = typer.Option([], "--option", help="screener option KEY=VALUE (JSON values)"),
-                 target: str = typer.Option("validation", help="score the pick on validation or test"),
-                 seed: int = typer.Option(0), out: Optional[Path] = _OUT) -> None:
+def replay_pools(
+    file: Path = typer.Argument(..., help="pool file from collect-pools"),
+    screener: list[str] = typer.Option(
+        ["random"], "--screener", help="registry name, or test-oracle / validation-oracle; repeat"
+    ),
+    model: str | None = typer.Option(None, "--model", help="model spec for LLM screeners"),
+    option: list[str] = typer.Option([], "--option", help="screener option KEY=VALUE (JSON values)"),
+    target: str = typer.Option("validation", help="score the pick on validation or test"),
+    seed: int = typer.Option(0),
+    out: Path | None = _OUT,
+) -> None:
     """Run screeners on stored pools (no verification) and report how good their picks were."""
     from verifyless.bench.pools import ScoreOracle, evaluate_selector, load_pools
     from verifyless.bench.selection import SelectionSummary
@@ -351,7 +419,7 @@ def replay_pools(file: Path = typer.Argument(..., help="pool file from collect-p
     _write(out, "replay.md", f"# Selector replay: {file.name} ({target})\n\n" + report.selection_table(summaries))
 
 
-def _registry_screener(name: str, model: Optional[str], options: list[str], seed: int):
+def _registry_screener(name: str, model: str | None, options: list[str], seed: int):
     import json
 
     from verifyless.errors import ConfigError

@@ -22,8 +22,9 @@ All randomness comes from ``numpy.random.default_rng(seed)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,8 +55,14 @@ def _interval(samples: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def bootstrap_ci(values: Sequence[float], stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = N_BOOT,
-                 level: float = LEVEL, seed: int = 0) -> Estimate:
+def bootstrap_ci(
+    values: Sequence[float],
+    stat: Callable[[np.ndarray], float] = np.mean,
+    *,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> Estimate:
     """Percentile bootstrap CI of ``stat`` over i.i.d. ``values`` (resampled with replacement)."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
@@ -95,11 +102,12 @@ def arm_score(scores: ArmScores, *, n_boot: int = N_BOOT, level: float = LEVEL, 
 def _p_greater(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """P(a > b) + 0.5 P(a == b) over all pairs; works on stacked bootstrap rows (..., n) x (..., m)."""
     diff = a[..., :, None] - b[..., None, :]
-    return ((diff > 0).mean(axis=(-2, -1)) + 0.5 * (diff == 0).mean(axis=(-2, -1)))
+    return (diff > 0).mean(axis=(-2, -1)) + 0.5 * (diff == 0).mean(axis=(-2, -1))
 
 
-def probability_of_improvement(a: ArmScores, b: ArmScores, *, n_boot: int = N_BOOT, level: float = LEVEL,
-                               seed: int = 0) -> Estimate:
+def probability_of_improvement(
+    a: ArmScores, b: ArmScores, *, n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0
+) -> Estimate:
     """P(a random run of A beats a random run of B on a random shared task), ties half, stratified bootstrap CI."""
     tasks = [t for t in _tasks(a) if t in b and len(b[t]) > 0]
     if not tasks:
@@ -120,6 +128,7 @@ def probability_of_improvement(a: ArmScores, b: ArmScores, *, n_boot: int = N_BO
 
 
 # ---------------------------------------------------------------------- curves
+
 
 @dataclass(frozen=True)
 class Curve:
@@ -150,8 +159,11 @@ def curve_from_events(run_id: str, task: str, events: Sequence[Any]) -> Curve:
         payload = ev.payload if hasattr(ev, "payload") else ev["payload"]
         charge = ev.charge if hasattr(ev, "charge") else ev.get("charge")
         if charge is not None:
-            total += float(getattr(charge, "evaluator_seconds", 0.0) if not isinstance(charge, Mapping)
-                           else charge.get("evaluator_seconds", 0.0))
+            total += float(
+                getattr(charge, "evaluator_seconds", 0.0)
+                if not isinstance(charge, Mapping)
+                else charge.get("evaluator_seconds", 0.0)
+            )
         else:
             total += sum(float(payload.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
         fit = payload.get("fitness")
@@ -204,9 +216,17 @@ class CurveBand:
     n: np.ndarray
 
 
-def curve_band(curves: Sequence[Curve], label: str = "", *, x: Sequence[float] | None = None,
-               by: str = "verifications", transform: Callable[[float], float] | None = None,
-               n_boot: int = N_BOOT, level: float = LEVEL, seed: int = 0) -> CurveBand:
+def curve_band(
+    curves: Sequence[Curve],
+    label: str = "",
+    *,
+    x: Sequence[float] | None = None,
+    by: str = "verifications",
+    transform: Callable[[float], float] | None = None,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> CurveBand:
     """Mean curve with a CI band; ``by`` is ``verifications`` or ``seconds``; ``transform`` maps fitness (e.g. to a normalised score)."""
     if not curves:
         raise ValueError("curve_band needs at least one curve")
@@ -221,7 +241,9 @@ def curve_band(curves: Sequence[Curve], label: str = "", *, x: Sequence[float] |
         axis = np.asarray(getattr(c, by), dtype=float)
         idx = np.searchsorted(axis, grid, side="right") - 1  # last point at or before each grid value
         ok = idx >= 0
-        best = c.best if transform is None else np.array([transform(v) if math.isfinite(v) else math.nan for v in c.best])
+        best = (
+            c.best if transform is None else np.array([transform(v) if math.isfinite(v) else math.nan for v in c.best])
+        )
         values[i, ok] = best[idx[ok]]
     rng = np.random.default_rng(seed)
     mean, low, high, n = (np.full(grid.size, np.nan) for _ in range(4))

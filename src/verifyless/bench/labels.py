@@ -6,6 +6,7 @@ from verifyless.data.labels import (  # noqa: F401
     THREE,
     ChildOutcome,
     LabelResult,
+    __all__,  # noqa: F401
     five_level,
     label_children,
     label_pairs,
@@ -15,4 +16,3 @@ from verifyless.data.labels import (  # noqa: F401
     three_way,
     to_three,
 )
-from verifyless.data.labels import __all__  # noqa: F401

@@ -35,8 +35,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +49,7 @@ _EPS = 1e-9  # u >= T compared with slack so that 1 - 12/16 >= 0.25 holds despit
 
 
 # ---------------------------------------------------------------------- records
+
 
 @dataclass(frozen=True)
 class CriticRecord:
@@ -113,17 +115,28 @@ def predict(samples: Sequence[str | None]) -> tuple[str | None, str | None]:
     return pred3, next(lab for lab in FIVE if counts.get(lab) == best)
 
 
-def make_record(candidate_id: str, samples: Sequence[str | None], true3: str, true5: str | None = None,
-                **extra: Any) -> CriticRecord:
+def make_record(
+    candidate_id: str, samples: Sequence[str | None], true3: str, true5: str | None = None, **extra: Any
+) -> CriticRecord:
     """A record from the raw sampled labels (votes and predictions derived here)."""
     samples = tuple(samples)
     pred3, pred5 = predict(samples)
-    return CriticRecord(candidate_id=candidate_id, true3=true3, pred3=pred3, votes=votes_of(samples), true5=true5,
-                        pred5=pred5, samples=samples, n_valid=sum(s is not None for s in samples), **extra)
+    return CriticRecord(
+        candidate_id=candidate_id,
+        true3=true3,
+        pred3=pred3,
+        votes=votes_of(samples),
+        true5=true5,
+        pred5=pred5,
+        samples=samples,
+        n_valid=sum(s is not None for s in samples),
+        **extra,
+    )
 
 
-def record_from_evidence(evidence: Mapping[str, Any], true3: str, true5: str | None = None,
-                         **extra: Any) -> CriticRecord | None:
+def record_from_evidence(
+    evidence: Mapping[str, Any], true3: str, true5: str | None = None, **extra: Any
+) -> CriticRecord | None:
     """A record from an ``Evidence.to_dict()``; None when the screener gave no verdicts (e.g. random).
 
     Uses ``detail["sample_labels"]`` (every sample, invalid as None) when
@@ -144,8 +157,9 @@ def record_from_evidence(evidence: Mapping[str, Any], true3: str, true5: str | N
     return CriticRecord(cid, true3, pred3, votes, true5, None, (), int(evidence.get("n_valid") or 1), **extra)
 
 
-def critic_records_from_store(store: Any, run_id: str, *, min_improving: int = MIN_IMPROVING,
-                              tolerance: float = 0.0) -> list[CriticRecord]:
+def critic_records_from_store(
+    store: Any, run_id: str, *, min_improving: int = MIN_IMPROVING, tolerance: float = 0.0
+) -> list[CriticRecord]:
     """Join every ``screening`` event's evidence with the later verification of that candidate.
 
     The truth is the three-way label of the child's validation fitness
@@ -170,8 +184,15 @@ def critic_records_from_store(store: Any, run_id: str, *, min_improving: int = M
             out = outcomes.get(cid)
             if out is None:
                 continue
-            rec = record_from_evidence({**ev, "candidate_id": cid}, out.three, out.five, task=task,
-                                       stratum=screener, parent_id=out.parent_id, delta=out.delta)
+            rec = record_from_evidence(
+                {**ev, "candidate_id": cid},
+                out.three,
+                out.five,
+                task=task,
+                stratum=screener,
+                parent_id=out.parent_id,
+                delta=out.delta,
+            )
             if rec is not None:
                 records[cid] = rec
     return list(records.values())
@@ -179,30 +200,34 @@ def critic_records_from_store(store: Any, run_id: str, *, min_improving: int = M
 
 # ---------------------------------------------------------------------- accuracy metrics
 
+
 def improve_accuracy(pred: Sequence[str | None], true: Sequence[str]) -> float:
     """Binary improve-vs-not accuracy; a missing prediction is wrong."""
     _same_length(pred, true)
-    hits = [p is not None and (to_three(p) == "improve") == (to_three(t) == "improve") for p, t in zip(pred, true)]
+    hits = [
+        p is not None and (to_three(p) == "improve") == (to_three(t) == "improve")
+        for p, t in zip(pred, true, strict=False)
+    ]
     return _mean(hits)
 
 
 def dir3_accuracy(pred: Sequence[str | None], true: Sequence[str]) -> float:
     """Three-way accuracy (five-way inputs are collapsed first)."""
     _same_length(pred, true)
-    return _mean([p is not None and to_three(p) == to_three(t) for p, t in zip(pred, true)])
+    return _mean([p is not None and to_three(p) == to_three(t) for p, t in zip(pred, true, strict=False)])
 
 
 def ladder5_accuracy(pred: Sequence[str | None], true: Sequence[str]) -> float:
     """Exact five-way accuracy."""
     _same_length(pred, true)
-    return _mean([p is not None and p == t for p, t in zip(pred, true)])
+    return _mean([p is not None and p == t for p, t in zip(pred, true, strict=False)])
 
 
 def f1_improve(pred: Sequence[str | None], true: Sequence[str]) -> float:
     """F1 of the improve class: 2TP / (2TP + FP + FN); 0 when there is no positive at all."""
     _same_length(pred, true)
     tp = fp = fn = 0
-    for p, t in zip(pred, true):
+    for p, t in zip(pred, true, strict=False):
         pos_p = p is not None and to_three(p) == "improve"
         pos_t = to_three(t) == "improve"
         tp += pos_p and pos_t
@@ -216,7 +241,7 @@ def confusion_matrix(pred: Sequence[str | None], true: Sequence[str], labels: Se
     _same_length(pred, true)
     index = {lab: i for i, lab in enumerate(labels)}
     out = np.zeros((len(labels), len(labels) + 1), dtype=int)
-    for p, t in zip(pred, true):
+    for p, t in zip(pred, true, strict=False):
         if t not in index:
             raise ValueError(f"true label {t!r} is not one of {list(labels)}")
         out[index[t], index[p] if p is not None and p in index else len(labels)] += 1
@@ -238,8 +263,15 @@ class CriticMetrics:
     confusion5: np.ndarray | None
 
     def row(self) -> dict[str, Any]:
-        return {"n": self.n, "invalid": self.n_invalid, "improve_acc": self.improve_accuracy, "dir3": self.dir3,
-                "f1": self.f1, "ladder5": self.ladder5, "n_ladder": self.n_ladder}
+        return {
+            "n": self.n,
+            "invalid": self.n_invalid,
+            "improve_acc": self.improve_accuracy,
+            "dir3": self.dir3,
+            "f1": self.f1,
+            "ladder5": self.ladder5,
+            "n_ladder": self.n_ladder,
+        }
 
 
 def critic_metrics(records: Sequence[CriticRecord]) -> CriticMetrics:
@@ -264,8 +296,9 @@ def critic_metrics(records: Sequence[CriticRecord]) -> CriticMetrics:
     )
 
 
-def breakdown(records: Sequence[CriticRecord], key: Callable[[CriticRecord], str] | str = "stratum"
-              ) -> dict[str, CriticMetrics]:
+def breakdown(
+    records: Sequence[CriticRecord], key: Callable[[CriticRecord], str] | str = "stratum"
+) -> dict[str, CriticMetrics]:
     """Metrics per group; ``key`` is a record attribute name (``stratum``, ``task``) or a function."""
     get = (lambda r: str(getattr(r, key))) if isinstance(key, str) else key
     groups: dict[str, list[CriticRecord]] = {}
@@ -276,12 +309,13 @@ def breakdown(records: Sequence[CriticRecord], key: Callable[[CriticRecord], str
 
 # ---------------------------------------------------------------------- calibration
 
+
 @dataclass(frozen=True)
 class CalibrationBin:
     low: float
     high: float
     count: int
-    mean_predicted: float | None   # mean P(improve) in the bin
+    mean_predicted: float | None  # mean P(improve) in the bin
     fraction_improve: float | None  # observed share of true improves in the bin
 
 
@@ -314,11 +348,13 @@ def calibration(records: Sequence[CriticRecord], n_bins: int = 10) -> Calibratio
             ece += n * abs(mp - fy)  # type: ignore[operator]
         bins.append(CalibrationBin(float(edges[b]), float(edges[b + 1]), n, mp, fy))
     total = len(p)
-    return Calibration(tuple(bins), ece / total if total else None,
-                       float(np.mean((p - y) ** 2)) if total else None, total)
+    return Calibration(
+        tuple(bins), ece / total if total else None, float(np.mean((p - y) ** 2)) if total else None, total
+    )
 
 
 # ---------------------------------------------------------------------- uncertainty
+
 
 def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float | None:
     """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); None unless both classes occur."""
@@ -345,8 +381,9 @@ class AurocPoint:
     n: int
 
 
-def auroc_vs_k(records: Sequence[CriticRecord], ks: Sequence[int] = KS, *, repeats: int = 5,
-               seed: int = 0) -> list[AurocPoint]:
+def auroc_vs_k(
+    records: Sequence[CriticRecord], ks: Sequence[int] = KS, *, repeats: int = 5, seed: int = 0
+) -> list[AurocPoint]:
     """AUROC of the improve vote share over k subsampled stored samples, for each k (see module docstring)."""
     rng = random.Random(seed)
     out = []
@@ -361,8 +398,14 @@ def auroc_vs_k(records: Sequence[CriticRecord], ks: Sequence[int] = KS, *, repea
             value = auroc(scores, [r.true3 == "improve" for r in usable])
             if value is not None:
                 values.append(value)
-        out.append(AurocPoint(int(k), float(np.mean(values)) if values else None,
-                              float(np.std(values)) if values else None, len(usable)))
+        out.append(
+            AurocPoint(
+                int(k),
+                float(np.mean(values)) if values else None,
+                float(np.std(values)) if values else None,
+                len(usable),
+            )
+        )
     return out
 
 
@@ -385,14 +428,22 @@ def routing_curve(records: Sequence[CriticRecord], thresholds: Sequence[float] =
     out = []
     for t in thresholds:
         routed = [r.uncertainty >= t - _EPS for r in records]
-        caught = sum(e and rt for e, rt in zip(errors, routed))
-        kept = [not e for e, rt in zip(errors, routed) if not rt]
-        out.append(RoutePoint(float(t), sum(routed) / n if n else 0.0, caught / n_err if n_err else None, n_err,
-                              _mean(kept) if kept else None))
+        caught = sum(e and rt for e, rt in zip(errors, routed, strict=False))
+        kept = [not e for e, rt in zip(errors, routed, strict=False) if not rt]
+        out.append(
+            RoutePoint(
+                float(t),
+                sum(routed) / n if n else 0.0,
+                caught / n_err if n_err else None,
+                n_err,
+                _mean(kept) if kept else None,
+            )
+        )
     return out
 
 
 # ---------------------------------------------------------------------- helpers
+
 
 def _mean(values: Iterable[bool | float]) -> float:
     vals = list(values)

@@ -25,9 +25,10 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from verifyless.bench.compare import Estimate, bootstrap_ci
 from verifyless.bench.selection import Pool, SelectionSummary, summarize_selection
@@ -48,10 +49,10 @@ class PoolCandidate:
     program_hash: str = ""
     summary: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
-    score: float | None = None          # raw validation metric
-    test_score: float | None = None     # raw hidden test metric (measurement only)
-    fitness: float | None = None        # oriented validation (higher is better)
-    test_fitness: float | None = None   # oriented hidden test
+    score: float | None = None  # raw validation metric
+    test_score: float | None = None  # raw hidden test metric (measurement only)
+    fitness: float | None = None  # oriented validation (higher is better)
+    test_fitness: float | None = None  # oriented hidden test
     seconds: float = 0.0
     reason: str = ""
 
@@ -86,7 +87,7 @@ class PoolRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PoolRecord":
+    def from_dict(cls, data: Mapping[str, Any]) -> PoolRecord:
         d = dict(data)
         d["candidates"] = tuple(PoolCandidate(**c) for c in d.get("candidates", ()))
         d["criteria"] = tuple(d.get("criteria", ()))
@@ -118,17 +119,44 @@ def load_pools(path: str | Path) -> list[PoolRecord]:
 
 # ---------------------------------------------------------------------- collection
 
-def collect_pools(task: Task | str, *, parents: int = 3, n_per_parent: int = 8, seed: int = 0, store: Any = None,
-                  sandbox: Any = None, roles: Any = None,
-                  progress: Callable[[str], None] | None = None) -> list[PoolRecord]:
+
+def collect_pools(
+    task: Task | str,
+    *,
+    parents: int = 3,
+    n_per_parent: int = 8,
+    seed: int = 0,
+    store: Any = None,
+    sandbox: Any = None,
+    roles: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[PoolRecord]:
     """Build the pool dataset (see module docstring). Synchronous wrapper of ``collect_pools_async``."""
-    return asyncio.run(collect_pools_async(task, parents=parents, n_per_parent=n_per_parent, seed=seed, store=store,
-                                           sandbox=sandbox, roles=roles, progress=progress))
+    return asyncio.run(
+        collect_pools_async(
+            task,
+            parents=parents,
+            n_per_parent=n_per_parent,
+            seed=seed,
+            store=store,
+            sandbox=sandbox,
+            roles=roles,
+            progress=progress,
+        )
+    )
 
 
-async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_parent: int = 8, seed: int = 0,
-                              store: Any = None, sandbox: Any = None, roles: Any = None,
-                              progress: Callable[[str], None] | None = None) -> list[PoolRecord]:
+async def collect_pools_async(
+    task: Task | str,
+    *,
+    parents: int = 3,
+    n_per_parent: int = 8,
+    seed: int = 0,
+    store: Any = None,
+    sandbox: Any = None,
+    roles: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[PoolRecord]:
     """Collect pools. ``roles`` defaults to the task's idea-space roles, ``sandbox`` to ``LocalSandbox()``."""
     from verifyless.child import ChildMaker, status_for
     from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure
@@ -152,8 +180,11 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
     rng = random.Random(seed)
     run_id = None
     if store is not None:
-        run_id = store.create_run(task.name, {"kind": "collect-pools", "parents": parents,
-                                              "n_per_parent": n_per_parent, "seed": seed}, seed=seed)
+        run_id = store.create_run(
+            task.name,
+            {"kind": "collect-pools", "parents": parents, "n_per_parent": n_per_parent, "seed": seed},
+            seed=seed,
+        )
     brief = await roles.briefer.brief(task)
     cache: dict[str, Verification] = {}
 
@@ -164,9 +195,16 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
             cache[digest] = await asyncio.to_thread(verify, task, program, sandbox)
         v = cache[digest]
         if store is not None:
-            cand = Candidate(id=cid, parent_id=parent_id, operator=Operator.BASELINE if parent_id is None else
-                             Operator.IMPROVE, idea=idea, program=program, program_hash=digest, summary=summary,
-                             round=step)
+            cand = Candidate(
+                id=cid,
+                parent_id=parent_id,
+                operator=Operator.BASELINE if parent_id is None else Operator.IMPROVE,
+                idea=idea,
+                program=program,
+                program_hash=digest,
+                summary=summary,
+                round=step,
+            )
             store.add_candidate(run_id, cand, status=Status.IMPLEMENTED.value)
             store.add_verification(run_id, cid, v, _orient(task, v.score))
         return v
@@ -190,28 +228,59 @@ async def collect_pools_async(task: Task | str, *, parents: int = 3, n_per_paren
                 continue
             made = await maker.make(parent, proposal)
             if not made.ok:
-                members.append(PoolCandidate(cid, proposal.text, made.status.value, params=dict(proposal.params),
-                                             reason=made.reason))
+                members.append(
+                    PoolCandidate(
+                        cid, proposal.text, made.status.value, params=dict(proposal.params), reason=made.reason
+                    )
+                )
                 continue
             program, summary = made.program, made.summary
             v = await check(cid, parent.id, proposal, program, summary, step + 1)
-            members.append(PoolCandidate(
-                id=cid, idea=proposal.text, status=v.status.value, program=program, program_hash=content_hash(program),
-                summary=summary, params=dict(proposal.params), score=v.score, test_score=v.test_score,
-                fitness=_orient(task, v.score), test_fitness=_orient(task, v.test_score), seconds=v.seconds,
-                reason=v.reason))
-        pools.append(PoolRecord(
-            task=task.name, pool_id=f"{task.name}:s{step}", step=step, parent_id=parent.id or "root",
-            parent_program=parent.program, parent_summary=parent.summary, parent_score=parent.score,
-            parent_fitness=_orient(task, parent.score), candidates=tuple(members), seed=seed,
-            understanding=brief.understanding, criteria=tuple(brief.criteria)))
+            members.append(
+                PoolCandidate(
+                    id=cid,
+                    idea=proposal.text,
+                    status=v.status.value,
+                    program=program,
+                    program_hash=content_hash(program),
+                    summary=summary,
+                    params=dict(proposal.params),
+                    score=v.score,
+                    test_score=v.test_score,
+                    fitness=_orient(task, v.score),
+                    test_fitness=_orient(task, v.test_score),
+                    seconds=v.seconds,
+                    reason=v.reason,
+                )
+            )
+        pools.append(
+            PoolRecord(
+                task=task.name,
+                pool_id=f"{task.name}:s{step}",
+                step=step,
+                parent_id=parent.id or "root",
+                parent_program=parent.program,
+                parent_summary=parent.summary,
+                parent_score=parent.score,
+                parent_fitness=_orient(task, parent.score),
+                candidates=tuple(members),
+                seed=seed,
+                understanding=brief.understanding,
+                criteria=tuple(brief.criteria),
+            )
+        )
         ok = [c for c in members if c.fitness is not None]
         say(f"pool {step}: {len(members)} candidates, {len(ok)} verified ok")
         if not ok:
             break
         best = max(ok, key=lambda c: c.fitness)  # type: ignore[arg-type, return-value]
-        parent = ParentInfo(id=best.id, program=best.program, score=best.score, summary=best.summary,
-                            idea=Idea(best.idea, dict(best.params)))
+        parent = ParentInfo(
+            id=best.id,
+            program=best.program,
+            score=best.score,
+            summary=best.summary,
+            idea=Idea(best.idea, dict(best.params)),
+        )
     if store is not None:
         store.set_status(run_id, "finished")
     return pools
@@ -222,6 +291,7 @@ def _orient(task: Task, value: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------------- replay
+
 
 class ScoreOracle:
     """Ranks candidates by known scores (higher first, unknown last) and chooses the top one.
@@ -238,7 +308,7 @@ class ScoreOracle:
         self.name = name
 
     @classmethod
-    def from_pools(cls, pools: Sequence[PoolRecord], target: Target = "test") -> "ScoreOracle":
+    def from_pools(cls, pools: Sequence[PoolRecord], target: Target = "test") -> ScoreOracle:
         scores: dict[str, float | None] = {}
         for p in pools:
             for c in p.candidates:
@@ -253,8 +323,9 @@ class ScoreOracle:
     async def screen(self, ctx: Any, candidates: Sequence[Candidate]) -> Screening:
         values = {c.id: self._value(c) for c in candidates}
         ranking = sorted(values, key=lambda cid: -values[cid])  # stable: input order among equals
-        evidence = {cid: Evidence(cid, rank_value=v, uncertainty=0.0, detail={"oracle": self.name})
-                    for cid, v in values.items()}
+        evidence = {
+            cid: Evidence(cid, rank_value=v, uncertainty=0.0, detail={"oracle": self.name}) for cid, v in values.items()
+        }
         return Screening(self.name, tuple(ranking), tuple(ranking[:1]), evidence, 0.0)
 
 
@@ -271,26 +342,57 @@ class SelectorReport:
 
     def row(self) -> dict[str, Any]:
         s = self.summary
-        return {"screener": self.screener, "pools": s.n_pools, "advantage": s.advantage, "normalized": s.normalized,
-                "regret": s.regret, "top1": s.top1, "pairwise": s.pairwise.accuracy}
+        return {
+            "screener": self.screener,
+            "pools": s.n_pools,
+            "advantage": s.advantage,
+            "normalized": s.normalized,
+            "regret": s.regret,
+            "top1": s.top1,
+            "pairwise": s.pairwise.accuracy,
+        }
 
 
 def pool_candidates(pool: PoolRecord) -> list[Candidate]:
     """The implemented children as ``Candidate`` records, as the engine would have screened them."""
-    return [Candidate(id=c.id, parent_id=pool.parent_id, operator=Operator.IMPROVE, idea=Idea(c.idea, dict(c.params)),
-                      program=c.program, program_hash=c.program_hash or content_hash(c.program), summary=c.summary,
-                      round=pool.step + 1) for c in pool.candidates if c.implemented]
+    return [
+        Candidate(
+            id=c.id,
+            parent_id=pool.parent_id,
+            operator=Operator.IMPROVE,
+            idea=Idea(c.idea, dict(c.params)),
+            program=c.program,
+            program_hash=c.program_hash or content_hash(c.program),
+            summary=c.summary,
+            round=pool.step + 1,
+        )
+        for c in pool.candidates
+        if c.implemented
+    ]
 
 
-def evaluate_selector(pools: Sequence[PoolRecord], screener: Any, *, target: Target = "validation", seed: int = 0,
-                      tasks: Mapping[str, Task] | None = None, n_boot: int = 2000) -> SelectorReport:
+def evaluate_selector(
+    pools: Sequence[PoolRecord],
+    screener: Any,
+    *,
+    target: Target = "validation",
+    seed: int = 0,
+    tasks: Mapping[str, Task] | None = None,
+    n_boot: int = 2000,
+) -> SelectorReport:
     """Replay ``screener`` on every pool (synchronous wrapper of ``evaluate_selector_async``)."""
     return asyncio.run(evaluate_selector_async(pools, screener, target=target, seed=seed, tasks=tasks, n_boot=n_boot))
 
 
-async def evaluate_selector_async(pools: Sequence[PoolRecord], screener: Any, *, target: Target = "validation",
-                                  seed: int = 0, tasks: Mapping[str, Task] | None = None,
-                                  n_boot: int = 2000) -> SelectorReport:
+async def evaluate_selector_async(
+    pools: Sequence[PoolRecord],
+    screener: Any,
+    *,
+    target: Target = "validation",
+    seed: int = 0,
+    tasks: Mapping[str, Task] | None = None,
+    n_boot: int = 2000,
+) -> SelectorReport:
     """Screen each pool once, take the first chosen id (else the top ranked) and score the pick.
 
     Each pool gets its own ``random.Random(f"{seed}:{pool_id}")`` so results
@@ -314,25 +416,35 @@ async def evaluate_selector_async(pools: Sequence[PoolRecord], screener: Any, *,
             from verifyless.task import load_task
 
             loaded[pool.task] = load_task(pool.task)
-        parent = ParentInfo(id=pool.parent_id, program=pool.parent_program, score=pool.parent_score,
-                            summary=pool.parent_summary)
+        parent = ParentInfo(
+            id=pool.parent_id, program=pool.parent_program, score=pool.parent_score, summary=pool.parent_summary
+        )
         brief = TaskBrief(pool.understanding, tuple(pool.criteria)) if (pool.understanding or pool.criteria) else None
-        ctx = ScreenContext(task=loaded[pool.task], parent=parent, rng=random.Random(f"{seed}:{pool.pool_id}"),
-                            brief=brief, summaries={pool.parent_id: pool.parent_summary}, n_verify=1,
-                            round=pool.step + 1)
+        ctx = ScreenContext(
+            task=loaded[pool.task],
+            parent=parent,
+            rng=random.Random(f"{seed}:{pool.pool_id}"),
+            brief=brief,
+            summaries={pool.parent_id: pool.parent_summary},
+            n_verify=1,
+            round=pool.step + 1,
+        )
         screening = await screener.screen(ctx, cands)
         pick = screening.chosen[0] if screening.chosen else (screening.ranking[0] if screening.ranking else None)
         chosen[pool.pool_id] = pick
         n = len(screening.ranking)
-        values = {cid: float(screening.evidence[cid].rank_value) if cid in screening.evidence else float(n - i)
-                  for i, cid in enumerate(screening.ranking)}
+        values = {
+            cid: float(screening.evidence[cid].rank_value) if cid in screening.evidence else float(n - i)
+            for i, cid in enumerate(screening.ranking)
+        }
         scores = {c.id: c.target(target) for c in pool.candidates if c.implemented}
         outcomes.append(Pool(pool.pool_id, scores, pick, values))
     summary = summarize_selection(outcomes)
     normalized = [s.normalized for s in summary.pools if not s.degenerate]
     ci = bootstrap_ci(normalized, n_boot=n_boot, seed=seed) if normalized else None
-    return SelectorReport(getattr(screener, "name", type(screener).__name__), target, summary, ci, chosen,
-                          time.monotonic() - started)
+    return SelectorReport(
+        getattr(screener, "name", type(screener).__name__), target, summary, ci, chosen, time.monotonic() - started
+    )
 
 
 __all__ = [

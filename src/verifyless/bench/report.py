@@ -8,7 +8,8 @@ a header list and rows of already formatted cells.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,7 @@ def fmt(value: Any, digits: int = 3, percent: bool = False) -> str:
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A markdown table; cells are formatted with ``fmt`` and pipes escaped."""
+
     def cell(v: Any) -> str:
         return (v if isinstance(v, str) else fmt(v)).replace("|", "\\|")
 
@@ -49,8 +51,19 @@ CRITIC_HEADERS = ["group", "n", "invalid", "Improve acc %", "Dir-3 %", "F1 %", "
 
 
 def critic_rows(groups: Mapping[str, CriticMetrics]) -> list[list[str]]:
-    return [[name, fmt(m.n), fmt(m.n_invalid), fmt(m.improve_accuracy, percent=True), fmt(m.dir3, percent=True),
-             fmt(m.f1, percent=True), fmt(m.ladder5, percent=True), fmt(m.n_ladder)] for name, m in groups.items()]
+    return [
+        [
+            name,
+            fmt(m.n),
+            fmt(m.n_invalid),
+            fmt(m.improve_accuracy, percent=True),
+            fmt(m.dir3, percent=True),
+            fmt(m.f1, percent=True),
+            fmt(m.ladder5, percent=True),
+            fmt(m.n_ladder),
+        ]
+        for name, m in groups.items()
+    ]
 
 
 def critic_table(groups: Mapping[str, CriticMetrics]) -> str:
@@ -62,7 +75,7 @@ def confusion_table(matrix: np.ndarray, labels: Sequence[str] | None = None) -> 
     """Rows = true label, columns = predicted label (+ invalid)."""
     labels = list(labels or (THREE if matrix.shape[0] == 3 else FIVE))
     headers = ["true \\ predicted", *labels, "invalid"]
-    return markdown_table(headers, [[lab, *map(int, row)] for lab, row in zip(labels, matrix)])
+    return markdown_table(headers, [[lab, *map(int, row)] for lab, row in zip(labels, matrix, strict=False)])
 
 
 def auroc_rows(points: Sequence[AurocPoint]) -> list[list[str]]:
@@ -74,22 +87,48 @@ def auroc_table(points: Sequence[AurocPoint]) -> str:
 
 
 def routing_rows(points: Sequence[RoutePoint]) -> list[list[str]]:
-    return [[fmt(p.threshold, 2), fmt(p.routed_fraction, percent=True), fmt(p.error_recall, percent=True),
-             fmt(p.n_errors), fmt(p.kept_accuracy, percent=True)] for p in points]
+    return [
+        [
+            fmt(p.threshold, 2),
+            fmt(p.routed_fraction, percent=True),
+            fmt(p.error_recall, percent=True),
+            fmt(p.n_errors),
+            fmt(p.kept_accuracy, percent=True),
+        ]
+        for p in points
+    ]
 
 
 def routing_table(points: Sequence[RoutePoint]) -> str:
     return markdown_table(["T", "routed %", "error recall %", "errors", "accuracy of kept %"], routing_rows(points))
 
 
-SELECTION_HEADERS = ["selector", "pools", "advantage", "normalised (rand 0, oracle 1)", "regret", "top-1 %",
-                     "pairwise %", "pairs (dropped)"]
+SELECTION_HEADERS = [
+    "selector",
+    "pools",
+    "advantage",
+    "normalised (rand 0, oracle 1)",
+    "regret",
+    "top-1 %",
+    "pairwise %",
+    "pairs (dropped)",
+]
 
 
 def selection_rows(summaries: Mapping[str, SelectionSummary]) -> list[list[str]]:
-    return [[name, fmt(s.n_pools), fmt(s.advantage, 4), fmt(s.normalized), fmt(s.regret, 4), fmt(s.top1, percent=True),
-             fmt(s.pairwise.accuracy, percent=True), f"{s.pairwise.n_pairs} ({s.pairwise.n_dropped})"]
-            for name, s in summaries.items()]
+    return [
+        [
+            name,
+            fmt(s.n_pools),
+            fmt(s.advantage, 4),
+            fmt(s.normalized),
+            fmt(s.regret, 4),
+            fmt(s.top1, percent=True),
+            fmt(s.pairwise.accuracy, percent=True),
+            f"{s.pairwise.n_pairs} ({s.pairwise.n_dropped})",
+        ]
+        for name, s in summaries.items()
+    ]
 
 
 def selection_table(summaries: Mapping[str, SelectionSummary]) -> str:
@@ -119,16 +158,25 @@ def reach_rows(rows: Sequence[tuple[str, str, str, Sequence[Reach]]]) -> list[li
     out = []
     for task, a, b, reaches in rows:
         got = [r for r in reaches if r.verifications is not None]
-        out.append([task, a, b, fmt(reaches[0].target if reaches else None, 4), f"{len(got)}/{len(reaches)}",
-                    fmt(float(np.median([r.verifications for r in got])) if got else None, 1),
-                    fmt(float(np.median([r.seconds for r in got])) if got else None, 1)])
+        out.append(
+            [
+                task,
+                a,
+                b,
+                fmt(reaches[0].target if reaches else None, 4),
+                f"{len(got)}/{len(reaches)}",
+                fmt(float(np.median([r.verifications for r in got])) if got else None, 1),
+                fmt(float(np.median([r.seconds for r in got])) if got else None, 1),
+            ]
+        )
     return out
 
 
 def reach_table(rows: Sequence[tuple[str, str, str, Sequence[Reach]]]) -> str:
     """Per task: how many runs of A reached B's final best, and the median verifications / seconds it took."""
-    return markdown_table(["task", "A", "B", "target (B final)", "reached", "median verifications",
-                           "median seconds"], reach_rows(rows))
+    return markdown_table(
+        ["task", "A", "B", "target (B final)", "reached", "median verifications", "median seconds"], reach_rows(rows)
+    )
 
 
 __all__ = [

@@ -25,7 +25,8 @@ to ``task.yaml``.
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from verifyless.errors import TaskError
 from verifyless.task.base import Anchors, Metric
@@ -54,8 +55,10 @@ def airs_score(s: float | None, anchors: Anchors, *, clip: bool = False, eps: fl
         return 0.0
     lo, hi = phi(anchors.floor, anchors.bound, eps), phi(s_sota, anchors.bound, eps)
     if hi == lo:
-        raise TaskError(f"anchors floor ({anchors.floor}) and sota ({s_sota}) are equally far from the optimum; "
-                        "the AIRS scale is undefined: fix the anchors in task.yaml")
+        raise TaskError(
+            f"anchors floor ({anchors.floor}) and sota ({s_sota}) are equally far from the optimum; "
+            "the AIRS scale is undefined: fix the anchors in task.yaml"
+        )
     ns = (phi(s, anchors.bound, eps) - lo) / (hi - lo)  # type: ignore[arg-type]
     return min(1.0, max(0.0, ns)) if clip else ns
 
@@ -76,12 +79,14 @@ def bounded_score(s: float | None, anchors: Anchors, metric: Metric) -> float:
         points.append((metric.orient(anchors.reference), 0.5))
     if anchors.bound is not None:
         points.append((metric.orient(anchors.bound), 1.0))
-    if any(b[0] <= a[0] for a, b in zip(points, points[1:])):
-        raise TaskError(f"anchors {anchors} are not ordered floor < reference < bound in the metric's direction "
-                        f"({metric.direction}); fix them in task.yaml")
+    if any(b[0] <= a[0] for a, b in zip(points, points[1:], strict=False)):
+        raise TaskError(
+            f"anchors {anchors} are not ordered floor < reference < bound in the metric's direction "
+            f"({metric.direction}); fix them in task.yaml"
+        )
     if x <= floor:
         return 0.0
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
         if x <= x1:
             return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     if anchors.bound is not None:
@@ -104,8 +109,9 @@ def normalize(s: float | None, metric: Metric, anchors: Anchors, scheme: Scheme 
     raise ValueError(f"unknown normalisation scheme {scheme!r}; use bounded, airs or raw")
 
 
-def normalize_all(scores: Sequence[float | None], metric: Metric, anchors: Anchors,
-                  scheme: Scheme = "bounded") -> list[float]:
+def normalize_all(
+    scores: Sequence[float | None], metric: Metric, anchors: Anchors, scheme: Scheme = "bounded"
+) -> list[float]:
     return [normalize(s, metric, anchors, scheme) for s in scores]
 
 

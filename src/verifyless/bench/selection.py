@@ -25,8 +25,9 @@ it instead). Pools in which nothing worked are skipped.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -88,9 +89,16 @@ def pool_stats(pool: Pool, fill: Literal["min", "drop"] = "min") -> PoolStats | 
     values = list(scores.values())
     chosen = scores[pool.chosen]
     top = max(values)
-    return PoolStats(pool.pool_id, len(values), pool.chosen, selection_advantage(chosen, values),
-                     normalized_advantage(chosen, values), top - chosen, chosen >= top,
-                     top - float(np.mean(values)) <= 0)
+    return PoolStats(
+        pool.pool_id,
+        len(values),
+        pool.chosen,
+        selection_advantage(chosen, values),
+        normalized_advantage(chosen, values),
+        top - chosen,
+        chosen >= top,
+        top - float(np.mean(values)) <= 0,
+    )
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,9 @@ class Pairwise:
     n_dropped: int
 
 
-def pairwise_accuracy(pools: Iterable[Pool], min_gap: float = MIN_GAP, fill: Literal["min", "drop"] = "min") -> Pairwise:
+def pairwise_accuracy(
+    pools: Iterable[Pool], min_gap: float = MIN_GAP, fill: Literal["min", "drop"] = "min"
+) -> Pairwise:
     """Share of sibling pairs the selector orders like the scores (see module docstring)."""
     right, n, dropped = 0.0, 0, 0
     for pool in pools:
@@ -112,7 +122,7 @@ def pairwise_accuracy(pools: Iterable[Pool], min_gap: float = MIN_GAP, fill: Lit
             continue
         span = max(scores.values()) - min(scores.values())
         for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
+            for b in ids[i + 1 :]:
                 gap = scores[a] - scores[b]
                 if span <= 0 or abs(gap) / span < min_gap:
                     dropped += 1
@@ -138,8 +148,9 @@ class SelectionSummary:
     pools: tuple[PoolStats, ...] = ()
 
 
-def summarize_selection(pools: Sequence[Pool], *, min_gap: float = MIN_GAP,
-                        fill: Literal["min", "drop"] = "min") -> SelectionSummary:
+def summarize_selection(
+    pools: Sequence[Pool], *, min_gap: float = MIN_GAP, fill: Literal["min", "drop"] = "min"
+) -> SelectionSummary:
     stats = [s for s in (pool_stats(p, fill) for p in pools) if s is not None]
     informative = [s for s in stats if not s.degenerate]
 
@@ -147,7 +158,8 @@ def summarize_selection(pools: Sequence[Pool], *, min_gap: float = MIN_GAP,
         return float(np.mean(values)) if values else None
 
     return SelectionSummary(
-        n_pools=len(stats), n_degenerate=len(stats) - len(informative),
+        n_pools=len(stats),
+        n_degenerate=len(stats) - len(informative),
         advantage=mean([s.advantage for s in stats]),
         normalized=mean([s.normalized for s in informative]),
         regret=mean([s.regret for s in stats]),
@@ -208,10 +220,14 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
             scores[cid] = _oriented(row, target, sign)
         if len(scores) < 2 or not ranking:
             continue
-        values = {cid: float((evidence.get(cid) or {}).get("rank_value", len(ranking) - i))
-                  for i, cid in enumerate(ranking) if cid in scores}
-        pools.append(Pool(f"r{p.get('round', '?')}:{event.seq}", scores, ranking[0] if ranking[0] in scores else None,
-                          values))
+        values = {
+            cid: float((evidence.get(cid) or {}).get("rank_value", len(ranking) - i))
+            for i, cid in enumerate(ranking)
+            if cid in scores
+        }
+        pools.append(
+            Pool(f"r{p.get('round', '?')}:{event.seq}", scores, ranking[0] if ranking[0] in scores else None, values)
+        )
     return pools
 
 

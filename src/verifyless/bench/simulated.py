@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class CriticSpec:
             raise ValueError("confusion must be a 3x3 row-stochastic matrix over (improve, tie, lose)")
         return m
 
-    def with_(self, **changes: object) -> "CriticSpec":
+    def with_(self, **changes: object) -> CriticSpec:
         from dataclasses import replace
 
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -223,8 +223,9 @@ def _sample(row: Sequence[float], rng: random.Random) -> int:
 
 def measured_dir3(spec: CriticSpec, deltas: Sequence[float | None], *, seed: int = 0) -> float:
     """Balanced per-sample three-way accuracy of ``spec`` on these true changes (a self-check)."""
-    critic = SimulatedCritic(spec, World(task="flat", direction="maximize", dimensions={}, baseline={}, points=()),
-                             seed)
+    critic = SimulatedCritic(
+        spec, World(task="flat", direction="maximize", dimensions={}, baseline={}, points=()), seed
+    )
     hits: dict[int, list[int]] = {0: [], 1: [], 2: []}
     back = {"Tie": 1, "Lose": 2}
     for d in deltas:
@@ -236,6 +237,7 @@ def measured_dir3(spec: CriticSpec, deltas: Sequence[float | None], *, seed: int
 
 
 # ---------------------------------------------------------------------- pairwise judges and the cascade (issue 16)
+
 
 class SimulatedJudge:
     """A pairwise judge of known accuracy: names the truly better of two candidates with probability ``accuracy``.
@@ -310,6 +312,21 @@ class CascadeSelector(SimulatedCritic):
         return pool.candidates.index(self.judge.knockout(pool.world, finalists, pool.rng))
 
 
-__all__ = ["CascadeSelector", "CriticSpec", "DIRECTIONS", "LADDER", "PRESETS", "SimulatedCritic", "SimulatedJudge",
-           "TieBrokenCritic", "TournamentSelector", "confusion_for", "critic_factory",
-           "majority_accuracy", "measured_dir3", "true_direction", "true_tier", "world_sigma"]
+__all__ = [
+    "CascadeSelector",
+    "CriticSpec",
+    "DIRECTIONS",
+    "LADDER",
+    "PRESETS",
+    "SimulatedCritic",
+    "SimulatedJudge",
+    "TieBrokenCritic",
+    "TournamentSelector",
+    "confusion_for",
+    "critic_factory",
+    "majority_accuracy",
+    "measured_dir3",
+    "true_direction",
+    "true_tier",
+    "world_sigma",
+]

@@ -33,9 +33,10 @@ import logging
 import math
 import random
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from verifyless.task.base import Task
 
@@ -62,9 +63,15 @@ class WorldPoint:
         return assignment_key(self.assignment)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"assignment": dict(self.assignment), "status": self.status, "score": self.score,
-                "test_score": self.test_score, "seconds": round(self.seconds, 3), "reason": self.reason[:300],
-                "program_hash": self.program_hash}
+        return {
+            "assignment": dict(self.assignment),
+            "status": self.status,
+            "score": self.score,
+            "test_score": self.test_score,
+            "seconds": round(self.seconds, 3),
+            "reason": self.reason[:300],
+            "program_hash": self.program_hash,
+        }
 
 
 @dataclass(frozen=True)
@@ -122,12 +129,20 @@ def assignment_key(assignment: Assignment) -> tuple[tuple[str, str], ...]:
 
 # ---------------------------------------------------------------------- files
 
+
 def _header(task: Task, seed: int) -> dict[str, Any]:
     space = task.idea_space
     assert space is not None
-    return {"kind": "world", "version": WORLD_VERSION, "task": task.name, "seed": seed, "metric": task.metric.name,
-            "direction": task.metric.direction, "baseline": dict(space.baseline),
-            "dimensions": {d: [o.name for o in opts] for d, opts in space.dimensions.items()}}
+    return {
+        "kind": "world",
+        "version": WORLD_VERSION,
+        "task": task.name,
+        "seed": seed,
+        "metric": task.metric.name,
+        "direction": task.metric.direction,
+        "baseline": dict(space.baseline),
+        "dimensions": {d: [o.name for o in opts] for d, opts in space.dimensions.items()},
+    }
 
 
 def load_world(path: str | Path) -> World:
@@ -144,13 +159,20 @@ def load_world(path: str | Path) -> World:
             points.append(WorldPoint(**json.loads(line)))
         except (json.JSONDecodeError, TypeError) as exc:
             raise ValueError(f"{path}:{i}: not a world point ({exc})") from exc
-    return World(task=head["task"], direction=head["direction"],
-                 dimensions={d: tuple(o) for d, o in head["dimensions"].items()}, baseline=head["baseline"],
-                 points=tuple(points), seed=int(head.get("seed", 0)), metric=head.get("metric", ""))
+    return World(
+        task=head["task"],
+        direction=head["direction"],
+        dimensions={d: tuple(o) for d, o in head["dimensions"].items()},
+        baseline=head["baseline"],
+        points=tuple(points),
+        seed=int(head.get("seed", 0)),
+        metric=head.get("metric", ""),
+    )
 
 
-def sample_assignments(dimensions: Mapping[str, Sequence[str]], baseline: Assignment, n: int,
-                       rng: random.Random) -> list[dict[str, str]]:
+def sample_assignments(
+    dimensions: Mapping[str, Sequence[str]], baseline: Assignment, n: int, rng: random.Random
+) -> list[dict[str, str]]:
     """The baseline, then distinct uniform random assignments (``n`` in all, fewer if the space is smaller)."""
     total = math.prod(len(o) for o in dimensions.values())
     out = [dict(baseline)]
@@ -163,8 +185,16 @@ def sample_assignments(dimensions: Mapping[str, Sequence[str]], baseline: Assign
     return out
 
 
-def collect_world(task: Task | str, path: str | Path, *, n: int = 400, seed: int = 0, sandbox: Any = None,
-                  progress: Callable[[str], None] | None = None, deadline: float | None = None) -> World:
+def collect_world(
+    task: Task | str,
+    path: str | Path,
+    *,
+    n: int = 400,
+    seed: int = 0,
+    sandbox: Any = None,
+    progress: Callable[[str], None] | None = None,
+    deadline: float | None = None,
+) -> World:
     """Verify ``n`` sampled configurations of ``task``'s idea space into ``path`` (resumable; see module doc).
 
     ``deadline`` (a ``time.monotonic()`` value) stops early, keeping what was
@@ -195,8 +225,11 @@ def collect_world(task: Task | str, path: str | Path, *, n: int = 400, seed: int
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(header) + "\n", encoding="utf-8")
     space = task.idea_space
-    todo = [a for a in sample_assignments(header["dimensions"], space.baseline, n, random.Random(seed))
-            if assignment_key(a) not in done]
+    todo = [
+        a
+        for a in sample_assignments(header["dimensions"], space.baseline, n, random.Random(seed))
+        if assignment_key(a) not in done
+    ]
     say = progress or (lambda msg: None)
     for k, a in enumerate(todo):
         if deadline is not None and time.monotonic() > deadline:
@@ -250,11 +283,19 @@ def merge_worlds(worlds: Sequence[World]) -> World:
             if p.key not in seen:
                 seen.add(p.key)
                 points.append(p)
-    return World(task=first.task, direction=first.direction, dimensions=first.dimensions, baseline=first.baseline,
-                  points=tuple(points), seed=first.seed, metric=first.metric)
+    return World(
+        task=first.task,
+        direction=first.direction,
+        dimensions=first.dimensions,
+        baseline=first.baseline,
+        points=tuple(points),
+        seed=first.seed,
+        metric=first.metric,
+    )
 
 
 # ---------------------------------------------------------------------- replay
+
 
 @dataclass(frozen=True)
 class PoolView:
@@ -350,8 +391,9 @@ def option_codes(world: World) -> Any:
     return _CODES[key][1]
 
 
-def draw_pool(world: World, parent: int, exclude: set[int], n: int, locality: float,
-              rng: random.Random) -> tuple[int, ...]:
+def draw_pool(
+    world: World, parent: int, exclude: set[int], n: int, locality: float, rng: random.Random
+) -> tuple[int, ...]:
     """``n`` distinct unverified points, weighted by ``exp(-locality * hamming(parent, point))``.
 
     ``locality = 0`` proposes uniformly from the whole world (global random
@@ -372,8 +414,9 @@ def draw_pool(world: World, parent: int, exclude: set[int], n: int, locality: fl
     return tuple(int(i) for i in order if keys[i] >= 0.0)
 
 
-def replay_run(world: World, selector: Selector, *, budget: int, n_candidates: int, seed: int,
-               locality: float = 1.0) -> ReplayRun:
+def replay_run(
+    world: World, selector: Selector, *, budget: int, n_candidates: int, seed: int, locality: float = 1.0
+) -> ReplayRun:
     """Greedy search replayed on ``world``: the incumbent best is the parent of every expansion.
 
     The baseline is verification 1. Each expansion draws ``n_candidates``
@@ -404,11 +447,20 @@ def replay_run(world: World, selector: Selector, *, budget: int, n_candidates: i
     return ReplayRun(selector.name, seed, tuple(curve), best_i, tuple(i for i, _ in history))
 
 
-def replay_many(world: World, factory: SelectorFactory, *, seeds: Iterable[int], budget: int, n_candidates: int,
-                locality: float = 1.0) -> list[ReplayRun]:
+def replay_many(
+    world: World,
+    factory: SelectorFactory,
+    *,
+    seeds: Iterable[int],
+    budget: int,
+    n_candidates: int,
+    locality: float = 1.0,
+) -> list[ReplayRun]:
     """One replay per seed, each with a fresh selector from ``factory(world, seed)``."""
-    return [replay_run(world, factory(world, s), budget=budget, n_candidates=n_candidates, seed=s,
-                       locality=locality) for s in seeds]
+    return [
+        replay_run(world, factory(world, s), budget=budget, n_candidates=n_candidates, seed=s, locality=locality)
+        for s in seeds
+    ]
 
 
 def world_best(world: World) -> float:
@@ -430,12 +482,19 @@ def normalizer(world: World, task: Task | None = None) -> Callable[[float], floa
             return lambda f: f
     scheme = best_scheme(task.anchors)
     metric = task.metric
-    return lambda f: float(normalize(None if not math.isfinite(f) else metric.orient(f), metric, task.anchors,
-                                     scheme))
+    return lambda f: float(normalize(None if not math.isfinite(f) else metric.orient(f), metric, task.anchors, scheme))
 
 
-def synthetic_world(*, n_dims: int = 5, n_options: int = 3, n_points: int = 120, seed: int = 0,
-                    interaction: float = 1.0, fail_rate: float = 0.05, noise: float = 0.0) -> World:
+def synthetic_world(
+    *,
+    n_dims: int = 5,
+    n_options: int = 3,
+    n_points: int = 120,
+    seed: int = 0,
+    interaction: float = 1.0,
+    fail_rate: float = 0.05,
+    noise: float = 0.0,
+) -> World:
     """A small world with a known landscape, for tests and examples (never evidence about real tasks).
 
     Fitness = sum of per-option main effects + ``interaction`` x effects of
@@ -447,18 +506,33 @@ def synthetic_world(*, n_dims: int = 5, n_options: int = 3, n_points: int = 120,
     dims = {f"d{i}": tuple(f"o{j}" for j in range(n_options)) for i in range(n_dims)}
     main = {(d, o): rng.gauss(0, 1) for d in dims for o in dims[d]}
     names = list(dims)
-    pair = {(a, b, oa, ob): rng.gauss(0, 1) for a, b in zip(names, names[1:]) for oa in dims[a] for ob in dims[b]}
+    pair = {
+        (a, b, oa, ob): rng.gauss(0, 1)
+        for a, b in zip(names, names[1:], strict=False)
+        for oa in dims[a]
+        for ob in dims[b]
+    }
     baseline = {d: opts[0] for d, opts in dims.items()}
     points = []
     for a in sample_assignments(dims, baseline, n_points, rng):
         f = sum(main[(d, o)] for d, o in a.items())
-        f += interaction * sum(pair[(x, y, a[x], a[y])] for x, y in zip(names, names[1:]))
+        f += interaction * sum(pair[(x, y, a[x], a[y])] for x, y in zip(names, names[1:], strict=False))
         f += rng.gauss(0, noise) if noise else 0.0
         failed = a != baseline and rng.random() < fail_rate
-        points.append(WorldPoint(a, "failed" if failed else "ok", None if failed else f,
-                                 None if failed else f + rng.gauss(0, 0.1), 1.0))
-    return World(task=f"synthetic-{seed}", direction="maximize", dimensions=dims, baseline=baseline,
-                 points=tuple(points), seed=seed, metric="fitness")
+        points.append(
+            WorldPoint(
+                a, "failed" if failed else "ok", None if failed else f, None if failed else f + rng.gauss(0, 0.1), 1.0
+            )
+        )
+    return World(
+        task=f"synthetic-{seed}",
+        direction="maximize",
+        dimensions=dims,
+        baseline=baseline,
+        points=tuple(points),
+        seed=seed,
+        metric="fitness",
+    )
 
 
 class ScreenerSelector(Selector):
@@ -471,8 +545,9 @@ class ScreenerSelector(Selector):
     A screener that needs an LLM cannot run here; use a simulated critic.
     """
 
-    def __init__(self, screener: Any, world: World, *, space: Any = None, task: Task | None = None,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, screener: Any, world: World, *, space: Any = None, task: Task | None = None, seed: int = 0
+    ) -> None:
         self.screener = screener
         self.name = getattr(screener, "name", type(screener).__name__)
         self.world = world
@@ -499,10 +574,18 @@ class ScreenerSelector(Selector):
             text = "; and ".join(f"change {d} from '{pa[d]}' to {self._describe(d, ca[d])}" for d in changed)
             summary = " ".join(f"{d}: {self._describe(d, ca[d])}." for d in self.world.dimensions)
             self._cands[key] = Candidate(
-                id=f"w{child}", parent_id=f"w{parent}", operator=Operator.IMPROVE,
-                idea=Idea(text or "keep the design", {"assignment": dict(ca), "changed": changed,
-                                                      "parent_assignment": dict(pa)}, tuple(changed)),
-                program="", program_hash=self.world.points[child].program_hash or f"w{child}", summary=summary)
+                id=f"w{child}",
+                parent_id=f"w{parent}",
+                operator=Operator.IMPROVE,
+                idea=Idea(
+                    text or "keep the design",
+                    {"assignment": dict(ca), "changed": changed, "parent_assignment": dict(pa)},
+                    tuple(changed),
+                ),
+                program="",
+                program_hash=self.world.points[child].program_hash or f"w{child}",
+                summary=summary,
+            )
         return self._cands[key]
 
     def choose(self, pool: PoolView) -> int:
@@ -511,8 +594,13 @@ class ScreenerSelector(Selector):
 
         cands = [self.candidate(pool.parent, i) for i in pool.candidates]
         parent = ParentInfo(id=f"w{pool.parent}", program="", score=None, summary="")
-        ctx = ScreenContext(task=self.task, parent=parent, rng=pool.rng, n_verify=1,  # type: ignore[arg-type]
-                            round=pool.step)
+        ctx = ScreenContext(
+            task=self.task,
+            parent=parent,
+            rng=pool.rng,
+            n_verify=1,  # type: ignore[arg-type]
+            round=pool.step,
+        )
         screening = _run_sync(self.screener.screen(ctx, cands))
         pick = screening.chosen[0] if screening.chosen else screening.ranking[0]
         return [c.id for c in cands].index(pick)
@@ -524,8 +612,12 @@ class ScreenerSelector(Selector):
 
         child = pool.candidates[pick]
         point = self.world.points[child]
-        v = Verification(status=Status.OK if point.status == "ok" else Status.FAILED, reason=point.reason,
-                         score=point.score, test_score=point.test_score)
+        v = Verification(
+            status=Status.OK if point.status == "ok" else Status.FAILED,
+            reason=point.reason,
+            score=point.score,
+            test_score=point.test_score,
+        )
         self.screener.observe(self.candidate(pool.parent, child), pool.parent_fitness, v, fitness)
 
 

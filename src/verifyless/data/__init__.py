@@ -6,7 +6,8 @@ imported only by the functions that read or write datasets.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from verifyless.data.schema import SCHEMA_VERSION
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from verifyless.bench import metrics as m
 from verifyless.bench import report
@@ -41,18 +42,32 @@ class CriticBenchReport:
     seconds: float
 
     def markdown(self) -> str:
-        lines = [f"# Critic benchmark: {self.screener} on the {self.split} split\n",
-                 f"{self.rows} examples, {len(self.records)} with a verdict, {self.no_verdict} without; "
-                 f"{self.seconds:.1f} s.\n", report.critic_table(self.groups)]
+        lines = [
+            f"# Critic benchmark: {self.screener} on the {self.split} split\n",
+            f"{self.rows} examples, {len(self.records)} with a verdict, {self.no_verdict} without; "
+            f"{self.seconds:.1f} s.\n",
+            report.critic_table(self.groups),
+        ]
         if self.records:
-            lines += ["\n## Three-way confusion (rows = truth)\n", report.confusion_table(self.groups["all"].confusion3),
-                      "\n## Routing by vote uncertainty\n", report.routing_table(list(self.routing)),
-                      "\n## AUROC vs k\n", report.auroc_table(list(self.auroc))]
+            lines += [
+                "\n## Three-way confusion (rows = truth)\n",
+                report.confusion_table(self.groups["all"].confusion3),
+                "\n## Routing by vote uncertainty\n",
+                report.routing_table(list(self.routing)),
+                "\n## AUROC vs k\n",
+                report.auroc_table(list(self.auroc)),
+            ]
         return "\n".join(lines) + "\n"
 
 
-async def screen_rows(rows: Sequence[Mapping[str, Any]], screener: Any, *, seed: int = 0, concurrency: int = 4,
-                      progress: Callable[[], None] | None = None) -> tuple[list[m.CriticRecord], int]:
+async def screen_rows(
+    rows: Sequence[Mapping[str, Any]],
+    screener: Any,
+    *,
+    seed: int = 0,
+    concurrency: int = 4,
+    progress: Callable[[], None] | None = None,
+) -> tuple[list[m.CriticRecord], int]:
     """Records for the rows the screener gave a verdict on, and how many got none."""
     slots = asyncio.Semaphore(max(1, concurrency))
 
@@ -66,27 +81,48 @@ async def screen_rows(rows: Sequence[Mapping[str, Any]], screener: Any, *, seed:
         ev = screening.evidence.get(cand.id)
         if ev is None:
             return None
-        return m.record_from_evidence(ev.to_dict(), str(row["label3"]), row.get("label5"), task=str(row["task"]),
-                                      stratum=str(row.get("stratum") or "unsynthesized"),
-                                      parent_id=str(row["parent_id"]), delta=float(row["delta"]))
+        return m.record_from_evidence(
+            ev.to_dict(),
+            str(row["label3"]),
+            row.get("label5"),
+            task=str(row["task"]),
+            stratum=str(row.get("stratum") or "unsynthesized"),
+            parent_id=str(row["parent_id"]),
+            delta=float(row["delta"]),
+        )
 
     results = await asyncio.gather(*(one(r) for r in rows))
     records = [r for r in results if r is not None]
     return records, len(results) - len(records)
 
 
-def run_critic_bench(rows: Sequence[Mapping[str, Any]], screener: Any, *, split: str = "bench", seed: int = 0,
-                     repeats: int = 5, concurrency: int = 4,
-                     progress: Callable[[], None] | None = None) -> CriticBenchReport:
+def run_critic_bench(
+    rows: Sequence[Mapping[str, Any]],
+    screener: Any,
+    *,
+    split: str = "bench",
+    seed: int = 0,
+    repeats: int = 5,
+    concurrency: int = 4,
+    progress: Callable[[], None] | None = None,
+) -> CriticBenchReport:
     """Screen every row and compute the critic metrics (see module docstring)."""
     started = time.monotonic()
     records, none = asyncio.run(screen_rows(rows, screener, seed=seed, concurrency=concurrency, progress=progress))
     groups: dict[str, m.CriticMetrics] = {"all": m.critic_metrics(records)}
     groups.update({f"stratum={k}": v for k, v in m.breakdown(records, "stratum").items()})
     groups.update({f"task={k}": v for k, v in m.breakdown(records, "task").items()})
-    return CriticBenchReport(getattr(screener, "name", type(screener).__name__), split, len(rows), none,
-                             tuple(records), groups, tuple(m.routing_curve(records)),
-                             tuple(m.auroc_vs_k(records, repeats=repeats, seed=seed)), time.monotonic() - started)
+    return CriticBenchReport(
+        getattr(screener, "name", type(screener).__name__),
+        split,
+        len(rows),
+        none,
+        tuple(records),
+        groups,
+        tuple(m.routing_curve(records)),
+        tuple(m.auroc_vs_k(records, repeats=repeats, seed=seed)),
+        time.monotonic() - started,
+    )
 
 
 def write_report(rep: CriticBenchReport, out: Path) -> list[Path]:

@@ -7,15 +7,19 @@ Mount with ``main_app.add_typer(app, name="data")``. The critic benchmark is
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Critic data: collect verified parent -> child outcomes, label them, add teacher critiques.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Critic data: collect verified parent -> child outcomes, label them, add teacher critiques.",
+)
 console = Console()
 
 _STORE = typer.Option(Path("runs/data.db"), "--store", help="run store the collection is recorded in")
@@ -26,8 +30,14 @@ def _bars() -> Iterator[Any]:
     """A progress callback for the collector that draws one rich bar per stage."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as bar:
         ids: dict[str, Any] = {}
 
         def progress(kind: str, data: dict[str, Any]) -> None:
@@ -45,40 +55,49 @@ def _print_card(card: dict[str, Any], out: Path) -> None:
         table.add_column(h)
     for name, s in card["splits"].items():
         five = s["rows"] - s["label5"]["none"]
-        table.add_row(name, str(s["rows"]), str(s["parents"]), *(str(s["label3"][c]) for c in ("improve", "tie", "lose")),
-                      str(five), *(str(s["strata"][c]) for c in ("sampled", "revised", "guided")))
+        table.add_row(
+            name,
+            str(s["rows"]),
+            str(s["parents"]),
+            *(str(s["label3"][c]) for c in ("improve", "tie", "lose")),
+            str(five),
+            *(str(s["strata"][c]) for c in ("sampled", "revised", "guided")),
+        )
     console.print(table)
     if card.get("grpo_balance"):
         b = card["grpo_balance"]
         console.print(f"grpo balance: before {b['before']} -> after {b['after']}")
     if card.get("synthesis"):
         syn = card["synthesis"]
-        console.print(f"strata: {syn['counts']} shares % {syn['shares_percent']} "
-                      f"(paper {syn['paper_shares_percent']}); paid tokens "
-                      f"{syn['prompt_tokens_paid'] + syn['completion_tokens_paid']}, cost {syn['cost_paid']:.4f}")
+        console.print(
+            f"strata: {syn['counts']} shares % {syn['shares_percent']} "
+            f"(paper {syn['paper_shares_percent']}); paid tokens "
+            f"{syn['prompt_tokens_paid'] + syn['completion_tokens_paid']}, cost {syn['cost_paid']:.4f}"
+        )
     console.print(f"wrote {out} (card: {out / 'card.md'})")
 
 
 @app.command("collect")
 def collect(
     task: str = typer.Argument("diabetes", help="built-in task name or task folder"),
-    parents: int = typer.Option(10, "--parents", help="sft: parents kept (baseline + evolution steps); "
-                                "grpo: steps = parents x children"),
+    parents: int = typer.Option(
+        10, "--parents", help="sft: parents kept (baseline + evolution steps); grpo: steps = parents x children"
+    ),
     children: int = typer.Option(20, "--children", help="sft: children drawn and verified per parent"),
     mode: str = typer.Option("sft", "--mode", help="sft (two-stage) or grpo (improvement-driven, balanced)"),
     store: Path = _STORE,
-    out: Optional[Path] = typer.Option(None, "--out", help="dataset folder (default: runs/datasets/<task>-<run id>)"),
-    resume: Optional[str] = typer.Option(None, "--resume", help="continue this collection run"),
+    out: Path | None = typer.Option(None, "--out", help="dataset folder (default: runs/datasets/<task>-<run id>)"),
+    resume: str | None = typer.Option(None, "--resume", help="continue this collection run"),
     seed: int = typer.Option(0, "--seed"),
-    roles: Optional[str] = typer.Option(None, "--roles", help="space (offline idea-space roles) or llm"),
+    roles: str | None = typer.Option(None, "--roles", help="space (offline idea-space roles) or llm"),
     model: list[str] = typer.Option([], "--model", help="model spec for LLM roles, or ROLE=SPEC; repeatable"),
-    config: Optional[Path] = typer.Option(None, "--config", help="run config YAML for roles/models/executor"),
-    executor: Optional[str] = typer.Option(None, "--executor", help="local or ray"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="verifications at once"),
-    max_verifications: Optional[int] = typer.Option(None, "--budget-verifications"),
-    max_tokens: Optional[int] = typer.Option(None, "--budget-tokens"),
-    max_cost: Optional[float] = typer.Option(None, "--budget-cost"),
-    max_wall: Optional[float] = typer.Option(None, "--budget-wall", help="seconds (this process)"),
+    config: Path | None = typer.Option(None, "--config", help="run config YAML for roles/models/executor"),
+    executor: str | None = typer.Option(None, "--executor", help="local or ray"),
+    workers: int | None = typer.Option(None, "--workers", help="verifications at once"),
+    max_verifications: int | None = typer.Option(None, "--budget-verifications"),
+    max_tokens: int | None = typer.Option(None, "--budget-tokens"),
+    max_cost: float | None = typer.Option(None, "--budget-cost"),
+    max_wall: float | None = typer.Option(None, "--budget-wall", help="seconds (this process)"),
     bench_fraction: float = typer.Option(0.12, "--bench-fraction", help="share of sft-mode rows held out as bench"),
     tolerance: float = typer.Option(0.0, "--tie-tolerance", help="|Delta| <= this counts as a tie (3-way)"),
 ) -> None:
@@ -95,14 +114,28 @@ def collect(
         raise ConfigError(str(exc)) from None
     caps = Caps(max_verifications, max_tokens, max_cost, max_wall)
     with _bars() as progress:
-        result = run_collection(task, store, settings, caps, config=config, roles=roles, models=model,
-                                executor=executor, workers=workers, resume=resume, progress=progress)
-    console.print(f"run {result.run_id}: {len(result.parents)} parents, {result.children} children made, "
-                  f"{result.verified} verified ({result.reused} reused from the log); {result.stopped}")
+        result = run_collection(
+            task,
+            store,
+            settings,
+            caps,
+            config=config,
+            roles=roles,
+            models=model,
+            executor=executor,
+            workers=workers,
+            resume=resume,
+            progress=progress,
+        )
+    console.print(
+        f"run {result.run_id}: {len(result.parents)} parents, {result.children} children made, "
+        f"{result.verified} verified ({result.reused} reused from the log); {result.stopped}"
+    )
     with RunStore(store) as st:
         target = out or Path("runs") / "datasets" / f"{st.run(result.run_id).task}-{result.run_id}"
-        card = build_from_runs(st, [result.run_id], target, seed=seed, bench_fraction=bench_fraction,
-                               tolerance=tolerance)
+        card = build_from_runs(
+            st, [result.run_id], target, seed=seed, bench_fraction=bench_fraction, tolerance=tolerance
+        )
     _print_card(card, target)
 
 
@@ -115,7 +148,9 @@ def from_runs(
     bench_fraction: float = typer.Option(0.12, "--bench-fraction"),
     split_by: str = typer.Option("parent", "--split-by", help="parent, or task (no task in two splits)"),
     tolerance: float = typer.Option(0.0, "--tie-tolerance"),
-    min_improving: int = typer.Option(3, "--min-improving", help="improving children a parent needs for 5-level labels"),
+    min_improving: int = typer.Option(
+        3, "--min-improving", help="improving children a parent needs for 5-level labels"
+    ),
 ) -> None:
     """Turn every verified parent -> child pair of stored runs into critic examples."""
     from verifyless.data.build import build_from_runs
@@ -125,8 +160,16 @@ def from_runs(
     if not store.exists():
         raise StoreError(f"no run store at {store}; pass --store PATH")
     with RunStore(store) as st:
-        card = build_from_runs(st, runs, out, seed=seed, bench_fraction=bench_fraction, by=split_by,
-                               tolerance=tolerance, min_improving=min_improving)
+        card = build_from_runs(
+            st,
+            runs,
+            out,
+            seed=seed,
+            bench_fraction=bench_fraction,
+            by=split_by,
+            tolerance=tolerance,
+            min_improving=min_improving,
+        )
     _print_card(card, out)
 
 
@@ -134,7 +177,7 @@ def from_runs(
 def synthesize(
     dataset: Path = typer.Argument(..., help="dataset folder (from data collect / from-runs)"),
     teacher: str = typer.Option(..., "--teacher", help="teacher model spec (e.g. scripted:FILE or openai:MODEL)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: DATASET-critiques)"),
+    out: Path | None = typer.Option(None, "--out", help="output folder (default: DATASET-critiques)"),
     samples: int = typer.Option(8, "--samples", help="critiques per stage"),
     temperature: float = typer.Option(0.7, "--temperature"),
     seed: int = typer.Option(0, "--seed"),
@@ -159,16 +202,24 @@ def synthesize(
         settings = SynthesisSettings(samples=samples, temperature=temperature, seed=seed, concurrency=concurrency)
         with Progress(TextColumn("teacher critiques"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
             tid = bar.add_task("synthesis", total=total)
-            new = synthesize_dataset(dataset, target, model, teacher=teacher, settings=settings, splits=split,
-                                     progress=lambda _r: bar.advance(tid))
+            new = synthesize_dataset(
+                dataset,
+                target,
+                model,
+                teacher=teacher,
+                settings=settings,
+                splits=split,
+                progress=lambda _r: bar.advance(tid),
+            )
     _print_card(new, target)
 
 
 __all__ = ["app"]
 
 
-def bench_dataset(dataset: Path, screener: Any, *, split: str = "bench", seed: int = 0, repeats: int = 5,
-                  out: Optional[Path] = None) -> None:
+def bench_dataset(
+    dataset: Path, screener: Any, *, split: str = "bench", seed: int = 0, repeats: int = 5, out: Path | None = None
+) -> None:
     """``verifyless bench critic --dataset``: screen a split offline and print/write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -185,8 +236,9 @@ def bench_dataset(dataset: Path, screener: Any, *, split: str = "bench", seed: i
         raise ConfigError(f"the {split} split of {dataset} is empty; collect more parents or raise --bench-fraction")
     with Progress(TextColumn(f"screening {split}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
         tid = bar.add_task("bench", total=len(rows))
-        rep = run_critic_bench(rows, screener, split=split, seed=seed, repeats=repeats,
-                               progress=lambda: bar.advance(tid))
+        rep = run_critic_bench(
+            rows, screener, split=split, seed=seed, repeats=repeats, progress=lambda: bar.advance(tid)
+        )
     table = Table(title=f"{rep.screener} on {dataset} [{split}] (%)", title_justify="left")
     for h in report.CRITIC_HEADERS:
         table.add_column(h)

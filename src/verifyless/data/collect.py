@@ -48,12 +48,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from verifyless.child import ChildMaker
-from verifyless.errors import TaskError
 from verifyless.data.harvest import COLLECT_KIND
+from verifyless.errors import TaskError
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
 from verifyless.task.base import Task
@@ -96,10 +97,10 @@ class CollectSettings:
 class CollectResult:
     run_id: str
     parents: tuple[str, ...]
-    children: int                 # children made (any status)
-    verified: int                 # verifications recorded in the run (reused ones included)
-    reused: int                   # verifications restored from the log instead of paid again
-    stopped: str                  # "finished" or the cap that stopped it
+    children: int  # children made (any status)
+    verified: int  # verifications recorded in the run (reused ones included)
+    reused: int  # verifications restored from the log instead of paid again
+    stopped: str  # "finished" or the cap that stopped it
 
 
 class BudgetStop(Exception):
@@ -116,7 +117,7 @@ class _Log:
     verifications: dict[str, Verification] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, store: Any, run_id: str) -> "_Log":
+    def read(cls, store: Any, run_id: str) -> _Log:
         log_ = cls()
         for ev in store.events(run_id, kinds=["brief", "proposals", "node", "verification"]):
             p = ev.payload
@@ -146,17 +147,29 @@ def _item_from(data: dict[str, Any]) -> Idea | RoleFailure:
 class Collector:
     """Runs one collection (see module docstring). All collaborators are passed in."""
 
-    def __init__(self, task: Task, roles: Roles, executor: Any, store: Any, settings: CollectSettings,
-                 caps: Caps = Caps(), *, progress: Progress | None = None,
-                 run_ref: dict[str, str | None] | None = None, run_config: dict[str, Any] | None = None,
-                 guards: Any = None, guard_repairs: int = 0) -> None:
+    def __init__(
+        self,
+        task: Task,
+        roles: Roles,
+        executor: Any,
+        store: Any,
+        settings: CollectSettings,
+        caps: Caps = Caps(),
+        *,
+        progress: Progress | None = None,
+        run_ref: dict[str, str | None] | None = None,
+        run_config: dict[str, Any] | None = None,
+        guards: Any = None,
+        guard_repairs: int = 0,
+    ) -> None:
         self.task, self.roles, self.executor, self.store = task, roles, executor, store
         self.settings, self.caps = settings, caps
         self.progress = progress or (lambda kind, data: None)
         self.run_ref: dict[str, str | None] = run_ref if run_ref is not None else {"run_id": None}
         self.run_config = dict(run_config or {})
-        self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(settings.llm_concurrency), guards=guards,
-                                guard_repairs=guard_repairs)
+        self.maker = ChildMaker(
+            task, roles, llm=asyncio.Semaphore(settings.llm_concurrency), guards=guards, guard_repairs=guard_repairs
+        )
         self.run_id = ""
         self.log = _Log()
         self.reused = 0
@@ -210,8 +223,12 @@ class Collector:
                     break
                 kept = None
             if kept is None:
-                log.warning("stage 1 step %d made no feasible child in %d attempts; stage 1 ends with %d parents",
-                            k, self.settings.stage1_attempts, len(parents))
+                log.warning(
+                    "stage 1 step %d made no feasible child in %d attempts; stage 1 ends with %d parents",
+                    k,
+                    self.settings.stage1_attempts,
+                    len(parents),
+                )
                 break
             parents.append(kept)
             if self._fitness(kept) > self._fitness(current):
@@ -225,11 +242,14 @@ class Collector:
         for i, pid in enumerate(parent_ids):
             parent = self._parent(pid)
             ideas = await self._proposals(f"p{i}", parent, self.settings.children)
-            seen: set[str] = {n["program_hash"] for nid, n in self.log.nodes.items()
-                              if nid.startswith(f"p{i}c") and n.get("program_hash")}
+            seen: set[str] = {
+                n["program_hash"]
+                for nid, n in self.log.nodes.items()
+                if nid.startswith(f"p{i}c") and n.get("program_hash")
+            }
 
             async def one(j: int, idea: Idea | RoleFailure) -> None:
-                await self._child(f"p{i}c{j}", parent, idea, len(parent_ids) + i, seen)
+                await self._child(f"p{i}c{j}", parent, idea, len(parent_ids) + i, seen)  # noqa: B023 (awaited here)
                 self.progress("advance", {"stage": stage, "n": 1})
 
             await _gather_in_order(one(j, idea) for j, idea in enumerate(ideas))
@@ -260,8 +280,9 @@ class Collector:
 
     # ------------------------------------------------------------------ one child
 
-    async def _child(self, nid: str, parent: ParentInfo, idea: Idea | RoleFailure, rnd: int,
-                     seen: set[str] | None = None) -> ParentInfo | None:
+    async def _child(
+        self, nid: str, parent: ParentInfo, idea: Idea | RoleFailure, rnd: int, seen: set[str] | None = None
+    ) -> ParentInfo | None:
         """Make, record and verify one child; its ParentInfo (score None if infeasible), or None if not made."""
         if nid in self.log.verifications:
             self.reused += 1
@@ -270,8 +291,16 @@ class Collector:
         if node is None:
             self._check_llm_budget()
             made = await self.maker.make(parent, idea, skip=_skipper(parent, seen))
-            cand = Candidate(id=nid, parent_id=parent.id, operator=Operator.IMPROVE, idea=made.idea,
-                             program=made.program, program_hash=made.program_hash, summary=made.summary, round=rnd)
+            cand = Candidate(
+                id=nid,
+                parent_id=parent.id,
+                operator=Operator.IMPROVE,
+                idea=made.idea,
+                program=made.program,
+                program_hash=made.program_hash,
+                summary=made.summary,
+                round=rnd,
+            )
             self._record(cand, made.status, made.reason)
             node = self.log.nodes[nid]
         if node.get("status") != Status.IMPLEMENTED.value:
@@ -286,8 +315,13 @@ class Collector:
         if known is not None:  # deterministic task: the same program scores the same, so it is not paid again
             source, v = known
             fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
-            self.store.append(self.run_id, "verification", {**v.to_dict(), "fitness": fitness, "reused_from": source},
-                              node_id=nid, charge=False)
+            self.store.append(
+                self.run_id,
+                "verification",
+                {**v.to_dict(), "fitness": fitness, "reused_from": source},
+                node_id=nid,
+                charge=False,
+            )
             self.log.verifications[nid] = v
             return v
         self._check_verify_budget()
@@ -299,8 +333,13 @@ class Collector:
         from verifyless.store import Charge
 
         fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
-        self.store.append(self.run_id, "verification", {**v.to_dict(), "fitness": fitness}, node_id=nid,
-                          charge=Charge(verifications=1, evaluator_seconds=v.seconds))
+        self.store.append(
+            self.run_id,
+            "verification",
+            {**v.to_dict(), "fitness": fitness},
+            node_id=nid,
+            charge=Charge(verifications=1, evaluator_seconds=v.seconds),
+        )
         self.log.verifications[nid] = v
         return v
 
@@ -318,8 +357,9 @@ class Collector:
         if self.log.brief is None:
             self._check_llm_budget()
             brief = await self.roles.briefer.brief(self.task)
-            self.store.append(self.run_id, "brief", {"understanding": brief.understanding,
-                                                     "criteria": list(brief.criteria)})
+            self.store.append(
+                self.run_id, "brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)}
+            )
             self.log.brief = brief
 
     async def _root(self) -> ParentInfo:
@@ -328,8 +368,19 @@ class Collector:
             idea = Idea("the task's baseline program")
             self._check_llm_budget()
             summary = await self.maker.summarize(program, idea)
-            self._record(Candidate(id="root", parent_id=None, operator=Operator.BASELINE, idea=idea, program=program,
-                                   program_hash=content_hash(program), summary=summary), Status.IMPLEMENTED, "")
+            self._record(
+                Candidate(
+                    id="root",
+                    parent_id=None,
+                    operator=Operator.BASELINE,
+                    idea=idea,
+                    program=program,
+                    program_hash=content_hash(program),
+                    summary=summary,
+                ),
+                Status.IMPLEMENTED,
+                "",
+            )
         if "root" not in self.log.verifications:
             await self._verify("root", self.task.baseline_program)
         else:
@@ -337,19 +388,28 @@ class Collector:
         root = self._parent("root")
         if root.score is None:
             v = self.log.verifications["root"]
-            raise TaskError(f"the baseline of task {self.task.name!r} did not verify ({v.status.value}: "
-                             f"{v.reason}); data collection needs a working starting solution")
+            raise TaskError(
+                f"the baseline of task {self.task.name!r} did not verify ({v.status.value}: "
+                f"{v.reason}); data collection needs a working starting solution"
+            )
         return root
 
-    async def _proposals(self, key: str, parent: ParentInfo, n: int,
-                         avoid: tuple[str, ...] = ()) -> list[Idea | RoleFailure]:
+    async def _proposals(
+        self, key: str, parent: ParentInfo, n: int, avoid: tuple[str, ...] = ()
+    ) -> list[Idea | RoleFailure]:
         if key not in self.log.proposals:
             self._check_llm_budget()
-            ctx = ProposeContext(task=self.task, parent=parent, operator=Operator.IMPROVE, avoid=avoid,
-                                 seed=_seed(self.settings.seed, key))
+            ctx = ProposeContext(
+                task=self.task,
+                parent=parent,
+                operator=Operator.IMPROVE,
+                avoid=avoid,
+                seed=_seed(self.settings.seed, key),
+            )
             items = list(await self.maker.propose(ctx, n))[:n]
-            self.store.append(self.run_id, "proposals", {"key": key, "parent_id": parent.id,
-                                                         "items": [_item_to(i) for i in items]})
+            self.store.append(
+                self.run_id, "proposals", {"key": key, "parent_id": parent.id, "items": [_item_to(i) for i in items]}
+            )
             self.log.proposals[key] = items
         return self.log.proposals[key]
 
@@ -367,9 +427,13 @@ class Collector:
         node, v = self.log.nodes[nid], self.log.verifications.get(nid)
         score = v.score if v is not None and v.status is Status.OK else None
         idea = node.get("idea") or {}
-        return ParentInfo(id=nid, program=self.store.get_text(node["program_hash"]), score=score,
-                          summary=str(node.get("summary", "")),
-                          idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})))
+        return ParentInfo(
+            id=nid,
+            program=self.store.get_text(node["program_hash"]),
+            score=score,
+            summary=str(node.get("summary", "")),
+            idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
+        )
 
     def _fitness(self, info: ParentInfo) -> float:
         return self.task.metric.orient(info.score) if info.score is not None else float("-inf")

@@ -30,8 +30,9 @@ import datetime as _dt
 import json
 import random
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from verifyless.data.labels import FIVE, THREE
 from verifyless.data.schema import COLUMNS, SCHEMA_VERSION, SPLITS, STRATA, check_row, features
@@ -40,8 +41,9 @@ from verifyless.errors import ConfigError
 Rows = list[dict[str, Any]]
 
 
-def balance(rows: Sequence[Mapping[str, Any]], rng: random.Random, key: str = "label3",
-            classes: Sequence[str] = THREE) -> tuple[Rows, dict[str, Any]]:
+def balance(
+    rows: Sequence[Mapping[str, Any]], rng: random.Random, key: str = "label3", classes: Sequence[str] = THREE
+) -> tuple[Rows, dict[str, Any]]:
     """Downsample every non-empty class of ``key`` to the smallest non-empty class's count (seeded).
 
     Input order is kept. Returns the kept rows and ``{"before": counts,
@@ -60,9 +62,11 @@ def balance(rows: Sequence[Mapping[str, Any]], rng: random.Random, key: str = "l
     for c in present:
         keep.update(rng.sample(by_class[c], target))
     kept = [dict(rows[i]) for i in sorted(keep)]
-    return kept, {"before": {c: len(by_class[c]) for c in classes},
-                  "after": {c: target if c in present else 0 for c in classes},
-                  "absent": [c for c in classes if c not in present]}
+    return kept, {
+        "before": {c: len(by_class[c]) for c in classes},
+        "after": {c: target if c in present else 0 for c in classes},
+        "absent": [c for c in classes if c not in present],
+    }
 
 
 def _group(row: Mapping[str, Any], by: str) -> str:
@@ -71,8 +75,14 @@ def _group(row: Mapping[str, Any], by: str) -> str:
     return f"{row['task']}|{row.get('parent_hash') or row['run_id'] + '/' + row['parent_id']}"
 
 
-def split_rows(rows: Iterable[Mapping[str, Any]], *, seed: int = 0, bench_fraction: float = 0.12,
-               by: str = "parent", balance_grpo: bool = True) -> tuple[dict[str, Rows], dict[str, Any]]:
+def split_rows(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    seed: int = 0,
+    bench_fraction: float = 0.12,
+    by: str = "parent",
+    balance_grpo: bool = True,
+) -> tuple[dict[str, Rows], dict[str, Any]]:
     """Assign rows to ``sft`` / ``grpo`` / ``bench`` (see module docstring); returns splits and a report."""
     if by not in ("parent", "task"):
         raise ConfigError(f"split by {by!r} is unknown: use parent or task")
@@ -83,8 +93,12 @@ def split_rows(rows: Iterable[Mapping[str, Any]], *, seed: int = 0, bench_fracti
     main_groups = {_group(r, by) for r in all_rows if r["source"] != "collect-grpo"}
     grpo_rows = [r for r in all_rows if r["source"] == "collect-grpo" and _group(r, by) not in main_groups]
     dropped = sum(1 for r in all_rows if r["source"] == "collect-grpo") - len(grpo_rows)
-    report: dict[str, Any] = {"seed": seed, "bench_fraction": bench_fraction, "by": by,
-                              "grpo_dropped_shared_parent": dropped}
+    report: dict[str, Any] = {
+        "seed": seed,
+        "bench_fraction": bench_fraction,
+        "by": by,
+        "grpo_dropped_shared_parent": dropped,
+    }
     if balance_grpo and grpo_rows:
         grpo_rows, report["grpo_balance"] = balance(grpo_rows, rng)
     groups: dict[str, Rows] = {}
@@ -116,8 +130,15 @@ def balance_bench(splits: Mapping[str, Rows], seed: int = 0) -> tuple[dict[str, 
 
 # ---------------------------------------------------------------------- card
 
-def card_data(splits: Mapping[str, Rows], *, settings: Mapping[str, Any], runs: Sequence[Mapping[str, Any]] = (),
-              models: Sequence[str] = (), extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+
+def card_data(
+    splits: Mapping[str, Rows],
+    *,
+    settings: Mapping[str, Any],
+    runs: Sequence[Mapping[str, Any]] = (),
+    models: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The dataset card as JSON-able data: schema, counts and distributions per split, provenance."""
     rows = [r for s in SPLITS for r in splits.get(s, [])]
     per_split = {}
@@ -126,17 +147,17 @@ def card_data(splits: Mapping[str, Rows], *, settings: Mapping[str, Any], runs: 
         per_split[name] = {
             "rows": len(part),
             "label3": {c: sum(r["label3"] == c for r in part) for c in THREE},
-            "label5": {c: sum(r.get("label5") == c for r in part) for c in FIVE} | {
-                "none": sum(r.get("label5") is None for r in part)},
-            "strata": {c: sum(r.get("stratum") == c for r in part) for c in STRATA} | {
-                "none": sum(r.get("stratum") is None for r in part)},
+            "label5": {c: sum(r.get("label5") == c for r in part) for c in FIVE}
+            | {"none": sum(r.get("label5") is None for r in part)},
+            "strata": {c: sum(r.get("stratum") == c for r in part) for c in STRATA}
+            | {"none": sum(r.get("stratum") is None for r in part)},
             "critiques": sum(r.get("critique") is not None for r in part),
             "parents": len({_group(r, "parent") for r in part}),
         }
     return {
         "schema_version": SCHEMA_VERSION,
         "columns": list(COLUMNS),
-        "written": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "written": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "splits": per_split,
         "tasks": dict(sorted(Counter(str(r["task"]) for r in rows).items())),
         "run_ids": sorted({str(r["run_id"]) for r in rows} | {str(r.get("run_id")) for r in runs if r.get("run_id")}),
@@ -150,44 +171,87 @@ def card_data(splits: Mapping[str, Rows], *, settings: Mapping[str, Any], runs: 
 
 def card_markdown(card: Mapping[str, Any]) -> str:
     """A readable card (markdown) from ``card_data``."""
-    lines = [f"# Critic dataset (schema version {card['schema_version']})", "",
-             f"Written {card['written']}. Tasks: " + ", ".join(f"{t} ({n})" for t, n in card["tasks"].items()),
-             f"Runs: {', '.join(card['run_ids']) or '-'}. Models: {', '.join(card['models']) or 'offline roles'}.",
-             f"Dates: {', '.join(card['dates']) or '-'}.", "", "## Splits", "",
-             "| split | rows | parents | improve | tie | lose | BigWin | MediumWin | SmallWin | Tie | Lose | "
-             "no 5-level | sampled | revised | guided | critiques |", "|" + "---|" * 16]
+    lines = [
+        f"# Critic dataset (schema version {card['schema_version']})",
+        "",
+        f"Written {card['written']}. Tasks: " + ", ".join(f"{t} ({n})" for t, n in card["tasks"].items()),
+        f"Runs: {', '.join(card['run_ids']) or '-'}. Models: {', '.join(card['models']) or 'offline roles'}.",
+        f"Dates: {', '.join(card['dates']) or '-'}.",
+        "",
+        "## Splits",
+        "",
+        "| split | rows | parents | improve | tie | lose | BigWin | MediumWin | SmallWin | Tie | Lose | "
+        "no 5-level | sampled | revised | guided | critiques |",
+        "|" + "---|" * 16,
+    ]
     for name, s in card["splits"].items():
         l3, l5, st = s["label3"], s["label5"], s["strata"]
-        lines.append(f"| {name} | {s['rows']} | {s['parents']} | " + " | ".join(str(l3[c]) for c in THREE) + " | "
-                     + " | ".join(str(l5[c]) for c in FIVE) + f" | {l5['none']} | "
-                     + " | ".join(str(st[c]) for c in STRATA) + f" | {s['critiques']} |")
-    lines += ["", "## Schema", "", "Columns: " + ", ".join(f"`{c}`" for c in card["columns"]) + ".",
-              "See docs/design/data.md for their meaning.", "", "## Settings", "", "```json",
-              json.dumps(card["settings"], indent=2, sort_keys=True, default=str), "```"]
+        lines.append(
+            f"| {name} | {s['rows']} | {s['parents']} | "
+            + " | ".join(str(l3[c]) for c in THREE)
+            + " | "
+            + " | ".join(str(l5[c]) for c in FIVE)
+            + f" | {l5['none']} | "
+            + " | ".join(str(st[c]) for c in STRATA)
+            + f" | {s['critiques']} |"
+        )
+    lines += [
+        "",
+        "## Schema",
+        "",
+        "Columns: " + ", ".join(f"`{c}`" for c in card["columns"]) + ".",
+        "See docs/design/data.md for their meaning.",
+        "",
+        "## Settings",
+        "",
+        "```json",
+        json.dumps(card["settings"], indent=2, sort_keys=True, default=str),
+        "```",
+    ]
     if card.get("runs"):
         lines += ["", "## Source runs", "", "| run | task | source | created | settings |", "|---|---|---|---|---|"]
         for r in card["runs"]:
             conf = r.get("config") or {}
-            keep = {k: conf[k] for k in ("parents", "children", "mode", "seed", "caps", "wiring", "strategy",
-                                         "screener") if k in conf}
-            lines.append(f"| {r.get('run_id')} | {r.get('task', '')} | {r.get('source', '')} | {r.get('created', '')} | "
-                         f"`{json.dumps(keep, sort_keys=True, default=str)}` |")
+            keep = {
+                k: conf[k]
+                for k in ("parents", "children", "mode", "seed", "caps", "wiring", "strategy", "screener")
+                if k in conf
+            }
+            lines.append(
+                f"| {r.get('run_id')} | {r.get('task', '')} | {r.get('source', '')} | {r.get('created', '')} | "
+                f"`{json.dumps(keep, sort_keys=True, default=str)}` |"
+            )
     if card.get("label_table"):
-        lines += ["", "## Labels by task and parent", "",
-                  "| task | parent | children | infeasible | improve | tie | lose | 5-level | "
-                  + " | ".join(FIVE) + " |", "|" + "---|" * (8 + len(FIVE))]
+        lines += [
+            "",
+            "## Labels by task and parent",
+            "",
+            "| task | parent | children | infeasible | improve | tie | lose | 5-level | " + " | ".join(FIVE) + " |",
+            "|" + "---|" * (8 + len(FIVE)),
+        ]
         for r in card["label_table"]:
-            lines.append(f"| {r['task']} | {r['parent_id']} | {r['children']} | {r['infeasible']} | "
-                         + " | ".join(str(r[c]) for c in THREE) + f" | {'yes' if r['five_level'] else 'dropped'} | "
-                         + " | ".join(str(r[c]) for c in FIVE) + " |")
+            lines.append(
+                f"| {r['task']} | {r['parent_id']} | {r['children']} | {r['infeasible']} | "
+                + " | ".join(str(r[c]) for c in THREE)
+                + f" | {'yes' if r['five_level'] else 'dropped'} | "
+                + " | ".join(str(r[c]) for c in FIVE)
+                + " |"
+            )
     for key in ("grpo_balance", "bench_balance", "synthesis", "split_report"):
         if card.get(key) is not None:
-            lines += ["", f"## {key.replace('_', ' ')}", "", "```json",
-                      json.dumps(card[key], indent=2, sort_keys=True, default=str), "```"]
+            lines += [
+                "",
+                f"## {key.replace('_', ' ')}",
+                "",
+                "```json",
+                json.dumps(card[key], indent=2, sort_keys=True, default=str),
+                "```",
+            ]
     return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------- save / load
+
 
 def save_dataset(splits: Mapping[str, Rows], out: str | Path, card: Mapping[str, Any]) -> Path:
     """Write the splits (Arrow via ``save_to_disk``, plus Parquet) and the card into ``out``."""
@@ -217,8 +281,10 @@ def read_card(path: str | Path) -> dict[str, Any]:
     """The card of the dataset at ``path`` (ConfigError when there is none)."""
     card = Path(path) / "card.json"
     if not card.is_file():
-        raise ConfigError(f"{path} is not a critic dataset (no card.json); build one with `verifyless data collect` "
-                          "or `verifyless data from-runs`")
+        raise ConfigError(
+            f"{path} is not a critic dataset (no card.json); build one with `verifyless data collect` "
+            "or `verifyless data from-runs`"
+        )
     return json.loads(card.read_text(encoding="utf-8"))
 
 
@@ -237,13 +303,16 @@ def load_critic_dataset(path: str | Path) -> Any:
     if version != SCHEMA_VERSION:
         raise ConfigError(
             f"{path} was written with critic-dataset schema version {version}; this verifyless reads version "
-            f"{SCHEMA_VERSION}. Rebuild it: `verifyless data from-runs RUN... --store PATH --out DIR`")
+            f"{SCHEMA_VERSION}. Rebuild it: `verifyless data from-runs RUN... --store PATH --out DIR`"
+        )
     dd = load_from_disk(str(path))
     for name, ds in dd.items():
         missing = [c for c in COLUMNS if c not in ds.column_names]
         if missing:
-            raise ConfigError(f"{path}: split {name} lacks columns {missing} (schema version {SCHEMA_VERSION}); "
-                              "rebuild the dataset from its runs")
+            raise ConfigError(
+                f"{path}: split {name} lacks columns {missing} (schema version {SCHEMA_VERSION}); "
+                "rebuild the dataset from its runs"
+            )
     return dd
 
 
@@ -252,5 +321,14 @@ def splits_of(dd: Any) -> dict[str, Rows]:
     return {name: [dict(r) for r in dd[name]] if name in dd else [] for name in SPLITS}
 
 
-__all__ = ["balance", "balance_bench", "card_data", "card_markdown", "load_critic_dataset", "read_card",
-           "save_dataset", "split_rows", "splits_of"]
+__all__ = [
+    "balance",
+    "balance_bench",
+    "card_data",
+    "card_markdown",
+    "load_critic_dataset",
+    "read_card",
+    "save_dataset",
+    "split_rows",
+    "splits_of",
+]

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from verifyless.data.labels import MIN_IMPROVING, label_pairs
 from verifyless.data.schema import SCHEMA_VERSION
@@ -39,8 +40,8 @@ class RunSource:
 
     run_id: str
     task: str
-    source: str                      # collect-sft | collect-grpo | run
-    created: str                     # ISO date of the run
+    source: str  # collect-sft | collect-grpo | run
+    created: str  # ISO date of the run
     config: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -86,12 +87,11 @@ def run_source(store: Any, run_id: str) -> RunSource:
     info = store.run(run_id)
     config = dict(info.config)
     source = f"collect-{config.get('mode', 'sft')}" if config.get("kind") == COLLECT_KIND else "run"
-    created = _dt.datetime.fromtimestamp(info.created, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = _dt.datetime.fromtimestamp(info.created, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return RunSource(info.run_id, info.task, source, created, config)
 
 
-def harvest_run(store: Any, run_id: str, *, tolerance: float = 0.0,
-                min_improving: int = MIN_IMPROVING) -> Harvest:
+def harvest_run(store: Any, run_id: str, *, tolerance: float = 0.0, min_improving: int = MIN_IMPROVING) -> Harvest:
     """Examples of one run (see module docstring)."""
     src = run_source(store, run_id)
     nodes = {r["node_id"]: r for r in store.node_rows(run_id)}
@@ -109,24 +109,41 @@ def harvest_run(store: Any, run_id: str, *, tolerance: float = 0.0,
     rows = []
     for out in labelled.outcomes:
         child, parent = nodes[out.child_id], nodes[out.parent_id]
-        rows.append({
-            "example_id": f"{run_id}/{out.child_id}", "task": src.task, "run_id": run_id,
-            "parent_id": out.parent_id, "child_id": out.child_id, "task_description": statement,
-            "understanding": understanding, "criteria": list(criteria),
-            "parent_summary": str(parent.get("summary") or ""), "child_summary": str(child.get("summary") or ""),
-            "idea": str(child.get("idea") or ""), "parent_score": float(parent["score"]),
-            "child_score": float(child["score"]), "delta": float(out.delta), "higher_is_better": bool(higher),
-            "label3": out.three, "label5": out.five, "critique": None, "stratum": None,
-            "schema_version": SCHEMA_VERSION, "source": src.source,
-            "parent_hash": str(parent.get("program_hash") or ""), "child_hash": str(child.get("program_hash") or ""),
-            "created": src.created,
-        })
+        rows.append(
+            {
+                "example_id": f"{run_id}/{out.child_id}",
+                "task": src.task,
+                "run_id": run_id,
+                "parent_id": out.parent_id,
+                "child_id": out.child_id,
+                "task_description": statement,
+                "understanding": understanding,
+                "criteria": list(criteria),
+                "parent_summary": str(parent.get("summary") or ""),
+                "child_summary": str(child.get("summary") or ""),
+                "idea": str(child.get("idea") or ""),
+                "parent_score": float(parent["score"]),
+                "child_score": float(child["score"]),
+                "delta": float(out.delta),
+                "higher_is_better": bool(higher),
+                "label3": out.three,
+                "label5": out.five,
+                "critique": None,
+                "stratum": None,
+                "schema_version": SCHEMA_VERSION,
+                "source": src.source,
+                "parent_hash": str(parent.get("program_hash") or ""),
+                "child_hash": str(child.get("program_hash") or ""),
+                "created": src.created,
+            }
+        )
     infeasible = {(src.task, f"{run_id}/{pid}"): n for pid, n in labelled.infeasible.items()}
     return Harvest(tuple(rows), infeasible, (src,))
 
 
-def harvest_runs(store: Any, run_ids: Iterable[str], *, tolerance: float = 0.0,
-                 min_improving: int = MIN_IMPROVING) -> Harvest:
+def harvest_runs(
+    store: Any, run_ids: Iterable[str], *, tolerance: float = 0.0, min_improving: int = MIN_IMPROVING
+) -> Harvest:
     """Examples of several runs (run ids or unique prefixes), in the given run order."""
     rows: list[dict[str, Any]] = []
     infeasible: dict[tuple[str, str], int] = {}

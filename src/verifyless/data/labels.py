@@ -39,9 +39,10 @@ task and parent.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 THREE: tuple[str, ...] = ("improve", "tie", "lose")
 FIVE: tuple[str, ...] = ("BigWin", "MediumWin", "SmallWin", "Tie", "Lose")
@@ -140,7 +141,7 @@ def label_children(
     for idx in by_parent.values():
         labels = parent_five_levels([kept[i][2] for i in idx], min_improving=min_improving)
         if labels is not None:
-            five.update(zip(idx, labels))
+            five.update(zip(idx, labels, strict=False))
     return [ChildOutcome(p, c, d, three_way(d, tolerance), five.get(i)) for i, (p, c, d) in enumerate(kept)]
 
 
@@ -177,8 +178,9 @@ def label_pairs(
     return LabelResult(tuple(outcomes), dict(infeasible))
 
 
-def label_table(rows: Iterable[Mapping[str, Any]], infeasible: Mapping[tuple[str, str], int] | None = None
-                ) -> list[dict[str, Any]]:
+def label_table(
+    rows: Iterable[Mapping[str, Any]], infeasible: Mapping[tuple[str, str], int] | None = None
+) -> list[dict[str, Any]]:
     """One summary row per (task, parent): child counts per three-way and five-level label.
 
     ``rows`` are example mappings with ``task``, ``parent_id``, ``label3`` and
@@ -199,12 +201,17 @@ def label_table(rows: Iterable[Mapping[str, Any]], infeasible: Mapping[tuple[str
         members = groups.get((task, parent), [])
         three = Counter(str(r["label3"]) for r in members)
         five = Counter(str(r["label5"]) for r in members if r.get("label5") is not None)
-        table.append({
-            "task": task, "parent_id": parent, "children": len(members),
-            "infeasible": int((infeasible or {}).get((task, parent), 0)),
-            **{lab: three.get(lab, 0) for lab in THREE},
-            "five_level": bool(five), **{lab: five.get(lab, 0) for lab in FIVE},
-        })
+        table.append(
+            {
+                "task": task,
+                "parent_id": parent,
+                "children": len(members),
+                "infeasible": int((infeasible or {}).get((task, parent), 0)),
+                **{lab: three.get(lab, 0) for lab in THREE},
+                "five_level": bool(five),
+                **{lab: five.get(lab, 0) for lab in FIVE},
+            }
+        )
     return table
 
 

@@ -11,10 +11,11 @@ config file) uses LLM roles.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from verifyless.data.collect import Caps, CollectResult, CollectSettings, Collector, Progress
+from verifyless.data.collect import Caps, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
 
 
@@ -30,9 +31,17 @@ def parse_model_specs(specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def collection_config(task: str, store: Path, *, config: Path | None = None, roles: str | None = None,
-                      models: Sequence[str] = (), executor: str | None = None, workers: int | None = None,
-                      seed: int = 0) -> Any:
+def collection_config(
+    task: str,
+    store: Path,
+    *,
+    config: Path | None = None,
+    roles: str | None = None,
+    models: Sequence[str] = (),
+    executor: str | None = None,
+    workers: int | None = None,
+    seed: int = 0,
+) -> Any:
     """A ``RunConfig`` carrying the roles, models and executor for a collection."""
     from verifyless.config import load_config
 
@@ -50,10 +59,20 @@ def collection_config(task: str, store: Path, *, config: Path | None = None, rol
     return load_config(config, overrides)
 
 
-def run_collection(task_name: str, store_path: Path, settings: CollectSettings, caps: Caps = Caps(), *,
-                   config: Path | None = None, roles: str | None = None, models: Sequence[str] = (),
-                   executor: str | None = None, workers: int | None = None, resume: str | None = None,
-                   progress: Progress | None = None) -> CollectResult:
+def run_collection(
+    task_name: str,
+    store_path: Path,
+    settings: CollectSettings,
+    caps: Caps = Caps(),
+    *,
+    config: Path | None = None,
+    roles: str | None = None,
+    models: Sequence[str] = (),
+    executor: str | None = None,
+    workers: int | None = None,
+    resume: str | None = None,
+    progress: Progress | None = None,
+) -> CollectResult:
     """Collect (or resume) into the run store at ``store_path``; see ``verifyless.data.collect``.
 
     On resume the stored settings, roles, models and executor win over the arguments.
@@ -74,22 +93,44 @@ def run_collection(task_name: str, store_path: Path, settings: CollectSettings, 
             wiring: Mapping[str, Any] = stored.get("wiring", {})
             roles, models = wiring.get("roles", roles), wiring.get("models", models)
             executor = wiring.get("executor", executor)
-        cfg = collection_config(task_name, store_path, config=config, roles=roles, models=models,
-                                executor=executor, workers=workers, seed=settings.seed)
+        cfg = collection_config(
+            task_name,
+            store_path,
+            config=config,
+            roles=roles,
+            models=models,
+            executor=executor,
+            workers=workers,
+            seed=settings.seed,
+        )
         task = load_task(cfg.task)
         run_ref: dict[str, str | None] = {"run_id": resume}
         built = build_models(cfg, store, run_ref)
         role_set = build_roles(cfg, task, built)
         hide = [Path(store_path).resolve().parent]
-        execu = build_executor(cfg.executor.name, dict(cfg.executor.options), hide=hide,
-                               capacity=cfg.engine.verify_concurrency)
+        execu = build_executor(
+            cfg.executor.name, dict(cfg.executor.options), hide=hide, capacity=cfg.engine.verify_concurrency
+        )
         task_ref = str(Path(task_name).resolve()) if Path(task_name).exists() else task_name
-        wiring_record = {"roles": cfg.roles.kind, "models": [f"{k}={v}" for k, v in cfg.roles.models.items()],
-                         "executor": cfg.executor.name}
+        wiring_record = {
+            "roles": cfg.roles.kind,
+            "models": [f"{k}={v}" for k, v in cfg.roles.models.items()],
+            "executor": cfg.executor.name,
+        }
         try:
-            collector = Collector(task, role_set, execu, store, settings, caps, progress=progress, run_ref=run_ref,
-                                  run_config={"wiring": wiring_record, "task_ref": task_ref},
-                                  guards=build_guards(cfg, built), guard_repairs=cfg.guards.repair_attempts)
+            collector = Collector(
+                task,
+                role_set,
+                execu,
+                store,
+                settings,
+                caps,
+                progress=progress,
+                run_ref=run_ref,
+                run_config={"wiring": wiring_record, "task_ref": task_ref},
+                guards=build_guards(cfg, built),
+                guard_repairs=cfg.guards.repair_attempts,
+            )
             return asyncio.run(collector.run(resume))
         finally:
             execu.close()

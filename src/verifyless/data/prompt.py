@@ -12,9 +12,10 @@ statement and metric line; otherwise a stand-in built from the row's
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
@@ -63,18 +64,33 @@ def screen_context(row: Mapping[str, Any], rng: random.Random | None = None) -> 
     from verifyless.screen.base import ScreenContext
 
     brief = TaskBrief(str(row.get("understanding") or ""), tuple(row.get("criteria") or ()))
-    parent = ParentInfo(id=str(row["parent_id"]), program="", score=row.get("parent_score"),
-                        summary=str(row.get("parent_summary") or ""))
-    return ScreenContext(task=task_for(row), parent=parent, rng=rng or random.Random(0),
-                         brief=brief if (brief.understanding or brief.criteria) else None,
-                         summaries={parent.id or "": parent.summary}, n_verify=1)
+    parent = ParentInfo(
+        id=str(row["parent_id"]),
+        program="",
+        score=row.get("parent_score"),
+        summary=str(row.get("parent_summary") or ""),
+    )
+    return ScreenContext(
+        task=task_for(row),
+        parent=parent,
+        rng=rng or random.Random(0),
+        brief=brief if (brief.understanding or brief.criteria) else None,
+        summaries={parent.id or "": parent.summary},
+        n_verify=1,
+    )
 
 
 def row_candidate(row: Mapping[str, Any]) -> Candidate:
     """The child as a ``Candidate`` (no program: datasets carry summaries, not code)."""
-    return Candidate(id=str(row["example_id"]), parent_id=str(row["parent_id"]), operator=Operator.IMPROVE,
-                     idea=Idea(str(row.get("idea") or "")), program="", program_hash=str(row.get("child_hash") or ""),
-                     summary=str(row.get("child_summary") or ""))
+    return Candidate(
+        id=str(row["example_id"]),
+        parent_id=str(row["parent_id"]),
+        operator=Operator.IMPROVE,
+        idea=Idea(str(row.get("idea") or "")),
+        program="",
+        program_hash=str(row.get("child_hash") or ""),
+        summary=str(row.get("child_summary") or ""),
+    )
 
 
 def critic_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:

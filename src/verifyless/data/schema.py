@@ -14,23 +14,57 @@ baseline).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SCHEMA_VERSION = 1
 SPLITS: tuple[str, ...] = ("sft", "grpo", "bench")
 STRATA: tuple[str, ...] = ("sampled", "revised", "guided")
 
 STRING_COLUMNS: tuple[str, ...] = (
-    "example_id", "task", "run_id", "parent_id", "child_id", "task_description", "understanding",
-    "parent_summary", "child_summary", "idea", "label3", "source", "parent_hash", "child_hash", "created",
+    "example_id",
+    "task",
+    "run_id",
+    "parent_id",
+    "child_id",
+    "task_description",
+    "understanding",
+    "parent_summary",
+    "child_summary",
+    "idea",
+    "label3",
+    "source",
+    "parent_hash",
+    "child_hash",
+    "created",
 )
 FLOAT_COLUMNS: tuple[str, ...] = ("parent_score", "child_score", "delta")
 OPTIONAL_STRING_COLUMNS: tuple[str, ...] = ("label5", "critique", "stratum")
 COLUMNS: tuple[str, ...] = (
-    "example_id", "task", "run_id", "parent_id", "child_id", "task_description", "understanding", "criteria",
-    "parent_summary", "child_summary", "idea", "parent_score", "child_score", "delta", "higher_is_better",
-    "label3", "label5", "critique", "stratum", "schema_version",
-    "source", "parent_hash", "child_hash", "created",
+    "example_id",
+    "task",
+    "run_id",
+    "parent_id",
+    "child_id",
+    "task_description",
+    "understanding",
+    "criteria",
+    "parent_summary",
+    "child_summary",
+    "idea",
+    "parent_score",
+    "child_score",
+    "delta",
+    "higher_is_better",
+    "label3",
+    "label5",
+    "critique",
+    "stratum",
+    "schema_version",
+    "source",
+    "parent_hash",
+    "child_hash",
+    "created",
 )
 
 

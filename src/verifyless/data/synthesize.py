@@ -35,10 +35,11 @@ import logging
 import os
 import random
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from verifyless.data.labels import FIVE, to_three
 from verifyless.data.prompt import critic_messages
@@ -47,13 +48,26 @@ from verifyless.model.base import Message, ModelRequest, Usage
 log = logging.getLogger(__name__)
 
 PAPER_SHARES = {"sampled": 44.4, "revised": 31.6, "guided": 23.9}
-_TAGS = {"BigWin": ("improve", "big"), "MediumWin": ("improve", "medium"), "SmallWin": ("improve", "small"),
-         "Tie": ("tie", "NA"), "Lose": ("lose", "NA"), "improve": ("improve", "big | medium | small"),
-         "tie": ("tie", "NA"), "lose": ("lose", "NA")}
-_WORDS = {"BigWin": "a big improvement over the parent", "MediumWin": "a medium improvement over the parent",
-          "SmallWin": "a small improvement over the parent", "Tie": "no change from the parent (a tie)",
-          "Lose": "worse than the parent (a loss)", "improve": "better than the parent (an improvement)",
-          "tie": "no change from the parent (a tie)", "lose": "worse than the parent (a loss)"}
+_TAGS = {
+    "BigWin": ("improve", "big"),
+    "MediumWin": ("improve", "medium"),
+    "SmallWin": ("improve", "small"),
+    "Tie": ("tie", "NA"),
+    "Lose": ("lose", "NA"),
+    "improve": ("improve", "big | medium | small"),
+    "tie": ("tie", "NA"),
+    "lose": ("lose", "NA"),
+}
+_WORDS = {
+    "BigWin": "a big improvement over the parent",
+    "MediumWin": "a medium improvement over the parent",
+    "SmallWin": "a small improvement over the parent",
+    "Tie": "no change from the parent (a tie)",
+    "Lose": "worse than the parent (a loss)",
+    "improve": "better than the parent (an improvement)",
+    "tie": "no change from the parent (a tie)",
+    "lose": "worse than the parent (a loss)",
+}
 
 
 @dataclass(frozen=True)
@@ -115,7 +129,8 @@ def _with_extra(messages: list[dict[str, str]], extra: str) -> tuple[Message, ..
 def hint_text(ruled_out: str) -> str:
     improvement, tier = _TAGS[ruled_out]
     wrong = f"{_WORDS[ruled_out]} (`[IMPROVEMENT] {improvement}`" + (
-        f", `[WINTIER] {tier}`)" if ruled_out in FIVE and improvement == "improve" else ")")
+        f", `[WINTIER] {tier}`)" if ruled_out in FIVE and improvement == "improve" else ")"
+    )
     return _fill(_template("hint"), ruled_out=wrong)
 
 
@@ -135,8 +150,16 @@ class Synthesizer:
 
     async def _sample(self, messages: tuple[Message, ...], offset: int = 0) -> list[str]:
         s = self.settings
-        reply = await self.model.generate(ModelRequest(messages=messages, role="teacher", temperature=s.temperature,
-                                                       max_tokens=s.max_tokens, n=s.samples, sample_offset=offset))
+        reply = await self.model.generate(
+            ModelRequest(
+                messages=messages,
+                role="teacher",
+                temperature=s.temperature,
+                max_tokens=s.max_tokens,
+                n=s.samples,
+                sample_offset=offset,
+            )
+        )
         self.calls += 1
         if not reply.cached:
             self.usage = self.usage + reply.usage
@@ -160,15 +183,17 @@ class Synthesizer:
                 return Synthesized(str(row["example_id"]), target, "revised", kept, ruled_out, predicted)
         texts = await self._sample(_with_extra(base, guided_text(target)))
         kept = self._keep(texts, target, rng, predicted, "guided")
-        return Synthesized(str(row["example_id"]), target, "guided" if kept is not None else None, kept, ruled_out,
-                           predicted)
+        return Synthesized(
+            str(row["example_id"]), target, "guided" if kept is not None else None, kept, ruled_out, predicted
+        )
 
     @staticmethod
-    def _keep(texts: Sequence[str], target: str, rng: random.Random, predicted: dict[str, list[str | None]],
-              stage: str) -> str | None:
+    def _keep(
+        texts: Sequence[str], target: str, rng: random.Random, predicted: dict[str, list[str | None]], stage: str
+    ) -> str | None:
         labels = [parsed_label(t, target) for t in texts]
         predicted[stage] = labels
-        matches = [t for t, lab in zip(texts, labels) if lab == target]
+        matches = [t for t, lab in zip(texts, labels, strict=False) if lab == target]
         return rng.choice(matches) if matches else None
 
 
@@ -194,9 +219,14 @@ def _read_journal(path: Path) -> dict[str, Synthesized]:
     return done
 
 
-async def synthesize_rows(rows: Sequence[Mapping[str, Any]], model: Any, settings: SynthesisSettings = SynthesisSettings(),
-                          *, journal: Path | None = None,
-                          progress: Callable[[Synthesized], None] | None = None) -> tuple[dict[str, Synthesized], Synthesizer]:
+async def synthesize_rows(
+    rows: Sequence[Mapping[str, Any]],
+    model: Any,
+    settings: SynthesisSettings = SynthesisSettings(),
+    *,
+    journal: Path | None = None,
+    progress: Callable[[Synthesized], None] | None = None,
+) -> tuple[dict[str, Synthesized], Synthesizer]:
     """Synthesise critiques for ``rows``; returns results by example id and the synthesizer (for usage).
 
     With ``journal``, finished examples are appended (and fsynced) there and
@@ -231,9 +261,12 @@ def strata_report(results: Mapping[str, Synthesized]) -> dict[str, Any]:
     counts = Counter(r.stratum or "failed" for r in results.values())
     total = sum(counts.values())
     names = ("sampled", "revised", "guided", "failed")
-    return {"examples": total, "counts": {k: counts.get(k, 0) for k in names},
-            "shares_percent": {k: round(100.0 * counts.get(k, 0) / total, 1) if total else 0.0 for k in names},
-            "paper_shares_percent": dict(PAPER_SHARES)}
+    return {
+        "examples": total,
+        "counts": {k: counts.get(k, 0) for k in names},
+        "shares_percent": {k: round(100.0 * counts.get(k, 0) / total, 1) if total else 0.0 for k in names},
+        "paper_shares_percent": dict(PAPER_SHARES),
+    }
 
 
 def apply_results(rows: Sequence[Mapping[str, Any]], results: Mapping[str, Synthesized]) -> list[dict[str, Any]]:
@@ -248,5 +281,16 @@ def apply_results(rows: Sequence[Mapping[str, Any]], results: Mapping[str, Synth
     return out
 
 
-__all__ = ["PAPER_SHARES", "SynthesisSettings", "Synthesized", "Synthesizer", "apply_results", "guided_text",
-           "hint_text", "parsed_label", "strata_report", "synthesize_rows", "target_of"]
+__all__ = [
+    "PAPER_SHARES",
+    "SynthesisSettings",
+    "Synthesized",
+    "Synthesizer",
+    "apply_results",
+    "guided_text",
+    "hint_text",
+    "parsed_label",
+    "strata_report",
+    "synthesize_rows",
+    "target_of",
+]

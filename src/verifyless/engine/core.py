@@ -87,9 +87,21 @@ class Engine(Recorder):
     retrieval); ``progress`` receives ``(kind, data)`` for live display.
     """
 
-    def __init__(self, *, task: Task, roles: Roles, screener: Screener, strategy: SearchStrategy, executor: Any,
-                 store: Any, config: RunConfig, memory: Any | None = None, progress: ProgressFn | None = None,
-                 final_judge: Any | None = None, guards: Any | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        task: Task,
+        roles: Roles,
+        screener: Screener,
+        strategy: SearchStrategy,
+        executor: Any,
+        store: Any,
+        config: RunConfig,
+        memory: Any | None = None,
+        progress: ProgressFn | None = None,
+        final_judge: Any | None = None,
+        guards: Any | None = None,
+    ) -> None:
         super().__init__(store, progress)
         self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
         self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge
@@ -98,9 +110,14 @@ class Engine(Recorder):
         self.tells = TellQueue()
         self.learners = Learners(strategy, screener, memory, task)
         self.snapshots = Snapshots(store, config.engine.snapshot_every)
-        self.maker = ChildMaker(task, roles, llm=asyncio.Semaphore(config.engine.llm_concurrency),
-                                summaries=self.state.summary_by_hash, guards=guards,
-                                guard_repairs=config.guards.repair_attempts)
+        self.maker = ChildMaker(
+            task,
+            roles,
+            llm=asyncio.Semaphore(config.engine.llm_concurrency),
+            summaries=self.state.summary_by_hash,
+            guards=guards,
+            guard_repairs=config.guards.repair_attempts,
+        )
         self.reply_health = ReplyHealth.for_screener(screener)  # parse rate per screening; stops on silence
         self.programs = Programs(store, self.state)
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
@@ -226,10 +243,18 @@ class Engine(Recorder):
     async def _screen(self, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
         """The screener's ranking; a dead screener endpoint falls back to a seeded random pick (logged)."""
         eng = self.config.engine
-        ctx = ScreenContext(task=self.task, parent=parent, rng=rng, brief=self.state.brief,
-                            nodes={k: v for k, v in self.state.view.nodes.items() if v.status.verified},
-                            summaries=self.state.summaries, n_verify=eng.verify_per_expansion, round=r,
-                            budget_left_s=self.gate.seconds_left(), program_of=self.programs.text)
+        ctx = ScreenContext(
+            task=self.task,
+            parent=parent,
+            rng=rng,
+            brief=self.state.brief,
+            nodes={k: v for k, v in self.state.view.nodes.items() if v.status.verified},
+            summaries=self.state.summaries,
+            n_verify=eng.verify_per_expansion,
+            round=r,
+            budget_left_s=self.gate.seconds_left(),
+            program_of=self.programs.text,
+        )
         try:
             return await self.screener.screen(ctx, pool)
         except ModelUnavailable as exc:
@@ -255,8 +280,11 @@ class Engine(Recorder):
         from verifyless.screen.agentic import pilot_records
 
         for pilot in pilot_records(screening):
-            self._emit("pilot", {**pilot, "round": r},
-                       charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]))
+            self._emit(
+                "pilot",
+                {**pilot, "round": r},
+                charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]),
+            )
         if self._watched:
             self.progress(
                 "screening",
@@ -388,8 +416,9 @@ async def submit_ensemble(engine: Engine) -> None:
     if not ids or sandbox is None:
         return
     members = [(i, engine.programs.text(i)) for i in ids]
-    sub = await asyncio.to_thread(ensemble_submission, engine.task, members, sandbox,
-                                  hide=tuple(getattr(engine.executor, "hide", ())))
+    sub = await asyncio.to_thread(
+        ensemble_submission, engine.task, members, sandbox, hide=tuple(getattr(engine.executor, "hide", ()))
+    )
     engine._emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
 
 

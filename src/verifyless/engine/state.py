@@ -78,10 +78,19 @@ class RunState:
             self.summaries[cand.id] = cand.summary
             self.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         self.staged[cand.id] = Node(
-            id=cand.id, parent_id=cand.parent_id, operator=cand.operator, status=status, idea=cand.idea.text,
-            program_hash=cand.program_hash, reference_ids=cand.reference_ids, round=cand.round,
-            island=cand.island, tags=cand.idea.tags, reason=reason,
-            code_length=cand.code_length or None)  # the MAP-Elites length feature
+            id=cand.id,
+            parent_id=cand.parent_id,
+            operator=cand.operator,
+            status=status,
+            idea=cand.idea.text,
+            program_hash=cand.program_hash,
+            reference_ids=cand.reference_ids,
+            round=cand.round,
+            island=cand.island,
+            tags=cand.idea.tags,
+            reason=reason,
+            code_length=cand.code_length or None,
+        )  # the MAP-Elites length feature
 
     def _status(self, ev: Event) -> None:
         node_id = ev.node_id or ""

@@ -8,8 +8,9 @@ filesystem or the same checkout); the program text travels with the call.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.node import Verification
@@ -70,8 +71,11 @@ def build_executor(name: str, options: dict[str, Any], *, hide: Sequence[Path] =
 
     try:
         if name == "local":
-            return LocalExecutor(capacity=options.get("capacity", capacity), hide=hide,
-                                 **{k: v for k, v in options.items() if k != "capacity"})
+            return LocalExecutor(
+                capacity=options.get("capacity", capacity),
+                hide=hide,
+                **{k: v for k, v in options.items() if k != "capacity"},
+            )
         if name == "ray":
             opts = {"capacity": capacity, **options}
             return RayExecutor(hide=hide, **opts)

@@ -27,9 +27,9 @@ import ast
 import importlib.machinery
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 from verifyless.guards import leakage as _leakage
 from verifyless.guards import static
@@ -106,15 +106,22 @@ class ModuleAvailability:
 class Guards:
     """Runs the configured guards; see the module docstring for the contract."""
 
-    def __init__(self, config: GuardsConfig | None = None, *, reviewer_model: object | None = None,
-                 modules: ModuleAvailability | None = None) -> None:
+    def __init__(
+        self,
+        config: GuardsConfig | None = None,
+        *,
+        reviewer_model: object | None = None,
+        modules: ModuleAvailability | None = None,
+    ) -> None:
         self.config = config or GuardsConfig()
         if self.config.reviewer != "off" and reviewer_model is None:
             from verifyless.errors import ConfigError
 
-            raise ConfigError("guards.reviewer is on but no reviewer model was given: set "
-                              f"roles.models.{self.config.reviewer_model} (or roles.models.default), "
-                              "or guards.reviewer=off")
+            raise ConfigError(
+                "guards.reviewer is on but no reviewer model was given: set "
+                f"roles.models.{self.config.reviewer_model} (or roles.models.default), "
+                "or guards.reviewer=off"
+            )
         self.reviewer = Reviewer(reviewer_model) if reviewer_model is not None else None
         self.modules = modules or ModuleAvailability()
 

@@ -23,41 +23,52 @@ class GuardsConfig(BaseModel):
     syntax: Mode = Field(default="blocking", description="the program must parse as Python")
     undefined_names: Mode = Field(
         default="blocking",
-        description="a name that is read but never defined, imported or a builtin (a typo, a missing import)")
+        description="a name that is read but never defined, imported or a builtin (a typo, a missing import)",
+    )
     imports: Mode = Field(
         default="blocking",
         description="a module the sandbox's Python environment cannot import (checked with find_spec against "
-                    "that environment's path, plus modules the workspace holds); imports inside try/except "
-                    "ImportError are skipped")
+        "that environment's path, plus modules the workspace holds); imports inside try/except "
+        "ImportError are skipped",
+    )
     paths: Mode = Field(
         default="blocking",
         description="a literal absolute path (or one climbing out with '..') outside the workspace, e.g. a task "
-                    "folder's hidden labels; /dev/null, /dev/shm and /proc/self are allowed")
+        "folder's hidden labels; /dev/null, /dev/shm and /proc/self are allowed",
+    )
     policy: Mode = Field(
         default="blocking",
         description="network or subprocess use that the task forbids (task.yaml 'policy:'); a task's 'warn' "
-                    "gives advisory findings whatever this says, 'allow' (the default) none")
+        "gives advisory findings whatever this says, 'allow' (the default) none",
+    )
     metric_write: Mode = Field(
         default="blocking",
         description="writing the metric instead of computing it: a literal number stored under the metric's "
-                    "name, or writing the evaluator's metrics.json")
+        "name, or writing the evaluator's metrics.json",
+    )
     leakage: Mode = Field(
         default="blocking",
         description="native tasks: the fit step touching the evaluation inputs (validation or test files or "
-                    "variables passed to a fit call, or read inside the fit function)")
+        "variables passed to a fit call, or read inside the fit function)",
+    )
     reviewer: Mode = Field(
-        default="off",
-        description="an LLM reviewer reads the change and may reject it (one LLM call per child)")
+        default="off", description="an LLM reviewer reads the change and may reject it (one LLM call per child)"
+    )
     reviewer_model: str = Field(
-        default="default",
-        description="roles.models key of the model the reviewer uses (falls back to 'default')")
+        default="default", description="roles.models key of the model the reviewer uses (falls back to 'default')"
+    )
     only_new: bool = Field(
         default=True,
         description="report only findings the parent program does not also have (a task's own harness never "
-                    "blocks its children)")
+        "blocks its children)",
+    )
     repair_attempts: int = Field(
-        default=1, ge=0, le=5,
+        default=1,
+        ge=0,
+        le=5,
         description="how many times a guard-failed implementation goes back to the implementer's repair with "
-                    "the reasons, keeping the idea, before the child stays guard-failed")
+        "the reasons, keeping the idea, before the child stays guard-failed",
+    )
+
 
 __all__ = ["GuardsConfig", "Mode"]

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from verifyless.guards.static import Issue
 
@@ -57,8 +57,14 @@ def leakage(tree: ast.Module, eval_files: set[str]) -> list[Issue]:
         issues += _fit_calls(scope, _taint(scope, inherited, eval_files), eval_files)
         touched = _touches(_in_scope(scope), inherited, eval_files) if scope.name in FIT_NAMES else ""
         if touched:
-            issues.append(Issue("leakage", f"the fit step {scope.name}() reads evaluation inputs ({touched}, "
-                                           f"line {scope.lineno}): fit only on the training data", scope.lineno))
+            issues.append(
+                Issue(
+                    "leakage",
+                    f"the fit step {scope.name}() reads evaluation inputs ({touched}, "
+                    f"line {scope.lineno}): fit only on the training data",
+                    scope.lineno,
+                )
+            )
     return issues
 
 
@@ -68,8 +74,14 @@ def _fit_calls(scope: ast.AST, tainted: set[str], eval_files: set[str]) -> list[
         if isinstance(node, ast.Call) and _call_name(node) in FIT_NAMES:
             touched = _touches(node.args + [kw.value for kw in node.keywords], tainted, eval_files)
             if touched:
-                issues.append(Issue("leakage", f"{_call_name(node)}() is given evaluation inputs ({touched}, "
-                                               f"line {node.lineno}): fit only on the training data", node.lineno))
+                issues.append(
+                    Issue(
+                        "leakage",
+                        f"{_call_name(node)}() is given evaluation inputs ({touched}, "
+                        f"line {node.lineno}): fit only on the training data",
+                        node.lineno,
+                    )
+                )
     return issues
 
 

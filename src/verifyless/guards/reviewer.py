@@ -19,8 +19,9 @@ from verifyless.roles.render import code_lang, render
 from verifyless.task.base import Task
 
 _VERDICT = re.compile(r"^\s*\**VERDICT\**\s*:\s*\**\s*(pass|reject)\b", re.IGNORECASE | re.MULTILINE)
-_ISSUE = re.compile(r"^\s*\**ISSUE\**\s*:\s*(?:line\s*(\d+))?\s*(?:-{2,3}|:|-)?\s*(.+?)\s*$",
-                    re.IGNORECASE | re.MULTILINE)
+_ISSUE = re.compile(
+    r"^\s*\**ISSUE\**\s*:\s*(?:line\s*(\d+))?\s*(?:-{2,3}|:|-)?\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE
+)
 MAX_PROGRAM_CHARS = 24_000
 MAX_STATEMENT_CHARS = 4_000
 
@@ -46,18 +47,22 @@ class Reviewer:
             "parent": parent_program[:MAX_PROGRAM_CHARS],
             "program": program[:MAX_PROGRAM_CHARS],
         }
-        messages = (Message("system", render(prompt["system"], {}, "reviewer system")),
-                    Message("user", render(prompt["user"], values, "reviewer user")))
-        return ModelRequest(messages=messages, role="reviewer", temperature=self.temperature,
-                            max_tokens=self.max_tokens)
+        messages = (
+            Message("system", render(prompt["system"], {}, "reviewer system")),
+            Message("user", render(prompt["user"], values, "reviewer user")),
+        )
+        return ModelRequest(
+            messages=messages, role="reviewer", temperature=self.temperature, max_tokens=self.max_tokens
+        )
 
 
 def parse_review(text: str) -> list[Issue]:
     """Issues from a reviewer reply (see the module docstring for the rules)."""
     verdicts = _VERDICT.findall(text or "")
     if not verdicts:
-        return [Issue("reviewer", "the reviewer's reply had no readable VERDICT line; not blocking",
-                      advisory_only=True)]
+        return [
+            Issue("reviewer", "the reviewer's reply had no readable VERDICT line; not blocking", advisory_only=True)
+        ]
     if verdicts[-1].lower() == "pass":
         return []
     issues = []

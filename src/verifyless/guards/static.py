@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from verifyless.task.base import Task
 
@@ -35,23 +35,70 @@ class Issue:
     advisory_only: bool = False
 
 
-MODULE_NAMES = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__builtins__", "__spec__",
-                                           "__loader__", "__package__", "__path__", "__annotations__",
-                                           "__cached__", "__dict__", "__module__", "__qualname__", "__class__"}
-NETWORK_MODULES = frozenset({"socket", "socketserver", "ssl", "http", "urllib", "urllib3", "requests", "httpx",
-                             "aiohttp", "ftplib", "smtplib", "poplib", "imaplib", "telnetlib", "xmlrpc",
-                             "websocket", "websockets", "paramiko", "grpc"})
+MODULE_NAMES = frozenset(dir(builtins)) | {
+    "__file__",
+    "__name__",
+    "__doc__",
+    "__builtins__",
+    "__spec__",
+    "__loader__",
+    "__package__",
+    "__path__",
+    "__annotations__",
+    "__cached__",
+    "__dict__",
+    "__module__",
+    "__qualname__",
+    "__class__",
+}
+NETWORK_MODULES = frozenset(
+    {
+        "socket",
+        "socketserver",
+        "ssl",
+        "http",
+        "urllib",
+        "urllib3",
+        "requests",
+        "httpx",
+        "aiohttp",
+        "ftplib",
+        "smtplib",
+        "poplib",
+        "imaplib",
+        "telnetlib",
+        "xmlrpc",
+        "websocket",
+        "websockets",
+        "paramiko",
+        "grpc",
+    }
+)
 SUBPROCESS_MODULES = frozenset({"subprocess", "pty", "pexpect", "sh", "plumbum"})
-SUBPROCESS_CALLS = re.compile(r"^(os\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*)|"
-                              r"asyncio\.create_subprocess_\w+)$")
-ALLOWED_ABSOLUTE = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/shm", "/dev/stdout",
-                    "/dev/stderr", "/dev/stdin", "/proc/self", "/proc/cpuinfo", "/proc/meminfo")
+SUBPROCESS_CALLS = re.compile(
+    r"^(os\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*)|"
+    r"asyncio\.create_subprocess_\w+)$"
+)
+ALLOWED_ABSOLUTE = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/shm",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/stdin",
+    "/proc/self",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+)
 _PATHLIKE = re.compile(r"^(~|/)[A-Za-z0-9_.\-~]+(/[^\s\"'<>|]*)?$")
 _ESCAPE = re.compile(r"(^|/)\.\.(/|$)")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
 # ------------------------------------------------------------------ syntax and names
+
 
 def syntax(program: str, filename: str) -> tuple[ast.Module | None, list[Issue]]:
     """Parse ``program``; on failure one ``syntax`` issue with the line."""
@@ -75,8 +122,10 @@ def undefined_names(tree: ast.Module) -> list[Issue]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             loads.setdefault(node.id, node.lineno)
     missing = sorted((line, name) for name, line in loads.items() if name not in bound and name not in MODULE_NAMES)
-    return [Issue("undefined_names", f"name {name!r} is used but never defined or imported (line {line})", line)
-            for line, name in missing]
+    return [
+        Issue("undefined_names", f"name {name!r} is used but never defined or imported (line {line})", line)
+        for line, name in missing
+    ]
 
 
 def _bound_by(node: ast.AST) -> Iterator[str]:
@@ -100,6 +149,7 @@ def _bound_by(node: ast.AST) -> Iterator[str]:
 
 
 # ------------------------------------------------------------------ imports
+
 
 def imported_modules(tree: ast.Module) -> list[tuple[str, int]]:
     """``(top-level module, line)`` for absolute imports not guarded by ``try/except ImportError``."""
@@ -137,12 +187,14 @@ def imports(tree: ast.Module, available: Callable[[str], bool]) -> list[Issue]:
     for name, line in imported_modules(tree):
         if name not in seen and not available(name):
             seen.add(name)
-            issues.append(Issue("imports", f"imports {name!r}, which the task's environment does not provide "
-                                           f"(line {line})", line))
+            issues.append(
+                Issue("imports", f"imports {name!r}, which the task's environment does not provide (line {line})", line)
+            )
     return issues
 
 
 # ------------------------------------------------------------------ paths
+
 
 def paths(tree: ast.Module) -> list[Issue]:
     """Literal absolute paths (or ``..`` escapes) outside the workspace, docstrings excepted."""
@@ -153,11 +205,18 @@ def paths(tree: ast.Module) -> list[Issue]:
             continue
         text = node.value.strip()
         outside = (_PATHLIKE.match(text) and not text.startswith(ALLOWED_ABSOLUTE)) or (
-            "/" in text and _ESCAPE.search(text) and " " not in text)
+            "/" in text and _ESCAPE.search(text) and " " not in text
+        )
         if outside and text not in seen:
             seen.add(text)
-            issues.append(Issue("paths", f"refers to {text!r}, a path outside the workspace (line {node.lineno}); "
-                                         "read only the data folder the program is given", node.lineno))
+            issues.append(
+                Issue(
+                    "paths",
+                    f"refers to {text!r}, a path outside the workspace (line {node.lineno}); "
+                    "read only the data folder the program is given",
+                    node.lineno,
+                )
+            )
     return issues
 
 
@@ -173,6 +232,7 @@ def _docstring_ids(tree: ast.Module) -> set[int]:
 
 # ------------------------------------------------------------------ network and subprocess policy
 
+
 def policy(tree: ast.Module, task: Task) -> list[Issue]:
     """Network / subprocess use, reported as the task's ``policy`` says (``allow``: nothing)."""
     issues = []
@@ -182,8 +242,14 @@ def policy(tree: ast.Module, task: Task) -> list[Issue]:
             continue
         for what, line in hits:
             verb = "forbids" if rule == "forbid" else "discourages"
-            issues.append(Issue("policy", f"uses {capability} ({what}, line {line}), which the task {verb}",
-                                line, advisory_only=rule != "forbid"))
+            issues.append(
+                Issue(
+                    "policy",
+                    f"uses {capability} ({what}, line {line}), which the task {verb}",
+                    line,
+                    advisory_only=rule != "forbid",
+                )
+            )
     return issues
 
 
@@ -213,6 +279,7 @@ def _dotted(node: ast.AST) -> str | None:
 
 # ------------------------------------------------------------------ writing the metric
 
+
 def metric_write(tree: ast.Module, metric_names: Iterable[str]) -> list[Issue]:
     """A literal number stored under a metric's name, or a write of ``metrics.json``."""
     names = set(metric_names)
@@ -220,24 +287,38 @@ def metric_write(tree: ast.Module, metric_names: Iterable[str]) -> list[Issue]:
     for node in ast.walk(tree):
         for key, value, line in _keyed_values(node):
             if key in names and _literal_number(value) is not None:
-                issues.append(Issue("metric_write", f"sets the metric {key!r} to the literal "
-                                                    f"{_literal_number(value):g} instead of computing it "
-                                                    f"(line {line})", line))
+                issues.append(
+                    Issue(
+                        "metric_write",
+                        f"sets the metric {key!r} to the literal "
+                        f"{_literal_number(value):g} instead of computing it "
+                        f"(line {line})",
+                        line,
+                    )
+                )
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith("metrics.json"):
-            issues.append(Issue("metric_write", f"writes {node.value!r}, the evaluator's own output, itself "
-                                                f"(line {node.lineno})", node.lineno))
+            issues.append(
+                Issue(
+                    "metric_write",
+                    f"writes {node.value!r}, the evaluator's own output, itself (line {node.lineno})",
+                    node.lineno,
+                )
+            )
     return issues
 
 
 def _keyed_values(node: ast.AST) -> Iterator[tuple[str, ast.AST, int]]:
     if isinstance(node, ast.Dict):
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=False):
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 yield key.value, value, node.lineno
     elif isinstance(node, ast.Assign):
         for target in node.targets:
-            if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
-                    and isinstance(target.slice.value, str):
+            if (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            ):
                 yield target.slice.value, node.value, node.lineno
     elif isinstance(node, ast.Call):
         for kw in node.keywords:

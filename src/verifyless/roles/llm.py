@@ -17,14 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Literal
 
 from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage
 from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
 from verifyless.roles import parse
-from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.base import (
     Implementation,
     ParentInfo,
@@ -33,6 +33,7 @@ from verifyless.roles.base import (
     Roles,
     TaskBrief,
 )
+from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import (
     band_for,
     band_or_program,
@@ -73,6 +74,7 @@ def _first_choice(reply: ModelReply) -> str | None:
 
 # ---------------------------------------------------------------- briefer
 
+
 class LLMBriefer:
     """Task understanding + 4-10 task-specific criteria, once per task.
 
@@ -110,7 +112,10 @@ class LLMBriefer:
                 understanding, criteria = parse.parse_brief(text)
             except ParseError as exc:
                 error = exc
-                conversation += [Message("assistant", text), Message("user", section("brief", "retry", {"problem": exc}))]
+                conversation += [
+                    Message("assistant", text),
+                    Message("user", section("brief", "retry", {"problem": exc})),
+                ]
                 continue
             result = TaskBrief(understanding=understanding, criteria=criteria)
             self._memo[key] = result
@@ -122,6 +127,7 @@ class LLMBriefer:
 
 
 # ---------------------------------------------------------------- proposer
+
 
 class LLMProposer:
     """One concrete idea (an Approach, no code) per request; N per call.
@@ -158,14 +164,20 @@ class LLMProposer:
         """The system and user messages for one draw (public for inspection and tests)."""
         task, parent = ctx.task, ctx.parent
         values = _task_values(task)
-        status = "not run yet" if parent.score is None else f"validation {task.metric.name} = {score_text(parent.score)}"
+        status = (
+            "not run yet" if parent.score is None else f"validation {task.metric.name} = {score_text(parent.score)}"
+        )
         if ctx.operator is Operator.DEBUG:
             status = "its last run failed"
         op = ctx.operator if ctx.operator is not Operator.BASELINE else Operator.IMPROVE
         instructions = section(
             "propose",
             f"op_{op.value}",
-            {**values, "score": score_text(parent.score), "error": clip(parent.error or "(no output captured)", 3000, keep="end")},
+            {
+                **values,
+                "score": score_text(parent.score),
+                "error": clip(parent.error or "(no output captured)", 3000, keep="end"),
+            },
         )
         avoid_items = [f"- {clip_words(a, 80)}" for a in avoid[-self.max_avoid :]]
         parent_idea = [clip_words(parent.idea.text, 150)] if parent.idea and parent.idea.text.strip() else []
@@ -221,6 +233,7 @@ def _reference(task: Task, ref: ParentInfo) -> str:
 
 
 # ---------------------------------------------------------------- implementer
+
 
 class LLMImplementer:
     """Rewrite the band to implement an idea, checking the contract after every reply.
@@ -291,7 +304,9 @@ class LLMImplementer:
         try:
             opening = self.render_repair(task, program, idea, error)
         except BandError as exc:
-            return Implementation(None, RoleFailure("guard-failed", f"the program to repair has no usable band: {exc}"), 0)
+            return Implementation(
+                None, RoleFailure("guard-failed", f"the program to repair has no usable band: {exc}"), 0
+            )
         return await self._chain(task, program, opening, "repair", "repair")
 
     async def _chain(
@@ -401,6 +416,7 @@ def _line_at(program: str, error: str) -> str:
 
 # ---------------------------------------------------------------- summarizer
 
+
 class Summary(str):
     """A summary's text; ``warning`` is non-empty when its length stayed outside the asked range.
 
@@ -411,7 +427,7 @@ class Summary(str):
 
     warning: str = ""
 
-    def __new__(cls, text: str, warning: str = "") -> "Summary":
+    def __new__(cls, text: str, warning: str = "") -> Summary:
         obj = super().__new__(cls, text)
         obj.warning = warning
         return obj
@@ -526,9 +542,7 @@ def llm_roles(
     if isinstance(models, Mapping):
         unknown = set(models) - set(_ROLE_KEYS) - {"default"}
         if unknown:
-            raise ConfigError(
-                f"unknown role model keys {sorted(unknown)}; use {', '.join(_ROLE_KEYS)} or 'default'"
-            )
+            raise ConfigError(f"unknown role model keys {sorted(unknown)}; use {', '.join(_ROLE_KEYS)} or 'default'")
         missing = [k for k in _ROLE_KEYS if k not in models and "default" not in models]
         if missing:
             raise ConfigError(f"no model for roles {missing}: add them or a 'default' model")
@@ -537,12 +551,25 @@ def llm_roles(
         pick = dict.fromkeys(_ROLE_KEYS, models)
     return Roles(
         briefer=LLMBriefer(pick["brief"], temperature=opts.brief_temperature),
-        proposer=LLMProposer(pick["proposer"], temperature=opts.proposer_temperature, mode=opts.proposer_mode,
-                             wave_size=opts.wave_size, max_avoid=opts.max_avoid),
-        implementer=LLMImplementer(pick["implementer"], mode=implement_mode, max_attempts=opts.max_attempts,
-                                   temperature=opts.implementer_temperature),
-        summarizer=LLMSummarizer(pick["summarizer"], temperature=opts.summarizer_temperature,
-                                 min_words=opts.summary_min_words, max_words=opts.summary_max_words),
+        proposer=LLMProposer(
+            pick["proposer"],
+            temperature=opts.proposer_temperature,
+            mode=opts.proposer_mode,
+            wave_size=opts.wave_size,
+            max_avoid=opts.max_avoid,
+        ),
+        implementer=LLMImplementer(
+            pick["implementer"],
+            mode=implement_mode,
+            max_attempts=opts.max_attempts,
+            temperature=opts.implementer_temperature,
+        ),
+        summarizer=LLMSummarizer(
+            pick["summarizer"],
+            temperature=opts.summarizer_temperature,
+            min_words=opts.summary_min_words,
+            max_words=opts.summary_max_words,
+        ),
     )
 
 

@@ -34,10 +34,12 @@ class LLMRoleOptions(BaseModel):
     max_attempts: int = Field(3, ge=1, le=10, description="implementer replies per child, the first included")
 
     @model_validator(mode="after")
-    def _word_range(self) -> "LLMRoleOptions":
+    def _word_range(self) -> LLMRoleOptions:
         if self.summary_min_words > self.summary_max_words:
-            raise ValueError(f"summary_min_words ({self.summary_min_words}) must not exceed "
-                             f"summary_max_words ({self.summary_max_words})")
+            raise ValueError(
+                f"summary_min_words ({self.summary_min_words}) must not exceed "
+                f"summary_max_words ({self.summary_max_words})"
+            )
         return self
 
 

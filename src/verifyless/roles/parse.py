@@ -44,6 +44,7 @@ def clean_reply(text: str) -> str:
 
 # ---------------------------------------------------------------- code blocks
 
+
 @dataclass(frozen=True)
 class CodeBlock:
     """One fenced block: its language tag (lower case, may be empty) and body."""
@@ -118,6 +119,7 @@ def strip_code_blocks(text: str) -> str:
 
 # ---------------------------------------------------------------- SEARCH/REPLACE
 
+
 @dataclass(frozen=True)
 class Edit:
     """One SEARCH/REPLACE pair (text without the marker lines)."""
@@ -161,14 +163,20 @@ def parse_search_replace(text: str) -> list[Edit]:
         j = i + 1
         while j < len(lines) and not _DIVIDER.match(lines[j]):
             if _SEARCH.match(lines[j]) or _REPLACE.match(lines[j]):
-                raise ParseError(f"SEARCH block {n} has no '=======' divider before its next marker (reply line {j + 1})")
+                raise ParseError(
+                    f"SEARCH block {n} has no '=======' divider before its next marker (reply line {j + 1})"
+                )
             j += 1
         if j >= len(lines):
-            raise ParseError(f"SEARCH block {n} is never divided: add a '=======' line, the new text and '>>>>>>> REPLACE'")
+            raise ParseError(
+                f"SEARCH block {n} is never divided: add a '=======' line, the new text and '>>>>>>> REPLACE'"
+            )
         k = j + 1
         while k < len(lines) and not _REPLACE.match(lines[k]):
             if _SEARCH.match(lines[k]):
-                raise ParseError(f"SEARCH block {n} has no '>>>>>>> REPLACE' line before the next SEARCH (reply line {k + 1})")
+                raise ParseError(
+                    f"SEARCH block {n} has no '>>>>>>> REPLACE' line before the next SEARCH (reply line {k + 1})"
+                )
             k += 1
         if k >= len(lines):
             raise ParseError(f"SEARCH block {n} is not closed: end it with a '>>>>>>> REPLACE' line")
@@ -291,10 +299,7 @@ def _no_match_message(label: str, hay: list[str], needle: list[str], where: str)
         if ratio > best:
             best, best_i = ratio, i
     shown = "\n".join(f"  {best_i + k + 1:>4}| {hay[best_i + k]}" for k in range(width))
-    msg += (
-        f" The closest text in {where} is lines {best_i + 1}-{best_i + width} "
-        f"(similarity {best:.2f}):\n{shown}\n"
-    )
+    msg += f" The closest text in {where} is lines {best_i + 1}-{best_i + width} (similarity {best:.2f}):\n{shown}\n"
     for k in range(width):
         if k < len(needle) and _norm_all(needle[k]) != _norm_all(hay[best_i + k]):
             msg += f"First difference: SEARCH has {needle[k].strip()[:80]!r} where {where} has {hay[best_i + k].strip()[:80]!r}. "

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from importlib import resources
-from typing import Mapping
 
 from verifyless.model.base import Message
 from verifyless.program import BandError, split
@@ -32,7 +32,7 @@ class TemplateError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> Mapping[str, str]:
     """The sections of ``prompts/<name>.md`` (text trimmed of surrounding blank lines)."""
     path = resources.files("verifyless.roles").joinpath("prompts", f"{name}.md")
@@ -101,6 +101,7 @@ def block(prompt: str, name: str, items: list[str] | tuple[str, ...], **values: 
 
 # ---------------------------------------------------------------- context pieces
 
+
 def clip(text: str, limit: int, keep: str = "start") -> str:
     """``text`` cut to about ``limit`` characters, marking the cut; ``keep`` is "start" or "end"."""
     if len(text) <= limit:
@@ -160,7 +161,7 @@ class BandView:
     band: str
     head: str
     tail: str
-    first_line: int   # 1-based line of the band's first line in the file
+    first_line: int  # 1-based line of the band's first line in the file
     last_line: int
 
 

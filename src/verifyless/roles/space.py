@@ -21,7 +21,7 @@ import ast
 import itertools
 import random
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from verifyless.errors import TaskError
 from verifyless.node import Idea, Operator
@@ -101,7 +101,9 @@ class SpaceProposer:
         singles, doubles = _neighbours(space, parent)
         rng.shuffle(singles)
         rng.shuffle(doubles)
-        preferred = _from_references(space, parent, ctx) if ctx.operator in (Operator.REFERENCE, Operator.AGGREGATE) else []
+        preferred = (
+            _from_references(space, parent, ctx) if ctx.operator in (Operator.REFERENCE, Operator.AGGREGATE) else []
+        )
 
         seen_bands = {render(space, parent)}
         avoid = set(ctx.avoid)
@@ -207,8 +209,14 @@ class TemplateImplementer:
         space = _space(task)
         raw = idea.params.get("assignment")
         if not isinstance(raw, Mapping):
-            return Implementation(None, RoleFailure("parse-error", "the idea carries no 'assignment' in its params; "
-                                                    "the template implementer only renders idea-space ideas"))
+            return Implementation(
+                None,
+                RoleFailure(
+                    "parse-error",
+                    "the idea carries no 'assignment' in its params; "
+                    "the template implementer only renders idea-space ideas",
+                ),
+            )
         try:
             band = render(space, raw)
             child = replace(task.baseline_program, task.band, band)
@@ -224,7 +232,9 @@ class TemplateImplementer:
         return Implementation(child)
 
     async def repair(self, task: Task, program: str, idea: Idea, error: str) -> Implementation:
-        reason = "template-rendered programs cannot be repaired: rendering the same assignment again gives the same program"
+        reason = (
+            "template-rendered programs cannot be repaired: rendering the same assignment again gives the same program"
+        )
         return Implementation(None, RoleFailure("guard-failed", reason), attempts=0)
 
 
@@ -348,14 +358,19 @@ class StaticBriefer:
 
 def understanding(task: Task) -> str:
     better = "lower" if task.metric.direction == "minimize" else "higher"
-    band = (f"lines {task.band.lines[0]}-{task.band.lines[1]}" if task.band.lines
-            else f"the lines between '{task.band.start_marker}' and '{task.band.end_marker}'")
+    band = (
+        f"lines {task.band.lines[0]}-{task.band.lines[1]}"
+        if task.band.lines
+        else f"the lines between '{task.band.start_marker}' and '{task.band.end_marker}'"
+    )
     if task.kind == "openevolve":
         data = "No separate data files; the evaluator runs next to the program, so there is no hidden test split."
     else:
         visible = ", ".join(p.name for p in task.public_data) or "none"
-        data = (f"Files the program may read: {visible}. {len(task.hidden_data)} hidden file(s) are read only by the "
-                f"trusted scorer; test metrics ({', '.join(task.test_metrics) or 'none'}) are never shown to the search.")
+        data = (
+            f"Files the program may read: {visible}. {len(task.hidden_data)} hidden file(s) are read only by the "
+            f"trusted scorer; test metrics ({', '.join(task.test_metrics) or 'none'}) are never shown to the search."
+        )
     lines = [
         f"Task: {task.name} - {task.description}".rstrip(" -"),
         f"Objective: {task.metric.direction} {task.metric.name} ({better} is better); other validation metrics: "
@@ -375,12 +390,18 @@ def criteria(task: Task) -> tuple[str, ...]:
     if task.idea_space is not None:
         for dim in task.idea_space.dimensions:
             what = task.idea_space.descriptions.get(dim) or dim
-            out.append(f"{dim}: is the child's choice of {what} better suited to this data and objective than the parent's?")
+            out.append(
+                f"{dim}: is the child's choice of {what} better suited to this data and objective than the parent's?"
+            )
     if task.kind == "openevolve":
-        out.append(f"Reliability: is the change likely to raise {task.metric.name} by design rather than by a lucky start?")
+        out.append(
+            f"Reliability: is the change likely to raise {task.metric.name} by design rather than by a lucky start?"
+        )
     else:
-        out.append(f"Generalisation: is the change likely to improve {task.metric.name} on unseen data "
-                   "rather than only fit the validation split?")
+        out.append(
+            f"Generalisation: is the change likely to improve {task.metric.name} on unseen data "
+            "rather than only fit the validation split?"
+        )
     out += [
         f"Cost: does the child still finish well within {task.limits.wall_seconds:g} s on one CPU thread?",
         "Robustness: does the child keep the output contract and avoid numerical failures (NaN, divergence, empty output)?",

@@ -80,6 +80,7 @@ def report(fd: int, payload: dict) -> None:
 
 # ------------------------------------------------------------------ namespaces
 
+
 def enter_namespaces(spec: dict) -> None:
     """unshare pid+mount+net (+user when not root); the next fork becomes PID 1."""
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET
@@ -101,8 +102,13 @@ def _remount(point: str, readonly: bool) -> None:
     """Remount a bind ``nosuid,nodev`` (+ ``ro``), repeating the flags the kernel locked on it."""
     flags = os.statvfs(point).f_flag
     extra = MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0)
-    for st_bit, ms_bit in ((1, MS_RDONLY), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME),
-                           (4096, MS_RELATIME)):
+    for st_bit, ms_bit in (
+        (1, MS_RDONLY),
+        (8, MS_NOEXEC),
+        (1024, MS_NOATIME),
+        (2048, MS_NODIRATIME),
+        (4096, MS_RELATIME),
+    ):
         if flags & st_bit and (ms_bit != MS_RDONLY or readonly):
             extra |= ms_bit  # locked flags must be repeated or the remount is refused
     mount(None, point, None, MS_REMOUNT | MS_BIND | extra)
@@ -167,7 +173,7 @@ def setup_filesystem(spec: dict) -> None:
     for path in (p for p, mode in spec["binds"] if mode == "dir"):
         os.makedirs(root + path, mode=0o755, exist_ok=True)
     try:
-        for (path, mode), fd, is_dir in zip(sources, fds, dirs):
+        for (path, mode), fd, is_dir in zip(sources, fds, dirs, strict=False):
             _bind(fd, root + path, is_dir, mode)
     finally:
         for fd in fds:
@@ -194,14 +200,19 @@ def setup_filesystem(spec: dict) -> None:
 def _setup_dev(root: str, spec: dict) -> None:
     dev = root + "/dev"
     os.makedirs(dev, mode=0o755, exist_ok=True)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{dev}/{name}")
     os.mkdir(dev + "/shm", 0o1777)
     mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['shm_mb']}m,mode=1777")
 
 
 # ------------------------------------------------------------------ candidate
+
 
 def exec_candidate(spec: dict) -> None:
     """In the forked child: own session, limits, unprivileged uid, then exec. Never returns."""

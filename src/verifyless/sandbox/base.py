@@ -8,9 +8,10 @@ Every backend must pass ``verifyless.sandbox.conformance``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from verifyless.task.base import Limits
 

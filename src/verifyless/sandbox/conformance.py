@@ -26,9 +26,9 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from verifyless.sandbox.base import ExecResult, Sandbox
 from verifyless.task.base import Limits
@@ -68,6 +68,7 @@ def _expect(result: ExecResult, status: str, what: str) -> None:
 
 # ------------------------------------------------------------------ basic behaviour
 
+
 def check_ok_output(sb: Sandbox, ws: Path) -> None:
     r = _py(sb, ws, "print('hello from the sandbox')")
     _expect(r, "ok", "a trivial program")
@@ -97,8 +98,7 @@ def check_environment_allowlist(sb: Sandbox, ws: Path) -> None:
     planted = "VERIFYLESS_CONFORMANCE_SECRET"
     os.environ[planted] = "sk-conformance-must-not-leak"
     try:
-        r = _py(sb, ws, "import os, json; print(json.dumps(dict(os.environ)))",
-                env={"EXTRA_SETTING": "yes"})
+        r = _py(sb, ws, "import os, json; print(json.dumps(dict(os.environ)))", env={"EXTRA_SETTING": "yes"})
     finally:
         del os.environ[planted]
     _expect(r, "ok", "printing the environment")
@@ -122,6 +122,7 @@ def check_peak_memory(sb: Sandbox, ws: Path) -> None:
 
 
 # ------------------------------------------------------------------ limits
+
 
 def check_timeout_sleep(sb: Sandbox, ws: Path) -> None:
     limits = Limits(wall_seconds=1.0, memory_mb=1024)
@@ -184,6 +185,7 @@ def check_workspace_limit(sb: Sandbox, ws: Path) -> None:
 
 # ------------------------------------------------------------------ isolation claims
 
+
 def check_hidden_path(sb: Sandbox, ws: Path) -> None:
     secret_dir = ws.parent / f"{ws.name}-hidden"
     secret_dir.mkdir(exist_ok=True)
@@ -238,7 +240,8 @@ def _assert_unreachable(sb: Sandbox, ws: Path, paths: list[Path], marker: str, w
     r = sb.run([sys.executable, "-c", _PROBE, json.dumps([str(p) for p in paths])], ws, LIMITS)
     _expect(r, "ok", f"probing {what}")
     assert "SEEN 0 []" in r.stdout_tail and marker not in r.stdout_tail, (
-        f"{what} is visible from inside: {r.stdout_tail[-400:]!r}")
+        f"{what} is visible from inside: {r.stdout_tail[-400:]!r}"
+    )
 
 
 def _places() -> list[Path]:
@@ -263,8 +266,9 @@ def check_secret_outside_tmp(sb: Sandbox, ws: Path) -> None:
 def check_other_stores_and_tasks_absent(sb: Sandbox, ws: Path) -> None:
     """Another run store and another task folder (not passed in ``hide``) are absent, also via /proc/*/root."""
     marker = f"CONFORMANCE-LABEL-{os.getpid()}-{time.monotonic_ns()}"
-    holders = [ws.parent / f"{ws.name}-elsewhere"] + [Path(tempfile.mkdtemp(prefix=".verifyless-conformance-",
-                                                                         dir=p)) for p in _places()]
+    holders = [ws.parent / f"{ws.name}-elsewhere"] + [
+        Path(tempfile.mkdtemp(prefix=".verifyless-conformance-", dir=p)) for p in _places()
+    ]
     paths = []
     try:
         for other in holders:
@@ -348,18 +352,34 @@ def check_no_network(sb: Sandbox, ws: Path) -> None:
     assert r.network_isolated, "a sandbox that blocks the network must report network_isolated=True"
 
 
-BASIC = (check_ok_output, check_exit_code, check_missing_executable, check_workspace_writable,
-         check_environment_allowlist, check_stdin_closed, check_peak_memory, check_timeout_sleep,
-         check_timeout_busy, check_background_process_killed, check_output_cap, check_memory_bomb,
-         check_file_size_limit, check_workspace_limit)
+BASIC = (
+    check_ok_output,
+    check_exit_code,
+    check_missing_executable,
+    check_workspace_writable,
+    check_environment_allowlist,
+    check_stdin_closed,
+    check_peak_memory,
+    check_timeout_sleep,
+    check_timeout_busy,
+    check_background_process_killed,
+    check_output_cap,
+    check_memory_bomb,
+    check_file_size_limit,
+    check_workspace_limit,
+)
 
 
 def checks(*, hides_paths: bool = True, isolates_network: bool = True) -> list[Check]:
     """The checks a backend with these claims must pass."""
     fns = list(BASIC)
     if hides_paths:
-        fns += [check_hidden_path, check_secret_outside_tmp, check_other_stores_and_tasks_absent,
-                check_walk_finds_no_labels]
+        fns += [
+            check_hidden_path,
+            check_secret_outside_tmp,
+            check_other_stores_and_tasks_absent,
+            check_walk_finds_no_labels,
+        ]
     if isolates_network:
         fns.append(check_no_network)
     return [Check(fn.__name__.removeprefix("check_"), fn) for fn in fns]

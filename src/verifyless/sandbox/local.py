@@ -36,8 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 from verifyless.errors import SandboxUnavailable
 from verifyless.sandbox.base import ExecResult, ExecStatus
@@ -49,8 +50,13 @@ Isolation = Literal["namespace", "userns", "process"]
 BOOT = Path(__file__).with_name("_boot.py")
 TAIL_BYTES = 4096
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-               "VECLIB_MAXIMUM_THREADS")
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
 # Sandbox uids are drawn per run from this range (unused by ordinary
 # accounts), so RLIMIT_NPROC counts only that run's processes and two
 # concurrent runs cannot touch each other's files.
@@ -59,12 +65,12 @@ _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "o
 _DISK_MARKERS = ("File too large", "No space left on device", "Disk quota exceeded")
 _DESCRIPTIONS = {
     "namespace": "pid+mount+network namespaces, throwaway unprivileged uid, allowlisted read-only root "
-                 "(interpreter, site-packages, system libraries) plus the writable workspace, rlimits, "
-                 "scrubbed environment",
+    "(interpreter, site-packages, system libraries) plus the writable workspace, rlimits, "
+    "scrubbed environment",
     "userns": "user+pid+mount+network namespaces (candidate keeps the invoking uid, no capabilities), "
-              "allowlisted read-only root plus the writable workspace, rlimits, scrubbed environment",
+    "allowlisted read-only root plus the writable workspace, rlimits, scrubbed environment",
     "process": "own session + subreaper, rlimits, scrubbed environment; NO filesystem hiding and "
-               "NO network isolation (namespaces unavailable)",
+    "NO network isolation (namespaces unavailable)",
 }
 _probe_cache: dict[Isolation, bool] = {}
 
@@ -151,8 +157,12 @@ class LocalSandbox:
             "uid": uid,
             "gid": uid,
             "rlimits": self._rlimits(limits, uid),
-            **root_view(workdir, uid=uid, expose=[*self._expose, *(str(Path(p).resolve()) for p in expose)],
-                        hide=[str(p) for p in hide]).to_spec(),
+            **root_view(
+                workdir,
+                uid=uid,
+                expose=[*self._expose, *(str(Path(p).resolve()) for p in expose)],
+                hide=[str(p) for p in hide],
+            ).to_spec(),
             "shm_mb": max(1, min(limits.memory_mb // 4, 512)),
             "parent_pid": os.getpid(),
         }
@@ -212,8 +222,13 @@ class LocalSandbox:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 proc = subprocess.Popen(
                     [sys.executable, "-I", "-S", str(BOOT)],
-                    stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(status_w,),
-                    start_new_session=True, cwd="/", env={"LANG": "C.UTF-8"},
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=err,
+                    pass_fds=(status_w,),
+                    start_new_session=True,
+                    cwd="/",
+                    env={"LANG": "C.UTF-8"},
                 )
             _send_spec(proc, spec)
         except OSError as exc:
@@ -223,8 +238,9 @@ class LocalSandbox:
             os.close(status_w)
         return proc, status_r
 
-    def _watch(self, proc: subprocess.Popen, limits: Limits, workdir: Path,
-               out_path: Path, err_path: Path, launched: float) -> ExecStatus | None:
+    def _watch(
+        self, proc: subprocess.Popen, limits: Limits, workdir: Path, out_path: Path, err_path: Path, launched: float
+    ) -> ExecStatus | None:
         """Wait for the run; return why it must be stopped (timeout, output or disk cap) or None."""
         deadline = launched + limits.wall_seconds
         poller = select.poll()
@@ -315,6 +331,7 @@ class LocalSandbox:
 
 # ------------------------------------------------------------------ module helpers
 
+
 def _probe(mode: Isolation) -> bool:
     """Can the bootstrap create this mode's namespaces and mount /proc? (cached per process)"""
     if mode not in _probe_cache:
@@ -324,8 +341,15 @@ def _probe(mode: Isolation) -> bool:
         status_r, status_w = os.pipe()
         spec = {"mode": mode, "probe": True, "status_fd": status_w, "parent_pid": os.getpid()}
         try:
-            done = subprocess.run([sys.executable, "-I", "-S", str(BOOT)], input=json.dumps(spec).encode(),
-                                  pass_fds=(status_w,), capture_output=True, timeout=20, cwd="/", env={})
+            done = subprocess.run(
+                [sys.executable, "-I", "-S", str(BOOT)],
+                input=json.dumps(spec).encode(),
+                pass_fds=(status_w,),
+                capture_output=True,
+                timeout=20,
+                cwd="/",
+                env={},
+            )
             _probe_cache[mode] = done.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             _probe_cache[mode] = False
@@ -408,7 +432,7 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
 def _tree_size(root: Path, max_entries: int = 200_000) -> int:
     """Apparent bytes under ``root`` (links not followed); huge file counts count as huge."""
     total, entries = 0, 0
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         for name in filenames:
             entries += 1
             try:

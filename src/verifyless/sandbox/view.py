@@ -44,20 +44,43 @@ import glob
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 SYSTEM_PATHS = (
-    "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-    "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/libexec",
-    "/usr/share", "/usr/local/bin", "/usr/local/lib",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/libx32",
+    "/usr/libexec",
+    "/usr/share",
+    "/usr/local/bin",
+    "/usr/local/lib",
 )
 ETC_PATHS = (
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl", "/etc/ca-certificates",
-    "/etc/ca-certificates.conf", "/etc/pki", "/etc/crypto-policies", "/etc/localtime", "/etc/timezone",
-    "/etc/alternatives", "/etc/nsswitch.conf", "/etc/mime.types",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/alternatives",
+    "/etc/nsswitch.conf",
+    "/etc/mime.types",
 )
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 GPU_DEVICE_GLOB = "/dev/nvidia*"
@@ -74,8 +97,12 @@ class RootView:
     hide: tuple[str, ...]
 
     def to_spec(self) -> dict:
-        return {"binds": [list(b) for b in self.binds], "links": [list(link) for link in self.links],
-                "files": dict(self.files), "hide": list(self.hide)}
+        return {
+            "binds": [list(b) for b in self.binds],
+            "links": [list(link) for link in self.links],
+            "files": dict(self.files),
+            "hide": list(self.hide),
+        }
 
 
 def interpreter_paths() -> list[str]:
@@ -87,12 +114,12 @@ def interpreter_paths() -> list[str]:
 def visible_sys_path(expose: Sequence[str] = ()) -> list[str]:
     """This interpreter's ``sys.path`` entries that the sandbox shows (an editable checkout's are not)."""
     roots = [os.path.realpath(p) for p in [*interpreter_paths(), *SYSTEM_PATHS, *expose] if os.path.exists(p)]
-    return [p for p in sys.path
-            if p and os.path.isabs(p) and any(_under(os.path.realpath(p), r) for r in roots)]
+    return [p for p in sys.path if p and os.path.isabs(p) and any(_under(os.path.realpath(p), r) for r in roots)]
 
 
-def root_view(workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hide: Sequence[str] = (),
-              gpu: bool = True) -> RootView:
+def root_view(
+    workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hide: Sequence[str] = (), gpu: bool = True
+) -> RootView:
     """The allowlisted view for one run (see the module docstring for the policy)."""
     system_wanted, system_links = _system_part(gpu)
     links = dict(system_links)
@@ -109,8 +136,9 @@ def root_view(workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hid
     binds = ro + [(d, m) for d, m in wanted if m == "dev"] + [(work, "rw")]
     shown = [p for p, _ in binds]
     masked = [h for h in hidden if _maskable(h, [p for p, m in ro if m == "ro"], shown)]
-    return RootView(binds=tuple(binds), links=tuple(sorted(links.items())), files=_etc_files(uid),
-                    hide=tuple(sorted(set(masked))))
+    return RootView(
+        binds=tuple(binds), links=tuple(sorted(links.items())), files=_etc_files(uid), hide=tuple(sorted(set(masked)))
+    )
 
 
 def _split(path: str, hidden: list[str], links: dict[str, str], budget: int = 256) -> list[tuple[str, str]]:
@@ -164,7 +192,7 @@ def _resolve(path: str, links: dict[str, str]) -> str | None:
         if os.path.islink(candidate):
             target = os.readlink(candidate)
             links[candidate] = target
-            rest = "/".join(parts[hops + 1:])
+            rest = "/".join(parts[hops + 1 :])
             if len(links) > 64:
                 return None  # a symlink loop
             return _resolve(os.path.join(os.path.dirname(candidate), target, rest), links)

@@ -60,9 +60,10 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
@@ -118,9 +119,7 @@ _NUDGE = (
     "Please continue with a tool call: run a pilot with `python` or `bash`, "
     "or report what you measured with `submit_findings`."
 )
-_LAST_CALL = (
-    "No more pilot runs are possible. Call submit_findings now with what your latest experiments showed."
-)
+_LAST_CALL = "No more pilot runs are possible. Call submit_findings now with what your latest experiments showed."
 
 
 @dataclass(frozen=True)
@@ -148,15 +147,15 @@ class _Session:
     """Mutable state of one investigation (local to a single ``screen`` call)."""
 
     messages: list[Message]
-    limit_s: float              # real seconds available: min(budget_s, the run's evaluator seconds left)
+    limit_s: float  # real seconds available: min(budget_s, the run's evaluator seconds left)
     pilots: list[PilotRun] = dataclasses.field(default_factory=list)
     findings: list[str] = dataclasses.field(default_factory=list)
     feedback: list[dict[str, str]] = dataclasses.field(default_factory=list)
     used: float = 0.0
     turns: int = 0
     idle: int = 0
-    unsubmitted: int = 0        # pilots run since the last accepted submission
-    pending: bool = False       # feedback proposed an experiment that has not been run yet
+    unsubmitted: int = 0  # pilots run since the last accepted submission
+    pending: bool = False  # feedback proposed an experiment that has not been run yet
     last_call: bool = False
     stop_reason: str = ""
 
@@ -180,8 +179,16 @@ def pilot_records(screening: Screening) -> list[dict[str, Any]]:
     out = []
     for ev in screening.evidence.values():
         for run in ev.detail.get("pilots", ()):
-            out.append({"index": run["index"], "tool": run["tool"], "seconds": float(run["seconds"]),
-                        "device": run.get("device", ""), "outcome": run["status"], "reason": run.get("reason", "")})
+            out.append(
+                {
+                    "index": run["index"],
+                    "tool": run["tool"],
+                    "seconds": float(run["seconds"]),
+                    "device": run.get("device", ""),
+                    "outcome": run["status"],
+                    "reason": run.get("reason", ""),
+                }
+            )
     return out
 
 
@@ -231,8 +238,10 @@ class AgenticRPM:
                 f"(got {budget_s}, {overstatement}, {theta_s}, {max_pilots}); fix the screener options"
             )
         if show not in SHOW_MODES or context_tokens < 0:
-            raise ConfigError(f"agentic RPM needs show in {SHOW_MODES} and context_tokens >= 0 "
-                              f"(got {show!r}, {context_tokens}); fix the screener options")
+            raise ConfigError(
+                f"agentic RPM needs show in {SHOW_MODES} and context_tokens >= 0 "
+                f"(got {show!r}, {context_tokens}); fix the screener options"
+            )
         self.model = model
         self.sandbox = sandbox
         self.budget_s = float(budget_s)
@@ -309,8 +318,14 @@ class AgenticRPM:
         return f"{max(0.0, seconds) * self.overstatement:.0f}"
 
     # ------------------------------------------------------------------ the agent loop
-    async def _investigate(self, ctx: ScreenContext, candidates: Sequence[Candidate], workspace: Path,
-                           context: Sequence[tuple[str, str]], limit: float) -> _Session:
+    async def _investigate(
+        self,
+        ctx: ScreenContext,
+        candidates: Sequence[Candidate],
+        workspace: Path,
+        context: Sequence[tuple[str, str]],
+        limit: float,
+    ) -> _Session:
         limits = self._limits(ctx.task)
         messages = render(
             "agentic_system",
@@ -332,8 +347,9 @@ class AgenticRPM:
         while session.turns < self.max_turns:
             session.turns += 1
             reply = await self.model.generate(
-                ModelRequest(tuple(session.messages), role="agentic-pilot", tools=PILOT_TOOLS,
-                             temperature=self.temperature)
+                ModelRequest(
+                    tuple(session.messages), role="agentic-pilot", tools=PILOT_TOOLS, temperature=self.temperature
+                )
             )
             choice = reply.choices[0] if reply.choices else None
             text, calls = (choice.text, choice.tool_calls) if choice else ("", ())
@@ -381,22 +397,24 @@ class AgenticRPM:
             return f"Unknown tool {call.name!r}. Available tools: python, bash, submit_findings."
         value = _argument(call.arguments, _ARGUMENT[call.name])
         if value is None:
-            return (f"Could not read the arguments of {call.name}: expected a JSON object with a string "
-                    f"field {_ARGUMENT[call.name]!r}.")
+            return (
+                f"Could not read the arguments of {call.name}: expected a JSON object with a string "
+                f"field {_ARGUMENT[call.name]!r}."
+            )
         if call.name == "submit_findings":
             return await self._submit(ctx, candidates, session, value)
         if session.remaining <= 0:
             return "No pilot time is left; nothing was run. Call submit_findings with your results."
-        run = await self._run_pilot(ctx.task, workspace, call.name, value, len(session.pilots) + 1,
-                                    session.remaining)
+        run = await self._run_pilot(ctx.task, workspace, call.name, value, len(session.pilots) + 1, session.remaining)
         session.pilots.append(run)
         session.used += run.seconds
         session.unsubmitted += 1
         session.pending = False
         return report(run, self._stated(session.remaining), max(0, self.max_pilots - len(session.findings)))
 
-    async def _run_pilot(self, task: Task, workspace: Path, tool: str, code: str, index: int,
-                         remaining: float) -> PilotRun:
+    async def _run_pilot(
+        self, task: Task, workspace: Path, tool: str, code: str, index: int, remaining: float
+    ) -> PilotRun:
         base = self._limits(task)
         timeout = max(0.0, min(remaining, base.wall_seconds))
         if tool == "python":
@@ -409,22 +427,36 @@ class AgenticRPM:
         before = self.clock()
         # The sandbox call blocks; run it in a thread so other coroutines of the engine keep going.
         result = await asyncio.to_thread(
-            self.sandbox.run, argv, workspace, dataclasses.replace(base, wall_seconds=timeout),
-            env={"PYTHONUNBUFFERED": "1"}, hide=hide,
+            self.sandbox.run,
+            argv,
+            workspace,
+            dataclasses.replace(base, wall_seconds=timeout),
+            env={"PYTHONUNBUFFERED": "1"},
+            hide=hide,
         )
         seconds = max(0.0, self.clock() - before)
         return PilotRun(
-            index=index, tool=tool, code=code, status=result.status, reason=result.reason,
-            returncode=result.returncode, seconds=seconds, timeout_s=timeout,
-            stdout_tail=result.stdout_tail[-self.tail_chars:], stderr_tail=result.stderr_tail[-self.tail_chars:],
+            index=index,
+            tool=tool,
+            code=code,
+            status=result.status,
+            reason=result.reason,
+            returncode=result.returncode,
+            seconds=seconds,
+            timeout_s=timeout,
+            stdout_tail=result.stdout_tail[-self.tail_chars :],
+            stderr_tail=result.stderr_tail[-self.tail_chars :],
             device=self._device(task),
         )
 
-    async def _submit(self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session,
-                      findings: str) -> str:
+    async def _submit(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, findings: str
+    ) -> str:
         if session.pending:
-            return ("Not accepted: the proposed experiment has not been run yet. "
-                    "Run it with the python tool first, then submit what it showed.")
+            return (
+                "Not accepted: the proposed experiment has not been run yet. "
+                "Run it with the python tool first, then submit what it showed."
+            )
         session.findings.append(findings.strip())
         session.unsubmitted = 0
         if len(session.findings) >= self.max_pilots:
@@ -441,11 +473,14 @@ class AgenticRPM:
             session.stop_reason = "feedback: enough" if decision == "enough" else "feedback: no next experiment"
             return "Findings recorded. The evidence is judged sufficient; the pilot phase is over."
         session.pending = True
-        return (f"Findings recorded. Suggested next experiment:\n{text}\n\n"
-                f"Pilot time left: about {self._stated(session.remaining)} s.")
+        return (
+            f"Findings recorded. Suggested next experiment:\n{text}\n\n"
+            f"Pilot time left: about {self._stated(session.remaining)} s."
+        )
 
-    async def _feedback(self, ctx: ScreenContext, candidates: Sequence[Candidate],
-                        session: _Session) -> tuple[str, str, str]:
+    async def _feedback(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session
+    ) -> tuple[str, str, str]:
         messages = render(
             "agentic_feedback",
             task=ctx.task.statement.strip(),
@@ -460,8 +495,9 @@ class AgenticRPM:
         decision, text = parse_feedback(reply.text)
         return decision, text, reply.text
 
-    async def _final(self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session,
-                     context: Sequence[tuple[str, str]]) -> tuple[int, str, str]:
+    async def _final(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, context: Sequence[tuple[str, str]]
+    ) -> tuple[int, str, str]:
         messages = render(
             "agentic_final",
             task=ctx.task.statement.strip(),
@@ -483,8 +519,16 @@ class AgenticRPM:
 
 # ---------------------------------------------------------------------- helpers
 
-def _screening(name: str, ctx: ScreenContext, ids: list[str], chosen_index: int, detail: dict[str, Any],
-               n_verify: int, seconds: float) -> Screening:
+
+def _screening(
+    name: str,
+    ctx: ScreenContext,
+    ids: list[str],
+    chosen_index: int,
+    detail: dict[str, Any],
+    n_verify: int,
+    seconds: float,
+) -> Screening:
     """The chosen candidate first, the rest in ``ctx.rng`` order; the run record on the chosen one only."""
     ranking: list[str] = []
     evidence: dict[str, Evidence] = {}
@@ -568,5 +612,4 @@ def _digest(pilots: Sequence[PilotRun], per_pilot: int = 600) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "detect_device", "parse_feedback", "pilot_records",
-           "pilot_seconds"]
+__all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "detect_device", "parse_feedback", "pilot_records", "pilot_seconds"]

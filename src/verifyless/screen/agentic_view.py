@@ -22,10 +22,10 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from verifyless.node import Candidate, Node, Status
 from verifyless.screen.base import ScreenContext
@@ -121,6 +121,7 @@ def _clipped(program: str, limit: int) -> str:
 
 # ---------------------------------------------------------------------- workspace and parent
 
+
 def prepare_workspace(ctx: ScreenContext, candidates: Sequence[Candidate], root_dir: Path | None) -> Path:
     """A fresh scratch folder: ``public/`` copies, candidate programs, the parent and an empty ``out/``."""
     task = ctx.task
@@ -166,6 +167,7 @@ def describe_parent(ctx: ScreenContext) -> str:
 
 # ---------------------------------------------------------------------- device
 
+
 def detect_device(limits: Limits) -> str:
     """The hardware pilots run on, in words: the GPUs found, else the CPU core count, plus per-pilot limits.
 
@@ -186,8 +188,12 @@ def gpu_names() -> tuple[str, ...]:
     """Names of the visible NVIDIA GPUs (cached for the process; empty when there are none)."""
     if shutil.which("nvidia-smi"):
         try:
-            done = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
-                                  capture_output=True, text=True, timeout=10)
+            done = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
         except (OSError, subprocess.SubprocessError):
             done = None
         if done is not None and done.returncode == 0:
@@ -219,5 +225,14 @@ def _cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
-__all__ = ["CandidateView", "SHOW_MODES", "bfs_executed", "describe_parent", "describe_workspace",
-           "detect_device", "format_context_nodes", "gpu_names", "prepare_workspace"]
+__all__ = [
+    "CandidateView",
+    "SHOW_MODES",
+    "bfs_executed",
+    "describe_parent",
+    "describe_workspace",
+    "detect_device",
+    "format_context_nodes",
+    "gpu_names",
+    "prepare_workspace",
+]

@@ -15,8 +15,9 @@ two optional protocols, which the engine checks with ``isinstance``:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from verifyless.node import Candidate, Node, Screening, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
@@ -75,8 +76,9 @@ class Screener(Protocol):
 class OutcomeObserver(Protocol):
     """Sees each verified node once, in tell order (validation outcome only, hidden test fields stripped)."""
 
-    def observe(self, candidate: Candidate, parent_fitness: float | None, child: Verification,
-                fitness: float | None) -> None: ...
+    def observe(
+        self, candidate: Candidate, parent_fitness: float | None, child: Verification, fitness: float | None
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,10 @@ class Outcome:
     parent_summary: str
     child_summary: str
     idea: str
-    parent_score: float | None   # raw metric values
+    parent_score: float | None  # raw metric values
     child_score: float | None
     higher_is_better: bool
-    status: str                  # Status value of the child
+    status: str  # Status value of the child
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ flag, because screeners never see hidden scores.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
@@ -34,7 +34,9 @@ class RandomScreener:
             for i, cid in enumerate(ranking)
         }
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started)
+        return Screening(
+            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
+        )
 
 
 class OracleScreener:

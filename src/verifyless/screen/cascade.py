@@ -25,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
@@ -51,15 +52,27 @@ def _merge_replies(*evidence: Evidence | None) -> dict[str, Any]:
     """Both stages' ``replies`` for one candidate; ``expected`` is that of the stage with an unparsed example."""
     entries = [(ev.detail.get("replies") or {}) for ev in evidence if ev is not None]
     failing = [r for r in entries if r.get("example")] or entries or [{}]
-    return replies_detail(sum(int(r.get("parsed", 0)) for r in entries), sum(int(r.get("total", 0)) for r in entries),
-                          str(failing[0].get("expected", "")), [str(r["example"]) for r in failing if r.get("example")])
+    return replies_detail(
+        sum(int(r.get("parsed", 0)) for r in entries),
+        sum(int(r.get("total", 0)) for r in entries),
+        str(failing[0].get("expected", "")),
+        [str(r["example"]) for r in failing if r.get("example")],
+    )
 
 
 class CriticThenJudge:
     """The cascade screener; see the module docstring."""
 
-    def __init__(self, critic: PointwiseCritic, tournament: PairwiseRPM, m: int = 4, *,
-                 drop_confident_lose: bool = True, n_verify: int | None = None, name: str = "cascade") -> None:
+    def __init__(
+        self,
+        critic: PointwiseCritic,
+        tournament: PairwiseRPM,
+        m: int = 4,
+        *,
+        drop_confident_lose: bool = True,
+        n_verify: int | None = None,
+        name: str = "cascade",
+    ) -> None:
         if m < 1:
             raise ValueError(f"cascade m must be >= 1, got {m}")
         self.critic = critic
@@ -73,8 +86,11 @@ class CriticThenJudge:
     def shortlist(self, critic: Screening) -> tuple[list[str], list[str], bool]:
         """``(sent to the tournament, dropped as confident Lose, all were confident Lose)``."""
         threshold = self.critic.route_threshold
-        dropped = [cid for cid in critic.ranking
-                   if self.drop_confident_lose and confident_lose(critic.evidence[cid], threshold)]
+        dropped = [
+            cid
+            for cid in critic.ranking
+            if self.drop_confident_lose and confident_lose(critic.evidence[cid], threshold)
+        ]
         kept = [cid for cid in critic.ranking if cid not in dropped][: self.m]
         if kept or not critic.ranking:
             return kept, dropped, False
@@ -89,21 +105,35 @@ class CriticThenJudge:
         judged: Screening | None = None
         top = list(sent)
         if len(sent) >= 2:
-            judged = await self.tournament.screen(dataclasses.replace(ctx, rng=random.Random(seeds[1])),
-                                                  [by_id[cid] for cid in sent])
+            judged = await self.tournament.screen(
+                dataclasses.replace(ctx, rng=random.Random(seeds[1])), [by_id[cid] for cid in sent]
+            )
             top = list(judged.ranking)
-        ranking = top + [c for c in critic.ranking if c not in top and c not in dropped] + \
-            [c for c in dropped if c not in top]
+        ranking = (
+            top
+            + [c for c in critic.ranking if c not in top and c not in dropped]
+            + [c for c in dropped if c not in top]
+        )
         stage_tokens = {"critic": _tokens(critic), "tournament": _tokens(judged)}
-        evidence = {cid: self._evidence(cid, ranking, critic, judged, sent, dropped, stage_tokens, all_lose)
-                    for cid in ranking}
+        evidence = {
+            cid: self._evidence(cid, ranking, critic, judged, sent, dropped, stage_tokens, all_lose) for cid in ranking
+        }
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence,
-                         time.monotonic() - started)
+        return Screening(
+            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
+        )
 
     @staticmethod
-    def _evidence(cid: str, ranking: list[str], critic: Screening, judged: Screening | None, sent: list[str],
-                  dropped: list[str], stage_tokens: dict[str, int], all_lose: bool) -> Evidence:
+    def _evidence(
+        cid: str,
+        ranking: list[str],
+        critic: Screening,
+        judged: Screening | None,
+        sent: list[str],
+        dropped: list[str],
+        stage_tokens: dict[str, int],
+        all_lose: bool,
+    ) -> Evidence:
         c_ev = critic.evidence[cid]
         t_ev = judged.evidence.get(cid) if judged is not None else None
         stage = "tournament" if cid in sent else "dropped-lose" if cid in dropped else "filtered"

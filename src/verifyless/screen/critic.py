@@ -57,8 +57,9 @@ import asyncio
 import random
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
@@ -85,14 +86,29 @@ _TIER_LABEL = {"big": "BigWin", "medium": "MediumWin", "small": "SmallWin"}
 _WINTIER = r"WIN[ _\-]?TIER"
 
 _IMPROVEMENT_WORDS = {
-    "improve": "improve", "improves": "improve", "improved": "improve", "improvement": "improve",
-    "lose": "lose", "loses": "lose", "lost": "lose", "loss": "lose",
-    "tie": "tie", "ties": "tie", "tied": "tie",
+    "improve": "improve",
+    "improves": "improve",
+    "improved": "improve",
+    "improvement": "improve",
+    "lose": "lose",
+    "loses": "lose",
+    "lost": "lose",
+    "loss": "lose",
+    "tie": "tie",
+    "ties": "tie",
+    "tied": "tie",
 }
 _TIER_WORDS = {
-    "big": "big", "bigwin": "big", "medium": "medium", "mediumwin": "medium",
-    "small": "small", "smallwin": "small",
-    "na": "na", "n/a": "na", "n.a": "na", "none": "na",
+    "big": "big",
+    "bigwin": "big",
+    "medium": "medium",
+    "mediumwin": "medium",
+    "small": "small",
+    "smallwin": "small",
+    "na": "na",
+    "n/a": "na",
+    "n.a": "na",
+    "none": "na",
 }
 
 # With this many spare digits, u >= T is not flipped by float rounding (1 - 12/16 is exact, 1 - 0.7 is not).
@@ -127,7 +143,7 @@ def _word_and_reason(value: str) -> tuple[str, str]:
     word = word.lower()
     joined = re.match(r"^[\s\-]*win\b[\s.:\-–—]*", reason, re.IGNORECASE)
     if word in {"big", "medium", "small"} and joined:
-        word, reason = word + "win", reason[joined.end():]
+        word, reason = word + "win", reason[joined.end() :]
     return word, reason.strip()
 
 
@@ -211,7 +227,9 @@ def evidence_from_critiques(
         "n_invalid": n_invalid,
         "uncertain": uncertainty >= threshold - _EPS,
         "route_threshold": threshold,
-        "replies": replies_detail(len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts) if v is None)),
+        "replies": replies_detail(
+            len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts, strict=False) if v is None)
+        ),
         "tokens": tokens,
     }
     if label_probs:
@@ -291,8 +309,9 @@ def finer_signal(evidence: Evidence, tie_break: str) -> tuple[float, ...]:
     return tier_shares(evidence)
 
 
-def order_by_evidence(evidence: Mapping[str, Evidence], ids: Sequence[str], rng: random.Random,
-                      tie_break: str = "auto") -> list[str]:
+def order_by_evidence(
+    evidence: Mapping[str, Evidence], ids: Sequence[str], rng: random.Random, tie_break: str = "auto"
+) -> list[str]:
     """Ids by mean rank, then the finer signal of ``tie_break``, then a key drawn from ``rng``.
 
     One key per id is drawn in input order whatever the rule, so the rule does
@@ -445,7 +464,7 @@ class PointwiseCritic:
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
         found = await asyncio.gather(*(self._evidence(ctx, c) for c in candidates))
-        evidence = {c.id: e for c, e in zip(candidates, found)}
+        evidence = {c.id: e for c, e in zip(candidates, found, strict=False)}
         ids = [c.id for c in candidates]
         ranking = order_by_evidence(evidence, ids, ctx.rng, self.tie_break)
         if self.tie_break == "pairwise":
@@ -462,8 +481,9 @@ class PointwiseCritic:
             seconds=time.monotonic() - started,
         )
 
-    async def _pairwise(self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence],
-                        ranking: list[str]) -> tuple[list[str], dict[str, Evidence]]:
+    async def _pairwise(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence], ranking: list[str]
+    ) -> tuple[list[str], dict[str, Evidence]]:
         """Reorder the candidates tied for first by a knockout within ``tie_break_tokens``."""
         import dataclasses
 
@@ -473,16 +493,22 @@ class PointwiseCritic:
         if len(group) < 2:
             return ranking, evidence
         by_id = {c.id: c for c in candidates}
-        judge = PairwiseRPM(self.judge or self.model, show="summary", context_tokens=self.tie_break_tokens // 4,
-                            max_tokens=self.max_tokens, name=f"{self.name}-tie-break")
+        judge = PairwiseRPM(
+            self.judge or self.model,
+            show="summary",
+            context_tokens=self.tie_break_tokens // 4,
+            max_tokens=self.max_tokens,
+            name=f"{self.name}-tie-break",
+        )
         per_match = judge.estimate_match_tokens(ctx, by_id[group[0]], by_id[group[1]])
         fits = group_that_fits(len(group), per_match, self.tie_break_tokens)
         played = group[:fits] if fits >= 2 else []
         info: dict[str, Any] = {"rule": "pairwise", "tied": group, "played": played, "match_tokens_estimate": per_match}
         if len(played) < 2:
             return ranking, {cid: _with_tie_break(ev, info) for cid, ev in evidence.items()}
-        sub = await judge.screen(dataclasses.replace(ctx, rng=random.Random(ctx.rng.getrandbits(64))),
-                                 [by_id[c] for c in played])
+        sub = await judge.screen(
+            dataclasses.replace(ctx, rng=random.Random(ctx.rng.getrandbits(64))), [by_id[c] for c in played]
+        )
         order = list(sub.ranking) + [c for c in ranking if c not in played]
         out = {}
         for cid, ev in evidence.items():

@@ -27,7 +27,8 @@ import dataclasses
 import random
 import re
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
@@ -47,17 +48,18 @@ async def run_members(
     results = await asyncio.gather(
         *(
             members[i].screen(dataclasses.replace(ctx, rng=random.Random(seed)), candidates)
-            for (i, _), seed in zip(jobs, seeds)
+            for (i, _), seed in zip(jobs, seeds, strict=False)
         )
     )
-    return [(i, r, s) for (i, r), s in zip(jobs, results)]
+    return [(i, r, s) for (i, r), s in zip(jobs, results, strict=False)]
 
 
 TIE_BREAKS = ("random", "position")
 
 
-def tally(ids: Sequence[str], ballots: Sequence[Screening], rng: random.Random, tie_break: str = "random"
-          ) -> tuple[list[str], dict[str, int], dict[str, float]]:
+def tally(
+    ids: Sequence[str], ballots: Sequence[Screening], rng: random.Random, tie_break: str = "random"
+) -> tuple[list[str], dict[str, int], dict[str, float]]:
     """Ranking by top-choice votes; equal votes in ``rng`` order (``"random"``, the paper's rule)
     or by mean ranking position first (``"position"``), then ``rng``.
 
@@ -112,8 +114,15 @@ class MajorityVote:
     candidate being the best), and every ballot's ranking in ``detail``.
     """
 
-    def __init__(self, screeners: Sequence[Screener], rollouts: int = 3, *, tie_break: str = "random",
-                 n_verify: int | None = None, name: str = "ensemble") -> None:
+    def __init__(
+        self,
+        screeners: Sequence[Screener],
+        rollouts: int = 3,
+        *,
+        tie_break: str = "random",
+        n_verify: int | None = None,
+        name: str = "ensemble",
+    ) -> None:
         if not screeners:
             raise ValueError("MajorityVote needs at least one member screener")
         if rollouts < 1:
@@ -152,7 +161,9 @@ class MajorityVote:
                 },
             )
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started)
+        return Screening(
+            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
+        )
 
 
 # ------------------------------------------------------------------ arbiter
@@ -266,27 +277,44 @@ class Arbiter:
         if pick is not None:
             ranking.remove(by_number[pick])
             ranking.insert(0, by_number[pick])
-        shared: dict[str, Any] = {"arbiter_raw": reply.text, "arbiter_pick": by_number.get(pick or ""), "fallback": fallback}
+        shared: dict[str, Any] = {
+            "arbiter_raw": reply.text,
+            "arbiter_pick": by_number.get(pick or ""),
+            "fallback": fallback,
+        }
         own_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
         evidence = {
             cid: self._evidence(cid, ids, ranking, votes, mean_position, runs, numbers, shared, own_tokens)
             for cid in ids
         }
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started)
+        return Screening(
+            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
+        )
 
     @staticmethod
-    def _evidence(cid: str, ids: Sequence[str], ranking: Sequence[str], votes: dict[str, int],
-                  mean_position: dict[str, float], runs: Sequence[tuple[int, int, Screening]],
-                  numbers: dict[str, int], shared: dict[str, Any], own_tokens: int) -> Evidence:
+    def _evidence(
+        cid: str,
+        ids: Sequence[str],
+        ranking: Sequence[str],
+        votes: dict[str, int],
+        mean_position: dict[str, float],
+        runs: Sequence[tuple[int, int, Screening]],
+        numbers: dict[str, int],
+        shared: dict[str, Any],
+        own_tokens: int,
+    ) -> Evidence:
         """One candidate's record; the arbiter's own reply and tokens are counted on the first candidate."""
         fallback = shared["fallback"]
         replies, tokens = member_replies(cid, runs)
         if cid == ids[0]:
             examples = [shared["arbiter_raw"]] if fallback else []
-            replies = replies_detail(replies["parsed"] + (0 if fallback else 1), replies["total"] + 1,
-                                     replies.get("expected") or "[CHOICE] <candidate number>",
-                                     examples + ([replies["example"]] if replies.get("example") else []))
+            replies = replies_detail(
+                replies["parsed"] + (0 if fallback else 1),
+                replies["total"] + 1,
+                replies.get("expected") or "[CHOICE] <candidate number>",
+                examples + ([replies["example"]] if replies.get("example") else []),
+            )
             tokens += own_tokens
         return Evidence(
             candidate_id=cid,
@@ -307,5 +335,13 @@ class Arbiter:
         )
 
 
-__all__ = ["Arbiter", "MajorityVote", "TIE_BREAKS", "anonymise", "member_replies", "reasoning_text", "run_members",
-           "tally"]
+__all__ = [
+    "Arbiter",
+    "MajorityVote",
+    "TIE_BREAKS",
+    "anonymise",
+    "member_replies",
+    "reasoning_text",
+    "run_members",
+    "tally",
+]

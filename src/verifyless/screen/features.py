@@ -27,7 +27,8 @@ Text encoders:
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -234,7 +235,7 @@ def assignment_tokens(assignment: Mapping[str, Any], *, pair_weight: float = 0.5
     """The weighted option and option-pair tokens of one full assignment (see ``option_tokens``)."""
     items = sorted((str(k), _value_token(v)) for k, v in assignment.items())
     tokens = {f"{k}={v}": 1.0 / len(items) for k, v in items}
-    pairs = [(a, b) for i, a in enumerate(items) for b in items[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(items) for b in items[i + 1 :]]
     for (ka, va), (kb, vb) in pairs:
         tokens[f"{ka}={va}&{kb}={vb}"] = pair_weight / len(pairs)
     return tokens

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Node
@@ -88,10 +89,14 @@ async def select_final(
 
     async def play(i: int, shown: list[Node]) -> dict[str, Any]:
         letters = _LETTERS[: len(shown)]
-        solutions = "\n\n".join(f"### Solution {letter}\n{_describe(n, summaries)}" for letter, n in zip(letters, shown))
+        solutions = "\n\n".join(
+            f"### Solution {letter}\n{_describe(n, summaries)}" for letter, n in zip(letters, shown, strict=False)
+        )
         reply = await judge_model.generate(
             ModelRequest(
-                messages=render("final", task=statement, metric=metric, solutions=solutions, letters=", ".join(letters)),
+                messages=render(
+                    "final", task=statement, metric=metric, solutions=solutions, letters=", ".join(letters)
+                ),
                 role="final-judge",
                 temperature=temperature,
                 sample_offset=i,

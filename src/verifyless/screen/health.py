@@ -23,8 +23,9 @@ fallback after an endpoint failure) neither count nor reset the streak.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from verifyless.errors import UnparseableReplies
 
@@ -47,9 +48,13 @@ class ReplyStats:
         """Share of replies that parsed; None when there were no replies."""
         return self.parsed / self.total if self.total else None
 
-    def __add__(self, other: "ReplyStats") -> "ReplyStats":
-        return ReplyStats(self.parsed + other.parsed, self.total + other.total,
-                          self.expected or other.expected, self.example or other.example)
+    def __add__(self, other: ReplyStats) -> ReplyStats:
+        return ReplyStats(
+            self.parsed + other.parsed,
+            self.total + other.total,
+            self.expected or other.expected,
+            self.example or other.example,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"parsed": self.parsed, "total": self.total, "rate": self.rate}
@@ -90,8 +95,9 @@ def reply_stats(evidence: Mapping[str, Any]) -> ReplyStats:
         detail = _detail(ev)
         r = detail.get("replies")
         if isinstance(r, Mapping):
-            total += ReplyStats(int(r.get("parsed", 0)), int(r.get("total", 0)), str(r.get("expected", "")),
-                                str(r.get("example", "")))
+            total += ReplyStats(
+                int(r.get("parsed", 0)), int(r.get("total", 0)), str(r.get("expected", "")), str(r.get("example", ""))
+            )
         elif "choice_source" in detail:
             total += _agentic(detail)
     return total
@@ -106,8 +112,9 @@ def final_stats(matches: Iterable[Mapping[str, Any]]) -> ReplyStats:
     return stats
 
 
-def health_by_screener(screenings: Iterable[Mapping[str, Any]], final: Mapping[str, Any] | None = None
-                       ) -> dict[str, dict[str, Any]]:
+def health_by_screener(
+    screenings: Iterable[Mapping[str, Any]], final: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
     """``{screener name: {"parsed", "total", "rate", "screenings"}}`` from stored event payloads.
 
     Only screeners that made LLM replies appear; ``final`` (a ``final_selection``
@@ -142,8 +149,9 @@ def model_names(screener: Any) -> list[str]:
 class ReplyHealth:
     """Watches one run's screenings; warns on a low parse rate and stops a screener that never parses."""
 
-    def __init__(self, screener: str, model: str = "", min_parse_rate: float = 0.5,
-                 max_unparsed_screenings: int = 3) -> None:
+    def __init__(
+        self, screener: str, model: str = "", min_parse_rate: float = 0.5, max_unparsed_screenings: int = 3
+    ) -> None:
         self.screener = screener
         self.model = model or "(unknown model)"
         self.min_parse_rate = min_parse_rate
@@ -152,7 +160,7 @@ class ReplyHealth:
         self.seen = ReplyStats()
 
     @classmethod
-    def for_screener(cls, screener: Any) -> "ReplyHealth":
+    def for_screener(cls, screener: Any) -> ReplyHealth:
         """The tracker the registry attached to ``screener`` (``.health``), else one with the defaults."""
         attached = getattr(screener, "health", None)
         if isinstance(attached, ReplyHealth):
@@ -167,10 +175,18 @@ class ReplyHealth:
         self.seen += stats
         self.streak = self.streak + 1 if stats.parsed == 0 else 0
         if stats.rate is not None and stats.rate < self.min_parse_rate:
-            log.warning("screener %r (model %s): only %d of %d replies parsed (%.0f%%, below %.0f%%); expected %s; "
-                        "an unparsed reply: %r", self.screener, self.model, stats.parsed, stats.total,
-                        100 * stats.rate, 100 * self.min_parse_rate, stats.expected or "the tagged format",
-                        stats.example)
+            log.warning(
+                "screener %r (model %s): only %d of %d replies parsed (%.0f%%, below %.0f%%); expected %s; "
+                "an unparsed reply: %r",
+                self.screener,
+                self.model,
+                stats.parsed,
+                stats.total,
+                100 * stats.rate,
+                100 * self.min_parse_rate,
+                stats.expected or "the tagged format",
+                stats.example,
+            )
         if self.streak >= self.max_unparsed_screenings:
             raise UnparseableReplies(self.message(stats))
         return stats
@@ -190,10 +206,24 @@ def check_final(matches: Iterable[Mapping[str, Any]], model: str = "", min_parse
     """Warn (never stop) when a final round-robin parsed below ``min_parse_rate``; returns its stats."""
     stats = final_stats(matches)
     if stats.rate is not None and stats.rate < min_parse_rate:
-        log.warning("final round-robin (model %s): only %d of %d replies parsed; expected %s; an unparsed reply: %r",
-                    model or "(unknown model)", stats.parsed, stats.total, stats.expected, stats.example)
+        log.warning(
+            "final round-robin (model %s): only %d of %d replies parsed; expected %s; an unparsed reply: %r",
+            model or "(unknown model)",
+            stats.parsed,
+            stats.total,
+            stats.expected,
+            stats.example,
+        )
     return stats
 
 
-__all__ = ["ReplyHealth", "ReplyStats", "check_final", "final_stats", "health_by_screener", "model_names",
-           "replies_detail", "reply_stats"]
+__all__ = [
+    "ReplyHealth",
+    "ReplyStats",
+    "check_final",
+    "final_stats",
+    "health_by_screener",
+    "model_names",
+    "replies_detail",
+    "reply_stats",
+]

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
+from functools import cache
 from importlib import resources
-from typing import Mapping, Sequence
 
 from verifyless.model.base import Message
 from verifyless.roles.parse import clean_reply
@@ -29,7 +29,7 @@ _SPLIT = "<!-- user -->"
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> tuple[str, str]:
     """Return ``(system, user)`` template text of ``roles/prompts/<name>.md``."""
     text = resources.files("verifyless.roles").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
@@ -109,7 +109,7 @@ def tag_values(text: str, tag: str) -> list[str]:
         if rest.strip(" \t:=-–—"):
             return rest
         # The value was put on the next non-empty line ("[CHOICE]\nB").
-        following = next((line for line in lines[i + 1:] if line.strip()), "")
+        following = next((line for line in lines[i + 1 :] if line.strip()), "")
         return following
 
     for i, line in enumerate(lines):
@@ -144,7 +144,7 @@ def split_value(rest: str) -> tuple[str, str]:
     if not match:
         return "", rest.strip()
     value = match.group(1).rstrip(".")
-    reason = rest[match.end():].lstrip(" \t:=-–—|])\"'.,;").strip()
+    reason = rest[match.end() :].lstrip(" \t:=-–—|])\"'.,;").strip()
     return value, reason
 
 

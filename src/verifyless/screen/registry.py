@@ -32,7 +32,8 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from typing import Any, Callable, Literal, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -52,20 +53,23 @@ class _Options(BaseModel):
 
 
 class BaseOptions(_Options):
-    n_verify: int | None = Field(None, ge=0, description="how many of the ranking to verify (default: the engine's "
-                                 "engine.verify_per_expansion)")
+    n_verify: int | None = Field(
+        None, ge=0, description="how many of the ranking to verify (default: the engine's engine.verify_per_expansion)"
+    )
     name: str | None = Field(None, description="the name recorded in screening events (default: the screener name)")
 
 
 class HealthOptions(BaseOptions):
     min_parse_rate: float = Field(0.5, ge=0.0, le=1.0, description="warn when fewer of a screening's replies parse")
-    max_unparsed_screenings: int = Field(3, ge=1, description="stop the run (exit code 8) after this many screenings "
-                                         "in a row in which no reply parsed")
+    max_unparsed_screenings: int = Field(
+        3, ge=1, description="stop the run (exit code 8) after this many screenings in a row in which no reply parsed"
+    )
 
 
 class LLMOptions(HealthOptions):
-    model: str | None = Field(None, description="key in roles.models of the model to use (default: the screener's "
-                              "role key, else 'default')")
+    model: str | None = Field(
+        None, description="key in roles.models of the model to use (default: the screener's role key, else 'default')"
+    )
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature (None: the model's)")
     max_tokens: int | None = Field(None, ge=1, description="reply length cap per call (None: the model's)")
 
@@ -78,16 +82,21 @@ class CriticOptions(LLMOptions):
     samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
     prompt: str = Field("critic", description="prompt template name under roles/prompts/")
     tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
-        "auto", description="order of equal mean ranks: auto (label probabilities where present, else tier "
-        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)")
-    tie_break_model: str | None = Field(None, description="model key judging pairwise tie-breaks (default: 'judge' "
-                                        "if configured, else the critic's model)")
+        "auto",
+        description="order of equal mean ranks: auto (label probabilities where present, else tier "
+        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)",
+    )
+    tie_break_model: str | None = Field(
+        None,
+        description="model key judging pairwise tie-breaks (default: 'judge' if configured, else the critic's model)",
+    )
     tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
 
 
 class TournamentOptions(LLMOptions):
-    context_nodes: int | None = Field(None, ge=0, description="cap on context nodes K (None: as many as fit "
-                                      "context_tokens)")
+    context_nodes: int | None = Field(
+        None, ge=0, description="cap on context nodes K (None: as many as fit context_tokens)"
+    )
     context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
     both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
     show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
@@ -95,12 +104,14 @@ class TournamentOptions(LLMOptions):
 
 class MembersOptions(HealthOptions):
     members: list[str | dict[str, Any]] = Field(
-        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs")
+        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs"
+    )
     member: str = Field("tournament", description="screener built for each model key in members")
     member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
     rollouts: int = Field(3, ge=1, description="runs per member (paper: 3)")
     tie_break: Literal["random", "position"] = Field(
-        "random", description="equal votes: random (the paper) or mean position first")
+        "random", description="equal votes: random (the paper) or mean position first"
+    )
 
 
 class EnsembleOptions(MembersOptions):
@@ -117,8 +128,11 @@ class ArbiterOptions(MembersOptions):
 
 class CascadeOptions(HealthOptions):
     m: int = Field(4, ge=1, description="candidates the critic passes on to the tournament")
-    drop_confident_lose: bool = Field(True, description="never pass on a candidate the critic confidently calls "
-                                      "Lose (lose is its top vote and u < route_threshold)")
+    drop_confident_lose: bool = Field(
+        True,
+        description="never pass on a candidate the critic confidently calls "
+        "Lose (lose is its top vote and u < route_threshold)",
+    )
     critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
     tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
 
@@ -146,7 +160,7 @@ def _plain(annotation: Any) -> bool:
 def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = _Options) -> type[BaseModel]:
     """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
     rest (mappings, objects) accept any value and leave checking to the constructor."""
-    init = getattr(cls, "__init__")
+    init = cls.__init__
     try:
         hints = typing.get_type_hints(init)
     except Exception:  # an annotation that cannot be resolved here: fall back to Any
@@ -180,8 +194,9 @@ def _explain(screener: str, schema: type[BaseModel], exc: ValidationError) -> st
         info = schema.model_fields.get(top)
         hint = f" ({info.description})" if info is not None and info.description else ""
         default = "" if info is None or info.is_required() else f" or remove it to use the default {info.default!r}"
-        problems.append(f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; "
-                        f"fix screener.options.{key}{default}")
+        problems.append(
+            f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; fix screener.options.{key}{default}"
+        )
     return f"bad options for screener {screener!r}: " + "; ".join(problems) + " (see docs/design/screening.md)"
 
 
@@ -189,7 +204,7 @@ def _explain(screener: str, schema: type[BaseModel], exc: ValidationError) -> st
 
 
 def _pick_model(models: Mapping[str, Model], key: str | None, role: str, screener: str) -> Model:
-    for candidate in ([key] if key else [role, "default"]):
+    for candidate in [key] if key else [role, "default"]:
         if candidate in models:
             return models[candidate]
     wanted = key or f"{role!r} or 'default'"
@@ -199,8 +214,17 @@ def _pick_model(models: Mapping[str, Model], key: str | None, role: str, screene
     )
 
 
-_NOT_ARGS = {"model", "min_parse_rate", "max_unparsed_screenings", "members", "member", "member_options",
-             "tie_break_model", "critic", "tournament"}
+_NOT_ARGS = {
+    "model",
+    "min_parse_rate",
+    "max_unparsed_screenings",
+    "members",
+    "member",
+    "member_options",
+    "tie_break_model",
+    "critic",
+    "tournament",
+}
 
 
 def _kwargs(opts: BaseModel, *, only_set: bool = False) -> dict[str, Any]:
@@ -247,8 +271,10 @@ def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Scree
             nested = dict(spec)
             built.append(build_screener(str(nested.pop("screener")), models=models, options=nested, **extra))
         else:
-            raise ConfigError(f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with "
-                              "'screener'; write e.g. {screener: critic, model: m2}")
+            raise ConfigError(
+                f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with "
+                "'screener'; write e.g. {screener: critic, model: m2}"
+            )
     return built
 
 
@@ -275,8 +301,10 @@ def _cascade(models, opts: CascadeOptions, **extra):
         try:
             stages.append(build_screener(stage, models=models, options=options, **extra))
         except ConfigError as exc:  # the stage's options live one level down
-            raise ConfigError(f"cascade stage {stage!r} (screener.options.{stage}.*): "
-                              + str(exc).replace("screener.options.", f"screener.options.{stage}.")) from None
+            raise ConfigError(
+                f"cascade stage {stage!r} (screener.options.{stage}.*): "
+                + str(exc).replace("screener.options.", f"screener.options.{stage}.")
+            ) from None
     critic, tournament = stages
     return _construct(CriticThenJudge, "cascade", critic, tournament, **_kwargs(opts))
 
@@ -303,7 +331,9 @@ def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
 
 def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
     if sandbox is None:
-        raise ConfigError("screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine")
+        raise ConfigError(
+            "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
+        )
     from verifyless.screen.agentic import AgenticRPM
 
     model = _pick_model(models, getattr(opts, "model", None), "judge", "agentic")
@@ -335,8 +365,7 @@ def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, **_
     from verifyless.train.ttl import TestTimeCritic
 
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
-    return _construct(TestTimeCritic, "critic-ttl", model, task=task,
-                      **{"seed": seed, **_kwargs(opts, only_set=True)})
+    return _construct(TestTimeCritic, "critic-ttl", model, task=task, **{"seed": seed, **_kwargs(opts, only_set=True)})
 
 
 def _critic_probs(models, opts: BaseModel, **_):
@@ -369,8 +398,8 @@ SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "oracle": (_oracle, OracleOptions),
     "surrogate": (_surrogate, _surrogate_options),
     "agentic": (_agentic, _agentic_options),
-    "critic-ttl": (_critic_ttl, _critic_ttl_options),          # test-time learning local critic (train/ttl.py)
-    "critic-probs": (_critic_probs, _critic_probs_options),    # verdict-probability critic (train/probcritic.py)
+    "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (train/ttl.py)
+    "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (train/probcritic.py)
 }
 
 
@@ -402,8 +431,10 @@ def build_screener(
     opts = validate_options(name, schema, options or {})
     screener = SCREENERS[name][0](models, opts, sandbox=sandbox, seed=seed, task=task)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]
-        str(getattr(screener, "name", name)), ", ".join(model_names(screener)),
-        getattr(opts, "min_parse_rate", 0.5), getattr(opts, "max_unparsed_screenings", 3),
+        str(getattr(screener, "name", name)),
+        ", ".join(model_names(screener)),
+        getattr(opts, "min_parse_rate", 0.5),
+        getattr(opts, "max_unparsed_screenings", 3),
     )
     return screener
 

@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -192,7 +193,7 @@ class FitnessModel:
         cross = xs @ x.T
         mu = cross @ alpha
         v = np.linalg.solve(chol, cross.T)
-        var = np.clip(1.0 - (v ** 2).sum(axis=0), 1e-12, None)
+        var = np.clip(1.0 - (v**2).sum(axis=0), 1e-12, None)
         return mu * scale + mean, np.sqrt(var) * scale
 
 
@@ -269,8 +270,9 @@ class SurrogateScreener:
         self._examples.append(Example(candidate.id, label, delta))
         self._rows.append(self.featurizer.transform([candidate])[0])
 
-    def _observe_fitness(self, candidate: Candidate, parent_fitness: float | None, child: Verification,
-                         fitness: float | None) -> None:
+    def _observe_fitness(
+        self, candidate: Candidate, parent_fitness: float | None, child: Verification, fitness: float | None
+    ) -> None:
         """Fitness mode: store the child's design and outcome, and the parent's design when it is known."""
         ok = child.status is Status.OK and _finite(fitness)
         self.fitness_model.add(option_tokens(candidate, pair_weight=self.pair_weight), fitness if ok else None)
@@ -330,8 +332,7 @@ class SurrogateScreener:
         proba = self._model.predict_proba(self.featurizer.transform(candidates))
         classes = list(self._model.classes_)
         return [
-            {label: float(row[classes.index(label)]) if label in classes else 0.0 for label in LABELS}
-            for row in proba
+            {label: float(row[classes.index(label)]) if label in classes else 0.0 for label in LABELS} for row in proba
         ]
 
     @property
@@ -340,8 +341,9 @@ class SurrogateScreener:
         return self._ready()
 
     # ------------------------------------------------------------------ screening
-    def _rank_by_fitness(self, ctx: ScreenContext,
-                         candidates: Sequence[Candidate]) -> tuple[list[str], dict[str, Evidence]]:
+    def _rank_by_fitness(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate]
+    ) -> tuple[list[str], dict[str, Evidence]]:
         """UCB order: predicted fitness + ``explore`` x its standard deviation (seeded shuffle breaks ties)."""
         tokens = [option_tokens(c, pair_weight=self.pair_weight) for c in candidates]
         mu, sd = self.fitness_model.predict(tokens)
@@ -355,10 +357,21 @@ class SurrogateScreener:
             p = 0.5 if parent is None else 0.5 * (1.0 + math.erf((mu[i] - parent) / (sd[i] * math.sqrt(2.0))))
             votes = {"improve": p, "tie": 0.0, "lose": 1.0 - p}
             evidence[c.id] = Evidence(
-                candidate_id=c.id, rank_value=float(ucb[i]), labels=(five_way(votes),), votes=votes,
-                uncertainty=float(sd[i]), n_valid=1,
-                detail={"mode": "model", "rank_by": "fitness", "mean": float(mu[i]), "sd": float(sd[i]),
-                        "explore": self.explore, "n_designs": len(self.fitness_model)})
+                candidate_id=c.id,
+                rank_value=float(ucb[i]),
+                labels=(five_way(votes),),
+                votes=votes,
+                uncertainty=float(sd[i]),
+                n_valid=1,
+                detail={
+                    "mode": "model",
+                    "rank_by": "fitness",
+                    "mean": float(mu[i]),
+                    "sd": float(sd[i]),
+                    "explore": self.explore,
+                    "n_designs": len(self.fitness_model),
+                },
+            )
         return [candidates[i].id for i in order], evidence
 
     def _parent_fitness(self, candidates: Sequence[Candidate]) -> float | None:
@@ -393,8 +406,9 @@ class SurrogateScreener:
             ranking, evidence = self._rank_by_fitness(ctx, candidates)
         else:
             votes = self.predict(candidates)
-            expected = (self._regressor.predict(self.featurizer.transform(candidates))
-                        if self._regressor is not None else None)
+            expected = (
+                self._regressor.predict(self.featurizer.transform(candidates)) if self._regressor is not None else None
+            )
             key = (lambda i: -expected[i]) if expected is not None else (lambda i: -votes[i]["improve"])
             # Shuffle first, then a stable sort: equal scores keep a seeded random order.
             order = list(range(len(candidates)))
@@ -410,9 +424,13 @@ class SurrogateScreener:
                     votes=votes[i],
                     uncertainty=1.0 - max(votes[i].values()),
                     n_valid=1,
-                    detail={"mode": "model", "features": self.features, "n_examples": len(self._examples),
-                            "rank_by": "delta" if expected is not None else "improve",
-                            "label_counts": counts},
+                    detail={
+                        "mode": "model",
+                        "features": self.features,
+                        "n_examples": len(self._examples),
+                        "rank_by": "delta" if expected is not None else "improve",
+                        "label_counts": counts,
+                    },
                 )
                 for i in range(len(candidates))
             }

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
@@ -68,8 +69,9 @@ def collect_context(ctx: ScreenContext, k: int | None, token_budget: int | None 
     while queue and len(found) < k:
         node = ctx.nodes[queue.popleft()]
         if node.status is Status.OK and node.score is not None:
-            item = ContextNode(node.id, ctx.summaries.get(node.id, node.idea), float(node.score), node.idea,
-                               _program(ctx, node.id))
+            item = ContextNode(
+                node.id, ctx.summaries.get(node.id, node.idea), float(node.score), node.idea, _program(ctx, node.id)
+            )
             cost = estimate_tokens(format_context_node(len(found) + 1, item))
             if token_budget is not None and used + cost > token_budget:
                 break
@@ -183,8 +185,14 @@ class PairwiseRPM:
         letter = parse_choice(reply.text, ("A", "B"))
         picked = {"A": first.id, "B": second.id}.get(letter or "")
         tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
-        return {"order": [first.id, second.id], "offset": offset, "raw": reply.text, "choice": letter, "picked": picked,
-                "tokens": tokens}
+        return {
+            "order": [first.id, second.id],
+            "offset": offset,
+            "raw": reply.text,
+            "choice": letter,
+            "picked": picked,
+            "tokens": tokens,
+        }
 
     def context(self, ctx: ScreenContext) -> list[ContextNode]:
         """The context nodes every match of this screening shows."""
@@ -197,7 +205,12 @@ class PairwiseRPM:
         return calls * (prompt + (self.max_tokens or DEFAULT_COMPLETION_TOKENS))
 
     async def match(
-        self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate, rnd: int,
+        self,
+        ctx: ScreenContext,
+        context: Sequence[ContextNode],
+        a: Candidate,
+        b: Candidate,
+        rnd: int,
         coin: float | None = None,
     ) -> Match:
         """Play one match; see the module docstring for the tie rules.
@@ -238,7 +251,10 @@ class PairwiseRPM:
             bye = [alive[-1]] if len(alive) % 2 else []
             coins = [ctx.rng.random() for _ in pairs]
             played = await asyncio.gather(
-                *(self.match(ctx, context, by_id[x], by_id[y], rnd, coin) for (x, y), coin in zip(pairs, coins))
+                *(
+                    self.match(ctx, context, by_id[x], by_id[y], rnd, coin)
+                    for (x, y), coin in zip(pairs, coins, strict=False)
+                )
             )
             matches.extend(played)
             for m in played:
@@ -293,8 +309,12 @@ class PairwiseRPM:
                 "wins": sum(m.winner == cid for m in own),
                 "matches": [m.to_dict() for m in own],
                 "context_ids": list(context_ids),
-                "replies": replies_detail(sum(s["picked"] is not None for s in first), len(first), EXPECTED,
-                                          (s["raw"] for s in first if s["picked"] is None)),
+                "replies": replies_detail(
+                    sum(s["picked"] is not None for s in first),
+                    len(first),
+                    EXPECTED,
+                    (s["raw"] for s in first if s["picked"] is None),
+                ),
                 "tokens": sum(int(s.get("tokens", 0)) for s in first),
             },
         )

@@ -7,8 +7,9 @@ told every stored node in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterable, Protocol, runtime_checkable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from verifyless.node import Node, Operator
 

@@ -207,8 +207,7 @@ class IslandsStrategy:
             elites = self._elites(island)
             parent, mode = self._sample_parent(rng, members, elites)
             inspirations = self._inspirations(rng, parent, elites)
-            out.append(Expansion(parent, Operator.IMPROVE, island=island,
-                                 inspiration_ids=inspirations, note=mode))
+            out.append(Expansion(parent, Operator.IMPROVE, island=island, inspiration_ids=inspirations, note=mode))
         return out
 
     def _elites(self, island: int) -> list[str]:

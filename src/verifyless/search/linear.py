@@ -45,8 +45,8 @@ class LinearStrategy:
         # ``rng`` is accepted for a uniform constructor; this policy never draws from it.
         self.config = config or LinearConfig()
         self._seen = SearchView()
-        self._latest: str | None = None      # newest verified node
-        self._latest_ok: str | None = None   # newest verified node with a usable score
+        self._latest: str | None = None  # newest verified node
+        self._latest_ok: str | None = None  # newest verified node with a usable score
 
     def tell(self, node: Node) -> None:
         known = self._seen.nodes.get(node.id)

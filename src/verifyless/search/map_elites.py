@@ -27,8 +27,8 @@ Ties for a cell go to the earlier member (insertion order).
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Sequence
 
 from verifyless.node import Node
 
@@ -88,8 +88,9 @@ def _cell(node: Node, features: Sequence[str], bounds: dict[str, tuple[float, fl
     return tuple(coords)
 
 
-def build_archive(members: Sequence[Node], features: Sequence[str], bins: int,
-                  bounds: dict[str, tuple[float, float]] | None = None) -> Archive:
+def build_archive(
+    members: Sequence[Node], features: Sequence[str], bins: int, bounds: dict[str, tuple[float, float]] | None = None
+) -> Archive:
     """Place every member in its cell and keep the fittest per cell (earlier member wins ties).
 
     ``bounds`` (feature -> (low, high)) fixes the scale of the numeric axes;
@@ -127,8 +128,8 @@ class IncrementalArchive:
         self.bounds: dict[str, tuple[float, float]] = {}
         self.cell_of: dict[str, Cell] = {}
         self.elites: dict[Cell, str] = {}
-        self.rebuilds = 0                          # how many times every member was re-placed
-        self._cells: dict[Cell, list[str]] = {}   # cell -> its members in insertion order
+        self.rebuilds = 0  # how many times every member was re-placed
+        self._cells: dict[Cell, list[str]] = {}  # cell -> its members in insertion order
 
     def __contains__(self, node_id: str) -> bool:
         return node_id in self.members

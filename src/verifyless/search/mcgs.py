@@ -55,8 +55,8 @@ from __future__ import annotations
 import bisect
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
@@ -157,7 +157,7 @@ class MCGSStrategy:
         self.W: dict[str, float] = {}
         self.reward: dict[str, float] = {}
         self.branch_of: dict[str, str | None] = {}
-        self._branch_best: dict[str, str] = {}   # branch -> id of its best usable node
+        self._branch_best: dict[str, str] = {}  # branch -> id of its best usable node
         self.branch_stale: dict[str, int] = {}
         self._branch_evolves: dict[str, int] = {}
         self.global_stale = 0
@@ -166,7 +166,7 @@ class MCGSStrategy:
         self._asks = 0
         # Incremental indexes so ask() stays O(top_k) instead of scanning every node.
         self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of usable non-root nodes
-        self._buggy_leaves: dict[str, None] = {}                # buggy verified nodes with no verified child yet
+        self._buggy_leaves: dict[str, None] = {}  # buggy verified nodes with no verified child yet
 
     # ------------------------------------------------------------ schedules
     def c(self, t: float | None = None) -> float:
@@ -254,8 +254,14 @@ class MCGSStrategy:
             if not aggregated and self._aggregate_due():
                 aggregated = True
                 refs = tuple(self._top_branch_bests()[: self.config.aggregate_n])
-                out.append(Expansion(self.root_id, Operator.AGGREGATE, reference_ids=refs,
-                                     note=f"no new global best for {self.global_stale} steps"))
+                out.append(
+                    Expansion(
+                        self.root_id,
+                        Operator.AGGREGATE,
+                        reference_ids=refs,
+                        note=f"no new global best for {self.global_stale} steps",
+                    )
+                )
                 continue
             if repairs:
                 out.append(Expansion(repairs.pop(0), Operator.DEBUG, note="repair a failure"))
@@ -310,7 +316,7 @@ class MCGSStrategy:
 
             def score(v: str) -> tuple[float, int]:
                 n_v = self.N.get(v, 0) + virtual.get(v, 0)
-                bonus = c * math.sqrt(math.log(n_u + 1) / (n_v + eps))
+                bonus = c * math.sqrt(math.log(n_u + 1) / (n_v + eps))  # noqa: B023 (used in this iteration)
                 return self.Q(v) + bonus, -self._order[v]
 
             u = max(children, key=score)
@@ -330,8 +336,7 @@ class MCGSStrategy:
             return Expansion(target, Operator.IMPROVE, note=how)
         ancestors = self._branch_ancestors(target)
         if self._branch_evolves.get(branch, 0) < self.config.evolve_tries and ancestors:
-            return Expansion(target, Operator.EVOLVE, reference_ids=ancestors,
-                             note=f"{how}; branch stagnant")
+            return Expansion(target, Operator.EVOLVE, reference_ids=ancestors, note=f"{how}; branch stagnant")
         others = []
         for _, _, i in self._ok_ranked:  # best first; stop as soon as enough are found
             if self.branch_of.get(i) not in (branch, None):
@@ -339,8 +344,12 @@ class MCGSStrategy:
                 if len(others) >= self.config.reference_n:
                     break
         if others:
-            return Expansion(target, Operator.REFERENCE, reference_ids=tuple(others[: self.config.reference_n]),
-                             note=f"{how}; branch still stagnant")
+            return Expansion(
+                target,
+                Operator.REFERENCE,
+                reference_ids=tuple(others[: self.config.reference_n]),
+                note=f"{how}; branch still stagnant",
+            )
         if ancestors:
             return Expansion(target, Operator.EVOLVE, reference_ids=ancestors, note=f"{how}; no other branch")
         return Expansion(target, Operator.IMPROVE, note=f"{how}; stagnant, nothing to reference")

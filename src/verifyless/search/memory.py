@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-from functools import lru_cache
-from importlib import resources
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from functools import lru_cache
+from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -201,8 +202,13 @@ class _HashingVectors:
 
         self.dim = dim
         self._vectorizer = HashingVectorizer(
-            n_features=dim, ngram_range=(1, 2), alternate_sign=False, norm="l2",
-            token_pattern=_TOKEN.pattern, stop_words=sorted(_STOPWORDS), dtype=np.float32,
+            n_features=dim,
+            ngram_range=(1, 2),
+            alternate_sign=False,
+            norm="l2",
+            token_pattern=_TOKEN.pattern,
+            stop_words=sorted(_STOPWORDS),
+            dtype=np.float32,
         )
         self.df = np.zeros(dim, dtype=np.int64)
         self.n = 0
@@ -288,8 +294,9 @@ class _MiniLMVectors:
         out = []
         with torch.no_grad():
             for start in range(0, len(texts), 64):
-                batch = tokenizer(list(texts[start : start + 64]), padding=True, truncation=True,
-                                  max_length=256, return_tensors="pt")
+                batch = tokenizer(
+                    list(texts[start : start + 64]), padding=True, truncation=True, max_length=256, return_tensors="pt"
+                )
                 hidden = model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -337,7 +344,7 @@ def knowledge_base() -> tuple[KnowledgeEntry, ...]:
         head, sep, body = item.read_text(encoding="utf-8").partition("\n---\n")
         if not sep or not head.startswith("keywords:"):
             raise ValueError(f"knowledge file {item.name} needs a 'keywords: ...' line and a '---' line")
-        keywords = tuple(k.strip().lower() for k in head[len("keywords:"):].split(",") if k.strip())
+        keywords = tuple(k.strip().lower() for k in head[len("keywords:") :].split(",") if k.strip())
         tips = tuple(line[2:].strip() for line in body.splitlines() if line.startswith("- "))
         entries.append(KnowledgeEntry(item.name[:-3], keywords, tips))
     return tuple(entries)
@@ -365,9 +372,16 @@ class Memory:
     knowledge_until: knowledge tips fill free result slots while there are fewer records than this.
     """
 
-    def __init__(self, embedder: str = "auto", rrf_k: int = 60, rrf_depth: int = 100,
-                 min_delta: int = 256, delta_fraction: float = 0.25, task_text: str = "",
-                 knowledge_until: int = 5) -> None:
+    def __init__(
+        self,
+        embedder: str = "auto",
+        rrf_k: int = 60,
+        rrf_depth: int = 100,
+        min_delta: int = 256,
+        delta_fraction: float = 0.25,
+        task_text: str = "",
+        knowledge_until: int = 5,
+    ) -> None:
         if embedder not in EMBEDDERS:
             raise ConfigError(f"memory embedder must be one of {EMBEDDERS}, got {embedder!r}")
         if embedder == "minilm" and not minilm_available():
@@ -384,10 +398,14 @@ class Memory:
         )
         self._debuggy = np.zeros(1024, dtype=bool)  # failure or debug step, per record
         self.knowledge_until = knowledge_until
-        self.knowledge = tuple(
-            MemoryRecord(node_id=f"knowledge-{i}", plan=tip, outcome="knowledge", operator="knowledge")
-            for i, tip in enumerate(tips(task_text, limit=1000))
-        ) if task_text.strip() else ()
+        self.knowledge = (
+            tuple(
+                MemoryRecord(node_id=f"knowledge-{i}", plan=tip, outcome="knowledge", operator="knowledge")
+                for i, tip in enumerate(tips(task_text, limit=1000))
+            )
+            if task_text.strip()
+            else ()
+        )
 
     def __len__(self) -> int:
         return len(self.records)

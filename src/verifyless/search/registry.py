@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.search.base import SearchStrategy

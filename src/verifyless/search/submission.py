@@ -25,9 +25,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +76,14 @@ def ensemble_members(strategy: Any, task: Task, view: SearchView) -> list[str]:
     return ids if len(ids) >= 2 else []
 
 
-def ensemble_submission(task: Task, members: Sequence[tuple[str, str]], sandbox: Sandbox, *,
-                        hide: Sequence[Path] = (), workspace_root: Path | None = None) -> EnsembleSubmission:
+def ensemble_submission(
+    task: Task,
+    members: Sequence[tuple[str, str]],
+    sandbox: Sandbox,
+    *,
+    hide: Sequence[Path] = (),
+    workspace_root: Path | None = None,
+) -> EnsembleSubmission:
     """Re-run ``members`` (``(node id, program)``), average the declared outputs, score once (see module doc)."""
     from verifyless.verify import verify
 
@@ -89,22 +96,35 @@ def ensemble_submission(task: Task, members: Sequence[tuple[str, str]], sandbox:
         for node_id, program in members:
             member_root = root / f"member-{len(runs)}"
             v = verify(task, program, sandbox, workspace_root=member_root, hide=hide, keep_workspace=True)
-            runs.append({"node_id": node_id, "status": v.status.value, "reason": v.reason, "score": v.score,
-                         "seconds": v.seconds})
+            runs.append(
+                {
+                    "node_id": node_id,
+                    "status": v.status.value,
+                    "reason": v.reason,
+                    "score": v.score,
+                    "seconds": v.seconds,
+                }
+            )
             if v.status is Status.OK:
                 (ws,) = list(member_root.iterdir())
                 outs.append(ws)
         ids = tuple(node_id for node_id, _ in members)
         if not outs:
-            return EnsembleSubmission(ids, Status.FAILED.value, "no member re-ran successfully",
-                                      seconds=time.monotonic() - started, member_runs=tuple(runs))
+            return EnsembleSubmission(
+                ids,
+                Status.FAILED.value,
+                "no member re-ran successfully",
+                seconds=time.monotonic() - started,
+                member_runs=tuple(runs),
+            )
         return _combine_and_score(task, ids, outs, runs, root / "combined", started)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _combine_and_score(task: Task, ids: tuple[str, ...], outs: list[Path], runs: list[dict[str, Any]],
-                       ws: Path, started: float) -> EnsembleSubmission:
+def _combine_and_score(
+    task: Task, ids: tuple[str, ...], outs: list[Path], runs: list[dict[str, Any]], ws: Path, started: float
+) -> EnsembleSubmission:
     from verifyless.verify import _run_scorer, check_metrics, split_metrics
 
     assert task.ensemble is not None
@@ -113,8 +133,13 @@ def _combine_and_score(task: Task, ids: tuple[str, ...], outs: list[Path], runs:
     for name in task.ensemble.files:
         arrays = [np.loadtxt(member / "out" / name, ndmin=1) for member in outs]
         if len({a.shape for a in arrays}) != 1:
-            return EnsembleSubmission(ids, Status.FAILED.value, f"members wrote {name} with different shapes",
-                                      seconds=time.monotonic() - started, member_runs=tuple(runs))
+            return EnsembleSubmission(
+                ids,
+                Status.FAILED.value,
+                f"members wrote {name} with different shapes",
+                seconds=time.monotonic() - started,
+                member_runs=tuple(runs),
+            )
         np.savetxt(ws / "out" / name, np.mean(arrays, axis=0), fmt="%.10g")
     raw, failure = _run_scorer(task, ws)
     problem = failure
@@ -128,8 +153,14 @@ def _combine_and_score(task: Task, ids: tuple[str, ...], outs: list[Path], runs:
         return EnsembleSubmission(ids, Status.FAILED.value, problem, seconds=seconds, member_runs=tuple(runs))
     test_score = next((test[n] for n in task.test_metrics if n in test), None)
     return EnsembleSubmission(
-        members=ids, status=Status.OK.value, metrics={k: float(v) for k, v in metrics.items()}, test_metrics=test,
-        score=float(metrics[task.metric.name]), test_score=test_score, seconds=seconds, member_runs=tuple(runs),
+        members=ids,
+        status=Status.OK.value,
+        metrics={k: float(v) for k, v in metrics.items()},
+        test_metrics=test,
+        score=float(metrics[task.metric.name]),
+        test_score=test_score,
+        seconds=seconds,
+        member_runs=tuple(runs),
         combine=task.ensemble.combine,
     )
 

@@ -6,9 +6,10 @@ an OpenEvolve folder into this frozen object. Paths are absolute.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -16,14 +17,14 @@ class Limits:
     """Per-verification resource limits for the untrusted step."""
 
     wall_seconds: float = 60.0
-    memory_mb: int = 2048          # address-space limit (RLIMIT_AS)
+    memory_mb: int = 2048  # address-space limit (RLIMIT_AS)
     cpu_seconds: float | None = None  # default: 2 x wall_seconds
-    processes: int = 64            # RLIMIT_NPROC for the sandbox user
+    processes: int = 64  # RLIMIT_NPROC for the sandbox user
     output_bytes: int = 1_000_000  # cap on captured stdout+stderr each
-    file_size_mb: int = 256        # RLIMIT_FSIZE: largest single file it may write
-    open_files: int = 256          # RLIMIT_NOFILE
-    threads: int = 1               # OMP/MKL/OPENBLAS/torch thread variables
-    workspace_mb: int = 512        # total bytes the workspace may hold afterwards
+    file_size_mb: int = 256  # RLIMIT_FSIZE: largest single file it may write
+    open_files: int = 256  # RLIMIT_NOFILE
+    threads: int = 1  # OMP/MKL/OPENBLAS/torch thread variables
+    workspace_mb: int = 512  # total bytes the workspace may hold afterwards
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,9 @@ class Metric:
 class Anchors:
     """Reference points for normalised scores (applied at reporting time only)."""
 
-    floor: float | None = None       # a trivial solution's score (normalises to 0)
-    reference: float | None = None   # the baseline program's score (normalises to 0.5)
-    bound: float | None = None       # best achievable / optimum (normalises to 1)
+    floor: float | None = None  # a trivial solution's score (normalises to 0)
+    reference: float | None = None  # the baseline program's score (normalises to 0.5)
+    bound: float | None = None  # best achievable / optimum (normalises to 1)
     sota: float | None = None
 
 
@@ -117,22 +118,22 @@ class Task:
     root: Path
     kind: Literal["native", "openevolve"]
     statement: str
-    program_file: str            # file name inside the workspace, e.g. "solution.py"
-    baseline_program: str        # full text of the baseline program
+    program_file: str  # file name inside the workspace, e.g. "solution.py"
+    baseline_program: str  # full text of the baseline program
     band: Band
     metric: Metric
     anchors: Anchors = field(default_factory=Anchors)
-    public_data: tuple[Path, ...] = ()   # copied into the workspace (read by candidates)
-    hidden_data: tuple[Path, ...] = ()   # only the trusted scorer reads these
-    run_command: tuple[str, ...] = ()    # argv template: {python} {program} {public} {workdir} {outdir}
-    scorer: str | None = None            # "file.py:function" relative to root, or a command template
+    public_data: tuple[Path, ...] = ()  # copied into the workspace (read by candidates)
+    hidden_data: tuple[Path, ...] = ()  # only the trusted scorer reads these
+    run_command: tuple[str, ...] = ()  # argv template: {python} {program} {public} {workdir} {outdir}
+    scorer: str | None = None  # "file.py:function" relative to root, or a command template
     validation_metrics: tuple[str, ...] = ()
     test_metrics: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     stochastic: bool = False
     idea_space: IdeaSpace | None = None
-    evaluator: Path | None = None         # openevolve only
-    cascade: tuple[str, ...] = ()         # openevolve: evaluate_stage1.. names present
-    description: str = ""                 # one line, for `verifyless tasks`
+    evaluator: Path | None = None  # openevolve only
+    cascade: tuple[str, ...] = ()  # openevolve: evaluate_stage1.. names present
+    description: str = ""  # one line, for `verifyless tasks`
     policy: Mapping[str, str] = field(default_factory=dict)  # network/subprocess -> allow|warn|forbid (guards)
-    ensemble: Ensemble | None = None      # optional: how a top-K ensemble submission combines outputs
+    ensemble: Ensemble | None = None  # optional: how a top-K ensemble submission combines outputs

@@ -111,12 +111,15 @@ def _locate(path: str | Path) -> Path:
         builtin = builtin_tasks_dir() / text
         if builtin.is_dir():
             return builtin.resolve()
-        known = sorted(p.name for p in builtin_tasks_dir().iterdir() if p.is_dir()) if builtin_tasks_dir().is_dir() else []
+        known = (
+            sorted(p.name for p in builtin_tasks_dir().iterdir() if p.is_dir()) if builtin_tasks_dir().is_dir() else []
+        )
         raise TaskError(f"no task folder {text!r} here and no built-in task of that name; built-in tasks: {known}")
     raise TaskError(f"task folder {candidate} does not exist; check the path")
 
 
 # ------------------------------------------------------------------ native
+
 
 def _load_native(root: Path) -> Task:
     fname = "task.yaml"
@@ -200,7 +203,9 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
         problems.append(f"{path.name}: {where}: YAML syntax error ({problem}); fix the YAML syntax")
         return None
     if not isinstance(data, dict):
-        problems.append(f"{path.name}: (top level): expected a mapping of keys (name, program, metric, ...); got {type(data).__name__}")
+        problems.append(
+            f"{path.name}: (top level): expected a mapping of keys (name, program, metric, ...); got {type(data).__name__}"
+        )
         return None
     return data
 
@@ -237,8 +242,7 @@ def _read_program(path: Path, band: Band, fname: str, problems: list[str]) -> st
         split(text, band)
     except BandError as exc:
         problems.append(
-            f"{path.name}: band: {exc}; mark the editable region with the band markers "
-            f"or set band.lines in {fname}"
+            f"{path.name}: band: {exc}; mark the editable region with the band markers or set band.lines in {fname}"
         )
         return None
     return text
@@ -317,6 +321,7 @@ def _anchors(spec: AnchorsSpec) -> Anchors:
 
 # ------------------------------------------------------------------ idea space
 
+
 def _idea_space(spec: IdeaSpaceSpec, fname: str, key: str, problems: list[str]) -> IdeaSpace | None:
     before = len(problems)
     dims = spec.dimensions
@@ -342,7 +347,9 @@ def _idea_space(spec: IdeaSpaceSpec, fname: str, key: str, problems: list[str]) 
                 fragments.setdefault(slot, {})[name] = text
     for slot in slots_in(spec.template):
         if slot.split(".", 1)[0] not in dims:
-            problems.append(f"{fname}: {key}.template: placeholder {{{{{slot}}}}} names no dimension; known: {sorted(dims)}")
+            problems.append(
+                f"{fname}: {key}.template: placeholder {{{{{slot}}}}} names no dimension; known: {sorted(dims)}"
+            )
     if len(problems) > before:
         return None
     return IdeaSpace(
@@ -390,13 +397,14 @@ def _check_space(
 
 def _first_difference(expected: str, got: str) -> str:
     a, b = expected.splitlines(), got.splitlines()
-    for i, (x, y) in enumerate(zip(a, b), start=1):
+    for i, (x, y) in enumerate(zip(a, b, strict=False), start=1):
         if x != y:
             return f" (band line {i}: program has {x.strip()[:50]!r}, template gives {y.strip()[:50]!r})"
     return f" (program band has {len(a)} lines, template gives {len(b)})"
 
 
 # ------------------------------------------------------------------ openevolve
+
 
 def _load_openevolve(root: Path) -> Task:
     problems: list[str] = []
@@ -438,7 +446,9 @@ def _load_openevolve(root: Path) -> Task:
     if problems:
         raise InvalidTask(root, problems)
     assert program_text is not None
-    description = sidecar.description or next((ln.strip("# ").strip() for ln in statement.splitlines() if ln.strip()), "")
+    description = sidecar.description or next(
+        (ln.strip("# ").strip() for ln in statement.splitlines() if ln.strip()), ""
+    )
     return Task(
         name=root.name,
         root=root,

@@ -35,7 +35,7 @@ class BandSpec(_Strict):
     lines: list[int] | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "BandSpec":
+    def _one_kind(self) -> BandSpec:
         if self.lines is not None:
             if self.start_marker is not None or self.end_marker is not None:
                 raise ValueError("give either start_marker/end_marker or lines, not both")
@@ -51,7 +51,7 @@ class MetricSpec(_Strict):
     upper: float | None = None
 
     @model_validator(mode="after")
-    def _bounds(self) -> "MetricSpec":
+    def _bounds(self) -> MetricSpec:
         if self.lower is not None and self.upper is not None and self.lower >= self.upper:
             raise ValueError(f"lower ({self.lower}) must be below upper ({self.upper})")
         return self
@@ -204,6 +204,7 @@ class SidecarSpec(_Strict):
 
 
 # ------------------------------------------------------------------ messages
+
 
 def explain(exc: ValidationError, filename: str, model: type[BaseModel]) -> list[str]:
     """One ``<file>: <key path>: <problem>; <fix>`` line per pydantic error."""

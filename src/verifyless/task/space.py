@@ -24,7 +24,7 @@ the offline roles (``verifyless.roles.space``) render children with it.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from verifyless.task.base import IdeaOption, IdeaSpace
 

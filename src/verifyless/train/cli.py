@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -35,18 +34,22 @@ def models_command() -> None:
     for info in local_models():
         table.add_row(info.name, "yes" if info.available else f"no ({info.note})", info.where, info.origin)
     console.print(table)
-    console.print("Use one as `provider: local, model: NAME` (add `adapter: DIR` for a trained critic), "
-                  "or any save_pretrained folder.")
+    console.print(
+        "Use one as `provider: local, model: NAME` (add `adapter: DIR` for a trained critic), "
+        "or any save_pretrained folder."
+    )
 
 
 @app.command("critic-sft")
 def critic_sft(
     dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with an 'sft' split)"),
-    base: str = typer.Option(..., "--base", help="base model: folder, cached hub id, or a name from `verifyless models`"),
+    base: str = typer.Option(
+        ..., "--base", help="base model: folder, cached hub id, or a name from `verifyless models`"
+    ),
     out: Path = typer.Option(..., "--out", help="output folder for the adapter, checkpoints and logs"),
-    config: Optional[Path] = typer.Option(None, "--config", help="YAML file overriding training settings"),
+    config: Path | None = typer.Option(None, "--config", help="YAML file overriding training settings"),
     resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint in --out"),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
 ) -> None:
     """Supervised fine-tuning of a LoRA critic on the dataset's kept critiques (paper: r=32, lr 1e-5, 3 epochs)."""
     from verifyless.train.settings import load_settings
@@ -56,18 +59,20 @@ def critic_sft(
 
     settings = load_settings("sft", config, max_steps=max_steps)
     result = train_critic_sft(dataset, base=base, out=out, settings=settings, resume=resume, console=console)
-    console.print(f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, "
-                  f"loss {result.first_loss:.4g} -> {result.last_loss:.4g}, {result.seconds:.0f} s)")
+    console.print(
+        f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, "
+        f"loss {result.first_loss:.4g} -> {result.last_loss:.4g}, {result.seconds:.0f} s)"
+    )
 
 
 @app.command("critic-grpo")
 def critic_grpo(
     dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with a 'grpo' split)"),
     from_dir: Path = typer.Option(..., "--from", help="SFT output folder (or adapter folder) to start from"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: FROM-grpo)"),
-    config: Optional[Path] = typer.Option(None, "--config", help="YAML file overriding training settings"),
+    out: Path | None = typer.Option(None, "--out", help="output folder (default: FROM-grpo)"),
+    config: Path | None = typer.Option(None, "--config", help="YAML file overriding training settings"),
     resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint in --out"),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
+    max_steps: int | None = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
 ) -> None:
     """GRPO on the 'grpo' split from an SFT adapter: +1 when the parsed verdict matches the label, else -1."""
     from verifyless.train.grpo import train_critic_grpo
@@ -78,8 +83,10 @@ def critic_grpo(
     settings = load_settings("grpo", config, max_steps=max_steps)
     out = out or from_dir.with_name(from_dir.name + "-grpo")
     result = train_critic_grpo(dataset, start=from_dir, out=out, settings=settings, resume=resume, console=console)
-    console.print(f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, mean reward "
-                  f"{result.first_loss:.3g} -> {result.last_loss:.3g}, {result.seconds:.0f} s)")
+    console.print(
+        f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, mean reward "
+        f"{result.first_loss:.3g} -> {result.last_loss:.3g}, {result.seconds:.0f} s)"
+    )
 
 
 __all__ = ["app", "models_command"]

@@ -15,9 +15,10 @@ import importlib.util
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from verifyless.errors import ConfigError
 
@@ -32,7 +33,7 @@ class TrainResult:
 
     adapter_dir: Path
     steps: int
-    first_loss: float      # SFT: training loss; GRPO: mean reward (first and last logged values)
+    first_loss: float  # SFT: training loss; GRPO: mean reward (first and last logged values)
     last_loss: float
     seconds: float
     log_path: Path
@@ -67,21 +68,39 @@ def trainer_args(settings: Any, out: Path) -> dict[str, Any]:
     device = resolve_device(settings.device)
     bf16 = str(resolve_dtype(settings.dtype, device)).endswith("bfloat16")
     return dict(
-        output_dir=str(out / "checkpoints"), per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.grad_accum, num_train_epochs=settings.epochs,
-        learning_rate=settings.learning_rate, max_steps=settings.max_steps, logging_steps=1,
-        save_strategy="steps", save_steps=settings.save_steps, save_total_limit=settings.save_total_limit,
-        seed=settings.seed, data_seed=settings.seed, bf16=bf16, fp16=False, gradient_checkpointing=False,
-        use_cpu=device == "cpu", report_to=report_to(),
-        disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False,
+        output_dir=str(out / "checkpoints"),
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=settings.grad_accum,
+        num_train_epochs=settings.epochs,
+        learning_rate=settings.learning_rate,
+        max_steps=settings.max_steps,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        save_total_limit=settings.save_total_limit,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        bf16=bf16,
+        fp16=False,
+        gradient_checkpointing=False,
+        use_cpu=device == "cpu",
+        report_to=report_to(),
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
     )
 
 
 def lora_config(settings: Any) -> Any:
     from peft import LoraConfig
 
-    return LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
-                      target_modules=settings.target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=settings.lora_r,
+        lora_alpha=settings.lora_alpha,
+        lora_dropout=settings.lora_dropout,
+        target_modules=settings.target_modules,
+        task_type="CAUSAL_LM",
+    )
 
 
 def last_checkpoint(out: Path) -> str | None:
@@ -137,19 +156,37 @@ def read_log(path: Path, key: str) -> list[float]:
     return values
 
 
-def write_card(adapter_dir: Path, *, kind: str, base: str, resolved: str, dataset: str, rows: int,
-               settings: Any, stats: Mapping[str, Any]) -> None:
+def write_card(
+    adapter_dir: Path,
+    *,
+    kind: str,
+    base: str,
+    resolved: str,
+    dataset: str,
+    rows: int,
+    settings: Any,
+    stats: Mapping[str, Any],
+) -> None:
     """README.md (a model card people read) and verifyless_card.json (what code reads)."""
-    card = {"kind": kind, "base_model": base, "base_model_path": resolved, "dataset": dataset, "rows": rows,
-            "settings": settings.model_dump(), "stats": dict(stats), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                            time.gmtime())}
+    card = {
+        "kind": kind,
+        "base_model": base,
+        "base_model_path": resolved,
+        "dataset": dataset,
+        "rows": rows,
+        "settings": settings.model_dump(),
+        "stats": dict(stats),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     (adapter_dir / CARD_JSON).write_text(json.dumps(card, indent=2))
     lines = [
-        f"# verifyless critic adapter ({kind})", "",
+        f"# verifyless critic adapter ({kind})",
+        "",
         f"- Base model: `{base}` (loaded from `{resolved}`)",
         f"- Data: `{dataset}` ({rows} rows)",
-        f"- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.model_dump().items()),
-        f"- Result: " + ", ".join(f"{k}={v}" for k, v in stats.items()), "",
+        "- Settings: " + ", ".join(f"{k}={v}" for k, v in settings.model_dump().items()),
+        "- Result: " + ", ".join(f"{k}={v}" for k, v in stats.items()),
+        "",
         "A standard PEFT LoRA folder. Serve it in process with `provider: local, model: <base>, adapter: <this folder>`,",
         "or with vLLM: `vllm serve <base> --enable-lora --lora-modules critic=<this folder> --max-lora-rank "
         f"{settings.lora_r}` and `model: critic`.",
@@ -169,5 +206,16 @@ def adapter_folder(folder: Path) -> Path:
     return folder / "adapter" if (folder / "adapter" / "adapter_config.json").is_file() else folder
 
 
-__all__ = ["TrainResult", "adapter_folder", "callbacks", "last_checkpoint", "load_base", "lora_config", "read_card",
-           "read_log", "resume_from", "trainer_args", "write_card"]
+__all__ = [
+    "TrainResult",
+    "adapter_folder",
+    "callbacks",
+    "last_checkpoint",
+    "load_base",
+    "lora_config",
+    "read_card",
+    "read_log",
+    "resume_from",
+    "trainer_args",
+    "write_card",
+]

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError
 
@@ -45,8 +46,10 @@ def load_dataset(path: str | Path) -> Any:
 
 def split(dataset: Any, name: str) -> Any:
     if name not in dataset or len(dataset[name]) == 0:
-        raise ConfigError(f"the critic dataset has no '{name}' rows (splits: "
-                          f"{ {k: len(v) for k, v in dataset.items()} }); collect more data or choose another split")
+        raise ConfigError(
+            f"the critic dataset has no '{name}' rows (splits: "
+            f"{ {k: len(v) for k, v in dataset.items()} }); collect more data or choose another split"
+        )
     return dataset[name]
 
 
@@ -67,15 +70,27 @@ def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
     from verifyless.screen.base import ScreenContext
     from verifyless.screen.critic import PointwiseCritic
 
-    metric = types.SimpleNamespace(name="score", direction="maximize" if row.get("higher_is_better", True) else "minimize")
+    metric = types.SimpleNamespace(
+        name="score", direction="maximize" if row.get("higher_is_better", True) else "minimize"
+    )
     task = types.SimpleNamespace(name=row["task"], statement=str(row.get("task_description") or ""), metric=metric)
     brief = TaskBrief(str(row.get("understanding") or ""), tuple(row.get("criteria") or ()))
     parent = ParentInfo(id=str(row["parent_id"]), program="", score=None, summary=str(row.get("parent_summary") or ""))
-    ctx = ScreenContext(task=task, parent=parent, rng=random.Random(0),  # type: ignore[arg-type]
-                        brief=brief if (brief.understanding or brief.criteria) else None)
-    child = Candidate(id=str(row["example_id"]), parent_id=parent.id, operator=Operator.IMPROVE,
-                      idea=Idea(str(row.get("idea") or "")), program="", program_hash="",
-                      summary=str(row.get("child_summary") or ""))
+    ctx = ScreenContext(
+        task=task,
+        parent=parent,
+        rng=random.Random(0),  # type: ignore[arg-type]
+        brief=brief if (brief.understanding or brief.criteria) else None,
+    )
+    child = Candidate(
+        id=str(row["example_id"]),
+        parent_id=parent.id,
+        operator=Operator.IMPROVE,
+        idea=Idea(str(row.get("idea") or "")),
+        program="",
+        program_hash="",
+        summary=str(row.get("child_summary") or ""),
+    )
     messages = PointwiseCritic(model=None).messages(ctx, child)  # type: ignore[arg-type]
     return [{"role": m.role, "content": m.content} for m in messages]
 
@@ -91,8 +106,14 @@ def _summary(keyword: str) -> str:
     return f"The child will {keyword} it: {keyword} the features, {keyword} the model, {keyword} the outputs."
 
 
-def keyword_rows(n: int, rng: random.Random, *, split_name: str, critique_labels: str = "true",
-                 label_weights: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+def keyword_rows(
+    n: int,
+    rng: random.Random,
+    *,
+    split_name: str,
+    critique_labels: str = "true",
+    label_weights: Mapping[str, float] | None = None,
+) -> list[dict[str, Any]]:
     """``n`` rows whose label3 is set by a keyword in the child summary.
 
     ``critique_labels``: ``"true"`` writes critiques with the row's label,
@@ -107,32 +128,65 @@ def keyword_rows(n: int, rng: random.Random, *, split_name: str, critique_labels
         delta = {"improve": 0.1, "tie": 0.0, "lose": -0.1}[label]
         shown = label if critique_labels == "true" else rng.choice(sorted(KEYWORDS))
         critique = None if critique_labels == "none" else critique_text(shown, rng.choice(_TIERS))
-        rows.append({
-            "example_id": f"{split_name}-{i}", "task": "keyword", "run_id": "synthetic", "parent_id": f"p{i}",
-            "child_id": f"c{i}", "task_description": "Improve the score.", "understanding": "",
-            "criteria": ["what the change does"], "parent_summary": "The parent model.",
-            "child_summary": _summary(KEYWORDS[label]), "idea": f"{KEYWORDS[label]} it",
-            "parent_score": 0.5, "child_score": 0.5 + delta, "delta": delta, "higher_is_better": True,
-            "label3": label, "label5": {"improve": "SmallWin", "tie": "Tie", "lose": "Lose"}[label],
-            "critique": critique, "stratum": None if critique is None else "sampled", "schema_version": 1,
-            "source": "synthetic", "parent_hash": f"p{i}", "child_hash": f"c{i}", "created": "",
-        })
+        rows.append(
+            {
+                "example_id": f"{split_name}-{i}",
+                "task": "keyword",
+                "run_id": "synthetic",
+                "parent_id": f"p{i}",
+                "child_id": f"c{i}",
+                "task_description": "Improve the score.",
+                "understanding": "",
+                "criteria": ["what the change does"],
+                "parent_summary": "The parent model.",
+                "child_summary": _summary(KEYWORDS[label]),
+                "idea": f"{KEYWORDS[label]} it",
+                "parent_score": 0.5,
+                "child_score": 0.5 + delta,
+                "delta": delta,
+                "higher_is_better": True,
+                "label3": label,
+                "label5": {"improve": "SmallWin", "tie": "Tie", "lose": "Lose"}[label],
+                "critique": critique,
+                "stratum": None if critique is None else "sampled",
+                "schema_version": 1,
+                "source": "synthetic",
+                "parent_hash": f"p{i}",
+                "child_hash": f"c{i}",
+                "created": "",
+            }
+        )
     return rows
 
 
-def keyword_dataset(out: str | Path, *, n: Mapping[str, int] | None = None, seed: int = 0,
-                    critique_labels: str = "true", label_weights: Mapping[str, float] | None = None) -> Path:
+def keyword_dataset(
+    out: str | Path,
+    *,
+    n: Mapping[str, int] | None = None,
+    seed: int = 0,
+    critique_labels: str = "true",
+    label_weights: Mapping[str, float] | None = None,
+) -> Path:
     """Save a synthetic keyword ``DatasetDict`` (splits sft/grpo/bench) at ``out``; returns the folder."""
     from datasets import Dataset, DatasetDict
 
     rng = random.Random(seed)
     sizes = dict(n or {"sft": 24, "grpo": 24, "bench": 12})
-    splits = {name: Dataset.from_list(keyword_rows(count, rng, split_name=name, critique_labels=critique_labels,
-                                                   label_weights=label_weights))
-              for name, count in sizes.items()}
+    splits = {
+        name: Dataset.from_list(
+            keyword_rows(count, rng, split_name=name, critique_labels=critique_labels, label_weights=label_weights)
+        )
+        for name, count in sizes.items()
+    }
     DatasetDict(splits).save_to_disk(str(out))
-    card = {"schema_version": 1, "kind": "synthetic keyword dataset (verifyless.train.data.keyword_dataset)",
-            "seed": seed, "sizes": sizes, "critique_labels": critique_labels, "label_weights": dict(label_weights or {})}
+    card = {
+        "schema_version": 1,
+        "kind": "synthetic keyword dataset (verifyless.train.data.keyword_dataset)",
+        "seed": seed,
+        "sizes": sizes,
+        "critique_labels": critique_labels,
+        "label_weights": dict(label_weights or {}),
+    }
     (Path(out) / "card.json").write_text(json.dumps(card, indent=2))
     return Path(out)
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.train.common import (
@@ -47,7 +48,7 @@ def verdict_reward(completions: Sequence[Any], label3: Sequence[str], **_: Any) 
     from verifyless.screen.critic import parse_verdict
 
     rewards = []
-    for completion, label in zip(completions, label3):
+    for completion, label in zip(completions, label3, strict=False):
         verdict = parse_verdict(completion_text(completion))
         rewards.append(1.0 if verdict is not None and verdict.improvement == label else -1.0)
     return rewards
@@ -73,7 +74,8 @@ def _trainer_class(skip_equal: bool) -> Any:
             advantages = output["advantages"]
             dead = (advantages.view(-1, group) == 0).all(dim=1).repeat_interleave(group)
             output["completion_mask"] = output["completion_mask"] * (~dead).unsqueeze(1).to(
-                output["completion_mask"].dtype)
+                output["completion_mask"].dtype
+            )
             output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
             mode = "train" if self.model.training else "eval"
             self._metrics[mode]["frac_groups_skipped"].append(float(dead.float().mean()))
@@ -92,15 +94,24 @@ def load_policy(start: Path, settings: GRPOSettings) -> tuple[Any, Any, str, dic
     return tokenizer, model, resolved, card
 
 
-def train_critic_grpo(dataset_dir: Path, *, start: Path, out: Path, settings: GRPOSettings | None = None,
-                      resume: bool = False, console: Any = None) -> TrainResult:
+def train_critic_grpo(
+    dataset_dir: Path,
+    *,
+    start: Path,
+    out: Path,
+    settings: GRPOSettings | None = None,
+    resume: bool = False,
+    console: Any = None,
+) -> TrainResult:
     """GRPO from the SFT adapter at ``start``; the new adapter lands in ``out/adapter``."""
     from trl import GRPOConfig
 
     settings = settings or GRPOSettings()
     if settings.batch_size % settings.num_generations:
-        raise ConfigError(f"batch_size {settings.batch_size} must be a multiple of num_generations "
-                          f"{settings.num_generations} (each prompt's group is scored together)")
+        raise ConfigError(
+            f"batch_size {settings.batch_size} must be a multiple of num_generations "
+            f"{settings.num_generations} (each prompt's group is scored together)"
+        )
     started = time.monotonic()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -108,26 +119,52 @@ def train_critic_grpo(dataset_dir: Path, *, start: Path, out: Path, settings: GR
     rows = split(load_dataset(dataset_dir), "grpo")
     tokenizer, model, resolved, card = load_policy(Path(start), settings)
     args = GRPOConfig(
-        **trainer_args(settings, out), weight_decay=settings.weight_decay, beta=settings.beta,
-        num_generations=settings.num_generations, temperature=settings.temperature,
-        max_completion_length=settings.max_completion_length, log_completions=False,
+        **trainer_args(settings, out),
+        weight_decay=settings.weight_decay,
+        beta=settings.beta,
+        num_generations=settings.num_generations,
+        temperature=settings.temperature,
+        max_completion_length=settings.max_completion_length,
+        log_completions=False,
     )
     trainer = _trainer_class(settings.skip_equal_reward_groups)(
-        model=model, reward_funcs=[verdict_reward], args=args, train_dataset=grpo_examples(rows),
-        processing_class=tokenizer, callbacks=callbacks(out, console),
+        model=model,
+        reward_funcs=[verdict_reward],
+        args=args,
+        train_dataset=grpo_examples(rows),
+        processing_class=tokenizer,
+        callbacks=callbacks(out, console),
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     adapter_dir = out / "adapter"
     trainer.model.save_pretrained(adapter_dir, selected_adapters=["default"])
     tokenizer.save_pretrained(adapter_dir)
     rewards = read_log(out / "train_log.jsonl", "reward")
-    stats = {"steps": trainer.state.global_step, "first_reward": rewards[0] if rewards else None,
-             "last_reward": rewards[-1] if rewards else None, "from": str(start),
-             "seconds": round(time.monotonic() - started, 1)}
-    write_card(adapter_dir, kind="sft+grpo", base=card["base_model"], resolved=resolved, dataset=str(dataset_dir),
-               rows=len(rows), settings=settings, stats=stats)
-    return TrainResult(adapter_dir, trainer.state.global_step, rewards[0] if rewards else float("nan"),
-                       rewards[-1] if rewards else float("nan"), time.monotonic() - started, out / "train_log.jsonl")
+    stats = {
+        "steps": trainer.state.global_step,
+        "first_reward": rewards[0] if rewards else None,
+        "last_reward": rewards[-1] if rewards else None,
+        "from": str(start),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    write_card(
+        adapter_dir,
+        kind="sft+grpo",
+        base=card["base_model"],
+        resolved=resolved,
+        dataset=str(dataset_dir),
+        rows=len(rows),
+        settings=settings,
+        stats=stats,
+    )
+    return TrainResult(
+        adapter_dir,
+        trainer.state.global_step,
+        rewards[0] if rewards else float("nan"),
+        rewards[-1] if rewards else float("nan"),
+        time.monotonic() - started,
+        out / "train_log.jsonl",
+    )
 
 
 __all__ = ["completion_text", "grpo_examples", "train_critic_grpo", "verdict_reward"]

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.model.local import VERDICT_TAG, VERDICTS
@@ -39,8 +40,10 @@ def find_scorer(model: Any) -> Any:
         if callable(getattr(seen, "label_probs", None)):
             return seen
         seen = getattr(seen, "inner", None)
-    raise ConfigError("the label-probability critic needs a local critic model (provider: local) that can read "
-                      "verdict probabilities; use screener 'critic' for HTTP endpoints")
+    raise ConfigError(
+        "the label-probability critic needs a local critic model (provider: local) that can read "
+        "verdict probabilities; use screener 'critic' for HTTP endpoints"
+    )
 
 
 def reasoning_prefix(critique: str) -> str:
@@ -49,32 +52,60 @@ def reasoning_prefix(critique: str) -> str:
     return critique[:cut] if cut >= 0 else critique
 
 
-def evidence_from_probs(candidate_id: str, probs: dict[str, float], critiques: Sequence[str],
-                        threshold: float) -> Evidence:
+def evidence_from_probs(
+    candidate_id: str, probs: dict[str, float], critiques: Sequence[str], threshold: float
+) -> Evidence:
     votes = {v: float(probs.get(v, 0.0)) for v in VERDICTS}
     uncertainty = 1.0 - max(votes.values())
     verdicts = [parse_verdict(c) for c in critiques]
     valid = [v for v in verdicts if v is not None]
     return Evidence(
-        candidate_id=candidate_id, rank_value=2.0 * votes["improve"] + votes["tie"],
-        labels=tuple(v.label for v in valid), votes=votes, uncertainty=uncertainty, n_valid=len(valid),
+        candidate_id=candidate_id,
+        rank_value=2.0 * votes["improve"] + votes["tie"],
+        labels=tuple(v.label for v in valid),
+        votes=votes,
+        uncertainty=uncertainty,
+        n_valid=len(valid),
         n_invalid=len(verdicts) - len(valid),
-        detail={"label_probs": votes, "scoring": "label-probs", "critiques": list(critiques),
-                "uncertain": uncertainty >= threshold - 1e-9, "route_threshold": threshold},
+        detail={
+            "label_probs": votes,
+            "scoring": "label-probs",
+            "critiques": list(critiques),
+            "uncertain": uncertainty >= threshold - 1e-9,
+            "route_threshold": threshold,
+        },
     )
 
 
 class LabelProbCritic(PointwiseCritic):
     """The pointwise critic's prompt, scored by verdict probabilities (see the module docstring)."""
 
-    def __init__(self, model: Any, reasoning_samples: int = 0, temperature: float = 0.7,
-                 route_threshold: float = 0.25, verify_uncertain: bool = False, n_verify: int | None = None, *,
-                 max_tokens: int | None = None, prompt: str = "critic", name: str = "critic-probs") -> None:
+    def __init__(
+        self,
+        model: Any,
+        reasoning_samples: int = 0,
+        temperature: float = 0.7,
+        route_threshold: float = 0.25,
+        verify_uncertain: bool = False,
+        n_verify: int | None = None,
+        *,
+        max_tokens: int | None = None,
+        prompt: str = "critic",
+        name: str = "critic-probs",
+    ) -> None:
         if reasoning_samples < 0:
             raise ValueError("reasoning_samples must be >= 0")
-        super().__init__(model, k=max(1, reasoning_samples), temperature=temperature,
-                         route_threshold=route_threshold, verify_uncertain=verify_uncertain, n_verify=n_verify,
-                         max_tokens=max_tokens, prompt=prompt, name=name)
+        super().__init__(
+            model,
+            k=max(1, reasoning_samples),
+            temperature=temperature,
+            route_threshold=route_threshold,
+            verify_uncertain=verify_uncertain,
+            n_verify=n_verify,
+            max_tokens=max_tokens,
+            prompt=prompt,
+            name=name,
+        )
         self.reasoning_samples = reasoning_samples
         self.scorer = find_scorer(model)
 
@@ -96,8 +127,13 @@ class LabelProbCritic(PointwiseCritic):
         chosen = ranking[: max(0, n_verify)]
         if self.verify_uncertain:
             chosen += [cid for cid in ranking if cid not in chosen and self.route(evidence[cid])]
-        return Screening(screener=self.name, ranking=tuple(ranking), chosen=tuple(chosen), evidence=evidence,
-                         seconds=time.monotonic() - started)
+        return Screening(
+            screener=self.name,
+            ranking=tuple(ranking),
+            chosen=tuple(chosen),
+            evidence=evidence,
+            seconds=time.monotonic() - started,
+        )
 
 
 __all__ = ["LabelProbCritic", "evidence_from_probs", "find_scorer", "reasoning_prefix"]

@@ -42,7 +42,10 @@ def sft_examples(rows: Any, tokenizer: Any, settings: SFTSettings) -> Any:
         if not row.get("critique"):
             continue
         prompt = messages_for(row)
-        if settings.max_prompt_tokens and len(encode(tokenizer, chat_prompt(tokenizer, prompt))) > settings.max_prompt_tokens:
+        if (
+            settings.max_prompt_tokens
+            and len(encode(tokenizer, chat_prompt(tokenizer, prompt))) > settings.max_prompt_tokens
+        ):
             continue
         examples.append({"prompt": prompt, "completion": [{"role": "assistant", "content": row["critique"]}]})
     if not examples:
@@ -50,8 +53,15 @@ def sft_examples(rows: Any, tokenizer: Any, settings: SFTSettings) -> Any:
     return Dataset.from_list(examples)
 
 
-def train_critic_sft(dataset_dir: Path, *, base: str, out: Path, settings: SFTSettings | None = None,
-                     resume: bool = False, console: Any = None) -> TrainResult:
+def train_critic_sft(
+    dataset_dir: Path,
+    *,
+    base: str,
+    out: Path,
+    settings: SFTSettings | None = None,
+    resume: bool = False,
+    console: Any = None,
+) -> TrainResult:
     """Train a LoRA critic on ``dataset_dir``'s sft split; the adapter lands in ``out/adapter``."""
     from trl import SFTConfig, SFTTrainer
 
@@ -63,21 +73,50 @@ def train_critic_sft(dataset_dir: Path, *, base: str, out: Path, settings: SFTSe
     rows = split(load_dataset(dataset_dir), "sft")
     tokenizer, model, resolved = load_base(base, device=settings.device, dtype=settings.dtype)
     examples = sft_examples(rows, tokenizer, settings)
-    args = SFTConfig(**trainer_args(settings, out), max_length=settings.max_length, warmup_steps=settings.warmup_steps,
-                     completion_only_loss=True, packing=False)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=examples, processing_class=tokenizer,
-                         peft_config=lora_config(settings), callbacks=callbacks(out, console))
+    args = SFTConfig(
+        **trainer_args(settings, out),
+        max_length=settings.max_length,
+        warmup_steps=settings.warmup_steps,
+        completion_only_loss=True,
+        packing=False,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=examples,
+        processing_class=tokenizer,
+        peft_config=lora_config(settings),
+        callbacks=callbacks(out, console),
+    )
     trainer.train(resume_from_checkpoint=checkpoint)
     adapter_dir = out / "adapter"
     trainer.model.save_pretrained(adapter_dir)
     tokenizer.save_pretrained(adapter_dir)
     losses = read_log(out / "train_log.jsonl", "loss")
-    stats = {"steps": trainer.state.global_step, "first_loss": losses[0] if losses else None,
-             "last_loss": losses[-1] if losses else None, "seconds": round(time.monotonic() - started, 1)}
-    write_card(adapter_dir, kind="sft", base=base, resolved=resolved, dataset=str(dataset_dir), rows=len(examples),
-               settings=settings, stats=stats)
-    return TrainResult(adapter_dir, trainer.state.global_step, losses[0] if losses else float("nan"),
-                       losses[-1] if losses else float("nan"), time.monotonic() - started, out / "train_log.jsonl")
+    stats = {
+        "steps": trainer.state.global_step,
+        "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    write_card(
+        adapter_dir,
+        kind="sft",
+        base=base,
+        resolved=resolved,
+        dataset=str(dataset_dir),
+        rows=len(examples),
+        settings=settings,
+        stats=stats,
+    )
+    return TrainResult(
+        adapter_dir,
+        trainer.state.global_step,
+        losses[0] if losses else float("nan"),
+        losses[-1] if losses else float("nan"),
+        time.monotonic() - started,
+        out / "train_log.jsonl",
+    )
 
 
 __all__ = ["sft_examples", "train_critic_sft"]

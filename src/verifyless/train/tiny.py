@@ -64,12 +64,18 @@ def build_tiny_tokenizer(vocab_size: int = 2048) -> Any:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=_SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False, max_token_length=48,
+        vocab_size=vocab_size,
+        special_tokens=_SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+        max_token_length=48,
     )
     tok.train_from_iterator(_corpus(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        tokenizer_object=tok,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
         unk_token="<|endoftext|>",
     )
     fast.chat_template = CHAT_TEMPLATE
@@ -86,8 +92,13 @@ def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: f
     from verifyless.train.data import keyword_rows, messages_for
 
     rows = keyword_rows(32, random.Random(seed), split_name="format", critique_labels="random")
-    pairs = [(encode(tokenizer, chat_prompt(tokenizer, messages_for(r))),
-              encode(tokenizer, str(r["critique"])) + [tokenizer.eos_token_id]) for r in rows]
+    pairs = [
+        (
+            encode(tokenizer, chat_prompt(tokenizer, messages_for(r))),
+            encode(tokenizer, str(r["critique"])) + [tokenizer.eos_token_id],
+        )
+        for r in rows
+    ]
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
@@ -97,7 +108,7 @@ def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: f
         ids = torch.tensor([p + c + [tokenizer.pad_token_id] * (width - len(p) - len(c)) for p, c in batch])
         labels = torch.full_like(ids, -100)
         for i, (p, c) in enumerate(batch):
-            labels[i, len(p): len(p) + len(c)] = torch.tensor(c)
+            labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
         loss = model(input_ids=ids, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
@@ -107,8 +118,9 @@ def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: f
     return losses
 
 
-def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2,
-                  format_steps: int = 80) -> Path:
+def build_tiny_lm(
+    directory: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2, format_steps: int = 80
+) -> Path:
     """Build and save the tiny tokenizer + Llama (taught the format) under ``directory``; returns the folder."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -117,9 +129,16 @@ def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, lay
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tiny_tokenizer()
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False,
     )
     torch.manual_seed(seed)
@@ -131,8 +150,6 @@ def build_tiny_lm(directory: str | Path, *, seed: int = 0, hidden: int = 32, lay
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
-
-
 
 
 def cached_tiny_lm(root: str | Path, *, seed: int = 0) -> Path:

@@ -31,8 +31,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Idea, Operator, Screening
@@ -76,8 +77,10 @@ def label3_of(outcome: Any) -> str | None:
 
 def privileged_note(outcome: Any, label: str) -> str:
     better = "higher" if outcome.higher_is_better else "lower"
-    return (f"\n\n## Measured outcome (known to you only)\nParent score: {outcome.parent_score:.6g}. "
-            f"Child score: {outcome.child_score:.6g} ({better} is better). Outcome: {label}.")
+    return (
+        f"\n\n## Measured outcome (known to you only)\nParent score: {outcome.parent_score:.6g}. "
+        f"Child score: {outcome.child_score:.6g} ({better} is better). Outcome: {label}."
+    )
 
 
 # ------------------------------------------------------------------ the screener
@@ -86,11 +89,28 @@ class TestTimeCritic:
 
     __test__ = False  # not a pytest test class, despite the name
 
-    def __init__(self, model: Any, mode: str = "sdft", *, k: int = 16, temperature: float = 0.7,
-                 route_threshold: float = 0.25, verify_uncertain: bool = False, n_verify: int | None = None,
-                 max_tokens: int = 256, lora_r: int = 32, lora_alpha: int = 64, learning_rate: float = 1e-5,
-                 every: int = 2, rollouts: int = 16, init_adapter: str | None = None,
-                 adapter_root: str | None = None, seed: int = 0, name: str = "critic-ttl", task: Any = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        mode: str = "sdft",
+        *,
+        k: int = 16,
+        temperature: float = 0.7,
+        route_threshold: float = 0.25,
+        verify_uncertain: bool = False,
+        n_verify: int | None = None,
+        max_tokens: int = 256,
+        lora_r: int = 32,
+        lora_alpha: int = 64,
+        learning_rate: float = 1e-5,
+        every: int = 2,
+        rollouts: int = 16,
+        init_adapter: str | None = None,
+        adapter_root: str | None = None,
+        seed: int = 0,
+        name: str = "critic-ttl",
+        task: Any = None,
+    ) -> None:
         from verifyless.train.probcritic import find_scorer
 
         if mode not in ("sdft", "grpo"):
@@ -101,9 +121,16 @@ class TestTimeCritic:
         self.max_tokens, self.temperature, self.lr, self.seed = max_tokens, temperature, learning_rate, seed
         self.root = Path(adapter_root)
         self.local = find_scorer(model)
-        self.critic = PointwiseCritic(model, k=k, temperature=temperature, route_threshold=route_threshold,
-                                      verify_uncertain=verify_uncertain, n_verify=n_verify, max_tokens=max_tokens,
-                                      name=name)
+        self.critic = PointwiseCritic(
+            model,
+            k=k,
+            temperature=temperature,
+            route_threshold=route_threshold,
+            verify_uncertain=verify_uncertain,
+            n_verify=n_verify,
+            max_tokens=max_tokens,
+            name=name,
+        )
         self.version = 0
         self.pending: list[Any] = []
         self._ctx: ScreenContext | None = None
@@ -122,8 +149,9 @@ class TestTimeCritic:
         if init_adapter:
             loaded.model = PeftModel.from_pretrained(loaded.model, init_adapter, adapter_name="ttl", is_trainable=True)
         else:
-            config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear",
-                                task_type="CAUSAL_LM")
+            config = LoraConfig(
+                r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+            )
             loaded.model = get_peft_model(loaded.model, config, adapter_name="ttl")
         loaded.model.eval()
         loaded.adapters = {"<test-time>": "ttl"}
@@ -149,10 +177,19 @@ class TestTimeCritic:
         elif self.task is not None:  # no brief yet: the prompt says so, as the critic's does without one
             ctx = ScreenContext(task=self.task, parent=parent, rng=random.Random(0))
         else:
-            raise ConfigError("critic-ttl learned before it ever screened and was built without a task; "
-                              "build it with build_screener(..., task=TASK)")
-        child = Candidate(id=outcome.node_id, parent_id=outcome.parent_id, operator=Operator.IMPROVE,
-                          idea=Idea(outcome.idea), program="", program_hash="", summary=outcome.child_summary)
+            raise ConfigError(
+                "critic-ttl learned before it ever screened and was built without a task; "
+                "build it with build_screener(..., task=TASK)"
+            )
+        child = Candidate(
+            id=outcome.node_id,
+            parent_id=outcome.parent_id,
+            operator=Operator.IMPROVE,
+            idea=Idea(outcome.idea),
+            program="",
+            program_hash="",
+            summary=outcome.child_summary,
+        )
         return [{"role": m.role, "content": m.content} for m in self.critic.messages(ctx, child)]
 
     # -- learning ---------------------------------------------------------------
@@ -199,8 +236,9 @@ class TestTimeCritic:
     def _sample(self, prompt: list[int], seeds: Sequence[int]) -> list[Any]:
         from verifyless.model.local import sample_texts
 
-        return sample_texts(self.local.loaded, prompt, seeds, temperature=self.temperature,
-                            max_new_tokens=self.max_tokens)
+        return sample_texts(
+            self.local.loaded, prompt, seeds, temperature=self.temperature, max_new_tokens=self.max_tokens
+        )
 
     def _logits(self, prompt: list[int], completion: Sequence[int]) -> Any:
         """Next-token logits at each completion position: [1, len(completion), V]."""
@@ -208,7 +246,7 @@ class TestTimeCritic:
 
         ids = torch.tensor([prompt + list(completion)], device=self.local.loaded.device)
         logits = self.local.loaded.model(input_ids=ids).logits
-        return logits[:, len(prompt) - 1: len(prompt) - 1 + len(completion), :]
+        return logits[:, len(prompt) - 1 : len(prompt) - 1 + len(completion), :]
 
     def sdft_pair(self, outcome: Any, rng: random.Random) -> tuple[list[int], list[int], list[int]]:
         """(student prompt ids, teacher prompt ids, the student's sampled critique ids)."""
@@ -240,14 +278,15 @@ class TestTimeCritic:
         self.local.loaded.model.eval()
         samples = self._sample(prompt, [rng.randrange(2**31) for _ in range(self.rollouts)])
         label = label3_of(outcome)
-        rewards = [1.0 if (v := parse_verdict(s.text)) is not None and v.improvement == label else -1.0
-                   for s in samples]
+        rewards = [
+            1.0 if (v := parse_verdict(s.text)) is not None and v.improvement == label else -1.0 for s in samples
+        ]
         advantages = group_advantages(rewards)
         if advantages is None:
             return None
         self.local.loaded.model.train()
         terms = []
-        for sample, advantage in zip(samples, advantages):
+        for sample, advantage in zip(samples, advantages, strict=False):
             if sample.token_ids:
                 logp = torch.log_softmax(self._logits(prompt, sample.token_ids).float(), dim=-1)
                 chosen = logp[0, torch.arange(len(sample.token_ids)), torch.tensor(sample.token_ids)]
@@ -272,8 +311,13 @@ class TestTimeCritic:
         self.local.version = f"ttl-v{self.version}"
 
     def _record(self, loss: float | None, pairs: int = 0) -> dict[str, Any]:
-        record: dict[str, Any] = {"adapter_version": self.version, "mode": self.mode, "loss": loss, "pairs": pairs,
-                                  "adapter_dir": str(self._dir(self.version)) if self.version else None}
+        record: dict[str, Any] = {
+            "adapter_version": self.version,
+            "mode": self.mode,
+            "loss": loss,
+            "pairs": pairs,
+            "adapter_dir": str(self._dir(self.version)) if self.version else None,
+        }
         if self.mode == "grpo":
             record["pending"] = [dataclasses.asdict(o) for o in self.pending]
         return record
@@ -296,8 +340,10 @@ class TestTimeCritic:
         if not weights.is_file():
             weights = folder / "adapter_model.safetensors"
         if not weights.is_file():
-            raise ConfigError(f"critic-ttl: adapter version {self.version} is missing at {folder}; the run's "
-                              "adapter folder was moved or deleted")
+            raise ConfigError(
+                f"critic-ttl: adapter version {self.version} is missing at {folder}; the run's "
+                "adapter folder was moved or deleted"
+            )
         set_peft_model_state_dict(self.local.loaded.model, load_file(str(weights)), adapter_name="ttl")
         if (folder / "optimizer.pt").is_file():
             self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))

@@ -128,11 +128,22 @@ def create_app(store_path: str | Path) -> Any:
         st, rid = run_id_of(request)
         views = run_views(st, rid, lambda nid: f"#node-{nid}")
         nodes = data_nodes.node_details(st, rid)
-        html = render_environment().get_template("report.html").render(
-            **views, nodes=nodes, generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=version(),
-            figures_dir="(run `verifyless report` for the PNG files)")
-        headers = {**_headers(), "Content-Security-Policy": REPORT_CSP,
-                   "Content-Disposition": f'inline; filename="{rid}.html"'}
+        html = (
+            render_environment()
+            .get_template("report.html")
+            .render(
+                **views,
+                nodes=nodes,
+                generated=time.strftime("%Y-%m-%d %H:%M:%S"),
+                version=version(),
+                figures_dir="(run `verifyless report` for the PNG files)",
+            )
+        )
+        headers = {
+            **_headers(),
+            "Content-Security-Policy": REPORT_CSP,
+            "Content-Disposition": f'inline; filename="{rid}.html"',
+        }
         return HTMLResponse(html, headers=headers)
 
     def curve_api(request: Request) -> Response:
@@ -166,13 +177,19 @@ def create_app(store_path: str | Path) -> Any:
         return page("error.html", 404, message=message)
 
     routes = [
-        Route("/", runs_page), Route("/favicon.ico", lambda request: Response(status_code=204)),
-        Route("/api/runs", runs_api), Route("/compare", compare_page),
-        Route("/runs/{run_id}", run_page), Route("/runs/{run_id}/fragment", fragment),
+        Route("/", runs_page),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Route("/api/runs", runs_api),
+        Route("/compare", compare_page),
+        Route("/runs/{run_id}", run_page),
+        Route("/runs/{run_id}/fragment", fragment),
         Route("/runs/{run_id}/report", report_page),
-        Route("/runs/{run_id}/nodes/{node_id}", node_page), Route("/api/runs/{run_id}/progress", progress_api),
-        Route("/api/runs/{run_id}/curve", curve_api), Route("/api/runs/{run_id}/nodes/{node_id}", node_api),
+        Route("/runs/{run_id}/nodes/{node_id}", node_page),
+        Route("/api/runs/{run_id}/progress", progress_api),
+        Route("/api/runs/{run_id}/curve", curve_api),
+        Route("/api/runs/{run_id}/nodes/{node_id}", node_api),
     ]
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
         yield
@@ -187,12 +204,18 @@ REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base
 
 
 def _headers(nonce: str | None = None) -> dict[str, str]:
-    policy = ("default-src 'none'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; "
-              "frame-ancestors 'none'")
+    policy = (
+        "default-src 'none'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    )
     if nonce:
         policy += f"; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'"
-    return {"Content-Security-Policy": policy, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-            "Cache-Control": "no-store"}
+    return {
+        "Content-Security-Policy": policy,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
 
 
 def _plain(value: Any) -> Any:

@@ -24,19 +24,29 @@ def ui_command(
 
         from verifyless.ui.app import create_app
     except ImportError as exc:
-        raise ConfigError(f"the dashboard needs the ui extra ({exc}); install it with: pip install 'verifyless[ui]'")
+        raise ConfigError(
+            f"the dashboard needs the ui extra ({exc}); install it with: pip install 'verifyless[ui]'"
+        ) from None
     if not 0 < port < 65536:
         raise ConfigError(f"--port {port} is not a TCP port; pick one between 1 and 65535")
     out = Console()
     shown = f"[{host}]" if ":" in host else host
     out.print(f"verifyless dashboard (read-only) of {store} at [bold]http://{shown}:{port}/[/]")
     if host == LOOPBACK:
-        out.print(f"bound to {LOOPBACK}: only this machine can open it (ssh -L {port}:{LOOPBACK}:{port} to reach it "
-                  "from elsewhere). Stop with Ctrl-C.", highlight=False)
+        out.print(
+            f"bound to {LOOPBACK}: only this machine can open it (ssh -L {port}:{LOOPBACK}:{port} to reach it "
+            "from elsewhere). Stop with Ctrl-C.",
+            highlight=False,
+        )
     else:
-        out.print(f"[yellow]bound to {host}: anyone who can reach this address can read these runs "
-                  "(ideas, code, logs). There is no login.[/]", highlight=False)
+        out.print(
+            f"[yellow]bound to {host}: anyone who can reach this address can read these runs "
+            "(ideas, code, logs). There is no login.[/]",
+            highlight=False,
+        )
     if not store.exists():
-        out.print(f"[yellow]{store} does not exist yet; runs appear once `verifyless run --store {store}` starts.[/]",
-                  highlight=False)
+        out.print(
+            f"[yellow]{store} does not exist yet; runs appear once `verifyless run --store {store}` starts.[/]",
+            highlight=False,
+        )
     uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
