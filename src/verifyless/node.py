@@ -17,7 +17,7 @@ import enum
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 
 class Status(str, enum.Enum):
@@ -92,7 +92,7 @@ class _Record:
         return _build(cls, data)
 
     def replace(self, **changes: Any):
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(cast(Any, self), **changes)
 
 
 @dataclass(frozen=True, slots=True)

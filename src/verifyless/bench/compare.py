@@ -154,7 +154,10 @@ class Curve:
 def curve_from_events(run_id: str, task: str, events: Sequence[Any]) -> Curve:
     """A curve from ``verification`` events (``Event`` objects or dicts with ``payload``/``charge``)."""
     best, best_test, total = -math.inf, math.nan, 0.0
-    xs, secs, bests, tests = [], [], [], []
+    xs: list[int] = []
+    secs: list[float] = []
+    bests: list[float] = []
+    tests: list[float] = []
     for ev in events:
         payload = ev.payload if hasattr(ev, "payload") else ev["payload"]
         charge = ev.charge if hasattr(ev, "charge") else ev.get("charge")
@@ -220,7 +223,7 @@ def curve_band(
     curves: Sequence[Curve],
     label: str = "",
     *,
-    x: Sequence[float] | None = None,
+    x: Sequence[float] | np.ndarray | None = None,
     by: str = "verifications",
     transform: Callable[[float], float] | None = None,
     n_boot: int = N_BOOT,

@@ -163,7 +163,7 @@ async def collect_pools_async(
     from verifyless.verify import verify
 
     if isinstance(task, str):
-        from verifyless.task import load_task
+        from verifyless.task.loader import load_task
 
         task = load_task(task)
     if parents < 1 or n_per_parent < 1:

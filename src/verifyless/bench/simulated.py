@@ -186,7 +186,7 @@ class SimulatedCritic(Selector):
         return tied[pool.rng.randrange(len(tied))] if len(tied) > 1 else tied[0]
 
 
-def critic_factory(spec: CriticSpec):  # type: ignore[no-untyped-def]
+def critic_factory(spec: CriticSpec):
     """A ``SelectorFactory`` building a fresh ``SimulatedCritic`` per replayed run."""
     return lambda world, seed: SimulatedCritic(spec, world, seed)
 

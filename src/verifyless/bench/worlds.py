@@ -204,7 +204,7 @@ def collect_world(
     from verifyless.verify import verify
 
     if isinstance(task, str):
-        from verifyless.task import load_task
+        from verifyless.task.loader import load_task
 
         task = load_task(task)
     if task.idea_space is None:
@@ -595,10 +595,10 @@ class ScreenerSelector(Selector):
         cands = [self.candidate(pool.parent, i) for i in pool.candidates]
         parent = ParentInfo(id=f"w{pool.parent}", program="", score=None, summary="")
         ctx = ScreenContext(
-            task=self.task,
+            task=self.task,  # type: ignore[arg-type]
             parent=parent,
             rng=pool.rng,
-            n_verify=1,  # type: ignore[arg-type]
+            n_verify=1,
             round=pool.step,
         )
         screening = _run_sync(self.screener.screen(ctx, cands))

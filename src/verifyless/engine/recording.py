@@ -62,8 +62,9 @@ class Recorder:
         if not cand.program:
             payload.pop("program")
         payload.update(status=status.value, reason=reason)
-        if getattr(cand.summary, "warning", ""):  # an out-of-range summary's tag (roles/llm.py Summary)
-            payload["summary_warning"] = cand.summary.warning
+        warning = getattr(cand.summary, "warning", "")  # an out-of-range summary's tag (roles/llm.py Summary)
+        if warning:
+            payload["summary_warning"] = warning
         self._emit("node", payload, node_id=cand.id)
 
     def _set_status(self, node_id: str, status: Status, reason: str) -> None:

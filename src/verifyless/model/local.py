@@ -118,7 +118,7 @@ def convert_smollm2(target: Path | None = None) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # The GGUF loader leaves a quantisation marker that makes Trainer refuse the model; drop it.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = target.with_name(target.name + ".tmp")
@@ -215,7 +215,7 @@ def load_lm(source: str, *, device: str = "auto", dtype: str = "auto", shared: b
             ) from exc
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model.to(device).eval()
+        model.to(device).eval()  # type: ignore[arg-type]
         loaded = LoadedLM(tokenizer, model, device, source, dtype)
         if shared:
             _LOADED[key] = loaded
@@ -253,7 +253,7 @@ def activate(loaded: LoadedLM, names: Sequence[str]) -> Any:
         return contextlib.nullcontext()
     if not names:
         return model.disable_adapter()
-    model.base_model.set_adapter(list(names) if len(names) > 1 else names[0])
+    model.base_model.set_adapter(list(names) if len(names) > 1 else names[0])  # type: ignore[operator]
     return contextlib.nullcontext()
 
 

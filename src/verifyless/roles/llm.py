@@ -18,7 +18,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, cast
 
 from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage
@@ -380,13 +380,14 @@ def _interpret_code(task: Task, base: str, code: str) -> str:
     """
     band = band_for(task, base)
     view = band_view(task, base)
-    if band.lines is None and (band.start_marker in code or band.end_marker in code):
+    start, end = cast(str, band.start_marker), cast(str, band.end_marker)  # set whenever band.lines is None
+    if band.lines is None and (start in code or end in code):
         lines = code.strip("\n").split("\n")
         only_band = (
             len(lines) >= 2
-            and band.start_marker in lines[0]
-            and band.end_marker in lines[-1]
-            and sum(band.start_marker in x or band.end_marker in x for x in lines) == 2
+            and start in lines[0]
+            and end in lines[-1]
+            and sum(start in x or end in x for x in lines) == 2
         )
         if only_band:  # the band wrapped in its two marker lines
             return replace(base, band, "\n".join(lines[1:-1]))
@@ -546,7 +547,7 @@ def llm_roles(
         missing = [k for k in _ROLE_KEYS if k not in models and "default" not in models]
         if missing:
             raise ConfigError(f"no model for roles {missing}: add them or a 'default' model")
-        pick = {k: models.get(k, models.get("default")) for k in _ROLE_KEYS}
+        pick = {k: models[k] if k in models else models["default"] for k in _ROLE_KEYS}
     else:
         pick = dict.fromkeys(_ROLE_KEYS, models)
     return Roles(

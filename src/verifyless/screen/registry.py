@@ -160,7 +160,7 @@ def _plain(annotation: Any) -> bool:
 def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = _Options) -> type[BaseModel]:
     """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
     rest (mappings, objects) accept any value and leave checking to the constructor."""
-    init = cls.__init__
+    init = typing.cast(Any, cls).__init__
     try:
         hints = typing.get_type_hints(init)
     except Exception:  # an annotation that cannot be resolved here: fall back to Any

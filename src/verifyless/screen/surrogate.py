@@ -161,7 +161,7 @@ class FitnessModel:
     def usable(self) -> bool:
         """At least two stored designs with two distinct fitted targets."""
         ok = [t for t in self._targets if t is not None]
-        return len(self._targets) >= 2 and (len(set(ok)) >= 2 or (ok and len(ok) < len(self._targets)))
+        return len(self._targets) >= 2 and (len(set(ok)) >= 2 or (bool(ok) and len(ok) < len(self._targets)))
 
     def _rows(self, token_dicts: Sequence[dict[str, float]]) -> np.ndarray:
         x = np.zeros((len(token_dicts), len(self._vocab)))

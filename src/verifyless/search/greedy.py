@@ -84,7 +84,8 @@ class GreedyStrategy:
             self._root_id = node.id
         if node.status.verified and (known is None or not known.status.verified):
             self._order[node.id] = len(self._order)
-            self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
+            if node.parent_id is not None:
+                self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
             # A node's debug depth never changes, so the depth limit is checked once, here.
             if node.status.buggy and debug_depth(self._seen, node.id) < self.config.max_debug_depth:
                 self._buggy_leaves[node.id] = None

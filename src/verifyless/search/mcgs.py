@@ -196,7 +196,8 @@ class MCGSStrategy:
             self.root_id = node.id
             self.branch_of[node.id] = None
             return
-        self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
+        if node.parent_id is not None:
+            self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
         if node.ok:
             bisect.insort(self._ok_ranked, (-(node.fitness or 0.0), self._order[node.id], node.id))
         elif node.status.buggy and debug_depth(self._seen, node.id) < self.config.max_debug_depth:

@@ -92,7 +92,8 @@ def ensemble_submission(
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="verifyless-ensemble-", dir=workspace_root))
     try:
-        outs, runs = [], []
+        outs: list[Path] = []
+        runs: list[dict[str, Any]] = []
         for node_id, program in members:
             member_root = root / f"member-{len(runs)}"
             v = verify(task, program, sandbox, workspace_root=member_root, hide=hide, keep_workspace=True)

@@ -121,7 +121,7 @@ def resume_from(out: Path, resume: bool) -> str | None:
 def callbacks(out: Path, console: Any = None) -> list[Any]:
     from transformers import TrainerCallback
 
-    class JsonlLog(TrainerCallback):  # type: ignore[misc]
+    class JsonlLog(TrainerCallback):
         """Append every logged dict, with step and wall time, to train_log.jsonl."""
 
         def __init__(self) -> None:
@@ -134,7 +134,7 @@ def callbacks(out: Path, console: Any = None) -> list[Any]:
             with self.path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record) + "\n")
 
-    class Progress(TrainerCallback):  # type: ignore[misc]
+    class Progress(TrainerCallback):
         """One rich progress line per step on the given console."""
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kw: Any) -> None:

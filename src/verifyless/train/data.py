@@ -31,7 +31,7 @@ def load_dataset(path: str | Path) -> Any:
     try:
         from verifyless.data import load_critic_dataset
     except ImportError:
-        load_critic_dataset = None
+        load_critic_dataset = None  # type: ignore[assignment]
     if load_critic_dataset is not None:
         return load_critic_dataset(path)
     from datasets import DatasetDict, load_from_disk
@@ -77,9 +77,9 @@ def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
     brief = TaskBrief(str(row.get("understanding") or ""), tuple(row.get("criteria") or ()))
     parent = ParentInfo(id=str(row["parent_id"]), program="", score=None, summary=str(row.get("parent_summary") or ""))
     ctx = ScreenContext(
-        task=task,
+        task=task,  # type: ignore[arg-type]
         parent=parent,
-        rng=random.Random(0),  # type: ignore[arg-type]
+        rng=random.Random(0),
         brief=brief if (brief.understanding or brief.criteria) else None,
     )
     child = Candidate(

@@ -63,7 +63,7 @@ def grpo_examples(rows: Any) -> Any:
 def _trainer_class(skip_equal: bool) -> Any:
     from trl import GRPOTrainer
 
-    class CriticGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+    class CriticGRPOTrainer(GRPOTrainer):
         """GRPO that drops groups whose rewards are all equal (zero advantage everywhere)."""
 
         def _generate_and_score_completions(self, inputs: Any) -> Any:
@@ -71,12 +71,14 @@ def _trainer_class(skip_equal: bool) -> Any:
             if not skip_equal:
                 return output
             group = self.num_generations
+            assert group is not None
             advantages = output["advantages"]
             dead = (advantages.view(-1, group) == 0).all(dim=1).repeat_interleave(group)
             output["completion_mask"] = output["completion_mask"] * (~dead).unsqueeze(1).to(
                 output["completion_mask"].dtype
             )
             output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
+            assert self.model is not None
             mode = "train" if self.model.training else "eval"
             self._metrics[mode]["frac_groups_skipped"].append(float(dead.float().mean()))
             return output

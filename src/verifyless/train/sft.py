@@ -90,7 +90,7 @@ def train_critic_sft(
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     adapter_dir = out / "adapter"
-    trainer.model.save_pretrained(adapter_dir)
+    trainer.model.save_pretrained(adapter_dir)  # type: ignore[union-attr, operator]
     tokenizer.save_pretrained(adapter_dir)
     losses = read_log(out / "train_log.jsonl", "loss")
     stats = {

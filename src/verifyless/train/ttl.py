@@ -227,7 +227,7 @@ class TestTimeCritic:
         self._save()
         return float(total.detach())
 
-    def _prompt_ids(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
+    def _prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
         from verifyless.model.local import chat_prompt, encode
 
         tok = self.local.loaded.tokenizer
