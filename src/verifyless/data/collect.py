@@ -192,7 +192,7 @@ class Collector:
         stopped = "finished"
         try:
             await self._brief()
-            root = await self._root()
+            root = await _record_root(self)
             parents.append(root.id or "root")
             if self.settings.mode == "sft":
                 parents = await self._stage1(root)
@@ -362,38 +362,6 @@ class Collector:
             )
             self.log.brief = brief
 
-    async def _root(self) -> ParentInfo:
-        if "root" not in self.log.nodes:
-            program = self.task.baseline_program
-            idea = Idea("the task's baseline program")
-            self._check_llm_budget()
-            summary = await self.maker.summarize(program, idea)
-            self._record(
-                Candidate(
-                    id="root",
-                    parent_id=None,
-                    operator=Operator.BASELINE,
-                    idea=idea,
-                    program=program,
-                    program_hash=content_hash(program),
-                    summary=summary,
-                ),
-                Status.IMPLEMENTED,
-                "",
-            )
-        if "root" not in self.log.verifications:
-            await self._verify("root", self.task.baseline_program)
-        else:
-            self.reused += 1
-        root = self._parent("root")
-        if root.score is None:
-            v = self.log.verifications["root"]
-            raise TaskError(
-                f"the baseline of task {self.task.name!r} did not verify ({v.status.value}: "
-                f"{v.reason}); data collection needs a working starting solution"
-            )
-        return root
-
     async def _proposals(
         self, key: str, parent: ParentInfo, n: int, avoid: tuple[str, ...] = ()
     ) -> list[Idea | RoleFailure]:
@@ -492,3 +460,36 @@ async def _gather_in_order(coros: Any) -> None:
 
 
 __all__ = ["BudgetStop", "Caps", "CollectResult", "CollectSettings", "Collector"]
+
+
+async def _record_root(collector) -> ParentInfo:
+    if "root" not in collector.log.nodes:
+        program = collector.task.baseline_program
+        idea = Idea("the task's baseline program")
+        collector._check_llm_budget()
+        summary = await collector.maker.summarize(program, idea)
+        collector._record(
+            Candidate(
+                id="root",
+                parent_id=None,
+                operator=Operator.BASELINE,
+                idea=idea,
+                program=program,
+                program_hash=content_hash(program),
+                summary=summary,
+            ),
+            Status.IMPLEMENTED,
+            "",
+        )
+    if "root" not in collector.log.verifications:
+        await collector._verify("root", collector.task.baseline_program)
+    else:
+        collector.reused += 1
+    root = collector._parent("root")
+    if root.score is None:
+        v = collector.log.verifications["root"]
+        raise TaskError(
+            f"the baseline of task {collector.task.name!r} did not verify ({v.status.value}: "
+            f"{v.reason}); data collection needs a working starting solution"
+        )
+    return root

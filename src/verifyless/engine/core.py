@@ -209,7 +209,7 @@ class Engine(Recorder):
         self._model_failures = 0
         if not pool:
             return
-        screening = await self._screen(r, rng, parent, pool)
+        screening = await _screen_pool(self, r, rng, parent, pool)
         eng = self.config.engine
         routed = select(
             screening,
@@ -223,7 +223,7 @@ class Engine(Recorder):
         self._emit(
             "screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited), "round": r}
         )
-        self._after_screening(r, screening, record, list(routed.to_verify))
+        _after_screening(self, r, screening, record, list(routed.to_verify))
         if routed.uncertain:
             log.info(
                 "round %d: routed %s to verification (vote uncertainty >= %s)",
@@ -239,57 +239,6 @@ class Engine(Recorder):
         for k, cid in enumerate(routed.to_verify):
             await self._wait_for_executor()
             self._dispatch(by_id[cid], (k,))
-
-    async def _screen(self, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
-        """The screener's ranking; a dead screener endpoint falls back to a seeded random pick (logged)."""
-        eng = self.config.engine
-        ctx = ScreenContext(
-            task=self.task,
-            parent=parent,
-            rng=rng,
-            brief=self.state.brief,
-            nodes={k: v for k, v in self.state.view.nodes.items() if v.status.verified},
-            summaries=self.state.summaries,
-            n_verify=eng.verify_per_expansion,
-            round=r,
-            budget_left_s=self.gate.seconds_left(),
-            program_of=self.programs.text,
-        )
-        try:
-            return await self.screener.screen(ctx, pool)
-        except ModelUnavailable as exc:
-            order = [c.id for c in pool]
-            rng.shuffle(order)
-            self._model_failure(r, f"screener: {exc}", fatal=False)
-            log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
-            return Screening(
-                f"{getattr(self.screener, 'name', 'screener')}-unavailable",
-                tuple(order),
-                tuple(order[: eng.verify_per_expansion]),
-            )
-
-    def _after_screening(self, r: int, screening: Screening, record: dict[str, Any], to_verify: list[str]) -> None:
-        """After a screening is stored: check reply health, charge pilot seconds, show progress.
-
-        ``reply_health.observe`` warns on a low parse rate and raises
-        ``UnparseableReplies`` (the run stops) after consecutive screenings
-        that parsed nothing. Agentic pilots are evaluator seconds (RPM paper):
-        one ``pilot`` event each, charged so the budget gate sees them.
-        """
-        self.reply_health.observe(screening)
-        from verifyless.screen.agentic import pilot_records
-
-        for pilot in pilot_records(screening):
-            self._emit(
-                "pilot",
-                {**pilot, "round": r},
-                charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]),
-            )
-        if self._watched:
-            self.progress(
-                "screening",
-                {"round": r, "screener": screening.screener, "chosen": to_verify, "evidence": record["evidence"]},
-            )
 
     async def _make(
         self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
@@ -431,3 +380,56 @@ def _expansion_dict(e: Expansion) -> dict[str, Any]:
         "inspiration_ids": list(e.inspiration_ids),
         "note": e.note,
     }
+
+
+def _after_screening(engine, r: int, screening: Screening, record: dict[str, Any], to_verify: list[str]) -> None:
+    """After a screening is stored: check reply health, charge pilot seconds, show progress.
+
+    ``reply_health.observe`` warns on a low parse rate and raises
+    ``UnparseableReplies`` (the run stops) after consecutive screenings
+    that parsed nothing. Agentic pilots are evaluator seconds (RPM paper):
+    one ``pilot`` event each, charged so the budget gate sees them.
+    """
+    engine.reply_health.observe(screening)
+    from verifyless.screen.agentic import pilot_records
+
+    for pilot in pilot_records(screening):
+        engine._emit(
+            "pilot",
+            {**pilot, "round": r},
+            charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]),
+        )
+    if engine._watched:
+        engine.progress(
+            "screening",
+            {"round": r, "screener": screening.screener, "chosen": to_verify, "evidence": record["evidence"]},
+        )
+
+
+async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
+    """The screener's ranking; a dead screener endpoint falls back to a seeded random pick (logged)."""
+    eng = engine.config.engine
+    ctx = ScreenContext(
+        task=engine.task,
+        parent=parent,
+        rng=rng,
+        brief=engine.state.brief,
+        nodes={k: v for k, v in engine.state.view.nodes.items() if v.status.verified},
+        summaries=engine.state.summaries,
+        n_verify=eng.verify_per_expansion,
+        round=r,
+        budget_left_s=engine.gate.seconds_left(),
+        program_of=engine.programs.text,
+    )
+    try:
+        return await engine.screener.screen(ctx, pool)
+    except ModelUnavailable as exc:
+        order = [c.id for c in pool]
+        rng.shuffle(order)
+        engine._model_failure(r, f"screener: {exc}", fatal=False)
+        log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
+        return Screening(
+            f"{getattr(engine.screener, 'name', 'screener')}-unavailable",
+            tuple(order),
+            tuple(order[: eng.verify_per_expansion]),
+        )

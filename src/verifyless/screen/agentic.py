@@ -402,7 +402,7 @@ class AgenticRPM:
                 f"field {_ARGUMENT[call.name]!r}."
             )
         if call.name == "submit_findings":
-            return await self._submit(ctx, candidates, session, value)
+            return await _submit_findings(self, ctx, candidates, session, value)
         if session.remaining <= 0:
             return "No pilot time is left; nothing was run. Call submit_findings with your results."
         run = await self._run_pilot(ctx.task, workspace, call.name, value, len(session.pilots) + 1, session.remaining)
@@ -447,35 +447,6 @@ class AgenticRPM:
             stdout_tail=result.stdout_tail[-self.tail_chars :],
             stderr_tail=result.stderr_tail[-self.tail_chars :],
             device=self._device(task),
-        )
-
-    async def _submit(
-        self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, findings: str
-    ) -> str:
-        if session.pending:
-            return (
-                "Not accepted: the proposed experiment has not been run yet. "
-                "Run it with the python tool first, then submit what it showed."
-            )
-        session.findings.append(findings.strip())
-        session.unsubmitted = 0
-        if len(session.findings) >= self.max_pilots:
-            session.stop_reason = "max pilots reached"
-        elif session.remaining < self.theta_s:
-            session.stop_reason = "time below theta"
-        elif session.last_call:
-            session.stop_reason = "last call"
-        if session.stop_reason:
-            return "Findings recorded. The pilot phase is over."
-        decision, text, raw = await self._feedback(ctx, candidates, session)
-        session.feedback.append({"decision": decision, "text": text, "raw": raw[-4000:]})
-        if decision != "next":
-            session.stop_reason = "feedback: enough" if decision == "enough" else "feedback: no next experiment"
-            return "Findings recorded. The evidence is judged sufficient; the pilot phase is over."
-        session.pending = True
-        return (
-            f"Findings recorded. Suggested next experiment:\n{text}\n\n"
-            f"Pilot time left: about {self._stated(session.remaining)} s."
         )
 
     async def _feedback(
@@ -613,3 +584,33 @@ def _digest(pilots: Sequence[PilotRun], per_pilot: int = 600) -> str:
 
 
 __all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "detect_device", "parse_feedback", "pilot_records", "pilot_seconds"]
+
+
+async def _submit_findings(
+    rpm, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, findings: str
+) -> str:
+    if session.pending:
+        return (
+            "Not accepted: the proposed experiment has not been run yet. "
+            "Run it with the python tool first, then submit what it showed."
+        )
+    session.findings.append(findings.strip())
+    session.unsubmitted = 0
+    if len(session.findings) >= rpm.max_pilots:
+        session.stop_reason = "max pilots reached"
+    elif session.remaining < rpm.theta_s:
+        session.stop_reason = "time below theta"
+    elif session.last_call:
+        session.stop_reason = "last call"
+    if session.stop_reason:
+        return "Findings recorded. The pilot phase is over."
+    decision, text, raw = await rpm._feedback(ctx, candidates, session)
+    session.feedback.append({"decision": decision, "text": text, "raw": raw[-4000:]})
+    if decision != "next":
+        session.stop_reason = "feedback: enough" if decision == "enough" else "feedback: no next experiment"
+        return "Findings recorded. The evidence is judged sufficient; the pilot phase is over."
+    session.pending = True
+    return (
+        f"Findings recorded. Suggested next experiment:\n{text}\n\n"
+        f"Pilot time left: about {rpm._stated(session.remaining)} s."
+    )
