@@ -30,6 +30,7 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory lint
 
 test-all: install
 	$(PY) -m pytest --runslow
