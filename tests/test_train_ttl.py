@@ -248,3 +248,42 @@ def test_learning_right_after_a_resume_uses_the_task_it_was_built_with(tiny: Pat
     )
     record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=4))  # no screening yet
     assert record["adapter_version"] == 1
+
+
+def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_version(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """The real engine drives ``critic-ttl``: one adapter version per round with new pairs, restored on resume."""
+    from engine_fakes import FakeExecutor, fake_roles, fake_task
+
+    from verifyless.config import load_config
+    from verifyless.engine import Engine, resume
+    from verifyless.search.registry import build_strategy
+    from verifyless.store import RunStore
+
+    def engine(store: RunStore) -> Engine:
+        model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+        options = {"mode": "sdft", "adapter_root": str(tmp_path / "adapters"), **OPTIONS}
+        screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=fake_task())
+        cfg = load_config(overrides=["budget.verifications=4", "engine.candidates=2", "strategy.name=greedy"])
+        return Engine(
+            task=fake_task(),
+            roles=fake_roles(),
+            screener=screener,
+            strategy=build_strategy("greedy", {}, random.Random(0)),
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
+
+    with RunStore(tmp_path / "s.db") as store:
+        first = engine(store)
+        result = asyncio.run(first.run())
+        learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
+        assert learned, "no round with verified pairs produced an adapter version"
+        versions = [p["adapter_version"] for p in learned]
+        assert versions == sorted(versions) and len(set(versions)) == len(versions)
+        again = engine(store)
+        again.run_id = result.run_id
+        resume.restore(again)
+        assert again.screener.version == first.screener.version == versions[-1]  # type: ignore[attr-defined]
