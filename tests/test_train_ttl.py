@@ -255,7 +255,6 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
 ) -> None:
     """The real engine drives ``critic-ttl``: one adapter version per round with new pairs, restored on resume."""
     from engine_fakes import FakeExecutor, fake_roles, fake_task
-
     from verifyless.config import load_config
     from verifyless.engine import Engine, resume
     from verifyless.search.registry import build_strategy
