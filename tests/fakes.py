@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from pathlib import Path
 
 from verifyless.model.base import ModelReply, ModelRequest
 from verifyless.model.scripted import ScriptedModel
+from verifyless.task.base import Band, Metric, Task
+
+# A tiny native task for screener tests (nothing is executed).
+TASK = Task(
+    name="toy",
+    root=Path("."),
+    kind="native",
+    statement="Classify digits.",
+    program_file="s.py",
+    baseline_program="x = 1\n",
+    band=Band(),
+    metric=Metric("accuracy", "maximize"),
+)
 
 
 class SampleFnModel:

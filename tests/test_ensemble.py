@@ -6,11 +6,10 @@ import asyncio
 import random
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from fakes import SampleFnModel
+from fakes import TASK, SampleFnModel
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Idea, Node, Operator, Screening, Status
 from verifyless.roles.base import ParentInfo
@@ -21,18 +20,6 @@ from verifyless.screen.ensemble import Arbiter, MajorityVote
 from verifyless.screen.final import select_final
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.tournament import PairwiseRPM
-from verifyless.task.base import Band, Metric, Task
-
-TASK = Task(
-    name="toy",
-    root=Path("."),
-    kind="native",
-    statement="Classify digits.",
-    program_file="s.py",
-    baseline_program="x = 1\n",
-    band=Band(),
-    metric=Metric("accuracy", "maximize"),
-)
 
 
 def FakeModel(fn, name: str = "fake") -> SampleFnModel:

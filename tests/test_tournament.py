@@ -6,32 +6,18 @@ import asyncio
 import random
 import re
 from collections import Counter
-from pathlib import Path
 
-from fakes import SampleFnModel
+from fakes import TASK, SampleFnModel
 from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Node, Operator, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import build_screener
 from verifyless.screen.tournament import PairwiseRPM, collect_context
-from verifyless.task.base import Band, Metric, Task
 
 
 def FakeModel(fn, name: str = "fake-judge") -> SampleFnModel:
     return SampleFnModel(fn, name)
-
-
-TASK = Task(
-    name="toy",
-    root=Path("."),
-    kind="native",
-    statement="Classify digits.",
-    program_file="s.py",
-    baseline_program="x = 1\n",
-    band=Band(),
-    metric=Metric("accuracy", "maximize"),
-)
 
 
 def ctx(seed=0, nodes=None, summaries=None, n_verify=1, parent="p") -> ScreenContext:

@@ -28,6 +28,7 @@ an interrupted ``collect_world`` continues where it stopped.
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import math
@@ -315,13 +316,14 @@ class PoolView:
     history: tuple[tuple[int, float | None], ...] = ()
 
 
-class Selector:
+class Selector(abc.ABC):
     """Chooses one candidate of a pool to verify; ``observe`` learns from the paid outcome (default: nothing)."""
 
     name = "selector"
 
-    def choose(self, pool: PoolView) -> int:  # position in pool.candidates
-        raise NotImplementedError
+    @abc.abstractmethod
+    def choose(self, pool: PoolView) -> int:
+        """The position in ``pool.candidates`` of the candidate to verify."""
 
     def observe(self, pool: PoolView, pick: int, fitness: float | None) -> None:
         return None
