@@ -51,11 +51,12 @@ def _corpus() -> list[str]:
     return lines * 4
 
 
-def build_tiny_tokenizer(vocab_size: int = 2048) -> Any:
+def build_tiny_tokenizer(vocab_size: int = 2048, corpus: list[str] | None = None) -> Any:
     """A byte-level BPE ``PreTrainedTokenizerFast`` with a ChatML template (eos = ``<|im_end|>``).
 
     Merges may cross word boundaries (no regex pre-split), so the critic template and the critique
-    format become few tokens and tests run on short sequences.
+    format become few tokens and tests run on short sequences. ``corpus`` replaces the critic text
+    (the policy LM of ``train.policy.tiny`` trains on proposer prompts and idea-space option words).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -70,7 +71,7 @@ def build_tiny_tokenizer(vocab_size: int = 2048) -> Any:
         show_progress=False,
         max_token_length=48,
     )
-    tok.train_from_iterator(_corpus(), trainer=trainer)
+    tok.train_from_iterator(_corpus() if corpus is None else corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|im_start|>",

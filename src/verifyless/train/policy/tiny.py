@@ -1,0 +1,115 @@
+"""A tiny random chat LM that writes one-line ideas, for policy-training tests and smoke runs.
+
+``build_tiny_policy_lm(directory, prompts, answers)`` trains the byte-level
+tokenizer of ``train.tiny`` on the given proposer prompts and answer lines (so
+option words such as ``a2`` or ``bravo`` are a few tokens each), builds a
+2-layer Llama and teaches it, with ``format_steps`` full-parameter steps, to
+answer any of the prompts with one of ``answers`` drawn *uniformly at random*:
+it writes well-formed ideas but has no preference between them, which is the
+starting point GRPO has to improve on. ``space_answers(task)`` gives the answer
+lines for an idea-space task (one ``## Approach`` line per dimension option).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def space_answers(task: Any) -> list[str]:
+    """``## Approach`` lines naming one option of one dimension of the task's idea space."""
+    space = task.idea_space
+    if space is None:
+        raise ValueError(f"task {task.name!r} declares no idea_space")
+    return [
+        f"## Approach\nSet {dim} to {opt.name}: {opt.description}."
+        for dim, options in space.dimensions.items()
+        for opt in options
+    ]
+
+
+def teach_answers(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Sequence[Mapping[str, str]]],
+    answers: Sequence[str],
+    *,
+    steps: int,
+    seed: int = 0,
+    lr: float = 1e-2,
+) -> list[float]:
+    """Full-parameter steps on (random prompt -> random answer) transcripts; returns the losses."""
+    import torch
+
+    from verifyless.model.local import chat_prompt, encode
+
+    rng = random.Random(seed)
+    heads = [encode(tokenizer, chat_prompt(tokenizer, [dict(m) for m in p])) for p in prompts]
+    tails = [encode(tokenizer, a) + [tokenizer.eos_token_id] for a in answers]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        batch = [(rng.choice(heads), rng.choice(tails)) for _ in range(8)]
+        width = max(len(p) + len(c) for p, c in batch)
+        ids = torch.tensor([p + c + [tokenizer.pad_token_id] * (width - len(p) - len(c)) for p, c in batch])
+        labels = torch.full_like(ids, -100)
+        for i, (p, c) in enumerate(batch):
+            labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+
+def build_tiny_policy_lm(
+    directory: str | Path,
+    prompts: Sequence[Sequence[Mapping[str, str]]],
+    answers: Sequence[str],
+    *,
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 2,
+    format_steps: int = 60,
+    vocab_size: int = 1024,
+) -> Path:
+    """Build, teach and ``save_pretrained`` the tiny policy LM under ``directory``; returns the folder."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from verifyless.train.tiny import build_tiny_tokenizer
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = [m["content"] for p in prompts for m in p] + list(answers) * 8
+    tokenizer = build_tiny_tokenizer(vocab_size, corpus=corpus * 2)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    if format_steps:
+        teach_answers(model, tokenizer, prompts, answers, steps=format_steps, seed=seed)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+__all__ = ["build_tiny_policy_lm", "space_answers", "teach_answers"]
