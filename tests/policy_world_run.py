@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import torch
-from policy_world import WorldRewarder
 
+from policy_world import WorldRewarder
 from verifyless.train.policy.settings import load_policy_settings
 from verifyless.train.policy.trainer import PolicyTrainer
 

@@ -21,7 +21,6 @@ import pytest
 pytest.importorskip("peft")
 
 from policy_world import GOOD, OPTIONS, WorldRewarder, answers, world_messages  # noqa: E402
-
 from verifyless.errors import ConfigError  # noqa: E402
 from verifyless.train.policy.loss import group_advantages, grpo_terms  # noqa: E402
 from verifyless.train.policy.settings import load_policy_settings  # noqa: E402
@@ -100,7 +99,11 @@ def test_policy_grpo_raises_the_share_of_good_ideas(policy_lm: Path, tmp_path: P
     assert trained > base + 0.03, (base, trained)
     log = records(result.log_path)
     steps = [r for r in log if "event" not in r]
-    assert [r["step"] for r in steps] == list(range(10)) and log[-1] == {"event": "stopped", "reason": "steps", "steps": 10}
+    assert [r["step"] for r in steps] == list(range(10)) and log[-1] == {
+        "event": "stopped",
+        "reason": "steps",
+        "steps": 10,
+    }
     for key in ("mean_reward", "share_verified", "rewarded_per_verification", "agreement", "tokens", "verify_seconds",
                 "loss", "kl", "seconds", "policy_tokens", "verifications_left"):  # fmt: skip
         assert key in steps[0], key

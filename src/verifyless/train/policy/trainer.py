@@ -193,7 +193,10 @@ class PolicyTrainer:
         groups = await asyncio.to_thread(self._sample_all, prompts)
         t1 = time.monotonic()
         scored = await asyncio.gather(*(self.rewarder.score(g.prompt, g.texts) for g in groups))
-        groups = [Group(g.prompt, g.prompt_ids, g.completions, g.texts, tuple(r)) for g, r in zip(groups, scored)]
+        groups = [
+            Group(g.prompt, g.prompt_ids, g.completions, g.texts, tuple(r))
+            for g, r in zip(groups, scored, strict=False)
+        ]
         stats = await self.rewarder.finish_step(step)
         t2 = time.monotonic()
         update = await asyncio.to_thread(self._update, groups)
