@@ -70,7 +70,7 @@ def docstring_help(cls: type) -> dict[str, str]:
     A definition runs until the next definition or the end of its paragraph;
     ``a / b: text`` describes both fields. Names that are not fields are ignored.
     """
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(cls)}
     out: dict[str, str] = {}
     for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
         text = " ".join(line.strip() for line in paragraph.splitlines())
@@ -86,7 +86,7 @@ def docstring_help(cls: type) -> dict[str, str]:
 
 def _dataclass_rows(cls: type) -> Iterator[str]:
     described = docstring_help(cls)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         default = (
             f.default
             if f.default is not dataclasses.MISSING
