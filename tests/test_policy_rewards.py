@@ -230,3 +230,37 @@ def test_space_reader_maps_named_options_and_rejects_text_without_them() -> None
     assert space_reader.read(shared, dict(shared.baseline), "use none") is None  # ambiguous bare name
     got = space_reader.read(shared, dict(shared.baseline), "set y=none.")
     assert got is not None and got.params["assignment"] == {"x": "big", "y": "none"}
+
+
+def _critic_file(tmp: Path) -> Path:
+    """A scripted critic: unanimous improve when the child sets A to three, unanimous lose otherwise."""
+    path = tmp / "critic.yaml"
+    path.write_text(
+        "rules:\n"
+        "  - {match: 'Child[^#]*sets A to three', repeat: true,\n"
+        '     replies: ["[IMPROVEMENT] improve --- more A\\n[WINTIER] big --- large"]}\n'
+        "  - {match: '## Child', repeat: true, replies: [\"[IMPROVEMENT] lose --- no\\n[WINTIER] NA --- none\"]}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_build_rewarder_wires_a_scripted_critic_and_resumes_with_the_stored_settings(tmp_path: Path) -> None:
+    from verifyless.errors import ConfigError
+    from verifyless.train.policy.wiring import build_rewarder
+
+    db, task = tmp_path / "w.db", str(Path(__file__).parent / "data_task")
+    with pytest.raises(ConfigError, match="needs a critic model"):
+        build_rewarder([task], db, mode="critic-only")
+    critic = f"scripted:{_critic_file(tmp_path)}"
+    with build_rewarder([task], db, mode="critic-in-loop", parents=2, ideas=2, votes=3, critic=critic) as built:
+        rewards = _score(built.rewarder, ["Set A higher: a3.", "Use b0."])
+        assert [(r.source, r.reward) for r in rewards] == [("critic", 1.0), ("critic", -1.0)]
+        assert rewards[0].votes == {"improve": 3, "tie": 0, "lose": 0, "invalid": 0}
+        run_id, prompts = built.run_id, asyncio.run(built.rewarder.prompts(0))
+        assert {p.task for p in prompts} == {TASK.name} and built.store.budget(run_id).tokens_in > 0  # critic calls
+    with build_rewarder(["ignored"], db, mode="verify-all", resume=run_id[:15]) as again:
+        assert again.rewarder.settings.mode == "critic-in-loop" and again.rewarder.settings.votes == 3
+        assert asyncio.run(again.rewarder.prompts(0)) == prompts
+        assert _score(again.rewarder, ["Set A higher: a3.", "Use b0."]) == rewards
+        assert again.store.budget(run_id).verifications == 1  # the baseline only
