@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
+from fakes import TASK as LLM_TASK
 from verifyless.child import ChildMaker
 from verifyless.executors.local import LocalExecutor
 from verifyless.model.base import ModelRequest
 from verifyless.model.scripted import ScriptedModel
+from verifyless.roles.base import ParentInfo
 from verifyless.roles.space import space_roles
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
@@ -29,6 +31,7 @@ from verifyless.task import load_task
 from verifyless.task.base import IdeaOption, IdeaSpace
 from verifyless.train.policy import space_reader
 from verifyless.train.policy.contract import Rewarder, VerificationBudgetSpent
+from verifyless.train.policy.ideas import idea_from_text
 from verifyless.train.policy.metrics import audit_run
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
@@ -264,3 +267,75 @@ def test_build_rewarder_wires_a_scripted_critic_and_resumes_with_the_stored_sett
         assert asyncio.run(again.rewarder.prompts(0)) == prompts
         assert _score(again.rewarder, ["Set A higher: a3.", "Use b0."]) == rewards
         assert again.store.budget(run_id).verifications == 1  # the baseline only
+
+
+_CHILD = """
+import asyncio, sys
+from verifyless.train.policy.wiring import build_rewarder
+
+async def go(rewarder):
+    (prompt,) = await rewarder.prompts(0)
+    await rewarder.score(prompt, sys.argv[3:])
+
+with build_rewarder([sys.argv[1]], sys.argv[2], mode="verify-all", parents=1, ideas=6, workers=1) as built:
+    print(built.run_id, flush=True)
+    asyncio.run(go(built.rewarder))
+"""
+
+
+def test_kill_9_mid_scoring_then_resume_pays_each_child_once(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db, task = tmp_path / "k9.db", str(Path(__file__).parent / "data_task")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, task, str(db), *GROUP], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    deadline = time.monotonic() + 30
+    with RunStore(db) as store:
+        while time.monotonic() < deadline and sum(_paid(store, run_id).values()) < 2:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        killed_at = sum(_paid(store, run_id).values())
+        assert 2 <= killed_at <= 6
+    from verifyless.train.policy.wiring import build_rewarder
+
+    with build_rewarder([task], db, resume=run_id) as again:
+        rewards = _score(again.rewarder)
+        paid = _paid(again.store, run_id)
+    assert set(paid.values()) == {1} and sum(paid.values()) == 6  # the baseline + 5 runnable children, once each
+    assert [r.reward for r in rewards] == [1.0, -1.0, 1.0, -1.0, -1.0, -1.0]
+
+
+def test_llm_task_ideas_come_from_the_approach_section() -> None:
+    parent = ParentInfo("root", LLM_TASK.baseline_program, 0.5)
+    reply = "## Approach\nStandardise the inputs, then fit a ridge model with a small penalty.\n## Code\nx = 2"
+    idea = idea_from_text(LLM_TASK, parent, reply)
+    assert idea is not None and idea.text.startswith("Standardise the inputs") and "x = 2" not in idea.text
+    assert idea_from_text(LLM_TASK, parent, "ok") is None  # too short to be an idea
+
+
+def test_prompts_use_the_proposer_prompt_with_the_option_menu_and_step_stats_add_up(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "t.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), parents=3)
+
+        async def go() -> tuple:
+            groups = await rewarder.prompts(0)
+            await rewarder.score(groups[0], GROUP)
+            return groups, await rewarder.finish_step(0), await rewarder.finish_step(0)
+
+        groups, stats, again = asyncio.run(go())
+    assert [g.key for g in groups] == ["s0/g00", "s0/g01", "s0/g02"] and len({g.parent_id for g in groups}) == 1
+    system, user = groups[0].messages
+    assert system["role"] == "system" and user["role"] == "user" and "Options you can choose from" in user["content"]
+    assert "`a1` (current)" in user["content"] and "sets A to three" in user["content"]
+    assert stats == again and stats.ideas == 6 and stats.verified == 3 and stats.share_verified == 0.5
+    assert stats.rewarded_per_verification == 5 / 3 and stats.audited == 3 and stats.agreement == pytest.approx(2 / 3)
+    assert stats.mean_reward == pytest.approx(-2 / 6) and stats.parents_advanced == 0 and stats.tokens > 0
