@@ -23,11 +23,11 @@ pytest.importorskip("peft")
 from policy_world import GOOD, OPTIONS, WorldRewarder, answers, world_messages  # noqa: E402
 from verifyless.errors import ConfigError  # noqa: E402
 from verifyless.train.policy.loss import group_advantages, grpo_terms  # noqa: E402
-from verifyless.train.policy.settings import load_policy_settings  # noqa: E402
+from verifyless.train.policy.grpo_settings import load_policy_settings  # noqa: E402
 from verifyless.train.policy.trainer import PolicyTrainer  # noqa: E402
 
 TESTS = Path(__file__).parent
-FAST = dict(parents=4, generations=8, lora_r=8, lora_alpha=16, max_completion_length=16, temperature=1.0)
+FAST = dict(generations=8, lora_r=8, lora_alpha=16, max_completion_length=16, temperature=1.0)
 
 
 @pytest.fixture(scope="module")

@@ -1,68 +1,68 @@
-"""Policy GRPO settings (critic paper, Section 5; SPEC section 6), overridable from a YAML file.
+"""Settings of the policy-training reward pipeline (critic paper, Section 5).
 
-Paper values: 16 parents x 16 ideas per step, reward +1 Improve else -1, the
-critic routes at u < 0.25 with k = 16 votes. The paper gives no optimiser
-values for the policy; we reuse the critic GRPO's (lr 1e-6, weight decay 0.1,
-KL 0.01, temperature 0.7) and say so below. Everything else is ours.
+Defaults are the paper's: 16 parents x 16 ideas per step, a frozen critic
+with k = 16 votes, routing threshold T = 0.25, up to 3 repairs that keep the
+idea. ``verifications`` (the hard cap) and ``audit_rate`` have no paper
+value; the cap is required in practice (None means no cap), the audit rate
+defaults to 0 (no extra verifications).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.train.policy.contract import RewardMode
 
 
-class PolicySettings(BaseModel):
-    """One policy GRPO run's optimiser, sampling and LoRA settings."""
+class RewardSettings(BaseModel):
+    """How ideas are rewarded; stored in the run's config so a resume uses the same values."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    parents: int = Field(16, ge=1, description="groups (parents) per step (paper: 16)")
-    generations: int = Field(16, ge=2, description="ideas sampled per parent (paper: 16)")
-    learning_rate: float = Field(1e-6, gt=0, description="ours: the critic GRPO's 1e-6")
-    weight_decay: float = Field(0.1, ge=0, description="ours: the critic GRPO's 0.1")
-    beta: float = Field(0.01, ge=0, description="KL coefficient to the frozen base (ours: the critic GRPO's 0.01)")
-    clip_epsilon: float = Field(0.2, gt=0, lt=1, description="PPO-style ratio clip (ours: TRL's default 0.2)")
-    updates_per_step: int = Field(1, ge=1, description="optimiser passes over one step's samples (1 = on-policy)")
-    temperature: float = Field(0.7, gt=0, description="sampling temperature (ours: the critic GRPO's 0.7)")
-    top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling (ours: off)")
-    max_completion_length: int = Field(256, ge=4, description="idea tokens sampled (ours)")
-    micro_batch: int = Field(8, ge=1, description="completions per forward/backward pass (memory only)")
-    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (ours)")
-    skip_equal_reward_groups: bool = Field(True, description="groups whose rewards are all equal are dropped")
-    lora_r: int = Field(32, ge=1, description="LoRA rank (paper: 32)")
-    lora_alpha: int = Field(64, ge=1, description="LoRA alpha (ours: 2 x rank)")
-    lora_dropout: float = Field(0.0, ge=0, lt=1, description="ours: 0, so sampling and scoring see one model")
-    target_modules: str | list[str] = Field("all-linear", description="modules that get LoRA (ours: all linear)")
-    save_every: int = Field(1, ge=1, description="checkpoint every this many steps")
-    save_total_limit: int = Field(2, ge=1, description="checkpoints kept")
-    seed: int = 0
-    device: str = Field("auto", description="auto | cpu | cuda")
-    dtype: str = Field("auto", description="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
+    mode: RewardMode = Field(
+        "critic-in-loop",
+        description="verify-all: verify every runnable idea; critic-in-loop: the critic's verdict is the reward "
+        "when its votes agree (u < threshold), else verify; critic-only: never verify ideas",
+    )
+    parents: int = Field(
+        16, ge=1, description="groups (parents) per step, spread round-robin over the tasks (paper: 16)"
+    )
+    ideas: int = Field(16, ge=1, description="ideas sampled per group by the trainer, G (paper: 16)")
+    votes: int = Field(16, ge=1, description="critic critiques per idea, k (paper: 16)")
+    threshold: float = Field(
+        0.25, ge=0, le=1, description="route to real verification when the critic's uncertainty u >= this (paper: 0.25)"
+    )
+    repairs: int = Field(
+        3, ge=0, description="repairs that keep the idea after a non-timeout execution error (paper: 3)"
+    )
+    verifications: int | None = Field(
+        None,
+        ge=0,
+        description="hard cap on paid verifications in the run, baselines and repairs included (None: no cap)",
+    )
+    audit_rate: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of confident critic rewards that are verified too (charged), to audit the critic",
+    )
+    tolerance: float = Field(
+        0.0, ge=0, description="relative change at or below which a child ties its parent (not an improvement)"
+    )
+    seed: int = Field(0, description="seed for audit draws and for choosing the next parent among improving children")
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> RewardSettings:
+        """Validated settings, or a one-line ``ConfigError`` naming the bad field."""
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(f"policy reward setting {where}: {first['msg']}") from None
 
 
-def load_policy_settings(path: Path | None = None, **overrides: Any) -> PolicySettings:
-    """Defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``."""
-    import yaml
-
-    values: dict[str, Any] = {}
-    if path is not None:
-        if not Path(path).is_file():
-            raise ConfigError(f"training config {str(path)!r} does not exist")
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"training config {str(path)!r} must be a mapping of setting: value")
-        values.update(loaded)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return PolicySettings(**values)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid policy training settings: {problems}") from None
-
-
-__all__ = ["PolicySettings", "load_policy_settings"]
+__all__ = ["RewardSettings"]

@@ -55,7 +55,7 @@ from typing import Any
 from verifyless.errors import ConfigError
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, Rewarder, VerificationBudgetSpent
 from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms, token_logps
-from verifyless.train.policy.settings import PolicySettings
+from verifyless.train.policy.grpo_settings import PolicySettings
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,69 @@
+"""Policy GRPO optimiser settings (critic paper, Section 5; SPEC section 6), overridable from a YAML file.
+
+Paper values: 16 parents x 16 ideas per step, reward +1 Improve else -1, the
+critic routes at u < 0.25 with k = 16 votes. The paper gives no optimiser
+values for the policy; we reuse the critic GRPO's (lr 1e-6, weight decay 0.1,
+KL 0.01, temperature 0.7) and say so below. Everything else is ours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifyless.errors import ConfigError
+
+
+class PolicySettings(BaseModel):
+    """One policy GRPO run's optimiser, sampling and LoRA settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generations: int = Field(
+        16, ge=2, description="ideas sampled per prompt, G (paper: 16); equals the rewarder's ``ideas``"
+    )
+    learning_rate: float = Field(1e-6, gt=0, description="ours: the critic GRPO's 1e-6")
+    weight_decay: float = Field(0.1, ge=0, description="ours: the critic GRPO's 0.1")
+    beta: float = Field(0.01, ge=0, description="KL coefficient to the frozen base (ours: the critic GRPO's 0.01)")
+    clip_epsilon: float = Field(0.2, gt=0, lt=1, description="PPO-style ratio clip (ours: TRL's default 0.2)")
+    updates_per_step: int = Field(1, ge=1, description="optimiser passes over one step's samples (1 = on-policy)")
+    temperature: float = Field(0.7, gt=0, description="sampling temperature (ours: the critic GRPO's 0.7)")
+    top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling (ours: off)")
+    max_completion_length: int = Field(256, ge=4, description="idea tokens sampled (ours)")
+    micro_batch: int = Field(8, ge=1, description="completions per forward/backward pass (memory only)")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (ours)")
+    skip_equal_reward_groups: bool = Field(True, description="groups whose rewards are all equal are dropped")
+    lora_r: int = Field(32, ge=1, description="LoRA rank (paper: 32)")
+    lora_alpha: int = Field(64, ge=1, description="LoRA alpha (ours: 2 x rank)")
+    lora_dropout: float = Field(0.0, ge=0, lt=1, description="ours: 0, so sampling and scoring see one model")
+    target_modules: str | list[str] = Field("all-linear", description="modules that get LoRA (ours: all linear)")
+    save_every: int = Field(1, ge=1, description="checkpoint every this many steps")
+    save_total_limit: int = Field(2, ge=1, description="checkpoints kept")
+    seed: int = 0
+    device: str = Field("auto", description="auto | cpu | cuda")
+    dtype: str = Field("auto", description="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
+
+
+def load_policy_settings(path: Path | None = None, **overrides: Any) -> PolicySettings:
+    """Defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``."""
+    import yaml
+
+    values: dict[str, Any] = {}
+    if path is not None:
+        if not Path(path).is_file():
+            raise ConfigError(f"training config {str(path)!r} does not exist")
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"training config {str(path)!r} must be a mapping of setting: value")
+        values.update(loaded)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return PolicySettings(**values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid policy training settings: {problems}") from None
+
+
+__all__ = ["PolicySettings", "load_policy_settings"]
