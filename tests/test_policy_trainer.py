@@ -1,8 +1,9 @@
 """Policy GRPO (``verifyless.train.policy``) on a tiny random Llama, one torch thread.
 
-Before the real reward pipeline, the loop is checked against ``tests/policy_world.WorldRewarder``:
-a real, budgeted, durable rewarder over an idea-space-like world (an idea that names the good
-option is rewarded +1, any other named option -1, no option: invalid).
+Two rewarders: ``tests/policy_world.WorldRewarder`` (a small, real, budgeted and durable rewarder over an
+idea-space-like world: the good option +1, another option -1, none: invalid) checks the loop on its own; the
+real pipeline (``build_rewarder`` on ``tests/data_task``, score 2A + B - C, real sandboxed verification) checks
+training, the three modes, the CLI and a kill -9 resume end to end.
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ pytest.importorskip("peft")
 
 from policy_world import GOOD, OPTIONS, WorldRewarder, answers, world_messages  # noqa: E402
 from verifyless.errors import ConfigError  # noqa: E402
-from verifyless.train.policy.loss import group_advantages, grpo_terms  # noqa: E402
 from verifyless.train.policy.grpo_settings import load_policy_settings  # noqa: E402
+from verifyless.train.policy.loss import group_advantages, grpo_terms  # noqa: E402
 from verifyless.train.policy.trainer import PolicyTrainer  # noqa: E402
 
 TESTS = Path(__file__).parent
+TASK = str(TESTS / "data_task")
+CONFIG = "learning_rate: 0.02\nbeta: 0.1\nlora_r: 8\nlora_alpha: 16\nmax_completion_length: 24\ntemperature: 1.0\n"
+CRITIC = """rules:
+  - {match: 'Child[^#]*sets A to three', repeat: true, replies: ["[IMPROVEMENT] improve --- more A\\n[WINTIER] big --- b"]}
+  - {match: 'Child[^#]*sets A to zero', repeat: true, replies: ["[IMPROVEMENT] lose --- less A\\n[WINTIER] NA --- n"]}
+  - {match: '## Child', repeat: true, replies: ["[IMPROVEMENT] improve --- maybe\\n[WINTIER] small --- s",
+                                                "[IMPROVEMENT] lose --- maybe not\\n[WINTIER] NA --- n"]}
+"""
 FAST = dict(generations=8, lora_r=8, lora_alpha=16, max_completion_length=16, temperature=1.0)
 
 
@@ -42,6 +51,28 @@ def policy_lm(request: pytest.FixtureRequest) -> Path:
     if not (target / "config.json").is_file():
         tmp = root / f".world.{os.getpid()}"
         build_tiny_policy_lm(tmp, [world_messages(f"p{j}") for j in range(4)], answers())
+        tmp.rename(target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def task_lm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny policy LM taught to answer the data task's real proposer prompt with one option line."""
+    import torch
+
+    from verifyless.task import load_task
+    from verifyless.train.policy.tiny import build_tiny_policy_lm, space_answers
+    from verifyless.train.policy.wiring import build_rewarder
+
+    torch.set_num_threads(1)
+    root = Path(request.config.cache.mkdir("verifyless-tiny-policy"))
+    target = root / "data-task-v1"
+    if not (target / "config.json").is_file():
+        probe = tmp_path_factory.mktemp("probe") / "probe.db"
+        with build_rewarder([TASK], probe, mode="verify-all", parents=2, ideas=2) as built:
+            prompts = asyncio.run(built.rewarder.prompts(0))
+        tmp = root / f".data-task.{os.getpid()}"
+        build_tiny_policy_lm(tmp, [p.messages for p in prompts], space_answers(load_task(TASK)))
         tmp.rename(target)
     return target
 
@@ -84,7 +115,7 @@ def test_group_advantages_and_loss_direction() -> None:
     assert kl[0] > 0 and kl[1] == 0
 
 
-def test_policy_grpo_raises_the_share_of_good_ideas(policy_lm: Path, tmp_path: Path) -> None:
+def test_policy_grpo_raises_the_share_of_good_ideas_in_the_world(policy_lm: Path, tmp_path: Path) -> None:
     settings = load_policy_settings(None, learning_rate=2e-2, beta=0.1, **FAST)
     rewarder = WorldRewarder(tmp_path / "rewards.jsonl", parents=4)
     trainer = PolicyTrainer(rewarder, base=str(policy_lm), out=tmp_path / "out", settings=settings)
@@ -133,24 +164,78 @@ def test_budget_stops_before_the_update_and_resume_pays_nothing_twice(policy_lm:
     assert steps == [0, 1, 2, 3]
 
 
+def test_verify_all_raises_the_share_of_improving_ideas_on_a_real_task(task_lm: Path, tmp_path: Path) -> None:
+    from verifyless.train.policy.wiring import build_rewarder
+
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    settings = load_policy_settings(tmp_path / "c.yaml", generations=8)
+    with build_rewarder([TASK], tmp_path / "r.db", mode="verify-all", parents=4, ideas=8, verifications=300) as built:
+        trainer = PolicyTrainer(built.rewarder, base=str(task_lm), out=tmp_path / "out", settings=settings)
+        result = asyncio.run(trainer.train(12))
+    # every reward is +1 (improve) or -1, so the share of improving ideas is (mean reward + 1) / 2
+    first, last = sum(result.rewards[:4]) / 4, sum(result.rewards[-4:]) / 4
+    assert result.steps == 12 and last > first + 0.1, result.rewards
+
+
+def _cli(args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from verifyless.cli import app
+
+    outcome = CliRunner().invoke(app, ["train", *args])
+    assert outcome.exit_code == 0, outcome.output
+
+
+@pytest.mark.parametrize("mode", ["verify-all", "critic-in-loop", "critic-only"])
+def test_each_mode_trains_from_the_cli_and_logs_the_step_fields(mode: str, task_lm: Path, tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    (tmp_path / "critic.yaml").write_text(CRITIC)
+    out = tmp_path / "out"
+    args = ["policy-grpo", "--tasks", TASK, "--policy", str(task_lm), "--out", str(out), "--mode", mode,
+            "--steps", "2", "--parents", "2", "--ideas", "4", "--votes", "2", "--verifications", "100",
+            "--config", str(tmp_path / "c.yaml")]  # fmt: skip
+    if mode != "verify-all":
+        args += ["--critic", f"scripted:{tmp_path / 'critic.yaml'}"]
+    _cli(args)
+    steps = [r for r in records(out / "train_log.jsonl") if "event" not in r]
+    assert [r["step"] for r in steps] == [0, 1]
+    fields = ("mean_reward", "share_verified", "rewarded_per_verification", "audited", "agreement", "tokens",
+              "verify_seconds", "loss", "seconds", "verifications_left")  # fmt: skip
+    assert all(k in r for r in steps for k in fields)
+    share = sum(r["verified"] for r in steps) / sum(r["ideas"] for r in steps)
+    if mode == "verify-all":
+        assert share > 0.3
+    elif mode == "critic-only":
+        assert share == 0 and steps[-1]["tokens"] > 0
+    else:
+        assert 0 < share < 1
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+
+
 @pytest.mark.slow
-def test_kill_9_mid_run_resumes_from_the_last_checkpoint(policy_lm: Path, tmp_path: Path) -> None:
-    script = TESTS / "policy_world_run.py"
-    env = {**os.environ, "PYTHONPATH": f"{TESTS.parent / 'src'}{os.pathsep}{TESTS}", "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, str(script), str(policy_lm), str(tmp_path), "40"]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    log = tmp_path / "out" / "train_log.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not log.is_file() or len(log.read_text().splitlines()) < 2):
-        time.sleep(0.05)
+def test_kill_9_mid_run_resumes_from_the_last_checkpoint_without_paying_twice(task_lm: Path, tmp_path: Path) -> None:
+    from collections import Counter
+
+    from verifyless.store import RunStore
+
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent / "src"), "OMP_NUM_THREADS": "1"}
+    base = [sys.executable, "-m", "verifyless", "train", "policy-grpo", "--tasks", TASK, "--policy", str(task_lm),
+            "--out", str(out), "--mode", "verify-all", "--parents", "3", "--ideas", "6",
+            "--config", str(tmp_path / "c.yaml")]  # fmt: skip
+    proc = subprocess.Popen([*base, "--steps", "50"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = out / "train_log.jsonl"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and (not log.is_file() or len(log.read_text().splitlines()) < 3):
+        time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    stored_before = len((tmp_path / "rewards.jsonl").read_text().splitlines())
-    done = [r["step"] for r in records(log)]
-    assert 2 <= len(done) < 40
-    subprocess.run([*args[:-1], "6", "--resume"], env=env, check=True, timeout=300)
-    lines = (tmp_path / "rewards.jsonl").read_text().splitlines()
-    keys = [(r["key"], r["index"]) for r in map(json.loads, lines)]
-    assert len(keys) == len(set(keys)), "a stored reward was paid for again"
-    assert len(lines) >= stored_before
-    assert [r["step"] for r in records(log) if "event" not in r] == list(range(6))
+    killed_at = len(records(log))
+    assert 3 <= killed_at < 50
+    subprocess.run([*base, "--steps", str(killed_at + 2), "--resume"], env=env, check=True, timeout=300)
+    assert [r["step"] for r in records(log) if "event" not in r] == list(range(killed_at + 2))
+    with RunStore(out / "rewards.db") as store:
+        run_id = json.loads((out / "run.json").read_text())["run_id"]
+        paid = Counter(e.node_id for e in store.events(run_id, kinds=["verification"]) if e.charge is not None)
+    assert paid and max(paid.values()) == 1, paid

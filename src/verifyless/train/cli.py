@@ -89,4 +89,8 @@ def critic_grpo(
     )
 
 
+from verifyless.train.policy.cli import register as _register_policy  # noqa: E402
+
+_register_policy(app)
+
 __all__ = ["app", "models_command"]

@@ -54,8 +54,8 @@ from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, Rewarder, VerificationBudgetSpent
-from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms, token_logps
 from verifyless.train.policy.grpo_settings import PolicySettings
+from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms, token_logps
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,10 @@ class PolicyTrainer:
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=s.weight_decay)
 
+    def load(self) -> None:
+        """Load the policy (base + ``init_adapter``, or a fresh LoRA) without a run folder: for evaluation."""
+        self._load(self.init_adapter)
+
     def _start(self, resume: bool) -> int:
         self.out.mkdir(parents=True, exist_ok=True)
         checkpoint = self.last_checkpoint()
@@ -184,8 +188,12 @@ class PolicyTrainer:
         adapter_dir = self.save_final(done, stopped)
         return PolicyResult(adapter_dir, done, stopped, self.log_path, time.monotonic() - started, tuple(rewards))
 
-    async def step(self, step: int) -> dict[str, Any] | None:
-        """Sample, score, update; returns the step's log record (None when the rewarder has no prompts)."""
+    async def step(self, step: int, *, update: bool = True) -> dict[str, Any] | None:
+        """Sample, score, update (unless ``update`` is False: evaluation); returns the step's log record.
+
+        None when the rewarder has no prompts. The record carries the ideas' rewards under ``"rewards"``
+        only when ``update`` is False (evaluation reads the verified scores from them).
+        """
         t0 = time.monotonic()
         prompts = await self.rewarder.prompts(step)
         if not prompts:
@@ -199,9 +207,11 @@ class PolicyTrainer:
         ]
         stats = await self.rewarder.finish_step(step)
         t2 = time.monotonic()
-        update = await asyncio.to_thread(self._update, groups)
+        changed = await asyncio.to_thread(self._update, groups) if update else {}
         t3 = time.monotonic()
-        record: dict[str, Any] = {"step": step, **asdict(stats), **update}
+        record: dict[str, Any] = {"step": step, **asdict(stats), **changed}
+        if not update:
+            record["rewards"] = [r for g in groups for r in g.rewards]
         record["step"] = step
         record["policy_tokens"] = sum(len(c) for g in groups for c in g.completions)
         record.update(sample_seconds=t1 - t0, score_seconds=t2 - t1, update_seconds=t3 - t2, seconds=t3 - t0)
