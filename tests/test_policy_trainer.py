@@ -239,3 +239,50 @@ def test_kill_9_mid_run_resumes_from_the_last_checkpoint_without_paying_twice(ta
         run_id = json.loads((out / "run.json").read_text())["run_id"]
         paid = Counter(e.node_id for e in store.events(run_id, kinds=["verification"]) if e.charge is not None)
     assert paid and max(paid.values()) == 1, paid
+
+
+@pytest.fixture(scope="module")
+def trained(task_lm: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A proposer adapter from 3 verify-all steps of policy-grpo on the data task (through the CLI)."""
+    work = tmp_path_factory.mktemp("trained")
+    (work / "c.yaml").write_text(CONFIG)
+    _cli(["policy-grpo", "--tasks", TASK, "--policy", str(task_lm), "--out", str(work / "out"), "--mode", "verify-all",
+          "--steps", "3", "--parents", "2", "--ideas", "4", "--config", str(work / "c.yaml")])  # fmt: skip
+    return work / "out" / "adapter"
+
+
+def test_a_trained_proposer_proposes_in_a_normal_run(task_lm: Path, trained: Path, tmp_path: Path) -> None:
+    from verifyless.cli import app
+    from verifyless.store import RunStore
+
+    spec = {"provider": "local", "model": str(task_lm), "adapter": str(trained), "max_tokens": 24, "device": "cpu"}
+    (tmp_path / "run.yaml").write_text(json.dumps({"roles": {"kind": "space", "models": {"proposer": spec}}}))
+    from typer.testing import CliRunner
+
+    db = tmp_path / "run.db"
+    args = ["run", TASK, "--config", str(tmp_path / "run.yaml"), "--budget", "4", "--store", str(db), "-q"]
+    outcome = CliRunner().invoke(app, [*args, "--screener", "random"])
+    assert outcome.exit_code == 0, outcome.output
+    with RunStore(db) as store:
+        run = store.runs()[0]
+        calls = [e.payload for e in store.events(run.run_id, kinds=["llm_call"])]
+        nodes = store.nodes(run.run_id)
+    assert calls and {c["role"] for c in calls} == {"proposer"}
+    children = [n for n in nodes if n.parent_id is not None]
+    made = [n for n in children if n.idea and n.status.value != "parse-error"]
+    assert made, f"no child came from the trained proposer's ideas: {children}"
+
+
+def test_policy_eval_compares_base_and_trained_under_the_same_budget(
+    task_lm: Path, trained: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "c.yaml").write_text(CONFIG)
+    out = tmp_path / "eval"
+    _cli(["policy-eval", "--tasks", TASK, "--policy", str(task_lm), "--adapter", str(trained), "--out", str(out),
+          "--verifications", "5", "--seeds", "0,1", "--parents", "2", "--ideas", "4",
+          "--config", str(tmp_path / "c.yaml")])  # fmt: skip
+    results = json.loads((out / "results.json").read_text())
+    runs = results["runs"]
+    assert sorted((r["arm"], r["seed"]) for r in runs) == [("base", 0), ("base", 1), ("trained", 0), ("trained", 1)]
+    assert all(r["verified"] > 0 and r["best"] >= r["baseline"] for r in runs)
+    assert 0.0 <= results["p_improvement"]["value"] <= 1.0 and set(results["gain"]) == {"base", "trained"}

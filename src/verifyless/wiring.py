@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import random
 from collections.abc import Callable, Iterator, Mapping
@@ -128,7 +129,13 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
             )
         from verifyless.roles.space import space_roles
 
-        return space_roles(task, cfg.seed)
+        roles = space_roles(task, cfg.seed)
+        if "proposer" in models:  # e.g. a trained policy: the model proposes, the idea space builds
+            from verifyless.train.policy.proposer import MenuProposer
+
+            proposer = MenuProposer(models["proposer"], task, cfg.roles.llm.proposer_temperature)
+            roles = dataclasses.replace(roles, proposer=proposer)
+        return roles
     from verifyless.roles.llm import llm_roles
 
     child_models = {k: m for k, m in models.items() if k in CHILD_ROLE_KEYS or k == "default"}
