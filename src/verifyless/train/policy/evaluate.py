@@ -53,7 +53,8 @@ class EvalRun:
 
     @property
     def gain(self) -> float:
-        return self.best - self.baseline
+        """Best minus baseline; 0 when nothing was verified (the run learned nothing better)."""
+        return 0.0 if self.best != self.best else self.best - self.baseline
 
     @property
     def improved_share(self) -> float:
@@ -88,7 +89,7 @@ async def rollout(trainer: Any, rewarder: Any, task: Any, steps: int) -> tuple[l
 def summarise_run(arm: str, task: Any, seed: int, rewards: Sequence[Any], steps: int, seconds: float) -> EvalRun:
     orient = task.metric.orient
     verified = [r for r in rewards if r.source == "verifier"]
-    parents = [r.parent_score for r in verified if r.parent_score is not None]
+    parents = [r.parent_score for r in rewards if r.parent_score is not None]
     scores = [r.child_score for r in verified if r.child_score is not None]
     baseline = orient(parents[0]) if parents else float("nan")
     best = max([baseline, *(orient(s) for s in scores)]) if parents else float("nan")

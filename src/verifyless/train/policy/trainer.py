@@ -200,7 +200,14 @@ class PolicyTrainer:
             return None
         groups = await asyncio.to_thread(self._sample_all, prompts)
         t1 = time.monotonic()
-        scored = await asyncio.gather(*(self.rewarder.score(g.prompt, g.texts) for g in groups))
+        # Every group's scoring finishes (and is stored) before a budget stop or another error propagates.
+        outcomes = await asyncio.gather(
+            *(self.rewarder.score(g.prompt, g.texts) for g in groups), return_exceptions=True
+        )
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            raise errors[0]
+        scored = [o for o in outcomes if not isinstance(o, BaseException)]
         groups = [
             Group(g.prompt, g.prompt_ids, g.completions, g.texts, tuple(r))
             for g, r in zip(groups, scored, strict=False)
