@@ -1,13 +1,13 @@
 """Opt-in benchmark: policy GRPO's three reward modes at one verification budget, then trained vs base.
 
     OMP_NUM_THREADS=1 python bench/policy.py [--policy tiny|smollm2-135m-instruct|DIR] [--task tests/data_task]
-        [--verifications 40] [--steps 30] [--parents 4] [--ideas 8] [--eval-verifications 8] [--eval-seeds 0,1,2]
+        [--verifications 16] [--steps 30] [--parents 4] [--ideas 8] [--eval-verifications 8] [--eval-seeds 0,1,2]
         [--out runs/bench-policy]
 
 Part 1 runs ``verify-all``, ``critic-in-loop`` and ``critic-only`` with the same hard cap of verifications
 (baseline, repairs and parent checks included) and at most ``--steps`` steps each, and reports steps
 completed, the share of ideas verified, ideas rewarded (by critic or verifier) per paid verification, the
-critic/verifier agreement on the audited share (``--audit-rate``), the mean reward of the first and last
+critic/verifier agreement where both exist (routed ideas, plus audits with ``--audit-rate``), the mean reward of the first and last
 three steps, and wall time. The critic is a *scripted* rule critic (``--critic-rules``, default: confident
 "improve" for ideas that raise A, confident "lose" for ideas that zero A or B or add the penalty, split votes
 otherwise), so the numbers measure the routing and budget machinery with a critic of known, imperfect
@@ -86,12 +86,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", default="tiny")
     parser.add_argument("--task", default="tests/data_task")
-    parser.add_argument("--verifications", type=int, default=40)
+    parser.add_argument("--verifications", type=int, default=16)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--parents", type=int, default=4)
     parser.add_argument("--ideas", type=int, default=8)
     parser.add_argument("--votes", type=int, default=4)
-    parser.add_argument("--audit-rate", type=float, default=0.25)
+    parser.add_argument("--audit-rate", type=float, default=0.0)
     parser.add_argument("--critic-rules", type=Path, default=None)
     parser.add_argument("--config", type=Path, default=None, help="policy GRPO settings YAML")
     parser.add_argument("--eval-verifications", type=int, default=8)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,10 +69,9 @@ class EvalSummary:
     p_improvement: Any  # Estimate of P(trained beats base) on gain
 
 
-async def rollout(trainer: Any, rewarder: Any, task: Any, steps: int) -> tuple[list[Any], int]:
-    """Sample-and-score steps without updates until ``steps`` or the budget; (rewards, steps done)."""
+async def rollout(trainer: Any, rewarder: Any, steps: int) -> int:
+    """Sample-and-score steps without updates until ``steps`` or the budget; returns the steps completed."""
     trainer.rewarder = rewarder
-    rewards: list[Any] = []
     done = 0
     for step in range(steps):
         try:
@@ -81,16 +80,23 @@ async def rollout(trainer: Any, rewarder: Any, task: Any, steps: int) -> tuple[l
             break
         if record is None:
             break
-        rewards.extend(record["rewards"])
         done += 1
-    return rewards, done
+    return done
 
 
-def summarise_run(arm: str, task: Any, seed: int, rewards: Sequence[Any], steps: int, seconds: float) -> EvalRun:
+def stored_rewards(store: Any, run_id: str) -> list[dict[str, Any]]:
+    """Every idea reward the run stored (``policy_idea`` events), the budget-cut last step's included."""
+    return [dict(e.payload) for e in store.events(run_id, kinds=["policy_idea"])]
+
+
+def summarise_run(
+    arm: str, task: Any, seed: int, rewards: Sequence[Mapping[str, Any]], steps: int, seconds: float
+) -> EvalRun:
+    """One run's numbers from its stored reward payloads (``IdeaReward`` fields)."""
     orient = task.metric.orient
-    verified = [r for r in rewards if r.source == "verifier"]
-    parents = [r.parent_score for r in rewards if r.parent_score is not None]
-    scores = [r.child_score for r in verified if r.child_score is not None]
+    verified = [r for r in rewards if r.get("improved") is not None]
+    parents = [r["parent_score"] for r in rewards if r.get("parent_score") is not None]
+    scores = [r["child_score"] for r in verified if r.get("child_score") is not None]
     baseline = orient(parents[0]) if parents else float("nan")
     best = max([baseline, *(orient(s) for s in scores)]) if parents else float("nan")
     return EvalRun(
@@ -100,8 +106,8 @@ def summarise_run(arm: str, task: Any, seed: int, rewards: Sequence[Any], steps:
         baseline,
         best,
         len(verified),
-        sum(1 for r in verified if r.improved),
-        sum(1 for r in rewards if r.source == "invalid"),
+        sum(1 for r in verified if r["improved"]),
+        sum(1 for r in rewards if r.get("source") == "invalid"),
         len(rewards),
         steps,
         seconds,
@@ -145,7 +151,8 @@ async def evaluate_proposers(
                     [ref], db, mode="verify-all", parents=parents, ideas=settings.generations,
                     verifications=verifications, seed=seed, models=models, executor=executor, workers=workers,
                 ) as built:  # fmt: skip
-                    rewards, done = await rollout(trainer, built.rewarder, task, steps)
+                    done = await rollout(trainer, built.rewarder, steps)
+                    rewards = stored_rewards(built.store, built.run_id)
                 run = summarise_run(arm, task, seed, rewards, done, time.monotonic() - started)
                 runs.append(run)
                 if on_run is not None:
@@ -174,4 +181,4 @@ def summarise(runs: Sequence[EvalRun]) -> EvalSummary:
     return EvalSummary(tuple(runs), gain, shares, p)
 
 
-__all__ = ["EvalRun", "EvalSummary", "evaluate_proposers", "rollout", "summarise", "summarise_run"]
+__all__ = ["EvalRun", "EvalSummary", "evaluate_proposers", "rollout", "stored_rewards", "summarise", "summarise_run"]
