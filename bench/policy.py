@@ -1,18 +1,25 @@
 """Opt-in benchmark: policy GRPO's three reward modes at one verification budget, then trained vs base.
 
-    OMP_NUM_THREADS=1 python bench/policy.py [--policy tiny|smollm2-135m-instruct|DIR] [--task tests/data_task]
-        [--verifications 16] [--steps 30] [--parents 4] [--ideas 8] [--eval-verifications 8] [--eval-seeds 0,1,2]
-        [--out runs/bench-policy]
+    OMP_NUM_THREADS=1 python bench/policy.py [--policy tiny|smollm2-135m-instruct|DIR]
+        [--task bench/tasks/policy_space] [--verifications 48] [--steps 30] [--parents 4] [--ideas 8]
+        [--eval-verifications 8] [--eval-seeds 0,1,2] [--out runs/bench-policy]
 
 Part 1 runs ``verify-all``, ``critic-in-loop`` and ``critic-only`` with the same hard cap of verifications
 (baseline, repairs and parent checks included) and at most ``--steps`` steps each, and reports steps
 completed, the share of ideas verified, ideas rewarded (by critic or verifier) per paid verification, the
-critic/verifier agreement where both exist (routed ideas, plus audits with ``--audit-rate``), the mean reward of the first and last
-three steps, and wall time. The critic is a *scripted* rule critic (``--critic-rules``, default: confident
-"improve" for ideas that raise A, confident "lose" for ideas that zero A or B or add the penalty, split votes
-otherwise), so the numbers measure the routing and budget machinery with a critic of known, imperfect
-quality, not a learned critic. Part 2 compares the base policy with each mode's trained adapter under the
-matched-budget protocol of ``verifyless train policy-eval`` (same task, fresh runs, same per-run budget).
+critic/verifier agreement where both exist (routed ideas, plus audits with ``--audit-rate``), the mean reward
+of the first and last three steps, and wall time.
+
+The critic is a *scripted* rule critic (``--critic-rules``; default, for the default task: unanimous
+"improve" when the child has W at three or four, unanimous "lose" when it has W or X at zero or Z at minus
+one, split votes otherwise), so the numbers measure the routing and budget machinery with a critic of known,
+imperfect quality, not a learned critic. The default task, ``bench/tasks/policy_space`` (score
+3W + 2X + Y - |Z - 2|, five options per weight), is declared stochastic so every verification is charged: on
+a deterministic task the pipeline reuses a program verified before, and a small space then costs almost
+nothing to explore.
+
+Part 2 compares the base policy with each mode's trained adapter under the matched-budget protocol of
+``verifyless train policy-eval`` (same task, fresh runs, the same per-run budget and seeds).
 
 ``--policy tiny`` (default) builds the tiny random Llama of ``train.policy.tiny`` taught to answer the task's
 prompt with one option line uniformly at random; ``smollm2-135m-instruct`` uses the packaged SmolLM2.
@@ -29,13 +36,14 @@ from typing import Any
 
 MODES = ("verify-all", "critic-in-loop", "critic-only")
 CRITIC = """rules:
-  - {match: 'Child[^#]*sets A to (two|three)', repeat: true,
-     replies: ["[IMPROVEMENT] improve --- more A\\n[WINTIER] big --- b"]}
-  - {match: 'Child[^#]*(sets A to zero|sets B to zero|sets C to one|C below zero)', repeat: true,
+  - {match: 'Child[^#]*sets W to (three|four)', repeat: true,
+     replies: ["[IMPROVEMENT] improve --- more W\\n[WINTIER] big --- b"]}
+  - {match: 'Child[^#]*(sets W to zero|sets X to zero|sets Z to minus one)', repeat: true,
      replies: ["[IMPROVEMENT] lose --- worse\\n[WINTIER] NA --- n"]}
   - {match: '## Child', repeat: true, replies: ["[IMPROVEMENT] improve --- maybe\\n[WINTIER] small --- s",
                                                 "[IMPROVEMENT] lose --- maybe not\\n[WINTIER] NA --- n"]}
 """
+BENCH_TASK = str(Path(__file__).resolve().parent / "tasks" / "policy_space")
 
 
 def tiny_policy(task: str, out: Path) -> str:
@@ -85,8 +93,8 @@ def train_mode(mode: str, args: argparse.Namespace, policy: str, critic: Path, s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", default="tiny")
-    parser.add_argument("--task", default="tests/data_task")
-    parser.add_argument("--verifications", type=int, default=16)
+    parser.add_argument("--task", default=BENCH_TASK)
+    parser.add_argument("--verifications", type=int, default=48)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--parents", type=int, default=4)
     parser.add_argument("--ideas", type=int, default=8)
