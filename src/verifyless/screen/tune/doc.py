@@ -125,12 +125,13 @@ def placeholders(text: str) -> set[str]:
 
 
 def neighbours(doc: PromptDoc, variants: Iterable[Variant]) -> list[Edit]:
-    """Every edit that changes ``doc``: section moves among the movable positions, then rewordings."""
+    """Every edit that changes ``doc`` into a distinct prompt: section moves among the movable positions
+    (swapping neighbours once, not as two moves), then rewordings."""
     edits: list[Edit] = []
     movable = doc.movable()
     for i in movable:
         for j in movable:
-            if i != j:
+            if j not in (i, i - 1):  # moving i up one place is the same prompt as moving i - 1 down one
                 edits.append(Edit("move", doc.sections[i].title, to=j))
     for v in variants:
         current = doc.body(v.section)

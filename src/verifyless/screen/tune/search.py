@@ -2,7 +2,10 @@
 
 Search (``hill_climb``): first-improvement hill climbing over ``doc.Edit``s.
 From the current best prompt, every edit that changes it (``neighbours``) is
-tried in an order drawn from the seeded ``rng``; the first candidate whose
+tried in an order drawn from the seeded ``rng``, round-robin over groups of
+edits (all section moves; the rewordings of one section), so that a budget
+smaller than the neighbourhood still tries every reworded section early
+rather than spending itself on the many orderings; the first candidate whose
 dev score beats the best by more than ``min_gain`` becomes the new best and
 the neighbourhood is rebuilt from it. The search stops when ``budget``
 distinct prompts (the baseline included) have been scored, or at a local
@@ -103,9 +106,7 @@ async def hill_climb(
         if ceiling is not None and best_score >= ceiling:
             stopped = "ceiling"
             break
-        edits = neighbours(best, variants)
-        rng.shuffle(edits)
-        for edit in edits:
+        for edit in interleave(neighbours(best, variants), rng):
             if len(trials) >= budget:
                 break
             cand = edit.apply(best)
@@ -119,7 +120,23 @@ async def hill_climb(
         else:
             stopped = "local optimum"
             break
+    if ceiling is not None and best_score >= ceiling:
+        stopped = "ceiling"
     return SearchResult(baseline, best, trials[0].score, best_score, path, tuple(trials), stopped)
+
+
+def interleave(edits: Sequence[Edit], rng: random.Random) -> list[Edit]:
+    """``edits`` shuffled within groups (the moves; the rewordings of each section), groups in a shuffled order,
+    then taken round-robin."""
+    groups: dict[tuple[str, str], list[Edit]] = {}
+    for edit in edits:
+        groups.setdefault((edit.kind, edit.section if edit.kind == "reword" else ""), []).append(edit)
+    order = list(groups.values())
+    rng.shuffle(order)
+    for group in order:
+        rng.shuffle(group)
+    longest = max((len(g) for g in order), default=0)
+    return [g[i] for i in range(longest) for g in order if i < len(g)]
 
 
 def _valid(doc: PromptDoc, check: Callable[[Template], None] | None) -> bool:
@@ -262,4 +279,4 @@ def target_items(target: Any, rows: Sequence[Mapping[str, Any]]) -> int:
     return len(items(rows)) if items is not None else len(rows)
 
 
-__all__ = ["SearchResult", "Trial", "TuneReport", "hill_climb", "target_items", "tune_prompt"]
+__all__ = ["SearchResult", "Trial", "TuneReport", "hill_climb", "interleave", "target_items", "tune_prompt"]
