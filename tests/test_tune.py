@@ -164,6 +164,25 @@ def test_prompt_writer_rewrites_join_the_pool_and_bad_ones_are_dropped() -> None
     assert writer.calls == 1
 
 
+def test_a_prompt_writer_rewrite_is_scored_and_kept_when_it_wins() -> None:
+    splits = _splits()
+    truth = _truth(splits)
+    wording = "Compare only what the metric can feel."  # in no package variant: only the writer proposes it
+
+    def critic(request) -> str:
+        child = re.search(r"## Child \(proposed, not yet run\)\n(.+)", last_user_text(request)).group(1).strip()
+        return VERDICT[truth[child] if wording in last_user_text(request) else "improve"]
+
+    def write(request) -> str:
+        return f"<section>\n{wording}\n</section>" if "Section: How to reason" in last_user_text(request) else "-"
+
+    writer = CountingModel(ScriptedModel(function=write))
+    target = CriticTarget(ScriptedModel(function=critic), {"k": 1})
+    rep = asyncio.run(tune_prompt(target, _loader(splits, []), list(splits), budget=60, writer=writer, writer_n=1))
+    assert rep.tuned_dev == 1.0 and rep.tuned_bench == 1.0 and wording in rep.template[1]
+    assert any("writer-" in e for e in rep.edits) and rep.writer_calls == 2 and rep.writer_tokens > 0
+
+
 def test_bad_inputs_give_one_line_errors(tmp_path: Path) -> None:
     splits = _splits()
     target = CriticTarget(_critic_model(_truth(splits)), {"k": 1})

@@ -99,7 +99,8 @@ async def hill_climb(
         log.info("prompt %d %s: %.4f", len(trials) - 1, doc.key(), got.value)
         return got.value
 
-    best, path = baseline, ()
+    best: PromptDoc = baseline
+    path: tuple[Edit, ...] = ()
     best_score = await evaluate(baseline, path, True)
     stopped = "budget"
     while len(trials) < budget:
