@@ -242,3 +242,17 @@ def test_tune_command_writes_a_prompt_file_the_bench_command_loads(tmp_path: Pat
     result = CliRunner().invoke(app, [*bench, "--option", f"prompt_file={out}"])
     assert result.exit_code == 0, result.output
     assert re.search(r"│ all\s+│[^\n]*100\.0", result.output), result.output
+
+
+def test_the_command_line_prints_one_line_and_exits_2_on_bad_input(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "verifyless.cli", "tune", "screener", "--dataset", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and "no dataset at" in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,9 @@ def screener_command(
     dataset: Path = typer.Option(..., "--dataset", help="critic dataset folder (verifyless data ...)"),
     screener: str = typer.Option("critic", "--screener", help="critic (scored by Dir-3) or tournament (pairwise)"),
     model: str | None = typer.Option(
-        None, "--model", help="model spec of the screener: scripted:FILE | openai:M | env"
+        None,
+        "--model",
+        help="screener model: scripted:FILE | openai:M | env (default: env if VERIFYLESS_BASE_URL is set)",
     ),
     budget: int = typer.Option(24, "--budget", help="prompts scored on the dev slice, the baseline included"),
     out: Path | None = typer.Option(None, "--out", help="tuned prompt file (default tuned-<screener>.md)"),
@@ -64,8 +67,12 @@ def screener_command(
 
     if not dataset.exists():
         raise ConfigError(f"no dataset at {dataset}; build one with `verifyless data collect` or `data from-runs`")
+    if model is None and os.environ.get("VERIFYLESS_BASE_URL"):
+        model = "env"  # as the other commands: an endpoint in the environment is the default model
     if model is None:
-        raise ConfigError("tune screener needs --model SPEC (the screener's model: scripted:FILE, openai:M or env)")
+        raise ConfigError(
+            "tune screener needs --model SPEC (scripted:FILE, openai:MODEL, or env with VERIFYLESS_BASE_URL set)"
+        )
     target = make_target(screener, build_model(model), _options(option), seed=seed, max_pairs=max_pairs)
     dd = load_critic_dataset(dataset)
     out = out or Path(f"tuned-{screener}.md")

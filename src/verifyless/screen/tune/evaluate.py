@@ -109,6 +109,7 @@ class CriticTarget:
     """Dir-3 of the pointwise critic with a given template over rows."""
 
     metric = "Dir-3"
+    screener_name = "critic"
     template_name = "critic"
 
     def __init__(self, model: Model, options: Mapping[str, Any] | None = None, *, seed: int = 0) -> None:
@@ -153,6 +154,7 @@ class PairwiseTarget:
     """Pairwise accuracy of the tournament's judge with a given template over sibling pairs."""
 
     metric = "pairwise accuracy"
+    screener_name = "tournament"
     template_name = "pairwise"
 
     def __init__(

@@ -212,11 +212,13 @@ async def tune_prompt(
     ``load_split(name)`` returns a split's rows; ``bench`` is loaded only after
     the search has finished. ``target`` is a ``CriticTarget`` or
     ``PairwiseTarget`` (``evaluate.make_target``); ``writer`` an optional
-    ``CountingModel`` for the LLM prompt writer.
+    ``CountingModel`` for the LLM prompt writer; ``baseline`` a template to
+    start from (default: the one the target's options name).
     """
     started = time.monotonic()
-    splits = {name: load_split(name) for name in split_names if name != "bench"}
-    rows = dev_rows(splits, dev=dev, fraction=dev_fraction, seed=seed)
+    rows = dev_rows(
+        {name: load_split(name) for name in split_names if name != "bench"}, dev=dev, fraction=dev_fraction, seed=seed
+    )
     if not target_items(target, rows):
         raise ConfigError(
             "the dev slice holds no pair of siblings with different outcomes to judge; "
@@ -228,32 +230,25 @@ async def tune_prompt(
         from verifyless.screen.tune.writer import writer_variants
 
         variants += await writer_variants(writer, doc, sorted({v.section for v in variants}), writer_n)
-    spent = target.model.spent()
+    before = target.model.spent()
 
     async def score(template: Template) -> Score:
         return await target.score(template, rows)
 
     found = await hill_climb(doc, score, variants, budget=budget, rng=random.Random(seed), check=target.check)
-    search_calls, search_tokens = (a - b for a, b in zip(target.model.spent(), spent, strict=True))
+    search = _since(target.model.spent(), before)
+    before = target.model.spent()
     bench_rows = load_split("bench") if "bench" in split_names else []
-    base_bench = tuned_bench = None
-    bench_items = target_items(target, bench_rows)
-    spent = target.model.spent()
-    if bench_items:
-        base_bench = (await target.score(doc.template(), bench_rows)).value
-        tuned_bench = base_bench
-        if found.best.key() != doc.key():
-            tuned_bench = (await target.score(found.best.template(), bench_rows)).value
-    bench_calls, bench_tokens = (a - b for a, b in zip(target.model.spent(), spent, strict=True))
-    writer_calls, writer_tokens = writer.spent() if writer is not None else (0, 0)
+    base_bench, tuned_bench = await _bench_scores(target, found, bench_rows)
+    bench = _since(target.model.spent(), before)
     return TuneReport(
-        screener="critic" if target.template_name == "critic" else "tournament",
+        screener=target.screener_name,
         metric=target.metric,
         seed=seed,
         budget=budget,
         dev=f"split {dev}" if dev else f"{dev_fraction:g} of sft+grpo by parent",
         dev_items=target_items(target, rows),
-        bench_items=bench_items,
+        bench_items=target_items(target, bench_rows),
         baseline_dev=found.baseline_score,
         tuned_dev=found.best_score,
         baseline_bench=base_bench,
@@ -261,17 +256,31 @@ async def tune_prompt(
         edits=tuple(e.describe() for e in found.edits),
         order=section_order(found.best),
         stopped=found.stopped,
-        search_calls=search_calls,
-        search_tokens=search_tokens,
-        bench_calls=bench_calls,
-        bench_tokens=bench_tokens,
-        writer_calls=writer_calls,
-        writer_tokens=writer_tokens,
+        search_calls=search[0],
+        search_tokens=search[1],
+        bench_calls=bench[0],
+        bench_tokens=bench[1],
+        writer_calls=writer.spent()[0] if writer is not None else 0,
+        writer_tokens=writer.spent()[1] if writer is not None else 0,
         variants=len(variants),
         seconds=time.monotonic() - started,
         template=found.best.template(),
         trials=found.trials,
     )
+
+
+def _since(now: tuple[int, int], before: tuple[int, int]) -> tuple[int, int]:
+    return now[0] - before[0], now[1] - before[1]
+
+
+async def _bench_scores(target: Any, found: SearchResult, rows: Sequence[Mapping[str, Any]]) -> tuple:
+    """(baseline, tuned) scores on the bench rows; (None, None) when they hold nothing to score."""
+    if not target_items(target, rows):
+        return None, None
+    base = (await target.score(found.baseline.template(), rows)).value
+    if found.best.key() == found.baseline.key():
+        return base, base  # the same prompt: not scored twice
+    return base, (await target.score(found.best.template(), rows)).value
 
 
 def target_items(target: Any, rows: Sequence[Mapping[str, Any]]) -> int:
