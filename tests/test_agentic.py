@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from verifyless.errors import ConfigError
 from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall
 from verifyless.node import Candidate, Idea, Operator, content_hash
 from verifyless.roles.base import ParentInfo
@@ -559,3 +560,26 @@ def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Pat
     reasons = [s["evidence"][s["ranking"][0]]["detail"].get("stop_reason") for s in screenings]
     assert reasons[0] == "time below theta"  # 130 s run budget: 2 pilots, then 30 s < theta
     assert "run budget below theta" in reasons[1:]  # later pools start no pilot at all
+
+
+def test_pairwise_knockout_runs_one_investigation_per_match(task: Task) -> None:
+    """matches=pairwise: n-1 two-candidate matches, every pilot kept and charged once, runners-up ranked."""
+    model = FakeModel(python_then_submit(), final="[CHOICE] 2 --- the second measured better")
+    cands, screening = _screen(_rpm(model, matches="pairwise"), task, n=5)
+    detail = screening.evidence[screening.ranking[0]].detail
+    matches = detail["matches"]
+    assert len(matches) == 4 and model.counts["agentic-final"] == 4  # five candidates: four matches
+    assert all(m["winner"] == m["pair"][1] for m in matches)  # the judge always named the second
+    assert matches[-1]["winner"] == screening.ranking[0] == screening.chosen[0]
+    assert screening.ranking[1] in matches[-1]["pair"]  # the final's loser ranks second
+    assert sorted(screening.ranking) == sorted(c.id for c in cands)
+    assert detail["n_pilots"] == len(detail["pilots"]) == 4  # one pilot per match, all on the champion's record
+    assert pilot_seconds(screening) == pytest.approx(sum(m["pilot_seconds"] for m in matches))
+    for request in (r for r in model.requests if r.role == "agentic-final"):
+        text = " ".join(m.content for m in request.messages)
+        assert sum(f"use model{i}" in text for i in range(5)) == 2  # each judge saw exactly two candidates
+
+
+def test_pairwise_option_is_validated(task: Task) -> None:
+    with pytest.raises(ConfigError, match="matches must be one of"):
+        _rpm(FakeModel(python_then_submit()), matches="league")

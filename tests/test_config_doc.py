@@ -27,3 +27,22 @@ def test_configuration_reference_is_up_to_date():
     assert config_doc.BEGIN in text, "docs/configuration.md lost its generated reference"
     assert config_doc.updated(text) == text, "docs/configuration.md is stale: run `python -m verifyless.config`"
     assert "`engine.snapshot_every`" in text and "`engine.verify_uncertain`" in text
+
+
+def test_every_strategy_option_is_described_by_its_config_docstring():
+    import dataclasses
+
+    from verifyless.search.registry import STRATEGIES
+
+    missing = [
+        f"{name}.{f.name}"
+        for name, (cls, _) in STRATEGIES.items()
+        for f in dataclasses.fields(cls)
+        if not config_doc.docstring_help(cls).get(f.name)
+    ]
+    assert not missing, f"strategy options without a line in their config docstring: {missing}"
+
+
+def test_screener_options_are_in_the_reference():
+    text = config_doc.render()
+    assert "### Screener options" in text and "`critic` (CriticOptions)" in text and "`k`" in text

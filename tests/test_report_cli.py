@@ -27,6 +27,8 @@ def test_report_writes_html_and_pngs_and_show_points_to_them(tmp_path_factory, t
     assert done.returncode == 0, done.stderr
     out = tmp_path / "reports" / built["plain"]
     assert (out / "report.html").is_file() and (out / "figures" / "curve.png").is_file()
+    html = (out / "report.html").read_text()
+    assert "Step line: best validation" in html and 'id="rounds"' in html  # the shared sections and the caption
     assert "needs no network" in done.stdout
     assert built["store"].stat().st_mtime_ns == before  # read-only
     shown = cli("show", built["plain"], "--store", str(built["store"]), cwd=tmp_path)

@@ -4,14 +4,17 @@
 ``python -m verifyless.config --check`` exits 1 when it is stale (a test runs
 the same check). Rendered: every ``RunConfig`` field (with its type, default
 and description), the options of each search strategy (their config
-dataclasses), and the screener option models when ``verifyless.screen.registry``
-exposes them as ``OPTIONS`` (name -> pydantic model or dataclass).
+dataclasses, each field described by its line in the class docstring:
+``name: text`` or ``a / b: text``, several per line separated by ``;``), and
+the options model of every screener in ``verifyless.screen.registry.SCREENERS``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,14 +61,38 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
         yield f"| `{key}` | {_type(field.annotation)} | {_default(default)} | {desc} |"
 
 
+_DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
+
+
+def docstring_help(cls: type) -> dict[str, str]:
+    """Field name -> its description, read from ``name: text`` definitions in the class docstring.
+
+    A definition runs until the next definition or the end of its paragraph;
+    ``a / b: text`` describes both fields. Names that are not fields are ignored.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
+        text = " ".join(line.strip() for line in paragraph.splitlines())
+        found = [m for m in _DEFINES.finditer(text) if set(re.split(r"\s*/\s*", m.group(1))) & names]
+        for k, match in enumerate(found):
+            end = found[k + 1].start() if k + 1 < len(found) else len(text)
+            body = text[match.end() : end].strip().rstrip(";").strip()
+            for name in re.split(r"\s*/\s*", match.group(1)):
+                if name in names:
+                    out.setdefault(name, body)
+    return out
+
+
 def _dataclass_rows(cls: type) -> Iterator[str]:
+    described = docstring_help(cls)
     for f in dataclasses.fields(cls):
         default = (
             f.default
             if f.default is not dataclasses.MISSING
             else (f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
         )
-        help_text = str(f.metadata.get("help", f.metadata.get("description", ""))).replace("|", "\\|")
+        help_text = str(f.metadata.get("help", described.get(f.name, ""))).replace("|", "\\|")
         yield f"| `{f.name}` | {_type(f.type)} | {_default(default)} | {help_text} |"
 
 
@@ -97,8 +124,7 @@ def render() -> str:
 def _screener_options() -> dict[str, Any]:
     from verifyless.screen import registry
 
-    found = getattr(registry, "OPTIONS", None)
-    return dict(found) if isinstance(found, dict) else {}
+    return {name: registry.options_model(name) for name in registry.SCREENERS}
 
 
 def updated(text: str) -> str:

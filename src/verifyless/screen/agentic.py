@@ -46,8 +46,10 @@ with ``ctx.rng`` (no pilots, no model call). A pool of one is returned as is.
 
 Limits: hiding is only as strong as the sandbox backend; the budget is
 checked between tool calls, so one call may overshoot it by its own timeout.
-The paper's judge compares two candidates per knockout match; this one
-investigates the whole pool at once (docs/design/differences-from-papers.md).
+The paper's judge compares two candidates per knockout match; by default
+this one investigates the whole pool at once (``matches="pool"``, cheaper on
+a CPU machine); ``matches="pairwise"`` runs the paper's knockout
+(docs/design/differences-from-papers.md).
 Details and reasons: docs/design/surrogate-and-agentic.md.
 """
 
@@ -60,7 +62,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,7 +204,9 @@ class AgenticRPM:
     ``python`` pilots (default: the one running verifyless). ``max_pilots`` is
     N, counted in submitted findings. ``show``, ``program_chars`` and
     ``context_tokens`` shape what the models see; ``device`` overrides the
-    detected hardware line.
+    detected hardware line. ``matches``: ``pool`` (one investigation over the
+    whole pool) or ``pairwise`` (the paper's knockout of two-candidate
+    investigations, each with its own budget; see ``knockout``).
     """
 
     name = "agentic"
@@ -231,17 +235,10 @@ class AgenticRPM:
         context_tokens: int = 8000,
         device: str | None = None,
         workspace_root: str | Path | None = None,
+        matches: str = "pool",
     ) -> None:
-        if budget_s <= 0 or overstatement <= 0 or theta_s < 0 or max_pilots < 1:
-            raise ConfigError(
-                "agentic RPM needs budget_s > 0, overstatement > 0, theta_s >= 0 and max_pilots >= 1 "
-                f"(got {budget_s}, {overstatement}, {theta_s}, {max_pilots}); fix the screener options"
-            )
-        if show not in SHOW_MODES or context_tokens < 0:
-            raise ConfigError(
-                f"agentic RPM needs show in {SHOW_MODES} and context_tokens >= 0 "
-                f"(got {show!r}, {context_tokens}); fix the screener options"
-            )
+        _check_options(budget_s, overstatement, theta_s, max_pilots, show, context_tokens, matches)
+        self.matches = matches
         self.model = model
         self.sandbox = sandbox
         self.budget_s = float(budget_s)
@@ -272,10 +269,13 @@ class AgenticRPM:
         elif all(c.operator is Operator.DEBUG for c in candidates):
             chosen_index = ctx.rng.randrange(len(candidates))
             detail = {"choice_source": "random (debug step)", "pilots": [], "pilot_seconds": 0.0}
+        elif self.matches == "pairwise":
+            chosen_index, detail = await knockout(self._choose, ctx, candidates)
         else:
             chosen_index, detail = await self._choose(ctx, candidates)
         n_verify = ctx.n_verify if self.n_verify is None else self.n_verify
-        return _screening(self.name, ctx, ids, chosen_index, detail, n_verify, time.perf_counter() - started)
+        rest = [ids.index(cid) for cid in detail.get("runners_up", [])]
+        return _screening(self.name, ctx, ids, chosen_index, detail, n_verify, time.perf_counter() - started, rest)
 
     async def _choose(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
         wall_start = self.clock()
@@ -491,6 +491,75 @@ class AgenticRPM:
 # ---------------------------------------------------------------------- helpers
 
 
+MATCH_MODES = ("pool", "pairwise")
+
+
+def _check_options(
+    budget_s: float, overstatement: float, theta_s: float, max_pilots: int, show: str, context_tokens: int, matches: str
+) -> None:
+    if budget_s <= 0 or overstatement <= 0 or theta_s < 0 or max_pilots < 1:
+        raise ConfigError(
+            "agentic RPM needs budget_s > 0, overstatement > 0, theta_s >= 0 and max_pilots >= 1 "
+            f"(got {budget_s}, {overstatement}, {theta_s}, {max_pilots}); fix the screener options"
+        )
+    if show not in SHOW_MODES or context_tokens < 0:
+        raise ConfigError(
+            f"agentic RPM needs show in {SHOW_MODES} and context_tokens >= 0 "
+            f"(got {show!r}, {context_tokens}); fix the screener options"
+        )
+    if matches not in MATCH_MODES:
+        raise ConfigError(f"agentic RPM option matches must be one of {MATCH_MODES}, got {matches!r}")
+
+
+Chooser = Callable[[ScreenContext, Sequence[Candidate]], Awaitable[tuple[int, dict[str, Any]]]]
+
+
+async def knockout(choose: Chooser, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
+    """The RPM paper's knockout: candidates paired in ``ctx.rng`` order, each match one two-candidate investigation.
+
+    Every match gets the screener's full pilot budget (as in the paper), capped
+    by the run's evaluator seconds left after the earlier matches. An odd
+    candidate out gets a bye to the next round. The champion's record carries
+    every match (``matches``) and every pilot (``pilots``, ``pilot_seconds``:
+    summed over matches, so the engine charges each pilot once);
+    ``runners_up`` ranks the others by the round they lost in, latest first.
+    """
+    alive = list(range(len(candidates)))
+    ctx.rng.shuffle(alive)
+    matches: list[dict[str, Any]] = []
+    pilots: list[dict[str, Any]] = []
+    lost_in: list[tuple[int, int]] = []  # (round, index)
+    used, round_no = 0.0, 0
+    while len(alive) > 1:
+        bye = [alive.pop()] if len(alive) % 2 else []
+        winners = []
+        for a, b in zip(alive[::2], alive[1::2], strict=True):
+            left = None if ctx.budget_left_s is None else max(0.0, ctx.budget_left_s - used)
+            won, detail = await choose(dataclasses.replace(ctx, budget_left_s=left), [candidates[a], candidates[b]])
+            winner, loser = (a, b) if won == 0 else (b, a)
+            used += float(detail.get("pilot_seconds", 0.0))
+            pilots += detail.get("pilots", [])
+            matches.append(
+                {"round": round_no, "pair": [candidates[a].id, candidates[b].id], "winner": candidates[winner].id}
+                | {k: detail.get(k) for k in ("choice_source", "stop_reason", "n_pilots", "pilot_seconds", "findings")}
+            )
+            winners.append(winner)
+            lost_in.append((round_no, loser))
+        alive = winners + bye
+        round_no += 1
+    runners_up = [candidates[i].id for _, i in sorted(lost_in, key=lambda r: -r[0])]
+    detail = {
+        "chosen": True,
+        "choice_source": "knockout",
+        "matches": matches,
+        "runners_up": runners_up,
+        "pilots": pilots,
+        "pilot_seconds": used,
+        "n_pilots": len(pilots),
+    }
+    return alive[0], detail
+
+
 def _screening(
     name: str,
     ctx: ScreenContext,
@@ -499,14 +568,17 @@ def _screening(
     detail: dict[str, Any],
     n_verify: int,
     seconds: float,
+    order: Sequence[int] = (),
 ) -> Screening:
-    """The chosen candidate first, the rest in ``ctx.rng`` order; the run record on the chosen one only."""
+    """The chosen candidate first, then ``order`` (indices, best first; a knockout's runners-up), then the
+    rest in ``ctx.rng`` order; the run record on the chosen one only."""
     ranking: list[str] = []
     evidence: dict[str, Evidence] = {}
     if ids:
-        rest = ids[:chosen_index] + ids[chosen_index + 1 :]
+        placed = [chosen_index, *[i for i in order if i != chosen_index]]
+        rest = [cid for i, cid in enumerate(ids) if i not in placed]
         ctx.rng.shuffle(rest)
-        ranking = [ids[chosen_index], *rest]
+        ranking = [ids[i] for i in placed] + rest
         for pos, cid in enumerate(ranking):
             evidence[cid] = Evidence(
                 candidate_id=cid,

@@ -1,0 +1,362 @@
+"""``PolicyRewarder``: the reward pipeline of critic-in-the-loop policy GRPO (implements ``contract.Rewarder``).
+
+Per step (critic paper, Section 5): ``prompts(step)`` hands out ``parents``
+groups spread round-robin over the tasks, each the proposer's own prompt
+(``LLMProposer.render``) for the group's current parent asking for ONE idea;
+for idea-space tasks the menu of options is appended so a policy can name
+them. Every group starts at its task's baseline, verified once per run.
+
+``score(prompt, completions)`` turns each completion into a reward:
+
+1. text -> ``Idea`` (idea-space tasks: ``space_reader.read`` on the parent's
+   assignment; LLM tasks: the reply's Approach section, else the whole text);
+   nothing usable -> -1 from ``invalid``;
+2. ``ChildMaker.make`` (implement, fixed-region and guard checks, a child
+   identical to its parent is a duplicate, neutral summary); not runnable ->
+   -1 from ``invalid``;
+3. routing by mode: ``verify-all`` verifies; ``critic-only`` takes the
+   critic's k-vote verdict; ``critic-in-loop`` takes the verdict when its
+   uncertainty ``u < T`` and verifies otherwise (``engine.routing.route``).
+   A critic-sourced reward is also verified with probability ``audit_rate``
+   (charged; the reward stays the critic's, the outcome is stored for auditing);
+4. a verified child that fails for any reason but a timeout gets up to
+   ``repairs`` repairs keeping the idea (``verifying.PaidVerifier``); the
+   label is improve iff its validation fitness beats the parent's by more
+   than ``tolerance`` (``verifyless.data.labels``): +1, else -1.
+
+The critic's verdict is "improve" when improve has strictly the most votes of
+the three directions (unparsed critiques count in the denominator as votes
+for nothing, as in ``screen.critic``). Every reward is stored (``policy_idea``)
+before ``score`` returns, with its source, the critic's vote counts, u and,
+for verified ideas, the outcome; the critic's evidence is stored
+(``policy_critic``) before anything acts on it, so a resumed run routes the
+same way. Scoring a stored ``(key, index)`` again returns the stored reward.
+The completions of one call are scored concurrently; if one raises (e.g.
+``VerificationBudgetSpent``) the others still finish and are stored, then the
+first error propagates.
+
+``finish_step(step)`` advances parents: a group whose scored ideas (at least
+one) ALL got +1 moves to one improving child -- the best verified one, else
+one drawn with the run's seeded generator, which is then verified (charged)
+so the next step's labels have a parent score; if that check does not beat
+the current parent, the parent stays. It writes ``policy_step`` with the
+``StepStats`` and the parents of the next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from verifyless.child import ChildMaker
+from verifyless.engine.routing import route
+from verifyless.errors import ConfigError, TaskError
+from verifyless.node import Candidate, Evidence, Idea, Operator, Status, content_hash
+from verifyless.roles.base import ParentInfo, ProposeContext
+from verifyless.screen.base import ScreenContext
+from verifyless.task.base import Task
+from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
+from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, vote_counts
+from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_from, stats_from
+from verifyless.train.policy.metrics import step_stats
+from verifyless.train.policy.settings import RewardSettings
+from verifyless.train.policy.verifying import Checked, PaidVerifier, fitness, improves
+
+
+class PolicyRewarder:
+    """Rewards policy ideas by mode, durably, under a hard verification cap (see the module docstring).
+
+    ``tasks`` and ``child_makers`` (task name -> ``ChildMaker``) give the groups'
+    tasks and how children are made; ``critic`` is a ``PointwiseCritic`` (may be
+    None for ``verify-all``); ``executor`` has ``async verify(task, program)``.
+    ``run_id=None`` creates a new run; an existing run id resumes it with its
+    stored settings and seed (``settings`` and ``rng`` are then ignored).
+    ``rng`` seeds the run's draws (audits, next-parent choice) at creation.
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        child_makers: Mapping[str, ChildMaker],
+        critic: Any,
+        executor: Any,
+        store: Any,
+        run_id: str | None,
+        settings: RewardSettings,
+        rng: random.Random | None = None,
+        *,
+        run_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not tasks:
+            raise ConfigError("policy rewards need at least one task")
+        names = [t.name for t in tasks]
+        if len(set(names)) != len(names) or set(names) - set(child_makers):
+            raise ConfigError(f"policy rewards need distinct task names, each with a ChildMaker; got {names}")
+        self.tasks, self.makers, self.critic, self.store = list(tasks), dict(child_makers), critic, store
+        if run_id is None:
+            seed = (rng or random.Random(settings.seed)).getrandbits(63)
+            config = {"kind": POLICY_KIND, "settings": settings.model_dump(), "draw_seed": seed, **(run_config or {})}
+            run_id = store.create_run(",".join(names), config, seed=settings.seed)
+        config = dict(store.run(run_id).config)
+        if config.get("kind") != POLICY_KIND:
+            raise ConfigError(f"run {run_id} is not a policy-training run (kind {config.get('kind')!r})")
+        self.run_id = run_id
+        self.settings = RewardSettings.of(dict(config["settings"]))
+        self.draw_seed = int(config["draw_seed"])
+        if self.settings.mode != "verify-all" and critic is None:
+            raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
+        self.ledger = PolicyLedger(store, run_id)
+        self.verifier = PaidVerifier(self.ledger, executor, self.settings.verifications)
+        self._started = False
+
+    # ------------------------------------------------------------------ Rewarder
+
+    def verifications_left(self) -> int:
+        return self.verifier.left()
+
+    async def prompts(self, step: int) -> list[PolicyPrompt]:
+        """The step's groups (stored ones come back identical)."""
+        await self._start()
+        parents = self._parents_for(step)
+        out = []
+        for g in range(self.settings.parents):
+            key = f"s{step}/g{g:02d}"
+            prompt = self.ledger.log.prompts.get(key)
+            if prompt is None:
+                task = self.tasks[g % len(self.tasks)]
+                prompt = PolicyPrompt(key, step, task.name, parents[g], self._messages(task, parents[g]))
+                self.ledger.prompt(prompt)
+            out.append(prompt)
+        return out
+
+    async def score(self, prompt: PolicyPrompt, completions: Sequence[str]) -> list[IdeaReward]:
+        """One reward per completion, in order (see the module docstring)."""
+        await self._start()
+        results = await asyncio.gather(
+            *(self._score_one(prompt, i, str(text)) for i, text in enumerate(completions)), return_exceptions=True
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return cast(list[IdeaReward], results)
+
+    async def finish_step(self, step: int) -> StepStats:
+        """Advance the parents of ``step``'s groups and store its ``StepStats`` (idempotent)."""
+        if step in self.ledger.log.steps:
+            return stats_from(self.ledger.log.steps[step])
+        keys = sorted(k for k, p in self.ledger.log.prompts.items() if p.step == step)
+        if not keys:
+            raise ConfigError(f"step {step} has no prompts; call prompts({step}) and score them first")
+        parents, advanced, checks = [], 0, 0
+        for key in keys:
+            parent, paid = await self._next_parent(key)
+            parents.append(parent)
+            advanced += parent != self.ledger.log.prompts[key].parent_id
+            checks += paid
+        ideas = [p for (k, _), p in sorted(self.ledger.log.ideas.items()) if k in keys]
+        stats = step_stats(
+            step, ideas, verifications_left=self.verifications_left(), parents_advanced=advanced, extra_verified=checks
+        )
+        self.ledger.step(stats, parents, parent_checks=checks)
+        return stats
+
+    # ------------------------------------------------------------------ start and prompts
+
+    async def _start(self) -> None:
+        if self._started:
+            return
+        for i, task in enumerate(self.tasks):
+            if task.name not in self.ledger.log.briefs:
+                self.ledger.brief(task.name, await self.makers[task.name].roles.briefer.brief(task))
+            await self._root(i, task)
+        self._started = True
+
+    async def _root(self, i: int, task: Task) -> None:
+        nid = f"t{i}-root"
+        if nid not in self.ledger.log.nodes:
+            program, idea = task.baseline_program, Idea("the task's baseline program")
+            summary = await self.makers[task.name].summarize(program, idea)
+            cand = Candidate(nid, None, Operator.BASELINE, idea, program, content_hash(program), summary)
+            self.ledger.node(cand, Status.IMPLEMENTED, "", task=task.name)
+        v, _ = await self.verifier.verify(nid, task)
+        if v.status is not Status.OK:
+            raise TaskError(
+                f"the baseline of task {task.name!r} did not verify ({v.status.value}: {v.reason}); "
+                "policy training needs a working starting solution"
+            )
+
+    def _parents_for(self, step: int) -> list[str]:
+        earlier = [s for s in self.ledger.log.steps if s < step]
+        if earlier:
+            return list(self.ledger.log.steps[max(earlier)]["parents"])
+        return [f"t{g % len(self.tasks)}-root" for g in range(self.settings.parents)]
+
+    def _messages(self, task: Task, parent_id: str) -> tuple[dict[str, str], ...]:
+        from verifyless.roles.llm import LLMProposer
+        from verifyless.train.policy.ideas import menu_text, parent_assignment
+
+        parent = self.ledger.parent_info(parent_id)
+        system, user = LLMProposer(cast(Any, None)).render(ProposeContext(task=task, parent=parent))
+        content = user.content
+        if task.idea_space is not None:
+            content += "\n\n" + menu_text(task.idea_space, parent_assignment(task, parent))
+        return ({"role": "system", "content": system.content}, {"role": "user", "content": content})
+
+    # ------------------------------------------------------------------ one idea
+
+    async def _score_one(self, prompt: PolicyPrompt, index: int, text: str) -> IdeaReward:
+        stored = self.ledger.log.ideas.get((prompt.key, index))
+        if stored is not None:
+            return reward_from(stored)
+        task = self._task(prompt.task)
+        parent = self.ledger.parent_info(prompt.parent_id)
+        idea = idea_from_text(task, parent, text)
+        if idea is None:
+            what = "names no option that changes the parent" if task.idea_space else "has no usable idea"
+            return self._store(prompt, index, -1.0, "invalid", status="parse-error", reason=f"the completion {what}")
+        nid = f"{prompt.key.replace('/', '')}i{index:02d}"
+        node = await self._child(nid, prompt, task, parent, idea)
+        if node.get("status") != Status.IMPLEMENTED.value:
+            return self._store(
+                prompt, index, -1.0, "invalid", node_id=nid, status=node["status"], reason=node["reason"]
+            )
+        evidence = await self._critique(nid, task, parent) if self.settings.mode != "verify-all" else None
+        verify = evidence is None or (
+            self.settings.mode == "critic-in-loop" and route(evidence.uncertainty, self.settings.threshold)
+        )
+        audited = not verify and audit_draw(self.draw_seed, prompt.key, index, self.settings.audit_rate)
+        checked = None
+        if verify or audited:
+            maker = self.makers[task.name]
+            checked = await self.verifier.verify_with_repairs(
+                nid, task, maker, parent.program, idea, self.settings.repairs
+            )
+        return self._reward(prompt, index, task, parent, nid, evidence, checked, audited)
+
+    async def _child(self, nid: str, prompt: PolicyPrompt, task: Task, parent: ParentInfo, idea: Idea) -> dict:
+        node = self.ledger.log.nodes.get(nid)
+        if node is not None:
+            return node
+        own = content_hash(parent.program)
+        made = await self.makers[task.name].make(parent, idea, skip=lambda digest: digest == own)
+        cand = Candidate(
+            id=nid,
+            parent_id=parent.id,
+            operator=Operator.IMPROVE,
+            idea=made.idea,
+            program=made.program,
+            program_hash=made.program_hash,
+            summary=made.summary,
+            round=prompt.step + 1,
+        )
+        return self.ledger.node(cand, made.status, made.reason, task=task.name, key=prompt.key)
+
+    async def _critique(self, nid: str, task: Task, parent: ParentInfo) -> Evidence:
+        known = self.ledger.log.critic.get(nid)
+        if known is not None:
+            return known
+        node = self.ledger.log.nodes[nid]
+        idea = node.get("idea") or {}
+        cand = Candidate(
+            id=nid,
+            parent_id=parent.id,
+            operator=Operator.IMPROVE,
+            idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
+            program=self.ledger.program(nid),
+            program_hash=str(node["program_hash"]),
+            summary=str(node.get("summary", "")),
+        )
+        ctx = ScreenContext(
+            task=task, parent=parent, rng=random.Random(0), brief=self.ledger.log.briefs.get(task.name), n_verify=0
+        )
+        evidence = (await self.critic.screen(ctx, [cand])).evidence[nid]
+        self.ledger.critic(nid, evidence)
+        return evidence
+
+    def _reward(
+        self,
+        prompt: PolicyPrompt,
+        index: int,
+        task: Task,
+        parent: ParentInfo,
+        nid: str,
+        evidence: Evidence | None,
+        checked: Checked | None,
+        audited: bool,
+    ) -> IdeaReward:
+        improved = None
+        extra: dict[str, Any] = {"node_id": nid, "status": self.ledger.log.nodes[nid]["status"]}
+        if checked is not None:
+            v = checked.verification
+            improved = improves(task, v, parent, self.settings.tolerance)
+            extra.update(
+                node_id=checked.node_id,
+                status=v.status.value,
+                reason=v.reason[:500],
+                child_score=v.score,
+                verify_seconds=checked.seconds,
+            )
+        says = critic_improves(evidence) if evidence is not None else None
+        if evidence is not None:
+            extra.update(votes=vote_counts(evidence), uncertainty=evidence.uncertainty)
+            extra["tokens"] = int(evidence.detail.get("tokens", 0) or 0)
+        from_critic = checked is None or audited
+        good = says if from_critic else improved
+        return self._store(
+            prompt,
+            index,
+            1.0 if good else -1.0,
+            "critic" if from_critic else "verifier",
+            improved=improved,
+            parent_score=parent.score,
+            paid=checked.paid if checked else 0,
+            audited=audited,
+            critic_improve=says,
+            **extra,
+        )
+
+    def _store(
+        self,
+        prompt: PolicyPrompt,
+        index: int,
+        reward: float,
+        source: str,
+        *,
+        paid: int = 0,
+        audited: bool = False,
+        critic_improve: bool | None = None,
+        **fields: Any,
+    ) -> IdeaReward:
+        made = IdeaReward(key=prompt.key, index=index, reward=reward, source=cast(Any, source), **fields)
+        return self.ledger.idea(
+            made, step=prompt.step, verifications=paid, audited=audited, critic_improve=critic_improve
+        )
+
+    # ------------------------------------------------------------------ next parents
+
+    async def _next_parent(self, key: str) -> tuple[str, int]:
+        """(the group's parent for the next step, verifications paid to check it)."""
+        prompt = self.ledger.log.prompts[key]
+        group = [p for (k, _), p in sorted(self.ledger.log.ideas.items()) if k == key]
+        if not group or any(float(p["reward"]) <= 0 for p in group):
+            return prompt.parent_id, 0
+        task = self._task(prompt.task)
+        verified = [p for p in group if p.get("improved")]
+        if verified:
+            best = max(verified, key=lambda p: (fitness(task, self.ledger.log.verifications[p["node_id"]]) or 0.0))
+            return str(best["node_id"]), 0
+        pick = random.Random(f"{self.draw_seed}:parent:{key}").choice(group)
+        v, paid = await self.verifier.verify(str(pick["node_id"]), task)
+        parent = self.ledger.parent_info(prompt.parent_id)
+        return (str(pick["node_id"]) if improves(task, v, parent, self.settings.tolerance) else prompt.parent_id), paid
+
+    def _task(self, name: str) -> Task:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise ConfigError(f"prompt names task {name!r}, which this rewarder was not given")
+
+
+__all__ = ["PolicyRewarder"]

@@ -1,0 +1,68 @@
+"""Settings of the policy-training reward pipeline (critic paper, Section 5).
+
+Defaults are the paper's: 16 parents x 16 ideas per step, a frozen critic
+with k = 16 votes, routing threshold T = 0.25, up to 3 repairs that keep the
+idea. ``verifications`` (the hard cap) and ``audit_rate`` have no paper
+value; the cap is required in practice (None means no cap), the audit rate
+defaults to 0 (no extra verifications).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifyless.errors import ConfigError
+from verifyless.train.policy.contract import RewardMode
+
+
+class RewardSettings(BaseModel):
+    """How ideas are rewarded; stored in the run's config so a resume uses the same values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: RewardMode = Field(
+        "critic-in-loop",
+        description="verify-all: verify every runnable idea; critic-in-loop: the critic's verdict is the reward "
+        "when its votes agree (u < threshold), else verify; critic-only: never verify ideas",
+    )
+    parents: int = Field(
+        16, ge=1, description="groups (parents) per step, spread round-robin over the tasks (paper: 16)"
+    )
+    ideas: int = Field(16, ge=1, description="ideas sampled per group by the trainer, G (paper: 16)")
+    votes: int = Field(16, ge=1, description="critic critiques per idea, k (paper: 16)")
+    threshold: float = Field(
+        0.25, ge=0, le=1, description="route to real verification when the critic's uncertainty u >= this (paper: 0.25)"
+    )
+    repairs: int = Field(
+        3, ge=0, description="repairs that keep the idea after a non-timeout execution error (paper: 3)"
+    )
+    verifications: int | None = Field(
+        None,
+        ge=0,
+        description="hard cap on paid verifications in the run, baselines and repairs included (None: no cap)",
+    )
+    audit_rate: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of confident critic rewards that are verified too (charged), to audit the critic",
+    )
+    tolerance: float = Field(
+        0.0, ge=0, description="relative change at or below which a child ties its parent (not an improvement)"
+    )
+    seed: int = Field(0, description="seed for audit draws and for choosing the next parent among improving children")
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> RewardSettings:
+        """Validated settings, or a one-line ``ConfigError`` naming the bad field."""
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(f"policy reward setting {where}: {first['msg']}") from None
+
+
+__all__ = ["RewardSettings"]

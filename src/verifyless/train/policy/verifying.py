@@ -1,0 +1,190 @@
+"""Paid verification for policy training: the hard cap, reuse, and repairs that keep the idea.
+
+``PaidVerifier.verify`` records every verification with its budget charge in
+one transaction before returning it (``PolicyLedger.verification``). A node
+already verified in the run is read back, never verified again; a
+verification that was running when the process died left no event, so it
+runs again and is charged once. On a deterministic task a program already
+verified in the run (or being verified right now by a concurrent idea) is
+not paid again: its event copies the result with no charge (``reused_from``).
+
+The cap counts like a run's budget: paid verifications in the ledger plus
+the ones in flight. When a new verification is needed and the cap is
+reached, ``VerificationBudgetSpent`` is raised before anything runs.
+
+``verify_with_repairs`` gives a child whose run failed for any reason but a
+timeout up to ``repairs`` repairs through ``ChildMaker.repair`` (the idea is
+kept; fixed regions are checked against the original parent). Each repaired
+program is a new node ``<child>r<k>`` and its verification is paid like any
+other. The last verification decides the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from verifyless.child import ChildMaker
+from verifyless.data.labels import relative_delta, three_way
+from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.roles.base import ParentInfo
+from verifyless.task.base import Task
+from verifyless.train.policy.contract import VerificationBudgetSpent
+from verifyless.train.policy.ledger import PolicyLedger
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The outcome of verifying one idea's child, repairs included."""
+
+    node_id: str  # the node whose verification decided (the child, or its last repair)
+    verification: Verification
+    paid: int  # verifications charged for this idea
+    seconds: float  # evaluator seconds of the charged verifications
+
+
+class PaidVerifier:
+    """Verifies recorded nodes through ``executor`` under the cap ``cap`` (None = no cap)."""
+
+    def __init__(self, ledger: PolicyLedger, executor: Any, cap: int | None) -> None:
+        self.ledger = ledger
+        self.executor = executor
+        self.cap = cap
+        self._reserved = 0
+        self._inflight: dict[tuple[str, str], asyncio.Future[Verification]] = {}
+
+    def left(self) -> int:
+        """Verifications left under the cap (``sys.maxsize`` when there is no cap)."""
+        if self.cap is None:
+            return sys.maxsize
+        return max(0, self.cap - self.ledger.paid_verifications() - self._reserved)
+
+    async def verify(self, nid: str, task: Task) -> tuple[Verification, int]:
+        """The verification of node ``nid`` and how many verifications it charged (0 or 1)."""
+        known = self.ledger.log.verifications.get(nid)
+        if known is not None:
+            return known, 0
+        program = self.ledger.program(nid)
+        digest = (task.name, content_hash(program))
+        if not task.stochastic:
+            reused = await self._reuse(nid, task, digest)
+            if reused is not None:
+                return reused, 0
+        return await self._pay(nid, task, program, digest), 1
+
+    async def _reuse(self, nid: str, task: Task, digest: tuple[str, str]) -> Verification | None:
+        source = self._verified_twin(task, digest[1])
+        if source is None and digest in self._inflight:
+            try:
+                await asyncio.shield(self._inflight[digest])
+            except asyncio.CancelledError:
+                return None
+            source = self._verified_twin(task, digest[1])
+        if source is None:
+            return None
+        v = self.ledger.log.verifications[source]
+        self.ledger.verification(nid, v, fitness(task, v), reused_from=source)
+        return v
+
+    def _verified_twin(self, task: Task, digest: str) -> str | None:
+        nodes = self.ledger.log.nodes
+        for other in self.ledger.log.verifications:
+            node = nodes.get(other, {})
+            if node.get("program_hash") == digest and node.get("task") == task.name:
+                return other
+        return None
+
+    async def _pay(self, nid: str, task: Task, program: str, digest: tuple[str, str]) -> Verification:
+        if self.left() <= 0:
+            raise VerificationBudgetSpent(
+                f"the verification cap of {self.cap} is reached ({self.ledger.paid_verifications()} paid, "
+                f"{self._reserved} running); node {nid} needs one more"
+            )
+        self._reserved += 1
+        pending: asyncio.Future[Verification] = asyncio.get_running_loop().create_future()
+        self._inflight[digest] = pending
+        try:
+            v = await self.executor.verify(task, program)
+            self.ledger.verification(nid, v, fitness(task, v))
+        except BaseException:
+            pending.cancel()
+            raise
+        finally:
+            self._reserved -= 1
+            self._inflight.pop(digest, None)
+        pending.set_result(v)
+        return v
+
+    async def verify_with_repairs(
+        self, nid: str, task: Task, maker: ChildMaker, base_program: str, idea: Idea, repairs: int
+    ) -> Checked:
+        """Verify ``nid``; on a non-timeout failure repair (keeping ``idea``) and verify again, ``repairs`` times."""
+        current, paid, seconds = nid, 0, 0.0
+        for attempt in range(repairs + 1):
+            v, charged = await self.verify(current, task)
+            paid, seconds = paid + charged, seconds + (v.seconds if charged else 0.0)
+            if v.status in (Status.OK, Status.TIMEOUT) or attempt == repairs:
+                break
+            fixed = await self._repaired(nid, attempt + 1, current, task, maker, base_program, idea, v)
+            if fixed is None:
+                break
+            current = fixed
+        return Checked(current, self.ledger.log.verifications[current], paid, seconds)
+
+    async def _repaired(
+        self,
+        nid: str,
+        k: int,
+        failed: str,
+        task: Task,
+        maker: ChildMaker,
+        base_program: str,
+        idea: Idea,
+        v: Verification,
+    ) -> str | None:
+        """Node id of repair ``k`` of ``nid`` when it is runnable, else None (recorded either way)."""
+        rid = f"{nid}r{k}"
+        node = self.ledger.log.nodes.get(rid)
+        if node is None:
+            error = "\n".join(x for x in (f"{v.status.value}: {v.reason}", v.stderr_tail) if x.strip())
+            made = await maker.repair(base_program, self.ledger.program(failed), idea, error)
+            parent_node = self.ledger.log.nodes[nid]
+            cand = Candidate(
+                id=rid,
+                parent_id=parent_node.get("parent_id"),
+                operator=Operator.DEBUG,
+                idea=made.idea,
+                program=made.program,
+                program_hash=made.program_hash,
+                summary=made.summary,
+                round=int(parent_node.get("round", 0)),
+            )
+            node = self.ledger.node(cand, made.status, made.reason, task=task.name, repair_of=failed)
+        if node.get("status") != Status.IMPLEMENTED.value:
+            log.info("repair %s of %s is not runnable: %s", rid, nid, node.get("reason", ""))
+            return None
+        return rid
+
+
+def improves(task: Task, v: Verification, parent: ParentInfo, tolerance: float = 0.0) -> bool:
+    """Whether a verified child beats its parent: OK, and its relative fitness change exceeds ``tolerance``.
+
+    Uses the data labels' rules (``verifyless.data.labels``): the three-way label must be ``improve``.
+    """
+    child_fit = fitness(task, v)
+    if child_fit is None or parent.score is None:
+        return False
+    return three_way(relative_delta(child_fit, task.metric.orient(parent.score)), tolerance) == "improve"
+
+
+def fitness(task: Task, v: Verification) -> float | None:
+    """Oriented validation fitness (higher is better) of an OK verification, else None."""
+    return task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
+
+
+__all__ = ["Checked", "PaidVerifier", "fitness", "improves"]

@@ -1,0 +1,191 @@
+"""``build_rewarder``: a ready ``PolicyRewarder`` from plain settings (what the trainer and its CLI call).
+
+Child-making roles are built the way the engine and the data commands build
+them (``verifyless.wiring``; same response cache in the store file, same LLM
+call recorder charging tokens to the run). Without model specs the tasks'
+offline idea-space roles are used. The critic is a ``PointwiseCritic`` on
+``critic`` (a model spec such as ``scripted:FILE``, ``openai:MODEL`` or
+``local:...``) with ``k = votes`` and ``T = threshold``; it is required for
+``critic-in-loop`` and ``critic-only``. Verification runs through the
+configured executor with the store's folder hidden from candidate programs.
+
+Resume: pass ``resume`` (a run id or a unique prefix). The stored settings,
+tasks, model specs and executor win over the arguments, so the reopened run
+hands out the same prompts and never pays twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verifyless.errors import ConfigError
+from verifyless.train.policy.rewards import PolicyRewarder
+from verifyless.train.policy.settings import RewardSettings
+
+
+@dataclass
+class BuiltRewarder:
+    """The rewarder and what it holds open; ``close()`` (or ``with``) releases the store and the executor."""
+
+    rewarder: PolicyRewarder
+    store: Any
+    executor: Any
+
+    @property
+    def run_id(self) -> str:
+        return self.rewarder.run_id
+
+    def close(self) -> None:
+        try:
+            self.executor.close()
+        finally:
+            self.store.close()
+
+    def __enter__(self) -> BuiltRewarder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_rewarder(
+    tasks: Sequence[str],
+    store_path: str | Path,
+    *,
+    mode: str = "critic-in-loop",
+    parents: int = 16,
+    ideas: int = 16,
+    votes: int = 16,
+    threshold: float = 0.25,
+    repairs: int = 3,
+    verifications: int | None = None,
+    audit_rate: float = 0.0,
+    seed: int = 0,
+    models: Sequence[str] = (),
+    critic: str | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+    config: Path | None = None,
+    resume: str | None = None,
+) -> BuiltRewarder:
+    """Open the store and build (or reopen) a policy-training reward run; see the module docstring.
+
+    ``tasks``: task names or folders; ``models``: child-role specs as in the
+    data commands (``["SPEC", "implementer=SPEC2", "summarizer=SPEC3"]``);
+    ``critic``: the critic's model spec.
+    """
+    from verifyless.store import RunStore
+
+    store = RunStore(store_path)
+    try:
+        return _build(store, Path(store_path), tasks, locals_of(locals()), config, resume)
+    except BaseException:
+        store.close()
+        raise
+
+
+def locals_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings and wiring arguments of ``build_rewarder`` (for storing and resuming)."""
+    keys = ("mode", "parents", "ideas", "votes", "threshold", "repairs", "verifications", "audit_rate", "seed")
+    return {
+        "settings": {k: values[k] for k in keys},
+        "models": list(values["models"]),
+        "critic": values["critic"],
+        "executor": values["executor"],
+        "workers": values["workers"],
+    }
+
+
+def _build(
+    store: Any, path: Path, tasks: Sequence[str], args: dict[str, Any], config: Path | None, resume: str | None
+) -> BuiltRewarder:
+    from verifyless.data.pipeline import collection_config
+    from verifyless.executors.ray import build_executor
+    from verifyless.task import load_task
+    from verifyless.wiring import build_guards, build_models, build_roles
+
+    run_id = None
+    if resume is not None:
+        run_id = store.resolve_run(resume)
+        stored = dict(store.run(run_id).config)
+        if stored.get("kind") != "policy-grpo":
+            raise ConfigError(f"run {run_id} is not a policy-training run; resume it with the command that made it")
+        tasks, args = list(stored["wiring"]["tasks"]), {**dict(stored["wiring"]), "settings": stored["settings"]}
+    if not tasks:
+        raise ConfigError("policy training needs at least one task (a task name or folder)")
+    settings = RewardSettings.of(dict(args["settings"]))
+    refs = [str(Path(t).resolve()) if Path(t).exists() else str(t) for t in tasks]
+    run_ref: dict[str, str | None] = {"run_id": run_id}
+    cfgs = [
+        collection_config(
+            ref,
+            path,
+            config=config,
+            models=args["models"],
+            executor=args["executor"],
+            workers=args["workers"],
+            seed=settings.seed,
+        )
+        for ref in refs
+    ]
+    loaded = [load_task(cfg.task) for cfg in cfgs]
+    built = build_models(cfgs[0], store, run_ref)
+    llm = asyncio.Semaphore(8)
+    makers = {}
+    for cfg, task in zip(cfgs, loaded, strict=True):
+        from verifyless.child import ChildMaker
+
+        makers[task.name] = ChildMaker(
+            task,
+            build_roles(cfg, task, built),
+            llm=llm,
+            guards=build_guards(cfg, built),
+            guard_repairs=cfg.guards.repair_attempts,
+        )
+    judge = _critic(args["critic"], settings, store, path, run_ref)
+    first = cfgs[0]
+    execu = build_executor(
+        first.executor.name,
+        dict(first.executor.options),
+        hide=[path.resolve().parent],
+        capacity=first.engine.verify_concurrency,
+    )
+    wiring = {
+        "tasks": refs,
+        "models": list(args["models"]),
+        "critic": args["critic"],
+        "executor": args["executor"],
+        "workers": args["workers"],
+    }
+    try:
+        rewarder = PolicyRewarder(loaded, makers, judge, execu, store, run_id, settings, run_config={"wiring": wiring})
+    except BaseException:
+        execu.close()
+        raise
+    run_ref["run_id"] = rewarder.run_id
+    return BuiltRewarder(rewarder, store, execu)
+
+
+def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, run_ref: dict[str, str | None]) -> Any:
+    """The ``PointwiseCritic`` on model ``spec`` (None when the mode needs no critic)."""
+    if spec is None:
+        if settings.mode != "verify-all":
+            raise ConfigError(
+                f"mode {settings.mode} needs a critic model: pass critic=SPEC (e.g. scripted:FILE, openai:MODEL, "
+                "local:PATH), or use mode verify-all"
+            )
+        return None
+    from verifyless.model import build_model
+    from verifyless.model.cache import ResponseCache
+    from verifyless.screen.critic import PointwiseCritic
+    from verifyless.wiring import call_recorder
+
+    model = build_model(spec, cache=ResponseCache(path), recorder=call_recorder(store, run_ref))
+    return PointwiseCritic(model, k=settings.votes, route_threshold=settings.threshold)
+
+
+__all__ = ["BuiltRewarder", "build_rewarder"]

@@ -1,0 +1,341 @@
+"""Policy-training rewards on a tiny real task: routing per mode, the hard cap, durability, parents, the space reader.
+
+The task (tests/data_task) scores 2A + B - C from three idea-space choices and
+crashes when C < 0; it runs in the real sandbox. The critic is a real
+``PointwiseCritic`` over a ``ScriptedModel`` whose votes are unanimous for
+some children (A set to three: improve; A set to zero: lose) and split
+half/half for every other child (u = 0.5, so critic-in-loop verifies it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import TASK as LLM_TASK
+from verifyless.child import ChildMaker
+from verifyless.executors.local import LocalExecutor
+from verifyless.model.base import ModelRequest
+from verifyless.model.scripted import ScriptedModel
+from verifyless.roles.base import ParentInfo
+from verifyless.roles.space import space_roles
+from verifyless.screen.critic import PointwiseCritic
+from verifyless.store import RunStore
+from verifyless.task import load_task
+from verifyless.task.base import IdeaOption, IdeaSpace
+from verifyless.train.policy import space_reader
+from verifyless.train.policy.contract import Rewarder, VerificationBudgetSpent
+from verifyless.train.policy.ideas import idea_from_text
+from verifyless.train.policy.metrics import audit_run
+from verifyless.train.policy.rewards import PolicyRewarder
+from verifyless.train.policy.settings import RewardSettings
+
+TASK = load_task(str(Path(__file__).parent / "data_task"))
+# Baseline a1 b1 c0 scores 3: a3 -> 7 (improve), a0 -> 1, b2 -> 4 (improve), c1 -> 2, cneg crashes.
+GROUP = ["Set A higher: a3.", "Use a0 instead.", "Try b2.", "Penalise more with c1.", "Use cneg.", "no idea here"]
+
+
+def _critic_reply(request: ModelRequest) -> str:
+    user = request.messages[-1].content
+    child = user.split("## Child", 1)[1].split("## What is known", 1)[0]
+    if "sets A to three" in child:
+        return "Weights matter most.\n[IMPROVEMENT] improve --- more A\n[WINTIER] big --- large"
+    if "sets A to zero" in child:
+        return "[IMPROVEMENT] lose --- less A\n[WINTIER] NA --- none"
+    if request.sample_offset % 2 == 0:
+        return "[IMPROVEMENT] improve --- maybe\n[WINTIER] small --- maybe"
+    return "[IMPROVEMENT] lose --- maybe not\n[WINTIER] NA --- none"
+
+
+class CountingExecutor:
+    """The real local executor, counting calls; ``fail_after`` raises an infrastructure error on a later call."""
+
+    def __init__(self, tmp: Path, fail_after: int | None = None) -> None:
+        self.inner = LocalExecutor(capacity=2, hide=[tmp])
+        self.calls = 0
+        self.fail_after = fail_after
+
+    async def verify(self, task: Any, program: str) -> Any:
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise RuntimeError("injected: the verification host died")
+        return await self.inner.verify(task, program)
+
+
+def _rewarder(store: RunStore, executor: Any, run_id: str | None = None, **settings: Any) -> PolicyRewarder:
+    values = {"mode": "critic-in-loop", "parents": 1, "ideas": len(GROUP), "votes": 4, **settings}
+    critic = PointwiseCritic(ScriptedModel(function=_critic_reply), k=values["votes"])
+    makers = {TASK.name: ChildMaker(TASK, space_roles(TASK))}
+    return PolicyRewarder([TASK], makers, critic, executor, store, run_id, RewardSettings(**values), random.Random(1))
+
+
+def _score(rewarder: PolicyRewarder, completions: list[str] = GROUP, step: int = 0) -> list:
+    async def go() -> list:
+        prompt = (await rewarder.prompts(step))[0]
+        return await rewarder.score(prompt, completions)
+
+    return asyncio.run(go())
+
+
+def _paid(store: RunStore, run_id: str) -> Counter[str]:
+    return Counter(e.node_id for e in store.events(run_id, kinds=["verification"]) if e.charge is not None)
+
+
+def test_critic_in_loop_verifies_exactly_the_uncertain_ideas(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "s.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path))
+        assert isinstance(rewarder, Rewarder)
+        rewards = _score(rewarder)
+        assert [r.source for r in rewards] == ["critic", "critic", "verifier", "verifier", "verifier", "invalid"]
+        assert [r.reward for r in rewards] == [1.0, -1.0, 1.0, -1.0, -1.0, -1.0]
+        assert [r.improved for r in rewards] == [None, None, True, False, False, None]
+        assert rewards[0].votes == {"improve": 4, "tie": 0, "lose": 0, "invalid": 0} and rewards[0].uncertainty == 0
+        assert rewards[2].votes["improve"] == 2 and rewards[2].uncertainty == pytest.approx(0.5)
+        assert rewards[2].parent_score == 3.0 and rewards[2].child_score == 4.0
+        assert rewards[4].status == "failed" and rewards[5].status == "parse-error"
+        paid = _paid(store, rewarder.run_id)
+        assert set(paid) == {"t0-root", "s0g00i02", "s0g00i03", "s0g00i04"} and set(paid.values()) == {1}
+        assert store.budget(rewarder.run_id).verifications == 4
+        stored = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
+        assert sorted((p["index"], p["source"]) for p in stored) == [(i, r.source) for i, r in enumerate(rewards)]
+        assert store.run(rewarder.run_id).config["kind"] == "policy-grpo"
+
+
+def test_repairs_keep_the_idea_and_are_recorded(tmp_path: Path) -> None:
+    """A crashed child goes to the implementer's repair; the template implementer cannot repair, so it ends there."""
+    with RunStore(tmp_path / "r.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all")
+        (reward,) = _score(rewarder, ["Use cneg."])
+        nodes = {r["node_id"]: r for r in store.node_rows(rewarder.run_id)}
+        assert reward.source == "verifier" and reward.reward == -1.0 and reward.improved is False
+        assert nodes["s0g00i00r1"]["status"] == "guard-failed" and "cannot be repaired" in nodes["s0g00i00r1"]["reason"]
+
+
+def test_verification_cap_stops_with_budget_spent_and_keeps_what_was_paid(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "c.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), verifications=3)
+        with pytest.raises(VerificationBudgetSpent):
+            _score(rewarder)
+        assert store.budget(rewarder.run_id).verifications == 3 and rewarder.verifications_left() == 0
+        stored = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
+        assert sum(p["source"] == "verifier" for p in stored) == 2  # the two paid ideas got their rewards
+        assert sum(p["source"] == "critic" for p in stored) == 2 and sum(p["source"] == "invalid" for p in stored) == 1
+
+
+def test_verify_all_verifies_every_runnable_idea_and_critic_only_none(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "m.db") as store:
+        everything = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all")
+        rewards = _score(everything)
+        assert [r.source for r in rewards] == ["verifier"] * 5 + ["invalid"]
+        assert [r.reward for r in rewards] == [1.0, -1.0, 1.0, -1.0, -1.0, -1.0]
+        assert all(not r.votes for r in rewards) and store.budget(everything.run_id).verifications == 6
+
+        only = _rewarder(store, CountingExecutor(tmp_path), mode="critic-only")
+        rewards = _score(only)
+        assert [r.source for r in rewards] == ["critic"] * 5 + ["invalid"]
+        assert [r.reward for r in rewards] == [1.0, -1.0, -1.0, -1.0, -1.0, -1.0]  # split votes are no verdict
+        assert store.budget(only.run_id).verifications == 1  # the baseline only
+
+
+def test_audit_verifies_confident_critic_rewards_and_the_audit_reads_them_back(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "a.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), audit_rate=1.0)
+        rewards = _score(rewarder)
+        assert [r.source for r in rewards[:2]] == ["critic", "critic"] and rewards[0].improved is True
+        assert rewards[1].improved is False and store.budget(rewarder.run_id).verifications == 6
+        report = audit_run(store, rewarder.run_id)
+    assert report.confident.to_dict()["tp"] == 1 and report.confident.tn == 1 and report.confident.reward_error == 0
+    assert report.routed.to_dict()["fn"] == 1 and report.routed.tn == 2  # split votes: no improve verdict
+    assert report.by_source == {"critic": 2, "verifier": 3, "invalid": 1}
+
+
+def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "o.db") as store:
+        first = _rewarder(store, CountingExecutor(tmp_path))
+        rewards = _score(first)
+        prompts = asyncio.run(first.prompts(0))
+        executor = CountingExecutor(tmp_path)
+        again = _rewarder(store, executor, run_id=first.run_id, mode="verify-all")  # stored settings win
+        assert again.settings.mode == "critic-in-loop" and asyncio.run(again.prompts(0)) == prompts
+        assert _score(again) == rewards and executor.calls == 0
+        assert store.budget(first.run_id).verifications == 4
+
+
+def test_crash_mid_scoring_resumes_without_paying_twice(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "k.db") as store:
+        broken = _rewarder(store, CountingExecutor(tmp_path, fail_after=2), mode="verify-all")
+        with pytest.raises(RuntimeError, match="injected"):
+            _score(broken)
+        before = _paid(store, broken.run_id)
+        assert sum(before.values()) == 2  # the root and one child were paid and recorded
+        resumed = _rewarder(store, CountingExecutor(tmp_path), run_id=broken.run_id)
+        rewards = _score(resumed)
+        paid = _paid(store, broken.run_id)
+        assert set(paid.values()) == {1} and sum(paid.values()) == 6 and before.keys() <= paid.keys()
+        assert [r.reward for r in rewards] == [1.0, -1.0, 1.0, -1.0, -1.0, -1.0]
+
+
+def test_all_ideas_improving_advances_the_parent(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "p.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all", parents=2)
+
+        async def go() -> tuple:
+            groups = await rewarder.prompts(0)
+            await rewarder.score(groups[0], ["Try b2.", "Set A higher: a3."])  # both improve: 4 and 7
+            await rewarder.score(groups[1], ["Try b2.", "Use a0 instead."])
+            stats = await rewarder.finish_step(0)
+            return groups, stats, await rewarder.prompts(1)
+
+        groups, stats, nxt = asyncio.run(go())
+    assert stats.parents_advanced == 1 and stats.ideas == 4 and stats.verified == 4 and stats.mean_reward == 0.5
+    assert nxt[0].parent_id == "s0g00i01" and nxt[1].parent_id == groups[1].parent_id == "t0-root"
+    assert re.search(r"`a3` \(current\)", nxt[0].messages[-1]["content"])
+    assert "validation combined_score = 7" in nxt[0].messages[-1]["content"]
+
+
+def test_critic_rewarded_group_checks_the_chosen_child_before_it_becomes_parent(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "q.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="critic-only")
+
+        async def go() -> Any:
+            (group,) = await rewarder.prompts(0)
+            await rewarder.score(group, ["Set A higher: a3.", "a3 and b2"])
+            return await rewarder.finish_step(0), await rewarder.prompts(1)
+
+        stats, (nxt,) = asyncio.run(go())
+        assert stats.parents_advanced == 1 and nxt.parent_id in ("s0g00i00", "s0g00i01")
+        assert store.budget(rewarder.run_id).verifications == 2  # the baseline and the new parent
+
+
+def test_space_reader_maps_named_options_and_rejects_text_without_them() -> None:
+    space = TASK.idea_space
+    assert space is not None
+    idea = space_reader.read(space, dict(space.baseline), "Change a from a1 to a2, or rather a3; also b0.")
+    assert idea is not None and idea.params["assignment"] == {"a": "a3", "b": "b0", "c": "c0"}
+    assert idea.params["changed"] == ["a", "b"] and "a3" in idea.text
+    assert space_reader.read(space, dict(space.baseline), "Keep a1 and b1 as they are.") is None
+    assert space_reader.read(space, dict(space.baseline), "Make the model deeper.") is None
+    assert space_reader.read(space, dict(space.baseline), "a12 and xa3 are not options") is None
+    shared = IdeaSpace(
+        dimensions={
+            "x": (IdeaOption("none", "no x", "X = 0"), IdeaOption("big", "big x", "X = 9")),
+            "y": (IdeaOption("none", "no y", "Y = 0"), IdeaOption("some", "some y", "Y = 1")),
+        },
+        template="{{x}}\n{{y}}",
+        baseline={"x": "big", "y": "some"},
+    )
+    assert space_reader.read(shared, dict(shared.baseline), "use none") is None  # ambiguous bare name
+    got = space_reader.read(shared, dict(shared.baseline), "set y=none.")
+    assert got is not None and got.params["assignment"] == {"x": "big", "y": "none"}
+
+
+def _critic_file(tmp: Path) -> Path:
+    """A scripted critic: unanimous improve when the child sets A to three, unanimous lose otherwise."""
+    path = tmp / "critic.yaml"
+    path.write_text(
+        "rules:\n"
+        "  - {match: 'Child[^#]*sets A to three', repeat: true,\n"
+        '     replies: ["[IMPROVEMENT] improve --- more A\\n[WINTIER] big --- large"]}\n'
+        "  - {match: '## Child', repeat: true, replies: [\"[IMPROVEMENT] lose --- no\\n[WINTIER] NA --- none\"]}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_build_rewarder_wires_a_scripted_critic_and_resumes_with_the_stored_settings(tmp_path: Path) -> None:
+    from verifyless.errors import ConfigError
+    from verifyless.train.policy.wiring import build_rewarder
+
+    db, task = tmp_path / "w.db", str(Path(__file__).parent / "data_task")
+    with pytest.raises(ConfigError, match="needs a critic model"):
+        build_rewarder([task], db, mode="critic-only")
+    critic = f"scripted:{_critic_file(tmp_path)}"
+    with build_rewarder([task], db, mode="critic-in-loop", parents=2, ideas=2, votes=3, critic=critic) as built:
+        rewards = _score(built.rewarder, ["Set A higher: a3.", "Use b0."])
+        assert [(r.source, r.reward) for r in rewards] == [("critic", 1.0), ("critic", -1.0)]
+        assert rewards[0].votes == {"improve": 3, "tie": 0, "lose": 0, "invalid": 0}
+        run_id, prompts = built.run_id, asyncio.run(built.rewarder.prompts(0))
+        assert {p.task for p in prompts} == {TASK.name} and built.store.budget(run_id).tokens_in > 0  # critic calls
+    with build_rewarder(["ignored"], db, mode="verify-all", resume=run_id[:15]) as again:
+        assert again.rewarder.settings.mode == "critic-in-loop" and again.rewarder.settings.votes == 3
+        assert asyncio.run(again.rewarder.prompts(0)) == prompts
+        assert _score(again.rewarder, ["Set A higher: a3.", "Use b0."]) == rewards
+        assert again.store.budget(run_id).verifications == 1  # the baseline only
+
+
+_CHILD = """
+import asyncio, sys
+from verifyless.train.policy.wiring import build_rewarder
+
+async def go(rewarder):
+    (prompt,) = await rewarder.prompts(0)
+    await rewarder.score(prompt, sys.argv[3:])
+
+with build_rewarder([sys.argv[1]], sys.argv[2], mode="verify-all", parents=1, ideas=6, workers=1) as built:
+    print(built.run_id, flush=True)
+    asyncio.run(go(built.rewarder))
+"""
+
+
+def test_kill_9_mid_scoring_then_resume_pays_each_child_once(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db, task = tmp_path / "k9.db", str(Path(__file__).parent / "data_task")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, task, str(db), *GROUP], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    deadline = time.monotonic() + 30
+    with RunStore(db) as store:
+        while time.monotonic() < deadline and sum(_paid(store, run_id).values()) < 2:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        killed_at = sum(_paid(store, run_id).values())
+        assert 2 <= killed_at <= 6
+    from verifyless.train.policy.wiring import build_rewarder
+
+    with build_rewarder([task], db, resume=run_id) as again:
+        rewards = _score(again.rewarder)
+        paid = _paid(again.store, run_id)
+    assert set(paid.values()) == {1} and sum(paid.values()) == 6  # the baseline + 5 runnable children, once each
+    assert [r.reward for r in rewards] == [1.0, -1.0, 1.0, -1.0, -1.0, -1.0]
+
+
+def test_llm_task_ideas_come_from_the_approach_section() -> None:
+    parent = ParentInfo("root", LLM_TASK.baseline_program, 0.5)
+    reply = "## Approach\nStandardise the inputs, then fit a ridge model with a small penalty.\n## Code\nx = 2"
+    idea = idea_from_text(LLM_TASK, parent, reply)
+    assert idea is not None and idea.text.startswith("Standardise the inputs") and "x = 2" not in idea.text
+    assert idea_from_text(LLM_TASK, parent, "ok") is None  # too short to be an idea
+
+
+def test_prompts_use_the_proposer_prompt_with_the_option_menu_and_step_stats_add_up(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "t.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), parents=3)
+
+        async def go() -> tuple:
+            groups = await rewarder.prompts(0)
+            await rewarder.score(groups[0], GROUP)
+            return groups, await rewarder.finish_step(0), await rewarder.finish_step(0)
+
+        groups, stats, again = asyncio.run(go())
+    assert [g.key for g in groups] == ["s0/g00", "s0/g01", "s0/g02"] and len({g.parent_id for g in groups}) == 1
+    system, user = groups[0].messages
+    assert system["role"] == "system" and user["role"] == "user" and "Options you can choose from" in user["content"]
+    assert "`a1` (current)" in user["content"] and "sets A to three" in user["content"]
+    assert stats == again and stats.ideas == 6 and stats.verified == 3 and stats.share_verified == 0.5
+    assert stats.rewarded_per_verification == 5 / 3 and stats.audited == 3 and stats.agreement == pytest.approx(2 / 3)
+    assert stats.mean_reward == pytest.approx(-2 / 6) and stats.parents_advanced == 0 and stats.tokens > 0
