@@ -256,3 +256,25 @@ def test_the_command_line_prints_one_line_and_exits_2_on_bad_input(tmp_path: Pat
     )
     assert out.returncode == 2 and "no dataset at" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_tournament_tuning_over_real_http_counts_every_request(tmp_path: Path, monkeypatch) -> None:
+    from verifyless.model.testserver import TestServer
+
+    splits = _splits()
+    ds = save_dataset(splits, tmp_path / "ds", card_data(splits, settings={}))
+    out = tmp_path / "judge.md"
+    with TestServer(_judge_model(_truth(splits)), models=["judge"]) as server:
+        monkeypatch.setenv("VERIFYLESS_BASE_URL", server.base_url)  # no --model: the command uses env
+        monkeypatch.setenv("VERIFYLESS_MODEL", "judge")
+        args = ["tune", "screener", "--dataset", str(ds), "--screener", "tournament", "--budget", "30"]
+        result = CliRunner().invoke(app, [*args, "--seed", "1", "--out", str(out)])
+        served = len(server.requests)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "judge.md.json").read_text())
+    assert report["baseline_dev"] == 0.5 and report["tuned_dev"] == 1.0 and report["tuned_bench"] == 1.0
+    assert served == report["search_calls"] + report["bench_calls"] > 0
+    judge = build_screener(
+        "tournament", models={"judge": ScriptedModel(replies=["-"])}, options={"prompt_file": str(out)}
+    )
+    assert judge.template[1].index("## Candidate B") < judge.template[1].index("## Solutions already evaluated")
