@@ -47,7 +47,9 @@ def screener_command(
         "--model",
         help="screener model: scripted:FILE | openai:M | env (default: env if VERIFYLESS_BASE_URL is set)",
     ),
-    budget: int = typer.Option(24, "--budget", help="prompts scored on the dev slice, the baseline included"),
+    budget: int = typer.Option(
+        40, "--budget", help="prompts scored on the dev slice, the baseline included (>= one neighbourhood)"
+    ),
     out: Path | None = typer.Option(None, "--out", help="tuned prompt file (default tuned-<screener>.md)"),
     seed: int = typer.Option(0, "--seed", help="seeds the dev slice, the edit order and the screener"),
     dev: str | None = typer.Option(None, "--dev", help="a whole split as dev slice (default: carve sft+grpo)"),

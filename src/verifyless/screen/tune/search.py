@@ -199,7 +199,7 @@ async def tune_prompt(
     load_split: Callable[[str], list[dict[str, Any]]],
     split_names: Sequence[str],
     *,
-    budget: int = 24,
+    budget: int = 40,
     seed: int = 0,
     dev: str | None = None,
     dev_fraction: float = 0.25,
