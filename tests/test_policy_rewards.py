@@ -339,3 +339,16 @@ def test_prompts_use_the_proposer_prompt_with_the_option_menu_and_step_stats_add
     assert stats == again and stats.ideas == 6 and stats.verified == 3 and stats.share_verified == 0.5
     assert stats.rewarded_per_verification == 5 / 3 and stats.audited == 3 and stats.agreement == pytest.approx(2 / 3)
     assert stats.mean_reward == pytest.approx(-2 / 6) and stats.parents_advanced == 0 and stats.tokens > 0
+
+
+def test_scoring_works_across_event_loops(tmp_path: Path) -> None:
+    """A trainer may call asyncio.run once per step; the executor's semaphore must never bind to an old loop."""
+    with RunStore(tmp_path / "l.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all", parents=2)
+
+        async def one(group: int, completions: list[str]) -> list:
+            return await rewarder.score((await rewarder.prompts(0))[group], completions)
+
+        first = asyncio.run(one(0, ["a3", "a0", "b2"]))
+        second = asyncio.run(one(1, ["a2", "b0", "a2 c1", "a0 b2"]))
+    assert [r.reward for r in first] == [1.0, -1.0, 1.0] and [r.reward for r in second] == [1.0, -1.0, 1.0, -1.0]
