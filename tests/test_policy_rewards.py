@@ -352,3 +352,20 @@ def test_scoring_works_across_event_loops(tmp_path: Path) -> None:
         first = asyncio.run(one(0, ["a3", "a0", "b2"]))
         second = asyncio.run(one(1, ["a2", "b0", "a2 c1", "a0 b2"]))
     assert [r.reward for r in first] == [1.0, -1.0, 1.0] and [r.reward for r in second] == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_bench_quick_runs_every_arm_on_the_same_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "policy_rewards.py"
+    spec = importlib.util.spec_from_file_location("bench_policy_rewards", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    rows = {r.arm: r for r in module.main(["--quick"])}
+    assert "| critic-in-loop |" in capsys.readouterr().out
+    assert rows["verify-all"].paid == 10 and rows["critic-only"].paid == 1  # the cap; the baseline only
+    assert rows["critic-in-loop"].steps >= rows["verify-all"].steps and rows["verify-all"].reward_accuracy == 1.0
+    assert rows["critic-in-loop"].share_verified < rows["verify-all"].share_verified
