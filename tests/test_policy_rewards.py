@@ -369,3 +369,45 @@ def test_bench_quick_runs_every_arm_on_the_same_cap(capsys: pytest.CaptureFixtur
     assert rows["verify-all"].paid == 10 and rows["critic-only"].paid == 1  # the cap; the baseline only
     assert rows["critic-in-loop"].steps >= rows["verify-all"].steps and rows["verify-all"].reward_accuracy == 1.0
     assert rows["critic-in-loop"].share_verified < rows["verify-all"].share_verified
+
+
+def _repairing_rewarder(store: RunStore, tmp: Path, replies: list[str], **settings: Any) -> PolicyRewarder:
+    """Space briefer/summariser with a real LLM implementer answering from a script (so repairs can succeed)."""
+    from verifyless.roles.base import Roles
+    from verifyless.roles.llm import LLMImplementer
+    from verifyless.roles.space import DeterministicSummarizer, SpaceProposer, StaticBriefer
+
+    implementer = LLMImplementer(ScriptedModel(replies=replies), max_attempts=1)
+    roles = Roles(StaticBriefer(), SpaceProposer(), implementer, DeterministicSummarizer())
+    values = {"mode": "verify-all", "parents": 1, "ideas": 1, "votes": 4, **settings}
+    makers = {TASK.name: ChildMaker(TASK, roles)}
+    return PolicyRewarder([TASK], makers, None, CountingExecutor(tmp), store, None, RewardSettings(**values))
+
+
+def test_a_crashing_child_is_repaired_keeping_its_idea_and_the_repair_is_verified(tmp_path: Path) -> None:
+    crash, fixed = "```python\nA = 3\nB = 1\nC = -1\n```", "```python\nA = 3\nB = 1\nC = 0\n```"
+    with RunStore(tmp_path / "fix.db") as store:
+        rewarder = _repairing_rewarder(store, tmp_path, [crash, fixed])
+        (reward,) = _score(rewarder, ["Raise A: a3."])
+        nodes = {r["node_id"]: r for r in store.node_rows(rewarder.run_id)}
+        (stored,) = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
+        assert reward.source == "verifier" and reward.reward == 1.0 and reward.improved is True
+        assert reward.node_id == "s0g00i00r1" and reward.child_score == 7.0 and stored["verifications"] == 2
+        assert nodes["s0g00i00"]["status"] == "failed" and nodes["s0g00i00r1"]["status"] == "ok"
+        assert nodes["s0g00i00r1"]["idea"] == nodes["s0g00i00"]["idea"]  # the idea is kept
+        assert store.budget(rewarder.run_id).verifications == 3
+
+    with RunStore(tmp_path / "none.db") as store:
+        rewarder = _repairing_rewarder(store, tmp_path, [crash], repairs=0)
+        (reward,) = _score(rewarder, ["Raise A: a3."])
+        assert reward.reward == -1.0 and reward.node_id == "s0g00i00" and reward.status == "failed"
+        assert store.budget(rewarder.run_id).verifications == 2
+
+
+def test_a_program_verified_concurrently_twice_is_paid_once(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "d.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all")
+        rewards = _score(rewarder, ["Set A higher: a3.", "a3, please", "Try b2."])
+        reused = [e.payload.get("reused_from") for e in store.events(rewarder.run_id, kinds=["verification"])]
+        assert [r.reward for r in rewards] == [1.0, 1.0, 1.0] and store.budget(rewarder.run_id).verifications == 3
+        assert sum(r is not None for r in reused) == 1
