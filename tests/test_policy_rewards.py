@@ -388,7 +388,7 @@ def test_a_crashing_child_is_repaired_keeping_its_idea_and_the_repair_is_verifie
     crash, fixed = "```python\nA = 3\nB = 1\nC = -1\n```", "```python\nA = 3\nB = 1\nC = 0\n```"
     with RunStore(tmp_path / "fix.db") as store:
         rewarder = _repairing_rewarder(store, tmp_path, [crash, fixed])
-        (reward,) = _score(rewarder, ["Raise A: a3."])
+        (reward,) = _score(rewarder, ["Raise the weight A to three (option a3)."])
         nodes = {r["node_id"]: r for r in store.node_rows(rewarder.run_id)}
         (stored,) = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
         assert reward.source == "verifier" and reward.reward == 1.0 and reward.improved is True
@@ -399,7 +399,7 @@ def test_a_crashing_child_is_repaired_keeping_its_idea_and_the_repair_is_verifie
 
     with RunStore(tmp_path / "none.db") as store:
         rewarder = _repairing_rewarder(store, tmp_path, [crash], repairs=0)
-        (reward,) = _score(rewarder, ["Raise A: a3."])
+        (reward,) = _score(rewarder, ["Raise the weight A to three (option a3)."])
         assert reward.reward == -1.0 and reward.node_id == "s0g00i00" and reward.status == "failed"
         assert store.budget(rewarder.run_id).verifications == 2
 
@@ -411,3 +411,43 @@ def test_a_program_verified_concurrently_twice_is_paid_once(tmp_path: Path) -> N
         reused = [e.payload.get("reused_from") for e in store.events(rewarder.run_id, kinds=["verification"])]
         assert [r.reward for r in rewards] == [1.0, 1.0, 1.0] and store.budget(rewarder.run_id).verifications == 3
         assert sum(r is not None for r in reused) == 1
+
+
+_LLM_SCRIPT = """
+mode: rules
+rules:
+- role: brief
+  reply: "## Task understanding\\nA weighted sum of three constants; higher is better.\\n\\n[CRITERIA]\\n1. Weight A.\\n2. Weight B.\\n3. Penalty C.\\n4. Robustness.\\n"
+- role: implementer
+  repeat: true
+  replies: ["```python\\nA = 3\\nB = 1\\nC = 0\\n```"]
+- role: summarizer
+  repeat: true
+  replies: ["The editable block sets three integer constants that the fixed run function combines into its score."]
+- role: critic
+  repeat: true
+  replies: ["[IMPROVEMENT] improve --- larger weight\\n[WINTIER] big --- large", "[IMPROVEMENT] lose --- no\\n[WINTIER] NA"]
+"""
+
+
+def test_build_rewarder_with_llm_roles_uses_the_policy_text_as_the_idea(tmp_path: Path) -> None:
+    from verifyless.train.policy.wiring import build_rewarder
+
+    script = tmp_path / "llm.yaml"
+    script.write_text(_LLM_SCRIPT, encoding="utf-8")
+    spec, task = f"scripted:{script}", str(Path(__file__).parent / "data_task")
+    with build_rewarder([task], tmp_path / "llm.db", parents=1, ideas=2, votes=2, models=[spec], critic=spec) as built:
+        (prompt,) = asyncio.run(built.rewarder.prompts(0))
+        assert "Options you can choose from" not in prompt.messages[-1]["content"]  # LLM roles: no option menu
+        text = "## Approach\nRaise the weight A to three so the sum grows, keeping B and C."
+        good, bad = _score(built.rewarder, [text, "ok"])
+        nodes = {r["node_id"]: r for r in built.store.node_rows(built.run_id)}
+        roles = Counter(e.payload["role"] for e in built.store.events(built.run_id, kinds=["llm_call"]))
+    assert (
+        good.source == "verifier"
+        and good.reward == 1.0
+        and good.votes == {"improve": 1, "tie": 0, "lose": 1, "invalid": 0}
+    )
+    assert nodes["s0g00i00"]["idea"].startswith("Raise the weight A") and good.child_score == 7.0
+    assert bad.source == "invalid" and bad.reason == "the completion has no usable idea"
+    assert roles["implementer"] == 1 and roles["critic"] >= 1 and roles["brief"] == 1

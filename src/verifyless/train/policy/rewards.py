@@ -3,13 +3,14 @@
 Per step (critic paper, Section 5): ``prompts(step)`` hands out ``parents``
 groups spread round-robin over the tasks, each the proposer's own prompt
 (``LLMProposer.render``) for the group's current parent asking for ONE idea;
-for idea-space tasks the menu of options is appended so a policy can name
+in idea-space worlds the menu of options is appended so a policy can name
 them. Every group starts at its task's baseline, verified once per run.
 
 ``score(prompt, completions)`` turns each completion into a reward:
 
-1. text -> ``Idea`` (idea-space tasks: ``space_reader.read`` on the parent's
-   assignment; LLM tasks: the reply's Approach section, else the whole text);
+1. text -> ``Idea`` (idea-space worlds -- a task with a space whose
+   implementer renders templates: ``space_reader.read`` on the parent's
+   assignment; with LLM roles: the reply's Approach section);
    nothing usable -> -1 from ``invalid``;
 2. ``ChildMaker.make`` (implement, fixed-region and guard checks, a child
    identical to its parent is a duplicate, neutral summary); not runnable ->
@@ -58,7 +59,7 @@ from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.screen.base import ScreenContext
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
-from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, vote_counts
+from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, space_world, vote_counts
 from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_from, stats_from
 from verifyless.train.policy.metrics import step_stats
 from verifyless.train.policy.settings import RewardSettings
@@ -200,7 +201,7 @@ class PolicyRewarder:
         parent = self.ledger.parent_info(parent_id)
         system, user = LLMProposer(cast(Any, None)).render(ProposeContext(task=task, parent=parent))
         content = user.content
-        if task.idea_space is not None:
+        if task.idea_space is not None and space_world(task, self.makers[task.name].roles):
             content += "\n\n" + menu_text(task.idea_space, parent_assignment(task, parent))
         return ({"role": "system", "content": system.content}, {"role": "user", "content": content})
 
@@ -212,9 +213,10 @@ class PolicyRewarder:
             return reward_from(stored)
         task = self._task(prompt.task)
         parent = self.ledger.parent_info(prompt.parent_id)
-        idea = idea_from_text(task, parent, text)
+        space = space_world(task, self.makers[task.name].roles)
+        idea = idea_from_text(task, parent, text, space=space)
         if idea is None:
-            what = "names no option that changes the parent" if task.idea_space else "has no usable idea"
+            what = "names no option that changes the parent" if space else "has no usable idea"
             return self._store(prompt, index, -1.0, "invalid", status="parse-error", reason=f"the completion {what}")
         nid = f"{prompt.key.replace('/', '')}i{index:02d}"
         node = await self._child(nid, prompt, task, parent, idea)
