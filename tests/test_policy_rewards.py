@@ -155,7 +155,9 @@ def test_audit_verifies_confident_critic_rewards_and_the_audit_reads_them_back(t
     assert report.by_source == {"critic": 2, "verifier": 3, "invalid": 1}
 
 
-def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(tmp_path: Path) -> None:
+def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with RunStore(tmp_path / "o.db") as store:
         first = _rewarder(store, CountingExecutor(tmp_path))
         rewards = _score(first)
@@ -164,6 +166,9 @@ def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(tmp_path: Pat
         again = _rewarder(store, executor, run_id=first.run_id, mode="verify-all")  # stored settings win
         assert again.settings.mode == "critic-in-loop" and asyncio.run(again.prompts(0)) == prompts
         assert _score(again) == rewards and executor.calls == 0
+        stored = [e.payload["completion"] for e in store.events(first.run_id, kinds=["policy_idea"])]
+        assert sorted(stored) == sorted(GROUP)
+        assert _score(again, ["b0"] + GROUP[1:])[0] == rewards[0] and "another completion" in caplog.text
         assert store.budget(first.run_id).verifications == 4
 
 

@@ -39,14 +39,16 @@ first error propagates.
 ``finish_step(step)`` advances parents: a group whose scored ideas (at least
 one) ALL got +1 moves to one improving child -- the best verified one, else
 one drawn with the run's seeded generator, which is then verified (charged)
-so the next step's labels have a parent score; if that check does not beat
-the current parent, the parent stays. It writes ``policy_step`` with the
+so the next step's labels have a parent score (this check may raise
+``VerificationBudgetSpent``); if it does not beat the current parent, the
+parent stays. It writes ``policy_step`` with the
 ``StepStats`` and the parents of the next step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -64,6 +66,9 @@ from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_fro
 from verifyless.train.policy.metrics import step_stats
 from verifyless.train.policy.settings import RewardSettings
 from verifyless.train.policy.verifying import Checked, PaidVerifier, fitness, improves
+
+log = logging.getLogger(__name__)
+_KEEP = 4000  # characters of a completion stored with its reward
 
 
 class PolicyRewarder:
@@ -111,6 +116,7 @@ class PolicyRewarder:
         self.ledger = PolicyLedger(store, run_id)
         self.verifier = PaidVerifier(self.ledger, executor, self.settings.verifications)
         self._started = False
+        self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
 
     # ------------------------------------------------------------------ Rewarder
 
@@ -210,7 +216,12 @@ class PolicyRewarder:
     async def _score_one(self, prompt: PolicyPrompt, index: int, text: str) -> IdeaReward:
         stored = self.ledger.log.ideas.get((prompt.key, index))
         if stored is not None:
+            if stored.get("completion", text[:_KEEP]) != text[:_KEEP]:
+                log.warning(
+                    "idea %s/%d was scored for another completion; its stored reward is returned", prompt.key, index
+                )
             return reward_from(stored)
+        self._texts[(prompt.key, index)] = text
         task = self._task(prompt.task)
         parent = self.ledger.parent_info(prompt.parent_id)
         space = space_world(task, self.makers[task.name].roles)
@@ -259,21 +270,10 @@ class PolicyRewarder:
         known = self.ledger.log.critic.get(nid)
         if known is not None:
             return known
-        node = self.ledger.log.nodes[nid]
-        idea = node.get("idea") or {}
-        cand = Candidate(
-            id=nid,
-            parent_id=parent.id,
-            operator=Operator.IMPROVE,
-            idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
-            program=self.ledger.program(nid),
-            program_hash=str(node["program_hash"]),
-            summary=str(node.get("summary", "")),
-        )
         ctx = ScreenContext(
             task=task, parent=parent, rng=random.Random(0), brief=self.ledger.log.briefs.get(task.name), n_verify=0
         )
-        evidence = (await self.critic.screen(ctx, [cand])).evidence[nid]
+        evidence = (await self.critic.screen(ctx, [self.ledger.candidate(nid)])).evidence[nid]
         self.ledger.critic(nid, evidence)
         return evidence
 
@@ -333,7 +333,12 @@ class PolicyRewarder:
     ) -> IdeaReward:
         made = IdeaReward(key=prompt.key, index=index, reward=reward, source=cast(Any, source), **fields)
         return self.ledger.idea(
-            made, step=prompt.step, verifications=paid, audited=audited, critic_improve=critic_improve
+            made,
+            step=prompt.step,
+            verifications=paid,
+            audited=audited,
+            critic_improve=critic_improve,
+            completion=self._texts.pop((prompt.key, index), "")[:_KEEP],
         )
 
     # ------------------------------------------------------------------ next parents
