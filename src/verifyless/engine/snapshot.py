@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FORMAT", "Loaded", "Snapshots"]
+__all__ = ["FORMAT", "Loaded", "Snapshots", "no_gc"]
 
 FORMAT = 2  # bump when RunState or the snapshot layout changes incompatibly
 
@@ -120,7 +120,7 @@ _MAKERS: dict[type, Any] = {}
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: (un)pickling ~450k records otherwise triggers repeated full
     collections over a growing heap, which made a 100k-node load about twice as slow."""
     was_on = gc.isenabled()
@@ -137,7 +137,7 @@ def _dumps(obj: Any) -> bytes:
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _record_table()
-    with _no_gc():
+    with no_gc():
         pickler.dump(obj)
     return buffer.getvalue()
 
@@ -237,7 +237,7 @@ class Snapshots:
         problem = self._mismatch(engine, header)
         if problem is None:
             try:
-                with _no_gc():
+                with no_gc():
                     state, strategy, memory, observer = _unpickle(header, data)
             except Exception as exc:  # noqa: BLE001 - a damaged or stale snapshot means: replay everything
                 problem = f"it does not load ({type(exc).__name__}: {exc})"
