@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from verifyless.engine.snapshot import no_gc
 from verifyless.engine.tells import TellOrder
 from verifyless.node import Status
 
@@ -38,11 +37,6 @@ def restore(engine: Engine, *, from_snapshot: bool = True, until_seq: int | None
     ``until_seq`` stops after that event (benchmarks and tests build a snapshot
     of an earlier point with it); a resume applies every event.
     """
-    with no_gc():  # replay allocates hundreds of thousands of long-lived records: no collections meanwhile
-        _restore(engine, from_snapshot, until_seq)
-
-
-def _restore(engine: Engine, from_snapshot: bool, until_seq: int | None) -> None:
     loaded = engine.snapshots.load(engine) if from_snapshot else None
     refeed_memory = refeed_observer = False
     if loaded is not None:
