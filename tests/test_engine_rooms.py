@@ -417,3 +417,27 @@ def test_repairs_keep_their_idea_and_each_is_charged(tmp_path):
     for fix in fixes:
         assert rows[fix["parent_id"]]["idea"] == fix["idea"] == "set a to 3"
         assert fix["status"] == "ok" and fix["node_id"].endswith("f1")
+
+
+def test_snapshot_records_unpickle_in_a_fresh_process():
+    """Records pickle by reference to generated per-class constructors; a new process resolves them by name."""
+    import pickle
+    import subprocess
+    import sys
+
+    from verifyless.engine.snapshot import _dumps
+    from verifyless.node import Idea, Node, Operator, Status
+
+    nodes = [
+        Node(id=f"n{i}", parent_id=None, operator=Operator.DRAFT, status=Status.OK, idea=f"idea {i}")
+        for i in range(3)
+    ] + [Idea("a plan", params={"model": "ridge"})]
+    data = _dumps(nodes)
+    code = (
+        "import pickle, sys; nodes = pickle.loads(sys.stdin.buffer.read()); "
+        "print(type(nodes[0]).__name__, nodes[2].id, nodes[2].idea, nodes[1].status.value, nodes[3].params['model'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["Node", "n2", "idea", "2", Status.OK.value, "ridge"]
+    assert pickle.loads(data) == nodes

@@ -155,7 +155,9 @@ def test_audit_verifies_confident_critic_rewards_and_the_audit_reads_them_back(t
     assert report.by_source == {"critic": 2, "verifier": 3, "invalid": 1}
 
 
-def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(tmp_path: Path) -> None:
+def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with RunStore(tmp_path / "o.db") as store:
         first = _rewarder(store, CountingExecutor(tmp_path))
         rewards = _score(first)
@@ -164,6 +166,9 @@ def test_reopening_the_run_returns_stored_rewards_and_pays_nothing(tmp_path: Pat
         again = _rewarder(store, executor, run_id=first.run_id, mode="verify-all")  # stored settings win
         assert again.settings.mode == "critic-in-loop" and asyncio.run(again.prompts(0)) == prompts
         assert _score(again) == rewards and executor.calls == 0
+        stored = [e.payload["completion"] for e in store.events(first.run_id, kinds=["policy_idea"])]
+        assert sorted(stored) == sorted(GROUP)
+        assert _score(again, ["b0"] + GROUP[1:])[0] == rewards[0] and "another completion" in caplog.text
         assert store.budget(first.run_id).verifications == 4
 
 
@@ -339,3 +344,115 @@ def test_prompts_use_the_proposer_prompt_with_the_option_menu_and_step_stats_add
     assert stats == again and stats.ideas == 6 and stats.verified == 3 and stats.share_verified == 0.5
     assert stats.rewarded_per_verification == 5 / 3 and stats.audited == 3 and stats.agreement == pytest.approx(2 / 3)
     assert stats.mean_reward == pytest.approx(-2 / 6) and stats.parents_advanced == 0 and stats.tokens > 0
+
+
+def test_scoring_works_across_event_loops(tmp_path: Path) -> None:
+    """A trainer may call asyncio.run once per step; the executor's semaphore must never bind to an old loop."""
+    with RunStore(tmp_path / "l.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all", parents=2)
+
+        async def one(group: int, completions: list[str]) -> list:
+            return await rewarder.score((await rewarder.prompts(0))[group], completions)
+
+        first = asyncio.run(one(0, ["a3", "a0", "b2"]))
+        second = asyncio.run(one(1, ["a2", "b0", "a2 c1", "a0 b2"]))
+    assert [r.reward for r in first] == [1.0, -1.0, 1.0] and [r.reward for r in second] == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_bench_quick_runs_every_arm_on_the_same_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "policy_rewards.py"
+    spec = importlib.util.spec_from_file_location("bench_policy_rewards", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    rows = {r.arm: r for r in module.main(["--quick"])}
+    assert "| critic-in-loop |" in capsys.readouterr().out
+    assert rows["verify-all"].paid == 10 and rows["critic-only"].paid == 1  # the cap; the baseline only
+    assert rows["critic-in-loop"].steps >= rows["verify-all"].steps and rows["verify-all"].reward_accuracy == 1.0
+    assert rows["critic-in-loop"].share_verified < rows["verify-all"].share_verified
+
+
+def _repairing_rewarder(store: RunStore, tmp: Path, replies: list[str], **settings: Any) -> PolicyRewarder:
+    """Space briefer/summariser with a real LLM implementer answering from a script (so repairs can succeed)."""
+    from verifyless.roles.base import Roles
+    from verifyless.roles.llm import LLMImplementer
+    from verifyless.roles.space import DeterministicSummarizer, SpaceProposer, StaticBriefer
+
+    implementer = LLMImplementer(ScriptedModel(replies=replies), max_attempts=1)
+    roles = Roles(StaticBriefer(), SpaceProposer(), implementer, DeterministicSummarizer())
+    values = {"mode": "verify-all", "parents": 1, "ideas": 1, "votes": 4, **settings}
+    makers = {TASK.name: ChildMaker(TASK, roles)}
+    return PolicyRewarder([TASK], makers, None, CountingExecutor(tmp), store, None, RewardSettings(**values))
+
+
+def test_a_crashing_child_is_repaired_keeping_its_idea_and_the_repair_is_verified(tmp_path: Path) -> None:
+    crash, fixed = "```python\nA = 3\nB = 1\nC = -1\n```", "```python\nA = 3\nB = 1\nC = 0\n```"
+    with RunStore(tmp_path / "fix.db") as store:
+        rewarder = _repairing_rewarder(store, tmp_path, [crash, fixed])
+        (reward,) = _score(rewarder, ["Raise the weight A to three (option a3)."])
+        nodes = {r["node_id"]: r for r in store.node_rows(rewarder.run_id)}
+        (stored,) = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
+        assert reward.source == "verifier" and reward.reward == 1.0 and reward.improved is True
+        assert reward.node_id == "s0g00i00r1" and reward.child_score == 7.0 and stored["verifications"] == 2
+        assert nodes["s0g00i00"]["status"] == "failed" and nodes["s0g00i00r1"]["status"] == "ok"
+        assert nodes["s0g00i00r1"]["idea"] == nodes["s0g00i00"]["idea"]  # the idea is kept
+        assert store.budget(rewarder.run_id).verifications == 3
+
+    with RunStore(tmp_path / "none.db") as store:
+        rewarder = _repairing_rewarder(store, tmp_path, [crash], repairs=0)
+        (reward,) = _score(rewarder, ["Raise the weight A to three (option a3)."])
+        assert reward.reward == -1.0 and reward.node_id == "s0g00i00" and reward.status == "failed"
+        assert store.budget(rewarder.run_id).verifications == 2
+
+
+def test_a_program_verified_concurrently_twice_is_paid_once(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "d.db") as store:
+        rewarder = _rewarder(store, CountingExecutor(tmp_path), mode="verify-all")
+        rewards = _score(rewarder, ["Set A higher: a3.", "a3, please", "Try b2."])
+        reused = [e.payload.get("reused_from") for e in store.events(rewarder.run_id, kinds=["verification"])]
+        assert [r.reward for r in rewards] == [1.0, 1.0, 1.0] and store.budget(rewarder.run_id).verifications == 3
+        assert sum(r is not None for r in reused) == 1
+
+
+_LLM_SCRIPT = """
+mode: rules
+rules:
+- role: brief
+  reply: "## Task understanding\\nA weighted sum of three constants; higher is better.\\n\\n[CRITERIA]\\n1. Weight A.\\n2. Weight B.\\n3. Penalty C.\\n4. Robustness.\\n"
+- role: implementer
+  repeat: true
+  replies: ["```python\\nA = 3\\nB = 1\\nC = 0\\n```"]
+- role: summarizer
+  repeat: true
+  replies: ["The editable block sets three integer constants that the fixed run function combines into its score."]
+- role: critic
+  repeat: true
+  replies: ["[IMPROVEMENT] improve --- larger weight\\n[WINTIER] big --- large", "[IMPROVEMENT] lose --- no\\n[WINTIER] NA"]
+"""
+
+
+def test_build_rewarder_with_llm_roles_uses_the_policy_text_as_the_idea(tmp_path: Path) -> None:
+    from verifyless.train.policy.wiring import build_rewarder
+
+    script = tmp_path / "llm.yaml"
+    script.write_text(_LLM_SCRIPT, encoding="utf-8")
+    spec, task = f"scripted:{script}", str(Path(__file__).parent / "data_task")
+    with build_rewarder([task], tmp_path / "llm.db", parents=1, ideas=2, votes=2, models=[spec], critic=spec) as built:
+        (prompt,) = asyncio.run(built.rewarder.prompts(0))
+        assert "Options you can choose from" not in prompt.messages[-1]["content"]  # LLM roles: no option menu
+        text = "## Approach\nRaise the weight A to three so the sum grows, keeping B and C."
+        good, bad = _score(built.rewarder, [text, "ok"])
+        nodes = {r["node_id"]: r for r in built.store.node_rows(built.run_id)}
+        roles = Counter(e.payload["role"] for e in built.store.events(built.run_id, kinds=["llm_call"]))
+    assert (
+        good.source == "verifier"
+        and good.reward == 1.0
+        and good.votes == {"improve": 1, "tie": 0, "lose": 1, "invalid": 0}
+    )
+    assert nodes["s0g00i00"]["idea"].startswith("Raise the weight A") and good.child_score == 7.0
+    assert bad.source == "invalid" and bad.reason == "the completion has no usable idea"
+    assert roles["implementer"] == 1 and roles["critic"] >= 1 and roles["brief"] == 1

@@ -569,6 +569,9 @@ def _mount_train() -> None:
 
 
 _mount_train()
+from verifyless.screen.tune_cli import app as _tune_app  # noqa: E402
+
+app.add_typer(_tune_app, name="tune", help="Tune screener prompts on a critic dataset's dev slice.")
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -17,10 +17,13 @@ client) are rebuilt by feeding the restored nodes again in tell order.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import logging
 import pickle
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FORMAT", "Loaded", "Snapshots"]
+__all__ = ["FORMAT", "Loaded", "Snapshots", "no_gc"]
 
 FORMAT = 2  # bump when RunState or the snapshot layout changes incompatibly
 
@@ -48,11 +51,42 @@ def _class_name(obj: Any) -> str | None:
 
 
 def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
-    """Unpickle a frozen slots record without dataclasses' per-object field scan (the hot spot at 100k nodes)."""
+    """Unpickle a frozen slots record without dataclasses' per-object field scan (snapshots of format 2)."""
     obj: Any = object.__new__(cls)
     for slot, value in zip(_SLOTS[cls], values, strict=True):
         slot.__set__(obj, value)  # the slot's member descriptor: no frozen __setattr__, no field scan
     return obj
+
+
+def _maker(cls: type) -> Any:
+    """A module-level constructor ``_make_<Class>(*values)`` that sets each slot directly.
+
+    Generated once per record class (as ``dataclasses`` generates ``__init__``):
+    one call per record with the slot stores unrolled, about twice as fast as
+    ``_rebuild``'s loop, which matters at 100k nodes (~450k records). It is
+    registered in this module's namespace so pickle refers to it by name;
+    ``__getattr__`` below builds it on first use in a fresh process.
+    """
+    names = _FIELDS[cls]
+    name = f"_make_{cls.__name__}"
+    body = "".join(f"    set_{n}(obj, {n})\n" for n in names)
+    source = f"def {name}({', '.join(names)}):\n    obj = new(cls)\n{body}    return obj\n"
+    scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    scope.update({f"set_{n}": slot.__set__ for n, slot in zip(names, _SLOTS[cls], strict=True)})
+    exec(source, scope)  # noqa: S102 - fixed template over dataclass field names
+    make = scope[name]
+    make.__module__, make.__qualname__ = __name__, name
+    globals()[name] = make
+    return make
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve ``_make_<Class>`` for pickle before ``_record_table`` has run in this process."""
+    if name.startswith("_make_"):
+        _record_table()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _record_table() -> dict[type, Any]:
@@ -67,21 +101,35 @@ def _record_table() -> dict[type, Any]:
         if isinstance(cls, type) and dataclasses.is_dataclass(cls) and hasattr(cls, "__slots__"):
             _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
             _SLOTS[cls] = tuple(cls.__dict__[name] for name in _FIELDS[cls])
-            table[cls] = _reducer(cls)
+            table[cls] = _reducer(cls, _MAKERS.get(cls) or _MAKERS.setdefault(cls, _maker(cls)))
     return table
 
 
-def _reducer(cls: type) -> Any:
+def _reducer(cls: type, make: Any) -> Any:
     names = _FIELDS[cls]
 
     def reduce(obj: Any) -> tuple[Any, ...]:
-        return _rebuild, (cls, tuple(getattr(obj, n) for n in names))
+        return make, tuple(getattr(obj, n) for n in names)
 
     return reduce
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _SLOTS: dict[type, tuple[Any, ...]] = {}
+_MAKERS: dict[type, Any] = {}
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: (un)pickling ~450k records otherwise triggers repeated full
+    collections over a growing heap, which made a 100k-node load about twice as slow."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def _dumps(obj: Any) -> bytes:
@@ -89,7 +137,8 @@ def _dumps(obj: Any) -> bytes:
     buffer = io.BytesIO()
     pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _record_table()
-    pickler.dump(obj)
+    with no_gc():
+        pickler.dump(obj)
     return buffer.getvalue()
 
 
@@ -125,6 +174,16 @@ def _pickled(obj: Any) -> bytes | None:
         )
         return None
     return buffer.getvalue()
+
+
+def _unpickle(header: dict[str, Any], data: bytes) -> tuple[Any, Any, Any, Any]:
+    """(state, strategy, memory or None, observer or None) from a stored snapshot."""
+    parts = pickle.loads(zlib.decompress(data))
+    state = pickle.loads(parts["state"])
+    strategy = pickle.loads(parts["strategy"])
+    memory = pickle.loads(parts["memory"]) if header["classes"]["memory"] else None
+    observer = pickle.loads(parts["observer"]) if header["classes"]["observer"] else None
+    return state, strategy, memory, observer
 
 
 class Snapshots:
@@ -178,11 +237,8 @@ class Snapshots:
         problem = self._mismatch(engine, header)
         if problem is None:
             try:
-                parts = pickle.loads(zlib.decompress(data))
-                state = pickle.loads(parts["state"])
-                strategy = pickle.loads(parts["strategy"])
-                memory = pickle.loads(parts["memory"]) if header["classes"]["memory"] else None
-                observer = pickle.loads(parts["observer"]) if header["classes"]["observer"] else None
+                with no_gc():
+                    state, strategy, memory, observer = _unpickle(header, data)
             except Exception as exc:  # noqa: BLE001 - a damaged or stale snapshot means: replay everything
                 problem = f"it does not load ({type(exc).__name__}: {exc})"
         if problem is not None:

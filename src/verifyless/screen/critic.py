@@ -66,6 +66,7 @@ from verifyless.node import Candidate, Evidence, Screening
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.health import replies_detail
+from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
 from verifyless.screen.prompting import (
     final_json,
     is_template_echo,
@@ -84,6 +85,9 @@ TIE_BREAKS: tuple[str, ...] = ("auto", "none", "votes", "probs", "pairwise")
 EXPECTED = "[IMPROVEMENT] improve|lose|tie and [WINTIER] big|medium|small|NA"
 _TIER_LABEL = {"big": "BigWin", "medium": "MediumWin", "small": "SmallWin"}
 _WINTIER = r"WIN[ _\-]?TIER"
+# What a critic prompt template must contain (checked for a prompt_file).
+PLACEHOLDERS: tuple[str, ...] = ("task", "metric", "parent", "child", "understanding", "criteria")
+MARKERS: tuple[str, ...] = ("[IMPROVEMENT]", "[WINTIER]")
 
 _IMPROVEMENT_WORDS = {
     "improve": "improve",
@@ -361,6 +365,12 @@ class PointwiseCritic:
     ``label_probs(messages) -> {label: probability}`` method (the local model
     provider scores the verdict words at the ``[IMPROVEMENT]`` tag), its output
     is stored as ``label_probs`` and used by ``auto`` and ``probs``.
+
+    The prompt is the template named ``prompt`` under ``roles/prompts/``, or,
+    when given, ``prompt_file`` (checked by ``load_prompt_file``: a
+    ``ConfigError`` when a placeholder or the verdict tags are missing), or
+    ``template``, an in-memory ``(system, user)`` pair (what the prompt tuner
+    scores). ``template`` wins over ``prompt_file``, which wins over ``prompt``.
     """
 
     def __init__(
@@ -378,6 +388,8 @@ class PointwiseCritic:
         tie_break: str = "auto",
         judge: Model | None = None,
         tie_break_tokens: int = 20000,
+        prompt_file: str | None = None,
+        template: Template | None = None,
         name: str = "critic",
     ) -> None:
         if k < 1:
@@ -398,6 +410,10 @@ class PointwiseCritic:
         self.tie_break = tie_break
         self.judge = judge
         self.tie_break_tokens = tie_break_tokens
+        self.prompt_file = prompt_file
+        if template is None and prompt_file:
+            template = load_prompt_file(prompt_file, "critic", PLACEHOLDERS, MARKERS)
+        self.template = template
         self.name = name
 
     def route(self, evidence: Evidence) -> bool:
@@ -417,15 +433,17 @@ class PointwiseCritic:
             )
         parent = ctx.parent.summary or (ctx.parent.idea.text if ctx.parent.idea else "") or "(the baseline program)"
         child = candidate.summary or candidate.idea.text
-        return render(
-            self.prompt,
-            task=ctx.task.statement.strip(),
-            metric=metric_line(ctx.task),
-            parent=parent.strip(),
-            child=child.strip(),
-            understanding=understanding,
-            criteria=criteria,
-        )
+        values = {
+            "task": ctx.task.statement.strip(),
+            "metric": metric_line(ctx.task),
+            "parent": parent.strip(),
+            "child": child.strip(),
+            "understanding": understanding,
+            "criteria": criteria,
+        }
+        if self.template is not None:
+            return render_template(self.template, **values)
+        return render(self.prompt, **values)
 
     async def sample(self, ctx: ScreenContext, candidate: Candidate) -> tuple[list[str], int]:
         """k raw critique texts for one candidate and the tokens they cost."""
@@ -539,6 +557,8 @@ __all__ = [
     "EXPECTED",
     "LABELS",
     "LABEL_RANK",
+    "MARKERS",
+    "PLACEHOLDERS",
     "PointwiseCritic",
     "TIE_BREAKS",
     "Verdict",

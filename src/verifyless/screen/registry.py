@@ -81,6 +81,9 @@ class CriticOptions(LLMOptions):
     verify_uncertain: bool = Field(False, description="also verify every candidate with u >= route_threshold")
     samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
     prompt: str = Field("critic", description="prompt template name under roles/prompts/")
+    prompt_file: str | None = Field(
+        None, description="prompt template file (e.g. written by `verifyless tune screener`); overrides prompt"
+    )
     tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
         "auto",
         description="order of equal mean ranks: auto (label probabilities where present, else tier "
@@ -100,6 +103,9 @@ class TournamentOptions(LLMOptions):
     context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
     both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
     show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
+    prompt_file: str | None = Field(
+        None, description="judge prompt template file (e.g. written by `verifyless tune screener`)"
+    )
 
 
 class MembersOptions(HealthOptions):

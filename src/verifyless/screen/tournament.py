@@ -32,11 +32,15 @@ from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.screen.base import ContextNode, ScreenContext
 from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import replies_detail
+from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
 from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice, render
 
 EXPECTED = "[CHOICE] A or [CHOICE] B"
 CHARS_PER_TOKEN = 4  # the estimate used for context budgets (no tokenizer is loaded)
 DEFAULT_COMPLETION_TOKENS = 1024  # assumed reply length when max_tokens is not set
+# What a pairwise prompt template must contain (checked for a prompt_file).
+PLACEHOLDERS: tuple[str, ...] = ("task", "metric", "context", "candidate_a", "candidate_b")
+MARKERS: tuple[str, ...] = ("[CHOICE]",)
 
 
 def estimate_tokens(text: str) -> int:
@@ -134,7 +138,9 @@ class PairwiseRPM:
     Context: as many BFS nodes as fit ``context_tokens`` (default 24000,
     estimated at 4 characters per token), capped at ``context_nodes`` when
     set. ``chosen`` is the top ``n_verify`` of the ranking (this object's
-    value, else ``ctx.n_verify``).
+    value, else ``ctx.n_verify``). The prompt is ``roles/prompts/pairwise.md``,
+    or ``prompt_file`` when given (checked by ``load_prompt_file``), or
+    ``template``, an in-memory ``(system, user)`` pair, which wins over both.
     """
 
     def __init__(
@@ -148,6 +154,8 @@ class PairwiseRPM:
         temperature: float | None = None,
         max_tokens: int | None = None,
         n_verify: int | None = None,
+        prompt_file: str | None = None,
+        template: Template | None = None,
         name: str = "tournament",
     ) -> None:
         if show not in ("summary", "code"):
@@ -160,17 +168,23 @@ class PairwiseRPM:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.n_verify = n_verify
+        self.prompt_file = prompt_file
+        if template is None and prompt_file:
+            template = load_prompt_file(prompt_file, "tournament", PLACEHOLDERS, MARKERS)
+        self.template = template
         self.name = name
 
     def messages(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate):
-        return render(
-            "pairwise",
-            task=ctx.task.statement.strip(),
-            metric=metric_line(ctx.task),
-            context=format_context(context),
-            candidate_a=describe(a, self.show),
-            candidate_b=describe(b, self.show),
-        )
+        values = {
+            "task": ctx.task.statement.strip(),
+            "metric": metric_line(ctx.task),
+            "context": format_context(context),
+            "candidate_a": describe(a, self.show),
+            "candidate_b": describe(b, self.show),
+        }
+        if self.template is not None:
+            return render_template(self.template, **values)
+        return render("pairwise", **values)
 
     async def _ask(self, ctx, context, first: Candidate, second: Candidate, offset: int) -> dict[str, Any]:
         reply = await self.model.generate(
@@ -320,4 +334,13 @@ class PairwiseRPM:
         )
 
 
-__all__ = ["EXPECTED", "Match", "PairwiseRPM", "collect_context", "describe", "estimate_tokens"]
+__all__ = [
+    "EXPECTED",
+    "MARKERS",
+    "PLACEHOLDERS",
+    "Match",
+    "PairwiseRPM",
+    "collect_context",
+    "describe",
+    "estimate_tokens",
+]

@@ -9,9 +9,9 @@ from importlib import resources
 
 from verifyless.node import Evidence, Idea
 from verifyless.program import BandError, extract
-from verifyless.roles.base import ParentInfo
+from verifyless.roles.base import ParentInfo, Roles
 from verifyless.roles.parse import extract_approach
-from verifyless.roles.space import assignment_of, recognise
+from verifyless.roles.space import TemplateImplementer, assignment_of, recognise
 from verifyless.task.base import IdeaSpace, Task
 from verifyless.train.policy import space_reader
 
@@ -32,15 +32,25 @@ def parent_assignment(task: Task, parent: ParentInfo) -> dict[str, str]:
     return found if found is not None else dict(space.baseline)
 
 
-def idea_from_text(task: Task, parent: ParentInfo, text: str) -> Idea | None:
+def space_world(task: Task, roles: Roles) -> bool:
+    """Whether ideas for ``task`` are idea-space moves: the task has a space and the implementer renders templates.
+
+    A task with an idea space but LLM roles is an LLM task here: its implementer reads the idea's words.
+    """
+    return task.idea_space is not None and isinstance(roles.implementer, TemplateImplementer)
+
+
+def idea_from_text(task: Task, parent: ParentInfo, text: str, *, space: bool | None = None) -> Idea | None:
     """The idea a completion proposes on ``parent``, or None when it proposes nothing usable.
 
-    Idea-space tasks: ``space_reader.read`` on the parent's assignment. Other
-    tasks: the reply's Approach section (``roles.parse.extract_approach``, as
-    the LLM proposer reads its own replies), keeping the full text in
-    ``params["policy_text"]``.
+    Idea-space worlds (``space``; default: the task has an idea space):
+    ``space_reader.read`` on the parent's assignment. Otherwise the reply's
+    Approach section (``roles.parse.extract_approach``, as the LLM proposer
+    reads its own replies), keeping the full text in ``params["policy_text"]``.
     """
-    if task.idea_space is not None:
+    if space is None:
+        space = task.idea_space is not None
+    if space and task.idea_space is not None:
         return space_reader.read(task.idea_space, parent_assignment(task, parent), text)
     approach = extract_approach(text or "")
     return Idea(approach, {"policy_text": text[:4000]}) if approach else None
@@ -78,4 +88,12 @@ def vote_counts(evidence: Evidence) -> dict[str, int]:
     return counts
 
 
-__all__ = ["audit_draw", "critic_improves", "idea_from_text", "menu_text", "parent_assignment", "vote_counts"]
+__all__ = [
+    "audit_draw",
+    "critic_improves",
+    "idea_from_text",
+    "menu_text",
+    "parent_assignment",
+    "space_world",
+    "vote_counts",
+]

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from verifyless.node import Candidate, Evidence, Idea, Status, Verification
+from verifyless.node import Candidate, Evidence, Idea, Operator, Status, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.store import Charge
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
@@ -167,6 +167,21 @@ class PolicyLedger:
             score=v.score if v is not None and v.status is Status.OK else None,
             summary=str(node.get("summary", "")),
             idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
+        )
+
+    def candidate(self, nid: str) -> Candidate:
+        """A recorded child as a screening candidate (its program read back from the blob store)."""
+        node = self.log.nodes[nid]
+        idea = node.get("idea") or {}
+        return Candidate(
+            id=nid,
+            parent_id=node.get("parent_id"),
+            operator=Operator.IMPROVE,
+            idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
+            program=self.program(nid),
+            program_hash=str(node["program_hash"]),
+            summary=str(node.get("summary", "")),
+            round=int(node.get("round", 0)),
         )
 
     def paid_verifications(self) -> int:

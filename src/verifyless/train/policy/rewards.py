@@ -3,13 +3,14 @@
 Per step (critic paper, Section 5): ``prompts(step)`` hands out ``parents``
 groups spread round-robin over the tasks, each the proposer's own prompt
 (``LLMProposer.render``) for the group's current parent asking for ONE idea;
-for idea-space tasks the menu of options is appended so a policy can name
+in idea-space worlds the menu of options is appended so a policy can name
 them. Every group starts at its task's baseline, verified once per run.
 
 ``score(prompt, completions)`` turns each completion into a reward:
 
-1. text -> ``Idea`` (idea-space tasks: ``space_reader.read`` on the parent's
-   assignment; LLM tasks: the reply's Approach section, else the whole text);
+1. text -> ``Idea`` (idea-space worlds -- a task with a space whose
+   implementer renders templates: ``space_reader.read`` on the parent's
+   assignment; with LLM roles: the reply's Approach section);
    nothing usable -> -1 from ``invalid``;
 2. ``ChildMaker.make`` (implement, fixed-region and guard checks, a child
    identical to its parent is a duplicate, neutral summary); not runnable ->
@@ -38,14 +39,16 @@ first error propagates.
 ``finish_step(step)`` advances parents: a group whose scored ideas (at least
 one) ALL got +1 moves to one improving child -- the best verified one, else
 one drawn with the run's seeded generator, which is then verified (charged)
-so the next step's labels have a parent score; if that check does not beat
-the current parent, the parent stays. It writes ``policy_step`` with the
+so the next step's labels have a parent score (this check may raise
+``VerificationBudgetSpent``); if it does not beat the current parent, the
+parent stays. It writes ``policy_step`` with the
 ``StepStats`` and the parents of the next step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -58,11 +61,14 @@ from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.screen.base import ScreenContext
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
-from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, vote_counts
+from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, space_world, vote_counts
 from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_from, stats_from
 from verifyless.train.policy.metrics import step_stats
 from verifyless.train.policy.settings import RewardSettings
 from verifyless.train.policy.verifying import Checked, PaidVerifier, fitness, improves
+
+log = logging.getLogger(__name__)
+_KEEP = 4000  # characters of a completion stored with its reward
 
 
 class PolicyRewarder:
@@ -110,6 +116,7 @@ class PolicyRewarder:
         self.ledger = PolicyLedger(store, run_id)
         self.verifier = PaidVerifier(self.ledger, executor, self.settings.verifications)
         self._started = False
+        self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
 
     # ------------------------------------------------------------------ Rewarder
 
@@ -200,7 +207,7 @@ class PolicyRewarder:
         parent = self.ledger.parent_info(parent_id)
         system, user = LLMProposer(cast(Any, None)).render(ProposeContext(task=task, parent=parent))
         content = user.content
-        if task.idea_space is not None:
+        if task.idea_space is not None and space_world(task, self.makers[task.name].roles):
             content += "\n\n" + menu_text(task.idea_space, parent_assignment(task, parent))
         return ({"role": "system", "content": system.content}, {"role": "user", "content": content})
 
@@ -209,12 +216,18 @@ class PolicyRewarder:
     async def _score_one(self, prompt: PolicyPrompt, index: int, text: str) -> IdeaReward:
         stored = self.ledger.log.ideas.get((prompt.key, index))
         if stored is not None:
+            if stored.get("completion", text[:_KEEP]) != text[:_KEEP]:
+                log.warning(
+                    "idea %s/%d was scored for another completion; its stored reward is returned", prompt.key, index
+                )
             return reward_from(stored)
+        self._texts[(prompt.key, index)] = text
         task = self._task(prompt.task)
         parent = self.ledger.parent_info(prompt.parent_id)
-        idea = idea_from_text(task, parent, text)
+        space = space_world(task, self.makers[task.name].roles)
+        idea = idea_from_text(task, parent, text, space=space)
         if idea is None:
-            what = "names no option that changes the parent" if task.idea_space else "has no usable idea"
+            what = "names no option that changes the parent" if space else "has no usable idea"
             return self._store(prompt, index, -1.0, "invalid", status="parse-error", reason=f"the completion {what}")
         nid = f"{prompt.key.replace('/', '')}i{index:02d}"
         node = await self._child(nid, prompt, task, parent, idea)
@@ -257,21 +270,10 @@ class PolicyRewarder:
         known = self.ledger.log.critic.get(nid)
         if known is not None:
             return known
-        node = self.ledger.log.nodes[nid]
-        idea = node.get("idea") or {}
-        cand = Candidate(
-            id=nid,
-            parent_id=parent.id,
-            operator=Operator.IMPROVE,
-            idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
-            program=self.ledger.program(nid),
-            program_hash=str(node["program_hash"]),
-            summary=str(node.get("summary", "")),
-        )
         ctx = ScreenContext(
             task=task, parent=parent, rng=random.Random(0), brief=self.ledger.log.briefs.get(task.name), n_verify=0
         )
-        evidence = (await self.critic.screen(ctx, [cand])).evidence[nid]
+        evidence = (await self.critic.screen(ctx, [self.ledger.candidate(nid)])).evidence[nid]
         self.ledger.critic(nid, evidence)
         return evidence
 
@@ -331,7 +333,12 @@ class PolicyRewarder:
     ) -> IdeaReward:
         made = IdeaReward(key=prompt.key, index=index, reward=reward, source=cast(Any, source), **fields)
         return self.ledger.idea(
-            made, step=prompt.step, verifications=paid, audited=audited, critic_improve=critic_improve
+            made,
+            step=prompt.step,
+            verifications=paid,
+            audited=audited,
+            critic_improve=critic_improve,
+            completion=self._texts.pop((prompt.key, index), "")[:_KEEP],
         )
 
     # ------------------------------------------------------------------ next parents

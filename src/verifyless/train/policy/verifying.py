@@ -48,6 +48,36 @@ class Checked:
     seconds: float  # evaluator seconds of the charged verifications
 
 
+class LoopGate:
+    """At most ``n`` holders at once, in whatever event loop is running (one semaphore per loop).
+
+    ``asyncio.Semaphore`` binds to the first loop in which it has to wait, so a
+    trainer that calls ``asyncio.run`` once per step would fail on the second
+    step. The rewarder gates executor calls with this (never more than the
+    executor's ``capacity`` at once, so the executor's own semaphore never
+    waits) and the wiring gates LLM calls with it.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, int(n))
+        self._gates: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        known = self._gates.get(id(loop))
+        if known is None or known[0] is not loop:
+            self._gates = {k: v for k, v in self._gates.items() if not v[0].is_closed()}
+            known = (loop, asyncio.Semaphore(self.n))
+            self._gates[id(loop)] = known
+        return known[1]
+
+    async def __aenter__(self) -> None:
+        await self._gate().acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._gate().release()
+
+
 class PaidVerifier:
     """Verifies recorded nodes through ``executor`` under the cap ``cap`` (None = no cap)."""
 
@@ -56,6 +86,7 @@ class PaidVerifier:
         self.executor = executor
         self.cap = cap
         self._reserved = 0
+        self._slots = LoopGate(getattr(executor, "capacity", 1))
         self._inflight: dict[tuple[str, str], asyncio.Future[Verification]] = {}
 
     def left(self) -> int:
@@ -109,7 +140,8 @@ class PaidVerifier:
         pending: asyncio.Future[Verification] = asyncio.get_running_loop().create_future()
         self._inflight[digest] = pending
         try:
-            v = await self.executor.verify(task, program)
+            async with self._slots:
+                v = await self.executor.verify(task, program)
             self.ledger.verification(nid, v, fitness(task, v))
         except BaseException:
             pending.cancel()
@@ -187,4 +219,4 @@ def fitness(task: Task, v: Verification) -> float | None:
     return task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
 
 
-__all__ = ["Checked", "PaidVerifier", "fitness", "improves"]
+__all__ = ["Checked", "LoopGate", "PaidVerifier", "fitness", "improves"]

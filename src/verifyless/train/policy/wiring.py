@@ -16,7 +16,6 @@ hands out the same prompts and never pays twice.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from verifyless.errors import ConfigError
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
+from verifyless.train.policy.verifying import LoopGate
 
 
 @dataclass
@@ -134,7 +134,7 @@ def _build(
     ]
     loaded = [load_task(cfg.task) for cfg in cfgs]
     built = build_models(cfgs[0], store, run_ref)
-    llm = asyncio.Semaphore(8)
+    llm = LoopGate(8)
     makers = {}
     for cfg, task in zip(cfgs, loaded, strict=True):
         from verifyless.child import ChildMaker
