@@ -429,8 +429,7 @@ def test_snapshot_records_unpickle_in_a_fresh_process():
     from verifyless.node import Idea, Node, Operator, Status
 
     nodes = [
-        Node(id=f"n{i}", parent_id=None, operator=Operator.DRAFT, status=Status.OK, idea=f"idea {i}")
-        for i in range(3)
+        Node(id=f"n{i}", parent_id=None, operator=Operator.DRAFT, status=Status.OK, idea=f"idea {i}") for i in range(3)
     ] + [Idea("a plan", params={"model": "ridge"})]
     data = _dumps(nodes)
     code = (
