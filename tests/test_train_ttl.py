@@ -392,3 +392,18 @@ def test_a_ttl_run_killed_with_kill_minus_nine_resumes_with_the_stored_adapter_v
     versions = [p["adapter_version"] for p in after]
     assert versions == list(range(1, len(versions) + 1)) and after[: len(stored)] == stored
     assert result.verifications == 12  # type: ignore[attr-defined]
+
+
+def test_ttl_trains_the_local_model_under_the_run_cache_and_recorder(tiny: Path, tmp_path: Path) -> None:
+    """A run wraps the critic in CachedModel/RecordedModel; critic-ttl still finds the weights it trains."""
+    from verifyless.model import ResponseCache
+
+    records: list = []
+    config = make_config(provider="local", model=str(tiny), device="cpu")
+    model = build_model(config, cache=ResponseCache(tmp_path / "c.db"), recorder=records.append)
+    options = {"mode": "sdft", "adapter_root": str(tmp_path / "a"), **OPTIONS}
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options)
+    asyncio.run(screener.screen(context(), [candidate(0, "ensemble")]))
+    record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
+    assert record["adapter_version"] == 1 and screener.local.version == "ttl-v1"  # type: ignore[attr-defined]
+    assert records and records[0].role == "critic"
