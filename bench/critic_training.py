@@ -7,7 +7,11 @@ Without ``--dataset`` it builds the synthetic keyword dataset (``verifyless.trai
 the label is set by a keyword in the child summary; SFT critiques carry the true verdict). Each critic
 writes one greedy critique per bench row; the table gives Improve accuracy, Dir-3, F1 (improve) and
 5-Ladder over the parsed verdicts (an unparsed critique counts as wrong), the parse rate, and the wall
-time of each step. Paper settings apply unless overridden (``--sft-lr``, ``--grpo-lr``).
+time of each step, plus "probe Dir-3": the three-way accuracy of the most probable verdict read right after
+the prompt (the label-probability critic with no reasoning; it needs no parsing, so it scores a critic that
+cannot yet write the format). Paper settings apply unless overridden (``--sft-lr``, ``--grpo-lr``); the paper's
+SFT learning rate (1e-5) barely moves a fresh LoRA adapter in a benchmark-sized number of steps (see
+docs/benchmarks.md), so short runs pass a larger one. ``--show`` prints each critic's first critique.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 
-def evaluate(base: str, adapter: Path | None, rows: list[dict[str, Any]], max_tokens: int) -> dict[str, float]:
+def evaluate(
+    base: str, adapter: Path | None, rows: list[dict[str, Any]], max_tokens: int, show: bool = False
+) -> dict[str, float]:
     from verifyless.model import Message, ModelRequest, build_model, make_config
     from verifyless.screen.critic import parse_verdict
     from verifyless.train.data import messages_for
@@ -34,10 +40,15 @@ def evaluate(base: str, adapter: Path | None, rows: list[dict[str, Any]], max_to
             temperature=0.0,
         )
     )
-    hits = {"acc": 0, "dir3": 0, "ladder": 0, "parsed": 0, "tp": 0, "fp": 0, "fn": 0}
-    for row in rows:
+    hits = {"acc": 0, "dir3": 0, "ladder": 0, "parsed": 0, "tp": 0, "fp": 0, "fn": 0, "probe": 0}
+    for i, row in enumerate(rows):
         messages = tuple(Message(m["role"], m["content"]) for m in messages_for(row))  # type: ignore[arg-type]
-        verdict = parse_verdict(asyncio.run(model.generate(ModelRequest(messages=messages))).text)
+        text = asyncio.run(model.generate(ModelRequest(messages=messages))).text
+        if show and i == 0:
+            print(f"  first critique ({'adapter' if adapter else 'base'}): {text[:300]!r}")
+        probs = asyncio.run(model.verdict_score(messages, "")).probs  # type: ignore[attr-defined]
+        hits["probe"] += max(probs, key=lambda k: probs[k]) == row["label3"]
+        verdict = parse_verdict(text)
         said = verdict.improvement if verdict else None
         truth = row["label3"]
         hits["parsed"] += verdict is not None
@@ -55,6 +66,7 @@ def evaluate(base: str, adapter: Path | None, rows: list[dict[str, Any]], max_to
         "F1": f1,
         "5-Ladder": hits["ladder"] / n,
         "parsed": hits["parsed"] / n,
+        "probe Dir-3": hits["probe"] / n,
     }
 
 
@@ -76,6 +88,7 @@ def main() -> None:
     parser.add_argument("--grpo-lr", type=float, default=1e-6)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--bench-rows", type=int, default=24)
+    parser.add_argument("--show", action="store_true", help="print each critic's first critique")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -103,14 +116,15 @@ def main() -> None:
     print(f"dataset {dataset} ({len(rows)} bench rows), base {args.base}, torch threads {torch.get_num_threads()}")
     print(
         f"{'critic':10} {'Improve acc':>11} {'Dir-3':>6} {'F1':>6} {'5-Ladder':>8} {'parsed':>6} "
-        f"{'train s':>8} {'eval s':>7}"
+        f"{'probe Dir-3':>11} {'train s':>8} {'eval s':>7}"
     )
     for name, adapter in (("base", None), ("SFT", sft.adapter_dir), ("SFT+GRPO", grpo.adapter_dir)):
         t0 = time.monotonic()
-        m = evaluate(args.base, adapter, rows, args.max_tokens)
+        m = evaluate(args.base, adapter, rows, args.max_tokens, args.show)
         print(
             f"{name:10} {m['Improve acc']:11.3f} {m['Dir-3']:6.3f} {m['F1']:6.3f} {m['5-Ladder']:8.3f} "
-            f"{m['parsed']:6.2f} {timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}"
+            f"{m['parsed']:6.2f} {m['probe Dir-3']:11.3f} {timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}",
+            flush=True,
         )
 
 

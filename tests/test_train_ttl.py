@@ -1,7 +1,9 @@
 """Test-time learning (critic-ttl) and the label-probability critic on a tiny Llama.
 
-The engine's learn/restore wiring is not exercised here: the screener's learn() and restore() are called
-directly, and the kill -9 test kills a process that learns and stores its records, then restores in this one.
+Most tests call the screener's learn() and restore() directly (the fast kill -9 test kills a process that
+learns and stores its records, then restores in this one); two drive them through the real engine: a run
+that adapts and resumes, and (slow) a run killed with kill -9 mid-run whose resume screens with the stored
+adapter version.
 """
 
 from __future__ import annotations
@@ -286,3 +288,122 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
         again.run_id = result.run_id
         resume.restore(again)
         assert again.screener.version == first.screener.version == versions[-1]  # type: ignore[attr-defined]
+
+
+TTL_RUN = r"""
+import asyncio, random, sys, torch
+torch.set_num_threads(1)
+sys.path.insert(0, {tests!r})
+from test_train_ttl import ttl_engine
+from verifyless.store import RunStore
+asyncio.run(ttl_engine(RunStore({db!r}), {tiny!r}, {root!r}).run())
+"""
+
+
+def ttl_engine(store: object, tiny: str, root: str) -> object:
+    """A real engine run (fake task, roles and executor; verification takes 0.3 s) screened by critic-ttl."""
+    from engine_fakes import FakeExecutor, fake_roles, fake_task
+    from verifyless.config import load_config
+    from verifyless.engine import Engine
+    from verifyless.search.registry import build_strategy
+
+    model = build_model(make_config(provider="local", model=tiny, device="cpu"))
+    # The tiny critic forgets the format as it learns; this test is about versions, not verdicts.
+    options = {"mode": "sdft", "adapter_root": root, **OPTIONS, "max_unparsed_screenings": 100}
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=fake_task())
+    cfg = load_config(overrides=["budget.verifications=12", "engine.candidates=2", "strategy.name=greedy"])
+    return Engine(
+        task=fake_task(),
+        roles=fake_roles(),
+        screener=screener,
+        strategy=build_strategy("greedy", {}, random.Random(0)),
+        executor=FakeExecutor(delay=0.3),
+        store=store,  # type: ignore[arg-type]
+        config=cfg,
+    )
+
+
+@pytest.mark.slow
+def test_a_ttl_run_killed_with_kill_minus_nine_resumes_with_the_stored_adapter_version(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """kill -9 a real engine run once it has stored an adapter version; the resumed run's next screening uses it."""
+    import time
+
+    from safetensors.torch import load_file
+
+    from verifyless.store import RunStore
+
+    db, root = tmp_path / "s.db", tmp_path / "adapters"
+    script = TTL_RUN.format(tests=str(Path(__file__).parent), db=str(db), tiny=str(tiny), root=str(root))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 120
+    learned: list[dict] = []
+    with RunStore(db) as probe:
+        while time.monotonic() < deadline and proc.poll() is None and not learned:
+            runs = probe.runs() if db.exists() else []
+            learned = [e.payload for e in probe.events(runs[0].run_id, kinds=["screener_learn"])] if runs else []
+            time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, (proc.stderr.read() if proc.stderr else b"")[-2000:]
+    with RunStore(db) as store:
+        run_id = store.runs()[0].run_id
+        stored = [e.payload for e in store.events(run_id, kinds=["screener_learn"])]
+        assert stored and store.budget(run_id).verifications < 12  # killed mid-run
+        engine = ttl_engine(store, str(tiny), str(root))
+        screener = engine.screener  # type: ignore[attr-defined]
+        calls: list[tuple[str, int, str, dict]] = []  # (what, version after, model version, adapter weights)
+        restore, learn, screen = screener.restore, screener.learn, screener.screen
+
+        def note(what: str) -> None:
+            from peft import get_peft_model_state_dict
+
+            state = get_peft_model_state_dict(screener.local.loaded.model, adapter_name="ttl")
+            weights = {k: v.detach().clone() for k, v in state.items()}
+            calls.append((what, screener.version, screener.local.version, weights))
+
+        def restoring(records: object) -> None:
+            restore(records)
+            note("restore")
+
+        async def learning(outcomes: object, round: int) -> object:
+            record = await learn(outcomes, round)
+            note("learn")
+            return record
+
+        async def screening(ctx: object, candidates: object) -> object:
+            if not any(what == "screen" for what, *_ in calls):
+                note("screen")
+            return await screen(ctx, candidates)
+
+        screener.restore, screener.learn, screener.screen = restoring, learning, screening
+        result = asyncio.run(engine.run(run_id))  # type: ignore[attr-defined]
+        after = [e.payload for e in store.events(run_id, kinds=["screener_learn"])]
+    version = stored[-1]["adapter_version"]
+    assert calls[0][:3] == ("restore", version, f"ttl-v{version}")  # reloaded what the killed run stored last
+    first = next(i for i, c in enumerate(calls) if c[0] == "screen")
+    _, used, model_version, weights = calls[first]
+    learned_before = [c for c in calls[1:first] if c[0] == "learn"]  # the round the kill interrupted, if any
+    assert used == version + len(learned_before) and model_version == f"ttl-v{used}"
+    saved = load_file(str(root / f"v{used:04d}" / "ttl" / "adapter_model.safetensors"))
+    assert saved.keys() == weights.keys() and all(torch_equal(saved[k], weights[k]) for k in saved)
+    versions = [p["adapter_version"] for p in after]
+    assert versions == list(range(1, len(versions) + 1)) and after[: len(stored)] == stored
+    assert result.verifications == 12  # type: ignore[attr-defined]
+
+
+def test_ttl_trains_the_local_model_under_the_run_cache_and_recorder(tiny: Path, tmp_path: Path) -> None:
+    """A run wraps the critic in CachedModel/RecordedModel; critic-ttl still finds the weights it trains."""
+    from verifyless.model import ResponseCache
+
+    records: list = []
+    config = make_config(provider="local", model=str(tiny), device="cpu")
+    model = build_model(config, cache=ResponseCache(tmp_path / "c.db"), recorder=records.append)
+    options = {"mode": "sdft", "adapter_root": str(tmp_path / "a"), **OPTIONS}
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options)
+    asyncio.run(screener.screen(context(), [candidate(0, "ensemble")]))
+    record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
+    assert record["adapter_version"] == 1 and screener.local.version == "ttl-v1"  # type: ignore[attr-defined]
+    assert records and records[0].role == "critic"

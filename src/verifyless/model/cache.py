@@ -11,6 +11,11 @@
 * ``CallRecord`` / ``RecordedModel`` -- one frozen record per call for the
   engine to store (no API key ever reaches these: identities are built from the
   request and the endpoint URL only).
+* Verdict probes (``verdict_score``, the label-probability critic's call; see
+  ``verifyless.model.scores``) pass through both wrappers when the wrapped
+  model can answer them: the distribution is cached as one sample (index 0,
+  its JSON as the choice text, finish reason ``verdict_probs``) under the
+  probe's own identity and prompt hash, and recorded like any call.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verifyless.errors import ConfigError, ModelUnavailable
-from verifyless.model.base import Choice, Model, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.base import Choice, Message, Model, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.scores import VerdictScore, find_verdict_scorer, probe_fields, probe_request
 from verifyless.model.wire import canonical_json, messages_to_wire, prompt_hash, sha256, tools_to_wire
 
 
@@ -263,6 +269,44 @@ class CachedModel:
         model = next((s.reply_model for s in have.values() if s.reply_model), self.name)
         return ModelReply(choices=tuple(have[i].choice for i in indices), usage=usage, model=model, cached=not missing)
 
+    verdict_probe_via_inner = True
+
+    async def verdict_score(
+        self, messages: tuple[Message, ...], prefix: str = "", *, role: str = "critic"
+    ) -> VerdictScore:
+        """A verdict probe served from the cache, or asked of the inner model and stored (one sample)."""
+        inner = self.inner
+        scorer = find_verdict_scorer(inner)
+        if scorer is None:
+            raise ModelUnavailable(f"model {self.name} cannot read verdict probabilities")
+        request = probe_request(messages, prefix, role)
+        identity = _probe_identity(inner, request, prefix)
+        key = sample_key(identity, 0)
+        p_hash = prompt_hash(request)
+        hit = self.cache.get_many([key]).get(key)
+        if hit is not None:
+            return VerdictScore(json.loads(hit.choice.text), Usage(), hit.reply_model, cached=True)
+        if self.mode == "replay":
+            raise ModelUnavailable(
+                f"the verdict probe for role {role!r} (model {self.name}, prompt {p_hash[:12]}) is not in the "
+                f"response cache {self.cache.path}; replay needs the cache written by a readwrite run"
+            )
+        score = await scorer.verdict_score(messages, prefix, role=role)
+        choice = Choice(canonical_json(score.probs), finish_reason="verdict_probs")
+        stored = self.cache.put_many(identity, p_hash, 0, (choice,), score.model or self.name)[0]
+        return VerdictScore(json.loads(stored.choice.text), score.usage, stored.reply_model)
+
+
+def _probe_identity(model: Any, request: ModelRequest, prefix: str) -> dict[str, Any]:
+    """The probe's identity from the innermost model that defines ``verdict_identity`` (else the generic one)."""
+    seen = model
+    while seen is not None:
+        own = getattr(seen, "verdict_identity", None)
+        if callable(own):
+            return dict(own(request.messages[:-1], prefix))
+        seen = getattr(seen, "inner", None)
+    return {**request_identity(model, request), **probe_fields(prefix)}
+
 
 @dataclass(frozen=True)
 class CallRecord:
@@ -293,6 +337,48 @@ class RecordedModel:
 
     def __repr__(self) -> str:
         return f"RecordedModel({self.inner!r})"
+
+    verdict_probe_via_inner = True
+
+    async def verdict_score(
+        self, messages: tuple[Message, ...], prefix: str = "", *, role: str = "critic"
+    ) -> VerdictScore:
+        """Forward a verdict probe and record it (n=1, the probe's prompt hash, its usage)."""
+        scorer = find_verdict_scorer(self.inner)
+        if scorer is None:
+            raise ModelUnavailable(f"model {self.name} cannot read verdict probabilities")
+        start = time.monotonic()
+        p_hash = prompt_hash(probe_request(messages, prefix, role))
+        try:
+            score = await scorer.verdict_score(messages, prefix, role=role)
+        except Exception as exc:
+            self.recorder(
+                CallRecord(
+                    role,
+                    self.name,
+                    self.endpoint,
+                    p_hash,
+                    Usage(),
+                    False,
+                    time.monotonic() - start,
+                    1,
+                    f"{type(exc).__name__}: {exc}",
+                )
+            )
+            raise
+        self.recorder(
+            CallRecord(
+                role,
+                score.model or self.name,
+                self.endpoint,
+                p_hash,
+                score.usage,
+                score.cached,
+                time.monotonic() - start,
+                1,
+            )
+        )
+        return score
 
     async def generate(self, request: ModelRequest) -> ModelReply:
         start = time.monotonic()

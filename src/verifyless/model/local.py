@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
 from verifyless.model.openai_compat import messages_to_wire, tools_to_wire
+from verifyless.model.scores import VERDICT_TAG, VERDICTS, VerdictScore, prefill_text, probe_fields, probe_request
 
 if TYPE_CHECKING:
     from verifyless.model.config import ModelConfig
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 256
-VERDICT_TAG = "[IMPROVEMENT]"
-VERDICTS: tuple[str, ...] = ("improve", "tie", "lose")
 
 
 # ------------------------------------------------------------------ known models
@@ -366,7 +365,7 @@ def verdict_probs(
     import torch
 
     tok, model = loaded.tokenizer, loaded.model
-    head = list(prompt_ids) + encode(tok, prefix.rstrip() + ("\n" if prefix.strip() else "") + tag)
+    head = list(prompt_ids) + encode(tok, prefill_text(prefix, tag))
     tails = [encode(tok, " " + label) for label in labels]
     width = len(head) + max(len(t) for t in tails)
     pad = tok.pad_token_id
@@ -382,6 +381,31 @@ def verdict_probs(
         scores.append(sum(float(logp[row, p, t]) for p, t in zip(positions, tail, strict=False)))
     norm = torch.softmax(torch.tensor(scores), dim=0)
     return {label: float(p) for label, p in zip(labels, norm, strict=False)}
+
+
+def next_token_logprobs(
+    loaded: LoadedLM, messages: Sequence[dict[str, Any]], *, continue_final: bool, k: int
+) -> tuple[list[tuple[str, float]], int]:
+    """The ``k`` most likely next tokens (decoded text, natural-log probability) and the prompt length.
+
+    ``continue_final``: the last (assistant) message is left open and continued, as vLLM's
+    ``continue_final_message`` does; otherwise a new assistant turn is opened. Call under ``loaded.lock``.
+    """
+    import torch
+
+    tok = loaded.tokenizer
+    text = tok.apply_chat_template(
+        list(messages),
+        tokenize=False,
+        add_generation_prompt=not continue_final,
+        continue_final_message=continue_final,
+    )
+    ids = encode(tok, str(text))
+    with torch.no_grad():
+        logits = loaded.model(input_ids=torch.tensor([ids], device=loaded.device), logits_to_keep=1).logits[0, -1]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    top = torch.topk(logp, k)
+    return [(tok.decode([int(i)]), float(v)) for v, i in zip(top.values, top.indices, strict=True)], len(ids)
 
 
 # ------------------------------------------------------------------ the Model
@@ -489,6 +513,33 @@ class LocalModel:
         """Verdict distribution at the ``[IMPROVEMENT]`` position after ``prefix`` (see ``verdict_probs``)."""
         return await asyncio.to_thread(self._label_probs_sync, messages, prefix)
 
+    async def verdict_score(
+        self, messages: Sequence[Message], prefix: str = "", *, role: str = "critic"
+    ) -> VerdictScore:
+        """``label_probs`` with its cost (the prompt and prefill tokens read), for the cache and the ledger."""
+        return await asyncio.to_thread(self._verdict_score_sync, messages, prefix)
+
+    def top_logprobs(
+        self, messages: Sequence[dict[str, Any]], continue_final: bool, k: int
+    ) -> tuple[list[tuple[str, float]], int]:
+        """``next_token_logprobs`` with this model's adapters (what the loopback test server serves)."""
+        with self.loaded.lock, activate(self.loaded, self.adapter_names):
+            return next_token_logprobs(self.loaded, messages, continue_final=continue_final, k=k)
+
+    def verdict_identity(self, messages: Sequence[Message], prefix: str) -> dict[str, Any]:
+        """The cache identity of a verdict probe (see ``verifyless.model.scores``)."""
+        return {**self.cache_identity(probe_request(messages, prefix)), **probe_fields(prefix)}
+
+    def _verdict_score_sync(self, messages: Sequence[Message], prefix: str) -> VerdictScore:
+        with self.loaded.lock, activate(self.loaded, self.adapter_names):
+            tok = self.loaded.tokenizer
+            prompt = encode(tok, chat_prompt(tok, messages))
+            probs = verdict_probs(self.loaded, prompt, prefix)
+            read = len(prompt) + len(encode(tok, prefill_text(prefix)))
+        prices = self.config.price_for(self.name) if self.config else None
+        cost = read * prices.prompt_per_mtok / 1e6 if prices else 0.0
+        return VerdictScore(probs, Usage(read, 0, cost), self.name)
+
     async def score_labels(self, messages: Sequence[Message]) -> dict[str, float]:
         """Five-way label probabilities (the screening critic's ``label_probs`` contract).
 
@@ -534,6 +585,7 @@ __all__ = [
     "encode",
     "load_lm",
     "local_models",
+    "next_token_logprobs",
     "resolve_source",
     "sample_texts",
     "verdict_probs",

@@ -27,11 +27,12 @@ import random
 import re
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import ModelUnavailable
-from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.scores import VerdictScore, probe_fields, probe_request, probs_from_top_logprobs, uniform
 from verifyless.model.wire import messages_to_wire, tools_to_wire
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,40 @@ def parse_completion(text: str) -> tuple[list[Choice], int, int, str]:
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     return (
         choices,
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        str(data.get("model") or ""),
+    )
+
+
+PROBE_TOP_LOGPROBS = 20  # the most OpenAI and vLLM (default --max-logprobs) return per position
+PROBE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM / SGLang chat extras
+
+
+def parse_verdict_probe(text: str) -> tuple[dict[str, float] | None, int, int, str]:
+    """(verdict distribution or None, prompt tokens, completion tokens, model) from a probe's reply body.
+
+    Reads ``choices[0].logprobs.content[0].top_logprobs``: the candidates for the first token after the
+    prefilled ``[IMPROVEMENT]``. A reply without them means the server ignored ``logprobs`` (not retried).
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise MalformedReply(f"body is not JSON ({exc}); starts {text[:60]!r}") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedReply("reply has no choices")
+    content = (choices[0].get("logprobs") or {}).get("content") or []
+    top = content[0].get("top_logprobs") if content and isinstance(content[0], dict) else None
+    if not isinstance(top, list):
+        raise ModelUnavailable(
+            "the endpoint returned no top_logprobs for a verdict probe; the label-probability critic "
+            "needs a server that continues a prefilled assistant turn and returns logprobs (vLLM, SGLang); "
+            "use screener 'critic' for other endpoints"
+        )
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return (
+        probs_from_top_logprobs(top),
         int(usage.get("prompt_tokens") or 0),
         int(usage.get("completion_tokens") or 0),
         str(data.get("model") or ""),
@@ -267,8 +302,45 @@ class OpenAIModel:
         cost = (prompt_tokens * prices.prompt_per_mtok + completion_tokens * prices.completion_per_mtok) / 1e6
         return ModelReply(tuple(choices), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
 
-    async def _call(self, body: dict[str, Any], role: str = "default") -> tuple[list[Choice], int, int, str]:
-        """One logical call with retries. Returns (choices, prompt tokens, completion tokens, model).
+    # -- verdict probes (label-probability critic) -------------------------------
+    def verdict_identity(self, messages: Sequence[Message], prefix: str) -> dict[str, Any]:
+        """The cache identity of a verdict probe (see ``verifyless.model.scores``)."""
+        return {**self.cache_identity(probe_request(messages, prefix)), **probe_fields(prefix)}
+
+    async def verdict_score(
+        self, messages: Sequence[Message], prefix: str = "", *, role: str = "critic"
+    ) -> VerdictScore:
+        """P(improve|tie|lose) of the next token after ``prefix + "[IMPROVEMENT]"``, prefilled as the assistant turn.
+
+        One greedy one-token request with ``logprobs``, ``top_logprobs=20`` and vLLM/SGLang's
+        ``continue_final_message``. Verdict words are matched on the 20 candidates (see
+        ``probs_from_top_logprobs``); when none of them is a verdict the distribution is uniform
+        (u = 2/3, routed as uncertain). OpenAI's hosted API does not continue assistant turns.
+        """
+        request = probe_request(messages, prefix, role)
+        body = self._payload(request, 1, 0)
+        body.update(logprobs=True, top_logprobs=PROBE_TOP_LOGPROBS)
+        probs, prompt_tokens, completion_tokens, model = await self._call(
+            body, role, parse=parse_verdict_probe, extra=PROBE_EXTRA
+        )
+        if probs is None:
+            log.warning(
+                "model %s: no verdict word among the top %d tokens; using uniform", self.name, PROBE_TOP_LOGPROBS
+            )
+        prices = self.config.price_for(model or self.name)
+        cost = (prompt_tokens * prices.prompt_per_mtok + completion_tokens * prices.completion_per_mtok) / 1e6
+        return VerdictScore(probs or uniform(), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
+
+    async def _call(
+        self,
+        body: dict[str, Any],
+        role: str = "default",
+        *,
+        parse: Callable[[str], Any] = parse_completion,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """One logical call with retries. Returns ``parse(body text)``: by default
+        (choices, prompt tokens, completion tokens, model).
 
         The asking role travels as the ``X-Verifyless-Role`` header: servers ignore it, while
         logging proxies and the scripted test server can use it.
@@ -286,12 +358,12 @@ class OpenAIModel:
                 async with limiter:
                     raw = await client.chat.completions.with_raw_response.create(
                         **body,
-                        extra_body=dict(cfg.extra_body) or None,
+                        extra_body={**cfg.extra_body, **(extra or {})} or None,
                         timeout=cfg.timeout_s,
                         extra_headers={"X-Verifyless-Role": role},
                     )
                     text = raw.text
-                return parse_completion(text)
+                return parse(text)
             except MalformedReply as exc:
                 problem = f"malformed reply: {exc}"
             except openai.APITimeoutError:

@@ -13,6 +13,14 @@ is answered normally. Real checks too: with ``api_key=...`` a wrong bearer
 token gets 401; with ``models=[...]`` an unknown model gets 404;
 ``ignore_n=True`` always returns one choice. Counters: ``requests`` (bodies
 received), ``max_in_flight``.
+
+Log-probabilities: with ``logprobs=fn`` (``fn(messages, continue_final, k) ->
+([(token, logprob), ...], prompt tokens)``, e.g. ``LocalModel.top_logprobs``),
+a request with ``logprobs: true`` is answered with the most likely next token
+and its ``top_logprobs`` (OpenAI format), continuing the last assistant message
+when it sends vLLM's ``continue_final_message: true`` (with
+``add_generation_prompt: false``; both true is a 400, as in vLLM). Without
+``logprobs=`` the field is ignored, like a server that does not support it.
 """
 
 from __future__ import annotations
@@ -90,6 +98,7 @@ class Fault:
 
 
 Responder = Callable[[ModelRequest], Any]
+LogprobSource = Callable[[list[dict[str, Any]], bool, int], tuple[list[tuple[str, float]], int]]
 
 
 def request_from_body(body: dict[str, Any]) -> ModelRequest:
@@ -138,8 +147,10 @@ class TestServer:
         models: list[str] | None = None,
         ignore_n: bool = False,
         latency_s: float = 0.0,
+        logprobs: LogprobSource | None = None,
     ) -> None:
         self.responder = responder
+        self.logprobs = logprobs
         self.api_key = api_key
         self.models = models
         self.ignore_n = ignore_n
@@ -309,6 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, f"Incorrect API key provided: {given}.", "invalid_request_error")
         if owner.models is not None and body.get("model") not in owner.models:
             return self._error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error")
+        if body.get("logprobs") and owner.logprobs is not None:
+            return self._logprob_reply(owner, body)
         request = request_from_body(body)
         role = self.headers.get("X-Verifyless-Role")
         if role:  # lets role-based scripted rules answer over HTTP exactly as in-process
@@ -345,3 +358,30 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "truncated":
             text = text[: len(text) // 2]
         self._send(200, text)
+
+    def _logprob_reply(self, owner: TestServer, body: dict[str, Any]) -> None:
+        """One greedy token with its top_logprobs (OpenAI format), from ``owner.logprobs``."""
+        continue_final = bool(body.get("continue_final_message"))
+        if continue_final and body.get("add_generation_prompt", True):
+            return self._error(
+                400, "continue_final_message and add_generation_prompt cannot both be true", "invalid_request_error"
+            )
+        k = max(1, int(body.get("top_logprobs") or 1))
+        assert owner.logprobs is not None
+        top, prompt_tokens = owner.logprobs(list(body.get("messages") or []), continue_final, k)
+        entries = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top]
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": top[0][0]},
+            "logprobs": {"content": [{**entries[0], "top_logprobs": entries}]},
+            "finish_reason": "length",
+        }
+        data = {
+            "id": f"chatcmpl-{len(owner.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "logprobs"),
+            "choices": [choice],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1},
+        }
+        self._send(200, json.dumps(data).encode())

@@ -95,10 +95,12 @@ def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
-def critique_text(label3: str, tier: str | None, reason: str = "from the criteria") -> str:
-    """A short critique in the critic's exact output format."""
+def critique_text(
+    label3: str, tier: str | None, reason: str = "from the criteria", criterion: str = "the change"
+) -> str:
+    """A short critique in the critic's exact output format (``criterion`` is what its one criterion line says)."""
     tier_word = tier if label3 == "improve" and tier else "NA"
-    return f"Criterion 1: the change.\n[IMPROVEMENT] {label3} --- {reason}.\n[WINTIER] {tier_word} --- size."
+    return f"Criterion 1: {criterion}.\n[IMPROVEMENT] {label3} --- {reason}.\n[WINTIER] {tier_word} --- size."
 
 
 def _summary(keyword: str) -> str:
@@ -113,21 +115,29 @@ def keyword_rows(
     split_name: str,
     critique_labels: str = "true",
     label_weights: Mapping[str, float] | None = None,
+    name_keyword: bool = False,
+    balanced: bool = False,
 ) -> list[dict[str, Any]]:
     """``n`` rows whose label3 is set by a keyword in the child summary.
 
     ``critique_labels``: ``"true"`` writes critiques with the row's label,
     ``"random"`` with a random verdict (format without the answer), ``"none"`` no critique.
     ``label_weights`` skews how often each label (hence keyword) is drawn (default: uniform).
+    ``name_keyword``: the critique's criterion line names the change (``the child will <keyword>``)
+    before the verdict, as a critic's reasoning would.
+    ``balanced``: labels with a positive weight take turns (row ``i`` gets the ``i``-th in a cycle), so
+    any run of consecutive rows is balanced across them.
     """
     rows = []
     labels = sorted(KEYWORDS)
     weights = [float((label_weights or {}).get(label, 0.0 if label_weights else 1.0)) for label in labels]
+    cycle = [label for label, w in zip(labels, weights, strict=True) if w > 0]
     for i in range(n):
-        label = rng.choices(labels, weights)[0]
+        label = cycle[i % len(cycle)] if balanced else rng.choices(labels, weights)[0]
         delta = {"improve": 0.1, "tie": 0.0, "lose": -0.1}[label]
         shown = label if critique_labels == "true" else rng.choice(sorted(KEYWORDS))
-        critique = None if critique_labels == "none" else critique_text(shown, rng.choice(_TIERS))
+        criterion = f"the child will {KEYWORDS[label]}" if name_keyword else "the change"
+        critique = None if critique_labels == "none" else critique_text(shown, rng.choice(_TIERS), criterion=criterion)
         rows.append(
             {
                 "example_id": f"{split_name}-{i}",
@@ -166,15 +176,28 @@ def keyword_dataset(
     seed: int = 0,
     critique_labels: str = "true",
     label_weights: Mapping[str, float] | None = None,
+    name_keyword: bool = False,
+    balanced: bool = False,
 ) -> Path:
-    """Save a synthetic keyword ``DatasetDict`` (splits sft/grpo/bench) at ``out``; returns the folder."""
+    """Save a synthetic keyword ``DatasetDict`` (splits sft/grpo/bench) at ``out``; returns the folder.
+
+    ``critique_labels``, ``label_weights``, ``name_keyword`` and ``balanced`` as in ``keyword_rows``.
+    """
     from datasets import Dataset, DatasetDict
 
     rng = random.Random(seed)
     sizes = dict(n or {"sft": 24, "grpo": 24, "bench": 12})
     splits = {
         name: Dataset.from_list(
-            keyword_rows(count, rng, split_name=name, critique_labels=critique_labels, label_weights=label_weights)
+            keyword_rows(
+                count,
+                rng,
+                split_name=name,
+                critique_labels=critique_labels,
+                label_weights=label_weights,
+                name_keyword=name_keyword,
+                balanced=balanced,
+            )
         )
         for name, count in sizes.items()
     }
@@ -186,6 +209,8 @@ def keyword_dataset(
         "sizes": sizes,
         "critique_labels": critique_labels,
         "label_weights": dict(label_weights or {}),
+        "name_keyword": name_keyword,
+        "balanced": balanced,
     }
     (Path(out) / "card.json").write_text(json.dumps(card, indent=2))
     return Path(out)

@@ -128,6 +128,8 @@ def train_critic_grpo(
         temperature=settings.temperature,
         max_completion_length=settings.max_completion_length,
         log_completions=False,
+        shuffle_dataset=settings.shuffle,
+        top_entropy_quantile=settings.top_entropy_quantile,
     )
     trainer = _trainer_class(settings.skip_equal_reward_groups)(
         model=model,

@@ -1,8 +1,10 @@
 """Label-probability critic: rank and route from the verdict distribution instead of k sampled votes.
 
-For a local critic (``provider: local``), the probability of each verdict word
-right after ``[IMPROVEMENT]`` is read in one forward pass
-(``LocalModel.label_probs``). With ``reasoning_samples = 0`` the tag follows
+The probability of each verdict word right after ``[IMPROVEMENT]`` is read by
+a *verdict probe* (``verdict_score``, ``verifyless.model.scores``): one forward
+pass for a local critic (``provider: local``), or, for an OpenAI-compatible
+server (``provider: openai``: vLLM, SGLang), one request that prefills the
+assistant turn, continues it for one token and returns ``top_logprobs``. With ``reasoning_samples = 0`` the tag follows
 the prompt directly (no critique text: cheapest, but the critic's reasoning is
 skipped); with ``r > 0`` the critic first writes ``r`` critiques, each is cut
 before its verdict, and the distributions read after each reasoning are
@@ -13,10 +15,11 @@ averaged.
 * ``rank_value`` = 2 P(improve) + P(tie), the expected three-level rank (Lose 0, Tie 1, Improve 2);
 * ``detail["label_probs"]`` carries the distribution for tie-breaking by other screeners.
 
-Limits: needs a model with ``label_probs`` (the local provider; HTTP endpoints
-are not read for log-probabilities yet). Probabilities are recomputed on
-replay (they are not in the response cache); with the same weights they are
-the same numbers.
+Probes go through the response cache and the call ledger like sampled
+critiques (a replay reads them back). Limits: the HTTP probe needs a server
+that honours ``continue_final_message`` and ``logprobs`` (OpenAI's hosted API
+does not continue assistant turns); over HTTP only the first token of each
+verdict word is read from the top 20 candidates.
 """
 
 from __future__ import annotations
@@ -27,23 +30,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.model.local import VERDICT_TAG, VERDICTS
+from verifyless.model.scores import VERDICT_TAG, VERDICTS, find_verdict_scorer
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import PointwiseCritic, order_by_value, parse_verdict
 
 
 def find_scorer(model: Any) -> Any:
-    """The innermost model with ``label_probs`` (through Recorded/Cached wrappers); ConfigError if none."""
-    seen = model
-    while seen is not None:
-        if callable(getattr(seen, "label_probs", None)):
-            return seen
-        seen = getattr(seen, "inner", None)
-    raise ConfigError(
-        "the label-probability critic needs a local critic model (provider: local) that can read "
-        "verdict probabilities; use screener 'critic' for HTTP endpoints"
-    )
+    """The outermost model whose chain can answer verdict probes (so probes are cached and recorded)."""
+    found = find_verdict_scorer(model)
+    if found is None:
+        raise ConfigError(
+            "the label-probability critic needs a critic model that can read verdict probabilities: "
+            "provider: local, or provider: openai on a server with logprobs and continue_final_message "
+            "(vLLM, SGLang); use screener 'critic' otherwise"
+        )
+    return found
 
 
 def reasoning_prefix(critique: str) -> str:
@@ -53,7 +55,7 @@ def reasoning_prefix(critique: str) -> str:
 
 
 def evidence_from_probs(
-    candidate_id: str, probs: dict[str, float], critiques: Sequence[str], threshold: float
+    candidate_id: str, probs: dict[str, float], critiques: Sequence[str], threshold: float, tokens: int = 0
 ) -> Evidence:
     votes = {v: float(probs.get(v, 0.0)) for v in VERDICTS}
     uncertainty = 1.0 - max(votes.values())
@@ -73,6 +75,7 @@ def evidence_from_probs(
             "critiques": list(critiques),
             "uncertain": uncertainty >= threshold - 1e-9,
             "route_threshold": threshold,
+            "tokens": tokens,
         },
     )
 
@@ -111,11 +114,12 @@ class LabelProbCritic(PointwiseCritic):
 
     async def evidence(self, ctx: ScreenContext, candidate: Candidate) -> Evidence:
         messages = self.messages(ctx, candidate)
-        critiques = await self.critiques(ctx, candidate) if self.reasoning_samples else []
+        critiques, tokens = await self.sample(ctx, candidate) if self.reasoning_samples else ([], 0)
         prefixes = [reasoning_prefix(c) for c in critiques] or [""]
-        dists = [await self.scorer.label_probs(messages, prefix) for prefix in prefixes]
-        mean = {v: sum(d[v] for d in dists) / len(dists) for v in VERDICTS}
-        return evidence_from_probs(candidate.id, mean, critiques, self.route_threshold)
+        scores = [await self.scorer.verdict_score(messages, prefix, role="critic") for prefix in prefixes]
+        tokens += sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in scores)
+        mean = {v: sum(s.probs[v] for s in scores) / len(scores) for v in VERDICTS}
+        return evidence_from_probs(candidate.id, mean, critiques, self.route_threshold, tokens)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()

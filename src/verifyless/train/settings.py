@@ -52,6 +52,10 @@ class GRPOSettings(CommonSettings):
     epochs: float = Field(1.0, gt=0)
     skip_equal_reward_groups: bool = Field(True, description="paper: groups with all-equal rewards are dropped")
     batch_size: int = Field(8, ge=1, description="completions per device step; a multiple of num_generations")
+    top_entropy_quantile: float = Field(
+        1.0, gt=0, le=1, description="train only on this top fraction of completion tokens by entropy (1: all)"
+    )
+    shuffle: bool = Field(True, description="shuffle the grpo split; off: prompts are taken in the split's order")
 
 
 _KINDS: dict[str, type[CommonSettings]] = {"sft": SFTSettings, "grpo": GRPOSettings}

@@ -83,8 +83,15 @@ def build_tiny_tokenizer(vocab_size: int = 2048, corpus: list[str] | None = None
     return fast
 
 
-def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: float = 1e-2) -> list[float]:
-    """Full-parameter steps on prompt -> critique transcripts with random verdicts; returns the losses."""
+def teach_format(
+    model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: float = 1e-2, reads: bool = False
+) -> list[float]:
+    """Full-parameter steps on prompt -> critique transcripts with random verdicts; returns the losses.
+
+    ``reads``: the critiques first name the change they read in the child summary (``Criterion 1: the
+    child will <keyword>.``), then give a random verdict, so the model learns to read the prompt but
+    not which verdict follows from it.
+    """
     import random
 
     import torch
@@ -92,7 +99,7 @@ def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: f
     from verifyless.model.local import chat_prompt, encode
     from verifyless.train.data import keyword_rows, messages_for
 
-    rows = keyword_rows(32, random.Random(seed), split_name="format", critique_labels="random")
+    rows = keyword_rows(32, random.Random(seed), split_name="format", critique_labels="random", name_keyword=reads)
     pairs = [
         (
             encode(tokenizer, chat_prompt(tokenizer, messages_for(r))),
@@ -120,9 +127,18 @@ def teach_format(model: Any, tokenizer: Any, *, steps: int, seed: int = 0, lr: f
 
 
 def build_tiny_lm(
-    directory: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2, format_steps: int = 80
+    directory: str | Path,
+    *,
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 2,
+    format_steps: int = 80,
+    reads: bool = False,
 ) -> Path:
-    """Build and save the tiny tokenizer + Llama (taught the format) under ``directory``; returns the folder."""
+    """Build and save the tiny tokenizer + Llama (taught the format) under ``directory``; returns the folder.
+
+    ``reads``: see ``teach_format`` (the critiques name the keyword before their random verdict).
+    """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -145,7 +161,7 @@ def build_tiny_lm(
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     if format_steps:
-        teach_format(model, tokenizer, steps=format_steps, seed=seed)
+        teach_format(model, tokenizer, steps=format_steps, seed=seed, reads=reads)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(out)
@@ -153,16 +169,17 @@ def build_tiny_lm(
     return out
 
 
-def cached_tiny_lm(root: str | Path, *, seed: int = 0) -> Path:
-    """``build_tiny_lm`` into ``root/tiny-lm-s<seed>`` unless it is already there (safe for parallel callers)."""
+def cached_tiny_lm(root: str | Path, *, seed: int = 0, reads: bool = False) -> Path:
+    """``build_tiny_lm`` into ``root/tiny-lm-[reads-]v4-s<seed>`` unless it is there (safe for parallel callers)."""
     import os
     import shutil
 
-    target = Path(root) / f"tiny-lm-v4-s{seed}"
+    kind = "tiny-lm-reads-v1" if reads else "tiny-lm-v4"
+    target = Path(root) / f"{kind}-s{seed}"
     if (target / "config.json").is_file():
         return target
-    tmp = Path(root) / f".tiny-lm-s{seed}.{os.getpid()}"
-    build_tiny_lm(tmp, seed=seed)
+    tmp = Path(root) / f".{kind}-s{seed}.{os.getpid()}"
+    build_tiny_lm(tmp, seed=seed, reads=reads)
     try:
         tmp.rename(target)
     except OSError:  # another process finished first

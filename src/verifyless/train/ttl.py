@@ -84,6 +84,16 @@ def privileged_note(outcome: Any, label: str) -> str:
 
 
 # ------------------------------------------------------------------ the screener
+def local_model(model: Any) -> Any:
+    """The in-process model (one with ``loaded`` weights) under cache and recorder wrappers; ConfigError if none."""
+    seen = model
+    while seen is not None:
+        if getattr(seen, "loaded", None) is not None:
+            return seen
+        seen = getattr(seen, "inner", None)
+    raise ConfigError("critic-ttl trains its critic in process: give it a local critic (provider: local)")
+
+
 class TestTimeCritic:
     """Screener ``critic-ttl``: a local pointwise critic whose LoRA adapter learns during the run."""
 
@@ -111,16 +121,17 @@ class TestTimeCritic:
         name: str = "critic-ttl",
         task: Any = None,
     ) -> None:
-        from verifyless.train.probcritic import find_scorer
-
         if mode not in ("sdft", "grpo"):
             raise ConfigError(f"critic-ttl mode must be 'sdft' or 'grpo', got {mode!r}")
         if adapter_root is None:
-            raise ConfigError("critic-ttl needs adapter_root (the engine passes the store's directory)")
+            raise ConfigError(
+                "critic-ttl needs a folder for its adapter versions: set screener.options.adapter_root=DIR "
+                "(keep it beside the run store; a resumed run reloads the versions from there)"
+            )
         self.name, self.mode, self.every, self.rollouts = name, mode, every, rollouts
         self.max_tokens, self.temperature, self.lr, self.seed = max_tokens, temperature, learning_rate, seed
         self.root = Path(adapter_root)
-        self.local = find_scorer(model)
+        self.local = local_model(model)
         self.critic = PointwiseCritic(
             model,
             k=k,
