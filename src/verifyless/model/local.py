@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,10 +232,12 @@ def attach_adapters(loaded: LoadedLM, folders: Sequence[str]) -> list[str]:
         if folder not in loaded.adapters:
             adapter_tag(folder)  # clear error for a folder that is not an adapter
             name = f"a{len(loaded.adapters)}"
-            if isinstance(loaded.model, PeftModel):
-                loaded.model.load_adapter(folder, adapter_name=name)
-            else:
-                loaded.model = PeftModel.from_pretrained(loaded.model, folder, adapter_name=name)
+            with warnings.catch_warnings():  # peft asks transformers a deprecated question; not the user's concern
+                warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+                if isinstance(loaded.model, PeftModel):
+                    loaded.model.load_adapter(folder, adapter_name=name)
+                else:
+                    loaded.model = PeftModel.from_pretrained(loaded.model, folder, adapter_name=name)
             loaded.model.eval()
             loaded.adapters[folder] = name
         names.append(loaded.adapters[folder])
