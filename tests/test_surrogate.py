@@ -295,6 +295,8 @@ def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
     ev = screening.evidence["d101"]
     assert ev.detail["rank_by"] == "fitness" and ev.detail["mean"] > screening.evidence["d100"].detail["mean"]
     assert ev.votes["improve"] > 0.5 and ev.labels[0] in ("SmallWin", "MediumWin", "BigWin")
+    for e in screening.evidence.values():  # u follows the Evidence contract (the GP's sd stays in detail)
+        assert 0.0 <= e.uncertainty <= 0.5 and e.uncertainty == pytest.approx(1.0 - max(e.votes.values()))
 
 
 def test_fitness_mode_failures_rank_low_and_cold_start_is_random() -> None:

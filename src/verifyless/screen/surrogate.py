@@ -361,7 +361,7 @@ class SurrogateScreener:
                 rank_value=float(ucb[i]),
                 labels=(five_way(votes),),
                 votes=votes,
-                uncertainty=float(sd[i]),
+                uncertainty=1.0 - max(p, 1.0 - p),  # the Evidence contract: 1 - max(votes); sd is in detail
                 n_valid=1,
                 detail={
                     "mode": "model",
