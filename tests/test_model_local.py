@@ -267,3 +267,26 @@ def test_label_probability_critic_probes_are_cached_replayed_and_recorded(
     assert [(r.role, r.cached, r.n) for r in first] == [("critic", False, 1)] * 2
     assert all(r.usage.prompt_tokens > 0 for r in first) and len({r.prompt_hash for r in first}) == 2
     assert [(r.cached, r.usage.prompt_tokens) for r in again + replayed] == [(True, 0)] * 4
+
+
+def test_verdict_probs_from_one_cached_prompt_pass_equal_full_sequence_scoring(tiny: Path) -> None:
+    """One prompt pass plus the cached tails gives the same label distribution as scoring each full sequence."""
+    import torch
+
+    from verifyless.model.local import encode, load_lm, prefill_text, verdict_probs
+
+    loaded = load_lm(str(tiny), device="cpu", shared=False)
+    tok = loaded.tokenizer
+    prompt = encode(tok, "Parent: a linear model. Child: adds dropout and a larger learning rate.")
+    labels = ("improve", "tie", "lose", "zebra crossing quietly")  # the last spans several tokens
+    assert max(len(encode(tok, " " + label)) for label in labels) > 1
+    got = verdict_probs(loaded, prompt, "Criterion 1: capacity.", labels=labels)
+    head = list(prompt) + encode(tok, prefill_text("Criterion 1: capacity.", "[IMPROVEMENT]"))
+    scores = []
+    for label in labels:
+        tail = encode(tok, " " + label)
+        with torch.no_grad():
+            logp = torch.log_softmax(loaded.model(input_ids=torch.tensor([head + tail])).logits[0].float(), dim=-1)
+        scores.append(sum(float(logp[len(head) - 1 + i, t]) for i, t in enumerate(tail)))
+    want = torch.softmax(torch.tensor(scores), dim=0)
+    assert [got[label] for label in labels] == pytest.approx([float(p) for p in want], abs=1e-5)
