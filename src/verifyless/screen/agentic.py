@@ -62,7 +62,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ from verifyless.errors import ConfigError
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
 from verifyless.node import Candidate, Evidence, Operator, Screening
 from verifyless.sandbox.base import Sandbox
+from verifyless.screen.agentic_knockout import MATCH_MODES, knockout
 from verifyless.screen.agentic_view import (
     SHOW_MODES,
     CandidateView,
@@ -491,9 +492,6 @@ class AgenticRPM:
 # ---------------------------------------------------------------------- helpers
 
 
-MATCH_MODES = ("pool", "pairwise")
-
-
 def _check_options(
     budget_s: float, overstatement: float, theta_s: float, max_pilots: int, show: str, context_tokens: int, matches: str
 ) -> None:
@@ -509,55 +507,6 @@ def _check_options(
         )
     if matches not in MATCH_MODES:
         raise ConfigError(f"agentic RPM option matches must be one of {MATCH_MODES}, got {matches!r}")
-
-
-Chooser = Callable[[ScreenContext, Sequence[Candidate]], Awaitable[tuple[int, dict[str, Any]]]]
-
-
-async def knockout(choose: Chooser, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
-    """The RPM paper's knockout: candidates paired in ``ctx.rng`` order, each match one two-candidate investigation.
-
-    Every match gets the screener's full pilot budget (as in the paper), capped
-    by the run's evaluator seconds left after the earlier matches. An odd
-    candidate out gets a bye to the next round. The champion's record carries
-    every match (``matches``) and every pilot (``pilots``, ``pilot_seconds``:
-    summed over matches, so the engine charges each pilot once);
-    ``runners_up`` ranks the others by the round they lost in, latest first.
-    """
-    alive = list(range(len(candidates)))
-    ctx.rng.shuffle(alive)
-    matches: list[dict[str, Any]] = []
-    pilots: list[dict[str, Any]] = []
-    lost_in: list[tuple[int, int]] = []  # (round, index)
-    used, round_no = 0.0, 0
-    while len(alive) > 1:
-        bye = [alive.pop()] if len(alive) % 2 else []
-        winners = []
-        for a, b in zip(alive[::2], alive[1::2], strict=True):
-            left = None if ctx.budget_left_s is None else max(0.0, ctx.budget_left_s - used)
-            won, detail = await choose(dataclasses.replace(ctx, budget_left_s=left), [candidates[a], candidates[b]])
-            winner, loser = (a, b) if won == 0 else (b, a)
-            used += float(detail.get("pilot_seconds", 0.0))
-            pilots += detail.get("pilots", [])
-            matches.append(
-                {"round": round_no, "pair": [candidates[a].id, candidates[b].id], "winner": candidates[winner].id}
-                | {k: detail.get(k) for k in ("choice_source", "stop_reason", "n_pilots", "pilot_seconds", "findings")}
-            )
-            winners.append(winner)
-            lost_in.append((round_no, loser))
-        alive = winners + bye
-        round_no += 1
-    runners_up = [candidates[i].id for _, i in sorted(lost_in, key=lambda r: -r[0])]
-    detail = {
-        "chosen": True,
-        "choice_source": "knockout",
-        "matches": matches,
-        "runners_up": runners_up,
-        "pilots": pilots,
-        "pilot_seconds": used,
-        "n_pilots": len(pilots),
-    }
-    return alive[0], detail
 
 
 def _screening(

@@ -63,6 +63,12 @@ _KINDS: dict[str, type[CommonSettings]] = {"sft": SFTSettings, "grpo": GRPOSetti
 
 def load_settings(kind: Literal["sft", "grpo"], path: Path | None = None, **overrides: Any) -> Any:
     """Defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``."""
+    return settings_from(_KINDS[kind], kind, path, overrides)
+
+
+def settings_from(cls: type[BaseModel], what: str, path: Path | None, overrides: dict[str, Any]) -> Any:
+    """``cls`` from its defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``;
+    every problem is one ``ConfigError`` naming the ``what`` settings."""
     import yaml
 
     values: dict[str, Any] = {}
@@ -75,10 +81,10 @@ def load_settings(kind: Literal["sft", "grpo"], path: Path | None = None, **over
         values.update(loaded)
     values.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return _KINDS[kind](**values)
+        return cls(**values)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid {kind} training settings: {problems}") from None
+        raise ConfigError(f"invalid {what} training settings: {problems}") from None
 
 
-__all__ = ["CommonSettings", "GRPOSettings", "SFTSettings", "load_settings"]
+__all__ = ["CommonSettings", "GRPOSettings", "SFTSettings", "load_settings", "settings_from"]

@@ -19,6 +19,7 @@ backward passes quickly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,6 @@ def teach_format(
     """
     import random
 
-    import torch
-
     from verifyless.model.local import chat_prompt, encode
     from verifyless.train.data import keyword_rows, messages_for
 
@@ -107,13 +106,23 @@ def teach_format(
         )
         for r in rows
     ]
+    batches = ([pairs[(step * 4 + i) % len(pairs)] for i in range(4)] for step in range(steps))
+    return teacher_forcing_steps(model, tokenizer.pad_token_id, batches, lr=lr)
+
+
+def teacher_forcing_steps(
+    model: Any, pad_id: int, batches: Iterable[Sequence[tuple[list[int], list[int]]]], *, lr: float
+) -> list[float]:
+    """Full-parameter AdamW steps, one per batch of (prompt ids, completion ids); the loss covers the completion
+    tokens only (prompts and right padding are masked). Returns the losses; leaves the model in eval mode."""
+    import torch
+
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
-    for step in range(steps):
-        batch = [pairs[(step * 4 + i) % len(pairs)] for i in range(4)]
+    for batch in batches:
         width = max(len(p) + len(c) for p, c in batch)
-        ids = torch.tensor([p + c + [tokenizer.pad_token_id] * (width - len(p) - len(c)) for p, c in batch])
+        ids = torch.tensor([p + c + [pad_id] * (width - len(p) - len(c)) for p, c in batch])
         labels = torch.full_like(ids, -100)
         for i, (p, c) in enumerate(batch):
             labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)

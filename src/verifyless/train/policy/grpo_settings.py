@@ -9,11 +9,9 @@ KL 0.01, temperature 0.7) and say so below. Everything else is ours.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from verifyless.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class PolicySettings(BaseModel):
@@ -48,22 +46,9 @@ class PolicySettings(BaseModel):
 
 def load_policy_settings(path: Path | None = None, **overrides: Any) -> PolicySettings:
     """Defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``."""
-    import yaml
+    from verifyless.train.settings import settings_from
 
-    values: dict[str, Any] = {}
-    if path is not None:
-        if not Path(path).is_file():
-            raise ConfigError(f"training config {str(path)!r} does not exist")
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"training config {str(path)!r} must be a mapping of setting: value")
-        values.update(loaded)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return PolicySettings(**values)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid policy training settings: {problems}") from None
+    return cast(PolicySettings, settings_from(PolicySettings, "policy", path, overrides))
 
 
 __all__ = ["PolicySettings", "load_policy_settings"]

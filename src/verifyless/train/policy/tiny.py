@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.train.tiny import teacher_forcing_steps
+
 
 def space_answers(task: Any) -> list[str]:
     """``## Approach`` lines naming one option of one dimension of the task's idea space."""
@@ -41,30 +43,14 @@ def teach_answers(
     lr: float = 1e-2,
 ) -> list[float]:
     """Full-parameter steps on (random prompt -> random answer) transcripts; returns the losses."""
-    import torch
 
     from verifyless.model.local import chat_prompt, encode
 
     rng = random.Random(seed)
     heads = [encode(tokenizer, chat_prompt(tokenizer, [dict(m) for m in p])) for p in prompts]
     tails = [encode(tokenizer, a) + [tokenizer.eos_token_id] for a in answers]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        batch = [(rng.choice(heads), rng.choice(tails)) for _ in range(8)]
-        width = max(len(p) + len(c) for p, c in batch)
-        ids = torch.tensor([p + c + [tokenizer.pad_token_id] * (width - len(p) - len(c)) for p, c in batch])
-        labels = torch.full_like(ids, -100)
-        for i, (p, c) in enumerate(batch):
-            labels[i, len(p) : len(p) + len(c)] = torch.tensor(c)
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return losses
+    batches = ([(rng.choice(heads), rng.choice(tails)) for _ in range(8)] for _ in range(steps))
+    return teacher_forcing_steps(model, tokenizer.pad_token_id, batches, lr=lr)
 
 
 def build_tiny_policy_lm(
