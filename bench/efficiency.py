@@ -36,11 +36,11 @@ validation score of the run's final node unless ``--target test``):
 
 Replay mode (``--replay``): instead of real engine runs, every arm is
 replayed on the pool worlds (``bench/worlds/*.jsonl``, see
-``verifyless.bench.worlds``): the same greedy search, N candidates drawn near
+``verifyless.offline.worlds``): the same greedy search, N candidates drawn near
 the incumbent from configurations verified once; arms random, surrogate (the
 real ``SurrogateScreener``, fitness mode), ``surrogate-delta`` (its previous
 default), simulated critics at the critic paper's Dir-3 46.6 and 63.3
-(``verifyless.bench.simulated``), and the exact best-of-N oracle; budgets 12
+(``verifyless.offline.simulated``), and the exact best-of-N oracle; budgets 12
 24 48, many seeds, seconds per task. ``python bench/efficiency.py --replay``.
 
 Defaults (sized for ~25 minutes on 2 cores, 1-7 s per verification):
@@ -65,7 +65,10 @@ from typing import Any
 
 import numpy as np
 
-from verifyless.bench.compare import (
+from verifyless.builtin import worlds_dir
+from verifyless.config import load_config
+from verifyless.node import Evidence, Screening, Status, Verification, content_hash
+from verifyless.offline.compare import (
     Estimate,
     arm_score,
     bootstrap_ci,
@@ -73,9 +76,7 @@ from verifyless.bench.compare import (
     probability_of_improvement,
     reach,
 )
-from verifyless.bench.scores import best_scheme, normalize
-from verifyless.config import load_config
-from verifyless.node import Evidence, Screening, Status, Verification, content_hash
+from verifyless.offline.scores import best_scheme, normalize
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.wiring import build_engine
@@ -334,8 +335,8 @@ def report(rows: Sequence[RunRow], arms: Sequence[str], budget: int) -> str:
 
 def replay_main(args: argparse.Namespace) -> None:
     """Replay mode: every arm on every world at every budget (see module docstring)."""
-    from verifyless.bench.breakeven import compare_arms, standard_arms, summarize
-    from verifyless.bench.worlds import load_worlds, normalizer, world_paths
+    from verifyless.offline.breakeven import compare_arms, standard_arms, summarize
+    from verifyless.offline.worlds import load_worlds, normalizer, world_paths
 
     loaded = load_worlds(world_paths(args.worlds))
     worlds = [w for t, w in sorted(loaded.items()) if not args.tasks_given or t in args.tasks]
@@ -407,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
         help="option of the surrogate arm, e.g. rank_by=fitness (repeat)",
     )
     ap.add_argument("--replay", action="store_true", help="replay arms on pool worlds instead of real runs")
-    ap.add_argument("--worlds", type=Path, default=Path(__file__).parent / "worlds", help="replay: world folder")
+    ap.add_argument("--worlds", type=Path, default=worlds_dir(), help="replay: world folder")
     ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48], help="replay: budgets")
     ap.add_argument("--locality", type=float, default=1.0, help="replay: proposal locality around the parent")
     ap.add_argument("--legacy", action="store_true", help="replay: also the surrogate's previous delta ranking")

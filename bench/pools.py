@@ -7,7 +7,7 @@ Usage::
 Each configuration is rendered by the task's template and verified with the
 real verifier in the local sandbox (one thread), then appended to the world
 file at once (an interrupted collection resumes where it stopped). Format and
-contract: ``verifyless.bench.worlds``. The committed worlds under
+contract: ``verifyless.offline.worlds``. The committed worlds under
 ``bench/worlds/`` were made with the seeds and sizes in docs/benchmarks.md.
 """
 
@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from verifyless.bench.worlds import collect_world
+from verifyless.builtin import worlds_dir
+from verifyless.offline.worlds import collect_world
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     logging.basicConfig(level=logging.INFO)
-    out = args.out or Path(__file__).parent / "worlds" / f"{Path(args.task).name}.jsonl"
+    out = args.out or worlds_dir() / f"{Path(args.task).name}.jsonl"
     deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
     started = time.monotonic()
     world = collect_world(

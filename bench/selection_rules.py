@@ -1,6 +1,6 @@
 """Selection rules from a perfect screener down to the papers' measured accuracies, replayed on pool worlds.
 
-Four rules (``verifyless.bench.simulated``): the pointwise critic ranked by its plain average label, the same
+Four rules (``verifyless.offline.simulated``): the pointwise critic ranked by its plain average label, the same
 critic with ties at the top broken by a pairwise knockout among the tied, the pairwise tournament alone, and the
 critic-then-judge cascade (top m = 3 by average label, then a knockout). Quality levels pair a critic Dir-3 with a
 judge pairwise accuracy: perfect (1.0 / 1.0), strong (0.8 / 0.8), trained critic and RPM arbiter (0.633 / 0.694),
@@ -16,8 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from verifyless.bench.breakeven import compare_arms, oracle_factory, random_factory, summarize
-from verifyless.bench.simulated import (
+from verifyless.builtin import worlds_dir
+from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize
+from verifyless.offline.simulated import (
     CascadeSelector,
     CriticSpec,
     SimulatedCritic,
@@ -25,7 +26,7 @@ from verifyless.bench.simulated import (
     TieBrokenCritic,
     TournamentSelector,
 )
-from verifyless.bench.worlds import load_worlds, normalizer, world_paths
+from verifyless.offline.worlds import load_worlds, normalizer, world_paths
 
 LEVELS = (
     ("perfect", 1.0, 1.0),
@@ -49,7 +50,7 @@ def arms_for(dir3: float, pair: float) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--worlds", type=Path, default=Path(__file__).parent / "worlds")
+    ap.add_argument("--worlds", type=Path, default=worlds_dir())
     ap.add_argument("--budget", type=int, default=24)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--candidates", type=int, default=8)

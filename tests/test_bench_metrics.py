@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from verifyless.bench import labels as L
-from verifyless.bench import metrics as M
+from verifyless.offline import labels as L
+from verifyless.offline import metrics as M
 
 # ---------------------------------------------------------------------- labels
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm, pearsonr, spearmanr
 
-from verifyless.bench import compare as C
-from verifyless.bench import scores as S
-from verifyless.bench import selection as SEL
 from verifyless.errors import TaskError
+from verifyless.offline import compare as C
+from verifyless.offline import scores as S
+from verifyless.offline import selection as SEL
 from verifyless.task.base import Anchors, Metric
 
 RMSE = Metric("val_rmse", "minimize", lower=0)
@@ -246,8 +246,8 @@ def test_curve_and_pools_from_store(tmp_path):
 
 
 def test_plots_and_markdown(tmp_path):
-    from verifyless.bench import metrics as M
-    from verifyless.bench import plots, report
+    from verifyless.offline import metrics as M
+    from verifyless.offline import plots, report
 
     recs = [
         M.make_record(str(i), ["BigWin"] * (i % 4) + ["Lose"] * (4 - i % 4), "improve" if i % 2 else "lose")
@@ -271,7 +271,7 @@ def test_plots_and_markdown(tmp_path):
 def test_bench_cli_commands(tmp_path):
     from typer.testing import CliRunner
 
-    from verifyless.bench.cli import app
+    from verifyless._cli.bench import app
 
     st, runs = _store_with_runs(tmp_path / "s.db")
     st.close()

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "verifyless.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from data_rows import row
-from verifyless.cli import app
+from verifyless._cli.app import app
 from verifyless.data.benchmark import run_critic_bench, write_report
 from verifyless.data.dataset import card_data, load_critic_dataset, save_dataset
 from verifyless.data.harvest import harvest_runs

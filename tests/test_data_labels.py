@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from verifyless.bench import labels as bench_labels
 from verifyless.data import labels as L
+from verifyless.offline import labels as bench_labels
 
 
 def _pairs(parent: str, deltas, parent_fit: float = 1.0):

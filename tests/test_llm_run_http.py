@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from verifyless._cli.replay import replay_run
 from verifyless.config import load_config
 from verifyless.model.scripted import ScriptedModel
 from verifyless.model.testserver import TestServer
-from verifyless.replay import replay_run
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 

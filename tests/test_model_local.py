@@ -170,7 +170,7 @@ def test_tools_and_bad_configs_fail_clearly(model: LocalModel, tmp_path: Path) -
 def test_models_lists_the_packaged_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from verifyless.cli import app
+    from verifyless._cli.app import app
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     snapshot = tmp_path / "hf" / "hub" / "models--org--tiny" / "snapshots" / "abc"

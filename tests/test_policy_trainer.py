@@ -180,7 +180,7 @@ def test_verify_all_raises_the_share_of_improving_ideas_on_a_real_task(task_lm: 
 def _cli(args: list[str]) -> None:
     from typer.testing import CliRunner
 
-    from verifyless.cli import app
+    from verifyless._cli.app import app
 
     outcome = CliRunner().invoke(app, ["train", *args])
     assert outcome.exit_code == 0, outcome.output
@@ -252,7 +252,7 @@ def trained(task_lm: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_trained_proposer_proposes_in_a_normal_run(task_lm: Path, trained: Path, tmp_path: Path) -> None:
-    from verifyless.cli import app
+    from verifyless._cli.app import app
     from verifyless.store import RunStore
 
     spec = {"provider": "local", "model": str(task_lm), "adapter": str(trained), "max_tokens": 24, "device": "cpu"}

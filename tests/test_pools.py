@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from verifyless.bench.pools import (
+from verifyless.node import content_hash
+from verifyless.offline.pools import (
     PoolCandidate,
     PoolRecord,
     ScoreOracle,
@@ -15,7 +16,6 @@ from verifyless.bench.pools import (
     pool_candidates,
     save_pools,
 )
-from verifyless.node import content_hash
 
 
 def _cand(cid: str, fit: float | None, test: float | None = None, status: str = "ok", program: str | None = None):
@@ -124,7 +124,7 @@ def test_failures_in_pools():
 def test_replay_pools_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from verifyless.bench.cli import app
+    from verifyless._cli.bench import app
 
     path = save_pools(_synthetic(10, 4), tmp_path / "pools.jsonl")
     res = CliRunner().invoke(
@@ -149,7 +149,7 @@ def test_collect_pools_on_diabetes(tmp_path):
     pytest.importorskip("verifyless.roles.space")
     from typer.testing import CliRunner
 
-    from verifyless.bench.cli import app
+    from verifyless._cli.bench import app
     from verifyless.store import RunStore
 
     # Through the CLI (the same function the lead mounts as `verifyless collect-pools`).

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from verifyless._cli.propose import propose_for_baseline
 from verifyless.model.scripted import ScriptedModel
 from verifyless.model.testserver import TestServer
-from verifyless.propose import propose_for_baseline
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
 

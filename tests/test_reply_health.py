@@ -177,7 +177,7 @@ def test_judges_in_their_own_format_parse_in_a_whole_run(tmp_path, reply) -> Non
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verifyless.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_a_nonsense_judge_warns_then_stops_the_run_with_exit_code_8(tmp_path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from verifyless.bench.breakeven import CostModel, breakeven_grid, compare_arms, standard_arms, summarize
-from verifyless.bench.simulated import (
+from verifyless.offline.breakeven import CostModel, breakeven_grid, compare_arms, standard_arms, summarize
+from verifyless.offline.simulated import (
     PRESETS,
     CriticSpec,
     SimulatedCritic,
@@ -19,7 +19,7 @@ from verifyless.bench.simulated import (
     measured_dir3,
     true_direction,
 )
-from verifyless.bench.worlds import PoolView, synthetic_world
+from verifyless.offline.worlds import PoolView, synthetic_world
 
 
 @pytest.mark.parametrize("dir3", [0.466, 0.633])
@@ -84,7 +84,7 @@ def test_breakeven_grid_and_command(tmp_path: Path) -> None:
         "dimensions": {d: list(o) for d, o in world.dimensions.items()},
     }
     path.write_text("\n".join([json.dumps(head)] + [json.dumps(p.to_dict()) for p in world.points]) + "\n")
-    from verifyless.cli import app
+    from verifyless._cli.app import app
 
     out = tmp_path / "report"
     result = CliRunner().invoke(
@@ -117,9 +117,9 @@ def test_breakeven_grid_and_command(tmp_path: Path) -> None:
 
 
 def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
-    from verifyless.bench.breakeven import ArmRow
-    from verifyless.bench.compare import Estimate
-    from verifyless.demo import _verdict
+    from verifyless._cli.demo import _verdict
+    from verifyless.offline.breakeven import ArmRow
+    from verifyless.offline.compare import Estimate
 
     def row(p: Estimate | None, reach: float) -> ArmRow:
         return ArmRow("a", Estimate(0.5, 0.4, 0.6, 1), None, p, Estimate(reach, reach, reach, 1), 5, 5)
@@ -131,7 +131,7 @@ def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
 
 
 def test_perfect_judge_tournament_and_cascade_pick_the_pool_best() -> None:
-    from verifyless.bench.simulated import CascadeSelector, SimulatedJudge, TieBrokenCritic, TournamentSelector
+    from verifyless.offline.simulated import CascadeSelector, SimulatedJudge, TieBrokenCritic, TournamentSelector
 
     world = synthetic_world(n_points=60, seed=9)
     fits = {i: world.fitness(i) for i in range(len(world)) if world.fitness(i) is not None}

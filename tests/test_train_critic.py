@@ -86,7 +86,7 @@ def test_sft_resumes_from_its_checkpoint_through_the_cli(
 ) -> None:
     from typer.testing import CliRunner
 
-    from verifyless.cli import app
+    from verifyless._cli.app import app
 
     config = tmp_path / "sft.yaml"
     config.write_text("learning_rate: 0.01\nepochs: 10\nbatch_size: 4\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n")

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from data_rows import many
-from verifyless.cli import app
+from verifyless._cli.app import app
 from verifyless.data.benchmark import screen_rows
 from verifyless.data.dataset import card_data, save_dataset
 from verifyless.errors import ConfigError
@@ -253,7 +253,7 @@ def test_the_command_line_prints_one_line_and_exits_2_on_bad_input(tmp_path: Pat
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "verifyless.cli", "tune", "screener", "--dataset", str(tmp_path / "none")],
+        [sys.executable, "-m", "verifyless", "tune", "screener", "--dataset", str(tmp_path / "none")],
         capture_output=True,
         text=True,
         timeout=120,

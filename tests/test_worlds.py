@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verifyless.bench.worlds import (
+from verifyless.offline.worlds import (
     OracleSelector,
     RandomSelector,
     collect_world,
@@ -107,7 +107,7 @@ def test_collect_world_verifies_for_real_appends_and_resumes(tmp_path: Path) -> 
             assert p.status == "ok" and p.score == pytest.approx(abs(10 * a + b - 25))
             assert p.test_score == pytest.approx(abs(10 * a + b - 26))
     assert load_world(path) == more
-    from verifyless.bench.worlds import load_worlds, merge_worlds
+    from verifyless.offline.worlds import load_worlds, merge_worlds
 
     other = collect_world(task, tmp_path / "w" / "toy.s2.jsonl", n=4, seed=2)
     merged = load_worlds([path, tmp_path / "w" / "toy.s2.jsonl"])["toy_world"]
@@ -149,7 +149,7 @@ def test_draw_pool_prefers_neighbours_and_excludes_verified() -> None:
 
     world = synthetic_world(n_points=200, n_dims=6, seed=4)
     rng = random.Random(0)
-    from verifyless.bench.worlds import hamming
+    from verifyless.offline.worlds import hamming
 
     near = [hamming(world, 0, i) for _ in range(30) for i in draw_pool(world, 0, {1, 2}, 6, 2.0, rng)]
     far = [hamming(world, 0, i) for _ in range(30) for i in draw_pool(world, 0, {1, 2}, 6, 0.0, rng)]

@@ -4,7 +4,7 @@ Each row is screened on its own (one candidate, its parent as context; the
 same ``ScreenContext`` and ``Candidate`` that ``critic_messages`` renders
 from, so a critic sees the training prompt), with a generator seeded by
 ``(seed, example_id)``. The screener's ``Evidence`` becomes a
-``verifyless.bench.metrics.CriticRecord`` with the row's execution labels;
+``verifyless.offline.metrics.CriticRecord`` with the row's execution labels;
 screeners that give no verdicts (e.g. ``random``) produce no records and are
 reported as such. Metrics: Improve accuracy, Dir-3, F1, 5-Ladder overall,
 per stratum and per task; AUROC vs k; the routing curve; as markdown and,
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifyless.bench import metrics as m
-from verifyless.bench import report
 from verifyless.data.prompt import row_candidate, screen_context
+from verifyless.offline import metrics as m
+from verifyless.offline import report
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def write_report(rep: CriticBenchReport, out: Path) -> list[Path]:
     if not rep.records:
         return written
     try:
-        from verifyless.bench import plots
+        from verifyless.offline import plots
 
         written.append(plots.plot_auroc_vs_k({rep.screener: list(rep.auroc)}, out / "auroc_k.png"))
         written.append(plots.plot_routing(list(rep.routing), out / "routing.png"))

@@ -30,7 +30,7 @@ absolute difference is used instead. Infeasible children (no fitness) get no
 label at all. ``sigma_p`` is the population standard deviation (ddof=0, as an
 empirical Gaussian fit); when it is 0 every z is 0.
 
-This module is the one implementation of these rules: ``verifyless.bench.labels``
+This module is the one implementation of these rules: ``verifyless.offline.labels``
 re-exports it for the measurement code. ``label_pairs`` additionally counts
 the infeasible children it left out, and ``label_table`` summarises labels by
 task and parent.

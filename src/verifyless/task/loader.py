@@ -18,7 +18,6 @@ each problem as ``<file>: <key path>: <what is wrong>; <fix>``.
 from __future__ import annotations
 
 import ast
-import os
 import shlex
 import string
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from verifyless import builtin
 from verifyless.errors import TaskError
 from verifyless.program import BandError, split, syntax_error
 from verifyless.task.base import Anchors, Band, Ensemble, IdeaOption, IdeaSpace, Metric, Task
@@ -59,11 +59,8 @@ class InvalidTask(TaskError):
 
 
 def builtin_tasks_dir() -> Path:
-    """The repository's ``tasks/`` folder (``$VERIFYLESS_TASKS_DIR`` overrides it)."""
-    override = os.environ.get("VERIFYLESS_TASKS_DIR")
-    if override:
-        return Path(override).resolve()
-    return Path(__file__).resolve().parents[3] / "tasks"
+    """The package's built-in tasks folder (``$VERIFYLESS_TASKS_DIR`` overrides it)."""
+    return builtin.tasks_dir()
 
 
 def load_task(path: str | Path) -> Task:

@@ -8,7 +8,7 @@ and proposes ``parents x ideas`` ideas per step from the tasks' prompts
 nothing is trained. Per run we record the best validation fitness reached
 (oriented so higher is better; the baseline counts), its gain over the
 baseline, and the share of verified ideas that improved on their parent. Arms
-are compared with ``verifyless.bench.compare``: the mean gain per arm with a
+are compared with ``verifyless.offline.compare``: the mean gain per arm with a
 task-stratified bootstrap interval and the probability that a random run of
 the trained arm beats a random run of the base arm on a random task (ties
 half). Both arms sample with the same per-idea seeds, so with an unchanged
@@ -161,7 +161,7 @@ async def evaluate_proposers(
 
 
 def summarise(runs: Sequence[EvalRun]) -> EvalSummary:
-    from verifyless.bench.compare import arm_score, probability_of_improvement
+    from verifyless.offline.compare import arm_score, probability_of_improvement
 
     def by_task(arm: str) -> dict[str, list[float]]:
         table: dict[str, list[float]] = {}

@@ -342,7 +342,7 @@ def _print_result(result, st) -> None:
 
 
 def _print_links(run_id: str, store: Path) -> None:
-    from verifyless.report.cli import default_out
+    from verifyless._cli.report import default_out
 
     console.print(
         f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
@@ -496,7 +496,7 @@ def show(
 @app.command()
 def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
     """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint."""
-    from verifyless.replay import replay_run
+    from verifyless._cli.replay import replay_run
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
@@ -518,7 +518,7 @@ def propose(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Propose N ideas for the task's baseline, implement them and summarise them."""
-    from verifyless.propose import propose_for_baseline
+    from verifyless._cli.propose import propose_for_baseline
 
     asyncio.run(propose_for_baseline(task, n=n, model=model, seed=seed, console=console))
 
@@ -530,28 +530,28 @@ def demo(
     store: Path = typer.Option(Path("runs/demo.db"), "--store"),
 ) -> None:
     """The main job on embedded defaults: surrogate-screened search vs an unscreened run, same budget."""
-    from verifyless.demo import run_demo
+    from verifyless._cli.demo import run_demo
 
     asyncio.run(run_demo(task=task, budget=budget, store_path=store, console=console))
 
 
 def _mount_bench() -> None:
-    from verifyless.bench.cli import app as bench_app
-    from verifyless.bench.cli import collect_pools_command
+    from verifyless._cli.bench import app as bench_app
+    from verifyless._cli.bench import collect_pools_command
 
     app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
     app.command("collect-pools")(collect_pools_command)
 
 
 _mount_bench()
-from verifyless.data.cli import app as _data_app  # noqa: E402
+from verifyless._cli.data import app as _data_app  # noqa: E402
 
 app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
 
 
 def _mount_report() -> None:
-    from verifyless.report.cli import report_command
-    from verifyless.ui.cli import ui_command
+    from verifyless._cli.report import report_command
+    from verifyless._cli.ui import ui_command
 
     app.command("report")(report_command)
     app.command("ui")(ui_command)
@@ -561,15 +561,15 @@ _mount_report()
 
 
 def _mount_train() -> None:
-    from verifyless.train.cli import app as train_app
-    from verifyless.train.cli import models_command
+    from verifyless._cli.train import app as train_app
+    from verifyless._cli.train import models_command
 
     app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
     app.command("models")(models_command)
 
 
 _mount_train()
-from verifyless.screen.tune_cli import app as _tune_app  # noqa: E402
+from verifyless._cli.tune import app as _tune_app  # noqa: E402
 
 app.add_typer(_tune_app, name="tune", help="Tune screener prompts on a critic dataset's dev slice.")
 

@@ -3,7 +3,7 @@
 A ``CriticRecord`` holds what a critic said about one verified candidate (its
 k sampled five-way labels, hence three-way vote shares) and what execution
 said (three-way label, and a parent-specific five-level label when the parent
-has enough improving children; see ``verifyless.bench.labels``).
+has enough improving children; see ``verifyless.offline.labels``).
 
 Aggregating k samples into one prediction: the three-way prediction is the
 plurality of the votes, ties broken in the order improve, tie, lose; the
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from verifyless.bench.labels import FIVE, MIN_IMPROVING, THREE, label_children, to_three
+from verifyless.offline.labels import FIVE, MIN_IMPROVING, THREE, label_children, to_three
 
 KS: tuple[int, ...] = (1, 4, 8, 16, 32)
 THRESHOLDS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)

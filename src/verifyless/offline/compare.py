@@ -1,7 +1,7 @@
 """Comparing arms (screener/search settings) across tasks and seeds.
 
 Data layout: an arm's results are ``{task: [value per run]}``; values are
-normalised final scores (``verifyless.bench.scores``) so tasks are on one scale.
+normalised final scores (``verifyless.offline.scores``) so tasks are on one scale.
 
 * ``arm_score``: mean over tasks of the per-task mean, with a percentile
   bootstrap CI that resamples runs within each task (task-stratified).

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from verifyless.bench.compare import Estimate, arm_score, bootstrap_ci, probability_of_improvement
-from verifyless.bench.simulated import PRESETS, CriticSpec, critic_factory
-from verifyless.bench.worlds import (
+from verifyless.offline.compare import Estimate, arm_score, bootstrap_ci, probability_of_improvement
+from verifyless.offline.simulated import PRESETS, CriticSpec, critic_factory
+from verifyless.offline.worlds import (
     OracleSelector,
     RandomSelector,
     ReplayRun,
@@ -59,7 +59,7 @@ def surrogate_factory(
     world: World | None, *, rank_by: str = "fitness", explore: float = 1.0, task: Any = None
 ) -> SelectorFactory:
     """The real ``SurrogateScreener`` (fresh per run) driven through ``ScreenerSelector``."""
-    from verifyless.bench.worlds import screener_factory
+    from verifyless.offline.worlds import screener_factory
     from verifyless.screen.surrogate import SurrogateScreener
 
     space = getattr(task, "idea_space", None)

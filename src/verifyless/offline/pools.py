@@ -12,7 +12,7 @@ JSON lines, one ``PoolRecord`` per line, programs included; with a
 
 ``evaluate_selector(pools, screener)`` runs any ``Screener`` on each pool
 with no further verification and measures its pick against the known
-outcomes (``verifyless.bench.selection``): selection advantage, normalised
+outcomes (``verifyless.offline.selection``): selection advantage, normalised
 advantage (random = 0, oracle = 1), regret against the pool's best, top-1
 hit rate and pairwise accuracy. ``ScoreOracle`` ranks by known scores: with
 hidden test scores it is the test oracle, for offline studies only.
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from verifyless.bench.compare import Estimate, bootstrap_ci
-from verifyless.bench.selection import Pool, SelectionSummary, summarize_selection
 from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification, content_hash
+from verifyless.offline.compare import Estimate, bootstrap_ci
+from verifyless.offline.selection import Pool, SelectionSummary, summarize_selection
 from verifyless.task.base import Task
 
 Target = Literal["validation", "test"]

@@ -1,6 +1,6 @@
 """``verifyless bench breakeven``: when does screening pay for itself? (replays on pool worlds, no verification).
 
-Mounted in ``verifyless.bench.cli``; the analysis lives in ``verifyless.bench.breakeven``.
+Mounted in ``verifyless._cli.bench``; the analysis lives in ``verifyless.offline.breakeven``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import typer
 
-DEFAULT_WORLDS = Path("bench/worlds")
+from verifyless.builtin import worlds_dir
+
+DEFAULT_WORLDS = worlds_dir()
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -24,8 +26,8 @@ def _floats(text: str, what: str) -> list[float]:
 
 
 def _load(worlds: Path, tasks: Sequence[str] | None) -> dict:
-    from verifyless.bench.worlds import load_worlds, world_paths
     from verifyless.errors import ConfigError
+    from verifyless.offline.worlds import load_worlds, world_paths
 
     paths = world_paths(worlds) if worlds.is_dir() else [worlds]
     if not paths or not all(p.exists() for p in paths):
@@ -62,7 +64,7 @@ def breakeven_command(
 
     from rich.console import Console
 
-    from verifyless.bench.breakeven import CostModel, breakeven_grid
+    from verifyless.offline.breakeven import CostModel, breakeven_grid
 
     console = Console()
     started = time.monotonic()

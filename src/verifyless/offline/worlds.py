@@ -473,7 +473,7 @@ def world_best(world: World) -> float:
 
 def normalizer(world: World, task: Task | None = None) -> Callable[[float], float]:
     """Fitness -> the task's normalised score (``bench.scores.best_scheme``); identity without anchors."""
-    from verifyless.bench.scores import best_scheme, normalize
+    from verifyless.offline.scores import best_scheme, normalize
 
     if task is None:
         try:

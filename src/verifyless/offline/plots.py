@@ -1,8 +1,8 @@
 """PNG plots for the measurement library (matplotlib, Agg backend, imported only when a plot is drawn).
 
 Every function writes one PNG to ``path`` (parent folders are created) and
-returns the path. Inputs are the records of ``verifyless.bench.compare`` and
-``verifyless.bench.metrics``; nothing here computes statistics.
+returns the path. Inputs are the records of ``verifyless.offline.compare`` and
+``verifyless.offline.metrics``; nothing here computes statistics.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from verifyless.bench.compare import CurveBand
-from verifyless.bench.metrics import AurocPoint, Calibration, RoutePoint
+from verifyless.offline.compare import CurveBand
+from verifyless.offline.metrics import AurocPoint, Calibration, RoutePoint
 
 
 def _pyplot():

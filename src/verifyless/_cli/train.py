@@ -89,7 +89,7 @@ def critic_grpo(
     )
 
 
-from verifyless.train.policy.cli import register as _register_policy  # noqa: E402
+from verifyless._cli.policy import register as _register_policy  # noqa: E402
 
 _register_policy(app)
 

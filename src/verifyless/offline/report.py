@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from verifyless.bench.compare import Estimate, Reach
-from verifyless.bench.labels import FIVE, THREE
-from verifyless.bench.metrics import AurocPoint, CriticMetrics, RoutePoint
-from verifyless.bench.selection import SelectionSummary
+from verifyless.offline.compare import Estimate, Reach
+from verifyless.offline.labels import FIVE, THREE
+from verifyless.offline.metrics import AurocPoint, CriticMetrics, RoutePoint
+from verifyless.offline.selection import SelectionSummary
 
 
 def fmt(value: Any, digits: int = 3, percent: bool = False) -> str:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifyless.bench.worlds import PoolView, Selector, World
+from verifyless.offline.worlds import PoolView, Selector, World
 
 DIRECTIONS: tuple[str, str, str] = ("improve", "tie", "lose")
 LADDER: dict[str, int] = {"BigWin": 4, "MediumWin": 3, "SmallWin": 2, "Tie": 1, "Lose": 0}

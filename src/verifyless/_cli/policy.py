@@ -56,7 +56,7 @@ def policy_grpo(
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
 ) -> None:
     """Policy GRPO: LoRA on the proposer, rewards from verification and/or a critic (critic paper, Section 5)."""
-    from verifyless.train.cli import _quiet, console
+    from verifyless._cli.train import _quiet, console
     from verifyless.train.policy.grpo_settings import load_policy_settings
     from verifyless.train.policy.trainer import PolicyTrainer
     from verifyless.train.policy.wiring import build_rewarder
@@ -96,7 +96,7 @@ def policy_eval(
     config: Path | None = typer.Option(None, "--config", help="YAML file with sampling settings"),
 ) -> None:
     """Base vs trained proposer on held-out tasks under the same verification budget (matched-budget protocol)."""
-    from verifyless.train.cli import _quiet, console
+    from verifyless._cli.train import _quiet, console
     from verifyless.train.policy.evaluate import evaluate_proposers
     from verifyless.train.policy.grpo_settings import load_policy_settings
 

@@ -11,8 +11,8 @@ and the SQLite store:
 * **unscreened**: a uniform random pick (the unguided agent).
 
 Part 2, replays (the evidence): one run per arm is an anecdote, so the same
-comparison is replayed on the task's pool world (``bench/worlds/TASK.jsonl``:
-configurations verified once, see ``verifyless.bench.worlds``) for many seeds,
+comparison is replayed on the task's pool world (``verifyless/builtin/worlds/TASK.jsonl``:
+configurations verified once, see ``verifyless.offline.worlds``) for many seeds,
 adding the best-of-N oracle, which verifies the best of each pool: the
 ceiling any screener could reach. Both parts report verifications-to-reach
 the random arm's final score; when the screened arm does not beat random the
@@ -27,6 +27,7 @@ from typing import Any
 
 from rich.table import Table
 
+from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
@@ -35,8 +36,8 @@ ARMS = (("screened (surrogate)", "surrogate"), ("unscreened (random)", "random")
 
 
 def default_worlds_dir() -> Path:
-    """``bench/worlds`` of the source checkout this package runs from."""
-    return Path(__file__).resolve().parents[2] / "bench" / "worlds"
+    """The committed pool worlds, shipped as package data."""
+    return worlds_dir()
 
 
 async def run_demo(
@@ -86,7 +87,7 @@ async def run_demo(
 
 
 def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: str, budget: int) -> Table:
-    from verifyless.bench.compare import curve_from_store, reach_final
+    from verifyless.offline.compare import curve_from_store, reach_final
 
     table = Table(title=f"part 1: one real run per arm on {task}, budget {budget}", header_style="bold")
     for col in (
@@ -118,8 +119,8 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
 
 def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
     """Replays on the pool world; prints the table and the plain verdict, returns the verdict."""
-    from verifyless.bench.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
-    from verifyless.bench.worlds import load_worlds, normalizer
+    from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
+    from verifyless.offline.worlds import load_worlds, normalizer
     from verifyless.task import load_task
 
     paths = sorted(worlds.glob(f"{task}.jsonl")) + sorted(worlds.glob(f"{task}.*.jsonl"))

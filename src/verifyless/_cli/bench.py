@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from verifyless.bench import report
-from verifyless.bench.breakeven_cli import breakeven_command
+from verifyless._cli.breakeven import breakeven_command
+from verifyless.offline import report
 
 app = typer.Typer(
     add_completion=False,
@@ -76,10 +76,10 @@ def critic(
     split: str = typer.Option("bench", "--split", help="with --dataset: split to screen"),
 ) -> None:
     """Critic accuracy, calibration and uncertainty routing: from stored runs, or a dataset's bench split offline."""
-    from verifyless.bench import metrics as m
+    from verifyless.offline import metrics as m
 
     if dataset is not None:
-        from verifyless.data.cli import bench_dataset
+        from verifyless._cli.data import bench_dataset
 
         bench_dataset(
             dataset, _registry_screener(screener, model, option, seed), split=split, seed=seed, repeats=repeats, out=out
@@ -132,7 +132,7 @@ def critic(
     ]
     _write(out, "critic.md", "".join(md))
     if out is not None:
-        from verifyless.bench import plots
+        from verifyless.offline import plots
 
         for path in (
             plots.plot_reliability(cal, out / "reliability.png"),
@@ -154,7 +154,7 @@ def selection(
     min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range"),
 ) -> None:
     """Selection advantage and pairwise accuracy on pools with at least two verified candidates."""
-    from verifyless.bench import selection as sel
+    from verifyless.offline import selection as sel
 
     summaries, finals, advantages = {}, [], []
     with _open(store) as st:
@@ -184,7 +184,7 @@ def selection(
 
 def _final_score(st: Any, run_id: str, target: str, scheme: str) -> float:
     """The run's final node score, normalised with its task's anchors (raw oriented if the task cannot be loaded)."""
-    from verifyless.bench.scores import best_scheme, normalize
+    from verifyless.offline.scores import best_scheme, normalize
 
     rows = {r["node_id"]: r for r in st.node_rows(run_id)}
     final_id = None
@@ -250,7 +250,7 @@ def compare(
     seed: int = typer.Option(0),
 ) -> None:
     """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
-    from verifyless.bench import compare as cmp
+    from verifyless.offline import compare as cmp
 
     with _open(store) as st:
         arms = _arms(st, list(runs or []), label)
@@ -304,8 +304,8 @@ def _by_task(values: dict[str, float], tasks_of: dict[str, str]) -> dict[str, li
 
 
 def _plot_curves(curves: dict[str, list[Any]], out: Path, by: str, n_boot: int, seed: int) -> None:
-    from verifyless.bench import compare as cmp
-    from verifyless.bench import plots
+    from verifyless.offline import compare as cmp
+    from verifyless.offline import plots
 
     for task in sorted({c.task for cs in curves.values() for c in cs}):
         bands = [
@@ -335,7 +335,7 @@ def curves_cmd(
     seed: int = typer.Option(0),
 ) -> None:
     """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
-    from verifyless.bench import compare as cmp
+    from verifyless.offline import compare as cmp
 
     with _open(store) as st:
         arms = _arms(st, list(runs or []), label)
@@ -357,7 +357,7 @@ def collect_pools_command(
     store: Path | None = typer.Option(None, "--store", help="also record the run here"),
 ) -> None:
     """Collect pools of fully verified candidates for offline selector replay."""
-    from verifyless.bench.pools import collect_pools, save_pools
+    from verifyless.offline.pools import collect_pools, save_pools
 
     st = None
     if store is not None:
@@ -401,8 +401,8 @@ def replay_pools(
     out: Path | None = _OUT,
 ) -> None:
     """Run screeners on stored pools (no verification) and report how good their picks were."""
-    from verifyless.bench.pools import ScoreOracle, evaluate_selector, load_pools
-    from verifyless.bench.selection import SelectionSummary
+    from verifyless.offline.pools import ScoreOracle, evaluate_selector, load_pools
+    from verifyless.offline.selection import SelectionSummary
 
     pools = load_pools(file)
     summaries: dict[str, SelectionSummary] = {}
