@@ -550,11 +550,13 @@ app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harve
 
 
 def _mount_report() -> None:
+    from verifyless._cli.export import export_command
     from verifyless._cli.report import report_command
     from verifyless._cli.ui import ui_command
 
     app.command("report")(report_command)
     app.command("ui")(ui_command)
+    app.command("export")(export_command)
 
 
 _mount_report()

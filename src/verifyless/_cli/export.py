@@ -1,0 +1,31 @@
+"""``verifyless export RUN``: the run's trace as JSONL or Parquet (docs/design/trace-export.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def export_command(
+    run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
+    out: Path = typer.Option(..., "--out", help="node trace file; the LLM calls go beside it as NAME.calls.EXT"),
+    fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet"),
+    include_test: bool = typer.Option(False, "--include-test", help="also write hidden test scores and metrics"),
+    inline_calls: bool = typer.Option(False, "--inline-calls", help="write each call's request and replies inline"),
+    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store (opened read-only)"),
+) -> None:
+    """Export every node of RUN (lineage, idea, summary, band, diff, screening, metrics, costs)."""
+    from rich.console import Console
+
+    from verifyless.errors import ConfigError
+    from verifyless.report.export import export_run
+    from verifyless.report.reader import open_readonly
+
+    if fmt not in ("jsonl", "parquet"):
+        raise ConfigError(f"--format {fmt!r}: choose jsonl or parquet")
+    with open_readonly(store) as st:
+        rid = st.resolve_run(run_id)
+        nodes, calls = export_run(st, rid, out, fmt, include_test=include_test, inline_calls=inline_calls)  # type: ignore[arg-type]
+    hidden = "with hidden test scores" if include_test else "no hidden test scores"
+    Console().print(f"trace: [bold]{nodes}[/] ({hidden}); calls: {calls}", highlight=False)
