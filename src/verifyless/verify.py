@@ -118,15 +118,66 @@ def verify(
 # ------------------------------------------------------------------ workspace
 
 
+WORKSPACE_PREFIX = "verifyless-ws-"
+_LEGACY_STALE_SECONDS = 3600.0
+_swept: set[Path] = set()
+
+
 def _new_workspace(root: Path | None) -> Path:
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
     try:
         base.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix="verifyless-ws-", dir=base)).resolve()
+        if base.resolve() not in _swept:
+            _swept.add(base.resolve())
+            sweep_stale_workspaces(base)
+        return Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{os.getpid()}-", dir=base)).resolve()
     except OSError as exc:
         raise SandboxUnavailable(
             f"cannot create a verification workspace under {base}: {exc}; pass a writable workspace_root"
         ) from exc
+
+
+def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path]:
+    """Remove workspaces under ``base`` left by a verifier process that no longer exists; return them.
+
+    A workspace is named ``verifyless-ws-PID-XXXX`` after the process that made it, so a run killed
+    with -9 leaves folders whose PID is dead: those go. A live PID's folders are never touched (another
+    run on this machine may be verifying in them). Folders in the older ``verifyless-ws-XXXX`` form
+    carry no PID and go once untouched for an hour. Called once per process and folder, before the
+    first workspace is made (so at the start and at the resume of every run); never raises.
+    """
+    now = time.time() if now is None else now
+    removed = []
+    for ws in base.glob(f"{WORKSPACE_PREFIX}*"):
+        if not ws.is_dir() or ws.is_symlink():
+            continue
+        pid = _workspace_pid(ws.name)
+        if pid is None:
+            try:
+                stale = now - ws.stat().st_mtime > _LEGACY_STALE_SECONDS
+            except OSError:
+                continue
+        else:
+            stale = pid != os.getpid() and not _alive(pid)
+        if stale:
+            shutil.rmtree(ws, ignore_errors=True)
+            removed.append(ws)
+    return removed
+
+
+def _workspace_pid(name: str) -> int | None:
+    head = name[len(WORKSPACE_PREFIX) :].split("-", 1)[0]
+    return int(head) if head.isdigit() and "-" in name[len(WORKSPACE_PREFIX) :] else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 def _materialise(task: Task, program: str, ws: Path) -> list[str]:
