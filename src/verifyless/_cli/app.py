@@ -24,8 +24,9 @@ from rich.table import Table
 
 from verifyless.errors import VerifylessError
 
+# add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
+    add_completion=True, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
 )
 # Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -105,9 +106,25 @@ def _main_options(
     verbose: int = typer.Option(
         0, "--verbose", "-v", count=True, help="log retries, fallbacks and routing decisions (-vv: more)"
     ),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=lambda v: _print_version(v), help="print the version and exit"
+    ),
 ) -> None:
     """Screen candidate ideas before you pay to verify them."""
     _setup_logging(verbose)
+
+
+def _print_version(wanted: bool) -> None:
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        print(f"verifyless {dist_version('verifyless')}")
+    except PackageNotFoundError:  # a source tree run without installing
+        print("verifyless (not installed: no version metadata)")
+    raise typer.Exit(0)
 
 
 # ---------------------------------------------------------------------- tasks
