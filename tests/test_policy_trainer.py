@@ -286,3 +286,37 @@ def test_policy_eval_compares_base_and_trained_under_the_same_budget(
     assert sorted((r["arm"], r["seed"]) for r in runs) == [("base", 0), ("base", 1), ("trained", 0), ("trained", 1)]
     assert all(r["verified"] > 0 and r["best"] >= r["baseline"] for r in runs)
     assert 0.0 <= results["p_improvement"]["value"] <= 1.0 and set(results["gain"]) == {"base", "trained"}
+
+
+def test_a_run_started_from_an_adapter_keeps_its_kl_to_that_adapter(policy_lm: Path, tmp_path: Path) -> None:
+    """The KL reference is the starting policy: at step 0 the policy and the reference agree exactly."""
+    import torch
+
+    from verifyless.train.policy.loss import Sequenced, token_logps
+
+    settings = load_policy_settings(None, learning_rate=2e-2, beta=0.1, **FAST)
+    first = PolicyTrainer(
+        WorldRewarder(tmp_path / "r1.jsonl", parents=4), base=str(policy_lm), out=tmp_path / "a", settings=settings
+    )
+    start = asyncio.run(first.train(3)).adapter_dir
+    trainer = PolicyTrainer(
+        WorldRewarder(tmp_path / "r2.jsonl", parents=4), base=str(policy_lm), out=tmp_path / "b", settings=settings,
+        init_adapter=start,
+    )  # fmt: skip
+    trainer.load()
+    tok = trainer.loaded.tokenizer
+    text = tok.apply_chat_template(list(world_messages("p0")), add_generation_prompt=True, tokenize=False)
+    prompt, completion = tok(text)["input_ids"], tok("Use bravo for the model.")["input_ids"]
+    chunk = [Sequenced(tuple(prompt), tuple(completion), 1.0)]
+    with torch.no_grad():
+        policy = token_logps(trainer.model, chunk, tok.pad_token_id, settings.temperature)[0]
+        reference = trainer._ref_logps(chunk)
+        with trainer.model.disable_adapter():
+            base = token_logps(trainer.model, chunk, tok.pad_token_id, settings.temperature)[0]
+    assert torch.allclose(policy, reference), "the reference is not the starting adapter"
+    assert not torch.allclose(policy, base), "the starting adapter equals the base: the test cannot tell them apart"
+    assert any(p.requires_grad for n, p in trainer.model.named_parameters() if "lora" in n and ".default." in n)
+    assert not any(p.requires_grad for n, p in trainer.model.named_parameters() if ".reference." in n)
+    result = asyncio.run(trainer.train(1))
+    saved = sorted(p.name for p in result.adapter_dir.iterdir())
+    assert "reference" not in saved, saved  # only the policy's adapter is saved

@@ -34,9 +34,12 @@ Output folder ``out``::
     out/adapter/                 the final adapter + tokenizer + verifyless_card.json + README.md
 
 Limits: one process, one device; sampling is the plain batched sampler of
-``model.local`` (no vLLM); the reference model is the base with the adapter
-disabled, so a run started from an existing adapter (``init_adapter``) keeps
-its KL to the base, not to that adapter.
+``model.local`` (no vLLM). The KL reference is the policy the run started
+from: the base with the adapter disabled for a fresh LoRA, or, for a run
+started from an existing adapter (``init_adapter``), a frozen copy of that
+adapter (loaded as a second, non-trainable PEFT adapter named ``reference``),
+so training from a trained proposer is regularised towards it, not towards
+the base. A resumed run keeps the same reference.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms
 log = logging.getLogger(__name__)
 
 CARD_JSON = "verifyless_card.json"
+POLICY_ADAPTER = "default"  # the trainable LoRA (PEFT's default adapter name)
+REFERENCE_ADAPTER = "reference"  # the frozen starting adapter, the KL reference when training starts from one
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class PolicyTrainer:
 
     # -- setup -----------------------------------------------------------------
     def _load(self, adapter: Path | None) -> None:
+        """The policy: ``adapter`` (trainable) or a fresh LoRA, plus the frozen ``init_adapter`` as KL reference."""
         import torch
         from peft import PeftModel, get_peft_model
 
@@ -127,6 +133,9 @@ class PolicyTrainer:
             model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
         else:
             model = get_peft_model(model, lora_config(s))
+        if self.init_adapter is not None:
+            model.load_adapter(str(self.init_adapter), adapter_name=REFERENCE_ADAPTER, is_trainable=False)
+            model.set_adapter(POLICY_ADAPTER)
         self.model = model
         self.loaded = LoadedLM(tokenizer, model, device, self.base, s.dtype)
         params = [p for p in model.parameters() if p.requires_grad]
@@ -274,8 +283,16 @@ class PolicyTrainer:
         return {"loss": loss, "kl": kl, "groups_used": used, "completions_used": len(batch)}
 
     def _ref_logps(self, chunk: Sequence[Sequenced]) -> Any:
-        with self.model.disable_adapter():
-            return token_logps(self.model, chunk, self.loaded.tokenizer.pad_token_id, self.settings.temperature)[0]
+        """Token log-probabilities under the reference policy (see the module docstring)."""
+        pad, temperature = self.loaded.tokenizer.pad_token_id, self.settings.temperature
+        if self.init_adapter is None:
+            with self.model.disable_adapter():
+                return token_logps(self.model, chunk, pad, temperature)[0]
+        self.model.set_adapter(REFERENCE_ADAPTER)
+        try:
+            return token_logps(self.model, chunk, pad, temperature)[0]
+        finally:
+            self.model.set_adapter(POLICY_ADAPTER)  # also makes the policy's LoRA trainable again
 
     def _pass(self, chunks: Sequence[Sequence[Sequenced]], old: Sequence[Any], refs: Sequence[Any], n: int) -> Any:
         import torch
@@ -312,7 +329,7 @@ class PolicyTrainer:
         target = folder / f"step-{steps:06d}"
         tmp = folder / f".tmp-step-{steps:06d}"
         shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp / "adapter")
+        self.model.save_pretrained(tmp / "adapter", selected_adapters=[POLICY_ADAPTER])
         torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
         (tmp / "state.json").write_text(json.dumps({"steps": steps, "base": self.base}))
         shutil.rmtree(target, ignore_errors=True)
@@ -339,7 +356,7 @@ class PolicyTrainer:
     def save_final(self, steps: int, stopped: str) -> Path:
         """The final adapter (``out/adapter``) with tokenizer and card: usable as a proposer's ``adapter:``."""
         adapter_dir = self.out / "adapter"
-        self.model.save_pretrained(adapter_dir)
+        self.model.save_pretrained(adapter_dir, selected_adapters=[POLICY_ADAPTER])
         self.loaded.tokenizer.save_pretrained(adapter_dir)
         card = {
             "kind": "policy-grpo",
