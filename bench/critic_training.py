@@ -109,7 +109,12 @@ def main() -> None:
         start=args.out / "sft",
         out=args.out / "grpo",
         settings=load_settings(
-            "grpo", None, max_steps=args.grpo_steps, learning_rate=args.grpo_lr, max_completion_length=args.max_tokens
+            "grpo",
+            None,
+            max_steps=args.grpo_steps,
+            learning_rate=args.grpo_lr,
+            max_completion_length=args.max_tokens,
+            prompts_per_step=1,  # CPU-sized: one prompt (8 completions) per step; the paper uses 256
         ),
     )
     timings["SFT+GRPO"] = time.monotonic() - started

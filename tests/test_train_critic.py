@@ -18,7 +18,7 @@ pytest.importorskip("peft")
 from verifyless.errors import ConfigError  # noqa: E402
 from verifyless.train.data import keyword_dataset, load_dataset, messages_for  # noqa: E402
 from verifyless.train.grpo import train_critic_grpo, verdict_reward  # noqa: E402
-from verifyless.train.settings import load_settings  # noqa: E402
+from verifyless.train.settings import grpo_accumulation, load_settings  # noqa: E402
 from verifyless.train.sft import train_critic_sft  # noqa: E402
 from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 
@@ -121,6 +121,11 @@ def test_settings_come_from_the_paper_and_yaml(tmp_path: Path) -> None:
         0.1,
         0.01,
     )
+    # Appendix G.2: 300 rollout steps, 256 idea prompts each; the device batch is ours, accumulation makes up the rest
+    assert (grpo.max_steps, grpo.prompts_per_step) == (300, 256)
+    assert grpo_accumulation(grpo) * grpo.batch_size == 256 * grpo.num_generations
+    with pytest.raises(ConfigError, match="do not split into device batches"):
+        grpo_accumulation(load_settings("grpo", None, prompts_per_step=3, batch_size=16))
     path = tmp_path / "c.yaml"
     path.write_text("lora_r: 16\nlearning_rate: 2.0e-5\n")
     assert load_settings("sft", path).lora_r == 16
@@ -167,6 +172,7 @@ def test_grpo_raises_mean_reward_and_changes_the_adapter(
         learning_rate=8e-3,
         max_steps=8,
         batch_size=16,
+        prompts_per_step=2,  # 16 completions per optimizer step, one device batch (CPU-sized)
         num_generations=8,
         max_completion_length=28,
         weight_decay=0.0,
@@ -242,6 +248,7 @@ def test_grpo_learns_the_keyword_on_a_balanced_split(request: pytest.FixtureRequ
         learning_rate=5e-3,
         max_steps=40,
         batch_size=16,
+        prompts_per_step=2,  # 16 completions per optimizer step, one device batch (CPU-sized)
         num_generations=8,
         max_completion_length=24,
         weight_decay=0.0,

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.errors import ConfigError
 from verifyless.train.common import (
     TrainResult,
     adapter_folder,
@@ -31,7 +30,7 @@ from verifyless.train.common import (
     write_card,
 )
 from verifyless.train.data import load_dataset, messages_for, split
-from verifyless.train.settings import GRPOSettings
+from verifyless.train.settings import GRPOSettings, grpo_accumulation
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +108,7 @@ def train_critic_grpo(
     from trl import GRPOConfig
 
     settings = settings or GRPOSettings()
-    if settings.batch_size % settings.num_generations:
-        raise ConfigError(
-            f"batch_size {settings.batch_size} must be a multiple of num_generations "
-            f"{settings.num_generations} (each prompt's group is scored together)"
-        )
+    settings = settings.model_copy(update={"grad_accum": grpo_accumulation(settings)})
     started = time.monotonic()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

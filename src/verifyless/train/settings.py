@@ -1,10 +1,14 @@
 """Training settings: the critic paper's values as defaults, overridable from a YAML file.
 
 SFT (Appendix G.1): LoRA rank 32, learning rate 1e-5, 3 epochs.
-GRPO (Appendix G.2): 8 generations per prompt, temperature 0.7, learning rate
-1e-6, weight decay 0.1, KL coefficient 0.01, groups whose rewards are all equal
-skipped. Settings the paper does not give (batch size, alpha, lengths) are
-ours and named as such in the docstrings below.
+GRPO (Appendix G.2): 300 rollout steps of 256 idea prompts each, 8 generations
+per prompt, temperature 0.7, learning rate 1e-6, weight decay 0.1, KL
+coefficient 0.01, groups whose rewards are all equal skipped. The batch is
+stated as prompts per optimizer step (``prompts_per_step``); ``batch_size`` is
+only how many completions fit on the device at once, and gradient accumulation
+makes up the rest. Settings the paper does not give (alpha, lengths, device
+batch) are ours and named as such in the docstrings below. On a CPU, pass small
+``prompts_per_step`` and ``max_steps`` (the tests and benchmarks do).
 """
 
 from __future__ import annotations
@@ -51,11 +55,41 @@ class GRPOSettings(CommonSettings):
     max_completion_length: int = Field(512, ge=4, description="critique tokens sampled (ours)")
     epochs: float = Field(1.0, gt=0)
     skip_equal_reward_groups: bool = Field(True, description="paper: groups with all-equal rewards are dropped")
-    batch_size: int = Field(8, ge=1, description="completions per device step; a multiple of num_generations")
+    batch_size: int = Field(8, ge=1, description="completions per device step, a multiple of num_generations (ours)")
+    prompts_per_step: int | None = Field(
+        256,
+        ge=1,
+        description="prompts per optimizer step (paper: 256), each with num_generations completions; "
+        "gradient accumulation covers what batch_size does not; None: one device batch per step",
+    )
+    max_steps: int = Field(300, description="optimizer (rollout) steps (paper: 300); -1 = run the epochs")
     top_entropy_quantile: float = Field(
         1.0, gt=0, le=1, description="train only on this top fraction of completion tokens by entropy (1: all)"
     )
     shuffle: bool = Field(True, description="shuffle the grpo split; off: prompts are taken in the split's order")
+
+
+def grpo_accumulation(settings: GRPOSettings) -> int:
+    """Gradient-accumulation steps that make one optimizer step cover ``prompts_per_step`` prompts.
+
+    ``ConfigError`` when the completions of a step (prompts x generations) do not split into whole
+    device batches; with ``prompts_per_step`` None it is ``grad_accum`` as given.
+    """
+    if settings.batch_size % settings.num_generations:
+        raise ConfigError(
+            f"batch_size {settings.batch_size} must be a multiple of num_generations "
+            f"{settings.num_generations} (each prompt's group is scored together)"
+        )
+    if settings.prompts_per_step is None:
+        return settings.grad_accum
+    completions = settings.prompts_per_step * settings.num_generations
+    if completions % settings.batch_size:
+        raise ConfigError(
+            f"prompts_per_step {settings.prompts_per_step} x num_generations {settings.num_generations} = "
+            f"{completions} completions do not split into device batches of {settings.batch_size}; choose a "
+            "batch_size that divides it"
+        )
+    return completions // settings.batch_size
 
 
 _KINDS: dict[str, type[CommonSettings]] = {"sft": SFTSettings, "grpo": GRPOSettings}
@@ -87,4 +121,4 @@ def settings_from(cls: type[BaseModel], what: str, path: Path | None, overrides:
         raise ConfigError(f"invalid {what} training settings: {problems}") from None
 
 
-__all__ = ["CommonSettings", "GRPOSettings", "SFTSettings", "load_settings", "settings_from"]
+__all__ = ["CommonSettings", "GRPOSettings", "SFTSettings", "grpo_accumulation", "load_settings", "settings_from"]
