@@ -14,12 +14,15 @@ derived from what is already stored:
   on an entry written before, or by an earlier call) shows the latest group
   written before it. A call whose prompt is not in the cache (a cache in
   another file, a call that failed) shows its usage without text.
-* **call -> node.** A call made the node when its prompt or one of its replies
-  contains the node's idea text and it lies in the node's round: after the
-  ``round`` event that opened the node's round (the run start for round 0) and
-  before the next ``round`` event after the node's own ``node`` event. That
-  covers the proposer (its reply holds the idea), the implementer, repair and
-  summarizer (their prompts state the idea) and critics whose prompt quotes it.
+* **call -> node.** A call made the node when it lies in the node's round
+  (after the ``round`` event that opened it, the run start for round 0, and
+  before the next ``round`` event after the node's own ``node`` event) and
+  states the node's idea text: a proposer in one of its replies (its prompt
+  may quote earlier ideas as inspirations), any other role in its prompt or a
+  reply. That covers the proposer, the implementer, repair and summarizer
+  (their prompts state the idea) and critics whose prompt quotes it. A role
+  whose call was skipped (a summary reused for a program seen before) is
+  simply absent.
 
 Limits: a node whose idea text is shorter than ``MIN_IDEA`` characters gets no
 calls (too unspecific to match); two runs of the same prompts written into one
@@ -109,9 +112,7 @@ def run_calls(store: Any, run_id: str) -> list[CallView]:
     return out
 
 
-def _take(
-    p_hash: str, options: list[_Group], taken: set[tuple[str, int]], start_ts: float, ts: float
-) -> _Group | None:
+def _take(p_hash: str, options: list[_Group], taken: set[tuple[str, int]], start_ts: float, ts: float) -> _Group | None:
     """The earliest untaken group written during the run before ``ts``; else the latest one written before ``ts``."""
     slack = 1.0  # seconds: the cache row and the event are written by one process, the row first
     for i, g in enumerate(options):
@@ -220,5 +221,6 @@ def _round_window(store: Any, run_id: str, node_id: str, round_no: int) -> tuple
 
 
 def _mentions(call: CallView, idea: str) -> bool:
-    texts = [content for _, content in call.messages] + list(call.replies)
+    prompt = [] if "propos" in call.role else [content for _, content in call.messages]
+    texts = prompt + list(call.replies)
     return any(idea in " ".join(t.split()) for t in texts)
