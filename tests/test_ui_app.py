@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from report_fixtures import PAYLOADS, SECRET, cached_build
-from verifyless.report import data
+from verifyless.report import data, data_calls
 from verifyless.report.reader import open_readonly
 
 pytest.importorskip("starlette", reason="the ui extra is not installed (pip install -e '.[ui]')")
@@ -78,6 +78,15 @@ def test_dashboard_views_answer_with_the_runs_data(client):
     series = c.get(f"/api/runs/{rid}/series").json()
     assert len(series["scatter"]["points"]) == verifications == len(series["usage"]["points"]) - 1
     assert "combined_score" in series["scatter"]["metrics"]
+    with open_readonly(built["store"]) as st:
+        root_calls = data_calls.node_calls(st, rid, "root")
+    assert series["nodes"]["root"] == {
+        "calls": len(root_calls.calls),
+        "prompt_tokens": root_calls.prompt_tokens,
+        "completion_tokens": root_calls.completion_tokens,
+        "cost": root_calls.cost,
+    }
+    assert c.get(f"/api/runs/{rid}/series").json() == series  # the memoised per-node usage answers the same
     child = next(n for n in nodes if n != "root")
     calls = c.get(f"/runs/{rid}/nodes/{child}/calls").text
     assert calls.count('class="box call"') == 3 and "proposer" in calls and "implementer" in calls

@@ -244,8 +244,10 @@ def test_lineage_graph_zooms_pans_and_opens_a_node_with_its_calls(server, fx, pa
     page.mouse.up()
     panned = page.locator("#lineage").get_attribute("viewBox")
     assert panned.split()[:2] != zoomed.split()[:2] and panned.split()[2:] == zoomed.split()[2:]
+    page.wait_for_selector("#scatter circle.dot")  # the series (with per-node usage) has arrived
     page.locator(f'#lineage circle[data-id="{final}"]').dispatch_event("click")
     assert page.locator("#side h3").inner_text() == f"Node {final}"
+    assert "tokens" in page.locator("#side table").inner_text()  # the node's LLM usage
     # Scatter: one dot per verification; the metric picker redraws it with the metric's name on the axis.
     page.wait_for_selector("#scatter circle.dot")
     dots = page.locator("#scatter circle.dot").count()

@@ -42,6 +42,7 @@ def test_every_node_gets_the_proposer_implementer_and_summarizer_calls_that_made
             assert seen.setdefault(c.seq, nid) == nid, f"call {c.seq} linked to two nodes"
         assert nc.prompt_tokens == sum(c.prompt_tokens for c in nc.calls) > 0
     assert data_calls.node_calls(st, rid, "root") == data_calls.node_calls(st, rid, "root", calls)
+    assert data_calls.calls_by_node(st, rid) == {nid: data_calls.node_calls(st, rid, nid, calls) for nid in rows}
 
 
 def test_calls_are_redacted_and_keep_hostile_text_verbatim(fx):

@@ -190,11 +190,23 @@ def _content(content: Any) -> str:
 def node_calls(store: Any, run_id: str, node_id: str, calls: list[CallView] | None = None) -> NodeCalls:
     """The calls that made ``node_id`` (see module docstring); ``calls`` reuses a ``run_calls`` result."""
     row = next((r for r in store.node_rows(run_id) if r["node_id"] == node_id), None)
-    idea = " ".join(str((row or {}).get("idea") or "").split())
+    return _node_calls(
+        node_id, row or {}, _Rounds(store, run_id), calls if calls is not None else run_calls(store, run_id)
+    )
+
+
+def calls_by_node(store: Any, run_id: str, calls: list[CallView] | None = None) -> dict[str, NodeCalls]:
+    """``node_calls`` of every node in creation order, reading the store once."""
+    rounds = _Rounds(store, run_id)
+    calls = run_calls(store, run_id) if calls is None else calls
+    return {r["node_id"]: _node_calls(r["node_id"], r, rounds, calls) for r in store.node_rows(run_id)}
+
+
+def _node_calls(node_id: str, row: Mapping[str, Any], rounds: _Rounds, calls: list[CallView]) -> NodeCalls:
+    idea = " ".join(str(row.get("idea") or "").split())
     if len(idea) < MIN_IDEA:
         return NodeCalls(node_id, (), 0, 0, 0.0, "this node's idea is too short to find the calls that made it")
-    low, high = _round_window(store, run_id, node_id, int((row or {}).get("round") or 0))
-    calls = run_calls(store, run_id) if calls is None else calls
+    low, high = rounds.window(node_id, int(row.get("round") or 0))
     mine = tuple(c for c in calls if low < c.seq < high and _mentions(c, idea))
     note = "" if mine else "no stored call in this node's round states its idea (or the calls' texts are not cached)"
     return NodeCalls(
@@ -207,20 +219,35 @@ def node_calls(store: Any, run_id: str, node_id: str, calls: list[CallView] | No
     )
 
 
-def _round_window(store: Any, run_id: str, node_id: str, round_no: int) -> tuple[int, float]:
-    """(seq that opened the node's round, seq of the next ``round`` event after the node's ``node`` event)."""
-    made = next((ev.seq for ev in store.events(run_id, kinds=["node"], node_id=node_id)), None)
-    low, high = 0, float("inf")
-    for ev in store.events(run_id, kinds=["round"]):
-        if int(ev.payload.get("round", -1) or 0) == round_no:
-            low = ev.seq
-        elif made is not None and ev.seq > made:
-            high = ev.seq
-            break
-    return low, high
+class _Rounds:
+    """The seqs of the run's ``round`` events and of each node's ``node`` event (read once)."""
+
+    def __init__(self, store: Any, run_id: str) -> None:
+        self.rounds = [(ev.seq, int(ev.payload.get("round", -1) or 0)) for ev in store.events(run_id, kinds=["round"])]
+        self.made: dict[str, int] = {}
+        for ev in store.events(run_id, kinds=["node"]):
+            self.made.setdefault(str(ev.node_id), ev.seq)
+
+    def window(self, node_id: str, round_no: int) -> tuple[int, float]:
+        """(seq that opened the node's round, seq of the next ``round`` event after the node's ``node`` event)."""
+        made = self.made.get(node_id)
+        low, high = 0, float("inf")
+        for seq, number in self.rounds:
+            if number == round_no:
+                low = seq
+            elif made is not None and seq > made:
+                high = seq
+                break
+        return low, high
 
 
 def _mentions(call: CallView, idea: str) -> bool:
     prompt = [] if "propos" in call.role else [content for _, content in call.messages]
     texts = prompt + list(call.replies)
     return any(idea in " ".join(t.split()) for t in texts)
+
+
+def last_seq(store: Any, run_id: str) -> int:
+    """The run's last committed event seq (0 for none): a cheap marker to reuse derived views until it moves."""
+    rows = store._read("SELECT MAX(seq) FROM events WHERE run_id = ?", (run_id,))
+    return int(rows[0][0] or 0) if rows else 0

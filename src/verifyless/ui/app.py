@@ -204,10 +204,29 @@ def create_app(store_path: str | Path) -> Any:
         st, rid = run_id_of(request)
         return JSONResponse(_plain(asdict(lineage_view(st, rid))), headers=_headers())
 
+    node_usage_memo: dict[str, tuple[int, dict[str, Any]]] = {}
+
+    def node_usage(st: Any, rid: str) -> dict[str, Any]:
+        """Calls, tokens and cost per node; recomputed only when the run has a new event (it reads every call's text)."""
+        with holder.lock:
+            seq = data_calls.last_seq(st, rid)
+            if rid not in node_usage_memo or node_usage_memo[rid][0] != seq:
+                usage = {
+                    nid: {
+                        "calls": len(nc.calls),
+                        "prompt_tokens": nc.prompt_tokens,
+                        "completion_tokens": nc.completion_tokens,
+                        "cost": nc.cost,
+                    }
+                    for nid, nc in data_calls.calls_by_node(st, rid).items()
+                }
+                node_usage_memo[rid] = (seq, usage)
+            return node_usage_memo[rid][1]
+
     def series_api(request: Request) -> Response:
         st, rid = run_id_of(request)
         scatter = asdict(data_series.score_scatter(st, rid)) | {"final_id": data.final_view(st, rid).node_id}
-        body = {"usage": asdict(data_series.usage_series(st, rid)), "scatter": scatter}
+        body = {"usage": asdict(data_series.usage_series(st, rid)), "scatter": scatter, "nodes": node_usage(st, rid)}
         return JSONResponse(_plain(body), headers=_headers())
 
     def node_api(request: Request) -> Response:

@@ -44,8 +44,11 @@
     side.replaceChildren();
     html("h3", side, "Node " + n.id);
     var t = html("table", side, undefined, "kv");
-    [["status", n.status], ["operator", n.operator], ["parent", n.parent_id || "-"], ["round / island", n.round + " / " + n.island],
-     ["validation score", fmt(n.score)], ["on the returned path", n.on_path ? "yes" : "no"]].forEach(function (row) {
+    var rows = [["status", n.status], ["operator", n.operator], ["parent", n.parent_id || "-"], ["round / island", n.round + " / " + n.island],
+     ["validation score", fmt(n.score)], ["on the returned path", n.on_path ? "yes" : "no"]];
+    var u = lastSeries && lastSeries.nodes[n.id];
+    if (u) rows.push(["LLM calls", u.calls + " · " + (u.prompt_tokens + u.completion_tokens) + " tokens · cost " + fmt(u.cost)]);
+    rows.forEach(function (row) {
       var tr = html("tr", t); html("td", tr, row[0]); html("td", tr, row[1]);
     });
     html("pre", side, n.idea || "(no idea text)", "idea");
