@@ -40,6 +40,8 @@ from verifyless.errors import StoreError
 from verifyless.report import data, data_calls, data_nodes, data_series, svg
 from verifyless.report.render import environment as render_environment
 from verifyless.report.render import fmt, run_views, version
+from verifyless.ui.highlight import python_spans
+from verifyless.ui.lineage import lineage_view
 
 
 class StoreHolder:
@@ -156,8 +158,6 @@ def create_app(store_path: str | Path) -> Any:
         return JSONResponse(_plain(asdict(data.best_curve(st, rid))), headers=_headers())
 
     def node_page(request: Request) -> Response:
-        from verifyless.ui.highlight import python_spans
-
         st, rid = run_id_of(request)
         detail = data_nodes.node_detail(st, rid, request.path_params["node_id"])
         return page(
@@ -173,13 +173,13 @@ def create_app(store_path: str | Path) -> Any:
 
     def calls_page(request: Request) -> Response:
         st, rid = run_id_of(request)
-        detail = data_nodes.node_detail(st, rid, request.path_params["node_id"])  # 404 for an unknown node
-        nc = data_calls.node_calls(st, rid, detail.id)
-        return page("calls.html", nc=nc, run_id=rid, node_href=node_href(rid)(detail.id))
+        node_id = request.path_params["node_id"]
+        if node_id not in {r["node_id"] for r in st.node_rows(rid)}:
+            raise StoreError(f"no node {node_id!r} in run {rid}")
+        nc = data_calls.node_calls(st, rid, node_id)
+        return page("calls.html", nc=nc, run_id=rid, node_href=node_href(rid)(node_id))
 
     def diff_page(request: Request) -> Response:
-        from verifyless.ui.highlight import python_spans
-
         st, rid = run_id_of(request)
         rows = {r["node_id"]: r for r in st.node_rows(rid)}
         a, b = (request.query_params.get(k, "") for k in ("a", "b"))
@@ -199,8 +199,6 @@ def create_app(store_path: str | Path) -> Any:
         )
 
     def lineage_api(request: Request) -> Response:
-        from verifyless.ui.lineage import lineage_view
-
         st, rid = run_id_of(request)
         return JSONResponse(_plain(asdict(lineage_view(st, rid))), headers=_headers())
 
