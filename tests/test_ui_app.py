@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from report_fixtures import PAYLOADS, SECRET, cached_build
-from verifyless.report import data
+from verifyless.report import data, data_calls
 from verifyless.report.reader import open_readonly
 
 pytest.importorskip("starlette", reason="the ui extra is not installed (pip install -e '.[ui]')")
@@ -40,6 +40,10 @@ def test_pages_and_api_answer_with_strict_headers(client):
         f"/api/runs/{rid}/progress",
         f"/api/runs/{rid}/curve",
         f"/api/runs/{rid}/nodes/root",
+        f"/runs/{rid}/nodes/root/calls",
+        f"/runs/{rid}/diff?a=root&b=root",
+        f"/api/runs/{rid}/lineage",
+        f"/api/runs/{rid}/series",
     ):
         r = c.get(url)
         assert r.status_code == 200, url
@@ -56,6 +60,40 @@ def test_unknown_runs_and_nodes_are_404_with_the_reason(client):
     assert c.get("/runs/nope").status_code == 404 and "unknown run" in c.get("/runs/nope").text
     assert c.get(f"/runs/{built['plain']}/nodes/zz").status_code == 404
     assert "error" in c.get("/api/runs/nope/progress").json()
+    assert c.get(f"/runs/{built['plain']}/nodes/zz/calls").status_code == 404
+    diff = c.get(f"/runs/{built['plain']}/diff?a=root&b=zz")
+    assert diff.status_code == 404 and "no node &#39;zz&#39;" in diff.text
+    assert c.get("/api/runs/nope/lineage").status_code == 404
+
+
+def test_dashboard_views_answer_with_the_runs_data(client):
+    c, built = client
+    rid = built["plain"]
+    with open_readonly(built["store"]) as st:
+        final = data.final_view(st, rid).node_id
+        nodes = [r["node_id"] for r in st.node_rows(rid)]
+        verifications = len(list(st.events(rid, kinds=["verification"])))
+    lineage = c.get(f"/api/runs/{rid}/lineage").json()
+    assert lineage["final_id"] == final and sorted(n["id"] for n in lineage["nodes"]) == sorted(nodes)
+    series = c.get(f"/api/runs/{rid}/series").json()
+    assert len(series["scatter"]["points"]) == verifications == len(series["usage"]["points"]) - 1
+    assert "combined_score" in series["scatter"]["metrics"]
+    with open_readonly(built["store"]) as st:
+        root_calls = data_calls.node_calls(st, rid, "root")
+    assert series["nodes"]["root"] == {
+        "calls": len(root_calls.calls),
+        "prompt_tokens": root_calls.prompt_tokens,
+        "completion_tokens": root_calls.completion_tokens,
+        "cost": root_calls.cost,
+    }
+    assert c.get(f"/api/runs/{rid}/series").json() == series  # the memoised per-node usage answers the same
+    child = next(n for n in nodes if n != "root")
+    calls = c.get(f"/runs/{rid}/nodes/{child}/calls").text
+    assert calls.count('class="box call"') == 3 and "proposer" in calls and "implementer" in calls
+    page = c.get(f"/runs/{rid}/nodes/{child}").text
+    assert f"/runs/{rid}/nodes/{child}/calls" in page and '<span class="kw">' in page  # link + highlighted code
+    diff = c.get(f"/runs/{rid}/diff?a=root&b={child}").text
+    assert '<pre class="diff">' in diff and 'class="add"' in diff
 
 
 def test_polled_progress_matches_a_full_read(client):
@@ -78,7 +116,21 @@ def test_no_key_and_no_live_markup_in_any_answer(client):
         f"/runs/{hostile}",
         f"/runs/{hostile}/report",
         f"/runs/{hostile}/fragment",
+        f"/runs/{hostile}/nodes/root/calls",
+        f"/api/runs/{hostile}/lineage",
+        f"/api/runs/{hostile}/series",
     ):
         text = c.get(url).text
         assert SECRET not in text and PAYLOADS[0] not in text and PAYLOADS[1] not in text, url
     assert "&lt;script&gt;window.__xss" in c.get(f"/runs/{hostile}").text
+    with open_readonly(built["store"]) as st:
+        nodes = [r["node_id"] for r in st.node_rows(hostile)]
+    for node in nodes:
+        for url in (
+            f"/runs/{hostile}/nodes/{node}",
+            f"/runs/{hostile}/nodes/{node}/calls",
+            f"/runs/{hostile}/diff?a=root&b={node}",
+        ):
+            text = c.get(url).text
+            assert SECRET not in text and not any(p in text for p in PAYLOADS), url
+    assert "&lt;script&gt;window.__xss" in c.get(f"/runs/{hostile}/nodes/{nodes[-1]}/calls").text

@@ -221,3 +221,59 @@ def test_report_file_renders_offline_and_requests_nothing(fx, browser, tmp_path)
     assert page.locator(".nodepage:target pre.diff").count() == 1
     assert outside == []
     context.close()
+
+
+def test_lineage_graph_zooms_pans_and_opens_a_node_with_its_calls(server, fx, page):
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    rid = fx["plain"]
+    page.goto(f"{server}/runs/{rid}")
+    page.wait_for_selector("#lineage circle.node")
+    final = page.locator("#lineage circle.final").get_attribute("data-id")
+    on_path = page.locator("#lineage circle.node.path").count()
+    assert on_path >= 1 and page.locator("#lineage .edge.path").count() == on_path - 1  # root ... returned node
+    before = page.locator("#lineage").get_attribute("viewBox")
+    page.locator("#lineage").hover()
+    page.mouse.wheel(0, -300)
+    zoomed = page.locator("#lineage").get_attribute("viewBox")
+    assert float(zoomed.split()[2]) < float(before.split()[2])  # zoomed in
+    box = page.locator("#lineage").bounding_box()
+    page.mouse.move(box["x"] + 5, box["y"] + 5)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 85, box["y"] + 45)
+    page.mouse.up()
+    panned = page.locator("#lineage").get_attribute("viewBox")
+    assert panned.split()[:2] != zoomed.split()[:2] and panned.split()[2:] == zoomed.split()[2:]
+    page.wait_for_selector("#scatter circle.dot")  # the series (with per-node usage) has arrived
+    page.locator(f'#lineage circle[data-id="{final}"]').dispatch_event("click")
+    assert page.locator("#side h3").inner_text() == f"Node {final}"
+    assert "tokens" in page.locator("#side table").inner_text()  # the node's LLM usage
+    # Scatter: one dot per verification; the metric picker redraws it with the metric's name on the axis.
+    page.wait_for_selector("#scatter circle.dot")
+    dots = page.locator("#scatter circle.dot").count()
+    page.select_option("#metric", "sum_radii")
+    assert page.locator("#scatter circle.dot").count() == dots
+    assert page.locator("#scatter text", has_text="sum_radii").count() == 1
+    assert page.locator("#usage polyline").count() == 3 and "calls" in page.locator("#usage-total").inner_text()
+    page.locator("#side-calls").click()
+    page.wait_for_url(f"**/nodes/{final}/calls")
+    assert page.locator("div.call").count() >= 1
+    assert errors == []
+
+
+def test_hostile_calls_and_lineage_are_text_only(server, fx, page):
+    fired = _watch(page)
+    rid = fx["hostile"]
+    page.goto(f"{server}/runs/{rid}")
+    page.wait_for_selector("#lineage circle.node")
+    page.locator("#lineage circle.node").last.dispatch_event("click")
+    node = page.locator("#side h3").inner_text().removeprefix("Node ")
+    assert "<script>window.__xss" in page.locator("#side pre.idea").inner_text()  # the graph's idea is shortened
+    page.goto(f"{server}/runs/{rid}/nodes/{node}/calls")
+    assert PAYLOADS[0] in page.locator("pre.reply").first.inner_text()
+    page.goto(f"{server}/runs/{rid}/diff?a=root&b={node}")
+    assert PAYLOADS[0] in page.locator("pre.diff").inner_text()
+    injected = "document.querySelectorAll('img, [onerror], [onload], script:not([nonce])').length"
+    assert page.evaluate(injected) == 0
+    page.wait_for_timeout(300)
+    assert fired == []

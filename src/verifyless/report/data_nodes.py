@@ -446,3 +446,8 @@ def node_json(detail: NodeDetail) -> str:
     from dataclasses import asdict
 
     return json.dumps(asdict(detail), default=str)
+
+
+def program_text(store: Any, row: Mapping[str, Any]) -> str:
+    """The program of one ``node_rows`` row ("" when it has none or its blob is missing)."""
+    return _program(store, row)

@@ -7,10 +7,15 @@ Routes (all GET; nothing writes):
   that polls ``/api/runs/{id}/progress`` every second and redraws the views
   from ``/runs/{id}/fragment`` when a new event was committed;
 * ``/runs/{id}/report`` the self-contained HTML report (without the PNG files);
-* ``/runs/{id}/nodes/{node}`` a node page; ``/compare?run=A&run=B`` curves of
-  several runs overlaid and side by side;
+* ``/runs/{id}/nodes/{node}`` a node page (with its highlighted program and a
+  diff picker); ``/runs/{id}/nodes/{node}/calls`` the LLM calls that made the
+  node (prompts and replies from the response cache);
+  ``/runs/{id}/diff?a=X&b=Y`` the diff between any two nodes;
+  ``/compare?run=A&run=B`` curves of several runs overlaid and side by side;
 * ``/api/runs``, ``/api/runs/{id}/progress``, ``/api/runs/{id}/curve``,
-  ``/api/runs/{id}/nodes/{node}``: the same data as JSON.
+  ``/api/runs/{id}/nodes/{node}``: the same data as JSON; the run page's
+  lineage graph, score scatter and usage chart are drawn by its script from
+  ``/api/runs/{id}/lineage`` and ``/api/runs/{id}/series``.
 
 Safety: the store is opened read-only (SQLite ``mode=ro``); every page is a
 Jinja template with autoescape on; pages carry a Content-Security-Policy
@@ -32,9 +37,11 @@ from typing import Any
 from urllib.parse import quote
 
 from verifyless.errors import StoreError
-from verifyless.report import data, data_nodes, svg
+from verifyless.report import data, data_calls, data_nodes, data_series, svg
 from verifyless.report.render import environment as render_environment
 from verifyless.report.render import fmt, run_views, version
+from verifyless.ui.highlight import python_spans
+from verifyless.ui.lineage import lineage_view
 
 
 class StoreHolder:
@@ -153,7 +160,72 @@ def create_app(store_path: str | Path) -> Any:
     def node_page(request: Request) -> Response:
         st, rid = run_id_of(request)
         detail = data_nodes.node_detail(st, rid, request.path_params["node_id"])
-        return page("node.html", d=detail, run_id=rid, href=node_href(rid))
+        return page(
+            "node.html",
+            d=detail,
+            run_id=rid,
+            href=node_href(rid),
+            calls=data_calls.node_calls(st, rid, detail.id),
+            calls_href=node_href(rid)(detail.id) + "/calls",
+            spans=python_spans(detail.program),
+            node_ids=[r["node_id"] for r in st.node_rows(rid)],
+        )
+
+    def calls_page(request: Request) -> Response:
+        st, rid = run_id_of(request)
+        node_id = request.path_params["node_id"]
+        if node_id not in {r["node_id"] for r in st.node_rows(rid)}:
+            raise StoreError(f"no node {node_id!r} in run {rid}")
+        nc = data_calls.node_calls(st, rid, node_id)
+        return page("calls.html", nc=nc, run_id=rid, node_href=node_href(rid)(node_id))
+
+    def diff_page(request: Request) -> Response:
+        st, rid = run_id_of(request)
+        rows = {r["node_id"]: r for r in st.node_rows(rid)}
+        a, b = (request.query_params.get(k, "") for k in ("a", "b"))
+        for nid in (a, b):
+            if nid not in rows:
+                raise StoreError(f"no node {nid!r} in run {rid}; pass two node ids as ?a=NODE&b=NODE")
+        program_a, program_b = (data_nodes.program_text(st, rows[n]) for n in (a, b))
+        return page(
+            "diff.html",
+            run_id=rid,
+            a=a,
+            b=b,
+            lines=data.diff_lines(program_a, program_b, a, b),
+            spans_a=python_spans(program_a),
+            spans_b=python_spans(program_b),
+            node_ids=list(rows),
+        )
+
+    def lineage_api(request: Request) -> Response:
+        st, rid = run_id_of(request)
+        return JSONResponse(_plain(asdict(lineage_view(st, rid))), headers=_headers())
+
+    node_usage_memo: dict[str, tuple[int, dict[str, Any]]] = {}
+
+    def node_usage(st: Any, rid: str) -> dict[str, Any]:
+        """Calls, tokens and cost per node; recomputed only when the run has a new event (it reads every call's text)."""
+        with holder.lock:
+            seq = data_calls.last_seq(st, rid)
+            if rid not in node_usage_memo or node_usage_memo[rid][0] != seq:
+                usage = {
+                    nid: {
+                        "calls": len(nc.calls),
+                        "prompt_tokens": nc.prompt_tokens,
+                        "completion_tokens": nc.completion_tokens,
+                        "cost": nc.cost,
+                    }
+                    for nid, nc in data_calls.calls_by_node(st, rid).items()
+                }
+                node_usage_memo[rid] = (seq, usage)
+            return node_usage_memo[rid][1]
+
+    def series_api(request: Request) -> Response:
+        st, rid = run_id_of(request)
+        scatter = asdict(data_series.score_scatter(st, rid)) | {"final_id": data.final_view(st, rid).node_id}
+        body = {"usage": asdict(data_series.usage_series(st, rid)), "scatter": scatter, "nodes": node_usage(st, rid)}
+        return JSONResponse(_plain(body), headers=_headers())
 
     def node_api(request: Request) -> Response:
         st, rid = run_id_of(request)
@@ -185,6 +257,10 @@ def create_app(store_path: str | Path) -> Any:
         Route("/runs/{run_id}/fragment", fragment),
         Route("/runs/{run_id}/report", report_page),
         Route("/runs/{run_id}/nodes/{node_id}", node_page),
+        Route("/runs/{run_id}/nodes/{node_id}/calls", calls_page),
+        Route("/runs/{run_id}/diff", diff_page),
+        Route("/api/runs/{run_id}/lineage", lineage_api),
+        Route("/api/runs/{run_id}/series", series_api),
         Route("/api/runs/{run_id}/progress", progress_api),
         Route("/api/runs/{run_id}/curve", curve_api),
         Route("/api/runs/{run_id}/nodes/{node_id}", node_api),

@@ -1,0 +1,85 @@
+"""Per-verification series for the dashboard: LLM usage so far and every candidate's score (with its metrics).
+
+Pure reads of a run store, frozen records of plain values. Validation only:
+the hidden ``test_metrics`` of a verification are never read here (the
+dashboard shows hidden test scores only in the final box and node pages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from verifyless.report.data import _num
+
+
+@dataclass(frozen=True)
+class UsagePoint:
+    """LLM usage charged up to the ``x``-th verification (its own commit included); ``x = 0`` is before any."""
+
+    x: int
+    node_id: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class UsageSeries:
+    points: tuple[UsagePoint, ...]
+    total: UsagePoint  # everything charged in the run, calls after the last verification included
+
+
+def usage_series(store: Any, run_id: str) -> UsageSeries:
+    """Cumulative calls, tokens and cost at each ``verification`` event, in commit order.
+
+    Tokens and cost are the ledger charges of the ``llm_call`` events (a cache
+    hit charges nothing, so it adds a call but no tokens); ``calls`` counts
+    every call, hits and failures included.
+    """
+    calls = tokens_in = tokens_out = 0
+    cost = 0.0
+    points = [UsagePoint(0, "", 0, 0, 0, 0.0)]
+    for ev in store.events(run_id, kinds=["llm_call", "verification"]):
+        if ev.kind == "llm_call":
+            calls += 1
+            if ev.charge is not None:
+                tokens_in += int(ev.charge.tokens_in or 0)
+                tokens_out += int(ev.charge.tokens_out or 0)
+                cost += float(ev.charge.cost or 0.0)
+            continue
+        points.append(UsagePoint(len(points), str(ev.node_id), calls, tokens_in, tokens_out, round(cost, 8)))
+    total = UsagePoint(len(points) - 1, "", calls, tokens_in, tokens_out, round(cost, 8))
+    return UsageSeries(tuple(points), total)
+
+
+@dataclass(frozen=True)
+class ScorePoint:
+    """The ``x``-th verification: its node, status, task score and numeric validation metrics."""
+
+    x: int
+    node_id: str
+    status: str
+    score: float | None
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ScoreScatter:
+    points: tuple[ScorePoint, ...]
+    metrics: tuple[str, ...]  # every numeric validation metric name seen, sorted
+
+
+def score_scatter(store: Any, run_id: str) -> ScoreScatter:
+    """One point per ``verification`` event (failed ones with ``score=None``); metrics from ``metrics`` only."""
+    points: list[ScorePoint] = []
+    names: set[str] = set()
+    for ev in store.events(run_id, kinds=["verification"]):
+        p = ev.payload
+        metrics = {str(k): v for k, v in ((k, _num(v)) for k, v in (p.get("metrics") or {}).items()) if v is not None}
+        names.update(metrics)
+        points.append(
+            ScorePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), _num(p.get("score")), metrics)
+        )
+    return ScoreScatter(tuple(points), tuple(sorted(names)))
