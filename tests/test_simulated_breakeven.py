@@ -52,7 +52,7 @@ def test_replayed_critics_order_by_accuracy_and_summary_has_all_columns() -> Non
     world = synthetic_world(n_points=120, n_dims=5, seed=6)
     runs = compare_arms(world, standard_arms(world), budget=12, n_candidates=6, seeds=range(10))
     rows = {r.arm: r for r in summarize({world.task: runs}, {world.task: lambda f: f}, budget=12, n_boot=200)}
-    assert set(rows) == {"random", "surrogate", "critic-46.6", "critic-63.3", "oracle"}
+    assert set(rows) == {"iid", "random", "surrogate", "critic-46.6", "critic-63.3", "oracle"}
     assert rows["oracle"].score.value >= rows["critic-63.3"].score.value - 0.2
     assert rows["critic-63.3"].score.value > rows["random"].score.value
     assert rows["random"].p_improve is None and rows["oracle"].p_improve.value > 0.6

@@ -35,6 +35,7 @@ import numpy as np
 from verifyless.offline.compare import Estimate, arm_score, bootstrap_ci, probability_of_improvement
 from verifyless.offline.simulated import PRESETS, CriticSpec, critic_factory
 from verifyless.offline.worlds import (
+    IIDSelector,
     OracleSelector,
     RandomSelector,
     ReplayRun,
@@ -49,6 +50,10 @@ N_BOOT = 2000
 
 def random_factory(world: World, seed: int) -> RandomSelector:
     return RandomSelector()
+
+
+def iid_factory(world: World, seed: int) -> IIDSelector:
+    return IIDSelector()
 
 
 def oracle_factory(world: World, seed: int) -> OracleSelector:
@@ -69,8 +74,12 @@ def surrogate_factory(
 
 
 def standard_arms(world: World, *, task: Any = None, legacy_surrogate: bool = False) -> dict[str, SelectorFactory]:
-    """random, surrogate, simulated critics at the paper's Dir-3 (46.6, 63.3), best-of-N oracle."""
-    arms: dict[str, SelectorFactory] = {"random": random_factory, "surrogate": surrogate_factory(world, task=task)}
+    """iid (no evolution), random, surrogate, simulated critics at the paper's Dir-3 (46.6, 63.3), best-of-N oracle."""
+    arms: dict[str, SelectorFactory] = {
+        "iid": iid_factory,
+        "random": random_factory,
+        "surrogate": surrogate_factory(world, task=task),
+    }
     if legacy_surrogate:
         arms["surrogate-delta"] = surrogate_factory(world, rank_by="delta", task=task)
     arms["critic-46.6"] = critic_factory(PRESETS["prompted"])
@@ -319,6 +328,7 @@ __all__ = [
     "CostModel",
     "breakeven_grid",
     "compare_arms",
+    "iid_factory",
     "oracle_factory",
     "random_factory",
     "reach_ratios",

@@ -341,6 +341,17 @@ class RandomSelector(Selector):
         return pool.rng.randrange(len(pool.candidates))
 
 
+class IIDSelector(RandomSelector):
+    """No evolution (Gideoni et al. 2026): every pool is drawn around the seed program, the pick is uniform.
+
+    The baseline reviewers ask for: independent samples from the seed, the best verified one returned.
+    ``from_seed`` tells ``replay_run`` to keep the baseline as the parent of every expansion.
+    """
+
+    name = "iid"
+    from_seed = True
+
+
 class OracleSelector(Selector):
     """Best-of-N: the candidate with the best known validation fitness (failed last, ties to the first)."""
 
@@ -426,8 +437,11 @@ def replay_run(
     outcome is charged as one verification and shown to ``selector.observe``.
     A failed verification counts and never becomes the parent. Stops at
     ``budget`` verifications or when the world has no unverified point left.
+    A selector with ``from_seed = True`` (``IIDSelector``) expands the baseline
+    every time instead: the search returns its best verified point all the same.
     """
     rng = random.Random(f"replay:{world.task}:{seed}")
+    from_seed = bool(getattr(selector, "from_seed", False))
     base = world.baseline_index
     history: list[tuple[int, float | None]] = [(base, world.fitness(base))]
     done = {base}
@@ -436,8 +450,9 @@ def replay_run(
     step = 0
     while len(history) < budget and len(done) < len(world):
         step += 1
-        cands = draw_pool(world, best_i, done, n_candidates, locality, rng)
-        view = PoolView(world, best_i, cands, best_f, step, rng, tuple(history))
+        parent, parent_f = (base, world.fitness(base)) if from_seed else (best_i, best_f)
+        cands = draw_pool(world, parent, done, n_candidates, locality, rng)
+        view = PoolView(world, parent, cands, parent_f, step, rng, tuple(history))
         pick = cands[selector.choose(view)]
         fit = world.fitness(pick)
         selector.observe(view, cands.index(pick), fit)
