@@ -86,7 +86,9 @@ def test_blank_optional_lines_disappear_but_values_keep_their_blank_lines() -> N
 
 def test_block_and_messages() -> None:
     t = parse_template(
-        "<!-- section: system -->\nS\n<!-- section: user -->\nU {{x}}\n<!-- section: list -->\nL:\n{{items}}", "t", "t.md"
+        "<!-- section: system -->\nS\n<!-- section: user -->\nU {{x}}\n<!-- section: list -->\nL:\n{{items}}",
+        "t",
+        "t.md",
     )
     assert block(t, "list", []) == ""
     assert block(t, "list", ["a", "b"]) == "L:\na\nb"
@@ -122,3 +124,30 @@ def test_checker_names_the_file_and_the_fix() -> None:
         check_template(Template("f", "my.md", (("user", "{{a}}"),)), "x", ["a"])
     fine = Template("f", "my.md", (("system", "S"), ("user", "{{a}} [TAG]")))
     assert check_template(fine, "the critic screener", ["a"], ["[TAG]"]) is fine
+
+
+def test_old_format_prompt_file_loads_with_a_warning_and_renders_as_before(tmp_path: Path) -> None:
+    from verifyless.screen.critic import MARKERS, PLACEHOLDERS
+    from verifyless.screen.prompt_file import load_prompt_file
+
+    critic = load_template("screen/critic")
+    old = tmp_path / "old.md"
+    old.write_text(f"{critic.text('system')}\n<!-- user -->\n{critic.text('user')}\n", encoding="utf-8")
+    with pytest.warns(FutureWarning, match=r"old\.md uses the old '<!-- user -->' format.*'<!-- section: user -->'"):
+        template = load_prompt_file(old, "critic", PLACEHOLDERS, MARKERS)
+    values = {p: f"<{p}>" for p in PLACEHOLDERS}
+    assert messages(template, values) == messages(critic, values)
+    new = tmp_path / "new.md"
+    new.write_text(template_text(critic), encoding="utf-8")
+    assert load_prompt_file(new, "critic", PLACEHOLDERS, MARKERS).sections == critic.sections
+
+
+def test_a_variant_that_changes_its_placeholders_is_rejected_naming_the_file() -> None:
+    from verifyless.screen.tune.doc import PromptDoc, parse_variants
+
+    doc = PromptDoc.parse(load_template("screen/critic"))
+    text = "<!-- section: Criteria you must cover | variant: lost -->\nNo criteria here.\n"
+    with pytest.raises(ConfigError, match=r"v\.md variant 'lost' lacks the placeholder\(s\) \{\{criteria\}\}"):
+        parse_variants(text, doc, where="v.md")
+    kept = parse_variants(text.replace("No criteria here.", "{{criteria}} first."), doc, where="v.md")
+    assert [v.name for v in kept] == ["lost"]

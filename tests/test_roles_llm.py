@@ -13,6 +13,7 @@ from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
 from verifyless.node import Idea, Operator
 from verifyless.program import extract, fixed_region_violation, split
+from verifyless.prompts import TemplateError, fill, load_template
 from verifyless.roles.base import (
     Briefer,
     Implementer,
@@ -25,7 +26,6 @@ from verifyless.roles.base import (
 )
 from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, Summary, llm_roles
 from verifyless.roles.options import LLMRoleOptions
-from verifyless.prompts import TemplateError, fill, load_template
 from verifyless.task.base import Band, Metric, Task
 
 PROGRAM = '''import numpy as np

@@ -281,4 +281,6 @@ def test_tournament_tuning_over_real_http_counts_every_request(tmp_path: Path, m
     judge = build_screener(
         "tournament", models={"judge": ScriptedModel(replies=["-"])}, options={"prompt_file": str(out)}
     )
-    assert judge.template.text("user").index("## Candidate B") < judge.template.text("user").index("## Solutions already evaluated")
+    assert judge.template.text("user").index("## Candidate B") < judge.template.text("user").index(
+        "## Solutions already evaluated"
+    )

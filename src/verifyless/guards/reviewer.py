@@ -48,7 +48,10 @@ class Reviewer:
             "program": program[:MAX_PROGRAM_CHARS],
         }
         return ModelRequest(
-            messages=messages("guards/reviewer", values), role="reviewer", temperature=self.temperature, max_tokens=self.max_tokens
+            messages=messages("guards/reviewer", values),
+            role="reviewer",
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
         )
 
 

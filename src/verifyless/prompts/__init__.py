@@ -177,9 +177,13 @@ def template_problems(
     if lacking := [s for s in sections if s not in names]:
         problems.append(f"lacks the section(s) {', '.join(lacking)}; open each with '<!-- section: NAME -->'")
     if unknown_sections := [s for s in names if s not in sections]:
-        problems.append(f"has section(s) {', '.join(unknown_sections)} that {user} never reads; it reads {', '.join(sections)}")
+        problems.append(
+            f"has section(s) {', '.join(unknown_sections)} that {user} never reads; it reads {', '.join(sections)}"
+        )
     if missing := [p for p in wanted if p not in used]:
-        problems.append(f"lacks the placeholder(s) {_listed(missing)} that {user} fills; it needs all of {_listed(wanted)}")
+        problems.append(
+            f"lacks the placeholder(s) {_listed(missing)} that {user} fills; it needs all of {_listed(wanted)}"
+        )
     if unknown := sorted(used - set(wanted)):
         problems.append(f"uses placeholder(s) {_listed(unknown)} that {user} does not fill; it fills {_listed(wanted)}")
     if absent := [m for m in markers if m not in body]:

@@ -24,6 +24,7 @@ from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage
 from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
+from verifyless.prompts import block, messages, render
 from verifyless.roles import parse
 from verifyless.roles.base import (
     Implementation,
@@ -33,7 +34,6 @@ from verifyless.roles.base import (
     Roles,
     TaskBrief,
 )
-from verifyless.prompts import block, messages, render
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import (
     band_for,
@@ -184,7 +184,9 @@ class LLMProposer:
             "parent_band": band_or_program(task, parent.program),
             "parent_idea": block("roles/propose", "parent_idea", parent_idea),
             "inspirations": block(
-                "roles/propose", "inspirations", [f"### Solution {i}\n{s.strip()}" for i, s in enumerate(ctx.inspirations, 1)]
+                "roles/propose",
+                "inspirations",
+                [f"### Solution {i}\n{s.strip()}" for i, s in enumerate(ctx.inspirations, 1)],
             ),
             "references": block("roles/propose", "references", [_reference(task, r) for r in ctx.references]),
             "memory": block("roles/propose", "memory", [f"- {m.strip()}" for m in ctx.memory]),

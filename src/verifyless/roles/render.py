@@ -11,7 +11,6 @@ import dataclasses
 from verifyless.program import BandError, split
 from verifyless.task.base import Band, Task
 
-
 # ---------------------------------------------------------------- context pieces
 
 

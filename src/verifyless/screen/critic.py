@@ -63,10 +63,10 @@ from typing import Any, Literal
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
+from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.health import replies_detail
-from verifyless.prompts import Template, load_template, messages
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import (
     final_json,

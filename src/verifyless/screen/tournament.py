@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
+from verifyless.prompts import Template, load_template, messages
 from verifyless.screen.base import ContextNode, ScreenContext
 from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import replies_detail
-from verifyless.prompts import Template, load_template, messages
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice
 

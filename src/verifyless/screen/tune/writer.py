@@ -44,12 +44,8 @@ async def writer_variants(
         if body is None:
             continue
         names = ", ".join("{{" + p + "}}" for p in sorted(placeholders(body))) or "(none)"
-        request = messages(
-            "tune/writer", prompt=template_text(doc.template()), section=section, body=body, names=names
-        )
-        reply = await model.generate(
-            ModelRequest(messages=request, role="prompt-writer", temperature=temperature, n=n)
-        )
+        request = messages("tune/writer", prompt=template_text(doc.template()), section=section, body=body, names=names)
+        reply = await model.generate(ModelRequest(messages=request, role="prompt-writer", temperature=temperature, n=n))
         for i, choice in enumerate(reply.choices):
             text = section_text(choice.text)
             if not text or placeholders(text) != placeholders(body):
