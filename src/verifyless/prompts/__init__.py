@@ -68,7 +68,7 @@ class Template:
     """One prompt: its key or file name, where it came from, its sections and the placeholders they use."""
 
     name: str  # "screen/critic" for package prompts, the file name for user files
-    source: str  # where the text came from, for error messages ("package prompts/screen/critic.md", a path)
+    source: str  # where the text came from, for error messages ("prompts/screen/critic.md", a file path)
     sections: tuple[tuple[str, str], ...]  # (section name, text) in file order
     declared: frozenset[str] = field(init=False)  # every placeholder any section uses
 
@@ -110,15 +110,18 @@ def template_text(template: Template) -> str:
     return "\n\n".join(f"<!-- section: {name} -->\n{text}" for name, text in template.sections) + "\n"
 
 
+def package_text(key: str) -> str | None:
+    """The text of the package data file ``prompts/<key>.md`` (``key`` like ``tune/variants/critic``), or None."""
+    path = resources.files("verifyless.prompts").joinpath(*key.split("/")[:-1], f"{key.split('/')[-1]}.md")
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
 @cache
 def load_template(key: str) -> Template:
     """The package prompt ``prompts/<key>.md``, e.g. ``load_template("roles/propose")``."""
-    owner, _, name = key.partition("/")
-    path = resources.files("verifyless.prompts").joinpath(owner, f"{name}.md")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError) as exc:
-        raise TemplateError(f"prompt prompts/{key}.md is missing from the verifyless package") from exc
+    text = package_text(key)
+    if text is None:
+        raise TemplateError(f"prompt prompts/{key}.md is missing from the verifyless package")
     return parse_template(text, key, f"prompts/{key}.md")
 
 
@@ -225,6 +228,7 @@ __all__ = [
     "fill",
     "load_template",
     "messages",
+    "package_text",
     "parse_template",
     "placeholders",
     "render",

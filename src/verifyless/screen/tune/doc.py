@@ -28,10 +28,9 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Literal
 
-from verifyless.prompts import Template, check_template, placeholders, template_text
+from verifyless.prompts import Template, check_template, package_text, placeholders, template_text
 
 SYSTEM = "system"
 CANDIDATE = "(tuned candidate)"  # name and source of the templates a PromptDoc makes
@@ -162,11 +161,10 @@ def parse_variants(
 
 def load_variants(template_name: str, baseline: PromptDoc) -> list[Variant]:
     """The package's alternative wordings for the built-in template ``template_name`` (none if no file)."""
-    file = resources.files("verifyless.prompts").joinpath("tune", "variants", f"{template_name}.md")
-    if not file.is_file():
+    text = package_text(f"tune/variants/{template_name}")
+    if text is None:
         return []
-    where = f"prompts/tune/variants/{template_name}.md"
-    return parse_variants(file.read_text(encoding="utf-8"), baseline, where=where)
+    return parse_variants(text, baseline, where=f"prompts/tune/variants/{template_name}.md")
 
 
 def section_order(doc: PromptDoc) -> str:
