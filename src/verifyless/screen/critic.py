@@ -369,7 +369,7 @@ class PointwiseCritic:
     The prompt is the template named ``prompt`` under ``prompts/screen/``, or,
     when given, ``prompt_file`` (checked by ``load_prompt_file``: a
     ``ConfigError`` when a placeholder or the verdict tags are missing), or
-    ``template``, an in-memory ``(system, user)`` pair (what the prompt tuner
+    ``template``, an in-memory ``prompts.Template`` (what the prompt tuner
     scores). ``template`` wins over ``prompt_file``, which wins over ``prompt``.
     """
 

@@ -141,7 +141,7 @@ class PairwiseRPM:
     set. ``chosen`` is the top ``n_verify`` of the ranking (this object's
     value, else ``ctx.n_verify``). The prompt is ``prompts/screen/pairwise.md``,
     or ``prompt_file`` when given (checked by ``load_prompt_file``), or
-    ``template``, an in-memory ``(system, user)`` pair, which wins over both.
+    ``template``, an in-memory ``prompts.Template``, which wins over both.
     """
 
     def __init__(
