@@ -13,6 +13,7 @@ from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
 from verifyless.node import Idea, Operator
 from verifyless.program import extract, fixed_region_violation, split
+from verifyless.prompts import TemplateError, fill, load_template
 from verifyless.roles.base import (
     Briefer,
     Implementer,
@@ -25,7 +26,6 @@ from verifyless.roles.base import (
 )
 from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, Summary, llm_roles
 from verifyless.roles.options import LLMRoleOptions
-from verifyless.roles.render import TemplateError, load_prompt, placeholders, render
 from verifyless.task.base import Band, Metric, Task
 
 PROGRAM = '''import numpy as np
@@ -113,15 +113,14 @@ def fence(code: str) -> str:
 def all_placeholder_names() -> set[str]:
     names: set[str] = set()
     for prompt in MY_PROMPTS:
-        for text in load_prompt(prompt).values():
-            names |= placeholders(text)
+        names |= load_template(f"roles/{prompt}").declared
     return names
 
 
 def assert_rendered(msgs) -> None:
     names = all_placeholder_names()
     for m in msgs:
-        left = [n for n in names if "{" + n + "}" in m.content]
+        left = [n for n in names if "{{" + n + "}}" in m.content]
         assert not left, f"unrendered placeholders {left} in {m.role} message"
 
 
@@ -130,18 +129,18 @@ def assert_rendered(msgs) -> None:
 
 def test_prompt_files_have_system_and_user() -> None:
     for prompt in MY_PROMPTS:
-        sections = load_prompt(prompt)
+        sections = load_template(f"roles/{prompt}").names()
         assert {"system", "user"} <= set(sections), prompt
 
 
 def test_render_errors_on_missing_keys_and_keeps_value_braces() -> None:
     with pytest.raises(TemplateError, match="needs values for a, b"):
-        render("{a} and {b} and {{c}}", {})
-    assert render("{a} {{x}}", {"a": "{b}"}) == "{b} {x}"
+        fill("{{a}} and {{b}} and {c}", {})
+    assert fill("{{a}} {x}", {"a": "{{b}}"}) == "{{b}} {x}"
     # an empty optional block takes its line with it
-    assert render("top\n\n{opt}\n\nbottom", {"opt": ""}) == "top\n\nbottom"
+    assert fill("top\n\n{{opt}}\n\nbottom", {"opt": ""}) == "top\n\nbottom"
     # inserted code keeps its blank lines
-    assert render("```\n{code}\n```", {"code": "a\n\n\n\nb"}) == "```\na\n\n\n\nb\n```"
+    assert fill("```\n{{code}}\n```", {"code": "a\n\n\n\nb"}) == "```\na\n\n\n\nb\n```"
 
 
 @pytest.mark.parametrize("op", [o for o in Operator if o is not Operator.BASELINE])

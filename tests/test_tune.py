@@ -18,8 +18,7 @@ from verifyless.data.benchmark import screen_rows
 from verifyless.data.dataset import card_data, save_dataset
 from verifyless.errors import ConfigError
 from verifyless.model.scripted import ScriptedModel, last_user_text, system_text
-from verifyless.screen.prompt_file import join_template
-from verifyless.screen.prompting import load_prompt
+from verifyless.prompts import load_template, template_text
 from verifyless.screen.registry import build_screener
 from verifyless.screen.tune.doc import PromptDoc, load_variants
 from verifyless.screen.tune.evaluate import CountingModel, CriticTarget, PairwiseTarget, dev_rows, outcome_pairs
@@ -89,7 +88,7 @@ def test_critic_search_finds_the_better_wording_and_never_reads_bench_while_sear
     rep = asyncio.run(tune_prompt(target, _loader(splits, seen), list(splits), budget=40, seed=0))
 
     assert rep.baseline_dev == pytest.approx(1 / 3, abs=0.1) and rep.tuned_dev == 1.0
-    assert any("skeptical-prior" in e for e in rep.edits) and KEY_WORDING in rep.template[1]
+    assert any("skeptical-prior" in e for e in rep.edits) and KEY_WORDING in rep.template.text("user")
     assert rep.tuned_bench == 1.0 and rep.baseline_bench == pytest.approx(1 / 3)
     assert rep.stopped == "ceiling" and len({t.key for t in rep.trials}) == len(rep.trials)
     # bench is loaded last, after the search; the model saw only dev children until the search had finished
@@ -116,7 +115,7 @@ def test_saved_prompt_file_loads_through_the_option_and_reproduces_the_tuned_sco
         tune_prompt(CriticTarget(_critic_model(truth), {"k": 2}), _loader(splits, []), list(splits), budget=40)
     )
     path = tmp_path / "tuned.md"
-    path.write_text(join_template(rep.template))
+    path.write_text(template_text(rep.template))
     critic = build_screener(
         "critic", models={"critic": _critic_model(truth)}, options={"prompt_file": str(path), "k": 2}
     )
@@ -150,14 +149,14 @@ def test_package_variants_fit_the_built_in_prompts() -> None:
         ("critic", {"Criteria you must cover", "How to reason", "system"}),
         ("pairwise", {context, "Instructions", "system"}),
     ):
-        doc = PromptDoc.parse(load_prompt(name))
-        assert doc.template() == load_prompt(name)  # parsing into sections loses nothing
+        doc = PromptDoc.parse(load_template(f"screen/{name}"))
+        assert doc.template().sections == load_template(f"screen/{name}").sections  # parsing loses nothing
         variants = load_variants(name, doc)
         assert {v.section for v in variants} == sections and len(variants) >= 4
 
 
 def test_prompt_writer_rewrites_join_the_pool_and_bad_ones_are_dropped() -> None:
-    doc = PromptDoc.parse(load_prompt("critic"))
+    doc = PromptDoc.parse(load_template("screen/critic"))
     writer = CountingModel(
         ScriptedModel(replies=["Sure.\n<section>\nWeigh each criterion, then decide.\n</section>", "{{task}} again"])
     )
@@ -183,7 +182,7 @@ def test_a_prompt_writer_rewrite_is_scored_and_kept_when_it_wins() -> None:
     writer = CountingModel(ScriptedModel(function=write))
     target = CriticTarget(ScriptedModel(function=critic), {"k": 1})
     rep = asyncio.run(tune_prompt(target, _loader(splits, []), list(splits), budget=60, writer=writer, writer_n=1))
-    assert rep.tuned_dev == 1.0 and rep.tuned_bench == 1.0 and wording in rep.template[1]
+    assert rep.tuned_dev == 1.0 and rep.tuned_bench == 1.0 and wording in rep.template.text("user")
     assert any("writer-" in e for e in rep.edits) and rep.writer_calls == 3 and rep.writer_tokens > 0  # one per section
 
 
@@ -202,11 +201,12 @@ def test_bad_inputs_give_one_line_errors(tmp_path: Path) -> None:
         errors.append(str(exc.value))
     assert "dev slice is empty" in errors[0] and "--dev bench" in errors[1] and "--budget" in errors[2]
 
-    system, user = load_prompt("critic")
+    critic = load_template("screen/critic")
+    system, user = critic.text("system"), critic.text("user")
     cases = {
-        "no_child.md": join_template((system, user.replace("{{child}}", "(child)"))),
-        "extra.md": join_template((system, user + "\n{{score}}")),
-        "no_tag.md": join_template((system, user.replace("[IMPROVEMENT]", "IMPROVEMENT"))),
+        "no_child.md": template_text(critic.with_text("user", user.replace("{{child}}", "(child)"))),
+        "extra.md": template_text(critic.with_text("user", user + "\n{{score}}")),
+        "no_tag.md": template_text(critic.with_text("user", user.replace("[IMPROVEMENT]", "IMPROVEMENT"))),
         "no_split.md": system + "\n" + user,
     }
     for name, text in cases.items():
@@ -218,7 +218,7 @@ def test_bad_inputs_give_one_line_errors(tmp_path: Path) -> None:
         build_screener("tournament", models={"judge": target.model}, options={"prompt_file": str(tmp_path / "x.md")})
     errors.append(str(exc.value))
     assert "{{child}}" in errors[3] and "{{score}}" in errors[4] and "[IMPROVEMENT]" in errors[5]
-    assert "<!-- user -->" in errors[6] and "does not exist" in errors[7]
+    assert "<!-- section: user -->" in errors[6] and "does not exist" in errors[7]
     result = CliRunner().invoke(app, ["tune", "screener", "--dataset", str(tmp_path / "nope"), "--model", "x"])
     assert isinstance(result.exception, ConfigError)
     errors.append(str(result.exception))
@@ -281,4 +281,6 @@ def test_tournament_tuning_over_real_http_counts_every_request(tmp_path: Path, m
     judge = build_screener(
         "tournament", models={"judge": ScriptedModel(replies=["-"])}, options={"prompt_file": str(out)}
     )
-    assert judge.template[1].index("## Candidate B") < judge.template[1].index("## Solutions already evaluated")
+    assert judge.template.text("user").index("## Candidate B") < judge.template.text("user").index(
+        "## Solutions already evaluated"
+    )

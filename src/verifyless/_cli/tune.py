@@ -63,7 +63,7 @@ def screener_command(
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.model import build_model
-    from verifyless.screen.prompt_file import join_template
+    from verifyless.prompts import template_text
     from verifyless.screen.tune.evaluate import CountingModel, make_target
     from verifyless.screen.tune.search import tune_prompt
 
@@ -93,7 +93,7 @@ def screener_command(
             )
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(join_template(rep.template), encoding="utf-8")
+    out.write_text(template_text(rep.template), encoding="utf-8")
     report = out.with_name(out.name + ".json")
     report.write_text(json.dumps({"dataset": str(dataset), **rep.to_json()}, indent=2, default=str), encoding="utf-8")
     _print(rep)

@@ -1,7 +1,7 @@
 """The critic's view of one dataset row: screening context, candidate, and chat messages.
 
 ``critic_messages(row)`` renders the pointwise critic's own prompt
-(``PointwiseCritic.messages``, template ``roles/prompts/critic.md``) from the
+(``PointwiseCritic.messages``, template ``prompts/screen/critic.md``) from the
 row, through the same ``screen_context`` / ``row_candidate`` pair the critic
 benchmark hands to screeners, so training, synthesis and screening read the
 same text. When the row's task can be loaded, its ``Task`` supplies the

@@ -7,9 +7,9 @@ For every example the teacher sees exactly the critic's prompt
    parses (with the critic's own ``parse_verdict``) to the target label, one
    of the matching ones is kept (seeded choice);
 2. **revised**: otherwise the most frequent wrong parsed label is ruled out
-   in a hint appended to the prompt (``prompts/hint.md``) and ``samples``
+   in a hint appended to the prompt (``prompts/data/hint.md``) and ``samples``
    more are drawn; a match is kept;
-3. **guided**: otherwise the label is revealed (``prompts/guided.md``) and the
+3. **guided**: otherwise the label is revealed (``prompts/data/guided.md``) and the
    teacher is asked for reasoning consistent with it; a parsed match is kept.
 
 When no sampled critique parsed to any label there is nothing to rule out:
@@ -37,13 +37,13 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from verifyless.data.labels import FIVE, to_three
 from verifyless.data.prompt import critic_messages
 from verifyless.model.base import Message, ModelRequest, Usage
+from verifyless.prompts import render
 
 log = logging.getLogger(__name__)
 
@@ -91,16 +91,6 @@ class Synthesized:
     predicted: Mapping[str, list[str | None]] = field(default_factory=dict)  # stage -> parsed labels
 
 
-def _template(name: str) -> str:
-    return resources.files("verifyless.data").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8").strip()
-
-
-def _fill(text: str, **values: str) -> str:
-    for key, value in values.items():
-        text = text.replace("{{" + key + "}}", value)
-    return text
-
-
 def target_of(row: Mapping[str, Any]) -> str:
     return str(row["label5"]) if row.get("label5") else str(row["label3"])
 
@@ -131,12 +121,12 @@ def hint_text(ruled_out: str) -> str:
     wrong = f"{_WORDS[ruled_out]} (`[IMPROVEMENT] {improvement}`" + (
         f", `[WINTIER] {tier}`)" if ruled_out in FIVE and improvement == "improve" else ")"
     )
-    return _fill(_template("hint"), ruled_out=wrong)
+    return render("data/hint", "text", {"ruled_out": wrong})
 
 
 def guided_text(target: str) -> str:
     improvement, tier = _TAGS[target]
-    return _fill(_template("guided"), outcome=_WORDS[target], improvement=improvement, tier=tier)
+    return render("data/guided", "text", {"outcome": _WORDS[target], "improvement": improvement, "tier": tier})
 
 
 class Synthesizer:

@@ -1,6 +1,6 @@
 """The optional LLM reviewer guard: one model call reads the change and passes or rejects it.
 
-The prompt (``guards/prompts/reviewer.md``) asks for a ``VERDICT: pass|reject``
+The prompt (``prompts/guards/reviewer.md``) asks for a ``VERDICT: pass|reject``
 line and one ``ISSUE: line N --- ...`` line per concrete problem. A reject
 becomes one ``reviewer`` issue per ISSUE line (or one issue saying that no
 problem was named). A reply without a readable verdict never blocks: it is a
@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 from verifyless.guards.static import Issue
-from verifyless.model.base import Message, ModelRequest
-from verifyless.roles.render import code_lang, render
+from verifyless.model.base import ModelRequest
+from verifyless.prompts import messages
+from verifyless.roles.render import code_lang
 from verifyless.task.base import Task
 
 _VERDICT = re.compile(r"^\s*\**VERDICT\**\s*:\s*\**\s*(pass|reject)\b", re.IGNORECASE | re.MULTILINE)
@@ -39,7 +40,6 @@ class Reviewer:
         return parse_review(reply.text)
 
     def request(self, task: Task, parent_program: str, program: str) -> ModelRequest:
-        prompt = _prompt()
         values = {
             "task": task.statement[:MAX_STATEMENT_CHARS],
             "metric": f"{task.metric.name} ({task.metric.direction})",
@@ -47,12 +47,11 @@ class Reviewer:
             "parent": parent_program[:MAX_PROGRAM_CHARS],
             "program": program[:MAX_PROGRAM_CHARS],
         }
-        messages = (
-            Message("system", render(prompt["system"], {}, "reviewer system")),
-            Message("user", render(prompt["user"], values, "reviewer user")),
-        )
         return ModelRequest(
-            messages=messages, role="reviewer", temperature=self.temperature, max_tokens=self.max_tokens
+            messages=messages("guards/reviewer", values),
+            role="reviewer",
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
         )
 
 
@@ -72,14 +71,6 @@ def parse_review(text: str) -> list[Issue]:
             where = f" (line {number})" if number else ""
             issues.append(Issue("reviewer", f"{what.strip()}{where}", number))
     return issues or [Issue("reviewer", "rejected the program without naming a problem")]
-
-
-def _prompt() -> dict[str, str]:
-    from importlib import resources
-
-    text = resources.files("verifyless.guards").joinpath("prompts", "reviewer.md").read_text(encoding="utf-8")
-    parts = re.split(r"^<!--\s*section:\s*([a-z_]+)\s*-->\s*$", text, flags=re.M)
-    return {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
 
 
 __all__ = ["Reviewer", "parse_review"]

@@ -1,6 +1,6 @@
 """LLM-backed roles: brief, propose, implement (+ repair), summarise.
 
-Each role renders a prompt from ``roles/prompts/*.md`` (``render``), sends it
+Each role renders a prompt from ``prompts/roles/*.md`` (``verifyless.prompts``), sends it
 with ``model.generate`` and parses the reply (``parse``); roles never talk to
 a provider any other way. Candidate-level trouble (an unparseable idea, code
 that breaks the band contract) comes back as a ``RoleFailure``; an unusable
@@ -24,6 +24,7 @@ from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage
 from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
+from verifyless.prompts import block, messages, render
 from verifyless.roles import parse
 from verifyless.roles.base import (
     Implementation,
@@ -39,14 +40,11 @@ from verifyless.roles.render import (
     band_or_program,
     band_rule,
     band_view,
-    block,
     clip,
     clip_words,
     code_lang,
     direction_phrase,
-    messages,
     score_text,
-    section,
 )
 from verifyless.task.base import Task
 
@@ -100,7 +98,7 @@ class LLMBriefer:
             "program": clip(task.baseline_program, 16000),
             "resources": f"Public data files: {files}.\nPer-run limits: {values['limits']}.",
         }
-        conversation = list(messages("brief", values))
+        conversation = list(messages("roles/brief", values))
         error: ParseError | None = None
         text = ""
         for _ in range(2):
@@ -114,7 +112,7 @@ class LLMBriefer:
                 error = exc
                 conversation += [
                     Message("assistant", text),
-                    Message("user", section("brief", "retry", {"problem": exc})),
+                    Message("user", render("roles/brief", "retry", {"problem": exc})),
                 ]
                 continue
             result = TaskBrief(understanding=understanding, criteria=criteria)
@@ -170,8 +168,8 @@ class LLMProposer:
         if ctx.operator is Operator.DEBUG:
             status = "its last run failed"
         op = ctx.operator if ctx.operator is not Operator.BASELINE else Operator.IMPROVE
-        instructions = section(
-            "propose",
+        instructions = render(
+            "roles/propose",
             f"op_{op.value}",
             {
                 **values,
@@ -184,16 +182,18 @@ class LLMProposer:
         values |= {
             "parent_status": status,
             "parent_band": band_or_program(task, parent.program),
-            "parent_idea": block("propose", "parent_idea", parent_idea),
+            "parent_idea": block("roles/propose", "parent_idea", parent_idea),
             "inspirations": block(
-                "propose", "inspirations", [f"### Solution {i}\n{s.strip()}" for i, s in enumerate(ctx.inspirations, 1)]
+                "roles/propose",
+                "inspirations",
+                [f"### Solution {i}\n{s.strip()}" for i, s in enumerate(ctx.inspirations, 1)],
             ),
-            "references": block("propose", "references", [_reference(task, r) for r in ctx.references]),
-            "memory": block("propose", "memory", [f"- {m.strip()}" for m in ctx.memory]),
-            "avoid": block("propose", "avoid", avoid_items),
+            "references": block("roles/propose", "references", [_reference(task, r) for r in ctx.references]),
+            "memory": block("roles/propose", "memory", [f"- {m.strip()}" for m in ctx.memory]),
+            "avoid": block("roles/propose", "avoid", avoid_items),
             "instructions": instructions,
         }
-        return messages("propose", values)
+        return messages("roles/propose", values)
 
     async def propose(self, ctx: ProposeContext, n: int) -> list[Idea | RoleFailure]:
         waves = self.mode == "waves"
@@ -282,21 +282,21 @@ class LLMImplementer:
 
     def render(self, task: Task, parent: ParentInfo, idea: Idea) -> tuple[Message, Message]:
         """The opening messages for ``implement`` (raises ``BandError`` if the parent has no band)."""
-        prompt = "implement" if self.mode == "full" else "implement_diff"
+        prompt = "roles/implement" if self.mode == "full" else "roles/implement_diff"
         return messages(prompt, self._values(task, parent.program, idea))
 
     def render_repair(self, task: Task, program: str, idea: Idea, error: str) -> tuple[Message, Message]:
         values = self._values(task, program, idea)
         values["error"] = clip(error.strip() or "(no output captured)", 4000, keep="end")
-        values["output_format"] = section("repair", f"output_{self.mode}", values)
-        return messages("repair", values)
+        values["output_format"] = render("roles/repair", f"output_{self.mode}", values)
+        return messages("roles/repair", values)
 
     async def implement(self, task: Task, parent: ParentInfo, idea: Idea) -> Implementation:
         try:
             opening = self.render(task, parent, idea)
         except BandError as exc:
             return Implementation(None, RoleFailure("guard-failed", f"the parent program has no usable band: {exc}"), 0)
-        retry = "implement" if self.mode == "full" else "implement_diff"
+        retry = "roles/implement" if self.mode == "full" else "roles/implement_diff"
         return await self._chain(task, parent.program, opening, "implementer", retry)
 
     async def repair(self, task: Task, program: str, idea: Idea, error: str) -> Implementation:
@@ -307,7 +307,7 @@ class LLMImplementer:
             return Implementation(
                 None, RoleFailure("guard-failed", f"the program to repair has no usable band: {exc}"), 0
             )
-        return await self._chain(task, program, opening, "repair", "repair")
+        return await self._chain(task, program, opening, "repair", "roles/repair")
 
     async def _chain(
         self, task: Task, base: str, opening: tuple[Message, Message], role: str, retry_prompt: str
@@ -328,7 +328,7 @@ class LLMImplementer:
             if isinstance(outcome, str):
                 return Implementation(outcome, None, attempt, usage)
             failure = outcome
-            problem = section(retry_prompt, "retry", {"problem": failure.reason, "code_lang": code_lang(task)})
+            problem = render(retry_prompt, "retry", {"problem": failure.reason, "code_lang": code_lang(task)})
             conversation += [Message("assistant", text), Message("user", problem)]
         return Implementation(None, failure, self.max_attempts, usage)
 
@@ -465,7 +465,7 @@ class LLMSummarizer:
             "min_words": self.min_words,
             "max_words": self.max_words,
         }
-        return messages("summarize", values)
+        return messages("roles/summarize", values)
 
     async def summarize(self, task: Task, program: str, idea: Idea | None = None) -> str:
         key = (task.name, content_hash(program))
@@ -505,7 +505,7 @@ class LLMSummarizer:
             if text:
                 seen.append(text)
             values = {"words": words, "min_words": self.min_words, "max_words": self.max_words}
-            conversation += [Message("assistant", text), Message("user", section("summarize", "retry", values))]
+            conversation += [Message("assistant", text), Message("user", render("roles/summarize", "retry", values))]
         if not seen:
             raise ParseError(
                 f"the summarizer returned an empty summary twice for task {task.name!r}; check the 'summarizer' model"

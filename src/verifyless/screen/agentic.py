@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifyless import prompts
 from verifyless.errors import ConfigError
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
 from verifyless.node import Candidate, Evidence, Operator, Screening
@@ -82,7 +83,7 @@ from verifyless.screen.agentic_view import (
     prepare_workspace,
 )
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.prompting import metric_line, parse_choice, render
+from verifyless.screen.prompting import metric_line, parse_choice
 from verifyless.task.base import Limits, Task
 
 PILOT_TOOLS: tuple[Tool, ...] = (
@@ -328,8 +329,8 @@ class AgenticRPM:
         limit: float,
     ) -> _Session:
         limits = self._limits(ctx.task)
-        messages = render(
-            "agentic_system",
+        messages = prompts.messages(
+            "screen/agentic_system",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
             workspace=describe_workspace(workspace),
@@ -453,8 +454,8 @@ class AgenticRPM:
     async def _feedback(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session
     ) -> tuple[str, str, str]:
-        messages = render(
-            "agentic_feedback",
+        messages = prompts.messages(
+            "screen/agentic_feedback",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
             candidates=self.view.describe(ctx.task, candidates, plan_only=True),
@@ -470,8 +471,8 @@ class AgenticRPM:
     async def _final(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, context: Sequence[tuple[str, str]]
     ) -> tuple[int, str, str]:
-        messages = render(
-            "agentic_final",
+        messages = prompts.messages(
+            "screen/agentic_final",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
             context=format_context_nodes(context),

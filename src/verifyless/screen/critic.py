@@ -63,16 +63,16 @@ from typing import Any, Literal
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
+from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.health import replies_detail
-from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
+from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import (
     final_json,
     is_template_echo,
     json_value,
     metric_line,
-    render,
     split_value,
     tag_values,
 )
@@ -366,10 +366,10 @@ class PointwiseCritic:
     provider scores the verdict words at the ``[IMPROVEMENT]`` tag), its output
     is stored as ``label_probs`` and used by ``auto`` and ``probs``.
 
-    The prompt is the template named ``prompt`` under ``roles/prompts/``, or,
+    The prompt is the template named ``prompt`` under ``prompts/screen/``, or,
     when given, ``prompt_file`` (checked by ``load_prompt_file``: a
     ``ConfigError`` when a placeholder or the verdict tags are missing), or
-    ``template``, an in-memory ``(system, user)`` pair (what the prompt tuner
+    ``template``, an in-memory ``prompts.Template`` (what the prompt tuner
     scores). ``template`` wins over ``prompt_file``, which wins over ``prompt``.
     """
 
@@ -441,9 +441,7 @@ class PointwiseCritic:
             "understanding": understanding,
             "criteria": criteria,
         }
-        if self.template is not None:
-            return render_template(self.template, **values)
-        return render(self.prompt, **values)
+        return messages(self.template or load_template(f"screen/{self.prompt}"), values)
 
     async def sample(self, ctx: ScreenContext, candidate: Candidate) -> tuple[list[str], int]:
         """k raw critique texts for one candidate and the tokens they cost."""

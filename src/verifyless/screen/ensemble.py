@@ -30,12 +30,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from verifyless import prompts
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import model_names, replies_detail
-from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
+from verifyless.screen.prompting import format_context, metric_line, parse_choice
 from verifyless.screen.tournament import collect_context, describe
 
 
@@ -259,8 +260,8 @@ class Arbiter:
             f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}" for k, (_, _, s) in enumerate(runs, 1)
         )
         candidates_text = "\n\n".join(f"### Candidate {numbers[c.id]}\n{describe(c, 'summary')}" for c in candidates)
-        messages = render(
-            "arbiter",
+        messages = prompts.messages(
+            "screen/arbiter",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
             context=format_context(collect_context(ctx, self.context_nodes, self.context_tokens)),

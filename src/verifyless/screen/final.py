@@ -24,10 +24,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless import prompts
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Node
 from verifyless.screen.health import check_final
-from verifyless.screen.prompting import metric_line, parse_choice, render
+from verifyless.screen.prompting import metric_line, parse_choice
 from verifyless.task.base import Task
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -94,8 +95,8 @@ async def select_final(
         )
         reply = await judge_model.generate(
             ModelRequest(
-                messages=render(
-                    "final", task=statement, metric=metric, solutions=solutions, letters=", ".join(letters)
+                messages=prompts.messages(
+                    "screen/final", task=statement, metric=metric, solutions=solutions, letters=", ".join(letters)
                 ),
                 role="final-judge",
                 temperature=temperature,

@@ -1,10 +1,8 @@
-"""Prompt templates and tag parsing shared by the LLM screeners.
+"""Context formatting and tag parsing shared by the LLM screeners.
 
-Templates are package data under ``verifyless/roles/prompts/<name>.md``. A
-template holds a system part and a user part separated by a line that reads
-``<!-- user -->``; placeholders are ``{{name}}``. Substitution is a single
-pass, so a value that itself contains ``{{...}}`` (code often does) is never
-expanded again.
+The screener prompts are package data under ``verifyless/prompts/screen/``,
+loaded and rendered by ``verifyless.prompts``; this module formats the
+values they are filled with (``metric_line``, ``format_context``).
 
 ``parse_choice`` reads the ``[CHOICE] X --- reason`` tag that the pairwise
 judge, the arbiter and the final-node judge end with, and the equivalent
@@ -17,44 +15,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
-from importlib import resources
 
-from verifyless.model.base import Message
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ContextNode
 from verifyless.task.base import Task
-
-_SPLIT = "<!-- user -->"
-_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-
-
-@cache
-def load_prompt(name: str) -> tuple[str, str]:
-    """Return ``(system, user)`` template text of ``roles/prompts/<name>.md``."""
-    text = resources.files("verifyless.roles").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
-    if _SPLIT not in text:
-        raise ValueError(f"prompt template {name}.md lacks the '{_SPLIT}' line separating system and user parts")
-    system, user = text.split(_SPLIT, 1)
-    return system.strip(), user.strip()
-
-
-def fill(template: str, values: Mapping[str, str]) -> str:
-    """Replace every ``{{key}}``; a key missing from ``values`` is an error (a template bug)."""
-
-    def sub(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key not in values:
-            raise KeyError(f"prompt placeholder {{{{{key}}}}} has no value")
-        return str(values[key])
-
-    return _PLACEHOLDER.sub(sub, template)
-
-
-def render(name: str, **values: str) -> tuple[Message, ...]:
-    """Messages for template ``name`` filled with ``values``."""
-    system, user = load_prompt(name)
-    return (Message("system", fill(system, values)), Message("user", fill(user, values)))
 
 
 def metric_line(task: Task) -> str:
@@ -240,18 +204,15 @@ def parse_choice(text: str, options: Sequence[str]) -> str | None:
 
 __all__ = [
     "clean_line",
-    "fill",
     "final_json",
     "format_context",
     "format_context_node",
     "json_value",
     "last_line",
     "is_template_echo",
-    "load_prompt",
     "metric_line",
     "option_word",
     "parse_choice",
-    "render",
     "split_value",
     "tag_values",
 ]

@@ -80,7 +80,7 @@ class CriticOptions(LLMOptions):
     route_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T: u >= T marks a candidate uncertain")
     verify_uncertain: bool = Field(False, description="also verify every candidate with u >= route_threshold")
     samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
-    prompt: str = Field("critic", description="prompt template name under roles/prompts/")
+    prompt: str = Field("critic", description="prompt template name under prompts/screen/")
     prompt_file: str | None = Field(
         None, description="prompt template file (e.g. written by `verifyless tune screener`); overrides prompt"
     )

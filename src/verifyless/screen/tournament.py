@@ -29,11 +29,12 @@ from typing import Any, Literal
 
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
+from verifyless.prompts import Template, load_template, messages
 from verifyless.screen.base import ContextNode, ScreenContext
 from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import replies_detail
-from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
-from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice, render
+from verifyless.screen.prompt_file import load_prompt_file
+from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice
 
 EXPECTED = "[CHOICE] A or [CHOICE] B"
 CHARS_PER_TOKEN = 4  # the estimate used for context budgets (no tokenizer is loaded)
@@ -138,9 +139,9 @@ class PairwiseRPM:
     Context: as many BFS nodes as fit ``context_tokens`` (default 24000,
     estimated at 4 characters per token), capped at ``context_nodes`` when
     set. ``chosen`` is the top ``n_verify`` of the ranking (this object's
-    value, else ``ctx.n_verify``). The prompt is ``roles/prompts/pairwise.md``,
+    value, else ``ctx.n_verify``). The prompt is ``prompts/screen/pairwise.md``,
     or ``prompt_file`` when given (checked by ``load_prompt_file``), or
-    ``template``, an in-memory ``(system, user)`` pair, which wins over both.
+    ``template``, an in-memory ``prompts.Template``, which wins over both.
     """
 
     def __init__(
@@ -182,9 +183,7 @@ class PairwiseRPM:
             "candidate_a": describe(a, self.show),
             "candidate_b": describe(b, self.show),
         }
-        if self.template is not None:
-            return render_template(self.template, **values)
-        return render("pairwise", **values)
+        return messages(self.template or load_template("screen/pairwise"), values)
 
     async def _ask(self, ctx, context, first: Candidate, second: Candidate, offset: int) -> dict[str, Any]:
         reply = await self.model.generate(

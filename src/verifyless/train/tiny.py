@@ -40,9 +40,10 @@ _VERDICT_LINES = [
 
 
 def _corpus() -> list[str]:
-    from verifyless.screen.prompting import load_prompt
+    from verifyless.prompts import load_template
 
-    system, user = load_prompt("critic")
+    critic = load_template("screen/critic")
+    system, user = critic.text("system"), critic.text("user")
     lines = [system, user, *_VERDICT_LINES]
     lines += ["The child adds dropout. The child uses a larger learning rate. The parent is a linear model."] * 3
     lines += ["Criterion 1: capacity. Criterion 2: regularisation. weight high medium low because"] * 3

@@ -1,7 +1,7 @@
 """A screener prompt as named sections, and the edits the tuner tries on it.
 
-``PromptDoc.parse`` splits a ``(system, user)`` template into the system text
-and the user part's ``## Heading`` sections (text before the first heading,
+``PromptDoc.parse`` splits a template (``verifyless.prompts.Template``) into
+its system text and its user part's ``## Heading`` sections (text before the first heading,
 if any, is a section with an empty title that stays first). The last section
 holds the answer format (the reply tags the screener parses) and never moves.
 
@@ -11,10 +11,11 @@ Edits (``Edit``), each turning one document into another:
   leading untitled one and the final answer-format section);
 * ``reword``: replace the body of a section (or the system text, section
   ``system``) by a named alternative wording. Alternatives come from the
-  package data files ``variants/<template>.md`` (written by us) and,
-  optionally, from an LLM prompt writer (``writer.py``). A rewording must use
-  the same ``{{placeholders}}`` as the text it replaces; ``load_variants``
-  rejects one that does not.
+  package data files ``prompts/tune/variants/<template>.md`` (written by us)
+  and, optionally, from an LLM prompt writer (``writer.py``). A rewording must
+  use the same ``{{placeholders}}`` as the text it replaces; ``load_variants``
+  rejects one that does not with the one template checker
+  (``prompts.check_template``), as a ``ConfigError`` naming the file.
 
 Variant files: everything before the first marker is commentary; each
 variant starts with a line ``<!-- section: TITLE | variant: NAME -->`` and
@@ -27,15 +28,14 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Literal
 
-from verifyless.screen.prompt_file import Template, join_template
+from verifyless.prompts import Template, check_template, package_text, placeholders, template_text
 
 SYSTEM = "system"
+CANDIDATE = "(tuned candidate)"  # name and source of the templates a PromptDoc makes
 _HEADING = re.compile(r"^## +(.+?)\s*$", re.MULTILINE)
 _MARKER = re.compile(r"^<!--\s*section:\s*(.+?)\s*\|\s*variant:\s*(.+?)\s*-->\s*$", re.MULTILINE)
-_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Variant:
     section: str
     name: str
     text: str
-    source: str = "package"  # "package" (variants/*.md) or "writer" (an LLM prompt writer)
+    source: str = "package"  # "package" (prompts/tune/variants/*.md) or "writer" (an LLM prompt writer)
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class PromptDoc:
 
     @classmethod
     def parse(cls, template: Template) -> PromptDoc:
-        system, user = template
+        system, user = template.text("system"), template.text("user")
         heads = list(_HEADING.finditer(user))
         sections: list[Section] = []
         lead = user[: heads[0].start()] if heads else user
@@ -76,11 +76,12 @@ class PromptDoc:
         return cls(system.strip(), tuple(sections))
 
     def template(self) -> Template:
-        return self.system, "\n\n".join(s.text() for s in self.sections)
+        user = "\n\n".join(s.text() for s in self.sections)
+        return Template(CANDIDATE, CANDIDATE, (("system", self.system), ("user", user)))
 
     def key(self) -> str:
-        """Hash of the rendered template: the cache key of a candidate prompt."""
-        return hashlib.sha256(join_template(self.template()).encode("utf-8")).hexdigest()[:16]
+        """Hash of the template's file text: the cache key of a candidate prompt."""
+        return hashlib.sha256(template_text(self.template()).encode("utf-8")).hexdigest()[:16]
 
     def titles(self) -> list[str]:
         return [s.title for s in self.sections]
@@ -120,10 +121,6 @@ class Edit:
         return replace(doc, sections=tuple(sections))
 
 
-def placeholders(text: str) -> set[str]:
-    return set(_PLACEHOLDER.findall(text))
-
-
 def neighbours(doc: PromptDoc, variants: Iterable[Variant]) -> list[Edit]:
     """Every edit that changes ``doc`` into a distinct prompt: section moves among the movable positions
     (swapping neighbours once, not as two moves), then rewordings."""
@@ -140,31 +137,34 @@ def neighbours(doc: PromptDoc, variants: Iterable[Variant]) -> list[Edit]:
     return edits
 
 
-def parse_variants(text: str, baseline: PromptDoc, source: str = "package") -> list[Variant]:
+def parse_variants(
+    text: str, baseline: PromptDoc, source: str = "package", where: str = "a variants file"
+) -> list[Variant]:
     """The variants in a variants file that fit ``baseline``.
 
     A variant of a section the baseline lacks (a custom prompt file) is left
-    out; one that changes the section's placeholders is a ``ValueError`` (a bug
-    in the variants file).
+    out; one that changes the section's placeholders is a ``ConfigError`` (a
+    bug in the variants file, named ``where`` in the error).
     """
     marks = list(_MARKER.finditer(text))
     found = []
     for i, mark in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         found.append(Variant(mark.group(1), mark.group(2), text[mark.end() : end].strip(), source))
-    for v in found:
-        current = baseline.body(v.section)
-        if current is not None and placeholders(current) != placeholders(v.text):
-            raise ValueError(f"variant {v.name!r} of {v.section!r} changes its placeholders")
-    return [v for v in found if baseline.body(v.section) is not None]
+    fitting = [v for v in found if baseline.body(v.section) is not None]
+    for v in fitting:
+        wanted = sorted(placeholders(baseline.body(v.section) or ""))
+        variant = Template(v.name, f"{where} variant {v.name!r}", (("body", v.text),))
+        check_template(variant, f"section {v.section!r} of the prompt", wanted, sections=("body",))
+    return fitting
 
 
 def load_variants(template_name: str, baseline: PromptDoc) -> list[Variant]:
     """The package's alternative wordings for the built-in template ``template_name`` (none if no file)."""
-    file = resources.files("verifyless.screen.tune").joinpath("variants", f"{template_name}.md")
-    if not file.is_file():
+    text = package_text(f"tune/variants/{template_name}")
+    if text is None:
         return []
-    return parse_variants(file.read_text(encoding="utf-8"), baseline)
+    return parse_variants(text, baseline, where=f"prompts/tune/variants/{template_name}.md")
 
 
 def section_order(doc: PromptDoc) -> str:
@@ -182,5 +182,4 @@ __all__ = [
     "load_variants",
     "neighbours",
     "parse_variants",
-    "placeholders",
 ]

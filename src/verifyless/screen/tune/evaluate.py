@@ -34,7 +34,7 @@ from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
-from verifyless.screen.prompt_file import Template
+from verifyless.prompts import Template, check_template, load_template
 
 Row = Mapping[str, Any]
 _RANK3 = {"lose": 0, "tie": 1, "improve": 2}
@@ -121,11 +121,10 @@ class CriticTarget:
         """The template the screener would use with these options (``prompt_file``, else ``prompt``)."""
         from verifyless.screen.critic import MARKERS, PLACEHOLDERS
         from verifyless.screen.prompt_file import load_prompt_file
-        from verifyless.screen.prompting import load_prompt
 
         if self.options.get("prompt_file"):
             return load_prompt_file(str(self.options["prompt_file"]), "critic", PLACEHOLDERS, MARKERS)
-        return load_prompt(str(self.options.get("prompt", "critic")))
+        return load_template(f"screen/{self.options.get('prompt', 'critic')}")
 
     def screener(self, template: Template) -> Any:
         from verifyless.screen.registry import build_screener
@@ -136,9 +135,8 @@ class CriticTarget:
 
     def check(self, template: Template) -> None:
         from verifyless.screen.critic import MARKERS, PLACEHOLDERS
-        from verifyless.screen.prompt_file import check_template
 
-        check_template(template, "(candidate)", "critic", PLACEHOLDERS, MARKERS)
+        check_template(template, "the critic screener", PLACEHOLDERS, MARKERS)
 
     async def score(self, template: Template, rows: Sequence[Row]) -> Score:
         from verifyless.data.benchmark import screen_rows
@@ -168,12 +166,11 @@ class PairwiseTarget:
     def baseline(self) -> Template:
         """The template the judge would use with these options (``prompt_file``, else ``pairwise``)."""
         from verifyless.screen.prompt_file import load_prompt_file
-        from verifyless.screen.prompting import load_prompt
         from verifyless.screen.tournament import MARKERS, PLACEHOLDERS
 
         if self.options.get("prompt_file"):
             return load_prompt_file(str(self.options["prompt_file"]), "tournament", PLACEHOLDERS, MARKERS)
-        return load_prompt("pairwise")
+        return load_template("screen/pairwise")
 
     def screener(self, template: Template) -> Any:
         from verifyless.screen.registry import build_screener
@@ -183,10 +180,9 @@ class PairwiseTarget:
         return judge
 
     def check(self, template: Template) -> None:
-        from verifyless.screen.prompt_file import check_template
         from verifyless.screen.tournament import MARKERS, PLACEHOLDERS
 
-        check_template(template, "(candidate)", "tournament", PLACEHOLDERS, MARKERS)
+        check_template(template, "the tournament screener", PLACEHOLDERS, MARKERS)
 
     def items(self, rows: Sequence[Row]) -> list[tuple[Row, Row]]:
         return outcome_pairs(rows, random.Random(f"{self.seed}:pairs"), self.max_pairs)

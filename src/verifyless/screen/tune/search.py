@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.screen.prompt_file import Template
+from verifyless.prompts import Template
 from verifyless.screen.tune.doc import Edit, PromptDoc, Variant, load_variants, neighbours, section_order
 from verifyless.screen.tune.evaluate import Score, dev_rows
 

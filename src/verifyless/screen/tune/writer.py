@@ -16,20 +16,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from importlib import resources
 
 from verifyless.model.base import Model, ModelRequest
-from verifyless.screen.prompt_file import join_template, render_template, split_template
-from verifyless.screen.tune.doc import PromptDoc, Variant, placeholders
+from verifyless.prompts import messages, placeholders, template_text
+from verifyless.screen.tune.doc import PromptDoc, Variant
 
 log = logging.getLogger(__name__)
 _BLOCK = re.compile(r"<section>\s*(.*?)\s*</section>", re.S | re.IGNORECASE)
 _FENCE = re.compile(r"^```\w*\n(.*?)\n```$", re.S)
-
-
-def writer_template() -> tuple[str, str]:
-    text = resources.files("verifyless.screen.tune").joinpath("prompts", "writer.md").read_text(encoding="utf-8")
-    return split_template(text, "tune/prompts/writer.md")
 
 
 def section_text(reply: str) -> str:
@@ -44,19 +38,14 @@ async def writer_variants(
     model: Model, doc: PromptDoc, sections: Sequence[str], n: int = 2, *, temperature: float = 0.9
 ) -> list[Variant]:
     """Up to ``n`` writer rewrites per section in ``sections`` (see module docstring)."""
-    template = writer_template()
     found: list[Variant] = []
     for section in sections:
         body = doc.body(section)
         if body is None:
             continue
         names = ", ".join("{{" + p + "}}" for p in sorted(placeholders(body))) or "(none)"
-        messages = render_template(
-            template, prompt=join_template(doc.template()), section=section, body=body, names=names
-        )
-        reply = await model.generate(
-            ModelRequest(messages=messages, role="prompt-writer", temperature=temperature, n=n)
-        )
+        request = messages("tune/writer", prompt=template_text(doc.template()), section=section, body=body, names=names)
+        reply = await model.generate(ModelRequest(messages=request, role="prompt-writer", temperature=temperature, n=n))
         for i, choice in enumerate(reply.choices):
             text = section_text(choice.text)
             if not text or placeholders(text) != placeholders(body):
@@ -66,4 +55,4 @@ async def writer_variants(
     return found
 
 
-__all__ = ["section_text", "writer_template", "writer_variants"]
+__all__ = ["section_text", "writer_variants"]

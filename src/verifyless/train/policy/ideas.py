@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from functools import cache
-from importlib import resources
 
 from verifyless.node import Evidence, Idea
 from verifyless.program import BandError, extract
+from verifyless.prompts import render
 from verifyless.roles.base import ParentInfo, Roles
 from verifyless.roles.parse import extract_approach
 from verifyless.roles.space import TemplateImplementer, assignment_of, recognise
@@ -56,16 +55,11 @@ def idea_from_text(task: Task, parent: ParentInfo, text: str, *, space: bool | N
     return Idea(approach, {"policy_text": text[:4000]}) if approach else None
 
 
-@cache
-def _menu_template() -> str:
-    return resources.files("verifyless.train.policy").joinpath("prompts", "menu.md").read_text(encoding="utf-8")
-
-
 def menu_text(space: IdeaSpace, current: Mapping[str, str]) -> str:
-    """The prompt section that lists the options a policy may name (package data ``prompts/menu.md``)."""
+    """The prompt section that lists the options a policy may name (package data ``prompts/policy/menu.md``)."""
     dim = next(iter(space.dimensions))
     other = next((o.name for o in space.dimensions[dim] if o.name != current.get(dim)), current.get(dim, ""))
-    return _menu_template().format(example=other, menu=space_reader.menu(space, current)).strip()
+    return render("policy/menu", "text", {"example": other, "menu": space_reader.menu(space, current)})
 
 
 def critic_improves(evidence: Evidence) -> bool:
