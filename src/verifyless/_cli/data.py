@@ -223,7 +223,8 @@ def bench_dataset(
     """``verifyless bench critic --dataset``: screen a split offline and print/write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from verifyless.data.benchmark import run_critic_bench, write_report
+    from verifyless.data.benchmark import run_critic_bench
+    from verifyless.offline.critic_bench import write_report
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.offline import report

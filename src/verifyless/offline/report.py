@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from verifyless.offline.compare import Estimate, Reach
-from verifyless.offline.labels import FIVE, THREE
-from verifyless.offline.metrics import AurocPoint, CriticMetrics, RoutePoint
+from verifyless.outcome import FIVE, THREE
+from verifyless.metrics.critic import AurocPoint, CriticMetrics, RoutePoint
 from verifyless.offline.selection import SelectionSummary
 
 

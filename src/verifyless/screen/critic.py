@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from verifyless.metrics.critic import vote_shares, vote_uncertainty
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.roles.parse import clean_reply
@@ -219,12 +220,9 @@ def evidence_from_critiques(
     valid = [v for v in verdicts if v is not None]
     k = len(verdicts)
     n_invalid = k - len(valid)
-    if valid:
-        rank_value = sum(v.rank for v in valid) / k
-        votes = {d: sum(v.improvement == d for v in valid) / k for d in DIRECTIONS}
-        uncertainty = 1.0 - max(votes.values())
-    else:
-        rank_value, votes, uncertainty = -1.0, {d: 0.0 for d in DIRECTIONS}, 1.0
+    votes = vote_shares([v.improvement if v else None for v in verdicts])  # the critic benchmark counts the same
+    uncertainty = vote_uncertainty(votes)
+    rank_value = sum(v.rank for v in valid) / k if valid else -1.0
     detail: dict[str, Any] = {
         "critiques": list(critiques),
         "sample_labels": [v.label if v else None for v in verdicts],
