@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.outcome import outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import OutcomeObserver, ScreenContext
-from verifyless.outcome import outcome_of, reward_label
 from verifyless.screen.surrogate import SurrogateScreener, five_way
 from verifyless.task.base import Band, Metric, Task
 

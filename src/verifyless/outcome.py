@@ -206,7 +206,7 @@ def verified_outcome(
     metric direction; a non-finite parent fitness counts as none.
     """
     sign = 1.0 if higher_is_better else -1.0
-    parent_fit = float(parent_fitness) if _finite(parent_fitness) else None
+    parent_fit = float(parent_fitness) if parent_fitness is not None and math.isfinite(parent_fitness) else None
     ok = verification.status is Status.OK and _finite(verification.score)
     return Outcome(
         parent_id=parent_id,

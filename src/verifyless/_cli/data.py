@@ -224,10 +224,10 @@ def bench_dataset(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from verifyless.data.benchmark import run_critic_bench
-    from verifyless.offline.critic_bench import write_report
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.offline import report
+    from verifyless.offline.critic_bench import write_report
 
     dd = load_critic_dataset(dataset)
     if split not in dd:

@@ -123,4 +123,3 @@ class Learners:
             self._backlog.append(record)
         else:
             self.memory.add(record)  # type: ignore[union-attr]
-

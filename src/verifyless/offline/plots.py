@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from verifyless.offline.compare import CurveBand
 from verifyless.metrics.critic import AurocPoint, Calibration, RoutePoint
+from verifyless.offline.compare import CurveBand
 
 
 def _pyplot():

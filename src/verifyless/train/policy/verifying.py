@@ -210,7 +210,7 @@ def improves(task: Task, v: Verification, parent: ParentInfo, tolerance: float =
     """
     parent_fit = task.metric.orient(parent.score) if parent.score is not None else None
     higher = task.metric.direction == "maximize"
-    return improved(verified_outcome(parent.id, parent_fit, "", v, higher_is_better=higher, tie=tolerance))
+    return improved(verified_outcome(parent.id or "", parent_fit, "", v, higher_is_better=higher, tie=tolerance))
 
 
 def fitness(task: Task, v: Verification) -> float | None:
