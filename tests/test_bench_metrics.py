@@ -97,6 +97,9 @@ def test_benchmark_uncertainty_is_the_routers() -> None:
     assert record is not None and record.uncertainty == pytest.approx(evidence.uncertainty)
     assert dict(record.votes) == pytest.approx(dict(evidence.votes))
     assert M.routing_curve([record], thresholds=(0.25,))[0].routed_fraction == 1.0
+    from verifyless.engine.routing import route as engine_route
+
+    assert engine_route(record.uncertainty, 0.25) and not engine_route(record.uncertainty, 0.26)
     # the same from the valid labels alone plus the unparsed count (evidence without sample_labels)
     bare = {**evidence.to_dict(), "detail": {}}
     assert M.record_from_evidence(bare, "improve").uncertainty == pytest.approx(0.25)  # type: ignore[union-attr]

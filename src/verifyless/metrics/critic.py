@@ -116,6 +116,15 @@ def vote_uncertainty(votes: Mapping[str, float]) -> float:
     return 1.0 - max(votes.values())
 
 
+def routes(uncertainty: float, threshold: float) -> bool:
+    """The routing rule: u >= T sends a candidate to verification (with 1e-9 slack for float rounding).
+
+    ``engine.routing.route`` and ``screen.critic.route`` are this function,
+    so the benchmark's routing curve routes exactly as a run does.
+    """
+    return uncertainty >= threshold - _EPS
+
+
 def votes_of(samples: Sequence[str | None]) -> dict[str, float]:
     """The record's vote shares: ``vote_shares`` (over all k, as the router counts)."""
     return vote_shares(samples)
@@ -453,7 +462,7 @@ def routing_curve(records: Sequence[CriticRecord], thresholds: Sequence[float] =
     n_err = sum(errors)
     out = []
     for t in thresholds:
-        routed = [r.uncertainty >= t - _EPS for r in records]
+        routed = [routes(r.uncertainty, t) for r in records]
         caught = sum(e and rt for e, rt in zip(errors, routed, strict=False))
         kept = [not e for e, rt in zip(errors, routed, strict=False) if not rt]
         out.append(
@@ -504,6 +513,7 @@ __all__ = [
     "make_record",
     "predict",
     "record_from_evidence",
+    "routes",
     "routing_curve",
     "vote_shares",
     "vote_uncertainty",

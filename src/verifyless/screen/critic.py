@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from verifyless.metrics.critic import vote_shares, vote_uncertainty
+from verifyless.metrics.critic import routes, vote_shares, vote_uncertainty
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.roles.parse import clean_reply
@@ -117,7 +117,6 @@ _TIER_WORDS = {
 }
 
 # With this many spare digits, u >= T is not flipped by float rounding (1 - 12/16 is exact, 1 - 0.7 is not).
-_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -196,7 +195,7 @@ def parse_verdict(text: str) -> Verdict | None:
 
 def route(evidence: Evidence, threshold: float = 0.25) -> bool:
     """True when the critic is too unsure: ``u(a) >= T`` sends the candidate to real verification."""
-    return evidence.uncertainty >= threshold - _EPS
+    return routes(evidence.uncertainty, threshold)
 
 
 def evidence_from_critiques(
@@ -227,7 +226,7 @@ def evidence_from_critiques(
         "critiques": list(critiques),
         "sample_labels": [v.label if v else None for v in verdicts],
         "n_invalid": n_invalid,
-        "uncertain": uncertainty >= threshold - _EPS,
+        "uncertain": routes(uncertainty, threshold),
         "route_threshold": threshold,
         "replies": replies_detail(
             len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts, strict=False) if v is None)
