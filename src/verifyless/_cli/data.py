@@ -147,7 +147,9 @@ def from_runs(
     seed: int = typer.Option(0, "--seed"),
     bench_fraction: float = typer.Option(0.12, "--bench-fraction"),
     split_by: str = typer.Option("parent", "--split-by", help="parent, or task (no task in two splits)"),
-    tolerance: float = typer.Option(0.0, "--tie-tolerance"),
+    tolerance: float | None = typer.Option(
+        None, "--tie-tolerance", help="|Delta| <= this ties (3-way); default: each run's own tie_tolerance (0 if none)"
+    ),
     min_improving: int = typer.Option(
         3, "--min-improving", help="improving children a parent needs for 5-level labels"
     ),
