@@ -4,7 +4,9 @@ Every learner gets the same record: the surrogate (``OutcomeObserver.observe``),
 test-time critics (``LearningScreener.learn``), the policy reward, critic
 datasets and critic metrics. ``outcome_of`` builds it from the parent (a
 ``Node`` or its oriented fitness), the child and its ``Verification`` and the
-metric direction; hidden test scores never enter it.
+metric direction; ``verified_outcome`` from ids and a parent fitness (policy
+rewards); ``pair_outcome`` from two stored fitnesses (datasets, metrics).
+Hidden test scores never enter it.
 
 **Delta** is the signed *relative* improvement ``(f_child - f_parent) / |f_parent|``
 on oriented fitness (higher is better, so positive = better); the absolute
@@ -106,9 +108,10 @@ class Outcome:
     @property
     def delta(self) -> float | None:
         """Relative, oriented change (module docstring); None for a failed child or a parent without fitness."""
-        if self.failed or not _finite(self.parent_fitness):
+        child, parent = self.child_fitness, self.parent_fitness
+        if self.failed or child is None or parent is None or not math.isfinite(parent):
             return None
-        return relative_delta(self.child_fitness, self.parent_fitness)  # type: ignore[arg-type]
+        return relative_delta(child, parent)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (the candidate left out); ``from_dict`` reads them back."""
@@ -207,15 +210,18 @@ def verified_outcome(
     """
     sign = 1.0 if higher_is_better else -1.0
     parent_fit = float(parent_fitness) if parent_fitness is not None and math.isfinite(parent_fitness) else None
-    ok = verification.status is Status.OK and _finite(verification.score)
+    score = verification.score
+    child_score = (
+        float(score) if verification.status is Status.OK and score is not None and math.isfinite(score) else None
+    )
     return Outcome(
         parent_id=parent_id,
         child_id=child_id,
         status=verification.status.value,
         parent_fitness=parent_fit,
-        child_fitness=sign * float(verification.score) if ok else None,  # type: ignore[arg-type]
+        child_fitness=None if child_score is None else sign * child_score,
         parent_score=None if parent_fit is None else sign * parent_fit,
-        child_score=float(verification.score) if ok else None,  # type: ignore[arg-type]
+        child_score=child_score,
         higher_is_better=higher_is_better,
         tie=float(tie),
         **context,
@@ -319,17 +325,16 @@ def label_outcomes(outcomes: Iterable[Outcome], *, min_improving: int = MIN_IMPR
     are left out; five-level labels are fitted per parent over its remaining
     children.
     """
-    kept = [(o, label3(o)) for o in outcomes]
-    labelled = [(o, three) for o, three in kept if three is not None]
+    labelled = [(o, three, o.delta) for o in outcomes if (three := label3(o)) is not None and o.delta is not None]
     by_parent: dict[str, list[int]] = {}
-    for i, (o, _) in enumerate(labelled):
+    for i, (o, _, _) in enumerate(labelled):
         by_parent.setdefault(o.parent_id, []).append(i)
     five: dict[int, str] = {}
     for idx in by_parent.values():
-        labels = parent_five_levels([labelled[i][0].delta for i in idx], min_improving=min_improving)  # type: ignore[misc]
+        labels = parent_five_levels([labelled[i][2] for i in idx], min_improving=min_improving)
         if labels is not None:
             five.update(zip(idx, labels, strict=True))
-    return [ChildOutcome(o.parent_id, o.child_id, o.delta, t, five.get(i)) for i, (o, t) in enumerate(labelled)]  # type: ignore[arg-type]
+    return [ChildOutcome(o.parent_id, o.child_id, d, t, five.get(i)) for i, (o, t, d) in enumerate(labelled)]
 
 
 def label_children(

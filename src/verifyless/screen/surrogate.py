@@ -65,9 +65,8 @@ COLD_START = "cold start"
 
 def _change(outcome: Outcome) -> float | None:
     """The absolute change in oriented fitness (the Delta regressor's target); None unless both were scored."""
-    if outcome.delta is None:
-        return None
-    return outcome.child_fitness - outcome.parent_fitness  # type: ignore[operator]
+    child, parent = outcome.child_fitness, outcome.parent_fitness
+    return None if outcome.delta is None or child is None or parent is None else child - parent
 
 
 def five_way(votes: dict[str, float]) -> str:
