@@ -54,7 +54,7 @@ async def judge(screener: Any, row: dict[str, Any], seed: int) -> tuple[str | No
 
 
 def measure(name: str, screener: Any, rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    from verifyless.offline.metrics import auroc
+    from verifyless.metrics.critic import auroc
 
     started = time.monotonic()
     found = [asyncio.run(judge(screener, row, seed)) for row in rows]

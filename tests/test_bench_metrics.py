@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from verifyless.offline import labels as L
-from verifyless.offline import metrics as M
+from verifyless import outcome as L
+from verifyless.metrics import critic as M
 
 # ---------------------------------------------------------------------- labels
 
@@ -81,8 +81,28 @@ def test_predict_plurality_and_ties():
     assert M.predict([None, None]) == (None, None)
     rec = M.make_record("c", ["BigWin", None, "Lose", "Lose"], "lose")
     assert rec.n_valid == 3 and rec.pred3 == "lose"
-    assert rec.votes["lose"] == pytest.approx(2 / 3) and rec.uncertainty == pytest.approx(1 / 3)
+    # shares over all k = 4, the unparsed critique voting for nothing (as the router counts; issue #21 gap 2)
+    assert rec.votes["lose"] == pytest.approx(2 / 4) and rec.uncertainty == pytest.approx(2 / 4)
     assert M.make_record("d", [None], "lose").uncertainty == 1.0
+
+
+def test_benchmark_uncertainty_is_the_routers() -> None:
+    """12 agreeing and 4 unparsed critiques: the run routes on u = 0.25, and so must the benchmark."""
+    from verifyless.screen.critic import evidence_from_critiques, route
+
+    agree = "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r"
+    evidence = evidence_from_critiques("c", [agree] * 12 + ["I cannot decide."] * 4, threshold=0.25)
+    record = M.record_from_evidence(evidence.to_dict(), "improve")
+    assert evidence.uncertainty == pytest.approx(0.25) and route(evidence, 0.25)
+    assert record is not None and record.uncertainty == pytest.approx(evidence.uncertainty)
+    assert dict(record.votes) == pytest.approx(dict(evidence.votes))
+    assert M.routing_curve([record], thresholds=(0.25,))[0].routed_fraction == 1.0
+    from verifyless.engine.routing import route as engine_route
+
+    assert engine_route(record.uncertainty, 0.25) and not engine_route(record.uncertainty, 0.26)
+    # the same from the valid labels alone plus the unparsed count (evidence without sample_labels)
+    bare = {**evidence.to_dict(), "detail": {}}
+    assert M.record_from_evidence(bare, "improve").uncertainty == pytest.approx(0.25)  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------------- accuracy metrics

@@ -246,7 +246,7 @@ def test_curve_and_pools_from_store(tmp_path):
 
 
 def test_plots_and_markdown(tmp_path):
-    from verifyless.offline import metrics as M
+    from verifyless.metrics import critic as M
     from verifyless.offline import plots, report
 
     recs = [

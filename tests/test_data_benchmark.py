@@ -9,11 +9,12 @@ from typer.testing import CliRunner
 
 from data_rows import row
 from verifyless._cli.app import app
-from verifyless.data.benchmark import run_critic_bench, write_report
+from verifyless.data.benchmark import run_critic_bench
 from verifyless.data.dataset import card_data, load_critic_dataset, save_dataset
 from verifyless.data.harvest import harvest_runs
 from verifyless.model.scripted import ScriptedModel, last_user_text
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.offline.critic_bench import write_report
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 
@@ -66,6 +67,18 @@ def test_from_runs_takes_every_verified_pair_with_provenance(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     dd = load_critic_dataset(out)
     assert sorted(dd["sft"]["child_id"]) == ["a", "c", "e"] and len(dd["bench"]) == 0
+
+
+def test_from_runs_labels_each_run_with_its_own_tie_tolerance(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as st:
+        rid = st.create_run("toy", {"tie_tolerance": 0.01}, seed=0)
+        _node(st, rid, "root", None, "implemented", 1.0)
+        _node(st, rid, "a", "root", "implemented", 1.005)  # a 0.5 % gain: a tie under the run's tolerance
+        _node(st, rid, "b", "root", "implemented", 1.02)
+        labels = {r["child_id"]: r["label3"] for r in harvest_runs(st, [rid]).rows}
+        exact = {r["child_id"]: r["label3"] for r in harvest_runs(st, [rid], tolerance=0.0).rows}
+    assert labels == {"a": "tie", "b": "improve"}
+    assert exact == {"a": "improve", "b": "improve"}  # an explicit --tie-tolerance overrides the run's
 
 
 def _critic_model() -> ScriptedModel:

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from verifyless import outcome as O
 from verifyless.data import labels as L
-from verifyless.offline import labels as bench_labels
 
 
 def _pairs(parent: str, deltas, parent_fit: float = 1.0):
@@ -61,14 +61,14 @@ def test_z_scores_of_parent_a_match_the_hand_computation() -> None:
 
 def test_first_matching_rule_wins() -> None:
     # Delta 0.3 and z 5 satisfy BigWin, MediumWin and SmallWin: BigWin comes first.
-    assert L.five_level(0.3, 5.0) == "BigWin"
+    assert O.five_level(0.3, 5.0) == "BigWin"
     # Delta 0.11 with z 3: BigWin by z comes before MediumWin by Delta.
-    assert L.five_level(0.11, 3.0) == "BigWin"
+    assert O.five_level(0.11, 3.0) == "BigWin"
     # Negative Delta with z inside the tie band: Tie (the Tie rule precedes Lose).
-    assert L.five_level(-0.4, 0.2) == "Tie"
-    assert L.five_level(-0.4, -0.21) == "Lose"
+    assert O.five_level(-0.4, 0.2) == "Tie"
+    assert O.five_level(-0.4, -0.21) == "Lose"
     # Delta exactly 0 is never a win, whatever z says.
-    assert L.five_level(0.0, 9.0) == "Tie"
+    assert O.five_level(0.0, 9.0) == "Tie"
 
 
 def test_tie_tolerance_is_configurable_and_exact_by_default() -> None:
@@ -79,9 +79,9 @@ def test_tie_tolerance_is_configurable_and_exact_by_default() -> None:
 
 def test_delta_is_oriented_for_minimised_metrics() -> None:
     # Minimised loss 2.0 -> 1.5 is oriented as fitness -2.0 -> -1.5: Delta = +0.25 (better).
-    assert L.relative_delta(-1.5, -2.0) == pytest.approx(0.25)
-    assert L.relative_delta(-2.5, -2.0) == pytest.approx(-0.25)
-    assert L.relative_delta(0.5, 0.0) == 0.5  # parent fitness 0: absolute difference
+    assert O.relative_delta(-1.5, -2.0) == pytest.approx(0.25)
+    assert O.relative_delta(-2.5, -2.0) == pytest.approx(-0.25)
+    assert O.relative_delta(0.5, 0.0) == 0.5  # parent fitness 0: absolute difference
 
 
 def test_parent_without_fitness_is_neither_labelled_nor_counted() -> None:
@@ -104,6 +104,7 @@ def test_label_table_by_task_and_parent() -> None:
     assert (a["BigWin"], a["MediumWin"], a["SmallWin"], a["Tie"], a["Lose"]) == (1, 1, 1, 2, 1)
 
 
-def test_bench_labels_is_the_same_implementation() -> None:
-    assert bench_labels.label_children is L.label_children
-    assert bench_labels.five_level is L.five_level
+def test_dataset_labels_use_the_one_rule() -> None:
+    # data.labels keeps only dataset helpers; the rules are verifyless.outcome's, not a second copy.
+    assert L.label_children is O.label_children
+    assert not hasattr(L, "five_level") and not hasattr(L, "three_way")

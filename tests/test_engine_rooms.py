@@ -18,7 +18,8 @@ from verifyless.engine import BudgetGate, Engine, route
 from verifyless.engine.routing import select
 from verifyless.errors import ModelUnavailable
 from verifyless.node import Evidence, Idea, Screening
-from verifyless.screen.base import LearningScreener, Outcome
+from verifyless.outcome import Outcome
+from verifyless.screen.base import LearningScreener
 from verifyless.screen.baselines import RandomScreener
 from verifyless.search.registry import build_strategy
 from verifyless.store import Charge, RunStore
@@ -293,7 +294,7 @@ def test_learning_screener_learns_once_per_round_and_is_restored(tmp_path):
         told = {e.payload["round"]: e.payload["node_ids"] for e in store.events(result.run_id, kinds=["tell"])}
         verified = {e.node_id for e in verification_events(store, result.run_id)}
         for r, outcomes in learner.calls:
-            assert [o.node_id for o in outcomes] == [n for n in told[r] if n in verified and n != "root"]
+            assert [o.child_id for o in outcomes] == [n for n in told[r] if n in verified and n != "root"]
             for o in outcomes:
                 assert o.parent_id and o.higher_is_better is False and o.child_summary.startswith("The program")
         stored = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]

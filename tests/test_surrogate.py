@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.outcome import outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import OutcomeObserver, ScreenContext
-from verifyless.screen.surrogate import SurrogateScreener, five_way, outcome_label
+from verifyless.screen.surrogate import SurrogateScreener, five_way
 from verifyless.task.base import Band, Metric, Task
 
 MODELS = ["ridge", "lasso", "tree", "knn", "forest", "svm"]
@@ -26,6 +27,11 @@ FILLER = [
     "select top features",
     "clip outliers",
 ]
+
+
+def _seen(cand: Candidate, parent_fitness: float | None, v: Verification):
+    """The engine's record of one verified child (maximised metric, the run's default tie tolerance)."""
+    return outcome_of(parent_fitness, cand, v, higher_is_better=True)
 
 
 def _task() -> Task:
@@ -87,7 +93,7 @@ def _train(mode: str, n: int = 40, seed: int = 1) -> tuple[SurrogateScreener, ra
     for i in range(n):
         cand, good = _candidate(rng, i, mode)
         child, fitness = _outcome(rng, good)
-        screener.observe(cand, 0.5, child, fitness)
+        screener.observe(_seen(cand, 0.5, child))
     return screener, rng
 
 
@@ -151,7 +157,7 @@ def test_single_label_history_stays_cold() -> None:
     rng = random.Random(0)
     for i in range(10):
         cand, _ = _candidate(rng, i, "both")
-        screener.observe(cand, 0.5, Verification(Status.FAILED, reason="boom"), None)
+        screener.observe(_seen(cand, 0.5, Verification(Status.FAILED, reason="boom")))
     assert not screener.ready
     cands = [_candidate(rng, 100 + j, "both")[0] for j in range(3)]
     screening = asyncio.run(screener.screen(_ctx(), cands))
@@ -170,24 +176,27 @@ def test_deterministic_given_seeds() -> None:
 
 
 def test_outcome_labels() -> None:
+    """The surrogate's label is ``reward_label``: relative Delta, the run's tie, a failed child loses."""
     ok = lambda f: Verification(Status.OK, score=f)  # noqa: E731
-    assert outcome_label(0.5, ok(0.6), 0.6) == "improve"
-    assert outcome_label(0.5, ok(0.5), 0.5) == "tie"
-    assert outcome_label(0.5, ok(0.5 + 1e-14), 0.5 + 1e-14) == "tie"
-    assert outcome_label(0.5, ok(0.4), 0.4) == "lose"
-    assert outcome_label(0.5, Verification(Status.TIMEOUT), None) == "lose"
-    assert outcome_label(None, Verification(Status.OOM), None) == "lose"
-    assert outcome_label(None, ok(0.4), 0.4) is None  # nothing to compare with
-    assert outcome_label(0.5, ok(float("nan")), float("nan")) == "lose"
+    label = lambda parent, v, tie=0.0: reward_label(_seen(_candidate(random.Random(0), 0, "both")[0], parent, v), tie)  # noqa: E731
+    assert label(0.5, ok(0.6)) == "improve"
+    assert label(0.5, ok(0.5)) == "tie"
+    assert label(0.5, ok(0.5 + 1e-14), tie=1e-12) == "tie"  # float noise ties only under a tie tolerance
+    assert label(0.5, ok(0.5 + 1e-14)) == "improve"  # the run's default tolerance is 0 (exact, as in the paper)
+    assert label(0.5, ok(0.4)) == "lose"
+    assert label(0.5, Verification(Status.TIMEOUT)) == "lose"
+    assert label(None, Verification(Status.OOM)) == "lose"
+    assert label(None, ok(0.4)) is None  # nothing to compare with
+    assert label(0.5, ok(float("nan"))) == "lose"
 
 
 def test_skips_uncomparable_and_is_a_learning_screener() -> None:
     screener = SurrogateScreener()
     assert isinstance(screener, OutcomeObserver)
     cand, _ = _candidate(random.Random(0), 0, "both")
-    screener.observe(cand, None, Verification(Status.OK, score=1.0), 1.0)
+    screener.observe(_seen(cand, None, Verification(Status.OK, score=1.0)))
     assert screener.examples == ()
-    screener.observe(cand, 0.5, Verification(Status.OK, score=0.7), 0.7)
+    screener.observe(_seen(cand, 0.5, Verification(Status.OK, score=0.7)))
     assert screener.examples[0].label == "improve"
     assert screener.examples[0].delta == pytest.approx(0.2)
 
@@ -210,7 +219,7 @@ def test_minilm_features_learn_the_rule() -> None:
     assert screener.features == "minilm"
     for i in range(40):
         cand, good = _candidate(rng, i, "text")
-        screener.observe(cand, 0.5, *_outcome(rng, good))
+        screener.observe(_seen(cand, 0.5, _outcome(rng, good)[0]))
     pool = [_candidate(rng, 5000 + j, "text") for j in range(30)]
     screening = asyncio.run(screener.screen(_ctx(), [c for c, _ in pool]))
     good = {c.id for c, g in pool if g}
@@ -233,7 +242,7 @@ def test_delta_ranking_uses_the_size_of_improvements():
         for i in range(60):
             cand, _ = _candidate(rng, i, "params")
             fit = outcome(cand.idea.params["model"], rng)
-            sur.observe(cand, 0.5, Verification(Status.OK, score=fit), fit)
+            sur.observe(_seen(cand, 0.5, Verification(Status.OK, score=fit)))
         hits = 0
         for pool in range(100):
             cands = [_candidate(rng, 1000 + pool * 10 + j, "params")[0] for j in range(6)]
@@ -283,7 +292,7 @@ def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
     designs = [{d: rng.choice("xyz") for d in "abc"} for _ in range(12)]
     for i, a in enumerate(designs):
         f = _additive(a)
-        screener.observe(_design_candidate(i, a, parent), _additive(parent), Verification(Status.OK, score=f), f)
+        screener.observe(_seen(_design_candidate(i, a, parent), _additive(parent), Verification(Status.OK, score=f)))
     distinct = {tuple(sorted(a.items())) for a in designs} | {tuple(sorted(parent.items()))}
     assert screener.ready and len(screener.fitness_model) == len(distinct)  # children plus the parent, deduplicated
     pool = [
@@ -309,7 +318,7 @@ def test_fitness_mode_failures_rank_low_and_cold_start_is_random() -> None:
     for i, (b, ok) in enumerate([("y", False), ("z", True), ("x", True)]):
         a = {"a": "y", "b": b, "c": "x"}
         v = Verification(Status.OK, score=1.0) if ok else Verification(Status.FAILED, reason="crash")
-        screener.observe(_design_candidate(i, a, parent), 0.5, v, 1.0 if ok else None)
+        screener.observe(_seen(_design_candidate(i, a, parent), 0.5, v))
     pool = [
         _design_candidate(10, {"a": "y", "b": "y", "c": "x"}, parent),
         _design_candidate(11, {"a": "y", "b": "z", "c": "x"}, parent),

@@ -24,15 +24,14 @@ import pytest
 pytest.importorskip("peft")
 
 from verifyless.model import build_model, make_config  # noqa: E402
-from verifyless.node import Candidate, Idea, Operator  # noqa: E402
+from verifyless.node import Candidate, Idea, Operator, Status, Verification  # noqa: E402
+from verifyless.outcome import Outcome, label3, verified_outcome  # noqa: E402
 from verifyless.roles.base import ParentInfo, TaskBrief  # noqa: E402
-from verifyless.screen import base as screen_base  # noqa: E402
 from verifyless.screen.base import ScreenContext  # noqa: E402
 from verifyless.screen.registry import build_screener  # noqa: E402
 from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
-from verifyless.train.ttl import TestTimeCritic, _Pending, group_advantages, label3_of, reverse_kl  # noqa: E402
+from verifyless.train.ttl import TestTimeCritic, group_advantages, reverse_kl  # noqa: E402
 
-Outcome = getattr(screen_base, "Outcome", _Pending)
 OPTIONS = dict(k=2, max_tokens=12, lora_r=4, lora_alpha=8, learning_rate=1e-2, rollouts=4)
 
 
@@ -56,18 +55,17 @@ def context() -> ScreenContext:
     )
 
 
-def outcome(i: int, keyword: str, child_score: float) -> object:
-    return Outcome(
-        node_id=f"n{i}",
-        parent_id="p0",
+def outcome(i: int, keyword: str, child_score: float) -> Outcome:
+    return verified_outcome(
+        "p0",
+        0.5,
+        f"n{i}",
+        Verification(Status.OK, score=child_score),
+        higher_is_better=True,
         round=1,
         parent_summary="The parent model.",
         child_summary=f"The child will {keyword} it.",
         idea=keyword,
-        parent_score=0.5,
-        child_score=child_score,
-        higher_is_better=True,
-        status="ok",
     )
 
 
@@ -113,7 +111,7 @@ def test_reverse_kl_equals_a_hand_computed_value() -> None:
     first_only = float(reverse_kl(student, teacher, torch.tensor([[1.0, 0.0]])))
     assert first_only == pytest.approx(kl([1, 0, -1], [0, 1, 0]), rel=1e-6)
     assert group_advantages([1, 1, 1]) is None and group_advantages([1, -1]) == [1.0, -1.0]
-    assert label3_of(outcome(0, "x", 0.6)) == "improve" and label3_of(outcome(0, "x", 0.5)) == "tie"
+    assert label3(outcome(0, "x", 0.6)) == "improve" and label3(outcome(0, "x", 0.5)) == "tie"
 
 
 def test_sdft_loss_is_the_reverse_kl_along_the_students_own_critique(tiny: Path, tmp_path: Path) -> None:

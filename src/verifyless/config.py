@@ -111,6 +111,12 @@ class RunConfig(_Strict):
     budget: BudgetConfig = Field(BudgetConfig(), description="hard caps of the run")
     engine: EngineConfig = Field(EngineConfig(), description="round mechanics")
     executor: ExecutorConfig = Field(ExecutorConfig(), description="where verifications run")
+    tie_tolerance: float = Field(
+        0.0,
+        ge=0.0,
+        description="relative change |Delta| at or below which a child ties its parent, for every learner "
+        "of the run (surrogate, critic-ttl) and its critic metrics; 0: exact equality (the paper)",
+    )
     guards: GuardsConfig = Field(
         default_factory=GuardsConfig, description="checks on every implementation before it is verified (MLEvolve)"
     )

@@ -76,7 +76,7 @@ def critic(
     split: str = typer.Option("bench", "--split", help="with --dataset: split to screen"),
 ) -> None:
     """Critic accuracy, calibration and uncertainty routing: from stored runs, or a dataset's bench split offline."""
-    from verifyless.offline import metrics as m
+    from verifyless.metrics import critic as m
 
     if dataset is not None:
         from verifyless._cli.data import bench_dataset

@@ -147,7 +147,9 @@ def from_runs(
     seed: int = typer.Option(0, "--seed"),
     bench_fraction: float = typer.Option(0.12, "--bench-fraction"),
     split_by: str = typer.Option("parent", "--split-by", help="parent, or task (no task in two splits)"),
-    tolerance: float = typer.Option(0.0, "--tie-tolerance"),
+    tolerance: float | None = typer.Option(
+        None, "--tie-tolerance", help="|Delta| <= this ties (3-way); default: each run's own tie_tolerance (0 if none)"
+    ),
     min_improving: int = typer.Option(
         3, "--min-improving", help="improving children a parent needs for 5-level labels"
     ),
@@ -223,10 +225,11 @@ def bench_dataset(
     """``verifyless bench critic --dataset``: screen a split offline and print/write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from verifyless.data.benchmark import run_critic_bench, write_report
+    from verifyless.data.benchmark import run_critic_bench
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.offline import report
+    from verifyless.offline.critic_bench import write_report
 
     dd = load_critic_dataset(dataset)
     if split not in dd:

@@ -4,11 +4,12 @@ Each row is screened on its own (one candidate, its parent as context; the
 same ``ScreenContext`` and ``Candidate`` that ``critic_messages`` renders
 from, so a critic sees the training prompt), with a generator seeded by
 ``(seed, example_id)``. The screener's ``Evidence`` becomes a
-``verifyless.offline.metrics.CriticRecord`` with the row's execution labels;
+``verifyless.metrics.critic.CriticRecord`` with the row's execution labels;
 screeners that give no verdicts (e.g. ``random``) produce no records and are
 reported as such. Metrics: Improve accuracy, Dir-3, F1, 5-Ladder overall,
-per stratum and per task; AUROC vs k; the routing curve; as markdown and,
-when matplotlib is installed, PNG plots.
+per stratum and per task; AUROC vs k; the routing curve (votes and u counted
+as the router counts them). The markdown report and PNG plots are written by
+``verifyless.offline.critic_bench`` (this module does not import ``offline``).
 
 Datasets carry summaries, not programs: screeners that need program text
 (feature surrogates, agentic pilots) see an empty program.
@@ -21,16 +22,16 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from verifyless.data.prompt import row_candidate, screen_context
-from verifyless.offline import metrics as m
-from verifyless.offline import report
+from verifyless.metrics import critic as m
 
 
 @dataclass(frozen=True)
 class CriticBenchReport:
+    """One screener on one split: per-group metrics (``all``, ``stratum=...``, ``task=...``), routing and AUROC."""
+
     screener: str
     split: str
     rows: int
@@ -40,24 +41,6 @@ class CriticBenchReport:
     routing: tuple[m.RoutePoint, ...]
     auroc: tuple[m.AurocPoint, ...]
     seconds: float
-
-    def markdown(self) -> str:
-        lines = [
-            f"# Critic benchmark: {self.screener} on the {self.split} split\n",
-            f"{self.rows} examples, {len(self.records)} with a verdict, {self.no_verdict} without; "
-            f"{self.seconds:.1f} s.\n",
-            report.critic_table(self.groups),
-        ]
-        if self.records:
-            lines += [
-                "\n## Three-way confusion (rows = truth)\n",
-                report.confusion_table(self.groups["all"].confusion3),
-                "\n## Routing by vote uncertainty\n",
-                report.routing_table(list(self.routing)),
-                "\n## AUROC vs k\n",
-                report.auroc_table(list(self.auroc)),
-            ]
-        return "\n".join(lines) + "\n"
 
 
 async def screen_rows(
@@ -125,21 +108,4 @@ def run_critic_bench(
     )
 
 
-def write_report(rep: CriticBenchReport, out: Path) -> list[Path]:
-    """``critic_bench.md`` and, with matplotlib, ``auroc_k.png`` and ``routing.png`` in ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "critic_bench.md"]
-    written[0].write_text(rep.markdown(), encoding="utf-8")
-    if not rep.records:
-        return written
-    try:
-        from verifyless.offline import plots
-
-        written.append(plots.plot_auroc_vs_k({rep.screener: list(rep.auroc)}, out / "auroc_k.png"))
-        written.append(plots.plot_routing(list(rep.routing), out / "routing.png"))
-    except ImportError:  # plots need the `plot` extra; the markdown report stands alone
-        pass
-    return written
-
-
-__all__ = ["CriticBenchReport", "run_critic_bench", "screen_rows", "write_report"]
+__all__ = ["CriticBenchReport", "run_critic_bench", "screen_rows"]

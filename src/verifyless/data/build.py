@@ -37,7 +37,7 @@ def build_from_runs(
     seed: int = 0,
     bench_fraction: float = 0.12,
     by: str = "parent",
-    tolerance: float = 0.0,
+    tolerance: float | None = None,
     min_improving: int = MIN_IMPROVING,
     balance_grpo: bool = True,
 ) -> dict[str, Any]:

@@ -34,9 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.labels import FIVE, THREE
 from verifyless.data.schema import COLUMNS, SCHEMA_VERSION, SPLITS, STRATA, check_row, features
 from verifyless.errors import ConfigError
+from verifyless.outcome import FIVE, THREE
 
 Rows = list[dict[str, Any]]
 

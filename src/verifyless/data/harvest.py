@@ -91,9 +91,13 @@ def run_source(store: Any, run_id: str) -> RunSource:
     return RunSource(info.run_id, info.task, source, created, config)
 
 
-def harvest_run(store: Any, run_id: str, *, tolerance: float = 0.0, min_improving: int = MIN_IMPROVING) -> Harvest:
-    """Examples of one run (see module docstring)."""
+def harvest_run(
+    store: Any, run_id: str, *, tolerance: float | None = None, min_improving: int = MIN_IMPROVING
+) -> Harvest:
+    """Examples of one run (see module docstring); ``tolerance`` None labels with the run's own ``tie_tolerance``."""
     src = run_source(store, run_id)
+    if tolerance is None:
+        tolerance = float(src.config.get("tie_tolerance") or 0.0)
     nodes = {r["node_id"]: r for r in store.node_rows(run_id)}
     statement, higher, _ = _task_facts(str(src.config.get("task_ref") or src.task))
     if higher is None:
@@ -142,7 +146,7 @@ def harvest_run(store: Any, run_id: str, *, tolerance: float = 0.0, min_improvin
 
 
 def harvest_runs(
-    store: Any, run_ids: Iterable[str], *, tolerance: float = 0.0, min_improving: int = MIN_IMPROVING
+    store: Any, run_ids: Iterable[str], *, tolerance: float | None = None, min_improving: int = MIN_IMPROVING
 ) -> Harvest:
     """Examples of several runs (run ids or unique prefixes), in the given run order."""
     rows: list[dict[str, Any]] = []

@@ -40,9 +40,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.labels import FIVE, to_three
 from verifyless.data.prompt import critic_messages
 from verifyless.model.base import Message, ModelRequest, Usage
+from verifyless.outcome import FIVE, to_three
 from verifyless.prompts import render
 
 log = logging.getLogger(__name__)

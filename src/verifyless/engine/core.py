@@ -108,7 +108,7 @@ class Engine(Recorder):
         self.state = RunState()
         self.gate = BudgetGate(config.budget, lambda: store.budget(self.run_id))
         self.tells = TellQueue()
-        self.learners = Learners(strategy, screener, memory, task)
+        self.learners = Learners(strategy, screener, memory, task, tie=config.tie_tolerance)
         self.snapshots = Snapshots(store, config.engine.snapshot_every)
         self.maker = ChildMaker(
             task,
@@ -348,7 +348,7 @@ class Engine(Recorder):
     async def _tell_round(self, r: int, node_ids: list[str]) -> None:
         told = self._emit("tell", {"round": r, "node_ids": node_ids})
         self.learners.tell(self.state, told)
-        record = await self.learners.learn(self.learners.outcomes(self.state, node_ids, r), r)
+        record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self._emit("screener_learn", {**record, "round": r})
 

@@ -4,8 +4,15 @@ A ``tell`` batch reaches, in this order for each node: the search strategy
 (``tell``), an ``OutcomeObserver`` screener (``observe``, verified nodes
 only) and the memory (verified nodes only). At each round boundary a
 ``LearningScreener`` gets the round's verified parent -> child pairs
-(``learn``). Learners see validation outcomes only: hidden test metrics are
-stripped before anything is handed on.
+(``learn``). Screeners get every verified child as the same
+``verifyless.outcome.Outcome`` record (``outcome``), stamped with the run's
+one tie tolerance (config ``tie_tolerance``), and label it with the one rule
+there. Learners see validation outcomes only: an ``Outcome`` holds no test
+score, and the memory reads validation fields only.
+
+The strategy keeps ``SearchStrategy.tell(node)``: it needs every told node
+(failed, screened-out and duplicate ones too, which have no outcome) and
+reads the node's own fitness, not a comparison with its parent.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from typing import Any
 
 from verifyless.engine.state import RunState
 from verifyless.node import Node, Status, Verification
-from verifyless.screen.base import LearningScreener, Outcome, OutcomeObserver
+from verifyless.outcome import Outcome, outcome_of
+from verifyless.screen.base import LearningScreener, OutcomeObserver
 from verifyless.search.base import SearchStrategy
 from verifyless.task.base import Task
 
@@ -26,12 +34,15 @@ __all__ = ["Learners"]
 class Learners:
     """Feeds told nodes to the strategy, an observing screener and the memory; runs screener learning."""
 
-    def __init__(self, strategy: SearchStrategy, screener: Any, memory: Any | None, task: Task) -> None:
+    def __init__(
+        self, strategy: SearchStrategy, screener: Any, memory: Any | None, task: Task, *, tie: float = 0.0
+    ) -> None:
         self.strategy = strategy
         self.observer = screener if isinstance(screener, OutcomeObserver) else None
         self.learner = screener if isinstance(screener, LearningScreener) else None
         self.memory = memory
         self.task = task
+        self.tie = tie
         self._backlog: list[Any] | None = None
 
     def tell(
@@ -47,16 +58,13 @@ class Learners:
         for node in nodes:
             if strategy:
                 self.strategy.tell(node)
-            v = state.verifications.get(node.id)
-            if v is None:
+            outcome = self.outcome(state, node.id)
+            if outcome is None:
                 continue
-            cand = state.candidates[node.id]
-            parent = state.view.nodes.get(cand.parent_id) if cand.parent_id else None
-            parent_fit = parent.fitness if parent is not None else None
             if observer and self.observer is not None:
-                self.observer.observe(cand, parent_fit, _validation_only(v), node.fitness)
+                self.observer.observe(outcome)
             if memory and self.memory is not None:
-                self._remember(node, cand, v, parent_fit)
+                self._remember(node, state.candidates[node.id], state.verifications[node.id], outcome.parent_fitness)
 
     @contextlib.contextmanager
     def batched_memory(self) -> Iterator[None]:
@@ -69,30 +77,27 @@ class Learners:
             if self.memory is not None and backlog:
                 self.memory.extend(backlog)
 
-    def outcomes(self, state: RunState, node_ids: Sequence[str], round: int) -> list[Outcome]:
-        """The verified parent -> child pairs among ``node_ids`` (told in ``round``)."""
-        out = []
-        for nid in node_ids:
-            v = state.verifications.get(nid)
-            cand = state.candidates.get(nid)
-            if v is None or cand is None or cand.parent_id is None:
-                continue
-            pv = state.verifications.get(cand.parent_id)
-            out.append(
-                Outcome(
-                    node_id=nid,
-                    parent_id=cand.parent_id,
-                    round=round,
-                    parent_summary=state.summaries.get(cand.parent_id, ""),
-                    child_summary=state.summaries.get(nid, ""),
-                    idea=cand.idea.text,
-                    parent_score=pv.score if pv is not None and pv.status is Status.OK else None,
-                    child_score=v.score if v.status is Status.OK else None,
-                    higher_is_better=self.task.metric.direction == "maximize",
-                    status=v.status.value,
-                )
-            )
-        return out
+    def outcome(self, state: RunState, node_id: str) -> Outcome | None:
+        """The ``Outcome`` of a verified node against its parent's validation fitness; None if unverified."""
+        v, cand = state.verifications.get(node_id), state.candidates.get(node_id)
+        if v is None or cand is None:
+            return None
+        parent = state.view.nodes.get(cand.parent_id) if cand.parent_id else None
+        return outcome_of(
+            parent,
+            cand,
+            v,
+            higher_is_better=self.task.metric.direction == "maximize",
+            tie=self.tie,
+            round=cand.round,
+            parent_summary=state.summaries.get(cand.parent_id or "", ""),
+            child_summary=state.summaries.get(node_id, ""),
+        )
+
+    def outcomes(self, state: RunState, node_ids: Sequence[str]) -> list[Outcome]:
+        """The verified parent -> child outcomes among ``node_ids``, in tell order (drafts without a parent left out)."""
+        found = [self.outcome(state, nid) for nid in node_ids if (c := state.candidates.get(nid)) and c.parent_id]
+        return [o for o in found if o is not None]
 
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
         return None if self.learner is None else await self.learner.learn(outcomes, round)
@@ -118,7 +123,3 @@ class Learners:
             self._backlog.append(record)
         else:
             self.memory.add(record)  # type: ignore[union-attr]
-
-
-def _validation_only(v: Verification) -> Verification:
-    return v.replace(test_metrics={}, test_score=None)

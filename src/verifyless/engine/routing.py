@@ -16,16 +16,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from verifyless.metrics.critic import routes
 from verifyless.node import Evidence, Screening
 
 __all__ = ["Routed", "has_votes", "route", "select"]
 
-_EPS = 1e-9
-
 
 def route(uncertainty: float, threshold: float) -> bool:
-    """True when votes are too split to trust: ``u >= T`` sends the candidate to verification."""
-    return uncertainty >= threshold - _EPS
+    """True when votes are too split to trust: ``u >= T`` sends it to verification (``metrics.critic.routes``)."""
+    return routes(uncertainty, threshold)
 
 
 def has_votes(evidence: Evidence | None) -> bool:

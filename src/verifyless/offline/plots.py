@@ -2,7 +2,7 @@
 
 Every function writes one PNG to ``path`` (parent folders are created) and
 returns the path. Inputs are the records of ``verifyless.offline.compare`` and
-``verifyless.offline.metrics``; nothing here computes statistics.
+``verifyless.metrics.critic``; nothing here computes statistics.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from verifyless.metrics.critic import AurocPoint, Calibration, RoutePoint
 from verifyless.offline.compare import CurveBand
-from verifyless.offline.metrics import AurocPoint, Calibration, RoutePoint
 
 
 def _pyplot():

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from verifyless.metrics.critic import AurocPoint, CriticMetrics, RoutePoint
 from verifyless.offline.compare import Estimate, Reach
-from verifyless.offline.labels import FIVE, THREE
-from verifyless.offline.metrics import AurocPoint, CriticMetrics, RoutePoint
 from verifyless.offline.selection import SelectionSummary
+from verifyless.outcome import FIVE, THREE
 
 
 def fmt(value: Any, digits: int = 3, percent: bool = False) -> str:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifyless.outcome import outcome_of
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
@@ -635,7 +636,9 @@ class ScreenerSelector(Selector):
             score=point.score,
             test_score=point.test_score,
         )
-        self.screener.observe(self.candidate(pool.parent, child), pool.parent_fitness, v, fitness)
+        higher = self.world.direction == "maximize"
+        cand = self.candidate(pool.parent, child)
+        self.screener.observe(outcome_of(pool.parent_fitness, cand, v, higher_is_better=higher))
 
 
 def _run_sync(coro: Any) -> Any:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from verifyless.offline.labels import FIVE, THREE
+from verifyless.outcome import FIVE, THREE
 
 REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(
@@ -552,7 +552,7 @@ class AuditRow:
 
 @dataclass(frozen=True)
 class CriticView:
-    """Critic predictions joined with execution outcomes (see ``verifyless.offline.metrics``)."""
+    """Critic predictions joined with execution outcomes (see ``verifyless.metrics.critic``)."""
 
     n: int
     metrics: Mapping[str, Any]
@@ -577,7 +577,7 @@ def critic_view(store: Any, run_id: str) -> CriticView | None:
     Audits (candidates verified although the screener did not choose them) are listed apart: they are the
     unbiased sample of the critic's rejections.
     """
-    from verifyless.offline.metrics import breakdown, calibration, critic_metrics, critic_records_from_store
+    from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
 
     records = critic_records_from_store(store, run_id)
     if not records:

@@ -4,10 +4,11 @@ A screener ranks every candidate, chooses the ids to verify and records its
 evidence. Screeners that learn from outcomes already paid for implement one of
 two optional protocols, which the engine checks with ``isinstance``:
 
-* ``OutcomeObserver.observe`` -- called for every verified node as it is told
-  (the surrogate);
+* ``OutcomeObserver.observe`` -- called with the ``Outcome`` of every
+  verified node as it is told (the surrogate);
 * ``LearningScreener.learn`` / ``restore`` -- called once per round boundary
-  with that round's verified parent -> child pairs (``Outcome``); what
+  with that round's verified parent -> child pairs (the same ``Outcome``
+  records, ``verifyless.outcome``); what
   ``learn`` returns is stored as a ``screener_learn`` event and handed back to
   ``restore`` on resume and replay (test-time critic adapters).
 """
@@ -19,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from verifyless.node import Candidate, Node, Screening, Verification
+from verifyless.node import Candidate, Node, Screening
+from verifyless.outcome import Outcome
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.task.base import Task
 
@@ -74,27 +76,14 @@ class Screener(Protocol):
 
 @runtime_checkable
 class OutcomeObserver(Protocol):
-    """Sees each verified node once, in tell order (validation outcome only, hidden test fields stripped)."""
+    """Sees each verified node's ``Outcome`` once, in tell order (validation side only).
 
-    def observe(
-        self, candidate: Candidate, parent_fitness: float | None, child: Verification, fitness: float | None
-    ) -> None: ...
+    The outcome carries the child ``candidate`` (for features) and the run's
+    tie tolerance; label it with ``verifyless.outcome.reward_label`` (a failed
+    child is a loss) or ``label3``, never with a rule of its own.
+    """
 
-
-@dataclass(frozen=True)
-class Outcome:
-    """One verified parent -> child pair, validation side only."""
-
-    node_id: str
-    parent_id: str
-    round: int
-    parent_summary: str
-    child_summary: str
-    idea: str
-    parent_score: float | None  # raw metric values
-    child_score: float | None
-    higher_is_better: bool
-    status: str  # Status value of the child
+    def observe(self, outcome: Outcome) -> None: ...
 
 
 @runtime_checkable

@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from verifyless.metrics.critic import routes, vote_shares, vote_uncertainty
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
@@ -116,7 +117,6 @@ _TIER_WORDS = {
 }
 
 # With this many spare digits, u >= T is not flipped by float rounding (1 - 12/16 is exact, 1 - 0.7 is not).
-_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def parse_verdict(text: str) -> Verdict | None:
 
 def route(evidence: Evidence, threshold: float = 0.25) -> bool:
     """True when the critic is too unsure: ``u(a) >= T`` sends the candidate to real verification."""
-    return evidence.uncertainty >= threshold - _EPS
+    return routes(evidence.uncertainty, threshold)
 
 
 def evidence_from_critiques(
@@ -219,17 +219,14 @@ def evidence_from_critiques(
     valid = [v for v in verdicts if v is not None]
     k = len(verdicts)
     n_invalid = k - len(valid)
-    if valid:
-        rank_value = sum(v.rank for v in valid) / k
-        votes = {d: sum(v.improvement == d for v in valid) / k for d in DIRECTIONS}
-        uncertainty = 1.0 - max(votes.values())
-    else:
-        rank_value, votes, uncertainty = -1.0, {d: 0.0 for d in DIRECTIONS}, 1.0
+    votes = vote_shares([v.improvement if v else None for v in verdicts])  # the critic benchmark counts the same
+    uncertainty = vote_uncertainty(votes)
+    rank_value = sum(v.rank for v in valid) / k if valid else -1.0
     detail: dict[str, Any] = {
         "critiques": list(critiques),
         "sample_labels": [v.label if v else None for v in verdicts],
         "n_invalid": n_invalid,
-        "uncertain": uncertainty >= threshold - _EPS,
+        "uncertain": routes(uncertainty, threshold),
         "route_threshold": threshold,
         "replies": replies_detail(
             len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts, strict=False) if v is None)

@@ -4,17 +4,15 @@ No LLM is involved. Every verified child teaches it one example
 ``(candidate features, outcome)`` through ``observe``; ``screen`` ranks a new
 pool by the predicted probability that a child improves on its parent.
 
-Outcome labels (three-way, fitness oriented so higher is better):
-
-* ``improve``: the child verified OK and ``fitness > parent_fitness + tol``;
-* ``tie``: OK and ``|fitness - parent_fitness| <= tol``;
-* ``lose``: OK and worse, **or the verification failed** (crash, timeout, OOM,
-  contract violation, invalid metric). A failed child is a wasted
-  verification, which is exactly what screening should avoid, so it is
-  counted as a loss rather than dropped.
-
-An OK child whose parent has no fitness (a draft from nothing, or from a
-buggy parent) cannot be compared and teaches nothing; it is skipped.
+Outcome labels: ``verifyless.outcome.reward_label`` of each ``Outcome``, the
+run's one rule (relative, oriented Delta against the run's tie tolerance):
+``improve`` / ``tie`` / ``lose`` for a compared child, and ``lose`` for a
+failed one (crash, timeout, OOM, contract violation, invalid metric). A failed
+child is a wasted verification, which is exactly what screening should avoid,
+so it is counted as a loss rather than dropped -- as the policy reward gives it
+-1; critic datasets and critic metrics leave it out (``label3``). An OK child
+whose parent has no fitness (a draft from nothing, or from a buggy parent)
+cannot be compared and teaches nothing; it is skipped.
 
 Five-way labels are confidence tiers, not a magnitude model: the three-way
 argmax, and when it is ``improve`` the tier comes from ``P(improve)``
@@ -50,7 +48,8 @@ from typing import Any
 import numpy as np
 
 from verifyless.errors import ConfigError
-from verifyless.node import Candidate, Evidence, Screening, Status, Verification
+from verifyless.node import Candidate, Evidence, Screening
+from verifyless.outcome import Outcome, reward_label
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.features import (
     CandidateFeaturizer,
@@ -64,30 +63,10 @@ LABELS: tuple[str, str, str] = ("improve", "tie", "lose")
 COLD_START = "cold start"
 
 
-def outcome_label(
-    parent_fitness: float | None,
-    child: Verification,
-    fitness: float | None,
-    tolerance: float = 1e-12,
-) -> str | None:
-    """Three-way label of one verified child, or None when it cannot be compared.
-
-    Failures (any non-OK status, or an OK record without a finite fitness) are ``lose``.
-    """
-    if child.status is not Status.OK or not _finite(fitness):
-        return "lose"
-    if not _finite(parent_fitness):
-        return None
-    assert fitness is not None and parent_fitness is not None  # narrowed by _finite above
-    if fitness > parent_fitness + tolerance:
-        return "improve"
-    if fitness < parent_fitness - tolerance:
-        return "lose"
-    return "tie"
-
-
-def _finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
+def _change(outcome: Outcome) -> float | None:
+    """The absolute change in oriented fitness (the Delta regressor's target); None unless both were scored."""
+    child, parent = outcome.child_fitness, outcome.parent_fitness
+    return None if outcome.delta is None or child is None or parent is None else child - parent
 
 
 def five_way(votes: dict[str, float]) -> str:
@@ -216,7 +195,6 @@ class SurrogateScreener:
         features: FeatureKind = "hashing",
         n_verify: int | None = None,
         C: float = 4.0,
-        tolerance: float = 1e-12,
         rank_by: str = "delta",
         explore: float = 1.0,
         pair_weight: float = 0.5,
@@ -237,7 +215,6 @@ class SurrogateScreener:
         self.min_examples = min_examples
         self.n_verify = n_verify
         self.C = C
-        self.tolerance = tolerance
         self.featurizer = CandidateFeaturizer(make_text_encoder(features))
         self.features = self.featurizer.text.name
         self._examples: list[Example] = []
@@ -251,38 +228,29 @@ class SurrogateScreener:
     def examples(self) -> tuple[Example, ...]:
         return tuple(self._examples)
 
-    def observe(
-        self,
-        candidate: Candidate,
-        parent_fitness: float | None,
-        child: Verification,
-        fitness: float | None,
-    ) -> None:
-        """Store one verified outcome; the model refits lazily at the next ``screen``."""
+    def observe(self, outcome: Outcome) -> None:
+        """Store one verified outcome (``outcome.candidate`` must be set); the model refits lazily at ``screen``."""
+        candidate = outcome.candidate
+        if candidate is None:
+            raise ValueError(f"outcome {outcome.child_id} has no candidate: the surrogate learns from its features")
         if self.rank_by == "fitness":
-            self._observe_fitness(candidate, parent_fitness, child, fitness)
+            self._observe_fitness(candidate, outcome)
             return
-        label = outcome_label(parent_fitness, child, fitness, self.tolerance)
+        label = reward_label(outcome)
         if label is None:
             return
-        scored = child.status is Status.OK and _finite(fitness) and _finite(parent_fitness)
-        delta = fitness - parent_fitness if scored else None  # type: ignore[operator]
-        self._examples.append(Example(candidate.id, label, delta))
+        self._examples.append(Example(candidate.id, label, _change(outcome)))
         self._rows.append(self.featurizer.transform([candidate])[0])
 
-    def _observe_fitness(
-        self, candidate: Candidate, parent_fitness: float | None, child: Verification, fitness: float | None
-    ) -> None:
+    def _observe_fitness(self, candidate: Candidate, outcome: Outcome) -> None:
         """Fitness mode: store the child's design and outcome, and the parent's design when it is known."""
-        ok = child.status is Status.OK and _finite(fitness)
-        self.fitness_model.add(option_tokens(candidate, pair_weight=self.pair_weight), fitness if ok else None)
+        self.fitness_model.add(option_tokens(candidate, pair_weight=self.pair_weight), outcome.child_fitness)
         parent = candidate.idea.params.get("parent_assignment") if candidate.idea.params else None
-        if isinstance(parent, dict) and parent and _finite(parent_fitness):
-            self.fitness_model.add(assignment_tokens(parent, pair_weight=self.pair_weight), parent_fitness)
-        label = outcome_label(parent_fitness, child, fitness, self.tolerance)
+        if isinstance(parent, dict) and parent and outcome.parent_fitness is not None:
+            self.fitness_model.add(assignment_tokens(parent, pair_weight=self.pair_weight), outcome.parent_fitness)
+        label = reward_label(outcome)
         if label is not None:
-            delta = fitness - parent_fitness if ok and _finite(parent_fitness) else None  # type: ignore[operator]
-            self._examples.append(Example(candidate.id, label, delta))
+            self._examples.append(Example(candidate.id, label, _change(outcome)))
 
     def _ready(self) -> bool:
         if self.rank_by == "fitness":
@@ -444,4 +412,4 @@ class SurrogateScreener:
         )
 
 
-__all__ = ["COLD_START", "Example", "FitnessModel", "LABELS", "SurrogateScreener", "five_way", "outcome_label"]
+__all__ = ["COLD_START", "Example", "FitnessModel", "LABELS", "SurrogateScreener", "five_way"]

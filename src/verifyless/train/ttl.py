@@ -37,6 +37,7 @@ from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Idea, Operator, Screening
+from verifyless.outcome import Outcome, label3
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import PointwiseCritic, parse_verdict
@@ -66,16 +67,8 @@ def group_advantages(rewards: Sequence[float]) -> list[float] | None:
     return [(r - mean) / var**0.5 for r in rewards]
 
 
-def label3_of(outcome: Any) -> str | None:
-    """improve / tie / lose from the measured scores, oriented by ``higher_is_better``; None without both."""
-    if outcome.parent_score is None or outcome.child_score is None:
-        return None
-    delta = outcome.child_score - outcome.parent_score
-    delta = delta if outcome.higher_is_better else -delta
-    return "improve" if delta > 0 else "lose" if delta < 0 else "tie"
-
-
-def privileged_note(outcome: Any, label: str) -> str:
+def privileged_note(outcome: Outcome, label: str) -> str:
+    """The teacher's privileged context: the measured raw scores and the label (``verifyless.outcome.label3``)."""
     better = "higher" if outcome.higher_is_better else "lower"
     return (
         f"\n\n## Measured outcome (known to you only)\nParent score: {outcome.parent_score:.6g}. "
@@ -143,7 +136,7 @@ class TestTimeCritic:
             name=name,
         )
         self.version = 0
-        self.pending: list[Any] = []
+        self.pending: list[Outcome] = []
         self._ctx: ScreenContext | None = None
         self.task = task  # prompts before the first screening (e.g. learning right after a resume)
         self._setup(lora_r, lora_alpha, init_adapter)
@@ -180,7 +173,7 @@ class TestTimeCritic:
     def route(self, evidence: Any) -> bool:
         return self.critic.route(evidence)
 
-    def messages_for(self, outcome: Any) -> list[dict[str, str]]:
+    def messages_for(self, outcome: Outcome) -> list[dict[str, str]]:
         """The critic's own prompt for a verified pair (the task and brief of the last screening)."""
         parent = ParentInfo(id=outcome.parent_id, program="", summary=outcome.parent_summary)
         if self._ctx is not None:
@@ -193,7 +186,7 @@ class TestTimeCritic:
                 "build it with build_screener(..., task=TASK)"
             )
         child = Candidate(
-            id=outcome.node_id,
+            id=outcome.child_id,
             parent_id=outcome.parent_id,
             operator=Operator.IMPROVE,
             idea=Idea(outcome.idea),
@@ -204,8 +197,9 @@ class TestTimeCritic:
         return [{"role": m.role, "content": m.content} for m in self.critic.messages(ctx, child)]
 
     # -- learning ---------------------------------------------------------------
-    async def learn(self, outcomes: Sequence[Any], round: int) -> dict[str, Any] | None:
-        usable = [o for o in outcomes if label3_of(o) is not None]
+    async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
+        """Learn from the round's compared outcomes; a failed child has no label and is skipped (``label3``)."""
+        usable = [o for o in outcomes if label3(o) is not None]
         if self.mode == "grpo":
             self.pending += usable
             if not self.pending or round % self.every:
@@ -218,7 +212,7 @@ class TestTimeCritic:
         loss = await asyncio.to_thread(self._update, batch, round)
         return self._record(loss, pairs=len(batch))
 
-    def _update(self, batch: Sequence[Any], round: int) -> float:
+    def _update(self, batch: Sequence[Outcome], round: int) -> float:
         import torch
 
         rng = random.Random(self.seed * 100_003 + round)
@@ -259,17 +253,17 @@ class TestTimeCritic:
         logits = self.local.loaded.model(input_ids=ids).logits
         return logits[:, len(prompt) - 1 : len(prompt) - 1 + len(completion), :]
 
-    def sdft_pair(self, outcome: Any, rng: random.Random) -> tuple[list[int], list[int], list[int]]:
+    def sdft_pair(self, outcome: Outcome, rng: random.Random) -> tuple[list[int], list[int], list[int]]:
         """(student prompt ids, teacher prompt ids, the student's sampled critique ids)."""
         messages = self.messages_for(outcome)
         teacher = [dict(m) for m in messages]
-        teacher[-1]["content"] += privileged_note(outcome, str(label3_of(outcome)))
+        teacher[-1]["content"] += privileged_note(outcome, str(label3(outcome)))
         student_ids = self._prompt_ids(messages)
         self.local.loaded.model.eval()
         critique = self._sample(student_ids, [rng.randrange(2**31)])[0]
         return student_ids, self._prompt_ids(teacher), list(critique.token_ids)
 
-    def _sdft_loss(self, outcome: Any, rng: random.Random) -> Any:
+    def _sdft_loss(self, outcome: Outcome, rng: random.Random) -> Any:
         import torch
 
         student_ids, teacher_ids, critique = self.sdft_pair(outcome, rng)
@@ -282,13 +276,13 @@ class TestTimeCritic:
         mask = torch.ones(student_logits.shape[:2], device=student_logits.device)
         return reverse_kl(student_logits, teacher_logits, mask)
 
-    def _grpo_loss(self, outcome: Any, rng: random.Random) -> Any:
+    def _grpo_loss(self, outcome: Outcome, rng: random.Random) -> Any:
         import torch
 
         prompt = self._prompt_ids(self.messages_for(outcome))
         self.local.loaded.model.eval()
         samples = self._sample(prompt, [rng.randrange(2**31) for _ in range(self.rollouts)])
-        label = label3_of(outcome)
+        label = label3(outcome)
         rewards = [
             1.0 if (v := parse_verdict(s.text)) is not None and v.improvement == label else -1.0 for s in samples
         ]
@@ -330,7 +324,7 @@ class TestTimeCritic:
             "adapter_dir": str(self._dir(self.version)) if self.version else None,
         }
         if self.mode == "grpo":
-            record["pending"] = [dataclasses.asdict(o) for o in self.pending]
+            record["pending"] = [o.to_dict() for o in self.pending]
         return record
 
     def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
@@ -343,7 +337,7 @@ class TestTimeCritic:
             return
         last = records[-1]
         self.version = int(last.get("adapter_version") or 0)
-        self.pending = [_Pending(**p) for p in last.get("pending") or []]
+        self.pending = [Outcome.from_dict(p) for p in last.get("pending") or []]
         if not self.version:
             return
         folder = Path(str(last["adapter_dir"]))
@@ -362,20 +356,4 @@ class TestTimeCritic:
         self.local.version = f"ttl-v{self.version}"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Pending:
-    """A stored pending pair (the fields of ``Outcome``), rebuilt on restore."""
-
-    node_id: str
-    parent_id: str
-    round: int
-    parent_summary: str
-    child_summary: str
-    idea: str
-    parent_score: float | None
-    child_score: float | None
-    higher_is_better: bool
-    status: str
-
-
-__all__ = ["TestTimeCritic", "group_advantages", "label3_of", "privileged_note", "reverse_kl"]
+__all__ = ["TestTimeCritic", "group_advantages", "privileged_note", "reverse_kl"]

@@ -8,7 +8,9 @@
   confusion table of the critic's verdict (improve or not) against the
   verifier's outcome, for every idea that has both, split into ``confident``
   (u < T: the critic's verdict was, or would have been, the reward) and
-  ``routed`` (u >= T: verified because the critic was unsure).
+  ``routed`` (u >= T: verified because the critic was unsure), by the
+  router's own rule (``metrics.critic.routes``). The verifier's outcome
+  (``improved``) is the one label rule's (``verifyless.outcome.improved``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless.metrics.critic import routes
 from verifyless.train.policy.contract import StepStats
 
 Payload = Mapping[str, Any]
@@ -151,8 +154,9 @@ def audit_run(store: Any, run_id: str) -> Audit:
     sources: dict[str, int] = {}
     for p in ideas:
         sources[str(p["source"])] = sources.get(str(p["source"]), 0) + 1
-    confident = [p for p in ideas if p.get("uncertainty") is not None and p["uncertainty"] < threshold - 1e-9]
-    routed = [p for p in ideas if p.get("uncertainty") is not None and p["uncertainty"] >= threshold - 1e-9]
+    judged = [p for p in ideas if p.get("uncertainty") is not None]
+    confident = [p for p in judged if not routes(float(p["uncertainty"]), threshold)]
+    routed = [p for p in judged if routes(float(p["uncertainty"]), threshold)]
     return Audit(
         run_id=run_id,
         ideas=len(ideas),

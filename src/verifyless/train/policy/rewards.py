@@ -23,7 +23,8 @@ them. Every group starts at its task's baseline, verified once per run.
 4. a verified child that fails for any reason but a timeout gets up to
    ``repairs`` repairs keeping the idea (``verifying.PaidVerifier``); the
    label is improve iff its validation fitness beats the parent's by more
-   than ``tolerance`` (``verifyless.data.labels``): +1, else -1.
+   than ``tolerance`` (``verifyless.outcome.improved``, the one label rule): +1,
+   else -1 (a failed child included).
 
 The critic's verdict is "improve" when improve has strictly the most votes of
 the three directions (unparsed critiques count in the denominator as votes

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifyless.child import ChildMaker
-from verifyless.data.labels import relative_delta, three_way
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.outcome import improved, verified_outcome
 from verifyless.roles.base import ParentInfo
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import VerificationBudgetSpent
@@ -204,14 +204,13 @@ class PaidVerifier:
 
 
 def improves(task: Task, v: Verification, parent: ParentInfo, tolerance: float = 0.0) -> bool:
-    """Whether a verified child beats its parent: OK, and its relative fitness change exceeds ``tolerance``.
+    """Whether a verified child beats its parent: the one label rule's ``improved`` (``verifyless.outcome``).
 
-    Uses the data labels' rules (``verifyless.data.labels``): the three-way label must be ``improve``.
+    Relative, oriented Delta above ``tolerance``; a failed child never improves (its reward is -1).
     """
-    child_fit = fitness(task, v)
-    if child_fit is None or parent.score is None:
-        return False
-    return three_way(relative_delta(child_fit, task.metric.orient(parent.score)), tolerance) == "improve"
+    parent_fit = task.metric.orient(parent.score) if parent.score is not None else None
+    higher = task.metric.direction == "maximize"
+    return improved(verified_outcome(parent.id or "", parent_fit, "", v, higher_is_better=higher, tie=tolerance))
 
 
 def fitness(task: Task, v: Verification) -> float | None:

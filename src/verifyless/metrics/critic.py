@@ -3,7 +3,16 @@
 A ``CriticRecord`` holds what a critic said about one verified candidate (its
 k sampled five-way labels, hence three-way vote shares) and what execution
 said (three-way label, and a parent-specific five-level label when the parent
-has enough improving children; see ``verifyless.offline.labels``).
+has enough improving children; see ``verifyless.outcome``, the one label rule).
+This module sits below ``data`` and ``offline`` (it imports only the outcome
+records), so the critic benchmark, reports and offline replays share it.
+
+Votes and uncertainty are computed exactly as the router sees them
+(``vote_shares``, ``vote_uncertainty``; ``screen.critic`` builds its
+``Evidence`` with the same two functions): shares over ALL k samples, an
+unparsed critique being a vote for nothing, and u = 1 - max_y v_y. With 12
+agreeing and 4 unparsed critiques of k = 16, u = 0.25, and the record routes
+at T = 0.25 as the run does.
 
 Aggregating k samples into one prediction: the three-way prediction is the
 plurality of the votes, ties broken in the order improve, tie, lose; the
@@ -25,7 +34,8 @@ Metrics (all fractions in [0, 1]):
 Uncertainty analysis: ``auroc_vs_k`` scores each record by its improve vote
 share over k samples drawn without replacement from the stored samples
 (seeded; records with fewer than k stored samples are left out at that k) and
-reports the AUROC against "truly improves"; ``routing_curve`` gives, for each
+reports the AUROC against "truly improves" (the share is over the k draws, an
+unparsed draw voting for nothing); ``routing_curve`` gives, for each
 threshold T, the fraction of records with u >= T (routed to verification) and
 the share of all critic errors among them (error recall), u = 1 - max_y v_y.
 """
@@ -41,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from verifyless.offline.labels import FIVE, MIN_IMPROVING, THREE, label_children, to_three
+from verifyless.outcome import FIVE, MIN_IMPROVING, THREE, label_outcomes, pair_outcome, to_three
 
 KS: tuple[int, ...] = (1, 4, 8, 16, 32)
 THRESHOLDS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
@@ -56,8 +66,8 @@ class CriticRecord:
     """One judged and verified candidate.
 
     ``samples``: the k sampled five-way labels in sampling order (None = a
-    critique that did not parse). ``votes``: three-way shares over the valid
-    samples. ``delta``: signed relative improvement over the parent.
+    critique that did not parse). ``votes``: three-way shares over all k
+    samples (``vote_shares``). ``delta``: signed relative improvement over the parent.
     """
 
     candidate_id: str
@@ -80,23 +90,44 @@ class CriticRecord:
 
     @property
     def uncertainty(self) -> float:
-        """u = 1 - max_y v_y; 1.0 when nothing parsed."""
-        if self.n_valid == 0 or not self.votes:
-            return 1.0
-        return 1.0 - max(self.votes.values())
+        """u = 1 - max_y v_y over all k samples (``vote_uncertainty``); 1.0 when nothing parsed."""
+        return 1.0 if self.n_valid == 0 else vote_uncertainty(self.votes)
 
     @property
     def correct3(self) -> bool:
         return self.pred3 is not None and self.pred3 == self.true3
 
 
+def vote_shares(samples: Sequence[str | None]) -> dict[str, float]:
+    """Three-way vote shares over ALL k samples: an unparsed one (None) is a vote for nothing.
+
+    Five-way labels are collapsed first; all shares are 0 when nothing parsed
+    (or k is 0). This is the router's count (``screen.critic``).
+    """
+    counts = Counter(to_three(s) for s in samples if s is not None)
+    k = len(samples)
+    return {d: counts[d] / k if k else 0.0 for d in THREE}
+
+
+def vote_uncertainty(votes: Mapping[str, float]) -> float:
+    """u = 1 - max_y v_y; 1.0 when no vote was cast at all."""
+    if not votes or not any(votes.values()):
+        return 1.0
+    return 1.0 - max(votes.values())
+
+
+def routes(uncertainty: float, threshold: float) -> bool:
+    """The routing rule: u >= T sends a candidate to verification (with 1e-9 slack for float rounding).
+
+    ``engine.routing.route`` and ``screen.critic.route`` are this function,
+    so the benchmark's routing curve routes exactly as a run does.
+    """
+    return uncertainty >= threshold - _EPS
+
+
 def votes_of(samples: Sequence[str | None]) -> dict[str, float]:
-    """Three-way vote shares over the valid samples (all 0 when none is valid)."""
-    valid = [to_three(s) for s in samples if s is not None]
-    if not valid:
-        return {d: 0.0 for d in THREE}
-    counts = Counter(valid)
-    return {d: counts[d] / len(valid) for d in THREE}
+    """The record's vote shares: ``vote_shares`` (over all k, as the router counts)."""
+    return vote_shares(samples)
 
 
 def predict(samples: Sequence[str | None]) -> tuple[str | None, str | None]:
@@ -140,12 +171,13 @@ def record_from_evidence(
     """A record from an ``Evidence.to_dict()``; None when the screener gave no verdicts (e.g. random).
 
     Uses ``detail["sample_labels"]`` (every sample, invalid as None) when
-    present, else ``labels`` (valid samples only), else the stored ``votes``.
+    present, else ``labels`` (valid samples) plus ``n_invalid`` unparsed ones,
+    else the stored ``votes``.
     """
     detail = evidence.get("detail") or {}
     samples = detail.get("sample_labels") if isinstance(detail, Mapping) else None
-    if not samples:
-        samples = evidence.get("labels") or []
+    if not samples and evidence.get("labels"):
+        samples = [*evidence["labels"], *[None] * int(evidence.get("n_invalid") or 0)]
     cid = str(evidence.get("candidate_id", extra.pop("candidate_id", "")))
     if samples:
         return make_record(cid, samples, true3, true5, **extra)
@@ -158,25 +190,29 @@ def record_from_evidence(
 
 
 def critic_records_from_store(
-    store: Any, run_id: str, *, min_improving: int = MIN_IMPROVING, tolerance: float = 0.0
+    store: Any, run_id: str, *, min_improving: int = MIN_IMPROVING, tolerance: float | None = None
 ) -> list[CriticRecord]:
     """Join every ``screening`` event's evidence with the later verification of that candidate.
 
-    The truth is the three-way label of the child's validation fitness
-    against its parent's (plus the five-level label when the parent has at
-    least ``min_improving`` improving verified children in this run).
+    The truth is the three-way label (``verifyless.outcome.label3``) of the
+    child's validation fitness against its parent's, with the run's own
+    ``tie_tolerance`` unless ``tolerance`` is given (plus the five-level label
+    when the parent has at least ``min_improving`` improving verified children
+    in this run).
     Candidates that were never verified, that failed, or whose parent has no
     fitness are left out; so are screeners that produce no verdicts. The
     stratum of a record is the screener's name; the task is the run's task.
     """
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
-    task = store.run(run_id).task
+    run = store.run(run_id)
+    tie = float((run.config or {}).get("tie_tolerance", 0.0)) if tolerance is None else tolerance
     pairs = []
     for nid, row in rows.items():
         parent = rows.get(row.get("parent_id") or "")
         if parent is not None:
-            pairs.append((parent["node_id"], nid, row.get("fitness"), parent.get("fitness")))
-    outcomes = {o.child_id: o for o in label_children(pairs, min_improving=min_improving, tolerance=tolerance)}
+            pairs.append(pair_outcome(parent["node_id"], nid, row.get("fitness"), parent.get("fitness"), tie=tie))
+    outcomes = {o.child_id: o for o in label_outcomes(pairs, min_improving=min_improving)}
+    task = run.task
     records: dict[str, CriticRecord] = {}
     for event in store.events(run_id, kinds=["screening"]):
         screener = str(event.payload.get("screener", ""))
@@ -393,8 +429,7 @@ def auroc_vs_k(
         for _ in range(repeats if usable else 0):
             scores = []
             for r in usable:
-                draw = [s for s in rng.sample(r.samples, k) if s is not None]
-                scores.append(sum(to_three(s) == "improve" for s in draw) / len(draw) if draw else 0.0)
+                scores.append(vote_shares(rng.sample(r.samples, k))["improve"])
             value = auroc(scores, [r.true3 == "improve" for r in usable])
             if value is not None:
                 values.append(value)
@@ -427,7 +462,7 @@ def routing_curve(records: Sequence[CriticRecord], thresholds: Sequence[float] =
     n_err = sum(errors)
     out = []
     for t in thresholds:
-        routed = [r.uncertainty >= t - _EPS for r in records]
+        routed = [routes(r.uncertainty, t) for r in records]
         caught = sum(e and rt for e, rt in zip(errors, routed, strict=False))
         kept = [not e for e, rt in zip(errors, routed, strict=False) if not rt]
         out.append(
@@ -478,6 +513,9 @@ __all__ = [
     "make_record",
     "predict",
     "record_from_evidence",
+    "routes",
     "routing_curve",
+    "vote_shares",
+    "vote_uncertainty",
     "votes_of",
 ]

@@ -1,0 +1,1 @@
+"""Measurements shared by every layer above the records: critic metrics (``verifyless.metrics.critic``)."""
