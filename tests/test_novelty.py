@@ -93,15 +93,23 @@ def check(g: NoveltyGate, candidates, archive) -> list[NoveltyVerdict]:
 
 
 def test_a_near_duplicate_is_rejected_with_its_reason_and_a_new_idea_passes(task, base):
-    archive = [ArchiveProgram("root", base)]
-    dup, new = check(
-        gate(task, audit_rate=0.0), [cand("c1", whitespace_copy(base)), cand("c2", boosting(base))], archive
-    )
-    assert (dup.outcome, dup.verify, dup.nearest_id) == ("rejected", False, "root")
+    archive = [ArchiveProgram("root", base), ArchiveProgram("a", boosting(base), parent_id="root")]
+    near, new = [cand("c1", whitespace_copy(boosting(base))), cand("c2", variant(base, ("Ridge", "Lasso")))]
+    dup, fresh = check(gate(task, embed="band", audit_rate=0.0), [near, new], archive)
+    assert (dup.outcome, dup.verify, dup.nearest_id) == ("rejected", False, "a")
     assert dup.cosine == pytest.approx(1.0)
-    assert "band cosine 1.0000 to node root >= threshold 0.99" in dup.reason
-    assert (new.outcome, new.verify, new.nearest_id) == ("accepted", True, "root")
-    assert new.cosine is not None and new.cosine < 0.99 and "< threshold 0.99" in new.reason
+    assert "band cosine 1.0000 to node a >= threshold 0.99" in dup.reason
+    assert (fresh.outcome, fresh.verify, fresh.nearest_id) == ("accepted", True, "root")
+    assert fresh.cosine is not None and fresh.cosine < 0.99 and "< threshold 0.99" in fresh.reason
+
+
+def test_a_band_equal_to_its_parents_but_for_whitespace_is_rejected_in_either_mode(task, base):
+    for embed in ("diff", "band"):
+        (verdict,) = check(
+            gate(task, embed=embed, audit_rate=0.0), [cand("c1", whitespace_copy(base))], [ArchiveProgram("root", base)]
+        )
+        assert (verdict.outcome, verdict.nearest_id, verdict.cosine) == ("rejected", "root", 1.0)
+        assert verdict.reason == "the band differs from node root's only in whitespace"
 
 
 def test_an_empty_archive_accepts_and_a_batch_is_checked_against_its_own_accepted_candidates(task, base):
@@ -112,7 +120,7 @@ def test_an_empty_archive_accepts_and_a_batch_is_checked_against_its_own_accepte
 
 def test_embeddings_are_cached_by_text_across_checks(task, base):
     enc = CountingEncoder()
-    g = NoveltyGate(task, NoveltyOptions(audit_rate=0.0), embedder=enc)
+    g = NoveltyGate(task, NoveltyOptions(embed="band", audit_rate=0.0), embedder=enc)
     archive = [ArchiveProgram("root", base)]
     check(g, [cand("c1", boosting(base))], archive)
     check(g, [cand("c2", boosting(base)), cand("c3", whitespace_copy(base))], archive)
@@ -252,11 +260,18 @@ def test_a_stored_not_novel_node_round_trips(tmp_path, base):
 
 
 @pytest.mark.skipif(not MiniLMTextEncoder.available(), reason="needs the offline MiniLM wheel")
-def test_the_real_minilm_rejects_a_reformatted_copy_and_passes_a_new_model(task, base):
-    g = NoveltyGate(task, NoveltyOptions(audit_rate=0.0))
-    archive = [ArchiveProgram("root", base)]
-    copy, new = check(g, [cand("c1", whitespace_copy(base)), cand("c2", boosting(base))], archive)
-    assert copy.outcome == "rejected" and copy.cosine is not None and copy.cosine > 0.999
-    assert new.outcome == "accepted" and new.cosine is not None and new.cosine < 0.95
-    vectors = g.embedder.encode(["a", "b"])
+def test_the_real_minilm_rejects_a_repeated_change_and_sees_a_new_constant_only_in_diff_mode(task, base):
+    archive = [ArchiveProgram("root", base), ArchiveProgram("a", boosting(base), parent_id="root")]
+    repeat = cand("c1", whitespace_copy(boosting(base)))  # a's change again, reformatted
+    constant = cand("c2", variant(base, ("STRENGTH = 1.0", "STRENGTH = 3.0")))
+    diff = NoveltyGate(task, NoveltyOptions(audit_rate=0.0))
+    same, new = check(diff, [repeat, constant], archive)
+    assert (same.outcome, same.nearest_id) == ("rejected", "a") and same.cosine is not None and same.cosine > 0.99
+    assert new.outcome == "accepted" and new.cosine is not None and new.cosine < 0.9
+    # Whole bands: MiniLM puts the one-constant change above 0.99 (measured 0.9992), so band mode rejects it.
+    band = NoveltyGate(task, NoveltyOptions(embed="band", audit_rate=0.0), embedder=diff.embedder)
+    (constant_in_band,) = check(band, [constant], archive[:1])
+    assert constant_in_band.outcome == "rejected" and constant_in_band.cosine is not None
+    assert 0.99 < constant_in_band.cosine < 0.9999
+    vectors = diff.embedder.encode(["a", "b"])
     assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)

@@ -7,15 +7,28 @@ verified anyway, so the false-rejection rate can be measured (``audit_stats``).
 
 How it decides, per candidate, in the given order:
 
-1. Embed the candidate's band (``embed="band"``) or its changed lines against its
-   parent's band (``embed="diff"``) with the injected ``TextEncoder`` (the offline
-   MiniLM of ``screen.features`` by default). Embeddings are cached by the hash of
-   the embedded text, so an archive program is encoded once per gate.
-2. Find the nearest program by cosine among the archive (the run's verified and
+1. A band equal to its parent's but for whitespace is rejected (cosine 1.0 to the
+   parent), in either mode.
+2. Embed the candidate's changed lines against its parent's band (``embed="diff"``,
+   the default: "was this change already tried?") or its whole band
+   (``embed="band"``) with the injected ``TextEncoder`` (the offline MiniLM of
+   ``screen.features`` by default). An archive entry is embedded the same way
+   against its own parent; an entry or candidate whose parent is not in the
+   archive is embedded by its whole band. Embeddings are cached by the hash of
+   the embedded text, so a program is encoded once per gate.
+3. Find the nearest program by cosine among the archive (the run's verified and
    pending programs) and the candidates of this batch accepted before it.
-3. cosine >= ``threshold`` (0.99, as ShinkaEvolve): rejected.
+4. cosine >= ``threshold`` (0.99, as ShinkaEvolve): rejected.
    ``judge_lower`` <= cosine < ``threshold`` with a judge: the judge model answers
    NOVEL or NOT_NOVEL; NOT_NOVEL rejects. Otherwise: accepted.
+
+Why diff by default: MiniLM reads a whole band as nearly the same text after a
+one-line edit (on the built-in diabetes band, 288 tokens: a changed constant
+0.9992, a swapped scaler 0.995, an edited comment 0.997, a different model 0.86;
+on longer bands a changed constant reaches 0.99999), so in band mode 0.99 rejects
+most small real changes. Diffs of different changes stay far apart (a changed
+constant against another value of it 0.92, unrelated changes below 0.5). Bands
+are embedded by their first 512 tokens (MiniLM's limit).
 
 The gate never blocks on its own trouble: an unparseable judge reply or a judge
 endpoint failure accepts the candidate (and says so in the reason). Judge replies
@@ -66,7 +79,9 @@ class NoveltyOptions(BaseModel):
 
     enabled: bool = Field(False, description="run the gate between implementation and screening")
     embed: Literal["band", "diff"] = Field(
-        "band", description="embed the editable band, or only the lines changed against the parent's band"
+        "diff",
+        description="diff: embed the lines changed against the parent's band (is this change already tried?); "
+        "band: embed the whole band (MiniLM puts most one-line edits of a band above 0.99)",
     )
     threshold: float = Field(0.99, ge=-1.0, le=1.0, description="reject at this cosine or above (ShinkaEvolve: 0.99)")
     judge: bool = Field(False, description="ask an LLM judge NOVEL / NOT_NOVEL for near misses")
@@ -223,8 +238,10 @@ class NoveltyGate:
         await self._embed(seen_texts + cand_texts)
         verdicts = []
         for cand, text in zip(candidates, cand_texts, strict=True):
-            nearest, cosine = self._nearest(text, seen_ids, seen_texts)
-            verdict = await self._decide(cand, text, nearest, cosine, programs)
+            verdict = self._whitespace_copy(cand, programs)
+            if verdict is None:
+                nearest, cosine = self._nearest(text, seen_ids, seen_texts)
+                verdict = await self._decide(cand, nearest, cosine, programs)
             verdicts.append(verdict)
             if verdict.outcome == "accepted":
                 seen_ids.append(cand.id)
@@ -271,10 +288,18 @@ class NoveltyGate:
         return ids[best], float(sims[best])
 
     # -- the decision ----------------------------------------------------------
+    def _whitespace_copy(self, cand: Candidate, programs: Mapping[str, ArchiveProgram]) -> NoveltyVerdict | None:
+        """A rejection when the band equals its parent's but for whitespace (diff mode's diffs cannot see this)."""
+        parent = programs.get(cand.parent_id or "")
+        if parent is None or _squash(self._band(cand.program)) != _squash(self._band(parent.program)):
+            return None
+        return self._reject(
+            cand.id, parent.node_id, 1.0, f"the band differs from node {parent.node_id}'s only in whitespace"
+        )
+
     async def _decide(
         self,
         cand: Candidate,
-        text: str,
         nearest: str | None,
         cosine: float | None,
         programs: Mapping[str, ArchiveProgram],
@@ -329,6 +354,10 @@ class NoveltyGate:
             temperature=self.options.temperature,
             max_tokens=self.options.max_tokens,
         )
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
 
 
 def changed_lines(before: str, after: str) -> str:
