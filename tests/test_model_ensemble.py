@@ -70,6 +70,18 @@ def test_ucb_spreads_a_batch_made_before_any_outcome():
     assert [ens.choose().model for _ in range(4)] == ["good", "bad", "good", "bad"]
 
 
+def test_concurrent_calls_each_get_their_own_choice():
+    ens = ensemble()
+
+    async def four():
+        return await asyncio.gather(*(ens.generate_with_choice(REQUEST) for _ in range(4)))
+
+    pairs = asyncio.run(four())
+    assert [choice.model for _, choice in pairs] == ["good", "bad", "good", "bad"]
+    assert all(reply.text == f"an idea from {choice.model}" for reply, choice in pairs)
+    assert [c.index for _, c in pairs] == [0, 1, 2, 3] and ens.choices == [c for _, c in pairs]
+
+
 def test_cost_weighting_moves_calls_to_the_cheaper_of_equal_members():
     rates = {"good": 0.5, "bad": 0.5}
     costs = {"good": 10.0, "bad": 1.0}

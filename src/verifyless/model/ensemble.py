@@ -17,8 +17,9 @@ average mean cost) ** w; members without cost data count as average. Ties go to
 the member listed first.
 
 Every choice is a ``ModelChoice`` record (the member, the rule, every member's
-score, a reason), appended to ``choices`` (``last_choice`` is the newest); the
-reply itself is the member's, unchanged. Choices depend only on the options, the
+score, a reason), appended to ``choices`` (``last_choice`` is the newest) and
+returned with the reply by ``generate_with_choice``, the way to attribute a reply
+when calls overlap; the reply itself is the member's, unchanged. Choices depend only on the options, the
 rng's seed and the sequence of calls and observations, so a replay that repeats
 them repeats the choices.
 """
@@ -110,8 +111,13 @@ class ModelEnsemble:
         return self.choices[-1] if self.choices else None
 
     async def generate(self, request: ModelRequest) -> ModelReply:
+        reply, _ = await self.generate_with_choice(request)
+        return reply
+
+    async def generate_with_choice(self, request: ModelRequest) -> tuple[ModelReply, ModelChoice]:
+        """The member's reply and the choice that picked it; safe with concurrent calls (``last_choice`` is not)."""
         choice = self.choose(request.role)
-        return await self.members[choice.model].generate(request)
+        return await self.members[choice.model].generate(request), choice
 
     def choose(self, role: str = "default") -> ModelChoice:
         """Choose the member for the next call and record the choice (counts as a call)."""
