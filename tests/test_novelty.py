@@ -45,7 +45,7 @@ def variant(base: str, *pairs: tuple[str, str]) -> str:
 
 
 def whitespace_copy(base: str) -> str:
-    return variant(base, ("STRENGTH = 1.0", "STRENGTH  =  1.0"), ("\n\n\ndef make_model", "\n\ndef make_model"))
+    return variant(base, ("STRENGTH = 1.0", "STRENGTH=1.0"), ("\n\n\ndef make_model", "\n\ndef make_model"))
 
 
 def boosting(base: str) -> str:

@@ -357,7 +357,8 @@ class NoveltyGate:
 
 
 def _squash(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` without any whitespace (so ``a = b`` and ``a=b`` compare equal)."""
+    return "".join(text.split())
 
 
 def changed_lines(before: str, after: str) -> str:
