@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from verifyless.errors import ModelUnavailable, UnparseableReplies
 from verifyless.model.scripted import ScriptedModel
 from verifyless.node import Candidate, Idea, Operator, Status, content_hash
+from verifyless.roles.render import load_prompt, placeholders
 from verifyless.screen.features import HashingTextEncoder, MiniLMTextEncoder
 from verifyless.screen.novelty import (
     ArchiveProgram,
@@ -206,6 +207,8 @@ def test_near_misses_go_to_the_judge_whose_not_novel_rejects(task, base):
     request = model.calls[0].request
     assert request.role == "novelty_judge" and "node root" in request.messages[1].content
     assert "fit_intercept=False" in request.messages[1].content and "[NOVELTY]" in request.messages[1].content
+    names = set().union(*(placeholders(text) for text in load_prompt("novelty").values()))
+    assert names and not [n for n in names for m in request.messages if "{" + n + "}" in m.content]
 
 
 def test_far_candidates_and_exact_copies_never_reach_the_judge(task, base):
