@@ -23,7 +23,7 @@ from typing import Any, cast
 class Status(str, enum.Enum):
     """Lifecycle and outcome of a candidate.
 
-    The first seven (proposed ... duplicate) never reached a verification;
+    The first eight (proposed ... not-novel) never reached a verification;
     the last six are outcomes of a paid verification (``verified``), of which
     ``OK`` is the only one with a usable score (the others are ``buggy``).
     """
@@ -35,6 +35,7 @@ class Status(str, enum.Enum):
     MODEL_ERROR = "model-error"  # the endpoint failed for this candidate (retries exhausted)
     SCREENED_OUT = "screened-out"  # the screener did not pick it
     DUPLICATE = "duplicate"  # identical program already verified
+    NOT_NOVEL = "not-novel"  # the novelty gate found a near copy of a program already tried (never verified)
     OK = "ok"
     FAILED = "failed"  # non-zero exit, exception, missing output
     TIMEOUT = "timeout"
