@@ -211,15 +211,8 @@ def _alive(pid: int) -> bool:
 def _materialise(task: Task, program: str, ws: Path, level: FidelityLevel | None = None) -> list[str]:
     """Fill the workspace (at ``level``'s fidelity; None is full); return the argv of the untrusted step."""
     public, out = ws / "public", ws / "out"
-    public.mkdir(exist_ok=True)
+    copy_public_data(task, public)
     out.mkdir(exist_ok=True)
-    for src in task.public_data:
-        if not src.exists():
-            raise TaskError(f"task {task.name!r}: public data {src} does not exist; fix 'data.public' in its task.yaml")
-        if src.is_dir():
-            shutil.copytree(src, public / src.name, symlinks=False)
-        else:
-            shutil.copy2(src, public / src.name)
     if level is not None and level.data_fraction is not None:
         _subsample_targets(task, public, level)
     (ws / task.program_file).write_text(program, encoding="utf-8")
@@ -284,6 +277,18 @@ def subsample_rows(text: str, fraction: float, seed: int, stratify: str | None =
         members = groups[key]
         kept.extend(rng.sample(members, max(1, round(fraction * len(members)))))
     return "\n".join([header, *(rows[i] for i in sorted(kept))]) + "\n"
+
+
+def copy_public_data(task: Task, public: Path) -> None:
+    """Copy the task's public data into the folder ``public`` (each entry as ``public/<basename>``)."""
+    public.mkdir(exist_ok=True)
+    for src in task.public_data:
+        if not src.exists():
+            raise TaskError(f"task {task.name!r}: public data {src} does not exist; fix 'data.public' in its task.yaml")
+        if src.is_dir():
+            shutil.copytree(src, public / src.name, symlinks=False)
+        else:
+            shutil.copy2(src, public / src.name)
 
 
 def _hidden_in_folder(task: Task) -> list[Path]:
@@ -486,6 +491,7 @@ def _clip(text: str) -> str:
 
 __all__ = [
     "check_metrics",
+    "copy_public_data",
     "fidelity_level",
     "new_workspace",
     "required_metrics",
