@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -123,7 +124,7 @@ def _label_order(label: str) -> tuple[int, float, str]:
 
 def associations(features: dict[str, np.ndarray], target: list[str], kind: str) -> list[dict]:
     """|Pearson r| (regression) or the one-way ANOVA F statistic (classification) per numeric feature."""
-    scores = []
+    scores: list[dict[str, Any]] = []
     for name, x in features.items():
         score = _anova_f(x, target) if kind == "classification" else _abs_pearson(x, target)
         if score is not None:
@@ -163,7 +164,7 @@ def _anova_f(x: np.ndarray, target: list[str]) -> float | None:
 
 def shifts(train_name: str, train: dict[str, np.ndarray], others: dict[str, dict[str, np.ndarray]]) -> list[dict]:
     """Standardised mean difference of each shared numeric column, other file minus the training file."""
-    out = []
+    out: list[dict[str, Any]] = []
     for name in sorted(others):
         for column in sorted(set(train) & set(others[name])):
             a, b = train[column], others[name][column]
@@ -223,7 +224,7 @@ def _target_parts(declared: dict | None, tables: dict, unavailable: list[str]) -
         unavailable.append(f"target: {exc}")
         return None, [], []
     train = _numeric_features(header, rows, skip=column)
-    others = {n: _numeric_features(*tables[n], skip=column) for n in tables if n != name}
+    others = {n: _numeric_features(tables[n][0], tables[n][1], skip=column) for n in tables if n != name}
     if not others:
         unavailable.append("shift: no other public CSV file shares columns with the training file")
     return target, associations(train, values, kind), shifts(name, train, others)

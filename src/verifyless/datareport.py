@@ -310,9 +310,9 @@ def _is_int(value: Any) -> bool:
 
 def _int(raw: Any, key: str) -> int:
     value = raw.get(key) if isinstance(raw, Mapping) else None
-    if not _is_int(value):
+    if not isinstance(value, int) or not _is_int(value):
         raise ValueError(f"data report field {key}: expected a count, got {value!r}")
-    return int(value)
+    return value
 
 
 def _num(raw: Any, key: str) -> float | None:
