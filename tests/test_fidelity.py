@@ -199,6 +199,7 @@ def test_a_data_fraction_level_writes_a_seeded_stratified_subsample_and_never_to
     assert v1.metrics["rows"] == 20 and v1.metrics["hidden_rows"] == 30  # the scorer still sees every hidden label
     assert (ws1 / "public" / "val_inputs.csv").read_text().count("\n") == 31  # only the target file is subsampled
     assert seen1["public"] == ["train.csv", "val_inputs.csv"]  # hidden data never copied in
+    assert (seen1["knob_arg"], seen1["knob_env"]) == ("all", None)  # a data level leaves the knob at full
     assert (root / "hidden" / "val_labels.csv").read_bytes() == hidden_before
     if ISOLATED:
         assert seen1["hidden_visible"] is False

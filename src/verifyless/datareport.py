@@ -124,16 +124,18 @@ def data_report(
     store_blob: Callable[[str], Any] | None = None,
     *,
     workspace_root: Path | None = None,
+    hide: Sequence[Path] = (),
 ) -> DataReport:
     """The task's data report, computed once per ``task_data_hash`` (a failed run is not cached).
 
     ``store_blob`` (optional) is called with ``report.to_json()`` every time, so the blob lands in
-    the caller's store even when the report came from the cache.
+    the caller's store even when the report came from the cache. ``hide`` adds paths to mask (the
+    run store), as for ``verify``.
     """
     key = task_data_hash(task)
     report = _cache.get(key)
     if report is None:
-        report = compute_data_report(task, sandbox, workspace_root=workspace_root)
+        report = compute_data_report(task, sandbox, workspace_root=workspace_root, hide=hide)
         if not report.unavailable or not report.unavailable[0].startswith(_FAILED):
             _cache[key] = report
     if store_blob is not None:

@@ -162,7 +162,7 @@ def new_workspace(root: Path | None) -> Path:
         ) from exc
 
 
-_new_workspace = new_workspace
+_new_workspace = new_workspace  # the older private name (tests/test_workspace_sweep.py)
 
 
 def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path]:
@@ -235,7 +235,7 @@ def _materialise(task: Task, program: str, ws: Path, level: FidelityLevel | None
         "public": str(public),
         "workdir": str(ws),
         "outdir": str(out),
-        "fidelity": (level.knob if level is not None else task.fidelity.full) or "",
+        "fidelity": (level.knob if level is not None and level.knob is not None else task.fidelity.full) or "",
     }
     return [part.format_map(values) for part in (task.run_command or DEFAULT_RUN)]
 
