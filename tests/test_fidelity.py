@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from verifyless.errors import TaskError
+from verifyless.guards.static import undefined_names
 from verifyless.node import Status, Verification
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.store.sqlite import RunStore
@@ -286,3 +288,10 @@ def test_verification_records_its_level_and_old_payloads_load_as_full(tmp_path):
     payloads = [e.payload for e in store.events(run_id, kinds="verification")]
     assert payloads and all("fidelity" not in p for p in payloads)  # written before the field existed
     assert {Verification.from_dict(p).fidelity for p in payloads} == {"full"}
+
+
+@pytest.mark.parametrize("name", ["digits_torch", "moons_torch"])
+def test_the_epoch_knob_leaves_a_program_without_epochs_valid(name):
+    program = load_task(name).baseline_program
+    renamed = program.replace("EPOCHS = ", "STEPS = ").replace("range(EPOCHS)", "range(STEPS)")
+    assert "EPOCHS = " not in renamed and undefined_names(ast.parse(renamed)) == []  # no guard finding

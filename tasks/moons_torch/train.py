@@ -87,7 +87,7 @@ def main() -> None:
     # A cheaper fidelity level (task.yaml `fidelity:`) scales the passes over the data; unset: full fidelity.
     fraction = os.environ.get("VERIFYLESS_EPOCH_FRACTION")
     if fraction and isinstance(globals().get("EPOCHS"), int):
-        globals()["EPOCHS"] = max(1, round(EPOCHS * float(fraction)))
+        globals()["EPOCHS"] = max(1, round(globals()["EPOCHS"] * float(fraction)))
 
     train = np.loadtxt(data / "train.csv", delimiter=",", skiprows=1)
     x_train, y_train = train[:, :-1], train[:, -1]
