@@ -117,6 +117,8 @@ class Verification(_Record):
     ``metrics`` are validation metrics (search may see them). ``test_metrics``
     are hidden-test metrics: reported only, never shown to search.
     ``score`` / ``test_score`` are the main metric's raw values (None unless OK).
+    ``fidelity`` names the task's fidelity level it ran at (``"full"`` unless a cheaper level was
+    asked for; payloads stored before the field existed load as ``"full"``).
     """
 
     status: Status
@@ -132,6 +134,7 @@ class Verification(_Record):
     stdout_tail: str = ""
     stderr_tail: str = ""
     program_hash: str = ""
+    fidelity: str = "full"
 
     @property
     def seconds(self) -> float:

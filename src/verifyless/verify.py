@@ -12,6 +12,14 @@
    this process, or the runner's ``WS/out/metrics.json`` is read (OpenEvolve);
 4. metrics are validated; the workspace is deleted unless ``keep_workspace``.
 
+``level`` picks one of the task's fidelity levels (``task.fidelity``; default
+``"full"``, which behaves exactly as before levels existed): a data-fraction
+level replaces the declared target files in ``WS/public/`` by a seeded
+subsample (stratified for classification; hidden data is never touched), a
+knob level fills ``{fidelity}`` in the run command and sets the task's
+fidelity environment variable, an OpenEvolve ``stage<k>`` level runs the
+first k cascade stages. ``Verification.fidelity`` names the level.
+
 Every candidate problem is a ``Status`` with a reason. Sandbox results map as
 ``failed -> FAILED``, ``timeout -> TIMEOUT``, ``oom -> OOM`` and both
 ``output-limit`` and ``disk-limit -> CONTRACT_VIOLATION`` (the candidate broke
@@ -25,11 +33,13 @@ a broken task (scorer file that does not load, missing public data) raises
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import math
 import numbers
 import os
+import random
 import shlex
 import shutil
 import stat
@@ -44,7 +54,7 @@ from typing import Any
 from verifyless.errors import SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
 from verifyless.sandbox.base import ExecResult, Sandbox
-from verifyless.task.base import Task
+from verifyless.task.base import FULL_FIDELITY, FidelityLevel, Task
 
 DEFAULT_RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
 RUNNER = Path(__file__).parent / "sandbox" / "_oe_runner.py"
@@ -70,12 +80,14 @@ def verify(
     workspace_root: Path | None = None,
     hide: Sequence[Path] = (),
     keep_workspace: bool = False,
+    level: str = FULL_FIDELITY,
 ) -> Verification:
-    """Verify ``program`` (full text) on ``task``; see the module docstring for the contract."""
+    """Verify ``program`` (full text) on ``task`` at fidelity ``level``; see the module docstring for the contract."""
+    chosen = fidelity_level(task, level)
     started = time.monotonic()
     ws = _new_workspace(workspace_root)
     try:
-        argv = _materialise(task, program, ws)
+        argv = _materialise(task, program, ws, chosen)
         setup_seconds = time.monotonic() - started
         if task.kind == "openevolve":  # the folder is shown read-only, its hidden files masked
             result = sandbox.run(
@@ -87,7 +99,8 @@ def verify(
                 env={"PYTHONDONTWRITEBYTECODE": "1"},
             )
         else:
-            result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide))
+            knob = {task.fidelity.env: chosen.knob} if chosen is not None and chosen.knob is not None else None
+            result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide), env=knob)
         scoring_started = time.monotonic()
         status, reason, metrics, test_metrics = _judge(task, ws, result)
         score_seconds = time.monotonic() - scoring_started
@@ -112,7 +125,18 @@ def verify(
         stdout_tail=_clip(result.stdout_tail),
         stderr_tail=_clip(result.stderr_tail),
         program_hash=content_hash(program),
+        fidelity=level,
     )
+
+
+def fidelity_level(task: Task, name: str) -> FidelityLevel | None:
+    """The task's level ``name`` (None for full fidelity); TaskError naming the known levels otherwise."""
+    try:
+        return task.fidelity.level(name)
+    except KeyError:
+        raise TaskError(
+            f"task {task.name!r} has no fidelity level {name!r}; use one of {list(task.fidelity.names)}"
+        ) from None
 
 
 # ------------------------------------------------------------------ workspace
@@ -123,7 +147,8 @@ _LEGACY_STALE_SECONDS = 3600.0
 _swept: set[Path] = set()
 
 
-def _new_workspace(root: Path | None) -> Path:
+def new_workspace(root: Path | None) -> Path:
+    """A fresh, empty workspace folder under ``root`` (default: the temp dir), named after this process."""
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
     try:
         base.mkdir(parents=True, exist_ok=True)
@@ -135,6 +160,9 @@ def _new_workspace(root: Path | None) -> Path:
         raise SandboxUnavailable(
             f"cannot create a verification workspace under {base}: {exc}; pass a writable workspace_root"
         ) from exc
+
+
+_new_workspace = new_workspace  # the older private name (tests/test_workspace_sweep.py)
 
 
 def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path]:
@@ -180,18 +208,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _materialise(task: Task, program: str, ws: Path) -> list[str]:
-    """Fill the workspace; return the argv of the untrusted step."""
+def _materialise(task: Task, program: str, ws: Path, level: FidelityLevel | None = None) -> list[str]:
+    """Fill the workspace (at ``level``'s fidelity; None is full); return the argv of the untrusted step."""
     public, out = ws / "public", ws / "out"
-    public.mkdir(exist_ok=True)
+    copy_public_data(task, public)
     out.mkdir(exist_ok=True)
-    for src in task.public_data:
-        if not src.exists():
-            raise TaskError(f"task {task.name!r}: public data {src} does not exist; fix 'data.public' in its task.yaml")
-        if src.is_dir():
-            shutil.copytree(src, public / src.name, symlinks=False)
-        else:
-            shutil.copy2(src, public / src.name)
+    if level is not None and level.data_fraction is not None:
+        _subsample_targets(task, public, level)
     (ws / task.program_file).write_text(program, encoding="utf-8")
 
     if task.kind == "openevolve":
@@ -204,7 +227,7 @@ def _materialise(task: Task, program: str, ws: Path) -> list[str]:
             str(task.evaluator),
             str(ws / task.program_file),
             str(out / OE_METRICS),
-            *task.cascade,
+            *(task.cascade[: level.stages] if level is not None and level.stages else task.cascade),
         ]
     values = {
         "python": sys.executable,
@@ -212,8 +235,60 @@ def _materialise(task: Task, program: str, ws: Path) -> list[str]:
         "public": str(public),
         "workdir": str(ws),
         "outdir": str(out),
+        "fidelity": (level.knob if level is not None and level.knob is not None else task.fidelity.full) or "",
     }
     return [part.format_map(values) for part in (task.run_command or DEFAULT_RUN)]
+
+
+def _subsample_targets(task: Task, public: Path, level: FidelityLevel) -> None:
+    """Replace each target file's copy in ``public`` by its seeded subsample (see ``subsample_rows``)."""
+    if task.target is None or level.data_fraction is None:
+        raise TaskError(f"task {task.name!r}: level {level.name!r} subsamples data but declares no data.target")
+    for src in task.target.files:
+        copy = public / src.name
+        text = copy.read_text(encoding="utf-8")
+        stratify = task.target.column if task.target.kind == "classification" else None
+        copy.write_text(subsample_rows(text, level.data_fraction, level.seed, stratify), encoding="utf-8")
+
+
+def subsample_rows(text: str, fraction: float, seed: int, stratify: str | None = None) -> str:
+    """A seeded subsample of a CSV text's data rows: header kept, rows kept verbatim and in file order.
+
+    ``round(fraction * n)`` rows are kept (at least one); with ``stratify`` (a column name) the
+    share is taken within each value of that column, so every class keeps at least one row.
+    Deterministic: the same text, fraction and seed always give the same bytes.
+    """
+    lines = text.splitlines()
+    if len(lines) < 2:
+        return text
+    header, rows = lines[0], [ln for ln in lines[1:] if ln.strip()]
+    groups: dict[str, list[int]] = {"": list(range(len(rows)))}
+    if stratify is not None:
+        names = next(csv.reader([header]))
+        if stratify not in names:
+            raise TaskError(f"target column {stratify!r} is not in the header {names}; fix data.target.column")
+        column = names.index(stratify)
+        groups = {}
+        for i, row in enumerate(csv.reader(rows)):
+            groups.setdefault(row[column], []).append(i)
+    rng = random.Random(seed)
+    kept: list[int] = []
+    for key in sorted(groups):
+        members = groups[key]
+        kept.extend(rng.sample(members, max(1, round(fraction * len(members)))))
+    return "\n".join([header, *(rows[i] for i in sorted(kept))]) + "\n"
+
+
+def copy_public_data(task: Task, public: Path) -> None:
+    """Copy the task's public data into the folder ``public`` (each entry as ``public/<basename>``)."""
+    public.mkdir(exist_ok=True)
+    for src in task.public_data:
+        if not src.exists():
+            raise TaskError(f"task {task.name!r}: public data {src} does not exist; fix 'data.public' in its task.yaml")
+        if src.is_dir():
+            shutil.copytree(src, public / src.name, symlinks=False)
+        else:
+            shutil.copy2(src, public / src.name)
 
 
 def _hidden_in_folder(task: Task) -> list[Path]:
@@ -414,4 +489,14 @@ def _clip(text: str) -> str:
     return text if len(data) <= TAIL_BYTES else data[-TAIL_BYTES:].decode("utf-8", "ignore")
 
 
-__all__ = ["check_metrics", "required_metrics", "split_metrics", "unsafe_entry", "verify"]
+__all__ = [
+    "check_metrics",
+    "copy_public_data",
+    "fidelity_level",
+    "new_workspace",
+    "required_metrics",
+    "split_metrics",
+    "subsample_rows",
+    "unsafe_entry",
+    "verify",
+]

@@ -105,6 +105,66 @@ class Ensemble:
 
 
 @dataclass(frozen=True)
+class Target:
+    """The declared prediction target: its column in the public training files and the problem kind.
+
+    ``files`` are public files (absolute paths, a subset of ``Task.public_data``) holding the column;
+    data-fraction fidelity levels subsample exactly these, and the data report reads the target there.
+    """
+
+    column: str
+    kind: Literal["regression", "classification"]
+    files: tuple[Path, ...]
+
+
+FULL_FIDELITY = "full"
+
+
+@dataclass(frozen=True)
+class FidelityLevel:
+    """One cheaper way to verify a program (exactly one of the three ways is set).
+
+    ``data_fraction``: the target files are replaced in the workspace by a seeded subsample of this
+    share of their rows (stratified by the target for classification). ``knob``: a value given to the
+    program as ``{fidelity}`` in the run command and as the environment variable ``Fidelity.env``.
+    ``stages``: OpenEvolve only, run the first ``stages`` cascade stages.
+    """
+
+    name: str
+    description: str = ""
+    data_fraction: float | None = None
+    seed: int = 0
+    knob: str | None = None
+    stages: int | None = None
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """The task's cheaper fidelity levels, cheapest first; full fidelity is always ``"full"``.
+
+    ``full`` is the knob's value at full fidelity (what ``{fidelity}`` in the run command becomes);
+    at full fidelity the environment variable ``env`` is not set, so the program behaves as it always did.
+    """
+
+    levels: tuple[FidelityLevel, ...] = ()
+    env: str = "VERIFYLESS_FIDELITY"
+    full: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*(level.name for level in self.levels), FULL_FIDELITY)
+
+    def level(self, name: str) -> FidelityLevel | None:
+        """The level called ``name``; None for full fidelity. Raises KeyError for an unknown name."""
+        if name == FULL_FIDELITY:
+            return None
+        for level in self.levels:
+            if level.name == name:
+                return level
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
 class Task:
     """A loaded, validated task.
 
@@ -137,3 +197,5 @@ class Task:
     description: str = ""  # one line, for `verifyless tasks`
     policy: Mapping[str, str] = field(default_factory=dict)  # network/subprocess -> allow|warn|forbid (guards)
     ensemble: Ensemble | None = None  # optional: how a top-K ensemble submission combines outputs
+    target: Target | None = None  # optional: the declared target column and problem kind (data.target)
+    fidelity: Fidelity = field(default_factory=Fidelity)  # optional cheaper levels (task.yaml `fidelity:`)

@@ -29,12 +29,24 @@ from pydantic import ValidationError
 from verifyless import builtin
 from verifyless.errors import TaskError
 from verifyless.program import BandError, split, syntax_error
-from verifyless.task.base import Anchors, Band, Ensemble, IdeaOption, IdeaSpace, Metric, Task
+from verifyless.task.base import (
+    Anchors,
+    Band,
+    Ensemble,
+    Fidelity,
+    FidelityLevel,
+    IdeaOption,
+    IdeaSpace,
+    Metric,
+    Target,
+    Task,
+)
 from verifyless.task.schema import (
     DEFAULT_RUN,
     RUN_PLACEHOLDERS,
     SCORE_PLACEHOLDERS,
     AnchorsSpec,
+    FidelitySpec,
     IdeaSpaceSpec,
     SidecarSpec,
     TaskSpec,
@@ -155,6 +167,8 @@ def _load_native(root: Path) -> Task:
 
     run = _run_argv(spec.run, fname, problems)
     _check_scorer(root, spec.score, fname, problems)
+    target = _target(spec, root, public_ok, fname, problems)
+    fidelity = _fidelity(spec.fidelity, target, run, fname, problems)
 
     space = None
     if spec.idea_space is not None:
@@ -187,6 +201,8 @@ def _load_native(root: Path) -> Task:
         description=spec.description,
         policy=spec.policy.model_dump(),
         ensemble=Ensemble(tuple(spec.ensemble.files), spec.ensemble.combine) if spec.ensemble else None,
+        target=target,
+        fidelity=fidelity,
     )
 
 
@@ -306,6 +322,61 @@ def _check_scorer(root: Path, score: str, fname: str, problems: list[str]) -> No
             + ", ".join("{" + p + "}" for p in SCORE_PLACEHOLDERS)
             + " (or write 'file.py:function')"
         )
+
+
+def _target(spec: TaskSpec, root: Path, public: list[Path], fname: str, problems: list[str]) -> Target | None:
+    """``data.target`` as a record; each of its files must be one of the public files."""
+    declared = spec.data.target
+    if declared is None:
+        return None
+    files = []
+    for i, rel in enumerate(declared.files):
+        path = _inside(root, rel, f"data.target.files[{i}]", fname, problems)
+        if path is not None and path not in public:
+            problems.append(
+                f"{fname}: data.target.files[{i}]: '{rel}' is not listed in data.public; "
+                "the target is read from public training files, so list it there"
+            )
+        elif path is not None:
+            files.append(path)
+    return Target(declared.column, declared.kind, tuple(files))
+
+
+def _fidelity(
+    spec: FidelitySpec | None, target: Target | None, run: tuple[str, ...], fname: str, problems: list[str]
+) -> Fidelity:
+    """``fidelity:`` as a record; a data-fraction level needs ``data.target``, ``{fidelity}`` needs ``full``."""
+    uses_placeholder = any("{fidelity}" in part for part in run)
+    if spec is None:
+        if uses_placeholder:
+            problems.append(f"{fname}: run: uses {{fidelity}} but the task declares no 'fidelity:' levels; add them")
+        return Fidelity()
+    if uses_placeholder and spec.full is None:
+        problems.append(
+            f"{fname}: fidelity.full: the run command uses {{fidelity}}, so give the knob's value at full "
+            "fidelity (e.g. 'full: 1')"
+        )
+    levels = []
+    for name, level in spec.levels.items():
+        if level.data_fraction is not None and target is None:
+            problems.append(
+                f"{fname}: fidelity.levels.{name}: data_fraction needs data.target (the files to subsample and "
+                "the column to stratify by); add 'data.target: {column: ..., kind: ..., files: [...]}'"
+            )
+        knob = None if level.knob is None else str(level.knob)
+        levels.append(FidelityLevel(name, level.description.strip(), level.data_fraction, level.seed, knob))
+    full = None if spec.full is None else str(spec.full)
+    return Fidelity(levels=tuple(levels), env=spec.env, full=full)
+
+
+def _cascade_levels(cascade: tuple[str, ...]) -> Fidelity:
+    """OpenEvolve: running only the first k of n cascade stages is level ``stage<k>`` (k < n)."""
+    n = len(cascade)
+    levels = tuple(
+        FidelityLevel(f"stage{k}", f"the first {k} of the evaluator's {n} cascade stages", stages=k)
+        for k in range(1, n)
+    )
+    return Fidelity(levels=levels)
 
 
 def _top_level_functions(tree: ast.Module) -> set[str]:
@@ -464,6 +535,7 @@ def _load_openevolve(root: Path) -> Task:
         cascade=cascade,
         description=description[:200],
         policy=sidecar.policy.model_dump(),
+        fidelity=_cascade_levels(cascade),
     )
 
 

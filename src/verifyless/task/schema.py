@@ -19,7 +19,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from verifyless.task.base import Limits
 
 DEFAULT_RUN = "{python} {program} --data {public} --out {outdir}"
-RUN_PLACEHOLDERS = ("python", "program", "public", "workdir", "outdir")
+RUN_PLACEHOLDERS = ("python", "program", "public", "workdir", "outdir", "fidelity")
 SCORE_PLACEHOLDERS = ("outdir", "hidden", "public", "python")
 
 
@@ -69,9 +69,49 @@ class AnchorsSpec(_Strict):
     sota: float | None = None
 
 
+class TargetSpec(_Strict):
+    """The prediction target: a column of the public training file(s) and the kind of problem."""
+
+    column: str = Field(min_length=1)
+    kind: Literal["regression", "classification"]
+    files: list[str] = Field(min_length=1)  # public training files holding the column (listed in data.public)
+
+
 class DataSpec(_Strict):
     public: list[str] = Field(default_factory=list)
     hidden: list[str] = Field(default_factory=list)
+    target: TargetSpec | None = None
+
+
+class FidelityLevelSpec(_Strict):
+    """One cheaper level: a seeded share of the training rows, or a knob value the program reads."""
+
+    description: str = ""
+    data_fraction: float | None = Field(default=None, gt=0, lt=1)
+    seed: int = 0
+    knob: str | int | float | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> FidelityLevelSpec:
+        if (self.data_fraction is None) == (self.knob is None):
+            raise ValueError("a fidelity level sets exactly one of data_fraction (0 < f < 1) or knob (a value)")
+        return self
+
+
+class FidelitySpec(_Strict):
+    """``fidelity:`` in task.yaml: named cheaper levels (cheapest first); ``full`` is always there."""
+
+    env: str = Field(default="VERIFYLESS_FIDELITY", pattern=r"^[A-Z_][A-Z0-9_]*$")
+    full: str | int | float | None = None  # the knob's value at full fidelity, for {fidelity} in the run command
+    levels: dict[str, FidelityLevelSpec] = Field(min_length=1)
+
+    @field_validator("levels")
+    @classmethod
+    def _names(cls, value: dict[str, FidelityLevelSpec]) -> dict[str, FidelityLevelSpec]:
+        for name in value:
+            if name == "full" or not name.isidentifier():
+                raise ValueError(f"level name {name!r}: use an identifier other than 'full' (full fidelity is implied)")
+        return value
 
 
 class LimitsSpec(_Strict):
@@ -173,6 +213,7 @@ class TaskSpec(_Strict):
     idea_space: IdeaSpaceSpec | None = None
     policy: PolicySpec = Field(default_factory=PolicySpec)
     ensemble: EnsembleSpec | None = None
+    fidelity: FidelitySpec | None = None
 
     @field_validator("description")
     @classmethod
@@ -295,6 +336,8 @@ __all__ = [
     "DEFAULT_RUN",
     "DataSpec",
     "DimensionSpec",
+    "FidelityLevelSpec",
+    "FidelitySpec",
     "IdeaSpaceSpec",
     "LimitsSpec",
     "MetricSpec",
@@ -303,6 +346,7 @@ __all__ = [
     "RUN_PLACEHOLDERS",
     "SCORE_PLACEHOLDERS",
     "SidecarSpec",
+    "TargetSpec",
     "TaskSpec",
     "explain",
     "key_path",
