@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from verifyless.engine.state import RunState
+from verifyless.ledger.fold import RunState
 
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.engine.core import Engine
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FORMAT", "Loaded", "Snapshots", "no_gc"]
 
-FORMAT = 2  # bump when RunState or the snapshot layout changes incompatibly
+FORMAT = 3  # bump when RunState or the snapshot layout changes incompatibly (3: RunState in ledger.fold)
 
 
 @dataclass(frozen=True)
