@@ -332,7 +332,7 @@ class Engine:
     async def _verify(self, cand: Candidate, slot: Slot, position: tuple, attempt: int) -> Verification:
         async with slot:
             verification = await self.executor.verify(self.task, cand.program)
-            self.ledger.record_verification(cand, verification)
+            self.ledger.record_verification(cand.id, verification)
         self.tells.add(cand.round, TellOrder.VERIFIED, (*position, attempt), cand.id)
         return verification
 

@@ -51,6 +51,7 @@ class RunState:
     told_round: int = -1  # the last round whose ``tell`` batch is logged
     brief: TaskBrief | None = None
     learn_records: list[dict[str, Any]] = field(default_factory=list)  # ``screener_learn`` payloads, in order
+    proposals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # logged proposer replies, by key
     last_seq: int = 0  # the last event applied
 
     def known_result(self, digest: str) -> tuple[str, Verification] | None:
@@ -136,6 +137,9 @@ class RunState:
     def _learn(self, ev: Event) -> None:
         self.learn_records.append(dict(ev.payload))
 
+    def _proposals(self, ev: Event) -> None:
+        self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
+
 
 _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
     "brief": RunState._brief,
@@ -146,4 +150,5 @@ _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
     "verification": RunState._verification,
     "tell": RunState._tell,
     "screener_learn": RunState._learn,
+    "proposals": RunState._proposals,
 }

@@ -81,18 +81,18 @@ class Ledger:
     def set_status(self, node_id: str, status: Status, reason: str) -> None:
         self.emit("status", {"status": status.value, "reason": reason}, node_id=node_id)
 
-    def record_verification(self, cand: Candidate, v: Verification) -> None:
-        """The verification with its charge (1 verification + its seconds), in one transaction."""
+    def record_verification(self, node_id: str, v: Verification) -> None:
+        """The verification of ``node_id`` with its charge (1 verification + its seconds), in one transaction."""
         self.emit(
             "verification",
             self._payload(v),
-            node_id=cand.id,
+            node_id=node_id,
             charge=Charge(verifications=1, evaluator_seconds=v.seconds),
         )
         if self.watched:
             self.progress(
                 "verification",
-                {"node_id": cand.id, "status": v.status.value, "score": v.score, "budget": self.budget_view()},
+                {"node_id": node_id, "status": v.status.value, "score": v.score, "budget": self.budget_view()},
             )
 
     def record_reused(self, node_id: str, source: str, v: Verification) -> None:
