@@ -298,15 +298,15 @@ class Engine:
     async def _verify_chain(self, cand: Candidate, position: tuple, slot: Slot) -> None:
         """Verify ``cand``; on a repairable failure, repair (same idea) and verify again, each in its own slot."""
 
-        async def verify(c: Candidate, slot_: Slot, attempt: int) -> Verification:
+        async def verify(c: Candidate, slot_: Slot | None, attempt: int) -> Verification:
+            assert slot_ is not None  # the gate reserved it
             return await self._verify(c, slot_, position, attempt)
 
         async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
             return await self._repair(cand, current, verification, attempt)
 
-        await verify_with_repairs(
-            cand, slot, gate=self.gate, verify=verify, repair=repair, attempts=self.config.engine.repair_attempts
-        )
+        attempts = self.config.engine.repair_attempts
+        await verify_with_repairs(cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot)
 
     async def _repair(
         self, first: Candidate, current: Candidate, verification: Verification, attempt: int
