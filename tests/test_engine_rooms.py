@@ -472,3 +472,30 @@ def test_a_repair_never_takes_a_slot_after_the_budget_is_spent(tmp_path, capacit
         result = asyncio.run(engine.run())
         assert store.budget(result.run_id).verifications == result.verifications == 3
     assert len(executor.calls) == 3 and result.stopped == "budget: verifications"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_issue_25_an_openevolve_evaluator_that_raises_at_import_is_charged_the_budget_exactly(tmp_path, concurrency):
+    """The report's reproduction: LLM roles with the scripted model, ``--budget 3 engine.candidates=2``."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    task = tmp_path / "broken"
+    shutil.copytree(root / "tasks" / "circle_packing", task)
+    evaluator = task / "evaluator.py"
+    evaluator.write_text('raise RuntimeError("the evaluator is broken at import")\n' + evaluator.read_text())
+    store = tmp_path / "s.db"
+    script = root / "examples" / "scripted" / "circle_packing.yaml"
+    common = [sys.executable, "-m", "verifyless"]
+    args = ["run", str(task), "--budget", "3", "--store", str(store), "--quiet", "engine.candidates=2"]
+    args += [f"engine.verify_concurrency={concurrency}", "roles.kind=llm", f"roles.models.default=scripted:{script}"]
+    out = subprocess.run([*common, *args], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(
+        subprocess.run([*common, "runs", "--store", str(store), "--json"], capture_output=True, text=True).stdout
+    )
+    assert [r["verifications"] for r in runs] == [3]
