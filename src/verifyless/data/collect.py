@@ -58,7 +58,7 @@ from typing import Any, Literal
 from verifyless.child import ChildMaker
 from verifyless.data.harvest import COLLECT_KIND
 from verifyless.errors import TaskError
-from verifyless.ledger import BudgetConfig, Ledger, candidate_from
+from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
 from verifyless.task.base import Task
@@ -146,7 +146,7 @@ class Collector:
         self.reused = 0
 
     @property
-    def state(self) -> Any:
+    def state(self) -> RunState:
         """The run's fold (``verifyless.ledger.RunState``): nodes, verifications, proposals, brief."""
         return self.ledger.state
 
