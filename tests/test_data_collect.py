@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from verifyless.data.collect import Caps, CollectSettings
+from verifyless.data.collect import CollectSettings
 from verifyless.data.dataset import split_rows
 from verifyless.data.harvest import harvest_runs
 from verifyless.data.pipeline import run_collection
+from verifyless.ledger import BudgetConfig
 from verifyless.store import RunStore
 
 TASK = str(Path(__file__).parent / "data_task")
@@ -92,7 +93,7 @@ def test_improvement_driven_pool_moves_to_improving_children_and_balances(tmp_pa
 
 def test_verification_cap_stops_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "b.db"
-    result = run_collection(TASK, db, CollectSettings(parents=2, children=4), Caps(verifications=3))
+    result = run_collection(TASK, db, CollectSettings(parents=2, children=4), BudgetConfig(verifications=3))
     assert result.stopped == "budget: verifications"
     with RunStore(db) as st:
         assert st.budget(result.run_id).verifications == 3 and st.run(result.run_id).status == "stopped"
@@ -161,7 +162,11 @@ def test_llm_roles_are_recorded_and_token_cap_stops_before_more_llm_work(tmp_pat
     db = tmp_path / "t.db"
     script = ROOT / "examples" / "scripted" / "diabetes.yaml"
     result = run_collection(
-        "diabetes", db, CollectSettings(parents=2, children=2), Caps(tokens=1), models=[f"scripted:{script}"]
+        "diabetes",
+        db,
+        CollectSettings(parents=2, children=2),
+        BudgetConfig(verifications=None, tokens=1),
+        models=[f"scripted:{script}"],
     )
     assert result.stopped == "budget: tokens" and result.verified == 0
     with RunStore(db) as st:

@@ -17,7 +17,7 @@ from verifyless.config import BudgetConfig, load_config
 from verifyless.engine import BudgetGate, Engine, route
 from verifyless.engine.routing import select
 from verifyless.errors import ModelUnavailable
-from verifyless.node import Evidence, Idea, Screening
+from verifyless.node import Evidence, Idea, Screening, Status, Verification, content_hash
 from verifyless.outcome import Outcome
 from verifyless.screen.base import LearningScreener
 from verifyless.screen.baselines import RandomScreener
@@ -441,3 +441,62 @@ def test_snapshot_records_unpickle_in_a_fresh_process():
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().split() == ["Node", "n2", "idea", "2", Status.OK.value, "ridge"]
     assert pickle.loads(data) == nodes
+
+
+@pytest.mark.parametrize("capacity", [1, 2])
+def test_a_repair_never_takes_a_slot_after_the_budget_is_spent(tmp_path, capacity):
+    """Issue #25: every program fails (as with an evaluator that raises at import), each repair is a slow
+    model call and the next round is pipelined meanwhile; a budget of 3 must charge exactly 3."""
+
+    class SlowRepair(Implementer):
+        async def repair(self, task, program, idea, error):
+            await asyncio.sleep(0.02)  # the repair is an LLM call: other chains and the next round run meanwhile
+            return await super().repair(task, program, idea, error)
+
+    class Raises(FakeExecutor):
+        async def verify(self, task, program):
+            self.calls.append(content_hash(program))
+            await asyncio.sleep(0.01)
+            return Verification(Status.FAILED, "evaluator raised at import", program_hash=content_hash(program))
+
+    base = fake_roles()
+    executor = Raises(capacity=capacity)
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(
+            store,
+            strategy="greedy",
+            budget=3,
+            executor=executor,
+            roles=base.__class__(base.briefer, base.proposer, SlowRepair(), base.summarizer),
+            **{"engine.candidates": 2, "engine.verify_per_expansion": 2, "engine.verify_concurrency": capacity},
+        )
+        result = asyncio.run(engine.run())
+        assert store.budget(result.run_id).verifications == result.verifications == 3
+    assert len(executor.calls) == 3 and result.stopped == "budget: verifications"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_issue_25_an_openevolve_evaluator_that_raises_at_import_is_charged_the_budget_exactly(tmp_path, concurrency):
+    """The report's reproduction: LLM roles with the scripted model, ``--budget 3 engine.candidates=2``."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    task = tmp_path / "broken"
+    shutil.copytree(root / "tasks" / "circle_packing", task)
+    evaluator = task / "evaluator.py"
+    evaluator.write_text('raise RuntimeError("the evaluator is broken at import")\n' + evaluator.read_text())
+    store = tmp_path / "s.db"
+    script = root / "examples" / "scripted" / "circle_packing.yaml"
+    common = [sys.executable, "-m", "verifyless"]
+    args = ["run", str(task), "--budget", "3", "--store", str(store), "--quiet", "engine.candidates=2"]
+    args += [f"engine.verify_concurrency={concurrency}", "roles.kind=llm", f"roles.models.default=scripted:{script}"]
+    out = subprocess.run([*common, *args], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(
+        subprocess.run([*common, "runs", "--store", str(store), "--json"], capture_output=True, text=True).stdout
+    )
+    assert [r["verifications"] for r in runs] == [3]

@@ -186,3 +186,30 @@ def test_collect_pools_on_diabetes(tmp_path):
             assert c.fitness == pytest.approx(-c.score) and c.test_score is not None
     rep = evaluate_selector(pools, ScoreOracle.from_pools(pools, "validation"), n_boot=50)
     assert rep.summary.top1 == 1.0 and rep.summary.regret == pytest.approx(0.0)
+
+
+def test_collect_pools_pays_a_repeated_program_once(tmp_path):
+    """The kernel's reuse by program hash: a child identical to an earlier one is read back, not charged."""
+    pytest.importorskip("verifyless.roles.space")
+    from verifyless.offline.pools import collect_pools
+    from verifyless.roles.space import space_roles
+    from verifyless.store import RunStore
+    from verifyless.task.loader import load_task
+
+    task = load_task("diabetes")
+    roles = space_roles(task, 0)
+
+    class Twice:  # proposes its first idea twice
+        async def propose(self, ctx, n):
+            first = (await roles.proposer.propose(ctx, 1))[0]
+            return [first, first]
+
+    twice = roles.__class__(roles.briefer, Twice(), roles.implementer, roles.summarizer)
+    with RunStore(tmp_path / "runs.db") as store:
+        pools = collect_pools(task, parents=1, n_per_parent=2, store=store, roles=twice)
+        run_id = store.runs()[-1].run_id
+        reused = [ev for ev in store.events(run_id, kinds=["verification"]) if "reused_from" in ev.payload]
+        assert store.budget(run_id).verifications == 2  # the baseline and the one distinct child
+    first, second = pools[0].candidates
+    assert first.program_hash == second.program_hash and first.score == second.score
+    assert [ev.node_id for ev in reused] == [second.id] and reused[0].payload["reused_from"] == first.id

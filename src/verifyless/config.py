@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
 from verifyless.guards.config import GuardsConfig
+from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.roles.options import LLMRoleOptions
 
 
@@ -30,18 +31,6 @@ class Named(_Strict):
 
     name: str = Field(description="registered name of the component")
     options: dict[str, Any] = Field(default_factory=dict, description="keyword options passed to its factory")
-
-
-class BudgetConfig(_Strict):
-    """Hard caps. ``None`` means no cap on that axis; at least one cap must be set."""
-
-    verifications: int | None = Field(30, ge=1, description="paid verifications, repairs and the baseline included")
-    evaluator_seconds: float | None = Field(
-        None, gt=0, description="seconds spent running candidates (verifications and screener pilots)"
-    )
-    tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over all roles")
-    cost: float | None = Field(None, gt=0, description="LLM cost, in the price table's currency")
-    wall_seconds: float | None = Field(None, gt=0, description="wall-clock seconds since this process started the run")
 
 
 class RolesConfig(_Strict):

@@ -103,16 +103,17 @@ def collect(
 ) -> None:
     """Collect verified parent -> child outcomes (two-stage or improvement-driven) and write a dataset."""
     from verifyless.data.build import build_from_runs
-    from verifyless.data.collect import Caps, CollectSettings
+    from verifyless.data.collect import CollectSettings
     from verifyless.data.pipeline import run_collection
     from verifyless.errors import ConfigError
+    from verifyless.ledger import BudgetConfig
     from verifyless.store import RunStore
 
     try:
         settings = CollectSettings(parents=parents, children=children, mode=mode, seed=seed)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    caps = Caps(max_verifications, max_tokens, max_cost, max_wall)
+    caps = BudgetConfig(verifications=max_verifications, tokens=max_tokens, cost=max_cost, wall_seconds=max_wall)
     with _bars() as progress:
         result = run_collection(
             task,

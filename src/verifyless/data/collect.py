@@ -37,26 +37,30 @@ run (e.g. a move back to an earlier solution) is not verified again: its
 ``verification`` event copies the earlier result with no charge
 (``reused_from`` names the source node).
 
-Budgets are caps checked before each new verification (counting the ones in
-flight) and before new LLM work (tokens, cost); wall time counts this
-process only. Reaching a cap stops the collection cleanly (run status
-``stopped``); the examples collected so far are kept.
+The paid-work cycle is the kernel's (``verifyless.ledger``): every event goes
+through ``Ledger.emit`` (store, then fold into ``RunState``, which a resume
+rebuilds from the log), a verification takes a ``BudgetGate`` slot (the
+reservation is the check, counting the ones in flight) and reuse is
+``RunState.known_result``. Budgets are a ``BudgetConfig``, checked before each
+new verification and before new LLM work (tokens, cost, wall time); wall time
+counts this process only. Reaching a cap stops the collection cleanly (run
+status ``stopped``); the examples collected so far are kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from verifyless.child import ChildMaker
 from verifyless.data.harvest import COLLECT_KIND
 from verifyless.errors import TaskError
+from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
+from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
@@ -65,14 +69,7 @@ Mode = Literal["sft", "grpo"]
 Progress = Callable[[str, dict[str, Any]], None]
 
 
-@dataclass(frozen=True)
-class Caps:
-    """Budget caps (None = no cap). ``wall_seconds`` counts the current process only."""
-
-    verifications: int | None = None
-    tokens: int | None = None
-    cost: float | None = None
-    wall_seconds: float | None = None
+NO_CAPS = BudgetConfig(verifications=None)  # the default: collect until the settings are met
 
 
 @dataclass(frozen=True)
@@ -107,31 +104,6 @@ class BudgetStop(Exception):
     """A cap was reached; the collection ends cleanly."""
 
 
-@dataclass
-class _Log:
-    """What the run's event log already holds (rebuilt on resume)."""
-
-    brief: TaskBrief | None = None
-    proposals: dict[str, list[Idea | RoleFailure]] = field(default_factory=dict)
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    verifications: dict[str, Verification] = field(default_factory=dict)
-
-    @classmethod
-    def read(cls, store: Any, run_id: str) -> _Log:
-        log_ = cls()
-        for ev in store.events(run_id, kinds=["brief", "proposals", "node", "verification"]):
-            p = ev.payload
-            if ev.kind == "brief":
-                log_.brief = TaskBrief(str(p["understanding"]), tuple(p["criteria"]))
-            elif ev.kind == "proposals":
-                log_.proposals[p["key"]] = [_item_from(i) for i in p["items"]]
-            elif ev.kind == "node":
-                log_.nodes[str(ev.node_id)] = dict(p)
-            else:
-                log_.verifications[str(ev.node_id)] = Verification.from_dict(p)
-        return log_
-
-
 def _item_to(item: Idea | RoleFailure) -> dict[str, Any]:
     if isinstance(item, RoleFailure):
         return {"failure": item.kind, "reason": item.reason[:2000]}
@@ -154,7 +126,7 @@ class Collector:
         executor: Any,
         store: Any,
         settings: CollectSettings,
-        caps: Caps = Caps(),
+        caps: BudgetConfig = NO_CAPS,
         *,
         progress: Progress | None = None,
         run_ref: dict[str, str | None] | None = None,
@@ -170,22 +142,30 @@ class Collector:
         self.maker = ChildMaker(
             task, roles, llm=asyncio.Semaphore(settings.llm_concurrency), guards=guards, guard_repairs=guard_repairs
         )
-        self.run_id = ""
-        self.log = _Log()
+        self.ledger = Ledger(store, caps, task.metric)
         self.reused = 0
-        self._reserved = 0
-        self._started = time.monotonic()
+
+    @property
+    def state(self) -> RunState:
+        """The run's fold (``verifyless.ledger.RunState``): nodes, verifications, proposals, brief."""
+        return self.ledger.state
+
+    @property
+    def run_id(self) -> str:
+        return self.ledger.run_id or ""
 
     # ------------------------------------------------------------------ public
 
     async def run(self, run_id: str | None = None) -> CollectResult:
         """Start a new collection, or resume ``run_id`` from its log."""
         if run_id is None:
-            config = {"kind": COLLECT_KIND, **asdict(self.settings), "caps": asdict(self.caps), **self.run_config}
-            self.run_id = self.store.create_run(self.task.name, config, seed=self.settings.seed)
+            caps = self.caps.model_dump()
+            config = {"kind": COLLECT_KIND, **asdict(self.settings), "caps": caps, **self.run_config}
+            self.ledger.run_id = self.store.create_run(self.task.name, config, seed=self.settings.seed)
         else:
-            self.run_id = run_id
-            self.log = _Log.read(self.store, run_id)
+            self.ledger.run_id = run_id
+            for ev in self.store.events(run_id, kinds=["brief", "proposals", "node", "verification"]):
+                self.state.apply(ev)
         self.run_ref["run_id"] = self.run_id
         self.store.set_status(self.run_id, "running")
         parents: list[str] = []
@@ -202,8 +182,8 @@ class Collector:
         except BudgetStop as stop:
             stopped = str(stop)
         self.store.set_status(self.run_id, "finished" if stopped == "finished" else "stopped")
-        made = sum(1 for nid in self.log.nodes if nid != "root")
-        return CollectResult(self.run_id, tuple(parents), made, len(self.log.verifications), self.reused, stopped)
+        made = sum(1 for nid in self.state.candidates if nid != "root")
+        return CollectResult(self.run_id, tuple(parents), made, len(self.state.verifications), self.reused, stopped)
 
     # ------------------------------------------------------------------ stages
 
@@ -243,9 +223,9 @@ class Collector:
             parent = self._parent(pid)
             ideas = await self._proposals(f"p{i}", parent, self.settings.children)
             seen: set[str] = {
-                n["program_hash"]
-                for nid, n in self.log.nodes.items()
-                if nid.startswith(f"p{i}c") and n.get("program_hash")
+                c.program_hash
+                for nid, c in self.state.candidates.items()
+                if nid.startswith(f"p{i}c") and c.program_hash
             }
 
             async def one(j: int, idea: Idea | RoleFailure) -> None:
@@ -284,88 +264,49 @@ class Collector:
         self, nid: str, parent: ParentInfo, idea: Idea | RoleFailure, rnd: int, seen: set[str] | None = None
     ) -> ParentInfo | None:
         """Make, record and verify one child; its ParentInfo (score None if infeasible), or None if not made."""
-        if nid in self.log.verifications:
+        if nid in self.state.verifications:
             self.reused += 1
             return self._parent(nid)
-        node = self.log.nodes.get(nid)
-        if node is None:
+        if nid not in self.state.candidates:
             self._check_llm_budget()
             made = await self.maker.make(parent, idea, skip=_skipper(parent, seen))
-            cand = Candidate(
-                id=nid,
-                parent_id=parent.id,
-                operator=Operator.IMPROVE,
-                idea=made.idea,
-                program=made.program,
-                program_hash=made.program_hash,
-                summary=made.summary,
-                round=rnd,
-            )
-            self._record(cand, made.status, made.reason)
-            node = self.log.nodes[nid]
-        if node.get("status") != Status.IMPLEMENTED.value:
+            cand = candidate_from(made, nid, parent.id, Operator.IMPROVE, rnd)
+            self.ledger.record_candidate(cand, made.status, made.reason[:2000])
+        if self.state.staged[nid].status is not Status.IMPLEMENTED:
             return None
+        digest = self.state.candidates[nid].program_hash
         if seen is not None:
-            seen.add(node["program_hash"])  # restored nodes join the pool's duplicate set too
-        await self._verify(nid, self.store.get_text(node["program_hash"]))
+            seen.add(digest)  # restored nodes join the pool's duplicate set too
+        await self._verify(nid, self.store.get_text(digest))
         return self._parent(nid)
 
     async def _verify(self, nid: str, program: str) -> Verification:
-        known = self._known_result(content_hash(program))
-        if known is not None:  # deterministic task: the same program scores the same, so it is not paid again
+        """Verify ``nid`` once: a result for the same program is read back (deterministic tasks), else paid."""
+        known = None if self.task.stochastic else self.state.known_result(content_hash(program))
+        if known is not None:  # the same program scores the same, so it is not paid again
             source, v = known
-            fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
-            self.store.append(
-                self.run_id,
-                "verification",
-                {**v.to_dict(), "fitness": fitness, "reused_from": source},
-                node_id=nid,
-                charge=False,
-            )
-            self.log.verifications[nid] = v
+            self.ledger.record_reused(nid, source, v)
             return v
-        self._check_verify_budget()
-        self._reserved += 1
-        try:
+        slot = self.ledger.gate.reserve()
+        if slot is None:
+            raise BudgetStop(self.ledger.gate.stop_reason() or "budget: verifications")
+        async with slot:
             v = await self.executor.verify(self.task, program)
-        finally:
-            self._reserved -= 1
-        from verifyless.store import Charge
-
-        fitness = self.task.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
-        self.store.append(
-            self.run_id,
-            "verification",
-            {**v.to_dict(), "fitness": fitness},
-            node_id=nid,
-            charge=Charge(verifications=1, evaluator_seconds=v.seconds),
-        )
-        self.log.verifications[nid] = v
+            self.ledger.record_verification(nid, v)
         return v
-
-    def _known_result(self, digest: str) -> tuple[str, Verification] | None:
-        if self.task.stochastic:
-            return None
-        for nid, v in self.log.verifications.items():
-            if self.log.nodes.get(nid, {}).get("program_hash") == digest:
-                return nid, v
-        return None
 
     # ------------------------------------------------------------------ recording and restoring
 
     async def _brief(self) -> None:
-        if self.log.brief is None:
+        if self.state.brief is None:
             self._check_llm_budget()
             brief = await self.roles.briefer.brief(self.task)
-            self.store.append(
-                self.run_id, "brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)}
-            )
-            self.log.brief = brief
+            self.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
 
     async def _proposals(
         self, key: str, parent: ParentInfo, n: int, avoid: tuple[str, ...] = ()
     ) -> list[Idea | RoleFailure]:
-        if key not in self.log.proposals:
+        if key not in self.state.proposals:
             self._check_llm_budget()
             ctx = ProposeContext(
                 task=self.task,
@@ -375,32 +316,19 @@ class Collector:
                 seed=_seed(self.settings.seed, key),
             )
             items = list(await self.maker.propose(ctx, n))[:n]
-            self.store.append(
-                self.run_id, "proposals", {"key": key, "parent_id": parent.id, "items": [_item_to(i) for i in items]}
-            )
-            self.log.proposals[key] = items
-        return self.log.proposals[key]
-
-    def _record(self, cand: Candidate, status: Status, reason: str) -> None:
-        payload = cand.to_dict()
-        if not cand.program:
-            payload.pop("program")
-        payload.update(status=status.value, reason=reason[:2000])
-        self.store.append(self.run_id, "node", payload, node_id=cand.id)
-        payload.pop("program", None)
-        payload["program_hash"] = cand.program_hash
-        self.log.nodes[cand.id] = payload
+            payload = {"key": key, "parent_id": parent.id, "items": [_item_to(i) for i in items]}
+            self.ledger.emit("proposals", payload)
+        return [_item_from(i) for i in self.state.proposals[key]]
 
     def _parent(self, nid: str) -> ParentInfo:
-        node, v = self.log.nodes[nid], self.log.verifications.get(nid)
+        cand, v = self.state.candidates[nid], self.state.verifications.get(nid)
         score = v.score if v is not None and v.status is Status.OK else None
-        idea = node.get("idea") or {}
         return ParentInfo(
             id=nid,
-            program=self.store.get_text(node["program_hash"]),
+            program=self.store.get_text(cand.program_hash),
             score=score,
-            summary=str(node.get("summary", "")),
-            idea=Idea(str(idea.get("text", "")), dict(idea.get("params") or {})),
+            summary=cand.summary,
+            idea=Idea(cand.idea.text, dict(cand.idea.params)),
         )
 
     def _fitness(self, info: ParentInfo) -> float:
@@ -408,21 +336,11 @@ class Collector:
 
     # ------------------------------------------------------------------ budgets
 
-    def _check_verify_budget(self) -> None:
-        used = self.store.budget(self.run_id)
-        cap = self.caps.verifications
-        if cap is not None and used.verifications + self._reserved >= cap:
-            raise BudgetStop("budget: verifications")
-        self._check_llm_budget(used)
-
-    def _check_llm_budget(self, used: Any = None) -> None:
-        used = used if used is not None else self.store.budget(self.run_id)
-        if self.caps.tokens is not None and used.tokens_in + used.tokens_out >= self.caps.tokens:
-            raise BudgetStop("budget: tokens")
-        if self.caps.cost is not None and used.cost >= self.caps.cost:
-            raise BudgetStop("budget: cost")
-        if self.caps.wall_seconds is not None and time.monotonic() - self._started >= self.caps.wall_seconds:
-            raise BudgetStop("budget: wall time")
+    def _check_llm_budget(self) -> None:
+        """Stop before new LLM work once the token, cost, evaluator-seconds or wall-time cap is reached."""
+        reason = self.ledger.gate.llm_stop_reason()
+        if reason is not None:
+            raise BudgetStop(reason)
 
 
 def _ideas(parents: list[ParentInfo]) -> tuple[str, ...]:
@@ -459,16 +377,16 @@ async def _gather_in_order(coros: Any) -> None:
             raise r
 
 
-__all__ = ["BudgetStop", "Caps", "CollectResult", "CollectSettings", "Collector"]
+__all__ = ["NO_CAPS", "BudgetStop", "CollectResult", "CollectSettings", "Collector"]
 
 
-async def _record_root(collector) -> ParentInfo:
-    if "root" not in collector.log.nodes:
+async def _record_root(collector: Collector) -> ParentInfo:
+    if "root" not in collector.state.candidates:
         program = collector.task.baseline_program
         idea = Idea("the task's baseline program")
         collector._check_llm_budget()
         summary = await collector.maker.summarize(program, idea)
-        collector._record(
+        collector.ledger.record_candidate(
             Candidate(
                 id="root",
                 parent_id=None,
@@ -481,13 +399,13 @@ async def _record_root(collector) -> ParentInfo:
             Status.IMPLEMENTED,
             "",
         )
-    if "root" not in collector.log.verifications:
+    if "root" not in collector.state.verifications:
         await collector._verify("root", collector.task.baseline_program)
     else:
         collector.reused += 1
     root = collector._parent("root")
     if root.score is None:
-        v = collector.log.verifications["root"]
+        v = collector.state.verifications["root"]
         raise TaskError(
             f"the baseline of task {collector.task.name!r} did not verify ({v.status.value}: "
             f"{v.reason}); data collection needs a working starting solution"

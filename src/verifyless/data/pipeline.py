@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.collect import Caps, Collector, CollectResult, CollectSettings, Progress
+from verifyless.data.collect import NO_CAPS, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
+from verifyless.ledger import BudgetConfig
 
 
 def parse_model_specs(specs: Sequence[str]) -> dict[str, str]:
@@ -63,7 +64,7 @@ def run_collection(
     task_name: str,
     store_path: Path,
     settings: CollectSettings,
-    caps: Caps = Caps(),
+    caps: BudgetConfig = NO_CAPS,
     *,
     config: Path | None = None,
     roles: str | None = None,

@@ -3,9 +3,8 @@
 Rooms (one idea each; see docs/design/engine.md for how an outcome flows through them):
 
 * ``core``      -- ``Engine``: the round, ask -> make children -> screen -> route -> verify/repair -> tell;
-* ``state``     -- ``RunState.apply(event)``: the projection of the event log (live path and resume);
-* ``recording`` -- the single write path: append an event, then apply it;
-* ``budget``    -- ``BudgetGate``: verification slots and why a run stops;
+* ``verifyless.ledger`` (the kernel for paid work, composed as ``Engine.ledger``) -- the event fold
+  ``RunState``, the single write path ``Ledger.emit``, the ``BudgetGate`` and ``verify_with_repairs``;
 * ``tells``     -- ``TellQueue`` with named ordering classes (``TellOrder``);
 * ``learners``  -- what a told node feeds: strategy, memory, observing and learning screeners;
 * ``routing``   -- the pure choice of what to verify (``route``, ``select``);
@@ -14,10 +13,9 @@ Rooms (one idea each; see docs/design/engine.md for how an outcome flows through
 * ``context``   -- what the roles are shown about a parent.
 """
 
-from verifyless.engine.budget import BudgetGate
 from verifyless.engine.core import Engine, ProgressFn, RunResult
 from verifyless.engine.routing import route
-from verifyless.engine.state import RunState
 from verifyless.engine.tells import TellOrder
+from verifyless.ledger import BudgetGate, RunState
 
 __all__ = ["BudgetGate", "Engine", "ProgressFn", "RunResult", "RunState", "TellOrder", "route"]

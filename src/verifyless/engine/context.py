@@ -6,7 +6,7 @@ import random
 from collections import OrderedDict
 from typing import Any
 
-from verifyless.engine.state import RunState
+from verifyless.ledger.fold import RunState
 from verifyless.node import Operator, Status
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.search.base import Expansion

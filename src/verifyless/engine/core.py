@@ -3,11 +3,13 @@
 Read ``Engine.run`` and ``Engine._round`` top to bottom for the whole loop.
 The rooms it uses, one idea each:
 
-* ``RunState`` (state.py): the projection of the event log; every event the
-  round writes goes through ``_emit`` = append to the store, then
-  ``state.apply``. Resume applies the stored events the same way (resume.py).
-* ``BudgetGate`` (budget.py): verification slots reserved before dispatch,
-  released after the result is stored; why a run stops.
+* ``Ledger`` (``verifyless.ledger``, the kernel for paid work): the event log
+  and its fold ``RunState``; every event the round writes goes through
+  ``ledger.emit`` = append to the store, then ``state.apply``. Resume applies
+  the stored events the same way (resume.py). Its ``BudgetGate`` reserves a
+  verification slot before dispatch (the reservation is the check) and
+  releases it after the result is stored; it says why a run stops.
+  ``verify_with_repairs`` is the verification chain.
 * ``TellQueue`` (tells.py) and ``Learners`` (learners.py): outcomes are told
   in named ordering classes at round boundaries, to the strategy, the memory
   and learning screeners.
@@ -35,24 +37,14 @@ from typing import Any
 from verifyless.child import ChildMaker
 from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
-from verifyless.engine.budget import BudgetGate
 from verifyless.engine.context import Programs, parent_info, propose_context
 from verifyless.engine.learners import Learners
-from verifyless.engine.recording import Recorder
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
-from verifyless.engine.state import RunState
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
-from verifyless.node import (
-    Candidate,
-    Idea,
-    Operator,
-    Screening,
-    Status,
-    Verification,
-    content_hash,
-)
+from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, verify_with_repairs
+from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.health import ReplyHealth
@@ -63,8 +55,6 @@ from verifyless.task.base import Task
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
-
-_REPAIRABLE = {Status.FAILED, Status.INVALID_METRIC, Status.OOM}
 
 
 @dataclass(frozen=True)
@@ -79,12 +69,14 @@ class RunResult:
     stopped: str
 
 
-class Engine(Recorder):
+class Engine:
     """Runs one search on one task until a budget cap (or another stop reason) is reached.
 
     All collaborators are passed in (``verifyless.wiring.build_engine`` builds
     them from a ``RunConfig``). ``memory`` is optional (MLEvolve-style hybrid
-    retrieval); ``progress`` receives ``(kind, data)`` for live display.
+    retrieval); ``progress`` receives ``(kind, data)`` for live display. What
+    the run stores and pays for goes through ``self.ledger`` (``state`` and
+    ``gate`` are its fold and budget gate).
     """
 
     def __init__(
@@ -102,11 +94,13 @@ class Engine(Recorder):
         final_judge: Any | None = None,
         guards: Any | None = None,
     ) -> None:
-        super().__init__(store, progress)
         self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
         self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge
-        self.state = RunState()
-        self.gate = BudgetGate(config.budget, lambda: store.budget(self.run_id))
+        self.store = store
+        self.ledger = Ledger(store, config.budget, task.metric, progress)
+        self.progress = self.ledger.progress
+        self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
+        self._model_failures = 0
         self.tells = TellQueue()
         self.learners = Learners(strategy, screener, memory, task, tie=config.tie_tolerance)
         self.snapshots = Snapshots(store, config.engine.snapshot_every)
@@ -123,9 +117,25 @@ class Engine(Recorder):
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
         self._claimed: set[str] = set()  # program hashes dispatched for verification
 
+    @property
+    def state(self) -> RunState:
+        return self.ledger.state
+
+    @property
+    def gate(self) -> BudgetGate:
+        return self.ledger.gate
+
+    @property
+    def run_id(self) -> str | None:
+        return self.ledger.run_id
+
+    @run_id.setter
+    def run_id(self, run_id: str | None) -> None:
+        self.ledger.run_id = run_id
+
     def adopt(self, state: RunState) -> None:
         """Continue from ``state`` (a loaded snapshot); everything that shares it is pointed at it."""
-        self.state = state
+        self.ledger.state = state
         self.maker.summaries = state.summary_by_hash
         self.programs.state = state
 
@@ -154,7 +164,7 @@ class Engine(Recorder):
             await asyncio.gather(*self._chains(), return_exceptions=True)
             raise
         final_id = await ends.select_final(self, self.strategy.final(self.state.view))
-        self._emit("final", {"node_id": final_id, "stopped": stopped})
+        self.ledger.emit("final", {"node_id": final_id, "stopped": stopped})
         await submit_ensemble(self)
         self.store.set_status(self.run_id, "finished")
         return ends.result(self, final_id, stopped)
@@ -178,9 +188,9 @@ class Engine(Recorder):
                 if not self.strategy.ask(self.state.view, eng.expansions_per_round):
                     return "strategy-exhausted"
                 continue
-            self._emit("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
-            if self._watched:
-                self.progress("round", {"round": r, "budget": self._budget_view()})
+            self.ledger.emit("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
+            if self.ledger.watched:
+                self.progress("round", {"round": r, "budget": self.ledger.budget_view()})
             dispatched = len(self._claimed)
             for i, exp in enumerate(expansions):
                 await self._round(r, i, exp)
@@ -220,7 +230,7 @@ class Engine(Recorder):
             rng=rng,
         )
         record = screening.to_dict()
-        self._emit(
+        self.ledger.emit(
             "screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited), "round": r}
         )
         _after_screening(self, r, screening, record, list(routed.to_verify))
@@ -233,12 +243,14 @@ class Engine(Recorder):
             )
         for k, cid in enumerate(screening.ranking):
             if cid not in routed.to_verify:
-                self._set_status(cid, Status.SCREENED_OUT, f"ranked {k + 1} of {len(pool)} by {screening.screener}")
+                self.ledger.set_status(
+                    cid, Status.SCREENED_OUT, f"ranked {k + 1} of {len(pool)} by {screening.screener}"
+                )
                 self.tells.add(r, TellOrder.SCREENED_OUT, (k,), cid)
         by_id = {c.id: c for c in pool}
         for k, cid in enumerate(routed.to_verify):
             await self._wait_for_executor()
-            self._dispatch(by_id[cid], (k,))
+            self._dispatch(by_id[cid], (k,), screening.ranking.index(cid))
 
     async def _make(
         self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
@@ -254,76 +266,73 @@ class Engine(Recorder):
             )
 
         made = await self.maker.make(parent, proposal, skip=known)
-        cand = Candidate(
-            id=cid,
-            parent_id=exp.parent_id,
-            operator=exp.operator,
-            reference_ids=exp.reference_ids,
-            round=r,
-            island=exp.island,
-            idea=made.idea,
-            program=made.program,
-            program_hash=made.program_hash,
-            summary=made.summary,
+        cand = candidate_from(
+            made, cid, exp.parent_id, exp.operator, r, island=exp.island, reference_ids=exp.reference_ids
         )
         if not made.ok:
-            self._record_candidate(cand, made.status, made.reason[:2000])
+            self.ledger.record_candidate(cand, made.status, made.reason[:2000])
             order = TellOrder.DUPLICATE if made.status is Status.DUPLICATE else TellOrder.FAILED
             self.tells.add(r, order, (cid,), cid)
             return None
         seen.add(cand.program_hash)
-        self._record_candidate(cand, Status.IMPLEMENTED)
+        self.ledger.record_candidate(cand, Status.IMPLEMENTED)
         return cand
 
     # ------------------------------------------------------------------ verification chains
 
-    def _dispatch(self, cand: Candidate, position: tuple) -> None:
-        """Reserve a slot now (so the cap counts it) and start the chain in the background."""
+    def _dispatch(self, cand: Candidate, position: tuple, rank: int) -> None:
+        """Reserve a slot now (so the cap counts it) and start the chain in the background.
+
+        With no slot left (a repair of an earlier round took it while this
+        round waited for the executor) the candidate is screened out instead.
+        """
         slot = self.gate.reserve()
+        if slot is None:
+            self.ledger.set_status(cand.id, Status.SCREENED_OUT, "the budget was spent before it could be verified")
+            self.tells.add(cand.round, TellOrder.SCREENED_OUT, (rank,), cand.id)
+            return
         self._claimed.add(cand.program_hash)
         chain = asyncio.create_task(self._verify_chain(cand, position, slot))
         self._inflight.setdefault(cand.round, []).append(chain)
 
-    async def _verify_chain(self, cand: Candidate, position: tuple, slot: Any) -> None:
+    async def _verify_chain(self, cand: Candidate, position: tuple, slot: Slot) -> None:
         """Verify ``cand``; on a repairable failure, repair (same idea) and verify again, each in its own slot."""
-        verification = await self._verify(cand, slot, position, 0)
-        current, attempt = cand, 0
-        while (
-            verification.status in _REPAIRABLE
-            and attempt < self.config.engine.repair_attempts
-            and self.gate.slots_left() > 0
-        ):
-            attempt += 1
-            error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-            made = await self.maker.repair(
-                cand.program,
-                current.program,
-                current.idea,
-                error,
-                skip=lambda d: d in self.state.verified_hashes or d in self._claimed,
-            )
-            if not made.ok:
-                break
-            fixed = Candidate(
-                id=f"{cand.id}f{attempt}",
-                parent_id=current.id,
-                operator=Operator.DEBUG,
-                idea=current.idea,
-                program=made.program,
-                program_hash=made.program_hash,
-                round=cand.round,
-                island=cand.island,
-                summary=made.summary,
-            )
-            self._claimed.add(fixed.program_hash)
-            self._record_candidate(fixed, Status.IMPLEMENTED)
-            verification = await self._verify(fixed, self.gate.reserve(), position, attempt)
-            current = fixed
 
-    async def _verify(self, cand: Candidate, slot: Any, position: tuple, attempt: int) -> Verification:
+        async def verify(c: Candidate, slot_: Slot | None, attempt: int) -> Verification:
+            assert slot_ is not None  # the gate reserved it
+            return await self._verify(c, slot_, position, attempt)
+
+        async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
+            return await self._repair(cand, current, verification, attempt)
+
+        attempts = self.config.engine.repair_attempts
+        await verify_with_repairs(cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot)
+
+    async def _repair(
+        self, first: Candidate, current: Candidate, verification: Verification, attempt: int
+    ) -> Candidate | None:
+        """Repair ``current`` (same idea) as node ``<first>f<attempt>``, recorded; None if no program was made."""
+        error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
+        made = await self.maker.repair(
+            first.program,
+            current.program,
+            current.idea,
+            error,
+            skip=lambda d: d in self.state.verified_hashes or d in self._claimed,
+        )
+        if not made.ok:
+            return None
+        fixed = candidate_from(
+            made, f"{first.id}f{attempt}", current.id, Operator.DEBUG, first.round, island=first.island
+        )
+        self._claimed.add(fixed.program_hash)
+        self.ledger.record_candidate(fixed, Status.IMPLEMENTED)
+        return fixed
+
+    async def _verify(self, cand: Candidate, slot: Slot, position: tuple, attempt: int) -> Verification:
         async with slot:
             verification = await self.executor.verify(self.task, cand.program)
-            self._record_verification(cand, verification)
+            self.ledger.record_verification(cand.id, verification)
         self.tells.add(cand.round, TellOrder.VERIFIED, (*position, attempt), cand.id)
         return verification
 
@@ -334,6 +343,16 @@ class Engine(Recorder):
     def _chains(self) -> Iterator[asyncio.Task]:
         for tasks in self._inflight.values():
             yield from tasks
+
+    def _model_failure(self, r: int, reason: str, fatal: bool = True) -> None:
+        """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
+        self.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
+        self.progress("model_error", {"round": r, "reason": reason})
+        if fatal:
+            self._model_failures += 1
+            log.warning("round %d: %s (%d in a row)", r, reason, self._model_failures)
+            if self._model_failures >= 3:
+                raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
 
     # ------------------------------------------------------------------ round boundaries: tell, learn
 
@@ -346,11 +365,11 @@ class Engine(Recorder):
             await self._tell_round(r, self.tells.take(r))
 
     async def _tell_round(self, r: int, node_ids: list[str]) -> None:
-        told = self._emit("tell", {"round": r, "node_ids": node_ids})
+        told = self.ledger.emit("tell", {"round": r, "node_ids": node_ids})
         self.learners.tell(self.state, told)
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
-            self._emit("screener_learn", {**record, "round": r})
+            self.ledger.emit("screener_learn", {**record, "round": r})
 
 
 async def submit_ensemble(engine: Engine) -> None:
@@ -368,7 +387,7 @@ async def submit_ensemble(engine: Engine) -> None:
     sub = await asyncio.to_thread(
         ensemble_submission, engine.task, members, sandbox, hide=tuple(getattr(engine.executor, "hide", ()))
     )
-    engine._emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+    engine.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
 
 
 def _expansion_dict(e: Expansion) -> dict[str, Any]:
@@ -394,12 +413,12 @@ def _after_screening(engine, r: int, screening: Screening, record: dict[str, Any
     from verifyless.screen.agentic import pilot_records
 
     for pilot in pilot_records(screening):
-        engine._emit(
+        engine.ledger.emit(
             "pilot",
             {**pilot, "round": r},
             charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]),
         )
-    if engine._watched:
+    if engine.ledger.watched:
         engine.progress(
             "screening",
             {"round": r, "screener": screening.screener, "chosen": to_verify, "evidence": record["evidence"]},

@@ -17,7 +17,7 @@ async def ensure_brief(engine: Engine) -> None:
     """Ask the briefer once per run (a resumed run keeps its stored brief)."""
     if engine.state.brief is None:
         brief = await engine.roles.briefer.brief(engine.task)
-        engine._emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+        engine.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
 
 
 async def ensure_baseline(engine: Engine) -> None:
@@ -35,8 +35,8 @@ async def ensure_baseline(engine: Engine) -> None:
         round=0,
     )
     cand = cand.replace(summary=await engine.maker.summarize(cand.program, cand.idea))
-    engine._record_candidate(cand, Status.IMPLEMENTED)
-    await engine._verify(cand, engine.gate.reserve(), (0,), 0)
+    engine.ledger.record_candidate(cand, Status.IMPLEMENTED)
+    await engine._verify(cand, engine.gate.reserve_anyway(), (0,), 0)  # every run verifies its baseline
     await engine._tell_round(0, engine.tells.take(0))
 
 
@@ -55,7 +55,7 @@ async def select_final(engine: Engine, best_id: str | None) -> str | None:
         task=engine.task,
         summaries=engine.state.summaries,
     )
-    engine._emit(
+    engine.ledger.emit(
         "final_selection",
         {
             "winner": selection.winner,

@@ -2,7 +2,7 @@
 
 ``restore`` loads the latest snapshot when one is usable (else starts from an
 empty state) and applies the events after it with ``RunState.apply`` -- the
-same projection the live path uses. While applying, each logged ``round``
+same projection the live path uses (``verifyless.ledger.fold``). While applying, each logged ``round``
 repeats the strategy's ``ask`` and each ``tell`` batch is fed to the
 strategy, the memory and an observing screener, so their state matches the
 uninterrupted run's at that point of the log; learning screeners get their
@@ -70,16 +70,22 @@ async def finish_interrupted(engine: Engine) -> None:
     todo = sorted(
         (i, cid)
         for cid, i in state.chosen.items()
-        if cid in state.staged and cid in state.candidates and cid not in state.verifications
+        if cid in state.staged
+        and state.staged[cid].status is Status.IMPLEMENTED
+        and cid in state.candidates
+        and cid not in state.verifications
     )
     for i, cid in todo:
-        if engine.gate.slots_left() <= 0:
+        slot = engine.gate.reserve()
+        if slot is None:
             break
         cand = state.candidates[cid]
         cand = cand.replace(program=engine.store.get_text(cand.program_hash))
-        await engine._verify_chain(cand, (i,), engine.gate.reserve())
+        await engine._verify_chain(cand, (i,), slot)
     todo_ids = {cid for _, cid in todo}
     for cid, node in list(state.staged.items()):
         if node.status is Status.IMPLEMENTED and cid not in state.verifications and cid not in todo_ids:
-            engine._set_status(cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified")
+            engine.ledger.set_status(
+                cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified"
+            )
             engine.tells.add(state.candidates[cid].round, TellOrder.INTERRUPTED, (cid,), cid)

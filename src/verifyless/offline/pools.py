@@ -6,7 +6,7 @@ parent; each parent gets ``n_per_parent`` independently proposed children,
 all verified; the best working child becomes the next parent (so a parent's
 pool doubles as the evolution step that yields the next parent, and the run
 costs ``1 + parents * n_per_parent`` verifications, fewer when programs
-repeat: identical programs in a pool are verified once). Pools are saved as
+repeat: identical programs in the run are verified and charged once). Pools are saved as
 JSON lines, one ``PoolRecord`` per line, programs included; with a
 ``store`` the same verifications are also recorded as a run.
 
@@ -21,11 +21,13 @@ hidden test scores it is the test oracle, for offline studies only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import random
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -157,133 +159,174 @@ async def collect_pools_async(
     roles: Any = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[PoolRecord]:
-    """Collect pools. ``roles`` defaults to the task's idea-space roles, ``sandbox`` to ``LocalSandbox()``."""
-    from verifyless.child import ChildMaker, status_for
-    from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure
-    from verifyless.verify import verify
+    """Collect pools. ``roles`` defaults to the task's idea-space roles, ``sandbox`` to ``LocalSandbox()``.
 
+    Paid work goes through the kernel (``verifyless.ledger``): each candidate is
+    a ``node`` event, a program already verified in the run is read back
+    (``reused_from``, no charge), every other one is charged once. Without a
+    ``store`` the run is kept in a temporary store that is deleted at the end.
+    """
+    from verifyless.child import ChildMaker
+    from verifyless.roles.base import ParentInfo
+
+    task = _task(task)
+    if parents < 1 or n_per_parent < 1:
+        raise ValueError("collect_pools needs parents >= 1 and n_per_parent >= 1")
+    roles = roles if roles is not None else _space_roles(task, seed)
+    sandbox = sandbox if sandbox is not None else _local_sandbox()
+    say = progress or (lambda msg: None)
+    rng = random.Random(seed)
+    config = {"kind": "collect-pools", "parents": parents, "n_per_parent": n_per_parent, "seed": seed}
+    with _run_store(store) as run_store:
+        ledger = _PoolLedger(task, sandbox, run_store, config, seed)
+        brief = await roles.briefer.brief(task)
+        maker = ChildMaker(task, roles)
+        base_idea = Idea("the task's baseline program")
+        root = _pool_candidate(
+            "root", None, base_idea, task.baseline_program, await maker.summarize(task.baseline_program, None), 0
+        )
+        base = await ledger.check(root)
+        if base.status is not Status.OK:
+            say(f"baseline failed ({base.status.value}: {base.reason}); pools start from it anyway")
+        parent = ParentInfo(id="root", program=root.program, score=base.score, summary=root.summary)
+        pools: list[PoolRecord] = []
+        for step in range(parents):
+            members = await _pool_members(ledger, maker, roles, parent, step, n_per_parent, rng)
+            pools.append(_pool_record(task, step, parent, members, seed, brief))
+            ok = [c for c in members if c.fitness is not None]
+            say(f"pool {step}: {len(members)} candidates, {len(ok)} verified ok")
+            if not ok:
+                break
+            best = max(ok, key=lambda c: c.fitness)  # type: ignore[arg-type, return-value]
+            idea = Idea(best.idea, dict(best.params))
+            parent = ParentInfo(id=best.id, program=best.program, score=best.score, summary=best.summary, idea=idea)
+        run_store.set_status(ledger.ledger.run_id, "finished")
+    return pools
+
+
+class _PoolLedger:
+    """The pool run's kernel: record each candidate, read a known program back, pay the rest once."""
+
+    def __init__(self, task: Task, sandbox: Any, store: Any, config: dict[str, Any], seed: int) -> None:
+        from verifyless.ledger import BudgetConfig, Ledger
+
+        self.task, self.sandbox = task, sandbox
+        self.ledger = Ledger(store, BudgetConfig(verifications=None), task.metric)
+        self.ledger.run_id = store.create_run(task.name, config, seed=seed)
+
+    async def check(self, cand: Candidate) -> Verification:
+        from verifyless.verify import verify
+
+        self.ledger.record_candidate(cand, Status.IMPLEMENTED)
+        known = self.ledger.state.known_result(cand.program_hash)
+        if known is not None:  # identical programs are verified once, and paid once
+            self.ledger.record_reused(cand.id, *known)
+            return known[1]
+        slot = self.ledger.gate.reserve()
+        assert slot is not None  # the pool run sets no cap
+        async with slot:
+            # verify() blocks on the sandbox: run it in a worker thread so the event loop stays responsive.
+            v = await asyncio.to_thread(verify, self.task, cand.program, self.sandbox)
+            self.ledger.record_verification(cand.id, v)
+        return v
+
+
+async def _pool_members(
+    ledger: _PoolLedger, maker: Any, roles: Any, parent: Any, step: int, n: int, rng: random.Random
+) -> list[PoolCandidate]:
+    """Propose ``n`` children of ``parent``, make each and verify every runnable one."""
+    from verifyless.child import status_for
+    from verifyless.ledger import candidate_from
+    from verifyless.roles.base import ProposeContext, RoleFailure
+
+    ctx = ProposeContext(task=ledger.task, parent=parent, operator=Operator.IMPROVE, seed=rng.randrange(2**31))
+    members: list[PoolCandidate] = []
+    for j, proposal in enumerate(await roles.proposer.propose(ctx, n)):
+        cid = f"s{step}c{j}"
+        if isinstance(proposal, RoleFailure):
+            members.append(PoolCandidate(cid, "", status_for(proposal).value, reason=proposal.reason))
+            continue
+        made = await maker.make(parent, proposal)
+        if not made.ok:
+            params = dict(proposal.params)
+            members.append(PoolCandidate(cid, proposal.text, made.status.value, params=params, reason=made.reason))
+            continue
+        cand = candidate_from(made, cid, parent.id, Operator.IMPROVE, step + 1).replace(idea=proposal)
+        v = await ledger.check(cand)
+        members.append(_member(ledger.task, cand, v, proposal))
+    return members
+
+
+def _member(task: Task, cand: Candidate, v: Verification, proposal: Idea) -> PoolCandidate:
+    return PoolCandidate(
+        id=cand.id,
+        idea=proposal.text,
+        status=v.status.value,
+        program=cand.program,
+        program_hash=cand.program_hash,
+        summary=cand.summary,
+        params=dict(proposal.params),
+        score=v.score,
+        test_score=v.test_score,
+        fitness=_orient(task, v.score),
+        test_fitness=_orient(task, v.test_score),
+        seconds=v.seconds,
+        reason=v.reason,
+    )
+
+
+def _pool_record(task: Task, step: int, parent: Any, members: list[PoolCandidate], seed: int, brief: Any) -> PoolRecord:
+    return PoolRecord(
+        task=task.name,
+        pool_id=f"{task.name}:s{step}",
+        step=step,
+        parent_id=parent.id or "root",
+        parent_program=parent.program,
+        parent_summary=parent.summary,
+        parent_score=parent.score,
+        parent_fitness=_orient(task, parent.score),
+        candidates=tuple(members),
+        seed=seed,
+        understanding=brief.understanding,
+        criteria=tuple(brief.criteria),
+    )
+
+
+def _pool_candidate(cid: str, parent_id: str | None, idea: Idea, program: str, summary: str, step: int) -> Candidate:
+    operator = Operator.BASELINE if parent_id is None else Operator.IMPROVE
+    return Candidate(cid, parent_id, operator, idea, program, content_hash(program), summary, round=step)
+
+
+@contextlib.contextmanager
+def _run_store(store: Any) -> Iterator[Any]:
+    """``store``, or a temporary run store (deleted on exit) when it is None."""
+    if store is not None:
+        yield store
+        return
+    from verifyless.store import RunStore
+
+    with tempfile.TemporaryDirectory(prefix="verifyless-pools-") as tmp, RunStore(Path(tmp) / "pools.db") as temp:
+        yield temp
+
+
+def _task(task: Task | str) -> Task:
     if isinstance(task, str):
         from verifyless.task.loader import load_task
 
-        task = load_task(task)
-    if parents < 1 or n_per_parent < 1:
-        raise ValueError("collect_pools needs parents >= 1 and n_per_parent >= 1")
-    if roles is None:
-        from verifyless.roles.space import space_roles
+        return load_task(task)
+    return task
 
-        roles = space_roles(task, seed)
-    if sandbox is None:
-        from verifyless.sandbox.local import LocalSandbox
 
-        sandbox = LocalSandbox()
-    say = progress or (lambda msg: None)
-    rng = random.Random(seed)
-    run_id = None
-    if store is not None:
-        run_id = store.create_run(
-            task.name,
-            {"kind": "collect-pools", "parents": parents, "n_per_parent": n_per_parent, "seed": seed},
-            seed=seed,
-        )
-    brief = await roles.briefer.brief(task)
-    cache: dict[str, Verification] = {}
+def _space_roles(task: Task, seed: int) -> Any:
+    from verifyless.roles.space import space_roles
 
-    async def check(cid: str, parent_id: str | None, idea: Idea, program: str, summary: str, step: int) -> Verification:
-        digest = content_hash(program)
-        if digest not in cache:
-            # verify() blocks on the sandbox: run it in a worker thread so the event loop stays responsive.
-            cache[digest] = await asyncio.to_thread(verify, task, program, sandbox)
-        v = cache[digest]
-        if store is not None:
-            cand = Candidate(
-                id=cid,
-                parent_id=parent_id,
-                operator=Operator.BASELINE if parent_id is None else Operator.IMPROVE,
-                idea=idea,
-                program=program,
-                program_hash=digest,
-                summary=summary,
-                round=step,
-            )
-            store.add_candidate(run_id, cand, status=Status.IMPLEMENTED.value)
-            store.add_verification(run_id, cid, v, _orient(task, v.score))
-        return v
+    return space_roles(task, seed)
 
-    base_program = task.baseline_program
-    maker = ChildMaker(task, roles)
-    base_summary = await maker.summarize(base_program, None)
-    base = await check("root", None, Idea("the task's baseline program"), base_program, base_summary, 0)
-    if base.status is not Status.OK:
-        say(f"baseline failed ({base.status.value}: {base.reason}); pools start from it anyway")
-    parent = ParentInfo(id="root", program=base_program, score=base.score, summary=base_summary)
-    pools: list[PoolRecord] = []
-    for step in range(parents):
-        ctx = ProposeContext(task=task, parent=parent, operator=Operator.IMPROVE, seed=rng.randrange(2**31))
-        proposals = await roles.proposer.propose(ctx, n_per_parent)
-        members: list[PoolCandidate] = []
-        for j, proposal in enumerate(proposals):
-            cid = f"s{step}c{j}"
-            if isinstance(proposal, RoleFailure):
-                members.append(PoolCandidate(cid, "", status_for(proposal).value, reason=proposal.reason))
-                continue
-            made = await maker.make(parent, proposal)
-            if not made.ok:
-                members.append(
-                    PoolCandidate(
-                        cid, proposal.text, made.status.value, params=dict(proposal.params), reason=made.reason
-                    )
-                )
-                continue
-            program, summary = made.program, made.summary
-            v = await check(cid, parent.id, proposal, program, summary, step + 1)
-            members.append(
-                PoolCandidate(
-                    id=cid,
-                    idea=proposal.text,
-                    status=v.status.value,
-                    program=program,
-                    program_hash=content_hash(program),
-                    summary=summary,
-                    params=dict(proposal.params),
-                    score=v.score,
-                    test_score=v.test_score,
-                    fitness=_orient(task, v.score),
-                    test_fitness=_orient(task, v.test_score),
-                    seconds=v.seconds,
-                    reason=v.reason,
-                )
-            )
-        pools.append(
-            PoolRecord(
-                task=task.name,
-                pool_id=f"{task.name}:s{step}",
-                step=step,
-                parent_id=parent.id or "root",
-                parent_program=parent.program,
-                parent_summary=parent.summary,
-                parent_score=parent.score,
-                parent_fitness=_orient(task, parent.score),
-                candidates=tuple(members),
-                seed=seed,
-                understanding=brief.understanding,
-                criteria=tuple(brief.criteria),
-            )
-        )
-        ok = [c for c in members if c.fitness is not None]
-        say(f"pool {step}: {len(members)} candidates, {len(ok)} verified ok")
-        if not ok:
-            break
-        best = max(ok, key=lambda c: c.fitness)  # type: ignore[arg-type, return-value]
-        parent = ParentInfo(
-            id=best.id,
-            program=best.program,
-            score=best.score,
-            summary=best.summary,
-            idea=Idea(best.idea, dict(best.params)),
-        )
-    if store is not None:
-        store.set_status(run_id, "finished")
-    return pools
+
+def _local_sandbox() -> Any:
+    from verifyless.sandbox.local import LocalSandbox
+
+    return LocalSandbox()
 
 
 def _orient(task: Task, value: float | None) -> float | None:

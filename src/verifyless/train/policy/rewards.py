@@ -57,6 +57,7 @@ from typing import Any, cast
 from verifyless.child import ChildMaker
 from verifyless.engine.routing import route
 from verifyless.errors import ConfigError, TaskError
+from verifyless.ledger import candidate_from
 from verifyless.node import Candidate, Evidence, Idea, Operator, Status, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.screen.base import ScreenContext
@@ -115,7 +116,7 @@ class PolicyRewarder:
         if self.settings.mode != "verify-all" and critic is None:
             raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
         self.ledger = PolicyLedger(store, run_id)
-        self.verifier = PaidVerifier(self.ledger, executor, self.settings.verifications)
+        self.verifier = PaidVerifier(self.ledger, executor, self.settings.budget)
         self._started = False
         self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
 
@@ -255,16 +256,7 @@ class PolicyRewarder:
             return node
         own = content_hash(parent.program)
         made = await self.makers[task.name].make(parent, idea, skip=lambda digest: digest == own)
-        cand = Candidate(
-            id=nid,
-            parent_id=parent.id,
-            operator=Operator.IMPROVE,
-            idea=made.idea,
-            program=made.program,
-            program_hash=made.program_hash,
-            summary=made.summary,
-            round=prompt.step + 1,
-        )
+        cand = candidate_from(made, nid, parent.id, Operator.IMPROVE, prompt.step + 1)
         return self.ledger.node(cand, made.status, made.reason, task=task.name, key=prompt.key)
 
     async def _critique(self, nid: str, task: Task, parent: ParentInfo) -> Evidence:

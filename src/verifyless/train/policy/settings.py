@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.ledger import BudgetConfig
 from verifyless.train.policy.contract import RewardMode
 
 
@@ -40,7 +41,7 @@ class RewardSettings(BaseModel):
     )
     verifications: int | None = Field(
         None,
-        ge=0,
+        ge=1,
         description="hard cap on paid verifications in the run, baselines and repairs included (None: no cap)",
     )
     audit_rate: float = Field(
@@ -53,6 +54,11 @@ class RewardSettings(BaseModel):
         0.0, ge=0, description="relative change at or below which a child ties its parent (not an improvement)"
     )
     seed: int = Field(0, description="seed for audit draws and for choosing the next parent among improving children")
+
+    @property
+    def budget(self) -> BudgetConfig:
+        """The cap as the kernel's ``BudgetConfig`` (verifications only), for ``PaidVerifier``'s gate."""
+        return BudgetConfig(verifications=self.verifications)
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> RewardSettings:

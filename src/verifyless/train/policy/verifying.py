@@ -8,15 +8,18 @@ runs again and is charged once. On a deterministic task a program already
 verified in the run (or being verified right now by a concurrent idea) is
 not paid again: its event copies the result with no charge (``reused_from``).
 
-The cap counts like a run's budget: paid verifications in the ledger plus
-the ones in flight. When a new verification is needed and the cap is
-reached, ``VerificationBudgetSpent`` is raised before anything runs.
+The cap is a ``BudgetConfig`` enforced by the kernel's ``BudgetGate``
+(``verifyless.ledger``): paid verifications in the ledger plus the ones in
+flight. A verification reserves its slot at the moment it must be paid (the
+reservation is the check); when the cap leaves none,
+``VerificationBudgetSpent`` is raised before anything runs.
 
-``verify_with_repairs`` gives a child whose run failed for any reason but a
-timeout up to ``repairs`` repairs through ``ChildMaker.repair`` (the idea is
-kept; fixed regions are checked against the original parent). Each repaired
-program is a new node ``<child>r<k>`` and its verification is paid like any
-other. The last verification decides the outcome.
+``verify_with_repairs`` runs the kernel's chain (``ledger.verify_with_repairs``):
+a child whose run failed for any reason but a timeout gets up to ``repairs``
+repairs through ``ChildMaker.repair`` (the idea is kept; fixed regions are
+checked against the original parent). Each repaired program is a new node
+``<child>r<k>`` and its verification is paid like any other. The last
+verification decides the outcome.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifyless.child import ChildMaker
+from verifyless.ledger import BudgetConfig, BudgetGate, Slot, candidate_from, verify_with_repairs
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.outcome import improved, verified_outcome
 from verifyless.roles.base import ParentInfo
@@ -36,6 +40,8 @@ from verifyless.train.policy.contract import VerificationBudgetSpent
 from verifyless.train.policy.ledger import PolicyLedger
 
 log = logging.getLogger(__name__)
+
+REPAIRABLE = frozenset(s for s in Status if s.verified) - {Status.OK, Status.TIMEOUT}  # any failure but a timeout
 
 
 @dataclass(frozen=True)
@@ -79,21 +85,20 @@ class LoopGate:
 
 
 class PaidVerifier:
-    """Verifies recorded nodes through ``executor`` under the cap ``cap`` (None = no cap)."""
+    """Verifies recorded nodes through ``executor`` under the caps of ``budget``."""
 
-    def __init__(self, ledger: PolicyLedger, executor: Any, cap: int | None) -> None:
+    def __init__(self, ledger: PolicyLedger, executor: Any, budget: BudgetConfig) -> None:
         self.ledger = ledger
         self.executor = executor
-        self.cap = cap
-        self._reserved = 0
+        self.gate = BudgetGate(budget, lambda: ledger.store.budget(ledger.run_id))
         self._slots = LoopGate(getattr(executor, "capacity", 1))
         self._inflight: dict[tuple[str, str], asyncio.Future[Verification]] = {}
 
     def left(self) -> int:
         """Verifications left under the cap (``sys.maxsize`` when there is no cap)."""
-        if self.cap is None:
+        if self.gate.caps.verifications is None:
             return sys.maxsize
-        return max(0, self.cap - self.ledger.paid_verifications() - self._reserved)
+        return max(0, self.gate.slots_left())
 
     async def verify(self, nid: str, task: Task) -> tuple[Verification, int]:
         """The verification of node ``nid`` and how many verifications it charged (0 or 1)."""
@@ -131,23 +136,23 @@ class PaidVerifier:
         return None
 
     async def _pay(self, nid: str, task: Task, program: str, digest: tuple[str, str]) -> Verification:
-        if self.left() <= 0:
+        slot = self.gate.reserve()
+        if slot is None:
             raise VerificationBudgetSpent(
-                f"the verification cap of {self.cap} is reached ({self.ledger.paid_verifications()} paid, "
-                f"{self._reserved} running); node {nid} needs one more"
+                f"the verification cap of {self.gate.caps.verifications} is reached "
+                f"({self.ledger.paid_verifications()} paid, {self.gate.reserved} running); node {nid} needs one more"
             )
-        self._reserved += 1
         pending: asyncio.Future[Verification] = asyncio.get_running_loop().create_future()
         self._inflight[digest] = pending
         try:
-            async with self._slots:
-                v = await self.executor.verify(task, program)
-            self.ledger.verification(nid, v, fitness(task, v))
+            async with slot:
+                async with self._slots:
+                    v = await self.executor.verify(task, program)
+                self.ledger.verification(nid, v, fitness(task, v))
         except BaseException:
             pending.cancel()
             raise
         finally:
-            self._reserved -= 1
             self._inflight.pop(digest, None)
         pending.set_result(v)
         return v
@@ -156,17 +161,22 @@ class PaidVerifier:
         self, nid: str, task: Task, maker: ChildMaker, base_program: str, idea: Idea, repairs: int
     ) -> Checked:
         """Verify ``nid``; on a non-timeout failure repair (keeping ``idea``) and verify again, ``repairs`` times."""
-        current, paid, seconds = nid, 0, 0.0
-        for attempt in range(repairs + 1):
-            v, charged = await self.verify(current, task)
+        paid, seconds = 0, 0.0
+
+        async def verify(cand: Candidate, _slot: Slot | None, attempt: int) -> Verification:
+            nonlocal paid, seconds
+            v, charged = await self.verify(cand.id, task)
             paid, seconds = paid + charged, seconds + (v.seconds if charged else 0.0)
-            if v.status in (Status.OK, Status.TIMEOUT) or attempt == repairs:
-                break
-            fixed = await self._repaired(nid, attempt + 1, current, task, maker, base_program, idea, v)
-            if fixed is None:
-                break
-            current = fixed
-        return Checked(current, self.ledger.log.verifications[current], paid, seconds)
+            return v
+
+        async def repair(failed: Candidate, v: Verification, k: int) -> Candidate | None:
+            rid = await self._repaired(nid, k, failed.id, task, maker, base_program, idea, v)
+            return None if rid is None else self.ledger.candidate(rid)
+
+        last, v = await verify_with_repairs(
+            self.ledger.candidate(nid), verify=verify, repair=repair, attempts=repairs, repairable=REPAIRABLE
+        )
+        return Checked(last.id, v, paid, seconds)
 
     async def _repaired(
         self,
@@ -186,15 +196,8 @@ class PaidVerifier:
             error = "\n".join(x for x in (f"{v.status.value}: {v.reason}", v.stderr_tail) if x.strip())
             made = await maker.repair(base_program, self.ledger.program(failed), idea, error)
             parent_node = self.ledger.log.nodes[nid]
-            cand = Candidate(
-                id=rid,
-                parent_id=parent_node.get("parent_id"),
-                operator=Operator.DEBUG,
-                idea=made.idea,
-                program=made.program,
-                program_hash=made.program_hash,
-                summary=made.summary,
-                round=int(parent_node.get("round", 0)),
+            cand = candidate_from(
+                made, rid, parent_node.get("parent_id"), Operator.DEBUG, int(parent_node.get("round", 0))
             )
             node = self.ledger.node(cand, made.status, made.reason, task=task.name, repair_of=failed)
         if node.get("status") != Status.IMPLEMENTED.value:

@@ -1,12 +1,19 @@
-"""The budget gate: hard caps that count work in flight.
+"""The budget: ``BudgetConfig`` (the one form of a hard cap) and the gate that enforces it.
 
 A verification takes a slot before it is dispatched and gives it back once
 its result (and charge) is stored::
 
-    slot = gate.reserve()            # counted from now on, so nothing can overshoot the cap
+    slot = gate.reserve()            # the reservation is the check: None once a cap is reached
+    if slot is None:
+        return                       # nothing is paid past the cap
     async with slot:                 # released on exit, also on error or cancellation
         v = await executor.verify(...)
         record(v)                    # the charge is in the ledger before the slot is released
+
+Checking ``slots_left()`` and reserving later is the bug of issue #25 (an
+``await`` in between lets another chain take the last slot); ``reserve``
+checks and counts in one step, with no ``await`` in it, so concurrent
+coroutines can never overshoot the verification cap.
 
 The gate reads what was spent from the store's ledger (``used``), so a
 resumed run continues from what the log says, and it says why a run must stop
@@ -20,12 +27,27 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from verifyless.config import BudgetConfig
+from pydantic import BaseModel, ConfigDict, Field
+
 from verifyless.store.records import Budget
 
-__all__ = ["BudgetGate", "Slot"]
+__all__ = ["NO_CAP", "BudgetConfig", "BudgetGate", "Slot"]
 
 NO_CAP = 1 << 30
+
+
+class BudgetConfig(BaseModel):
+    """Hard caps. ``None`` means no cap on that axis; at least one cap must be set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verifications: int | None = Field(30, ge=1, description="paid verifications, repairs and the baseline included")
+    evaluator_seconds: float | None = Field(
+        None, gt=0, description="seconds spent running candidates (verifications and screener pilots)"
+    )
+    tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over all roles")
+    cost: float | None = Field(None, gt=0, description="LLM cost, in the price table's currency")
+    wall_seconds: float | None = Field(None, gt=0, description="wall-clock seconds since this process started the run")
 
 
 class Slot:
@@ -67,6 +89,12 @@ class BudgetGate:
         used = used if used is not None else self._used()
         if b.verifications is not None and used.verifications + self.reserved >= b.verifications:
             return "budget: verifications"
+        return self.llm_stop_reason(used)
+
+    def llm_stop_reason(self, used: Budget | None = None) -> str | None:
+        """Why no new LLM work may start: every cap but the verification count (None while they have room)."""
+        b = self.caps
+        used = used if used is not None else self._used()
         if b.evaluator_seconds is not None and used.evaluator_seconds >= b.evaluator_seconds:
             return "budget: evaluator seconds"
         if b.tokens is not None and used.tokens_in + used.tokens_out >= b.tokens:
@@ -90,8 +118,18 @@ class BudgetGate:
         cap = self.caps.evaluator_seconds
         return None if cap is None else max(0.0, cap - self._used().evaluator_seconds)
 
-    def reserve(self) -> Slot:
-        """Count one verification as in flight now; the caller checked ``slots_left`` first."""
+    def reserve(self) -> Slot | None:
+        """One verification counted as in flight from now on, or None when a cap leaves no room.
+
+        The check and the count are one step (no ``await`` between them), so
+        whoever holds a slot may pay for one verification without looking again.
+        """
+        if self.slots_left() <= 0:
+            return None
+        return self.reserve_anyway()
+
+    def reserve_anyway(self) -> Slot:
+        """A slot without the check: only for the baseline, which every run verifies once (it may pass a cap)."""
         self.reserved += 1
         return Slot(self)
 

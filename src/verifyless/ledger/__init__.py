@@ -1,0 +1,30 @@
+"""The kernel for paid work: record durably, fold, cap the budget, verify with repairs, reuse by hash.
+
+One room for what every paid-verification loop needs (see docs/design/engine.md,
+"The kernel for paid work"):
+
+* ``fold``   -- ``RunState.apply(event)``: the one place where an event changes a run's state
+  (live and resumed runs alike); ``RunState.known_result`` reads a paid result back by program hash;
+* ``budget`` -- ``BudgetConfig`` (the one form of a cap) and ``BudgetGate``, whose ``reserve`` is the check;
+* ``record`` -- ``Ledger``: append an event (with its charge) to the store, then fold it;
+* ``paid``   -- ``candidate_from(made, ...)`` and ``verify_with_repairs`` (up to N repairs keeping the idea).
+
+It imports neither ``verifyless.config`` nor ``verifyless.engine``.
+"""
+
+from verifyless.ledger.budget import NO_CAP, BudgetConfig, BudgetGate, Slot
+from verifyless.ledger.fold import RunState
+from verifyless.ledger.paid import REPAIRABLE, candidate_from, verify_with_repairs
+from verifyless.ledger.record import Ledger
+
+__all__ = [
+    "NO_CAP",
+    "REPAIRABLE",
+    "BudgetConfig",
+    "BudgetGate",
+    "Ledger",
+    "RunState",
+    "Slot",
+    "candidate_from",
+    "verify_with_repairs",
+]

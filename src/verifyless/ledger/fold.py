@@ -1,0 +1,154 @@
+"""The event fold: ``RunState``, what a run knows, as a projection of its event log.
+
+``RunState.apply(event)`` is the one place where an event changes a run's
+state. The live path (``Ledger.emit``) appends an event to the store and then
+applies it; resume applies the stored events (after the last snapshot) in log
+order. Both therefore end in the same state, by construction. Event kinds it
+does not know (``model_error``, ``pilot``, ``final`` ...) only move ``last_seq``.
+
+The state holds no program text (programs live in the store's blobs and are
+read on demand) and no hidden test score reaches a ``Node``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifyless.node import Candidate, Idea, Node, Status, Verification
+from verifyless.roles.base import TaskBrief
+from verifyless.search.base import SearchView
+from verifyless.store.records import Event
+
+__all__ = ["RunState"]
+
+
+@dataclass
+class RunState:
+    """Everything the engine derives from the event log (picklable: snapshots store it).
+
+    ``staged`` holds nodes recorded but not yet told to the strategy, in the
+    order their ``node`` events were logged; a ``tell`` event moves them into
+    ``view`` (whose insertion order is therefore the tell order). ``chosen``
+    numbers the candidates a screening sent to verification, in log order,
+    until they are told (resume verifies those that never finished).
+    """
+
+    view: SearchView = field(default_factory=SearchView)
+    programs: dict[str, str] = field(default_factory=dict)  # node id -> program hash
+    ideas: dict[str, Idea] = field(default_factory=dict)
+    summaries: dict[str, str] = field(default_factory=dict)  # node id -> summary
+    summary_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> summary
+    candidates: dict[str, Candidate] = field(default_factory=dict)  # without program text
+    verifications: dict[str, Verification] = field(default_factory=dict)
+    verified_hashes: set[str] = field(default_factory=set)
+    verified_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> first node verified with it
+    staged: dict[str, Node] = field(default_factory=dict)
+    chosen: dict[str, int] = field(default_factory=dict)
+    n_chosen: int = 0
+    rounds_done: int = 0
+    told_round: int = -1  # the last round whose ``tell`` batch is logged
+    brief: TaskBrief | None = None
+    learn_records: list[dict[str, Any]] = field(default_factory=list)  # ``screener_learn`` payloads, in order
+    proposals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # logged proposer replies, by key
+    last_seq: int = 0  # the last event applied
+
+    def known_result(self, digest: str) -> tuple[str, Verification] | None:
+        """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None."""
+        node_id = self.verified_by_hash.get(digest)
+        return None if node_id is None else (node_id, self.verifications[node_id])
+
+    def apply(self, event: Event) -> list[Node]:
+        """Fold one event into the state; returns the nodes a ``tell`` event told (else ``[]``)."""
+        handler = _HANDLERS.get(event.kind)
+        told = handler(self, event) if handler is not None else None
+        self.last_seq = max(self.last_seq, event.seq)
+        return told or []
+
+    # ------------------------------------------------------------------ handlers (one per event kind)
+
+    def _brief(self, ev: Event) -> None:
+        self.brief = TaskBrief(ev.payload["understanding"], tuple(ev.payload["criteria"]))
+
+    def _round(self, ev: Event) -> None:
+        self.rounds_done = max(self.rounds_done, int(ev.payload["round"]))
+
+    def _node(self, ev: Event) -> None:
+        p = ev.payload
+        cand = Candidate.from_dict({**p, "program": ""})
+        status, reason = Status(p.get("status", "implemented")), p.get("reason", "")
+        self.candidates[cand.id] = cand
+        self.ideas[cand.id] = cand.idea
+        if cand.program_hash:
+            self.programs[cand.id] = cand.program_hash
+        if cand.summary:
+            self.summaries[cand.id] = cand.summary
+            self.summary_by_hash.setdefault(cand.program_hash, cand.summary)
+        self.staged[cand.id] = Node(
+            id=cand.id,
+            parent_id=cand.parent_id,
+            operator=cand.operator,
+            status=status,
+            idea=cand.idea.text,
+            program_hash=cand.program_hash,
+            reference_ids=cand.reference_ids,
+            round=cand.round,
+            island=cand.island,
+            tags=cand.idea.tags,
+            reason=reason,
+            code_length=cand.code_length or None,
+        )  # the MAP-Elites length feature
+
+    def _status(self, ev: Event) -> None:
+        node_id = ev.node_id or ""
+        self.staged[node_id] = self.staged[node_id].replace(
+            status=Status(ev.payload["status"]), reason=ev.payload["reason"]
+        )
+
+    def _screening(self, ev: Event) -> None:
+        for cid in ev.payload.get("to_verify", ev.payload.get("chosen", [])):
+            if cid not in self.chosen:
+                self.chosen[cid] = self.n_chosen
+                self.n_chosen += 1
+
+    def _verification(self, ev: Event) -> None:
+        node_id = ev.node_id or ""
+        p = ev.payload
+        v = Verification.from_dict(p)
+        self.verifications[node_id] = v
+        digest = v.program_hash or self.candidates[node_id].program_hash
+        self.verified_hashes.add(digest)
+        self.verified_by_hash.setdefault(digest, node_id)
+        self.staged[node_id] = self.staged[node_id].replace(
+            status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
+        )
+
+    def _tell(self, ev: Event) -> list[Node]:
+        self.told_round = max(self.told_round, int(ev.payload["round"]))
+        told = []
+        for nid in ev.payload["node_ids"]:
+            node = self.staged.pop(nid)
+            self.chosen.pop(nid, None)
+            self.view.add(node)
+            told.append(node)
+        return told
+
+    def _learn(self, ev: Event) -> None:
+        self.learn_records.append(dict(ev.payload))
+
+    def _proposals(self, ev: Event) -> None:
+        self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
+
+
+_HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
+    "brief": RunState._brief,
+    "round": RunState._round,
+    "node": RunState._node,
+    "status": RunState._status,
+    "screening": RunState._screening,
+    "verification": RunState._verification,
+    "tell": RunState._tell,
+    "screener_learn": RunState._learn,
+    "proposals": RunState._proposals,
+}

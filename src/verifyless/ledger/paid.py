@@ -1,0 +1,102 @@
+"""Paid verification: a candidate from a made child, and verify-with-repairs that keeps the idea.
+
+``candidate_from(made, ...)`` is the one way a made child (``verifyless.child.Made``)
+becomes a ``Candidate`` record. ``verify_with_repairs`` runs one verification
+chain: verify; on a repairable failure (``REPAIRABLE`` by default: a crash,
+an invalid metric, out of memory -- never a timeout, which a repair would
+only repeat) ask for a repair that keeps the idea and verify the repaired
+program; at most ``attempts`` repairs. Given a ``BudgetGate``, the slot for
+a repair is reserved *before* the repair is awaited, so no other chain can
+spend it meanwhile (issue #25: the check and the reservation are one step);
+a repair that fails gives its slot back. How a repair is made, recorded and
+named stays with the caller (``repair``), as does what a verification
+records and whether it is read back instead of paid (``verify``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from verifyless.ledger.budget import BudgetGate, Slot
+from verifyless.node import Candidate, Operator, Status, Verification
+
+if TYPE_CHECKING:  # pragma: no cover
+    from verifyless.child import Made
+
+__all__ = ["REPAIRABLE", "Repair", "Verify", "candidate_from", "verify_with_repairs"]
+
+REPAIRABLE = frozenset({Status.FAILED, Status.INVALID_METRIC, Status.OOM})
+
+Verify = Callable[[Candidate, "Slot | None", int], Awaitable[Verification]]  # (candidate, its slot, attempt)
+Repair = Callable[[Candidate, Verification, int], Awaitable["Candidate | None"]]  # (failed, its result, attempt)
+
+
+def candidate_from(
+    made: Made,
+    id: str,
+    parent_id: str | None,
+    operator: Operator,
+    round: int,
+    *,
+    island: int = 0,
+    reference_ids: tuple[str, ...] = (),
+) -> Candidate:
+    """The ``Candidate`` record of ``made`` (idea, program, hash, summary) at its place in the search."""
+    return Candidate(
+        id=id,
+        parent_id=parent_id,
+        operator=operator,
+        reference_ids=reference_ids,
+        round=round,
+        island=island,
+        idea=made.idea,
+        program=made.program,
+        program_hash=made.program_hash,
+        summary=made.summary,
+    )
+
+
+async def verify_with_repairs(
+    cand: Candidate,
+    *,
+    verify: Verify,
+    repair: Repair,
+    attempts: int,
+    gate: BudgetGate | None = None,
+    slot: Slot | None = None,
+    repairable: frozenset[Status] = REPAIRABLE,
+) -> tuple[Candidate, Verification]:
+    """Verify ``cand``, then repair and verify again while it fails repairably; (last candidate, its result).
+
+    With a ``gate``, ``slot`` is the first verification's reserved slot and
+    each repair's slot is reserved before the repair is asked for (no slot:
+    the chain ends, no repair is asked for). Without one, ``verify`` is
+    called with ``None`` and pays at its own reserved moment (it may raise
+    when the cap is reached). Stops at a result outside ``repairable``,
+    after ``attempts`` repairs, or when ``repair`` returns None.
+    """
+    verification = await verify(cand, slot, 0)
+    current = cand
+    for attempt in range(1, attempts + 1):
+        if verification.status not in repairable:
+            break
+        next_slot = gate.reserve() if gate is not None else None
+        if gate is not None and next_slot is None:
+            break
+        try:
+            fixed = await repair(current, verification, attempt)
+        except BaseException:
+            _release(next_slot)
+            raise
+        if fixed is None:
+            _release(next_slot)
+            break
+        verification = await verify(fixed, next_slot, attempt)
+        current = fixed
+    return current, verification
+
+
+def _release(slot: Slot | None) -> None:
+    if slot is not None:
+        slot.release()

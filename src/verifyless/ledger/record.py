@@ -1,0 +1,109 @@
+"""``Ledger``: one run's write side -- every paid or learned fact is stored first, then folded.
+
+``Ledger.emit`` is the single write path: it appends one event to the run
+store (program text, view update and budget charge in the same transaction)
+and then applies the committed event to ``RunState`` -- exactly what resume
+does with the stored log. The ledger also holds the run's ``BudgetGate``,
+whose ``used`` totals it reads from the store, so a resumed run continues
+from what the log says. It is composed into its users (the engine), not
+inherited from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from verifyless.ledger.budget import BudgetConfig, BudgetGate
+from verifyless.ledger.fold import RunState
+from verifyless.node import Candidate, Node, Status, Verification
+from verifyless.store.records import Charge, Event
+from verifyless.task.base import Metric
+
+__all__ = ["Ledger", "Progress"]
+
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+class Ledger:
+    """The event log of run ``run_id`` in ``store``, its fold ``state`` and its budget ``gate``.
+
+    ``metric`` orients verified scores into fitness. ``progress`` receives
+    ``("verification", ...)`` after each recorded verification; ``watched`` is
+    False when no one listens (progress payloads cost a ledger read each).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        caps: BudgetConfig,
+        metric: Metric,
+        progress: Progress | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store, self.metric = store, metric
+        self.run_id: str | None = None
+        self.state = RunState()
+        self.gate = BudgetGate(caps, lambda: store.budget(self.run_id), clock)
+        self.progress: Progress = progress or (lambda kind, data: None)
+        self.watched = progress is not None
+
+    def emit(
+        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
+    ) -> list[Node]:
+        """Append one event (durable on return), then apply it; returns the nodes a ``tell`` told."""
+        if charge is None:
+            seq = self.store.append(self.run_id, kind, payload, node_id=node_id)
+        else:
+            seq = self.store.append(self.run_id, kind, payload, node_id=node_id, charge=charge)
+        if kind == "node":
+            payload = {k: v for k, v in payload.items() if k != "program"}
+        return self.state.apply(Event(seq, self.run_id or "", time.time(), kind, node_id, payload, charge))
+
+    def charge(
+        self, kind: str, payload: dict[str, Any], *, evaluator_seconds: float = 0.0, node_id: str | None = None
+    ) -> None:
+        """Store an event that spends evaluator time outside a verification (e.g. an agentic ``pilot``)."""
+        self.emit(kind, payload, node_id=node_id, charge=Charge(evaluator_seconds=evaluator_seconds))
+
+    def record_candidate(self, cand: Candidate, status: Status, reason: str = "") -> None:
+        """A ``node`` event; its program text is stored as a blob in the same transaction."""
+        payload = cand.to_dict()
+        if not cand.program:
+            payload.pop("program")
+        payload.update(status=status.value, reason=reason)
+        warning = getattr(cand.summary, "warning", "")  # an out-of-range summary's tag (roles/llm.py Summary)
+        if warning:
+            payload["summary_warning"] = warning
+        self.emit("node", payload, node_id=cand.id)
+
+    def set_status(self, node_id: str, status: Status, reason: str) -> None:
+        self.emit("status", {"status": status.value, "reason": reason}, node_id=node_id)
+
+    def record_verification(self, node_id: str, v: Verification) -> None:
+        """The verification of ``node_id`` with its charge (1 verification + its seconds), in one transaction."""
+        self.emit(
+            "verification",
+            self._payload(v),
+            node_id=node_id,
+            charge=Charge(verifications=1, evaluator_seconds=v.seconds),
+        )
+        if self.watched:
+            self.progress(
+                "verification",
+                {"node_id": node_id, "status": v.status.value, "score": v.score, "budget": self.budget_view()},
+            )
+
+    def record_reused(self, node_id: str, source: str, v: Verification) -> None:
+        """A result read back by program hash: a ``verification`` event naming ``reused_from``, charged nothing."""
+        self.emit("verification", {**self._payload(v), "reused_from": source}, node_id=node_id)
+
+    def budget_view(self) -> dict[str, Any]:
+        """Spent and capped amounts with the best score so far, for progress display."""
+        best = self.state.view.best
+        return {**self.gate.summary(), "best": best.score if best else None}
+
+    def _payload(self, v: Verification) -> dict[str, Any]:
+        fitness = self.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
+        return {**v.to_dict(), "fitness": fitness}
