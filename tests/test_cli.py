@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,9 +15,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd=None, timeout: int = 240, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+        [*(prefix or []), sys.executable, "-m", "verifyless", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
     )
 
 
@@ -137,3 +144,51 @@ def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
     assert "verifications 5" in shown.stdout, shown.stdout
     replayed = cli("replay", run_id, "--store", store)
     assert replayed.returncode == 1 and "was resumed" in replayed.stderr, replayed.stdout + replayed.stderr
+
+
+def _tiny_run(store: str) -> str:
+    out = cli("run", "circle_packing", "--budget", "2", "--store", store, "--quiet", "engine.candidates=2")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("verifyless show ")[1].split()[0]
+
+
+def test_read_only_store_opens_for_runs_and_show(tmp_path):
+    """A store file nobody may write (its folder writable, as WAL readers need) lists and shows."""
+    folder = Path(tempfile.mkdtemp())  # under /tmp: reachable by the unprivileged user below
+    try:
+        store = str(folder / "s.db")
+        run_id = _tiny_run(store)
+        assert not Path(store + "-wal").exists()
+        Path(store).chmod(0o444)
+        as_reader = []
+        if os.geteuid() == 0:  # root writes anything: read as nobody, who owns the folder but not the file
+            os.chown(folder, 65534, 65534)
+            as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        listing = cli("runs", "--store", store, prefix=as_reader)
+        assert listing.returncode == 0, listing.stderr
+        header = listing.stdout.splitlines()[0].split()
+        assert header[:4] == ["run", "task", "strategy", "screener"]
+        row = next(line for line in listing.stdout.splitlines() if run_id in line).split()
+        assert row[2:4] == ["mcgs", "surrogate"], row
+        shown = cli("show", run_id, "--store", store, prefix=as_reader)
+        assert shown.returncode == 0 and "verifications 2" in shown.stdout, shown.stderr
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_runs_on_a_missing_default_store_says_no_runs_yet(tmp_path):
+    out = cli("runs", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "no runs yet" in out.stdout
+    assert not (tmp_path / "runs").exists(), "listing must not create the store"
+
+
+def test_run_help_lists_every_registered_screener_and_strategy():
+    from verifyless.screen.registry import SCREENERS
+    from verifyless.search.registry import STRATEGIES
+
+    out = cli("run", "--help")
+    text = " ".join(out.stdout.split())
+    for name in (*SCREENERS, *STRATEGIES):
+        assert name in text, name
+    assert {"cascade", "critic-ttl", "critic-probs"} <= set(SCREENERS)

@@ -23,6 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless.errors import VerifylessError
+from verifyless.screen.registry import SCREENERS
+from verifyless.search.registry import STRATEGIES
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
@@ -197,16 +199,18 @@ def _open_store(path: Path, must_exist: bool = True):
     return RunStore(path)
 
 
+def _read_store(path: Path):
+    """The store opened read-only (``mode=ro``): for commands that only read, so a read-only file still opens."""
+    from verifyless.report.reader import open_readonly
+
+    return open_readonly(path)
+
+
 @app.command()
 def run(
     task: str | None = typer.Argument(None, help="built-in task name or folder (default: from config)"),
-    strategy: str | None = typer.Option(None, "--strategy", "-s", help="greedy | islands | mcgs | linear"),
-    screener: str | None = typer.Option(
-        None,
-        "--screener",
-        "-c",
-        help="surrogate | critic | tournament | agentic | ensemble | arbiter | random | oracle",
-    ),
+    strategy: str | None = typer.Option(None, "--strategy", "-s", help=" | ".join(STRATEGIES)),
+    screener: str | None = typer.Option(None, "--screener", "-c", help=" | ".join(SCREENERS)),
     budget: int | None = typer.Option(None, "--budget", "-b", help="verification budget"),
     config: Path | None = typer.Option(None, "--config", help="run.yaml"),
     seed: int | None = typer.Option(None, "--seed"),
@@ -360,29 +364,20 @@ def runs(
     store: Path = typer.Option(DEFAULT_STORE, "--store"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON list (for scripts)"),
 ) -> None:
-    """List runs in the store."""
-    st = _open_store(store)
-    rows = []
-    for info in st.runs():
-        best = _best_row(st, info.run_id)
-        rows.append(
-            {
-                "run_id": info.run_id,
-                "task": info.task,
-                "status": info.status,
-                "created": info.created,
-                "updated": info.updated,
-                "nodes": info.n_nodes,
-                "verifications": st.budget(info.run_id).verifications,
-                "best_node": best["node_id"] if best else None,
-                "best_score": best.get("score") if best else None,
-            }
-        )
+    """List runs in the store (a missing default store means no runs yet)."""
+    if store == DEFAULT_STORE and not store.exists():
+        if as_json:
+            print("[]")
+        else:
+            console.print(f"no runs yet in {store}: start one with `verifyless run TASK`", highlight=False)
+        return
+    with _read_store(store) as st:
+        rows = [_run_row(st, info) for info in st.runs()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     table = Table(box=None, header_style="bold")
-    for col in ("run", "task", "status", "created", "verifications", "best"):
+    for col in ("run", "task", "strategy", "screener", "status", "created", "verifications", "best"):
         table.add_column(col)
     for r in rows:
         created = r["created"]
@@ -391,8 +386,36 @@ def runs(
             if isinstance(created, (int, float))
             else str(created)[:16]
         )
-        table.add_row(r["run_id"], r["task"], r["status"], when, str(r["verifications"]), _fmt(r["best_score"]))
+        table.add_row(
+            r["run_id"],
+            r["task"],
+            r["strategy"] or "-",
+            r["screener"] or "-",
+            r["status"],
+            when,
+            str(r["verifications"]),
+            _fmt(r["best_score"]),
+        )
     console.print(table)
+
+
+def _run_row(st, info) -> dict[str, Any]:
+    """One run's line for ``runs``: ids, strategy and screener from its stored config, budget used, best node."""
+    best = _best_row(st, info.run_id)
+    config = info.config or {}
+    return {
+                "run_id": info.run_id,
+                "task": info.task,
+                "strategy": (config.get("strategy") or {}).get("name"),
+                "screener": (config.get("screener") or {}).get("name"),
+                "status": info.status,
+                "created": info.created,
+                "updated": info.updated,
+                "nodes": info.n_nodes,
+                "verifications": st.budget(info.run_id).verifications,
+                "best_node": best["node_id"] if best else None,
+                "best_score": best.get("score") if best else None,
+    }
 
 
 def _best_row(st, run_id: str) -> dict[str, Any] | None:
@@ -441,8 +464,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
 ) -> None:
     """Summarise one run: budget, best nodes, statuses, LLM calls (cached ones counted apart)."""
-    st = _open_store(store)
-    data = _show_data(st, st.resolve_run(run_id), nodes)
+    with _read_store(store) as st:
+        data = _show_data(st, st.resolve_run(run_id), nodes)
     if as_json:
         print(json.dumps(data, indent=2))
         return
