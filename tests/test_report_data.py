@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -313,17 +314,67 @@ def test_svg_figures_escape_every_string(synthetic):
 
 def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
     path = tmp_path / "o.db"
+    budget, roles = {"verifications": 8}, {"models": {"default": "scripted:x.yaml"}}
     with RunStore(path) as st:
         runs = {}
-        for name, score in (("critic", 2.0), ("oracle", 5.0), ("random", 9.0)):
-            seed = 1 if name == "random" else 0
-            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=seed)
+        for key, name, score, seed, b in (
+            ("critic", "critic", 2.0, 0, budget),
+            ("oracle", "oracle", 5.0, 0, budget),
+            ("random", "random", 9.0, 1, budget),
+            ("bigger", "oracle", 7.0, 0, {"verifications": 40}),  # same task and seed, another budget: not comparable
+        ):
+            cfg = {"screener": {"name": name}, "budget": b, "roles": roles}
+            rid = runs[key] = st.create_run("not-a-task", cfg, seed=seed)
             _candidate(st, rid, "root", None, "a = 0\n")
             _verify(st, rid, "root", score, "a = 0\n")
+        other_roles = st.create_run(
+            "not-a-task", {"screener": {"name": "critic"}, "budget": budget, "roles": {"models": {}}}, seed=0
+        )
     with open_readonly(path) as ro:
         c = data.best_curve(ro, runs["critic"])
-        assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
+        assert c.ceiling == 5.0
+        assert c.ceiling_label.startswith("ceiling: oracle-screened run " + runs["oracle"])
+        assert "same task, seed, roles and budget" in c.ceiling_label
         assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
+        assert data.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
+
+
+def test_curve_svg_draws_every_verified_score_and_names_the_direction(synthetic):
+    from verifyless.report import svg
+
+    st, rid = synthetic
+    curve = data.best_curve(st, rid)
+    ok = [p for p in curve.points if p.status == "ok" and p.score is not None]
+    assert any(p.score < curve.baseline for p in ok), "the fixture has a score below the best-so-far range"
+    out = str(svg.curves_svg([curve]))
+    assert out.count("<circle") == len(ok)
+    assert "higher is better" in out
+
+
+def test_compare_curves_share_one_y_range(tmp_path):
+    from verifyless.report import svg
+
+    path = tmp_path / "c.db"
+    with RunStore(path) as st:
+        ids = []
+        for scores in ((1.0, 1.5), (10.0, 20.0)):
+            rid = st.create_run("not-a-task", {"screener": {"name": "critic"}})
+            _candidate(st, rid, "root", None, "a = 0\n")
+            _verify(st, rid, "root", scores[0], "a = 0\n")
+            _candidate(st, rid, "c1", "root", "a = 1\n")
+            _verify(st, rid, "c1", scores[1], "a = 1\n")
+            ids.append(rid)
+    with open_readonly(path) as ro:
+        curves = data.compare_curves(ro, ids)
+    assert curves[0].y_range == curves[1].y_range and curves[0].y_range is not None
+    lo, hi = curves[0].y_range
+    assert lo <= 1.0 and hi >= 20.0
+    ticks = [_tick_labels(str(svg.curves_svg([c]))) for c in curves]
+    assert ticks[0] == ticks[1], "side-by-side panels use the same y axis"
+
+
+def _tick_labels(figure: str) -> list[str]:
+    return re.findall(r'text-anchor="end" class="tick">([^<]+)</text>', figure)
 
 
 def test_all_node_pages_at_once_equal_one_at_a_time(fx):
