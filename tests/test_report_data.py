@@ -382,3 +382,56 @@ def test_all_node_pages_at_once_equal_one_at_a_time(fx):
     every = data_nodes.node_details(st, built["plain"])
     assert [d.id for d in every] == [r["node_id"] for r in st.node_rows(built["plain"])]
     assert every == [data_nodes.node_detail(st, built["plain"], d.id) for d in every]
+
+
+def _round_rows(html: str) -> dict[str, list[str]]:
+    """Candidate id -> the cells of its row in the first screening round's table."""
+    table = html[html.index('class="box round"') :]
+    table = table[: table.index("</table>")]
+    rows = {}
+    for row in re.findall(r"<tr class=[^>]*>(.*?)</tr>", table, flags=re.S):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        rows[cells[1]] = cells
+    return rows
+
+
+def test_a_candidate_without_votes_shows_a_dash_not_zero(synthetic, tmp_path):
+    from verifyless.report.render import write_report
+
+    st, rid = synthetic
+    html = write_report(st, rid, tmp_path / "r", figures=False).html.read_text()
+    c2 = _round_rows(html)["c2"]  # its evidence has no votes, no uncertainty and no valid replies
+    assert c2[4] == "—" and c2[5] == "—" and c2[6] == "—", c2
+
+
+def test_tied_rank_values_show_the_tie_break_that_decided(tmp_path):
+    from verifyless.screen.critic import evidence_from_critiques
+
+    path = tmp_path / "t.db"
+
+    def said(verdict, tier=None):
+        return f"[IMPROVEMENT] {verdict} --- r" + (f"\n[WINTIER] {tier} --- r" if tier else "")
+
+    with RunStore(path) as st:
+        rid = st.create_run("not-a-task", {"screener": {"name": "critic", "options": {"tie_break": "votes"}}})
+        for cid in ("root", "c1", "c2", "c3"):
+            _candidate(st, rid, cid, None if cid == "root" else "root", f"a = {cid!r}\n")
+        ev = {  # c1 and c2 tie on mean label rank (2.5); the BigWin share puts c1 first
+            "c1": evidence_from_critiques("c1", [said("improve", "big"), said("tie")]),
+            "c2": evidence_from_critiques("c2", [said("improve", "medium"), said("improve", "small")]),
+            "c3": evidence_from_critiques("c3", [said("lose")]),
+        }
+        assert ev["c1"].rank_value == ev["c2"].rank_value != ev["c3"].rank_value
+        payload = {
+            "screener": "critic",
+            "ranking": ["c1", "c2", "c3"],
+            "chosen": ["c1"],
+            "evidence": {k: v.to_dict() for k, v in ev.items()},
+            "round": 1,
+        }
+        st.append(rid, "screening", payload)
+    with open_readonly(path) as ro:
+        (r,) = data_nodes.rounds_view(ro, rid)
+    by_id = {c.id: c for c in r.candidates}
+    assert by_id["c3"].tie_break == "", "no tie, nothing to show"
+    assert by_id["c1"].tie_break.startswith("votes: 0.5") and by_id["c2"].tie_break.startswith("votes: 0,"), by_id
