@@ -192,3 +192,50 @@ def test_run_help_lists_every_registered_screener_and_strategy():
     for name in (*SCREENERS, *STRATEGIES):
         assert name in text, name
     assert {"cascade", "critic-ttl", "critic-probs"} <= set(SCREENERS)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_live_progress_knows_the_cap_from_the_start_and_shows_an_eta():
+    import io
+
+    from rich.console import Console
+
+    from verifyless._cli.app import _LiveProgress
+
+    clock = _Clock()
+    live = _LiveProgress(Console(file=io.StringIO(), width=160), cap=4, clock=clock)
+    live("start", {"run_id": "r", "task": "t"})
+    (task,) = live.bar.tasks
+    assert task.total == 4 and task.fields["count"] == "0/4", "never '0/None'"
+    for done in (1, 2):
+        clock.now += 10.0
+        live("verification", {"node_id": f"n{done}", "status": "ok", "score": 1.0, "budget": _budget(done)})
+    assert task.fields["count"] == "2/4"
+    eta = live.eta(task)
+    assert eta == "ETA 0:00:20", eta  # 10 s per verification, two to go
+    live("verification", {"node_id": "n4", "status": "ok", "score": 1.0, "budget": _budget(4)})
+    assert "final" in task.description, "after the last verification the bar says what it waits for"
+    live.close()
+
+
+def _budget(done: int) -> dict:
+    return {"verifications": done, "cap": 4, "best": 1.0}
+
+
+def test_show_reports_the_ensemble_submission(tmp_path):
+    from test_report_data import _with_submission
+
+    run_id = _with_submission(tmp_path / "e.db")
+    shown = cli("show", run_id, "--store", str(tmp_path / "e.db"))
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("ensemble submission"))
+    assert "c1, root" in line and "2.5" in line and "3.5 evaluator s" in line
+    detail = json.loads(cli("show", run_id, "--store", str(tmp_path / "e.db"), "--json").stdout)
+    assert detail["submission"]["members"] == ["c1", "root"] and detail["submission"]["seconds"] == 3.5

@@ -13,6 +13,7 @@ from verifyless.node import Candidate, Idea, Operator, Status, Verification, con
 from verifyless.report import data, data_nodes
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
+from verifyless.store.records import Charge
 
 
 @pytest.fixture(scope="module")
@@ -435,3 +436,40 @@ def test_tied_rank_values_show_the_tie_break_that_decided(tmp_path):
     by_id = {c.id: c for c in r.candidates}
     assert by_id["c3"].tie_break == "", "no tie, nothing to show"
     assert by_id["c1"].tie_break.startswith("votes: 0.5") and by_id["c2"].tie_break.startswith("votes: 0,"), by_id
+
+
+def _with_submission(path):
+    with RunStore(path) as st:
+        rid = st.create_run("not-a-task", {"screener": {"name": "critic"}, "strategy": {"name": "mcgs"}})
+        for cid, score in (("root", 1.0), ("c1", 2.0)):
+            _candidate(st, rid, cid, None if cid == "root" else "root", f"a = {cid!r}\n")
+            _verify(st, rid, cid, score, f"a = {cid!r}\n")
+        st.append(rid, "final", {"node_id": "c1", "stopped": "budget"})
+        submission = {
+            "members": ["c1", "root"],
+            "combined": ["c1", "root"],
+            "status": "ok",
+            "reason": "",
+            "score": 2.5,
+            "test_score": 2.25,
+            "seconds": 3.5,
+            "combine": "mean",
+            "metrics": {"m": 2.5},
+            "test_metrics": {"m": 2.25},
+            "member_runs": [],
+        }
+        st.append(rid, "submission", submission, charge=Charge(evaluator_seconds=3.5))
+    return rid
+
+
+def test_the_ensemble_submission_is_in_the_final_view_and_the_report(tmp_path):
+    from verifyless.report.render import write_report
+
+    rid = _with_submission(tmp_path / "e.db")
+    with open_readonly(tmp_path / "e.db") as ro:
+        sub = data.final_view(ro, rid).submission
+        assert sub is not None and sub.members == ("c1", "root") and sub.score == 2.5 and sub.seconds == 3.5
+        assert "submission" not in {e.kind for e in data.other_events(ro, rid)}
+        html = write_report(ro, rid, tmp_path / "r", figures=False).html.read_text()
+    box = html[html.index("Ensemble submission") :][:1500]
+    assert "c1, root" in box and "2.5" in box and "3.5" in box and "mean" in box

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import json
 import os
 import sys
@@ -259,8 +260,10 @@ def run(
 async def _run(cfg, st, resume, quiet):
     from verifyless.wiring import build_engine
 
-    progress = None if quiet else _LiveProgress(console)
+    progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, progress=progress)
+    if progress and _ends_with_ensemble(engine):
+        progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:
         return await engine.run(resume)
     finally:
@@ -269,39 +272,55 @@ async def _run(cfg, st, resume, quiet):
         engine.executor.close()
 
 
-class _LiveProgress:
-    """A compact live line per event: round, budget used, best validation score, latest verdicts."""
+def _ends_with_ensemble(engine: Any) -> bool:
+    """Whether this run ends with an ensemble submission: its strategy submits one and its task declares how."""
+    config = getattr(engine.strategy, "config", None)
+    return engine.task.ensemble is not None and bool(getattr(config, "submit_ensemble", False))
 
-    def __init__(self, out: Console) -> None:
+
+class _LiveProgress:
+    """A compact live line per event: round, budget used of its cap, an ETA, best validation score, latest verdicts.
+
+    ``cap``: the run's verification cap (``budget.verifications``; None when only seconds or cost cap it), so
+    the bar reads ``0/30`` from the start. The ETA is the mean wall time per verification so far times the
+    verifications left. Once the cap is reached the bar says the run is choosing its final node (and, for
+    ``mcgs`` with ``submit_ensemble``, scoring the ensemble submission), which the progress events do not cover.
+    ``clock``: seconds, injectable for tests (default ``time.monotonic``).
+    """
+
+    def __init__(self, out: Console, cap: int | None = None, clock: Any = None) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.out = out
+        self.cap = cap
+        self.clock = clock or time.monotonic
+        self.started = self.clock()
         self.bar = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[info]}"),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
             console=out,
             transient=True,
+            get_time=self.clock,
         )
         self.task_id: Any = None  # rich's TaskID once started
+        self.finish = "budget spent: choosing the final node"
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
             self.out.print(f"run [bold]{data['run_id']}[/] on task [bold]{data['task']}[/]")
+            self.started = self.clock()
             self.bar.start()
-            self.task_id = self.bar.add_task("verifications", total=None, info="")
+            self.task_id = self.bar.add_task(
+                "verifications", total=self.cap, info="", count=self._count(0), eta=""
+            )
             return
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
-            best = budget.get("best")
-            self.bar.update(
-                self.task_id,
-                completed=budget.get("verifications", 0),
-                total=budget.get("cap"),
-                info=f"best {best:.5g}" if best is not None else "",
-            )
+            self._update(budget)
         if kind == "round" and self.task_id is not None:
             self.bar.update(self.task_id, description=f"round {data['round']}")
         elif kind == "verification":
@@ -326,6 +345,34 @@ class _LiveProgress:
                     f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}{extra}", highlight=False
                 )
 
+    def _update(self, budget: dict[str, Any]) -> None:
+        best = budget.get("best")
+        done = int(budget.get("verifications", 0) or 0)
+        self.cap = budget.get("cap", self.cap)
+        self.bar.update(
+            self.task_id,
+            completed=done,
+            total=self.cap,
+            count=self._count(done),
+            info=f"best {best:.5g}" if best is not None else "",
+        )
+        task = self.bar.tasks[0]
+        if self.cap is not None and done >= self.cap:
+            self.bar.update(self.task_id, description=self.finish, eta="")
+        else:
+            self.bar.update(self.task_id, eta=self.eta(task))
+
+    def _count(self, done: int) -> str:
+        return f"{done}/{self.cap}" if self.cap is not None else f"{done} verified"
+
+    def eta(self, task: Any) -> str:
+        """``ETA h:mm:ss`` from the mean time per verification so far; '' before the first or without a cap."""
+        done = int(task.completed)
+        if self.cap is None or done <= 0:
+            return ""
+        left = max(0, self.cap - done) * (self.clock() - self.started) / done
+        return f"ETA {datetime.timedelta(seconds=round(left))}"
+
     def close(self) -> None:
         self.bar.stop()
 
@@ -341,6 +388,9 @@ def _print_result(result, st) -> None:
     table.add_row(f"best node ({result.best_id})", _fmt(result.best_score))
     table.add_row("best node hidden test score", _fmt(result.best_test_score))
     console.print(table)
+    submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
+    if submission:
+        console.print(_submission_line(_submission_summary(submission[-1])), highlight=False)
     console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
     _print_links(result.run_id, st.path)
 
@@ -433,17 +483,33 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
     final = [e.payload for e in st.events(run_id, kinds=["final"])]
+    submission = [e.payload for e in st.events(run_id, kinds=["submission"])]
     return {
         "run_id": run_id,
         "task": info.task,
         "status": info.status,
         "budget": dataclasses.asdict(b),
         "final": final[-1] if final else None,
+        "submission": _submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
     }
+
+
+def _submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
+    """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs."""
+    keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds")
+    return {k: payload.get(k) for k in keys}
+
+
+def _submission_line(sub: dict[str, Any]) -> str:
+    return (
+        f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
+        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {_fmt(sub.get('score'))} · "
+        f"cost {sub.get('seconds') or 0:.1f} evaluator s"
+    )
 
 
 def _reply_health(st, run_id: str) -> dict[str, Any]:
@@ -490,6 +556,8 @@ def show(
         )
     console.print(table)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    if data["submission"]:
+        console.print(_submission_line(data["submission"]), highlight=False)
     if data["llm_calls"]:
         calls = Table(box=None, header_style="bold", title="LLM calls")
         for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):

@@ -55,6 +55,7 @@ KNOWN_KINDS = frozenset(
         "tell",
         "final",
         "final_selection",
+        "submission",
         "brief",
     }
 )
@@ -532,6 +533,39 @@ def other_events(store: Any, run_id: str, known: frozenset[str] = KNOWN_KINDS, l
 
 
 @dataclass(frozen=True)
+class SubmissionView:
+    """The top-K ensemble submission (MCGS, ``submit_ensemble``) a run made after choosing its final node.
+
+    ``members``: the nodes asked for, best first; ``combined``: those whose re-run worked and went into the
+    combination (``combine``, e.g. mean); ``seconds``: the evaluator seconds it was charged; ``test_score``:
+    hidden, reporting only.
+    """
+
+    members: tuple[str, ...]
+    combined: tuple[str, ...]
+    combine: str
+    status: str
+    reason: str
+    score: float | None
+    test_score: float | None
+    seconds: float
+
+
+def submission_view(payload: Mapping[str, Any]) -> SubmissionView:
+    """A ``submission`` event's payload as a ``SubmissionView``."""
+    return SubmissionView(
+        tuple(str(m) for m in payload.get("members") or ()),
+        tuple(str(m) for m in payload.get("combined") or ()),
+        str(payload.get("combine", "")),
+        str(payload.get("status", "")),
+        str(payload.get("reason", "")),
+        _num(payload.get("score")),
+        _num(payload.get("test_score")),
+        _num(payload.get("seconds")) or 0.0,
+    )
+
+
+@dataclass(frozen=True)
 class FinalView:
     """The node the run returned, its validation outcome, and the hidden test score (reporting only)."""
 
@@ -544,15 +578,19 @@ class FinalView:
     baseline_score: float | None
     baseline_test_score: float | None
     selection: Mapping[str, Any] | None = None
+    submission: SubmissionView | None = None  # the ensemble submission, when the run made one
 
 
 def final_view(store: Any, run_id: str) -> FinalView:
     """From the ``final`` event (or, while running, the best validation node so far)."""
     final: Mapping[str, Any] = {}
     selection = None
-    for ev in store.events(run_id, kinds=["final", "final_selection"]):
+    submission = None
+    for ev in store.events(run_id, kinds=["final", "final_selection", "submission"]):
         if ev.kind == "final":
             final = ev.payload
+        elif ev.kind == "submission":
+            submission = submission_view(ev.payload)
         else:
             selection = {k: v for k, v in ev.payload.items() if k != "matches"} | {
                 "matches": len(ev.payload.get("matches") or [])
@@ -571,6 +609,7 @@ def final_view(store: Any, run_id: str) -> FinalView:
         _num(root.get("score")),
         _num(root.get("test_score")),
         selection,
+        submission,
     )
 
 
