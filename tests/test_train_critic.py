@@ -89,7 +89,9 @@ def test_sft_resumes_from_its_checkpoint_through_the_cli(
     from verifyless._cli.app import app
 
     config = tmp_path / "sft.yaml"
-    config.write_text("learning_rate: 0.01\nepochs: 10\nbatch_size: 4\ngrad_accum: 1\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n")
+    config.write_text(
+        "learning_rate: 0.01\nepochs: 10\nbatch_size: 4\ngrad_accum: 1\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n"
+    )
     args = [
         "train",
         "critic-sft",

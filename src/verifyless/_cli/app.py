@@ -314,9 +314,7 @@ class _LiveProgress:
             self.out.print(f"run [bold]{data['run_id']}[/] on task [bold]{data['task']}[/]")
             self.started = self.clock()
             self.bar.start()
-            self.task_id = self.bar.add_task(
-                "verifications", total=self.cap, info="", count=self._count(0), eta=""
-            )
+            self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")
             return
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
@@ -454,17 +452,17 @@ def _run_row(st, info) -> dict[str, Any]:
     best = _best_row(st, info.run_id)
     config = info.config or {}
     return {
-                "run_id": info.run_id,
-                "task": info.task,
-                "strategy": (config.get("strategy") or {}).get("name"),
-                "screener": (config.get("screener") or {}).get("name"),
-                "status": info.status,
-                "created": info.created,
-                "updated": info.updated,
-                "nodes": info.n_nodes,
-                "verifications": st.budget(info.run_id).verifications,
-                "best_node": best["node_id"] if best else None,
-                "best_score": best.get("score") if best else None,
+        "run_id": info.run_id,
+        "task": info.task,
+        "strategy": (config.get("strategy") or {}).get("name"),
+        "screener": (config.get("screener") or {}).get("name"),
+        "status": info.status,
+        "created": info.created,
+        "updated": info.updated,
+        "nodes": info.n_nodes,
+        "verifications": st.budget(info.run_id).verifications,
+        "best_node": best["node_id"] if best else None,
+        "best_score": best.get("score") if best else None,
     }
 
 

@@ -366,7 +366,6 @@ def curves_cmd(
     with _open(store) as st:
         arms = _arms(st, list(runs or []), label)
         curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
-        signs = {r: fitness_sign(st.node_rows(r)) for rs in arms.values() for r in rs}
     rows = [[arm, c.run_id, c.task, str(len(c.best)), report.fmt(c.final, 4)] for arm, cs in curves.items() for c in cs]
     _print("runs", ["arm", "run", "task", "verifications", "final best fitness"], rows)
     _plot_curves(curves, out, by, n_boot, seed)

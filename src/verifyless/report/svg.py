@@ -106,7 +106,7 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     )
     for i, c in enumerate(curves):
         colour = PALETTE[i % len(PALETTE)]
-        out += _series(c, colour, sx, sy, lo, hi)
+        out += _series(c, colour, sx, sy)
         y = height + 16 * i + 4
         out.append(
             f'<line x1="{left}" x2="{left + 20}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="2"/>'
@@ -132,9 +132,7 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     return Markup("".join(out))
 
 
-def _series(
-    c: CurveView, colour: str, sx: Callable[[float], float], sy: Callable[[float], float], lo: float, hi: float
-) -> list[str]:
+def _series(c: CurveView, colour: str, sx: Callable[[float], float], sy: Callable[[float], float]) -> list[str]:
     out = []
     if c.baseline is not None:
         out.append(
