@@ -68,6 +68,7 @@ def _check_free(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             reason = "is already in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+            other = port + 1 if port < 65535 else 8765
             raise ConfigError(
-                f"port {port} on {host} {reason}: stop the other dashboard or pick another with --port {port + 1}"
+                f"port {port} on {host} {reason}: stop the other dashboard or pick another with --port {other}"
             ) from None
