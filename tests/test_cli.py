@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -152,18 +153,25 @@ def _tiny_run(store: str) -> str:
     return out.stdout.split("verifyless show ")[1].split()[0]
 
 
-def test_read_only_store_opens_for_runs_and_show(tmp_path):
-    """A store file nobody may write (its folder writable, as WAL readers need) lists and shows."""
+def test_read_only_store_opens_for_runs_show_and_bench(tmp_path):
+    """A healthy store the reader cannot write (an archived copy in rollback-journal mode, file and folder
+    read-only to it) lists, shows and measures: these commands open it read-only, never migrate or set WAL."""
     folder = Path(tempfile.mkdtemp())  # under /tmp: reachable by the unprivileged user below
     try:
         store = str(folder / "s.db")
         run_id = _tiny_run(store)
-        assert not Path(store + "-wal").exists()
+        conn = sqlite3.connect(store)  # as `sqlite3 .backup` or VACUUM INTO leave a copy
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+        conn.close()
         Path(store).chmod(0o444)
         as_reader = []
-        if os.geteuid() == 0:  # root writes anything: read as nobody, who owns the folder but not the file
-            os.chown(folder, 65534, 65534)
+        if os.geteuid() == 0:  # root writes anything: read as nobody, to whom file and folder are read-only
             as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            folder.chmod(0o755)
+        else:
+            folder.chmod(0o555)
+        measured = cli("bench", "selection", run_id, "--store", store, prefix=as_reader)
+        assert measured.returncode == 0, measured.stderr
         listing = cli("runs", "--store", store, prefix=as_reader)
         assert listing.returncode == 0, listing.stderr
         header = listing.stdout.splitlines()[0].split()
@@ -173,6 +181,7 @@ def test_read_only_store_opens_for_runs_and_show(tmp_path):
         shown = cli("show", run_id, "--store", store, prefix=as_reader)
         assert shown.returncode == 0 and "verifications 2" in shown.stdout, shown.stderr
     finally:
+        folder.chmod(0o755)
         shutil.rmtree(folder)
 
 

@@ -35,12 +35,10 @@ _OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG 
 
 
 def _open(store: Path):
-    from verifyless.errors import StoreError
-    from verifyless.store import RunStore
+    """The store opened read-only (``mode=ro``): bench commands only read, so a read-only store file still opens."""
+    from verifyless.report.reader import open_readonly
 
-    if not store.exists():
-        raise StoreError(f"no run store at {store}; pass --store PATH (runs are written by `verifyless run`)")
-    return RunStore(store)
+    return open_readonly(store)
 
 
 def _print(title: str, headers: list[str], rows: list[list[str]]) -> None:
