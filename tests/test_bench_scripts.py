@@ -96,3 +96,20 @@ def test_efficiency_quick_runs_every_arm_on_the_real_sandbox(capsys, tmp_path):
             return -math.inf if row["fitness"] is None else row["fitness"]
 
         assert first_pick(oracle.run_id) >= first_pick(rand.run_id)
+
+
+def test_pools_script_refuses_to_overwrite_a_shipped_world_without_out_or_force(capsys, monkeypatch):
+    import pytest
+
+    from verifyless.builtin import worlds_dir
+
+    world = worlds_dir() / "diabetes.jsonl"
+    before = world.read_bytes()
+    pools = load("pools")
+    monkeypatch.setattr(pools, "collect_world", lambda *a, **k: pytest.fail("must not collect"))
+    with pytest.raises(SystemExit) as info:
+        pools.main(["diabetes", "--n", "2"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "--force" in err and str(world.name) in err
+    assert world.read_bytes() == before

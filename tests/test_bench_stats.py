@@ -308,3 +308,58 @@ def test_bench_cli_commands(tmp_path):
     res = runner.invoke(app, ["selection", *runs, "--store", str(tmp_path / "s.db")])
     assert res.exit_code == 0, res.output
     assert "Pearson" in res.output
+
+
+def _minimise_store(path, *, second_verified: bool):
+    """Two runs (arms critic and random) of an unloadable minimise task: fitness = -score; one pool each."""
+    from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
+    from verifyless.store import RunStore
+
+    st = RunStore(path)
+    runs = []
+    for seed, (screener, rmses) in enumerate([("critic", [60.0, 50.79, 55.0]), ("random", [60.0, 58.0, 57.0])]):
+        run = st.create_run("toy_rmse", {"screener": {"name": screener}}, seed=seed)
+        for i, (cid, rmse) in enumerate(zip(["root", "c1", "c2"], rmses, strict=True)):
+            prog = f"x = {cid!r}\n"
+            st.add_candidate(
+                run,
+                Candidate(cid, None if i == 0 else "root", Operator.IMPROVE, Idea(cid), prog, content_hash(prog)),
+                status="implemented",
+            )
+            if cid != "c2" or second_verified:
+                st.add_verification(run, cid, Verification(Status.OK, score=rmse, run_seconds=1.0), -rmse)
+        st.append(run, "screening", {**Screening(screener, ("c1", "c2"), ("c1",), {}).to_dict(), "round": 1})
+        runs.append(run)
+    st.close()
+    return runs
+
+
+def test_compare_warns_on_one_run_per_arm_and_shows_targets_in_metric_units(tmp_path):
+    from typer.testing import CliRunner
+
+    from verifyless._cli.bench import app
+
+    runs = _minimise_store(tmp_path / "s.db", second_verified=True)
+    args = ["compare", *runs, "--store", str(tmp_path / "s.db"), "--target", "validation", "--scheme", "raw"]
+    res = CliRunner().invoke(app, [*args, "--n-boot", "50", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "n = 1" in text, "P(A > B) of single runs must say so"
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in res.output.splitlines() if "/1" in line]
+    reach_row = next(r for r in rows if r[1:3] == ["random", "critic"])  # target: the critic run's final RMSE
+    assert float(reach_row[3]) == pytest.approx(50.79), "the reach target is in the metric's units, not negated"
+    assert "n = 1" in (tmp_path / "out" / "compare.md").read_text()
+
+
+def test_selection_says_why_a_run_has_no_pools(tmp_path):
+    from typer.testing import CliRunner
+
+    from verifyless._cli.bench import app
+
+    runs = _minimise_store(tmp_path / "s.db", second_verified=False)
+    res = CliRunner().invoke(app, ["selection", runs[0], "--store", str(tmp_path / "s.db")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "2 or more verified candidates" in text
+    for hint in ("oracle", "verify_per_expansion", "audit_rate"):
+        assert hint in text

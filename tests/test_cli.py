@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,9 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str, cwd=None, timeout: int = 240) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd=None, timeout: int = 240, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+        [*(prefix or []), sys.executable, "-m", "verifyless", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
     )
 
 
@@ -137,3 +145,106 @@ def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
     assert "verifications 5" in shown.stdout, shown.stdout
     replayed = cli("replay", run_id, "--store", store)
     assert replayed.returncode == 1 and "was resumed" in replayed.stderr, replayed.stdout + replayed.stderr
+
+
+def _tiny_run(store: str) -> str:
+    out = cli("run", "circle_packing", "--budget", "2", "--store", store, "--quiet", "engine.candidates=2")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("verifyless show ")[1].split()[0]
+
+
+def test_read_only_store_opens_for_runs_show_and_bench(tmp_path):
+    """A healthy store the reader cannot write (an archived copy in rollback-journal mode, file and folder
+    read-only to it) lists, shows and measures: these commands open it read-only, never migrate or set WAL."""
+    folder = Path(tempfile.mkdtemp())  # under /tmp: reachable by the unprivileged user below
+    try:
+        store = str(folder / "s.db")
+        run_id = _tiny_run(store)
+        conn = sqlite3.connect(store)  # as `sqlite3 .backup` or VACUUM INTO leave a copy
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
+        conn.close()
+        Path(store).chmod(0o444)
+        as_reader = []
+        if os.geteuid() == 0:  # root writes anything: read as nobody, to whom file and folder are read-only
+            as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            folder.chmod(0o755)
+        else:
+            folder.chmod(0o555)
+        measured = cli("bench", "selection", run_id, "--store", store, prefix=as_reader)
+        assert measured.returncode == 0, measured.stderr
+        listing = cli("runs", "--store", store, prefix=as_reader)
+        assert listing.returncode == 0, listing.stderr
+        header = listing.stdout.splitlines()[0].split()
+        assert header[:4] == ["run", "task", "strategy", "screener"]
+        row = next(line for line in listing.stdout.splitlines() if run_id in line).split()
+        assert row[2:4] == ["mcgs", "surrogate"], row
+        shown = cli("show", run_id, "--store", store, prefix=as_reader)
+        assert shown.returncode == 0 and "verifications 2" in shown.stdout, shown.stderr
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_runs_on_a_missing_default_store_says_no_runs_yet(tmp_path):
+    out = cli("runs", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "no runs yet" in out.stdout
+    assert not (tmp_path / "runs").exists(), "listing must not create the store"
+
+
+def test_run_help_lists_every_registered_screener_and_strategy():
+    from verifyless.screen.registry import SCREENERS
+    from verifyless.search.registry import STRATEGIES
+
+    out = cli("run", "--help")
+    text = " ".join(out.stdout.split())
+    for name in (*SCREENERS, *STRATEGIES):
+        assert name in text, name
+    assert {"cascade", "critic-ttl", "critic-probs"} <= set(SCREENERS)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_live_progress_knows_the_cap_from_the_start_and_shows_an_eta():
+    import io
+
+    from rich.console import Console
+
+    from verifyless._cli.app import _LiveProgress
+
+    clock = _Clock()
+    live = _LiveProgress(Console(file=io.StringIO(), width=160), cap=4, clock=clock)
+    live("start", {"run_id": "r", "task": "t"})
+    (task,) = live.bar.tasks
+    assert task.total == 4 and task.fields["count"] == "0/4", "never '0/None'"
+    for done in (1, 2):
+        clock.now += 10.0
+        live("verification", {"node_id": f"n{done}", "status": "ok", "score": 1.0, "budget": _budget(done)})
+    assert task.fields["count"] == "2/4"
+    eta = live.eta(task)
+    assert eta == "ETA 0:00:20", eta  # 10 s per verification, two to go
+    live("verification", {"node_id": "n4", "status": "ok", "score": 1.0, "budget": _budget(4)})
+    assert "final" in task.description, "after the last verification the bar says what it waits for"
+    live.close()
+
+
+def _budget(done: int) -> dict:
+    return {"verifications": done, "cap": 4, "best": 1.0}
+
+
+def test_show_reports_the_ensemble_submission(tmp_path):
+    from test_report_data import _with_submission
+
+    run_id = _with_submission(tmp_path / "e.db")
+    shown = cli("show", run_id, "--store", str(tmp_path / "e.db"))
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("ensemble submission"))
+    assert "c1, root" in line and "2.5" in line and "3.5 evaluator s" in line
+    detail = json.loads(cli("show", run_id, "--store", str(tmp_path / "e.db"), "--json").stdout)
+    assert detail["submission"]["members"] == ["c1", "root"] and detail["submission"]["seconds"] == 3.5

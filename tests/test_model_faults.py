@@ -150,6 +150,34 @@ def test_unreachable_endpoint_names_the_url() -> None:
     assert f"cannot connect to {url}" in str(info.value)
 
 
+def test_refused_connection_fails_fast_after_one_retry() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    cfg = ModelConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=8, timeout_s=2)
+    with pytest.raises(ModelUnavailable, match="after 2 attempts") as info:
+        asyncio.run(OpenAIModel(cfg, sleep=sleep).generate(REQ))
+    assert len(waits) == 1, waits
+    assert "refused" in str(info.value) or "cannot connect" in str(info.value)
+
+
+def test_unknown_host_fails_fast_after_one_retry() -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    cfg = ModelConfig(model="m", base_url="http://no-such-host.invalid/v1", max_retries=8, timeout_s=2)
+    with pytest.raises(ModelUnavailable, match="after 2 attempts"):
+        asyncio.run(OpenAIModel(cfg, sleep=sleep).generate(REQ))
+    assert len(waits) == 1, waits
+
+
 def test_bad_key_is_not_retried_and_names_the_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_LLM_KEY", "sk-wrong-0123456789")
     with TestServer(ScriptedModel(replies=["ok"]), api_key="sk-right-9876543210") as srv:

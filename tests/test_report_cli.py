@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,15 @@ def test_report_and_ui_refuse_bad_input_in_one_line(tmp_path):
     assert missing.returncode == 5 and "no run store" in missing.stderr and "Traceback" not in missing.stderr
     port = cli("ui", "--port", "70000", "--store", str(tmp_path / "none.db"), cwd=tmp_path)
     assert port.returncode == 2 and "--port" in port.stderr and "Traceback" not in port.stderr
+
+
+def test_ui_on_a_taken_port_says_so_in_one_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        out = cli("ui", "--port", port, "--store", str(tmp_path / "none.db"), cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "already in use" in out.stderr and "--port" in out.stderr
+    assert "http://" not in out.stdout, "no dashboard URL for a dashboard that never started"

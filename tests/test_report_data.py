@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -12,6 +13,7 @@ from verifyless.node import Candidate, Idea, Operator, Status, Verification, con
 from verifyless.report import data, data_nodes
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
+from verifyless.store.records import Charge
 
 
 @pytest.fixture(scope="module")
@@ -313,17 +315,67 @@ def test_svg_figures_escape_every_string(synthetic):
 
 def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
     path = tmp_path / "o.db"
+    budget, roles = {"verifications": 8}, {"models": {"default": "scripted:x.yaml"}}
     with RunStore(path) as st:
         runs = {}
-        for name, score in (("critic", 2.0), ("oracle", 5.0), ("random", 9.0)):
-            seed = 1 if name == "random" else 0
-            rid = runs[name] = st.create_run("not-a-task", {"screener": {"name": name}}, seed=seed)
+        for key, name, score, seed, b in (
+            ("critic", "critic", 2.0, 0, budget),
+            ("oracle", "oracle", 5.0, 0, budget),
+            ("random", "random", 9.0, 1, budget),
+            ("bigger", "oracle", 7.0, 0, {"verifications": 40}),  # same task and seed, another budget: not comparable
+        ):
+            cfg = {"screener": {"name": name}, "budget": b, "roles": roles}
+            rid = runs[key] = st.create_run("not-a-task", cfg, seed=seed)
             _candidate(st, rid, "root", None, "a = 0\n")
             _verify(st, rid, "root", score, "a = 0\n")
+        other_roles = st.create_run(
+            "not-a-task", {"screener": {"name": "critic"}, "budget": budget, "roles": {"models": {}}}, seed=0
+        )
     with open_readonly(path) as ro:
         c = data.best_curve(ro, runs["critic"])
-        assert (c.ceiling, c.ceiling_label) == (5.0, f"oracle-screened run {runs['oracle']}")
+        assert c.ceiling == 5.0
+        assert c.ceiling_label.startswith("ceiling: oracle-screened run " + runs["oracle"])
+        assert "same task, seed, roles and budget" in c.ceiling_label
         assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
+        assert data.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
+
+
+def test_curve_svg_draws_every_verified_score_and_names_the_direction(synthetic):
+    from verifyless.report import svg
+
+    st, rid = synthetic
+    curve = data.best_curve(st, rid)
+    ok = [p for p in curve.points if p.status == "ok" and p.score is not None]
+    assert any(p.score < curve.baseline for p in ok), "the fixture has a score below the best-so-far range"
+    out = str(svg.curves_svg([curve]))
+    assert out.count("<circle") == len(ok)
+    assert "higher is better" in out
+
+
+def test_compare_curves_share_one_y_range(tmp_path):
+    from verifyless.report import svg
+
+    path = tmp_path / "c.db"
+    with RunStore(path) as st:
+        ids = []
+        for scores in ((1.0, 1.5), (10.0, 20.0)):
+            rid = st.create_run("not-a-task", {"screener": {"name": "critic"}})
+            _candidate(st, rid, "root", None, "a = 0\n")
+            _verify(st, rid, "root", scores[0], "a = 0\n")
+            _candidate(st, rid, "c1", "root", "a = 1\n")
+            _verify(st, rid, "c1", scores[1], "a = 1\n")
+            ids.append(rid)
+    with open_readonly(path) as ro:
+        curves = data.compare_curves(ro, ids)
+    assert curves[0].y_range == curves[1].y_range and curves[0].y_range is not None
+    lo, hi = curves[0].y_range
+    assert lo <= 1.0 and hi >= 20.0
+    ticks = [_tick_labels(str(svg.curves_svg([c]))) for c in curves]
+    assert ticks[0] == ticks[1], "side-by-side panels use the same y axis"
+
+
+def _tick_labels(figure: str) -> list[str]:
+    return re.findall(r'text-anchor="end" class="tick">([^<]+)</text>', figure)
 
 
 def test_all_node_pages_at_once_equal_one_at_a_time(fx):
@@ -331,3 +383,93 @@ def test_all_node_pages_at_once_equal_one_at_a_time(fx):
     every = data_nodes.node_details(st, built["plain"])
     assert [d.id for d in every] == [r["node_id"] for r in st.node_rows(built["plain"])]
     assert every == [data_nodes.node_detail(st, built["plain"], d.id) for d in every]
+
+
+def _round_rows(html: str) -> dict[str, list[str]]:
+    """Candidate id -> the cells of its row in the first screening round's table."""
+    table = html[html.index('class="box round"') :]
+    table = table[: table.index("</table>")]
+    rows = {}
+    for row in re.findall(r"<tr class=[^>]*>(.*?)</tr>", table, flags=re.S):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        rows[cells[1]] = cells
+    return rows
+
+
+def test_a_candidate_without_votes_shows_a_dash_not_zero(synthetic, tmp_path):
+    from verifyless.report.render import write_report
+
+    st, rid = synthetic
+    html = write_report(st, rid, tmp_path / "r", figures=False).html.read_text()
+    c2 = _round_rows(html)["c2"]  # its evidence has no votes, no uncertainty and no valid replies
+    assert c2[4] == "—" and c2[5] == "—" and c2[6] == "—", c2
+
+
+def test_tied_rank_values_show_the_tie_break_that_decided(tmp_path):
+    from verifyless.screen.critic import evidence_from_critiques
+
+    path = tmp_path / "t.db"
+
+    def said(verdict, tier=None):
+        return f"[IMPROVEMENT] {verdict} --- r" + (f"\n[WINTIER] {tier} --- r" if tier else "")
+
+    with RunStore(path) as st:
+        rid = st.create_run("not-a-task", {"screener": {"name": "critic", "options": {"tie_break": "votes"}}})
+        for cid in ("root", "c1", "c2", "c3"):
+            _candidate(st, rid, cid, None if cid == "root" else "root", f"a = {cid!r}\n")
+        ev = {  # c1 and c2 tie on mean label rank (2.5); the BigWin share puts c1 first
+            "c1": evidence_from_critiques("c1", [said("improve", "big"), said("tie")]),
+            "c2": evidence_from_critiques("c2", [said("improve", "medium"), said("improve", "small")]),
+            "c3": evidence_from_critiques("c3", [said("lose")]),
+        }
+        assert ev["c1"].rank_value == ev["c2"].rank_value != ev["c3"].rank_value
+        payload = {
+            "screener": "critic",
+            "ranking": ["c1", "c2", "c3"],
+            "chosen": ["c1"],
+            "evidence": {k: v.to_dict() for k, v in ev.items()},
+            "round": 1,
+        }
+        st.append(rid, "screening", payload)
+    with open_readonly(path) as ro:
+        (r,) = data_nodes.rounds_view(ro, rid)
+    by_id = {c.id: c for c in r.candidates}
+    assert by_id["c3"].tie_break == "", "no tie, nothing to show"
+    assert by_id["c1"].tie_break.startswith("votes: 0.5") and by_id["c2"].tie_break.startswith("votes: 0,"), by_id
+
+
+def _with_submission(path):
+    with RunStore(path) as st:
+        rid = st.create_run("not-a-task", {"screener": {"name": "critic"}, "strategy": {"name": "mcgs"}})
+        for cid, score in (("root", 1.0), ("c1", 2.0)):
+            _candidate(st, rid, cid, None if cid == "root" else "root", f"a = {cid!r}\n")
+            _verify(st, rid, cid, score, f"a = {cid!r}\n")
+        st.append(rid, "final", {"node_id": "c1", "stopped": "budget"})
+        submission = {
+            "members": ["c1", "root"],
+            "combined": ["c1", "root"],
+            "status": "ok",
+            "reason": "",
+            "score": 2.5,
+            "test_score": 2.25,
+            "seconds": 3.5,
+            "combine": "mean",
+            "metrics": {"m": 2.5},
+            "test_metrics": {"m": 2.25},
+            "member_runs": [],
+        }
+        st.append(rid, "submission", submission, charge=Charge(evaluator_seconds=3.5))
+    return rid
+
+
+def test_the_ensemble_submission_is_in_the_final_view_and_the_report(tmp_path):
+    from verifyless.report.render import write_report
+
+    rid = _with_submission(tmp_path / "e.db")
+    with open_readonly(tmp_path / "e.db") as ro:
+        sub = data.final_view(ro, rid).submission
+        assert sub is not None and sub.members == ("c1", "root") and sub.score == 2.5 and sub.seconds == 3.5
+        assert "submission" not in {e.kind for e in data.other_events(ro, rid)}
+        html = write_report(ro, rid, tmp_path / "r", figures=False).html.read_text()
+    box = html[html.index("Ensemble submission") :][:1500]
+    assert "c1, root" in box and "2.5" in box and "3.5" in box and "mean" in box

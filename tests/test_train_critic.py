@@ -22,7 +22,7 @@ from verifyless.train.settings import grpo_accumulation, load_settings  # noqa: 
 from verifyless.train.sft import train_critic_sft  # noqa: E402
 from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 
-SMALL = dict(lora_r=8, lora_alpha=16, save_steps=3)
+SMALL = dict(lora_r=8, lora_alpha=16, save_steps=3, grad_accum=1)  # one step per batch, as these tests count
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,9 @@ def test_sft_resumes_from_its_checkpoint_through_the_cli(
     from verifyless._cli.app import app
 
     config = tmp_path / "sft.yaml"
-    config.write_text("learning_rate: 0.01\nepochs: 10\nbatch_size: 4\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n")
+    config.write_text(
+        "learning_rate: 0.01\nepochs: 10\nbatch_size: 4\ngrad_accum: 1\nlora_r: 8\nlora_alpha: 16\nsave_steps: 3\n"
+    )
     args = [
         "train",
         "critic-sft",
@@ -114,6 +116,8 @@ def test_sft_resumes_from_its_checkpoint_through_the_cli(
 def test_settings_come_from_the_paper_and_yaml(tmp_path: Path) -> None:
     sft, grpo = load_settings("sft"), load_settings("grpo")
     assert (sft.lora_r, sft.learning_rate, sft.epochs) == (32, 1e-5, 3.0)
+    # one example per step fits a 24 GB machine; accumulation keeps the effective batch of 4
+    assert (sft.batch_size, sft.grad_accum) == (1, 4) and grpo.grad_accum == 1
     assert (grpo.num_generations, grpo.temperature, grpo.learning_rate, grpo.weight_decay, grpo.beta) == (
         8,
         0.7,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import json
 import os
 import sys
@@ -23,6 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless.errors import VerifylessError
+from verifyless.screen.registry import SCREENERS
+from verifyless.search.registry import STRATEGIES
 
 # add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
 app = typer.Typer(
@@ -214,16 +217,18 @@ def _open_store(path: Path, must_exist: bool = True):
     return RunStore(path)
 
 
+def _read_store(path: Path):
+    """The store opened read-only (``mode=ro``): for commands that only read, so a read-only file still opens."""
+    from verifyless.report.reader import open_readonly
+
+    return open_readonly(path)
+
+
 @app.command()
 def run(
     task: str | None = typer.Argument(None, help="built-in task name or folder (default: from config)"),
-    strategy: str | None = typer.Option(None, "--strategy", "-s", help="greedy | islands | mcgs | linear"),
-    screener: str | None = typer.Option(
-        None,
-        "--screener",
-        "-c",
-        help="surrogate | critic | tournament | agentic | ensemble | arbiter | random | oracle",
-    ),
+    strategy: str | None = typer.Option(None, "--strategy", "-s", help=" | ".join(STRATEGIES)),
+    screener: str | None = typer.Option(None, "--screener", "-c", help=" | ".join(SCREENERS)),
     budget: int | None = typer.Option(None, "--budget", "-b", help="verification budget"),
     config: Path | None = typer.Option(None, "--config", help="run.yaml"),
     seed: int | None = typer.Option(None, "--seed"),
@@ -272,8 +277,10 @@ def run(
 async def _run(cfg, st, resume, quiet):
     from verifyless.wiring import build_engine
 
-    progress = None if quiet else _LiveProgress(console)
+    progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, progress=progress)
+    if progress and _ends_with_ensemble(engine):
+        progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:
         return await engine.run(resume)
     finally:
@@ -282,39 +289,53 @@ async def _run(cfg, st, resume, quiet):
         engine.executor.close()
 
 
-class _LiveProgress:
-    """A compact live line per event: round, budget used, best validation score, latest verdicts."""
+def _ends_with_ensemble(engine: Any) -> bool:
+    """Whether this run ends with an ensemble submission: its strategy submits one and its task declares how."""
+    config = getattr(engine.strategy, "config", None)
+    return engine.task.ensemble is not None and bool(getattr(config, "submit_ensemble", False))
 
-    def __init__(self, out: Console) -> None:
+
+class _LiveProgress:
+    """A compact live line per event: round, budget used of its cap, an ETA, best validation score, latest verdicts.
+
+    ``cap``: the run's verification cap (``budget.verifications``; None when only seconds or cost cap it), so
+    the bar reads ``0/30`` from the start. The ETA is the mean wall time per verification so far times the
+    verifications left. Once the cap is reached the bar says the run is choosing its final node (and, for
+    ``mcgs`` with ``submit_ensemble``, scoring the ensemble submission), which the progress events do not cover.
+    ``clock``: seconds, injectable for tests (default ``time.monotonic``).
+    """
+
+    def __init__(self, out: Console, cap: int | None = None, clock: Any = None) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.out = out
+        self.cap = cap
+        self.clock = clock or time.monotonic
+        self.started = self.clock()
         self.bar = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[info]}"),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
             console=out,
             transient=True,
+            get_time=self.clock,
         )
         self.task_id: Any = None  # rich's TaskID once started
+        self.finish = "budget spent: choosing the final node"
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
             self.out.print(f"run [bold]{data['run_id']}[/] on task [bold]{data['task']}[/]")
+            self.started = self.clock()
             self.bar.start()
-            self.task_id = self.bar.add_task("verifications", total=None, info="")
+            self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")
             return
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
-            best = budget.get("best")
-            self.bar.update(
-                self.task_id,
-                completed=budget.get("verifications", 0),
-                total=budget.get("cap"),
-                info=f"best {best:.5g}" if best is not None else "",
-            )
+            self._update(budget)
         if kind == "round" and self.task_id is not None:
             self.bar.update(self.task_id, description=f"round {data['round']}")
         elif kind == "verification":
@@ -339,6 +360,34 @@ class _LiveProgress:
                     f"  r{data['round']} {data['screener']}: chose {', '.join(chosen)}{extra}", highlight=False
                 )
 
+    def _update(self, budget: dict[str, Any]) -> None:
+        best = budget.get("best")
+        done = int(budget.get("verifications", 0) or 0)
+        self.cap = budget.get("cap", self.cap)
+        self.bar.update(
+            self.task_id,
+            completed=done,
+            total=self.cap,
+            count=self._count(done),
+            info=f"best {best:.5g}" if best is not None else "",
+        )
+        task = self.bar.tasks[0]
+        if self.cap is not None and done >= self.cap:
+            self.bar.update(self.task_id, description=self.finish, eta="")
+        else:
+            self.bar.update(self.task_id, eta=self.eta(task))
+
+    def _count(self, done: int) -> str:
+        return f"{done}/{self.cap}" if self.cap is not None else f"{done} verified"
+
+    def eta(self, task: Any) -> str:
+        """``ETA h:mm:ss`` from the mean time per verification so far; '' before the first or without a cap."""
+        done = int(task.completed)
+        if self.cap is None or done <= 0:
+            return ""
+        left = max(0, self.cap - done) * (self.clock() - self.started) / done
+        return f"ETA {datetime.timedelta(seconds=round(left))}"
+
     def close(self) -> None:
         self.bar.stop()
 
@@ -354,6 +403,9 @@ def _print_result(result, st) -> None:
     table.add_row(f"best node ({result.best_id})", _fmt(result.best_score))
     table.add_row("best node hidden test score", _fmt(result.best_test_score))
     console.print(table)
+    submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
+    if submission:
+        console.print(_submission_line(_submission_summary(submission[-1])), highlight=False)
     console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
     _print_links(result.run_id, st.path)
 
@@ -377,29 +429,20 @@ def runs(
     store: Path = typer.Option(DEFAULT_STORE, "--store"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON list (for scripts)"),
 ) -> None:
-    """List runs in the store."""
-    st = _open_store(store)
-    rows = []
-    for info in st.runs():
-        best = _best_row(st, info.run_id)
-        rows.append(
-            {
-                "run_id": info.run_id,
-                "task": info.task,
-                "status": info.status,
-                "created": info.created,
-                "updated": info.updated,
-                "nodes": info.n_nodes,
-                "verifications": st.budget(info.run_id).verifications,
-                "best_node": best["node_id"] if best else None,
-                "best_score": best.get("score") if best else None,
-            }
-        )
+    """List runs in the store (a missing default store means no runs yet)."""
+    if store == DEFAULT_STORE and not store.exists():
+        if as_json:
+            print("[]")
+        else:
+            console.print(f"no runs yet in {store}: start one with `verifyless run TASK`", highlight=False)
+        return
+    with _read_store(store) as st:
+        rows = [_run_row(st, info) for info in st.runs()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     table = Table(box=None, header_style="bold")
-    for col in ("run", "task", "status", "created", "verifications", "best"):
+    for col in ("run", "task", "strategy", "screener", "status", "created", "verifications", "best"):
         table.add_column(col)
     for r in rows:
         created = r["created"]
@@ -408,8 +451,36 @@ def runs(
             if isinstance(created, (int, float))
             else str(created)[:16]
         )
-        table.add_row(r["run_id"], r["task"], r["status"], when, str(r["verifications"]), _fmt(r["best_score"]))
+        table.add_row(
+            r["run_id"],
+            r["task"],
+            r["strategy"] or "-",
+            r["screener"] or "-",
+            r["status"],
+            when,
+            str(r["verifications"]),
+            _fmt(r["best_score"]),
+        )
     console.print(table)
+
+
+def _run_row(st, info) -> dict[str, Any]:
+    """One run's line for ``runs``: ids, strategy and screener from its stored config, budget used, best node."""
+    best = _best_row(st, info.run_id)
+    config = info.config or {}
+    return {
+        "run_id": info.run_id,
+        "task": info.task,
+        "strategy": (config.get("strategy") or {}).get("name"),
+        "screener": (config.get("screener") or {}).get("name"),
+        "status": info.status,
+        "created": info.created,
+        "updated": info.updated,
+        "nodes": info.n_nodes,
+        "verifications": st.budget(info.run_id).verifications,
+        "best_node": best["node_id"] if best else None,
+        "best_score": best.get("score") if best else None,
+    }
 
 
 def _best_row(st, run_id: str) -> dict[str, Any] | None:
@@ -427,17 +498,33 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
     final = [e.payload for e in st.events(run_id, kinds=["final"])]
+    submission = [e.payload for e in st.events(run_id, kinds=["submission"])]
     return {
         "run_id": run_id,
         "task": info.task,
         "status": info.status,
         "budget": dataclasses.asdict(b),
         "final": final[-1] if final else None,
+        "submission": _submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
     }
+
+
+def _submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
+    """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs."""
+    keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds")
+    return {k: payload.get(k) for k in keys}
+
+
+def _submission_line(sub: dict[str, Any]) -> str:
+    return (
+        f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
+        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {_fmt(sub.get('score'))} · "
+        f"cost {sub.get('seconds') or 0:.1f} evaluator s"
+    )
 
 
 def _reply_health(st, run_id: str) -> dict[str, Any]:
@@ -458,8 +545,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
 ) -> None:
     """Summarise one run: budget, best nodes, statuses, LLM calls (cached ones counted apart)."""
-    st = _open_store(store)
-    data = _show_data(st, st.resolve_run(run_id), nodes)
+    with _read_store(store) as st:
+        data = _show_data(st, st.resolve_run(run_id), nodes)
     if as_json:
         print(json.dumps(data, indent=2))
         return
@@ -484,6 +571,8 @@ def show(
         )
     console.print(table)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    if data["submission"]:
+        console.print(_submission_line(data["submission"]), highlight=False)
     if data["llm_calls"]:
         calls = Table(box=None, header_style="bold", title="LLM calls")
         for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):

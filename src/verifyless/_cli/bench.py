@@ -8,6 +8,7 @@ tables and, with ``--out DIR``, writes the markdown report and PNG plots there.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
 from verifyless.offline import report
+from verifyless.offline.selection import fitness_sign
 
 app = typer.Typer(
     add_completion=False,
@@ -33,12 +35,10 @@ _OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG 
 
 
 def _open(store: Path):
-    from verifyless.errors import StoreError
-    from verifyless.store import RunStore
+    """The store opened read-only (``mode=ro``): bench commands only read, so a read-only store file still opens."""
+    from verifyless.report.reader import open_readonly
 
-    if not store.exists():
-        raise StoreError(f"no run store at {store}; pass --store PATH (runs are written by `verifyless run`)")
-    return RunStore(store)
+    return open_readonly(store)
 
 
 def _print(title: str, headers: list[str], rows: list[list[str]]) -> None:
@@ -168,6 +168,11 @@ def selection(
                 finals.append(final)
     _print("selection", report.SELECTION_HEADERS, report.selection_rows(summaries))
     md = "# Selection report\n\n" + report.selection_table(summaries)
+    empty = [run_id for run_id, s in summaries.items() if s.n_pools == 0]
+    if empty:
+        line = f"{', '.join(empty)}: {sel.NO_POOLS_HINT}"
+        console.print(f"[yellow]{line}[/]", highlight=False)
+        md += f"\n{line}\n"
     corr = sel.correlation(advantages, finals)
     if corr.pearson is not None:
         line = (
@@ -261,6 +266,7 @@ def compare(
             arm: _by_task({r: _final_score(st, r, target, scheme) for r in rs}, tasks_of) for arm, rs in arms.items()
         }
         curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
+        signs = {r: fitness_sign(st.node_rows(r)) for rs in arms.values() for r in rs}
     estimates = {arm: cmp.arm_score(s, n_boot=n_boot, seed=seed) for arm, s in scores.items() if s}
     poi = {
         (a, b): cmp.probability_of_improvement(scores[a], scores[b], n_boot=n_boot, seed=seed)
@@ -273,26 +279,44 @@ def compare(
             finals = [c.final for c in curves[b] if c.task == task and math.isfinite(c.final)]
             if finals:
                 target_fit = float(sorted(finals)[len(finals) // 2])  # median run of B (upper median)
-                reaches.append((task, a, b, [cmp.reach(c, target_fit) for c in curves[a] if c.task == task]))
+                found = [cmp.reach(c, target_fit) for c in curves[a] if c.task == task]
+                sign = signs[next(c.run_id for c in curves[b] if c.task == task)]
+                reaches.append((task, a, b, [dataclasses.replace(r, target=sign * r.target) for r in found]))
     _print(
         f"final {target} score ({scheme})", ["arm", "final score", "low", "high", "runs"], report.arm_rows(estimates)
     )
+    single = _single_run_note(scores, poi)
     if poi:
         _print("probability of improvement", ["A", "B", "P(A > B)", "low", "high"], report.poi_rows(poi))
+        if single:
+            console.print(f"[yellow]{single}[/]", highlight=False)
     if reaches:
         _print(
-            "verifications for A to reach B's final best (validation)",
+            "verifications for A to reach B's final best (validation, target in the metric's units)",
             ["task", "A", "B", "target", "reached", "median verifications", "median seconds"],
             report.reach_rows(reaches),
         )
     md = ["# Arm comparison\n\n", report.arm_table(estimates)]
     if poi:
         md += ["\n## Probability of improvement\n\n", report.poi_table(poi)]
+        md += [f"\n{single}\n"] if single else []
     if reaches:
         md += ["\n## Verifications to reach\n\n", report.reach_table(reaches)]
     _write(out, "compare.md", "".join(md))
     if out is not None:
         _plot_curves(curves, out, "verifications", n_boot, seed)
+
+
+def _single_run_note(scores: dict[str, dict[str, list[float]]], poi: dict[tuple[str, str], Any]) -> str:
+    """A warning when a compared arm has one run on every task: its P(A > B) is 0, 0.5 or 1 by construction."""
+    compared = {arm for pair in poi for arm in pair}
+    single = sorted(arm for arm in compared if all(len(v) == 1 for v in scores[arm].values()))
+    if not single:
+        return ""
+    return (
+        f"note: n = 1: arm(s) {', '.join(single)} have one run per task, so P(A > B) compares single runs "
+        "(it can only be 0, 0.5 or 1) and says little about the arms; run more seeds per arm"
+    )
 
 
 def _by_task(values: dict[str, float], tasks_of: dict[str, str]) -> dict[str, list[float]]:

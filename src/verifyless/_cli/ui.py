@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 
 import typer
+
+from verifyless.errors import ConfigError
 
 LOOPBACK = "127.0.0.1"
 
@@ -17,8 +21,6 @@ def ui_command(
     """Serve a read-only dashboard of the run store (runs, live progress, reports, comparisons)."""
     from rich.console import Console
 
-    from verifyless.errors import ConfigError
-
     try:
         import uvicorn
 
@@ -29,6 +31,7 @@ def ui_command(
         ) from None
     if not 0 < port < 65536:
         raise ConfigError(f"--port {port} is not a TCP port; pick one between 1 and 65535")
+    _check_free(host, port)
     out = Console()
     shown = f"[{host}]" if ":" in host else host
     out.print(f"verifyless dashboard (read-only) of {store} at [bold]http://{shown}:{port}/[/]")
@@ -50,3 +53,22 @@ def ui_command(
             highlight=False,
         )
     uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raise ``ConfigError`` (exit 2, one line, a ``--port`` hint) when ``host:port`` cannot be bound.
+
+    Binds and releases a socket with ``SO_REUSEADDR``, as uvicorn does, before anything is printed.
+    Limit: another process may still take the port between this check and uvicorn's bind.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            reason = "is already in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+            other = port + 1 if port < 65535 else 8765
+            raise ConfigError(
+                f"port {port} on {host} {reason}: stop the other dashboard or pick another with --port {other}"
+            ) from None

@@ -5,9 +5,11 @@ Built on the official ``openai`` SDK with the SDK's own retries switched off
 
 * retried with exponential backoff and full jitter: 429 (waiting at least the
   ``Retry-After`` / ``retry-after-ms`` the server asks for), 408, 409, 5xx,
-  timeouts, connection errors, and malformed replies (non-JSON, truncated
+  timeouts, dropped connections, and malformed replies (non-JSON, truncated
   JSON, no choices). Bounded by ``max_retries`` retries *and* ``retry_budget_s``
   seconds in total; when either runs out: ``ModelUnavailable``.
+* retried once, then ``ModelUnavailable``: a connection that could not be made
+  (refused, unknown host), which waiting seldom mends (``FAST_FAIL_RETRIES``).
 * not retried: 400, 401, 403, 404, 422 -> ``ModelUnavailable`` naming the fix.
 
 The API key is read from the environment once, at construction, and handed to
@@ -146,6 +148,19 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
 
 
 _KEYLIKE = re.compile(r"\b(sk|key|tok)-[A-Za-z0-9_\-*.]{6,}")
+
+
+FAST_FAIL_RETRIES = 1  # retries for a connection that could not be made (refused, unknown host)
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """True when no connection was made (refused, DNS failure): httpx's ``ConnectError`` under the SDK's error.
+
+    Matched by class name, since the SDK may ship its own copy of httpx. A connect *timeout* is
+    ``APITimeoutError`` and a connection dropped mid-reply is a ``ReadError`` or
+    ``RemoteProtocolError``; both keep the full backoff.
+    """
+    return any(cls.__name__ == "ConnectError" for cls in type(exc.__cause__).__mro__)
 
 
 @functools.cache
@@ -352,6 +367,7 @@ class OpenAIModel:
         limiter = ENDPOINT_LIMITS.get(self.endpoint, cfg.concurrency)
         start = time.monotonic()
         retries = 0
+        limit = cfg.max_retries
         while True:
             hint: float | None = None
             try:
@@ -370,6 +386,7 @@ class OpenAIModel:
                 problem = f"no reply within timeout_s={cfg.timeout_s:g}"
             except openai.APIConnectionError as exc:
                 problem = f"cannot connect to {self.endpoint} ({self._scrub(str(exc.__cause__ or exc))})"
+                limit = min(limit, FAST_FAIL_RETRIES) if _never_connected(exc) else limit
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 if status in _NOT_RETRYABLE or (400 <= status < 500 and status not in (408, 409, 429)):
@@ -380,10 +397,10 @@ class OpenAIModel:
             delay = self._rng.uniform(0.0, min(cfg.backoff_max_s, cfg.backoff_base_s * 2.0**retries))
             if hint is not None:
                 delay = max(delay, hint)
-            if retries >= cfg.max_retries or elapsed + delay > cfg.retry_budget_s:
+            if retries >= limit or elapsed + delay > cfg.retry_budget_s:
                 why = (
                     f"after {retries + 1} attempts"
-                    if retries >= cfg.max_retries
+                    if retries >= limit
                     else f"the next wait ({delay:.1f} s) would exceed retry_budget_s={cfg.retry_budget_s:g}"
                 )
                 raise ModelUnavailable(

@@ -194,6 +194,13 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
     return Correlation(len(a), float(p.statistic), float(p.pvalue), float(s.statistic), float(s.pvalue))
 
 
+MIN_VERIFIED = 2  # a pool says something about selection only with this many verified candidates
+NO_POOLS_HINT = (
+    f"no screening had {MIN_VERIFIED} or more verified candidates, so there is no pool to measure selection on; "
+    "verify more of each pool: screener oracle, a higher engine.verify_per_expansion, or engine.audit_rate > 0"
+)
+
+
 def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"] = "validation") -> list[Pool]:
     """Pools from a run's ``screening`` events, keeping candidates with a finished verification.
 
@@ -206,7 +213,7 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
     node's fitness to its raw score is the metric's direction).
     """
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
-    sign = _sign(rows.values())
+    sign = fitness_sign(rows.values())
     pools = []
     for event in store.events(run_id, kinds=["screening"]):
         p = event.payload
@@ -218,7 +225,7 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
             if row is None or row.get("verified_seq") is None:
                 continue
             scores[cid] = _oriented(row, target, sign)
-        if len(scores) < 2 or not ranking:
+        if len(scores) < MIN_VERIFIED or not ranking:
             continue
         values = {
             cid: float((evidence.get(cid) or {}).get("rank_value", len(ranking) - i))
@@ -231,7 +238,7 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
     return pools
 
 
-def _sign(rows: Iterable[Mapping]) -> float:
+def fitness_sign(rows: Iterable[Mapping]) -> float:
     """+1 when fitness = score (maximise), -1 when fitness = -score (minimise); +1 if no row tells."""
     for row in rows:
         score, fit = row.get("score"), row.get("fitness")
@@ -249,6 +256,8 @@ def _oriented(row: Mapping, target: str, sign: float) -> float | None:
 
 __all__ = [
     "MIN_GAP",
+    "MIN_VERIFIED",
+    "NO_POOLS_HINT",
     "Correlation",
     "Pairwise",
     "Pool",
@@ -256,6 +265,7 @@ __all__ = [
     "SelectionSummary",
     "correlation",
     "fill_failures",
+    "fitness_sign",
     "normalized_advantage",
     "pairwise_accuracy",
     "pool_stats",

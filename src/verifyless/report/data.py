@@ -29,7 +29,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -55,6 +55,7 @@ KNOWN_KINDS = frozenset(
         "tell",
         "final",
         "final_selection",
+        "submission",
         "brief",
     }
 )
@@ -331,10 +332,32 @@ class CurveView:
     baseline: float | None
     ceiling: float | None = None
     ceiling_label: str = ""
+    y_range: tuple[float, float] | None = None  # set when several curves share one y axis (``compare_curves``)
 
     @property
     def final(self) -> float | None:
         return self.points[-1].best_score if self.points else None
+
+    @property
+    def better(self) -> str:
+        """'higher is better' or 'lower is better', for axis labels."""
+        return "lower is better" if self.direction == "minimize" else "higher is better"
+
+
+def y_extent(curves: Sequence[CurveView]) -> tuple[float, float] | None:
+    """The scores a figure of ``curves`` must show: best-so-far, every verified score, baselines, and a ceiling
+    when it lies near them (a far one, e.g. an MAE bound of 0, would flatten the curves: it is noted, not drawn).
+    None when nothing was verified yet."""
+    values = [p.best_score for c in curves for p in c.points if p.best_score is not None]
+    values += [p.score for c in curves for p in c.points if p.score is not None and p.status == "ok"]
+    values += [c.baseline for c in curves if c.baseline is not None]
+    values = [v for v in values if math.isfinite(v)]
+    if not values:
+        return None
+    span = (max(values) - min(values)) or abs(max(values)) or 1.0
+    near = (min(values) - span, max(values) + span)
+    values += [c.ceiling for c in curves if c.ceiling is not None and near[0] <= c.ceiling <= near[1]]
+    return min(values), max(values)
 
 
 def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
@@ -378,11 +401,17 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
     )
 
 
-def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
-    """The best final validation score of the store's ``oracle``-screened runs of the same task and seed, if any.
+CEILING_MATCH = ("roles", "budget")  # config blocks an oracle run must share with a run to be its ceiling
 
-    The oracle screener picks by true outcome, so its run is what perfect screening reaches at that budget.
+
+def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
+    """The best final validation score of the store's ``oracle``-screened runs comparable with ``info``, if any.
+
+    The oracle screener picks by true outcome, so its run is what perfect screening reaches with the same
+    proposals and budget. Comparable: the same task and seed, and equal ``roles`` (models) and ``budget``
+    config blocks; any other oracle run in the store is ignored. The label says which run it is.
     """
+    mine = info.config or {}
     best: Any = None
     source = ""
     for other in store.runs():
@@ -392,16 +421,22 @@ def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
             or other.task != info.task
             or other.seed != info.seed
             or (cfg.get("screener") or {}).get("name") != "oracle"
+            or any(cfg.get(key) != mine.get(key) for key in CEILING_MATCH)
         ):
             continue
         node = _best_node(store, other.run_id)
         if node is not None and (best is None or node.fitness > best.fitness):
             best, source = node, other.run_id
-    return (_num(best.score), f"oracle-screened run {source}") if best is not None else (None, "")
+    if best is None:
+        return None, ""
+    return _num(best.score), f"ceiling: oracle-screened run {source} (same task, seed, roles and budget)"
 
 
 def compare_curves(store: Any, run_ids: Sequence[str]) -> list[CurveView]:
-    """Curves of several runs (each labelled with its screener and strategy) for a side-by-side view."""
+    """Curves of several runs (each labelled with its screener and strategy) for a side-by-side view.
+
+    Every curve carries the same ``y_range`` (the ``y_extent`` of all of them), so separate panels share a y axis.
+    """
     out = []
     for rid in run_ids:
         cfg = store.run(rid).config or {}
@@ -410,7 +445,8 @@ def compare_curves(store: Any, run_ids: Sequence[str]) -> list[CurveView]:
             f"{(cfg.get('strategy') or {}).get('name', '?')} seed {cfg.get('seed', '?')}"
         )
         out.append(best_curve(store, rid, label))
-    return out
+    extent = y_extent(out)
+    return [replace(c, y_range=extent) for c in out]
 
 
 # ---------------------------------------------------------------------- live progress
@@ -497,6 +533,39 @@ def other_events(store: Any, run_id: str, known: frozenset[str] = KNOWN_KINDS, l
 
 
 @dataclass(frozen=True)
+class SubmissionView:
+    """The top-K ensemble submission (MCGS, ``submit_ensemble``) a run made after choosing its final node.
+
+    ``members``: the nodes asked for, best first; ``combined``: those whose re-run worked and went into the
+    combination (``combine``, e.g. mean); ``seconds``: the evaluator seconds it was charged; ``test_score``:
+    hidden, reporting only.
+    """
+
+    members: tuple[str, ...]
+    combined: tuple[str, ...]
+    combine: str
+    status: str
+    reason: str
+    score: float | None
+    test_score: float | None
+    seconds: float
+
+
+def submission_view(payload: Mapping[str, Any]) -> SubmissionView:
+    """A ``submission`` event's payload as a ``SubmissionView``."""
+    return SubmissionView(
+        tuple(str(m) for m in payload.get("members") or ()),
+        tuple(str(m) for m in payload.get("combined") or ()),
+        str(payload.get("combine", "")),
+        str(payload.get("status", "")),
+        str(payload.get("reason", "")),
+        _num(payload.get("score")),
+        _num(payload.get("test_score")),
+        _num(payload.get("seconds")) or 0.0,
+    )
+
+
+@dataclass(frozen=True)
 class FinalView:
     """The node the run returned, its validation outcome, and the hidden test score (reporting only)."""
 
@@ -509,15 +578,19 @@ class FinalView:
     baseline_score: float | None
     baseline_test_score: float | None
     selection: Mapping[str, Any] | None = None
+    submission: SubmissionView | None = None  # the ensemble submission, when the run made one
 
 
 def final_view(store: Any, run_id: str) -> FinalView:
     """From the ``final`` event (or, while running, the best validation node so far)."""
     final: Mapping[str, Any] = {}
     selection = None
-    for ev in store.events(run_id, kinds=["final", "final_selection"]):
+    submission = None
+    for ev in store.events(run_id, kinds=["final", "final_selection", "submission"]):
         if ev.kind == "final":
             final = ev.payload
+        elif ev.kind == "submission":
+            submission = submission_view(ev.payload)
         else:
             selection = {k: v for k, v in ev.payload.items() if k != "matches"} | {
                 "matches": len(ev.payload.get("matches") or [])
@@ -536,6 +609,7 @@ def final_view(store: Any, run_id: str) -> FinalView:
         _num(root.get("score")),
         _num(root.get("test_score")),
         selection,
+        submission,
     )
 
 

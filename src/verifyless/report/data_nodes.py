@@ -9,11 +9,14 @@ validation outcome), never in the graph or the rounds.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from verifyless.node import Evidence
 from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
+from verifyless.screen.critic import finer_signal
 
 # Evidence ``detail`` keys drawn by the rounds view; every other key is shown as generic text.
 _DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots"})
@@ -141,6 +144,7 @@ class ScreenedCandidate:
     critiques: tuple[str, ...]
     findings: tuple[str, ...]
     extra: str  # other evidence detail keys, as redacted JSON
+    tie_break: str = ""  # when its rank value ties another's: the rule and the finer key that ordered them
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,8 @@ _KNOWN_PAYLOAD = frozenset({"screener", "ranking", "chosen", "evidence", "second
 def rounds_view(store: Any, run_id: str) -> list[RoundView]:
     """Every screening in commit order; ``pilot`` events of the same round are attached when the evidence has none."""
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    options = (store.run(run_id).config.get("screener") or {}).get("options") or {}
+    tie_rule = str(options.get("tie_break", "auto"))
     pilot_events: dict[int, list[Mapping[str, Any]]] = {}
     for ev in store.events(run_id, kinds=["pilot"]):
         pilot_events.setdefault(int(ev.payload.get("round", -1) or -1), []).append(redact(dict(ev.payload)))
@@ -181,6 +187,7 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
             )
             for i, cid in enumerate(ranking)
         )
+        cands = _with_tie_breaks(cands, evidence, tie_rule)
         bracket, pilots, findings = _bracket_and_pilots(evidence)
         r = int(p.get("round", 0) or 0)
         if not pilots:  # the engine's `pilot` events summarise the evidence's pilots: add them only when absent
@@ -202,6 +209,24 @@ def rounds_view(store: Any, run_id: str) -> list[RoundView]:
             )
         )
     return out
+
+
+def _with_tie_breaks(
+    cands: tuple[ScreenedCandidate, ...], evidence: Mapping[str, Any], rule: str
+) -> tuple[ScreenedCandidate, ...]:
+    """Critic-style candidates whose rank value ties another's get ``tie_break``: the rule and the key
+    ``finer_signal`` ordered them by (higher first; empty key: a seeded random draw decided)."""
+    counts = Counter(round(c.rank_value, 9) for c in cands if c.rank_value is not None)
+    out = []
+    for c in cands:
+        ev = evidence.get(c.id) or {}
+        if c.rank_value is None or counts[round(c.rank_value, 9)] < 2 or not (ev.get("labels") or c.n_invalid):
+            out.append(c)
+            continue
+        key = finer_signal(Evidence.from_dict(ev), rule)
+        shown = ", ".join(f"{x:.3g}" for x in key) if key else "random draw"
+        out.append(replace(c, tie_break=f"{rule}: {shown}"))
+    return tuple(out)
 
 
 def _is_evidence(value: Any) -> bool:

@@ -15,7 +15,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from verifyless.report.data import CurveView
+from verifyless.report.data import CurveView, y_extent
 from verifyless.report.data_nodes import GraphView
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -58,13 +58,11 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 320, title: str = "") -> Markup:
-    """Best-so-far validation score (step lines) against verifications; baselines dashed, the ceiling dotted."""
-    values = [p.best_score for c in curves for p in c.points if p.best_score is not None]
-    values += [c.baseline for c in curves if c.baseline is not None]
-    if values:  # a ceiling far from the data (e.g. an MAE bound of 0) would flatten the curves: it is then noted only
-        span = (max(values) - min(values)) or abs(max(values)) or 1.0
-        near = (min(values) - span, max(values) + span)
-        values += [c.ceiling for c in curves if c.ceiling is not None and near[0] <= c.ceiling <= near[1]]
+    """Best-so-far validation score (step lines) and every verified score (dots) against verifications;
+    baselines dashed, the ceiling dotted. The y range is the curves' shared ``y_range`` when they carry one,
+    else their ``y_extent``; the axis label says which way is better."""
+    shared = [c.y_range for c in curves if c.y_range is not None]
+    extent = (min(r[0] for r in shared), max(r[1] for r in shared)) if shared else y_extent(curves)
     xmax = max((len(c.points) for c in curves), default=1) or 1
     left, right, top, bottom = 64, 16, 28 if title else 12, 40
     legend_h = 16 * len(curves)
@@ -75,10 +73,10 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     ]
     if title:
         out.append(f'<text x="{width / 2}" y="16" text-anchor="middle" class="title">{_e(title)}</text>')
-    if not values:
+    if extent is None:
         out.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">no verification yet</text></svg>')
         return Markup("".join(out))
-    lo, hi = min(values), max(values)
+    lo, hi = extent
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     lo, hi = lo - pad, hi + pad
 
@@ -101,13 +99,14 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
             )
     out.append(f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">verifications</text>')
     metric = curves[0].metric if curves else "score"
+    better = f" ({curves[0].better})" if curves else ""
     out.append(
         f'<text x="12" y="{top + plot_h / 2}" transform="rotate(-90 12 {top + plot_h / 2})" '
-        f'text-anchor="middle">best {_e(metric)} so far</text>'
+        f'text-anchor="middle">best {_e(metric)} so far{_e(better)}</text>'
     )
     for i, c in enumerate(curves):
         colour = PALETTE[i % len(PALETTE)]
-        out += _series(c, colour, sx, sy, lo, hi)
+        out += _series(c, colour, sx, sy)
         y = height + 16 * i + 4
         out.append(
             f'<line x1="{left}" x2="{left + 20}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="2"/>'
@@ -133,9 +132,7 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     return Markup("".join(out))
 
 
-def _series(
-    c: CurveView, colour: str, sx: Callable[[float], float], sy: Callable[[float], float], lo: float, hi: float
-) -> list[str]:
+def _series(c: CurveView, colour: str, sx: Callable[[float], float], sy: Callable[[float], float]) -> list[str]:
     out = []
     if c.baseline is not None:
         out.append(
@@ -148,11 +145,8 @@ def _series(
         path += [f"H{sx(x):.1f} V{sy(y):.1f}" for x, y in pts[1:]]
         path.append(f"H{sx(pts[-1][0] + 0.5):.1f}")
         out.append(f'<path d="{" ".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>')
-    top, bottom = sorted((sy(lo), sy(hi)))
     for p in c.points:
         if p.score is not None and p.status == "ok":
-            if not top - 1 <= sy(p.score) <= bottom + 1:
-                continue  # a verified score outside the plotted range of best-so-far values
             out.append(
                 f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.score):.1f}" r="2.5" fill="{colour}" opacity="0.45">'
                 f"<title>{_e(p.node_id)}: {_fmt(p.score)}</title></circle>"

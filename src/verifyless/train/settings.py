@@ -9,6 +9,15 @@ only how many completions fit on the device at once, and gradient accumulation
 makes up the rest. Settings the paper does not give (alpha, lengths, device
 batch) are ours and named as such in the docstrings below. On a CPU, pass small
 ``prompts_per_step`` and ``max_steps`` (the tests and benchmarks do).
+
+SFT memory: the default is one example per device step with 4 accumulated
+steps (effective batch 4, as before), so a 24 GB machine trains SmolLM2-135M
+on prompts of ~2,200 tokens (batch 1: 7.7 GB peak; batch 4 was killed for
+memory above 24 GB). Activation memory grows with batch x max_length, and
+attention with max_length squared: raise ``batch_size`` (and lower
+``grad_accum`` to keep the effective batch) only where memory allows. Peak
+resident memory per batch size and length is in the README ("Training a
+critic").
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ class CommonSettings(BaseModel):
 
 
 class SFTSettings(CommonSettings):
+    batch_size: int = Field(1, ge=1, description="examples per device step (ours: 1, to fit 24 GB; see above)")
+    grad_accum: int = Field(4, ge=1, description="gradient accumulation steps (ours: 4, effective batch 4)")
     learning_rate: float = Field(1e-5, gt=0, description="paper: 1e-5")
     epochs: float = Field(3.0, gt=0, description="paper: 3")
     max_length: int = Field(4096, ge=16, description="prompt + critique tokens kept (ours)")
