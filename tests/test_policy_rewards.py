@@ -29,9 +29,9 @@ from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.base import IdeaOption, IdeaSpace
-from verifyless.train.policy import space_reader
+from verifyless.roles import space_reader
 from verifyless.train.policy.contract import Rewarder, VerificationBudgetSpent
-from verifyless.train.policy.ideas import idea_from_text
+from verifyless.roles.menu import idea_from_text
 from verifyless.train.policy.metrics import audit_run
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings

@@ -246,10 +246,3 @@ __all__ = [
     "validate",
 ]
 
-
-if __name__ == "__main__":  # python -m verifyless.config [--check]: regenerate docs/configuration.md's reference
-    import sys
-
-    from verifyless.config_doc import main
-
-    sys.exit(main())

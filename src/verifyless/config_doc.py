@@ -1,7 +1,7 @@
 """Generate the reference part of ``docs/configuration.md`` from the configuration models.
 
-``python -m verifyless.config`` rewrites the part between the markers;
-``python -m verifyless.config --check`` exits 1 when it is stale (a test runs
+``python -m verifyless.config_doc`` rewrites the part between the markers;
+``python -m verifyless.config_doc --check`` exits 1 when it is stale (a test runs
 the same check). Rendered: every ``RunConfig`` field (with its type, default
 and description), the options of each search strategy (their config
 dataclasses, each field described by its line in the class docstring:
@@ -22,7 +22,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config) -->"
+from verifyless.config import RunConfig
+from verifyless.screen import registry
+from verifyless.search.registry import STRATEGIES
+
+BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -105,9 +109,6 @@ def _options_rows(cls: Any) -> Iterator[str]:
 
 def render() -> str:
     """The generated reference (markdown, without the markers)."""
-    from verifyless.config import RunConfig
-    from verifyless.search.registry import STRATEGIES
-
     head = "| key | type | default | description |\n|---|---|---|---|"
     out = ["## Reference (generated from `verifyless.config`)", "", head, *_model_rows(RunConfig), ""]
     out += ["### Strategy options (`strategy.options`)", ""]
@@ -122,8 +123,6 @@ def render() -> str:
 
 
 def _screener_options() -> dict[str, Any]:
-    from verifyless.screen import registry
-
     return {name: registry.options_model(name) for name in registry.SCREENERS}
 
 
@@ -141,9 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     fresh = updated(current)
     if "--check" in args:
         if fresh != current:
-            print(f"{DOC} is stale: run `python -m verifyless.config`", file=sys.stderr)
+            print(f"{DOC} is stale: run `python -m verifyless.config_doc`", file=sys.stderr)
             return 1
         return 0
     DOC.write_text(fresh)
     print(f"wrote {DOC}")
     return 0
+
+
+if __name__ == "__main__":  # python -m verifyless.config_doc [--check]
+    sys.exit(main())

@@ -131,7 +131,7 @@ def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
 
         roles = space_roles(task, cfg.seed)
         if "proposer" in models:  # e.g. a trained policy: the model proposes, the idea space builds
-            from verifyless.train.policy.proposer import MenuProposer
+            from verifyless.roles.menu import MenuProposer
 
             proposer = MenuProposer(models["proposer"], task, cfg.roles.llm.proposer_temperature)
             roles = dataclasses.replace(roles, proposer=proposer)

@@ -61,7 +61,9 @@ from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.screen.base import ScreenContext
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
-from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, space_world, vote_counts
+from verifyless.roles.llm import LLMProposer
+from verifyless.roles.menu import idea_from_text, menu_text, parent_assignment
+from verifyless.train.policy.ideas import audit_draw, critic_improves, space_world, vote_counts
 from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_from, stats_from
 from verifyless.train.policy.metrics import step_stats
 from verifyless.train.policy.settings import RewardSettings
@@ -201,9 +203,6 @@ class PolicyRewarder:
         return [f"t{g % len(self.tasks)}-root" for g in range(self.settings.parents)]
 
     def _messages(self, task: Task, parent_id: str) -> tuple[dict[str, str], ...]:
-        from verifyless.roles.llm import LLMProposer
-        from verifyless.train.policy.ideas import menu_text, parent_assignment
-
         parent = self.ledger.parent_info(parent_id)
         system, user = LLMProposer(cast(Any, None)).render(ProposeContext(task=task, parent=parent))
         content = user.content
