@@ -15,7 +15,8 @@ from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques, route
+from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
+from verifyless.screen.ranking import route
 from verifyless.screen.registry import build_screener
 from verifyless.task.base import Band, Metric, Task
 
@@ -121,9 +122,9 @@ def test_uncertainty_and_routing_threshold() -> None:
     assert s.evidence["edge"].uncertainty == pytest.approx(0.25)
     assert s.evidence["sure"].uncertainty == pytest.approx(0.1875)
     assert s.evidence["best"].uncertainty == 0.0
-    assert route(s.evidence["edge"], 0.25) and critic.route(s.evidence["edge"])
-    assert not route(s.evidence["sure"], 0.25)
-    assert route(s.evidence["sure"], 0.15)
+    assert route(s.evidence["edge"].uncertainty, 0.25) and critic.route(s.evidence["edge"])
+    assert not route(s.evidence["sure"].uncertainty, 0.25)
+    assert route(s.evidence["sure"].uncertainty, 0.15)
     assert s.chosen == ("best",)
     assert s.evidence["edge"].detail["uncertain"] is True
 

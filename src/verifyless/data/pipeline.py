@@ -1,6 +1,6 @@
 """Wiring for the data commands: roles, models, executor and store from plain settings.
 
-``run_collection`` builds a ``Collector`` the way ``verifyless.wiring`` builds
+``run_collection`` builds a ``Collector`` from the parts (``verifyless.parts``) ``verifyless.wiring`` builds
 an engine (same role/model construction, the same LLM call recorder that
 charges tokens and cost to the run, the same response cache in the store
 file), runs it, and returns the run id and result. Roles default to the
@@ -78,9 +78,9 @@ def run_collection(
     On resume the stored settings, roles, models and executor win over the arguments.
     """
     from verifyless.executors.ray import build_executor
+    from verifyless.parts import build_guards, build_models, build_roles
     from verifyless.store import RunStore
     from verifyless.task import load_task
-    from verifyless.wiring import build_guards, build_models, build_roles
 
     with RunStore(store_path) as store:
         if resume is not None:

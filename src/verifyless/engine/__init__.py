@@ -8,16 +8,16 @@ Rooms (one idea each; see docs/design/engine.md for how an outcome flows through
 * ``budget``    -- ``BudgetGate``: verification slots and why a run stops;
 * ``tells``     -- ``TellQueue`` with named ordering classes (``TellOrder``);
 * ``learners``  -- what a told node feeds: strategy, memory, observing and learning screeners;
-* ``routing``   -- the pure choice of what to verify (``route``, ``select``);
+* ``routing``   -- the pure choice of what to verify (``select``; the test is ``screen/ranking.route``);
 * ``snapshot``  -- periodic pickled state so resume replays only the log's tail;
 * ``resume``    -- rebuild from the store and finish what a crash left open;
 * ``context``   -- what the roles are shown about a parent.
 """
 
 from verifyless.engine.budget import BudgetGate
-from verifyless.engine.core import Engine, ProgressFn, RunResult
-from verifyless.engine.routing import route
+from verifyless.engine.core import Engine, ProgressFn
+from verifyless.engine.ends import RunResult
 from verifyless.engine.state import RunState
 from verifyless.engine.tells import TellOrder
 
-__all__ = ["BudgetGate", "Engine", "ProgressFn", "RunResult", "RunState", "TellOrder", "route"]
+__all__ = ["BudgetGate", "Engine", "ProgressFn", "RunResult", "RunState", "TellOrder"]

@@ -29,7 +29,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from verifyless.child import ChildMaker
@@ -37,6 +36,7 @@ from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
 from verifyless.engine.budget import BudgetGate
 from verifyless.engine.context import Programs, parent_info, propose_context
+from verifyless.engine.ends import RunResult
 from verifyless.engine.learners import Learners
 from verifyless.engine.recording import Recorder
 from verifyless.engine.routing import select
@@ -65,18 +65,6 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
 _REPAIRABLE = {Status.FAILED, Status.INVALID_METRIC, Status.OOM}
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    best_id: str | None
-    best_score: float | None
-    best_test_score: float | None
-    baseline_score: float | None
-    verifications: int
-    rounds: int
-    stopped: str
 
 
 class Engine(Recorder):

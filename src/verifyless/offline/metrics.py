@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 
 from verifyless.offline.labels import FIVE, MIN_IMPROVING, THREE, label_children, to_three
+from verifyless.screen.ranking import route
 
 KS: tuple[int, ...] = (1, 4, 8, 16, 32)
 THRESHOLDS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
-_EPS = 1e-9  # u >= T compared with slack so that 1 - 12/16 >= 0.25 holds despite float rounding
 
 
 # ---------------------------------------------------------------------- records
@@ -427,7 +427,7 @@ def routing_curve(records: Sequence[CriticRecord], thresholds: Sequence[float] =
     n_err = sum(errors)
     out = []
     for t in thresholds:
-        routed = [r.uncertainty >= t - _EPS for r in records]
+        routed = [route(r.uncertainty, t) for r in records]
         caught = sum(e and rt for e, rt in zip(errors, routed, strict=False))
         kept = [not e for e, rt in zip(errors, routed, strict=False) if not rt]
         out.append(

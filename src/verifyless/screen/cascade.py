@@ -32,6 +32,7 @@ from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.screen.health import replies_detail
+from verifyless.screen.ranking import route
 from verifyless.screen.tournament import PairwiseRPM
 
 
@@ -39,7 +40,7 @@ def confident_lose(evidence: Evidence, threshold: float) -> bool:
     """Lose is the critic's largest vote and its uncertainty is below the routing threshold."""
     votes = evidence.votes or {}
     lose = votes.get("lose", 0.0)
-    return lose > 0 and lose >= max(votes.values()) and evidence.uncertainty < threshold - 1e-9
+    return lose > 0 and lose >= max(votes.values()) and not route(evidence.uncertainty, threshold)
 
 
 def _tokens(screening: Screening | None) -> int:

@@ -76,6 +76,7 @@ from verifyless.screen.prompting import (
     split_value,
     tag_values,
 )
+from verifyless.screen.ranking import order_by_value, route
 
 # Index = rank value used for averaging (Lose=0 ... BigWin=4).
 LABELS: tuple[str, ...] = ("Lose", "Tie", "SmallWin", "MediumWin", "BigWin")
@@ -114,9 +115,6 @@ _TIER_WORDS = {
     "n.a": "na",
     "none": "na",
 }
-
-# With this many spare digits, u >= T is not flipped by float rounding (1 - 12/16 is exact, 1 - 0.7 is not).
-_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -193,11 +191,6 @@ def parse_verdict(text: str) -> Verdict | None:
     return _verdict(_word_and_reason(word), _word_and_reason(tier) if tier is not None else None)
 
 
-def route(evidence: Evidence, threshold: float = 0.25) -> bool:
-    """True when the critic is too unsure: ``u(a) >= T`` sends the candidate to real verification."""
-    return evidence.uncertainty >= threshold - _EPS
-
-
 def evidence_from_critiques(
     candidate_id: str,
     critiques: Sequence[str],
@@ -229,7 +222,7 @@ def evidence_from_critiques(
         "critiques": list(critiques),
         "sample_labels": [v.label if v else None for v in verdicts],
         "n_invalid": n_invalid,
-        "uncertain": uncertainty >= threshold - _EPS,
+        "uncertain": route(uncertainty, threshold),
         "route_threshold": threshold,
         "replies": replies_detail(
             len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts, strict=False) if v is None)
@@ -248,12 +241,6 @@ def evidence_from_critiques(
         n_invalid=n_invalid,
         detail=detail,
     )
-
-
-def order_by_value(values: Mapping[str, float], ids: Sequence[str], rng) -> list[str]:
-    """Ids sorted by value, highest first; equal values in an order drawn from ``rng``."""
-    keys = {cid: rng.random() for cid in ids}  # drawn in input order: reproducible for a seed
-    return sorted(ids, key=lambda cid: (-values[cid], keys[cid]))
 
 
 # ------------------------------------------------------------------ tie-breaking
@@ -417,7 +404,7 @@ class PointwiseCritic:
         self.name = name
 
     def route(self, evidence: Evidence) -> bool:
-        return route(evidence, self.route_threshold)
+        return route(evidence.uncertainty, self.route_threshold)
 
     def messages(self, ctx: ScreenContext, candidate: Candidate):
         """The critic prompt for one candidate (public for inspection and replay)."""

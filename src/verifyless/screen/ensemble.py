@@ -33,9 +33,9 @@ from typing import Any
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener
-from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import model_names, replies_detail
 from verifyless.screen.prompting import format_context, metric_line, parse_choice, render
+from verifyless.screen.ranking import order_by_value
 from verifyless.screen.tournament import collect_context, describe
 
 

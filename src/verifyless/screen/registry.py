@@ -35,43 +35,18 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
 from verifyless.screen.base import Screener
 from verifyless.screen.health import ReplyHealth, model_names
+from verifyless.screen.options import BaseOptions, HealthOptions, LLMOptions, LocalCriticOptions, StrictOptions
 
 ScreenerFactory = Callable[..., Screener]
 
 
 # ------------------------------------------------------------------ typed options
-
-
-class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BaseOptions(_Options):
-    n_verify: int | None = Field(
-        None, ge=0, description="how many of the ranking to verify (default: the engine's engine.verify_per_expansion)"
-    )
-    name: str | None = Field(None, description="the name recorded in screening events (default: the screener name)")
-
-
-class HealthOptions(BaseOptions):
-    min_parse_rate: float = Field(0.5, ge=0.0, le=1.0, description="warn when fewer of a screening's replies parse")
-    max_unparsed_screenings: int = Field(
-        3, ge=1, description="stop the run (exit code 8) after this many screenings in a row in which no reply parsed"
-    )
-
-
-class LLMOptions(HealthOptions):
-    model: str | None = Field(
-        None, description="key in roles.models of the model to use (default: the screener's role key, else 'default')"
-    )
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature (None: the model's)")
-    max_tokens: int | None = Field(None, ge=1, description="reply length cap per call (None: the model's)")
 
 
 class CriticOptions(LLMOptions):
@@ -147,7 +122,7 @@ class RandomOptions(BaseOptions):
     pass
 
 
-class OracleOptions(_Options):
+class OracleOptions(StrictOptions):
     name: str | None = Field(None, description="the name recorded in screening events")
 
 
@@ -163,7 +138,7 @@ def _plain(annotation: Any) -> bool:
     return annotation in _PLAIN
 
 
-def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = _Options) -> type[BaseModel]:
+def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = StrictOptions) -> type[BaseModel]:
     """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
     rest (mappings, objects) accept any value and leave checking to the constructor."""
     init = typing.cast(Any, cls).__init__
@@ -363,34 +338,43 @@ def _agentic_options() -> type[BaseModel]:
     return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
 
 
-class _LocalCriticBase(HealthOptions):
-    model: str | None = Field(None, description="key in roles.models of the local critic (provider: local)")
+def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, learner: Any = None, **_):
+    from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic
 
-
-def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, **_):
-    from verifyless.train.ttl import TestTimeCritic
-
+    if learner is None:
+        raise ConfigError(
+            "screener 'critic-ttl' learns with torch and needs its learner: build it through verifyless.wiring "
+            "(or pass learner=verifyless.train.ttl_learner.LoRALearner to build_screener)"
+        )
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
-    return _construct(TestTimeCritic, "critic-ttl", model, task=task, **{"seed": seed, **_kwargs(opts, only_set=True)})
+    options = _kwargs(opts)
+    learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
+    learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
+    options["seed"] = seed if options["seed"] is None else options["seed"]
+    try:
+        built = learner(model, **learner_options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad options for screener 'critic-ttl': {exc}; see docs/design/screening.md") from exc
+    return _construct(TestTimeCritic, "critic-ttl", model, built, task=task, **options)
 
 
 def _critic_probs(models, opts: BaseModel, **_):
-    from verifyless.train.probcritic import LabelProbCritic
+    from verifyless.screen.probcritic import LabelProbCritic
 
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-probs")
     return _construct(LabelProbCritic, "critic-probs", model, **_kwargs(opts, only_set=True))
 
 
 def _critic_ttl_options() -> type[BaseModel]:
-    from verifyless.train.ttl import TestTimeCritic
+    from verifyless.screen.ttl import TestTimeCriticOptions
 
-    return options_from_signature(TestTimeCritic, skip=("model", "task"), base=_LocalCriticBase)
+    return TestTimeCriticOptions
 
 
 def _critic_probs_options() -> type[BaseModel]:
-    from verifyless.train.probcritic import LabelProbCritic
+    from verifyless.screen.probcritic import LabelProbCritic
 
-    return options_from_signature(LabelProbCritic, skip=("model",), base=_LocalCriticBase)
+    return options_from_signature(LabelProbCritic, skip=("model",), base=LocalCriticOptions)
 
 
 # name -> (factory, options model or a function returning one, imported lazily)
@@ -404,8 +388,8 @@ SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "oracle": (_oracle, OracleOptions),
     "surrogate": (_surrogate, _surrogate_options),
     "agentic": (_agentic, _agentic_options),
-    "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (train/ttl.py)
-    "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (train/probcritic.py)
+    "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (screen/ttl.py)
+    "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (screen/probcritic.py)
 }
 
 
@@ -425,17 +409,20 @@ def build_screener(
     sandbox: Any = None,
     seed: int = 0,
     task: Any = None,
+    learner: Any = None,
 ) -> Screener:
     """The screener registered as ``name``, built from ``models`` and validated ``options`` (not mutated).
 
-    ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator) and ``task``
-    are handed to every factory, which uses what it needs; the LLM screeners
+    ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator, test-time learning), ``task`` and
+    ``learner`` (the factory of ``critic-ttl``'s torch learner, ``screen/ttl.AdapterLearner``, injected
+    by the composition root so this layer never imports ``train/``) are handed to every factory, which
+    uses what it needs; the LLM screeners
     read the task from ``ScreenContext`` at screening time instead. The
     returned screener carries ``.health``, its ``ReplyHealth`` tracker.
     """
     schema = options_model(name)
     opts = validate_options(name, schema, options or {})
-    screener = SCREENERS[name][0](models, opts, sandbox=sandbox, seed=seed, task=task)
+    screener = SCREENERS[name][0](models, opts, sandbox=sandbox, seed=seed, task=task, learner=learner)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]
         str(getattr(screener, "name", name)),
         ", ".join(model_names(screener)),

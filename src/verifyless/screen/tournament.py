@@ -30,10 +30,10 @@ from typing import Any, Literal
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.screen.base import ContextNode, ScreenContext
-from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import replies_detail
 from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
 from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice, render
+from verifyless.screen.ranking import order_by_value
 
 EXPECTED = "[CHOICE] A or [CHOICE] B"
 CHARS_PER_TOKEN = 4  # the estimate used for context budgets (no tokenizer is loaded)

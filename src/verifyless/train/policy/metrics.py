@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless.screen.ranking import route
 from verifyless.train.policy.contract import StepStats
 
 Payload = Mapping[str, Any]
@@ -151,8 +152,8 @@ def audit_run(store: Any, run_id: str) -> Audit:
     sources: dict[str, int] = {}
     for p in ideas:
         sources[str(p["source"])] = sources.get(str(p["source"]), 0) + 1
-    confident = [p for p in ideas if p.get("uncertainty") is not None and p["uncertainty"] < threshold - 1e-9]
-    routed = [p for p in ideas if p.get("uncertainty") is not None and p["uncertainty"] >= threshold - 1e-9]
+    confident = [p for p in ideas if p.get("uncertainty") is not None and not route(p["uncertainty"], threshold)]
+    routed = [p for p in ideas if p.get("uncertainty") is not None and route(p["uncertainty"], threshold)]
     return Audit(
         run_id=run_id,
         ideas=len(ideas),

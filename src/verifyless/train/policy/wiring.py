@@ -1,7 +1,7 @@
 """``build_rewarder``: a ready ``PolicyRewarder`` from plain settings (what the trainer and its CLI call).
 
 Child-making roles are built the way the engine and the data commands build
-them (``verifyless.wiring``; same response cache in the store file, same LLM
+them (``verifyless.parts``; same response cache in the store file, same LLM
 call recorder charging tokens to the run). Without model specs the tasks'
 offline idea-space roles are used. The critic is a ``PointwiseCritic`` on
 ``critic`` (a model spec such as ``scripted:FILE``, ``openai:MODEL`` or
@@ -105,8 +105,8 @@ def _build(
 ) -> BuiltRewarder:
     from verifyless.data.pipeline import collection_config
     from verifyless.executors.ray import build_executor
+    from verifyless.parts import build_guards, build_models, build_roles
     from verifyless.task import load_task
-    from verifyless.wiring import build_guards, build_models, build_roles
 
     run_id = None
     if resume is not None:
@@ -181,8 +181,8 @@ def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, 
         return None
     from verifyless.model import build_model
     from verifyless.model.cache import ResponseCache
+    from verifyless.parts import call_recorder
     from verifyless.screen.critic import PointwiseCritic
-    from verifyless.wiring import call_recorder
 
     model = build_model(spec, cache=ResponseCache(path), recorder=call_recorder(store, run_ref))
     return PointwiseCritic(model, k=settings.votes, route_threshold=settings.threshold)

@@ -10,7 +10,7 @@ Targets (a prompt template in, a score in [0, 1] out, plus the calls and
 tokens it cost, counted by ``CountingModel``):
 
 * ``CriticTarget``: the pointwise critic screens every row on its own (as the
-  critic benchmark does, ``data.benchmark.screen_rows``); the score is Dir-3,
+  critic benchmark does, ``offline.benchmark.screen_rows``); the score is Dir-3,
   three-way accuracy over *all* rows (a row whose critiques did not parse is
   wrong).
 * ``PairwiseTarget``: pairs of rows with the same parent whose children have
@@ -141,7 +141,7 @@ class CriticTarget:
         check_template(template, "(candidate)", "critic", PLACEHOLDERS, MARKERS)
 
     async def score(self, template: Template, rows: Sequence[Row]) -> Score:
-        from verifyless.data.benchmark import screen_rows
+        from verifyless.offline.benchmark import screen_rows
 
         before = self.model.spent()
         records, _ = await screen_rows(rows, self.screener(template), seed=self.seed)

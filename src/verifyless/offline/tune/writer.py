@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from importlib import resources
 
 from verifyless.model.base import Model, ModelRequest
+from verifyless.offline.tune.doc import PromptDoc, Variant, placeholders
 from verifyless.screen.prompt_file import join_template, render_template, split_template
-from verifyless.screen.tune.doc import PromptDoc, Variant, placeholders
 
 log = logging.getLogger(__name__)
 _BLOCK = re.compile(r"<section>\s*(.*?)\s*</section>", re.S | re.IGNORECASE)
@@ -28,7 +28,7 @@ _FENCE = re.compile(r"^```\w*\n(.*?)\n```$", re.S)
 
 
 def writer_template() -> tuple[str, str]:
-    text = resources.files("verifyless.screen.tune").joinpath("prompts", "writer.md").read_text(encoding="utf-8")
+    text = resources.files("verifyless.offline.tune").joinpath("prompts", "writer.md").read_text(encoding="utf-8")
     return split_template(text, "tune/prompts/writer.md")
 
 

@@ -33,7 +33,8 @@ from verifyless.errors import ConfigError
 from verifyless.model.scores import VERDICT_TAG, VERDICTS, find_verdict_scorer
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, order_by_value, parse_verdict
+from verifyless.screen.critic import PointwiseCritic, parse_verdict
+from verifyless.screen.ranking import order_by_value, route
 
 
 def find_scorer(model: Any) -> Any:
@@ -73,7 +74,7 @@ def evidence_from_probs(
             "label_probs": votes,
             "scoring": "label-probs",
             "critiques": list(critiques),
-            "uncertain": uncertainty >= threshold - 1e-9,
+            "uncertain": route(uncertainty, threshold),
             "route_threshold": threshold,
             "tokens": tokens,
         },

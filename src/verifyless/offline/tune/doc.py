@@ -161,7 +161,7 @@ def parse_variants(text: str, baseline: PromptDoc, source: str = "package") -> l
 
 def load_variants(template_name: str, baseline: PromptDoc) -> list[Variant]:
     """The package's alternative wordings for the built-in template ``template_name`` (none if no file)."""
-    file = resources.files("verifyless.screen.tune").joinpath("variants", f"{template_name}.md")
+    file = resources.files("verifyless.offline.tune").joinpath("variants", f"{template_name}.md")
     if not file.is_file():
         return []
     return parse_variants(file.read_text(encoding="utf-8"), baseline)
