@@ -36,6 +36,7 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
             task=task,
             sandbox=sandbox,
             learner=LoRALearner,
+            threshold=cfg.engine.uncertainty_threshold,
         )
 
 

@@ -15,8 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.config import load_config
 from verifyless.data.collect import Caps, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
+from verifyless.executors.ray import build_executor
+from verifyless.parts import build_guards, build_models, build_roles
+from verifyless.store import RunStore
+from verifyless.task import load_task
 
 
 def parse_model_specs(specs: Sequence[str]) -> dict[str, str]:
@@ -43,8 +48,6 @@ def collection_config(
     seed: int = 0,
 ) -> Any:
     """A ``RunConfig`` carrying the roles, models and executor for a collection."""
-    from verifyless.config import load_config
-
     overrides: dict[str, Any] = {"task": task, "store": str(store), "seed": seed}
     specs = parse_model_specs(models)
     if specs:
@@ -77,11 +80,6 @@ def run_collection(
 
     On resume the stored settings, roles, models and executor win over the arguments.
     """
-    from verifyless.executors.ray import build_executor
-    from verifyless.parts import build_guards, build_models, build_roles
-    from verifyless.store import RunStore
-    from verifyless.task import load_task
-
     with RunStore(store_path) as store:
         if resume is not None:
             resume = store.resolve_run(resume)

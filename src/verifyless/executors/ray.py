@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.executors.local import LocalExecutor
 from verifyless.node import Verification
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
+from verifyless.verify import verify
 
 
 def _verify_remote(task: Task, program: str, hide: tuple[str, ...]) -> dict[str, Any]:
-    from verifyless.sandbox.local import LocalSandbox
-    from verifyless.verify import verify
-
     return verify(task, program, LocalSandbox(), hide=[Path(h) for h in hide]).to_dict()
 
 
@@ -67,8 +67,6 @@ class RayExecutor:
 
 def build_executor(name: str, options: dict[str, Any], *, hide: Sequence[Path] = (), capacity: int = 1):
     """Factory used by the engine's wiring. Unknown options raise ConfigError naming them."""
-    from verifyless.executors.local import LocalExecutor
-
     try:
         if name == "local":
             return LocalExecutor(

@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any
 
 from verifyless.offline.labels import FIVE, THREE
+from verifyless.offline.metrics import breakdown, calibration, critic_metrics, critic_records_from_store
 
 REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(
@@ -577,8 +578,6 @@ def critic_view(store: Any, run_id: str) -> CriticView | None:
     Audits (candidates verified although the screener did not choose them) are listed apart: they are the
     unbiased sample of the critic's rejections.
     """
-    from verifyless.offline.metrics import breakdown, calibration, critic_metrics, critic_records_from_store
-
     records = critic_records_from_store(store, run_id)
     if not records:
         return None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verifyless.errors import StoreError
 from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
 
 # Evidence ``detail`` keys drawn by the rounds view; every other key is shown as generic text.
@@ -323,8 +324,6 @@ class NodeDetail:
 
 def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
     """The page of one node; ``StoreError`` if the run or node is unknown."""
-    from verifyless.errors import StoreError
-
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     if node_id not in rows:
         raise StoreError(f"no node {node_id!r} in run {run_id}")

@@ -77,6 +77,7 @@ from verifyless.screen.prompting import (
     tag_values,
 )
 from verifyless.screen.ranking import order_by_value, route
+from verifyless.screen.tournament import PairwiseRPM
 
 # Index = rank value used for averaging (Lose=0 ... BigWin=4).
 LABELS: tuple[str, ...] = ("Lose", "Tie", "SmallWin", "MediumWin", "BigWin")
@@ -339,10 +340,10 @@ class PointwiseCritic:
     ``k`` critiques per candidate (paper: 16 at temperature 0.7) are requested
     as ``n=k`` in one request, or in chunks of ``samples_per_request`` with
     increasing ``sample_offset``; all candidates run concurrently. The top
-    ``n_verify`` (this object's, else ``ctx.n_verify``) are chosen; with
-    ``verify_uncertain`` every candidate whose ``u >= route_threshold`` is
-    chosen too (after the top ones, in ranking order), including candidates
-    for which no critique parsed.
+    ``n_verify`` (this object's, else ``ctx.n_verify``) are chosen. Evidence
+    with ``u >= route_threshold`` (the engine's ``engine.uncertainty_threshold``
+    when built from config) is marked ``uncertain``; sending it to verification
+    is the engine's one routing switch, ``engine.verify_uncertain``.
 
     ``tie_break`` orders candidates with equal mean rank (``order_by_evidence``);
     ``pairwise`` additionally plays a knockout among the candidates tied for
@@ -366,7 +367,6 @@ class PointwiseCritic:
         k: int = 16,
         temperature: float = 0.7,
         route_threshold: float = 0.25,
-        verify_uncertain: bool = False,
         n_verify: int | None = None,
         *,
         samples_per_request: int | None = None,
@@ -389,7 +389,6 @@ class PointwiseCritic:
         self.k = k
         self.temperature = temperature
         self.route_threshold = route_threshold
-        self.verify_uncertain = verify_uncertain
         self.n_verify = n_verify
         self.samples_per_request = samples_per_request
         self.max_tokens = max_tokens
@@ -476,8 +475,6 @@ class PointwiseCritic:
             ranking, evidence = await self._pairwise(ctx, candidates, evidence, ranking)
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         chosen = ranking[: max(0, n_verify)]
-        if self.verify_uncertain:
-            chosen += [cid for cid in ranking if cid not in chosen and self.route(evidence[cid])]
         return Screening(
             screener=self.name,
             ranking=tuple(ranking),
@@ -491,8 +488,6 @@ class PointwiseCritic:
     ) -> tuple[list[str], dict[str, Evidence]]:
         """Reorder the candidates tied for first by a knockout within ``tie_break_tokens``."""
         import dataclasses
-
-        from verifyless.screen.tournament import PairwiseRPM
 
         group = top_tied(evidence, ranking)
         if len(group) < 2:

@@ -90,7 +90,6 @@ class LabelProbCritic(PointwiseCritic):
         reasoning_samples: int = 0,
         temperature: float = 0.7,
         route_threshold: float = 0.25,
-        verify_uncertain: bool = False,
         n_verify: int | None = None,
         *,
         max_tokens: int | None = None,
@@ -104,7 +103,6 @@ class LabelProbCritic(PointwiseCritic):
             k=max(1, reasoning_samples),
             temperature=temperature,
             route_threshold=route_threshold,
-            verify_uncertain=verify_uncertain,
             n_verify=n_verify,
             max_tokens=max_tokens,
             prompt=prompt,
@@ -130,8 +128,6 @@ class LabelProbCritic(PointwiseCritic):
         ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         chosen = ranking[: max(0, n_verify)]
-        if self.verify_uncertain:
-            chosen += [cid for cid in ranking if cid not in chosen and self.route(evidence[cid])]
         return Screening(
             screener=self.name,
             ranking=tuple(ranking),

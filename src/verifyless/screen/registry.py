@@ -18,8 +18,8 @@ Every LLM screener also takes the reply-health options ``min_parse_rate`` and
 ``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
-``random``, ``oracle``, plus ``surrogate`` and ``agentic``, whose modules are
-imported only when asked for (they carry heavier dependencies).
+``random``, ``oracle``, ``surrogate``, ``agentic``, ``critic-ttl`` and ``critic-probs``
+(their heavy dependencies, scikit-learn and torch, are imported only when one is built).
 
 Ensemble and arbiter members: ``options["members"]`` is a list whose entries
 are either a model key (built as ``options["member"]``, default
@@ -39,9 +39,18 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
+from verifyless.screen.agentic import AgenticRPM
 from verifyless.screen.base import Screener
+from verifyless.screen.baselines import OracleScreener, RandomScreener
+from verifyless.screen.cascade import CriticThenJudge
+from verifyless.screen.critic import PointwiseCritic
+from verifyless.screen.ensemble import Arbiter, MajorityVote
 from verifyless.screen.health import ReplyHealth, model_names
 from verifyless.screen.options import BaseOptions, HealthOptions, LLMOptions, LocalCriticOptions, StrictOptions
+from verifyless.screen.probcritic import LabelProbCritic
+from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.tournament import PairwiseRPM
+from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
 
 ScreenerFactory = Callable[..., Screener]
 
@@ -52,8 +61,6 @@ ScreenerFactory = Callable[..., Screener]
 class CriticOptions(LLMOptions):
     k: int = Field(16, ge=1, description="critiques sampled per candidate (paper: 16)")
     temperature: float | None = Field(0.7, ge=0.0, le=2.0, description="critique sampling temperature (paper: 0.7)")
-    route_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T: u >= T marks a candidate uncertain")
-    verify_uncertain: bool = Field(False, description="also verify every candidate with u >= route_threshold")
     samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
     prompt: str = Field("critic", description="prompt template name under roles/prompts/")
     prompt_file: str | None = Field(
@@ -112,7 +119,7 @@ class CascadeOptions(HealthOptions):
     drop_confident_lose: bool = Field(
         True,
         description="never pass on a candidate the critic confidently calls "
-        "Lose (lose is its top vote and u < route_threshold)",
+        "Lose (lose is its top vote and u < engine.uncertainty_threshold)",
     )
     critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
     tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
@@ -156,8 +163,18 @@ def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseMode
     return create_model(f"{cls.__name__}Options", __base__=base, **fields)
 
 
+# Options that moved: one routing switch for every screener, the engine's.
+REMOVED = {
+    "verify_uncertain": "routing has one switch now: set engine.verify_uncertain=true instead",
+    "route_threshold": "the uncertainty threshold is the engine's now: set engine.uncertainty_threshold instead",
+}
+
+
 def validate_options(screener: str, schema: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:
     """``options`` checked against ``schema``; a ``ConfigError`` naming each bad option and its fix."""
+    for key, replacement in REMOVED.items():
+        if key in options:
+            raise ConfigError(f"screener.options.{key} was removed; {replacement} (see docs/configuration.md)")
     try:
         return schema.model_validate(dict(options))
     except ValidationError as exc:
@@ -223,21 +240,17 @@ def _construct(cls: Callable[..., Screener], screener: str, *args: Any, **option
         raise ConfigError(f"bad options for screener {screener!r}: {exc}; see docs/design/screening.md") from exc
 
 
-def _critic(models, opts: CriticOptions, **_):
-    from verifyless.screen.critic import PointwiseCritic
-
+def _critic(models, opts: CriticOptions, *, threshold: float = 0.25, **_):
     judge = None
     if opts.tie_break_model:
         judge = _pick_model(models, opts.tie_break_model, "judge", "critic")
     elif opts.tie_break == "pairwise":
         judge = models.get("judge")
     model = _pick_model(models, opts.model, "critic", "critic")
-    return _construct(PointwiseCritic, "critic", model, judge=judge, **_kwargs(opts))
+    return _construct(PointwiseCritic, "critic", model, judge=judge, route_threshold=threshold, **_kwargs(opts))
 
 
 def _tournament(models, opts: TournamentOptions, **_):
-    from verifyless.screen.tournament import PairwiseRPM
-
     model = _pick_model(models, opts.model, "judge", "tournament")
     return _construct(PairwiseRPM, "tournament", model, **_kwargs(opts))
 
@@ -260,23 +273,17 @@ def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Scree
 
 
 def _ensemble(models, opts: EnsembleOptions, **extra):
-    from verifyless.screen.ensemble import MajorityVote
-
     members = _members(models, opts, "ensemble", **extra)
     return _construct(MajorityVote, "ensemble", members, **_kwargs(opts))
 
 
 def _arbiter(models, opts: ArbiterOptions, **extra):
-    from verifyless.screen.ensemble import Arbiter
-
     members = _members(models, opts, "arbiter", **extra)
     model = _pick_model(models, opts.model, "arbiter", "arbiter")
     return _construct(Arbiter, "arbiter", model, members, **_kwargs(opts))
 
 
 def _cascade(models, opts: CascadeOptions, **extra):
-    from verifyless.screen.cascade import CriticThenJudge
-
     stages = []
     for stage, options in (("critic", opts.critic), ("tournament", opts.tournament)):
         try:
@@ -291,20 +298,14 @@ def _cascade(models, opts: CascadeOptions, **extra):
 
 
 def _random(models, opts: RandomOptions, **_):
-    from verifyless.screen.baselines import RandomScreener
-
     return _construct(RandomScreener, "random", **_kwargs(opts))
 
 
 def _oracle(models, opts: OracleOptions, **_):
-    from verifyless.screen.baselines import OracleScreener
-
     return _construct(OracleScreener, "oracle", **_kwargs(opts))
 
 
 def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
-    from verifyless.screen.surrogate import SurrogateScreener
-
     # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
     # the previous behaviour.
     return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
@@ -315,15 +316,12 @@ def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
         raise ConfigError(
             "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
         )
-    from verifyless.screen.agentic import AgenticRPM
 
     model = _pick_model(models, getattr(opts, "model", None), "judge", "agentic")
     return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
 
 
 def _surrogate_options() -> type[BaseModel]:
-    from verifyless.screen.surrogate import SurrogateScreener
-
     return options_from_signature(SurrogateScreener, skip=("seed",))
 
 
@@ -332,15 +330,13 @@ class _AgenticBase(HealthOptions):
 
 
 def _agentic_options() -> type[BaseModel]:
-    from verifyless.screen.agentic import AgenticRPM
-
     skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify")
     return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
 
 
-def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, learner: Any = None, **_):
-    from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic
-
+def _critic_ttl(
+    models, opts: BaseModel, *, seed: int = 0, task: Any = None, learner: Any = None, threshold: float = 0.25, **_
+):
     if learner is None:
         raise ConfigError(
             "screener 'critic-ttl' learns with torch and needs its learner: build it through verifyless.wiring "
@@ -355,26 +351,21 @@ def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, lea
         built = learner(model, **learner_options)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad options for screener 'critic-ttl': {exc}; see docs/design/screening.md") from exc
-    return _construct(TestTimeCritic, "critic-ttl", model, built, task=task, **options)
+    return _construct(TestTimeCritic, "critic-ttl", model, built, task=task, route_threshold=threshold, **options)
 
 
-def _critic_probs(models, opts: BaseModel, **_):
-    from verifyless.screen.probcritic import LabelProbCritic
-
+def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-probs")
-    return _construct(LabelProbCritic, "critic-probs", model, **_kwargs(opts, only_set=True))
+    options = _kwargs(opts, only_set=True)
+    return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
 
 def _critic_ttl_options() -> type[BaseModel]:
-    from verifyless.screen.ttl import TestTimeCriticOptions
-
     return TestTimeCriticOptions
 
 
 def _critic_probs_options() -> type[BaseModel]:
-    from verifyless.screen.probcritic import LabelProbCritic
-
-    return options_from_signature(LabelProbCritic, skip=("model",), base=LocalCriticOptions)
+    return options_from_signature(LabelProbCritic, skip=("model", "route_threshold"), base=LocalCriticOptions)
 
 
 # name -> (factory, options model or a function returning one, imported lazily)
@@ -410,19 +401,23 @@ def build_screener(
     seed: int = 0,
     task: Any = None,
     learner: Any = None,
+    threshold: float = 0.25,
 ) -> Screener:
     """The screener registered as ``name``, built from ``models`` and validated ``options`` (not mutated).
 
     ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator, test-time learning), ``task`` and
     ``learner`` (the factory of ``critic-ttl``'s torch learner, ``screen/ttl.AdapterLearner``, injected
-    by the composition root so this layer never imports ``train/``) are handed to every factory, which
-    uses what it needs; the LLM screeners
-    read the task from ``ScreenContext`` at screening time instead. The
-    returned screener carries ``.health``, its ``ReplyHealth`` tracker.
+    by the composition root so this layer never imports ``train/``) and ``threshold`` (the engine's
+    ``engine.uncertainty_threshold``, with which the critics mark evidence ``uncertain``) are handed to
+    every factory, which uses what it needs; the LLM screeners read the task from ``ScreenContext`` at
+    screening time instead. The returned screener carries ``.health``, its ``ReplyHealth`` tracker.
+    ``screener.options.verify_uncertain`` / ``route_threshold`` are a ``ConfigError`` naming the
+    engine's switch that replaced them (``REMOVED``).
     """
     schema = options_model(name)
     opts = validate_options(name, schema, options or {})
-    screener = SCREENERS[name][0](models, opts, sandbox=sandbox, seed=seed, task=task, learner=learner)
+    extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
+    screener = SCREENERS[name][0](models, opts, **extra)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]
         str(getattr(screener, "name", name)),
         ", ".join(model_names(screener)),

@@ -64,8 +64,6 @@ class TestTimeCriticOptions(LocalCriticOptions):
     )
     k: int = Field(16, ge=1, description="critiques sampled per candidate (paper: 16)")
     temperature: float = Field(0.7, ge=0.0, le=2.0, description="critique sampling temperature (paper: 0.7)")
-    route_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T: u >= T marks a candidate uncertain")
-    verify_uncertain: bool = Field(False, description="also verify every candidate with u >= route_threshold")
     max_tokens: int = Field(256, ge=1, description="critique length cap (screening and learning)")
     lora_r: int = Field(32, ge=1, description="LoRA rank of the test-time adapter")
     lora_alpha: int = Field(64, ge=1, description="LoRA alpha of the test-time adapter")
@@ -122,7 +120,6 @@ class TestTimeCritic:
         k: int = 16,
         temperature: float = 0.7,
         route_threshold: float = 0.25,
-        verify_uncertain: bool = False,
         n_verify: int | None = None,
         max_tokens: int = 256,
         every: int = 2,
@@ -139,7 +136,6 @@ class TestTimeCritic:
             k=k,
             temperature=temperature,
             route_threshold=route_threshold,
-            verify_uncertain=verify_uncertain,
             n_verify=n_verify,
             max_tokens=max_tokens,
             name=name,

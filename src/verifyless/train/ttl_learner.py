@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import chat_prompt, encode, load_lm, sample_texts
 from verifyless.screen.learner import Lesson
 from verifyless.screen.ttl import group_advantages
 
@@ -82,8 +83,6 @@ class LoRALearner:
         import torch
         from peft import LoraConfig, PeftModel, get_peft_model
 
-        from verifyless.model.local import load_lm
-
         shared = self.local.loaded
         loaded = load_lm(shared.source, device=shared.device, dtype=shared.dtype, shared=False)
         if init_adapter:
@@ -127,14 +126,10 @@ class LoRALearner:
         return float(total.detach())
 
     def _prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
-        from verifyless.model.local import chat_prompt, encode
-
         tok = self.local.loaded.tokenizer
         return encode(tok, chat_prompt(tok, messages))
 
     def _sample(self, prompt: list[int], seeds: Sequence[int]) -> list[Any]:
-        from verifyless.model.local import sample_texts
-
         return sample_texts(
             self.local.loaded, prompt, seeds, temperature=self.temperature, max_new_tokens=self.max_tokens
         )

@@ -32,6 +32,7 @@ from typing import Any
 from verifyless.errors import ConfigError
 from verifyless.offline.tune.doc import Edit, PromptDoc, Variant, load_variants, neighbours, section_order
 from verifyless.offline.tune.evaluate import Score, dev_rows
+from verifyless.offline.tune.writer import writer_variants
 from verifyless.screen.prompt_file import Template
 
 log = logging.getLogger(__name__)
@@ -227,8 +228,6 @@ async def tune_prompt(
     doc = PromptDoc.parse(baseline or target.baseline())
     variants = load_variants(target.template_name, doc)
     if writer is not None:
-        from verifyless.offline.tune.writer import writer_variants
-
         variants += await writer_variants(writer, doc, sorted({v.section for v in variants}), writer_n)
     before = target.model.spent()
 

@@ -53,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import LoadedLM, chat_prompt, encode, resolve_device, sample_texts
+from verifyless.train.common import load_base, lora_config
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, Rewarder, VerificationBudgetSpent
 from verifyless.train.policy.grpo_settings import PolicySettings
 from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms, token_logps
@@ -114,9 +116,6 @@ class PolicyTrainer:
     def _load(self, adapter: Path | None) -> None:
         import torch
         from peft import PeftModel, get_peft_model
-
-        from verifyless.model.local import LoadedLM, resolve_device
-        from verifyless.train.common import load_base, lora_config
 
         s = self.settings
         torch.manual_seed(s.seed)
@@ -226,8 +225,6 @@ class PolicyTrainer:
 
     # -- sampling --------------------------------------------------------------
     def _sample_all(self, prompts: Sequence[PolicyPrompt]) -> list[Group]:
-        from verifyless.model.local import chat_prompt, encode, sample_texts
-
         s, tok = self.settings, self.loaded.tokenizer
         self.model.eval()
         groups = []
