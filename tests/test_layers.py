@@ -154,3 +154,14 @@ def test_no_two_parts_of_the_package_import_each_other() -> None:
 def test_no_two_modules_import_each_other() -> None:
     _, modules, _ = graphs()
     assert not strongly_connected(modules)
+
+
+def test_the_public_faces_resolve_and_import_verifyless_imports_nothing_else() -> None:
+    import subprocess
+    import sys
+
+    for name in verifyless.__all__:
+        assert getattr(verifyless, name) is not None, name
+    code = "import sys, verifyless; print(sorted(m for m in sys.modules if m.startswith('verifyless')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['verifyless']"

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from verifyless.errors import ConfigError
 from verifyless.guards.config import GuardsConfig
 from verifyless.roles.options import LLMRoleOptions
+from verifyless.store.protocol import RunStoreProtocol
 
 
 class _Strict(BaseModel):
@@ -160,7 +161,7 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
 
 
-def stored_config(store: Any, run_id: str) -> dict[str, Any]:
+def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
     """A run's configuration as stored: its first event plus every later ``config_update``.
 
     (A ``config_update`` records e.g. a budget raised on resume.)
@@ -245,4 +246,3 @@ __all__ = [
     "stored_config",
     "validate",
 ]
-

@@ -22,7 +22,7 @@ from verifyless.model.cache import ResponseCache
 from verifyless.roles.llm import llm_roles
 from verifyless.roles.menu import MenuProposer
 from verifyless.roles.space import space_roles
-from verifyless.store import Charge
+from verifyless.store import Charge, RunStoreProtocol
 from verifyless.task.base import Task
 
 CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
@@ -63,7 +63,9 @@ def check_model_keys(cfg: RunConfig) -> None:
         )
 
 
-def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, replay: bool = False) -> dict[str, Any]:
+def build_models(
+    cfg: RunConfig, store: RunStoreProtocol, run_ref: dict[str, str | None], *, replay: bool = False
+) -> dict[str, Any]:
     """One model per ``roles.models`` key, each ``RecordedModel(CachedModel(provider))``.
 
     Every call, cache hits included (``cached: true``, charged nothing), is
@@ -98,7 +100,7 @@ def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, 
     return models
 
 
-def call_recorder(store: Any, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
+def call_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
     """A ``CallRecord`` sink that stores ``llm_call`` events; a cache hit is recorded but charges nothing."""
 
     def record(rec: Any) -> None:

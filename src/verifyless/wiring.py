@@ -21,6 +21,7 @@ from verifyless.parts import build_guards, build_models, build_roles
 from verifyless.screen.registry import build_screener as _build_screener
 from verifyless.search.memory import Memory
 from verifyless.search.registry import build_strategy as _build_strategy
+from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task import load_task
 from verifyless.task.base import Task
 from verifyless.train.ttl_learner import LoRALearner
@@ -59,7 +60,13 @@ def memory_enabled(cfg: RunConfig) -> bool:
 
 
 def build_engine(
-    cfg: RunConfig, store: Any, *, task: Task | None = None, progress=None, replay_executor=None, replay: bool = False
+    cfg: RunConfig,
+    store: RunStoreProtocol,
+    *,
+    task: Task | None = None,
+    progress=None,
+    replay_executor=None,
+    replay: bool = False,
 ):
     """Everything an Engine needs, from configuration alone."""
     task = task or load_task(cfg.task)

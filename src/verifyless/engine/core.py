@@ -44,6 +44,9 @@ from verifyless.engine.snapshot import Snapshots
 from verifyless.engine.state import RunState
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
+from verifyless.executors.base import Executor
+from verifyless.guards import Guards
+from verifyless.model.base import Model
 from verifyless.node import (
     Candidate,
     Idea,
@@ -57,6 +60,7 @@ from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.health import ReplyHealth
 from verifyless.search.base import Expansion, SearchStrategy
+from verifyless.search.memory import Memory
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
 
@@ -82,13 +86,13 @@ class Engine(Recorder):
         roles: Roles,
         screener: Screener,
         strategy: SearchStrategy,
-        executor: Any,
-        store: Any,
+        executor: Executor,
+        store: Any,  # RunStoreProtocol once run_id is never None where the store is read
         config: RunConfig,
-        memory: Any | None = None,
+        memory: Memory | None = None,
         progress: ProgressFn | None = None,
-        final_judge: Any | None = None,
-        guards: Any | None = None,
+        final_judge: Model | None = None,
+        guards: Guards | None = None,
     ) -> None:
         super().__init__(store, progress)
         self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy

@@ -35,6 +35,7 @@ from typing import Any
 
 from verifyless.offline.labels import FIVE, THREE
 from verifyless.offline.metrics import breakdown, calibration, critic_metrics, critic_records_from_store
+from verifyless.store.protocol import RunStoreProtocol
 
 REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(
@@ -95,7 +96,7 @@ def _dump(value: Any, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters)"
 
 
-def direction_of(store: Any, run_id: str) -> str:
+def direction_of(store: RunStoreProtocol, run_id: str) -> str:
     """``maximize`` / ``minimize`` from a stored ok verification (fitness = +-score), else ``maximize``."""
     for ev in store.events(run_id, kinds=["verification"]):
         score, fit = _num(ev.payload.get("score")), _num(ev.payload.get("fitness"))
@@ -150,13 +151,13 @@ def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return max(ok, key=lambda r: r["fitness"]) if ok else None
 
 
-def _best_node(store: Any, run_id: str) -> Any:
+def _best_node(store: RunStoreProtocol, run_id: str) -> Any:
     """The node with the highest validation fitness (``RunStore.nodes`` re-reads only changed rows)."""
-    ok = [n for n in store.nodes(run_id) if n.fitness is not None]
-    return max(ok, key=lambda n: n.fitness) if ok else None
+    ok = [(n.fitness, i, n) for i, n in enumerate(store.nodes(run_id)) if n.fitness is not None]
+    return max(ok, key=lambda t: (t[0], -t[1]))[2] if ok else None  # the first of equal fitnesses, as max() did
 
 
-def run_row(store: Any, run_id: str) -> RunRow:
+def run_row(store: RunStoreProtocol, run_id: str) -> RunRow:
     info = store.run(run_id)
     cfg = info.config or {}
     best = _best_node(store, run_id)
@@ -177,7 +178,7 @@ def run_row(store: Any, run_id: str) -> RunRow:
     )
 
 
-def runs_list(store: Any) -> list[RunRow]:
+def runs_list(store: RunStoreProtocol) -> list[RunRow]:
     """Every run in the store, newest first."""
     return [run_row(store, info.run_id) for info in reversed(store.runs())]
 
@@ -221,7 +222,7 @@ class BudgetView:
     by_role: tuple[RoleUsage, ...]
 
 
-def budget_view(store: Any, run_id: str) -> BudgetView:
+def budget_view(store: RunStoreProtocol, run_id: str) -> BudgetView:
     """Totals, configured caps, charges grouped by event kind, and tokens/cost by role."""
     by_kind: dict[str, list[float]] = {}
     for ev in store.events(run_id):
@@ -278,7 +279,7 @@ class RunSummary:
     last_seq: int
 
 
-def run_summary(store: Any, run_id: str) -> RunSummary:
+def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
     info = store.run(run_id)
     counts: dict[str, int] = {}
     brief: Mapping[str, Any] = {}
@@ -338,7 +339,7 @@ class CurveView:
         return self.points[-1].best_score if self.points else None
 
 
-def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
+def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -> CurveView:
     """One point per ``verification`` event in commit order; the ceiling is the task's ``bound`` anchor if any."""
     info = store.run(run_id)
     meta = task_meta(info.task)
@@ -379,7 +380,7 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
     )
 
 
-def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
+def oracle_ceiling(store: RunStoreProtocol, info: Any) -> tuple[float | None, str]:
     """The best final validation score of the store's ``oracle``-screened runs of the same task and seed, if any.
 
     The oracle screener picks by true outcome, so its run is what perfect screening reaches at that budget.
@@ -401,7 +402,7 @@ def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
     return (_num(best.score), f"oracle-screened run {source}") if best is not None else (None, "")
 
 
-def compare_curves(store: Any, run_ids: Sequence[str]) -> list[CurveView]:
+def compare_curves(store: RunStoreProtocol, run_ids: Sequence[str]) -> list[CurveView]:
     """Curves of several runs (each labelled with its screener and strategy) for a side-by-side view."""
     out = []
     for rid in run_ids:
@@ -433,7 +434,7 @@ class Progress:
     recent: tuple[tuple[int, str, str, str], ...]  # (seq, kind, node id, short text), newest first
 
 
-def progress(store: Any, run_id: str, recent: int = 8, since: Progress | None = None) -> Progress:
+def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progress | None = None) -> Progress:
     """The run's live state; with ``since`` (an earlier result for the same run) only newer events are read."""
     row = run_row(store, run_id)
     last, rounds = (since.last_seq, since.rounds) if since else (0, 0)
@@ -482,7 +483,9 @@ class GenericEvent:
     text: str
 
 
-def other_events(store: Any, run_id: str, known: frozenset[str] = KNOWN_KINDS, limit: int = 300) -> list[GenericEvent]:
+def other_events(
+    store: RunStoreProtocol, run_id: str, known: frozenset[str] = KNOWN_KINDS, limit: int = 300
+) -> list[GenericEvent]:
     """Events of kinds the views do not draw (e.g. pilot, learn, snapshot, memory), as redacted JSON text."""
     out = []
     for ev in store.events(run_id, kinds=None):
@@ -512,7 +515,7 @@ class FinalView:
     selection: Mapping[str, Any] | None = None
 
 
-def final_view(store: Any, run_id: str) -> FinalView:
+def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
     """From the ``final`` event (or, while running, the best validation node so far)."""
     final: Mapping[str, Any] = {}
     selection = None
@@ -572,7 +575,7 @@ def _matrix(m: Any) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(x) for x in row) for row in m)
 
 
-def critic_view(store: Any, run_id: str) -> CriticView | None:
+def critic_view(store: RunStoreProtocol, run_id: str) -> CriticView | None:
     """None when no screened-and-verified candidate has a critic verdict (e.g. random screening).
 
     Audits (candidates verified although the screener did not choose them) are listed apart: they are the
