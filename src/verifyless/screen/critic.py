@@ -61,11 +61,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import Field
+
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.health import replies_detail
+from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
 from verifyless.screen.prompting import (
     final_json,
@@ -334,6 +337,35 @@ def group_that_fits(n: int, match_tokens: int, budget: int) -> int:
     return max(0, min(n, 1 + budget // match_tokens))
 
 
+# The paper's sampling: k critiques per candidate at this temperature (the one place these defaults are written).
+K = 16
+TEMPERATURE = 0.7
+
+
+class CriticOptions(LLMOptions):
+    """Options of screener ``critic`` (``PointwiseCritic``)."""
+
+    k: int = Field(K, ge=1, description=f"critiques sampled per candidate (paper: {K})")
+    temperature: float | None = Field(
+        TEMPERATURE, ge=0.0, le=2.0, description=f"critique sampling temperature (paper: {TEMPERATURE})"
+    )
+    samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
+    prompt: str = Field("critic", description="prompt template name under roles/prompts/")
+    prompt_file: str | None = Field(
+        None, description="prompt template file (e.g. written by `verifyless tune screener`); overrides prompt"
+    )
+    tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
+        "auto",
+        description="order of equal mean ranks: auto (label probabilities where present, else tier "
+        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)",
+    )
+    tie_break_model: str | None = Field(
+        None,
+        description="model key judging pairwise tie-breaks (default: 'judge' if configured, else the critic's model)",
+    )
+    tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
+
+
 class PointwiseCritic:
     """Rank candidates by the mean five-way label of k sampled critiques.
 
@@ -364,8 +396,8 @@ class PointwiseCritic:
     def __init__(
         self,
         model: Model,
-        k: int = 16,
-        temperature: float = 0.7,
+        k: int = K,
+        temperature: float = TEMPERATURE,
         route_threshold: float = 0.25,
         n_verify: int | None = None,
         *,

@@ -33,7 +33,7 @@ from verifyless.errors import ConfigError
 from verifyless.model.scores import VERDICT_TAG, VERDICTS, find_verdict_scorer
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, parse_verdict
+from verifyless.screen.critic import TEMPERATURE, PointwiseCritic, parse_verdict
 from verifyless.screen.ranking import order_by_value, route
 
 
@@ -88,7 +88,7 @@ class LabelProbCritic(PointwiseCritic):
         self,
         model: Any,
         reasoning_samples: int = 0,
-        temperature: float = 0.7,
+        temperature: float = TEMPERATURE,
         route_threshold: float = 0.25,
         n_verify: int | None = None,
         *,

@@ -42,87 +42,20 @@ from verifyless.model.base import Model
 from verifyless.screen.agentic import AgenticRPM
 from verifyless.screen.base import Screener
 from verifyless.screen.baselines import OracleScreener, RandomScreener
-from verifyless.screen.cascade import CriticThenJudge
-from verifyless.screen.critic import PointwiseCritic
-from verifyless.screen.ensemble import Arbiter, MajorityVote
+from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
+from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
 from verifyless.screen.health import ReplyHealth, model_names
-from verifyless.screen.options import BaseOptions, HealthOptions, LLMOptions, LocalCriticOptions, StrictOptions
+from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
 from verifyless.screen.probcritic import LabelProbCritic
 from verifyless.screen.surrogate import SurrogateScreener
-from verifyless.screen.tournament import PairwiseRPM
+from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
 from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
 
 ScreenerFactory = Callable[..., Screener]
 
 
-# ------------------------------------------------------------------ typed options
-
-
-class CriticOptions(LLMOptions):
-    k: int = Field(16, ge=1, description="critiques sampled per candidate (paper: 16)")
-    temperature: float | None = Field(0.7, ge=0.0, le=2.0, description="critique sampling temperature (paper: 0.7)")
-    samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
-    prompt: str = Field("critic", description="prompt template name under roles/prompts/")
-    prompt_file: str | None = Field(
-        None, description="prompt template file (e.g. written by `verifyless tune screener`); overrides prompt"
-    )
-    tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
-        "auto",
-        description="order of equal mean ranks: auto (label probabilities where present, else tier "
-        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)",
-    )
-    tie_break_model: str | None = Field(
-        None,
-        description="model key judging pairwise tie-breaks (default: 'judge' if configured, else the critic's model)",
-    )
-    tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
-
-
-class TournamentOptions(LLMOptions):
-    context_nodes: int | None = Field(
-        None, ge=0, description="cap on context nodes K (None: as many as fit context_tokens)"
-    )
-    context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
-    both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
-    show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
-    prompt_file: str | None = Field(
-        None, description="judge prompt template file (e.g. written by `verifyless tune screener`)"
-    )
-
-
-class MembersOptions(HealthOptions):
-    members: list[str | dict[str, Any]] = Field(
-        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs"
-    )
-    member: str = Field("tournament", description="screener built for each model key in members")
-    member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
-    rollouts: int = Field(3, ge=1, description="runs per member (paper: 3)")
-    tie_break: Literal["random", "position"] = Field(
-        "random", description="equal votes: random (the paper) or mean position first"
-    )
-
-
-class EnsembleOptions(MembersOptions):
-    pass
-
-
-class ArbiterOptions(MembersOptions):
-    model: str | None = Field(None, description="model key of the arbiter (default: 'arbiter', else 'default')")
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="arbiter sampling temperature")
-    max_tokens: int | None = Field(None, ge=1, description="arbiter reply length cap")
-    context_nodes: int | None = Field(None, ge=0, description="cap on context nodes shown to the arbiter")
-    context_tokens: int | None = Field(8000, ge=0, description="token budget for the arbiter's context nodes")
-
-
-class CascadeOptions(HealthOptions):
-    m: int = Field(4, ge=1, description="candidates the critic passes on to the tournament")
-    drop_confident_lose: bool = Field(
-        True,
-        description="never pass on a candidate the critic confidently calls "
-        "Lose (lose is its top vote and u < engine.uncertainty_threshold)",
-    )
-    critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
-    tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
+# ------------------------------------------------------------------ typed options (the rest sit beside their screeners)
 
 
 class RandomOptions(BaseOptions):

@@ -27,10 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import Field
+
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.screen.base import ContextNode, ScreenContext
 from verifyless.screen.health import replies_detail
+from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import Template, load_prompt_file, render_template
 from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice, render
 from verifyless.screen.ranking import order_by_value
@@ -129,6 +132,20 @@ class Match:
             "winner": self.winner,
             "decided_by": self.decided_by,
         }
+
+
+class TournamentOptions(LLMOptions):
+    """Options of screener ``tournament`` (``PairwiseRPM``)."""
+
+    context_nodes: int | None = Field(
+        None, ge=0, description="cap on context nodes K (None: as many as fit context_tokens)"
+    )
+    context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
+    both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
+    show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
+    prompt_file: str | None = Field(
+        None, description="judge prompt template file (e.g. written by `verifyless tune screener`)"
+    )
 
 
 class PairwiseRPM:

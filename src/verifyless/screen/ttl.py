@@ -46,7 +46,7 @@ from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Idea, Operator, Screening
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, parse_verdict
+from verifyless.screen.critic import TEMPERATURE, K, PointwiseCritic, parse_verdict
 from verifyless.screen.learner import AdapterLearner, Lesson
 from verifyless.screen.options import LocalCriticOptions
 
@@ -62,8 +62,10 @@ class TestTimeCriticOptions(LocalCriticOptions):
         description="sdft (TT-SDFT, reverse KL to a privileged teacher) "
         "or grpo (TT-GRPO, verdict-matches-label rewards)",
     )
-    k: int = Field(16, ge=1, description="critiques sampled per candidate (paper: 16)")
-    temperature: float = Field(0.7, ge=0.0, le=2.0, description="critique sampling temperature (paper: 0.7)")
+    k: int = Field(K, ge=1, description=f"critiques sampled per candidate (paper: {K})")
+    temperature: float = Field(
+        TEMPERATURE, ge=0.0, le=2.0, description=f"critique sampling temperature (paper: {TEMPERATURE})"
+    )
     max_tokens: int = Field(256, ge=1, description="critique length cap (screening and learning)")
     lora_r: int = Field(32, ge=1, description="LoRA rank of the test-time adapter")
     lora_alpha: int = Field(64, ge=1, description="LoRA alpha of the test-time adapter")
@@ -117,8 +119,8 @@ class TestTimeCritic:
         learner: AdapterLearner,
         mode: str = "sdft",
         *,
-        k: int = 16,
-        temperature: float = 0.7,
+        k: int = K,
+        temperature: float = TEMPERATURE,
         route_threshold: float = 0.25,
         n_verify: int | None = None,
         max_tokens: int = 256,

@@ -24,6 +24,7 @@ from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.model.local import chat_prompt, encode, load_lm, sample_texts
+from verifyless.screen.critic import TEMPERATURE
 from verifyless.screen.learner import Lesson
 from verifyless.screen.ttl import group_advantages
 
@@ -65,7 +66,7 @@ class LoRALearner:
         learning_rate: float = 1e-5,
         init_adapter: str | None = None,
         rollouts: int = 16,
-        temperature: float = 0.7,
+        temperature: float = TEMPERATURE,
         max_tokens: int = 256,
     ) -> None:
         if adapter_root is None:
