@@ -17,8 +17,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.executors import registry as executors
 from verifyless.guards.config import GuardsConfig
 from verifyless.roles.options import LLMRoleOptions
+from verifyless.screen import registry as screeners
+from verifyless.search import registry as strategies
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -30,7 +33,9 @@ class Named(_Strict):
     """A component chosen by name, with options checked by its factory (see docs/configuration.md)."""
 
     name: str = Field(description="registered name of the component")
-    options: dict[str, Any] = Field(default_factory=dict, description="keyword options passed to its factory")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="the component's typed options (listed below), checked when loaded"
+    )
 
 
 class BudgetConfig(_Strict):
@@ -98,7 +103,9 @@ class ExecutorConfig(_Strict):
     """Where verifications run."""
 
     name: Literal["local", "ray"] = Field("local", description="local: sandboxed subprocesses; ray: a Ray cluster")
-    options: dict[str, Any] = Field(default_factory=dict, description="executor options (sandbox level, ...)")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="executor options (see 'Executor options' below), checked when loaded"
+    )
 
 
 class RunConfig(_Strict):
@@ -155,7 +162,20 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     b = cfg.budget
     if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
         raise ConfigError("budget: every cap is empty; set at least one, e.g. budget.verifications=30")
+    check_components(cfg)
     return cfg
+
+
+def check_components(cfg: RunConfig) -> None:
+    """The screener's, strategy's and executor's options checked against their typed options, as the config loads.
+
+    Each component's options class sits beside it (``screen/*``, ``search/*``, ``executors/*``); the
+    registries name what is wrong in one line (``screener.options.k=0`` -> ``option k=0: ...``).
+    Nested stage options (a cascade's ``critic``, an ensemble's member specs) are checked when built.
+    """
+    screeners.validate_options(cfg.screener.name, screeners.options_model(cfg.screener.name), cfg.screener.options)
+    strategies.validate_options(cfg.strategy.name, cfg.strategy.options)
+    executors.validate_options(cfg.executor.name, cfg.executor.options)
 
 
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from verifyless.config import RunConfig
+from verifyless.executors.registry import EXECUTORS
 from verifyless.screen import registry
 from verifyless.search.registry import STRATEGIES
 
@@ -114,6 +115,9 @@ def render() -> str:
     out += ["### Strategy options (`strategy.options`)", ""]
     for name, (config_cls, _) in sorted(STRATEGIES.items()):
         out += [f"`{name}` ({config_cls.__name__}):", "", head, *_options_rows(config_cls), ""]
+    out += ["### Executor options (`executor.options`)", ""]
+    for name, (cls, options_cls) in sorted(EXECUTORS.items()):
+        out += [f"`{name}` ({cls.__name__}, {options_cls.__name__}):", "", head, *_options_rows(options_cls), ""]
     screener_options = _screener_options()
     if screener_options:
         out += ["### Screener options (`screener.options`)", ""]

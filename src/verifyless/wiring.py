@@ -16,7 +16,7 @@ from typing import Any
 from verifyless.config import RunConfig
 from verifyless.engine import Engine
 from verifyless.errors import ConfigError
-from verifyless.executors.ray import build_executor
+from verifyless.executors.registry import build_executor
 from verifyless.parts import build_guards, build_models, build_roles
 from verifyless.screen.registry import build_screener as _build_screener
 from verifyless.search.memory import Memory

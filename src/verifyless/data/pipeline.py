@@ -18,7 +18,7 @@ from typing import Any
 from verifyless.config import load_config
 from verifyless.data.collect import Caps, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
-from verifyless.executors.ray import build_executor
+from verifyless.executors.registry import build_executor
 from verifyless.parts import build_guards, build_models, build_roles
 from verifyless.store import RunStore
 from verifyless.task import load_task

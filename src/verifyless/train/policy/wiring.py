@@ -24,7 +24,7 @@ from typing import Any
 from verifyless.child import ChildMaker
 from verifyless.data.pipeline import collection_config
 from verifyless.errors import ConfigError
-from verifyless.executors.ray import build_executor
+from verifyless.executors.registry import build_executor
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
 from verifyless.parts import build_guards, build_models, build_roles, call_recorder
