@@ -5,16 +5,24 @@ dotted overrides (``engine.candidates=4 screener.options.k=8``). The resolved
 tree is the run's first stored event, so a run can always be re-created.
 
 Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
+
+``screener`` and ``executor`` are discriminated unions by ``name``: each name has its own record whose
+``options`` is that component's typed options class (defined beside the component), so
+``cfg.screener.options.k`` is checked when the config loads and has the component's one default; the
+options are stored and dumped as given (unset options stay unset, so later defaults still apply).
+``strategy`` keeps a name and an options mapping, checked against the strategy's config dataclass
+when the config loads. ``check_components`` runs the registries' checks first, for their one-line
+messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, field_serializer
 
 from verifyless.errors import ConfigError
 from verifyless.executors import registry as executors
@@ -99,13 +107,43 @@ class EngineConfig(_Strict):
     )
 
 
-class ExecutorConfig(_Strict):
-    """Where verifications run."""
+class _Component(_Strict):
+    """A component chosen by ``name`` with its typed ``options`` (stored and dumped as the options given)."""
 
-    name: Literal["local", "ray"] = Field("local", description="local: sandboxed subprocesses; ray: a Ray cluster")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="executor options (see 'Executor options' below), checked when loaded"
+    name: str
+    options: BaseModel
+
+    @field_serializer("options")
+    def _given(self, options: BaseModel) -> dict[str, Any]:
+        return options.model_dump(mode="json", exclude_unset=True)
+
+
+def _choice(kind: str, name: str, options: type[BaseModel]) -> type[BaseModel]:
+    """The config record of one component: ``name`` fixed to ``name``, ``options`` of its own options class."""
+    tag: Any = Literal[name]
+    return create_model(
+        f"{kind.title()}_{name.replace('-', '_')}",
+        __base__=_Component,
+        name=(tag, Field(description=f"registered name of the {kind}")),
+        options=(options, Field(default_factory=options, description=f"options of {kind} {name!r} (below)")),
     )
+
+
+def _union(kind: str, names: Mapping[str, type[BaseModel]]) -> Any:
+    members = tuple(_choice(kind, name, options) for name, options in names.items())
+    return Annotated[Union[members], Field(discriminator="name")]  # noqa: UP007 (a runtime tuple of members)
+
+
+if TYPE_CHECKING:  # one record per name at run time; its shape, for the type checker
+    ScreenerConfig = _Component
+    ExecutorConfig = _Component
+else:
+    ScreenerConfig = _union("screener", {name: screeners.options_model(name) for name in screeners.SCREENERS})
+    ExecutorConfig = _union("executor", {name: options for name, (_, options) in executors.EXECUTORS.items()})
+
+
+def _default(kind: str, name: str) -> Any:
+    return TypeAdapter(ScreenerConfig if kind == "screener" else ExecutorConfig).validate_python({"name": name})
 
 
 class RunConfig(_Strict):
@@ -114,11 +152,16 @@ class RunConfig(_Strict):
     task: str = Field("diabetes", description="built-in task name or a task folder")
     seed: int = Field(0, description="seed of every random generator in the run")
     strategy: Named = Field(Named(name="mcgs"), description="search strategy (mcgs, greedy, islands, linear)")
-    screener: Named = Field(Named(name="surrogate"), description="screener that picks what to verify")
+    screener: ScreenerConfig = Field(
+        default_factory=lambda: _default("screener", "surrogate"), description="screener that picks what to verify"
+    )
     roles: RolesConfig = Field(RolesConfig(), description="how children are made")
     budget: BudgetConfig = Field(BudgetConfig(), description="hard caps of the run")
     engine: EngineConfig = Field(EngineConfig(), description="round mechanics")
-    executor: ExecutorConfig = Field(ExecutorConfig(), description="where verifications run")
+    executor: ExecutorConfig = Field(
+        default_factory=lambda: _default("executor", "local"),
+        description="where verifications run (local: sandboxed subprocesses; ray: a Ray cluster)",
+    )
     guards: GuardsConfig = Field(
         default_factory=GuardsConfig, description="checks on every implementation before it is verified (MLEvolve)"
     )
@@ -146,6 +189,7 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequenc
 
 
 def validate(data: Mapping[str, Any]) -> RunConfig:
+    check_components(data)
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -162,20 +206,26 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     b = cfg.budget
     if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
         raise ConfigError("budget: every cap is empty; set at least one, e.g. budget.verifications=30")
-    check_components(cfg)
     return cfg
 
 
-def check_components(cfg: RunConfig) -> None:
-    """The screener's, strategy's and executor's options checked against their typed options, as the config loads.
+def check_components(data: Mapping[str, Any]) -> None:
+    """The screener's, strategy's and executor's options checked by their registries before the tree is built.
 
     Each component's options class sits beside it (``screen/*``, ``search/*``, ``executors/*``); the
-    registries name what is wrong in one line (``screener.options.k=0`` -> ``option k=0: ...``).
-    Nested stage options (a cascade's ``critic``, an ensemble's member specs) are checked when built.
+    registries name what is wrong in one line (``screener.options.k=0`` -> ``option k=0: ...``), which
+    the union's own errors would not. Nested stage options (a cascade's ``critic``, an ensemble's member
+    specs) are checked when built. A section that is not a mapping is left to the model's errors.
     """
-    screeners.validate_options(cfg.screener.name, screeners.options_model(cfg.screener.name), cfg.screener.options)
-    strategies.validate_options(cfg.strategy.name, cfg.strategy.options)
-    executors.validate_options(cfg.executor.name, cfg.executor.options)
+    checks = {
+        "screener": ("surrogate", lambda n, o: screeners.validate_options(n, screeners.options_model(n), o)),
+        "strategy": ("mcgs", strategies.validate_options),
+        "executor": ("local", executors.validate_options),
+    }
+    for section, (default, check) in checks.items():
+        raw = data.get(section, {})
+        if isinstance(raw, Mapping) and isinstance(raw.get("options", {}), Mapping):
+            check(str(raw.get("name", default)), raw.get("options", {}))
 
 
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
@@ -260,7 +310,9 @@ __all__ = [
     "Named",
     "RolesConfig",
     "RunConfig",
+    "ScreenerConfig",
     "apply_changes",
+    "check_components",
     "load_config",
     "resume_changes",
     "stored_config",

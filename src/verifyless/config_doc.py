@@ -16,9 +16,10 @@ import inspect
 import json
 import re
 import sys
+import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel
 
@@ -59,11 +60,25 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
             yield f"| `{key}` | section | | {desc} |"
             yield from _model_rows(sub, f"{key}.")
             continue
+        choices = _choices(field.annotation)
+        if choices:
+            names = ", ".join(choices)
+            yield f"| `{key}.name` | one of {names} | `{json.dumps(default.name)}` | {desc} |"
+            yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name}, checked when loaded (below) |"
+            continue
         if sub is not None and sub.__name__ == "Named":
             yield f"| `{key}.name` | str | `{json.dumps(default.name)}` | {desc} |"
             yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name} (below) |"
             continue
         yield f"| `{key}` | {_type(field.annotation)} | {_default(default)} | {desc} |"
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The names of a discriminated union of components (``RunConfig.screener``, ``.executor``); [] otherwise."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    members = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else ()
+    return [typing.get_args(m.model_fields["name"].annotation)[0] for m in members if hasattr(m, "model_fields")]
 
 
 _DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")

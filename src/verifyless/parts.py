@@ -48,7 +48,7 @@ def model_keys_used(cfg: RunConfig) -> set[str]:
         elif isinstance(value, str) and key in ("model", "members"):
             used.add(value)
 
-    walk(dict(cfg.screener.options))
+    walk(cfg.screener.options.model_dump(exclude_unset=True))
     return used
 
 

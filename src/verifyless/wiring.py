@@ -32,7 +32,7 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
         return _build_screener(
             cfg.screener.name,
             models=models,
-            options=dict(cfg.screener.options),
+            options=cfg.screener.options.model_dump(exclude_unset=True),
             seed=cfg.seed,
             task=task,
             sandbox=sandbox,
@@ -75,7 +75,7 @@ def build_engine(
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]
     executor = replay_executor or build_executor(
-        cfg.executor.name, dict(cfg.executor.options), hide=hide, capacity=cfg.engine.verify_concurrency
+        cfg.executor.name, cfg.executor.options.model_dump(exclude_unset=True), hide=hide, capacity=cfg.engine.verify_concurrency
     )
     memory = None
     if memory_enabled(cfg):

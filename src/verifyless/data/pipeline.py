@@ -107,7 +107,7 @@ def run_collection(
         role_set = build_roles(cfg, task, built)
         hide = [Path(store_path).resolve().parent]
         execu = build_executor(
-            cfg.executor.name, dict(cfg.executor.options), hide=hide, capacity=cfg.engine.verify_concurrency
+            cfg.executor.name, cfg.executor.options.model_dump(exclude_unset=True), hide=hide, capacity=cfg.engine.verify_concurrency
         )
         task_ref = str(Path(task_name).resolve()) if Path(task_name).exists() else task_name
         wiring_record = {

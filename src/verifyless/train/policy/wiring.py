@@ -150,7 +150,7 @@ def _build(
     first = cfgs[0]
     execu = build_executor(
         first.executor.name,
-        dict(first.executor.options),
+        first.executor.options.model_dump(exclude_unset=True),
         hide=[path.resolve().parent],
         capacity=first.engine.verify_concurrency,
     )
