@@ -10,13 +10,14 @@ Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
 ``options`` is that component's typed options class (defined beside the component), so
 ``cfg.screener.options.k`` is checked when the config loads and has the component's one default; the
 options are stored and dumped as given (unset options stay unset, so later defaults still apply).
-``strategy`` keeps a name and an options mapping, checked against the strategy's config dataclass
-when the config loads. ``check_components`` runs the registries' checks first, for their one-line
+``strategy`` is the same kind of union, its options the strategy's config dataclass (dumped as the
+options that differ from its defaults). ``check_components`` runs the registries' checks first, for their one-line
 messages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -35,15 +36,6 @@ from verifyless.store.protocol import RunStoreProtocol
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Named(_Strict):
-    """A component chosen by name, with options checked by its factory (see docs/configuration.md)."""
-
-    name: str = Field(description="registered name of the component")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="the component's typed options (listed below), checked when loaded"
-    )
 
 
 class BudgetConfig(_Strict):
@@ -118,18 +110,31 @@ class _Component(_Strict):
         return options.model_dump(mode="json", exclude_unset=True)
 
 
-def _choice(kind: str, name: str, options: type[BaseModel]) -> type[BaseModel]:
+class _StrategyComponent(_Strict):
+    """A search strategy chosen by ``name``; its options are its config dataclass, dumped as what differs from it."""
+
+    name: str
+    options: Any
+
+    @field_serializer("options")
+    def _given(self, options: Any) -> dict[str, Any]:
+        default = type(options)()
+        fields = (f.name for f in dataclasses.fields(options))
+        return {k: getattr(options, k) for k in fields if getattr(options, k) != getattr(default, k)}
+
+
+def _choice(kind: str, name: str, options: type) -> type[BaseModel]:
     """The config record of one component: ``name`` fixed to ``name``, ``options`` of its own options class."""
     tag: Any = Literal[name]
     return create_model(
         f"{kind.title()}_{name.replace('-', '_')}",
-        __base__=_Component,
+        __base__=_StrategyComponent if kind == "strategy" else _Component,
         name=(tag, Field(description=f"registered name of the {kind}")),
         options=(options, Field(default_factory=options, description=f"options of {kind} {name!r} (below)")),
     )
 
 
-def _union(kind: str, names: Mapping[str, type[BaseModel]]) -> Any:
+def _union(kind: str, names: Mapping[str, type]) -> Any:
     members = tuple(_choice(kind, name, options) for name, options in names.items())
     return Annotated[Union[members], Field(discriminator="name")]  # noqa: UP007 (a runtime tuple of members)
 
@@ -137,13 +142,16 @@ def _union(kind: str, names: Mapping[str, type[BaseModel]]) -> Any:
 if TYPE_CHECKING:  # one record per name at run time; its shape, for the type checker
     ScreenerConfig = _Component
     ExecutorConfig = _Component
+    StrategyConfig = _StrategyComponent
 else:
+    StrategyConfig = _union("strategy", {name: options for name, (options, _) in strategies.STRATEGIES.items()})
     ScreenerConfig = _union("screener", {name: screeners.options_model(name) for name in screeners.SCREENERS})
     ExecutorConfig = _union("executor", {name: options for name, (_, options) in executors.EXECUTORS.items()})
 
 
 def _default(kind: str, name: str) -> Any:
-    return TypeAdapter(ScreenerConfig if kind == "screener" else ExecutorConfig).validate_python({"name": name})
+    union = {"screener": ScreenerConfig, "executor": ExecutorConfig, "strategy": StrategyConfig}[kind]
+    return TypeAdapter(union).validate_python({"name": name})
 
 
 class RunConfig(_Strict):
@@ -151,7 +159,9 @@ class RunConfig(_Strict):
 
     task: str = Field("diabetes", description="built-in task name or a task folder")
     seed: int = Field(0, description="seed of every random generator in the run")
-    strategy: Named = Field(Named(name="mcgs"), description="search strategy (mcgs, greedy, islands, linear)")
+    strategy: StrategyConfig = Field(
+        default_factory=lambda: _default("strategy", "mcgs"), description="search strategy that picks what to expand"
+    )
     screener: ScreenerConfig = Field(
         default_factory=lambda: _default("screener", "surrogate"), description="screener that picks what to verify"
     )
@@ -307,10 +317,10 @@ __all__ = [
     "BudgetConfig",
     "EngineConfig",
     "ExecutorConfig",
-    "Named",
     "RolesConfig",
     "RunConfig",
     "ScreenerConfig",
+    "StrategyConfig",
     "apply_changes",
     "check_components",
     "load_config",

@@ -56,7 +56,7 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
         sub = field.annotation if isinstance(field.annotation, type) else None
         default = field.default if field.default_factory is None else field.default_factory()  # type: ignore[call-arg]
         desc = (field.description or "").replace("|", "\\|")
-        if sub is not None and issubclass(sub, BaseModel) and sub.__name__ != "Named":
+        if sub is not None and issubclass(sub, BaseModel):
             yield f"| `{key}` | section | | {desc} |"
             yield from _model_rows(sub, f"{key}.")
             continue
@@ -65,10 +65,6 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
             names = ", ".join(choices)
             yield f"| `{key}.name` | one of {names} | `{json.dumps(default.name)}` | {desc} |"
             yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name}, checked when loaded (below) |"
-            continue
-        if sub is not None and sub.__name__ == "Named":
-            yield f"| `{key}.name` | str | `{json.dumps(default.name)}` | {desc} |"
-            yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name} (below) |"
             continue
         yield f"| `{key}` | {_type(field.annotation)} | {_default(default)} | {desc} |"
 

@@ -8,6 +8,7 @@ the executor, and nothing below it imports it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,7 +44,7 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
 
 def build_strategy(cfg: RunConfig) -> Any:
     with constructor_errors(f"search strategy {cfg.strategy.name!r}", "strategy.options"):
-        return _build_strategy(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+        return _build_strategy(cfg.strategy.name, dataclasses.asdict(cfg.strategy.options), random.Random(cfg.seed))
 
 
 @contextlib.contextmanager
@@ -75,7 +76,10 @@ def build_engine(
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]
     executor = replay_executor or build_executor(
-        cfg.executor.name, cfg.executor.options.model_dump(exclude_unset=True), hide=hide, capacity=cfg.engine.verify_concurrency
+        cfg.executor.name,
+        cfg.executor.options.model_dump(exclude_unset=True),
+        hide=hide,
+        capacity=cfg.engine.verify_concurrency,
     )
     memory = None
     if memory_enabled(cfg):
