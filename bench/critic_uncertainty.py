@@ -73,7 +73,7 @@ def measure(name: str, screener: Any, rows: list[dict[str, Any]], seed: int) -> 
 
 def critics(model: Any, k: int, max_tokens: int) -> list[tuple[str, Any]]:
     from verifyless.screen.critic import PointwiseCritic
-    from verifyless.train.probcritic import LabelProbCritic
+    from verifyless.screen.probcritic import LabelProbCritic
 
     return [
         (f"k-vote k={k}", PointwiseCritic(model, k=k, temperature=0.7, max_tokens=max_tokens)),

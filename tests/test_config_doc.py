@@ -25,7 +25,7 @@ def test_every_config_field_has_a_description():
 def test_configuration_reference_is_up_to_date():
     text = config_doc.DOC.read_text()
     assert config_doc.BEGIN in text, "docs/configuration.md lost its generated reference"
-    assert config_doc.updated(text) == text, "docs/configuration.md is stale: run `python -m verifyless.config`"
+    assert config_doc.updated(text) == text, "docs/configuration.md is stale: run `python -m verifyless.config_doc`"
     assert "`engine.snapshot_every`" in text and "`engine.verify_uncertain`" in text
 
 

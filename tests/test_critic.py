@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from fakes import SampleFnModel
+from verifyless.engine.routing import select
 from verifyless.errors import ConfigError
 from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques, route
+from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
+from verifyless.screen.ranking import route
 from verifyless.screen.registry import build_screener
 from verifyless.task.base import Band, Metric, Task
 
@@ -121,31 +123,39 @@ def test_uncertainty_and_routing_threshold() -> None:
     assert s.evidence["edge"].uncertainty == pytest.approx(0.25)
     assert s.evidence["sure"].uncertainty == pytest.approx(0.1875)
     assert s.evidence["best"].uncertainty == 0.0
-    assert route(s.evidence["edge"], 0.25) and critic.route(s.evidence["edge"])
-    assert not route(s.evidence["sure"], 0.25)
-    assert route(s.evidence["sure"], 0.15)
+    assert route(s.evidence["edge"].uncertainty, 0.25) and critic.route(s.evidence["edge"])
+    assert not route(s.evidence["sure"].uncertainty, 0.25)
+    assert route(s.evidence["sure"].uncertainty, 0.15)
     assert s.chosen == ("best",)
     assert s.evidence["edge"].detail["uncertain"] is True
 
 
+def routed(screening, threshold: float = 0.25) -> tuple[str, ...]:
+    """What the engine's one routing switch (engine.verify_uncertain) sends to verification."""
+    return select(
+        screening, slots=100, verify_uncertain=True, threshold=threshold, audit_rate=0.0, rng=random.Random(0)
+    ).to_verify
+
+
 def test_verify_uncertain_adds_the_uncertain_candidates() -> None:
     plan = {"edge": ["SmallWin"] * 12 + ["Lose"] * 4, "sure": ["Lose"], "best": ["BigWin"], "split": ["Tie", "Lose"]}
-    critic = PointwiseCritic(FakeModel(scripted(plan)), k=16, verify_uncertain=True, route_threshold=0.25)
+    critic = PointwiseCritic(FakeModel(scripted(plan)), k=16, route_threshold=0.25)
     s = run(critic, make_ctx(), [cand(x) for x in ("sure", "edge", "split", "best")])
-    assert s.chosen[0] == "best"
-    assert set(s.chosen) == {"best", "edge", "split"}
-    assert list(s.chosen[1:]) == [c for c in s.ranking if c in {"edge", "split"}]
+    chosen = routed(s)
+    assert s.chosen == ("best",) and chosen[0] == "best"
+    assert set(chosen) == {"best", "edge", "split"}
+    assert list(chosen[1:]) == [c for c in s.ranking if c in {"edge", "split"}]
 
 
 def test_candidate_without_valid_sample_ranks_last_and_is_uncertain() -> None:
     plan = {"junk": ["junk"], "bad": ["Lose"], "ok": ["Tie", "junk"]}
-    critic = PointwiseCritic(FakeModel(scripted(plan)), k=4, verify_uncertain=True)
+    critic = PointwiseCritic(FakeModel(scripted(plan)), k=4)
     s = run(critic, make_ctx(), [cand("junk"), cand("bad"), cand("ok")])
     assert s.ranking == ("ok", "bad", "junk")
     e = s.evidence["junk"]
     assert (e.n_valid, e.n_invalid, e.uncertainty) == (0, 4, 1.0)
     assert e.detail["uncertain"] is True and e.detail["n_invalid"] == 4
-    assert "junk" in s.chosen  # routed to verification because the critic produced nothing usable
+    assert "junk" in routed(s)  # routed to verification because the critic produced nothing usable
     ok = s.evidence["ok"]
     assert (ok.n_valid, ok.n_invalid) == (2, 2)
     assert ok.detail["sample_labels"] == ["Tie", None, "Tie", None]
@@ -183,8 +193,9 @@ def test_evidence_round_trips_to_dict() -> None:
 
 def test_registry_builds_critic_and_reports_config_errors() -> None:
     model = FakeModel(scripted({}))
-    critic = build_screener("critic", models={"default": model}, options={"k": 4, "verify_uncertain": True})
+    critic = build_screener("critic", models={"default": model}, options={"k": 4}, threshold=0.3)
     assert isinstance(critic, PointwiseCritic) and critic.k == 4 and critic.model is model
+    assert critic.route_threshold == 0.3  # the engine's engine.uncertainty_threshold, handed down
     other = FakeModel(scripted({}), name="other")
     assert build_screener("critic", models={"default": model, "critic": other}).model is other
     with pytest.raises(ConfigError, match="unknown screener"):

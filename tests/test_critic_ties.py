@@ -11,8 +11,9 @@ import pytest
 from fakes import SampleFnModel
 from test_critic import VERDICT, cand, make_ctx, scripted
 from verifyless.errors import ConfigError
-from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques, route
+from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
+from verifyless.screen.ranking import route
 from verifyless.screen.registry import build_screener
 
 
@@ -23,7 +24,7 @@ def run(screener, ctx, cands):
 def test_unparsed_critiques_count_in_the_vote_denominator() -> None:
     e = evidence_from_critiques("a", [VERDICT["SmallWin"]] * 12 + [VERDICT["junk"]] * 4)
     assert e.votes == {"improve": 0.75, "tie": 0.0, "lose": 0.0}
-    assert e.uncertainty == pytest.approx(0.25) and route(e, 0.25)  # the paper's u; the old rule gave 0
+    assert e.uncertainty == pytest.approx(0.25) and route(e.uncertainty, 0.25)  # the paper's u; the old rule gave 0
     assert e.rank_value == pytest.approx(12 * 2 / 16)  # unparsed counts as Lose (0) in the mean
     assert (e.n_valid, e.n_invalid) == (12, 4)
     assert e.detail["replies"]["parsed"] == 12 and e.detail["replies"]["total"] == 16

@@ -14,13 +14,14 @@ import pytest
 from engine_fakes import FakeExecutor, Implementer, Proposer, fake_roles, fake_task
 from test_engine import make_engine, verification_events
 from verifyless.config import BudgetConfig, load_config
-from verifyless.engine import BudgetGate, Engine, route
+from verifyless.engine import BudgetGate, Engine
 from verifyless.engine.routing import select
 from verifyless.errors import ModelUnavailable
 from verifyless.node import Evidence, Idea, Screening, Status, Verification, content_hash
 from verifyless.outcome import Outcome
 from verifyless.screen.base import LearningScreener
 from verifyless.screen.baselines import RandomScreener
+from verifyless.screen.ranking import route
 from verifyless.search.registry import build_strategy
 from verifyless.store import Charge, RunStore
 

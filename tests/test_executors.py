@@ -45,7 +45,7 @@ def test_ray_executor_against_a_local_ray_instance():
 
 def test_unknown_executor_is_a_config_error():
     from verifyless.errors import ConfigError
-    from verifyless.executors.ray import build_executor
+    from verifyless.executors.registry import build_executor
 
     with pytest.raises(ConfigError, match="local' or 'ray"):
         build_executor("slurm", {})

@@ -23,15 +23,15 @@ from verifyless.child import ChildMaker
 from verifyless.executors.local import LocalExecutor
 from verifyless.model.base import ModelRequest
 from verifyless.model.scripted import ScriptedModel
+from verifyless.roles import space_reader
 from verifyless.roles.base import ParentInfo
+from verifyless.roles.menu import idea_from_text
 from verifyless.roles.space import space_roles
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.base import IdeaOption, IdeaSpace
-from verifyless.train.policy import space_reader
 from verifyless.train.policy.contract import Rewarder, VerificationBudgetSpent
-from verifyless.train.policy.ideas import idea_from_text
 from verifyless.train.policy.metrics import audit_run
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings

@@ -143,7 +143,7 @@ def test_old_format_prompt_file_loads_with_a_warning_and_renders_as_before(tmp_p
 
 
 def test_a_variant_that_changes_its_placeholders_is_rejected_naming_the_file() -> None:
-    from verifyless.screen.tune.doc import PromptDoc, parse_variants
+    from verifyless.offline.tune.doc import PromptDoc, parse_variants
 
     doc = PromptDoc.parse(load_template("screen/critic"))
     text = "<!-- section: Criteria you must cover | variant: lost -->\nNo criteria here.\n"

@@ -28,9 +28,16 @@ from verifyless.node import Candidate, Idea, Operator, Status, Verification  # n
 from verifyless.outcome import Outcome, label3, verified_outcome  # noqa: E402
 from verifyless.roles.base import ParentInfo, TaskBrief  # noqa: E402
 from verifyless.screen.base import ScreenContext  # noqa: E402
-from verifyless.screen.registry import build_screener  # noqa: E402
+from verifyless.screen.registry import build_screener as registry_build  # noqa: E402
+from verifyless.screen.ttl import TestTimeCritic, group_advantages  # noqa: E402
 from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
-from verifyless.train.ttl import TestTimeCritic, group_advantages, reverse_kl  # noqa: E402
+from verifyless.train.ttl_learner import LoRALearner, reverse_kl  # noqa: E402
+
+
+def build_screener(name: str, **kwargs: object) -> object:
+    """The registry's screener with critic-ttl's torch learner injected (as the composition root does)."""
+    return registry_build(name, learner=LoRALearner, **kwargs)  # type: ignore[arg-type]
+
 
 OPTIONS = dict(k=2, max_tokens=12, lora_r=4, lora_alpha=8, learning_rate=1e-2, rollouts=4)
 
@@ -92,7 +99,7 @@ def ttl(tiny: Path, root: Path, mode: str = "sdft") -> TestTimeCritic:
 
 
 def lora_state(screener: TestTimeCritic) -> dict:
-    return {n: p.detach().clone() for n, p in screener.local.loaded.model.named_parameters() if "lora_" in n}
+    return {n: p.detach().clone() for n, p in screener.learner.local.loaded.model.named_parameters() if "lora_" in n}
 
 
 def test_reverse_kl_equals_a_hand_computed_value() -> None:
@@ -119,11 +126,11 @@ def test_sdft_loss_is_the_reverse_kl_along_the_students_own_critique(tiny: Path,
 
     screener = ttl(tiny, tmp_path / "adapters")
     pair = outcome(1, "ensemble", 0.7)
-    student_ids, teacher_ids, critique = screener.sdft_pair(pair, random.Random(5))
+    student_ids, teacher_ids, critique = screener.learner.sdft_pair(screener.lesson(pair), random.Random(5))
     assert critique and teacher_ids != student_ids  # the teacher sees the measured scores
-    teacher_text = screener.local.loaded.tokenizer.decode(teacher_ids)
+    teacher_text = screener.learner.local.loaded.tokenizer.decode(teacher_ids)
     assert "Child score: 0.7" in teacher_text and "Outcome: improve" in teacher_text
-    model = screener.local.loaded.model
+    model = screener.learner.local.loaded.model
     model.eval()
     with torch.no_grad():
         s = torch.log_softmax(model(input_ids=torch.tensor([student_ids + critique])).logits[0], -1)
@@ -135,7 +142,7 @@ def test_sdft_loss_is_the_reverse_kl_along_the_students_own_critique(tiny: Path,
             float(a) * (math.log(float(a)) - math.log(float(b))) for a, b in zip(ps, pt, strict=False) if a > 0
         )
     by_hand /= len(critique)
-    loss = screener._sdft_loss(pair, random.Random(5))
+    loss = screener.learner.sdft_loss(screener.lesson(pair), random.Random(5))
     assert float(loss) == pytest.approx(by_hand, rel=1e-4, abs=1e-6)
 
 
@@ -149,11 +156,11 @@ def test_sdft_learn_stores_versions_and_restore_reloads_them(tiny: Path, tmp_pat
     assert (root / "v0001" / "ttl" / "adapter_model.safetensors").is_file()
     after = lora_state(screener)
     assert any(not torch_equal(before[k], after[k]) for k in before)
-    assert screener.local.version == "ttl-v1"  # part of the response-cache identity
+    assert screener.learner.local.version == "ttl-v1"  # part of the response-cache identity
     assert asyncio.run(screener.learn([], round=2)) is None  # nothing new: nothing stored
     fresh = ttl(tiny, tmp_path / "elsewhere")
     fresh.restore([record])
-    assert fresh.version == 1 and fresh.local.version == "ttl-v1" and fresh.root == root
+    assert fresh.version == 1 and fresh.learner.local.version == "ttl-v1" and fresh.learner.root == root
     restored = lora_state(fresh)
     assert all(torch_equal(after[k], restored[k]) for k in after)
     second = asyncio.run(fresh.learn([outcome(3, "rename", 0.5)], round=3))
@@ -232,7 +239,7 @@ def test_resume_after_kill_minus_nine_uses_the_same_adapter_version(tiny: Path, 
     assert [r["adapter_version"] for r in stored] == [1, 2]
     resumed = ttl(tiny, tmp_path / "unused")
     resumed.restore(stored)
-    assert resumed.version == 2 and resumed.local.version == "ttl-v2"
+    assert resumed.version == 2 and resumed.learner.local.version == "ttl-v2"
     killed = load_file(str(state))
     mine = lora_state(resumed)
     assert killed.keys() == mine.keys() and all(torch_equal(killed[k], mine[k]) for k in mine)
@@ -358,9 +365,9 @@ def test_a_ttl_run_killed_with_kill_minus_nine_resumes_with_the_stored_adapter_v
         def note(what: str) -> None:
             from peft import get_peft_model_state_dict
 
-            state = get_peft_model_state_dict(screener.local.loaded.model, adapter_name="ttl")
+            state = get_peft_model_state_dict(screener.learner.local.loaded.model, adapter_name="ttl")
             weights = {k: v.detach().clone() for k, v in state.items()}
-            calls.append((what, screener.version, screener.local.version, weights))
+            calls.append((what, screener.version, screener.learner.local.version, weights))
 
         def restoring(records: object) -> None:
             restore(records)
@@ -403,5 +410,5 @@ def test_ttl_trains_the_local_model_under_the_run_cache_and_recorder(tiny: Path,
     screener = build_screener("critic-ttl", models={"critic": model}, options=options)
     asyncio.run(screener.screen(context(), [candidate(0, "ensemble")]))
     record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
-    assert record["adapter_version"] == 1 and screener.local.version == "ttl-v1"  # type: ignore[attr-defined]
+    assert record["adapter_version"] == 1 and screener.learner.local.version == "ttl-v1"  # type: ignore[attr-defined]
     assert records and records[0].role == "critic"

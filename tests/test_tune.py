@@ -14,16 +14,16 @@ from typer.testing import CliRunner
 
 from data_rows import many
 from verifyless._cli.app import app
-from verifyless.data.benchmark import screen_rows
 from verifyless.data.dataset import card_data, save_dataset
 from verifyless.errors import ConfigError
 from verifyless.model.scripted import ScriptedModel, last_user_text, system_text
+from verifyless.offline.benchmark import screen_rows
+from verifyless.offline.tune.doc import PromptDoc, load_variants
+from verifyless.offline.tune.evaluate import CountingModel, CriticTarget, PairwiseTarget, dev_rows, outcome_pairs
+from verifyless.offline.tune.search import tune_prompt
+from verifyless.offline.tune.writer import writer_variants
 from verifyless.prompts import load_template, template_text
 from verifyless.screen.registry import build_screener
-from verifyless.screen.tune.doc import PromptDoc, load_variants
-from verifyless.screen.tune.evaluate import CountingModel, CriticTarget, PairwiseTarget, dev_rows, outcome_pairs
-from verifyless.screen.tune.search import tune_prompt
-from verifyless.screen.tune.writer import writer_variants
 
 KEY_WORDING = "Start from the prior that the child ties"  # in variants/critic.md, section "How to reason"
 VERDICT = {

@@ -35,6 +35,7 @@ from verifyless.errors import ModelUnavailable
 from verifyless.node import Idea, Status, content_hash
 from verifyless.program import BandError, fixed_region_violation, syntax_error
 from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles
+from verifyless.roles.render import band_for, code_lang
 from verifyless.task.base import Task
 
 __all__ = ["ChildMaker", "GuardCheck", "Made", "status_for"]
@@ -204,8 +205,6 @@ class ChildMaker:
 
     def _contract_problem(self, base: str, program: str) -> str | None:
         """A changed fixed region (checked with the implementer's band function) or a syntax error."""
-        from verifyless.roles.render import band_for
-
         try:
             band = band_for(self.task, base)
         except BandError as exc:  # pragma: no cover - band_for falls back to the task band
@@ -218,8 +217,6 @@ class ChildMaker:
 
 def _syntax(task: Task, program: str) -> str | None:
     """Python syntax errors only (other languages are checked by their own run step)."""
-    from verifyless.roles.render import code_lang
-
     return syntax_error(program) if code_lang(task) in ("python", "") else None
 
 

@@ -5,32 +5,38 @@ dotted overrides (``engine.candidates=4 screener.options.k=8``). The resolved
 tree is the run's first stored event, so a run can always be re-created.
 
 Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
+
+``screener`` and ``executor`` are discriminated unions by ``name``: each name has its own record whose
+``options`` is that component's typed options class (defined beside the component), so
+``cfg.screener.options.k`` is checked when the config loads and has the component's one default; the
+options are stored and dumped as given (unset options stay unset, so later defaults still apply).
+``strategy`` is the same kind of union, its options the strategy's config dataclass (dumped as the
+options that differ from its defaults). ``check_components`` runs the registries' checks first, for their one-line
+messages.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, field_serializer
 
 from verifyless.errors import ConfigError
+from verifyless.executors import registry as executors
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.roles.options import LLMRoleOptions
+from verifyless.screen import registry as screeners
+from verifyless.search import registry as strategies
+from verifyless.store.protocol import RunStoreProtocol
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Named(_Strict):
-    """A component chosen by name, with options checked by its factory (see docs/configuration.md)."""
-
-    name: str = Field(description="registered name of the component")
-    options: dict[str, Any] = Field(default_factory=dict, description="keyword options passed to its factory")
 
 
 class RolesConfig(_Strict):
@@ -82,11 +88,59 @@ class EngineConfig(_Strict):
     )
 
 
-class ExecutorConfig(_Strict):
-    """Where verifications run."""
+class _Component(_Strict):
+    """A component chosen by ``name`` with its typed ``options`` (stored and dumped as the options given)."""
 
-    name: Literal["local", "ray"] = Field("local", description="local: sandboxed subprocesses; ray: a Ray cluster")
-    options: dict[str, Any] = Field(default_factory=dict, description="executor options (sandbox level, ...)")
+    name: str
+    options: BaseModel
+
+    @field_serializer("options")
+    def _given(self, options: BaseModel) -> dict[str, Any]:
+        return options.model_dump(mode="json", exclude_unset=True)
+
+
+class _StrategyComponent(_Strict):
+    """A search strategy chosen by ``name``; its options are its config dataclass, dumped as what differs from it."""
+
+    name: str
+    options: Any
+
+    @field_serializer("options")
+    def _given(self, options: Any) -> dict[str, Any]:
+        default = type(options)()
+        fields = (f.name for f in dataclasses.fields(options))
+        return {k: getattr(options, k) for k in fields if getattr(options, k) != getattr(default, k)}
+
+
+def _choice(kind: str, name: str, options: type) -> type[BaseModel]:
+    """The config record of one component: ``name`` fixed to ``name``, ``options`` of its own options class."""
+    tag: Any = Literal[name]
+    return create_model(
+        f"{kind.title()}_{name.replace('-', '_')}",
+        __base__=_StrategyComponent if kind == "strategy" else _Component,
+        name=(tag, Field(description=f"registered name of the {kind}")),
+        options=(options, Field(default_factory=options, description=f"options of {kind} {name!r} (below)")),
+    )
+
+
+def _union(kind: str, names: Mapping[str, type]) -> Any:
+    members = tuple(_choice(kind, name, options) for name, options in names.items())
+    return Annotated[Union[members], Field(discriminator="name")]  # noqa: UP007 (a runtime tuple of members)
+
+
+if TYPE_CHECKING:  # one record per name at run time; its shape, for the type checker
+    ScreenerConfig = _Component
+    ExecutorConfig = _Component
+    StrategyConfig = _StrategyComponent
+else:
+    StrategyConfig = _union("strategy", {name: options for name, (options, _) in strategies.STRATEGIES.items()})
+    ScreenerConfig = _union("screener", {name: screeners.options_model(name) for name in screeners.SCREENERS})
+    ExecutorConfig = _union("executor", {name: options for name, (_, options) in executors.EXECUTORS.items()})
+
+
+def _default(kind: str, name: str) -> Any:
+    union = {"screener": ScreenerConfig, "executor": ExecutorConfig, "strategy": StrategyConfig}[kind]
+    return TypeAdapter(union).validate_python({"name": name})
 
 
 class RunConfig(_Strict):
@@ -94,12 +148,19 @@ class RunConfig(_Strict):
 
     task: str = Field("diabetes", description="built-in task name or a task folder")
     seed: int = Field(0, description="seed of every random generator in the run")
-    strategy: Named = Field(Named(name="mcgs"), description="search strategy (mcgs, greedy, islands, linear)")
-    screener: Named = Field(Named(name="surrogate"), description="screener that picks what to verify")
+    strategy: StrategyConfig = Field(
+        default_factory=lambda: _default("strategy", "mcgs"), description="search strategy that picks what to expand"
+    )
+    screener: ScreenerConfig = Field(
+        default_factory=lambda: _default("screener", "surrogate"), description="screener that picks what to verify"
+    )
     roles: RolesConfig = Field(RolesConfig(), description="how children are made")
     budget: BudgetConfig = Field(BudgetConfig(), description="hard caps of the run")
     engine: EngineConfig = Field(EngineConfig(), description="round mechanics")
-    executor: ExecutorConfig = Field(ExecutorConfig(), description="where verifications run")
+    executor: ExecutorConfig = Field(
+        default_factory=lambda: _default("executor", "local"),
+        description="where verifications run (local: sandboxed subprocesses; ray: a Ray cluster)",
+    )
     tie_tolerance: float = Field(
         0.0,
         ge=0.0,
@@ -133,6 +194,7 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequenc
 
 
 def validate(data: Mapping[str, Any]) -> RunConfig:
+    check_components(data)
     try:
         cfg = RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -152,10 +214,29 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     return cfg
 
 
+def check_components(data: Mapping[str, Any]) -> None:
+    """The screener's, strategy's and executor's options checked by their registries before the tree is built.
+
+    Each component's options class sits beside it (``screen/*``, ``search/*``, ``executors/*``); the
+    registries name what is wrong in one line (``screener.options.k=0`` -> ``option k=0: ...``), which
+    the union's own errors would not. Nested stage options (a cascade's ``critic``, an ensemble's member
+    specs) are checked when built. A section that is not a mapping is left to the model's errors.
+    """
+    checks = {
+        "screener": ("surrogate", lambda n, o: screeners.validate_options(n, screeners.options_model(n), o)),
+        "strategy": ("mcgs", strategies.validate_options),
+        "executor": ("local", executors.validate_options),
+    }
+    for section, (default, check) in checks.items():
+        raw = data.get(section, {})
+        if isinstance(raw, Mapping) and isinstance(raw.get("options", {}), Mapping):
+            check(str(raw.get("name", default)), raw.get("options", {}))
+
+
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
 
 
-def stored_config(store: Any, run_id: str) -> dict[str, Any]:
+def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
     """A run's configuration as stored: its first event plus every later ``config_update``.
 
     (A ``config_update`` records e.g. a budget raised on resume.)
@@ -231,20 +312,14 @@ __all__ = [
     "BudgetConfig",
     "EngineConfig",
     "ExecutorConfig",
-    "Named",
     "RolesConfig",
     "RunConfig",
+    "ScreenerConfig",
+    "StrategyConfig",
     "apply_changes",
+    "check_components",
     "load_config",
     "resume_changes",
     "stored_config",
     "validate",
 ]
-
-
-if __name__ == "__main__":  # python -m verifyless.config [--check]: regenerate docs/configuration.md's reference
-    import sys
-
-    from verifyless.config_doc import main
-
-    sys.exit(main())

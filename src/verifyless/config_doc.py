@@ -1,7 +1,7 @@
 """Generate the reference part of ``docs/configuration.md`` from the configuration models.
 
-``python -m verifyless.config`` rewrites the part between the markers;
-``python -m verifyless.config --check`` exits 1 when it is stale (a test runs
+``python -m verifyless.config_doc`` rewrites the part between the markers;
+``python -m verifyless.config_doc --check`` exits 1 when it is stale (a test runs
 the same check). Rendered: every ``RunConfig`` field (with its type, default
 and description), the options of each search strategy (their config
 dataclasses, each field described by its line in the class docstring:
@@ -16,13 +16,19 @@ import inspect
 import json
 import re
 import sys
+import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config) -->"
+from verifyless.config import RunConfig
+from verifyless.executors.registry import EXECUTORS
+from verifyless.screen import registry
+from verifyless.search.registry import STRATEGIES
+
+BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -50,15 +56,25 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
         sub = field.annotation if isinstance(field.annotation, type) else None
         default = field.default if field.default_factory is None else field.default_factory()  # type: ignore[call-arg]
         desc = (field.description or "").replace("|", "\\|")
-        if sub is not None and issubclass(sub, BaseModel) and sub.__name__ != "Named":
+        if sub is not None and issubclass(sub, BaseModel):
             yield f"| `{key}` | section | | {desc} |"
             yield from _model_rows(sub, f"{key}.")
             continue
-        if sub is not None and sub.__name__ == "Named":
-            yield f"| `{key}.name` | str | `{json.dumps(default.name)}` | {desc} |"
-            yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name} (below) |"
+        choices = _choices(field.annotation)
+        if choices:
+            names = ", ".join(choices)
+            yield f"| `{key}.name` | one of {names} | `{json.dumps(default.name)}` | {desc} |"
+            yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name}, checked when loaded (below) |"
             continue
         yield f"| `{key}` | {_type(field.annotation)} | {_default(default)} | {desc} |"
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The names of a discriminated union of components (``RunConfig.screener``, ``.executor``); [] otherwise."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    members = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else ()
+    return [typing.get_args(m.model_fields["name"].annotation)[0] for m in members if hasattr(m, "model_fields")]
 
 
 _DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
@@ -105,14 +121,14 @@ def _options_rows(cls: Any) -> Iterator[str]:
 
 def render() -> str:
     """The generated reference (markdown, without the markers)."""
-    from verifyless.config import RunConfig
-    from verifyless.search.registry import STRATEGIES
-
     head = "| key | type | default | description |\n|---|---|---|---|"
     out = ["## Reference (generated from `verifyless.config`)", "", head, *_model_rows(RunConfig), ""]
     out += ["### Strategy options (`strategy.options`)", ""]
     for name, (config_cls, _) in sorted(STRATEGIES.items()):
         out += [f"`{name}` ({config_cls.__name__}):", "", head, *_options_rows(config_cls), ""]
+    out += ["### Executor options (`executor.options`)", ""]
+    for name, (cls, options_cls) in sorted(EXECUTORS.items()):
+        out += [f"`{name}` ({cls.__name__}, {options_cls.__name__}):", "", head, *_options_rows(options_cls), ""]
     screener_options = _screener_options()
     if screener_options:
         out += ["### Screener options (`screener.options`)", ""]
@@ -122,8 +138,6 @@ def render() -> str:
 
 
 def _screener_options() -> dict[str, Any]:
-    from verifyless.screen import registry
-
     return {name: registry.options_model(name) for name in registry.SCREENERS}
 
 
@@ -141,9 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     fresh = updated(current)
     if "--check" in args:
         if fresh != current:
-            print(f"{DOC} is stale: run `python -m verifyless.config`", file=sys.stderr)
+            print(f"{DOC} is stale: run `python -m verifyless.config_doc`", file=sys.stderr)
             return 1
         return 0
     DOC.write_text(fresh)
     print(f"wrote {DOC}")
     return 0
+
+
+if __name__ == "__main__":  # python -m verifyless.config_doc [--check]
+    sys.exit(main())

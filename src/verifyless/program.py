@@ -16,7 +16,18 @@ import ast
 import difflib
 from dataclasses import dataclass
 
-from verifyless.task.base import Band
+
+@dataclass(frozen=True)
+class Band:
+    """Where the editable region lives in the program file.
+
+    Either marker comments (``start_marker`` / ``end_marker``, the lines strictly
+    between them are editable) or explicit 1-based inclusive ``lines``.
+    """
+
+    start_marker: str | None = "# EVOLVE-BLOCK-START"
+    end_marker: str | None = "# EVOLVE-BLOCK-END"
+    lines: tuple[int, int] | None = None
 
 
 class BandError(ValueError):

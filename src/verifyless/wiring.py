@@ -1,166 +1,50 @@
-"""Build an Engine from a RunConfig: the only place that maps names to classes."""
+"""The composition root: build an Engine from a RunConfig.
+
+The parts shared with the other loops (models, roles, guards) come from ``verifyless.parts``; this
+module adds the screener (injecting ``critic-ttl``'s torch learner from ``train/``), the strategy and
+the executor, and nothing below it imports it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from verifyless.config import RunConfig
+from verifyless.engine import Engine
 from verifyless.errors import ConfigError
+from verifyless.executors.registry import build_executor
+from verifyless.parts import build_guards, build_models, build_roles
+from verifyless.screen.registry import build_screener as _build_screener
+from verifyless.search.memory import Memory
+from verifyless.search.registry import build_strategy as _build_strategy
+from verifyless.store.protocol import RunStoreProtocol
+from verifyless.task import load_task
 from verifyless.task.base import Task
-
-CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
-SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter")  # asked for by screeners and the final selection
-
-
-def model_keys_used(cfg: RunConfig) -> set[str]:
-    """Every ``roles.models`` key something in this run may ask for.
-
-    The child-making roles, ``default``, the screening roles (``critic``,
-    ``judge``, ``arbiter``) and any key named in the screener's options (a
-    ``model`` option or an ensemble's ``members``, nested specs included).
-    """
-    used = {"default", *CHILD_ROLE_KEYS, *SCREEN_ROLE_KEYS}
-
-    def walk(value: Any, key: str = "") -> None:
-        if isinstance(value, Mapping):
-            for k, v in value.items():
-                walk(v, str(k))
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v, key)
-        elif isinstance(value, str) and key in ("model", "members"):
-            used.add(value)
-
-    walk(dict(cfg.screener.options))
-    return used
-
-
-def check_model_keys(cfg: RunConfig) -> None:
-    """A ``roles.models`` key nothing asks for is a ConfigError naming it (usually a typo)."""
-    unused = sorted(set(cfg.roles.models) - model_keys_used(cfg))
-    if unused:
-        raise ConfigError(
-            f"roles.models has keys nothing in this run uses: {unused}; use default, "
-            f"{', '.join(CHILD_ROLE_KEYS + SCREEN_ROLE_KEYS)} or a key named in the screener's 'model'/'members' "
-            "options"
-        )
-
-
-def build_models(cfg: RunConfig, store: Any, run_ref: dict[str, str | None], *, replay: bool = False) -> dict[str, Any]:
-    """One model per ``roles.models`` key, each ``RecordedModel(CachedModel(provider))``.
-
-    Every call, cache hits included (``cached: true``, charged nothing), is
-    stored as an ``llm_call`` event once ``run_ref["run_id"]`` is filled (the
-    first LLM call is the brief, after the run is created). Identical specs
-    share one model (and its endpoint limits).
-    """
-    from verifyless.model import build_model
-    from verifyless.model.cache import ResponseCache
-
-    check_model_keys(cfg)
-    specs = dict(cfg.roles.models)
-    if "default" not in specs:
-        if cfg.roles.kind == "llm":
-            if os.environ.get("VERIFYLESS_BASE_URL") or os.environ.get("VERIFYLESS_MODEL"):
-                specs["default"] = "env"
-            else:
-                raise ConfigError(
-                    "roles.kind=llm needs a model: set roles.models.default (e.g. scripted:FILE or openai:MODEL) "
-                    "or the environment variables VERIFYLESS_BASE_URL, VERIFYLESS_API_KEY, VERIFYLESS_MODEL"
-                )
-        elif not specs:
-            return {}
-    cache = ResponseCache(Path(cfg.store))
-    recorder = call_recorder(store, run_ref)
-    models: dict[str, Any] = {}
-    built: dict[str, Any] = {}
-    for role, spec in specs.items():
-        key = repr(spec)
-        if key not in built:
-            built[key] = build_model(
-                spec, cache=cache, recorder=recorder, cache_mode="replay" if replay else "readwrite"
-            )
-        models[role] = built[key]
-    return models
-
-
-def call_recorder(store: Any, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
-    """A ``CallRecord`` sink that stores ``llm_call`` events; a cache hit is recorded but charges nothing."""
-    from verifyless.store import Charge
-
-    def record(rec: Any) -> None:
-        run_id = run_ref.get("run_id")
-        if run_id is None:
-            return
-        payload = {
-            "role": rec.role,
-            "model": rec.model,
-            "prompt_hash": rec.prompt_hash,
-            "prompt_tokens": rec.usage.prompt_tokens,
-            "completion_tokens": rec.usage.completion_tokens,
-            "cost": rec.usage.cost,
-            "cached": rec.cached,
-            "latency_s": rec.latency_s,
-            "n": rec.n,
-            "error": rec.error,
-        }
-        charge = (
-            None
-            if rec.cached
-            else Charge(tokens_in=rec.usage.prompt_tokens, tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
-        )
-        store.append(run_id, "llm_call", payload, charge=charge)
-
-    return record
-
-
-def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
-    if cfg.roles.kind == "space":
-        if task.idea_space is None:
-            raise ConfigError(
-                f"task {task.name!r} declares no idea_space, so roles.kind=space cannot make children: "
-                "use roles.kind=llm with a model, or add an idea_space to task.yaml"
-            )
-        from verifyless.roles.space import space_roles
-
-        roles = space_roles(task, cfg.seed)
-        if "proposer" in models:  # e.g. a trained policy: the model proposes, the idea space builds
-            from verifyless.train.policy.proposer import MenuProposer
-
-            proposer = MenuProposer(models["proposer"], task, cfg.roles.llm.proposer_temperature)
-            roles = dataclasses.replace(roles, proposer=proposer)
-        return roles
-    from verifyless.roles.llm import llm_roles
-
-    child_models = {k: m for k, m in models.items() if k in CHILD_ROLE_KEYS or k == "default"}
-    return llm_roles(child_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
+from verifyless.train.ttl_learner import LoRALearner
 
 
 def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None) -> Any:
-    from verifyless.screen.registry import build_screener as _build
-
     with constructor_errors(f"screener {cfg.screener.name!r}", "screener.options"):
-        return _build(
+        return _build_screener(
             cfg.screener.name,
             models=models,
-            options=dict(cfg.screener.options),
+            options=cfg.screener.options.model_dump(exclude_unset=True),
             seed=cfg.seed,
             task=task,
             sandbox=sandbox,
+            learner=LoRALearner,
+            threshold=cfg.engine.uncertainty_threshold,
         )
 
 
 def build_strategy(cfg: RunConfig) -> Any:
-    from verifyless.search.registry import build_strategy as _build
-
     with constructor_errors(f"search strategy {cfg.strategy.name!r}", "strategy.options"):
-        return _build(cfg.strategy.name, dict(cfg.strategy.options), random.Random(cfg.seed))
+        return _build_strategy(cfg.strategy.name, dataclasses.asdict(cfg.strategy.options), random.Random(cfg.seed))
 
 
 @contextlib.contextmanager
@@ -172,40 +56,33 @@ def constructor_errors(what: str, key: str) -> Iterator[None]:
         raise ConfigError(f"{what}: {exc}; fix {key} (see docs/configuration.md)") from exc
 
 
-def build_guards(cfg: RunConfig, models: dict[str, Any]):
-    """The ``guards:`` section as a ``Guards`` (the reviewer uses ``guards.reviewer_model``, else ``default``)."""
-    from verifyless.guards import Guards
-
-    reviewer = None
-    if cfg.guards.reviewer != "off":
-        reviewer = models.get(cfg.guards.reviewer_model) or models.get("default")
-    return Guards(cfg.guards, reviewer_model=reviewer)
-
-
 def memory_enabled(cfg: RunConfig) -> bool:
     return cfg.engine.memory if cfg.engine.memory is not None else cfg.strategy.name == "mcgs"
 
 
 def build_engine(
-    cfg: RunConfig, store: Any, *, task: Task | None = None, progress=None, replay_executor=None, replay: bool = False
+    cfg: RunConfig,
+    store: RunStoreProtocol,
+    *,
+    task: Task | None = None,
+    progress=None,
+    replay_executor=None,
+    replay: bool = False,
 ):
     """Everything an Engine needs, from configuration alone."""
-    from verifyless.engine import Engine
-    from verifyless.executors.ray import build_executor
-    from verifyless.task import load_task
-
     task = task or load_task(cfg.task)
     run_ref: dict[str, str | None] = {"run_id": None}  # the engine fills it when the run exists
     models = build_models(cfg, store, run_ref, replay=replay)
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]
     executor = replay_executor or build_executor(
-        cfg.executor.name, dict(cfg.executor.options), hide=hide, capacity=cfg.engine.verify_concurrency
+        cfg.executor.name,
+        cfg.executor.options.model_dump(exclude_unset=True),
+        hide=hide,
+        capacity=cfg.engine.verify_concurrency,
     )
     memory = None
     if memory_enabled(cfg):
-        from verifyless.search.memory import Memory
-
         memory = Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
     final_judge = None
     if cfg.engine.final_selection is not None:
@@ -229,3 +106,15 @@ def build_engine(
     )
     engine.run_ref = run_ref
     return engine
+
+
+__all__ = [
+    "build_engine",
+    "build_guards",
+    "build_models",
+    "build_roles",
+    "build_screener",
+    "build_strategy",
+    "constructor_errors",
+    "memory_enabled",
+]

@@ -1,7 +1,7 @@
 """``verifyless data ...``: collect outcome data, harvest runs, synthesise teacher critiques.
 
 Mount with ``main_app.add_typer(app, name="data")``. The critic benchmark is
-``verifyless bench critic --dataset DIR`` (``verifyless.data.benchmark``).
+``verifyless bench critic --dataset DIR`` (``verifyless.offline.benchmark``).
 """
 
 from __future__ import annotations
@@ -226,10 +226,10 @@ def bench_dataset(
     """``verifyless bench critic --dataset``: screen a split offline and print/write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from verifyless.data.benchmark import run_critic_bench
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.offline import report
+    from verifyless.offline.benchmark import run_critic_bench
     from verifyless.offline.critic_bench import write_report
 
     dd = load_critic_dataset(dataset)

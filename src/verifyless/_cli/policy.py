@@ -1,4 +1,4 @@
-"""``verifyless train policy-grpo`` and ``verifyless train policy-eval`` (mounted by ``train.cli``).
+"""``verifyless train policy-grpo`` and ``verifyless train policy-eval`` (mounted by ``_cli/train.py``).
 
 Heavy imports happen inside the commands. A training folder ``--out`` holds
 ``rewards.db`` (the reward run's store: children, verifications, rewards),
@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from verifyless._cli.common import console, quiet
 from verifyless.errors import ConfigError
 
 
@@ -56,12 +57,11 @@ def policy_grpo(
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
 ) -> None:
     """Policy GRPO: LoRA on the proposer, rewards from verification and/or a critic (critic paper, Section 5)."""
-    from verifyless._cli.train import _quiet, console
     from verifyless.train.policy.grpo_settings import load_policy_settings
     from verifyless.train.policy.trainer import PolicyTrainer
     from verifyless.train.policy.wiring import build_rewarder
 
-    _quiet()
+    quiet()
     settings = load_policy_settings(config, generations=ideas, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
@@ -96,11 +96,10 @@ def policy_eval(
     config: Path | None = typer.Option(None, "--config", help="YAML file with sampling settings"),
 ) -> None:
     """Base vs trained proposer on held-out tasks under the same verification budget (matched-budget protocol)."""
-    from verifyless._cli.train import _quiet, console
     from verifyless.train.policy.evaluate import evaluate_proposers
     from verifyless.train.policy.grpo_settings import load_policy_settings
 
-    _quiet()
+    quiet()
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:

@@ -6,22 +6,15 @@ commands, so ``verifyless --help`` stays fast.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from verifyless._cli.common import console, quiet
+from verifyless._cli.policy import register as _register_policy
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critics (SFT, GRPO) on critic datasets.")
-console = Console(width=None if sys.stdout.isatty() else 160)
-
-
-def _quiet() -> None:
-    """Library deprecation chatter (transformers/TRL FutureWarnings) is not for the person training."""
-    import warnings
-
-    warnings.filterwarnings("ignore", category=FutureWarning)
 
 
 def models_command() -> None:
@@ -55,7 +48,7 @@ def critic_sft(
     from verifyless.train.settings import load_settings
     from verifyless.train.sft import train_critic_sft
 
-    _quiet()
+    quiet()
 
     settings = load_settings("sft", config, max_steps=max_steps)
     result = train_critic_sft(dataset, base=base, out=out, settings=settings, resume=resume, console=console)
@@ -78,7 +71,7 @@ def critic_grpo(
     from verifyless.train.grpo import train_critic_grpo
     from verifyless.train.settings import load_settings
 
-    _quiet()
+    quiet()
 
     settings = load_settings("grpo", config, max_steps=max_steps)
     out = out or from_dir.with_name(from_dir.name + "-grpo")
@@ -88,8 +81,6 @@ def critic_grpo(
         f"{result.first_loss:.3g} -> {result.last_loss:.3g}, {result.seconds:.0f} s)"
     )
 
-
-from verifyless._cli.policy import register as _register_policy  # noqa: E402
 
 _register_policy(app)
 

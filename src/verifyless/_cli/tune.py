@@ -1,4 +1,4 @@
-"""``verifyless tune screener``: tune a screener's prompt on a critic dataset (see ``verifyless.screen.tune``).
+"""``verifyless tune screener``: tune a screener's prompt on a critic dataset (see ``verifyless.offline.tune``).
 
 Mount with ``main_app.add_typer(app, name="tune")``. Writes the tuned prompt
 (a template the screener loads with its ``prompt_file`` option) and, beside
@@ -63,9 +63,9 @@ def screener_command(
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.model import build_model
+    from verifyless.offline.tune.evaluate import CountingModel, make_target
+    from verifyless.offline.tune.search import tune_prompt
     from verifyless.prompts import template_text
-    from verifyless.screen.tune.evaluate import CountingModel, make_target
-    from verifyless.screen.tune.search import tune_prompt
 
     if not dataset.exists():
         raise ConfigError(f"no dataset at {dataset}; build one with `verifyless data collect` or `data from-runs`")

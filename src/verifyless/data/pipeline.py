@@ -1,6 +1,6 @@
 """Wiring for the data commands: roles, models, executor and store from plain settings.
 
-``run_collection`` builds a ``Collector`` the way ``verifyless.wiring`` builds
+``run_collection`` builds a ``Collector`` from the parts (``verifyless.parts``) ``verifyless.wiring`` builds
 an engine (same role/model construction, the same LLM call recorder that
 charges tokens and cost to the run, the same response cache in the store
 file), runs it, and returns the run id and result. Roles default to the
@@ -15,9 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.config import load_config
 from verifyless.data.collect import NO_CAPS, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
+from verifyless.executors.registry import build_executor
 from verifyless.ledger import BudgetConfig
+from verifyless.parts import build_guards, build_models, build_roles
+from verifyless.store import RunStore
+from verifyless.task import load_task
 
 
 def parse_model_specs(specs: Sequence[str]) -> dict[str, str]:
@@ -44,8 +49,6 @@ def collection_config(
     seed: int = 0,
 ) -> Any:
     """A ``RunConfig`` carrying the roles, models and executor for a collection."""
-    from verifyless.config import load_config
-
     overrides: dict[str, Any] = {"task": task, "store": str(store), "seed": seed}
     specs = parse_model_specs(models)
     if specs:
@@ -78,11 +81,6 @@ def run_collection(
 
     On resume the stored settings, roles, models and executor win over the arguments.
     """
-    from verifyless.executors.ray import build_executor
-    from verifyless.store import RunStore
-    from verifyless.task import load_task
-    from verifyless.wiring import build_guards, build_models, build_roles
-
     with RunStore(store_path) as store:
         if resume is not None:
             resume = store.resolve_run(resume)
@@ -110,7 +108,10 @@ def run_collection(
         role_set = build_roles(cfg, task, built)
         hide = [Path(store_path).resolve().parent]
         execu = build_executor(
-            cfg.executor.name, dict(cfg.executor.options), hide=hide, capacity=cfg.engine.verify_concurrency
+            cfg.executor.name,
+            cfg.executor.options.model_dump(exclude_unset=True),
+            hide=hide,
+            capacity=cfg.engine.verify_concurrency,
         )
         task_ref = str(Path(task_name).resolve()) if Path(task_name).exists() else task_name
         wiring_record = {

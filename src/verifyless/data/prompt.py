@@ -19,6 +19,8 @@ from typing import Any
 
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
+from verifyless.screen.base import ScreenContext
+from verifyless.screen.critic import PointwiseCritic
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,6 @@ def task_for(row: Mapping[str, Any]) -> Any:
 
 def screen_context(row: Mapping[str, Any], rng: random.Random | None = None) -> Any:
     """The ``ScreenContext`` a screener sees for this row (validation-side facts only, no scores of the child)."""
-    from verifyless.screen.base import ScreenContext
-
     brief = TaskBrief(str(row.get("understanding") or ""), tuple(row.get("criteria") or ()))
     parent = ParentInfo(
         id=str(row["parent_id"]),
@@ -95,8 +95,6 @@ def row_candidate(row: Mapping[str, Any]) -> Candidate:
 
 def critic_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
     """The pointwise critic's chat prompt for ``row`` as ``[{"role", "content"}, ...]``."""
-    from verifyless.screen.critic import PointwiseCritic
-
     critic = PointwiseCritic(model=None)  # type: ignore[arg-type]  # messages() never calls the model
     messages = critic.messages(screen_context(row), row_candidate(row))
     return [{"role": m.role, "content": m.content} for m in messages]

@@ -44,6 +44,7 @@ from verifyless.data.prompt import critic_messages
 from verifyless.model.base import Message, ModelRequest, Usage
 from verifyless.outcome import FIVE, to_three
 from verifyless.prompts import render
+from verifyless.screen.critic import parse_verdict
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,6 @@ def target_of(row: Mapping[str, Any]) -> str:
 
 def parsed_label(text: str, target: str) -> str | None:
     """The critique's label in the target's label space (five-level or three-way); None if it does not parse."""
-    from verifyless.screen.critic import parse_verdict
-
     verdict = parse_verdict(text)
     if verdict is None:
         return None

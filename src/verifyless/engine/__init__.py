@@ -7,15 +7,16 @@ Rooms (one idea each; see docs/design/engine.md for how an outcome flows through
   ``RunState``, the single write path ``Ledger.emit``, the ``BudgetGate`` and ``verify_with_repairs``;
 * ``tells``     -- ``TellQueue`` with named ordering classes (``TellOrder``);
 * ``learners``  -- what a told node feeds: strategy, memory, observing and learning screeners;
-* ``routing``   -- the pure choice of what to verify (``route``, ``select``);
+* ``routing``   -- the pure choice of what to verify (``select``; the test is ``screen/ranking.route``);
 * ``snapshot``  -- periodic pickled state so resume replays only the log's tail;
 * ``resume``    -- rebuild from the store and finish what a crash left open;
 * ``context``   -- what the roles are shown about a parent.
 """
 
-from verifyless.engine.core import Engine, ProgressFn, RunResult
-from verifyless.engine.routing import route
+from verifyless.engine.core import Engine, ProgressFn
+from verifyless.engine.ends import RunResult
 from verifyless.engine.tells import TellOrder
 from verifyless.ledger import BudgetGate, RunState
+from verifyless.screen.ranking import route
 
 __all__ = ["BudgetGate", "Engine", "ProgressFn", "RunResult", "RunState", "TellOrder", "route"]

@@ -31,42 +31,34 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from verifyless.child import ChildMaker
 from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
+from verifyless.engine.ends import RunResult
 from verifyless.engine.learners import Learners
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
+from verifyless.executors.base import Executor
+from verifyless.guards import Guards
 from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, verify_with_repairs
+from verifyless.model.base import Model
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.health import ReplyHealth
 from verifyless.search.base import Expansion, SearchStrategy
+from verifyless.search.memory import Memory
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    best_id: str | None
-    best_score: float | None
-    best_test_score: float | None
-    baseline_score: float | None
-    verifications: int
-    rounds: int
-    stopped: str
 
 
 class Engine:
@@ -86,13 +78,13 @@ class Engine:
         roles: Roles,
         screener: Screener,
         strategy: SearchStrategy,
-        executor: Any,
-        store: Any,
+        executor: Executor,
+        store: Any,  # RunStoreProtocol once run_id is never None where the store is read
         config: RunConfig,
-        memory: Any | None = None,
+        memory: Memory | None = None,
         progress: ProgressFn | None = None,
-        final_judge: Any | None = None,
-        guards: Any | None = None,
+        final_judge: Model | None = None,
+        guards: Guards | None = None,
     ) -> None:
         self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
         self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge

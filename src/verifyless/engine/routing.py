@@ -5,7 +5,7 @@ candidate whose critic votes disagree, ``u >= T``, gets a real verification
 instead of the critic's reward) belongs to policy training. Search keeps it
 as one explicit option, ``engine.verify_uncertain`` (off by default): when on,
 candidates whose screener reported **vote-based** uncertainty ``u >= T`` are
-verified too. Evidence without votes (the random and agentic screeners, a
+verified too (the test itself is ``screen/ranking.route``). Evidence without votes (the random and agentic screeners, a
 surrogate before it has learned) carries no uncertainty to route on, so it
 never triggers routing, whatever its ``uncertainty`` field says.
 """
@@ -16,15 +16,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from verifyless.metrics.critic import routes
 from verifyless.node import Evidence, Screening
+from verifyless.screen.ranking import route
 
-__all__ = ["Routed", "has_votes", "route", "select"]
-
-
-def route(uncertainty: float, threshold: float) -> bool:
-    """True when votes are too split to trust: ``u >= T`` sends it to verification (``metrics.critic.routes``)."""
-    return routes(uncertainty, threshold)
+__all__ = ["Routed", "has_votes", "select"]
 
 
 def has_votes(evidence: Evidence | None) -> bool:

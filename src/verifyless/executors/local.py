@@ -6,9 +6,23 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from verifyless.node import Verification
 from verifyless.sandbox.base import Sandbox
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
+from verifyless.verify import verify
+
+
+class LocalExecutorOptions(BaseModel):
+    """Options of executor ``local`` (``executor.options``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    capacity: int | None = Field(
+        None, ge=1, description="verifications in flight at once (default: engine.verify_concurrency)"
+    )
 
 
 class LocalExecutor:
@@ -22,8 +36,6 @@ class LocalExecutor:
 
     def __init__(self, sandbox: Sandbox | None = None, capacity: int = 1, hide: Sequence[Path] = ()) -> None:
         if sandbox is None:
-            from verifyless.sandbox.local import LocalSandbox
-
             sandbox = LocalSandbox()
         self.sandbox = sandbox
         self.capacity = max(1, int(capacity))
@@ -31,8 +43,6 @@ class LocalExecutor:
         self._slots = asyncio.Semaphore(self.capacity)
 
     async def verify(self, task: Task, program: str) -> Verification:
-        from verifyless.verify import verify
-
         async with self._slots:
             return await asyncio.to_thread(verify, task, program, self.sandbox, hide=self.hide)
 

@@ -12,16 +12,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from verifyless.errors import ConfigError
 from verifyless.node import Verification
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
+from verifyless.verify import verify
 
 
 def _verify_remote(task: Task, program: str, hide: tuple[str, ...]) -> dict[str, Any]:
-    from verifyless.sandbox.local import LocalSandbox
-    from verifyless.verify import verify
-
     return verify(task, program, LocalSandbox(), hide=[Path(h) for h in hide]).to_dict()
+
+
+class RayExecutorOptions(BaseModel):
+    """Options of executor ``ray`` (``executor.options``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = Field(None, description="Ray cluster address (None: start a local Ray instance)")
+    capacity: int | None = Field(
+        None, ge=1, description="verifications in flight at once (default: engine.verify_concurrency)"
+    )
+    num_cpus: float = Field(1.0, gt=0, description="CPUs declared per verification task")
+    num_gpus: float = Field(0.0, ge=0, description="GPUs declared per verification task")
+    init_kwargs: dict[str, Any] = Field(default_factory=dict, description="extra keyword arguments of ray.init")
 
 
 class RayExecutor:
@@ -63,22 +78,3 @@ class RayExecutor:
         if self._owns_ray and self._ray.is_initialized():
             self._ray.shutdown()
             self._owns_ray = False
-
-
-def build_executor(name: str, options: dict[str, Any], *, hide: Sequence[Path] = (), capacity: int = 1):
-    """Factory used by the engine's wiring. Unknown options raise ConfigError naming them."""
-    from verifyless.executors.local import LocalExecutor
-
-    try:
-        if name == "local":
-            return LocalExecutor(
-                capacity=options.get("capacity", capacity),
-                hide=hide,
-                **{k: v for k, v in options.items() if k != "capacity"},
-            )
-        if name == "ray":
-            opts = {"capacity": capacity, **options}
-            return RayExecutor(hide=hide, **opts)
-    except TypeError as exc:
-        raise ConfigError(f"executor.options for {name!r}: {exc}") from None
-    raise ConfigError(f"executor.name={name!r} is unknown: use 'local' or 'ray'")

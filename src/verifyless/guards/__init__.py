@@ -31,11 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from verifyless.errors import ConfigError
 from verifyless.guards import leakage as _leakage
 from verifyless.guards import static
 from verifyless.guards.config import GuardsConfig, Mode
 from verifyless.guards.reviewer import Reviewer
 from verifyless.guards.static import Issue
+from verifyless.roles.render import code_lang
+from verifyless.sandbox.view import visible_sys_path
 from verifyless.task.base import Task
 
 __all__ = ["Finding", "GuardReport", "Guards", "GuardsConfig", "Mode", "ModuleAvailability"]
@@ -87,8 +90,6 @@ class ModuleAvailability:
 
     def __init__(self, search_path: Sequence[str] | None = None) -> None:
         if search_path is None:
-            from verifyless.sandbox.view import visible_sys_path
-
             search_path = visible_sys_path()
         self.search_path = list(search_path)
         self._known: dict[str, bool] = {}
@@ -115,8 +116,6 @@ class Guards:
     ) -> None:
         self.config = config or GuardsConfig()
         if self.config.reviewer != "off" and reviewer_model is None:
-            from verifyless.errors import ConfigError
-
             raise ConfigError(
                 "guards.reviewer is on but no reviewer model was given: set "
                 f"roles.models.{self.config.reviewer_model} (or roles.models.default), "
@@ -140,8 +139,6 @@ class Guards:
 
     def static_issues(self, task: Task, program: str) -> list[Issue]:
         """Issues from the static and leakage guards that are not ``off`` (no LLM)."""
-        from verifyless.roles.render import code_lang
-
         if code_lang(task) not in ("python", ""):
             return []
         tree, issues = static.syntax(program, task.program_file)

@@ -55,7 +55,6 @@ from verifyless.outcome import FIVE, MIN_IMPROVING, THREE, label_outcomes, pair_
 
 KS: tuple[int, ...] = (1, 4, 8, 16, 32)
 THRESHOLDS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
-_EPS = 1e-9  # u >= T compared with slack so that 1 - 12/16 >= 0.25 holds despite float rounding
 
 
 # ---------------------------------------------------------------------- records
@@ -98,6 +97,9 @@ class CriticRecord:
         return self.pred3 is not None and self.pred3 == self.true3
 
 
+EPS = 1e-9  # u >= T compared with slack so that 1 - 12/16 >= 0.25 holds despite float rounding
+
+
 def vote_shares(samples: Sequence[str | None]) -> dict[str, float]:
     """Three-way vote shares over ALL k samples: an unparsed one (None) is a vote for nothing.
 
@@ -116,13 +118,13 @@ def vote_uncertainty(votes: Mapping[str, float]) -> float:
     return 1.0 - max(votes.values())
 
 
-def routes(uncertainty: float, threshold: float) -> bool:
+def route(uncertainty: float, threshold: float) -> bool:
     """The routing rule: u >= T sends a candidate to verification (with 1e-9 slack for float rounding).
 
-    ``engine.routing.route`` and ``screen.critic.route`` are this function,
+    ``screen.ranking.route`` re-exports this function (the engine, the critic and policy rewards use it),
     so the benchmark's routing curve routes exactly as a run does.
     """
-    return uncertainty >= threshold - _EPS
+    return uncertainty >= threshold - EPS
 
 
 def votes_of(samples: Sequence[str | None]) -> dict[str, float]:
@@ -462,7 +464,7 @@ def routing_curve(records: Sequence[CriticRecord], thresholds: Sequence[float] =
     n_err = sum(errors)
     out = []
     for t in thresholds:
-        routed = [routes(r.uncertainty, t) for r in records]
+        routed = [route(r.uncertainty, t) for r in records]
         caught = sum(e and rt for e, rt in zip(errors, routed, strict=False))
         kept = [not e for e, rt in zip(errors, routed, strict=False) if not rt]
         out.append(
@@ -491,6 +493,7 @@ def _same_length(a: Sequence, b: Sequence) -> None:
 
 
 __all__ = [
+    "EPS",
     "KS",
     "THRESHOLDS",
     "AurocPoint",
@@ -513,7 +516,7 @@ __all__ = [
     "make_record",
     "predict",
     "record_from_evidence",
-    "routes",
+    "route",
     "routing_curve",
     "vote_shares",
     "vote_uncertainty",

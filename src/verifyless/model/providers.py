@@ -21,6 +21,8 @@ from verifyless.errors import ConfigError
 from verifyless.model.base import Model
 from verifyless.model.cache import CachedModel, RecordedModel, Recorder, ResponseCache
 from verifyless.model.config import ModelConfig, parse_spec
+from verifyless.model.openai_compat import OpenAIModel
+from verifyless.model.scripted import ScriptedModel
 
 __all__ = ["PROVIDERS", "build_model", "register_provider"]
 
@@ -28,14 +30,10 @@ ProviderFactory = Callable[[ModelConfig], Model]
 
 
 def _openai(config: ModelConfig) -> Model:
-    from verifyless.model.openai_compat import OpenAIModel
-
     return OpenAIModel(config)
 
 
 def _scripted(config: ModelConfig) -> Model:
-    from verifyless.model.scripted import ScriptedModel
-
     assert config.script is not None  # checked by ModelConfig's validator
     return ScriptedModel.from_file(config.script)
 

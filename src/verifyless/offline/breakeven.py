@@ -43,7 +43,9 @@ from verifyless.offline.worlds import (
     World,
     normalizer,
     replay_many,
+    screener_factory,
 )
+from verifyless.screen.surrogate import SurrogateScreener
 
 N_BOOT = 2000
 
@@ -64,9 +66,6 @@ def surrogate_factory(
     world: World | None, *, rank_by: str = "fitness", explore: float = 1.0, task: Any = None
 ) -> SelectorFactory:
     """The real ``SurrogateScreener`` (fresh per run) driven through ``ScreenerSelector``."""
-    from verifyless.offline.worlds import screener_factory
-    from verifyless.screen.surrogate import SurrogateScreener
-
     space = getattr(task, "idea_space", None)
     return screener_factory(
         lambda s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore), space=space, task=task

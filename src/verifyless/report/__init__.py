@@ -3,3 +3,5 @@
 ``verifyless report RUN`` writes one self-contained HTML file plus PNG figures;
 ``verifyless ui`` (``verifyless.ui``) serves the same views live.
 """
+
+__all__: list[str] = []  # the modules are the interface

@@ -33,7 +33,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
 from verifyless.outcome import FIVE, THREE
+from verifyless.store.protocol import RunStoreProtocol
 
 REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(
@@ -95,7 +97,7 @@ def _dump(value: Any, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters)"
 
 
-def direction_of(store: Any, run_id: str) -> str:
+def direction_of(store: RunStoreProtocol, run_id: str) -> str:
     """``maximize`` / ``minimize`` from a stored ok verification (fitness = +-score), else ``maximize``."""
     for ev in store.events(run_id, kinds=["verification"]):
         score, fit = _num(ev.payload.get("score")), _num(ev.payload.get("fitness"))
@@ -150,13 +152,13 @@ def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return max(ok, key=lambda r: r["fitness"]) if ok else None
 
 
-def _best_node(store: Any, run_id: str) -> Any:
+def _best_node(store: RunStoreProtocol, run_id: str) -> Any:
     """The node with the highest validation fitness (``RunStore.nodes`` re-reads only changed rows)."""
-    ok = [n for n in store.nodes(run_id) if n.fitness is not None]
-    return max(ok, key=lambda n: n.fitness) if ok else None
+    ok = [(n.fitness, i, n) for i, n in enumerate(store.nodes(run_id)) if n.fitness is not None]
+    return max(ok, key=lambda t: (t[0], -t[1]))[2] if ok else None  # the first of equal fitnesses, as max() did
 
 
-def run_row(store: Any, run_id: str) -> RunRow:
+def run_row(store: RunStoreProtocol, run_id: str) -> RunRow:
     info = store.run(run_id)
     cfg = info.config or {}
     best = _best_node(store, run_id)
@@ -177,7 +179,7 @@ def run_row(store: Any, run_id: str) -> RunRow:
     )
 
 
-def runs_list(store: Any) -> list[RunRow]:
+def runs_list(store: RunStoreProtocol) -> list[RunRow]:
     """Every run in the store, newest first."""
     return [run_row(store, info.run_id) for info in reversed(store.runs())]
 
@@ -221,7 +223,7 @@ class BudgetView:
     by_role: tuple[RoleUsage, ...]
 
 
-def budget_view(store: Any, run_id: str) -> BudgetView:
+def budget_view(store: RunStoreProtocol, run_id: str) -> BudgetView:
     """Totals, configured caps, charges grouped by event kind, and tokens/cost by role."""
     by_kind: dict[str, list[float]] = {}
     for ev in store.events(run_id):
@@ -278,7 +280,7 @@ class RunSummary:
     last_seq: int
 
 
-def run_summary(store: Any, run_id: str) -> RunSummary:
+def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
     info = store.run(run_id)
     counts: dict[str, int] = {}
     brief: Mapping[str, Any] = {}
@@ -360,7 +362,7 @@ def y_extent(curves: Sequence[CurveView]) -> tuple[float, float] | None:
     return min(values), max(values)
 
 
-def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
+def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -> CurveView:
     """One point per ``verification`` event in commit order; the ceiling is the task's ``bound`` anchor if any."""
     info = store.run(run_id)
     meta = task_meta(info.task)
@@ -404,7 +406,7 @@ def best_curve(store: Any, run_id: str, label: str | None = None) -> CurveView:
 CEILING_MATCH = ("roles", "budget")  # config blocks an oracle run must share with a run to be its ceiling
 
 
-def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
+def oracle_ceiling(store: RunStoreProtocol, info: Any) -> tuple[float | None, str]:
     """The best final validation score of the store's ``oracle``-screened runs comparable with ``info``, if any.
 
     The oracle screener picks by true outcome, so its run is what perfect screening reaches with the same
@@ -432,7 +434,7 @@ def oracle_ceiling(store: Any, info: Any) -> tuple[float | None, str]:
     return _num(best.score), f"ceiling: oracle-screened run {source} (same task, seed, roles and budget)"
 
 
-def compare_curves(store: Any, run_ids: Sequence[str]) -> list[CurveView]:
+def compare_curves(store: RunStoreProtocol, run_ids: Sequence[str]) -> list[CurveView]:
     """Curves of several runs (each labelled with its screener and strategy) for a side-by-side view.
 
     Every curve carries the same ``y_range`` (the ``y_extent`` of all of them), so separate panels share a y axis.
@@ -468,7 +470,7 @@ class Progress:
     recent: tuple[tuple[int, str, str, str], ...]  # (seq, kind, node id, short text), newest first
 
 
-def progress(store: Any, run_id: str, recent: int = 8, since: Progress | None = None) -> Progress:
+def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progress | None = None) -> Progress:
     """The run's live state; with ``since`` (an earlier result for the same run) only newer events are read."""
     row = run_row(store, run_id)
     last, rounds = (since.last_seq, since.rounds) if since else (0, 0)
@@ -517,7 +519,9 @@ class GenericEvent:
     text: str
 
 
-def other_events(store: Any, run_id: str, known: frozenset[str] = KNOWN_KINDS, limit: int = 300) -> list[GenericEvent]:
+def other_events(
+    store: RunStoreProtocol, run_id: str, known: frozenset[str] = KNOWN_KINDS, limit: int = 300
+) -> list[GenericEvent]:
     """Events of kinds the views do not draw (e.g. pilot, learn, snapshot, memory), as redacted JSON text."""
     out = []
     for ev in store.events(run_id, kinds=None):
@@ -581,7 +585,7 @@ class FinalView:
     submission: SubmissionView | None = None  # the ensemble submission, when the run made one
 
 
-def final_view(store: Any, run_id: str) -> FinalView:
+def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
     """From the ``final`` event (or, while running, the best validation node so far)."""
     final: Mapping[str, Any] = {}
     selection = None
@@ -645,14 +649,12 @@ def _matrix(m: Any) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(x) for x in row) for row in m)
 
 
-def critic_view(store: Any, run_id: str) -> CriticView | None:
+def critic_view(store: RunStoreProtocol, run_id: str) -> CriticView | None:
     """None when no screened-and-verified candidate has a critic verdict (e.g. random screening).
 
     Audits (candidates verified although the screener did not choose them) are listed apart: they are the
     unbiased sample of the critic's rejections.
     """
-    from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
-
     records = critic_records_from_store(store, run_id)
     if not records:
         return None

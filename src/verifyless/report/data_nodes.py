@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from verifyless.errors import StoreError
 from verifyless.node import Evidence
 from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
 from verifyless.screen.critic import finer_signal
+from verifyless.store.protocol import RunStoreProtocol
 
 # Evidence ``detail`` keys drawn by the rounds view; every other key is shown as generic text.
 _DRAWN_DETAIL = frozenset({"critiques", "sample_labels", "matches", "findings", "pilots"})
@@ -58,7 +60,7 @@ class GraphView:
     depth: int
 
 
-def graph_view(store: Any, run_id: str, final_id: str | None = None) -> GraphView:
+def graph_view(store: RunStoreProtocol, run_id: str, final_id: str | None = None) -> GraphView:
     """Every node, its primary edge and its reference edges, laid out as a tidy tree (leaf order by creation)."""
     rows = store.node_rows(run_id)
     ids = {r["node_id"] for r in rows}
@@ -166,7 +168,7 @@ class RoundView:
 _KNOWN_PAYLOAD = frozenset({"screener", "ranking", "chosen", "evidence", "seconds", "to_verify", "audited", "round"})
 
 
-def rounds_view(store: Any, run_id: str) -> list[RoundView]:
+def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
     """Every screening in commit order; ``pilot`` events of the same round are attached when the evidence has none."""
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     options = (store.run(run_id).config.get("screener") or {}).get("options") or {}
@@ -346,24 +348,22 @@ class NodeDetail:
     children: tuple[str, ...]
 
 
-def node_detail(store: Any, run_id: str, node_id: str) -> NodeDetail:
+def node_detail(store: RunStoreProtocol, run_id: str, node_id: str) -> NodeDetail:
     """The page of one node; ``StoreError`` if the run or node is unknown."""
-    from verifyless.errors import StoreError
-
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     if node_id not in rows:
         raise StoreError(f"no node {node_id!r} in run {run_id}")
     return _detail(store, run_id, node_id, rows, screenings_by_node(store, run_id, only=node_id))
 
 
-def node_details(store: Any, run_id: str) -> list[NodeDetail]:
+def node_details(store: RunStoreProtocol, run_id: str) -> list[NodeDetail]:
     """Every node's page in creation order, reading the nodes view and the screenings once (for the report)."""
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     screenings = screenings_by_node(store, run_id)
     return [_detail(store, run_id, nid, rows, screenings) for nid in rows]
 
 
-def screenings_by_node(store: Any, run_id: str, only: str | None = None) -> dict[str, Mapping[str, Any]]:
+def screenings_by_node(store: RunStoreProtocol, run_id: str, only: str | None = None) -> dict[str, Mapping[str, Any]]:
     """Node id -> payload of the first ``screening`` whose ranking holds it."""
     out: dict[str, Mapping[str, Any]] = {}
     for ev in store.events(run_id, kinds=["screening"]):
@@ -376,7 +376,7 @@ def screenings_by_node(store: Any, run_id: str, only: str | None = None) -> dict
 
 
 def _detail(
-    store: Any,
+    store: RunStoreProtocol,
     run_id: str,
     node_id: str,
     rows: Mapping[str, Mapping[str, Any]],
@@ -436,7 +436,7 @@ def _detail(
     )
 
 
-def _program(store: Any, row: Mapping[str, Any]) -> str:
+def _program(store: RunStoreProtocol, row: Mapping[str, Any]) -> str:
     digest = row.get("program_hash") or ""
     if not digest:
         return ""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.report import data, data_nodes, svg
+from verifyless.store.protocol import RunStoreProtocol
 
 
 def fmt(value: Any) -> str:
@@ -61,7 +62,7 @@ def version() -> str:
         return "dev"
 
 
-def run_views(store: Any, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
+def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
     """Everything the run page (report or dashboard) renders, as template variables."""
     f = data.final_view(store, run_id)
     curve = data.best_curve(store, run_id)
@@ -88,7 +89,7 @@ class ReportFiles:
     note: str = ""  # why figures are missing, if they are
 
 
-def write_report(store: Any, run_id: str, out_dir: str | Path, *, figures: bool = True) -> ReportFiles:
+def write_report(store: RunStoreProtocol, run_id: str, out_dir: str | Path, *, figures: bool = True) -> ReportFiles:
     """Write ``out_dir/report.html`` and (``figures``) ``out_dir/figures/*.png`` for one run (see module docstring)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

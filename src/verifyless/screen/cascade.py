@@ -28,10 +28,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import Field
+
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.screen.health import replies_detail
+from verifyless.screen.options import HealthOptions
+from verifyless.screen.ranking import route
 from verifyless.screen.tournament import PairwiseRPM
 
 
@@ -39,7 +43,7 @@ def confident_lose(evidence: Evidence, threshold: float) -> bool:
     """Lose is the critic's largest vote and its uncertainty is below the routing threshold."""
     votes = evidence.votes or {}
     lose = votes.get("lose", 0.0)
-    return lose > 0 and lose >= max(votes.values()) and evidence.uncertainty < threshold - 1e-9
+    return lose > 0 and lose >= max(votes.values()) and not route(evidence.uncertainty, threshold)
 
 
 def _tokens(screening: Screening | None) -> int:
@@ -58,6 +62,19 @@ def _merge_replies(*evidence: Evidence | None) -> dict[str, Any]:
         str(failing[0].get("expected", "")),
         [str(r["example"]) for r in failing if r.get("example")],
     )
+
+
+class CascadeOptions(HealthOptions):
+    """Options of screener ``cascade`` (``CriticThenJudge``)."""
+
+    m: int = Field(4, ge=1, description="candidates the critic passes on to the tournament")
+    drop_confident_lose: bool = Field(
+        True,
+        description="never pass on a candidate the critic confidently calls "
+        "Lose (lose is its top vote and u < engine.uncertainty_threshold)",
+    )
+    critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
+    tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
 
 
 class CriticThenJudge:

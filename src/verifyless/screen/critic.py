@@ -61,13 +61,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from verifyless.metrics.critic import routes, vote_shares, vote_uncertainty
+from pydantic import Field
+
+from verifyless.metrics.critic import vote_shares, vote_uncertainty
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.health import replies_detail
+from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import (
     final_json,
@@ -77,6 +80,8 @@ from verifyless.screen.prompting import (
     split_value,
     tag_values,
 )
+from verifyless.screen.ranking import order_by_value, route
+from verifyless.screen.tournament import PairwiseRPM
 
 # Index = rank value used for averaging (Lose=0 ... BigWin=4).
 LABELS: tuple[str, ...] = ("Lose", "Tie", "SmallWin", "MediumWin", "BigWin")
@@ -115,8 +120,6 @@ _TIER_WORDS = {
     "n.a": "na",
     "none": "na",
 }
-
-# With this many spare digits, u >= T is not flipped by float rounding (1 - 12/16 is exact, 1 - 0.7 is not).
 
 
 @dataclass(frozen=True)
@@ -193,11 +196,6 @@ def parse_verdict(text: str) -> Verdict | None:
     return _verdict(_word_and_reason(word), _word_and_reason(tier) if tier is not None else None)
 
 
-def route(evidence: Evidence, threshold: float = 0.25) -> bool:
-    """True when the critic is too unsure: ``u(a) >= T`` sends the candidate to real verification."""
-    return routes(evidence.uncertainty, threshold)
-
-
 def evidence_from_critiques(
     candidate_id: str,
     critiques: Sequence[str],
@@ -226,7 +224,7 @@ def evidence_from_critiques(
         "critiques": list(critiques),
         "sample_labels": [v.label if v else None for v in verdicts],
         "n_invalid": n_invalid,
-        "uncertain": routes(uncertainty, threshold),
+        "uncertain": route(uncertainty, threshold),
         "route_threshold": threshold,
         "replies": replies_detail(
             len(valid), k, EXPECTED, (c for c, v in zip(critiques, verdicts, strict=False) if v is None)
@@ -245,12 +243,6 @@ def evidence_from_critiques(
         n_invalid=n_invalid,
         detail=detail,
     )
-
-
-def order_by_value(values: Mapping[str, float], ids: Sequence[str], rng) -> list[str]:
-    """Ids sorted by value, highest first; equal values in an order drawn from ``rng``."""
-    keys = {cid: rng.random() for cid in ids}  # drawn in input order: reproducible for a seed
-    return sorted(ids, key=lambda cid: (-values[cid], keys[cid]))
 
 
 # ------------------------------------------------------------------ tie-breaking
@@ -343,16 +335,45 @@ def group_that_fits(n: int, match_tokens: int, budget: int) -> int:
     return max(0, min(n, 1 + budget // match_tokens))
 
 
+# The paper's sampling: k critiques per candidate at this temperature (the one place these defaults are written).
+K = 16
+TEMPERATURE = 0.7
+
+
+class CriticOptions(LLMOptions):
+    """Options of screener ``critic`` (``PointwiseCritic``)."""
+
+    k: int = Field(K, ge=1, description=f"critiques sampled per candidate (paper: {K})")
+    temperature: float | None = Field(
+        TEMPERATURE, ge=0.0, le=2.0, description=f"critique sampling temperature (paper: {TEMPERATURE})"
+    )
+    samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
+    prompt: str = Field("critic", description="prompt template name under roles/prompts/")
+    prompt_file: str | None = Field(
+        None, description="prompt template file (e.g. written by `verifyless tune screener`); overrides prompt"
+    )
+    tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
+        "auto",
+        description="order of equal mean ranks: auto (label probabilities where present, else tier "
+        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)",
+    )
+    tie_break_model: str | None = Field(
+        None,
+        description="model key judging pairwise tie-breaks (default: 'judge' if configured, else the critic's model)",
+    )
+    tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
+
+
 class PointwiseCritic:
     """Rank candidates by the mean five-way label of k sampled critiques.
 
     ``k`` critiques per candidate (paper: 16 at temperature 0.7) are requested
     as ``n=k`` in one request, or in chunks of ``samples_per_request`` with
     increasing ``sample_offset``; all candidates run concurrently. The top
-    ``n_verify`` (this object's, else ``ctx.n_verify``) are chosen; with
-    ``verify_uncertain`` every candidate whose ``u >= route_threshold`` is
-    chosen too (after the top ones, in ranking order), including candidates
-    for which no critique parsed.
+    ``n_verify`` (this object's, else ``ctx.n_verify``) are chosen. Evidence
+    with ``u >= route_threshold`` (the engine's ``engine.uncertainty_threshold``
+    when built from config) is marked ``uncertain``; sending it to verification
+    is the engine's one routing switch, ``engine.verify_uncertain``.
 
     ``tie_break`` orders candidates with equal mean rank (``order_by_evidence``);
     ``pairwise`` additionally plays a knockout among the candidates tied for
@@ -373,10 +394,9 @@ class PointwiseCritic:
     def __init__(
         self,
         model: Model,
-        k: int = 16,
-        temperature: float = 0.7,
+        k: int = K,
+        temperature: float = TEMPERATURE,
         route_threshold: float = 0.25,
-        verify_uncertain: bool = False,
         n_verify: int | None = None,
         *,
         samples_per_request: int | None = None,
@@ -399,7 +419,6 @@ class PointwiseCritic:
         self.k = k
         self.temperature = temperature
         self.route_threshold = route_threshold
-        self.verify_uncertain = verify_uncertain
         self.n_verify = n_verify
         self.samples_per_request = samples_per_request
         self.max_tokens = max_tokens
@@ -414,7 +433,7 @@ class PointwiseCritic:
         self.name = name
 
     def route(self, evidence: Evidence) -> bool:
-        return route(evidence, self.route_threshold)
+        return route(evidence.uncertainty, self.route_threshold)
 
     def messages(self, ctx: ScreenContext, candidate: Candidate):
         """The critic prompt for one candidate (public for inspection and replay)."""
@@ -484,8 +503,6 @@ class PointwiseCritic:
             ranking, evidence = await self._pairwise(ctx, candidates, evidence, ranking)
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         chosen = ranking[: max(0, n_verify)]
-        if self.verify_uncertain:
-            chosen += [cid for cid in ranking if cid not in chosen and self.route(evidence[cid])]
         return Screening(
             screener=self.name,
             ranking=tuple(ranking),
@@ -499,8 +516,6 @@ class PointwiseCritic:
     ) -> tuple[list[str], dict[str, Evidence]]:
         """Reorder the candidates tied for first by a knockout within ``tie_break_tokens``."""
         import dataclasses
-
-        from verifyless.screen.tournament import PairwiseRPM
 
         group = top_tied(evidence, ranking)
         if len(group) < 2:

@@ -28,15 +28,18 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from verifyless import prompts
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener
-from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import model_names, replies_detail
+from verifyless.screen.options import HealthOptions
 from verifyless.screen.prompting import format_context, metric_line, parse_choice
+from verifyless.screen.ranking import order_by_value
 from verifyless.screen.tournament import collect_context, describe
 
 
@@ -103,6 +106,32 @@ def member_replies(cid: str, runs: Sequence[tuple[int, int, Screening]]) -> tupl
 def _check_tie_break(tie_break: str) -> None:
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+
+
+class MembersOptions(HealthOptions):
+    """Options shared by ``ensemble`` (``MajorityVote``) and ``arbiter`` (``Arbiter``)."""
+
+    members: list[str | dict[str, Any]] = Field(
+        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs"
+    )
+    member: str = Field("tournament", description="screener built for each model key in members")
+    member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
+    rollouts: int = Field(3, ge=1, description="runs per member (paper: 3)")
+    tie_break: Literal["random", "position"] = Field(
+        "random", description="equal votes: random (the paper) or mean position first"
+    )
+
+
+class EnsembleOptions(MembersOptions):
+    pass
+
+
+class ArbiterOptions(MembersOptions):
+    model: str | None = Field(None, description="model key of the arbiter (default: 'arbiter', else 'default')")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="arbiter sampling temperature")
+    max_tokens: int | None = Field(None, ge=1, description="arbiter reply length cap")
+    context_nodes: int | None = Field(None, ge=0, description="cap on context nodes shown to the arbiter")
+    context_tokens: int | None = Field(8000, ge=0, description="token budget for the arbiter's context nodes")
 
 
 class MajorityVote:

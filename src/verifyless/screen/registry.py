@@ -18,8 +18,8 @@ Every LLM screener also takes the reply-health options ``min_parse_rate`` and
 ``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
-``random``, ``oracle``, plus ``surrogate`` and ``agentic``, whose modules are
-imported only when asked for (they carry heavier dependencies).
+``random``, ``oracle``, ``surrogate``, ``agentic``, ``critic-ttl`` and ``critic-probs``
+(their heavy dependencies, scikit-learn and torch, are imported only when one is built).
 
 Ensemble and arbiter members: ``options["members"]`` is a list whose entries
 are either a model key (built as ``options["member"]``, default
@@ -35,119 +35,34 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
+from verifyless.screen.agentic import AgenticRPM
 from verifyless.screen.base import Screener
+from verifyless.screen.baselines import OracleScreener, RandomScreener
+from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
+from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
 from verifyless.screen.health import ReplyHealth, model_names
+from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
+from verifyless.screen.probcritic import LabelProbCritic
+from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
+from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
 
 ScreenerFactory = Callable[..., Screener]
 
 
-# ------------------------------------------------------------------ typed options
-
-
-class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BaseOptions(_Options):
-    n_verify: int | None = Field(
-        None, ge=0, description="how many of the ranking to verify (default: the engine's engine.verify_per_expansion)"
-    )
-    name: str | None = Field(None, description="the name recorded in screening events (default: the screener name)")
-
-
-class HealthOptions(BaseOptions):
-    min_parse_rate: float = Field(0.5, ge=0.0, le=1.0, description="warn when fewer of a screening's replies parse")
-    max_unparsed_screenings: int = Field(
-        3, ge=1, description="stop the run (exit code 8) after this many screenings in a row in which no reply parsed"
-    )
-
-
-class LLMOptions(HealthOptions):
-    model: str | None = Field(
-        None, description="key in roles.models of the model to use (default: the screener's role key, else 'default')"
-    )
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature (None: the model's)")
-    max_tokens: int | None = Field(None, ge=1, description="reply length cap per call (None: the model's)")
-
-
-class CriticOptions(LLMOptions):
-    k: int = Field(16, ge=1, description="critiques sampled per candidate (paper: 16)")
-    temperature: float | None = Field(0.7, ge=0.0, le=2.0, description="critique sampling temperature (paper: 0.7)")
-    route_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T: u >= T marks a candidate uncertain")
-    verify_uncertain: bool = Field(False, description="also verify every candidate with u >= route_threshold")
-    samples_per_request: int | None = Field(None, ge=1, description="split the k samples into requests of this n")
-    prompt: str = Field("critic", description="prompt template name under prompts/screen/")
-    prompt_file: str | None = Field(
-        None, description="prompt template file (e.g. written by `verifyless tune screener`); overrides prompt"
-    )
-    tie_break: Literal["auto", "none", "votes", "probs", "pairwise"] = Field(
-        "auto",
-        description="order of equal mean ranks: auto (label probabilities where present, else tier "
-        "shares), none (random, the paper's plain mean rank), votes, probs, pairwise (a knockout among the tied)",
-    )
-    tie_break_model: str | None = Field(
-        None,
-        description="model key judging pairwise tie-breaks (default: 'judge' if configured, else the critic's model)",
-    )
-    tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
-
-
-class TournamentOptions(LLMOptions):
-    context_nodes: int | None = Field(
-        None, ge=0, description="cap on context nodes K (None: as many as fit context_tokens)"
-    )
-    context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
-    both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
-    show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
-    prompt_file: str | None = Field(
-        None, description="judge prompt template file (e.g. written by `verifyless tune screener`)"
-    )
-
-
-class MembersOptions(HealthOptions):
-    members: list[str | dict[str, Any]] = Field(
-        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs"
-    )
-    member: str = Field("tournament", description="screener built for each model key in members")
-    member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
-    rollouts: int = Field(3, ge=1, description="runs per member (paper: 3)")
-    tie_break: Literal["random", "position"] = Field(
-        "random", description="equal votes: random (the paper) or mean position first"
-    )
-
-
-class EnsembleOptions(MembersOptions):
-    pass
-
-
-class ArbiterOptions(MembersOptions):
-    model: str | None = Field(None, description="model key of the arbiter (default: 'arbiter', else 'default')")
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="arbiter sampling temperature")
-    max_tokens: int | None = Field(None, ge=1, description="arbiter reply length cap")
-    context_nodes: int | None = Field(None, ge=0, description="cap on context nodes shown to the arbiter")
-    context_tokens: int | None = Field(8000, ge=0, description="token budget for the arbiter's context nodes")
-
-
-class CascadeOptions(HealthOptions):
-    m: int = Field(4, ge=1, description="candidates the critic passes on to the tournament")
-    drop_confident_lose: bool = Field(
-        True,
-        description="never pass on a candidate the critic confidently calls "
-        "Lose (lose is its top vote and u < route_threshold)",
-    )
-    critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
-    tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
+# ------------------------------------------------------------------ typed options (the rest sit beside their screeners)
 
 
 class RandomOptions(BaseOptions):
     pass
 
 
-class OracleOptions(_Options):
+class OracleOptions(StrictOptions):
     name: str | None = Field(None, description="the name recorded in screening events")
 
 
@@ -163,7 +78,7 @@ def _plain(annotation: Any) -> bool:
     return annotation in _PLAIN
 
 
-def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = _Options) -> type[BaseModel]:
+def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = StrictOptions) -> type[BaseModel]:
     """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
     rest (mappings, objects) accept any value and leave checking to the constructor."""
     init = typing.cast(Any, cls).__init__
@@ -181,8 +96,18 @@ def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseMode
     return create_model(f"{cls.__name__}Options", __base__=base, **fields)
 
 
+# Options that moved: one routing switch for every screener, the engine's.
+REMOVED = {
+    "verify_uncertain": "routing has one switch now: set engine.verify_uncertain=true instead",
+    "route_threshold": "the uncertainty threshold is the engine's now: set engine.uncertainty_threshold instead",
+}
+
+
 def validate_options(screener: str, schema: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:
     """``options`` checked against ``schema``; a ``ConfigError`` naming each bad option and its fix."""
+    for key, replacement in REMOVED.items():
+        if key in options:
+            raise ConfigError(f"screener.options.{key} was removed; {replacement} (see docs/configuration.md)")
     try:
         return schema.model_validate(dict(options))
     except ValidationError as exc:
@@ -248,21 +173,17 @@ def _construct(cls: Callable[..., Screener], screener: str, *args: Any, **option
         raise ConfigError(f"bad options for screener {screener!r}: {exc}; see docs/design/screening.md") from exc
 
 
-def _critic(models, opts: CriticOptions, **_):
-    from verifyless.screen.critic import PointwiseCritic
-
+def _critic(models, opts: CriticOptions, *, threshold: float = 0.25, **_):
     judge = None
     if opts.tie_break_model:
         judge = _pick_model(models, opts.tie_break_model, "judge", "critic")
     elif opts.tie_break == "pairwise":
         judge = models.get("judge")
     model = _pick_model(models, opts.model, "critic", "critic")
-    return _construct(PointwiseCritic, "critic", model, judge=judge, **_kwargs(opts))
+    return _construct(PointwiseCritic, "critic", model, judge=judge, route_threshold=threshold, **_kwargs(opts))
 
 
 def _tournament(models, opts: TournamentOptions, **_):
-    from verifyless.screen.tournament import PairwiseRPM
-
     model = _pick_model(models, opts.model, "judge", "tournament")
     return _construct(PairwiseRPM, "tournament", model, **_kwargs(opts))
 
@@ -285,23 +206,17 @@ def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Scree
 
 
 def _ensemble(models, opts: EnsembleOptions, **extra):
-    from verifyless.screen.ensemble import MajorityVote
-
     members = _members(models, opts, "ensemble", **extra)
     return _construct(MajorityVote, "ensemble", members, **_kwargs(opts))
 
 
 def _arbiter(models, opts: ArbiterOptions, **extra):
-    from verifyless.screen.ensemble import Arbiter
-
     members = _members(models, opts, "arbiter", **extra)
     model = _pick_model(models, opts.model, "arbiter", "arbiter")
     return _construct(Arbiter, "arbiter", model, members, **_kwargs(opts))
 
 
 def _cascade(models, opts: CascadeOptions, **extra):
-    from verifyless.screen.cascade import CriticThenJudge
-
     stages = []
     for stage, options in (("critic", opts.critic), ("tournament", opts.tournament)):
         try:
@@ -316,20 +231,14 @@ def _cascade(models, opts: CascadeOptions, **extra):
 
 
 def _random(models, opts: RandomOptions, **_):
-    from verifyless.screen.baselines import RandomScreener
-
     return _construct(RandomScreener, "random", **_kwargs(opts))
 
 
 def _oracle(models, opts: OracleOptions, **_):
-    from verifyless.screen.baselines import OracleScreener
-
     return _construct(OracleScreener, "oracle", **_kwargs(opts))
 
 
 def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
-    from verifyless.screen.surrogate import SurrogateScreener
-
     # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
     # the previous behaviour.
     return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
@@ -340,15 +249,12 @@ def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
         raise ConfigError(
             "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
         )
-    from verifyless.screen.agentic import AgenticRPM
 
     model = _pick_model(models, getattr(opts, "model", None), "judge", "agentic")
     return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
 
 
 def _surrogate_options() -> type[BaseModel]:
-    from verifyless.screen.surrogate import SurrogateScreener
-
     return options_from_signature(SurrogateScreener, skip=("seed",))
 
 
@@ -357,40 +263,42 @@ class _AgenticBase(HealthOptions):
 
 
 def _agentic_options() -> type[BaseModel]:
-    from verifyless.screen.agentic import AgenticRPM
-
     skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify")
     return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
 
 
-class _LocalCriticBase(HealthOptions):
-    model: str | None = Field(None, description="key in roles.models of the local critic (provider: local)")
-
-
-def _critic_ttl(models, opts: BaseModel, *, seed: int = 0, task: Any = None, **_):
-    from verifyless.train.ttl import TestTimeCritic
-
+def _critic_ttl(
+    models, opts: BaseModel, *, seed: int = 0, task: Any = None, learner: Any = None, threshold: float = 0.25, **_
+):
+    if learner is None:
+        raise ConfigError(
+            "screener 'critic-ttl' learns with torch and needs its learner: build it through verifyless.wiring "
+            "(or pass learner=verifyless.train.ttl_learner.LoRALearner to build_screener)"
+        )
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
-    return _construct(TestTimeCritic, "critic-ttl", model, task=task, **{"seed": seed, **_kwargs(opts, only_set=True)})
+    options = _kwargs(opts)
+    learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
+    learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
+    options["seed"] = seed if options["seed"] is None else options["seed"]
+    try:
+        built = learner(model, **learner_options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad options for screener 'critic-ttl': {exc}; see docs/design/screening.md") from exc
+    return _construct(TestTimeCritic, "critic-ttl", model, built, task=task, route_threshold=threshold, **options)
 
 
-def _critic_probs(models, opts: BaseModel, **_):
-    from verifyless.train.probcritic import LabelProbCritic
-
+def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):
     model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-probs")
-    return _construct(LabelProbCritic, "critic-probs", model, **_kwargs(opts, only_set=True))
+    options = _kwargs(opts, only_set=True)
+    return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
 
 def _critic_ttl_options() -> type[BaseModel]:
-    from verifyless.train.ttl import TestTimeCritic
-
-    return options_from_signature(TestTimeCritic, skip=("model", "task"), base=_LocalCriticBase)
+    return TestTimeCriticOptions
 
 
 def _critic_probs_options() -> type[BaseModel]:
-    from verifyless.train.probcritic import LabelProbCritic
-
-    return options_from_signature(LabelProbCritic, skip=("model",), base=_LocalCriticBase)
+    return options_from_signature(LabelProbCritic, skip=("model", "route_threshold"), base=LocalCriticOptions)
 
 
 # name -> (factory, options model or a function returning one, imported lazily)
@@ -404,8 +312,8 @@ SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "oracle": (_oracle, OracleOptions),
     "surrogate": (_surrogate, _surrogate_options),
     "agentic": (_agentic, _agentic_options),
-    "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (train/ttl.py)
-    "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (train/probcritic.py)
+    "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (screen/ttl.py)
+    "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (screen/probcritic.py)
 }
 
 
@@ -425,17 +333,24 @@ def build_screener(
     sandbox: Any = None,
     seed: int = 0,
     task: Any = None,
+    learner: Any = None,
+    threshold: float = 0.25,
 ) -> Screener:
     """The screener registered as ``name``, built from ``models`` and validated ``options`` (not mutated).
 
-    ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator) and ``task``
-    are handed to every factory, which uses what it needs; the LLM screeners
-    read the task from ``ScreenContext`` at screening time instead. The
-    returned screener carries ``.health``, its ``ReplyHealth`` tracker.
+    ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator, test-time learning), ``task`` and
+    ``learner`` (the factory of ``critic-ttl``'s torch learner, ``screen/ttl.AdapterLearner``, injected
+    by the composition root so this layer never imports ``train/``) and ``threshold`` (the engine's
+    ``engine.uncertainty_threshold``, with which the critics mark evidence ``uncertain``) are handed to
+    every factory, which uses what it needs; the LLM screeners read the task from ``ScreenContext`` at
+    screening time instead. The returned screener carries ``.health``, its ``ReplyHealth`` tracker.
+    ``screener.options.verify_uncertain`` / ``route_threshold`` are a ``ConfigError`` naming the
+    engine's switch that replaced them (``REMOVED``).
     """
     schema = options_model(name)
     opts = validate_options(name, schema, options or {})
-    screener = SCREENERS[name][0](models, opts, sandbox=sandbox, seed=seed, task=task)
+    extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
+    screener = SCREENERS[name][0](models, opts, **extra)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]
         str(getattr(screener, "name", name)),
         ", ".join(model_names(screener)),

@@ -27,14 +27,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import Field
+
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.prompts import Template, load_template, messages
 from verifyless.screen.base import ContextNode, ScreenContext
-from verifyless.screen.critic import order_by_value
 from verifyless.screen.health import replies_detail
+from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice
+from verifyless.screen.ranking import order_by_value
 
 EXPECTED = "[CHOICE] A or [CHOICE] B"
 CHARS_PER_TOKEN = 4  # the estimate used for context budgets (no tokenizer is loaded)
@@ -130,6 +133,20 @@ class Match:
             "winner": self.winner,
             "decided_by": self.decided_by,
         }
+
+
+class TournamentOptions(LLMOptions):
+    """Options of screener ``tournament`` (``PairwiseRPM``)."""
+
+    context_nodes: int | None = Field(
+        None, ge=0, description="cap on context nodes K (None: as many as fit context_tokens)"
+    )
+    context_tokens: int | None = Field(24000, ge=0, description="token budget for context nodes shown in each match")
+    both_orders: bool = Field(True, description="ask every match in both presentation orders (cancels position bias)")
+    show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or as summaries")
+    prompt_file: str | None = Field(
+        None, description="judge prompt template file (e.g. written by `verifyless tune screener`)"
+    )
 
 
 class PairwiseRPM:

@@ -29,9 +29,15 @@ def build_strategy(name: str, options: Mapping[str, Any] | None, rng: random.Ran
     unknown option keys (naming them and the valid keys), and for invalid values.
     Resume: build with an identically seeded ``rng`` and tell every stored node.
     """
+    config = validate_options(name, options)
+    return STRATEGIES[name][1](rng, config)
+
+
+def validate_options(name: str, options: Mapping[str, Any] | None) -> Any:
+    """Strategy ``name``'s config dataclass from ``options`` (what the configuration checks when it loads)."""
     if name not in STRATEGIES:
         raise ConfigError(f"unknown search strategy {name!r}; choose one of: {', '.join(sorted(STRATEGIES))}")
-    config_cls, strategy_cls = STRATEGIES[name]
+    config_cls = STRATEGIES[name][0]
     options = dict(options or {})
     valid = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(set(options) - set(valid))
@@ -41,10 +47,9 @@ def build_strategy(name: str, options: Mapping[str, Any] | None, rng: random.Ran
             f"valid options are: {', '.join(valid)}"
         )
     try:
-        config = config_cls(**options)
-    except TypeError as exc:  # e.g. a list where a number was expected
-        raise ConfigError(f"invalid options for search strategy {name!r}: {exc}") from exc
-    return strategy_cls(rng, config)
+        return config_cls(**options)
+    except (TypeError, ValueError) as exc:  # e.g. a list where a number was expected, a value out of range
+        raise ConfigError(f"invalid options for search strategy {name!r}: {exc}; fix strategy.options") from None
 
 
 def strategy_defaults(name: str) -> dict[str, Any]:

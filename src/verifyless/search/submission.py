@@ -36,6 +36,7 @@ from verifyless.node import Status
 from verifyless.sandbox.base import Sandbox
 from verifyless.search.base import SearchView
 from verifyless.task.base import Task
+from verifyless.verify import _run_scorer, check_metrics, split_metrics, verify
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,6 @@ def ensemble_submission(
     workspace_root: Path | None = None,
 ) -> EnsembleSubmission:
     """Re-run ``members`` (``(node id, program)``), average the declared outputs, score once (see module doc)."""
-    from verifyless.verify import verify
-
     if task.ensemble is None:
         raise ValueError(f"task {task.name!r} declares no 'ensemble' in its task.yaml; nothing to combine")
     started = time.monotonic()
@@ -126,8 +125,6 @@ def ensemble_submission(
 def _combine_and_score(
     task: Task, ids: tuple[str, ...], outs: list[Path], runs: list[dict[str, Any]], ws: Path, started: float
 ) -> EnsembleSubmission:
-    from verifyless.verify import _run_scorer, check_metrics, split_metrics
-
     assert task.ensemble is not None
     (ws / "out").mkdir(parents=True)
     shutil.copytree(outs[0] / "public", ws / "public")

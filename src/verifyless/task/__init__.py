@@ -6,6 +6,7 @@ directory, keeping errors as values; ``builtin_tasks_dir()`` is where the
 shipped tasks live. See ``docs/design/task-format.md``.
 """
 
+from verifyless.task import loader
 from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Limits, Metric, Task
 
 # The loader imports verifyless.program, which imports task.base; loading it
@@ -15,8 +16,6 @@ _LOADER_NAMES = ("InvalidTask", "builtin_tasks_dir", "discover_tasks", "load_tas
 
 def __getattr__(name: str):
     if name in _LOADER_NAMES:
-        from verifyless.task import loader
-
         return getattr(loader, name)
     raise AttributeError(f"module 'verifyless.task' has no attribute {name!r}")
 

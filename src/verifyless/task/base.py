@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from verifyless.program import Band
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -49,19 +51,6 @@ class Anchors:
     reference: float | None = None  # the baseline program's score (normalises to 0.5)
     bound: float | None = None  # best achievable / optimum (normalises to 1)
     sota: float | None = None
-
-
-@dataclass(frozen=True)
-class Band:
-    """Where the editable region lives in the program file.
-
-    Either marker comments (``start_marker`` / ``end_marker``, the lines strictly
-    between them are editable) or explicit 1-based inclusive ``lines``.
-    """
-
-    start_marker: str | None = "# EVOLVE-BLOCK-START"
-    end_marker: str | None = "# EVOLVE-BLOCK-END"
-    lines: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import resolve_device, resolve_dtype, resolve_source
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,6 @@ def load_base(base: str, *, device: str = "auto", dtype: str = "auto") -> tuple[
     """(tokenizer, model, resolved source) for a base model name, folder or cached hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from verifyless.model.local import resolve_device, resolve_dtype, resolve_source
-
     where = resolve_source(base)
     device = resolve_device(device)
     try:
@@ -63,8 +62,6 @@ def report_to() -> list[str]:
 
 def trainer_args(settings: Any, out: Path) -> dict[str, Any]:
     """TrainingArguments fields shared by SFT and GRPO."""
-    from verifyless.model.local import resolve_device, resolve_dtype
-
     device = resolve_device(settings.device)
     bf16 = str(resolve_dtype(settings.dtype, device)).endswith("bfloat16")
     return dict(

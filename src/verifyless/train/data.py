@@ -21,6 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import chat_prompt, encode
+from verifyless.node import Candidate, Idea, Operator
+from verifyless.roles.base import ParentInfo, TaskBrief
+from verifyless.screen.base import ScreenContext
+from verifyless.screen.critic import PointwiseCritic
 
 KEYWORDS: Mapping[str, str] = {"improve": "ensemble", "tie": "rename", "lose": "delete"}
 _TIERS = ("small", "medium", "big")
@@ -64,11 +69,6 @@ def messages_for(row: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
     import types
-
-    from verifyless.node import Candidate, Idea, Operator
-    from verifyless.roles.base import ParentInfo, TaskBrief
-    from verifyless.screen.base import ScreenContext
-    from verifyless.screen.critic import PointwiseCritic
 
     metric = types.SimpleNamespace(
         name="score", direction="maximize" if row.get("higher_is_better", True) else "minimize"
@@ -217,8 +217,6 @@ def keyword_dataset(
 
 
 def prompt_lengths(tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> list[int]:
-    from verifyless.model.local import chat_prompt, encode
-
     return [len(encode(tokenizer, chat_prompt(tokenizer, messages_for(r)))) for r in rows]
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.screen.critic import parse_verdict
 from verifyless.train.common import (
     TrainResult,
     adapter_folder,
@@ -44,8 +45,6 @@ def completion_text(completion: Any) -> str:
 
 def verdict_reward(completions: Sequence[Any], label3: Sequence[str], **_: Any) -> list[float]:
     """+1 when the parsed three-way verdict matches ``label3``, else -1 (unparseable: -1)."""
-    from verifyless.screen.critic import parse_verdict
-
     rewards = []
     for completion, label in zip(completions, label3, strict=False):
         verdict = parse_verdict(completion_text(completion))

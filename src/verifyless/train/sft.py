@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import chat_prompt, encode
 from verifyless.train.common import (
     TrainResult,
     callbacks,
@@ -34,8 +35,6 @@ log = logging.getLogger(__name__)
 def sft_examples(rows: Any, tokenizer: Any, settings: SFTSettings) -> Any:
     """A ``Dataset`` of {prompt: messages, completion: [assistant critique]} for rows with a critique."""
     from datasets import Dataset
-
-    from verifyless.model.local import chat_prompt, encode
 
     examples = []
     for row in rows:

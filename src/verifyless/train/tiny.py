@@ -23,6 +23,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.model.local import chat_prompt, encode
+from verifyless.train.data import critique_text, keyword_rows, messages_for
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -47,7 +50,6 @@ def _corpus() -> list[str]:
     lines = [system, user, *_VERDICT_LINES]
     lines += ["The child adds dropout. The child uses a larger learning rate. The parent is a linear model."] * 3
     lines += ["Criterion 1: capacity. Criterion 2: regularisation. weight high medium low because"] * 3
-    from verifyless.train.data import critique_text
 
     lines += [critique_text(label, tier) for label in ("improve", "tie", "lose") for tier in ("small", "medium", "big")]
     return lines * 4
@@ -95,9 +97,6 @@ def teach_format(
     not which verdict follows from it.
     """
     import random
-
-    from verifyless.model.local import chat_prompt, encode
-    from verifyless.train.data import keyword_rows, messages_for
 
     rows = keyword_rows(32, random.Random(seed), split_name="format", critique_labels="random", name_keyword=reads)
     pairs = [

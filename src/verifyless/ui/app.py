@@ -38,6 +38,7 @@ from urllib.parse import quote
 
 from verifyless.errors import StoreError
 from verifyless.report import data, data_calls, data_nodes, data_series, svg
+from verifyless.report.reader import open_readonly
 from verifyless.report.render import environment as render_environment
 from verifyless.report.render import fmt, run_views, version
 from verifyless.ui.highlight import python_spans
@@ -55,8 +56,6 @@ class StoreHolder:
     def get(self) -> Any:
         with self.lock:
             if self._store is None:
-                from verifyless.report.reader import open_readonly
-
                 self._store = open_readonly(self.path)
             return self._store
 

@@ -29,8 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifyless.offline.compare import arm_score, probability_of_improvement
+from verifyless.task import load_task
 from verifyless.train.policy.contract import VerificationBudgetSpent
 from verifyless.train.policy.grpo_settings import PolicySettings
+from verifyless.train.policy.trainer import PolicyTrainer
+from verifyless.train.policy.wiring import build_rewarder
 
 log = logging.getLogger(__name__)
 
@@ -131,10 +135,6 @@ async def evaluate_proposers(
     on_run: Callable[[EvalRun], None] | None = None,
 ) -> EvalSummary:
     """Run both arms on every task and seed (see the module docstring); stores go under ``out``."""
-    from verifyless.task import load_task
-    from verifyless.train.policy.trainer import PolicyTrainer
-    from verifyless.train.policy.wiring import build_rewarder
-
     settings = settings or PolicySettings()
     out.mkdir(parents=True, exist_ok=True)
     runs: list[EvalRun] = []
@@ -161,8 +161,6 @@ async def evaluate_proposers(
 
 
 def summarise(runs: Sequence[EvalRun]) -> EvalSummary:
-    from verifyless.offline.compare import arm_score, probability_of_improvement
-
     def by_task(arm: str) -> dict[str, list[float]]:
         table: dict[str, list[float]] = {}
         for r in runs:

@@ -13,6 +13,8 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifyless.train.settings import settings_from
+
 
 class PolicySettings(BaseModel):
     """One policy GRPO run's optimiser, sampling and LoRA settings."""
@@ -46,8 +48,6 @@ class PolicySettings(BaseModel):
 
 def load_policy_settings(path: Path | None = None, **overrides: Any) -> PolicySettings:
     """Defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``."""
-    from verifyless.train.settings import settings_from
-
     return cast(PolicySettings, settings_from(PolicySettings, "policy", path, overrides))
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifyless.metrics.critic import routes
+from verifyless.screen.ranking import route
 from verifyless.train.policy.contract import StepStats
 
 Payload = Mapping[str, Any]
@@ -155,8 +155,8 @@ def audit_run(store: Any, run_id: str) -> Audit:
     for p in ideas:
         sources[str(p["source"])] = sources.get(str(p["source"]), 0) + 1
     judged = [p for p in ideas if p.get("uncertainty") is not None]
-    confident = [p for p in judged if not routes(float(p["uncertainty"]), threshold)]
-    routed = [p for p in judged if routes(float(p["uncertainty"]), threshold)]
+    confident = [p for p in judged if not route(float(p["uncertainty"]), threshold)]
+    routed = [p for p in judged if route(float(p["uncertainty"]), threshold)]
     return Audit(
         run_id=run_id,
         ideas=len(ideas),

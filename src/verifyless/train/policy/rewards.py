@@ -17,7 +17,7 @@ them. Every group starts at its task's baseline, verified once per run.
    -1 from ``invalid``;
 3. routing by mode: ``verify-all`` verifies; ``critic-only`` takes the
    critic's k-vote verdict; ``critic-in-loop`` takes the verdict when its
-   uncertainty ``u < T`` and verifies otherwise (``engine.routing.route``).
+   uncertainty ``u < T`` and verifies otherwise (``screen.ranking.route``).
    A critic-sourced reward is also verified with probability ``audit_rate``
    (charged; the reward stays the critic's, the outcome is stored for auditing);
 4. a verified child that fails for any reason but a timeout gets up to
@@ -55,15 +55,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from verifyless.child import ChildMaker
-from verifyless.engine.routing import route
 from verifyless.errors import ConfigError, TaskError
 from verifyless.ledger import candidate_from
 from verifyless.node import Candidate, Evidence, Idea, Operator, Status, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext
+from verifyless.roles.llm import LLMProposer
+from verifyless.roles.menu import idea_from_text, menu_text, parent_assignment
 from verifyless.screen.base import ScreenContext
+from verifyless.screen.ranking import route
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
-from verifyless.train.policy.ideas import audit_draw, critic_improves, idea_from_text, space_world, vote_counts
+from verifyless.train.policy.ideas import audit_draw, critic_improves, space_world, vote_counts
 from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_from, stats_from
 from verifyless.train.policy.metrics import step_stats
 from verifyless.train.policy.settings import RewardSettings
@@ -203,9 +205,6 @@ class PolicyRewarder:
         return [f"t{g % len(self.tasks)}-root" for g in range(self.settings.parents)]
 
     def _messages(self, task: Task, parent_id: str) -> tuple[dict[str, str], ...]:
-        from verifyless.roles.llm import LLMProposer
-        from verifyless.train.policy.ideas import menu_text, parent_assignment
-
         parent = self.ledger.parent_info(parent_id)
         system, user = LLMProposer(cast(Any, None)).render(ProposeContext(task=task, parent=parent))
         content = user.content

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.train.tiny import teacher_forcing_steps
+from verifyless.model.local import chat_prompt, encode
+from verifyless.train.tiny import build_tiny_tokenizer, teacher_forcing_steps
 
 
 def space_answers(task: Any) -> list[str]:
@@ -44,8 +45,6 @@ def teach_answers(
 ) -> list[float]:
     """Full-parameter steps on (random prompt -> random answer) transcripts; returns the losses."""
 
-    from verifyless.model.local import chat_prompt, encode
-
     rng = random.Random(seed)
     heads = [encode(tokenizer, chat_prompt(tokenizer, [dict(m) for m in p])) for p in prompts]
     tails = [encode(tokenizer, a) + [tokenizer.eos_token_id] for a in answers]
@@ -67,8 +66,6 @@ def build_tiny_policy_lm(
     """Build, teach and ``save_pretrained`` the tiny policy LM under ``directory``; returns the folder."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
-
-    from verifyless.train.tiny import build_tiny_tokenizer
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import LoadedLM, chat_prompt, encode, resolve_device, sample_texts
+from verifyless.train.common import load_base, lora_config
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, Rewarder, VerificationBudgetSpent
 from verifyless.train.policy.grpo_settings import PolicySettings
 from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms, token_logps
@@ -120,9 +122,6 @@ class PolicyTrainer:
         """The policy: ``adapter`` (trainable) or a fresh LoRA, plus the frozen ``init_adapter`` as KL reference."""
         import torch
         from peft import PeftModel, get_peft_model
-
-        from verifyless.model.local import LoadedLM, resolve_device
-        from verifyless.train.common import load_base, lora_config
 
         s = self.settings
         torch.manual_seed(s.seed)
@@ -235,8 +234,6 @@ class PolicyTrainer:
 
     # -- sampling --------------------------------------------------------------
     def _sample_all(self, prompts: Sequence[PolicyPrompt]) -> list[Group]:
-        from verifyless.model.local import chat_prompt, encode, sample_texts
-
         s, tok = self.settings, self.loaded.tokenizer
         self.model.eval()
         groups = []

@@ -1,7 +1,7 @@
 """``build_rewarder``: a ready ``PolicyRewarder`` from plain settings (what the trainer and its CLI call).
 
 Child-making roles are built the way the engine and the data commands build
-them (``verifyless.wiring``; same response cache in the store file, same LLM
+them (``verifyless.parts``; same response cache in the store file, same LLM
 call recorder charging tokens to the run). Without model specs the tasks'
 offline idea-space roles are used. The critic is a ``PointwiseCritic`` on
 ``critic`` (a model spec such as ``scripted:FILE``, ``openai:MODEL`` or
@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifyless.child import ChildMaker
+from verifyless.data.pipeline import collection_config
 from verifyless.errors import ConfigError
+from verifyless.executors.registry import build_executor
+from verifyless.model import build_model
+from verifyless.model.cache import ResponseCache
+from verifyless.parts import build_guards, build_models, build_roles, call_recorder
+from verifyless.screen.critic import PointwiseCritic
+from verifyless.store import RunStore
+from verifyless.task import load_task
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
 from verifyless.train.policy.verifying import LoopGate
@@ -78,8 +87,6 @@ def build_rewarder(
     data commands (``["SPEC", "implementer=SPEC2", "summarizer=SPEC3"]``);
     ``critic``: the critic's model spec.
     """
-    from verifyless.store import RunStore
-
     store = RunStore(store_path)
     try:
         return _build(store, Path(store_path), tasks, locals_of(locals()), config, resume)
@@ -103,11 +110,6 @@ def locals_of(values: Mapping[str, Any]) -> dict[str, Any]:
 def _build(
     store: Any, path: Path, tasks: Sequence[str], args: dict[str, Any], config: Path | None, resume: str | None
 ) -> BuiltRewarder:
-    from verifyless.data.pipeline import collection_config
-    from verifyless.executors.ray import build_executor
-    from verifyless.task import load_task
-    from verifyless.wiring import build_guards, build_models, build_roles
-
     run_id = None
     if resume is not None:
         run_id = store.resolve_run(resume)
@@ -137,8 +139,6 @@ def _build(
     llm = LoopGate(8)
     makers = {}
     for cfg, task in zip(cfgs, loaded, strict=True):
-        from verifyless.child import ChildMaker
-
         makers[task.name] = ChildMaker(
             task,
             build_roles(cfg, task, built),
@@ -150,7 +150,7 @@ def _build(
     first = cfgs[0]
     execu = build_executor(
         first.executor.name,
-        dict(first.executor.options),
+        first.executor.options.model_dump(exclude_unset=True),
         hide=[path.resolve().parent],
         capacity=first.engine.verify_concurrency,
     )
@@ -179,10 +179,6 @@ def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, 
                 "local:PATH), or use mode verify-all"
             )
         return None
-    from verifyless.model import build_model
-    from verifyless.model.cache import ResponseCache
-    from verifyless.screen.critic import PointwiseCritic
-    from verifyless.wiring import call_recorder
 
     model = build_model(spec, cache=ResponseCache(path), recorder=call_recorder(store, run_ref))
     return PointwiseCritic(model, k=settings.votes, route_threshold=settings.threshold)

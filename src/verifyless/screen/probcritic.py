@@ -33,7 +33,8 @@ from verifyless.errors import ConfigError
 from verifyless.model.scores import VERDICT_TAG, VERDICTS, find_verdict_scorer
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, order_by_value, parse_verdict
+from verifyless.screen.critic import TEMPERATURE, PointwiseCritic, parse_verdict
+from verifyless.screen.ranking import order_by_value, route
 
 
 def find_scorer(model: Any) -> Any:
@@ -73,7 +74,7 @@ def evidence_from_probs(
             "label_probs": votes,
             "scoring": "label-probs",
             "critiques": list(critiques),
-            "uncertain": uncertainty >= threshold - 1e-9,
+            "uncertain": route(uncertainty, threshold),
             "route_threshold": threshold,
             "tokens": tokens,
         },
@@ -87,9 +88,8 @@ class LabelProbCritic(PointwiseCritic):
         self,
         model: Any,
         reasoning_samples: int = 0,
-        temperature: float = 0.7,
+        temperature: float = TEMPERATURE,
         route_threshold: float = 0.25,
-        verify_uncertain: bool = False,
         n_verify: int | None = None,
         *,
         max_tokens: int | None = None,
@@ -103,7 +103,6 @@ class LabelProbCritic(PointwiseCritic):
             k=max(1, reasoning_samples),
             temperature=temperature,
             route_threshold=route_threshold,
-            verify_uncertain=verify_uncertain,
             n_verify=n_verify,
             max_tokens=max_tokens,
             prompt=prompt,
@@ -129,8 +128,6 @@ class LabelProbCritic(PointwiseCritic):
         ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         chosen = ranking[: max(0, n_verify)]
-        if self.verify_uncertain:
-            chosen += [cid for cid in ranking if cid not in chosen and self.route(evidence[cid])]
         return Screening(
             screener=self.name,
             ranking=tuple(ranking),

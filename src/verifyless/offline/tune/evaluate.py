@@ -10,7 +10,7 @@ Targets (a prompt template in, a score in [0, 1] out, plus the calls and
 tokens it cost, counted by ``CountingModel``):
 
 * ``CriticTarget``: the pointwise critic screens every row on its own (as the
-  critic benchmark does, ``data.benchmark.screen_rows``); the score is Dir-3,
+  critic benchmark does, ``offline.benchmark.screen_rows``); the score is Dir-3,
   three-way accuracy over *all* rows (a row whose critiques did not parse is
   wrong).
 * ``PairwiseTarget``: pairs of rows with the same parent whose children have
@@ -32,9 +32,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from verifyless.data.dataset import split_rows
+from verifyless.data.prompt import row_candidate, screen_context
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
+from verifyless.offline.benchmark import screen_rows
 from verifyless.prompts import Template, check_template, load_template
+from verifyless.screen.critic import MARKERS, PLACEHOLDERS
+from verifyless.screen.prompt_file import load_prompt_file
+from verifyless.screen.registry import build_screener
 
 Row = Mapping[str, Any]
 _RANK3 = {"lose": 0, "tie": 1, "improve": 2}
@@ -69,8 +75,6 @@ class Score:
 
 def dev_rows(splits: Mapping[str, Sequence[Row]], *, dev: str | None, fraction: float, seed: int) -> list[dict]:
     """The dev slice (see module docstring); ``ConfigError`` when it would be empty or touch ``bench``."""
-    from verifyless.data.dataset import split_rows
-
     if dev is not None:
         if dev == "bench":
             raise ConfigError("--dev bench is not allowed: the bench split reports the tuned prompt; use sft or grpo")
@@ -119,28 +123,19 @@ class CriticTarget:
 
     def baseline(self) -> Template:
         """The template the screener would use with these options (``prompt_file``, else ``prompt``)."""
-        from verifyless.screen.critic import MARKERS, PLACEHOLDERS
-        from verifyless.screen.prompt_file import load_prompt_file
-
         if self.options.get("prompt_file"):
             return load_prompt_file(str(self.options["prompt_file"]), "critic", PLACEHOLDERS, MARKERS)
         return load_template(f"screen/{self.options.get('prompt', 'critic')}")
 
     def screener(self, template: Template) -> Any:
-        from verifyless.screen.registry import build_screener
-
         critic = build_screener("critic", models={"default": self.model}, options=self.options)
         critic.template = template  # type: ignore[attr-defined]
         return critic
 
     def check(self, template: Template) -> None:
-        from verifyless.screen.critic import MARKERS, PLACEHOLDERS
-
         check_template(template, "the critic screener", PLACEHOLDERS, MARKERS)
 
     async def score(self, template: Template, rows: Sequence[Row]) -> Score:
-        from verifyless.data.benchmark import screen_rows
-
         before = self.model.spent()
         records, _ = await screen_rows(rows, self.screener(template), seed=self.seed)
         correct = sum(r.correct3 for r in records)
@@ -165,7 +160,6 @@ class PairwiseTarget:
 
     def baseline(self) -> Template:
         """The template the judge would use with these options (``prompt_file``, else ``pairwise``)."""
-        from verifyless.screen.prompt_file import load_prompt_file
         from verifyless.screen.tournament import MARKERS, PLACEHOLDERS
 
         if self.options.get("prompt_file"):
@@ -173,8 +167,6 @@ class PairwiseTarget:
         return load_template("screen/pairwise")
 
     def screener(self, template: Template) -> Any:
-        from verifyless.screen.registry import build_screener
-
         judge = build_screener("tournament", models={"default": self.model}, options=self.options)
         judge.template = template  # type: ignore[attr-defined]
         return judge
@@ -188,8 +180,6 @@ class PairwiseTarget:
         return outcome_pairs(rows, random.Random(f"{self.seed}:pairs"), self.max_pairs)
 
     async def score(self, template: Template, rows: Sequence[Row]) -> Score:
-        from verifyless.data.prompt import row_candidate, screen_context
-
         judge = self.screener(template)
         pairs = self.items(rows)
         before = self.model.spent()

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.offline.tune.doc import Edit, PromptDoc, Variant, load_variants, neighbours, section_order
+from verifyless.offline.tune.evaluate import Score, dev_rows
+from verifyless.offline.tune.writer import writer_variants
 from verifyless.prompts import Template
-from verifyless.screen.tune.doc import Edit, PromptDoc, Variant, load_variants, neighbours, section_order
-from verifyless.screen.tune.evaluate import Score, dev_rows
 
 log = logging.getLogger(__name__)
 ScoreFn = Callable[[Template], Awaitable[Score]]
@@ -227,8 +228,6 @@ async def tune_prompt(
     doc = PromptDoc.parse(baseline or target.baseline())
     variants = load_variants(target.template_name, doc)
     if writer is not None:
-        from verifyless.screen.tune.writer import writer_variants
-
         variants += await writer_variants(writer, doc, sorted({v.section for v in variants}), writer_n)
     before = target.model.spent()
 

@@ -7,3 +7,5 @@ pairwise accuracy for the tournament's judge); ``search`` runs the seeded
 hill climb and reports baseline vs tuned on dev and on the untouched bench
 split. See docs/design/screening.md, "Prompt tuning".
 """
+
+__all__: list[str] = []  # the modules are the interface

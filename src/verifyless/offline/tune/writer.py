@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 
 from verifyless.model.base import Model, ModelRequest
+from verifyless.offline.tune.doc import PromptDoc, Variant
 from verifyless.prompts import messages, placeholders, template_text
-from verifyless.screen.tune.doc import PromptDoc, Variant
 
 log = logging.getLogger(__name__)
 _BLOCK = re.compile(r"<section>\s*(.*?)\s*</section>", re.S | re.IGNORECASE)

@@ -1,0 +1,165 @@
+"""The run's parts that loops below the composition root share, built from a RunConfig.
+
+Models (each recorded and cached), the call recorder that stores ``llm_call`` events, the child-making
+roles and the guards. The engine's composition root (``wiring.build_engine``), data collection
+(``data/pipeline``) and policy rewards (``train/policy/wiring``) all build their parts here, so none of
+them imports another's assembly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from verifyless.config import RunConfig
+from verifyless.errors import ConfigError
+from verifyless.guards import Guards
+from verifyless.model import build_model
+from verifyless.model.cache import ResponseCache
+from verifyless.roles.llm import llm_roles
+from verifyless.roles.menu import MenuProposer
+from verifyless.roles.space import space_roles
+from verifyless.store import Charge, RunStoreProtocol
+from verifyless.task.base import Task
+
+CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
+SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter")  # asked for by screeners and the final selection
+
+
+def model_keys_used(cfg: RunConfig) -> set[str]:
+    """Every ``roles.models`` key something in this run may ask for.
+
+    The child-making roles, ``default``, the screening roles (``critic``,
+    ``judge``, ``arbiter``) and any key named in the screener's options (a
+    ``model`` option or an ensemble's ``members``, nested specs included).
+    """
+    used = {"default", *CHILD_ROLE_KEYS, *SCREEN_ROLE_KEYS}
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and key in ("model", "members"):
+            used.add(value)
+
+    walk(cfg.screener.options.model_dump(exclude_unset=True))
+    return used
+
+
+def check_model_keys(cfg: RunConfig) -> None:
+    """A ``roles.models`` key nothing asks for is a ConfigError naming it (usually a typo)."""
+    unused = sorted(set(cfg.roles.models) - model_keys_used(cfg))
+    if unused:
+        raise ConfigError(
+            f"roles.models has keys nothing in this run uses: {unused}; use default, "
+            f"{', '.join(CHILD_ROLE_KEYS + SCREEN_ROLE_KEYS)} or a key named in the screener's 'model'/'members' "
+            "options"
+        )
+
+
+def build_models(
+    cfg: RunConfig, store: RunStoreProtocol, run_ref: dict[str, str | None], *, replay: bool = False
+) -> dict[str, Any]:
+    """One model per ``roles.models`` key, each ``RecordedModel(CachedModel(provider))``.
+
+    Every call, cache hits included (``cached: true``, charged nothing), is
+    stored as an ``llm_call`` event once ``run_ref["run_id"]`` is filled (the
+    first LLM call is the brief, after the run is created). Identical specs
+    share one model (and its endpoint limits).
+    """
+    check_model_keys(cfg)
+    specs = dict(cfg.roles.models)
+    if "default" not in specs:
+        if cfg.roles.kind == "llm":
+            if os.environ.get("VERIFYLESS_BASE_URL") or os.environ.get("VERIFYLESS_MODEL"):
+                specs["default"] = "env"
+            else:
+                raise ConfigError(
+                    "roles.kind=llm needs a model: set roles.models.default (e.g. scripted:FILE or openai:MODEL) "
+                    "or the environment variables VERIFYLESS_BASE_URL, VERIFYLESS_API_KEY, VERIFYLESS_MODEL"
+                )
+        elif not specs:
+            return {}
+    cache = ResponseCache(Path(cfg.store))
+    recorder = call_recorder(store, run_ref)
+    models: dict[str, Any] = {}
+    built: dict[str, Any] = {}
+    for role, spec in specs.items():
+        key = repr(spec)
+        if key not in built:
+            built[key] = build_model(
+                spec, cache=cache, recorder=recorder, cache_mode="replay" if replay else "readwrite"
+            )
+        models[role] = built[key]
+    return models
+
+
+def call_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
+    """A ``CallRecord`` sink that stores ``llm_call`` events; a cache hit is recorded but charges nothing."""
+
+    def record(rec: Any) -> None:
+        run_id = run_ref.get("run_id")
+        if run_id is None:
+            return
+        payload = {
+            "role": rec.role,
+            "model": rec.model,
+            "prompt_hash": rec.prompt_hash,
+            "prompt_tokens": rec.usage.prompt_tokens,
+            "completion_tokens": rec.usage.completion_tokens,
+            "cost": rec.usage.cost,
+            "cached": rec.cached,
+            "latency_s": rec.latency_s,
+            "n": rec.n,
+            "error": rec.error,
+        }
+        charge = (
+            None
+            if rec.cached
+            else Charge(tokens_in=rec.usage.prompt_tokens, tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
+        )
+        store.append(run_id, "llm_call", payload, charge=charge)
+
+    return record
+
+
+def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
+    if cfg.roles.kind == "space":
+        if task.idea_space is None:
+            raise ConfigError(
+                f"task {task.name!r} declares no idea_space, so roles.kind=space cannot make children: "
+                "use roles.kind=llm with a model, or add an idea_space to task.yaml"
+            )
+        roles = space_roles(task, cfg.seed)
+        if "proposer" in models:  # e.g. a trained policy: the model proposes, the idea space builds
+            proposer = MenuProposer(models["proposer"], task, cfg.roles.llm.proposer_temperature)
+            roles = dataclasses.replace(roles, proposer=proposer)
+        return roles
+    child_models = {k: m for k, m in models.items() if k in CHILD_ROLE_KEYS or k == "default"}
+    return llm_roles(child_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
+
+
+def build_guards(cfg: RunConfig, models: dict[str, Any]):
+    """The ``guards:`` section as a ``Guards`` (the reviewer uses ``guards.reviewer_model``, else ``default``)."""
+    reviewer = None
+    if cfg.guards.reviewer != "off":
+        reviewer = models.get(cfg.guards.reviewer_model) or models.get("default")
+    return Guards(cfg.guards, reviewer_model=reviewer)
+
+
+__all__ = [
+    "CHILD_ROLE_KEYS",
+    "SCREEN_ROLE_KEYS",
+    "build_guards",
+    "build_models",
+    "build_roles",
+    "call_recorder",
+    "check_model_keys",
+    "model_keys_used",
+]

@@ -1,0 +1,242 @@
+"""Test-time learning of a local critic inside a run (screener ``critic-ttl``, SPEC section 6).
+
+This module is the screener: it screens with a pointwise critic, keeps the pairs to learn from, builds
+each pair's prompts and labels, and records and restores adapter versions. The torch update (model
+loading, the SDFT / TT-GRPO step, writing and reading adapter files) is its injected ``AdapterLearner``
+(``verifyless.train.ttl_learner.LoRALearner``; the composition root passes it to the registry).
+
+The backbone stays frozen; one LoRA adapter (rank 32 by default; initialised
+from ``init_adapter`` when given, e.g. the SFT/GRPO critic) learns from
+outcomes the run has already paid for. The engine calls ``learn(outcomes,
+round)`` once per round boundary; screening always uses the current adapter.
+
+* ``mode: sdft`` (TT-SDFT): for each new verified pair the student (critic +
+  adapter) samples a critique for the plain prompt; the teacher is the same
+  model, same weights, without gradient, whose prompt also carries the measured
+  parent and child scores and the label (privileged context). The loss is the
+  token-level reverse KL, KL(student || teacher) over the full vocabulary,
+  averaged over the critique's tokens; one optimizer step per round.
+* ``mode: grpo`` (TT-GRPO): pairs accumulate; every ``every`` rounds (default
+  2) each pending pair gets ``rollouts`` critiques (default 16), reward +1 when
+  the parsed verdict matches the label else -1, group-normalised advantages,
+  groups with equal rewards skipped; one on-policy policy-gradient step.
+
+Each update writes adapter version ``v`` (``adapter_model.safetensors`` plus
+``optimizer.pt``) to ``<adapter_root>/v0001`` ... and returns
+``{"adapter_version", "adapter_dir", "loss", "pairs", "mode"}``, which the
+engine stores as a ``screener_learn`` event; ``restore(records)`` reloads the
+version the last record names (and the optimizer state and TT-GRPO's pending
+pairs), so resume and replay screen with the same weights. The adapter
+version enters the response-cache identity, so cached critiques of an older
+version are never reused for a newer one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from verifyless.errors import ConfigError
+from verifyless.node import Candidate, Idea, Operator, Screening
+from verifyless.outcome import Outcome, label3
+from verifyless.roles.base import ParentInfo
+from verifyless.screen.base import ScreenContext
+from verifyless.screen.critic import TEMPERATURE, K, PointwiseCritic, parse_verdict
+from verifyless.screen.learner import AdapterLearner, Lesson
+from verifyless.screen.options import LocalCriticOptions
+
+
+# ------------------------------------------------------------------ options
+class TestTimeCriticOptions(LocalCriticOptions):
+    """Options of screener ``critic-ttl`` (the LoRA fields are handed to its learner)."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    mode: Literal["sdft", "grpo"] = Field(
+        "sdft",
+        description="sdft (TT-SDFT, reverse KL to a privileged teacher) "
+        "or grpo (TT-GRPO, verdict-matches-label rewards)",
+    )
+    k: int = Field(K, ge=1, description=f"critiques sampled per candidate (paper: {K})")
+    temperature: float = Field(
+        TEMPERATURE, ge=0.0, le=2.0, description=f"critique sampling temperature (paper: {TEMPERATURE})"
+    )
+    max_tokens: int = Field(256, ge=1, description="critique length cap (screening and learning)")
+    lora_r: int = Field(32, ge=1, description="LoRA rank of the test-time adapter")
+    lora_alpha: int = Field(64, ge=1, description="LoRA alpha of the test-time adapter")
+    learning_rate: float = Field(1e-5, gt=0, description="AdamW learning rate of the adapter")
+    every: int = Field(2, ge=1, description="grpo: update every this many rounds")
+    rollouts: int = Field(16, ge=1, description="grpo: critiques sampled per pending pair")
+    init_adapter: str | None = Field(None, description="adapter folder to start from (e.g. the SFT/GRPO critic)")
+    adapter_root: str | None = Field(None, description="folder of the adapter versions (keep it beside the store)")
+    seed: int | None = Field(None, description="seed of the learning draws (default: the run's seed)")
+
+
+LEARNER_OPTIONS = ("lora_r", "lora_alpha", "learning_rate", "init_adapter", "adapter_root", "rollouts")  # learner only
+
+
+# ------------------------------------------------------------------ the labels
+def group_advantages(rewards: Sequence[float]) -> list[float] | None:
+    """(r - mean) / std for one group; None when all rewards are equal (no signal: the group is skipped)."""
+    mean = sum(rewards) / len(rewards)
+    var = sum((r - mean) ** 2 for r in rewards) / len(rewards)
+    if var == 0:
+        return None
+    return [(r - mean) / var**0.5 for r in rewards]
+
+
+def privileged_note(outcome: Outcome, label: str) -> str:
+    """The teacher's privileged context: the measured raw scores and the label (``verifyless.outcome.label3``)."""
+    better = "higher" if outcome.higher_is_better else "lower"
+    return (
+        f"\n\n## Measured outcome (known to you only)\nParent score: {outcome.parent_score:.6g}. "
+        f"Child score: {outcome.child_score:.6g} ({better} is better). Outcome: {label}."
+    )
+
+
+# ------------------------------------------------------------------ the screener
+class TestTimeCritic:
+    """Screener ``critic-ttl``: a local pointwise critic whose adapter (``learner``) learns during the run."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(
+        self,
+        model: Any,
+        learner: AdapterLearner,
+        mode: str = "sdft",
+        *,
+        k: int = K,
+        temperature: float = TEMPERATURE,
+        route_threshold: float = 0.25,
+        n_verify: int | None = None,
+        max_tokens: int = 256,
+        every: int = 2,
+        seed: int = 0,
+        name: str = "critic-ttl",
+        task: Any = None,
+    ) -> None:
+        if mode not in ("sdft", "grpo"):
+            raise ConfigError(f"critic-ttl mode must be 'sdft' or 'grpo', got {mode!r}")
+        self.name, self.mode, self.every, self.seed = name, mode, every, seed
+        self.learner = learner
+        self.critic = PointwiseCritic(
+            model,
+            k=k,
+            temperature=temperature,
+            route_threshold=route_threshold,
+            n_verify=n_verify,
+            max_tokens=max_tokens,
+            name=name,
+        )
+        self.pending: list[Outcome] = []
+        self._ctx: ScreenContext | None = None
+        self.task = task  # prompts before the first screening (e.g. learning right after a resume)
+
+    @property
+    def version(self) -> int:
+        """The adapter version screening uses now (0: the initial adapter)."""
+        return self.learner.version
+
+    # -- screening ------------------------------------------------------------
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        self._ctx = ctx  # the task and brief that learning renders its prompts with
+        return await self.critic.screen(ctx, candidates)
+
+    def route(self, evidence: Any) -> bool:
+        return self.critic.route(evidence)
+
+    def messages_for(self, outcome: Outcome) -> list[dict[str, str]]:
+        """The critic's own prompt for a verified pair (the task and brief of the last screening)."""
+        parent = ParentInfo(id=outcome.parent_id, program="", summary=outcome.parent_summary)
+        if self._ctx is not None:
+            ctx = dataclasses.replace(self._ctx, parent=parent)
+        elif self.task is not None:  # no brief yet: the prompt says so, as the critic's does without one
+            ctx = ScreenContext(task=self.task, parent=parent, rng=random.Random(0))
+        else:
+            raise ConfigError(
+                "critic-ttl learned before it ever screened and was built without a task; "
+                "build it with build_screener(..., task=TASK)"
+            )
+        child = Candidate(
+            id=outcome.child_id,
+            parent_id=outcome.parent_id,
+            operator=Operator.IMPROVE,
+            idea=Idea(outcome.idea),
+            program="",
+            program_hash="",
+            summary=outcome.child_summary,
+        )
+        return [{"role": m.role, "content": m.content} for m in self.critic.messages(ctx, child)]
+
+    def lesson(self, outcome: Outcome) -> Lesson:
+        """A labelled pair as the learner takes it: the plain prompt, the prompt with the measured scores."""
+        label = str(label3(outcome))
+        messages = self.messages_for(outcome)
+        teacher = [dict(m) for m in messages]
+        teacher[-1]["content"] += privileged_note(outcome, label)
+        return Lesson(messages, teacher, label)
+
+    # -- learning ---------------------------------------------------------------
+    async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
+        """Learn from the round's compared outcomes; a failed child has no label and is skipped (``label3``)."""
+        usable = [o for o in outcomes if label3(o) is not None]
+        if self.mode == "grpo":
+            self.pending += usable
+            if not self.pending or round % self.every:
+                return self._record(None) if usable else None
+            batch, self.pending = self.pending, []
+        else:
+            batch = usable
+        if not batch:
+            return None
+        loss = await asyncio.to_thread(self._update, batch, round)
+        return self._record(loss, pairs=len(batch))
+
+    def _update(self, batch: Sequence[Outcome], round: int) -> float:
+        lessons = [self.lesson(o) for o in batch]
+        return self.learner.update(lessons, self.mode, self.seed * 100_003 + round, _verdict_word)
+
+    # -- versions ---------------------------------------------------------------
+    def _record(self, loss: float | None, pairs: int = 0) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "adapter_version": self.version,
+            "mode": self.mode,
+            "loss": loss,
+            "pairs": pairs,
+            "adapter_dir": str(self.learner.folder(self.version)) if self.version else None,
+        }
+        if self.mode == "grpo":
+            record["pending"] = [o.to_dict() for o in self.pending]
+        return record
+
+    def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Reload the adapter (and optimizer, pending pairs) named by the last stored record."""
+        if not records:
+            return
+        last = records[-1]
+        self.pending = [Outcome.from_dict(p) for p in last.get("pending") or []]
+        version = int(last.get("adapter_version") or 0)
+        if version:
+            self.learner.load(version, Path(str(last["adapter_dir"])))
+
+
+def _verdict_word(text: str) -> str | None:
+    """The improve / tie / lose word of a sampled critique (None when it does not parse)."""
+    verdict = parse_verdict(text)
+    return None if verdict is None else verdict.improvement
+
+
+__all__ = [
+    "LEARNER_OPTIONS",
+    "TestTimeCritic",
+    "TestTimeCriticOptions",
+    "group_advantages",
+    "privileged_note",
+]
