@@ -13,8 +13,7 @@ from verifyless.data.dataset import card_data, load_critic_dataset, save_dataset
 from verifyless.data.harvest import harvest_runs
 from verifyless.model.scripted import ScriptedModel, last_user_text
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.offline.benchmark import run_critic_bench
-from verifyless.offline.critic_bench import write_report
+from verifyless.offline.benchmark import run_critic_bench, write_report
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 

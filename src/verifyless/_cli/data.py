@@ -229,8 +229,7 @@ def bench_dataset(
     from verifyless.data.dataset import load_critic_dataset
     from verifyless.errors import ConfigError
     from verifyless.offline import report
-    from verifyless.offline.benchmark import run_critic_bench
-    from verifyless.offline.critic_bench import write_report
+    from verifyless.offline.benchmark import run_critic_bench, write_report
 
     dd = load_critic_dataset(dataset)
     if split not in dd:
