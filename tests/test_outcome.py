@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from verifyless.roles.base import ParentInfo
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.task.base import Band, Metric, Task
 from verifyless.train.policy.verifying import improves
-from verifyless.train.ttl import TestTimeCritic
+from verifyless.screen.ttl import TestTimeCritic
 
 TIE = 0.01
 PARENT = 1.0
@@ -93,7 +94,8 @@ def test_policy_reward_label_agrees() -> None:
 
 def test_test_time_critic_learns_from_the_labelled_outcomes_only(tmp_path: Path) -> None:
     critic = TestTimeCritic.__new__(TestTimeCritic)  # the learning bookkeeping only: no model is loaded
-    critic.mode, critic.every, critic.pending, critic.version, critic.root = "grpo", 2, [], 0, tmp_path
+    critic.mode, critic.every, critic.pending = "grpo", 2, []
+    critic.learner = SimpleNamespace(version=0, folder=lambda v: tmp_path / f"v{v:04d}")  # no update runs here
     record = asyncio.run(critic.learn(list(_outcomes().values()), round=1))  # odd round: pairs wait
     assert [o.child_id for o in critic.pending] == [cid for cid, (_, one, _) in CASES.items() if one is not None]
     restored = [Outcome.from_dict(p) for p in record["pending"]]  # type: ignore[index]
