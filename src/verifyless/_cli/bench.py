@@ -444,20 +444,10 @@ def replay_pools(
 
 
 def _registry_screener(name: str, model: str | None, options: list[str], seed: int):
-    import json
-
-    from verifyless.errors import ConfigError
+    from verifyless._cli.common import key_values
     from verifyless.screen.registry import build_screener
 
-    opts: dict[str, Any] = {}
-    for item in options:
-        if "=" not in item:
-            raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
-        key, raw = item.split("=", 1)
-        try:
-            opts[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            opts[key] = raw
+    opts = key_values(options)
     models = {}
     if model:
         from verifyless.model import build_model

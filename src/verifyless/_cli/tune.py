@@ -19,23 +19,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from verifyless._cli.common import key_values
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Tune screener prompts on a critic dataset.")
 console = Console(width=None if sys.stdout.isatty() else 160)
-
-
-def _options(items: list[str]) -> dict[str, Any]:
-    from verifyless.errors import ConfigError
-
-    opts: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"--option {item!r} must look like KEY=VALUE")
-        key, raw = item.split("=", 1)
-        try:
-            opts[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            opts[key] = raw
-    return opts
 
 
 @app.command("screener")
@@ -75,7 +62,7 @@ def screener_command(
         raise ConfigError(
             "tune screener needs --model SPEC (scripted:FILE, openai:MODEL, or env with VERIFYLESS_BASE_URL set)"
         )
-    target = make_target(screener, build_model(model), _options(option), seed=seed, max_pairs=max_pairs)
+    target = make_target(screener, build_model(model), key_values(option), seed=seed, max_pairs=max_pairs)
     dd = load_critic_dataset(dataset)
     out = out or Path(f"tuned-{screener}.md")
     with console.status(f"tuning the {screener} prompt on {dataset}"):

@@ -21,69 +21,53 @@ SCHEMA_VERSION = 1
 SPLITS: tuple[str, ...] = ("sft", "grpo", "bench")
 STRATA: tuple[str, ...] = ("sampled", "revised", "guided")
 
-STRING_COLUMNS: tuple[str, ...] = (
-    "example_id",
-    "task",
-    "run_id",
-    "parent_id",
-    "child_id",
-    "task_description",
-    "understanding",
-    "parent_summary",
-    "child_summary",
-    "idea",
-    "label3",
-    "source",
-    "parent_hash",
-    "child_hash",
-    "created",
+# Every column in its stored order, with its kind: str, optional str (None allowed), float, bool, int,
+# or a list of strings. The per-kind tuples below are read off this one table.
+_SCHEMA: tuple[tuple[str, str], ...] = (
+    ("example_id", "str"),
+    ("task", "str"),
+    ("run_id", "str"),
+    ("parent_id", "str"),
+    ("child_id", "str"),
+    ("task_description", "str"),
+    ("understanding", "str"),
+    ("criteria", "strings"),
+    ("parent_summary", "str"),
+    ("child_summary", "str"),
+    ("idea", "str"),
+    ("parent_score", "float"),
+    ("child_score", "float"),
+    ("delta", "float"),
+    ("higher_is_better", "bool"),
+    ("label3", "str"),
+    ("label5", "optional str"),
+    ("critique", "optional str"),
+    ("stratum", "optional str"),
+    ("schema_version", "int"),
+    ("source", "str"),
+    ("parent_hash", "str"),
+    ("child_hash", "str"),
+    ("created", "str"),
 )
-FLOAT_COLUMNS: tuple[str, ...] = ("parent_score", "child_score", "delta")
-OPTIONAL_STRING_COLUMNS: tuple[str, ...] = ("label5", "critique", "stratum")
-COLUMNS: tuple[str, ...] = (
-    "example_id",
-    "task",
-    "run_id",
-    "parent_id",
-    "child_id",
-    "task_description",
-    "understanding",
-    "criteria",
-    "parent_summary",
-    "child_summary",
-    "idea",
-    "parent_score",
-    "child_score",
-    "delta",
-    "higher_is_better",
-    "label3",
-    "label5",
-    "critique",
-    "stratum",
-    "schema_version",
-    "source",
-    "parent_hash",
-    "child_hash",
-    "created",
-)
+COLUMNS: tuple[str, ...] = tuple(name for name, _ in _SCHEMA)
+STRING_COLUMNS: tuple[str, ...] = tuple(name for name, kind in _SCHEMA if kind == "str")
+FLOAT_COLUMNS: tuple[str, ...] = tuple(name for name, kind in _SCHEMA if kind == "float")
+OPTIONAL_STRING_COLUMNS: tuple[str, ...] = tuple(name for name, kind in _SCHEMA if kind == "optional str")
 
 
 def features() -> Any:
     """The Hugging Face ``Features`` of a split (imports ``datasets``)."""
     from datasets import Features, Sequence, Value
 
-    spec: dict[str, Any] = {}
-    for name in COLUMNS:
-        if name in STRING_COLUMNS or name in OPTIONAL_STRING_COLUMNS:
-            spec[name] = Value("string")
-        elif name in FLOAT_COLUMNS:
-            spec[name] = Value("float64")
-        elif name == "criteria":
-            spec[name] = Sequence(Value("string"))
-        elif name == "higher_is_better":
-            spec[name] = Value("bool")
-        elif name == "schema_version":
-            spec[name] = Value("int32")
+    kinds = {
+        "str": Value("string"),
+        "optional str": Value("string"),
+        "float": Value("float64"),
+        "bool": Value("bool"),
+        "int": Value("int32"),
+        "strings": Sequence(Value("string")),
+    }
+    spec = {name: kinds[kind] for name, kind in _SCHEMA}
     return Features(spec)
 
 

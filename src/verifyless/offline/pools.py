@@ -122,30 +122,9 @@ def load_pools(path: str | Path) -> list[PoolRecord]:
 # ---------------------------------------------------------------------- collection
 
 
-def collect_pools(
-    task: Task | str,
-    *,
-    parents: int = 3,
-    n_per_parent: int = 8,
-    seed: int = 0,
-    store: Any = None,
-    sandbox: Any = None,
-    roles: Any = None,
-    progress: Callable[[str], None] | None = None,
-) -> list[PoolRecord]:
-    """Build the pool dataset (see module docstring). Synchronous wrapper of ``collect_pools_async``."""
-    return asyncio.run(
-        collect_pools_async(
-            task,
-            parents=parents,
-            n_per_parent=n_per_parent,
-            seed=seed,
-            store=store,
-            sandbox=sandbox,
-            roles=roles,
-            progress=progress,
-        )
-    )
+def collect_pools(task: Task | str, **options: Any) -> list[PoolRecord]:
+    """Build the pool dataset (see module docstring): ``collect_pools_async`` run to completion, same options."""
+    return asyncio.run(collect_pools_async(task, **options))
 
 
 async def collect_pools_async(

@@ -89,23 +89,27 @@ class ReportFiles:
     note: str = ""  # why figures are missing, if they are
 
 
+def report_html(store: RunStoreProtocol, run_id: str, *, figures_dir: str, views: dict[str, Any] | None = None) -> str:
+    """The report page of one run as one HTML string (``write_report`` and the dashboard's /report serve it)."""
+    return (
+        environment()
+        .get_template("report.html")
+        .render(
+            **(views if views is not None else run_views(store, run_id, lambda nid: f"#node-{nid}")),
+            nodes=data_nodes.node_details(store, run_id),
+            generated=time.strftime("%Y-%m-%d %H:%M:%S"),
+            version=version(),
+            figures_dir=figures_dir,
+        )
+    )
+
+
 def write_report(store: RunStoreProtocol, run_id: str, out_dir: str | Path, *, figures: bool = True) -> ReportFiles:
     """Write ``out_dir/report.html`` and (``figures``) ``out_dir/figures/*.png`` for one run (see module docstring)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     views = run_views(store, run_id, lambda nid: f"#node-{nid}")
-    nodes = data_nodes.node_details(store, run_id)
-    html = (
-        environment()
-        .get_template("report.html")
-        .render(
-            **views,
-            nodes=nodes,
-            generated=time.strftime("%Y-%m-%d %H:%M:%S"),
-            version=version(),
-            figures_dir="figures/",
-        )
-    )
+    html = report_html(store, run_id, figures_dir="figures/", views=views)
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
     if not figures:

@@ -135,6 +135,28 @@ def teacher_forcing_steps(
     return losses
 
 
+def tiny_llama(tokenizer: Any, *, hidden: int, layers: int, max_positions: int, seed: int) -> Any:
+    """A randomly initialised 2-head Llama over ``tokenizer`` (seeded): the tiny model every training test uses."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
+
+
 def build_tiny_lm(
     directory: str | Path,
     *,
@@ -148,27 +170,10 @@ def build_tiny_lm(
 
     ``reads``: see ``teach_format`` (the critiques name the keyword before their random verdict).
     """
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tiny_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    model = tiny_llama(tokenizer, hidden=hidden, layers=layers, max_positions=4096, seed=seed)
     if format_steps:
         teach_format(model, tokenizer, steps=format_steps, seed=seed, reads=reads)
     model.generation_config.pad_token_id = tokenizer.pad_token_id

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -39,8 +38,7 @@ from urllib.parse import quote
 from verifyless.errors import StoreError
 from verifyless.report import data, data_calls, data_nodes, data_series, svg
 from verifyless.report.reader import open_readonly
-from verifyless.report.render import environment as render_environment
-from verifyless.report.render import fmt, run_views, version
+from verifyless.report.render import fmt, report_html, run_views
 from verifyless.ui.highlight import python_spans
 from verifyless.ui.lineage import lineage_view
 
@@ -132,19 +130,7 @@ def create_app(store_path: str | Path) -> Any:
 
     def report_page(request: Request) -> Response:
         st, rid = run_id_of(request)
-        views = run_views(st, rid, lambda nid: f"#node-{nid}")
-        nodes = data_nodes.node_details(st, rid)
-        html = (
-            render_environment()
-            .get_template("report.html")
-            .render(
-                **views,
-                nodes=nodes,
-                generated=time.strftime("%Y-%m-%d %H:%M:%S"),
-                version=version(),
-                figures_dir="(run `verifyless report` for the PNG files)",
-            )
-        )
+        html = report_html(st, rid, figures_dir="(run `verifyless report` for the PNG files)")
         headers = {
             **_headers(),
             "Content-Security-Policy": REPORT_CSP,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.model.local import chat_prompt, encode
-from verifyless.train.tiny import build_tiny_tokenizer, teacher_forcing_steps
+from verifyless.train.tiny import build_tiny_tokenizer, teacher_forcing_steps, tiny_llama
 
 
 def space_answers(task: Any) -> list[str]:
@@ -64,28 +64,11 @@ def build_tiny_policy_lm(
     vocab_size: int = 1024,
 ) -> Path:
     """Build, teach and ``save_pretrained`` the tiny policy LM under ``directory``; returns the folder."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     corpus = [m["content"] for p in prompts for m in p] + list(answers) * 8
     tokenizer = build_tiny_tokenizer(vocab_size, corpus=corpus * 2)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    model = tiny_llama(tokenizer, hidden=hidden, layers=layers, max_positions=8192, seed=seed)
     if format_steps:
         teach_answers(model, tokenizer, prompts, answers, steps=format_steps, seed=seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
