@@ -393,17 +393,9 @@ def pool_candidates(pool: PoolRecord) -> list[Candidate]:
     ]
 
 
-def evaluate_selector(
-    pools: Sequence[PoolRecord],
-    screener: Any,
-    *,
-    target: Target = "validation",
-    seed: int = 0,
-    tasks: Mapping[str, Task] | None = None,
-    n_boot: int = 2000,
-) -> SelectorReport:
-    """Replay ``screener`` on every pool (synchronous wrapper of ``evaluate_selector_async``)."""
-    return asyncio.run(evaluate_selector_async(pools, screener, target=target, seed=seed, tasks=tasks, n_boot=n_boot))
+def evaluate_selector(pools: Sequence[PoolRecord], screener: Any, **options: Any) -> SelectorReport:
+    """Replay ``screener`` on every pool: ``evaluate_selector_async`` run to completion, same options."""
+    return asyncio.run(evaluate_selector_async(pools, screener, **options))
 
 
 async def evaluate_selector_async(

@@ -36,15 +36,8 @@ class Charge:
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """Totals of a run's ledger (everything charged so far)."""
-
-    verifications: int = 0
-    evaluator_seconds: float = 0.0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-    pilot_seconds: float = 0.0
+class Budget(Charge):
+    """Totals of a run's ledger (everything charged so far): a ``Charge``'s fields, summed over the log."""
 
 
 @dataclass(frozen=True, slots=True)
