@@ -435,7 +435,7 @@ def replay_pools(
             scr: Any = ScoreOracle.from_pools(pools, "test" if name == "test-oracle" else "validation")
         else:
             scr = _registry_screener(name, model, option, seed)
-        rep = evaluate_selector(pools, scr, target=target, seed=seed)  # type: ignore[arg-type]
+        rep = evaluate_selector(pools, scr, target=target, seed=seed)
         summaries[name] = rep.summary
         if rep.normalized_ci is not None:
             console.print(f"{name}: normalised advantage {rep.normalized_ci}")
