@@ -88,16 +88,17 @@ def test_predict_plurality_and_ties():
 
 def test_benchmark_uncertainty_is_the_routers() -> None:
     """12 agreeing and 4 unparsed critiques: the run routes on u = 0.25, and so must the benchmark."""
-    from verifyless.screen.critic import evidence_from_critiques, route
+    from verifyless.screen.critic import evidence_from_critiques
+    from verifyless.screen.ranking import route
 
     agree = "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r"
     evidence = evidence_from_critiques("c", [agree] * 12 + ["I cannot decide."] * 4, threshold=0.25)
     record = M.record_from_evidence(evidence.to_dict(), "improve")
-    assert evidence.uncertainty == pytest.approx(0.25) and route(evidence, 0.25)
+    assert evidence.uncertainty == pytest.approx(0.25) and route(evidence.uncertainty, 0.25)
     assert record is not None and record.uncertainty == pytest.approx(evidence.uncertainty)
     assert dict(record.votes) == pytest.approx(dict(evidence.votes))
     assert M.routing_curve([record], thresholds=(0.25,))[0].routed_fraction == 1.0
-    from verifyless.engine.routing import route as engine_route
+    from verifyless.engine import route as engine_route
 
     assert engine_route(record.uncertainty, 0.25) and not engine_route(record.uncertainty, 0.26)
     # the same from the valid labels alone plus the unparsed count (evidence without sample_labels)
