@@ -1,0 +1,174 @@
+"""Adaptive screening (screen/adaptive.py) and the online screener audit (screen/audit.py) on the real engine."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+
+from engine_fakes import FakeExecutor, fake_roles, fake_task, value
+from verifyless.config import load_config
+from verifyless.engine import Engine, resume
+from verifyless.errors import ConfigError
+from verifyless.node import Evidence, Screening
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener, Pairs, p_better
+from verifyless.screen.audit import SiblingOutcome, audit_from_store, audit_line, pairwise_hits, selection_advantages
+from verifyless.screen.baselines import RandomScreener
+from verifyless.screen.registry import build_screener
+from verifyless.search.registry import build_strategy
+from verifyless.store import RunStore
+
+
+class Counting(RandomScreener):
+    """A critic at chance (a uniform shuffle) that counts its calls."""
+
+    def __init__(self):
+        super().__init__(name="chance")
+        self.calls = 0
+
+    async def screen(self, ctx, candidates):
+        self.calls += 1
+        return await super().screen(ctx, candidates)
+
+
+class Perfect:
+    """Ranks by the true validation loss of the fake task ((a - 13)^2, a = 3 crashes and goes last)."""
+
+    name = "perfect"
+
+    async def screen(self, ctx, candidates):
+        def loss(c):
+            a = value(c.program)
+            return float("inf") if a == 3 else (a - 13) ** 2
+
+        ranking = tuple(c.id for c in sorted(candidates, key=loss))
+        evidence = {cid: Evidence(cid, float(-i)) for i, cid in enumerate(ranking)}
+        return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
+
+
+def _engine(store, screener, budget=40, **over):
+    overrides = ["strategy.name=greedy", f"budget.verifications={budget}", "engine.candidates=6"]
+    cfg = load_config(overrides=overrides + [f"{k}={v}" for k, v in over.items()])
+    return Engine(
+        task=fake_task(),
+        roles=fake_roles(),
+        screener=screener,
+        strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+        executor=FakeExecutor(),
+        store=store,
+        config=cfg,
+    )
+
+
+def _adaptive(inner):
+    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1))
+
+
+def _notes(store, run_id):
+    return [
+        next(iter(e.payload["evidence"].values()))["detail"]["adaptive"]
+        for e in store.events(run_id, kinds=["screening"])
+    ]
+
+
+def test_the_posterior_test_reads_the_win_rate_of_audited_pairs():
+    prior = (1.0, 1.0)
+    assert p_better(Pairs(8, 2), prior) > 0.95
+    assert p_better(Pairs(2, 8), prior) < 0.05
+    assert p_better(Pairs(5, 5), prior) == pytest.approx(0.5)
+    assert p_better(Pairs(), (1.2, 0.8)) > 0.5  # the stated prior alone leans as stated
+
+
+def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp_path):
+    chance = Counting()
+    screener = _adaptive(chance)
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener).run())
+        notes = _notes(store, result.run_id)
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
+        assert store.budget(result.run_id).verifications == 40
+    assert screener.state == "off" and "switched off" in screener.reason
+    assert screener.decisions and screener.decisions[-1]["state"] == "off"
+    off_at = next(i for i, n in enumerate(notes) if n["state"] == "off")
+    assert off_at < len(notes) - 1 and chance.calls == off_at  # never asked again once off
+    assert all(
+        not n["audited"] and len(s["chosen"]) == 1 for n, s in zip(notes[off_at:], screenings[off_at:], strict=True)
+    )
+    assert all(len(s["chosen"]) == 2 for n, s in zip(notes, screenings, strict=True) if n["audited"])
+    decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
+    assert decision == screener.decisions and decision[-1]["wins"] + decision[-1]["losses"] >= 5
+
+
+def test_a_perfect_critic_keeps_screening(tmp_path):
+    screener = _adaptive(Perfect())
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener).run())
+        notes = _notes(store, result.run_id)
+    assert screener.state == "on" and "screening helps" in screener.reason
+    assert screener.pairs.losses == 0 and screener.pairs.wins >= 5
+    after = [n["audited"] for n in notes if n["state"] == "on"]
+    assert after and sum(after) / len(after) <= 0.3  # audits fall to the on-rate
+
+
+def test_the_decisions_replay_exactly_from_the_store(tmp_path):
+    live = _adaptive(Counting())
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, live).run())
+        again = _adaptive(Counting())
+        resumed = _engine(store, again)
+        resumed.run_id = result.run_id
+        resume.restore(resumed)
+    assert live.decisions and (again.state, again.reason, again.pairs, again.decisions) == (
+        live.state,
+        live.reason,
+        live.pairs,
+        live.decisions,
+    )
+
+
+def test_adaptive_is_built_from_config_and_its_inner_options_are_checked():
+    built = build_screener("adaptive", models={}, options={"screener": "random", "trial": 3}, seed=0)
+    assert isinstance(built, AdaptiveScreener) and built.inner.name == "random" and built.options.trial == 3
+    with pytest.raises(ConfigError, match=r"screener.options.options.bogus|bogus"):
+        build_screener("adaptive", models={}, options={"screener": "random", "options": {"bogus": 1}}, seed=0)
+    with pytest.raises(ConfigError, match="explore"):
+        build_screener("adaptive", models={}, options={"screener": "random", "explore": 1.5}, seed=0)
+
+
+# ---------------------------------------------------------------------- the audit
+
+
+def test_audits_are_charged_and_labelled_and_a_perfect_screener_audits_perfectly(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, Perfect(), budget=24, **{"engine.audit_rate": 1}).run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        verified = {e.node_id for e in store.events(result.run_id, kinds=["verification"])}
+        audited = [a for s in screenings for a in s["audited"]]
+        assert audited and set(audited) <= verified  # verified, hence charged
+        assert store.budget(result.run_id).verifications == len(verified) == 24
+        started = time.monotonic()
+        audit = audit_from_store(store, result.run_id, resamples=200)
+        assert time.monotonic() - started < 10
+    assert audit.audits == len(audited) and audit.verified == len(verified - {"root"}) == 23  # the root is not screened
+    assert audit.pairwise.value == 1.0 and audit.pairwise.n > 0
+    assert audit.advantage.value is not None and audit.advantage.value > 0
+    assert audit.advantage.low is not None and audit.advantage.low <= audit.advantage.value <= audit.advantage.high
+    assert audit.dir3.n == 0  # no verdicts: the perfect ranker gives no votes
+    assert "audits" in audit_line(audit) and "pairwise 1.00" in audit_line(audit.row())
+
+
+def test_pairwise_and_advantage_count_what_the_docstring_says():
+    sib = [
+        SiblingOutcome(1, "a", 0, "chosen", 2.0, True),
+        SiblingOutcome(1, "b", 3, "audited", 1.0, False),
+        SiblingOutcome(1, "c", 4, "routed", None, False),
+        SiblingOutcome(2, "d", 0, "chosen", 1.0, False),
+        SiblingOutcome(2, "e", 2, "audited", 5.0, True),
+        SiblingOutcome(3, "f", 0, "chosen", None, False),
+        SiblingOutcome(3, "g", 1, "audited", None, False),
+    ]
+    assert sorted(pairwise_hits(sib)) == [0.0, 1.0, 1.0, 1.0]  # (a,b) (a,c) (b,c) right, (d,e) wrong, (f,g) no pair
+    assert sorted(selection_advantages(sib)) == [-1.0, 0.0, 1.0]
