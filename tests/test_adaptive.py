@@ -172,3 +172,36 @@ def test_pairwise_and_advantage_count_what_the_docstring_says():
     ]
     assert sorted(pairwise_hits(sib)) == [0.0, 1.0, 1.0, 1.0]  # (a,b) (a,c) (b,c) right, (d,e) wrong, (f,g) no pair
     assert sorted(selection_advantages(sib)) == [-1.0, 0.0, 1.0]
+
+
+def test_show_prints_the_audit_and_its_json_carries_it(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    db = tmp_path / "s.db"
+    with RunStore(db) as store:
+        run_id = asyncio.run(_engine(store, Perfect(), budget=12, **{"engine.audit_rate": 1}).run()).run_id
+    shown = subprocess.run(
+        [sys.executable, "-m", "verifyless", "show", run_id, "--store", str(db)], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("screener audit"))
+    assert "pairwise 1.00" in line and "audits" in line
+    as_json = subprocess.run(
+        [sys.executable, "-m", "verifyless", "show", run_id, "--store", str(db), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    audit = json.loads(as_json.stdout)["screener_audit"]
+    assert audit["pairwise"]["value"] == 1.0 and audit["audits"] >= 1 and audit["verified"] == 11
+
+
+def test_the_report_shows_the_audit_panel(tmp_path):
+    from verifyless.report.render import write_report
+
+    with RunStore(tmp_path / "s.db") as store:
+        run_id = asyncio.run(_engine(store, Perfect(), budget=12, **{"engine.audit_rate": 1}).run()).run_id
+        html = write_report(store, run_id, tmp_path / "out", figures=False).html.read_text()
+    panel = html.split('id="audit"')[1].split('id="critic"')[0]
+    assert "audits (screened out, verified anyway" in panel and "selection advantage" in panel
