@@ -63,7 +63,7 @@ from verifyless.screen.options import BaseOptions
 
 State = Literal["trial", "on", "off"]
 
-__all__ = ["AdaptiveOptions", "AdaptiveScreener", "Pairs", "p_better"]
+__all__ = ["AdaptiveOptions", "AdaptiveRule", "AdaptiveScreener", "Pairs", "p_better"]
 
 
 class AdaptiveOptions(BaseOptions):
@@ -103,6 +103,79 @@ def p_better(pairs: Pairs, prior: tuple[float, float]) -> float:
     return 0.5 * (1.0 + math.erf((mean - 0.5) / math.sqrt(2.0 * var)))
 
 
+class AdaptiveRule:
+    """The decision rule alone (module docstring), shared by the screener and the pool-world replays.
+
+    It holds the decided pairs, the state and its reason, and the list of
+    state changes; it draws nothing itself (the caller passes its draws).
+    """
+
+    def __init__(self, options: AdaptiveOptions) -> None:
+        self.options = options
+        self.state: State = "trial"
+        self.reason = "trial: measuring the screener against random picks"
+        self.pairs = Pairs()
+        self.decisions: list[dict[str, Any]] = []
+
+    @property
+    def screens(self) -> bool:
+        """Whether the inner screener is asked at all (False once screening is off)."""
+        return self.state != "off"
+
+    def audits(self, draw: float) -> bool:
+        """Whether an expansion with the uniform ``draw`` in [0, 1) is audited."""
+        rate = self.options.explore if self.state == "trial" else self.options.audit
+        return self.screens and draw < rate
+
+    def add_pair(self, screened: float, other: float) -> bool:
+        """Score one paid pair (fitness of the screener's pick, of the random one; -inf when failed)."""
+        if screened == other:
+            return False
+        self.pairs = self.pairs.add(screened > other)
+        return True
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "wins": self.pairs.wins,
+            "losses": self.pairs.losses,
+            "p_screen_better": round(p_better(self.pairs, self._prior()), 6),
+        }
+
+    def decide(self, round: int) -> bool:
+        """The sequential test (module docstring); True when the state changed."""
+        if self.state == "off" or self.pairs.n < self.options.trial:
+            return False
+        p = p_better(self.pairs, self._prior())
+        new: State = "on" if p >= self.options.confidence else "off"
+        if new == self.state:
+            return False
+        counts = f"its pick beat a random one in {self.pairs.wins} of {self.pairs.n} audited pairs"
+        self.reason = (
+            f"screening helps: P(screener beats random) = {p:.2f} >= {self.options.confidence}; {counts}"
+            if new == "on"
+            else f"screening switched off: P(screener beats random) = {p:.2f} < {self.options.confidence}; {counts}"
+        )
+        self.state = new
+        self.decisions.append({"round": round, "state": new, "reason": self.reason, **self.evidence()})
+        return True
+
+    def record(self) -> dict[str, Any]:
+        """The cumulative state (what ``restore`` reads back)."""
+        return {"state": self.state, "reason": self.reason, **self.evidence()}
+
+    def restore(self, records: Sequence[dict[str, Any]]) -> None:
+        """Counts, state and decisions from stored ``record()`` payloads (the last one is cumulative)."""
+        self.decisions = [m["decision"] for m in records if "decision" in m]
+        if records:
+            last = records[-1]
+            self.pairs = Pairs(int(last["wins"]), int(last["losses"]))
+            self.state, self.reason = last["state"], last["reason"]
+
+    def _prior(self) -> tuple[float, float]:
+        o = self.options
+        return o.prior_win * o.prior_weight, (1.0 - o.prior_win) * o.prior_weight
+
+
 class AdaptiveScreener:
     """The adaptive wrapper; see the module docstring for the rule, its guarantee and its records."""
 
@@ -110,33 +183,45 @@ class AdaptiveScreener:
         self.inner = inner
         self.options = options or AdaptiveOptions()
         self.name = self.options.name or "adaptive"
-        self.state: State = "trial"
-        self.reason = "trial: measuring the screener against random picks"
-        self.pairs = Pairs()
+        self.rule = AdaptiveRule(self.options)
         self.pending: dict[str, tuple[str, str]] = {}  # candidate id -> (screener's pick, random pick)
         self.seen: dict[str, float] = {}  # fitness of pending candidates already paid (-inf when failed)
-        self.decisions: list[dict[str, Any]] = []  # state changes, in order (also in the learn records)
+
+    @property
+    def state(self) -> State:
+        return self.rule.state
+
+    @property
+    def reason(self) -> str:
+        return self.rule.reason
+
+    @property
+    def pairs(self) -> Pairs:
+        return self.rule.pairs
+
+    @property
+    def decisions(self) -> list[dict[str, Any]]:
+        return self.rule.decisions
 
     # ------------------------------------------------------------------ screening
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
-        if self.state == "off":
+        if not self.rule.screens:
             ranking, chosen, evidence = self._shuffle(ctx, candidates)
             audited = False
         else:
             inner = await self.inner.screen(ctx, candidates)
             ranking, chosen, evidence = list(inner.ranking), list(inner.chosen), dict(inner.evidence)
             audited = self._audit(ctx, ranking, chosen)
-        note = self._note(audited)
+        note = {"audited": audited, **self.rule.record()}
         evidence = {cid: replace(ev, detail={**ev.detail, "adaptive": note}) for cid, ev in evidence.items()}
         return Screening(self.name, tuple(ranking), tuple(chosen), evidence, time.monotonic() - started)
 
     def _audit(self, ctx: ScreenContext, ranking: list[str], chosen: list[str]) -> bool:
         """Maybe add one random unchosen candidate to ``chosen`` and remember the pair; whether it did."""
-        rate = self.options.explore if self.state == "trial" else self.options.audit
         rest = [cid for cid in ranking if cid not in chosen]
-        if not chosen or not rest or ctx.rng.random() >= rate:
+        if not chosen or not rest or not self.rule.audits(ctx.rng.random()):
             return False
         other = ctx.rng.choice(rest)
         chosen.append(other)
@@ -153,20 +238,6 @@ class AdaptiveScreener:
         }
         return ranking, ranking[: max(0, n_verify)], evidence
 
-    def _note(self, audited: bool) -> dict[str, Any]:
-        return {"audited": audited, "state": self.state, "reason": self.reason, **self._evidence()}
-
-    def _evidence(self) -> dict[str, Any]:
-        return {
-            "wins": self.pairs.wins,
-            "losses": self.pairs.losses,
-            "p_screen_better": round(p_better(self.pairs, self._prior()), 6),
-        }
-
-    def _prior(self) -> tuple[float, float]:
-        o = self.options
-        return o.prior_win * o.prior_weight, (1.0 - o.prior_win) * o.prior_weight
-
     # ------------------------------------------------------------------ learning from paid outcomes
 
     def observe(self, outcome: Outcome) -> None:
@@ -177,51 +248,25 @@ class AdaptiveScreener:
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
         """Score this round's completed pairs, then run the test; the record is the decision event."""
         inner = await self.inner.learn(outcomes, round) if isinstance(self.inner, LearningScreener) else None
-        decided = 0
         for o in outcomes:
             if o.child_id in self.pending:
                 self.seen[o.child_id] = -math.inf if o.failed or o.child_fitness is None else o.child_fitness
+        decided = 0
         for top, other in {pair for pair in self.pending.values() if all(c in self.seen for c in pair)}:
-            a, b = self.seen.pop(top), self.seen.pop(other)
             del self.pending[top], self.pending[other]
-            if a != b:
-                self.pairs = self.pairs.add(a > b)
-                decided += 1
-        changed = self._decide(round)
+            decided += self.rule.add_pair(self.seen.pop(top), self.seen.pop(other))
+        changed = self.rule.decide(round)
         if not decided and not changed and inner is None:
             return None
-        record: dict[str, Any] = {"adaptive": {"state": self.state, "reason": self.reason, **self._evidence()}}
+        record: dict[str, Any] = {"adaptive": self.rule.record()}
         if changed:
             record["adaptive"]["decision"] = self.decisions[-1]
         if inner is not None:
             record["inner"] = inner
         return record
 
-    def _decide(self, round: int) -> bool:
-        """The sequential test (module docstring); True when the state changed."""
-        if self.state == "off" or self.pairs.n < self.options.trial:
-            return False
-        p = p_better(self.pairs, self._prior())
-        new: State = "on" if p >= self.options.confidence else "off"
-        if new == self.state:
-            return False
-        counts = f"its pick beat a random one in {self.pairs.wins} of {self.pairs.n} audited pairs"
-        self.reason = (
-            f"screening helps: P(screener beats random) = {p:.2f} >= {self.options.confidence}; {counts}"
-            if new == "on"
-            else f"screening switched off: P(screener beats random) = {p:.2f} < {self.options.confidence}; {counts}"
-        )
-        self.state = new
-        self.decisions.append({"round": round, "state": new, "reason": self.reason, **self._evidence()})
-        return True
-
     def restore(self, records: Sequence[dict[str, Any]]) -> None:
-        """Rebuild counts, state and decisions from the stored ``learn`` records (the last one is cumulative)."""
+        """Rebuild the rule from the stored ``learn`` records; the inner screener gets its own."""
         if isinstance(self.inner, LearningScreener):
             self.inner.restore([rec["inner"] for rec in records if "inner" in rec])
-        mine = [rec["adaptive"] for rec in records if "adaptive" in rec]
-        self.decisions = [m["decision"] for m in mine if "decision" in m]
-        if mine:
-            last = mine[-1]
-            self.pairs = Pairs(int(last["wins"]), int(last["losses"]))
-            self.state, self.reason = last["state"], last["reason"]
+        self.rule.restore([rec["adaptive"] for rec in records if "adaptive" in rec])
