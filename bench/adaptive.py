@@ -110,10 +110,14 @@ def replay_adaptive(
                 best_i, best_f = pick, fit
             curve.append(_or_inf(best_f))
         if len(picks) == 2:
-            rule.add_pair(*(_or_inf(world.fitness(p)) for p in picks))
+            rule.add_pair(*(_improves(world.fitness(p), view.parent_fitness) for p in picks))
         rule.decide(step)
     run = ReplayRun("adaptive", seed, tuple(curve), best_i, tuple(i for i, _ in history))
     return AdaptiveRun(run, rule.state, audits)
+
+
+def _improves(f: float | None, parent: float | None) -> bool:
+    return f is not None and (parent is None or f > parent)
 
 
 def _or_inf(f: float | None) -> float:

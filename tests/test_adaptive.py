@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -48,7 +49,33 @@ class Perfect:
         return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
 
 
-def _engine(store, screener, budget=40, **over):
+class Unbounded(FakeExecutor):
+    """The fake task with no optimum: the loss is -a, so a larger a is always better (improvements never run out)."""
+
+    async def verify(self, task, program):
+        v = await super().verify(task, program)
+        if v.score is None:
+            return v
+        loss = -float(value(program))
+        return replace(v, score=loss, test_score=loss, metrics={"loss": loss}, test_metrics={"test_loss": loss})
+
+
+class PerfectUp(Perfect):
+    """Ranks by the true loss of ``Unbounded`` (-a; a = 3 crashes and goes last)."""
+
+    name = "perfect-up"
+
+    async def screen(self, ctx, candidates):
+        def loss(c):
+            a = value(c.program)
+            return float("inf") if a == 3 else -a
+
+        ranking = tuple(c.id for c in sorted(candidates, key=loss))
+        evidence = {cid: Evidence(cid, float(-i)) for i, cid in enumerate(ranking)}
+        return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
+
+
+def _engine(store, screener, budget=40, executor=None, **over):
     overrides = ["strategy.name=greedy", f"budget.verifications={budget}", "engine.candidates=6"]
     cfg = load_config(overrides=overrides + [f"{k}={v}" for k, v in over.items()])
     return Engine(
@@ -56,7 +83,7 @@ def _engine(store, screener, budget=40, **over):
         roles=fake_roles(),
         screener=screener,
         strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
-        executor=FakeExecutor(),
+        executor=executor or FakeExecutor(),
         store=store,
         config=cfg,
     )
@@ -85,7 +112,7 @@ def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp
     chance = Counting()
     screener = _adaptive(chance)
     with RunStore(tmp_path / "s.db") as store:
-        result = asyncio.run(_engine(store, screener).run())
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         notes = _notes(store, result.run_id)
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
@@ -103,9 +130,9 @@ def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp
 
 
 def test_a_perfect_critic_keeps_screening(tmp_path):
-    screener = _adaptive(Perfect())
+    screener = _adaptive(PerfectUp())
     with RunStore(tmp_path / "s.db") as store:
-        result = asyncio.run(_engine(store, screener).run())
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         notes = _notes(store, result.run_id)
     assert screener.state == "on" and "screening helps" in screener.reason
     assert screener.pairs.losses == 0 and screener.pairs.wins >= 5
@@ -116,9 +143,9 @@ def test_a_perfect_critic_keeps_screening(tmp_path):
 def test_the_decisions_replay_exactly_from_the_store(tmp_path):
     live = _adaptive(Counting())
     with RunStore(tmp_path / "s.db") as store:
-        result = asyncio.run(_engine(store, live).run())
+        result = asyncio.run(_engine(store, live, executor=Unbounded()).run())
         again = _adaptive(Counting())
-        resumed = _engine(store, again)
+        resumed = _engine(store, again, executor=Unbounded())
         resumed.run_id = result.run_id
         resume.restore(resumed)
     assert live.decisions and (again.state, again.reason, again.pairs, again.decisions) == (

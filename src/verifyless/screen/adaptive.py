@@ -5,10 +5,13 @@
 inner screener ranks the pool and two candidates are chosen, the screener's
 first and one other drawn uniformly with ``ctx.rng`` (so that expansion costs
 one verification more). When both are paid, the pair is a **win** if the
-screener's pick has the higher validation fitness, a **loss** if the random
-one has (a failed child is below every OK one), and no evidence if they are
-equal. Pairs share parent and time, so a search that gets harder as it goes
-cannot bias the comparison (comparing arms played at different times did).
+screener's pick improved on the parent and the random one did not
+(``outcome.improved``: a failed child did not), a **loss** if the reverse, and
+no evidence if both or neither improved (a pool with nothing to gain says
+nothing about the screener; ranking by fitness among losers was tried and
+read such pools as coin flips, switching a perfect critic off). Pairs share
+parent and time, so a search that gets harder as it goes cannot bias the
+comparison (comparing arms played at different times did).
 
 The rule (a sequential test on the pairs):
 
@@ -57,7 +60,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.outcome import Outcome
+from verifyless.outcome import Outcome, improved
 from verifyless.screen.base import LearningScreener, OutcomeObserver, ScreenContext, Screener
 from verifyless.screen.options import BaseOptions
 
@@ -127,11 +130,11 @@ class AdaptiveRule:
         rate = self.options.explore if self.state == "trial" else self.options.audit
         return self.screens and draw < rate
 
-    def add_pair(self, screened: float, other: float) -> bool:
-        """Score one paid pair (fitness of the screener's pick, of the random one; -inf when failed)."""
+    def add_pair(self, screened: bool, other: bool) -> bool:
+        """Score one paid pair (whether the screener's pick improved, whether the random one did)."""
         if screened == other:
             return False
-        self.pairs = self.pairs.add(screened > other)
+        self.pairs = self.pairs.add(screened)
         return True
 
     def evidence(self) -> dict[str, Any]:
@@ -185,7 +188,7 @@ class AdaptiveScreener:
         self.name = self.options.name or "adaptive"
         self.rule = AdaptiveRule(self.options)
         self.pending: dict[str, tuple[str, str]] = {}  # candidate id -> (screener's pick, random pick)
-        self.seen: dict[str, float] = {}  # fitness of pending candidates already paid (-inf when failed)
+        self.seen: dict[str, bool] = {}  # whether pending candidates already paid improved on their parent
 
     @property
     def state(self) -> State:
@@ -250,7 +253,7 @@ class AdaptiveScreener:
         inner = await self.inner.learn(outcomes, round) if isinstance(self.inner, LearningScreener) else None
         for o in outcomes:
             if o.child_id in self.pending:
-                self.seen[o.child_id] = -math.inf if o.failed or o.child_fitness is None else o.child_fitness
+                self.seen[o.child_id] = improved(o)
         decided = 0
         for top, other in {pair for pair in self.pending.values() if all(c in self.seen for c in pair)}:
             del self.pending[top], self.pending[other]
