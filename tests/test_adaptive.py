@@ -232,3 +232,38 @@ def test_the_report_shows_the_audit_panel(tmp_path):
         html = write_report(store, run_id, tmp_path / "out", figures=False).html.read_text()
     panel = html.split('id="audit"')[1].split('id="critic"')[0]
     assert "audits (screened out, verified anyway" in panel and "selection advantage" in panel
+
+
+# ---------------------------------------------------------------------- a critic of known accuracy over HTTP
+
+
+def _truth(request):
+    """improve / lose for the fake task of ``Unbounded``: the child's a against the parent's (a = 3 crashes)."""
+    import re
+
+    text = "\n".join(m.content or "" for m in request.messages if m.role == "user")
+    if "## Child" not in text:
+        return None
+    parent, child = text.split("## Child", 1)
+    a = [int(x) for x in re.findall(r"sets a to (-?\d+)", child)]
+    p = [int(x) for x in re.findall(r"sets a to (-?\d+)", parent)]
+    if not a or not p:
+        return None
+    return "improve" if a[0] != 3 and a[0] > p[-1] else "tie" if a[0] == p[-1] else "lose"
+
+
+@pytest.mark.parametrize(("accuracy", "state"), [(1.0, "on"), (1 / 3, "off")])
+def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, accuracy, state):
+    from verifyless.model.config import make_config
+    from verifyless.model.providers import build_model
+    from verifyless.model.testserver import CriticAtAccuracy, TestServer
+    from verifyless.screen.critic import PointwiseCritic
+
+    critic = CriticAtAccuracy(_truth, accuracy, seed=1)
+    with TestServer(critic) as server:
+        model = build_model(make_config(model="critic", base_url=server.base_url))
+        screener = _adaptive(PointwiseCritic(model, k=3))
+        with RunStore(tmp_path / "s.db") as store:
+            asyncio.run(_engine(store, screener, budget=40, executor=Unbounded()).run())
+    assert critic.calls > 0
+    assert screener.state == state, screener.reason
