@@ -267,3 +267,14 @@ def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, 
             asyncio.run(_engine(store, screener, budget=40, executor=Unbounded()).run())
     assert critic.calls > 0
     assert screener.state == state, screener.reason
+
+
+def test_the_demo_says_no_win_plainly():
+    from verifyless._cli.demo import _matched
+    from verifyless.task.base import Metric
+
+    up = Metric("auc", "maximize")
+    assert _matched(0.74, 0.75, 16, 16, up).endswith("no win (random is better)")
+    assert _matched(0.75, 0.75, 16, 16, up).endswith(": no win")
+    assert _matched(0.76, 0.75, 16, 16, up).endswith("adaptive wins")
+    assert _matched(0.1, 0.2, 16, 16, Metric("loss", "minimize")).endswith("adaptive wins")

@@ -139,7 +139,8 @@ def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget:
         audit = audit_from_store(store, screened.run_id)
         learned = [e.payload.get("adaptive") or {} for e in store.events(adaptive.run_id, kinds=["screener_learn"])]
     console.print(f"screened run, {audit_line(audit)}", highlight=False)
-    last = learned[-1] if learned else {"state": "trial", "reason": "no audited pair was paid yet"}
+    none_yet = "no audited pair has told the screener apart from random yet (both or neither of each pair improved)"
+    last = learned[-1] if learned else {"state": "trial", "reason": none_yet}
     decisions = [m["decision"] for m in learned if "decision" in m]
     how = "; ".join(f"round {d['round']}: {d['state']}" for d in decisions) or "no decision yet"
     console.print(
