@@ -115,10 +115,11 @@ class CriticAtAccuracy:
     idea-space child names), or None for any other prompt, which gets ``other``.
     A verdict is the truth with probability ``accuracy``, else one of the two
     other directions uniformly (``accuracy = 1/3`` is chance); every sample is an
-    independent draw (no shared misreading: rho = 0). An ``improve`` verdict
-    names the tier ``medium``. Replies use the critic paper's tagged lines.
-    ``calls`` counts the samples answered. Thread-safe (one seeded generator
-    behind a lock).
+    independent draw (no shared misreading: rho = 0). The draw of the j-th
+    sample of one prompt is seeded by ``(seed, prompt, j)``, so concurrent
+    requests in any order get the same answers. An ``improve`` verdict names
+    the tier ``medium``. Replies use the critic paper's tagged lines. ``calls``
+    counts the samples answered. Thread-safe.
     """
 
     DIRECTIONS = ("improve", "tie", "lose")
@@ -128,21 +129,25 @@ class CriticAtAccuracy:
     ) -> None:
         if not 0.0 <= accuracy <= 1.0:
             raise ValueError(f"accuracy must lie in [0, 1], got {accuracy}")
-        import random
-
-        self.truth, self.accuracy, self.other = truth, accuracy, other
-        self._rng = random.Random(seed)
+        self.truth, self.accuracy, self.other, self.seed = truth, accuracy, other, seed
         self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}  # prompt digest -> samples answered for it
         self.calls = 0
 
     def __call__(self, request: ModelRequest) -> str:
+        import hashlib
+        import random
+
         true = self.truth(request)
         if true is None:
             return self.other
+        digest = hashlib.sha256("\n".join(m.content or "" for m in request.messages).encode()).hexdigest()
         with self._lock:
             self.calls += 1
-            right = self._rng.random() < self.accuracy
-            verdict = true if right else self._rng.choice([d for d in self.DIRECTIONS if d != true])
+            j = self._seen[digest] = self._seen.get(digest, -1) + 1
+        rng = random.Random(f"{self.seed}:{digest}:{j}")
+        right = rng.random() < self.accuracy
+        verdict = true if right else rng.choice([d for d in self.DIRECTIONS if d != true])
         tier = "medium" if verdict == "improve" else "NA"
         return f"Criteria weighed.\n[IMPROVEMENT] {verdict} --- simulated critic\n[WINTIER] {tier} --- simulated"
 
