@@ -278,3 +278,13 @@ def test_the_demo_says_no_win_plainly():
     assert _matched(0.75, 0.75, 16, 16, up).endswith(": no win")
     assert _matched(0.76, 0.75, 16, 16, up).endswith("adaptive wins")
     assert _matched(0.1, 0.2, 16, 16, Metric("loss", "minimize")).endswith("adaptive wins")
+
+
+def test_the_audit_counts_the_adaptive_screeners_own_audits(tmp_path):
+    screener = _adaptive(PerfectUp())
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+        audit = audit_from_store(store, result.run_id, resamples=100)
+        pairs = [n for n in _notes(store, result.run_id) if n["audited"]]
+    assert pairs and audit.audits == len(pairs)
+    assert audit.advantage.n == len(pairs) and audit.advantage.value is not None and audit.advantage.value >= 0

@@ -5,7 +5,9 @@ Only paid outcomes count: a candidate enters the audit when it was screened
 ``engine.verify_uncertain``, the routed ones) and, with probability
 ``engine.audit_rate`` per expansion, one random screened-out candidate: that
 one is charged like any verification and listed in the screening event's
-``audited`` field. From these the audit estimates, each with a percentile
+``audited`` field. The ``adaptive`` screener's own audits (the random half of
+each audited pair, ``screen/adaptive.py``) count as audits too. From these the
+audit estimates, each with a percentile
 bootstrap interval (``BOOTSTRAP`` resamples of the units named below, seeded,
 so the same store gives the same numbers):
 
@@ -229,7 +231,7 @@ def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
     for ev in store.events(run_id, kinds=["screening"]):
         p = ev.payload
         screenings += 1
-        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ())
+        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ()) | _adaptive_audit(p)
         for rank, cid in enumerate(p.get("ranking") or ()):
             row = rows.get(cid)
             if cid not in (p.get("to_verify") or p.get("chosen") or ()) or row is None or not _verified(row):
@@ -238,6 +240,13 @@ def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
             role = "audited" if cid in audited else "chosen" if cid in chosen else "routed"
             siblings.append(SiblingOutcome(ev.seq, cid, rank, role, row.get("fitness"), _improved(rows, row, tie)))
     return siblings, screenings, audits
+
+
+def _adaptive_audit(payload: Mapping[str, Any]) -> set[str]:
+    """The random half of an ``adaptive`` screener's audited pair (its second choice), when it audited."""
+    chosen = list(payload.get("chosen") or ())
+    notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (payload.get("evidence") or {}).values()]
+    return {chosen[1]} if len(chosen) == 2 and any(n.get("audited") for n in notes) else set()
 
 
 def _verified(row: Mapping[str, Any]) -> bool:
