@@ -288,3 +288,49 @@ def test_the_audit_counts_the_adaptive_screeners_own_audits(tmp_path):
         pairs = [n for n in _notes(store, result.run_id) if n["audited"]]
     assert pairs and audit.audits == len(pairs)
     assert audit.advantage.n == len(pairs) and audit.advantage.value is not None and audit.advantage.value >= 0
+
+
+KILL_SCRIPT = r"""
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from test_adaptive import Counting, Unbounded, _adaptive, _engine
+from verifyless.store import RunStore
+store = RunStore({db!r})
+asyncio.run(_engine(store, _adaptive(Counting()), budget=80, executor=Unbounded(delay=0.05)).run())
+"""
+
+
+def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_from_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db, script = tmp_path / "s.db", tmp_path / "kill.py"
+    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline, decided = time.monotonic() + 90, False
+    with RunStore(db) as probe:
+        while time.monotonic() < deadline and proc.poll() is None and not decided:
+            runs = probe.runs() if db.exists() else []
+            learned = [e.payload for e in probe.events(runs[0].run_id, kinds=["screener_learn"])] if runs else []
+            decided = any("decision" in rec.get("adaptive", {}) for rec in learned)
+            time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and decided, (proc.stderr.read() if proc.stderr else b"")[-2000:]
+    with RunStore(db) as store:
+        run_id = store.runs()[0].run_id
+        stored = [e.payload["adaptive"] for e in store.events(run_id, kinds=["screener_learn"])]
+        assert store.budget(run_id).verifications < 80  # killed mid-run
+        again = _adaptive(Counting())
+        engine = _engine(store, again, budget=80, executor=Unbounded())
+        engine.run_id = run_id
+        resume.restore(engine)
+        assert (again.state, again.reason) == (stored[-1]["state"], stored[-1]["reason"])
+        assert again.decisions == [rec["decision"] for rec in stored if "decision" in rec]
+        kept = list(again.decisions)
+        resumed = _engine(store, _adaptive(Counting()), budget=80, executor=Unbounded())
+        result = asyncio.run(resumed.run(run_id))
+        assert result.verifications == 80 and resumed.screener.decisions[: len(kept)] == kept
