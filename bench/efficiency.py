@@ -6,6 +6,9 @@ in the screener that picks which of the ``--candidates`` children of each
 expansion is verified:
 
 * ``random``: the unguided agent (uniform choice).
+* ``iid``: no evolution: the ``iid`` strategy (every expansion improves the
+  seed program, ``search/iid.py``) with random choice; the best verified
+  child is returned. Against ``random`` it shows what evolution adds.
 * ``surrogate``: the learned surrogate screener (cold start: random until it
   has seen enough outcomes).
 * ``oracle``: best-of-N validation oracle. It executes every candidate of the
@@ -14,7 +17,9 @@ expansion is verified:
   oracles). It is the reference ceiling for a screener under the same charged
   budget (not a strict bound: a worse pick can occasionally lead further).
 * ``critic``: the pointwise LLM critic, added only when ``VERIFYLESS_BASE_URL``
-  is set (model from the ``VERIFYLESS_*`` variables).
+  is set (model from the ``VERIFYLESS_*`` variables); ``adaptive`` wraps it
+  (``screen/adaptive.py``: screening switched off when audited pairs show it
+  does not help), added with it.
 
 Tasks are deterministic (``stochastic: false``), so a verification result is
 a function of the program text: results are cached by program hash for the
@@ -178,20 +183,20 @@ class RunRow:
 
 
 def arms_available() -> list[str]:
-    arms = ["random", "surrogate", "oracle"]
+    arms = ["random", "iid", "surrogate", "oracle"]
     if os.environ.get("VERIFYLESS_BASE_URL"):
-        arms.append("critic")
+        arms += ["critic", "adaptive"]
     return arms
 
 
 async def one_run(
     task_name: str, arm: str, seed: int, args: argparse.Namespace, store: RunStore, cache: ResultCache
 ) -> RunRow:
-    screener = "random" if arm == "oracle" else arm
+    screener = "random" if arm in ("oracle", "iid") else arm
     overrides = [
         f"task={task_name}",
         f"seed={seed}",
-        f"strategy.name={args.strategy}",
+        f"strategy.name={'iid' if arm == 'iid' else args.strategy}",
         f"screener.name={screener}",
         "roles.kind=space",
         f"budget.verifications={args.budget}",
@@ -201,7 +206,7 @@ async def one_run(
         f"engine.max_rounds={4 * args.budget}",
         f"store={store.path}",
     ]
-    if arm == "critic":
+    if arm in ("critic", "adaptive"):
         overrides.append("roles.models.default=env")
     if arm == "surrogate":
         overrides += [f"screener.options.{kv}" for kv in args.surrogate_option]
@@ -390,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> list[RunRow]:
     ap.add_argument("--candidates", type=int, default=6, help="N children made per expansion")
     ap.add_argument("--strategy", default="greedy")
     ap.add_argument("--concurrency", type=int, default=2, help="verifications at once")
-    ap.add_argument("--arms", nargs="+", default=None, help="subset of: random surrogate oracle critic")
+    ap.add_argument("--arms", nargs="+", default=None, help="subset of: random iid surrogate oracle critic adaptive")
     ap.add_argument(
         "--target",
         choices=["validation", "test"],

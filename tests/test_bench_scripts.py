@@ -70,13 +70,13 @@ def test_efficiency_quick_runs_every_arm_on_the_real_sandbox(capsys, tmp_path):
     from verifyless.store import RunStore
 
     rows = load("efficiency").main(
-        ["--quick", "--arms", "random", "surrogate", "oracle", "--store", str(tmp_path / "e.db")]
+        ["--quick", "--arms", "random", "iid", "surrogate", "oracle", "--store", str(tmp_path / "e.db")]
     )
     out = capsys.readouterr().out
-    for arm in ("random", "surrogate", "oracle"):
+    for arm in ("random", "iid", "surrogate", "oracle"):
         assert f"| {arm} |" in out
     assert "| circle_packing |" in out
-    assert {r.arm for r in rows} == {"random", "surrogate", "oracle"}
+    assert {r.arm for r in rows} == {"random", "iid", "surrogate", "oracle"}
     for r in rows:
         assert r.task == "circle_packing" and r.verifications == 4  # matched charged budget
         assert 0.0 <= r.score <= 1.0 and math.isfinite(r.score)
@@ -96,6 +96,8 @@ def test_efficiency_quick_runs_every_arm_on_the_real_sandbox(capsys, tmp_path):
             return -math.inf if row["fitness"] is None else row["fitness"]
 
         assert first_pick(oracle.run_id) >= first_pick(rand.run_id)
+        iid = next(r for r in rows if r.arm == "iid")
+        assert {r["parent_id"] for r in store.node_rows(iid.run_id) if r["operator"] == "improve"} == {"root"}
 
 
 def test_pools_script_refuses_to_overwrite_a_shipped_world_without_out_or_force(capsys, monkeypatch):

@@ -37,3 +37,34 @@ def test_iid_expands_the_seed_every_time_and_random_evolves():
 def test_iid_is_a_standard_arm():
     world = load_world(worlds_dir() / "diabetes.jsonl")
     assert list(standard_arms(world))[:2] == ["iid", "random"] and "oracle" in standard_arms(world)
+
+
+def test_the_iid_strategy_expands_the_seed_every_time_on_the_real_engine(tmp_path):
+    import asyncio
+    import random
+
+    from engine_fakes import FakeExecutor, fake_roles, fake_task
+    from verifyless.config import load_config
+    from verifyless.engine import Engine
+    from verifyless.screen.baselines import RandomScreener
+    from verifyless.search.registry import build_strategy
+    from verifyless.store import RunStore
+
+    cfg = load_config(overrides=["strategy.name=iid", "budget.verifications=10", "engine.candidates=4"])
+    with RunStore(tmp_path / "s.db") as store:
+        engine = Engine(
+            task=fake_task(),
+            roles=fake_roles(fix=False),
+            screener=RandomScreener(),
+            strategy=build_strategy("iid", {}, random.Random(0)),
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
+        result = asyncio.run(engine.run())
+        rows = store.node_rows(result.run_id)
+    children = [r for r in rows if r["node_id"] != "root" and r["status"] != "implemented"]
+    assert children and {r["parent_id"] for r in children} == {"root"}
+    assert result.verifications == 10
+    best = min((r for r in rows if r.get("score") is not None), key=lambda r: r["score"])  # the loss is minimised
+    assert result.best_score == best["score"]

@@ -510,7 +510,16 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
+        "screener_audit": _screener_audit(st, run_id),
     }
+
+
+def _screener_audit(st, run_id: str) -> dict[str, Any] | None:
+    """The online audit of the screener (``screen/audit.py``); None before the first screening."""
+    from verifyless.screen.audit import audit_from_store
+
+    audit = audit_from_store(st, run_id)
+    return audit.row() if audit.screenings else None
 
 
 def _submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
@@ -596,6 +605,10 @@ def show(
                 for name, h in data["reply_health"].items()
             )
         )
+    if data["screener_audit"]:
+        from verifyless.screen.audit import audit_line
+
+        console.print(audit_line(data["screener_audit"]), highlight=False)
     _print_links(data["run_id"], store)
 
 

@@ -17,6 +17,12 @@ adding the best-of-N oracle, which verifies the best of each pool: the
 ceiling any screener could reach. Both parts report verifications-to-reach
 the random arm's final score; when the screened arm does not beat random the
 demo says so.
+
+Part 1 also runs **adaptive** screening (``screener: adaptive`` around the same
+surrogate, ``screen/adaptive.py``) on the same budget, then prints the screened
+run's audited accuracy (``screen/audit.py``), what adaptive screening decided
+and why (its stored ``screener_learn`` records), and its matched-budget result
+against random, "no win" included.
 """
 
 from __future__ import annotations
@@ -32,7 +38,11 @@ from verifyless.config import load_config
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
-ARMS = (("screened (surrogate)", "surrogate"), ("unscreened (random)", "random"))
+ARMS = (
+    ("screened (surrogate)", "surrogate"),
+    ("unscreened (random)", "random"),
+    ("adaptive (surrogate)", "adaptive"),
+)
 
 
 def default_worlds_dir() -> Path:
@@ -67,6 +77,8 @@ async def run_demo(
             ]
             if screener == "surrogate":
                 overrides.append("screener.options.rank_by=fitness")
+            if screener == "adaptive":
+                overrides += ["screener.options.screener=surrogate", "screener.options.options.rank_by=fitness"]
             cfg = load_config(overrides=overrides)
             console.print(f"[bold]{arm}[/]: {task}, {budget} verifications, {candidates} candidates per expansion")
             engine = build_engine(cfg, store, progress=_Dots(console))
@@ -77,6 +89,7 @@ async def run_demo(
             console.print()
     metric = engine.task.metric
     console.print(_runs_table(store_path, results, metric, task, budget))
+    _audit_part(console, store_path, results, budget, metric)
     verdict = _replay_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
     console.print(
         f"metric: {metric.name} ({metric.direction}); store: {store_path}; "
@@ -115,6 +128,40 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
             "not reached" if hit is None else str(hit),
         )
     return table
+
+
+def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget: int, metric: Any) -> None:
+    """The screened run's audited accuracy, what adaptive screening decided and why, and its matched result."""
+    from verifyless.screen.audit import audit_from_store, audit_line
+
+    screened, unscreened, adaptive = (results[arm] for arm, _ in ARMS)
+    with RunStore(store_path) as store:
+        audit = audit_from_store(store, screened.run_id)
+        learned = [e.payload.get("adaptive") or {} for e in store.events(adaptive.run_id, kinds=["screener_learn"])]
+    console.print(f"screened run, {audit_line(audit)}", highlight=False)
+    none_yet = "no audited pair has told the screener apart from random yet (both or neither of each pair improved)"
+    last = learned[-1] if learned else {"state": "trial", "reason": none_yet}
+    decisions = [m["decision"] for m in learned if "decision" in m]
+    how = "; ".join(f"round {d['round']}: {d['state']}" for d in decisions) or "no decision yet"
+    console.print(
+        f"adaptive screening: ended {last['state']} ({how}); why: {last['reason']}; "
+        f"audited pairs won / lost by the screener: {last.get('wins', 0)} / {last.get('losses', 0)}",
+        highlight=False,
+    )
+    line = _matched(adaptive.best_score, unscreened.best_score, budget, adaptive.verifications, metric)
+    console.print(line, highlight=False)
+
+
+def _matched(adaptive: float | None, unscreened: float | None, budget: int, spent: int, metric: Any) -> str:
+    """The matched-budget line: adaptive's best validation score against random's, win or no win."""
+    head = (
+        f"matched budget ({spent} of {budget} verifications each): adaptive {_f(adaptive)} vs random {_f(unscreened)}"
+    )
+    if adaptive is None or unscreened is None or adaptive == unscreened:
+        return head + ": no win"
+    if metric.orient(adaptive) > metric.orient(unscreened):
+        return head + ": adaptive wins"
+    return head + ": no win (random is better)"
 
 
 def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:

@@ -14,6 +14,12 @@ token gets 401; with ``models=[...]`` an unknown model gets 404;
 ``ignore_n=True`` always returns one choice. Counters: ``requests`` (bodies
 received), ``max_in_flight``.
 
+A critic of known accuracy: ``TestServer(CriticAtAccuracy(truth, accuracy))``
+answers every critic prompt as a pointwise critic whose verdict is the true
+outcome (``truth(request)``, which the caller computes from the candidate the
+prompt describes) with probability ``accuracy``, else one of the other two
+directions; each sample is drawn on its own from a seeded generator.
+
 Log-probabilities: with ``logprobs=fn`` (``fn(messages, continue_final, k) ->
 ([(token, logprob), ...], prompt tokens)``, e.g. ``LocalModel.top_logprobs``),
 a request with ``logprobs: true`` is answered with the most likely next token
@@ -99,6 +105,51 @@ class Fault:
 
 Responder = Callable[[ModelRequest], Any]
 LogprobSource = Callable[[list[dict[str, Any]], bool, int], tuple[list[tuple[str, float]], int]]
+
+
+class CriticAtAccuracy:
+    """A responder that answers as a pointwise critic of a set three-way accuracy against the true outcome.
+
+    ``truth(request)`` returns ``improve`` / ``tie`` / ``lose`` for the candidate a
+    critic prompt describes (the caller knows the world, e.g. the configuration an
+    idea-space child names), or None for any other prompt, which gets ``other``.
+    A verdict is the truth with probability ``accuracy``, else one of the two
+    other directions uniformly (``accuracy = 1/3`` is chance); every sample is an
+    independent draw (no shared misreading: rho = 0). The draw of the j-th
+    sample of one prompt is seeded by ``(seed, prompt, j)``, so concurrent
+    requests in any order get the same answers. An ``improve`` verdict names
+    the tier ``medium``. Replies use the critic paper's tagged lines. ``calls``
+    counts the samples answered. Thread-safe.
+    """
+
+    DIRECTIONS = ("improve", "tie", "lose")
+
+    def __init__(
+        self, truth: Callable[[ModelRequest], str | None], accuracy: float, *, seed: int = 0, other: str = "ok"
+    ) -> None:
+        if not 0.0 <= accuracy <= 1.0:
+            raise ValueError(f"accuracy must lie in [0, 1], got {accuracy}")
+        self.truth, self.accuracy, self.other, self.seed = truth, accuracy, other, seed
+        self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}  # prompt digest -> samples answered for it
+        self.calls = 0
+
+    def __call__(self, request: ModelRequest) -> str:
+        import hashlib
+        import random
+
+        true = self.truth(request)
+        if true is None:
+            return self.other
+        digest = hashlib.sha256("\n".join(m.content or "" for m in request.messages).encode()).hexdigest()
+        with self._lock:
+            self.calls += 1
+            j = self._seen[digest] = self._seen.get(digest, -1) + 1
+        rng = random.Random(f"{self.seed}:{digest}:{j}")
+        right = rng.random() < self.accuracy
+        verdict = true if right else rng.choice([d for d in self.DIRECTIONS if d != true])
+        tier = "medium" if verdict == "improve" else "NA"
+        return f"Criteria weighed.\n[IMPROVEMENT] {verdict} --- simulated critic\n[WINTIER] {tier} --- simulated"
 
 
 def request_from_body(body: dict[str, Any]) -> ModelRequest:

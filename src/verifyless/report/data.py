@@ -35,6 +35,7 @@ from typing import Any
 
 from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
 from verifyless.outcome import FIVE, THREE
+from verifyless.screen.audit import ScreenerAudit, audit_from_store
 from verifyless.store.protocol import RunStoreProtocol
 
 REDACTED = "[redacted]"
@@ -677,6 +678,12 @@ def critic_view(store: RunStoreProtocol, run_id: str) -> CriticView | None:
         brier=cal.brier,
         audits=audits,
     )
+
+
+def screener_audit_view(store: RunStoreProtocol, run_id: str) -> ScreenerAudit | None:
+    """The online audit of the run's screener (``screen/audit.py``); None before the first screening."""
+    audit = audit_from_store(store, run_id)
+    return audit if audit.screenings else None
 
 
 # ---------------------------------------------------------------------- helpers shared with data_nodes

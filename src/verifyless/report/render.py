@@ -77,6 +77,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "graph_svg": svg.graph_svg(g, href),
         "rounds": data_nodes.rounds_view(store, run_id),
         "cv": data.critic_view(store, run_id),
+        "audit": data.screener_audit_view(store, run_id),
         "others": data.other_events(store, run_id),
         "href": href,
     }

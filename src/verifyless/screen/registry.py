@@ -18,7 +18,7 @@ Every LLM screener also takes the reply-health options ``min_parse_rate`` and
 ``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
-``random``, ``oracle``, ``surrogate``, ``agentic``, ``critic-ttl`` and ``critic-probs``
+``random``, ``oracle``, ``surrogate``, ``agentic``, ``critic-ttl``, ``critic-probs`` and ``adaptive`` (a wrapper)
 (their heavy dependencies, scikit-learn and torch, are imported only when one is built).
 
 Ensemble and arbiter members: ``options["members"]`` is a list whose entries
@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
 from verifyless.screen.agentic import AgenticRPM
 from verifyless.screen.base import Screener
 from verifyless.screen.baselines import OracleScreener, RandomScreener
@@ -293,6 +294,17 @@ def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):
     return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
 
+def _adaptive(models, opts: AdaptiveOptions, **extra):
+    try:
+        inner = build_screener(opts.screener, models=models, options=opts.options, **extra)
+    except ConfigError as exc:  # the wrapped screener's options live one level down
+        raise ConfigError(
+            "adaptive's wrapped screener (screener.options.options.*): "
+            + str(exc).replace("screener.options.", "screener.options.options.")
+        ) from None
+    return _construct(AdaptiveScreener, "adaptive", inner, opts)
+
+
 def _critic_ttl_options() -> type[BaseModel]:
     return TestTimeCriticOptions
 
@@ -314,6 +326,7 @@ SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "agentic": (_agentic, _agentic_options),
     "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (screen/ttl.py)
     "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (screen/probcritic.py)
+    "adaptive": (_adaptive, AdaptiveOptions),  # screens only while paid outcomes say it helps (screen/adaptive.py)
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from verifyless.errors import ConfigError
 from verifyless.search.base import SearchStrategy
 from verifyless.search.greedy import GreedyConfig, GreedyStrategy
+from verifyless.search.iid import IIDConfig, IIDStrategy
 from verifyless.search.islands import IslandsConfig, IslandsStrategy
 from verifyless.search.linear import LinearConfig, LinearStrategy
 from verifyless.search.mcgs import MCGSConfig, MCGSStrategy
@@ -19,6 +20,7 @@ STRATEGIES: dict[str, tuple[type, Callable[..., SearchStrategy]]] = {
     "islands": (IslandsConfig, IslandsStrategy),
     "mcgs": (MCGSConfig, MCGSStrategy),
     "linear": (LinearConfig, LinearStrategy),
+    "iid": (IIDConfig, IIDStrategy),  # no evolution: every child from the seed (the iid baseline)
 }
 
 

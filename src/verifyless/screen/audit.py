@@ -1,0 +1,280 @@
+"""The online audit of a run's screener: how well it predicts the outcomes the run paid for.
+
+Only paid outcomes count: a candidate enters the audit when it was screened
+*and* verified. The engine verifies the screener's choice (and, with
+``engine.verify_uncertain``, the routed ones) and, with probability
+``engine.audit_rate`` per expansion, one random screened-out candidate: that
+one is charged like any verification and listed in the screening event's
+``audited`` field. The ``adaptive`` screener's own audits (the random half of
+each audited pair, ``screen/adaptive.py``) count as audits too. From these the
+audit estimates, each with a percentile
+bootstrap interval (``BOOTSTRAP`` resamples of the units named below, seeded,
+so the same store gives the same numbers):
+
+* ``pairwise``: among verified siblings (same screening) whose outcomes
+  differ, the share of pairs the screener ranked in the order of their
+  validation fitness (a failed child is below every OK one; two failed
+  children, or equal fitnesses, are no pair). Unit: the pair. 0.5 is chance.
+* ``advantage``: the selection advantage, the improve rate of the
+  screener's first choice minus that of the audited candidate of the same
+  screening (``outcome.reward_label``: a failed child is a loss). Unit: the
+  screening with an audit. 0 means screening picks no better than chance.
+* ``dir3``: three-way accuracy of the verdicts (``metrics.critic``), only
+  where the screener gives verdicts (votes). Unit: the verified candidate.
+* ``u_ece``: calibration of the uncertainty u = 1 - max vote: the
+  count-weighted gap between mean u and the error rate of the plurality
+  verdict, in ``U_BINS`` equal-width bins of u (0 is perfectly calibrated).
+  Unit: the verified candidate with a verdict.
+
+The candidates the screener chose are a biased sample (selection bias): only
+``advantage`` uses the audits, the unbiased sample of its rejections, and
+its interval is the one to trust when the others look good. Limits: the
+bootstrap resamples units independently, so pairs of one screening count as
+independent; with fewer than 2 units an estimate has no interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from verifyless.metrics.critic import CriticRecord, critic_records_from_store, vote_uncertainty
+from verifyless.node import Status
+from verifyless.outcome import pair_outcome, reward_label
+
+BOOTSTRAP = 1000
+LEVEL = 0.95
+U_BINS = 5
+
+__all__ = [
+    "BOOTSTRAP",
+    "Estimate",
+    "ScreenerAudit",
+    "SiblingOutcome",
+    "audit_from_store",
+    "audit_line",
+    "estimate",
+    "pairwise_hits",
+    "selection_advantages",
+    "u_calibration_gap",
+]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over ``n`` units with a bootstrap interval (None when there are too few units)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    def row(self) -> dict[str, Any]:
+        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n}
+
+    def text(self, scale: float = 1.0, digits: int = 2) -> str:
+        """``0.61 [0.52, 0.70] n=40``, or ``- n=0``."""
+        if self.value is None:
+            return f"- n={self.n}"
+        value = f"{scale * self.value:.{digits}f}"
+        if self.low is None or self.high is None:
+            return f"{value} n={self.n}"
+        return f"{value} [{scale * self.low:.{digits}f}, {scale * self.high:.{digits}f}] n={self.n}"
+
+
+@dataclass(frozen=True)
+class SiblingOutcome:
+    """One screened and verified candidate: its screening, rank, role and paid outcome.
+
+    ``fitness`` is the oriented validation fitness (None for a failed child);
+    ``improved`` is ``reward_label == "improve"`` (None when the parent has no
+    fitness). ``role`` is ``chosen``, ``routed`` or ``audited``.
+    """
+
+    screening: int
+    candidate_id: str
+    rank: int
+    role: str
+    fitness: float | None
+    improved: bool | None
+
+
+@dataclass(frozen=True)
+class ScreenerAudit:
+    """The audit of one run (module docstring)."""
+
+    screenings: int
+    verified: int
+    audits: int
+    pairwise: Estimate
+    advantage: Estimate
+    dir3: Estimate
+    u_ece: Estimate
+
+    def row(self) -> dict[str, Any]:
+        """JSON-ready (``show --json``, the report and the dashboard)."""
+        return {
+            "screenings": self.screenings,
+            "verified": self.verified,
+            "audits": self.audits,
+            "pairwise": self.pairwise.row(),
+            "advantage": self.advantage.row(),
+            "dir3": self.dir3.row(),
+            "u_ece": self.u_ece.row(),
+        }
+
+
+# ---------------------------------------------------------------------- estimators
+
+
+def estimate(values: Sequence[float], *, statistic: Any = None, resamples: int = BOOTSTRAP, seed: int = 0) -> Estimate:
+    """Mean of ``values`` (or ``statistic(array)``) with a percentile bootstrap interval at ``LEVEL``."""
+    data = np.asarray(values, dtype=float)
+    stat = statistic or (lambda a: float(np.mean(a)))
+    n = len(data)
+    if n == 0:
+        return Estimate(None, None, None, 0)
+    value = float(stat(data))
+    if n < 2:
+        return Estimate(value, None, None, n)
+    rng = np.random.default_rng(seed)
+    draws = np.array([stat(data[rng.integers(0, n, n)]) for _ in range(resamples)], dtype=float)
+    tail = 100 * (1 - LEVEL) / 2
+    return Estimate(value, float(np.percentile(draws, tail)), float(np.percentile(draws, 100 - tail)), n)
+
+
+def pairwise_hits(siblings: Iterable[SiblingOutcome]) -> list[float]:
+    """1.0 / 0.0 per ordered pair of verified siblings with different outcomes (module docstring)."""
+    by_screening: dict[int, list[SiblingOutcome]] = {}
+    for s in siblings:
+        by_screening.setdefault(s.screening, []).append(s)
+    hits: list[float] = []
+    for group in by_screening.values():
+        group = sorted(group, key=lambda s: s.rank)
+        for i, hi in enumerate(group):
+            for lo in group[i + 1 :]:
+                a, b = _order_key(hi.fitness), _order_key(lo.fitness)
+                if a != b:
+                    hits.append(1.0 if a > b else 0.0)
+    return hits
+
+
+def selection_advantages(siblings: Iterable[SiblingOutcome]) -> list[float]:
+    """Per screening with an audit: improved(first choice) - improved(audited), each in {-1, 0, 1}."""
+    by_screening: dict[int, list[SiblingOutcome]] = {}
+    for s in siblings:
+        by_screening.setdefault(s.screening, []).append(s)
+    out: list[float] = []
+    for group in by_screening.values():
+        chosen = [s for s in group if s.role == "chosen" and s.improved is not None]
+        audited = [s for s in group if s.role == "audited" and s.improved is not None]
+        if chosen and audited:
+            first = min(chosen, key=lambda s: s.rank)
+            out.extend(float(bool(first.improved)) - float(bool(a.improved)) for a in audited)
+    return out
+
+
+def u_calibration_gap(u: np.ndarray, wrong: np.ndarray, bins: int = U_BINS) -> float:
+    """Count-weighted mean |mean u - error rate| over equal-width bins of u in [0, 1]."""
+    which = np.minimum((np.asarray(u) * bins).astype(int), bins - 1)
+    gap = 0.0
+    for b in range(bins):
+        mask = which == b
+        if mask.any():
+            gap += mask.sum() * abs(float(np.mean(u[mask])) - float(np.mean(wrong[mask])))
+    return gap / len(u)
+
+
+# ---------------------------------------------------------------------- from a stored run
+
+
+def audit_from_store(store: Any, run_id: str, *, resamples: int = BOOTSTRAP) -> ScreenerAudit:
+    """The audit of a stored run (``RunStoreProtocol``), from its screening events and node rows only."""
+    siblings, screenings, audits = _siblings(store, run_id)
+    records = [
+        r for r in critic_records_from_store(store, run_id) if r.candidate_id in {s.candidate_id for s in siblings}
+    ]
+    return ScreenerAudit(
+        screenings=screenings,
+        verified=len(siblings),
+        audits=audits,
+        pairwise=estimate(pairwise_hits(siblings), resamples=resamples, seed=1),
+        advantage=estimate(selection_advantages(siblings), resamples=resamples, seed=2),
+        dir3=estimate([float(r.correct3) for r in records], resamples=resamples, seed=3),
+        u_ece=_u_ece(records, resamples),
+    )
+
+
+def audit_line(audit: ScreenerAudit | Mapping[str, Any]) -> str:
+    """One line for the progress display and ``show``: pairwise, advantage, Dir-3, u calibration, audits."""
+    row = audit.row() if isinstance(audit, ScreenerAudit) else audit
+
+    def est(key: str, scale: float = 1.0, digits: int = 2) -> str:
+        return Estimate(**row[key]).text(scale, digits)
+
+    return (
+        f"screener audit: pairwise {est('pairwise')} · advantage {est('advantage', digits=2)} · "
+        f"Dir-3 {est('dir3', 100, 1)} · u gap {est('u_ece')} · audits {row['audits']} of {row['verified']} verified"
+    )
+
+
+def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    run = store.run(run_id)
+    tie = float((run.config or {}).get("tie_tolerance", 0.0))
+    siblings: list[SiblingOutcome] = []
+    screenings = audits = 0
+    for ev in store.events(run_id, kinds=["screening"]):
+        p = ev.payload
+        screenings += 1
+        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ()) | _adaptive_audit(p)
+        for rank, cid in enumerate(p.get("ranking") or ()):
+            row = rows.get(cid)
+            if cid not in (p.get("to_verify") or p.get("chosen") or ()) or row is None or not _verified(row):
+                continue
+            audits += cid in audited
+            role = "audited" if cid in audited else "chosen" if cid in chosen else "routed"
+            siblings.append(SiblingOutcome(ev.seq, cid, rank, role, row.get("fitness"), _improved(rows, row, tie)))
+    return siblings, screenings, audits
+
+
+def _adaptive_audit(payload: Mapping[str, Any]) -> set[str]:
+    """The random half of an ``adaptive`` screener's audited pair (its second choice), when it audited."""
+    chosen = list(payload.get("chosen") or ())
+    notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (payload.get("evidence") or {}).values()]
+    return {chosen[1]} if len(chosen) == 2 and any(n.get("audited") for n in notes) else set()
+
+
+def _verified(row: Mapping[str, Any]) -> bool:
+    """Whether the row's status is the outcome of a paid verification (``Status.verified``)."""
+    try:
+        return Status(row.get("status")).verified
+    except ValueError:
+        return False
+
+
+def _improved(rows: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any], tie: float) -> bool | None:
+    parent = rows.get(row.get("parent_id") or "")
+    parent_fit = None if parent is None else parent.get("fitness")
+    label = reward_label(pair_outcome("", str(row["node_id"]), row.get("fitness"), parent_fit, tie=tie))
+    return None if label is None else label == "improve"
+
+
+def _order_key(fitness: float | None) -> float:
+    return fitness if fitness is not None and math.isfinite(fitness) else -math.inf
+
+
+def _u_ece(records: Sequence[CriticRecord], resamples: int) -> Estimate:
+    kept = [r for r in records if r.pred3 is not None]
+    if not kept:
+        return Estimate(None, None, None, 0)
+    u = np.array([vote_uncertainty(r.votes) for r in kept], dtype=float)
+    wrong = np.array([not r.correct3 for r in kept], dtype=float)
+    idx = [float(i) for i in range(len(kept))]
+    return estimate(
+        idx, statistic=lambda i: u_calibration_gap(u[i.astype(int)], wrong[i.astype(int)]), resamples=resamples, seed=4
+    )

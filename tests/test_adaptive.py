@@ -1,0 +1,336 @@
+"""Adaptive screening (screen/adaptive.py) and the online screener audit (screen/audit.py) on the real engine."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import replace
+
+import pytest
+
+from engine_fakes import FakeExecutor, fake_roles, fake_task, value
+from verifyless.config import load_config
+from verifyless.engine import Engine, resume
+from verifyless.errors import ConfigError
+from verifyless.node import Evidence, Screening
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener, Pairs, p_better
+from verifyless.screen.audit import SiblingOutcome, audit_from_store, audit_line, pairwise_hits, selection_advantages
+from verifyless.screen.baselines import RandomScreener
+from verifyless.screen.registry import build_screener
+from verifyless.search.registry import build_strategy
+from verifyless.store import RunStore
+
+
+class Counting(RandomScreener):
+    """A critic at chance (a uniform shuffle) that counts its calls."""
+
+    def __init__(self):
+        super().__init__(name="chance")
+        self.calls = 0
+
+    async def screen(self, ctx, candidates):
+        self.calls += 1
+        return await super().screen(ctx, candidates)
+
+
+class Perfect:
+    """Ranks by the true validation loss of the fake task ((a - 13)^2, a = 3 crashes and goes last)."""
+
+    name = "perfect"
+
+    async def screen(self, ctx, candidates):
+        def loss(c):
+            a = value(c.program)
+            return float("inf") if a == 3 else (a - 13) ** 2
+
+        ranking = tuple(c.id for c in sorted(candidates, key=loss))
+        evidence = {cid: Evidence(cid, float(-i)) for i, cid in enumerate(ranking)}
+        return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
+
+
+class Unbounded(FakeExecutor):
+    """The fake task with no optimum: the loss is -a, so a larger a is always better (improvements never run out)."""
+
+    async def verify(self, task, program):
+        v = await super().verify(task, program)
+        if v.score is None:
+            return v
+        loss = -float(value(program))
+        return replace(v, score=loss, test_score=loss, metrics={"loss": loss}, test_metrics={"test_loss": loss})
+
+
+class PerfectUp(Perfect):
+    """Ranks by the true loss of ``Unbounded`` (-a; a = 3 crashes and goes last)."""
+
+    name = "perfect-up"
+
+    async def screen(self, ctx, candidates):
+        def loss(c):
+            a = value(c.program)
+            return float("inf") if a == 3 else -a
+
+        ranking = tuple(c.id for c in sorted(candidates, key=loss))
+        evidence = {cid: Evidence(cid, float(-i)) for i, cid in enumerate(ranking)}
+        return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
+
+
+def _engine(store, screener, budget=40, executor=None, **over):
+    overrides = ["strategy.name=greedy", f"budget.verifications={budget}", "engine.candidates=6"]
+    cfg = load_config(overrides=overrides + [f"{k}={v}" for k, v in over.items()])
+    return Engine(
+        task=fake_task(),
+        roles=fake_roles(),
+        screener=screener,
+        strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+        executor=executor or FakeExecutor(),
+        store=store,
+        config=cfg,
+    )
+
+
+def _adaptive(inner):
+    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1))
+
+
+def _notes(store, run_id):
+    return [
+        next(iter(e.payload["evidence"].values()))["detail"]["adaptive"]
+        for e in store.events(run_id, kinds=["screening"])
+    ]
+
+
+def test_the_posterior_test_reads_the_win_rate_of_audited_pairs():
+    prior = (1.0, 1.0)
+    assert p_better(Pairs(8, 2), prior) > 0.95
+    assert p_better(Pairs(2, 8), prior) < 0.05
+    assert p_better(Pairs(5, 5), prior) == pytest.approx(0.5)
+    assert p_better(Pairs(), (1.2, 0.8)) > 0.5  # the stated prior alone leans as stated
+
+
+def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp_path):
+    chance = Counting()
+    screener = _adaptive(chance)
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+        notes = _notes(store, result.run_id)
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
+        assert store.budget(result.run_id).verifications == 40
+    assert screener.state == "off" and "switched off" in screener.reason
+    assert screener.decisions and screener.decisions[-1]["state"] == "off"
+    off_at = next(i for i, n in enumerate(notes) if n["state"] == "off")
+    assert off_at < len(notes) - 1 and chance.calls == off_at  # never asked again once off
+    assert all(
+        not n["audited"] and len(s["chosen"]) == 1 for n, s in zip(notes[off_at:], screenings[off_at:], strict=True)
+    )
+    assert all(len(s["chosen"]) == 2 for n, s in zip(notes, screenings, strict=True) if n["audited"])
+    decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
+    assert decision == screener.decisions and decision[-1]["wins"] + decision[-1]["losses"] >= 5
+
+
+def test_a_perfect_critic_keeps_screening(tmp_path):
+    screener = _adaptive(PerfectUp())
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+        notes = _notes(store, result.run_id)
+    assert screener.state == "on" and "screening helps" in screener.reason
+    assert screener.pairs.losses == 0 and screener.pairs.wins >= 5
+    after = [n["audited"] for n in notes if n["state"] == "on"]
+    assert after and sum(after) / len(after) <= 0.3  # audits fall to the on-rate
+
+
+def test_the_decisions_replay_exactly_from_the_store(tmp_path):
+    live = _adaptive(Counting())
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, live, executor=Unbounded()).run())
+        again = _adaptive(Counting())
+        resumed = _engine(store, again, executor=Unbounded())
+        resumed.run_id = result.run_id
+        resume.restore(resumed)
+    assert live.decisions and (again.state, again.reason, again.pairs, again.decisions) == (
+        live.state,
+        live.reason,
+        live.pairs,
+        live.decisions,
+    )
+
+
+def test_adaptive_is_built_from_config_and_its_inner_options_are_checked():
+    built = build_screener("adaptive", models={}, options={"screener": "random", "trial": 3}, seed=0)
+    assert isinstance(built, AdaptiveScreener) and built.inner.name == "random" and built.options.trial == 3
+    with pytest.raises(ConfigError, match=r"screener.options.options.bogus|bogus"):
+        build_screener("adaptive", models={}, options={"screener": "random", "options": {"bogus": 1}}, seed=0)
+    with pytest.raises(ConfigError, match="explore"):
+        build_screener("adaptive", models={}, options={"screener": "random", "explore": 1.5}, seed=0)
+
+
+# ---------------------------------------------------------------------- the audit
+
+
+def test_audits_are_charged_and_labelled_and_a_perfect_screener_audits_perfectly(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, Perfect(), budget=24, **{"engine.audit_rate": 1}).run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        verified = {e.node_id for e in store.events(result.run_id, kinds=["verification"])}
+        audited = [a for s in screenings for a in s["audited"]]
+        assert audited and set(audited) <= verified  # verified, hence charged
+        assert store.budget(result.run_id).verifications == len(verified) == 24
+        started = time.monotonic()
+        audit = audit_from_store(store, result.run_id, resamples=200)
+        assert time.monotonic() - started < 10
+    assert audit.audits == len(audited) and audit.verified == len(verified - {"root"}) == 23  # the root is not screened
+    assert audit.pairwise.value == 1.0 and audit.pairwise.n > 0
+    assert audit.advantage.value is not None and audit.advantage.value > 0
+    assert audit.advantage.low is not None and audit.advantage.low <= audit.advantage.value <= audit.advantage.high
+    assert audit.dir3.n == 0  # no verdicts: the perfect ranker gives no votes
+    assert "audits" in audit_line(audit) and "pairwise 1.00" in audit_line(audit.row())
+
+
+def test_pairwise_and_advantage_count_what_the_docstring_says():
+    sib = [
+        SiblingOutcome(1, "a", 0, "chosen", 2.0, True),
+        SiblingOutcome(1, "b", 3, "audited", 1.0, False),
+        SiblingOutcome(1, "c", 4, "routed", None, False),
+        SiblingOutcome(2, "d", 0, "chosen", 1.0, False),
+        SiblingOutcome(2, "e", 2, "audited", 5.0, True),
+        SiblingOutcome(3, "f", 0, "chosen", None, False),
+        SiblingOutcome(3, "g", 1, "audited", None, False),
+    ]
+    assert sorted(pairwise_hits(sib)) == [0.0, 1.0, 1.0, 1.0]  # (a,b) (a,c) (b,c) right, (d,e) wrong, (f,g) no pair
+    assert sorted(selection_advantages(sib)) == [-1.0, 0.0, 1.0]
+
+
+def test_show_prints_the_audit_and_its_json_carries_it(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    db = tmp_path / "s.db"
+    with RunStore(db) as store:
+        run_id = asyncio.run(_engine(store, Perfect(), budget=12, **{"engine.audit_rate": 1}).run()).run_id
+    shown = subprocess.run(
+        [sys.executable, "-m", "verifyless", "show", run_id, "--store", str(db)], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("screener audit"))
+    assert "pairwise 1.00" in line and "audits" in line
+    as_json = subprocess.run(
+        [sys.executable, "-m", "verifyless", "show", run_id, "--store", str(db), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    audit = json.loads(as_json.stdout)["screener_audit"]
+    assert audit["pairwise"]["value"] == 1.0 and audit["audits"] >= 1 and audit["verified"] == 11
+
+
+def test_the_report_shows_the_audit_panel(tmp_path):
+    from verifyless.report.render import write_report
+
+    with RunStore(tmp_path / "s.db") as store:
+        run_id = asyncio.run(_engine(store, Perfect(), budget=12, **{"engine.audit_rate": 1}).run()).run_id
+        html = write_report(store, run_id, tmp_path / "out", figures=False).html.read_text()
+    panel = html.split('id="audit"')[1].split('id="critic"')[0]
+    assert "audits (screened out, verified anyway" in panel and "selection advantage" in panel
+
+
+# ---------------------------------------------------------------------- a critic of known accuracy over HTTP
+
+
+def _truth(request):
+    """improve / lose for the fake task of ``Unbounded``: the child's a against the parent's (a = 3 crashes)."""
+    import re
+
+    text = "\n".join(m.content or "" for m in request.messages if m.role == "user")
+    if "## Child" not in text:
+        return None
+    parent, child = text.split("## Child", 1)
+    a = [int(x) for x in re.findall(r"sets a to (-?\d+)", child)]
+    p = [int(x) for x in re.findall(r"sets a to (-?\d+)", parent)]
+    if not a or not p:
+        return None
+    return "improve" if a[0] != 3 and a[0] > p[-1] else "tie" if a[0] == p[-1] else "lose"
+
+
+@pytest.mark.parametrize(("accuracy", "state"), [(1.0, "on"), (1 / 3, "off")])
+def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, accuracy, state):
+    from verifyless.model.config import make_config
+    from verifyless.model.providers import build_model
+    from verifyless.model.testserver import CriticAtAccuracy, TestServer
+    from verifyless.screen.critic import PointwiseCritic
+
+    critic = CriticAtAccuracy(_truth, accuracy, seed=1)
+    with TestServer(critic) as server:
+        model = build_model(make_config(model="critic", base_url=server.base_url))
+        screener = _adaptive(PointwiseCritic(model, k=3))
+        with RunStore(tmp_path / "s.db") as store:
+            asyncio.run(_engine(store, screener, budget=40, executor=Unbounded()).run())
+    assert critic.calls > 0
+    assert screener.state == state, screener.reason
+
+
+def test_the_demo_says_no_win_plainly():
+    from verifyless._cli.demo import _matched
+    from verifyless.task.base import Metric
+
+    up = Metric("auc", "maximize")
+    assert _matched(0.74, 0.75, 16, 16, up).endswith("no win (random is better)")
+    assert _matched(0.75, 0.75, 16, 16, up).endswith(": no win")
+    assert _matched(0.76, 0.75, 16, 16, up).endswith("adaptive wins")
+    assert _matched(0.1, 0.2, 16, 16, Metric("loss", "minimize")).endswith("adaptive wins")
+
+
+def test_the_audit_counts_the_adaptive_screeners_own_audits(tmp_path):
+    screener = _adaptive(PerfectUp())
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+        audit = audit_from_store(store, result.run_id, resamples=100)
+        pairs = [n for n in _notes(store, result.run_id) if n["audited"]]
+    assert pairs and audit.audits == len(pairs)
+    assert audit.advantage.n == len(pairs) and audit.advantage.value is not None and audit.advantage.value >= 0
+
+
+KILL_SCRIPT = r"""
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from test_adaptive import Counting, Unbounded, _adaptive, _engine
+from verifyless.store import RunStore
+store = RunStore({db!r})
+asyncio.run(_engine(store, _adaptive(Counting()), budget=80, executor=Unbounded(delay=0.05)).run())
+"""
+
+
+def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_from_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db, script = tmp_path / "s.db", tmp_path / "kill.py"
+    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline, decided = time.monotonic() + 90, False
+    with RunStore(db) as probe:
+        while time.monotonic() < deadline and proc.poll() is None and not decided:
+            runs = probe.runs() if db.exists() else []
+            learned = [e.payload for e in probe.events(runs[0].run_id, kinds=["screener_learn"])] if runs else []
+            decided = any("decision" in rec.get("adaptive", {}) for rec in learned)
+            time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and decided, (proc.stderr.read() if proc.stderr else b"")[-2000:]
+    with RunStore(db) as store:
+        run_id = store.runs()[0].run_id
+        stored = [e.payload["adaptive"] for e in store.events(run_id, kinds=["screener_learn"])]
+        assert store.budget(run_id).verifications < 80  # killed mid-run
+        again = _adaptive(Counting())
+        engine = _engine(store, again, budget=80, executor=Unbounded())
+        engine.run_id = run_id
+        resume.restore(engine)
+        assert (again.state, again.reason) == (stored[-1]["state"], stored[-1]["reason"])
+        assert again.decisions == [rec["decision"] for rec in stored if "decision" in rec]
+        kept = list(again.decisions)
+        resumed = _engine(store, _adaptive(Counting()), budget=80, executor=Unbounded())
+        result = asyncio.run(resumed.run(run_id))
+        assert result.verifications == 80 and resumed.screener.decisions[: len(kept)] == kept
