@@ -59,7 +59,7 @@ from verifyless.node import Candidate, content_hash
 from verifyless.prompts import messages
 from verifyless.roles.parse import clean_reply
 from verifyless.roles.render import band_or_program, code_lang
-from verifyless.screen.features import MiniLMTextEncoder, TextEncoder
+from verifyless.screen.features import HashingTextEncoder, MiniLMTextEncoder, TextEncoder
 from verifyless.screen.health import ReplyHealth, replies_detail
 from verifyless.task.base import Task
 
@@ -74,7 +74,7 @@ MAX_TOKENS = 512  # MiniLM's position limit; a band beyond it is embedded by its
 
 
 class NoveltyOptions(BaseModel):
-    """Options of the novelty gate (``engine.novelty`` once wired)."""
+    """Options of the novelty gate (the ``novelty:`` section of a run's config)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,6 +83,11 @@ class NoveltyOptions(BaseModel):
         "diff",
         description="diff: embed the lines changed against the parent's band (is this change already tried?); "
         "band: embed the whole band (MiniLM puts most one-line edits of a band above 0.99)",
+    )
+    embedder: Literal["minilm", "hashing"] = Field(
+        "minilm",
+        description="minilm: the offline all-MiniLM-L6-v2 (torch); hashing: hashed word counts (no torch, for tests "
+        "and cheap runs)",
     )
     threshold: float = Field(0.99, ge=-1.0, le=1.0, description="reject at this cosine or above (ShinkaEvolve: 0.99)")
     judge: bool = Field(False, description="ask an LLM judge NOVEL / NOT_NOVEL for near misses")
@@ -219,7 +224,7 @@ class NoveltyGate:
         self.options = options or NoveltyOptions()
         if self.options.judge and judge is None:
             raise ValueError("NoveltyOptions.judge is on but no judge model was given")
-        self.embedder: TextEncoder = embedder or MiniLMTextEncoder(max_length=MAX_TOKENS)
+        self.embedder: TextEncoder = embedder or default_embedder(self.options)
         self.judge = judge if self.options.judge else None
         self.rng = rng or random.Random(0)
         self.health = JudgeHealth(
@@ -355,6 +360,13 @@ class NoveltyGate:
             temperature=self.options.temperature,
             max_tokens=self.options.max_tokens,
         )
+
+
+def default_embedder(options: NoveltyOptions) -> TextEncoder:
+    """The encoder ``options.embedder`` names (MiniLM loads lazily on first use)."""
+    if options.embedder == "hashing":
+        return HashingTextEncoder()
+    return MiniLMTextEncoder(max_length=MAX_TOKENS)
 
 
 def _squash(text: str) -> str:

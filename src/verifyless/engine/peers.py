@@ -1,0 +1,106 @@
+"""The engine's side of the novelty gate and of model ensembles (docs/design/novelty-and-ensembles.md).
+
+``gate_pool`` runs the novelty gate between *make children* and *screen*: one ``novelty`` event per
+candidate (the verdict and the round), ``Status.NOT_NOVEL`` with the verdict's reason for a rejection
+(told like a duplicate: never screened, never verified), and the audited rejections returned apart so
+the round verifies them without screening. The archive is every verified program and every program
+dispatched for verification (the baseline included). The gate's audit generator is reseeded per round
+(``"{seed}:novelty:{round}"``), so a resumed run draws what the uninterrupted one drew.
+
+``observe_ensembles`` feeds each ensemble the outcomes of a told round: a call whose ``owner`` (the
+``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``) is a told verified
+node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets "did any
+child of the expansion improve". Improved is the one outcome rule (``outcome.Outcome``, the run's tie
+tolerance), cost is 0 (the bandit's ``cost_weight`` is not fed yet).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from verifyless.engine.tells import TellOrder
+from verifyless.model.ensemble import ModelEnsemble, call_owner
+from verifyless.node import Candidate, Node, Status
+from verifyless.outcome import Outcome, improved
+from verifyless.screen.novelty import ArchiveProgram, NoveltyGate
+
+T = TypeVar("T")
+
+
+async def owned(owner: str, work: Awaitable[T]) -> T:
+    """Await ``work`` with ``call_owner`` set to ``owner`` (so ensemble choices name the node they are for)."""
+    token = call_owner.set(owner)
+    try:
+        return await work
+    finally:
+        call_owner.reset(token)
+
+
+def archive(engine: Any) -> list[ArchiveProgram]:
+    """The run's verified programs and those dispatched for verification, in node order."""
+    out = []
+    for nid, node in engine.state.view.nodes.items():
+        if nid in engine.state.programs and (node.status.verified or node.program_hash in engine._claimed):
+            out.append(ArchiveProgram(nid, engine.programs.text(nid), node.parent_id))
+    return out
+
+
+async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
+    """(candidates that go on to screening, rejected candidates audited: verified without screening)."""
+    gate: NoveltyGate | None = engine.novelty
+    if gate is None or not pool:
+        return pool, []
+    gate.rng = random.Random(f"{engine.config.seed}:novelty:{r}")
+    verdicts = await gate.check(pool, archive(engine))
+    for v in verdicts:
+        engine.ledger.emit("novelty", {**v.to_dict(), "round": r}, node_id=v.candidate_id)
+        if v.outcome == "rejected":
+            engine.ledger.set_status(v.candidate_id, Status.NOT_NOVEL, v.reason)
+            engine.tells.add(r, TellOrder.DUPLICATE, (v.candidate_id,), v.candidate_id)
+    kept = [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "accepted"]
+    audited = [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "audited"]
+    return kept, audited
+
+
+def observe_ensembles(
+    ensembles: Mapping[str, ModelEnsemble],
+    told: Sequence[Node],
+    nodes: Mapping[str, Node],
+    *,
+    higher_is_better: bool,
+    tie: float,
+) -> None:
+    """Feed every ensemble call owned by a told verified node (or its expansion) the node's outcome."""
+    if not ensembles:
+        return
+    better: dict[str, bool] = {}
+    for node in told:
+        if not node.status.verified:
+            continue
+        better[node.id] = _improved(node, nodes.get(node.parent_id or ""), higher_is_better, tie)
+        expansion = node.id.partition("c")[0]  # r<round>e<i>c<j>[f<k>] -> r<round>e<i>
+        better[expansion] = better.get(expansion, False) or better[node.id]
+    for ensemble in ensembles.values():
+        for choice in ensemble.choices:
+            if choice.owner in better and choice.index not in ensemble.observed_calls:
+                ensemble.observe(choice.model, better[choice.owner], call=choice.index)
+
+
+def _improved(node: Node, parent: Node | None, higher_is_better: bool, tie: float) -> bool:
+    """The one label rule (``outcome.improved``: a failed child did not improve); a draft never improves."""
+    if parent is None:
+        return False
+    pair = Outcome(
+        parent.id,
+        node.id,
+        node.status.value,
+        parent.fitness,
+        node.fitness,
+        parent.score,
+        node.score,
+        higher_is_better,
+        tie=tie,
+    )
+    return improved(pair)

@@ -1,0 +1,68 @@
+"""The novelty gate and model ensembles wired into real engine runs (scripted models, the fake task)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+
+from engine_fakes import FakeExecutor, fake_task
+from verifyless.config import load_config
+from verifyless.node import Status
+from verifyless.store import RunStore
+from verifyless.wiring import build_engine
+
+BRIEF = "## Task understanding\nPick a.\n\n[CRITERIA]\n1. closeness of a to the optimum\n2. simplicity\n3. robustness\n4. runtime\n"
+APPROACHES = [f"## Approach\nChange the constant a (variant {i}) to a value closer to the optimum." for i in range(40)]
+SUMMARY = "The program sets a constant and prints it."
+
+
+def band(a: str) -> str:
+    return f"```python\n{a}\n```"
+
+
+def script(path: Path, implementer: list[str], name: str = "scripted") -> Path:
+    rules = [
+        {"role": "brief", "reply": BRIEF},
+        {"role": "proposer", "replies": APPROACHES},  # distinct ideas, so no implementer request hits the cache
+        {"role": "implementer", "replies": [band(a) for a in implementer]},
+        {"role": "summarizer", "reply": SUMMARY},
+    ]
+    path.write_text(yaml.safe_dump({"mode": "rules", "name": name, "rules": rules}))
+    return path
+
+
+def run(store: RunStore, overrides: list[str], *, replay: bool = False):
+    cfg = load_config(overrides=["strategy.name=greedy", "screener.name=random", "roles.kind=llm", *overrides])
+    engine = build_engine(cfg, store, task=fake_task(), replay_executor=FakeExecutor(), replay=replay)
+    return engine, asyncio.run(engine.run())
+
+
+def test_a_near_duplicate_candidate_is_rejected_before_screening_with_its_reason(tmp_path):
+    # The second reply is the first but for whitespace; words, because the hashing encoder skips 1-letter tokens.
+    replies = ["a = 15  # fifteen steps", "a  =  15  #  fifteen  steps", "a = 19  # nineteen steps"]
+    model = script(tmp_path / "m.yaml", replies)
+    overrides = [
+        f"roles.models.default=scripted:{model}",
+        f"store={tmp_path / 's.db'}",
+        "budget.verifications=2",
+        "engine.candidates=3",
+        "engine.max_rounds=1",
+        "novelty.enabled=true",
+        "novelty.embedder=hashing",
+        "novelty.audit_rate=0",
+    ]
+    with RunStore(tmp_path / "s.db") as store:
+        engine, result = run(store, overrides)
+        verdicts = [e.payload for e in store.events(result.run_id, kinds=["novelty"])]
+        screened = {cid for e in store.events(result.run_id, kinds=["screening"]) for cid in e.payload["ranking"]}
+        verified = {e.node_id for e in store.events(result.run_id, kinds=["verification"])}
+        nodes = engine.state.view.nodes
+    rejected = [v for v in verdicts if v["outcome"] == "rejected"]
+    assert len(verdicts) == 3 and len(rejected) == 1, verdicts
+    cid = rejected[0]["candidate_id"]
+    assert nodes[cid].status is Status.NOT_NOVEL
+    assert "cosine 1.0000" in nodes[cid].reason and ">= threshold 0.99" in nodes[cid].reason
+    assert cid not in screened and cid not in verified
+    assert len(screened) == 2
