@@ -66,3 +66,33 @@ def test_a_near_duplicate_candidate_is_rejected_before_screening_with_its_reason
     assert "cosine 1.0000" in nodes[cid].reason and ">= threshold 0.99" in nodes[cid].reason
     assert cid not in screened and cid not in verified
     assert len(screened) == 2
+
+
+def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays_identically(tmp_path):
+    # good: a climbs towards the optimum 13, so every child beats the best so far; bad: a falls away from it.
+    default = script(tmp_path / "default.yaml", ["a = 99"])  # its implementer is never asked
+    good = script(tmp_path / "good.yaml", [f"a = {v}" for v in (1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)], "good")
+    bad = script(tmp_path / "bad.yaml", [f"a = {-40 - v}" for v in range(40)], "bad")
+    overrides = [
+        f"roles.models.default=scripted:{default}",
+        f"roles.models.implementer=[scripted:{good}, scripted:{bad}]",
+        f"store={tmp_path / 's.db'}",
+        "budget.verifications=12",
+        "engine.candidates=2",
+        "engine.verify_per_expansion=2",
+    ]
+    with RunStore(tmp_path / "s.db") as store:
+        engine, first = run(store, overrides)
+        choices = [e.payload for e in store.events(first.run_id, kinds=["model_choice"])]
+        _, again = run(store, overrides, replay=True)
+        replayed = [e.payload for e in store.events(again.run_id, kinds=["model_choice"])]
+    stats = {s.model: s for s in engine.ensembles["implementer"].stats()}
+    assert set(stats) == {"good", "bad"}
+    assert stats["good"].improved == stats["good"].observed > 0 and stats["bad"].improved == 0
+    assert stats["good"].calls > 2 * stats["bad"].calls
+    late = [c["model"] for c in choices[len(choices) // 2 :]]
+    assert late.count("good") > late.count("bad")
+    assert all(c["owner"].startswith("r") and c["reason"] for c in choices)
+    assert [(c["owner"], c["model"], c["reason"]) for c in replayed] == [
+        (c["owner"], c["model"], c["reason"]) for c in choices
+    ]
