@@ -235,6 +235,7 @@ def run(
     store: Path | None = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
     resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what the budget buys and exit (spends nothing)"),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
@@ -257,6 +258,12 @@ def run(
         if value is not None
     ]
     cfg = load_config(config, flags + over)
+    if dry_run or not quiet:  # the pre-flight check, before the store is opened: a dry run writes nothing
+        from verifyless.preflight import plan
+
+        console.print("\n".join(plan(cfg).lines()), highlight=False)
+        if dry_run:
+            raise typer.Exit(0)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
         from verifyless.config import apply_changes, resume_changes, stored_config
