@@ -10,6 +10,8 @@ import yaml
 from engine_fakes import FakeExecutor, fake_task
 from verifyless.config import load_config
 from verifyless.node import Status
+from verifyless.report.peers import model_shares, novelty_rates
+from verifyless.report.render import run_views
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
@@ -59,6 +61,8 @@ def test_a_near_duplicate_candidate_is_rejected_before_screening_with_its_reason
         screened = {cid for e in store.events(result.run_id, kinds=["screening"]) for cid in e.payload["ranking"]}
         verified = {e.node_id for e in store.events(result.run_id, kinds=["verification"])}
         nodes = engine.state.view.nodes
+        rates = novelty_rates(store, result.run_id)
+        page = run_views(store, result.run_id, str)["peers"]
     rejected = [v for v in verdicts if v["outcome"] == "rejected"]
     assert len(verdicts) == 3 and len(rejected) == 1, verdicts
     cid = rejected[0]["candidate_id"]
@@ -66,6 +70,8 @@ def test_a_near_duplicate_candidate_is_rejected_before_screening_with_its_reason
     assert "cosine 1.0000" in nodes[cid].reason and ">= threshold 0.99" in nodes[cid].reason
     assert cid not in screened and cid not in verified
     assert len(screened) == 2
+    assert (rates.checked, rates.rejected, rates.audited, rates.verifications_saved) == (3, 1, 0, 1)
+    assert page == ["novelty gate: 3 checked, 1 rejected (33%), 0 audited, false rejections n/a, 1 verifications saved"]
 
 
 def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays_identically(tmp_path):
@@ -86,10 +92,13 @@ def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays
         choices = [e.payload for e in store.events(first.run_id, kinds=["model_choice"])]
         _, again = run(store, overrides, replay=True)
         replayed = [e.payload for e in store.events(again.run_id, kinds=["model_choice"])]
+        shares = {m.model: m for m in model_shares(store, first.run_id)}
     stats = {s.model: s for s in engine.ensembles["implementer"].stats()}
     assert set(stats) == {"good", "bad"}
     assert stats["good"].improved == stats["good"].observed > 0 and stats["bad"].improved == 0
     assert stats["good"].calls > 2 * stats["bad"].calls
+    assert shares["good"].share > 0.5 and shares["good"].improved == shares["good"].observed > 0
+    assert shares["bad"].improved == 0 and shares["good"].calls + shares["bad"].calls == len(choices)
     late = [c["model"] for c in choices[len(choices) // 2 :]]
     assert late.count("good") > late.count("bad")
     assert all(c["owner"].startswith("r") and c["reason"] for c in choices)

@@ -59,7 +59,11 @@ class Plan:
         def say(value: int | float | None, unit: str = "") -> str:
             return "not capped by budget.verifications" if value is None else f"{value:,}{unit}"
 
-        cost = "free (no price table)" if not self.priced else "about " + say(None if self.cost is None else round(self.cost, 4))
+        cost = (
+            "free (no price table)"
+            if not self.priced
+            else "about " + say(None if self.cost is None else round(self.cost, 4))
+        )
         out = [
             f"verifications: {say(self.verifications)} (the baseline included)",
             f"expansions:    up to {say(self.expansions)}",

@@ -517,6 +517,18 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
+        **_peers_data(st, run_id),
+    }
+
+
+def _peers_data(st, run_id: str) -> dict[str, Any]:
+    """The novelty gate's rates and the ensembles' shares (report/peers.py)."""
+    from verifyless.report.peers import model_shares, novelty_rates
+
+    rates = novelty_rates(st, run_id)
+    return {
+        "novelty": rates.to_dict() if rates else None,
+        "ensembles": [m.to_dict() for m in model_shares(st, run_id)],
     }
 
 
@@ -603,7 +615,19 @@ def show(
                 for name, h in data["reply_health"].items()
             )
         )
+    for line in _peers_lines(data):
+        console.print(line, highlight=False)
     _print_links(data["run_id"], store)
+
+
+def _peers_lines(data: dict[str, Any]) -> list[str]:
+    from verifyless.report.peers import ModelShare, NoveltyRates, peers_lines
+
+    rates = data["novelty"]
+    novelty = (
+        NoveltyRates(*(rates[k] for k in ("checked", "rejected", "audited", "audited_improved"))) if rates else None
+    )
+    return peers_lines(novelty, [ModelShare(**m) for m in data["ensembles"]])
 
 
 @app.command()

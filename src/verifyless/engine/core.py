@@ -210,7 +210,10 @@ class Engine:
             return
         seen: set[str] = set()  # program hashes already in this pool
         made = await asyncio.gather(
-            *(owned(f"r{r}e{i}c{j}", self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen)) for j, p in enumerate(proposals))
+            *(
+                owned(f"r{r}e{i}c{j}", self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen))
+                for j, p in enumerate(proposals)
+            )
         )
         pool, audited = await gate_pool(self, r, [c for c in made if c is not None])
         self._model_failures = 0
@@ -370,8 +373,7 @@ class Engine:
     async def _tell_round(self, r: int, node_ids: list[str]) -> None:
         told = self.ledger.emit("tell", {"round": r, "node_ids": node_ids})
         self.learners.tell(self.state, told)
-        hib = self.task.metric.direction == "maximize"
-        observe_ensembles(self.ensembles, told, self.state.view.nodes, higher_is_better=hib, tie=self.config.tie_tolerance)
+        observe_ensembles(self.ensembles, told, self.state.view.nodes, self.config.tie_tolerance)
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})

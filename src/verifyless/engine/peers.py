@@ -10,7 +10,7 @@ dispatched for verification (the baseline included). The gate's audit generator 
 ``observe_ensembles`` feeds each ensemble the outcomes of a told round: a call whose ``owner`` (the
 ``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``) is a told verified
 node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets "did any
-child of the expansion improve". Improved is the one outcome rule (``outcome.Outcome``, the run's tie
+child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``, the run's tie
 tolerance), cost is 0 (the bandit's ``cost_weight`` is not fed yet).
 """
 
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from verifyless.engine.tells import TellOrder
 from verifyless.model.ensemble import ModelEnsemble, call_owner
 from verifyless.node import Candidate, Node, Status
-from verifyless.outcome import Outcome, improved
+from verifyless.report.peers import node_improved
 from verifyless.screen.novelty import ArchiveProgram, NoveltyGate
 
 T = TypeVar("T")
@@ -65,12 +65,7 @@ async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> tuple[list[Ca
 
 
 def observe_ensembles(
-    ensembles: Mapping[str, ModelEnsemble],
-    told: Sequence[Node],
-    nodes: Mapping[str, Node],
-    *,
-    higher_is_better: bool,
-    tie: float,
+    ensembles: Mapping[str, ModelEnsemble], told: Sequence[Node], nodes: Mapping[str, Node], tie: float
 ) -> None:
     """Feed every ensemble call owned by a told verified node (or its expansion) the node's outcome."""
     if not ensembles:
@@ -79,28 +74,10 @@ def observe_ensembles(
     for node in told:
         if not node.status.verified:
             continue
-        better[node.id] = _improved(node, nodes.get(node.parent_id or ""), higher_is_better, tie)
+        better[node.id] = node_improved(node, nodes.get(node.parent_id or ""), tie)
         expansion = node.id.partition("c")[0]  # r<round>e<i>c<j>[f<k>] -> r<round>e<i>
         better[expansion] = better.get(expansion, False) or better[node.id]
     for ensemble in ensembles.values():
         for choice in ensemble.choices:
             if choice.owner in better and choice.index not in ensemble.observed_calls:
                 ensemble.observe(choice.model, better[choice.owner], call=choice.index)
-
-
-def _improved(node: Node, parent: Node | None, higher_is_better: bool, tie: float) -> bool:
-    """The one label rule (``outcome.improved``: a failed child did not improve); a draft never improves."""
-    if parent is None:
-        return False
-    pair = Outcome(
-        parent.id,
-        node.id,
-        node.status.value,
-        parent.fitness,
-        node.fitness,
-        parent.score,
-        node.score,
-        higher_is_better,
-        tie=tie,
-    )
-    return improved(pair)

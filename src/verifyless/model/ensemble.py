@@ -38,7 +38,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
 
-
 call_owner: contextvars.ContextVar[str] = contextvars.ContextVar("verifyless_call_owner", default="")
 """Who a call is made for (the engine sets a node or expansion id); every ``ModelChoice`` records it."""
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from verifyless.report import data, data_nodes, svg
+from verifyless.report import data, data_nodes, peers, svg
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -78,6 +78,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "rounds": data_nodes.rounds_view(store, run_id),
         "cv": data.critic_view(store, run_id),
         "others": data.other_events(store, run_id),
+        "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "href": href,
     }
 
