@@ -105,7 +105,7 @@ def build_models(
 
     for role, spec in specs.items():
         if isinstance(spec, list):
-            models[role] = build_ensemble(cfg, role, [one(s) for s in spec], choice_recorder(store, run_ref))
+            models[role] = build_ensemble(cfg, role, [one(s) for s in spec], choice_recorder(store, run_ref, role))
         else:
             models[role] = one(spec)
     return models
@@ -127,13 +127,13 @@ def build_ensemble(cfg: RunConfig, role: str, members: list[Any], on_choice: Cal
     return ModelEnsemble(names, rng, cfg.ensemble, name=role, on_choice=on_choice)
 
 
-def choice_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
-    """A ``ModelChoice`` sink that stores ``model_choice`` events (node id: the call's owner, when a node)."""
+def choice_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None], ensemble: str) -> Callable[[Any], None]:
+    """A ``ModelChoice`` sink storing ``model_choice`` events: the choice and ``ensemble`` (its roles.models key)."""
 
     def record(choice: Any) -> None:
         run_id = run_ref.get("run_id")
         if run_id is not None:
-            store.append(run_id, "model_choice", choice.to_dict())
+            store.append(run_id, "model_choice", {**choice.to_dict(), "ensemble": ensemble})
 
     return record
 

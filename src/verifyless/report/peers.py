@@ -5,7 +5,8 @@ audited, its reject rate, the measured false-rejection rate (audited rejections 
 improved on its parent, over audited ones; the one outcome rule at the run's tie tolerance) and the
 verifications it saved (rejections that were not audited). ``model_shares``: from the ``model_choice``
 events, per ensemble role and member, the calls and share of the role's calls, and the outcomes of the
-calls made for a verified node (``owner``): observed and improved. Both are None / empty for a run
+calls made for a verified node (``owner``): observed and improved. ``role`` is the ensemble's
+``roles.models`` key (an implementer ensemble also answers the ``repair`` requests). Both are None / empty for a run
 without the gate or an ensemble. ``show --json``, the HTML report and the dashboard read these.
 """
 
@@ -101,7 +102,8 @@ def model_shares(store: RunStoreProtocol, run_id: str) -> list[ModelShare]:
     tally: dict[tuple[str, str], list[int]] = {}
     totals: dict[str, int] = {}
     for c in choices:
-        role, model, owner = str(c.get("role", "")), str(c.get("model", "")), str(c.get("owner", ""))
+        role = str(c.get("ensemble") or c.get("role", ""))  # the roles.models key (a request role before)
+        model, owner = str(c.get("model", "")), str(c.get("owner", ""))
         counts = tally.setdefault((role, model), [0, 0, 0])
         counts[0] += 1
         totals[role] = totals.get(role, 0) + 1

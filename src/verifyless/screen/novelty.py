@@ -10,7 +10,8 @@ How it decides, per candidate, in the given order:
 1. A band equal to its parent's but for whitespace is rejected (cosine 1.0 to the
    parent), in either mode.
 2. Embed the candidate's changed lines against its parent's band (``embed="diff"``,
-   the default: "was this change already tried?") or its whole band
+   the default: "was this change already tried?"; lines are compared with their
+   whitespace runs made one space, so a re-spaced copy of a change has the same diff) or its whole band
    (``embed="band"``) with the injected ``TextEncoder`` (the offline MiniLM of
    ``screen.features`` by default). An archive entry is embedded the same way
    against its own parent; an entry or candidate whose parent is not in the
@@ -271,7 +272,7 @@ class NoveltyGate:
         band = self._band(program)
         if self.options.embed == "band" or parent is None:
             return band
-        return changed_lines(self._band(parent), band) or band
+        return changed_lines(_spaced(self._band(parent)), _spaced(band)) or band
 
     async def _embed(self, texts: Iterable[str]) -> None:
         todo = list(dict.fromkeys(t for t in texts if content_hash(t) not in self._cache))
@@ -367,6 +368,11 @@ def default_embedder(options: NoveltyOptions) -> TextEncoder:
     if options.embedder == "hashing":
         return HashingTextEncoder()
     return MiniLMTextEncoder(max_length=MAX_TOKENS)
+
+
+def _spaced(text: str) -> str:
+    """Each line with its runs of whitespace made one space, so a diff does not list lines changed only in spacing."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines())
 
 
 def _squash(text: str) -> str:
