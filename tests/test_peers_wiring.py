@@ -93,7 +93,7 @@ def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays
         _, again = run(store, overrides, replay=True)
         replayed = [e.payload for e in store.events(again.run_id, kinds=["model_choice"])]
         shares = {m.model: m for m in model_shares(store, first.run_id)}
-    stats = {s.model: s for s in engine.ensembles["implementer"].stats()}
+    stats = {s.model: s for s in engine.peers.ensembles["implementer"].stats()}
     assert set(stats) == {"good", "bad"}
     assert stats["good"].improved == stats["good"].observed > 0 and stats["bad"].improved == 0
     assert stats["good"].calls > 2 * stats["bad"].calls

@@ -16,6 +16,7 @@ from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.engine import Engine
+from verifyless.engine.peers import Peers
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
 from verifyless.model.ensemble import ModelEnsemble
@@ -124,10 +125,10 @@ def build_engine(
         progress=progress,
         final_judge=final_judge,
         guards=build_guards(cfg, models),
-        novelty=build_novelty(cfg, task, models),
-        ensembles={role: m for role, m in models.items() if isinstance(m, ModelEnsemble)},
     )
     engine.run_ref = run_ref
+    ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
+    engine.peers = Peers(build_novelty(cfg, task, models), ensembles)
     return engine
 
 

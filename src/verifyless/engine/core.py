@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from verifyless.child import ChildMaker
@@ -39,7 +39,7 @@ from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
 from verifyless.engine.ends import RunResult
 from verifyless.engine.learners import Learners
-from verifyless.engine.peers import gate_pool, observe_ensembles, owned
+from verifyless.engine.peers import Peers, gate_pool, owned
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
@@ -48,12 +48,10 @@ from verifyless.executors.base import Executor
 from verifyless.guards import Guards
 from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, verify_with_repairs
 from verifyless.model.base import Model
-from verifyless.model.ensemble import ModelEnsemble
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.health import ReplyHealth
-from verifyless.screen.novelty import NoveltyGate
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.search.memory import Memory
 from verifyless.store.records import Charge
@@ -88,12 +86,10 @@ class Engine:
         progress: ProgressFn | None = None,
         final_judge: Model | None = None,
         guards: Guards | None = None,
-        novelty: NoveltyGate | None = None,
-        ensembles: Mapping[str, ModelEnsemble] | None = None,
     ) -> None:
         self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
         self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge
-        self.store, self.novelty, self.ensembles = store, novelty, dict(ensembles or {})  # peers.py
+        self.store, self.peers = store, Peers()  # the novelty gate and model ensembles: wiring sets them (peers.py)
         self.ledger = Ledger(store, config.budget, task.metric, progress)
         self.progress = self.ledger.progress
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
@@ -210,16 +206,10 @@ class Engine:
             return
         seen: set[str] = set()  # program hashes already in this pool
         made = await asyncio.gather(
-            *(
-                owned(f"r{r}e{i}c{j}", self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen))
-                for j, p in enumerate(proposals)
-            )
+            *(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals))
         )
-        pool, audited = await gate_pool(self, r, [c for c in made if c is not None])
+        pool = await gate_pool(self, r, [c for c in made if c is not None])  # audited rejections dispatched
         self._model_failures = 0
-        for k, cand in enumerate(audited):  # rejected by the novelty gate, verified anyway (its audit)
-            await self._wait_for_executor()
-            self._dispatch(cand, ("audit", k), k)
         if not pool:
             return
         screening = await _screen_pool(self, r, rng, parent, pool)
@@ -268,7 +258,7 @@ class Engine:
                 or digest == content_hash(parent.program)
             )
 
-        made = await self.maker.make(parent, proposal, skip=known)
+        made = await owned(cid, self.maker.make(parent, proposal, skip=known))
         cand = candidate_from(
             made, cid, exp.parent_id, exp.operator, r, island=exp.island, reference_ids=exp.reference_ids
         )
@@ -306,7 +296,7 @@ class Engine:
             return await self._verify(c, slot_, position, attempt)
 
         async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
-            return await self._repair(cand, current, verification, attempt)
+            return await owned(f"{cand.id}f{attempt}", self._repair(cand, current, verification, attempt))
 
         attempts = self.config.engine.repair_attempts
         await verify_with_repairs(cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot)
@@ -316,15 +306,12 @@ class Engine:
     ) -> Candidate | None:
         """Repair ``current`` (same idea) as node ``<first>f<attempt>``, recorded; None if no program was made."""
         error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-        made = await owned(
-            f"{first.id}f{attempt}",
-            self.maker.repair(
-                first.program,
-                current.program,
-                current.idea,
-                error,
-                skip=lambda d: d in self.state.verified_hashes or d in self._claimed,
-            ),
+        made = await self.maker.repair(
+            first.program,
+            current.program,
+            current.idea,
+            error,
+            skip=lambda d: d in self.state.verified_hashes or d in self._claimed,
         )
         if not made.ok:
             return None
@@ -373,7 +360,7 @@ class Engine:
     async def _tell_round(self, r: int, node_ids: list[str]) -> None:
         told = self.ledger.emit("tell", {"round": r, "node_ids": node_ids})
         self.learners.tell(self.state, told)
-        observe_ensembles(self.ensembles, told, self.state.view.nodes, self.config.tie_tolerance)
+        self.peers.observe(told, self.state.view.nodes, self.config.tie_tolerance)
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})

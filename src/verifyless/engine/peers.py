@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from verifyless.engine.tells import TellOrder
@@ -47,11 +48,27 @@ def archive(engine: Any) -> list[ArchiveProgram]:
     return out
 
 
-async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
-    """(candidates that go on to screening, rejected candidates audited: verified without screening)."""
-    gate: NoveltyGate | None = engine.novelty
+@dataclass(frozen=True)
+class Peers:
+    """The run's novelty gate (None: off) and its model ensembles by ``roles.models`` key (built by wiring)."""
+
+    novelty: NoveltyGate | None = None
+    ensembles: Mapping[str, ModelEnsemble] = field(default_factory=dict)
+
+    def observe(self, told: Sequence[Node], nodes: Mapping[str, Node], tie: float) -> None:
+        """Feed the ensembles the outcomes of a told batch (``observe_ensembles``)."""
+        observe_ensembles(self.ensembles, told, nodes, tie)
+
+
+async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> list[Candidate]:
+    """The candidates that go on to screening; audited rejections are dispatched for verification here.
+
+    An audited candidate skips screening: it is verified after waiting for the executor, at tell position
+    ``("audit", k)`` (after the round's screened choices).
+    """
+    gate: NoveltyGate | None = engine.peers.novelty
     if gate is None or not pool:
-        return pool, []
+        return pool
     gate.rng = random.Random(f"{engine.config.seed}:novelty:{r}")
     verdicts = await gate.check(pool, archive(engine))
     for v in verdicts:
@@ -59,9 +76,11 @@ async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> tuple[list[Ca
         if v.outcome == "rejected":
             engine.ledger.set_status(v.candidate_id, Status.NOT_NOVEL, v.reason)
             engine.tells.add(r, TellOrder.DUPLICATE, (v.candidate_id,), v.candidate_id)
-    kept = [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "accepted"]
     audited = [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "audited"]
-    return kept, audited
+    for k, cand in enumerate(audited):
+        await engine._wait_for_executor()
+        engine._dispatch(cand, ("audit", k), k)
+    return [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "accepted"]
 
 
 def observe_ensembles(
