@@ -102,7 +102,10 @@ def main() -> None:
             out["gate"] = {"embedder": args.embedder, "audit_rate": args.audit_rate, "wall_s": round(wall, 1)}
             out["gate"].update(rates.to_dict() if rates else {"checked": 0})
         weak = weak_copy(Path(tmp) / "weak.yaml")
-        pair = [f"roles.models.default=scripted:{SCRIPT}", f"roles.models.implementer=[scripted:{SCRIPT}, scripted:{weak}]"]
+        pair = [
+            f"roles.models.default=scripted:{SCRIPT}",
+            f"roles.models.implementer=[scripted:{SCRIPT}, scripted:{weak}]",
+        ]
         store, run_id, wall = one_run(Path(tmp) / "ensemble.db", size + pair)
         with store:
             out["ensemble"] = {"wall_s": round(wall, 1), "members": [m.to_dict() for m in model_shares(store, run_id)]}
