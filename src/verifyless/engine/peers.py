@@ -2,16 +2,17 @@
 
 ``gate_pool`` runs the novelty gate between *make children* and *screen*: one ``novelty`` event per
 candidate (the verdict and the round), ``Status.NOT_NOVEL`` with the verdict's reason for a rejection
-(told like a duplicate: never screened, never verified), and the audited rejections returned apart so
-the round verifies them without screening. The archive is every verified program and every program
+(told like a duplicate: never screened, never verified); audited rejections are dispatched for
+verification at once, without screening. ``Peers`` is the record ``wiring`` sets on the engine. The archive is every verified program and every program
 dispatched for verification (the baseline included). The gate's audit generator is reseeded per round
 (``"{seed}:novelty:{round}"``), so a resumed run draws what the uninterrupted one drew.
 
 ``observe_ensembles`` feeds each ensemble the outcomes of a told round: a call whose ``owner`` (the
 ``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``) is a told verified
 node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets "did any
-child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``, the run's tie
-tolerance), cost is 0 (the bandit's ``cost_weight`` is not fed yet).
+child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``, the
+run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). Resume does not rebuild
+the ensembles' tallies (a resumed run's bandit starts fresh).
 """
 
 from __future__ import annotations
