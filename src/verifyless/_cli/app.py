@@ -258,7 +258,7 @@ def run(
         if value is not None
     ]
     cfg = load_config(config, flags + over)
-    if dry_run or not quiet:  # the pre-flight check, before the store is opened: a dry run writes nothing
+    if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
         from verifyless.preflight import plan
 
         console.print("\n".join(plan(cfg).lines()), highlight=False)
