@@ -93,6 +93,8 @@ def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays
         _, again = run(store, overrides, replay=True)
         replayed = [e.payload for e in store.events(again.run_id, kinds=["model_choice"])]
         shares = {m.model: m for m in model_shares(store, first.run_id)}
+        fresh = build_engine(load_config(overrides=["roles.kind=llm", *overrides]), store, task=fake_task())
+        fresh.peers.restore(store, first.run_id, {n.id: n for n in store.nodes(first.run_id)}, 0.0)
     stats = {s.model: s for s in engine.peers.ensembles["implementer"].stats()}
     assert set(stats) == {"good", "bad"}
     assert stats["good"].improved == stats["good"].observed > 0 and stats["bad"].improved == 0
@@ -102,6 +104,9 @@ def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays
     late = [c["model"] for c in choices[len(choices) // 2 :]]
     assert late.count("good") > late.count("bad")
     assert all(c["owner"].startswith("r") and c["reason"] for c in choices)
+    restored = fresh.peers.ensembles["implementer"]  # what a resume rebuilds from the stored events
+    assert restored.stats() == engine.peers.ensembles["implementer"].stats()
+    assert restored.choices == engine.peers.ensembles["implementer"].choices
     assert [(c["owner"], c["model"], c["reason"]) for c in replayed] == [
         (c["owner"], c["model"], c["reason"]) for c in choices
     ]

@@ -11,12 +11,13 @@ dispatched for verification (the baseline included). The gate's audit generator 
 ``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``) is a told verified
 node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets "did any
 child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``, the
-run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). Resume does not rebuild
-the ensembles' tallies (a resumed run's bandit starts fresh).
+run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). On resume,
+``Peers.restore`` replays the stored choices and tells into the fresh ensembles.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from verifyless.report.peers import node_improved
 from verifyless.screen.novelty import ArchiveProgram, NoveltyGate
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 async def owned(owner: str, work: Awaitable[T]) -> T:
@@ -60,6 +62,26 @@ class Peers:
         """Feed the ensembles the outcomes of a told batch (``observe_ensembles``)."""
         observe_ensembles(self.ensembles, told, nodes, tie)
 
+    def restore(
+        self, store: Any, run_id: str, nodes: Mapping[str, Node], tie: float, until_seq: int | None = None
+    ) -> None:
+        """Replay the run's ``model_choice`` and ``tell`` events, in log order, into the (fresh) ensembles.
+
+        Each stored choice is made again (``choose`` with its owner, not stored twice) and each told batch
+        observed as the live run did, so tallies, call indexes and a Thompson rule's generator end where
+        the run left them. A replayed choice that names another member than the stored one is logged.
+        """
+        if not self.ensembles:
+            return
+        for ev in store.events(run_id, kinds=["model_choice", "tell"]):
+            if until_seq is not None and ev.seq > until_seq:
+                break
+            if ev.kind == "tell":
+                told = [nodes[n] for n in ev.payload.get("node_ids", []) if n in nodes]
+                observe_ensembles(self.ensembles, told, nodes, tie)
+            elif (ensemble := self.ensembles.get(str(ev.payload.get("ensemble", "")))) is not None:
+                _choose_again(ensemble, ev.payload)
+
 
 async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> list[Candidate]:
     """The candidates that go on to screening; audited rejections are dispatched for verification here.
@@ -82,6 +104,24 @@ async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> list[Candidat
         await engine._wait_for_executor()
         engine._dispatch(cand, ("audit", k), k)
     return [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "accepted"]
+
+
+def _choose_again(ensemble: ModelEnsemble, stored: Mapping[str, Any]) -> None:
+    sink, ensemble.on_choice = ensemble.on_choice, None
+    token = call_owner.set(str(stored.get("owner", "")))
+    try:
+        choice = ensemble.choose(str(stored.get("role", "default")))
+    finally:
+        call_owner.reset(token)
+        ensemble.on_choice = sink
+    if choice.model != stored.get("model"):
+        log.warning(
+            "resume: ensemble %s chose %s for call %d, the run chose %s",
+            ensemble.name,
+            choice.model,
+            choice.index,
+            stored.get("model"),
+        )
 
 
 def observe_ensembles(
