@@ -63,7 +63,7 @@ class Peers:
         observe_ensembles(self.ensembles, told, nodes, tie)
 
     def restore(
-        self, store: Any, run_id: str, nodes: Mapping[str, Node], tie: float, until_seq: int | None = None
+        self, store: Any, run_id: str | None, nodes: Mapping[str, Node], tie: float, until_seq: int | None = None
     ) -> None:
         """Replay the run's ``model_choice`` and ``tell`` events, in log order, into the (fresh) ensembles.
 
@@ -71,7 +71,7 @@ class Peers:
         observed as the live run did, so tallies, call indexes and a Thompson rule's generator end where
         the run left them. A replayed choice that names another member than the stored one is logged.
         """
-        if not self.ensembles:
+        if not self.ensembles or run_id is None:
             return
         for ev in store.events(run_id, kinds=["model_choice", "tell"]):
             if until_seq is not None and ev.seq > until_seq:
