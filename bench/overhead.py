@@ -138,7 +138,9 @@ def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
 
     Rows run interleaved (one run of each row per round), so load changes on a
     shared machine hit every row alike. *start-up* is ``ExecResult.overhead_seconds``
-    (everything outside the candidate's own run); *total* is the caller's wall time.
+    (everything outside the candidate's own run); *total* is the caller's wall time. The bootstrap row
+    starts ``python -I -S`` with ``_boot.py``'s imports and nothing else: the part of every level's
+    start-up that a pre-started (warm) bootstrap would take off the critical path.
     """
     sys.path.insert(0, str(ROOT / "src"))
     from verifyless.sandbox.local import LocalSandbox, _probe
@@ -162,13 +164,17 @@ def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
         spec.loader.exec_module(compared)
         sandboxes[f"{compare_src} (auto)"] = compared.LocalSandbox()
     levels = list(sandboxes)
-    totals: dict[str, list[float]] = {"bare subprocess": [], **{lvl: [] for lvl in levels}}
+    boot = "bootstrap interpreter alone (`-I -S`, its imports)"  # what a warm, pre-started bootstrap would save
+    totals: dict[str, list[float]] = {"bare subprocess": [], boot: [], **{lvl: [] for lvl in levels}}
     overheads: dict[str, list[float]] = {lvl: [] for lvl in levels}
     with tempfile.TemporaryDirectory(prefix="verifyless-bench-") as scratch:
         for i in range(repeats):
             started = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             totals["bare subprocess"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-I", "-S", "-c", BOOT_IMPORTS], check=True)
+            totals[boot].append(time.perf_counter() - started)
             for lvl, sandbox in sandboxes.items():
                 ws = Path(scratch, f"{lvl}-{i}")
                 ws.mkdir()
@@ -187,6 +193,9 @@ def sandbox_table(repeats: int, compare_src: str | None = None) -> str:
         cells = [f"{statistics.median(over):.3f}", f"{_p90(over):.3f}"] if over else ["-", "-"]
         lines.append(f"| {row} | {' | '.join(cells)} | {statistics.median(values):.3f} | {min(values):.3f} |")
     return "\n".join(lines)
+
+
+BOOT_IMPORTS = "import ctypes, json, os, resource, signal, sys, time; ctypes.CDLL(None, use_errno=True)"
 
 
 def _p90(values: list[float]) -> float:

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from data_rows import many, row
 from verifyless.data import critic_messages, load_critic_dataset
@@ -101,8 +102,17 @@ def test_round_trip_parquet_card_and_schema_check(tmp_path: Path) -> None:
     written = json.loads((out / "card.json").read_text())
     assert written["schema_version"] == 1 and written["run_ids"] == ["r1"] and written["tasks"] == {"t1": 12}
     assert written["splits"]["sft"]["rows"] + written["splits"]["bench"]["rows"] == 12
-    md = (out / "card.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert readme.startswith("---\n") and not (out / "card.md").exists()
+    _, block, md = readme.split("---\n", 2)
+    meta = yaml.safe_load(block)
+    assert meta["size_categories"] == ["n<1K"] and "verifyless" in meta["tags"]
+    files = {f["split"]: f["path"] for f in meta["configs"][0]["data_files"]}
+    assert files == {name: f"parquet/{name}.parquet" for name in written["splits"]}
+    assert all((out / path).is_file() for path in files.values())
     assert "| bench |" in md and "## Settings" in md and "example_id" in md
+    (out / "README.md").rename(out / "card.md")  # a folder written before README.md cards still loads
+    assert splits_of(load_critic_dataset(out)) == splits_of(loaded)
 
     older = dict(written, schema_version=0)
     (out / "card.json").write_text(json.dumps(older))

@@ -22,9 +22,9 @@ from verifyless.node import Candidate, Idea, Operator, Status, Verification
 from verifyless.outcome import Outcome, improved, label3, outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.ttl import TestTimeCritic
 from verifyless.task.base import Band, Metric, Task
 from verifyless.train.policy.verifying import improves
-from verifyless.screen.ttl import TestTimeCritic
 
 TIE = 0.01
 PARENT = 1.0

@@ -29,8 +29,10 @@ from verifyless.errors import ConfigError
 from verifyless.executors import registry as executors
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
+from verifyless.model.ensemble import BanditOptions
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.screen import registry as screeners
+from verifyless.screen.novelty import NoveltyOptions
 from verifyless.search import registry as strategies
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -169,6 +171,14 @@ class RunConfig(_Strict):
     )
     guards: GuardsConfig = Field(
         default_factory=GuardsConfig, description="checks on every implementation before it is verified (MLEvolve)"
+    )
+    novelty: NoveltyOptions = Field(
+        default_factory=NoveltyOptions,
+        description="the novelty gate between implementation and screening (judge model: roles.models.novelty_judge)",
+    )
+    ensemble: BanditOptions = Field(
+        default_factory=BanditOptions,
+        description="how a role whose roles.models entry is a list of specs chooses its member per call",
     )
     store: Path = Field(Path("runs/verifyless.db"), description="the SQLite run store file")
 

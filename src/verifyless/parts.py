@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from verifyless.errors import ConfigError
 from verifyless.guards import Guards
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
+from verifyless.model.ensemble import ModelEnsemble
 from verifyless.roles.llm import llm_roles
 from verifyless.roles.menu import MenuProposer
 from verifyless.roles.space import space_roles
@@ -26,7 +28,7 @@ from verifyless.store import Charge, RunStoreProtocol
 from verifyless.task.base import Task
 
 CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
-SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter")  # asked for by screeners and the final selection
+SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter", "novelty_judge")  # asked for by screeners, final selection, gate
 
 
 def model_keys_used(cfg: RunConfig) -> set[str]:
@@ -37,6 +39,8 @@ def model_keys_used(cfg: RunConfig) -> set[str]:
     ``model`` option or an ensemble's ``members``, nested specs included).
     """
     used = {"default", *CHILD_ROLE_KEYS, *SCREEN_ROLE_KEYS}
+    if cfg.novelty.judge_model:
+        used.add(cfg.novelty.judge_model)
 
     def walk(value: Any, key: str = "") -> None:
         if isinstance(value, Mapping):
@@ -90,14 +94,48 @@ def build_models(
     recorder = call_recorder(store, run_ref)
     models: dict[str, Any] = {}
     built: dict[str, Any] = {}
-    for role, spec in specs.items():
+
+    def one(spec: Any) -> Any:
         key = repr(spec)
         if key not in built:
             built[key] = build_model(
                 spec, cache=cache, recorder=recorder, cache_mode="replay" if replay else "readwrite"
             )
-        models[role] = built[key]
+        return built[key]
+
+    for role, spec in specs.items():
+        if isinstance(spec, list):
+            models[role] = build_ensemble(cfg, role, [one(s) for s in spec], choice_recorder(store, run_ref, role))
+        else:
+            models[role] = one(spec)
     return models
+
+
+def build_ensemble(cfg: RunConfig, role: str, members: list[Any], on_choice: Callable[[Any], None]) -> ModelEnsemble:
+    """A ``ModelEnsemble`` over a role's list of models (each member recorded and cached on its own).
+
+    Members are named by their model name, ``#<i>`` appended when two share one; the bandit's generator is
+    ``Random(f"{seed}:ensemble:{role}")`` and its options ``cfg.ensemble``.
+    """
+    if not members:
+        raise ConfigError(f"roles.models.{role} is an empty list; give one model spec or more")
+    names: dict[str, Any] = {}
+    for i, model in enumerate(members):
+        name = str(getattr(model, "name", "") or f"model{i}")
+        names[name if name not in names else f"{name}#{i}"] = model
+    rng = random.Random(f"{cfg.seed}:ensemble:{role}")
+    return ModelEnsemble(names, rng, cfg.ensemble, name=role, on_choice=on_choice)
+
+
+def choice_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None], ensemble: str) -> Callable[[Any], None]:
+    """A ``ModelChoice`` sink storing ``model_choice`` events: the choice and ``ensemble`` (its roles.models key)."""
+
+    def record(choice: Any) -> None:
+        run_id = run_ref.get("run_id")
+        if run_id is not None:
+            store.append(run_id, "model_choice", {**choice.to_dict(), "ensemble": ensemble})
+
+    return record
 
 
 def call_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
@@ -156,10 +194,12 @@ def build_guards(cfg: RunConfig, models: dict[str, Any]):
 __all__ = [
     "CHILD_ROLE_KEYS",
     "SCREEN_ROLE_KEYS",
+    "build_ensemble",
     "build_guards",
     "build_models",
     "build_roles",
     "call_recorder",
+    "choice_recorder",
     "check_model_keys",
     "model_keys_used",
 ]

@@ -16,9 +16,12 @@ from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.engine import Engine
+from verifyless.engine.peers import Peers
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
+from verifyless.model.ensemble import ModelEnsemble
 from verifyless.parts import build_guards, build_models, build_roles
+from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import build_screener as _build_screener
 from verifyless.search.memory import Memory
 from verifyless.search.registry import build_strategy as _build_strategy
@@ -54,6 +57,25 @@ def constructor_errors(what: str, key: str) -> Iterator[None]:
         yield
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{what}: {exc}; fix {key} (see docs/configuration.md)") from exc
+
+
+def build_novelty(cfg: RunConfig, task: Task, models: dict[str, Any]) -> NoveltyGate | None:
+    """The ``novelty:`` section as a gate (None when off); its judge is ``novelty.judge_model``, else the
+    ``novelty_judge`` role key, else ``default``."""
+    opts = cfg.novelty
+    if not opts.enabled:
+        return None
+    judge = None
+    if opts.judge:
+        key = opts.judge_model or ("novelty_judge" if "novelty_judge" in models else "default")
+        judge = models.get(key)
+        if judge is None:
+            raise ConfigError(
+                f"novelty.judge is on but roles.models has no {key!r} model: set roles.models.novelty_judge "
+                "(or roles.models.default), or novelty.judge=false"
+            )
+    with constructor_errors("the novelty gate", "novelty"):
+        return NoveltyGate(task, opts, judge=judge)
 
 
 def memory_enabled(cfg: RunConfig) -> bool:
@@ -105,6 +127,8 @@ def build_engine(
         guards=build_guards(cfg, models),
     )
     engine.run_ref = run_ref
+    ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
+    engine.peers = Peers(build_novelty(cfg, task, models), ensembles)
     return engine
 
 
@@ -112,6 +136,7 @@ __all__ = [
     "build_engine",
     "build_guards",
     "build_models",
+    "build_novelty",
     "build_roles",
     "build_screener",
     "build_strategy",

@@ -235,6 +235,7 @@ def run(
     store: Path | None = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
     resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what the budget buys and exit (spends nothing)"),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
@@ -257,6 +258,12 @@ def run(
         if value is not None
     ]
     cfg = load_config(config, flags + over)
+    if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
+        from verifyless.preflight import plan
+
+        console.print("\n".join(plan(cfg).lines()), highlight=False)
+        if dry_run:
+            raise typer.Exit(0)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
         from verifyless.config import apply_changes, resume_changes, stored_config
@@ -511,6 +518,18 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
         "screener_audit": _screener_audit(st, run_id),
+        **_peers_data(st, run_id),
+    }
+
+
+def _peers_data(st, run_id: str) -> dict[str, Any]:
+    """The novelty gate's rates and the ensembles' shares (report/peers.py)."""
+    from verifyless.report.peers import model_shares, novelty_rates
+
+    rates = novelty_rates(st, run_id)
+    return {
+        "novelty": rates.to_dict() if rates else None,
+        "ensembles": [m.to_dict() for m in model_shares(st, run_id)],
     }
 
 
@@ -609,7 +628,19 @@ def show(
         from verifyless.screen.audit import audit_line
 
         console.print(audit_line(data["screener_audit"]), highlight=False)
+    for line in _peers_lines(data):
+        console.print(line, highlight=False)
     _print_links(data["run_id"], store)
+
+
+def _peers_lines(data: dict[str, Any]) -> list[str]:
+    from verifyless.report.peers import ModelShare, NoveltyRates, peers_lines
+
+    rates = data["novelty"]
+    novelty = (
+        NoveltyRates(*(rates[k] for k in ("checked", "rejected", "audited", "audited_improved"))) if rates else None
+    )
+    return peers_lines(novelty, [ModelShare(**m) for m in data["ensembles"]])
 
 
 @app.command()

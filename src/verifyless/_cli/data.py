@@ -74,7 +74,7 @@ def _print_card(card: dict[str, Any], out: Path) -> None:
             f"(paper {syn['paper_shares_percent']}); paid tokens "
             f"{syn['prompt_tokens_paid'] + syn['completion_tokens_paid']}, cost {syn['cost_paid']:.4f}"
         )
-    console.print(f"wrote {out} (card: {out / 'card.md'})")
+    console.print(f"wrote {out} (card: {out / 'README.md'})")
 
 
 @app.command("collect")

@@ -4,7 +4,12 @@ Layout of a dataset folder::
 
     DIR/dataset_dict.json, DIR/sft/, DIR/grpo/, DIR/bench/   (DatasetDict.save_to_disk)
     DIR/parquet/<split>.parquet                               (the same rows as Parquet)
-    DIR/card.json, DIR/card.md                                (the dataset card)
+    DIR/card.json, DIR/README.md                              (the dataset card)
+
+``README.md`` is the card Hugging Face reads: a YAML metadata block (``pretty_name``, ``tags``,
+``size_categories``, ``task_categories``, one ``configs`` entry whose ``data_files`` name the Parquet
+splits) above the readable card. Folders written before it hold ``card.md`` instead; they load the same
+(everything is read from ``card.json``).
 
 Splits (``split_rows``):
 
@@ -169,6 +174,39 @@ def card_data(
     }
 
 
+def card_metadata(card: Mapping[str, Any]) -> dict[str, Any]:
+    """The YAML metadata block of ``README.md`` (the keys Hugging Face's dataset viewer and hub read)."""
+    rows = sum(int(s["rows"]) for s in card["splits"].values())
+    return {
+        "pretty_name": f"verifyless critic dataset (schema version {card['schema_version']})",
+        "tags": ["verifyless", "code", "critic", "program-search"],
+        "task_categories": ["text-generation"],
+        "size_categories": [_size_category(rows)],
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": name, "path": f"parquet/{name}.parquet"} for name in card["splits"]],
+            }
+        ],
+    }
+
+
+def _size_category(rows: int) -> str:
+    """Hugging Face's ``size_categories`` bucket for ``rows``."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if rows < limit:
+            return name
+    return "n>1M"
+
+
+def card_readme(card: Mapping[str, Any]) -> str:
+    """``README.md``: the metadata block between ``---`` lines, then ``card_markdown``."""
+    import yaml
+
+    block = yaml.safe_dump(card_metadata(card), sort_keys=False, allow_unicode=True)
+    return f"---\n{block}---\n\n{card_markdown(card)}"
+
+
 def card_markdown(card: Mapping[str, Any]) -> str:
     """A readable card (markdown) from ``card_data``."""
     lines = [
@@ -273,7 +311,7 @@ def save_dataset(splits: Mapping[str, Rows], out: str | Path, card: Mapping[str,
     for name, ds in dd.items():
         ds.to_parquet(str(out / "parquet" / f"{name}.parquet"))
     (out / "card.json").write_text(json.dumps(card, indent=2, sort_keys=True, default=str), encoding="utf-8")
-    (out / "card.md").write_text(card_markdown(card), encoding="utf-8")
+    (out / "README.md").write_text(card_readme(card), encoding="utf-8")
     return out
 
 

@@ -39,6 +39,7 @@ from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
 from verifyless.engine.ends import RunResult
 from verifyless.engine.learners import Learners
+from verifyless.engine.peers import Peers, gate_pool, owned
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
@@ -88,7 +89,7 @@ class Engine:
     ) -> None:
         self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
         self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge
-        self.store = store
+        self.store, self.peers = store, Peers()  # the novelty gate and model ensembles: wiring sets them (peers.py)
         self.ledger = Ledger(store, config.budget, task.metric, progress)
         self.progress = self.ledger.progress
         self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
@@ -199,7 +200,7 @@ class Engine:
         parent = parent_info(self.state, self.programs, exp)
         ctx = propose_context(self.task, self.state, self.programs, self.memory, exp, parent, rng)
         try:
-            proposals = await self.maker.propose(ctx, self.config.engine.candidates)
+            proposals = await owned(f"r{r}e{i}", self.maker.propose(ctx, self.config.engine.candidates))
         except ModelUnavailable as exc:
             self._model_failure(r, f"proposer: {exc}")
             return
@@ -207,7 +208,7 @@ class Engine:
         made = await asyncio.gather(
             *(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals))
         )
-        pool = [c for c in made if c is not None]
+        pool = await gate_pool(self, r, [c for c in made if c is not None])  # audited rejections dispatched
         self._model_failures = 0
         if not pool:
             return
@@ -257,7 +258,7 @@ class Engine:
                 or digest == content_hash(parent.program)
             )
 
-        made = await self.maker.make(parent, proposal, skip=known)
+        made = await owned(cid, self.maker.make(parent, proposal, skip=known))
         cand = candidate_from(
             made, cid, exp.parent_id, exp.operator, r, island=exp.island, reference_ids=exp.reference_ids
         )
@@ -295,7 +296,7 @@ class Engine:
             return await self._verify(c, slot_, position, attempt)
 
         async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
-            return await self._repair(cand, current, verification, attempt)
+            return await owned(f"{cand.id}f{attempt}", self._repair(cand, current, verification, attempt))
 
         attempts = self.config.engine.repair_attempts
         await verify_with_repairs(cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot)
@@ -359,6 +360,7 @@ class Engine:
     async def _tell_round(self, r: int, node_ids: list[str]) -> None:
         told = self.ledger.emit("tell", {"round": r, "node_ids": node_ids})
         self.learners.tell(self.state, told)
+        self.peers.observe(told, self.state.view.nodes, self.config.tie_tolerance)
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})

@@ -57,6 +57,7 @@ def restore(engine: Engine, *, from_snapshot: bool = True, until_seq: int | None
             elif told:
                 learners.tell(state, told)
     learners.restore(state.learn_records)
+    engine.peers.restore(engine.store, engine.run_id, state.view.nodes, engine.config.tie_tolerance, until_seq)
     for k_, cid in enumerate(state.staged):
         node = state.staged[cid]
         if cid == "root" or (node.status is Status.IMPLEMENTED and cid not in state.verifications):

@@ -26,9 +26,10 @@ them repeats the choices.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
+
+call_owner: contextvars.ContextVar[str] = contextvars.ContextVar("verifyless_call_owner", default="")
+"""Who a call is made for (the engine sets a node or expansion id); every ``ModelChoice`` records it."""
 
 
 class BanditOptions(BaseModel):
@@ -61,6 +65,7 @@ class ModelChoice:
     role: str
     scores: Mapping[str, float]
     reason: str
+    owner: str = ""  # ``call_owner`` when the call was made: the node (or expansion) the call was for
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +105,8 @@ class ModelEnsemble:
     options: BanditOptions = field(default_factory=BanditOptions)
     name: str = "ensemble"
     choices: list[ModelChoice] = field(default_factory=list)
+    on_choice: Callable[[ModelChoice], None] | None = None  # e.g. stores a ``model_choice`` event
+    observed_calls: set[int] = field(default_factory=set)  # call indexes already given an outcome
 
     def __post_init__(self) -> None:
         if not self.members:
@@ -123,15 +130,20 @@ class ModelEnsemble:
         """Choose the member for the next call and record the choice (counts as a call)."""
         scores = self._scores()
         best = max(scores, key=lambda name: scores[name])  # max keeps the first of equal scores
-        choice = ModelChoice(len(self.choices), best, self.options.rule, role, scores, self._reason(best, scores))
+        reason = self._reason(best, scores)
+        choice = ModelChoice(len(self.choices), best, self.options.rule, role, scores, reason, call_owner.get())
         self._tally[best].calls += 1
         self.choices.append(choice)
+        if self.on_choice is not None:
+            self.on_choice(choice)
         return choice
 
-    def observe(self, model: str, improved: bool, cost: float = 0.0) -> None:
-        """Feed one outcome of a call that ``model`` answered."""
+    def observe(self, model: str, improved: bool, cost: float = 0.0, call: int | None = None) -> None:
+        """Feed one outcome of a call that ``model`` answered (``call``: its index, remembered in ``observed_calls``)."""
         if model not in self._tally:
             raise ConfigError(f"ensemble {self.name!r} has no member {model!r}; members: {', '.join(self._tally)}")
+        if call is not None:
+            self.observed_calls.add(call)
         tally = self._tally[model]
         tally.observed += 1
         tally.improved += int(improved)
@@ -193,4 +205,4 @@ class ModelEnsemble:
         )
 
 
-__all__ = ["BanditOptions", "MemberStats", "ModelChoice", "ModelEnsemble"]
+__all__ = ["BanditOptions", "MemberStats", "ModelChoice", "ModelEnsemble", "call_owner"]

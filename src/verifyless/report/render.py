@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from verifyless.report import data, data_nodes, svg
+from verifyless.report import data, data_nodes, peers, svg
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -79,6 +79,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "cv": data.critic_view(store, run_id),
         "audit": data.screener_audit_view(store, run_id),
         "others": data.other_events(store, run_id),
+        "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "href": href,
     }
 

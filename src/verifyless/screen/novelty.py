@@ -10,7 +10,8 @@ How it decides, per candidate, in the given order:
 1. A band equal to its parent's but for whitespace is rejected (cosine 1.0 to the
    parent), in either mode.
 2. Embed the candidate's changed lines against its parent's band (``embed="diff"``,
-   the default: "was this change already tried?") or its whole band
+   the default: "was this change already tried?"; lines are compared with their
+   whitespace runs made one space, so a re-spaced copy of a change has the same diff) or its whole band
    (``embed="band"``) with the injected ``TextEncoder`` (the offline MiniLM of
    ``screen.features`` by default). An archive entry is embedded the same way
    against its own parent; an entry or candidate whose parent is not in the
@@ -59,7 +60,7 @@ from verifyless.node import Candidate, content_hash
 from verifyless.prompts import messages
 from verifyless.roles.parse import clean_reply
 from verifyless.roles.render import band_or_program, code_lang
-from verifyless.screen.features import MiniLMTextEncoder, TextEncoder
+from verifyless.screen.features import HashingTextEncoder, MiniLMTextEncoder, TextEncoder
 from verifyless.screen.health import ReplyHealth, replies_detail
 from verifyless.task.base import Task
 
@@ -74,7 +75,7 @@ MAX_TOKENS = 512  # MiniLM's position limit; a band beyond it is embedded by its
 
 
 class NoveltyOptions(BaseModel):
-    """Options of the novelty gate (``engine.novelty`` once wired)."""
+    """Options of the novelty gate (the ``novelty:`` section of a run's config)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,6 +84,11 @@ class NoveltyOptions(BaseModel):
         "diff",
         description="diff: embed the lines changed against the parent's band (is this change already tried?); "
         "band: embed the whole band (MiniLM puts most one-line edits of a band above 0.99)",
+    )
+    embedder: Literal["minilm", "hashing"] = Field(
+        "minilm",
+        description="minilm: the offline all-MiniLM-L6-v2 (torch); hashing: hashed word counts (no torch, for tests "
+        "and cheap runs)",
     )
     threshold: float = Field(0.99, ge=-1.0, le=1.0, description="reject at this cosine or above (ShinkaEvolve: 0.99)")
     judge: bool = Field(False, description="ask an LLM judge NOVEL / NOT_NOVEL for near misses")
@@ -219,7 +225,7 @@ class NoveltyGate:
         self.options = options or NoveltyOptions()
         if self.options.judge and judge is None:
             raise ValueError("NoveltyOptions.judge is on but no judge model was given")
-        self.embedder: TextEncoder = embedder or MiniLMTextEncoder(max_length=MAX_TOKENS)
+        self.embedder: TextEncoder = embedder or default_embedder(self.options)
         self.judge = judge if self.options.judge else None
         self.rng = rng or random.Random(0)
         self.health = JudgeHealth(
@@ -266,7 +272,7 @@ class NoveltyGate:
         band = self._band(program)
         if self.options.embed == "band" or parent is None:
             return band
-        return changed_lines(self._band(parent), band) or band
+        return changed_lines(_spaced(self._band(parent)), _spaced(band)) or band
 
     async def _embed(self, texts: Iterable[str]) -> None:
         todo = list(dict.fromkeys(t for t in texts if content_hash(t) not in self._cache))
@@ -355,6 +361,18 @@ class NoveltyGate:
             temperature=self.options.temperature,
             max_tokens=self.options.max_tokens,
         )
+
+
+def default_embedder(options: NoveltyOptions) -> TextEncoder:
+    """The encoder ``options.embedder`` names (MiniLM loads lazily on first use)."""
+    if options.embedder == "hashing":
+        return HashingTextEncoder()
+    return MiniLMTextEncoder(max_length=MAX_TOKENS)
+
+
+def _spaced(text: str) -> str:
+    """Each line with its runs of whitespace made one space, so a diff does not list lines changed only in spacing."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines())
 
 
 def _squash(text: str) -> str:

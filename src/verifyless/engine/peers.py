@@ -1,0 +1,143 @@
+"""The engine's side of the novelty gate and of model ensembles (docs/design/novelty-and-ensembles.md).
+
+``gate_pool`` runs the novelty gate between *make children* and *screen*: one ``novelty`` event per
+candidate (the verdict and the round), ``Status.NOT_NOVEL`` with the verdict's reason for a rejection
+(told like a duplicate: never screened, never verified); audited rejections are dispatched for
+verification at once, without screening. ``Peers`` is the record ``wiring`` sets on the engine. The archive is every verified program and every program
+dispatched for verification (the baseline included). The gate's audit generator is reseeded per round
+(``"{seed}:novelty:{round}"``), so a resumed run draws what the uninterrupted one drew.
+
+``observe_ensembles`` feeds each ensemble the outcomes of a told round: a call whose ``owner`` (the
+``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``) is a told verified
+node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets "did any
+child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``, the
+run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). On resume,
+``Peers.restore`` replays the stored choices and tells into the fresh ensembles.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from verifyless.engine.tells import TellOrder
+from verifyless.model.ensemble import ModelEnsemble, call_owner
+from verifyless.node import Candidate, Node, Status
+from verifyless.report.peers import node_improved
+from verifyless.screen.novelty import ArchiveProgram, NoveltyGate
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+async def owned(owner: str, work: Awaitable[T]) -> T:
+    """Await ``work`` with ``call_owner`` set to ``owner`` (so ensemble choices name the node they are for)."""
+    token = call_owner.set(owner)
+    try:
+        return await work
+    finally:
+        call_owner.reset(token)
+
+
+def archive(engine: Any) -> list[ArchiveProgram]:
+    """The run's verified programs and those dispatched for verification, in node order."""
+    out = []
+    for nid, node in engine.state.view.nodes.items():
+        if nid in engine.state.programs and (node.status.verified or node.program_hash in engine._claimed):
+            out.append(ArchiveProgram(nid, engine.programs.text(nid), node.parent_id))
+    return out
+
+
+@dataclass(frozen=True)
+class Peers:
+    """The run's novelty gate (None: off) and its model ensembles by ``roles.models`` key (built by wiring)."""
+
+    novelty: NoveltyGate | None = None
+    ensembles: Mapping[str, ModelEnsemble] = field(default_factory=dict)
+
+    def observe(self, told: Sequence[Node], nodes: Mapping[str, Node], tie: float) -> None:
+        """Feed the ensembles the outcomes of a told batch (``observe_ensembles``)."""
+        observe_ensembles(self.ensembles, told, nodes, tie)
+
+    def restore(
+        self, store: Any, run_id: str | None, nodes: Mapping[str, Node], tie: float, until_seq: int | None = None
+    ) -> None:
+        """Replay the run's ``model_choice`` and ``tell`` events, in log order, into the (fresh) ensembles.
+
+        Each stored choice is made again (``choose`` with its owner, not stored twice) and each told batch
+        observed as the live run did, so tallies, call indexes and a Thompson rule's generator end where
+        the run left them. A replayed choice that names another member than the stored one is logged.
+        """
+        if not self.ensembles or run_id is None:
+            return
+        for ev in store.events(run_id, kinds=["model_choice", "tell"]):
+            if until_seq is not None and ev.seq > until_seq:
+                break
+            if ev.kind == "tell":
+                told = [nodes[n] for n in ev.payload.get("node_ids", []) if n in nodes]
+                observe_ensembles(self.ensembles, told, nodes, tie)
+            elif (ensemble := self.ensembles.get(str(ev.payload.get("ensemble", "")))) is not None:
+                _choose_again(ensemble, ev.payload)
+
+
+async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> list[Candidate]:
+    """The candidates that go on to screening; audited rejections are dispatched for verification here.
+
+    An audited candidate skips screening: it is verified after waiting for the executor, at tell position
+    ``("audit", k)`` (after the round's screened choices).
+    """
+    gate: NoveltyGate | None = engine.peers.novelty
+    if gate is None or not pool:
+        return pool
+    gate.rng = random.Random(f"{engine.config.seed}:novelty:{r}")
+    verdicts = await gate.check(pool, archive(engine))
+    for v in verdicts:
+        engine.ledger.emit("novelty", {**v.to_dict(), "round": r}, node_id=v.candidate_id)
+        if v.outcome == "rejected":
+            engine.ledger.set_status(v.candidate_id, Status.NOT_NOVEL, v.reason)
+            engine.tells.add(r, TellOrder.DUPLICATE, (v.candidate_id,), v.candidate_id)
+    audited = [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "audited"]
+    for k, cand in enumerate(audited):
+        await engine._wait_for_executor()
+        engine._dispatch(cand, ("audit", k), k)
+    return [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "accepted"]
+
+
+def _choose_again(ensemble: ModelEnsemble, stored: Mapping[str, Any]) -> None:
+    sink, ensemble.on_choice = ensemble.on_choice, None
+    token = call_owner.set(str(stored.get("owner", "")))
+    try:
+        choice = ensemble.choose(str(stored.get("role", "default")))
+    finally:
+        call_owner.reset(token)
+        ensemble.on_choice = sink
+    if choice.model != stored.get("model"):
+        log.warning(
+            "resume: ensemble %s chose %s for call %d, the run chose %s",
+            ensemble.name,
+            choice.model,
+            choice.index,
+            stored.get("model"),
+        )
+
+
+def observe_ensembles(
+    ensembles: Mapping[str, ModelEnsemble], told: Sequence[Node], nodes: Mapping[str, Node], tie: float
+) -> None:
+    """Feed every ensemble call owned by a told verified node (or its expansion) the node's outcome."""
+    if not ensembles:
+        return
+    better: dict[str, bool] = {}
+    for node in told:
+        if not node.status.verified:
+            continue
+        better[node.id] = node_improved(node, nodes.get(node.parent_id or ""), tie)
+        expansion = node.id.partition("c")[0]  # r<round>e<i>c<j>[f<k>] -> r<round>e<i>
+        better[expansion] = better.get(expansion, False) or better[node.id]
+    for ensemble in ensembles.values():
+        for choice in ensemble.choices:
+            if choice.owner in better and choice.index not in ensemble.observed_calls:
+                ensemble.observe(choice.model, better[choice.owner], call=choice.index)
