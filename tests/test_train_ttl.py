@@ -531,3 +531,51 @@ def test_ttl_learns_per_pairs_per_update_and_islands_set_it_to_one_pair_per_isla
     five = load_config(overrides=["screener.name=critic-ttl", "strategy.name=islands", "strategy.options.n_islands=5"])
     assert screener_options(five)["pairs_per_update"] == 5
     assert "pairs_per_update" not in screener_options(load_config(overrides=["screener.name=critic-ttl"]))
+
+
+def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_before_its_verdict(tiny: Path) -> None:
+    """reasoning_samples > 0: the distribution is the mean of the probes read after each critique's reasoning."""
+    from verifyless.screen.probcritic import reasoning_prefix
+
+    assert reasoning_prefix("why\n[IMPROVEMENT] lose --- x\nmore\n[IMPROVEMENT] improve --- y") == (
+        "why\n[IMPROVEMENT] lose --- x\nmore\n"
+    )  # cut before the last verdict tag
+    assert reasoning_prefix("no verdict at all") == "no verdict at all"
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-probs", models={"critic": model}, options={"reasoning_samples": 2})
+    screener.max_tokens = 12  # type: ignore[attr-defined]
+    ev = asyncio.run(screener.screen(context(), [candidate(0, "ensemble")])).evidence["c0"]
+    critiques = ev.detail["critiques"]
+    assert len(critiques) == 2
+    messages = screener.messages(context(), candidate(0, "ensemble"))  # type: ignore[attr-defined]
+    probes = [asyncio.run(screener.scorer.verdict_score(messages, reasoning_prefix(c))) for c in critiques]  # type: ignore[attr-defined]
+    for word in ("improve", "tie", "lose"):
+        assert ev.detail["label_probs"][word] == pytest.approx(sum(p.probs[word] for p in probes) / 2, abs=1e-6)
+    bare = asyncio.run(screener.scorer.verdict_score(messages, ""))  # type: ignore[attr-defined]
+    assert any(abs(bare.probs[w] - ev.detail["label_probs"][w]) > 1e-6 for w in bare.probs)  # the reasoning counts
+
+
+def test_the_critic_benchmark_scores_critic_probs_on_its_probabilities_and_its_5_ladder_is_na(tiny: Path) -> None:
+    """bench critic on critic-probs: predictions are the argmax of label_probs, not the sampled critiques."""
+    from data_rows import row
+    from verifyless.metrics.critic import record_from_evidence
+    from verifyless.node import Evidence
+    from verifyless.offline.benchmark import run_critic_bench
+
+    probs = {"improve": 0.2, "tie": 0.1, "lose": 0.7}
+    ev = Evidence("c", 0.5, ("BigWin", "BigWin"), probs, 0.3, 2, 0, {"label_probs": probs, "scoring": "label-probs"})
+    record = record_from_evidence(ev.to_dict(), "lose", "Lose")
+    assert record is not None and record.pred3 == "lose" and record.pred5 is None and not record.five_way
+    assert record.uncertainty == pytest.approx(0.3)
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-probs", models={"critic": model}, options={"reasoning_samples": 1})
+    screener.max_tokens = 12  # type: ignore[attr-defined]
+    rows = [
+        {**row("keyword", "p0", f"c{i}", label, label5=five, delta=d), "task": "keyword"}
+        for i, (label, five, d) in enumerate([("improve", "BigWin", 0.5), ("lose", "Lose", -0.5)])
+    ]
+    rep = run_critic_bench(rows, screener, repeats=1)
+    assert len(rep.records) == 2
+    for rec in rep.records:
+        assert rec.pred3 == max(rec.votes, key=lambda w: (rec.votes[w], -("improve", "tie", "lose").index(w)))
+    assert rep.groups["all"].ladder5 is None and rep.groups["all"].n_ladder == 0  # N/A, not 0
