@@ -52,10 +52,10 @@ def verdict_reward(completions: Sequence[Any], label3: Sequence[str], **_: Any) 
     return rewards
 
 
-def grpo_examples(rows: Any) -> Any:
+def grpo_examples(rows: Any, prompt: str = "critic") -> Any:
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": messages_for(row), "label3": row["label3"]} for row in rows])
+    return Dataset.from_list([{"prompt": messages_for(row, prompt), "label3": row["label3"]} for row in rows])
 
 
 def mask_equal_reward_groups(advantages: Any, completion_mask: Any, group: int) -> tuple[Any, float]:
@@ -138,7 +138,7 @@ def train_critic_grpo(
         model=model,
         reward_funcs=[verdict_reward],
         args=args,
-        train_dataset=grpo_examples(rows),
+        train_dataset=grpo_examples(rows, settings.prompt),
         processing_class=tokenizer,
         callbacks=callbacks(out, console),
     )
