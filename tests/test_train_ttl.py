@@ -306,6 +306,10 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
         again.run_id = result.run_id
         resume.restore(again)
         assert again.screener.version == first.screener.version == versions[-1]  # type: ignore[attr-defined]
+        from verifyless._cli.app import _show_data
+
+        shown = _show_data(store, result.run_id, 5)["adapters"]
+        assert shown == [{"role": "critic-ttl", "origin": None, "version": versions[-1]}]  # a fresh LoRA's chain
 
 
 TTL_RUN = r"""
@@ -579,3 +583,25 @@ def test_the_critic_benchmark_scores_critic_probs_on_its_probabilities_and_its_5
     for rec in rep.records:
         assert rec.pred3 == max(rec.votes, key=lambda w: (rec.votes[w], -("improve", "tie", "lose").index(w)))
     assert rep.groups["all"].ladder5 is None and rep.groups["all"].n_ladder == 0  # N/A, not 0
+
+
+def test_a_trained_adapter_keeps_its_hash_from_training_to_the_ttl_run_that_starts_from_it(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """The hand-over: the configured adapter's tag, the learner's origin and every record's origin agree."""
+    from verifyless.model.local import adapter_tag
+    from verifyless.screen.ttl import run_adapters
+
+    folder = saved_adapter(tiny, tmp_path / "trained")
+    trained = adapter_tag(folder)  # what training left
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu", adapter=str(folder)))
+    options = {"adapter_root": str(tmp_path / "a"), **OPTIONS}
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    records = [asyncio.run(screener.learn([outcome(r, "ensemble", 0.7)], round=r)) for r in (1, 2)]
+    assert {r["adapter_origin"] for r in records} == {trained}
+    config = {"roles": {"models": {"critic": {"provider": "local", "model": str(tiny), "adapter": str(folder)}}}}
+    assert run_adapters(config, records) == [
+        {"role": "critic", "folder": str(folder), "tag": trained},
+        {"role": "critic-ttl", "origin": trained, "version": 2},
+    ]
+    assert run_adapters({"roles": {"models": {"critic": {"adapter": str(tmp_path / "gone")}}}}, [])[0]["tag"] is None

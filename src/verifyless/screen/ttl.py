@@ -274,10 +274,37 @@ def _verdict_word(text: str) -> str | None:
     return None if verdict is None else verdict.improvement
 
 
+def run_adapters(config: Mapping[str, Any], learned: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The adapters a run screened with, for ``show`` and the report: configured ones and the test-time chain.
+
+    ``config``: the run's stored config; ``learned``: its ``screener_learn`` payloads in order. A configured
+    model adapter gives ``{"role", "folder", "tag"}`` (``tag``: ``<folder>@<weights hash>`` read from the folder
+    now, None when it is gone); test-time learning gives ``{"role": "critic-ttl", "origin", "version"}``: the
+    recorded starting adapter and the last version it stored.
+    """
+    from verifyless.model.local import adapter_tag
+
+    out: list[dict[str, Any]] = []
+    models = ((config.get("roles") or {}).get("models") or {}) if isinstance(config, Mapping) else {}
+    for role, spec in sorted(models.items()):
+        adapter = spec.get("adapter") if isinstance(spec, Mapping) else None
+        for folder in [adapter] if isinstance(adapter, str) else list(adapter or []):
+            try:
+                tag: str | None = adapter_tag(folder)
+            except ConfigError:
+                tag = None
+            out.append({"role": role, "folder": str(folder), "tag": tag})
+    if learned:
+        origin = next((r.get("adapter_origin") for r in learned if "adapter_origin" in r), None)
+        out.append({"role": "critic-ttl", "origin": origin, "version": int(learned[-1].get("adapter_version") or 0)})
+    return out
+
+
 __all__ = [
     "LEARNER_OPTIONS",
     "TestTimeCritic",
     "TestTimeCriticOptions",
     "group_advantages",
     "privileged_note",
+    "run_adapters",
 ]
