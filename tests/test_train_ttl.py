@@ -310,6 +310,9 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
 
         shown = _show_data(store, result.run_id, 5)["adapters"]
         assert shown == [{"role": "critic-ttl", "origin": None, "version": versions[-1]}]  # a fresh LoRA's chain
+        from verifyless.report.data import run_summary
+
+        assert run_summary(store, result.run_id).adapters == (f"critic-ttl: v{versions[-1]} from a fresh LoRA",)
 
 
 TTL_RUN = r"""
