@@ -12,6 +12,13 @@ the prompt (the label-probability critic with no reasoning; it needs no parsing,
 cannot yet write the format). Paper settings apply unless overridden (``--sft-lr``, ``--grpo-lr``); the paper's
 SFT learning rate (1e-5) barely moves a fresh LoRA adapter in a benchmark-sized number of steps (see
 docs/benchmarks.md), so short runs pass a larger one. ``--show`` prints each critic's first critique.
+
+``--freestyle`` adds the paper's App. H ablation: a second GRPO from the same SFT adapter, trained and
+scored with the freestyle critic prompt (``prompts/screen/freestyle.md``: the same inputs and verdict tags, no
+criterion-by-criterion rubric) beside the soft-rubric row. "top verdict" is the share of the most common
+parsed verdict: near 1.0 with a falling Dir-3 is a collapse onto one answer (what the paper found for
+freestyle). ``--tiny`` uses the cached tiny Llama instead of ``--base`` (CPU-small: the whole bench in
+minutes; a tiny model learns the format, not the task).
 """
 
 from __future__ import annotations
@@ -25,7 +32,12 @@ from typing import Any
 
 
 def evaluate(
-    base: str, adapter: Path | None, rows: list[dict[str, Any]], max_tokens: int, show: bool = False
+    base: str,
+    adapter: Path | None,
+    rows: list[dict[str, Any]],
+    max_tokens: int,
+    show: bool = False,
+    prompt: str = "critic",
 ) -> dict[str, float]:
     from verifyless.model import Message, ModelRequest, build_model, make_config
     from verifyless.screen.critic import parse_verdict
@@ -41,8 +53,9 @@ def evaluate(
         )
     )
     hits = {"acc": 0, "dir3": 0, "ladder": 0, "parsed": 0, "tp": 0, "fp": 0, "fn": 0, "probe": 0}
+    said_counts: dict[str, int] = {}
     for i, row in enumerate(rows):
-        messages = tuple(Message(m["role"], m["content"]) for m in messages_for(row))  # type: ignore[arg-type]
+        messages = tuple(Message(m["role"], m["content"]) for m in messages_for(row, prompt))  # type: ignore[arg-type]
         text = asyncio.run(model.generate(ModelRequest(messages=messages))).text
         if show and i == 0:
             print(f"  first critique ({'adapter' if adapter else 'base'}): {text[:300]!r}")
@@ -51,6 +64,8 @@ def evaluate(
         verdict = parse_verdict(text)
         said = verdict.improvement if verdict else None
         truth = row["label3"]
+        if said is not None:
+            said_counts[said] = said_counts.get(said, 0) + 1
         hits["parsed"] += verdict is not None
         hits["dir3"] += said == truth
         hits["acc"] += (said == "improve") == (truth == "improve") and said is not None
@@ -67,6 +82,7 @@ def evaluate(
         "5-Ladder": hits["ladder"] / n,
         "parsed": hits["parsed"] / n,
         "probe Dir-3": hits["probe"] / n,
+        "top verdict": max(said_counts.values(), default=0) / max(1, sum(said_counts.values())),
     }
 
 
@@ -89,9 +105,15 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--bench-rows", type=int, default=24)
     parser.add_argument("--show", action="store_true", help="print each critic's first critique")
+    parser.add_argument("--freestyle", action="store_true", help="add GRPO with the freestyle prompt (App. H)")
+    parser.add_argument("--tiny", action="store_true", help="the cached tiny Llama instead of --base")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.tiny:
+        from verifyless.train.tiny import cached_tiny_lm
+
+        args.base = str(cached_tiny_lm(args.out / "tiny-lm"))
     dataset = args.dataset or keyword_dataset(args.out / "keyword-data", n={"sft": 48, "grpo": 16, "bench": 24})
     rows = [dict(r) for r in load_dataset(dataset)["bench"]][: args.bench_rows]
     timings: dict[str, float] = {}
@@ -118,17 +140,41 @@ def main() -> None:
         ),
     )
     timings["SFT+GRPO"] = time.monotonic() - started
+    critics: list[tuple[str, Path | None, str]] = [
+        ("base", None, "critic"),
+        ("SFT", sft.adapter_dir, "critic"),
+        ("SFT+GRPO", grpo.adapter_dir, "critic"),
+    ]
+    if args.freestyle:
+        started = time.monotonic()
+        free = train_critic_grpo(
+            dataset,
+            start=args.out / "sft",
+            out=args.out / "grpo-freestyle",
+            settings=load_settings(
+                "grpo",
+                None,
+                max_steps=args.grpo_steps,
+                learning_rate=args.grpo_lr,
+                max_completion_length=args.max_tokens,
+                prompts_per_step=1,
+                prompt="freestyle",
+            ),
+        )
+        timings["freestyle"] = time.monotonic() - started
+        critics.append(("freestyle", free.adapter_dir, "freestyle"))
     print(f"dataset {dataset} ({len(rows)} bench rows), base {args.base}, torch threads {torch.get_num_threads()}")
     print(
         f"{'critic':10} {'Improve acc':>11} {'Dir-3':>6} {'F1':>6} {'5-Ladder':>8} {'parsed':>6} "
-        f"{'probe Dir-3':>11} {'train s':>8} {'eval s':>7}"
+        f"{'probe Dir-3':>11} {'top verdict':>11} {'train s':>8} {'eval s':>7}"
     )
-    for name, adapter in (("base", None), ("SFT", sft.adapter_dir), ("SFT+GRPO", grpo.adapter_dir)):
+    for name, adapter, prompt in critics:
         t0 = time.monotonic()
-        m = evaluate(args.base, adapter, rows, args.max_tokens, args.show)
+        m = evaluate(args.base, adapter, rows, args.max_tokens, args.show, prompt)
         print(
             f"{name:10} {m['Improve acc']:11.3f} {m['Dir-3']:6.3f} {m['F1']:6.3f} {m['5-Ladder']:8.3f} "
-            f"{m['parsed']:6.2f} {m['probe Dir-3']:11.3f} {timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}",
+            f"{m['parsed']:6.2f} {m['probe Dir-3']:11.3f} {m['top verdict']:11.2f} "
+            f"{timings.get(name, 0.0):8.0f} {time.monotonic() - t0:7.0f}",
             flush=True,
         )
 

@@ -94,8 +94,10 @@ def test_policy_reward_label_agrees() -> None:
 
 def test_test_time_critic_learns_from_the_labelled_outcomes_only(tmp_path: Path) -> None:
     critic = TestTimeCritic.__new__(TestTimeCritic)  # the learning bookkeeping only: no model is loaded
-    critic.mode, critic.every, critic.pending = "grpo", 2, []
-    critic.learner = SimpleNamespace(version=0, folder=lambda v: tmp_path / f"v{v:04d}")  # no update runs here
+    critic.mode, critic.every, critic.pending, critic.pairs_per_update = "grpo", 2, [], None
+    critic.learner = SimpleNamespace(
+        version=0, origin=None, folder=lambda v: tmp_path / f"v{v:04d}"
+    )  # no update runs here
     record = asyncio.run(critic.learn(list(_outcomes().values()), round=1))  # odd round: pairs wait
     assert [o.child_id for o in critic.pending] == [cid for cid, (_, one, _) in CASES.items() if one is not None]
     restored = [Outcome.from_dict(p) for p in record["pending"]]  # type: ignore[index]

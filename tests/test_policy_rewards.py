@@ -456,3 +456,53 @@ def test_build_rewarder_with_llm_roles_uses_the_policy_text_as_the_idea(tmp_path
     assert nodes["s0g00i00"]["idea"].startswith("Raise the weight A") and good.child_score == 7.0
     assert bad.source == "invalid" and bad.reason == "the completion has no usable idea"
     assert roles["implementer"] == 1 and roles["critic"] >= 1 and roles["brief"] == 1
+
+
+def test_groups_sample_their_tasks_from_all_tasks_and_baselines_are_verified_only_when_prompted(
+    tmp_path: Path,
+) -> None:
+    """With more tasks than groups every task gets prompted over the steps; unprompted ones cost nothing."""
+    import dataclasses
+
+    tasks = [dataclasses.replace(TASK, name=f"task{i}") for i in range(6)]
+    makers = {t.name: ChildMaker(t, space_roles(t)) for t in tasks}
+    values = {"mode": "verify-all", "parents": 2, "ideas": 2}
+
+    def rewarder(store: RunStore, run_id: str | None = None) -> PolicyRewarder:
+        return PolicyRewarder(
+            tasks, makers, None, CountingExecutor(tmp_path), store, run_id, RewardSettings(**values), random.Random(1)
+        )
+
+    with RunStore(tmp_path / "s.db") as store:
+        one = rewarder(store)
+        drawn = []
+        for step in range(6):
+            groups = asyncio.run(one.prompts(step))
+            names = [g.task for g in groups]
+            assert len(set(names)) == 2  # distinct tasks per step
+            for g in groups:  # a task drawn for the first time starts at its own baseline
+                if all(g.task not in earlier for earlier in drawn):
+                    assert g.parent_id == f"t{int(g.task[4:])}-root"
+            drawn.append(names)
+            assert asyncio.run(one.prompts(step)) == groups  # stored prompts come back identical
+            for g in groups:
+                asyncio.run(one.score(g, ["Set A higher: a3.", "Try b2."]))
+            asyncio.run(one.finish_step(step))
+        prompted = {n for names in drawn for n in names}
+        assert len(prompted) > 2  # the groups rotate over the tasks (pinned groups would see task0, task1 only)
+        roots = {e.node_id for e in store.events(one.run_id, kinds=["verification"]) if e.node_id.endswith("-root")}
+        assert roots == {f"t{int(n[4:])}-root" for n in prompted}  # no unprompted task's baseline was paid
+        again = rewarder(store, one.run_id)
+        assert [g.task for g in asyncio.run(again.prompts(2))] == drawn[2]  # the draw is the run's, not the object's
+        assert any(not p.endswith("-root") for s in range(6) for p in store_parents(again, s))  # lineages advanced
+        nxt = asyncio.run(again.prompts(6))
+        for g in nxt:  # a lineage continues from its task's latest advanced parent
+            earlier = [s for s in range(6) if g.task in drawn[s]]
+            if earlier:
+                last = earlier[-1]
+                place = drawn[last].index(g.task)
+                assert g.parent_id == store_parents(again, last)[place]
+
+
+def store_parents(rewarder: PolicyRewarder, step: int) -> list[str]:
+    return list(rewarder.ledger.log.steps[step]["parents"])

@@ -151,3 +151,16 @@ def test_a_variant_that_changes_its_placeholders_is_rejected_naming_the_file() -
         parse_variants(text, doc, where="v.md")
     kept = parse_variants(text.replace("No criteria here.", "{{criteria}} first."), doc, where="v.md")
     assert [v.name for v in kept] == ["lost"]
+
+
+def test_the_freestyle_critic_prompt_is_package_data_the_critic_renders_without_a_rubric() -> None:
+    """App. H's freestyle critic: the critic's inputs and verdict tags, but no criterion-by-criterion rubric."""
+    from data_rows import row
+    from verifyless.data import critic_messages
+
+    example = row("keyword", "p0", "c0", "improve", label5="BigWin", delta=0.5)
+    soft, free = critic_messages(example), critic_messages(example, "freestyle")
+    assert soft != free and "Go through the criteria one at a time" in soft[-1]["content"]
+    text = free[-1]["content"]
+    assert "Go through the criteria" not in text and "no checklist" in text
+    assert "[IMPROVEMENT]" in text and "[WINTIER]" in text and "model capacity" in text  # the inputs are all shown

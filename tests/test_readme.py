@@ -134,3 +134,12 @@ def test_readme_command_runs_as_written(command, scratch):
     out = _cli(line, folder)
     assert out.returncode == 0, f"{line}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
     assert "Traceback" not in out.stderr
+
+
+def test_the_readme_screener_table_lists_every_registered_screener():
+    from verifyless.screen.registry import SCREENERS
+
+    text = README.read_text()
+    table = text.split("## Screeners", 1)[1].split("\n\n", 2)[1]
+    listed = set(re.findall(r"`([a-z-]+)`", "\n".join(line.split("|")[1] for line in table.splitlines()[2:])))
+    assert set(SCREENERS) <= listed, f"missing from the README screener table: {sorted(set(SCREENERS) - listed)}"

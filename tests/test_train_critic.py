@@ -193,7 +193,7 @@ def test_grpo_raises_mean_reward_and_changes_the_adapter(
     assert card["kind"] == "sft+grpo" and card["base_model"] == str(tiny)
     assert not (result.adapter_dir / "ref").exists()  # only the trained adapter is saved
     logged = [r for r in map(json.loads, result.log_path.read_text().splitlines()) if "reward" in r]
-    assert len(logged) == 8 and all("frac_groups_skipped" in r for r in logged)
+    assert len(logged) == 8 and all(0 <= r["frac_groups_skipped"] <= 1 for r in logged)
 
 
 def verdict_accuracy(tiny: Path, adapter: Path, dataset: Path) -> dict[str, float]:
@@ -265,3 +265,18 @@ def test_grpo_learns_the_keyword_on_a_balanced_split(request: pytest.FixtureRequ
     assert sorted(before) == ["improve", "lose"]
     assert all(after[label] > before[label] + 0.03 for label in before), (before, after)
     assert sum(after.values()) / 2 > sum(before.values()) / 2 + 0.05, (before, after)
+
+
+def test_equal_reward_groups_are_masked_out_of_the_loss() -> None:
+    """Groups whose rewards are all equal (zero advantages) lose every token; the others keep theirs."""
+    import torch
+
+    from verifyless.train.grpo import mask_equal_reward_groups
+
+    advantages = torch.tensor([0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.5])  # 3 groups of 3
+    mask = torch.tensor([[1, 1], [1, 0], [1, 1], [1, 1], [1, 1], [1, 0], [1, 1], [1, 1], [0, 1]])
+    kept, skipped = mask_equal_reward_groups(advantages, mask, 3)
+    assert skipped == pytest.approx(1 / 3)
+    assert kept[:3].sum() == 0  # the all-zero group is dropped
+    assert torch.equal(kept[3:], mask[3:])  # a zero inside a group with signal is kept
+    assert kept.dtype == mask.dtype

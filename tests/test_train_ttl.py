@@ -173,15 +173,28 @@ def torch_equal(a, b) -> bool:
     return bool(torch.equal(a, b))
 
 
-def test_grpo_mode_updates_every_second_round_and_keeps_pending_pairs(tiny: Path, tmp_path: Path) -> None:
+def test_grpo_mode_updates_every_second_round_and_keeps_pending_pairs(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import verifyless.screen.ttl as ttl_module
+
+    # The tiny critic's critiques never parse, so every group would have equal rewards and be skipped;
+    # a verdict reader that alternates gives each group both rewards, so the update must happen.
+    calls = iter(range(10_000))
+    monkeypatch.setattr(ttl_module, "_verdict_word", lambda text: ("improve", "lose")[next(calls) % 2])
     screener = ttl(tiny, tmp_path / "adapters", mode="grpo")
     first = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
     assert first["adapter_version"] == 0 and len(first["pending"]) == 1 and first["adapter_dir"] is None
     other = ttl(tiny, tmp_path / "other", mode="grpo")
     other.restore([first])
     assert len(other.pending) == 1 and other.pending[0].child_summary == "The child will ensemble it."
+    before = lora_state(screener)
     second = asyncio.run(screener.learn([outcome(2, "delete", 0.3)], round=2))
     assert second["pairs"] == 2 and second["pending"] == []
+    assert second["adapter_version"] == 1 and second["loss"] != 0.0  # one policy-gradient step was taken
+    after = lora_state(screener)
+    assert any(not torch_equal(before[k], after[k]) for k in before)
+    assert (tmp_path / "adapters" / "v0001" / "ttl" / "adapter_model.safetensors").is_file()
 
 
 def test_label_probability_critic_ranks_by_the_verdict_distribution(tiny: Path) -> None:
@@ -293,6 +306,13 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
         again.run_id = result.run_id
         resume.restore(again)
         assert again.screener.version == first.screener.version == versions[-1]  # type: ignore[attr-defined]
+        from verifyless._cli.app import _show_data
+
+        shown = _show_data(store, result.run_id, 5)["adapters"]
+        assert shown == [{"role": "critic-ttl", "origin": None, "version": versions[-1]}]  # a fresh LoRA's chain
+        from verifyless.report.data import run_summary
+
+        assert run_summary(store, result.run_id).adapters == (f"critic-ttl: v{versions[-1]} from a fresh LoRA",)
 
 
 TTL_RUN = r"""
@@ -412,3 +432,179 @@ def test_ttl_trains_the_local_model_under_the_run_cache_and_recorder(tiny: Path,
     record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
     assert record["adapter_version"] == 1 and screener.learner.local.version == "ttl-v1"  # type: ignore[attr-defined]
     assert records and records[0].role == "critic"
+
+
+def saved_adapter(tiny: Path, folder: Path) -> Path:
+    """A LoRA adapter on the tiny LM with non-zero B (so it differs from the base), saved as a PEFT folder."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(3)
+    config = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(str(tiny)), config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    model.save_pretrained(folder)
+    return folder
+
+
+def ttl_weights(screener: TestTimeCritic, adapter: str = "ttl") -> dict:
+    from peft import get_peft_model_state_dict
+
+    state = get_peft_model_state_dict(screener.learner.local.loaded.model, adapter_name=adapter)
+    return {k: v.detach().clone() for k, v in state.items()}
+
+
+@pytest.mark.parametrize("where", ["model adapter", "init_adapter"])
+def test_ttl_starts_from_the_trained_critic_adapter(tiny: Path, tmp_path: Path, where: str) -> None:
+    """Paper §4.2: test-time learning starts from the trained critic -- the model's adapter unless init_adapter."""
+    from safetensors.torch import load_file
+
+    from verifyless.model.local import adapter_tag
+
+    folder = saved_adapter(tiny, tmp_path / "critic-adapter")
+    adapter = str(folder) if where == "model adapter" else None
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu", adapter=adapter))
+    options = {"adapter_root": str(tmp_path / "a"), **OPTIONS}
+    if where == "init_adapter":
+        options["init_adapter"] = str(folder)
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    saved = load_file(str(folder / "adapter_model.safetensors"))
+    mine = ttl_weights(screener)
+    assert saved.keys() == mine.keys() and all(torch_equal(saved[k], mine[k]) for k in saved)
+    tag = adapter_tag(folder)
+    assert screener.learner.origin == tag and screener.learner.local.adapter_tags == (tag,)
+    record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
+    assert record["adapter_origin"] == tag and record["adapter_version"] == 1
+    assert load_file(str(folder / "adapter_model.safetensors")).keys() == saved.keys()  # the folder is not written
+    fresh = ttl(tiny, tmp_path / "fresh")
+    assert fresh.learner.origin is None and all(not v.any() for k, v in ttl_weights(fresh).items() if "lora_B" in k)
+
+
+def teacher_logits(screener: TestTimeCritic, lesson: object) -> object:
+    import torch
+
+    learner = screener.learner
+    ids = learner._prompt_ids(lesson.teacher)  # type: ignore[attr-defined]
+    with torch.no_grad(), learner.teacher_weights():
+        return learner._logits(ids[:-3], ids[-3:])
+
+
+@pytest.mark.parametrize("start", ["fresh", "adapter"])
+def test_the_sdft_teacher_is_frozen_by_default_and_drifts_only_when_asked(
+    tiny: Path, tmp_path: Path, start: str
+) -> None:
+    """Paper Table 14: the SDFT teacher is the frozen starting critic; ``teacher: current`` follows the student."""
+    import torch
+
+    adapter = str(saved_adapter(tiny, tmp_path / "critic-adapter")) if start == "adapter" else None
+    lesson_of = outcome(1, "ensemble", 0.7)
+    seen = {}
+    for teacher in ("frozen", "current"):
+        model = build_model(make_config(provider="local", model=str(tiny), device="cpu", adapter=adapter))
+        options = {"adapter_root": str(tmp_path / teacher), **OPTIONS, "learning_rate": 0.1, "teacher": teacher}
+        screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+        lesson = screener.lesson(lesson_of)
+        before = teacher_logits(screener, lesson)
+        for r in (1, 2):
+            asyncio.run(screener.learn([outcome(r, "ensemble", 0.7), outcome(r + 10, "delete", 0.3)], round=r))
+        assert screener.version == 2
+        seen[teacher] = bool(torch.allclose(before, teacher_logits(screener, lesson)))
+        if start == "adapter" and teacher == "frozen":
+            assert all(p.requires_grad for n, p in screener.learner.local.loaded.model.named_parameters()
+                       if ".ttl." in n)  # fmt: skip
+    assert seen == {"frozen": True, "current": False}
+
+
+def test_ttl_learns_per_pairs_per_update_and_islands_set_it_to_one_pair_per_island(tiny: Path, tmp_path: Path) -> None:
+    """One SDFT update per island-round (3 new pairs), one TT-GRPO update per 2 island-rounds (6 pairs)."""
+    from verifyless.config import load_config
+    from verifyless.wiring import screener_options
+
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    options = {"adapter_root": str(tmp_path / "a"), **OPTIONS, "pairs_per_update": 3}
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    records = [asyncio.run(screener.learn([outcome(r, "ensemble", 0.5 + r / 10)], round=r)) for r in range(1, 7)]
+    assert [r["adapter_version"] for r in records] == [0, 0, 1, 1, 1, 2]
+    assert [r["pairs"] for r in records] == [0, 0, 3, 0, 0, 3] and len(records[1]["pending"]) == 2
+    other = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    other.restore(records[:2])
+    assert len(other.pending) == 2  # a resumed run keeps the pairs still waiting
+    islands = load_config(overrides=["screener.name=critic-ttl", "strategy.name=islands"])
+    assert screener_options(islands)["pairs_per_update"] == 3
+    five = load_config(overrides=["screener.name=critic-ttl", "strategy.name=islands", "strategy.options.n_islands=5"])
+    assert screener_options(five)["pairs_per_update"] == 5
+    assert "pairs_per_update" not in screener_options(load_config(overrides=["screener.name=critic-ttl"]))
+
+
+def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_before_its_verdict(tiny: Path) -> None:
+    """reasoning_samples > 0: the distribution is the mean of the probes read after each critique's reasoning."""
+    from verifyless.screen.probcritic import reasoning_prefix
+
+    assert reasoning_prefix("why\n[IMPROVEMENT] lose --- x\nmore\n[IMPROVEMENT] improve --- y") == (
+        "why\n[IMPROVEMENT] lose --- x\nmore\n"
+    )  # cut before the last verdict tag
+    assert reasoning_prefix("no verdict at all") == "no verdict at all"
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-probs", models={"critic": model}, options={"reasoning_samples": 2})
+    screener.max_tokens = 12  # type: ignore[attr-defined]
+    ev = asyncio.run(screener.screen(context(), [candidate(0, "ensemble")])).evidence["c0"]
+    critiques = ev.detail["critiques"]
+    assert len(critiques) == 2
+    messages = screener.messages(context(), candidate(0, "ensemble"))  # type: ignore[attr-defined]
+    probes = [asyncio.run(screener.scorer.verdict_score(messages, reasoning_prefix(c))) for c in critiques]  # type: ignore[attr-defined]
+    for word in ("improve", "tie", "lose"):
+        assert ev.detail["label_probs"][word] == pytest.approx(sum(p.probs[word] for p in probes) / 2, abs=1e-6)
+    bare = asyncio.run(screener.scorer.verdict_score(messages, ""))  # type: ignore[attr-defined]
+    assert any(abs(bare.probs[w] - ev.detail["label_probs"][w]) > 1e-6 for w in bare.probs)  # the reasoning counts
+
+
+def test_the_critic_benchmark_scores_critic_probs_on_its_probabilities_and_its_5_ladder_is_na(tiny: Path) -> None:
+    """bench critic on critic-probs: predictions are the argmax of label_probs, not the sampled critiques."""
+    from data_rows import row
+    from verifyless.metrics.critic import record_from_evidence
+    from verifyless.node import Evidence
+    from verifyless.offline.benchmark import run_critic_bench
+
+    probs = {"improve": 0.2, "tie": 0.1, "lose": 0.7}
+    ev = Evidence("c", 0.5, ("BigWin", "BigWin"), probs, 0.3, 2, 0, {"label_probs": probs, "scoring": "label-probs"})
+    record = record_from_evidence(ev.to_dict(), "lose", "Lose")
+    assert record is not None and record.pred3 == "lose" and record.pred5 is None and not record.five_way
+    assert record.uncertainty == pytest.approx(0.3)
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
+    screener = build_screener("critic-probs", models={"critic": model}, options={"reasoning_samples": 1})
+    screener.max_tokens = 12  # type: ignore[attr-defined]
+    rows = [
+        {**row("keyword", "p0", f"c{i}", label, label5=five, delta=d), "task": "keyword"}
+        for i, (label, five, d) in enumerate([("improve", "BigWin", 0.5), ("lose", "Lose", -0.5)])
+    ]
+    rep = run_critic_bench(rows, screener, repeats=1)
+    assert len(rep.records) == 2
+    for rec in rep.records:
+        assert rec.pred3 == max(rec.votes, key=lambda w: (rec.votes[w], -("improve", "tie", "lose").index(w)))
+    assert rep.groups["all"].ladder5 is None and rep.groups["all"].n_ladder == 0  # N/A, not 0
+
+
+def test_a_trained_adapter_keeps_its_hash_from_training_to_the_ttl_run_that_starts_from_it(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """The hand-over: the configured adapter's tag, the learner's origin and every record's origin agree."""
+    from verifyless.model.local import adapter_tag
+    from verifyless.screen.ttl import run_adapters
+
+    folder = saved_adapter(tiny, tmp_path / "trained")
+    trained = adapter_tag(folder)  # what training left
+    model = build_model(make_config(provider="local", model=str(tiny), device="cpu", adapter=str(folder)))
+    options = {"adapter_root": str(tmp_path / "a"), **OPTIONS}
+    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    records = [asyncio.run(screener.learn([outcome(r, "ensemble", 0.7)], round=r)) for r in (1, 2)]
+    assert {r["adapter_origin"] for r in records} == {trained}
+    config = {"roles": {"models": {"critic": {"provider": "local", "model": str(tiny), "adapter": str(folder)}}}}
+    assert run_adapters(config, records) == [
+        {"role": "critic", "folder": str(folder), "tag": trained},
+        {"role": "critic-ttl", "origin": trained, "version": 2},
+    ]
+    assert run_adapters({"roles": {"models": {"critic": {"adapter": str(tmp_path / "gone")}}}}, [])[0]["tag"] is None

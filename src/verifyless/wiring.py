@@ -36,13 +36,26 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
         return _build_screener(
             cfg.screener.name,
             models=models,
-            options=cfg.screener.options.model_dump(exclude_unset=True),
+            options=screener_options(cfg),
             seed=cfg.seed,
             task=task,
             sandbox=sandbox,
             learner=LoRALearner,
             threshold=cfg.engine.uncertainty_threshold,
         )
+
+
+def screener_options(cfg: RunConfig) -> dict[str, Any]:
+    """The screener's options as set; under ``islands``, ``critic-ttl`` learns once per island-round.
+
+    The paper updates once per OpenEvolve round on its new pairs, one per island (SDFT on 3, TT-GRPO on 6
+    every 2 rounds), while an engine round is one expansion by default: unless set, ``pairs_per_update``
+    becomes the strategy's ``n_islands``.
+    """
+    options = cfg.screener.options.model_dump(exclude_unset=True)
+    if cfg.screener.name == "critic-ttl" and cfg.strategy.name == "islands":
+        options.setdefault("pairs_per_update", dataclasses.asdict(cfg.strategy.options).get("n_islands", 3))
+    return options
 
 
 def build_strategy(cfg: RunConfig) -> Any:

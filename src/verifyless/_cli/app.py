@@ -25,6 +25,7 @@ from rich.table import Table
 
 from verifyless.errors import VerifylessError
 from verifyless.screen.registry import SCREENERS
+from verifyless.screen.ttl import run_adapters
 from verifyless.search.registry import STRATEGIES
 
 # add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
@@ -519,6 +520,7 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "reply_health": _reply_health(st, run_id),
         "screener_audit": _screener_audit(st, run_id),
         **_peers_data(st, run_id),
+        "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
     }
 
 
@@ -599,6 +601,11 @@ def show(
         )
     console.print(table)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
+        what = (
+            f"{a['folder']} ({a['tag'] or 'folder gone'})" if "folder" in a else f"v{a['version']} from {a['origin']}"
+        )
+        console.print(f"adapter {a['role']}: {what}", highlight=False)
     if data["submission"]:
         console.print(_submission_line(data["submission"]), highlight=False)
     if data["llm_calls"]:

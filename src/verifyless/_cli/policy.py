@@ -41,7 +41,7 @@ def policy_grpo(
     tasks: str = typer.Option(..., "--tasks", help="training tasks, comma separated (names or folders)"),
     policy: str = typer.Option(..., "--policy", help="base model of the proposer: folder, cached hub id or name"),
     out: Path = typer.Option(..., "--out", help="folder for the reward store, log, checkpoints and adapter"),
-    verifications: int | None = typer.Option(None, "--verifications", help="hard cap on paid verifications"),
+    verifications: int = typer.Option(10_000, "--verifications", help="hard cap on paid verifications (paper: 10,000)"),
     mode: str = typer.Option("critic-in-loop", "--mode", help="verify-all | critic-in-loop | critic-only"),
     critic: str | None = typer.Option(None, "--critic", help="critic model spec (scripted:FILE, openai:M, local:..)"),
     steps: int = typer.Option(100, "--steps", help="GRPO steps to run in total"),

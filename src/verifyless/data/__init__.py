@@ -19,11 +19,11 @@ def load_critic_dataset(path: Any) -> Any:
     return _load(path)
 
 
-def critic_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
+def critic_messages(row: Mapping[str, Any], prompt: str = "critic") -> list[dict[str, str]]:
     """The critic's chat prompt for one row (see ``verifyless.data.prompt.critic_messages``)."""
     from verifyless.data.prompt import critic_messages as _messages
 
-    return _messages(row)
+    return _messages(row, prompt)
 
 
 __all__ = ["SCHEMA_VERSION", "critic_messages", "load_critic_dataset"]

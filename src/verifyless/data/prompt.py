@@ -93,9 +93,13 @@ def row_candidate(row: Mapping[str, Any]) -> Candidate:
     )
 
 
-def critic_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The pointwise critic's chat prompt for ``row`` as ``[{"role", "content"}, ...]``."""
-    critic = PointwiseCritic(model=None)  # type: ignore[arg-type]  # messages() never calls the model
+def critic_messages(row: Mapping[str, Any], prompt: str = "critic") -> list[dict[str, str]]:
+    """The pointwise critic's chat prompt for ``row`` as ``[{"role", "content"}, ...]``.
+
+    ``prompt`` names the template under ``prompts/screen/``: ``critic`` (the soft rubric, the default) or
+    ``freestyle`` (free reasoning, the paper's App. H ablation).
+    """
+    critic = PointwiseCritic(model=None, prompt=prompt)  # type: ignore[arg-type]  # messages() never calls the model
     messages = critic.messages(screen_context(row), row_candidate(row))
     return [{"role": m.role, "content": m.content} for m in messages]
 

@@ -81,6 +81,7 @@ class CriticRecord:
     stratum: str = ""
     parent_id: str = ""
     delta: float = 0.0
+    five_way: bool = True  # False: the screener predicts no five-level label (its 5-Ladder is N/A)
 
     @property
     def p_improve(self) -> float:
@@ -177,6 +178,8 @@ def record_from_evidence(
     else the stored ``votes``.
     """
     detail = evidence.get("detail") or {}
+    if isinstance(detail, Mapping) and detail.get("scoring") == "label-probs":
+        return record_from_label_probs(evidence, true3, true5, **extra)
     samples = detail.get("sample_labels") if isinstance(detail, Mapping) else None
     if not samples and evidence.get("labels"):
         samples = [*evidence["labels"], *[None] * int(evidence.get("n_invalid") or 0)]
@@ -189,6 +192,27 @@ def record_from_evidence(
     top = max(votes.values())
     pred3 = next(d for d in THREE if votes.get(d, 0.0) == top)
     return CriticRecord(cid, true3, pred3, votes, true5, None, (), int(evidence.get("n_valid") or 1), **extra)
+
+
+def record_from_label_probs(
+    evidence: Mapping[str, Any], true3: str, true5: str | None = None, **extra: Any
+) -> CriticRecord | None:
+    """A label-probability screener's record (``critic-probs``): scored on what it ranks and routes on.
+
+    The prediction is the argmax of ``detail["label_probs"]`` (ties: improve, tie, lose order), never the
+    sampled reasoning critiques it reads them after; ``votes`` are the probabilities, so ``uncertainty``
+    is 1 - max P, the screener's own u. It predicts no five-level label: ``five_way`` is False and the
+    5-Ladder is N/A. None when the evidence has no distribution.
+    """
+    detail = evidence.get("detail") or {}
+    probs = {k: float(v) for k, v in (detail.get("label_probs") or evidence.get("votes") or {}).items() if k in THREE}
+    if not probs or not any(probs.values()):
+        return None
+    top = max(probs.values())
+    pred3 = next(d for d in THREE if probs.get(d, 0.0) == top)
+    cid = str(evidence.get("candidate_id", extra.pop("candidate_id", "")))
+    votes = {d: probs.get(d, 0.0) for d in THREE}
+    return CriticRecord(cid, true3, pred3, votes, true5, None, (), 1, five_way=False, **extra)
 
 
 def critic_records_from_store(
@@ -315,12 +339,12 @@ class CriticMetrics:
 def critic_metrics(records: Sequence[CriticRecord]) -> CriticMetrics:
     """Headline metrics over ``records`` (five-way ones over the records that have a five-level truth).
 
-    Accuracies of an empty record list are NaN; ``ladder5`` is None when no
-    record has a five-level truth.
+    Accuracies of an empty record list are NaN; ``ladder5`` is None (N/A) when no
+    record has both a five-level truth and a screener that predicts five levels (``five_way``).
     """
     pred = [r.pred3 for r in records]
     true = [r.true3 for r in records]
-    five = [r for r in records if r.true5 is not None]
+    five = [r for r in records if r.true5 is not None and r.five_way]
     return CriticMetrics(
         n=len(records),
         n_invalid=sum(r.pred3 is None for r in records),
@@ -516,6 +540,7 @@ __all__ = [
     "make_record",
     "predict",
     "record_from_evidence",
+    "record_from_label_probs",
     "route",
     "routing_curve",
     "vote_shares",

@@ -36,6 +36,7 @@ from typing import Any
 from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
 from verifyless.outcome import FIVE, THREE
 from verifyless.screen.audit import ScreenerAudit, audit_from_store
+from verifyless.screen.ttl import run_adapters
 from verifyless.store.protocol import RunStoreProtocol
 
 REDACTED = "[redacted]"
@@ -279,6 +280,7 @@ class RunSummary:
     stopped: str
     event_counts: Mapping[str, int]
     last_seq: int
+    adapters: tuple[str, ...] = ()  # the critic adapters screened with, by weights hash (screen.ttl.run_adapters)
 
 
 def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
@@ -286,9 +288,12 @@ def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
     counts: dict[str, int] = {}
     brief: Mapping[str, Any] = {}
     stopped, last = "", 0
+    learned: list[Mapping[str, Any]] = []
     for ev in store.events(run_id, kinds=None):
         counts[ev.kind] = counts.get(ev.kind, 0) + 1
         last = ev.seq
+        if ev.kind == "screener_learn":
+            learned.append(ev.payload)
         if ev.kind == "brief":
             brief = ev.payload
         elif ev.kind == "final":
@@ -304,6 +309,12 @@ def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
         stopped=stopped,
         event_counts=dict(sorted(counts.items())),
         last_seq=last,
+        adapters=tuple(
+            f"{a['role']}: {a['folder']} ({a['tag'] or 'folder gone'})"
+            if "folder" in a
+            else f"{a['role']}: v{a['version']} from {a['origin'] or 'a fresh LoRA'}"
+            for a in run_adapters(info.config, learned)
+        ),
     )
 
 

@@ -29,10 +29,12 @@ class AdapterLearner(Protocol):
     ``version`` is the adapter version in use (0: the initial adapter) and ``root`` the folder of the
     versions. ``update`` takes one optimizer step on the lessons (sdft or grpo; ``verdict_of`` reads a
     sampled critique's verdict word for grpo rewards), writes version ``version + 1`` under ``root``
-    and returns the loss; ``load`` reloads a stored version. ``local`` is the in-process model.
+    and returns the loss; ``load`` reloads a stored version. ``local`` is the in-process model;
+    ``origin`` names the starting adapter (``<folder>@<weights hash>``; None for a fresh one).
     """
 
     version: int
+    origin: str | None
     root: Path
     local: Any
 

@@ -5,17 +5,27 @@ each pair's prompts and labels, and records and restores adapter versions. The t
 loading, the SDFT / TT-GRPO step, writing and reading adapter files) is its injected ``AdapterLearner``
 (``verifyless.train.ttl_learner.LoRALearner``; the composition root passes it to the registry).
 
-The backbone stays frozen; one LoRA adapter (rank 32 by default; initialised
-from ``init_adapter`` when given, e.g. the SFT/GRPO critic) learns from
-outcomes the run has already paid for. The engine calls ``learn(outcomes,
-round)`` once per round boundary; screening always uses the current adapter.
+The backbone stays frozen; one LoRA adapter learns from outcomes the run has
+already paid for. It starts (paper §4.2) from ``init_adapter`` when given, else
+from the critic model's configured ``adapter:`` (e.g. the SFT/GRPO critic), else
+a fresh LoRA (rank 32 by default). The engine calls ``learn(outcomes, round)``
+once per round boundary; screening always uses the current adapter.
+
+``pairs_per_update`` (None by default; ``verifyless.wiring`` sets it to the
+strategy's ``n_islands`` under ``islands``, the paper's OpenEvolve round of one
+new pair per island) switches from engine rounds to pair counts: new pairs
+accumulate, an SDFT step runs once ``pairs_per_update`` are pending and a
+TT-GRPO step once ``every * pairs_per_update`` are (paper: 3 and 6).
 
 * ``mode: sdft`` (TT-SDFT): for each new verified pair the student (critic +
   adapter) samples a critique for the plain prompt; the teacher is the same
-  model, same weights, without gradient, whose prompt also carries the measured
-  parent and child scores and the label (privileged context). The loss is the
+  model without gradient -- the frozen starting adapter (``teacher: frozen``,
+  the paper's Table 14) or the adapter being trained (``teacher: current``) --
+  whose prompt also carries the measured parent and child scores and the label
+  (privileged context). The loss is the
   token-level reverse KL, KL(student || teacher) over the full vocabulary,
-  averaged over the critique's tokens; one optimizer step per round.
+  averaged over the critique's tokens; one optimizer step per round (or per
+  ``pairs_per_update`` new pairs).
 * ``mode: grpo`` (TT-GRPO): pairs accumulate; every ``every`` rounds (default
   2) each pending pair gets ``rollouts`` critiques (default 16), reward +1 when
   the parsed verdict matches the label else -1, group-normalised advantages,
@@ -23,7 +33,9 @@ round)`` once per round boundary; screening always uses the current adapter.
 
 Each update writes adapter version ``v`` (``adapter_model.safetensors`` plus
 ``optimizer.pt``) to ``<adapter_root>/v0001`` ... and returns
-``{"adapter_version", "adapter_dir", "loss", "pairs", "mode"}``, which the
+``{"adapter_version", "adapter_dir", "adapter_origin", "loss", "pairs", "mode"}``
+(``adapter_origin``: the starting adapter's ``<folder>@<weights hash>``, None for
+a fresh LoRA; every version chains from it), which the
 engine stores as a ``screener_learn`` event; ``restore(records)`` reloads the
 version the last record names (and the optimizer state and TT-GRPO's pending
 pairs), so resume and replay screen with the same weights. The adapter
@@ -73,12 +85,32 @@ class TestTimeCriticOptions(LocalCriticOptions):
     learning_rate: float = Field(1e-5, gt=0, description="AdamW learning rate of the adapter")
     every: int = Field(2, ge=1, description="grpo: update every this many rounds")
     rollouts: int = Field(16, ge=1, description="grpo: critiques sampled per pending pair")
-    init_adapter: str | None = Field(None, description="adapter folder to start from (e.g. the SFT/GRPO critic)")
+    init_adapter: str | None = Field(
+        None, description="adapter folder to start from (default: the critic model's configured adapter)"
+    )
+    teacher: Literal["frozen", "current"] = Field(
+        "frozen",
+        description="sdft teacher: the frozen starting adapter (paper, Table 14) or the current, drifting one",
+    )
+    pairs_per_update: int | None = Field(
+        None,
+        ge=1,
+        description="update per this many new pairs (grpo: every times this many) instead of per engine round; "
+        "default: the islands strategy's n_islands (one pair per island), else per round",
+    )
     adapter_root: str | None = Field(None, description="folder of the adapter versions (keep it beside the store)")
     seed: int | None = Field(None, description="seed of the learning draws (default: the run's seed)")
 
 
-LEARNER_OPTIONS = ("lora_r", "lora_alpha", "learning_rate", "init_adapter", "adapter_root", "rollouts")  # learner only
+LEARNER_OPTIONS = (
+    "lora_r",
+    "lora_alpha",
+    "learning_rate",
+    "init_adapter",
+    "adapter_root",
+    "rollouts",
+    "teacher",
+)  # learner only
 
 
 # ------------------------------------------------------------------ the labels
@@ -118,6 +150,7 @@ class TestTimeCritic:
         n_verify: int | None = None,
         max_tokens: int = 256,
         every: int = 2,
+        pairs_per_update: int | None = None,
         seed: int = 0,
         name: str = "critic-ttl",
         task: Any = None,
@@ -125,6 +158,7 @@ class TestTimeCritic:
         if mode not in ("sdft", "grpo"):
             raise ConfigError(f"critic-ttl mode must be 'sdft' or 'grpo', got {mode!r}")
         self.name, self.mode, self.every, self.seed = name, mode, every, seed
+        self.pairs_per_update = pairs_per_update
         self.learner = learner
         self.critic = PointwiseCritic(
             model,
@@ -187,7 +221,13 @@ class TestTimeCritic:
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
         """Learn from the round's compared outcomes; a failed child has no label and is skipped (``label3``)."""
         usable = [o for o in outcomes if label3(o) is not None]
-        if self.mode == "grpo":
+        if self.pairs_per_update is not None:
+            self.pending += usable
+            wanted = self.pairs_per_update * (self.every if self.mode == "grpo" else 1)
+            if len(self.pending) < wanted:
+                return self._record(None) if usable else None
+            batch, self.pending = self.pending, []
+        elif self.mode == "grpo":
             self.pending += usable
             if not self.pending or round % self.every:
                 return self._record(None) if usable else None
@@ -211,8 +251,9 @@ class TestTimeCritic:
             "loss": loss,
             "pairs": pairs,
             "adapter_dir": str(self.learner.folder(self.version)) if self.version else None,
+            "adapter_origin": self.learner.origin,
         }
-        if self.mode == "grpo":
+        if self.mode == "grpo" or self.pairs_per_update is not None:
             record["pending"] = [o.to_dict() for o in self.pending]
         return record
 
@@ -233,10 +274,37 @@ def _verdict_word(text: str) -> str | None:
     return None if verdict is None else verdict.improvement
 
 
+def run_adapters(config: Mapping[str, Any], learned: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The adapters a run screened with, for ``show`` and the report: configured ones and the test-time chain.
+
+    ``config``: the run's stored config; ``learned``: its ``screener_learn`` payloads in order. A configured
+    model adapter gives ``{"role", "folder", "tag"}`` (``tag``: ``<folder>@<weights hash>`` read from the folder
+    now, None when it is gone); test-time learning gives ``{"role": "critic-ttl", "origin", "version"}``: the
+    recorded starting adapter and the last version it stored.
+    """
+    from verifyless.model.local import adapter_tag
+
+    out: list[dict[str, Any]] = []
+    models = ((config.get("roles") or {}).get("models") or {}) if isinstance(config, Mapping) else {}
+    for role, spec in sorted(models.items()):
+        adapter = spec.get("adapter") if isinstance(spec, Mapping) else None
+        for folder in [adapter] if isinstance(adapter, str) else list(adapter or []):
+            try:
+                tag: str | None = adapter_tag(folder)
+            except ConfigError:
+                tag = None
+            out.append({"role": role, "folder": str(folder), "tag": tag})
+    if learned:
+        origin = next((r.get("adapter_origin") for r in learned if "adapter_origin" in r), None)
+        out.append({"role": "critic-ttl", "origin": origin, "version": int(learned[-1].get("adapter_version") or 0)})
+    return out
+
+
 __all__ = [
     "LEARNER_OPTIONS",
     "TestTimeCritic",
     "TestTimeCriticOptions",
     "group_advantages",
     "privileged_note",
+    "run_adapters",
 ]

@@ -58,13 +58,17 @@ def split(dataset: Any, name: str) -> Any:
     return dataset[name]
 
 
-def messages_for(row: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The critic's chat prompt for one row (``verifyless.data.critic_messages`` when available)."""
+def messages_for(row: Mapping[str, Any], prompt: str = "critic") -> list[dict[str, str]]:
+    """The critic's chat prompt for one row (``verifyless.data.critic_messages`` when available).
+
+    ``prompt``: the template under ``prompts/screen/`` (``critic``, or ``freestyle``; the fallback renderer
+    without ``verifyless.data`` knows only ``critic``).
+    """
     try:
         from verifyless.data import critic_messages
     except ImportError:
         return _render_messages(row)
-    return list(critic_messages(row))
+    return list(critic_messages(row, prompt))
 
 
 def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:

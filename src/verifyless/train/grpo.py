@@ -52,10 +52,21 @@ def verdict_reward(completions: Sequence[Any], label3: Sequence[str], **_: Any) 
     return rewards
 
 
-def grpo_examples(rows: Any) -> Any:
+def grpo_examples(rows: Any, prompt: str = "critic") -> Any:
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": messages_for(row), "label3": row["label3"]} for row in rows])
+    return Dataset.from_list([{"prompt": messages_for(row, prompt), "label3": row["label3"]} for row in rows])
+
+
+def mask_equal_reward_groups(advantages: Any, completion_mask: Any, group: int) -> tuple[Any, float]:
+    """(``completion_mask`` with every token of an all-zero-advantage group masked, the share of such groups).
+
+    ``advantages``: [B] with B = groups x ``group`` consecutive completions; ``completion_mask``: [B, T].
+    A group whose rewards are all equal has zero advantage everywhere and is dropped from the loss.
+    """
+    dead = (advantages.view(-1, group) == 0).all(dim=1)
+    keep = (~dead).repeat_interleave(group).unsqueeze(1).to(completion_mask.dtype)
+    return completion_mask * keep, float(dead.float().mean())
 
 
 def _trainer_class(skip_equal: bool) -> Any:
@@ -70,15 +81,13 @@ def _trainer_class(skip_equal: bool) -> Any:
                 return output
             group = self.num_generations
             assert group is not None
-            advantages = output["advantages"]
-            dead = (advantages.view(-1, group) == 0).all(dim=1).repeat_interleave(group)
-            output["completion_mask"] = output["completion_mask"] * (~dead).unsqueeze(1).to(
-                output["completion_mask"].dtype
+            output["completion_mask"], skipped = mask_equal_reward_groups(
+                output["advantages"], output["completion_mask"], group
             )
             output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
             assert self.model is not None
             mode = "train" if self.model.training else "eval"
-            self._metrics[mode]["frac_groups_skipped"].append(float(dead.float().mean()))
+            self._metrics[mode]["frac_groups_skipped"].append(skipped)
             return output
 
     return CriticGRPOTrainer
@@ -129,7 +138,7 @@ def train_critic_grpo(
         model=model,
         reward_funcs=[verdict_reward],
         args=args,
-        train_dataset=grpo_examples(rows),
+        train_dataset=grpo_examples(rows, settings.prompt),
         processing_class=tokenizer,
         callbacks=callbacks(out, console),
     )

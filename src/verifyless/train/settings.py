@@ -78,6 +78,11 @@ class GRPOSettings(CommonSettings):
         1.0, gt=0, le=1, description="train only on this top fraction of completion tokens by entropy (1: all)"
     )
     shuffle: bool = Field(True, description="shuffle the grpo split; off: prompts are taken in the split's order")
+    prompt: str = Field(
+        "critic",
+        description="critic prompt template under prompts/screen/: critic (soft rubric, the paper's) or freestyle "
+        "(free reasoning, the paper's App. H ablation)",
+    )
 
 
 def grpo_accumulation(settings: GRPOSettings) -> int:

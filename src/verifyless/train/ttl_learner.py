@@ -1,29 +1,41 @@
 """The torch side of test-time learning (screener ``critic-ttl``, ``screen/ttl.py``): one LoRA adapter.
 
 ``LoRALearner`` gives the critic's local model a private, trainable copy of its weights with the
-``ttl`` adapter (rank 32 by default; from ``init_adapter`` when given) and implements the screener's
+``ttl`` adapter and implements the screener's
 ``AdapterLearner``: ``update(lessons, mode, seed, verdict_of)`` takes one optimizer step and writes
 the next version (``adapter_model.safetensors`` plus ``optimizer.pt``) to ``<adapter_root>/v0001`` ...;
 ``load`` reloads a stored version and its optimizer state. The model's ``version`` (``ttl-vN``) enters
 the response-cache identity, so cached critiques of an older version are never reused for a newer one.
 
+The starting adapter (paper §4.2: "Both methods start from our trained critic model checkpoint"):
+``init_adapter`` when given, else the critic model's own configured ``adapter:`` (one folder; a list
+of several is a ConfigError, as they cannot become one trainable adapter), else a fresh LoRA (rank
+``lora_r``, B = 0, so version 0 is the base model). The folder is copied into the trainable ``ttl``
+adapter; the shared model and the folder are never written. ``origin`` is its ``adapter_tag``
+(``<folder>@<sha256 prefix>``; None for a fresh LoRA) and replaces the model's ``adapter_tags``, so the
+response cache and the run's ``screener_learn`` events name the weights every version grew from.
+
 * ``sdft``: per lesson the student (critic + adapter) samples a critique for the plain prompt; the
-  teacher is the same weights without gradient on the privileged prompt; the loss is the token-level
-  reverse KL, KL(student || teacher), averaged over the critique's tokens.
+  teacher, without gradient, reads the privileged prompt; the loss is the token-level reverse KL,
+  KL(student || teacher), averaged over the critique's tokens. ``teacher="frozen"`` (the default, the
+  paper's Table 14) is the starting adapter, kept as a second, never-trained ``teacher`` adapter (the
+  base model, adapter disabled, for a fresh LoRA); ``teacher="current"`` is the adapter being trained
+  (a teacher that drifts with the student).
 * ``grpo``: per lesson ``rollouts`` critiques, reward +1 when ``verdict_of(text)`` is the label else -1,
   group-normalised advantages (groups with equal rewards skipped), one policy-gradient step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.model.local import chat_prompt, encode, load_lm, sample_texts
+from verifyless.model.local import adapter_tag, chat_prompt, encode, load_lm, sample_texts
 from verifyless.screen.critic import TEMPERATURE
 from verifyless.screen.learner import Lesson
 from verifyless.screen.ttl import group_advantages
@@ -53,6 +65,19 @@ def local_model(model: Any) -> Any:
     raise ConfigError("critic-ttl trains its critic in process: give it a local critic (provider: local)")
 
 
+def configured_adapter(local: Any) -> str | None:
+    """The one adapter folder the critic model was configured with (``adapter:``), or None."""
+    config = getattr(local, "config", None)
+    adapter = getattr(config, "adapter", None)
+    folders = [adapter] if isinstance(adapter, str) else list(adapter or [])
+    if len(folders) > 1:
+        raise ConfigError(
+            f"critic-ttl trains one adapter, but the critic model has {len(folders)} ({folders}); "
+            "configure one, or set screener.options.init_adapter to the one to start from"
+        )
+    return folders[0] if folders else None
+
+
 class LoRALearner:
     """A trainable ``ttl`` LoRA adapter on a local critic (see the module docstring)."""
 
@@ -68,26 +93,34 @@ class LoRALearner:
         rollouts: int = 16,
         temperature: float = TEMPERATURE,
         max_tokens: int = 256,
+        teacher: str = "frozen",
     ) -> None:
         if adapter_root is None:
             raise ConfigError(
                 "critic-ttl needs a folder for its adapter versions: set screener.options.adapter_root=DIR "
                 "(keep it beside the run store; a resumed run reloads the versions from there)"
             )
-        self.root, self.version = Path(adapter_root), 0
+        if teacher not in ("frozen", "current"):
+            raise ConfigError(f"critic-ttl teacher must be 'frozen' or 'current', got {teacher!r}")
+        self.root, self.version, self.teacher = Path(adapter_root), 0, teacher
         self.lr, self.rollouts, self.temperature, self.max_tokens = learning_rate, rollouts, temperature, max_tokens
         self.local = local_model(model)
-        self._setup(lora_r, lora_alpha, init_adapter)
+        self.start = init_adapter or configured_adapter(self.local)
+        self.origin = adapter_tag(self.start) if self.start else None
+        self._setup(lora_r, lora_alpha, self.start)
 
-    def _setup(self, r: int, alpha: int, init_adapter: str | None) -> None:
+    def _setup(self, r: int, alpha: int, start: str | None) -> None:
         """Give the local model a private, trainable copy of its weights with the ``ttl`` adapter active."""
         import torch
         from peft import LoraConfig, PeftModel, get_peft_model
 
         shared = self.local.loaded
         loaded = load_lm(shared.source, device=shared.device, dtype=shared.dtype, shared=False)
-        if init_adapter:
-            loaded.model = PeftModel.from_pretrained(loaded.model, init_adapter, adapter_name="ttl", is_trainable=True)
+        if start:
+            loaded.model = PeftModel.from_pretrained(loaded.model, start, adapter_name="ttl", is_trainable=True)
+            if self.teacher == "frozen":
+                loaded.model.load_adapter(start, adapter_name="teacher", is_trainable=False)
+                loaded.model.set_adapter("ttl")
         else:
             config = LoraConfig(
                 r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
@@ -96,7 +129,8 @@ class LoRALearner:
         loaded.model.eval()
         loaded.adapters = {"<test-time>": "ttl"}
         self.local.loaded, self.local.adapter_names, self.local.version = loaded, ("ttl",), "ttl-v0"
-        params = [p for n, p in loaded.model.named_parameters() if "lora_" in n]
+        self.local.adapter_tags = (self.origin,) if self.origin else ()
+        params = [p for n, p in loaded.model.named_parameters() if "lora_" in n and ".ttl." in n]
         for p in params:
             p.requires_grad_(True)
         self.optimizer = torch.optim.AdamW(params, lr=self.lr, weight_decay=0.0)
@@ -156,12 +190,28 @@ class LoRALearner:
         student_ids, teacher_ids, critique = self.sdft_pair(lesson, rng)
         if not critique:
             return None
-        with torch.no_grad():
+        with torch.no_grad(), self.teacher_weights():
             teacher_logits = self._logits(teacher_ids, critique)
         self.local.loaded.model.train()
         student_logits = self._logits(student_ids, critique)
         mask = torch.ones(student_logits.shape[:2], device=student_logits.device)
         return reverse_kl(student_logits, teacher_logits, mask)
+
+    @contextlib.contextmanager
+    def teacher_weights(self) -> Iterator[None]:
+        """Run the model as the SDFT teacher: the frozen starting weights, or the current adapter."""
+        model = self.local.loaded.model
+        if self.teacher == "current":
+            yield
+        elif self.start is None:  # a fresh LoRA started as the base model
+            with model.disable_adapter():
+                yield
+        else:
+            model.set_adapter("teacher")
+            try:
+                yield
+            finally:
+                model.set_adapter("ttl")  # peft marks only the active adapter trainable
 
     def grpo_loss(self, lesson: Lesson, rng: random.Random, verdict_of: Callable[[str], str | None]) -> Any:
         import torch
@@ -219,4 +269,4 @@ class LoRALearner:
         self.local.version = f"ttl-v{version}"
 
 
-__all__ = ["LoRALearner", "local_model", "reverse_kl"]
+__all__ = ["LoRALearner", "configured_adapter", "local_model", "reverse_kl"]

@@ -1,9 +1,9 @@
 """Policy GRPO optimiser settings (critic paper, Section 5; SPEC section 6), overridable from a YAML file.
 
 Paper values: 16 parents x 16 ideas per step, reward +1 Improve else -1, the
-critic routes at u < 0.25 with k = 16 votes. The paper gives no optimiser
-values for the policy; we reuse the critic GRPO's (lr 1e-6, weight decay 0.1,
-KL 0.01, temperature 0.7) and say so below. Everything else is ours.
+critic routes at u < 0.25 with k = 16 votes, and the policy's optimiser and
+sampling: lr 1e-6, weight decay 0.1, temperature 0.7 (LoRA rank 32). The KL
+coefficient 0.01 is the critic GRPO's, reused; everything else is ours.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ class PolicySettings(BaseModel):
     generations: int = Field(
         16, ge=2, description="ideas sampled per prompt, G (paper: 16); equals the rewarder's ``ideas``"
     )
-    learning_rate: float = Field(1e-6, gt=0, description="ours: the critic GRPO's 1e-6")
-    weight_decay: float = Field(0.1, ge=0, description="ours: the critic GRPO's 0.1")
+    learning_rate: float = Field(1e-6, gt=0, description="AdamW learning rate (paper: 1e-6)")
+    weight_decay: float = Field(0.1, ge=0, description="AdamW weight decay (paper: 0.1)")
     beta: float = Field(0.01, ge=0, description="KL coefficient to the frozen base (ours: the critic GRPO's 0.01)")
     clip_epsilon: float = Field(0.2, gt=0, lt=1, description="PPO-style ratio clip (ours: TRL's default 0.2)")
     updates_per_step: int = Field(1, ge=1, description="optimiser passes over one step's samples (1 = on-policy)")
-    temperature: float = Field(0.7, gt=0, description="sampling temperature (ours: the critic GRPO's 0.7)")
+    temperature: float = Field(0.7, gt=0, description="sampling temperature (paper: 0.7)")
     top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling (ours: off)")
     max_completion_length: int = Field(256, ge=4, description="idea tokens sampled (ours)")
     micro_batch: int = Field(8, ge=1, description="completions per forward/backward pass (memory only)")

@@ -1,10 +1,17 @@
 """``PolicyRewarder``: the reward pipeline of critic-in-the-loop policy GRPO (implements ``contract.Rewarder``).
 
 Per step (critic paper, Section 5): ``prompts(step)`` hands out ``parents``
-groups spread round-robin over the tasks, each the proposer's own prompt
-(``LLMProposer.render``) for the group's current parent asking for ONE idea;
-in idea-space worlds the menu of options is appended so a policy can name
-them. Every group starts at its task's baseline, verified once per run.
+groups, each the proposer's own prompt (``LLMProposer.render``) for the
+group's current parent asking for ONE idea; in idea-space worlds the menu of
+options is appended so a policy can name them. The groups' tasks
+(``step_tasks``): with no more tasks than groups, group g keeps task
+``g % len(tasks)`` (every task every step); with more tasks than groups (the
+paper: 141 environments, 16 groups), each step draws ``parents`` distinct
+tasks from all of them with the run's seeded generator, so every task gets
+prompted. A group's parent is the latest parent of its lineage (its task and
+its place among the step's groups on that task), else the task's baseline. A
+task's brief and baseline are made and verified lazily, when the task is
+first prompted, never for a task that no step draws.
 
 ``score(prompt, completions)`` turns each completion into a reward:
 
@@ -119,7 +126,7 @@ class PolicyRewarder:
             raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
         self.ledger = PolicyLedger(store, run_id)
         self.verifier = PaidVerifier(self.ledger, executor, self.settings.budget)
-        self._started = False
+        self._started: set[str] = set()  # tasks whose brief and baseline are ready
         self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
 
     # ------------------------------------------------------------------ Rewarder
@@ -129,22 +136,30 @@ class PolicyRewarder:
 
     async def prompts(self, step: int) -> list[PolicyPrompt]:
         """The step's groups (stored ones come back identical)."""
-        await self._start()
-        parents = self._parents_for(step)
+        tasks = self.step_tasks(step)
+        for task in tasks:
+            await self._start(task)
+        parents = self._parents_for(step, tasks)
         out = []
-        for g in range(self.settings.parents):
+        for g, task in enumerate(tasks):
             key = f"s{step}/g{g:02d}"
             prompt = self.ledger.log.prompts.get(key)
             if prompt is None:
-                task = self.tasks[g % len(self.tasks)]
                 prompt = PolicyPrompt(key, step, task.name, parents[g], self._messages(task, parents[g]))
                 self.ledger.prompt(prompt)
             out.append(prompt)
         return out
 
+    def step_tasks(self, step: int) -> list[Task]:
+        """The task of each of ``step``'s groups (see the module docstring); the same on every call."""
+        n, groups = len(self.tasks), self.settings.parents
+        if n <= groups:
+            return [self.tasks[g % n] for g in range(groups)]
+        return random.Random(f"{self.draw_seed}:tasks:{step}").sample(self.tasks, groups)
+
     async def score(self, prompt: PolicyPrompt, completions: Sequence[str]) -> list[IdeaReward]:
         """One reward per completion, in order (see the module docstring)."""
-        await self._start()
+        await self._start(self._task(prompt.task))
         results = await asyncio.gather(
             *(self._score_one(prompt, i, str(text)) for i, text in enumerate(completions)), return_exceptions=True
         )
@@ -175,14 +190,14 @@ class PolicyRewarder:
 
     # ------------------------------------------------------------------ start and prompts
 
-    async def _start(self) -> None:
-        if self._started:
+    async def _start(self, task: Task) -> None:
+        """The task's brief and verified baseline, made once per run (stored ones are reused)."""
+        if task.name in self._started:
             return
-        for i, task in enumerate(self.tasks):
-            if task.name not in self.ledger.log.briefs:
-                self.ledger.brief(task.name, await self.makers[task.name].roles.briefer.brief(task))
-            await self._root(i, task)
-        self._started = True
+        if task.name not in self.ledger.log.briefs:
+            self.ledger.brief(task.name, await self.makers[task.name].roles.briefer.brief(task))
+        await self._root([t.name for t in self.tasks].index(task.name), task)
+        self._started.add(task.name)
 
     async def _root(self, i: int, task: Task) -> None:
         nid = f"t{i}-root"
@@ -198,11 +213,19 @@ class PolicyRewarder:
                 "policy training needs a working starting solution"
             )
 
-    def _parents_for(self, step: int) -> list[str]:
-        earlier = [s for s in self.ledger.log.steps if s < step]
-        if earlier:
-            return list(self.ledger.log.steps[max(earlier)]["parents"])
-        return [f"t{g % len(self.tasks)}-root" for g in range(self.settings.parents)]
+    def _parents_for(self, step: int, tasks: Sequence[Task]) -> list[str]:
+        """Each group's parent: the latest of its lineage (task, place among the step's groups on it), else the root."""
+        latest: dict[tuple[str, int], str] = {}
+        for s in sorted(x for x in self.ledger.log.steps if x < step):
+            for lineage, parent in zip(self._lineages(s), self.ledger.log.steps[s]["parents"], strict=False):
+                latest[lineage] = str(parent)
+        roots = {t.name: f"t{i}-root" for i, t in enumerate(self.tasks)}
+        return [latest.get(lineage, roots[lineage[0]]) for lineage in lineages([t.name for t in tasks])]
+
+    def _lineages(self, step: int) -> list[tuple[str, int]]:
+        """The lineages of a finished step's groups, in key order (the order of its stored parents)."""
+        keys = sorted(k for k, p in self.ledger.log.prompts.items() if p.step == step)
+        return lineages([self.ledger.log.prompts[k].task for k in keys])
 
     def _messages(self, task: Task, parent_id: str) -> tuple[dict[str, str], ...]:
         parent = self.ledger.parent_info(parent_id)
@@ -358,4 +381,14 @@ class PolicyRewarder:
         raise ConfigError(f"prompt names task {name!r}, which this rewarder was not given")
 
 
-__all__ = ["PolicyRewarder"]
+def lineages(task_names: Sequence[str]) -> list[tuple[str, int]]:
+    """(task, how many earlier groups of the step share it) for each group: the key of a parent's line."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in task_names:
+        out.append((name, seen.get(name, 0)))
+        seen[name] = seen.get(name, 0) + 1
+    return out
+
+
+__all__ = ["PolicyRewarder", "lineages"]

@@ -2,9 +2,10 @@
 
 Defaults are the paper's: 16 parents x 16 ideas per step, a frozen critic
 with k = 16 votes, routing threshold T = 0.25, up to 3 repairs that keep the
-idea. ``verifications`` (the hard cap) and ``audit_rate`` have no paper
-value; the cap is required in practice (None means no cap), the audit rate
-defaults to 0 (no extra verifications).
+idea, and a budget of 10,000 verifications (``verifications``, the hard cap;
+None means no cap). ``audit_rate`` has no paper value and defaults to 0 (no
+extra verifications). With more tasks than groups the groups' tasks are drawn
+per step (``rewards.PolicyRewarder.step_tasks``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ class RewardSettings(BaseModel):
         "when its votes agree (u < threshold), else verify; critic-only: never verify ideas",
     )
     parents: int = Field(
-        16, ge=1, description="groups (parents) per step, spread round-robin over the tasks (paper: 16)"
+        16,
+        ge=1,
+        description="groups (parents) per step (paper: 16); with more tasks than groups, each step draws its "
+        "groups' tasks from all tasks (seeded), else group g keeps task g % len(tasks)",
     )
     ideas: int = Field(16, ge=1, description="ideas sampled per group by the trainer, G (paper: 16)")
     votes: int = Field(16, ge=1, description="critic critiques per idea, k (paper: 16)")
@@ -40,9 +44,10 @@ class RewardSettings(BaseModel):
         3, ge=0, description="repairs that keep the idea after a non-timeout execution error (paper: 3)"
     )
     verifications: int | None = Field(
-        None,
+        10_000,
         ge=1,
-        description="hard cap on paid verifications in the run, baselines and repairs included (None: no cap)",
+        description="hard cap on paid verifications in the run, baselines and repairs included "
+        "(paper: 10,000; None: no cap)",
     )
     audit_rate: float = Field(
         0.0,

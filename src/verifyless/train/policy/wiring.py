@@ -71,7 +71,7 @@ def build_rewarder(
     votes: int = 16,
     threshold: float = 0.25,
     repairs: int = 3,
-    verifications: int | None = None,
+    verifications: int | None = 10_000,
     audit_rate: float = 0.0,
     seed: int = 0,
     models: Sequence[str] = (),
