@@ -68,6 +68,12 @@ class EngineConfig(_Strict):
     verify_concurrency: int = Field(1, ge=1, description="verifications in flight at once")
     pipeline: bool = Field(True, description="overlap LLM work of round r+1 with verification of round r")
     repair_attempts: int = Field(3, ge=0, le=10, description="repairs of a failed verification, keeping its idea")
+    smoke: str | None = Field(
+        None,
+        description="smoke-run each candidate at this fidelity level before its full verification; 'off': never; "
+        "None: the task's cheapest level for LLM roles (off when the task declares no level)",
+    )
+    smoke_wall_seconds: float = Field(30.0, gt=0, description="wall limit of a smoke run (the task's when smaller)")
     audit_rate: float = Field(0.0, ge=0.0, le=1.0, description="fraction of screened-out candidates verified anyway")
     verify_uncertain: bool = Field(
         False,
