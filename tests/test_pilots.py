@@ -34,13 +34,13 @@ def _cand(cid: str, a: int, idea: str | None = None) -> Candidate:
     return Candidate(cid, None, Operator.IMPROVE, Idea(idea or f"set a to {a}"), program, content_hash(program))
 
 
-def fake_run(calls: list[tuple[int, str]], crash_odd: bool = False):
-    """A ``RunAt``: loss (a - 13)^2 plus level noise; odd a crashes when ``crash_odd``."""
+def fake_run(calls: list[tuple[int, str]], crash_odd: bool = False, crash_at: str = "tiny"):
+    """A ``RunAt``: loss (a - 13)^2 plus level noise; odd a crashes at level ``crash_at`` when ``crash_odd``."""
 
     async def run(task, program, level):
         a = value(program)
         calls.append((a, level))
-        if crash_odd and a % 2:
+        if crash_odd and a % 2 and level == crash_at:
             return Verification(Status.FAILED, "odd a", stderr_tail="ValueError: odd", run_seconds=0.5)
         noise = {"tiny": 7.0, "half": 2.0}.get(level, 0.0) * ((a * 37) % 5 - 2)
         loss = float((a - 13) ** 2) + noise
@@ -192,3 +192,46 @@ def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_an
     assert budget.pilot_seconds == budget.evaluator_seconds == 12 * 0.25 and budget.verifications == 0
     assert all(e.payload["low_fidelity"] for e in after) and len(screening.chosen) == 1
     assert RunState().low_fidelity == {}  # a fresh fold knows no pilot
+
+
+def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at_smoke_level(tmp_path):
+    from engine_fakes import FakeExecutor, fake_roles
+    from verifyless.config import load_config
+    from verifyless.engine.core import Engine
+    from verifyless.screen.registry import build_screener
+    from verifyless.search.registry import build_strategy
+
+    task = levelled_task()
+    overrides = ["screener.name=pilot", "budget.verifications=8", "engine.candidates=6", "engine.smoke=tiny"]
+    cfg = load_config(overrides=overrides)
+    executor = FakeExecutor()
+    with RunStore(tmp_path / "s.db") as store:
+        engine = Engine(
+            task=task,
+            roles=fake_roles(),
+            screener=build_screener("pilot", models={}, options={"eta": 2, "levels": ["half"]}),
+            strategy=build_strategy("greedy", {}, random.Random(0)),
+            executor=executor,
+            store=store,
+            config=cfg,
+        )
+        assert engine.low_fidelity is None and engine.smoke_at is None  # the fake executor has no sandbox
+        engine.low_fidelity = LowFidelity(engine.ledger, task, fake_run([], crash_odd=True))
+        engine.smoke_at = "tiny"
+        asyncio.run(engine.run())
+        events = list(store.events(engine.run_id))
+        budget = store.budget(engine.run_id)
+    smoked = {e.node_id: e.payload for e in events if e.kind == "smoke"}
+    crashed = [nid for nid, p in smoked.items() if p["status"] == Status.FAILED.value]
+    assert crashed, "the proposer made no odd a: the test saw no smoke crash"
+    fully = {e.node_id for e in events if e.kind == "verification"}
+    assert not fully & set(crashed)  # a smoke crash is never fully verified
+    odd = {content_hash(PROGRAM.replace("a = 0", f"a = {a}")) for a in range(-200, 200, 1) if a % 2}
+    assert not odd & set(executor.calls[1:])  # past the baseline, no odd program reached the executor
+    ideas = {e.node_id: e.payload["idea"] for e in events if e.kind == "node"}
+    for nid in crashed:
+        assert engine.state.view.nodes[nid].status is Status.FAILED
+        repaired = f"{nid.split('f')[0]}f{int(nid.split('f')[1]) + 1 if 'f' in nid else 1}"
+        assert repaired in ideas and ideas[repaired] == ideas[nid]  # repaired keeping its idea
+    assert any(e.kind == "pilot_run" for e in events)
+    assert budget.pilot_seconds > 0 and budget.evaluator_seconds >= budget.pilot_seconds

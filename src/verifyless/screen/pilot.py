@@ -16,8 +16,8 @@ level's dropped candidates (later levels first) in that level's order.
 at full fidelity.
 
 Evidence per candidate: ``rank_value`` is the level reached (then the
-oriented score there); ``detail`` holds ``pilots`` (one record per level it
-ran at: level, status, score, seconds), ``level_reached`` and, on the first
+oriented score there); ``detail`` holds ``pilot_runs`` (one record per level it
+ran at: level, status, score, seconds; not ``pilots``, the agentic screener's), ``level_reached`` and, on the first
 candidate, ``rounds`` (per level: how many ran and how many went up).
 A pilot result is low-fidelity evidence, never a full outcome (no
 verification event is written for it).
@@ -121,4 +121,4 @@ def _evidence(ctx: ScreenContext, cid: str, pilots: list[dict[str, Any]], levels
     ok = last["status"] == Status.OK.value and last["score"] is not None
     value = len(pilots) + (math.tanh(ctx.task.metric.orient(last["score"])) / 2 if ok else -0.5)
     reached = levels[len(pilots) - 1]
-    return Evidence(cid, value, detail={"pilots": pilots, "level_reached": reached, "fidelity": "low"})
+    return Evidence(cid, value, detail={"pilot_runs": pilots, "level_reached": reached, "fidelity": "low"})
