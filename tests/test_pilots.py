@@ -242,3 +242,31 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
     assert [(p.level, p.piloted, p.survivors) for p in view.levels][0] == ("half", 6, 3)
     assert "stopped at smoke level" in html and "Estimated compute saved" in html and "went up" in html
     assert budget.pilot_seconds > 0 and budget.evaluator_seconds >= budget.pilot_seconds
+
+
+def test_cascade_critic_then_pilot_pilots_exactly_the_critics_m_and_orders_the_top_by_pilots():
+    import re
+
+    from fakes import SampleFnModel
+    from test_cascade import LABELS, QUALITY, cand, critic_fn
+    from test_critic import make_ctx
+    from verifyless.screen.registry import build_screener
+
+    critic_model = SampleFnModel(critic_fn(LABELS), "critic")
+    options = {"m": 3, "critic": {"k": 4}, "then": "pilot", "pilot": {"eta": 2, "levels": ["lo"]}}
+    screener = build_screener("cascade", models={"critic": critic_model}, options=options)
+    ctx = make_ctx(0)
+    piloted: list[str] = []
+    sign = 1.0 if ctx.task.metric.direction == "maximize" else -1.0
+
+    async def pilot(c, level):
+        piloted.append(c.id)
+        q = int(re.search(r"# Q(\d)", c.program).group(1))
+        return Verification(Status.OK, "", {ctx.task.metric.name: sign * q}, {}, sign * q, None, run_seconds=0.1)
+
+    ctx = dataclasses.replace(ctx, pilot=pilot)
+    screening = asyncio.run(screener.screen(ctx, [cand(c, q) for c, q in QUALITY.items()]))
+    sent = screening.evidence[screening.ranking[0]].detail["sent_to_tournament"]
+    assert len(piloted) == 3 and sorted(piloted) == sorted(sent)  # only the critic's m are piloted
+    assert screening.ranking[0] == max(sent, key=QUALITY.__getitem__)
+    assert screening.evidence[screening.ranking[0]].detail["second_stage"] == "pilot"

@@ -156,6 +156,8 @@ _NOT_ARGS = {
     "tie_break_model",
     "critic",
     "tournament",
+    "then",
+    "pilot",
 }
 
 
@@ -219,7 +221,8 @@ def _arbiter(models, opts: ArbiterOptions, **extra):
 
 def _cascade(models, opts: CascadeOptions, **extra):
     stages = []
-    for stage, options in (("critic", opts.critic), ("tournament", opts.tournament)):
+    second = ("pilot", opts.pilot) if opts.then == "pilot" else ("tournament", opts.tournament)
+    for stage, options in (("critic", opts.critic), second):
         try:
             stages.append(build_screener(stage, models=models, options=options, **extra))
         except ConfigError as exc:  # the stage's options live one level down
