@@ -270,3 +270,23 @@ def test_cascade_critic_then_pilot_pilots_exactly_the_critics_m_and_orders_the_t
     assert len(piloted) == 3 and sorted(piloted) == sorted(sent)  # only the critic's m are piloted
     assert screening.ranking[0] == max(sent, key=QUALITY.__getitem__)
     assert screening.evidence[screening.ranking[0]].detail["second_stage"] == "pilot"
+
+
+def test_the_levels_past_the_evaluator_seconds_left_are_skipped(tmp_path):
+    task = levelled_task()
+    with RunStore(tmp_path / "s.db") as store:
+        ledger = _ledger(store)
+        calls: list[tuple[int, str]] = []
+        pool = [_cand(f"c{k}", 4 + 2 * k) for k in range(8)]
+        for c in pool:
+            ledger.record_candidate(c, Status.IMPLEMENTED)
+        low = LowFidelity(ledger, task, fake_run(calls))
+        parent = ParentInfo(None, PROGRAM)
+        ctx = ScreenContext(task, parent, random.Random(0), n_verify=1, budget_left_s=1.0, pilot=low.pilot)
+        screening = asyncio.run(PilotScreener(eta=2).screen(ctx, pool))
+        spent = dataclasses.replace(ctx, budget_left_s=0.0)
+        none = asyncio.run(PilotScreener(eta=2).screen(spent, pool))
+    assert [lv for _, lv in calls] == ["tiny"] * 8  # 8 x 0.25 s spent the 1 s left: level two never ran
+    rounds = screening.evidence[screening.ranking[0]].detail["rounds"]
+    assert rounds[1] == {"level": "half", "piloted": 0, "survivors": 4, "skipped": "budget"}
+    assert none.evidence["c0"].detail["reason"] == "no evaluator seconds left" and len(calls) == 8

@@ -22,6 +22,12 @@ candidate, ``rounds`` (per level: how many ran and how many went up).
 A pilot result is low-fidelity evidence, never a full outcome (no
 verification event is written for it).
 
+Budget: once the pilots of this screening have spent ``ctx.budget_left_s``
+(the run's evaluator seconds left when it began), the remaining levels are
+skipped (recorded as ``skipped: budget``) and the pool is ranked by the
+levels already run; a level once begun runs to its end, so a screening may
+pass the cap by at most one level's pilots.
+
 Without ``ctx.pilot`` (no sandbox) or without levels the pool keeps its
 order (``detail.reason`` says why); the screener never raises for that.
 """
@@ -80,8 +86,8 @@ class PilotScreener:
         n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
         levels = self.levels if self.levels is not None else tuple(lv.name for lv in ctx.task.fidelity.levels)
         ids = [c.id for c in candidates]
-        if ctx.pilot is None or not levels or len(candidates) <= 1:
-            reason = "no sandbox for pilots" if ctx.pilot is None else "no fidelity levels" if not levels else "one"
+        reason = _no_pilots(ctx, levels, len(candidates))
+        if reason:
             evidence = {cid: Evidence(cid, float(-k), detail={"reason": reason}) for k, cid in enumerate(ids)}
             return Screening(self.name, tuple(ids), tuple(ids[:n_verify]), evidence, time.monotonic() - started)
         floor = self.min_survivors if self.min_survivors is not None else max(1, n_verify)
@@ -89,8 +95,13 @@ class PilotScreener:
         dropped: list[list[str]] = []
         results: dict[str, list[dict[str, Any]]] = {cid: [] for cid in ids}
         rounds: list[dict[str, Any]] = []
+        spent = 0.0
         for level in levels:
+            if ctx.budget_left_s is not None and spent >= ctx.budget_left_s:
+                rounds.append({"level": level, "piloted": 0, "survivors": len(alive), "skipped": "budget"})
+                continue
             scored = [(c, await ctx.pilot(c, level)) for c in alive]  # one at a time: a fixed event order
+            spent += sum(v.seconds for _, v in scored)
             for c, v in scored:
                 results[c.id].append(_record(level, v))
             order = sorted(range(len(scored)), key=lambda k: (-_value(ctx, scored[k][1]), k))
@@ -103,6 +114,17 @@ class PilotScreener:
         first = ranking[0]
         evidence[first] = evidence[first].replace(detail={**evidence[first].detail, "rounds": rounds})
         return Screening(self.name, tuple(ranking), tuple(ranking[:n_verify]), evidence, time.monotonic() - started)
+
+
+def _no_pilots(ctx: ScreenContext, levels: Sequence[str], n: int) -> str:
+    """Why this screening runs no pilot ('' when it does)."""
+    if ctx.pilot is None:
+        return "no sandbox for pilots"
+    if not levels:
+        return "no fidelity levels"
+    if ctx.budget_left_s is not None and ctx.budget_left_s <= 0:
+        return "no evaluator seconds left"
+    return "a single candidate" if n <= 1 else ""
 
 
 def _value(ctx: ScreenContext, v: Verification) -> float:
