@@ -198,6 +198,7 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
     from engine_fakes import FakeExecutor, fake_roles
     from verifyless.config import load_config
     from verifyless.engine.core import Engine
+    from verifyless.report.data import best_curve
     from verifyless.report.data_pilots import low_fidelity_view
     from verifyless.report.render import write_report
     from verifyless.screen.registry import build_screener
@@ -224,6 +225,7 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
         events = list(store.events(engine.run_id))
         budget = store.budget(engine.run_id)
         view = low_fidelity_view(store, engine.run_id)
+        curve = best_curve(store, engine.run_id)
         html = write_report(store, engine.run_id, tmp_path / "report", figures=False).html.read_text()
     smoked = {e.node_id: e.payload for e in events if e.kind == "smoke"}
     crashed = [nid for nid, p in smoked.items() if p["status"] == Status.FAILED.value]
@@ -240,7 +242,15 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
     assert any(e.kind == "pilot_run" for e in events)
     assert view.smoke_stops == len(crashed) and view.saved_seconds is not None and view.saved_seconds > 0
     assert [(p.level, p.piloted, p.survivors) for p in view.levels][0] == ("half", 6, 3)
-    assert "stopped at smoke level" in html and "Estimated compute saved" in html and "went up" in html
+    reached = curve.compute_to_target()
+    assert reached and reached[-1][0] == curve.final and reached[-1][1] > curve.points[reached[-1][2] - 1].seconds
+    assert [p.evaluator_seconds for p in curve.points] == sorted(p.evaluator_seconds for p in curve.points)
+    assert (
+        "Compute to target" in html
+        and "stopped at smoke level" in html
+        and "Estimated compute saved" in html
+        and "went up" in html
+    )
     assert budget.pilot_seconds > 0 and budget.evaluator_seconds >= budget.pilot_seconds
 
 
