@@ -300,3 +300,21 @@ def test_the_levels_past_the_evaluator_seconds_left_are_skipped(tmp_path):
     rounds = screening.evidence[screening.ranking[0]].detail["rounds"]
     assert rounds[1] == {"level": "half", "piloted": 0, "survivors": 4, "skipped": "budget"}
     assert none.evidence["c0"].detail["reason"] == "no evaluator seconds left" and len(calls) == 8
+
+
+def test_the_pilot_bench_ranks_and_replays_as_documented():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_pilots", HERE.parent / "bench" / "pilots.py")
+    bench = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules["bench_pilots"] = bench  # dataclasses look their module up
+    spec.loader.exec_module(bench)
+    assert abs(bench.spearman([1, 2, 3, 4], [10, 20, 30, 40]) - 1.0) < 1e-9
+    assert abs(bench.spearman([1, 2, 3], [3, 2, 1]) + 1.0) < 1e-9
+    assert bench.spearman([1, 2], [1, 2]) is None and bench.spearman([1, 1, 1], [1, 2, 3]) is None
+    exact = [bench.Measured(float(k), {"lo": (float(k), 0.1)}) for k in range(8)]  # a level that ranks perfectly
+    found = bench.replay(exact, ["lo"], 1.0, 4.0, random.Random(0))
+    assert found["oracle"][0] == 1.0 >= found["random"][0] and found["pilot"][1] < found["random"][1]
+    rho, top = bench.correlations(exact, "lo")
+    assert abs(rho - 1.0) < 1e-9 and top is None  # the best quarter of 8 is two points: n/a
