@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/pilots.py [--tasks diabetes affairs_gbm] [--points 12] [--seed 0] [--trials 400] [--budget 8]
+    python bench/pilots.py [--tasks diabetes affairs_gbm] [--points 12] [--seed 0] [--trials 400] [--budget 8] [--smoke]
 
 For each task with fidelity levels and a committed pool world (package data,
 ``verifyless.builtin.worlds_dir()``), ``--points`` points of the world are
@@ -24,6 +24,14 @@ costs and verifies the survivor, paying both. Printed: the mean best
 full-fidelity score found, normalised to the sample (0 = its worst, 1 = its
 best), over ``--trials`` seeded replays. Critic, iid and critic -> pilot
 replays are not run here (see docs/benchmarks.md, "Pilots").
+
+Smoke runs on the LLM path (``--smoke``): two engine runs on ``diabetes``
+with the scripted model (examples/scripted/diabetes.yaml), every third
+implementer reply made to crash (``raise RuntimeError`` at the top of
+``fit``; repairs are the script's own, which do not crash), the random
+screener, the same seed and verification budget: one with ``engine.smoke=off``,
+one with the default (smoke runs at the cheapest level). Printed per run:
+full verifications paid, evaluator seconds, smoke runs and stops.
 
 The machine this ran on is shared: seconds are noisy. Small samples: say so
 when quoting the numbers.
@@ -147,6 +155,70 @@ def _choose(name: str, pool: list[Measured], levels: list[str], rng: random.Rand
     return alive[0], cost
 
 
+def crashing_script(out: str, every: int = 3) -> str:
+    """examples/scripted/diabetes.yaml with every ``every``-th implementer reply crashing in ``fit``; its path."""
+    from pathlib import Path
+
+    import yaml
+
+    source = Path(__file__).resolve().parents[1] / "examples" / "scripted" / "diabetes.yaml"
+    script = yaml.safe_load(source.read_text())
+    for rule in script["rules"]:
+        if rule.get("role") == "implementer":
+            rule["replies"] = [
+                r.replace("def fit(x, y):\n", "def fit(x, y):\n    raise RuntimeError('scripted crash')\n", 1)
+                if k % every == 0
+                else r
+                for k, r in enumerate(rule["replies"])
+            ]
+    Path(out).write_text(yaml.safe_dump(script))
+    return out
+
+
+def smoke_savings(budget: int, seed: int) -> None:
+    """Two scripted LLM runs on diabetes, smoke runs off and on (see the module docstring)."""
+    import asyncio
+    import tempfile
+
+    from verifyless.config import load_config
+    from verifyless.store import RunStore
+    from verifyless.wiring import build_engine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script = crashing_script(f"{tmp}/crashing.yaml")
+        print(f"\nsmoke runs, LLM path (diabetes, scripted, every third implementation crashes), budget {budget}:")
+        for smoke in ("off", None):
+            db = f"{tmp}/{smoke or 'auto'}.db"
+            overrides = [
+                "task=diabetes",
+                "screener.name=random",
+                f"budget.verifications={budget}",
+                "engine.candidates=3",
+                f"seed={seed}",
+                f"store={db}",
+                "roles.kind=llm",
+                f"roles.models.default=scripted:{script}",
+                *([f"engine.smoke={smoke}"] if smoke else []),
+            ]
+            with RunStore(db) as store:
+                engine = build_engine(load_config(overrides=overrides), store)
+                try:
+                    result = asyncio.run(engine.run())
+                finally:
+                    engine.executor.close()
+                events = list(store.events(result.run_id))
+                b = store.budget(result.run_id)
+            smokes = [e for e in events if e.kind == "smoke"]
+            stops = sum(1 for e in smokes if e.payload["status"] != "ok" and e.payload["status"] != "timeout")
+            failed = sum(1 for e in events if e.kind == "verification" and e.payload["status"] == "failed")
+            print(
+                f"  smoke {smoke or 'auto (cheapest level)':<22} full verifications {b.verifications:>2} "
+                f"(failed {failed}), evaluator s {b.evaluator_seconds:6.1f}, smoke runs {len(smokes)} "
+                f"({stops} stopped, {sum(e.charge.evaluator_seconds for e in smokes if e.charge):.1f} s), "
+                f"best {result.best_score}"
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["diabetes", "affairs_gbm"])
@@ -154,7 +226,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=400)
     ap.add_argument("--budget", type=float, default=8.0, help="replay budget, in full verifications' seconds")
+    ap.add_argument("--smoke", action="store_true", help="only the smoke-run comparison on the LLM path")
+    ap.add_argument("--smoke-budget", type=int, default=6, help="verifications per smoke comparison run")
     args = ap.parse_args(argv)
+    if args.smoke:
+        smoke_savings(args.smoke_budget, args.seed)
+        return
     for name in args.tasks:
         task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
         levels = [lv.name for lv in task.fidelity.levels]

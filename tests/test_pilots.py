@@ -318,3 +318,19 @@ def test_the_pilot_bench_ranks_and_replays_as_documented():
     assert found["oracle"][0] == 1.0 >= found["random"][0] and found["pilot"][1] < found["random"][1]
     rho, top = bench.correlations(exact, "lo")
     assert abs(rho - 1.0) < 1e-9 and top is None  # the best quarter of 8 is two points: n/a
+
+
+def test_smoke_level_auto_is_the_cheapest_level_for_llm_roles_and_a_wrong_name_is_a_config_error():
+    import pytest
+
+    from verifyless.config import load_config
+    from verifyless.errors import ConfigError
+    from verifyless.ledger import smoke_level
+
+    task = levelled_task()
+    assert smoke_level(task, None, llm_roles=True) == "tiny" and smoke_level(task, None, llm_roles=False) is None
+    assert smoke_level(fake_task(), None, llm_roles=True) is None and smoke_level(task, "off", True) is None
+    assert smoke_level(task, "half", llm_roles=False) == "half"
+    with pytest.raises(ConfigError, match="no such fidelity level"):
+        smoke_level(task, "quarter", llm_roles=True)
+    assert load_config(overrides=["engine.smoke=off"]).engine.smoke == "off"  # YAML's false

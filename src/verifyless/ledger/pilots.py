@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from verifyless.errors import ConfigError
 from verifyless.ledger.paid import REPAIRABLE
 from verifyless.ledger.record import Ledger
 from verifyless.node import Candidate, Status, Verification
@@ -58,12 +59,18 @@ def run_in_sandbox(executor: Any) -> RunAt | None:
 def smoke_level(task: Task, setting: str | None, llm_roles: bool) -> str | None:
     """The level smoke runs use: ``setting`` itself, none for ``"off"``; None means auto.
 
+    An unknown level is a ``ConfigError`` naming the task's levels.
     Auto: the task's cheapest level, for LLM roles only (idea-space programs
     are made from a menu and rarely crash); None when the task declares no level.
     """
     if setting == "off":
         return None
     if setting is not None:
+        if setting not in task.fidelity.names:
+            raise ConfigError(
+                f"engine.smoke={setting!r}: task {task.name!r} has no such fidelity level; "
+                f"use one of {list(task.fidelity.names)} or 'off'"
+            )
         return setting
     levels = task.fidelity.levels
     return levels[0].name if llm_roles and levels else None
