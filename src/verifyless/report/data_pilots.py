@@ -14,6 +14,7 @@ passed ones included (None while the run paid no full verification).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,7 @@ def _seconds(charge: Any) -> float:
     return float(charge.evaluator_seconds) if charge is not None else 0.0
 
 
-def _pilot_levels(payload: dict[str, Any]) -> list[PilotLevel]:
+def _pilot_levels(payload: Mapping[str, Any]) -> list[PilotLevel]:
     """The ``rounds`` record of a pilot screening (on one candidate's evidence), as rows; [] for other screenings."""
     for ev in (payload.get("evidence") or {}).values():
         rounds = (ev.get("detail") or {}).get("rounds") if isinstance(ev, dict) else None

@@ -95,12 +95,13 @@ class PilotScreener:
         dropped: list[list[str]] = []
         results: dict[str, list[dict[str, Any]]] = {cid: [] for cid in ids}
         rounds: list[dict[str, Any]] = []
-        spent = 0.0
+        pilot, spent = ctx.pilot, 0.0
+        assert pilot is not None  # _no_pilots checked it
         for level in levels:
             if ctx.budget_left_s is not None and spent >= ctx.budget_left_s:
                 rounds.append({"level": level, "piloted": 0, "survivors": len(alive), "skipped": "budget"})
                 continue
-            scored = [(c, await ctx.pilot(c, level)) for c in alive]  # one at a time: a fixed event order
+            scored = [(c, await pilot(c, level)) for c in alive]  # one at a time: a fixed event order
             spent += sum(v.seconds for _, v in scored)
             for c, v in scored:
                 results[c.id].append(_record(level, v))
