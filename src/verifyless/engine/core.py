@@ -46,17 +46,7 @@ from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
 from verifyless.executors.base import Executor
 from verifyless.guards import Guards
-from verifyless.ledger import (
-    BudgetGate,
-    Ledger,
-    LowFidelity,
-    RunState,
-    Slot,
-    candidate_from,
-    run_in_sandbox,
-    smoke_level,
-    verify_with_repairs,
-)
+from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, low_fidelity_for, verify_with_repairs
 from verifyless.model.base import Model
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
@@ -119,13 +109,10 @@ class Engine:
         self.programs = Programs(store, self.state)
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
         self._claimed: set[str] = set()  # program hashes dispatched for verification
-        run_at = run_in_sandbox(executor)  # pilots and smoke runs (ledger/pilots.py), where a sandbox can run them
-        self.low_fidelity = (
-            None
-            if run_at is None
-            else LowFidelity(self.ledger, task, run_at, smoke_wall_seconds=config.engine.smoke_wall_seconds)
+        eng, llm = config.engine, config.roles.kind == "llm"  # pilots and smoke runs (ledger/pilots.py):
+        self.low_fidelity, self.smoke_at = low_fidelity_for(
+            self.ledger, task, executor, smoke=eng.smoke, llm_roles=llm, smoke_wall_seconds=eng.smoke_wall_seconds
         )
-        self.smoke_at = None if run_at is None else smoke_level(task, config.engine.smoke, config.roles.kind == "llm")
 
     @property
     def state(self) -> RunState:

@@ -16,7 +16,7 @@ It imports neither ``verifyless.config`` nor ``verifyless.engine``.
 from verifyless.ledger.budget import NO_CAP, BudgetConfig, BudgetGate, Slot
 from verifyless.ledger.fold import RunState
 from verifyless.ledger.paid import REPAIRABLE, candidate_from, verify_with_repairs
-from verifyless.ledger.pilots import SMOKE_STOPS, LowFidelity, run_in_sandbox, smoke_level
+from verifyless.ledger.pilots import SMOKE_STOPS, LowFidelity, low_fidelity_for, run_in_sandbox, smoke_level
 from verifyless.ledger.record import Ledger
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "RunState",
     "Slot",
     "candidate_from",
+    "low_fidelity_for",
     "run_in_sandbox",
     "smoke_level",
     "verify_with_repairs",

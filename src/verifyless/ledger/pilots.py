@@ -34,7 +34,7 @@ from verifyless.node import Candidate, Status, Verification
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
 
-__all__ = ["SMOKE_STOPS", "LowFidelity", "RunAt", "run_in_sandbox", "smoke_level"]
+__all__ = ["SMOKE_STOPS", "LowFidelity", "RunAt", "low_fidelity_for", "run_in_sandbox", "smoke_level"]
 
 SMOKE_STOPS = REPAIRABLE | {Status.CONTRACT_VIOLATION}
 
@@ -111,3 +111,14 @@ class LowFidelity:
         charge = Charge(evaluator_seconds=v.seconds, pilot_seconds=v.seconds)
         self.ledger.emit(kind, payload, node_id=cand.id, charge=charge)
         return v
+
+
+def low_fidelity_for(
+    ledger: Ledger, task: Task, executor: Any, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
+) -> tuple[LowFidelity | None, str | None]:
+    """A run's ``LowFidelity`` and its smoke level (``smoke_level``); (None, None) when ``executor`` has no sandbox."""
+    run = run_in_sandbox(executor)
+    if run is None:
+        return None, None
+    low = LowFidelity(ledger, task, run, smoke_wall_seconds=smoke_wall_seconds)
+    return low, smoke_level(task, smoke, llm_roles)
