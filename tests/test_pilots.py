@@ -334,3 +334,21 @@ def test_smoke_level_auto_is_the_cheapest_level_for_llm_roles_and_a_wrong_name_i
     with pytest.raises(ConfigError, match="no such fidelity level"):
         smoke_level(task, "quarter", llm_roles=True)
     assert load_config(overrides=["engine.smoke=off"]).engine.smoke == "off"  # YAML's false
+
+
+def test_a_pilot_at_the_smoke_level_answers_the_smoke_run_unpaid(tmp_path):
+    task = levelled_task()
+    with RunStore(tmp_path / "s.db") as store:
+        ledger = _ledger(store)
+        calls: list[tuple[int, str]] = []
+        low = LowFidelity(ledger, task, fake_run(calls, crash_odd=True))
+        odd, even = _cand("c1", 5), _cand("c2", 6)
+        for c in (odd, even):
+            ledger.record_candidate(c, Status.IMPLEMENTED)
+            asyncio.run(low.pilot(c, "tiny"))
+        stopped = asyncio.run(low.smoke(odd, "tiny"))
+        passed = asyncio.run(low.smoke(even, "tiny"))
+        kinds = [e.kind for e in store.events(ledger.run_id)]
+    assert calls == [(5, "tiny"), (6, "tiny")] and "smoke" not in kinds  # nothing run twice
+    assert stopped is not None and stopped.status is Status.FAILED and passed is None
+    assert ledger.state.staged["c1"].status is Status.FAILED and ledger.state.staged["c2"].status is Status.IMPLEMENTED

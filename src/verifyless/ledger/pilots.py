@@ -15,7 +15,8 @@ wall limit just before its full verification (``verify_with_repairs``'s
 * a low-fidelity result is never a full outcome: it never enters
   ``RunState.verifications`` and never marks a program as verified.
 
-A smoke run that ends in a crash or a contract violation (``SMOKE_STOPS``)
+A smoke run is not paid when a pilot of the same program at the same level
+is stored: that pilot's result answers it. A smoke run that ends in a crash or a contract violation (``SMOKE_STOPS``)
 becomes the candidate's status (a ``status`` event) at smoke cost; anything
 else (OK, a timeout under the short limit) lets the full verification go on.
 """
@@ -93,9 +94,11 @@ class LowFidelity:
 
     async def smoke(self, cand: Candidate, level: str) -> Verification | None:
         """A smoke run of ``cand`` at ``level``; its result when it stops the candidate (status stored), else None."""
-        wall = min(self.task.limits.wall_seconds, self.smoke_wall_seconds)
-        short = dataclasses.replace(self.task, limits=dataclasses.replace(self.task.limits, wall_seconds=wall))
-        v = await self._paid("smoke", cand, level, short, cand.round)
+        v = self.ledger.state.low_fidelity_result(cand.program_hash, "pilot_run", level)
+        if v is None:  # a pilot of this program at this level already answers the smoke question, unpaid
+            wall = min(self.task.limits.wall_seconds, self.smoke_wall_seconds)
+            short = dataclasses.replace(self.task, limits=dataclasses.replace(self.task.limits, wall_seconds=wall))
+            v = await self._paid("smoke", cand, level, short, cand.round)
         if v.status not in SMOKE_STOPS:
             return None
         self.ledger.set_status(cand.id, v.status, f"smoke run at level {level!r}: {v.reason}"[:2000])
