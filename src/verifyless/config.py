@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_serializer,
+    field_validator,
+)
 
 from verifyless.errors import ConfigError
 from verifyless.executors import registry as executors
@@ -70,6 +79,19 @@ class EngineConfig(_Strict):
     verify_concurrency: int = Field(1, ge=1, description="verifications in flight at once")
     pipeline: bool = Field(True, description="overlap LLM work of round r+1 with verification of round r")
     repair_attempts: int = Field(3, ge=0, le=10, description="repairs of a failed verification, keeping its idea")
+    smoke: str | None = Field(
+        None,
+        description="smoke-run each candidate at this fidelity level before its full verification; 'off': never; "
+        "None: the task's cheapest level for LLM roles (off when the task declares no level)",
+    )
+    smoke_wall_seconds: float = Field(30.0, gt=0, description="wall limit of a smoke run (the task's when smaller)")
+
+    @field_validator("smoke", mode="before")
+    @classmethod
+    def _smoke_off(cls, value: object) -> object:
+        """``engine.smoke=off`` reads as YAML's false: it means off."""
+        return "off" if value is False else value
+
     audit_rate: float = Field(0.0, ge=0.0, le=1.0, description="fraction of screened-out candidates verified anyway")
     verify_uncertain: bool = Field(
         False,

@@ -31,6 +31,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from verifyless.child import ChildMaker
@@ -46,7 +47,7 @@ from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
 from verifyless.executors.base import Executor
 from verifyless.guards import Guards
-from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, verify_with_repairs
+from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, low_fidelity_for, verify_with_repairs
 from verifyless.model.base import Model
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
@@ -109,6 +110,10 @@ class Engine:
         self.programs = Programs(store, self.state)
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
         self._claimed: set[str] = set()  # program hashes dispatched for verification
+        eng, llm = config.engine, config.roles.kind == "llm"  # pilots and smoke runs (ledger/pilots.py):
+        self.low_fidelity, self.smoke_at = low_fidelity_for(
+            self.ledger, task, executor, smoke=eng.smoke, llm_roles=llm, smoke_wall_seconds=eng.smoke_wall_seconds
+        )
 
     @property
     def state(self) -> RunState:
@@ -298,8 +303,18 @@ class Engine:
         async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
             return await owned(f"{cand.id}f{attempt}", self._repair(cand, current, verification, attempt))
 
+        async def smoke(c: Candidate, attempt: int) -> Verification | None:
+            assert self.low_fidelity is not None and self.smoke_at is not None
+            stopped = await self.low_fidelity.smoke(c, self.smoke_at)
+            if stopped is not None:  # its status is stored: tell it like a verified node
+                self.tells.add(cand.round, TellOrder.VERIFIED, (*position, attempt), c.id)
+            return stopped
+
         attempts = self.config.engine.repair_attempts
-        await verify_with_repairs(cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot)
+        smoking = smoke if self.smoke_at is not None else None
+        await verify_with_repairs(
+            cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot, smoke=smoking
+        )
 
     async def _repair(
         self, first: Candidate, current: Candidate, verification: Verification, attempt: int
@@ -433,6 +448,7 @@ async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, p
         round=r,
         budget_left_s=engine.gate.seconds_left(),
         program_of=engine.programs.text,
+        pilot=None if engine.low_fidelity is None else partial(engine.low_fidelity.pilot, round=r),
     )
     try:
         return await engine.screener.screen(ctx, pool)

@@ -5,6 +5,8 @@ state. The live path (``Ledger.emit``) appends an event to the store and then
 applies it; resume applies the stored events (after the last snapshot) in log
 order. Both therefore end in the same state, by construction. Event kinds it
 does not know (``model_error``, ``pilot``, ``final`` ...) only move ``last_seq``.
+Low-fidelity results (``pilot_run``, ``smoke``; ledger/pilots.py) are kept
+apart in ``low_fidelity``: they never count as verifications.
 
 The state holds no program text (programs live in the store's blobs and are
 read on demand) and no hidden test score reaches a ``Node``.
@@ -52,12 +54,17 @@ class RunState:
     brief: TaskBrief | None = None
     learn_records: list[dict[str, Any]] = field(default_factory=list)  # ``screener_learn`` payloads, in order
     proposals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # logged proposer replies, by key
+    low_fidelity: dict[tuple[str, str, str], Verification] = field(default_factory=dict)  # (hash, kind, level)
     last_seq: int = 0  # the last event applied
 
     def known_result(self, digest: str) -> tuple[str, Verification] | None:
         """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None."""
         node_id = self.verified_by_hash.get(digest)
         return None if node_id is None else (node_id, self.verifications[node_id])
+
+    def low_fidelity_result(self, digest: str, kind: str, level: str) -> Verification | None:
+        """The stored ``pilot_run`` / ``smoke`` result of program ``digest`` at ``level``, or None (never a full outcome)."""
+        return self.__dict__.setdefault("low_fidelity", {}).get((digest, kind, level))  # older snapshots lack it
 
     def apply(self, event: Event) -> list[Node]:
         """Fold one event into the state; returns the nodes a ``tell`` event told (else ``[]``)."""
@@ -124,6 +131,11 @@ class RunState:
             status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
         )
 
+    def _low_fidelity(self, ev: Event) -> None:
+        v = Verification.from_dict(ev.payload)
+        digest = v.program_hash or self.candidates[ev.node_id or ""].program_hash
+        self.__dict__.setdefault("low_fidelity", {})[(digest, ev.kind, str(ev.payload["level"]))] = v
+
     def _tell(self, ev: Event) -> list[Node]:
         self.told_round = max(self.told_round, int(ev.payload["round"]))
         told = []
@@ -151,4 +163,6 @@ _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
     "tell": RunState._tell,
     "screener_learn": RunState._learn,
     "proposals": RunState._proposals,
+    "pilot_run": RunState._low_fidelity,
+    "smoke": RunState._low_fidelity,
 }

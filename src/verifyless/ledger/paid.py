@@ -11,6 +11,12 @@ spend it meanwhile (issue #25: the check and the reservation are one step);
 a repair that fails gives its slot back. How a repair is made, recorded and
 named stays with the caller (``repair``), as does what a verification
 records and whether it is read back instead of paid (``verify``).
+
+With a ``smoke`` step (ledger/pilots.py: the cheapest fidelity level, a short
+wall limit), every attempt -- the first and each repair -- is smoke-run
+before its full verification; a smoke result that stops the candidate takes
+the place of the verification (its slot is given back unpaid) and goes
+through the same repair that keeps the idea.
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ from verifyless.node import Candidate, Operator, Status, Verification
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.child import Made
 
-__all__ = ["REPAIRABLE", "Repair", "Verify", "candidate_from", "verify_with_repairs"]
+__all__ = ["REPAIRABLE", "Repair", "Smoke", "Verify", "candidate_from", "verify_with_repairs"]
 
 REPAIRABLE = frozenset({Status.FAILED, Status.INVALID_METRIC, Status.OOM})
 
 Verify = Callable[[Candidate, "Slot | None", int], Awaitable[Verification]]  # (candidate, its slot, attempt)
 Repair = Callable[[Candidate, Verification, int], Awaitable["Candidate | None"]]  # (failed, its result, attempt)
+Smoke = Callable[[Candidate, int], Awaitable["Verification | None"]]  # (candidate, attempt) -> a stopping result
 
 
 def candidate_from(
@@ -66,6 +73,7 @@ async def verify_with_repairs(
     gate: BudgetGate | None = None,
     slot: Slot | None = None,
     repairable: frozenset[Status] = REPAIRABLE,
+    smoke: Smoke | None = None,
 ) -> tuple[Candidate, Verification]:
     """Verify ``cand``, then repair and verify again while it fails repairably; (last candidate, its result).
 
@@ -74,9 +82,23 @@ async def verify_with_repairs(
     the chain ends, no repair is asked for). Without one, ``verify`` is
     called with ``None`` and pays at its own reserved moment (it may raise
     when the cap is reached). Stops at a result outside ``repairable``,
-    after ``attempts`` repairs, or when ``repair`` returns None.
+    after ``attempts`` repairs, or when ``repair`` returns None. ``smoke``
+    runs before each ``verify``: a result it returns replaces that
+    verification (never paid; the slot is released), None lets it go on.
     """
-    verification = await verify(cand, slot, 0)
+
+    async def attempt_once(c: Candidate, slot_: Slot | None, attempt: int) -> Verification:
+        try:
+            stopped = await smoke(c, attempt) if smoke is not None else None
+        except BaseException:
+            _release(slot_)
+            raise
+        if stopped is None:
+            return await verify(c, slot_, attempt)
+        _release(slot_)
+        return stopped
+
+    verification = await attempt_once(cand, slot, 0)
     current = cand
     for attempt in range(1, attempts + 1):
         if verification.status not in repairable:
@@ -92,7 +114,7 @@ async def verify_with_repairs(
         if fixed is None:
             _release(next_slot)
             break
-        verification = await verify(fixed, next_slot, attempt)
+        verification = await attempt_once(fixed, next_slot, attempt)
         current = fixed
     return current, verification
 

@@ -332,6 +332,7 @@ class CurvePoint:
     best_score: float | None
     best_node: str | None
     seconds: float
+    evaluator_seconds: float = 0.0  # every charged evaluator second so far: verifications, pilots, smoke runs
 
 
 @dataclass(frozen=True)
@@ -351,6 +352,18 @@ class CurveView:
     @property
     def final(self) -> float | None:
         return self.points[-1].best_score if self.points else None
+
+    def compute_to_target(self) -> tuple[tuple[float, float, int], ...]:
+        """(best score, evaluator seconds, verifications) each time the best improved: compute to reach it.
+
+        Evaluator seconds count everything charged up to that verification (pilots and smoke runs too),
+        so runs with and without pilots compare on the same axis.
+        """
+        out: list[tuple[float, float, int]] = []
+        for p in self.points:
+            if p.best_score is not None and (not out or p.best_score != out[-1][0]):
+                out.append((p.best_score, p.evaluator_seconds, p.x))
+        return tuple(out)
 
     @property
     def better(self) -> str:
@@ -380,9 +393,12 @@ def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -
     meta = task_meta(info.task)
     best_fit = -math.inf
     best: tuple[float | None, str | None] = (None, None)
-    total, baseline = 0.0, None
+    total, compute, baseline = 0.0, 0.0, None
     points: list[CurvePoint] = []
-    for ev in store.events(run_id, kinds=["verification"]):
+    for ev in store.events(run_id):
+        compute += ev.charge.evaluator_seconds if ev.charge else 0.0
+        if ev.kind != "verification":
+            continue
         p = ev.payload
         total += (
             ev.charge.evaluator_seconds
@@ -396,7 +412,14 @@ def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -
             best_fit, best = fit, (score, ev.node_id)
         points.append(
             CurvePoint(
-                len(points) + 1, str(ev.node_id), str(p.get("status", "")), score, best[0], best[1], round(total, 6)
+                len(points) + 1,
+                str(ev.node_id),
+                str(p.get("status", "")),
+                score,
+                best[0],
+                best[1],
+                round(total, 6),
+                round(compute, 6),
             )
         )
     ceiling, ceiling_label = oracle_ceiling(store, info)

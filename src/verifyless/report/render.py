@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from verifyless.report import data, data_nodes, peers, svg
+from verifyless.report import data, data_nodes, data_pilots, peers, svg
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -70,6 +70,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
     return {
         "s": data.run_summary(store, run_id),
         "b": data.budget_view(store, run_id),
+        "lofi": data_pilots.low_fidelity_view(store, run_id),
         "f": f,
         "curve": curve,
         "curve_svg": svg.curves_svg([curve]),

@@ -16,11 +16,11 @@ two optional protocols, which the engine checks with ``isinstance``:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from verifyless.node import Candidate, Node, Screening
+from verifyless.node import Candidate, Node, Screening, Verification
 from verifyless.outcome import Outcome
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.task.base import Task
@@ -53,6 +53,9 @@ class ScreenContext:
     ``budget_left_s``: the run's evaluator seconds left (None when the run has
     no evaluator-seconds cap); screeners that spend evaluator time (agentic
     pilots) stay within it.
+    ``pilot``: ``await pilot(candidate, level)`` runs a candidate at one of the
+    task's cheaper fidelity levels, paid and recorded by the engine's ledger
+    (read back when it ran before); None where no sandbox can run it.
     """
 
     task: Task
@@ -65,6 +68,7 @@ class ScreenContext:
     round: int = 0
     budget_left_s: float | None = None
     program_of: Callable[[str], str] | None = None
+    pilot: Callable[[Candidate, str], Awaitable[Verification]] | None = None
 
 
 @runtime_checkable

@@ -18,6 +18,13 @@ evidence for the candidate (``critic``, ``tournament``), its ``stage``
 (``tournament``, ``filtered`` or ``dropped-lose``), ``sent_to_tournament`` (the
 m ids), ``stage_tokens`` (tokens each stage spent over the whole screening)
 and ``replies`` / ``tokens`` summed over both stages (see ``screen/health``).
+
+Pilot stage (``then: pilot``, critic -> pilot -> full): the second stage is
+the ``pilot`` screener (screen/pilot.py, options under ``pilot``) instead of
+the tournament: the critic's m run at the task's cheaper fidelity levels by
+successive halving, and the pilot ranking decides the order at the top. The
+detail keys keep their names (``tournament`` holds the second stage's
+evidence, ``sent_to_tournament`` the m) and ``second_stage`` names it.
 """
 
 from __future__ import annotations
@@ -26,12 +33,12 @@ import dataclasses
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.screen.base import ScreenContext
+from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.screen.health import replies_detail
 from verifyless.screen.options import HealthOptions
@@ -75,6 +82,10 @@ class CascadeOptions(HealthOptions):
     )
     critic: dict[str, Any] = Field(default_factory=dict, description="options of the critic stage (as for 'critic')")
     tournament: dict[str, Any] = Field(default_factory=dict, description="options of the tournament stage")
+    then: Literal["tournament", "pilot"] = Field(
+        "tournament", description="the second stage: a pairwise tournament, or pilots at cheaper fidelity levels"
+    )
+    pilot: dict[str, Any] = Field(default_factory=dict, description="options of the pilot stage (then: pilot)")
 
 
 class CriticThenJudge:
@@ -83,7 +94,7 @@ class CriticThenJudge:
     def __init__(
         self,
         critic: PointwiseCritic,
-        tournament: PairwiseRPM,
+        tournament: PairwiseRPM | Screener,
         m: int = 4,
         *,
         drop_confident_lose: bool = True,
@@ -167,6 +178,7 @@ class CriticThenJudge:
                 "critic": c_ev.to_dict(),
                 "tournament": t_ev.to_dict() if t_ev is not None else None,
                 "sent_to_tournament": list(sent),
+                "second_stage": judged.screener if judged is not None else None,
                 "all_confident_lose": all_lose,
                 "stage_tokens": dict(stage_tokens),
                 "replies": _merge_replies(c_ev, t_ev),

@@ -18,7 +18,7 @@ Every LLM screener also takes the reply-health options ``min_parse_rate`` and
 ``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
-``random``, ``oracle``, ``surrogate``, ``agentic``, ``critic-ttl``, ``critic-probs`` and ``adaptive`` (a wrapper)
+``random``, ``oracle``, ``surrogate``, ``agentic``, ``pilot``, ``critic-ttl``, ``critic-probs`` and ``adaptive`` (a wrapper)
 (their heavy dependencies, scikit-learn and torch, are imported only when one is built).
 
 Ensemble and arbiter members: ``options["members"]`` is a list whose entries
@@ -48,6 +48,7 @@ from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
 from verifyless.screen.health import ReplyHealth, model_names
 from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
+from verifyless.screen.pilot import PilotOptions, PilotScreener
 from verifyless.screen.probcritic import LabelProbCritic
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
@@ -156,6 +157,8 @@ _NOT_ARGS = {
     "tie_break_model",
     "critic",
     "tournament",
+    "then",
+    "pilot",
 }
 
 
@@ -219,7 +222,8 @@ def _arbiter(models, opts: ArbiterOptions, **extra):
 
 def _cascade(models, opts: CascadeOptions, **extra):
     stages = []
-    for stage, options in (("critic", opts.critic), ("tournament", opts.tournament)):
+    second = ("pilot", opts.pilot) if opts.then == "pilot" else ("tournament", opts.tournament)
+    for stage, options in (("critic", opts.critic), second):
         try:
             stages.append(build_screener(stage, models=models, options=options, **extra))
         except ConfigError as exc:  # the stage's options live one level down
@@ -237,6 +241,10 @@ def _random(models, opts: RandomOptions, **_):
 
 def _oracle(models, opts: OracleOptions, **_):
     return _construct(OracleScreener, "oracle", **_kwargs(opts))
+
+
+def _pilot(models, opts: PilotOptions, **_):
+    return _construct(PilotScreener, "pilot", **_kwargs(opts))
 
 
 def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
@@ -324,6 +332,7 @@ SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
     "oracle": (_oracle, OracleOptions),
     "surrogate": (_surrogate, _surrogate_options),
     "agentic": (_agentic, _agentic_options),
+    "pilot": (_pilot, PilotOptions),  # successive halving at the task's fidelity levels (screen/pilot.py)
     "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (screen/ttl.py)
     "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (screen/probcritic.py)
     "adaptive": (_adaptive, AdaptiveOptions),  # screens only while paid outcomes say it helps (screen/adaptive.py)

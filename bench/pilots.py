@@ -1,0 +1,266 @@
+"""Where pilots pay: rank correlation and cost of each fidelity level, and replays at matched evaluator seconds.
+
+Usage::
+
+    python bench/pilots.py [--tasks diabetes affairs_gbm] [--points 12] [--seed 0] [--trials 400] [--budget 8] [--smoke]
+
+For each task with fidelity levels and a committed pool world (package data,
+``verifyless.builtin.worlds_dir()``), ``--points`` points of the world are
+sampled (stratified over the world's full-fidelity scores, seeded) and each
+is run once at every level with the real verifier in the local sandbox; the
+full-fidelity score is the world's (verification is deterministic), the full
+cost is measured again on two of the points (the world's seconds came from
+another machine). Printed per task and level: Spearman's rank correlation
+with full fidelity over the sample and within its best quarter (n/a under
+three points), and the cost ratio (mean seconds at the level / mean seconds
+at full fidelity, measured here).
+
+Replays at matched evaluator seconds, on the sampled points only: pools of 4
+drawn from the sample until ``--budget`` full verifications' worth of
+evaluator seconds is spent; ``random`` verifies a random member, ``oracle``
+the best, ``pilot`` runs successive halving (eta 2, every level, one
+survivor: ``screen/pilot.survivors``) on the measured low-fidelity scores and
+costs and verifies the survivor, paying both. Printed: the mean best
+full-fidelity score found, normalised to the sample (0 = its worst, 1 = its
+best), over ``--trials`` seeded replays. Critic, iid and critic -> pilot
+replays are not run here (see docs/benchmarks.md, "Pilots").
+
+Smoke runs on the LLM path (``--smoke``): two engine runs on ``diabetes``
+with the scripted model (examples/scripted/diabetes.yaml), every third
+implementer reply made to crash (``raise RuntimeError`` at the top of
+``fit``; repairs are the script's own, which do not crash), the random
+screener, the same seed and verification budget: one with ``engine.smoke=off``,
+one with the default (smoke runs at the cheapest level). Printed per run:
+full verifications paid, evaluator seconds, smoke runs and stops.
+
+The machine this ran on is shared: seconds are noisy. Small samples: say so
+when quoting the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from verifyless.builtin import worlds_dir
+from verifyless.offline.worlds import World, load_world, make_program
+from verifyless.sandbox.local import LocalSandbox
+from verifyless.screen.pilot import survivors
+from verifyless.task.base import Task
+from verifyless.task.loader import builtin_tasks_dir, load_task
+from verifyless.verify import verify
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One sampled world point: its full-fidelity fitness (from the world) and, per level, fitness and seconds."""
+
+    full: float
+    low: dict[str, tuple[float | None, float]]
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman's rho (average ranks for ties); None under three pairs or with a constant side."""
+    if len(xs) < 3:
+        return None
+    rx, ry = _ranks(xs), _ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    sx = sum((a - mx) ** 2 for a in rx) ** 0.5
+    sy = sum((b - my) ** 2 for b in ry) ** 0.5
+    if sx == 0 or sy == 0:
+        return None
+    return sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True)) / (sx * sy)
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    return ranks
+
+
+def sample_points(world: World, n: int, rng: random.Random) -> list[int]:
+    """``n`` ok points stratified over the world's full-fidelity fitness (one per equal-count stratum)."""
+    ok = sorted((i for i in range(len(world)) if world.fitness(i) is not None), key=lambda i: world.fitness(i) or 0.0)
+    if n >= len(ok):
+        return ok
+    edges = [round(k * len(ok) / n) for k in range(n + 1)]
+    return [ok[rng.randrange(edges[k], max(edges[k] + 1, edges[k + 1]))] for k in range(n)]
+
+
+def measure(task: Task, world: World, idx: list[int]) -> tuple[list[Measured], float]:
+    """Each sampled point at every level (real runs), and the mean full-fidelity seconds of two of them."""
+    sandbox, levels = LocalSandbox(), [lv.name for lv in task.fidelity.levels]
+    out = []
+    for i in idx:
+        program = make_program(task, world.points[i].assignment)
+        low = {}
+        for level in levels:
+            v = verify(task, program, sandbox, level=level)
+            low[level] = (world.orient(v.score) if v.status.value == "ok" else None, v.seconds)
+        out.append(Measured(float(world.fitness(i) or 0.0), low))
+    full = [verify(task, make_program(task, world.points[i].assignment), sandbox).seconds for i in idx[:2]]
+    return out, statistics.fmean(full)
+
+
+def correlations(points: list[Measured], level: str) -> tuple[float | None, float | None]:
+    """(rho over the sample, rho within its best quarter by full fitness); failed low runs are left out."""
+    pairs = [(p.full, p.low[level][0]) for p in points if p.low[level][0] is not None]
+    pairs.sort(reverse=True)
+    top = pairs[: max(1, len(pairs) // 4)]
+    rho = spearman([a for a, _ in pairs], [b for _, b in pairs])  # type: ignore[misc]
+    return rho, spearman([a for a, _ in top], [b for _, b in top])  # type: ignore[misc]
+
+
+def replay(points: list[Measured], levels: list[str], full_s: float, budget: float, rng: random.Random) -> dict:
+    """One replay per selector at ``budget`` full verifications' seconds; the best normalised fitness each found."""
+    lo, hi = min(p.full for p in points), max(p.full for p in points)
+    norm = (lambda f: (f - lo) / (hi - lo)) if hi > lo else (lambda f: 1.0)
+    found = {}
+    for name in ("random", "pilot", "oracle"):
+        spent, best, picks = 0.0, None, 0
+        while True:
+            pool = rng.sample(points, min(4, len(points)))
+            pick, cost = _choose(name, pool, levels, rng)
+            if spent + cost + full_s > budget * full_s:
+                break
+            spent, picks = spent + cost + full_s, picks + 1
+            best = pick.full if best is None else max(best, pick.full)
+        found[name] = (None if best is None else norm(best), picks)
+    return found
+
+
+def _choose(name: str, pool: list[Measured], levels: list[str], rng: random.Random) -> tuple[Measured, float]:
+    if name == "random":
+        return rng.choice(pool), 0.0
+    if name == "oracle":
+        return max(pool, key=lambda p: p.full), 0.0
+    alive, cost = list(pool), 0.0
+    for level in levels:
+        cost += sum(p.low[level][1] for p in alive)
+        alive.sort(key=lambda p: -(p.low[level][0] if p.low[level][0] is not None else float("-inf")))
+        alive = alive[: survivors(len(alive), 2, 1)]
+    return alive[0], cost
+
+
+def crashing_script(out: str, every: int = 3) -> str:
+    """examples/scripted/diabetes.yaml with every ``every``-th implementer reply crashing in ``fit``; its path."""
+    from pathlib import Path
+
+    import yaml
+
+    source = Path(__file__).resolve().parents[1] / "examples" / "scripted" / "diabetes.yaml"
+    script = yaml.safe_load(source.read_text())
+    for rule in script["rules"]:
+        if rule.get("role") == "implementer":
+            rule["replies"] = [
+                r.replace("def fit(x, y):\n", "def fit(x, y):\n    raise RuntimeError('scripted crash')\n", 1)
+                if k % every == 0
+                else r
+                for k, r in enumerate(rule["replies"])
+            ]
+    Path(out).write_text(yaml.safe_dump(script))
+    return out
+
+
+def smoke_savings(budget: int, seed: int) -> None:
+    """Two scripted LLM runs on diabetes, smoke runs off and on (see the module docstring)."""
+    import asyncio
+    import tempfile
+
+    from verifyless.config import load_config
+    from verifyless.store import RunStore
+    from verifyless.wiring import build_engine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script = crashing_script(f"{tmp}/crashing.yaml")
+        print(f"\nsmoke runs, LLM path (diabetes, scripted, every third implementation crashes), budget {budget}:")
+        for smoke in ("off", None):
+            db = f"{tmp}/{smoke or 'auto'}.db"
+            overrides = [
+                "task=diabetes",
+                "screener.name=random",
+                f"budget.verifications={budget}",
+                "engine.candidates=3",
+                f"seed={seed}",
+                f"store={db}",
+                "roles.kind=llm",
+                f"roles.models.default=scripted:{script}",
+                *([f"engine.smoke={smoke}"] if smoke else []),
+            ]
+            with RunStore(db) as store:
+                engine = build_engine(load_config(overrides=overrides), store)
+                try:
+                    result = asyncio.run(engine.run())
+                finally:
+                    engine.executor.close()
+                events = list(store.events(result.run_id))
+                b = store.budget(result.run_id)
+            smokes = [e for e in events if e.kind == "smoke"]
+            stops = sum(1 for e in smokes if e.payload["status"] != "ok" and e.payload["status"] != "timeout")
+            failed = sum(1 for e in events if e.kind == "verification" and e.payload["status"] == "failed")
+            print(
+                f"  smoke {smoke or 'auto (cheapest level)':<22} full verifications {b.verifications:>2} "
+                f"(failed {failed}), evaluator s {b.evaluator_seconds:6.1f}, smoke runs {len(smokes)} "
+                f"({stops} stopped, {sum(e.charge.evaluator_seconds for e in smokes if e.charge):.1f} s), "
+                f"best {result.best_score}"
+            )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", nargs="+", default=["diabetes", "affairs_gbm"])
+    ap.add_argument("--points", type=int, default=12, help="world points sampled per task (each runs at every level)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--trials", type=int, default=400)
+    ap.add_argument("--budget", type=float, default=8.0, help="replay budget, in full verifications' seconds")
+    ap.add_argument("--smoke", action="store_true", help="only the smoke-run comparison on the LLM path")
+    ap.add_argument("--smoke-budget", type=int, default=6, help="verifications per smoke comparison run")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        smoke_savings(args.smoke_budget, args.seed)
+        return
+    for name in args.tasks:
+        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        levels = [lv.name for lv in task.fidelity.levels]
+        if not levels:
+            print(f"{name}: no fidelity levels; skipped")
+            continue
+        started = time.monotonic()
+        points, full_s = measure(task, world, sample_points(world, args.points, random.Random(args.seed)))
+        print(f"\n{name}: {len(points)} of {len(world)} world points, {time.monotonic() - started:.0f} s of runs")
+        print(f"  {'level':<14} {'rho (all)':>10} {'rho (top 1/4)':>14} {'cost ratio':>11}")
+        for level in levels:
+            rho, top = correlations(points, level)
+            ratio = statistics.fmean(p.low[level][1] for p in points) / full_s
+            print(f"  {level:<14} {_fmt(rho):>10} {_fmt(top):>14} {ratio:>11.2f}")
+        print(f"  {'full':<14} {'1.00':>10} {'1.00':>14} {1.0:>11.2f}   (full: {full_s:.2f} s a run)")
+        rng = random.Random(args.seed)
+        runs = [replay(points, levels, full_s, args.budget, rng) for _ in range(args.trials)]
+        print(f"  replay at {args.budget:g} full verifications' seconds, {args.trials} trials (pools of 4):")
+        for sel in ("random", "pilot", "oracle"):
+            vals = [r[sel][0] for r in runs if r[sel][0] is not None]
+            picks = statistics.fmean(r[sel][1] for r in runs)
+            mean = statistics.fmean(vals) if vals else float("nan")
+            print(f"    {sel:<8} best found {mean:.3f}, {picks:.1f} full verifications ({len(vals)} runs)")
+    sys.stdout.flush()
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+if __name__ == "__main__":
+    main()
