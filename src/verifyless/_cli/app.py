@@ -46,7 +46,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # Typer returns (not raises) the code of ``typer.Exit`` and Ctrl-C (130)
     except VerifylessError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         if os.environ.get("VERIFYLESS_DEBUG"):
@@ -69,6 +69,10 @@ def main() -> None:
             highlight=False,
         )
         sys.exit(1)
+    if code == 130:
+        err.print("interrupted")
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 def _is_usage_error(exc: BaseException) -> bool:
@@ -169,8 +173,15 @@ def verify(
     task: str = typer.Argument(..., help="built-in task name or task folder"),
     program: Path | None = typer.Argument(None, help="program file (default: the task's baseline)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    strict: bool = typer.Option(
+        False, "--strict", help="for scripts: exit 1 when the program fails (3 when the evaluator does)"
+    ),
 ) -> None:
-    """Run one verification in the sandbox and print status and metrics."""
+    """Run one verification in the sandbox and print status and metrics.
+
+    Exit 0 when the verification ran, whatever the program's status (``--strict``: 1 when it failed);
+    3 when the failure is the evaluator's (it raised outside the program, or returned no dict of metrics).
+    """
     from verifyless.errors import TaskError
     from verifyless.sandbox.local import LocalSandbox
     from verifyless.task import load_task
@@ -183,7 +194,7 @@ def verify(
     result = run_verify(t, text, LocalSandbox())
     if as_json:
         print(json.dumps({"task": t.name, **result.to_dict()}, indent=2))
-        raise typer.Exit(0 if result.status.value == "ok" else 1)
+        raise typer.Exit(_verify_exit(t, result, strict))
     colour = "green" if result.status.value == "ok" else "red"
     console.print(f"[bold]{t.name}[/]: [{colour}]{result.status.value}[/] {result.reason}")
     table = Table(box=None)
@@ -201,7 +212,18 @@ def verify(
     )
     if result.status.value != "ok" and result.stderr_tail:
         console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
-    raise typer.Exit(0 if result.status.value == "ok" else 1)
+    raise typer.Exit(_verify_exit(t, result, strict))
+
+
+def _verify_exit(task: Any, result: Any, strict: bool) -> int:
+    """0 when the program ran (1 with ``strict`` when it failed); 3 when the evaluator failed (a task problem)."""
+    from verifyless.engine.baseline import failure_source
+
+    source = failure_source(task, result)
+    if source == "evaluator":
+        err.print(f"the failure is in the evaluator of task {task.name!r}, not in the program", highlight=False)
+        return 3
+    return 1 if strict and source == "program" else 0
 
 
 # ---------------------------------------------------------------------- runs
@@ -270,15 +292,38 @@ def run(
             st.append(resume, "config_update", {"changes": changes})
     if not quiet:
         console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
-    result = asyncio.run(_run(cfg, st, resume, quiet))
+    started: dict[str, Any] = {}
+    try:
+        result = asyncio.run(_run(cfg, st, resume, quiet, started))
+    except KeyboardInterrupt:
+        _print_interrupted(started.get("engine"), st)
+        sys.exit(130)
     _print_result(result, st)
 
 
-async def _run(cfg, st, resume, quiet):
+def _print_interrupted(engine: Any, st) -> None:
+    """After Ctrl-C: what was kept and the command that continues the run."""
+    run_id = getattr(engine, "run_id", None)
+    if run_id is None:
+        err.print("interrupted before the run started; nothing was stored", highlight=False)
+        return
+    done = st.budget(run_id).verifications
+    err.print(
+        f"interrupted: run {run_id} stopped after {done} verifications (every finished one is stored; "
+        f"unfinished ones are verified on resume). Continue it with: verifyless run --resume {run_id} "
+        f"--store {st.path}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+async def _run(cfg, st, resume, quiet, started: dict[str, Any]):
+    """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message) and run it."""
     from verifyless.wiring import build_engine
 
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, progress=progress)
+    started["engine"] = engine
     if progress and _ends_with_ensemble(engine):
         progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:

@@ -42,7 +42,7 @@ from verifyless.engine.learners import Learners
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
-from verifyless.errors import ModelUnavailable
+from verifyless.errors import ModelUnavailable, VerifylessError
 from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, verify_with_repairs
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
@@ -156,8 +156,10 @@ class Engine:
             await ends.ensure_baseline(self)
             await resume.finish_interrupted(self)
             stopped = await self._loop()
-        except BaseException:
-            self.store.set_status(self.run_id, "interrupted")
+        except BaseException as exc:
+            # A stop with a reason (a failed baseline, a dead endpoint, replies that never parse) is "failed";
+            # Ctrl-C, a kill or a crash is "interrupted". Either way the run resumes from its events.
+            self.store.set_status(self.run_id, "failed" if isinstance(exc, VerifylessError) else "interrupted")
             for chain in self._chains():
                 chain.cancel()
             # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.

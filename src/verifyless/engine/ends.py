@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+from verifyless.engine.baseline import check_baseline
 from verifyless.node import Candidate, Idea, Operator, Status, content_hash
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,9 +22,19 @@ async def ensure_brief(engine: Engine) -> None:
 
 
 async def ensure_baseline(engine: Engine) -> None:
-    """Verify the task's baseline program as node ``root`` (round 0), once per run."""
-    if "root" in engine.state.view.nodes:
-        return
+    """Verify the task's baseline program as node ``root`` (round 0), once per run; stop if it failed.
+
+    The check (``engine/baseline.py``) runs on the stored result at every start, a resume included, so a
+    run stopped by its baseline stops again instead of searching on.
+    """
+    if "root" not in engine.state.view.nodes:
+        await _verify_baseline(engine)
+    stored = engine.state.verifications.get("root")
+    if stored is not None:
+        check_baseline(engine.task, stored, allow_failed=engine.config.engine.allow_failed_baseline)
+
+
+async def _verify_baseline(engine: Engine) -> None:
     program = engine.task.baseline_program
     cand = Candidate(
         id="root",
