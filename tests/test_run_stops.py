@@ -121,3 +121,55 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_a_consistent_store(tmp_path, pr
         (status,) = conn.execute("SELECT status FROM runs").fetchone()
     assert status == "interrupted"
     assert cli("show", "2", "--store", str(store)).returncode == 0
+
+
+class _SilentImplementer:
+    """An implementer whose model never writes code: every reply is prose."""
+
+    async def implement(self, task, parent, idea):
+        from verifyless.roles.base import Implementation, RoleFailure
+
+        return Implementation(None, RoleFailure("parse-error", "the reply contains no code", raw="I would try it."))
+
+    async def repair(self, task, program, idea, error):
+        return await self.implement(task, None, idea)
+
+
+def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tmp_path, caplog):
+    import asyncio
+
+    from engine_fakes import Briefer, Proposer, Summarizer
+    from test_engine import make_engine
+    from verifyless.engine.health import stored_role_health
+    from verifyless.errors import ParseError
+    from verifyless.roles.base import Roles
+    from verifyless.store import RunStore
+
+    roles = Roles(Briefer(), Proposer(), _SilentImplementer(), Summarizer())
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, budget=10, roles=roles, **{"engine.max_unparsed_replies": 6})
+        with pytest.raises(ParseError) as stop:
+            asyncio.run(engine.run())
+        assert stop.value.exit_code == 7
+        assert "6 children in a row" in str(stop.value) and "I would try it." in str(stop.value)
+        assert "fenced code block" in str(stop.value), "names the expected format"
+        warnings = [r.getMessage() for r in caplog.records if "parsed only" in r.getMessage()]
+        assert len(warnings) == 1 and "round 1: the implementer" in warnings[0], "warned once per expansion first"
+        run_id = engine.run_id
+        assert store.run(run_id).status == "failed"
+        nodes = [e.payload for e in store.events(run_id, kinds=["node"])]
+        assert len(nodes) == 1 + 8, "stopped in round 2, at its second child (4 per round)"
+        health = stored_role_health(nodes)
+        assert health["implementer"] == {"parsed": 0, "total": 8, "rate": 0.0}
+        assert health["proposer"]["rate"] == 1.0
+
+
+def test_show_lists_the_parse_rate_of_the_child_making_roles(tmp_path):
+    store = tmp_path / "s.db"
+    out = cli("run", "circle_packing", "--budget", "3", "--quiet", "--store", str(store), "engine.candidates=2")
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split("verifyless show ")[1].split()[0]
+    shown = cli("show", run_id, "--store", str(store))
+    assert "replies parsed: proposer" in shown.stdout and "implementer" in shown.stdout, shown.stdout
+    data = json.loads(cli("show", run_id, "--store", str(store), "--json").stdout)
+    assert set(data["role_health"]) == {"proposer", "implementer"}

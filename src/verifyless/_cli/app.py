@@ -382,7 +382,7 @@ class _LiveProgress:
         if self.task_id is not None and budget:
             self._update(budget)
         if kind == "round" and self.task_id is not None:
-            self.bar.update(self.task_id, description=f"round {data['round']}")
+            self.bar.update(self.task_id, description=f"round {data['round']}{_replies_text(data.get('replies'))}")
         elif kind == "verification":
             score = data.get("score")
             self.out.print(
@@ -435,6 +435,12 @@ class _LiveProgress:
 
     def close(self) -> None:
         self.bar.stop()
+
+
+def _replies_text(replies: dict[str, Any] | None) -> str:
+    """`` · implementer parsed 3/10`` for each child-making role whose replies fell short (all parsed: nothing)."""
+    short = {role: h for role, h in (replies or {}).items() if h["parsed"] < h["total"]}
+    return "".join(f" · {role} parsed {h['parsed']}/{h['total']}" for role, h in short.items())
 
 
 def _print_result(result, st) -> None:
@@ -534,6 +540,8 @@ def _best_row(st, run_id: str) -> dict[str, Any] | None:
 
 
 def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
+    from verifyless.engine.health import stored_role_health
+
     info = st.run(run_id)
     b = st.budget(run_id)
     rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
@@ -555,6 +563,7 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
+        "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
     }
 
 
@@ -633,13 +642,11 @@ def show(
                 f"{c['cost'] or 0:.4f}",
             )
         console.print(calls)
-    if data["reply_health"]:
+    health = {**data["reply_health"], **data["role_health"]}
+    if health:
         console.print(
             "replies parsed: "
-            + ", ".join(
-                f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)"
-                for name, h in data["reply_health"].items()
-            )
+            + ", ".join(f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in health.items())
         )
     _print_links(data["run_id"], store)
 

@@ -34,10 +34,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.child import ChildMaker
+from verifyless.child import ChildMaker, Made
 from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
+from verifyless.engine.health import RoleHealth, made_stats, proposal_stats
 from verifyless.engine.learners import Learners
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
@@ -47,7 +48,7 @@ from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import ScreenContext, Screener
-from verifyless.screen.health import ReplyHealth
+from verifyless.screen.health import ReplyHealth, ReplyStats
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
@@ -113,6 +114,7 @@ class Engine:
             guard_repairs=config.guards.repair_attempts,
         )
         self.reply_health = ReplyHealth.for_screener(screener)  # parse rate per screening; stops on silence
+        self.role_health = _role_health(roles, config)  # the same for the proposer and the implementer
         self.programs = Programs(store, self.state)
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
         self._claimed: set[str] = set()  # program hashes dispatched for verification
@@ -192,7 +194,8 @@ class Engine:
                 continue
             self.ledger.emit("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
             if self.ledger.watched:
-                self.progress("round", {"round": r, "budget": self.ledger.budget_view()})
+                replies = {role: h.seen.to_dict() for role, h in self.role_health.items() if h.seen.total}
+                self.progress("round", {"round": r, "budget": self.ledger.budget_view(), "replies": replies})
             dispatched = len(self._claimed)
             for i, exp in enumerate(expansions):
                 await self._round(r, i, exp)
@@ -213,11 +216,14 @@ class Engine:
         except ModelUnavailable as exc:
             self._model_failure(r, f"proposer: {exc}")
             return
+        self._account("proposer", r, [proposal_stats(proposals)])
         seen: set[str] = set()  # program hashes already in this pool
         made = await asyncio.gather(
             *(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals))
         )
-        pool = [c for c in made if c is not None]
+        implemented = [made_stats(m) for p, (m, _) in zip(proposals, made, strict=True) if isinstance(p, Idea)]
+        self._account("implementer", r, implemented)
+        pool = [c for _, c in made if c is not None]
         self._model_failures = 0
         if not pool:
             return
@@ -254,10 +260,17 @@ class Engine:
             await self._wait_for_executor()
             self._dispatch(by_id[cid], (k,), screening.ranking.index(cid))
 
+    def _account(self, role: str, r: int, replies: list[ReplyStats]) -> None:
+        """Feed a role's reply units in candidate order (the stop is positional); warn once on a low rate."""
+        health = self.role_health[role]
+        for stats in replies:
+            health.account(stats)
+        health.warn(r, sum(replies, ReplyStats()))
+
     async def _make(
         self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
-    ) -> Candidate | None:
-        """Make one child (``verifyless.child``); record it and return it, or None if it failed before screening."""
+    ) -> tuple[Made, Candidate | None]:
+        """Make one child (``verifyless.child``) and record it; the candidate is None if it failed before screening."""
 
         def known(digest: str) -> bool:
             return not self.task.stochastic and (
@@ -275,10 +288,10 @@ class Engine:
             self.ledger.record_candidate(cand, made.status, made.reason[:2000])
             order = TellOrder.DUPLICATE if made.status is Status.DUPLICATE else TellOrder.FAILED
             self.tells.add(r, order, (cid,), cid)
-            return None
+            return made, None
         seen.add(cand.program_hash)
         self.ledger.record_candidate(cand, Status.IMPLEMENTED)
-        return cand
+        return made, cand
 
     # ------------------------------------------------------------------ verification chains
 
@@ -390,6 +403,19 @@ async def submit_ensemble(engine: Engine) -> None:
         ensemble_submission, engine.task, members, sandbox, hide=tuple(getattr(engine.executor, "hide", ()))
     )
     engine.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+
+
+def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
+    """Reply-health trackers of the proposer and the implementer, named after their models."""
+    eng = config.engine
+
+    def model(role: Any) -> str:
+        return str(getattr(getattr(role, "model", None), "name", "") or "")
+
+    return {
+        name: RoleHealth(name, model(role), eng.min_parse_rate, eng.max_unparsed_replies)
+        for name, role in (("proposer", roles.proposer), ("implementer", roles.implementer))
+    }
 
 
 def _expansion_dict(e: Expansion) -> dict[str, Any]:
