@@ -285,6 +285,9 @@ def run(
 
         resume = st.resolve_run(resume)
         changes = resume_changes(flags + over)
+        if not changes and st.run(resume).status == "finished":
+            _print_finished(st, resume)
+            return
         stored = stored_config(st, resume)
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
@@ -299,6 +302,18 @@ def run(
         _print_interrupted(started.get("engine"), st)
         sys.exit(130)
     _print_result(result, st)
+
+
+def _print_finished(st, run_id: str) -> None:
+    """``--resume`` of a finished run with no raised cap: nothing to do, say so and how to go on."""
+    final = [e.payload for e in st.events(run_id, kinds=["final"])]
+    stopped = final[-1].get("stopped", "?") if final else "?"
+    console.print(
+        f"run {run_id} is finished (stopped: {stopped}; {st.budget(run_id).verifications} verifications); "
+        f"nothing to resume. To go on, raise a cap: verifyless run --resume {run_id} --budget N --store {st.path}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _print_interrupted(engine: Any, st) -> None:
@@ -377,6 +392,10 @@ class _LiveProgress:
             self.started = self.clock()
             self.bar.start()
             self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")
+            return
+        if kind == "resume":
+            paid = f"{data['verifications']} of {data['cap']}" if data.get("cap") is not None else data["verifications"]
+            self.out.print(f"resuming at round {data['round']}: {paid} verifications paid", highlight=False)
             return
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
@@ -653,14 +672,18 @@ def show(
 
 @app.command()
 def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
-    """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint."""
-    from verifyless._cli.replay import replay_run
+    """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
+
+    A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every
+    decision is the same, 9 when one differs (or the replay needed a reply or an outcome never stored).
+    """
+    from verifyless._cli.replay import ReplayDiverged, replay_run
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
     report = asyncio.run(replay_run(st, run_id))
     console.print(report.describe())
-    raise typer.Exit(0 if report.equal else 1)
+    raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 
 
 @app.command()

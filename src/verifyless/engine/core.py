@@ -153,6 +153,8 @@ class Engine:
             resume.restore(self, from_snapshot=from_snapshot)
         self.store.set_status(self.run_id, "running")
         self.progress("start", {"run_id": self.run_id, "task": self.task.name})
+        if run_id is not None:
+            resume.announce(self)
         try:
             await ends.ensure_brief(self)
             await ends.ensure_baseline(self)
@@ -397,6 +399,9 @@ async def submit_ensemble(engine: Engine) -> None:
     ids = ensemble_members(engine.strategy, engine.task, engine.state.view)
     sandbox = getattr(engine.executor, "sandbox", None)
     if not ids or sandbox is None:
+        return
+    scored = [e.payload.get("members") for e in engine.store.events(engine.run_id, kinds=["submission"])]
+    if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
         return
     members = [(i, engine.programs.text(i)) for i in ids]
     sub = await asyncio.to_thread(

@@ -16,7 +16,9 @@ Every SQLite failure surfaces as ``StoreError`` with the SQLite message and a hi
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -151,10 +153,15 @@ class RunStore(StoreViews, BlobStore):
         return run_id
 
     def set_status(self, run_id: str, status: str) -> int:
-        """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event."""
+        """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event.
+
+        The event also holds the writer's pid and host, so a reader can tell a ``running`` run whose
+        process died (``RunInfo.status`` then reads ``interrupted``).
+        """
+        payload = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
         with self._write() as conn:
             self._require_run(conn, run_id)
-            seq = self._insert(conn, run_id, "run_status", {"status": str(status)}, None, None)
+            seq = self._insert(conn, run_id, "run_status", payload, None, None)
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
 
