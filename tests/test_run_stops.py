@@ -173,3 +173,60 @@ def test_show_lists_the_parse_rate_of_the_child_making_roles(tmp_path):
     assert "replies parsed: proposer" in shown.stdout and "implementer" in shown.stdout, shown.stdout
     data = json.loads(cli("show", run_id, "--store", str(store), "--json").stdout)
     assert set(data["role_health"]) == {"proposer", "implementer"}
+
+
+def test_an_interrupted_run_resumes_where_it_stopped_and_replays_identically(tmp_path):
+    store = tmp_path / "s.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verifyless", "run", "circle_packing", "--budget", "24", "--store", str(store)]
+        + ["--quiet", "engine.candidates=2", "strategy.name=greedy"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_verifications(store, 4, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    run_id = err.split("--resume ")[1].split()[0]
+    paid = verifications(store)
+    resumed = cli("run", "--resume", run_id, "--store", str(store))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming at round" in resumed.stdout and f": {paid} of 24 verifications paid" in resumed.stdout
+    assert verifications(store) == 24
+    replayed = cli("replay", run_id, "--store", str(store))
+    assert replayed.returncode == 0 and "identical" in replayed.stdout, replayed.stdout + replayed.stderr
+
+
+def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(tmp_path):
+    store = tmp_path / "s.db"
+    first = cli("run", "circle_packing", "--budget", "2", "--quiet", "--store", str(store), "engine.candidates=2")
+    run_id = first.stdout.split("verifyless show ")[1].split()[0]
+    started = time.monotonic()
+    again = cli("run", "--resume", run_id, "--store", str(store))
+    assert again.returncode == 0 and "is finished" in again.stdout and "--budget N" in again.stdout, again.stdout
+    assert time.monotonic() - started < 15 and verifications(store) == 2
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'run_status'").fetchone()[0] == 2
+    more = cli("run", "--resume", run_id, "--store", str(store), "--budget", "3", "--quiet")
+    assert more.returncode == 0, more.stderr
+    from verifyless.report.data import runs_list
+    from verifyless.store import RunStore
+
+    with RunStore(store) as st:
+        (row,) = runs_list(st)
+        assert (row.verifications, row.cap) == (3, 3), "the cap in force, not the first config's"
+        assert st.run(run_id).config["budget"]["verifications"] == 3
+
+
+def test_runs_shows_a_run_whose_process_was_killed_as_interrupted(tmp_path):
+    store = tmp_path / "s.db"
+    proc = _start_long_run(store)
+    _wait_for_verifications(store, 2, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    (row,) = json.loads(cli("runs", "--store", str(store), "--json").stdout)
+    assert row["status"] == "interrupted"
+    with sqlite3.connect(store) as conn:
+        (stored,) = conn.execute("SELECT status FROM runs").fetchone()
+    assert stored == "running", "the stored row is left as the killed process wrote it; readers check its pid"

@@ -1,10 +1,16 @@
 """The ``verifyless`` command line (Typer + rich).
 
-Exit codes: 0 success; 1 unexpected error; 2 bad configuration or arguments;
-3 bad task folder; 4 sandbox unavailable; 5 store problem; 6 model endpoint
-unusable; 7 an LLM reply that never parsed; 8 a screener's replies stopped
-parsing (``UnparseableReplies``). Errors print one clear message, never a
-traceback (set ``VERIFYLESS_DEBUG=1`` to see it).
+Exit codes: 0 success (``verify``: the verification ran, whatever the program's
+status; ``--strict``: 1 when the program failed); 1 unexpected error; 2 bad
+configuration or arguments; 3 bad task folder, or a run whose baseline failed
+(in the evaluator always; as a program unless ``engine.allow_failed_baseline``);
+4 sandbox unavailable; 5 store problem; 6 model endpoint unusable; 7 an LLM
+reply that never parsed (a proposer or implementer with
+``engine.max_unparsed_replies`` unparseable children in a row); 8 a screener's
+replies stopped parsing (``UnparseableReplies``); 9 ``replay`` found a decision
+that differs from the stored run; 130 interrupted (Ctrl-C; the message names the
+``--resume`` command). Errors print one clear message, never a traceback (set
+``VERIFYLESS_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ response cache (a miss is an error, never a call), and verification outcomes
 looked up by program hash from the original run. If every decision is the
 same, it proposes the same programs in the same order and reaches the same
 final node. The replay writes into a temporary store; the original is only read.
+A resumed run is replayed part by part, each part from the original log as its
+resume saw it (``replay_run``). Exit code 9 (``ReplayDiverged``) when a decision
+differs.
 """
 
 from __future__ import annotations
@@ -84,24 +87,6 @@ class ReplayReport:
         ]
         lines += [f"  {d}" for d in self.differences[:10]]
         return "\n".join(lines)
-
-
-def _trace(store: Any, run_id: str) -> tuple[list[tuple], str | None]:
-    """Node and verification facts keyed by node id.
-
-    Sorted, not in log order: with pipelining, LLM work of round r+1 and the
-    verification of round r interleave in the log by timing, while the
-    decisions (positional node ids, programs, outcomes) do not depend on it.
-    """
-    trace, final = [], None
-    for ev in store.events(run_id, kinds=["node", "verification", "final"]):
-        if ev.kind == "node":
-            trace.append(("node", ev.node_id, ev.payload.get("program_hash"), ev.payload.get("status")))
-        elif ev.kind == "verification":
-            trace.append(("verification", ev.node_id, ev.payload.get("status"), ev.payload.get("score")))
-        else:
-            final = ev.payload.get("node_id")
-    return sorted(trace, key=lambda t: (t[1] or "", t[0])), final
 
 
 @dataclass(frozen=True)
@@ -231,8 +216,13 @@ def copy_prefix(source: Any, target: Any, run_id: str, before: int) -> None:
 
 
 def _facts(store: Any, run_id: str, keep: Any) -> list[tuple]:
-    """Node and verification facts of the events ``keep(seq)`` selects (see ``_trace``), with verified hashes."""
-    out = []
+    """Node and verification facts of the events ``keep(seq)`` selects, with verified hashes, keyed by node id.
+
+    Sorted, not in log order: with pipelining, LLM work of round r+1 and the
+    verification of round r interleave in the log by timing, while the
+    decisions (positional node ids, programs, outcomes) do not depend on it.
+    """
+    out: list[tuple[Any, ...]] = []
     for ev in store.events(run_id, kinds=["node", "verification"]):
         if not keep(ev.seq):
             continue
