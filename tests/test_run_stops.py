@@ -60,6 +60,8 @@ def test_a_broken_evaluator_stops_the_run_with_exit_3_after_one_verification(tmp
     assert verifications(store) == 1
     listing = json.loads(cli("runs", "--store", str(store), "--json").stdout)
     assert listing[0]["status"] == "failed"
+    shown = cli("show", listing[0]["run_id"], "--store", str(store))
+    assert "stopped: BaselineFailed (exit 3)" in shown.stdout and error in shown.stdout, shown.stdout
 
 
 def test_a_failing_baseline_program_stops_unless_allowed(tmp_path):

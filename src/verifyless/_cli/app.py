@@ -589,7 +589,15 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "llm_calls": st.llm_usage(run_id),
         "reply_health": _reply_health(st, run_id),
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
+        "stop_reason": _stop_reason(st, run_id),
     }
+
+
+def _stop_reason(st, run_id: str) -> str | None:
+    """Why a ``failed`` run stopped (stored with its status), or None."""
+    statuses = [e.payload for e in st.events(run_id, kinds=["run_status"])]
+    last = statuses[-1] if statuses else {}
+    return last.get("reason") if last.get("status") == "failed" else None
 
 
 def _submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
@@ -631,6 +639,8 @@ def show(
         return
     b = data["budget"]
     console.print(f"[bold]{data['run_id']}[/]  task {data['task']}  status {data['status']}")
+    if data["stop_reason"]:
+        console.print(f"[red]stopped:[/] {data['stop_reason']}", highlight=False, soft_wrap=True)
     console.print(
         f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s · tokens "
         f"{b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}"

@@ -31,13 +31,13 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from verifyless.child import ChildMaker, Made
 from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
+from verifyless.engine.ends import RunResult
 from verifyless.engine.health import RoleHealth, made_stats, proposal_stats
 from verifyless.engine.learners import Learners
 from verifyless.engine.routing import select
@@ -56,18 +56,6 @@ from verifyless.task.base import Task
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    best_id: str | None
-    best_score: float | None
-    best_test_score: float | None
-    baseline_score: float | None
-    verifications: int
-    rounds: int
-    stopped: str
 
 
 class Engine:
@@ -163,7 +151,12 @@ class Engine:
         except BaseException as exc:
             # A stop with a reason (a failed baseline, a dead endpoint, replies that never parse) is "failed";
             # Ctrl-C, a kill or a crash is "interrupted". Either way the run resumes from its events.
-            self.store.set_status(self.run_id, "failed" if isinstance(exc, VerifylessError) else "interrupted")
+            if isinstance(exc, VerifylessError):
+                self.store.set_status(
+                    self.run_id, "failed", reason=f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
+                )
+            else:
+                self.store.set_status(self.run_id, "interrupted")
             for chain in self._chains():
                 chain.cancel()
             # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.

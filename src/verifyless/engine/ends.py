@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from verifyless.engine.baseline import check_baseline
 from verifyless.node import Candidate, Idea, Operator, Status, content_hash
 
 if TYPE_CHECKING:  # pragma: no cover
-    from verifyless.engine.core import Engine, RunResult
+    from verifyless.engine.core import Engine
 
-__all__ = ["ensure_baseline", "ensure_brief", "result", "select_final"]
+__all__ = ["RunResult", "ensure_baseline", "ensure_brief", "result", "select_final"]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run reached: its final node and scores, what it spent, and why it stopped."""
+
+    run_id: str
+    best_id: str | None
+    best_score: float | None
+    best_test_score: float | None
+    baseline_score: float | None
+    verifications: int
+    rounds: int
+    stopped: str
 
 
 async def ensure_brief(engine: Engine) -> None:
@@ -83,8 +98,6 @@ def result(engine: Engine, final_id: str | None, stopped: str) -> RunResult:
     """The run's summary, read from the store's node view."""
     rows = {r["node_id"]: r for r in engine.store.node_rows(engine.run_id)}
     best = rows.get(final_id, {}) if final_id else {}
-    from verifyless.engine.core import RunResult
-
     return RunResult(
         run_id=engine.run_id or "",
         best_id=final_id,

@@ -152,13 +152,16 @@ class RunStore(StoreViews, BlobStore):
         self._known_runs.add(run_id)
         return run_id
 
-    def set_status(self, run_id: str, status: str) -> int:
+    def set_status(self, run_id: str, status: str, *, reason: str | None = None) -> int:
         """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event.
 
         The event also holds the writer's pid and host, so a reader can tell a ``running`` run whose
-        process died (``RunInfo.status`` then reads ``interrupted``).
+        process died (``RunInfo.status`` then reads ``interrupted``), and ``reason`` when given (why a
+        ``failed`` run stopped, for ``show``).
         """
-        payload = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
+        payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
+        if reason:
+            payload["reason"] = reason[:4000]
         with self._write() as conn:
             self._require_run(conn, run_id)
             seq = self._insert(conn, run_id, "run_status", payload, None, None)
