@@ -232,3 +232,18 @@ def test_runs_shows_a_run_whose_process_was_killed_as_interrupted(tmp_path):
     with sqlite3.connect(store) as conn:
         (stored,) = conn.execute("SELECT status FROM runs").fetchone()
     assert stored == "running", "the stored row is left as the killed process wrote it; readers check its pid"
+
+
+def test_replay_exits_9_when_a_decision_differs(tmp_path):
+    import shutil
+
+    task = tmp_path / "circle"
+    shutil.copytree(ROOT / "tasks" / "circle_packing", task)
+    store = str(tmp_path / "s.db")
+    out = cli("run", str(task), "--budget", "2", "--quiet", "--store", store, "engine.candidates=2")
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split("verifyless show ")[1].split()[0]
+    program = task / "initial_program.py"
+    program.write_text(program.read_text() + "\n# changed after the run\n")
+    replayed = cli("replay", run_id, "--store", store)
+    assert replayed.returncode == 9 and "never verified" in replayed.stderr, replayed.stdout + replayed.stderr
