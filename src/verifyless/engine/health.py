@@ -37,6 +37,8 @@ EXPECTED = {
     "implementer": "a fenced code block holding the new editable band, or SEARCH/REPLACE blocks",
 }
 
+UNITS = {"proposer": "propose calls", "implementer": "children"}  # what one observation is, per role
+
 
 class RoleHealth(ReplyHealth):
     """One child-making role's reply health over a run (see the module docstring).
@@ -74,8 +76,9 @@ class RoleHealth(ReplyHealth):
 
     def message(self, stats: ReplyStats) -> str:
         return (
-            f"the {self.screener} (model {self.model}) produced no parseable reply for {self.streak} children in "
-            f"a row, so the run stopped instead of paying for more replies. Expected {stats.expected}; the "
+            f"the {self.screener} (model {self.model}) produced no parseable reply for {self.streak} "
+            f"{UNITS.get(self.screener, 'calls')} in a row, so the run stopped instead of paying for more replies. "
+            f"Expected {stats.expected}; the "
             f"model wrote: {stats.example!r}. Fix: use a model that follows the format, raise its max_tokens if "
             "replies are cut off, or check the role's prompt; engine.max_unparsed_replies sets how many such "
             "replies in a row stop a run"
