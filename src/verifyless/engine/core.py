@@ -43,12 +43,12 @@ from verifyless.engine.learners import Learners
 from verifyless.engine.routing import select
 from verifyless.engine.snapshot import Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
-from verifyless.errors import ModelUnavailable, VerifylessError
+from verifyless.errors import ModelUnavailable
 from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, verify_with_repairs
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import ScreenContext, Screener
-from verifyless.screen.health import ReplyHealth, ReplyStats
+from verifyless.screen.health import ReplyHealth
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
@@ -149,14 +149,7 @@ class Engine:
             await resume.finish_interrupted(self)
             stopped = await self._loop()
         except BaseException as exc:
-            # A stop with a reason (a failed baseline, a dead endpoint, replies that never parse) is "failed";
-            # Ctrl-C, a kill or a crash is "interrupted". Either way the run resumes from its events.
-            if isinstance(exc, VerifylessError):
-                self.store.set_status(
-                    self.run_id, "failed", reason=f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
-                )
-            else:
-                self.store.set_status(self.run_id, "interrupted")
+            ends.mark_stopped(self, exc)
             for chain in self._chains():
                 chain.cancel()
             # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.
@@ -209,15 +202,15 @@ class Engine:
         try:
             proposals = await self.maker.propose(ctx, self.config.engine.candidates)
         except ModelUnavailable as exc:
-            self._model_failure(r, f"proposer: {exc}")
+            _model_failure(self, r, f"proposer: {exc}")
             return
-        self._account("proposer", r, [proposal_stats(proposals)])
+        self.role_health["proposer"].feed(r, [proposal_stats(proposals)])
         seen: set[str] = set()  # program hashes already in this pool
         made = await asyncio.gather(
             *(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals))
         )
         implemented = [made_stats(m) for p, (m, _) in zip(proposals, made, strict=True) if isinstance(p, Idea)]
-        self._account("implementer", r, implemented)
+        self.role_health["implementer"].feed(r, implemented)
         pool = [c for _, c in made if c is not None]
         self._model_failures = 0
         if not pool:
@@ -254,13 +247,6 @@ class Engine:
         for k, cid in enumerate(routed.to_verify):
             await self._wait_for_executor()
             self._dispatch(by_id[cid], (k,), screening.ranking.index(cid))
-
-    def _account(self, role: str, r: int, replies: list[ReplyStats]) -> None:
-        """Feed a role's reply units in candidate order (the stop is positional); warn once on a low rate."""
-        health = self.role_health[role]
-        for stats in replies:
-            health.account(stats)
-        health.warn(r, sum(replies, ReplyStats()))
 
     async def _make(
         self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
@@ -354,16 +340,6 @@ class Engine:
         for tasks in self._inflight.values():
             yield from tasks
 
-    def _model_failure(self, r: int, reason: str, fatal: bool = True) -> None:
-        """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
-        self.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
-        self.progress("model_error", {"round": r, "reason": reason})
-        if fatal:
-            self._model_failures += 1
-            log.warning("round %d: %s (%d in a row)", r, reason, self._model_failures)
-            if self._model_failures >= 3:
-                raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
-
     # ------------------------------------------------------------------ round boundaries: tell, learn
 
     async def _drain(self, upto: int) -> None:
@@ -401,6 +377,17 @@ async def submit_ensemble(engine: Engine) -> None:
         ensemble_submission, engine.task, members, sandbox, hide=tuple(getattr(engine.executor, "hide", ()))
     )
     engine.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+
+
+def _model_failure(engine: Engine, r: int, reason: str, fatal: bool = True) -> None:
+    """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
+    engine.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
+    engine.progress("model_error", {"round": r, "reason": reason})
+    if fatal:
+        engine._model_failures += 1
+        log.warning("round %d: %s (%d in a row)", r, reason, engine._model_failures)
+        if engine._model_failures >= 3:
+            raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
 
 
 def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
@@ -471,7 +458,7 @@ async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, p
     except ModelUnavailable as exc:
         order = [c.id for c in pool]
         rng.shuffle(order)
-        engine._model_failure(r, f"screener: {exc}", fatal=False)
+        _model_failure(engine, r, f"screener: {exc}", fatal=False)
         log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
         return Screening(
             f"{getattr(engine.screener, 'name', 'screener')}-unavailable",

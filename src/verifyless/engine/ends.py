@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from verifyless.engine.baseline import check_baseline
+from verifyless.errors import VerifylessError
 from verifyless.node import Candidate, Idea, Operator, Status, content_hash
 
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.engine.core import Engine
 
-__all__ = ["RunResult", "ensure_baseline", "ensure_brief", "result", "select_final"]
+__all__ = ["RunResult", "ensure_baseline", "ensure_brief", "mark_stopped", "result", "select_final"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,17 @@ class RunResult:
     verifications: int
     rounds: int
     stopped: str
+
+
+def mark_stopped(engine: Engine, exc: BaseException) -> None:
+    """Store why the run stopped early: ``failed`` with the reason for a ``VerifylessError`` (a failed
+    baseline, a dead endpoint, replies that never parse); ``interrupted`` for Ctrl-C, a kill or a crash.
+    Either way the run resumes from its events."""
+    if isinstance(exc, VerifylessError):
+        reason = f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
+        engine.store.set_status(engine.run_id, "failed", reason=reason)
+    else:
+        engine.store.set_status(engine.run_id, "interrupted")
 
 
 async def ensure_brief(engine: Engine) -> None:

@@ -54,6 +54,12 @@ class RoleHealth(ReplyHealth):
         super().__init__(role, model, min_parse_rate=0.0, max_unparsed_screenings=max_unparsed)
         self.warn_below = min_parse_rate
 
+    def feed(self, r: int, replies: list[ReplyStats]) -> None:
+        """Account round ``r``'s reply units in candidate order (the stop is positional); warn once on a low rate."""
+        for stats in replies:
+            self.account(stats)
+        self.warn(r, sum(replies, ReplyStats()))
+
     def warn(self, r: int, stats: ReplyStats) -> None:
         """Log a WARNING when one expansion's replies parsed below ``warn_below``."""
         if stats.rate is None or stats.rate >= self.warn_below:

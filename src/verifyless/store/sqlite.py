@@ -155,13 +155,10 @@ class RunStore(StoreViews, BlobStore):
     def set_status(self, run_id: str, status: str, *, reason: str | None = None) -> int:
         """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event.
 
-        The event also holds the writer's pid and host, so a reader can tell a ``running`` run whose
-        process died (``RunInfo.status`` then reads ``interrupted``), and ``reason`` when given (why a
-        ``failed`` run stopped, for ``show``).
+        The event holds the writer's pid and host (a reader then shows a dead writer's ``running`` run as
+        ``interrupted``) and ``reason`` when given (why a ``failed`` run stopped, for ``show``).
         """
-        payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
-        if reason:
-            payload["reason"] = reason[:4000]
+        payload = _status_payload(status, reason)
         with self._write() as conn:
             self._require_run(conn, run_id)
             seq = self._insert(conn, run_id, "run_status", payload, None, None)
@@ -354,3 +351,11 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     elif "readonly" in text:
         hint += " Make the store file and its folder writable."
     return StoreError(f"run store {path}: {text}. {hint}")
+
+
+def _status_payload(status: str, reason: str | None) -> dict[str, Any]:
+    """A ``run_status`` payload: the status, the writer's pid and host, and the reason when there is one."""
+    payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
+    if reason:
+        payload["reason"] = reason[:4000]
+    return payload
