@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -373,9 +377,26 @@ def test_runs_resolve_and_status(store):
         store.run("20260101-000000-aaaaab")
     store.set_status(a, "finished")
     assert store.run(a).status == "finished"
-    assert [e.payload for e in store.events(a, kinds=["run_status"])] == [{"status": "finished"}]
+    assert [e.payload["status"] for e in store.events(a, kinds=["run_status"])] == ["finished"]
+    (payload,) = [e.payload for e in store.events(a, kinds=["run_status"])]
+    assert payload["pid"] == os.getpid() and payload["host"] == socket.gethostname(), "the writer, for liveness"
     generated = store.create_run("t3", {})
     assert len(generated) == 22 and generated > b  # timestamp prefix sorts after older ids
+
+
+def test_a_running_run_whose_writer_died_reads_as_interrupted_and_the_config_in_force(store):
+    run_id = store.create_run("t", {"budget": {"verifications": 6}})
+    store.set_status(run_id, "running")
+    assert store.run(run_id).status == "running", "this process is alive"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    payload = {"status": "running", "pid": int(dead.stdout), "host": socket.gethostname()}
+    store.append(run_id, "run_status", payload)
+    assert store.run(run_id).status == "interrupted"
+    store.append(run_id, "run_status", {**payload, "host": "another-host"})
+    assert store.run(run_id).status == "running", "a writer elsewhere cannot be checked"
+    store.append(run_id, "config_update", {"changes": {"budget.verifications": 8}})
+    assert store.run(run_id).config["budget"]["verifications"] == 8
+    assert [r.config["budget"]["verifications"] for r in store.runs()] == [8]
 
 
 def test_nodes_cache_sees_writes_from_another_connection(tmp_path):

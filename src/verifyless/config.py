@@ -110,6 +110,17 @@ class EngineConfig(_Strict):
     snapshot_every: int = Field(
         50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)"
     )
+    allow_failed_baseline: bool = Field(
+        False,
+        description="search on when the baseline program itself fails (a failing evaluator always stops the "
+        "run, exit 3)",
+    )
+    min_parse_rate: float = Field(
+        0.5, ge=0.0, le=1.0, description="warn when a child-making role's replies parse below this rate"
+    )
+    max_unparsed_replies: int = Field(
+        10, ge=1, description="stop the run (exit 7) after this many children in a row whose role reply never parsed"
+    )
 
 
 class _Component(_Strict):

@@ -1,10 +1,16 @@
 """The ``verifyless`` command line (Typer + rich).
 
-Exit codes: 0 success; 1 unexpected error; 2 bad configuration or arguments;
-3 bad task folder; 4 sandbox unavailable; 5 store problem; 6 model endpoint
-unusable; 7 an LLM reply that never parsed; 8 a screener's replies stopped
-parsing (``UnparseableReplies``). Errors print one clear message, never a
-traceback (set ``VERIFYLESS_DEBUG=1`` to see it).
+Exit codes: 0 success (``verify``: the verification ran, whatever the program's
+status; ``--strict``: 1 when the program failed); 1 unexpected error; 2 bad
+configuration or arguments; 3 bad task folder, or a run whose baseline failed
+(in the evaluator always; as a program unless ``engine.allow_failed_baseline``);
+4 sandbox unavailable; 5 store problem; 6 model endpoint unusable; 7 an LLM
+reply that never parsed (a proposer or implementer with
+``engine.max_unparsed_replies`` unparseable children in a row); 8 a screener's
+replies stopped parsing (``UnparseableReplies``); 9 ``replay`` found a decision
+that differs from the stored run; 130 interrupted (Ctrl-C; the message names the
+``--resume`` command). Errors print one clear message, never a traceback (set
+``VERIFYLESS_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # Typer returns (not raises) the code of ``typer.Exit`` and Ctrl-C (130)
     except VerifylessError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         if os.environ.get("VERIFYLESS_DEBUG"):
@@ -70,6 +76,10 @@ def main() -> None:
             highlight=False,
         )
         sys.exit(1)
+    if code == 130:
+        err.print("interrupted")
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 def _is_usage_error(exc: BaseException) -> bool:
@@ -170,8 +180,15 @@ def verify(
     task: str = typer.Argument(..., help="built-in task name or task folder"),
     program: Path | None = typer.Argument(None, help="program file (default: the task's baseline)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    strict: bool = typer.Option(
+        False, "--strict", help="for scripts: exit 1 when the program fails (3 when the evaluator does)"
+    ),
 ) -> None:
-    """Run one verification in the sandbox and print status and metrics."""
+    """Run one verification in the sandbox and print status and metrics.
+
+    Exit 0 when the verification ran, whatever the program's status (``--strict``: 1 when it failed);
+    3 when the failure is the evaluator's (it raised outside the program, or returned no dict of metrics).
+    """
     from verifyless.errors import TaskError
     from verifyless.sandbox.local import LocalSandbox
     from verifyless.task import load_task
@@ -184,7 +201,7 @@ def verify(
     result = run_verify(t, text, LocalSandbox())
     if as_json:
         print(json.dumps({"task": t.name, **result.to_dict()}, indent=2))
-        raise typer.Exit(0 if result.status.value == "ok" else 1)
+        raise typer.Exit(_verify_exit(t, result, strict))
     colour = "green" if result.status.value == "ok" else "red"
     console.print(f"[bold]{t.name}[/]: [{colour}]{result.status.value}[/] {result.reason}")
     table = Table(box=None)
@@ -202,7 +219,18 @@ def verify(
     )
     if result.status.value != "ok" and result.stderr_tail:
         console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
-    raise typer.Exit(0 if result.status.value == "ok" else 1)
+    raise typer.Exit(_verify_exit(t, result, strict))
+
+
+def _verify_exit(task: Any, result: Any, strict: bool) -> int:
+    """0 when the program ran (1 with ``strict`` when it failed); 3 when the evaluator failed (a task problem)."""
+    from verifyless.engine.baseline import failure_source
+
+    source = failure_source(task, result)
+    if source == "evaluator":
+        err.print(f"the failure is in the evaluator of task {task.name!r}, not in the program", highlight=False)
+        return 3
+    return 1 if strict and source == "program" else 0
 
 
 # ---------------------------------------------------------------------- runs
@@ -271,6 +299,9 @@ def run(
 
         resume = st.resolve_run(resume)
         changes = resume_changes(flags + over)
+        if not changes and st.run(resume).status == "finished":
+            _print_finished(st, resume)
+            return
         stored = stored_config(st, resume)
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
@@ -278,15 +309,50 @@ def run(
             st.append(resume, "config_update", {"changes": changes})
     if not quiet:
         console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
-    result = asyncio.run(_run(cfg, st, resume, quiet))
+    started: dict[str, Any] = {}
+    try:
+        result = asyncio.run(_run(cfg, st, resume, quiet, started))
+    except KeyboardInterrupt:
+        _print_interrupted(started.get("engine"), st)
+        sys.exit(130)
     _print_result(result, st)
 
 
-async def _run(cfg, st, resume, quiet):
+def _print_finished(st, run_id: str) -> None:
+    """``--resume`` of a finished run with no raised cap: nothing to do, say so and how to go on."""
+    final = [e.payload for e in st.events(run_id, kinds=["final"])]
+    stopped = final[-1].get("stopped", "?") if final else "?"
+    console.print(
+        f"run {run_id} is finished (stopped: {stopped}; {st.budget(run_id).verifications} verifications); "
+        f"nothing to resume. To go on, raise a cap: verifyless run --resume {run_id} --budget N --store {st.path}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _print_interrupted(engine: Any, st) -> None:
+    """After Ctrl-C: what was kept and the command that continues the run."""
+    run_id = getattr(engine, "run_id", None)
+    if run_id is None:
+        err.print("interrupted before the run started; nothing was stored", highlight=False)
+        return
+    done = st.budget(run_id).verifications
+    err.print(
+        f"interrupted: run {run_id} stopped after {done} verifications (every finished one is stored; "
+        f"unfinished ones are verified on resume). Continue it with: verifyless run --resume {run_id} "
+        f"--store {st.path}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+async def _run(cfg, st, resume, quiet, started: dict[str, Any]):
+    """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message) and run it."""
     from verifyless.wiring import build_engine
 
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, progress=progress)
+    started["engine"] = engine
     if progress and _ends_with_ensemble(engine):
         progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:
@@ -341,11 +407,15 @@ class _LiveProgress:
             self.bar.start()
             self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")
             return
+        if kind == "resume":
+            paid = f"{data['verifications']} of {data['cap']}" if data.get("cap") is not None else data["verifications"]
+            self.out.print(f"resuming at round {data['round']}: {paid} verifications paid", highlight=False)
+            return
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
             self._update(budget)
         if kind == "round" and self.task_id is not None:
-            self.bar.update(self.task_id, description=f"round {data['round']}")
+            self.bar.update(self.task_id, description=f"round {data['round']}{_replies_text(data.get('replies'))}")
         elif kind == "verification":
             score = data.get("score")
             self.out.print(
@@ -398,6 +468,12 @@ class _LiveProgress:
 
     def close(self) -> None:
         self.bar.stop()
+
+
+def _replies_text(replies: dict[str, Any] | None) -> str:
+    """`` · implementer parsed 3/10`` for each child-making role whose replies fell short (all parsed: nothing)."""
+    short = {role: h for role, h in (replies or {}).items() if h["parsed"] < h["total"]}
+    return "".join(f" · {role} parsed {h['parsed']}/{h['total']}" for role, h in short.items())
 
 
 def _print_result(result, st) -> None:
@@ -497,6 +573,8 @@ def _best_row(st, run_id: str) -> dict[str, Any] | None:
 
 
 def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
+    from verifyless.engine.health import stored_role_health
+
     info = st.run(run_id)
     b = st.budget(run_id)
     rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
@@ -521,6 +599,8 @@ def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "screener_audit": _screener_audit(st, run_id),
         **_peers_data(st, run_id),
         "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
+        "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
+        "stop_reason": _stop_reason(st, run_id),
     }
 
 
@@ -541,6 +621,13 @@ def _screener_audit(st, run_id: str) -> dict[str, Any] | None:
 
     audit = audit_from_store(st, run_id)
     return audit.row() if audit.screenings else None
+
+
+def _stop_reason(st, run_id: str) -> str | None:
+    """Why a ``failed`` run stopped (stored with its status), or None."""
+    statuses = [e.payload for e in st.events(run_id, kinds=["run_status"])]
+    last = statuses[-1] if statuses else {}
+    return last.get("reason") if last.get("status") == "failed" else None
 
 
 def _submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
@@ -582,6 +669,8 @@ def show(
         return
     b = data["budget"]
     console.print(f"[bold]{data['run_id']}[/]  task {data['task']}  status {data['status']}")
+    if data["stop_reason"]:
+        console.print(f"[red]stopped:[/] {data['stop_reason']}", highlight=False, soft_wrap=True)
     console.print(
         f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s · tokens "
         f"{b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}"
@@ -623,13 +712,11 @@ def show(
                 f"{c['cost'] or 0:.4f}",
             )
         console.print(calls)
-    if data["reply_health"]:
+    health = {**data["reply_health"], **data["role_health"]}
+    if health:
         console.print(
             "replies parsed: "
-            + ", ".join(
-                f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)"
-                for name, h in data["reply_health"].items()
-            )
+            + ", ".join(f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in health.items())
         )
     if data["screener_audit"]:
         from verifyless.screen.audit import audit_line
@@ -652,14 +739,18 @@ def _peers_lines(data: dict[str, Any]) -> list[str]:
 
 @app.command()
 def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
-    """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint."""
-    from verifyless._cli.replay import replay_run
+    """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
+
+    A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every
+    decision is the same, 9 when one differs (or the replay needed a reply or an outcome never stored).
+    """
+    from verifyless._cli.replay import ReplayDiverged, replay_run
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
     report = asyncio.run(replay_run(st, run_id))
     console.print(report.describe())
-    raise typer.Exit(0 if report.equal else 1)
+    raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 
 
 @app.command()

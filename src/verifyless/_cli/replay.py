@@ -5,6 +5,9 @@ response cache (a miss is an error, never a call), and verification outcomes
 looked up by program hash from the original run. If every decision is the
 same, it proposes the same programs in the same order and reaches the same
 final node. The replay writes into a temporary store; the original is only read.
+A resumed run is replayed part by part, each part from the original log as its
+resume saw it (``replay_run``). Exit code 9 (``ReplayDiverged``) when a decision
+differs.
 """
 
 from __future__ import annotations
@@ -14,31 +17,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifyless.config import validate
 from verifyless.errors import VerifylessError
 from verifyless.node import Verification
+from verifyless.store.records import Item
 from verifyless.task.base import Task
 
 
 class ReplayDiverged(VerifylessError):
-    """The replay asked for a verification the original run never made."""
+    """The replay asked for a verification the original run never made, or reached a different end."""
 
-    exit_code = 1
+    exit_code = 9
+
+
+class SegmentEnd(Exception):
+    """The replay of a resumed run's earlier part reached where that part was interrupted."""
 
 
 class StoredVerifications:
-    """An executor that answers from the original run's verification events."""
+    """An executor that answers from the original run's verification events.
+
+    ``stop_outside``: the program hashes one part (segment) of a resumed run verified; a request for a
+    program the run verified only later is where that part was interrupted: ``SegmentEnd`` is raised and
+    ``ended`` is set (an error the replay then hits, such as an LLM reply the original never asked for, is
+    the same stop).
+    """
 
     name = "stored"
 
-    def __init__(self, by_hash: dict[str, Verification], capacity: int = 1) -> None:
+    def __init__(
+        self, by_hash: dict[str, Verification], capacity: int = 1, stop_outside: set[str] | None = None
+    ) -> None:
         self.by_hash = by_hash
         self.capacity = capacity
+        self.stop_outside = stop_outside
+        self.ended = False
 
     async def verify(self, task: Task, program: str) -> Verification:
         from verifyless.node import content_hash
 
         h = content_hash(program)
+        if self.stop_outside is not None and h not in self.stop_outside:
+            self.ended = True
+            raise SegmentEnd(h)
         if h not in self.by_hash:
             raise ReplayDiverged(
                 f"the replay produced program {h[:12]} which the original run never verified: "
@@ -69,59 +89,165 @@ class ReplayReport:
         return "\n".join(lines)
 
 
-def _trace(store: Any, run_id: str) -> tuple[list[tuple], str | None]:
-    """Node and verification facts keyed by node id.
+@dataclass(frozen=True)
+class Segment:
+    """One part of a run: from a ``running`` status to the next one (or the end of the log).
+
+    ``start`` is the seq of its ``running`` event (0 for the first part: it replays from nothing);
+    ``end`` the seq of the next part's (None: the log's end). ``complete`` when it holds a ``final``.
+    """
+
+    start: int
+    end: int | None
+    complete: bool
+
+    def holds(self, seq: int) -> bool:
+        return seq >= self.start and (self.end is None or seq < self.end)
+
+
+def segments(store: Any, run_id: str) -> list[Segment]:
+    """The run's parts: one for a run that never resumed, one more per resume."""
+    starts = [ev.seq for ev in store.events(run_id, kinds=["run_status"]) if ev.payload.get("status") == "running"]
+    bounds = [0, *starts[1:]]
+    finals = [ev.seq for ev in store.events(run_id, kinds=["final"])]
+    out = []
+    for i, lo in enumerate(bounds):
+        hi = bounds[i + 1] if i + 1 < len(bounds) else None
+        seg = Segment(lo, hi, False)
+        out.append(Segment(lo, hi, any(seg.holds(f) for f in finals)))
+    return out
+
+
+async def replay_run(store: Any, run_id: str) -> ReplayReport:
+    """Replay every part of ``run_id`` and compare its decisions with the stored ones.
+
+    A run that was resumed is replayed part by part: each resumed part starts from the original log
+    up to its resume (copied into the temporary store, as the resume itself saw it) and re-executes
+    what came after. A part that ended in an interruption stops where the original stopped (at its
+    first request for a program it did not verify) and is compared on what both reached: every
+    verification it stored, and every node both made. The part that finished is compared whole,
+    final node included. Exact for ``engine.verify_concurrency=1``; with more, an interruption may
+    fall between verifications that finish out of order, which reads as a difference.
+    """
+    by_hash: dict[str, Verification] = {}
+    for ev in store.events(run_id, kinds=["verification"]):
+        v = Verification.from_dict(ev.payload)
+        by_hash.setdefault(v.program_hash, v)
+    original_final = next(
+        (ev.payload.get("node_id") for ev in reversed(list(store.events(run_id, kinds=["final"])))), None
+    )
+    compared, replay_final, diffs = 0, None, []
+    parts = segments(store, run_id)
+    for k, seg in enumerate(parts):
+        n, final, found = await _replay_segment(store, run_id, seg, by_hash)
+        label = f"part {k + 1} of {len(parts)}: " if len(parts) > 1 else ""
+        compared += n
+        diffs += [label + d for d in found]
+        if seg.complete:
+            replay_final = final
+    equal = not diffs and original_final == replay_final
+    return ReplayReport(run_id, equal, original_final, replay_final, compared, diffs)
+
+
+async def _replay_segment(
+    store: Any, run_id: str, seg: Segment, by_hash: dict[str, Verification]
+) -> tuple[int, str | None, list[str]]:
+    """(facts compared, the replay's final node, differences) for one part of the run."""
+    from verifyless.config import apply_changes
+    from verifyless.store import RunStore
+    from verifyless.wiring import build_engine
+
+    mine = _facts(store, run_id, seg.holds)
+    own = {t[2] for t in mine if t[0] == "verification-hash"}
+    executor = None
+    with tempfile.TemporaryDirectory(prefix="verifyless-replay-") as tmp:
+        replay_store = RunStore(Path(tmp) / "replay.db")
+        try:
+            first, changes = _config_before(store, run_id, seg.start)
+            # the response cache lives in the original store's file; no wall clock in a replay
+            cfg = apply_changes(first, {**changes, "store": str(store.path), "budget.wall_seconds": None})
+            resumed = seg.start > 0
+            if resumed:
+                copy_prefix(store, replay_store, run_id, seg.start)
+            after = max((ev.seq for ev in replay_store.events(run_id)), default=0) if resumed else 0
+            executor = StoredVerifications(
+                by_hash, cfg.engine.verify_concurrency, stop_outside=None if seg.complete else own
+            )
+            engine = build_engine(cfg, replay_store, replay=True, replay_executor=executor)
+            try:
+                result = await engine.run(run_id if resumed else None)
+                final = result.best_id
+            except Exception:
+                if seg.complete or not executor.ended:
+                    raise
+                final = None
+            theirs = _facts(replay_store, engine.run_id or "", lambda seq: seq > after)
+        finally:
+            replay_store.close()
+    return _compare(mine, theirs, whole=seg.complete), final, _differences(mine, theirs, whole=seg.complete)
+
+
+def _config_before(store: Any, run_id: str, seq: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's first configuration and the changes (``config_update``) stored before ``seq``."""
+    first: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
+    for ev in store.events(run_id, kinds=["config", "config_update"]):
+        if ev.kind == "config":
+            first = dict(ev.payload["config"])
+        elif ev.seq < seq:
+            changes.update(ev.payload.get("changes") or {})
+    return first, changes
+
+
+def copy_prefix(source: Any, target: Any, run_id: str, before: int) -> None:
+    """Copy ``run_id``'s events with seq < ``before`` (programs and charges included) into ``target``."""
+    events = list(source.events(run_id))
+    head = events[0].payload  # the config event, written by create_run
+    target.create_run(head["task"], head["config"], run_id=run_id, seed=int(head.get("seed", 0)))
+    items = []
+    for ev in events[1:]:
+        if ev.seq >= before:
+            break
+        payload = dict(ev.payload)
+        if ev.kind == "node":
+            payload["program"] = source.get_text(payload["program_hash"])
+        items.append(Item(ev.kind, payload, ev.node_id, ev.charge or None))
+    target.append_many(run_id, items)
+
+
+def _facts(store: Any, run_id: str, keep: Any) -> list[tuple]:
+    """Node and verification facts of the events ``keep(seq)`` selects, with verified hashes, keyed by node id.
 
     Sorted, not in log order: with pipelining, LLM work of round r+1 and the
     verification of round r interleave in the log by timing, while the
     decisions (positional node ids, programs, outcomes) do not depend on it.
     """
-    trace, final = [], None
-    for ev in store.events(run_id, kinds=["node", "verification", "final"]):
+    out: list[tuple[Any, ...]] = []
+    for ev in store.events(run_id, kinds=["node", "verification"]):
+        if not keep(ev.seq):
+            continue
         if ev.kind == "node":
-            trace.append(("node", ev.node_id, ev.payload.get("program_hash"), ev.payload.get("status")))
-        elif ev.kind == "verification":
-            trace.append(("verification", ev.node_id, ev.payload.get("status"), ev.payload.get("score")))
+            out.append(("node", ev.node_id, ev.payload.get("program_hash"), ev.payload.get("status")))
         else:
-            final = ev.payload.get("node_id")
-    return sorted(trace, key=lambda t: (t[1] or "", t[0])), final
+            out.append(("verification", ev.node_id, ev.payload.get("status"), ev.payload.get("score")))
+            out.append(("verification-hash", ev.node_id, ev.payload.get("program_hash")))
+    return sorted(out, key=lambda t: (t[1] or "", t[0]))
 
 
-async def replay_run(store: Any, run_id: str) -> ReplayReport:
-    from verifyless.config import stored_config
-    from verifyless.store import RunStore
-    from verifyless.wiring import build_engine
+def _compare(mine: list[tuple], theirs: list[tuple], *, whole: bool) -> int:
+    return len(mine) if whole else len(set(mine) & set(theirs))
 
-    starts = sum(1 for ev in store.events(run_id, kinds=["run_status"]) if ev.payload.get("status") == "running")
-    if starts > 1:
-        raise ReplayDiverged(
-            f"run {run_id} was resumed {starts - 1} time(s); replay reproduces runs that ran without interruption "
-            "(a resumed run's decisions depend on where it stopped). Its stored events remain the record of the run."
-        )
-    data = stored_config(store, run_id)
-    data["store"] = str(store.path)  # the response cache lives in the original store's file
-    data["budget"] = {**data.get("budget", {}), "wall_seconds": None}
-    cfg = validate(data)
-    by_hash: dict[str, Verification] = {}
-    for ev in store.events(run_id, kinds=["verification"]):
-        v = Verification.from_dict(ev.payload)
-        by_hash.setdefault(v.program_hash, v)
-    with tempfile.TemporaryDirectory(prefix="verifyless-replay-") as tmp:
-        replay_store = RunStore(Path(tmp) / "replay.db")
-        try:
-            engine = build_engine(
-                cfg,
-                replay_store,
-                replay=True,
-                replay_executor=StoredVerifications(by_hash, cfg.engine.verify_concurrency),
-            )
-            result = await engine.run()
-            original, original_final = _trace(store, run_id)
-            replayed, _ = _trace(replay_store, result.run_id)
-        finally:
-            replay_store.close()
-    diffs = [f"event {i}: {a} != {b}" for i, (a, b) in enumerate(zip(original, replayed, strict=False)) if a != b]
-    if len(original) != len(replayed):
-        diffs.append(f"original has {len(original)} node events, replay {len(replayed)}")
-    equal = not diffs and original_final == result.best_id
-    return ReplayReport(run_id, equal, original_final, result.best_id, min(len(original), len(replayed)), diffs)
+
+def _differences(mine: list[tuple], theirs: list[tuple], *, whole: bool) -> list[str]:
+    """Whole part: the facts must be equal. Interrupted part: every stored verification must be reproduced,
+    and a node both made must be the same node (what the interruption cut off on either side is not compared)."""
+    if whole:
+        diffs = [f"event {i}: {a} != {b}" for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b]
+        if len(mine) != len(theirs):
+            diffs.append(f"original has {len(mine)} node events, replay {len(theirs)}")
+        return diffs
+    replayed = set(theirs)
+    nodes = {t[1]: t for t in theirs if t[0] == "node"}
+    diffs = [f"not reproduced: {t}" for t in mine if t[0] != "node" and t not in replayed]
+    diffs += [f"{t} != {nodes[t[1]]}" for t in mine if t[0] == "node" and t[1] in nodes and nodes[t[1]] != t]
+    return diffs

@@ -34,11 +34,12 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from verifyless.child import ChildMaker
+from verifyless.child import ChildMaker, Made
 from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
 from verifyless.engine.ends import RunResult
+from verifyless.engine.health import RoleHealth, made_stats, proposal_stats
 from verifyless.engine.learners import Learners
 from verifyless.engine.peers import Peers, gate_pool, owned
 from verifyless.engine.routing import select
@@ -107,6 +108,7 @@ class Engine:
             guard_repairs=config.guards.repair_attempts,
         )
         self.reply_health = ReplyHealth.for_screener(screener)  # parse rate per screening; stops on silence
+        self.role_health = _role_health(roles, config)  # the same for the proposer and the implementer
         self.programs = Programs(store, self.state)
         self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
         self._claimed: set[str] = set()  # program hashes dispatched for verification
@@ -149,13 +151,15 @@ class Engine:
             resume.restore(self, from_snapshot=from_snapshot)
         self.store.set_status(self.run_id, "running")
         self.progress("start", {"run_id": self.run_id, "task": self.task.name})
+        if run_id is not None:
+            resume.announce(self)
         try:
             await ends.ensure_brief(self)
             await ends.ensure_baseline(self)
             await resume.finish_interrupted(self)
             stopped = await self._loop()
-        except BaseException:
-            self.store.set_status(self.run_id, "interrupted")
+        except BaseException as exc:
+            ends.mark_stopped(self, exc)
             for chain in self._chains():
                 chain.cancel()
             # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.
@@ -188,7 +192,8 @@ class Engine:
                 continue
             self.ledger.emit("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
             if self.ledger.watched:
-                self.progress("round", {"round": r, "budget": self.ledger.budget_view()})
+                replies = {role: h.seen.to_dict() for role, h in self.role_health.items() if h.seen.total}
+                self.progress("round", {"round": r, "budget": self.ledger.budget_view(), "replies": replies})
             dispatched = len(self._claimed)
             for i, exp in enumerate(expansions):
                 await self._round(r, i, exp)
@@ -207,13 +212,16 @@ class Engine:
         try:
             proposals = await owned(f"r{r}e{i}", self.maker.propose(ctx, self.config.engine.candidates))
         except ModelUnavailable as exc:
-            self._model_failure(r, f"proposer: {exc}")
+            _model_failure(self, r, f"proposer: {exc}")
             return
+        self.role_health["proposer"].feed(r, [proposal_stats(proposals)])
         seen: set[str] = set()  # program hashes already in this pool
         made = await asyncio.gather(
             *(self._make(f"r{r}e{i}c{j}", p, exp, parent, r, seen) for j, p in enumerate(proposals))
         )
-        pool = await gate_pool(self, r, [c for c in made if c is not None])  # audited rejections dispatched
+        implemented = [made_stats(m) for p, (m, _) in zip(proposals, made, strict=True) if isinstance(p, Idea)]
+        self.role_health["implementer"].feed(r, implemented)
+        pool = await gate_pool(self, r, [c for _, c in made if c is not None])  # audited rejections dispatched
         self._model_failures = 0
         if not pool:
             return
@@ -252,8 +260,8 @@ class Engine:
 
     async def _make(
         self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
-    ) -> Candidate | None:
-        """Make one child (``verifyless.child``); record it and return it, or None if it failed before screening."""
+    ) -> tuple[Made, Candidate | None]:
+        """Make one child (``verifyless.child``) and record it; the candidate is None if it failed before screening."""
 
         def known(digest: str) -> bool:
             return not self.task.stochastic and (
@@ -271,10 +279,10 @@ class Engine:
             self.ledger.record_candidate(cand, made.status, made.reason[:2000])
             order = TellOrder.DUPLICATE if made.status is Status.DUPLICATE else TellOrder.FAILED
             self.tells.add(r, order, (cid,), cid)
-            return None
+            return made, None
         seen.add(cand.program_hash)
         self.ledger.record_candidate(cand, Status.IMPLEMENTED)
-        return cand
+        return made, cand
 
     # ------------------------------------------------------------------ verification chains
 
@@ -352,16 +360,6 @@ class Engine:
         for tasks in self._inflight.values():
             yield from tasks
 
-    def _model_failure(self, r: int, reason: str, fatal: bool = True) -> None:
-        """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
-        self.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
-        self.progress("model_error", {"round": r, "reason": reason})
-        if fatal:
-            self._model_failures += 1
-            log.warning("round %d: %s (%d in a row)", r, reason, self._model_failures)
-            if self._model_failures >= 3:
-                raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
-
     # ------------------------------------------------------------------ round boundaries: tell, learn
 
     async def _drain(self, upto: int) -> None:
@@ -392,11 +390,38 @@ async def submit_ensemble(engine: Engine) -> None:
     sandbox = getattr(engine.executor, "sandbox", None)
     if not ids or sandbox is None:
         return
+    scored = [e.payload.get("members") for e in engine.store.events(engine.run_id, kinds=["submission"])]
+    if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
+        return
     members = [(i, engine.programs.text(i)) for i in ids]
     sub = await asyncio.to_thread(
         ensemble_submission, engine.task, members, sandbox, hide=tuple(getattr(engine.executor, "hide", ()))
     )
     engine.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+
+
+def _model_failure(engine: Engine, r: int, reason: str, fatal: bool = True) -> None:
+    """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
+    engine.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
+    engine.progress("model_error", {"round": r, "reason": reason})
+    if fatal:
+        engine._model_failures += 1
+        log.warning("round %d: %s (%d in a row)", r, reason, engine._model_failures)
+        if engine._model_failures >= 3:
+            raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
+
+
+def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
+    """Reply-health trackers of the proposer and the implementer, named after their models."""
+    eng = config.engine
+
+    def model(role: Any) -> str:
+        return str(getattr(getattr(role, "model", None), "name", "") or "")
+
+    return {
+        name: RoleHealth(name, model(role), eng.min_parse_rate, eng.max_unparsed_replies)
+        for name, role in (("proposer", roles.proposer), ("implementer", roles.implementer))
+    }
 
 
 def _expansion_dict(e: Expansion) -> dict[str, Any]:
@@ -455,7 +480,7 @@ async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, p
     except ModelUnavailable as exc:
         order = [c.id for c in pool]
         rng.shuffle(order)
-        engine._model_failure(r, f"screener: {exc}", fatal=False)
+        _model_failure(engine, r, f"screener: {exc}", fatal=False)
         log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
         return Screening(
             f"{getattr(engine.screener, 'name', 'screener')}-unavailable",

@@ -6,18 +6,20 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from verifyless.engine.baseline import check_baseline
+from verifyless.errors import VerifylessError
 from verifyless.node import Candidate, Idea, Operator, Status, content_hash
 from verifyless.screen.final import select_final as round_robin
 
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.engine.core import Engine
 
-__all__ = ["RunResult", "ensure_baseline", "ensure_brief", "result", "select_final"]
+__all__ = ["RunResult", "ensure_baseline", "ensure_brief", "mark_stopped", "result", "select_final"]
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a finished (or stopped) run reports: the best node, its scores, what was spent and why it stopped."""
+    """What a run reached: its final node and scores, what it spent, and why it stopped."""
 
     run_id: str
     best_id: str | None
@@ -29,6 +31,17 @@ class RunResult:
     stopped: str
 
 
+def mark_stopped(engine: Engine, exc: BaseException) -> None:
+    """Store why the run stopped early: ``failed`` with the reason for a ``VerifylessError`` (a failed
+    baseline, a dead endpoint, replies that never parse); ``interrupted`` for Ctrl-C, a kill or a crash.
+    Either way the run resumes from its events."""
+    if isinstance(exc, VerifylessError):
+        reason = f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
+        engine.store.set_status(engine.run_id, "failed", reason=reason)
+    else:
+        engine.store.set_status(engine.run_id, "interrupted")
+
+
 async def ensure_brief(engine: Engine) -> None:
     """Ask the briefer once per run (a resumed run keeps its stored brief)."""
     if engine.state.brief is None:
@@ -37,9 +50,19 @@ async def ensure_brief(engine: Engine) -> None:
 
 
 async def ensure_baseline(engine: Engine) -> None:
-    """Verify the task's baseline program as node ``root`` (round 0), once per run."""
-    if "root" in engine.state.view.nodes:
-        return
+    """Verify the task's baseline program as node ``root`` (round 0), once per run; stop if it failed.
+
+    The check (``engine/baseline.py``) runs on the stored result at every start, a resume included, so a
+    run stopped by its baseline stops again instead of searching on.
+    """
+    if "root" not in engine.state.view.nodes:
+        await _verify_baseline(engine)
+    stored = engine.state.verifications.get("root")
+    if stored is not None:
+        check_baseline(engine.task, stored, allow_failed=engine.config.engine.allow_failed_baseline)
+
+
+async def _verify_baseline(engine: Engine) -> None:
     program = engine.task.baseline_program
     cand = Candidate(
         id="root",

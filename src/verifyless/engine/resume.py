@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["finish_interrupted", "restore"]
+__all__ = ["announce", "finish_interrupted", "restore"]
 
 
 def restore(engine: Engine, *, from_snapshot: bool = True, until_seq: int | None = None) -> None:
@@ -90,3 +90,12 @@ async def finish_interrupted(engine: Engine) -> None:
                 cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified"
             )
             engine.tells.add(state.candidates[cid].round, TellOrder.INTERRUPTED, (cid,), cid)
+
+
+def announce(engine: Engine) -> None:
+    """Say where a resumed run continues: INFO log and a ``resume`` progress event (the CLI prints it)."""
+    used, cap = engine.gate.used().verifications, engine.config.budget.verifications
+    paid = f"{used} of {cap}" if cap is not None else f"{used}"
+    data = {"round": engine.state.rounds_done + 1, "verifications": used, "cap": cap}
+    log.info("resuming run %s at round %d: %s verifications paid", engine.run_id, data["round"], paid)
+    engine.progress("resume", data)

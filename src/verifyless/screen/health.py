@@ -149,6 +149,9 @@ def model_names(screener: Any) -> list[str]:
 class ReplyHealth:
     """Watches one run's screenings; warns on a low parse rate and stops a screener that never parses."""
 
+    noun = "screener"  # how the warning names what replied
+    error: type[Exception] = UnparseableReplies  # raised at the streak limit
+
     def __init__(
         self, screener: str, model: str = "", min_parse_rate: float = 0.5, max_unparsed_screenings: int = 3
     ) -> None:
@@ -170,14 +173,23 @@ class ReplyHealth:
     def observe(self, screening: Any) -> ReplyStats:
         """Account one screening; raise ``UnparseableReplies`` when the streak limit is reached."""
         stats = reply_stats(screening.evidence if hasattr(screening, "evidence") else screening.get("evidence", {}))
+        return self.account(stats)
+
+    def account(self, stats: ReplyStats) -> ReplyStats:
+        """Account one observation's replies (no replies: ignored); raise ``self.error`` at the streak limit.
+
+        Subclasses for other repliers (the engine's child-making roles) set ``noun`` and ``error`` and
+        override ``message``.
+        """
         if not stats.total:
             return stats
         self.seen += stats
         self.streak = self.streak + 1 if stats.parsed == 0 else 0
         if stats.rate is not None and stats.rate < self.min_parse_rate:
             log.warning(
-                "screener %r (model %s): only %d of %d replies parsed (%.0f%%, below %.0f%%); expected %s; "
+                "%s %r (model %s): only %d of %d replies parsed (%.0f%%, below %.0f%%); expected %s; "
                 "an unparsed reply: %r",
+                self.noun,
                 self.screener,
                 self.model,
                 stats.parsed,
@@ -188,7 +200,7 @@ class ReplyHealth:
                 stats.example,
             )
         if self.streak >= self.max_unparsed_screenings:
-            raise UnparseableReplies(self.message(stats))
+            raise self.error(self.message(stats))
         return stats
 
     def message(self, stats: ReplyStats) -> str:

@@ -16,7 +16,9 @@ Every SQLite failure surfaces as ``StoreError`` with the SQLite message and a hi
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -150,11 +152,16 @@ class RunStore(StoreViews, BlobStore):
         self._known_runs.add(run_id)
         return run_id
 
-    def set_status(self, run_id: str, status: str) -> int:
-        """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event."""
+    def set_status(self, run_id: str, status: str, *, reason: str | None = None) -> int:
+        """Set the run's status (e.g. running, finished, failed, interrupted); logged as a ``run_status`` event.
+
+        The event holds the writer's pid and host (a reader then shows a dead writer's ``running`` run as
+        ``interrupted``) and ``reason`` when given (why a ``failed`` run stopped, for ``show``).
+        """
+        payload = _status_payload(status, reason)
         with self._write() as conn:
             self._require_run(conn, run_id)
-            seq = self._insert(conn, run_id, "run_status", {"status": str(status)}, None, None)
+            seq = self._insert(conn, run_id, "run_status", payload, None, None)
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
 
@@ -344,3 +351,11 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     elif "readonly" in text:
         hint += " Make the store file and its folder writable."
     return StoreError(f"run store {path}: {text}. {hint}")
+
+
+def _status_payload(status: str, reason: str | None) -> dict[str, Any]:
+    """A ``run_status`` payload: the status, the writer's pid and host, and the reason when there is one."""
+    payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
+    if reason:
+        payload["reason"] = reason[:4000]
+    return payload

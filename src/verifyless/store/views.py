@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -72,13 +74,34 @@ class StoreViews:
         raise self._unknown_run(prefix, ids)
 
     def _run_info(self, r: tuple) -> RunInfo:
+        """One run's row, its config with every ``config_update`` applied and a dead writer's run interrupted.
+
+        ``config`` is the configuration in force (a budget raised on resume included), not the first one.
+        A ``running`` run whose writer process (pid and host stored with the status) no longer exists on
+        this host is reported ``interrupted`` (killed with -9, or the machine restarted); a writer on
+        another host, or a store written before pids were stored, keeps ``running``.
+        """
+        config, status = json.loads(r[5]), r[3]
+        last_status: Mapping[str, Any] = {}
+        for kind, payload in self._read(
+            "SELECT kind, payload FROM events WHERE run_id = ? AND kind IN ('config_update', 'run_status') ORDER BY seq",
+            (r[0],),
+        ):
+            data = json.loads(payload)
+            if kind == "config_update":
+                for key, value in (data.get("changes") or {}).items():
+                    _set_dotted(config, key, value)
+            else:
+                last_status = data
+        if status == "running" and _writer_gone(last_status):
+            status = "interrupted"
         return RunInfo(
             run_id=r[0],
             task=r[1],
             created=r[2],
-            status=r[3],
+            status=status,
             seed=r[4],
-            config=json.loads(r[5]),
+            config=config,
             updated=r[6],
             n_nodes=r[7],
         )
@@ -261,3 +284,26 @@ class StoreViews:
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result ('ok' when the file is sound)."""
         return "; ".join(r[0] for r in self._read("PRAGMA integrity_check"))
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    """``data["a"]["b"] = value`` for ``key == "a.b"`` (as ``verifyless.config`` applies a change)."""
+    *path, last = key.split(".")
+    node = data
+    for part in path:
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
+def _writer_gone(status: Mapping[str, Any]) -> bool:
+    """Whether the process that stored this ``running`` status is known to be dead (same host, pid gone)."""
+    pid, host = status.get("pid"), status.get("host")
+    if not isinstance(pid, int) or host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False

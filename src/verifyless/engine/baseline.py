@@ -1,0 +1,99 @@
+"""The baseline check: a run whose baseline fails stops before it spends a budget on a broken task.
+
+Every run verifies the task's baseline first (node ``root``). When that fails,
+``failure_source`` says where, from the stored ``Verification`` alone:
+
+* ``"evaluator"`` -- the failure is the task's, not the program's: an invalid
+  metric (the evaluator returned something that is not a mapping of finite
+  numbers, or missed the main metric), a trusted scorer that raised or whose
+  command failed, an OpenEvolve evaluator runner without a metrics file, or a
+  Python traceback whose last frame is outside the program file (an
+  evaluator that raises at import, or returns a float where a dict belongs).
+  Every candidate would fail the same way, so the run always stops.
+* ``"program"`` -- the baseline program failed as a program (its own
+  traceback, a timeout, running out of memory, a broken output contract).
+  The run stops unless ``engine.allow_failed_baseline`` is set; then it is
+  logged at WARNING and the search goes on from the failing baseline.
+
+Limits: the classification reads the reason and the stderr tail. An
+evaluator that runs the program in its own subprocess and raises when it
+fails hides the program's traceback, so that program failure reads as the
+evaluator's; both stop the run with the same exit code (3) and the message
+says how to look (``verifyless verify TASK``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from verifyless.errors import TaskError
+from verifyless.node import Status, Verification
+from verifyless.task import builtin_tasks_dir
+from verifyless.task.base import Task
+
+log = logging.getLogger(__name__)
+
+__all__ = ["BaselineFailed", "check_baseline", "failure_source"]
+
+RUNNER_FILE = "_verifyless_oe_runner.py"
+_EVALUATOR_REASONS = ("scorer raised", "scorer command", "the scorer", "the evaluator")
+_FRAME = re.compile(r'File "([^"]+)", line \d+')
+
+
+class BaselineFailed(TaskError):
+    """The task's baseline failed, so the run cannot compare anything against it (exit code 3)."""
+
+
+def failure_source(task: Task, verification: Verification) -> str | None:
+    """``"evaluator"`` or ``"program"`` for a failed verification (see the module docstring); None when OK."""
+    if verification.status is Status.OK:
+        return None
+    if verification.status is Status.INVALID_METRIC:
+        return "evaluator"
+    if verification.status is not Status.FAILED:
+        return "program"
+    if verification.reason.startswith(_EVALUATOR_REASONS):
+        return "evaluator"
+    frames = _FRAME.findall(verification.stderr_tail)
+    if frames and not frames[-1].endswith("/" + task.program_file):
+        return "evaluator"
+    return "program"
+
+
+def check_baseline(task: Task, verification: Verification, *, allow_failed: bool) -> None:
+    """Raise ``BaselineFailed`` for a failed baseline, unless it failed as a program and ``allow_failed``."""
+    source = failure_source(task, verification)
+    if source is None:
+        return
+    if source == "program" and allow_failed:
+        log.warning("%s; searching on because engine.allow_failed_baseline is set", _what(task, verification))
+        return
+    raise BaselineFailed(message(task, verification, source))
+
+
+def message(task: Task, verification: Verification, source: str) -> str:
+    """What failed, the evaluator's own last lines, and how to check it."""
+    tail = "\n".join(verification.stderr_tail.strip().splitlines()[-6:])
+    check = f"Check it with `verifyless verify {task_ref(task)}` (it verifies the baseline and prints the error)"
+    if source == "evaluator":
+        head = (
+            f"{_what(task, verification)}, in the task's evaluator rather than in the program: every candidate "
+            "would fail the same way, so the run stopped after one verification. Fix the evaluator (it must "
+            "return a dict of metrics holding the main metric). "
+        )
+    else:
+        head = (
+            f"{_what(task, verification)}: the program itself failed, so the search has nothing to improve on. "
+            "Fix the baseline, or set engine.allow_failed_baseline=true to search from it anyway. "
+        )
+    return head + check + (f"\nlast lines of its stderr:\n{tail}" if tail else "")
+
+
+def task_ref(task: Task) -> str:
+    """How to name the task on the command line: a built-in by name, any other by its folder."""
+    return task.name if task.root.parent == builtin_tasks_dir() else str(task.root)
+
+
+def _what(task: Task, verification: Verification) -> str:
+    return f"the baseline of task {task.name!r} failed ({verification.status.value}: {verification.reason})"
