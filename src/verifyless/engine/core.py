@@ -309,7 +309,7 @@ class Engine:
             return await self._verify(c, slot_, position, attempt)
 
         async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
-            return await owned(f"{cand.id}f{attempt}", self._repair(cand, current, verification, attempt))
+            return await owned(f"{cand.id}f{attempt}", _repair(self, cand, current, verification, attempt))
 
         async def smoke(c: Candidate, attempt: int) -> Verification | None:
             assert self.low_fidelity is not None and self.smoke_at is not None
@@ -323,27 +323,6 @@ class Engine:
         await verify_with_repairs(
             cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot, smoke=smoking
         )
-
-    async def _repair(
-        self, first: Candidate, current: Candidate, verification: Verification, attempt: int
-    ) -> Candidate | None:
-        """Repair ``current`` (same idea) as node ``<first>f<attempt>``, recorded; None if no program was made."""
-        error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-        made = await self.maker.repair(
-            first.program,
-            current.program,
-            current.idea,
-            error,
-            skip=lambda d: d in self.state.verified_hashes or d in self._claimed,
-        )
-        if not made.ok:
-            return None
-        fixed = candidate_from(
-            made, f"{first.id}f{attempt}", current.id, Operator.DEBUG, first.round, island=first.island
-        )
-        self._claimed.add(fixed.program_hash)
-        self.ledger.record_candidate(fixed, Status.IMPLEMENTED)
-        return fixed
 
     async def _verify(self, cand: Candidate, slot: Slot, position: tuple, attempt: int) -> Verification:
         async with slot:
@@ -377,6 +356,26 @@ class Engine:
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})
+
+
+async def _repair(
+    engine: Engine, first: Candidate, current: Candidate, verification: Verification, attempt: int
+) -> Candidate | None:
+    """Repair ``current`` (same idea) as node ``<first>f<attempt>``, recorded; None if no program was made."""
+    error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
+    made = await engine.maker.repair(
+        first.program,
+        current.program,
+        current.idea,
+        error,
+        skip=lambda d: d in engine.state.verified_hashes or d in engine._claimed,
+    )
+    if not made.ok:
+        return None
+    fixed = candidate_from(made, f"{first.id}f{attempt}", current.id, Operator.DEBUG, first.round, island=first.island)
+    engine._claimed.add(fixed.program_hash)
+    engine.ledger.record_candidate(fixed, Status.IMPLEMENTED)
+    return fixed
 
 
 async def submit_ensemble(engine: Engine) -> None:
