@@ -411,7 +411,10 @@ def _model_failure(engine: Engine, r: int, reason: str, fatal: bool = True) -> N
 
 
 def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
-    """Reply-health trackers of the proposer and the implementer, named after their models."""
+    """Reply-health trackers of the proposer and the implementer, named after their models.
+
+    ``roles`` may be None for an engine that only restores a run (``bench/scale.py``): the trackers are unnamed.
+    """
     eng = config.engine
 
     def model(role: Any) -> str:
@@ -419,7 +422,10 @@ def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
 
     return {
         name: RoleHealth(name, model(role), eng.min_parse_rate, eng.max_unparsed_replies)
-        for name, role in (("proposer", roles.proposer), ("implementer", roles.implementer))
+        for name, role in (
+            ("proposer", getattr(roles, "proposer", None)),
+            ("implementer", getattr(roles, "implementer", None)),
+        )
     }
 
 
