@@ -126,19 +126,20 @@ def main() -> None:
     )
     timings["SFT"] = time.monotonic() - started
     started = time.monotonic()
-    grpo = train_critic_grpo(
-        dataset,
-        start=args.out / "sft",
-        out=args.out / "grpo",
-        settings=load_settings(
+    def grpo_from_sft(folder: str, prompt: str = "critic") -> Any:
+        """GRPO from the SFT adapter, CPU-sized: one prompt (8 completions) per step; the paper uses 256."""
+        settings = load_settings(
             "grpo",
             None,
             max_steps=args.grpo_steps,
             learning_rate=args.grpo_lr,
             max_completion_length=args.max_tokens,
-            prompts_per_step=1,  # CPU-sized: one prompt (8 completions) per step; the paper uses 256
-        ),
-    )
+            prompts_per_step=1,
+            prompt=prompt,
+        )
+        return train_critic_grpo(dataset, start=args.out / "sft", out=args.out / folder, settings=settings)
+
+    grpo = grpo_from_sft("grpo")
     timings["SFT+GRPO"] = time.monotonic() - started
     critics: list[tuple[str, Path | None, str]] = [
         ("base", None, "critic"),
@@ -147,20 +148,7 @@ def main() -> None:
     ]
     if args.freestyle:
         started = time.monotonic()
-        free = train_critic_grpo(
-            dataset,
-            start=args.out / "sft",
-            out=args.out / "grpo-freestyle",
-            settings=load_settings(
-                "grpo",
-                None,
-                max_steps=args.grpo_steps,
-                learning_rate=args.grpo_lr,
-                max_completion_length=args.max_tokens,
-                prompts_per_step=1,
-                prompt="freestyle",
-            ),
-        )
+        free = grpo_from_sft("grpo-freestyle", prompt="freestyle")
         timings["freestyle"] = time.monotonic() - started
         critics.append(("freestyle", free.adapter_dir, "freestyle"))
     print(f"dataset {dataset} ({len(rows)} bench rows), base {args.base}, torch threads {torch.get_num_threads()}")

@@ -306,9 +306,9 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
         again.run_id = result.run_id
         resume.restore(again)
         assert again.screener.version == first.screener.version == versions[-1]  # type: ignore[attr-defined]
-        from verifyless._cli.app import _show_data
+        from verifyless._cli.show import show_data
 
-        shown = _show_data(store, result.run_id, 5)["adapters"]
+        shown = show_data(store, result.run_id, 5)["adapters"]
         assert shown == [{"role": "critic-ttl", "origin": None, "version": versions[-1]}]  # a fresh LoRA's chain
         from verifyless.report.data import run_summary
 

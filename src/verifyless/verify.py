@@ -168,9 +168,9 @@ _new_workspace = new_workspace  # the older private name (tests/test_workspace_s
 def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path]:
     """Remove workspaces under ``base`` left by a verifier process that no longer exists; return them.
 
-    A workspace is named ``verifyless-ws-PID-XXXX`` after the process that made it, so a run killed
+    A workspace is named ``verifyless-ws-<pid>-<random suffix>`` after the process that made it, so a run killed
     with -9 leaves folders whose PID is dead: those go. A live PID's folders are never touched (another
-    run on this machine may be verifying in them). Folders in the older ``verifyless-ws-XXXX`` form
+    run on this machine may be verifying in them). Folders in the older ``verifyless-ws-<random suffix>`` form
     carry no PID and go once untouched for an hour. Called once per process and folder, before the
     first workspace is made (so at the start and at the resume of every run); never raises.
     """

@@ -16,7 +16,6 @@ that differs from the stored run; 130 interrupted (Ctrl-C; the message names the
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime
 import json
 import os
@@ -29,9 +28,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from verifyless._cli.show import (
+    fmt,
+    peers_text,
+    run_row,
+    show_data,
+    submission_line,
+    submission_summary,
+)
 from verifyless.errors import VerifylessError
 from verifyless.screen.registry import SCREENERS
-from verifyless.screen.ttl import run_adapters
 from verifyless.search.registry import STRATEGIES
 
 # add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
@@ -483,13 +489,13 @@ def _print_result(result, st) -> None:
     table.add_row("stopped", result.stopped)
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
-    table.add_row("baseline validation score", _fmt(result.baseline_score))
-    table.add_row(f"best node ({result.best_id})", _fmt(result.best_score))
-    table.add_row("best node hidden test score", _fmt(result.best_test_score))
+    table.add_row("baseline validation score", fmt(result.baseline_score))
+    table.add_row(f"best node ({result.best_id})", fmt(result.best_score))
+    table.add_row("best node hidden test score", fmt(result.best_test_score))
     console.print(table)
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
     if submission:
-        console.print(_submission_line(_submission_summary(submission[-1])), highlight=False)
+        console.print(submission_line(submission_summary(submission[-1])), highlight=False)
     console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
     _print_links(result.run_id, st.path)
 
@@ -502,10 +508,6 @@ def _print_links(run_id: str, store: Path) -> None:
         f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})",
         highlight=False,
     )
-
-
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.6g}"
 
 
 @app.command()
@@ -521,7 +523,7 @@ def runs(
             console.print(f"no runs yet in {store}: start one with `verifyless run TASK`", highlight=False)
         return
     with _read_store(store) as st:
-        rows = [_run_row(st, info) for info in st.runs()]
+        rows = [run_row(st, info) for info in st.runs()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -543,115 +545,9 @@ def runs(
             r["status"],
             when,
             str(r["verifications"]),
-            _fmt(r["best_score"]),
+            fmt(r["best_score"]),
         )
     console.print(table)
-
-
-def _run_row(st, info) -> dict[str, Any]:
-    """One run's line for ``runs``: ids, strategy and screener from its stored config, budget used, best node."""
-    best = _best_row(st, info.run_id)
-    config = info.config or {}
-    return {
-        "run_id": info.run_id,
-        "task": info.task,
-        "strategy": (config.get("strategy") or {}).get("name"),
-        "screener": (config.get("screener") or {}).get("name"),
-        "status": info.status,
-        "created": info.created,
-        "updated": info.updated,
-        "nodes": info.n_nodes,
-        "verifications": st.budget(info.run_id).verifications,
-        "best_node": best["node_id"] if best else None,
-        "best_score": best.get("score") if best else None,
-    }
-
-
-def _best_row(st, run_id: str) -> dict[str, Any] | None:
-    rows = [r for r in st.node_rows(run_id) if r.get("fitness") is not None]
-    return max(rows, key=lambda r: r["fitness"]) if rows else None
-
-
-def _show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
-    from verifyless.engine.health import stored_role_health
-
-    info = st.run(run_id)
-    b = st.budget(run_id)
-    rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
-    verified = sorted((r for r in rows if r.get("fitness") is not None), key=lambda r: -r["fitness"])
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
-    keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
-    final = [e.payload for e in st.events(run_id, kinds=["final"])]
-    submission = [e.payload for e in st.events(run_id, kinds=["submission"])]
-    return {
-        "run_id": run_id,
-        "task": info.task,
-        "status": info.status,
-        "budget": dataclasses.asdict(b),
-        "final": final[-1] if final else None,
-        "submission": _submission_summary(submission[-1]) if submission else None,
-        "statuses": dict(sorted(counts.items())),
-        "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
-        "llm_calls": st.llm_usage(run_id),
-        "reply_health": _reply_health(st, run_id),
-        "screener_audit": _screener_audit(st, run_id),
-        **_peers_data(st, run_id),
-        "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
-        "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
-        "stop_reason": _stop_reason(st, run_id),
-    }
-
-
-def _peers_data(st, run_id: str) -> dict[str, Any]:
-    """The novelty gate's rates and the ensembles' shares (report/peers.py)."""
-    from verifyless.report.peers import model_shares, novelty_rates
-
-    rates = novelty_rates(st, run_id)
-    return {
-        "novelty": rates.to_dict() if rates else None,
-        "ensembles": [m.to_dict() for m in model_shares(st, run_id)],
-    }
-
-
-def _screener_audit(st, run_id: str) -> dict[str, Any] | None:
-    """The online audit of the screener (``screen/audit.py``); None before the first screening."""
-    from verifyless.screen.audit import audit_from_store
-
-    audit = audit_from_store(st, run_id)
-    return audit.row() if audit.screenings else None
-
-
-def _stop_reason(st, run_id: str) -> str | None:
-    """Why a ``failed`` run stopped (stored with its status), or None."""
-    statuses = [e.payload for e in st.events(run_id, kinds=["run_status"])]
-    last = statuses[-1] if statuses else {}
-    return last.get("reason") if last.get("status") == "failed" else None
-
-
-def _submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
-    """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs."""
-    keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds")
-    return {k: payload.get(k) for k in keys}
-
-
-def _submission_line(sub: dict[str, Any]) -> str:
-    return (
-        f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
-        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {_fmt(sub.get('score'))} · "
-        f"cost {sub.get('seconds') or 0:.1f} evaluator s"
-    )
-
-
-def _reply_health(st, run_id: str) -> dict[str, Any]:
-    """Replies parsed / total per LLM screener (and the final round-robin), from the stored screenings."""
-    from verifyless.screen.health import health_by_screener
-
-    finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
-    return health_by_screener(
-        (e.payload for e in st.events(run_id, kinds=["screening"])), finals[-1] if finals else None
-    )
 
 
 @app.command()
@@ -663,7 +559,7 @@ def show(
 ) -> None:
     """Summarise one run: budget, best nodes, statuses, LLM calls (cached ones counted apart)."""
     with _read_store(store) as st:
-        data = _show_data(st, st.resolve_run(run_id), nodes)
+        data = show_data(st, st.resolve_run(run_id), nodes)
     if as_json:
         print(json.dumps(data, indent=2))
         return
@@ -684,8 +580,8 @@ def show(
             r.get("parent_id") or "",
             r["operator"],
             r["status"],
-            _fmt(r.get("score")),
-            _fmt(r.get("test_score")),
+            fmt(r.get("score")),
+            fmt(r.get("test_score")),
             (r.get("idea") or "")[:70],
         )
     console.print(table)
@@ -696,7 +592,7 @@ def show(
         )
         console.print(f"adapter {a['role']}: {what}", highlight=False)
     if data["submission"]:
-        console.print(_submission_line(data["submission"]), highlight=False)
+        console.print(submission_line(data["submission"]), highlight=False)
     if data["llm_calls"]:
         calls = Table(box=None, header_style="bold", title="LLM calls")
         for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):
@@ -722,19 +618,9 @@ def show(
         from verifyless.screen.audit import audit_line
 
         console.print(audit_line(data["screener_audit"]), highlight=False)
-    for line in _peers_lines(data):
+    for line in peers_text(data):
         console.print(line, highlight=False)
     _print_links(data["run_id"], store)
-
-
-def _peers_lines(data: dict[str, Any]) -> list[str]:
-    from verifyless.report.peers import ModelShare, NoveltyRates, peers_lines
-
-    rates = data["novelty"]
-    novelty = (
-        NoveltyRates(*(rates[k] for k in ("checked", "rejected", "audited", "audited_improved"))) if rates else None
-    )
-    return peers_lines(novelty, [ModelShare(**m) for m in data["ensembles"]])
 
 
 @app.command()

@@ -1,0 +1,146 @@
+"""What ``runs`` and ``show`` read from a store: one run's row, one run's summary, and the lines they print.
+
+Pure reads of a (read-only) store; ``_cli/app.py`` owns the commands and the printing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from verifyless.screen.ttl import run_adapters
+
+
+def run_row(st, info) -> dict[str, Any]:
+    """One run's line for ``runs``: ids, strategy and screener from its stored config, budget used, best node."""
+    best = best_row(st, info.run_id)
+    config = info.config or {}
+    return {
+        "run_id": info.run_id,
+        "task": info.task,
+        "strategy": (config.get("strategy") or {}).get("name"),
+        "screener": (config.get("screener") or {}).get("name"),
+        "status": info.status,
+        "created": info.created,
+        "updated": info.updated,
+        "nodes": info.n_nodes,
+        "verifications": st.budget(info.run_id).verifications,
+        "best_node": best["node_id"] if best else None,
+        "best_score": best.get("score") if best else None,
+    }
+
+
+def best_row(st, run_id: str) -> dict[str, Any] | None:
+    rows = [r for r in st.node_rows(run_id) if r.get("fitness") is not None]
+    return max(rows, key=lambda r: r["fitness"]) if rows else None
+
+
+def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
+    from verifyless.engine.health import stored_role_health
+
+    info = st.run(run_id)
+    b = st.budget(run_id)
+    rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
+    verified = sorted((r for r in rows if r.get("fitness") is not None), key=lambda r: -r["fitness"])
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
+    final = [e.payload for e in st.events(run_id, kinds=["final"])]
+    submission = [e.payload for e in st.events(run_id, kinds=["submission"])]
+    return {
+        "run_id": run_id,
+        "task": info.task,
+        "status": info.status,
+        "budget": dataclasses.asdict(b),
+        "final": final[-1] if final else None,
+        "submission": submission_summary(submission[-1]) if submission else None,
+        "statuses": dict(sorted(counts.items())),
+        "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
+        "llm_calls": st.llm_usage(run_id),
+        "reply_health": reply_health(st, run_id),
+        "screener_audit": screener_audit(st, run_id),
+        **peers_data(st, run_id),
+        "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
+        "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
+        "stop_reason": stop_reason(st, run_id),
+    }
+
+
+def peers_data(st, run_id: str) -> dict[str, Any]:
+    """The novelty gate's rates and the ensembles' shares (report/peers.py)."""
+    from verifyless.report.peers import model_shares, novelty_rates
+
+    rates = novelty_rates(st, run_id)
+    return {
+        "novelty": rates.to_dict() if rates else None,
+        "ensembles": [m.to_dict() for m in model_shares(st, run_id)],
+    }
+
+
+def screener_audit(st, run_id: str) -> dict[str, Any] | None:
+    """The online audit of the screener (``screen/audit.py``); None before the first screening."""
+    from verifyless.screen.audit import audit_from_store
+
+    audit = audit_from_store(st, run_id)
+    return audit.row() if audit.screenings else None
+
+
+def stop_reason(st, run_id: str) -> str | None:
+    """Why a ``failed`` run stopped (stored with its status), or None."""
+    statuses = [e.payload for e in st.events(run_id, kinds=["run_status"])]
+    last = statuses[-1] if statuses else {}
+    return last.get("reason") if last.get("status") == "failed" else None
+
+
+def submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
+    """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs."""
+    keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds")
+    return {k: payload.get(k) for k in keys}
+
+
+def submission_line(sub: dict[str, Any]) -> str:
+    return (
+        f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
+        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {fmt(sub.get('score'))} · "
+        f"cost {sub.get('seconds') or 0:.1f} evaluator s"
+    )
+
+
+def reply_health(st, run_id: str) -> dict[str, Any]:
+    """Replies parsed / total per LLM screener (and the final round-robin), from the stored screenings."""
+    from verifyless.screen.health import health_by_screener
+
+    finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
+    return health_by_screener(
+        (e.payload for e in st.events(run_id, kinds=["screening"])), finals[-1] if finals else None
+    )
+
+
+def peers_text(data: dict[str, Any]) -> list[str]:
+    from verifyless.report.peers import ModelShare, NoveltyRates, peers_lines
+
+    rates = data["novelty"]
+    novelty = (
+        NoveltyRates(*(rates[k] for k in ("checked", "rejected", "audited", "audited_improved"))) if rates else None
+    )
+    return peers_lines(novelty, [ModelShare(**m) for m in data["ensembles"]])
+
+
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.6g}"
+
+
+__all__ = [
+    "best_row",
+    "fmt",
+    "peers_data",
+    "peers_text",
+    "reply_health",
+    "run_row",
+    "screener_audit",
+    "show_data",
+    "stop_reason",
+    "submission_line",
+    "submission_summary",
+]
