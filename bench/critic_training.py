@@ -126,6 +126,7 @@ def main() -> None:
     )
     timings["SFT"] = time.monotonic() - started
     started = time.monotonic()
+
     def grpo_from_sft(folder: str, prompt: str = "critic") -> Any:
         """GRPO from the SFT adapter, CPU-sized: one prompt (8 completions) per step; the paper uses 256."""
         settings = load_settings(
