@@ -493,7 +493,10 @@ def test_issue_25_an_openevolve_evaluator_that_raises_at_import_stops_after_the_
     task = tmp_path / "broken"
     shutil.copytree(root / "tasks" / "circle_packing", task)
     evaluator = task / "evaluator.py"
-    evaluator.write_text('raise RuntimeError("the evaluator is broken at import")\n' + evaluator.read_text())
+    source = evaluator.read_text()  # the raise goes after the __future__ import, which must stay first
+    future = "from __future__ import annotations\n"
+    broken = 'raise RuntimeError("the evaluator is broken at import")\n'
+    evaluator.write_text(source.replace(future, future + broken, 1) if future in source else broken + source)
     store = tmp_path / "s.db"
     script = root / "examples" / "scripted" / "circle_packing.yaml"
     common = [sys.executable, "-m", "verifyless"]
