@@ -503,6 +503,25 @@ class Progress:
     rounds: int
     n_nodes: int
     recent: tuple[tuple[int, str, str, str], ...]  # (seq, kind, node id, short text), newest first
+    verified_at: tuple[float, ...] = ()  # commit times of the last ETA_WINDOW paid verifications, oldest first
+    eta_s: float | None = None  # seconds until the verification cap at the recent pace; None when unknown
+
+
+ETA_WINDOW = 8
+
+
+def eta_seconds(verified_at: Sequence[float], done: int, cap: int | None, status: str) -> float | None:
+    """Seconds until ``cap`` verifications at the pace of the recent ones, or None when it cannot be told.
+
+    The pace is the mean gap between the last ``ETA_WINDOW`` verification commits, so a resumed run is not
+    slowed by the time it lay dead. Unknown (None) without a cap, before two verifications, or once the run
+    is no longer running. A run also stops on other caps (rounds, evaluator seconds, tokens): the estimate
+    is an upper bound for those.
+    """
+    if cap is None or status != "running" or len(verified_at) < 2:
+        return None
+    pace = (verified_at[-1] - verified_at[0]) / (len(verified_at) - 1)
+    return max(0, cap - done) * max(0.0, pace)
 
 
 def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progress | None = None) -> Progress:
@@ -510,8 +529,11 @@ def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progr
     row = run_row(store, run_id)
     last, rounds = (since.last_seq, since.rounds) if since else (0, 0)
     tail = list(reversed(since.recent)) if since else []
+    verified_at = list(since.verified_at) if since else []
     for ev in store.events(run_id, kinds=None, after=last):
         last = ev.seq
+        if ev.charge is not None and ev.charge.verifications > 0:  # paid ones only: a reuse is instant
+            verified_at = [*verified_at, ev.ts][-ETA_WINDOW:]
         if ev.kind == "round":
             rounds = max(rounds, int(ev.payload.get("round", 0) or 0))
         if ev.kind not in ("llm_call", "tell"):
@@ -528,6 +550,8 @@ def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progr
         rounds,
         row.n_nodes,
         tuple(reversed(tail)),
+        tuple(verified_at),
+        eta_seconds(verified_at, row.verifications, row.cap, row.status),
     )
 
 

@@ -72,7 +72,17 @@ def _environment() -> Any:
     base = environment()
     env = base.overlay(loader=jinja2.ChoiceLoader([jinja2.PackageLoader("verifyless.ui", "templates"), base.loader]))
     env.filters["fmt"] = fmt
+    env.filters["duration"] = duration
     return env
+
+
+def duration(seconds: float | None) -> str:
+    """``95`` -> ``1 min 35 s``; ``None`` -> ``-`` (the dashboard's ETA, also drawn by ui.js)."""
+    if seconds is None:
+        return "-"
+    s = int(seconds + 0.5)
+    h, m = divmod(s // 60, 60)
+    return f"{h} h {m} min" if h else (f"{m} min {s % 60} s" if m else f"{s} s")
 
 
 def create_app(store_path: str | Path) -> Any:
@@ -113,7 +123,7 @@ def create_app(store_path: str | Path) -> Any:
 
     def run_page(request: Request) -> Response:
         st, rid = run_id_of(request)
-        return page("run.html", **run_views(st, rid, node_href(rid)))
+        return page("run.html", **run_views(st, rid, node_href(rid)), eta=data.progress(st, rid).eta_s)
 
     def fragment(request: Request) -> Response:
         st, rid = run_id_of(request)

@@ -50,6 +50,11 @@
     }
     setTimeout(poll, 1500);
   }
+  function duration(sec) {  // the same words as the server's `duration` filter (ui/app.py)
+    if (sec === null || sec === undefined) return "-";
+    var s = Math.round(sec), m = Math.floor(s / 60), h = Math.floor(m / 60);
+    return h ? h + " h " + (m % 60) + " min" : (m ? m + " min " + (s % 60) + " s" : s + " s");
+  }
   function runPage(box) {
     var run = box.getAttribute("data-run");
     var seq = Number(box.getAttribute("data-seq"));
@@ -58,6 +63,8 @@
     function draw(p) {
       set("p-status", p.status); set("p-verifications", fmt(p.verifications)); set("p-best", fmt(p.best_score));
       set("p-best-node", p.best_node || "-"); set("p-rounds", fmt(p.rounds)); set("p-seq", fmt(p.last_seq));
+      var eta = document.getElementById("p-eta-box");
+      if (eta) { eta.hidden = p.eta_s === null; set("p-eta", duration(p.eta_s)); }
       var ul = document.getElementById("p-recent");
       if (ul) {
         var items = document.createDocumentFragment();
