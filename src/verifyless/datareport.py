@@ -15,6 +15,10 @@ paths the script could see from inside (empty under an isolating sandbox). The r
 deterministic: the same public files give byte-identical ``to_json()``; it is computed once per
 ``task_data_hash`` in this process and, given ``store_blob`` (e.g. ``RunStore.put_blob``), stored
 as a blob. ``render_markdown`` is the text a prompt or the report includes.
+
+In a run (``engine.data_report``, docs/design/screening.md): ``report_for_run`` computes it once at a new
+run's start and never raises; ``event_payload`` is the stored ``data_report`` event (the blob hash and the
+markdown every prompt of the run uses); ``status_line`` is what ``show`` prints about it.
 """
 
 from __future__ import annotations
