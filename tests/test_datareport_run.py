@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 from verifyless import datareport
+from verifyless._cli.replay import replay_run
 from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_payload, report_for_run, status_line
 from verifyless.report.data_report_view import data_report_view
@@ -117,6 +118,10 @@ def test_a_new_run_computes_the_report_in_the_sandbox_once_and_every_prompt_gets
         assert {task.root, *task.hidden_data, Path(cfg.store).resolve().parent} <= set(call["hide"])
         assert data_report_view(store, run_id).markdown == event.payload["markdown"]
         assert status_line(event.payload).startswith("data report: computed from 3 file(s)")
+        # a replay computes it again (a new run): the same bytes, so every cached reply keyed by prompt hits
+        monkeypatch.setattr(datareport, "_cache", {})
+        replayed = asyncio.run(replay_run(store, run_id))
+        assert replayed.equal, replayed.describe()
 
 
 def test_the_report_is_deterministic_across_two_runs(tmp_path, monkeypatch):
