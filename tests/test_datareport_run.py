@@ -10,6 +10,7 @@ from verifyless._cli.replay import replay_run
 from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_payload, report_for_run, status_line
 from verifyless.report.data_report_view import data_report_view
+from verifyless.report.render import report_html
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.store import RunStore
 from verifyless.task import load_task
@@ -117,6 +118,8 @@ def test_a_new_run_computes_the_report_in_the_sandbox_once_and_every_prompt_gets
         assert call["limits"] == task.limits
         assert {task.root, *task.hidden_data, Path(cfg.store).resolve().parent} <= set(call["hide"])
         assert data_report_view(store, run_id).markdown == event.payload["markdown"]
+        html = report_html(store, run_id, figures_dir="figures/")
+        assert '<h2 id="data">Data report</h2>' in html and "| bmi |" in html and "Data report for diabetes" in html
         assert status_line(event.payload).startswith("data report: computed from 3 file(s)")
         # a replay computes it again (a new run): the same bytes, so every cached reply keyed by prompt hits
         monkeypatch.setattr(datareport, "_cache", {})
@@ -160,6 +163,12 @@ def test_without_the_report_prompts_are_as_before_and_a_resume_does_not_add_one(
         assert "\n\n\n" not in text.split("## Parent")[0]  # no empty heading, no extra blank line
         assert "Data report" not in user_text(brief[0])
         assert status_line(None) == data_report_view(store, run_id).status
+        html = report_html(store, run_id, figures_dir="figures/")
+        assert (
+            '<h2 id="data">Data report</h2>' in html
+            and "data report: none" in html
+            and '<pre class="datareport">' not in html
+        )
         # the option turned on for the resume: the log is not empty, so nothing is computed
         monkeypatch.setattr(datareport, "data_report", never)
         more = apply_changes(stored_config(store, run_id), {"budget.verifications": 3, "engine.data_report": True})
