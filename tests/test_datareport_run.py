@@ -7,6 +7,7 @@ from pathlib import Path
 
 from verifyless import datareport
 from verifyless._cli.replay import replay_run
+from verifyless._cli.show import show_data
 from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_payload, report_for_run, status_line
 from verifyless.report.data_report_view import data_report_view
@@ -192,6 +193,7 @@ def test_an_openevolve_task_stores_what_could_not_be_computed_and_the_critic_see
         assert "### Not computed" in event.payload["markdown"]
         assert critic and all("duplicate rows were not computed" in user_text(r) for r in critic)
         assert status_line(event.payload).startswith("data report: not computed")
+        assert show_data(store, run_id, 5)["data_report"] == status_line(event.payload)  # the line `show` prints
         assert not any(datareport.SCRIPT_NAME in " ".join(c["argv"]) for c in spy.calls)  # nothing to run
 
 
