@@ -10,6 +10,7 @@ import pytest
 
 from verifyless.errors import ConfigError
 from verifyless.prompts import (
+    OPTIONAL,
     Template,
     TemplateError,
     block,
@@ -99,7 +100,7 @@ def test_block_and_messages() -> None:
 def test_template_record_and_file_text_round_trip() -> None:
     t = load_template("screen/critic")
     assert t.names() == ("system", "user")
-    assert {"task", "metric", "parent", "child", "understanding", "criteria"} == t.declared
+    assert {"task", "metric", "data_report", "parent", "child", "understanding", "criteria"} == t.declared
     again = parse_template(template_text(t), t.name, t.source)
     assert again == t
     changed = t.with_text("system", "New system.")
@@ -135,7 +136,7 @@ def test_old_format_prompt_file_loads_with_a_warning_and_renders_as_before(tmp_p
     old.write_text(f"{critic.text('system')}\n<!-- user -->\n{critic.text('user')}\n", encoding="utf-8")
     with pytest.warns(FutureWarning, match=r"old\.md uses the old '<!-- user -->' format.*'<!-- section: user -->'"):
         template = load_prompt_file(old, "critic", PLACEHOLDERS, MARKERS)
-    values = {p: f"<{p}>" for p in PLACEHOLDERS}
+    values = {p: f"<{p}>" for p in (*PLACEHOLDERS, *OPTIONAL)}
     assert messages(template, values) == messages(critic, values)
     new = tmp_path / "new.md"
     new.write_text(template_text(critic), encoding="utf-8")

@@ -110,6 +110,11 @@ class EngineConfig(_Strict):
     snapshot_every: int = Field(
         50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)"
     )
+    data_report: bool = Field(
+        True,
+        description="compute the task's data report once, in the sandbox, at the start of a new run and give it to "
+        "the brief, the critic and the judges (a resumed run keeps the one it stored, or none)",
+    )
     allow_failed_baseline: bool = Field(
         False,
         description="search on when the baseline program itself fails (a failing evaluator always stops the "
@@ -277,12 +282,27 @@ def check_components(data: Mapping[str, Any]) -> None:
 
 
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
+# Options added after runs were stored, with the value that reproduces what such a run did before they existed:
+# a stored configuration that lacks one is read with this value, not with today's default.
+ABSENT_IN_STORED = {"engine.data_report": False}
+
+
+def with_absent_options(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored configuration with every option of ``ABSENT_IN_STORED`` it lacks set to its old behaviour."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+    for key, value in ABSENT_IN_STORED.items():
+        section, name = key.split(".")
+        part = out.setdefault(section, {})
+        if isinstance(part, dict) and name not in part:
+            part[name] = value
+    return out
 
 
 def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
     """A run's configuration as stored: its first event plus every later ``config_update``.
 
-    (A ``config_update`` records e.g. a budget raised on resume.)
+    (A ``config_update`` records e.g. a budget raised on resume.) Options the run's version did not have
+    read as that version behaved (``with_absent_options``).
     """
     data: dict[str, Any] | None = None
     for ev in store.events(run_id, kinds=["config", "config_update"]):
@@ -293,7 +313,7 @@ def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
                 _set_dotted(data, key, value)
     if data is None:
         raise ConfigError(f"run {run_id} has no stored configuration")
-    return data
+    return with_absent_options(data)
 
 
 def resume_changes(overrides: list[str]) -> dict[str, Any]:
@@ -352,6 +372,7 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 
 __all__ = [
+    "ABSENT_IN_STORED",
     "BudgetConfig",
     "EngineConfig",
     "ExecutorConfig",
@@ -365,4 +386,5 @@ __all__ = [
     "resume_changes",
     "stored_config",
     "validate",
+    "with_absent_options",
 ]

@@ -15,6 +15,10 @@ paths the script could see from inside (empty under an isolating sandbox). The r
 deterministic: the same public files give byte-identical ``to_json()``; it is computed once per
 ``task_data_hash`` in this process and, given ``store_blob`` (e.g. ``RunStore.put_blob``), stored
 as a blob. ``render_markdown`` is the text a prompt or the report includes.
+
+In a run (``engine.data_report``, docs/design/screening.md): ``report_for_run`` computes it once at a new
+run's start and never raises; ``event_payload`` is the stored ``data_report`` event (the blob hash and the
+markdown every prompt of the run uses); ``status_line`` is what ``show`` prints about it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import hashlib
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,6 +218,53 @@ def task_data_hash(task: Task) -> str:
     if task.target is not None:
         digest.update(json.dumps(sorted(p.name for p in task.target.files)).encode())
     return digest.hexdigest()
+
+
+# ------------------------------------------------------------------ in a run
+
+EVENT = "data_report"  # the run store's event kind; its payload is ``event_payload``'s
+
+
+def report_for_run(task: Task, sandbox: Sandbox, *, hide: Sequence[Path] = ()) -> tuple[DataReport, float]:
+    """The report a run starts with and the seconds it took; never raises (an error is a ``Not computed`` line).
+
+    Framework code, not a verification: the run records the seconds but charges nothing for them.
+    """
+    started = time.monotonic()
+    try:
+        report = data_report(task, sandbox, hide=hide)
+    except Exception as exc:  # noqa: BLE001 - any failure is data: the run goes on without the report
+        report = DataReport(task.name, "", unavailable=(f"{_FAILED}: {type(exc).__name__}: {exc}",))
+    return report, time.monotonic() - started
+
+
+def event_payload(report: DataReport, blob: str, seconds: float) -> dict[str, Any]:
+    """The ``data_report`` event: the blob of ``report.to_json()``, the markdown every prompt of the run uses
+    (stored, so a resume shows the models the same bytes), what was computed and what was not."""
+    return {
+        "blob": blob,
+        "content_hash": report.content_hash,
+        "files": [f.name for f in report.files],
+        "target": report.target.column if report.target else None,
+        "unavailable": list(report.unavailable),
+        "hidden_visible": list(report.hidden_visible),
+        "seconds": seconds,
+        "markdown": render_markdown(report),
+    }
+
+
+def status_line(payload: Mapping[str, Any] | None) -> str:
+    """One line about a run's data report (``show``): computed from which files, or what was missing."""
+    if payload is None:
+        return "data report: none (the run predates it or engine.data_report was off)"
+    files = payload.get("files") or []
+    unavailable = payload.get("unavailable") or []
+    seconds = f"{float(payload.get('seconds') or 0.0):.1f} s in the sandbox"
+    if not files:
+        return f"data report: not computed ({seconds}): {'; '.join(unavailable) or 'no reason stored'}"
+    target = f", target {payload['target']}" if payload.get("target") else ""
+    head = f"data report: computed from {len(files)} file(s) ({', '.join(files)}{target}; {seconds})"
+    return head + (f"; not computed: {'; '.join(unavailable)}" if unavailable else "")
 
 
 # ------------------------------------------------------------------ validating
@@ -412,12 +464,16 @@ __all__ = [
     "Association",
     "ColumnSummary",
     "DataReport",
+    "EVENT",
     "FileSummary",
     "Shift",
     "TargetSummary",
     "compute_data_report",
     "data_report",
+    "event_payload",
     "parse_report",
     "render_markdown",
+    "report_for_run",
+    "status_line",
     "task_data_hash",
 ]

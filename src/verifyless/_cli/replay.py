@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifyless.config import with_absent_options
 from verifyless.errors import VerifylessError
 from verifyless.node import Verification
 from verifyless.store.records import Item
@@ -193,7 +194,7 @@ def _config_before(store: Any, run_id: str, seq: int) -> tuple[dict[str, Any], d
     changes: dict[str, Any] = {}
     for ev in store.events(run_id, kinds=["config", "config_update"]):
         if ev.kind == "config":
-            first = dict(ev.payload["config"])
+            first = with_absent_options(ev.payload["config"])  # options newer than the run: as it ran
         elif ev.seq < seq:
             changes.update(ev.payload.get("changes") or {})
     return first, changes

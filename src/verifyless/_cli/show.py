@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from verifyless import datareport
 from verifyless.screen.ttl import run_adapters
 
 
@@ -64,7 +65,14 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
         "stop_reason": stop_reason(st, run_id),
+        "data_report": data_report_line(st, run_id),
     }
+
+
+def data_report_line(st, run_id: str) -> str:
+    """One line about the run's data report: computed from which files, or what could not be computed."""
+    stored = [e.payload for e in st.events(run_id, kinds=[datareport.EVENT])]
+    return datareport.status_line(stored[-1] if stored else None)
 
 
 def peers_data(st, run_id: str) -> dict[str, Any]:
@@ -133,6 +141,7 @@ def fmt(x: float | None) -> str:
 
 __all__ = [
     "best_row",
+    "data_report_line",
     "fmt",
     "peers_data",
     "peers_text",

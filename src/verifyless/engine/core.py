@@ -472,6 +472,7 @@ async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, p
         parent=parent,
         rng=rng,
         brief=engine.state.brief,
+        data_report=engine.state.data_report_text(),
         nodes={k: v for k, v in engine.state.view.nodes.items() if v.status.verified},
         summaries=engine.state.summaries,
         n_verify=eng.verify_per_expansion,

@@ -1,20 +1,32 @@
-"""The start and the end of a run: the brief, the baseline, the optional final selection, the result."""
+"""The start and the end of a run: the data report, the brief, the baseline, the optional final selection, the result."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from verifyless import datareport
 from verifyless.engine.baseline import check_baseline
 from verifyless.errors import VerifylessError
 from verifyless.node import Candidate, Idea, Operator, Status, content_hash
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.final import select_final as round_robin
 
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.engine.core import Engine
 
-__all__ = ["RunResult", "ensure_baseline", "ensure_brief", "mark_stopped", "result", "select_final"]
+__all__ = [
+    "RunResult",
+    "ensure_baseline",
+    "ensure_brief",
+    "ensure_data_report",
+    "mark_stopped",
+    "result",
+    "select_final",
+]
 
 
 @dataclass(frozen=True)
@@ -43,10 +55,29 @@ def mark_stopped(engine: Engine, exc: BaseException) -> None:
 
 
 async def ensure_brief(engine: Engine) -> None:
-    """Ask the briefer once per run (a resumed run keeps its stored brief)."""
+    """Ask the briefer once per run (a resumed run keeps its stored brief), after the data report."""
+    await ensure_data_report(engine)
     if engine.state.brief is None:
-        brief = await engine.roles.briefer.brief(engine.task)
+        brief = await engine.roles.briefer.brief(engine.task, data_report=engine.state.data_report_text())
         engine.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+
+
+async def ensure_data_report(engine: Engine) -> None:
+    """Compute the task's data report at the start of a new run (``engine.data_report``), as one event.
+
+    Only a run whose log is still empty computes it: a resumed run keeps what its log holds, the stored
+    report or none (a run stored before the option existed), so its prompts keep their bytes. The script
+    runs in the executor's sandbox (a local one where the executor has none) with the task folder, the
+    hidden data and the run store masked; it is framework code, so its seconds are recorded in the event
+    and charged to no budget. A report that could not be computed is stored too: it says why.
+    """
+    if engine.state.last_seq or not engine.config.engine.data_report:
+        return
+    sandbox = getattr(engine.executor, "sandbox", None) or LocalSandbox()
+    hide = (Path(engine.config.store).resolve().parent,)
+    report, seconds = await asyncio.to_thread(datareport.report_for_run, engine.task, sandbox, hide=hide)
+    blob = engine.store.put_blob(report.to_json())
+    engine.ledger.emit(datareport.EVENT, datareport.event_payload(report, blob, seconds))
 
 
 async def ensure_baseline(engine: Engine) -> None:
@@ -91,6 +122,7 @@ async def select_final(engine: Engine, best_id: str | None) -> str | None:
         rng=random.Random(f"{engine.config.seed}:final"),
         task=engine.task,
         summaries=engine.state.summaries,
+        data_report=engine.state.data_report_text(),
     )
     engine.ledger.emit(
         "final_selection",

@@ -52,6 +52,7 @@ class RunState:
     rounds_done: int = 0
     told_round: int = -1  # the last round whose ``tell`` batch is logged
     brief: TaskBrief | None = None
+    data_report: str | None = None  # the ``data_report`` event's markdown (None: the run has none)
     learn_records: list[dict[str, Any]] = field(default_factory=list)  # ``screener_learn`` payloads, in order
     proposals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # logged proposer replies, by key
     low_fidelity: dict[tuple[str, str, str], Verification] = field(default_factory=dict)  # (hash, kind, level)
@@ -77,6 +78,13 @@ class RunState:
 
     def _brief(self, ev: Event) -> None:
         self.brief = TaskBrief(ev.payload["understanding"], tuple(ev.payload["criteria"]))
+
+    def _data_report(self, ev: Event) -> None:
+        self.data_report = str(ev.payload["markdown"])
+
+    def data_report_text(self) -> str:
+        """The markdown prompts include ('' when the run has no report; older snapshots lack the field)."""
+        return (self.__dict__.get("data_report") or "").strip()
 
     def _round(self, ev: Event) -> None:
         self.rounds_done = max(self.rounds_done, int(ev.payload["round"]))
@@ -155,6 +163,7 @@ class RunState:
 
 _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
     "brief": RunState._brief,
+    "data_report": RunState._data_report,
     "round": RunState._round,
     "node": RunState._node,
     "status": RunState._status,

@@ -49,6 +49,9 @@ SECTION = re.compile(r"^<!--\s*section:\s*([a-z_][a-z0-9_]*)\s*-->\s*$", re.M)
 PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _ALONE = re.compile(r"\s*\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}\s*")
 MESSAGES = ("system", "user")
+# Placeholders a checked template may use or leave out: every user of ``check_template`` fills them
+# (``data_report``: the run's data report, '' when it has none, so a line holding only it disappears).
+OPTIONAL = frozenset({"data_report"})
 
 
 class TemplateError(KeyError):
@@ -187,7 +190,7 @@ def template_problems(
         problems.append(
             f"lacks the placeholder(s) {_listed(missing)} that {user} fills; it needs all of {_listed(wanted)}"
         )
-    if unknown := sorted(used - set(wanted)):
+    if unknown := sorted(used - set(wanted) - OPTIONAL):
         problems.append(f"uses placeholder(s) {_listed(unknown)} that {user} does not fill; it fills {_listed(wanted)}")
     if absent := [m for m in markers if m not in body]:
         problems.append(
@@ -210,6 +213,7 @@ def check_template(
     ``wanted`` placeholders (a missing one would never show the model that
     input; an unknown one could never be filled) and mentions every reply tag
     in ``markers`` (without it the model is never told the answer format).
+    A placeholder in ``OPTIONAL`` may be used or not.
     """
     problems = template_problems(template, user, wanted, markers, sections)
     if problems:
@@ -219,6 +223,7 @@ def check_template(
 
 __all__ = [
     "MESSAGES",
+    "OPTIONAL",
     "PLACEHOLDER",
     "SECTION",
     "Template",

@@ -61,6 +61,7 @@ KNOWN_KINDS = frozenset(
         "final_selection",
         "submission",
         "brief",
+        "data_report",  # its own section (data_report_view.py)
     }
 )
 

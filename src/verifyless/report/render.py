@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.report import data, data_nodes, data_pilots, peers, svg
+from verifyless.report.data_report_view import data_report_view
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -81,6 +82,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "audit": data.screener_audit_view(store, run_id),
         "others": data.other_events(store, run_id),
         "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
+        "datarep": data_report_view(store, run_id),
         "href": href,
     }
 

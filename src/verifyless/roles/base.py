@@ -71,7 +71,7 @@ class Implementation:
 
 @runtime_checkable
 class Briefer(Protocol):
-    async def brief(self, task: Task) -> TaskBrief: ...
+    async def brief(self, task: Task, data_report: str = "") -> TaskBrief: ...  # data_report: markdown
 
 
 @runtime_checkable

@@ -79,6 +79,8 @@ class LLMBriefer:
     A reply without a parseable criteria list gets one follow-up in the same
     conversation; if that fails too, ``ParseError`` is raised with an excerpt
     of the reply. Results are memoised per (task name, statement hash).
+    ``data_report`` (the run's data report, markdown) is shown after the
+    resources when not empty; without it the prompt is as before.
     """
 
     def __init__(self, model: Model, temperature: float = 0.3) -> None:
@@ -86,8 +88,8 @@ class LLMBriefer:
         self.temperature = temperature
         self._memo: dict[tuple[str, str], TaskBrief] = {}
 
-    async def brief(self, task: Task) -> TaskBrief:
-        key = (task.name, content_hash(task.statement + task.baseline_program))
+    async def brief(self, task: Task, data_report: str = "") -> TaskBrief:
+        key = (task.name, content_hash(task.statement + task.baseline_program + data_report))
         if key in self._memo:
             return self._memo[key]
         values = _task_values(task)
@@ -97,6 +99,7 @@ class LLMBriefer:
             "other_metrics": f"Other validation metrics reported: {', '.join(others)}." if others else "",
             "program": clip(task.baseline_program, 16000),
             "resources": f"Public data files: {files}.\nPer-run limits: {values['limits']}.",
+            "data_report": data_report.strip(),
         }
         conversation = list(messages("roles/brief", values))
         error: ParseError | None = None

@@ -352,7 +352,7 @@ class StaticBriefer:
     Works for tasks without a space too (general criteria only).
     """
 
-    async def brief(self, task: Task) -> TaskBrief:
+    async def brief(self, task: Task, data_report: str = "") -> TaskBrief:  # the data report is not used
         return TaskBrief(understanding=understanding(task), criteria=criteria(task))
 
 

@@ -56,6 +56,8 @@ class ScreenContext:
     ``pilot``: ``await pilot(candidate, level)`` runs a candidate at one of the
     task's cheaper fidelity levels, paid and recorded by the engine's ledger
     (read back when it ran before); None where no sandbox can run it.
+    ``data_report``: the run's data report as markdown (``verifyless.datareport``), '' when it has none;
+    the critic and the judges put it in their prompts (an empty one leaves them as before).
     """
 
     task: Task
@@ -69,6 +71,7 @@ class ScreenContext:
     budget_left_s: float | None = None
     program_of: Callable[[str], str] | None = None
     pilot: Callable[[Candidate, str], Awaitable[Verification]] | None = None
+    data_report: str = ""
 
 
 @runtime_checkable

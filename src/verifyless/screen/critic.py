@@ -389,6 +389,8 @@ class PointwiseCritic:
     ``ConfigError`` when a placeholder or the verdict tags are missing), or
     ``template``, an in-memory ``prompts.Template`` (what the prompt tuner
     scores). ``template`` wins over ``prompt_file``, which wins over ``prompt``.
+    The run's data report (``ctx.data_report``) fills ``{{data_report}}``; a
+    prompt file may leave that placeholder out (it is optional, never required).
     """
 
     def __init__(
@@ -452,6 +454,7 @@ class PointwiseCritic:
         values = {
             "task": ctx.task.statement.strip(),
             "metric": metric_line(ctx.task),
+            "data_report": ctx.data_report.strip(),
             "parent": parent.strip(),
             "child": child.strip(),
             "understanding": understanding,

@@ -62,12 +62,14 @@ async def select_final(
     temperature: float | None = None,
     tie_break: str = "random",
     min_parse_rate: float = 0.5,
+    data_report: str = "",
 ) -> FinalSelection:
     """Pick the final node among the ``top_n`` OK nodes by a judged round-robin.
 
     ``rng`` is required (explicit randomness). ``task`` supplies the statement
     and metric shown to the judge; ``summaries`` maps node id -> neutral
-    summary (the node's idea is used otherwise). A pool of one needs no judge
+    summary (the node's idea is used otherwise); ``data_report`` (markdown, the
+    run's data report) is shown after the metric when not empty. A pool of one needs no judge
     call; an empty pool returns ``winner=None``. Unparseable judge replies
     award no point and are kept in ``matches``.
     """
@@ -96,7 +98,12 @@ async def select_final(
         reply = await judge_model.generate(
             ModelRequest(
                 messages=prompts.messages(
-                    "screen/final", task=statement, metric=metric, solutions=solutions, letters=", ".join(letters)
+                    "screen/final",
+                    task=statement,
+                    metric=metric,
+                    data_report=data_report.strip(),
+                    solutions=solutions,
+                    letters=", ".join(letters),
                 ),
                 role="final-judge",
                 temperature=temperature,

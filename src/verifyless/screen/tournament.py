@@ -159,6 +159,8 @@ class PairwiseRPM:
     value, else ``ctx.n_verify``). The prompt is ``prompts/screen/pairwise.md``,
     or ``prompt_file`` when given (checked by ``load_prompt_file``), or
     ``template``, an in-memory ``prompts.Template``, which wins over both.
+    The run's data report (``ctx.data_report``) fills ``{{data_report}}``;
+    a prompt file may leave that placeholder out.
     """
 
     def __init__(
@@ -196,6 +198,7 @@ class PairwiseRPM:
         values = {
             "task": ctx.task.statement.strip(),
             "metric": metric_line(ctx.task),
+            "data_report": ctx.data_report.strip(),
             "context": format_context(context),
             "candidate_a": describe(a, self.show),
             "candidate_b": describe(b, self.show),
