@@ -94,23 +94,30 @@ def replay_adaptive(
         step += 1
         cands = draw_pool(world, best_i, done, n, 1.0, rng)
         view = PoolView(world, best_i, cands, best_f, step, rng, tuple(history))
+        scores: list[float] = []
         if rule.screens:
-            picks = [cands[critic.choose(view)]]
-            rest = [c for c in cands if c != picks[0]]
+            scores = critic.scores(view)  # then choose's tie-break: the same draws as the fixed arm
+            tied = [j for j, v in enumerate(scores) if v == max(scores)]
+            picks = [tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0]]
+            rest = [j for j in range(len(cands)) if j != picks[0]]
             if rest and len(history) + 2 <= budget and rule.audits(draws.random()):
                 picks.append(draws.choice(rest))
                 audits += 1
         else:
-            picks = [cands[rng.randrange(len(cands))]]
-        for pick in picks:
-            fit = world.fitness(pick)
-            history.append((pick, fit))
-            done.add(pick)
+            picks = [rng.randrange(len(cands))]
+        won = [_improves(world.fitness(cands[j]), view.parent_fitness) for j in picks]
+        for j in picks:
+            fit = world.fitness(cands[j])
+            history.append((cands[j], fit))
+            done.add(cands[j])
             if fit is not None and (best_f is None or fit > best_f):
-                best_i, best_f = pick, fit
+                best_i, best_f = cands[j], fit
             curve.append(_or_inf(best_f))
+        for j, w in zip(picks, won, strict=True):
+            if scores:
+                rule.add_verdict(scores[j], w)
         if len(picks) == 2:
-            rule.add_pair(*(_improves(world.fitness(p), view.parent_fitness) for p in picks))
+            rule.add_pair(*won)
         rule.decide(step)
     run = ReplayRun("adaptive", seed, tuple(curve), best_i, tuple(i for i, _ in history))
     return AdaptiveRun(run, rule.state, audits)
@@ -125,11 +132,21 @@ def _or_inf(f: float | None) -> float:
 
 
 def level_runs(
-    worlds: Sequence[World], spec: CriticSpec, *, budget: int, n: int, seeds: Sequence[int]
+    worlds: Sequence[World],
+    spec: CriticSpec,
+    options: AdaptiveOptions,
+    *,
+    budget: int,
+    n: int,
+    seeds: Sequence[int],
 ) -> dict[str, list[tuple[float, ReplayRun, ReplayRun]]]:
-    """Per arm, (normalised final, run, paired random run) for every world and seed."""
+    """Per arm, (normalised final, run, paired random run) for every world and seed.
+
+    Two extra rows: ``_off`` (1.0 where the adaptive run ended with screening off) and ``_audits`` (its audits).
+    """
     out: dict[str, list[tuple[float, ReplayRun, ReplayRun]]] = {a: [] for a in ARMS}
     off: list[bool] = []
+    audits: list[int] = []
     for w in worlds:
         norm = normalizer(w)
         for s in seeds:
@@ -141,12 +158,14 @@ def level_runs(
                 "iid": replay_run(w, IIDSelector(), **kw),
                 "oracle": replay_run(w, OracleSelector(), **kw),
             }
-            ad = replay_adaptive(w, SimulatedCritic(spec, w, s), AdaptiveOptions(), budget=budget, n=n, seed=s)
+            ad = replay_adaptive(w, SimulatedCritic(spec, w, s), options, budget=budget, n=n, seed=s)
             runs["adaptive"] = ad.run
             off.append(ad.state == "off")
+            audits.append(ad.audits)
             for arm, run in runs.items():
                 out[arm].append((norm(run.final), run, rand))
     out["_off"] = [(float(o), rand, rand) for o in off]  # share of adaptive runs ending with screening off
+    out["_audits"] = [(float(a), rand, rand) for a in audits]  # audit verifications per adaptive run
     return out
 
 
@@ -162,7 +181,13 @@ def summary(rows: list[tuple[float, ReplayRun, ReplayRun]], budget: int) -> tupl
 
 
 def report(
-    worlds: Sequence[World], *, budgets: Sequence[int], n: int, seeds: Sequence[int], say: Callable[[str], None]
+    worlds: Sequence[World],
+    *,
+    budgets: Sequence[int],
+    n: int,
+    seeds: Sequence[int],
+    say: Callable[[str], None],
+    options: AdaptiveOptions | None = None,
 ) -> list[dict[str, object]]:
     """Print one markdown table per budget; return the target checks, one per level and budget."""
     checks: list[dict[str, object]] = []
@@ -171,9 +196,11 @@ def report(
         say("| critic (Dir-3) | arm | final score | verif. to reach random's final | P(improve) | note |")
         say("|---|---|---|---|---|---|")
         for label, spec in LEVELS.items():
-            runs = level_runs(worlds, spec, budget=budget, n=n, seeds=seeds)
+            runs = level_runs(worlds, spec, options or AdaptiveOptions(), budget=budget, n=n, seeds=seeds)
             stats = {a: summary(runs[a], budget) for a in ARMS}
             off = float(np.mean([o for o, _, _ in runs["_off"]]))
+            audits = float(np.mean([a for a, _, _ in runs["_audits"]]))
+            regret = max(stats["random"][0], stats["fixed"][0]) - stats["adaptive"][0]
             better = min(("random", "fixed"), key=lambda a: stats[a][1])
             reach_ok = stats["adaptive"][1] <= stats[better][1] + 1.0
             best_poi = max(stats["random"][2], stats["fixed"][2])
@@ -181,7 +208,17 @@ def report(
             gap = stats["fixed"][0] - stats["random"][0]
             kept = (stats["adaptive"][0] - stats["random"][0]) / gap if gap > 0 else None
             checks.append(
-                {"budget": budget, "level": label, "reach_ok": reach_ok, "poi_ok": poi_ok, "headroom_kept": kept}
+                {
+                    "budget": budget,
+                    "level": label,
+                    "reach_ok": reach_ok,
+                    "poi_ok": poi_ok,
+                    "headroom_kept": kept,
+                    "audits": audits,
+                    "regret": regret,
+                    "reach_gap": stats["adaptive"][1] - stats[better][1],
+                    "poi_gap": stats["adaptive"][2] - best_poi,
+                }
             )
             for arm in ARMS:
                 final, reach, poi = stats[arm]
@@ -189,7 +226,8 @@ def report(
                 if arm == "adaptive":
                     keep = "" if kept is None else f"; headroom kept {kept:.2f}"
                     note = (
-                        f"off in {100 * off:.0f}% of runs; reach {'ok' if reach_ok else 'MISSED'} vs {better}; "
+                        f"off in {100 * off:.0f}% of runs; audits {audits:.1f}; regret {regret:+.4f}; "
+                        f"reach {'ok' if reach_ok else 'MISSED'} vs {better}; "
                         f"P(improve) {'ok' if poi_ok else 'MISSED'}{keep}"
                     )
                 say(f"| {label} | {arm} | {final:.3f} | {reach:.1f} | {poi:.2f} | {note} |")
@@ -201,14 +239,19 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48])
     ap.add_argument("--candidates", type=int, default=6)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    ap.add_argument("--rule", choices=["verdicts", "pairs"], default="verdicts", help="the adaptive rule")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="other AdaptiveOptions")
     ap.add_argument("--quick", action="store_true", help="one world, 3 seeds, budget 12")
     args = ap.parse_args(argv)
     worlds = list(load_worlds(world_paths(worlds_dir())).values())
-    seeds, budgets = range(args.seeds), args.budgets
+    seeds, budgets = range(args.first_seed, args.first_seed + args.seeds), args.budgets
+    options = AdaptiveOptions(rule=args.rule, **dict(kv.split("=", 1) for kv in args.set))
+    print(f"adaptive options: {options.model_dump(exclude={'screener', 'options'})}")
     if args.quick:
         worlds, seeds, budgets = worlds[:1], range(3), [12]
     started = time.monotonic()
-    checks = report(worlds, budgets=budgets, n=args.candidates, seeds=seeds, say=print)
+    checks = report(worlds, budgets=budgets, n=args.candidates, seeds=seeds, say=print, options=options)
     met = sum(bool(c["reach_ok"]) and bool(c["poi_ok"]) for c in checks)
     print(f"\ntarget (reach and P(improve)) met at {met} of {len(checks)} level x budget cells")
     trained = [c for c in checks if str(c["level"]).startswith("trained")]

@@ -126,7 +126,7 @@ def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp
     )
     assert all(len(s["chosen"]) == 2 for n, s in zip(notes, screenings, strict=True) if n["audited"])
     decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
-    assert decision == screener.decisions and decision[-1]["wins"] + decision[-1]["losses"] >= 5
+    assert decision == screener.decisions and decision[-1]["units"] >= 5  # decided after its trial's evidence
 
 
 def test_a_perfect_critic_keeps_screening(tmp_path):
@@ -135,7 +135,8 @@ def test_a_perfect_critic_keeps_screening(tmp_path):
         result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         notes = _notes(store, result.run_id)
     assert screener.state == "on" and "screening helps" in screener.reason
-    assert screener.pairs.losses == 0 and screener.pairs.wins >= 5
+    evidence = screener.rule.evidence()
+    assert screener.pairs.losses == 0 and evidence["concordance"] > 0.9 and evidence["units"] >= 5
     after = [n["audited"] for n in notes if n["state"] == "on"]
     assert after and sum(after) / len(after) <= 0.3  # audits fall to the on-rate
 

@@ -53,10 +53,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from verifyless.node import Candidate, Evidence, Screening
@@ -65,8 +67,19 @@ from verifyless.screen.base import LearningScreener, OutcomeObserver, ScreenCont
 from verifyless.screen.options import BaseOptions
 
 State = Literal["trial", "on", "off"]
+Rule = Literal["verdicts", "pairs"]
 
-__all__ = ["AdaptiveOptions", "AdaptiveRule", "AdaptiveScreener", "Pairs", "p_better"]
+__all__ = [
+    "AdaptiveOptions",
+    "AdaptiveRule",
+    "AdaptiveScreener",
+    "Pairs",
+    "Verdicts",
+    "concordance",
+    "p_better",
+]
+
+_NORMAL = NormalDist()
 
 
 class AdaptiveOptions(BaseOptions):
@@ -74,14 +87,27 @@ class AdaptiveOptions(BaseOptions):
 
     screener: str = Field("critic", description="the wrapped screener's name")
     options: dict[str, Any] = Field(default_factory=dict, description="the wrapped screener's options")
+    rule: Rule = Field(
+        "verdicts",
+        description="evidence: verdicts (every verified pick's score against its paid label, plus audited pairs) "
+        "or pairs (audited pairs only, the first rule)",
+    )
     prior_win: float = Field(
         0.5, gt=0.0, lt=1.0, description="prior chance that the screener's pick beats a random one"
     )
     prior_weight: float = Field(2.0, gt=0.0, description="pseudo-pairs the prior is worth")
-    trial: int = Field(6, ge=1, description="decided pairs before the test decides")
+    trial: int = Field(6, ge=1, description="units of evidence before the test decides")
     explore: float = Field(0.5, gt=0.0, le=1.0, description="chance an expansion is audited during the trial")
     confidence: float = Field(0.8, gt=0.5, lt=1.0, description="P(screener beats random) needed to keep screening")
     audit: float = Field(0.1, ge=0.0, le=1.0, description="chance an expansion is audited while screening is on")
+    off_below: float = Field(
+        0.5, gt=0.0, lt=1.0, description="rule verdicts: P(screener beats random) below which screening goes off"
+    )
+    taper: float = Field(
+        4.0, gt=0.0, description="rule verdicts: audit rates are scaled by taper / (taper + verdict units)"
+    )
+    k_min: int | None = Field(None, ge=1, description="fewest votes k the rule may set on the inner screener")
+    k_max: int | None = Field(None, ge=1, description="most votes k the rule may set (k is chosen when both are set)")
 
 
 @dataclass(frozen=True)
@@ -99,6 +125,65 @@ class Pairs:
         return Pairs(self.wins + int(won), self.losses + int(not won))
 
 
+@dataclass(frozen=True)
+class Verdicts:
+    """The screener's score (``Evidence.rank_value``) of each verified candidate, split by its paid label."""
+
+    improved: tuple[float, ...] = ()
+    other: tuple[float, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.improved) + len(self.other)
+
+    def add(self, score: float, won: bool) -> Verdicts:
+        if won:
+            return Verdicts((*self.improved, score), self.other)
+        return Verdicts(self.improved, (*self.other, score))
+
+
+@dataclass(frozen=True)
+class Concordance:
+    """How often an improving pick outscored a non-improving one (ties one half), against chance 0.5.
+
+    ``value`` is None without both labels; ``sd`` is its standard deviation under the null (scores independent
+    of labels, Mann-Whitney with ties); ``units`` = min(n improved, n other) x the share of untied pairs, the
+    evidence it is worth (0 when every pair is tied: a rank-only screener gives no verdict evidence).
+    """
+
+    value: float | None
+    sd: float
+    units: float
+    n: int
+
+    @property
+    def z(self) -> float:
+        return 0.0 if self.value is None or self.sd <= 0 else (self.value - 0.5) / self.sd
+
+    def interval(self) -> tuple[float, float] | None:
+        """value +- 1.96 sd (the null's sd), clipped to [0, 1]; None without a value."""
+        if self.value is None:
+            return None
+        return max(0.0, self.value - 1.96 * self.sd), min(1.0, self.value + 1.96 * self.sd)
+
+
+def concordance(verdicts: Verdicts) -> Concordance:
+    """The concordance of scores with paid labels (``Concordance``), exact and deterministic."""
+    pos, neg = np.asarray(verdicts.improved, float), np.sort(np.asarray(verdicts.other, float))
+    n1, n0 = len(pos), len(neg)
+    if n1 == 0 or n0 == 0:
+        return Concordance(None, 0.0, 0.0, n1 + n0)
+    below, upto = np.searchsorted(neg, pos, "left"), np.searchsorted(neg, pos, "right")
+    ties = float(np.sum(upto - below))
+    value = float(np.sum(below) + 0.5 * ties) / (n1 * n0)
+    n = n1 + n0
+    _, counts = np.unique(np.concatenate([pos, neg]), return_counts=True)
+    correction = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    var_u = n1 * n0 / 12.0 * ((n + 1) - correction)
+    untied = 1.0 - ties / (n1 * n0)
+    return Concordance(value, math.sqrt(max(var_u, 0.0)) / (n1 * n0), min(n1, n0) * untied, n)
+
+
 def p_better(pairs: Pairs, prior: tuple[float, float]) -> float:
     """P(w > 1/2) for the Beta posterior of the win rate w, by its normal approximation."""
     a, b = prior[0] + pairs.wins, prior[1] + pairs.losses
@@ -106,11 +191,22 @@ def p_better(pairs: Pairs, prior: tuple[float, float]) -> float:
     return 0.5 * (1.0 + math.erf((mean - 0.5) / math.sqrt(2.0 * var)))
 
 
+def p_combined(pairs: Pairs, verdicts: Concordance, prior: tuple[float, float]) -> float:
+    """Stouffer's combination of the pairs posterior (weight pairs + prior) and the verdict z (weight its units)."""
+    p = min(max(p_better(pairs, prior), 1e-12), 1 - 1e-12)
+    w_pairs, w_verdicts = pairs.n + sum(prior), verdicts.units
+    z = (math.sqrt(w_pairs) * _NORMAL.inv_cdf(p) + math.sqrt(w_verdicts) * verdicts.z) / math.sqrt(
+        w_pairs + w_verdicts
+    )
+    return _NORMAL.cdf(z)
+
+
 class AdaptiveRule:
     """The decision rule alone (module docstring), shared by the screener and the pool-world replays.
 
-    It holds the decided pairs, the state and its reason, and the list of
-    state changes; it draws nothing itself (the caller passes its draws).
+    It holds the evidence (pairs, verdicts), the state and its reason, the
+    chosen k, and the list of decisions; it draws nothing itself (the caller
+    passes its draws).
     """
 
     def __init__(self, options: AdaptiveOptions) -> None:
@@ -118,6 +214,8 @@ class AdaptiveRule:
         self.state: State = "trial"
         self.reason = "trial: measuring the screener against random picks"
         self.pairs = Pairs()
+        self.verdicts = Verdicts()
+        self.k: int | None = options.k_max if self.chooses_k else None
         self.decisions: list[dict[str, Any]] = []
 
     @property
@@ -125,10 +223,32 @@ class AdaptiveRule:
         """Whether the inner screener is asked at all (False once screening is off)."""
         return self.state != "off"
 
+    @property
+    def chooses_k(self) -> bool:
+        o = self.options
+        return o.k_min is not None and o.k_max is not None
+
+    def units(self) -> float:
+        """Units of evidence: decided pairs, plus the verdict units under rule ``verdicts``."""
+        return self.pairs.n + (self._concordance().units if self.options.rule == "verdicts" else 0.0)
+
+    def audit_rate(self) -> float:
+        """``explore`` in the trial, ``audit`` while on; rule verdicts scales it by ``taper / (taper + scored)``.
+
+        ``scored`` is the number of verdict units once their scores differ (0 while every score is equal, as
+        for a rank-only screener, whose evidence is the audited pairs alone).
+        """
+        o = self.options
+        if not self.screens:
+            return 0.0
+        base = o.explore if self.state == "trial" else o.audit
+        scores = (*self.verdicts.improved, *self.verdicts.other)
+        scored = len(scores) if len(set(scores)) > 1 else 0
+        return base if o.rule == "pairs" else base * o.taper / (o.taper + scored)
+
     def audits(self, draw: float) -> bool:
         """Whether an expansion with the uniform ``draw`` in [0, 1) is audited."""
-        rate = self.options.explore if self.state == "trial" else self.options.audit
-        return self.screens and draw < rate
+        return self.screens and draw < self.audit_rate()
 
     def add_pair(self, screened: bool, other: bool) -> bool:
         """Score one paid pair (whether the screener's pick improved, whether the random one did)."""
@@ -137,46 +257,101 @@ class AdaptiveRule:
         self.pairs = self.pairs.add(screened)
         return True
 
+    def add_verdict(self, score: float, won: bool) -> None:
+        """One verified candidate: the screener's score of it and whether it improved on its parent."""
+        self.verdicts = self.verdicts.add(float(score), won)
+
+    def p(self) -> float:
+        """P(the screener beats random) from the evidence the rule reads."""
+        if self.options.rule == "pairs":
+            return p_better(self.pairs, self._prior())
+        return p_combined(self.pairs, self._concordance(), self._prior())
+
     def evidence(self) -> dict[str, Any]:
+        c = self._concordance()
         return {
             "wins": self.pairs.wins,
             "losses": self.pairs.losses,
-            "p_screen_better": round(p_better(self.pairs, self._prior()), 6),
+            "verdicts": c.n,
+            "concordance": None if c.value is None else round(c.value, 6),
+            "concordance_sd": round(c.sd, 6),
+            "units": round(self.units(), 6),
+            "p_screen_better": round(self.p(), 6),
+            "audit_rate": round(self.audit_rate(), 6),
         }
 
     def decide(self, round: int) -> bool:
         """The sequential test (module docstring); True when the state changed."""
-        if self.state == "off" or self.pairs.n < self.options.trial:
+        if self.state == "off" or self.units() < self.options.trial:
             return False
-        p = p_better(self.pairs, self._prior())
-        new: State = "on" if p >= self.options.confidence else "off"
+        p = self.p()
+        new = self._next(p)
         if new == self.state:
             return False
-        counts = f"its pick beat a random one in {self.pairs.wins} of {self.pairs.n} audited pairs"
-        self.reason = (
-            f"screening helps: P(screener beats random) = {p:.2f} >= {self.options.confidence}; {counts}"
-            if new == "on"
-            else f"screening switched off: P(screener beats random) = {p:.2f} < {self.options.confidence}; {counts}"
-        )
+        self.reason = self._reason(new, p)
         self.state = new
         self.decisions.append({"round": round, "state": new, "reason": self.reason, **self.evidence()})
         return True
 
-    def record(self) -> dict[str, Any]:
-        """The cumulative state (what ``restore`` reads back)."""
-        return {"state": self.state, "reason": self.reason, **self.evidence()}
+    def choose_k(self, round: int, unanimous: Sequence[bool]) -> bool:
+        """Fewer votes after a round whose picks were all unanimous, more after a split one; True on a change."""
+        lo, hi = self.options.k_min, self.options.k_max
+        if self.k is None or lo is None or hi is None or not unanimous or not self.screens:
+            return False
+        k = max(lo, self.k - 1) if all(unanimous) else min(hi, self.k + 1)
+        if k == self.k:
+            return False
+        split = sum(not u for u in unanimous)
+        why = "unanimous" if all(unanimous) else f"split in {split} of {len(unanimous)}"
+        self.decisions.append(
+            {"round": round, "knob": "k", "value": k, "reason": f"k {self.k} -> {k}: the picks' votes were {why}"}
+        )
+        self.k = k
+        return True
 
-    def restore(self, records: Sequence[dict[str, Any]]) -> None:
-        """Counts, state and decisions from stored ``record()`` payloads (the last one is cumulative)."""
-        self.decisions = [m["decision"] for m in records if "decision" in m]
+    def record(self) -> dict[str, Any]:
+        """The cumulative state (what ``restore`` reads back, with the verdict units in ``new_verdicts``)."""
+        return {"state": self.state, "reason": self.reason, "k": self.k, **self.evidence()}
+
+    def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Evidence, state, k and decisions from stored records (the last is cumulative; verdicts add up)."""
+        self.decisions = [d for m in records for d in m.get("decisions", [m["decision"]] if "decision" in m else [])]
+        self.verdicts = Verdicts()
+        for m in records:
+            for score, won in m.get("new_verdicts", ()):
+                self.add_verdict(score, bool(won))
         if records:
             last = records[-1]
             self.pairs = Pairs(int(last["wins"]), int(last["losses"]))
             self.state, self.reason = last["state"], last["reason"]
+            self.k = last.get("k", self.k)
+
+    def _next(self, p: float) -> State:
+        """Rule pairs: on at ``confidence``, else off. Rule verdicts: off below ``off_below``, on at ``confidence``."""
+        o = self.options
+        if p >= o.confidence:
+            return "on"
+        if o.rule == "pairs" or p < o.off_below:
+            return "off"
+        return self.state
+
+    def _concordance(self) -> Concordance:
+        return concordance(self.verdicts)
 
     def _prior(self) -> tuple[float, float]:
         o = self.options
         return o.prior_win * o.prior_weight, (1.0 - o.prior_win) * o.prior_weight
+
+    def _reason(self, new: State, p: float) -> str:
+        c = self._concordance()
+        counts = f"its pick beat a random one in {self.pairs.wins} of {self.pairs.n} audited pairs"
+        if self.options.rule == "verdicts":
+            score = "-" if c.value is None else f"{c.value:.2f}"
+            counts += f"; its scores ranked improving picks first in {score} of {c.n} verified (0.5 is chance)"
+        if new == "on":
+            return f"screening helps: P(screener beats random) = {p:.2f} >= {self.options.confidence}; {counts}"
+        below = self.options.confidence if self.options.rule == "pairs" else self.options.off_below
+        return f"screening switched off: P(screener beats random) = {p:.2f} < {below}; {counts}"
 
 
 class AdaptiveScreener:
@@ -189,6 +364,8 @@ class AdaptiveScreener:
         self.rule = AdaptiveRule(self.options)
         self.pending: dict[str, tuple[str, str]] = {}  # candidate id -> (screener's pick, random pick)
         self.seen: dict[str, bool] = {}  # whether pending candidates already paid improved on their parent
+        self.scores: dict[str, float] = {}  # chosen candidate id -> the inner screener's score of it
+        self.unanimous: list[bool] = []  # per screening since the last round boundary: the pick's votes agreed
 
     @property
     def state(self) -> State:
@@ -214,12 +391,26 @@ class AdaptiveScreener:
             ranking, chosen, evidence = self._shuffle(ctx, candidates)
             audited = False
         else:
+            self._set_k()
             inner = await self.inner.screen(ctx, candidates)
             ranking, chosen, evidence = list(inner.ranking), list(inner.chosen), dict(inner.evidence)
             audited = self._audit(ctx, ranking, chosen)
+            self._remember(chosen, evidence)
         note = {"audited": audited, **self.rule.record()}
         evidence = {cid: replace(ev, detail={**ev.detail, "adaptive": note}) for cid, ev in evidence.items()}
         return Screening(self.name, tuple(ranking), tuple(chosen), evidence, time.monotonic() - started)
+
+    def _set_k(self) -> None:
+        """The rule's k on the inner screener, where it has one (``k_min`` and ``k_max`` set)."""
+        if self.rule.k is not None and hasattr(self.inner, "k"):
+            self.inner.k = self.rule.k
+
+    def _remember(self, chosen: list[str], evidence: Mapping[str, Evidence]) -> None:
+        """The scores of the chosen candidates (verdict units once paid) and whether the pick's votes agreed."""
+        self.scores.update({cid: float(evidence[cid].rank_value) for cid in chosen if cid in evidence})
+        votes = evidence[chosen[0]].votes if chosen and chosen[0] in evidence else {}
+        if votes:
+            self.unanimous.append(max(votes.values()) >= 1.0)
 
     def _audit(self, ctx: ScreenContext, ranking: list[str], chosen: list[str]) -> bool:
         """Maybe add one random unchosen candidate to ``chosen`` and remember the pair; whether it did."""
@@ -249,8 +440,38 @@ class AdaptiveScreener:
             self.inner.observe(outcome)
 
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
-        """Score this round's completed pairs, then run the test; the record is the decision event."""
+        """Score this round's verdicts and completed pairs, run the test, choose k; the record is the decision event."""
         inner = await self.inner.learn(outcomes, round) if isinstance(self.inner, LearningScreener) else None
+        before = len(self.decisions)
+        new_verdicts = self._verdicts(outcomes)
+        decided = self._pairs(outcomes)
+        changed = self.rule.decide(round)
+        self.rule.choose_k(round, self.unanimous)
+        self.unanimous = []
+        if not decided and not new_verdicts and len(self.decisions) == before and inner is None:
+            return None
+        record: dict[str, Any] = {"adaptive": {**self.rule.record(), "new_verdicts": new_verdicts}}
+        if len(self.decisions) > before:
+            record["adaptive"]["decisions"] = self.decisions[before:]
+        if changed:
+            record["adaptive"]["decision"] = next(d for d in reversed(self.decisions) if "state" in d)
+        if inner is not None:
+            record["inner"] = inner
+        return record
+
+    def _verdicts(self, outcomes: Sequence[Outcome]) -> list[list[float]]:
+        """Verdict units of this round: [score, 1 if improved else 0] per paid candidate the screener scored."""
+        units = []
+        for o in outcomes:
+            if o.child_id in self.scores:
+                won = improved(o)
+                score = self.scores.pop(o.child_id)
+                self.rule.add_verdict(score, won)
+                units.append([score, float(won)])
+        return units
+
+    def _pairs(self, outcomes: Sequence[Outcome]) -> int:
+        """Score the audited pairs completed this round; how many were decided (discordant)."""
         for o in outcomes:
             if o.child_id in self.pending:
                 self.seen[o.child_id] = improved(o)
@@ -258,15 +479,7 @@ class AdaptiveScreener:
         for top, other in {pair for pair in self.pending.values() if all(c in self.seen for c in pair)}:
             del self.pending[top], self.pending[other]
             decided += self.rule.add_pair(self.seen.pop(top), self.seen.pop(other))
-        changed = self.rule.decide(round)
-        if not decided and not changed and inner is None:
-            return None
-        record: dict[str, Any] = {"adaptive": self.rule.record()}
-        if changed:
-            record["adaptive"]["decision"] = self.decisions[-1]
-        if inner is not None:
-            record["inner"] = inner
-        return record
+        return decided
 
     def restore(self, records: Sequence[dict[str, Any]]) -> None:
         """Rebuild the rule from the stored ``learn`` records; the inner screener gets its own."""
