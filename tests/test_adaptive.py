@@ -14,8 +14,23 @@ from verifyless.config import load_config
 from verifyless.engine import Engine, resume
 from verifyless.errors import ConfigError
 from verifyless.node import Evidence, Screening
-from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener, Pairs, p_better
-from verifyless.screen.audit import SiblingOutcome, audit_from_store, audit_line, pairwise_hits, selection_advantages
+from verifyless.screen.adaptive import (
+    AdaptiveOptions,
+    AdaptiveScreener,
+    Pairs,
+    Verdicts,
+    concordance,
+    p_better,
+    p_combined,
+)
+from verifyless.screen.audit import (
+    SiblingOutcome,
+    audit_from_store,
+    audit_line,
+    audit_segment,
+    pairwise_hits,
+    selection_advantages,
+)
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.registry import build_screener
 from verifyless.search.registry import build_strategy
@@ -75,7 +90,24 @@ class PerfectUp(Perfect):
         return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
 
 
-def _engine(store, screener, budget=40, executor=None, **over):
+class Voting(PerfectUp):
+    """``PerfectUp`` with votes and a ``k`` the adaptive rule may set: unanimous for even a, split for odd a."""
+
+    name = "voting"
+
+    def __init__(self, k=3):
+        self.k = k
+        self.ks = []  # k at each screening
+
+    async def screen(self, ctx, candidates):
+        self.ks.append(self.k)
+        done = await super().screen(ctx, candidates)
+        by_id = {c.id: value(c.program) for c in candidates}
+        votes = {cid: {"improve": 1.0} if by_id[cid] % 2 == 0 else {"improve": 2 / 3, "lose": 1 / 3} for cid in by_id}
+        return replace(done, evidence={cid: replace(ev, votes=votes[cid]) for cid, ev in done.evidence.items()})
+
+
+def _engine(store, screener, budget=40, executor=None, progress=None, **over):
     overrides = ["strategy.name=greedy", f"budget.verifications={budget}", "engine.candidates=6"]
     cfg = load_config(overrides=overrides + [f"{k}={v}" for k, v in over.items()])
     return Engine(
@@ -86,11 +118,17 @@ def _engine(store, screener, budget=40, executor=None, **over):
         executor=executor or FakeExecutor(),
         store=store,
         config=cfg,
+        progress=progress,
     )
 
 
-def _adaptive(inner):
-    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1))
+def _adaptive(inner, **over):
+    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1, **over))
+
+
+def _voting():
+    """A voting screener whose k the rule chooses in [1, 5]."""
+    return _adaptive(Voting(), k_min=1, k_max=5)
 
 
 def _notes(store, run_id):
@@ -141,11 +179,12 @@ def test_a_perfect_critic_keeps_screening(tmp_path):
     assert after and sum(after) / len(after) <= 0.3  # audits fall to the on-rate
 
 
-def test_the_decisions_replay_exactly_from_the_store(tmp_path):
-    live = _adaptive(Counting())
+@pytest.mark.parametrize("make", [lambda: _adaptive(Counting()), _voting, lambda: _adaptive(Counting(), rule="pairs")])
+def test_the_decisions_replay_exactly_from_the_store(tmp_path, make):
+    live = make()
     with RunStore(tmp_path / "s.db") as store:
         result = asyncio.run(_engine(store, live, executor=Unbounded()).run())
-        again = _adaptive(Counting())
+        again = make()
         resumed = _engine(store, again, executor=Unbounded())
         resumed.run_id = result.run_id
         resume.restore(resumed)
@@ -155,6 +194,38 @@ def test_the_decisions_replay_exactly_from_the_store(tmp_path):
         live.pairs,
         live.decisions,
     )
+    assert (again.rule.verdicts, again.rule.k, again.rule.evidence()) == (
+        live.rule.verdicts,
+        live.rule.k,
+        live.rule.evidence(),
+    )
+
+
+def test_k_falls_while_the_picks_votes_agree_and_rises_when_they_split(tmp_path):
+    screener = _voting()
+    with RunStore(tmp_path / "s.db") as store:
+        asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+    ks = screener.inner.ks
+    changes = [d for d in screener.decisions if d.get("knob") == "k"]
+    assert ks[0] == 5 and changes and all(1 <= k <= 5 for k in ks)
+    assert all(("unanimous" in d["reason"]) == (d["value"] < int(d["reason"].split()[1])) for d in changes)
+    assert [d["value"] for d in changes] == [k for k, prev in zip(ks[1:], ks, strict=False) if k != prev]
+
+
+def test_a_k_outside_the_bounds_is_refused():
+    with pytest.raises(ValueError, match="k_min"):
+        AdaptiveOptions(k_min=0, k_max=3)
+
+
+def test_the_verdict_concordance_is_chance_for_ties_and_exact_otherwise():
+    assert concordance(Verdicts((3.0, 2.0), (1.0, 0.0))).value == 1.0
+    assert concordance(Verdicts((1.0,), (1.0, 2.0))).value == 0.25  # one tie (a half), one loss
+    tied = concordance(Verdicts((1.0, 1.0), (1.0, 1.0)))
+    assert tied.value == 0.5 and tied.units == 0.0 and tied.z == 0.0  # a rank-only screener: no verdict evidence
+    assert concordance(Verdicts((1.0,), ())).value is None
+    strong = concordance(Verdicts(tuple(range(10, 20)), tuple(range(10))))
+    assert strong.z > 3 and strong.units == 10
+    assert p_combined(Pairs(), strong, (1.0, 1.0)) > 0.99 and p_combined(Pairs(), tied, (1.0, 1.0)) == 0.5
 
 
 def test_adaptive_is_built_from_config_and_its_inner_options_are_checked():
@@ -186,6 +257,40 @@ def test_audits_are_charged_and_labelled_and_a_perfect_screener_audits_perfectly
     assert audit.advantage.low is not None and audit.advantage.low <= audit.advantage.value <= audit.advantage.high
     assert audit.dir3.n == 0  # no verdicts: the perfect ranker gives no votes
     assert "audits" in audit_line(audit) and "pairwise 1.00" in audit_line(audit.row())
+
+
+def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
+    import io
+    import re
+
+    from rich.console import Console
+
+    from verifyless._cli.app import _LiveProgress
+
+    events = []
+    with RunStore(tmp_path / "s.db") as store:
+        run = _engine(store, _voting(), executor=Unbounded(), progress=lambda k, d: events.append((k, d)))
+        asyncio.run(run.run())
+    live = _LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
+    descriptions = []
+    for kind, data in events:
+        live(kind, data)
+        if kind == "round":
+            descriptions.append(live.bar.tasks[0].description)
+    live.close()
+    last = descriptions[-1]
+    assert re.fullmatch(r"round \d+ · audit: verdicts 0\.\d\d \[0\.\d\d, [01]\.\d\d\] n=\d+ · adaptive on, k [1-5]", last), last
+    assert len(last.split(" · audit: ")[1]) < 60  # one short segment
+    assert any("adaptive trial" in d for d in descriptions)
+
+
+def test_the_audit_segment_says_what_it_knows():
+    note = {"rule": "verdicts", "state": "trial", "concordance": 0.7, "concordance_sd": 0.1, "verdicts": 21}
+    assert audit_segment(note) == " · audit: verdicts 0.70 [0.50, 0.90] n=21 · adaptive trial"
+    assert audit_segment({**note, "concordance": None, "verdicts": 3}) == " · audit: verdicts - n=3 · adaptive trial"
+    pairs = {"rule": "pairs", "state": "off", "wins": 1, "losses": 5, "k": None}
+    assert audit_segment(pairs) == " · audit: pairs won 1 of 6 · adaptive off"
+    assert audit_segment(None) == ""
 
 
 def test_pairwise_and_advantage_count_what_the_docstring_says():

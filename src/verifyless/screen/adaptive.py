@@ -59,7 +59,7 @@ from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.outcome import Outcome, improved
@@ -73,10 +73,12 @@ __all__ = [
     "AdaptiveOptions",
     "AdaptiveRule",
     "AdaptiveScreener",
+    "Concordance",
     "Pairs",
     "Verdicts",
     "concordance",
     "p_better",
+    "p_combined",
 ]
 
 _NORMAL = NormalDist()
@@ -108,6 +110,14 @@ class AdaptiveOptions(BaseOptions):
     )
     k_min: int | None = Field(None, ge=1, description="fewest votes k the rule may set on the inner screener")
     k_max: int | None = Field(None, ge=1, description="most votes k the rule may set (k is chosen when both are set)")
+
+    @model_validator(mode="after")
+    def _k_bounds(self) -> AdaptiveOptions:
+        if (self.k_min is None) != (self.k_max is None):
+            raise ValueError("k_min and k_max are set together (k is chosen within them) or not at all")
+        if self.k_min is not None and self.k_max is not None and self.k_min > self.k_max:
+            raise ValueError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
+        return self
 
 
 @dataclass(frozen=True)
@@ -311,7 +321,7 @@ class AdaptiveRule:
 
     def record(self) -> dict[str, Any]:
         """The cumulative state (what ``restore`` reads back, with the verdict units in ``new_verdicts``)."""
-        return {"state": self.state, "reason": self.reason, "k": self.k, **self.evidence()}
+        return {"rule": self.options.rule, "state": self.state, "reason": self.reason, "k": self.k, **self.evidence()}
 
     def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Evidence, state, k and decisions from stored records (the last is cumulative; verdicts add up)."""
