@@ -95,7 +95,10 @@ def replay_adaptive(
         cands = draw_pool(world, best_i, done, n, 1.0, rng)
         view = PoolView(world, best_i, cands, best_f, step, rng, tuple(history))
         scores: list[float] = []
-        if rule.screens:
+        if rule.shadow:  # the critic scores the pool, the pick is the random arm's draw
+            scores = critic.scores(view)
+            picks = [rng.randrange(len(cands))]
+        elif rule.screens:
             scores = critic.scores(view)  # then choose's tie-break: the same draws as the fixed arm
             tied = [j for j, v in enumerate(scores) if v == max(scores)]
             picks = [tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0]]
@@ -115,7 +118,7 @@ def replay_adaptive(
             curve.append(_or_inf(best_f))
         for j, w in zip(picks, won, strict=True):
             if scores:
-                rule.add_verdict(scores[j], w)
+                rule.add_verdict(scores[j], w, pick=j == picks[0])
         if len(picks) == 2:
             rule.add_pair(*won)
         rule.decide(step)

@@ -98,15 +98,22 @@ class AdaptiveOptions(BaseOptions):
         0.5, gt=0.0, lt=1.0, description="prior chance that the screener's pick beats a random one"
     )
     prior_weight: float = Field(2.0, gt=0.0, description="pseudo-pairs the prior is worth")
-    trial: int = Field(6, ge=1, description="units of evidence before the test decides")
-    explore: float = Field(0.5, gt=0.0, le=1.0, description="chance an expansion is audited during the trial")
+    trial: int = Field(10, ge=1, description="units of evidence before the test decides (the first rule used 6)")
+    explore: float = Field(
+        0.1, gt=0.0, le=1.0, description="chance an expansion is audited during the trial (the first rule used 0.5)"
+    )
     confidence: float = Field(0.8, gt=0.5, lt=1.0, description="P(screener beats random) needed to keep screening")
     audit: float = Field(0.1, ge=0.0, le=1.0, description="chance an expansion is audited while screening is on")
+    trial_picks: Literal["screener", "random"] = Field(
+        "screener",
+        description="rule verdicts: who picks during the trial: the screener (audited at explore), or a uniform "
+        "draw that the screener only scores (a shadow trial: no audits, unbiased verdicts, random-quality picks)",
+    )
     off_below: float = Field(
         0.5, gt=0.0, lt=1.0, description="rule verdicts: P(screener beats random) below which screening goes off"
     )
     taper: float = Field(
-        4.0, gt=0.0, description="rule verdicts: audit rates are scaled by taper / (taper + verdict units)"
+        1.0, gt=0.0, description="rule verdicts: audit rates are scaled by taper / (taper + verdict units)"
     )
     k_min: int | None = Field(None, ge=1, description="fewest votes k the rule may set on the inner screener")
     k_max: int | None = Field(None, ge=1, description="most votes k the rule may set (k is chosen when both are set)")
@@ -205,9 +212,7 @@ def p_combined(pairs: Pairs, verdicts: Concordance, prior: tuple[float, float]) 
     """Stouffer's combination of the pairs posterior (weight pairs + prior) and the verdict z (weight its units)."""
     p = min(max(p_better(pairs, prior), 1e-12), 1 - 1e-12)
     w_pairs, w_verdicts = pairs.n + sum(prior), verdicts.units
-    z = (math.sqrt(w_pairs) * _NORMAL.inv_cdf(p) + math.sqrt(w_verdicts) * verdicts.z) / math.sqrt(
-        w_pairs + w_verdicts
-    )
+    z = (math.sqrt(w_pairs) * _NORMAL.inv_cdf(p) + math.sqrt(w_verdicts) * verdicts.z) / math.sqrt(w_pairs + w_verdicts)
     return _NORMAL.cdf(z)
 
 
@@ -225,8 +230,15 @@ class AdaptiveRule:
         self.reason = "trial: measuring the screener against random picks"
         self.pairs = Pairs()
         self.verdicts = Verdicts()
+        self.pick_scores: tuple[float, ...] = ()  # the screener's first choices' scores (the taper reads them)
         self.k: int | None = options.k_max if self.chooses_k else None
         self.decisions: list[dict[str, Any]] = []
+
+    @property
+    def shadow(self) -> bool:
+        """A shadow trial: the inner screener scores the pool, a uniform draw picks (``trial_picks: random``)."""
+        o = self.options
+        return self.state == "trial" and o.rule == "verdicts" and o.trial_picks == "random"
 
     @property
     def screens(self) -> bool:
@@ -245,15 +257,14 @@ class AdaptiveRule:
     def audit_rate(self) -> float:
         """``explore`` in the trial, ``audit`` while on; rule verdicts scales it by ``taper / (taper + scored)``.
 
-        ``scored`` is the number of verdict units once their scores differ (0 while every score is equal, as
-        for a rank-only screener, whose evidence is the audited pairs alone).
+        ``scored`` is the number of the screener's own picks paid so far once their scores differ (0 while
+        every pick scored the same, as for a rank-only screener, whose evidence is then the audited pairs).
         """
         o = self.options
-        if not self.screens:
+        if not self.screens or self.shadow:
             return 0.0
         base = o.explore if self.state == "trial" else o.audit
-        scores = (*self.verdicts.improved, *self.verdicts.other)
-        scored = len(scores) if len(set(scores)) > 1 else 0
+        scored = len(self.pick_scores) if len(set(self.pick_scores)) > 1 else 0
         return base if o.rule == "pairs" else base * o.taper / (o.taper + scored)
 
     def audits(self, draw: float) -> bool:
@@ -267,9 +278,11 @@ class AdaptiveRule:
         self.pairs = self.pairs.add(screened)
         return True
 
-    def add_verdict(self, score: float, won: bool) -> None:
-        """One verified candidate: the screener's score of it and whether it improved on its parent."""
+    def add_verdict(self, score: float, won: bool, pick: bool = True) -> None:
+        """One verified candidate: the screener's score of it, whether it improved, whether it was the pick."""
         self.verdicts = self.verdicts.add(float(score), won)
+        if pick:
+            self.pick_scores = (*self.pick_scores, float(score))
 
     def p(self) -> float:
         """P(the screener beats random) from the evidence the rule reads."""
@@ -326,10 +339,10 @@ class AdaptiveRule:
     def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Evidence, state, k and decisions from stored records (the last is cumulative; verdicts add up)."""
         self.decisions = [d for m in records for d in m.get("decisions", [m["decision"]] if "decision" in m else [])]
-        self.verdicts = Verdicts()
+        self.verdicts, self.pick_scores = Verdicts(), ()
         for m in records:
-            for score, won in m.get("new_verdicts", ()):
-                self.add_verdict(score, bool(won))
+            for score, won, pick in m.get("new_verdicts", ()):
+                self.add_verdict(score, bool(won), bool(pick))
         if records:
             last = records[-1]
             self.pairs = Pairs(int(last["wins"]), int(last["losses"]))
@@ -374,7 +387,7 @@ class AdaptiveScreener:
         self.rule = AdaptiveRule(self.options)
         self.pending: dict[str, tuple[str, str]] = {}  # candidate id -> (screener's pick, random pick)
         self.seen: dict[str, bool] = {}  # whether pending candidates already paid improved on their parent
-        self.scores: dict[str, float] = {}  # chosen candidate id -> the inner screener's score of it
+        self.scores: dict[str, tuple[float, bool]] = {}  # chosen id -> (the inner screener's score, first choice)
         self.unanimous: list[bool] = []  # per screening since the last round boundary: the pick's votes agreed
 
     @property
@@ -404,6 +417,8 @@ class AdaptiveScreener:
             self._set_k()
             inner = await self.inner.screen(ctx, candidates)
             ranking, chosen, evidence = list(inner.ranking), list(inner.chosen), dict(inner.evidence)
+            if self.rule.shadow:
+                chosen = ctx.rng.sample(ranking, min(len(chosen), len(ranking)))
             audited = self._audit(ctx, ranking, chosen)
             self._remember(chosen, evidence)
         note = {"audited": audited, **self.rule.record()}
@@ -417,7 +432,9 @@ class AdaptiveScreener:
 
     def _remember(self, chosen: list[str], evidence: Mapping[str, Evidence]) -> None:
         """The scores of the chosen candidates (verdict units once paid) and whether the pick's votes agreed."""
-        self.scores.update({cid: float(evidence[cid].rank_value) for cid in chosen if cid in evidence})
+        self.scores.update(
+            {cid: (float(evidence[cid].rank_value), i == 0) for i, cid in enumerate(chosen) if cid in evidence}
+        )
         votes = evidence[chosen[0]].votes if chosen and chosen[0] in evidence else {}
         if votes:
             self.unanimous.append(max(votes.values()) >= 1.0)
@@ -470,14 +487,14 @@ class AdaptiveScreener:
         return record
 
     def _verdicts(self, outcomes: Sequence[Outcome]) -> list[list[float]]:
-        """Verdict units of this round: [score, 1 if improved else 0] per paid candidate the screener scored."""
+        """Verdict units of this round: [score, improved, first choice] (0/1 flags) per paid scored candidate."""
         units = []
         for o in outcomes:
             if o.child_id in self.scores:
                 won = improved(o)
-                score = self.scores.pop(o.child_id)
-                self.rule.add_verdict(score, won)
-                units.append([score, float(won)])
+                score, pick = self.scores.pop(o.child_id)
+                self.rule.add_verdict(score, won, pick)
+                units.append([score, float(won), float(pick)])
         return units
 
     def _pairs(self, outcomes: Sequence[Outcome]) -> int:
