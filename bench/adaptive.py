@@ -2,7 +2,8 @@
 
 Usage::
 
-    python bench/adaptive.py [--seeds 20] [--budgets 12 24 48] [--candidates 6] [--quick]
+    python bench/adaptive.py [--seeds 20] [--first-seed 0] [--budgets 12 24 48] [--candidates 6]
+                             [--rule verdicts|pairs] [--set KEY=VALUE ...] [--quick]
 
 Setup: the shipped pool worlds (``verifyless.builtin.worlds_dir()``), the
 greedy replay of ``offline/worlds.py`` (the incumbent is the parent of every
@@ -13,10 +14,16 @@ through the paper's prompted (46.6) and trained (63.3) critics to 80 and
 
 * ``random``: a uniform pick (the unguided agent);
 * ``fixed``: the simulated critic's pick every expansion (fixed screening);
-* ``adaptive``: ``screen/adaptive.AdaptiveRule`` (default options) around the
-  same critic: an audited expansion verifies the critic's pick *and* a random
-  other (two verifications), the pair is scored by fitness, and the test
-  switches screening off (uniform picks from then on) or keeps it on;
+* ``adaptive``: ``screen/adaptive.AdaptiveRule`` (``--rule``, default
+  options unless ``--set`` changes them, e.g. ``--set explore=0.5 trial=6``
+  for the first rule's defaults) around the same critic: its pick draws
+  exactly what the fixed arm's would (its scores, then the same tie-break),
+  every verified candidate's critic score and improved-or-not are the
+  verdict units, an audited expansion verifies the critic's pick *and* a
+  random other (two verifications, a pair), and the test switches screening
+  off (uniform picks from then on) or keeps it on; a shadow trial
+  (``trial_picks=random``) picks with the random arm's draw while the critic
+  only scores;
 * ``iid``: uniform picks, every pool drawn around the seed (no evolution);
 * ``oracle``: the best-of-N validation oracle.
 
@@ -28,7 +35,9 @@ adaptive runs that ended with screening off, and the target check: adaptive
 within 1 verification of the better of random and fixed on reach and within
 0.02 on P(improve); at the trained level (63.3) adaptive keeps >= 80 % of fixed
 screening's headroom over random ((adaptive - random) / (fixed - random) on
-the mean final score).
+the mean final score). The adaptive row's note also gives its audits
+(verifications spent on audits per run, the cost of safety) and its regret:
+the better of random's and fixed's mean final score minus adaptive's.
 """
 
 from __future__ import annotations

@@ -423,8 +423,8 @@ class _LiveProgress:
         if self.task_id is not None and budget:
             self._update(budget)
         if kind == "round" and self.task_id is not None:
-            replies = _replies_text(data.get("replies"))
-            self.bar.update(self.task_id, description=f"round {data['round']}{replies}{self.audit}")
+            short = _replies_text(data.get("replies"))
+            self.bar.update(self.task_id, description=f"round {data['round']}{short}{self.audit}")
         elif kind == "verification":
             score = data.get("score")
             self.out.print(

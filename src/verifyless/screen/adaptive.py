@@ -1,52 +1,84 @@
 """Adaptive screening (``screener: adaptive``): screen only while the paid outcomes say it helps.
 
-``AdaptiveScreener(inner, options)`` wraps any screener. Its evidence is the
-*audited selection advantage*, measured in pairs: in an audited expansion the
-inner screener ranks the pool and two candidates are chosen, the screener's
-first and one other drawn uniformly with ``ctx.rng`` (so that expansion costs
-one verification more). When both are paid, the pair is a **win** if the
-screener's pick improved on the parent and the random one did not
-(``outcome.improved``: a failed child did not), a **loss** if the reverse, and
-no evidence if both or neither improved (a pool with nothing to gain says
-nothing about the screener; ranking by fitness among losers was tried and
-read such pools as coin flips, switching a perfect critic off). Pairs share
-parent and time, so a search that gets harder as it goes cannot bias the
-comparison (comparing arms played at different times did).
+``AdaptiveScreener(inner, options)`` wraps any screener and decides, from a
+stated prior and a documented test, whether to screen at all, how often to
+audit and (within user bounds) how many votes k the inner screener samples.
+Two rules (``rule``), both sequential tests at round boundaries:
 
-The rule (a sequential test on the pairs):
+**Evidence.** A *verdict unit* is every verified candidate the inner screener
+scored: its score (``Evidence.rank_value``) and its paid label (improved on
+its parent or not, ``outcome.improved``: a failed child did not). The
+*concordance* is the share of (improved, not improved) unit pairs in which
+the improved one had the higher score, ties one half (Mann-Whitney); under
+the null "scores say nothing about labels" it is 0.5 whichever candidates
+were verified, so the screener's own (selected) picks are valid evidence and
+no audit is needed to get it. Its z uses the null's standard deviation with
+the tie correction, and it is worth ``min(n improved, n other) x share of
+untied pairs`` units (0 for a rank-only screener, whose picks all score the
+same). An *audited pair* (rule ``pairs``' only evidence) is an expansion in
+which the screener's first choice and one other drawn with ``ctx.rng`` are
+both verified (one verification more): a win if the pick improved and the
+random one did not, a loss if the reverse, nothing otherwise. Pairs share
+parent and time, so a search that gets harder as it goes cannot bias them.
 
-* **prior**: the screener's win rate w starts from Beta(``prior_win *
-  prior_weight``, ``(1 - prior_win) * prior_weight``), the stated prior.
-* **trial** (the start): an expansion is audited with probability
-  ``explore``; otherwise the screener's choice is verified alone.
-* **test**: once ``trial`` pairs are decided, at every round boundary,
-  p = P(w > 1/2) under the Beta posterior (normal approximation,
-  deterministic). p >= ``confidence`` keeps screening (state ``on``, audited
-  with probability ``audit`` only, so a later test can still switch it off);
-  otherwise screening is switched ``off`` for the rest of the run: every
-  expansion is a uniform random choice and the inner screener is never called
-  again (a chance critic stops costing screener calls). ``off`` is final.
+**Rule ``verdicts``** (the default):
 
-Guarantee (stated; measured in ``bench/adaptive.py``): the cost of safety is
-the audits, one verification each: about ``explore`` of the expansions until
-``trial`` pairs are decided, then ``audit`` of them while on. A screener at
-chance loses nothing against random by being audited (both picks are
-random-quality) and is random after the trial; a screener that helps loses
-only the audits against fixed screening. The test errs (switches a helpful
-screener off, or keeps a useless one on) with probability that shrinks with
-``trial`` and ``confidence``. The rule chooses whether to screen and how
-often to audit; N, k and m stay as configured.
+* prior: Beta(``prior_win x prior_weight``, ``(1 - prior_win) x
+  prior_weight``) on the pairs' win rate; p = P(screener beats random) is
+  Stouffer's combination of the pairs posterior's z (weight pairs + prior
+  weight) and the concordance's z (weight its units);
+* trial: until ``trial`` units (pairs + verdict units), the screener picks
+  and an expansion is audited with probability ``explore x taper / (taper +
+  scored)``, ``scored`` = the screener's paid picks once their scores differ
+  (so audits taper as verdicts accrue and stay at ``explore`` for a rank-only
+  screener). With ``trial_picks: random`` the trial is a *shadow*: a uniform
+  draw picks, the screener only scores (no audits; unbiased verdicts;
+  random-quality picks until the test says on);
+* test, every round boundary after the trial: p >= ``confidence`` -> ``on``
+  (audited at ``audit x taper / (taper + scored)``); p < ``off_below`` ->
+  ``off``, final: uniform random picks, the inner screener never called
+  again; in between the state stays.
+* k (only with ``k_min`` and ``k_max``): starts at ``k_max``; after a round
+  whose picks' votes were all unanimous k falls by one, after one with a
+  split vote it rises by one, within the bounds; the wrapper sets ``k`` on an
+  inner screener that has one (``critic``). N, m and the engine's
+  ``audit_rate`` are not chosen (they would need engine hooks).
+
+**Rule ``pairs``** (the first rule, kept for comparison): evidence = audited
+pairs only; audited at ``explore`` until ``trial`` pairs are decided; then
+p >= ``confidence`` keeps screening on (audited at ``audit``), otherwise off,
+final. Its first defaults were ``trial`` 6 and ``explore`` 0.5.
+
+Guarantee (stated; measured in ``bench/adaptive.py``, docs/benchmarks.md):
+the cost of safety is the audits, one verification each: with ``verdicts``
+about ``explore x taper x ln(1 + n / taper)`` over n expansions for a
+screener that scores (about 0.4-0.6 per run on the pool worlds), ``explore``
+per expansion in the trial for a rank-only one; a shadow trial audits
+nothing and pays random-quality picks instead. A screener at chance loses
+nothing against random by being screened in expectation (its picks are
+random-quality) and is random once off; one that helps loses the audits and
+any false ``off`` against fixed screening. The test's errors shrink with
+``trial``; it looks at every round boundary, so its error rates are those of
+a repeated test (not the nominal ``1 - confidence``). Limits: the
+concordance compares scores across parents and times: a screener whose
+scores drift with time while improvements get rarer can look informative
+when it is not (the audited pairs, free of this, keep weight in p). Where
+improvements are rare (a search that has climbed), both kinds of evidence
+accrue slowly (one unit per improvement, not per verification).
 
 Records: every candidate's ``Evidence.detail["adaptive"]`` holds the
-expansion's decision and its evidence (audited or not, state, wins / losses,
-p, reason), stored with the screening event; ``learn`` returns, per round
-boundary with new evidence, the cumulative counts and the state with its
-reason (a ``screener_learn`` event: the decision event), and ``restore``
-rebuilds the state from the last of them, so a resumed run (also after
-kill -9) continues from the stored record (a round whose ``screener_learn``
-never reached the store is lost for learning, as for every learning
-screener). An inner screener that learns is forwarded to (``observe``;
-``learn``/``restore`` with its record under ``inner``).
+expansion's note (audited, rule, state, reason, k, wins, losses, verdicts,
+concordance and its sd, units, p, audit rate), stored with the screening
+event and shown on the live progress line (``screen/audit.audit_segment``);
+``learn`` returns, per round boundary with new evidence, the cumulative
+record plus ``new_verdicts`` (this round's [score, improved, first choice]
+units), ``decisions`` (this round's state and k decisions, each with its
+evidence and reason) and ``decision`` (the state decision), stored as a
+``screener_learn`` event; ``restore`` rebuilds the rule from all of them, so
+a resumed run (also after kill -9) continues from the stored record (a round
+whose ``screener_learn`` never reached the store is lost for learning, as for
+every learning screener). An inner screener that learns is forwarded to
+(``observe``; ``learn``/``restore`` with its record under ``inner``).
 """
 
 from __future__ import annotations

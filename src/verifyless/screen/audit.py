@@ -28,7 +28,10 @@ so the same store gives the same numbers):
 
 The candidates the screener chose are a biased sample (selection bias): only
 ``advantage`` uses the audits, the unbiased sample of its rejections, and
-its interval is the one to trust when the others look good. Limits: the
+its interval is the one to trust when the others look good. The live
+progress line shows an ``adaptive`` run's own evidence instead
+(``audit_segment``: the concordance of its scores with paid labels and its
+state), which the progress events carry. Limits: the
 bootstrap resamples units independently, so pairs of one screening count as
 independent; with fewer than 2 units an estimate has no interval.
 """
