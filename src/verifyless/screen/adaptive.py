@@ -145,7 +145,9 @@ class AdaptiveOptions(BaseOptions):
         0.5, gt=0.0, lt=1.0, description="rule verdicts: P(screener beats random) below which screening goes off"
     )
     taper: float = Field(
-        1.0, gt=0.0, description="rule verdicts: audit rates are scaled by taper / (taper + verdict units)"
+        1.0,
+        gt=0.0,
+        description="rule verdicts: audit rates are scaled by taper / (taper + paid picks, once their scores differ)",
     )
     k_min: int | None = Field(None, ge=1, description="fewest votes k the rule may set on the inner screener")
     k_max: int | None = Field(None, ge=1, description="most votes k the rule may set (k is chosen when both are set)")
