@@ -223,6 +223,7 @@ def test_k_falls_while_the_picks_votes_agree_and_rises_when_they_split(tmp_path)
     changes = [d for d in screener.decisions if d.get("knob") == "k"]
     assert ks[0] == 5 and changes and all(1 <= k <= 5 for k in ks)
     assert all(("unanimous" in d["reason"]) == (d["value"] < int(d["reason"].split()[1])) for d in changes)
+    assert all((d["unanimous"] == d["screenings"]) == (d["value"] < int(d["reason"].split()[1])) for d in changes)
     seen = [k for k, prev in zip(ks[1:], ks, strict=False) if k != prev]  # the k the next screenings used
     values = [d["value"] for d in changes]
     assert values[: len(seen)] == seen and len(values) - len(seen) <= 1  # a last choice may follow the last screening

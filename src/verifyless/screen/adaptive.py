@@ -360,9 +360,9 @@ class AdaptiveRule:
             return False
         split = sum(not u for u in unanimous)
         why = "unanimous" if all(unanimous) else f"split in {split} of {len(unanimous)}"
-        self.decisions.append(
-            {"round": round, "knob": "k", "value": k, "reason": f"k {self.k} -> {k}: the picks' votes were {why}"}
-        )
+        reason = f"k {self.k} -> {k}: the picks' votes were {why}"
+        evidence = {"screenings": len(unanimous), "unanimous": sum(unanimous)}
+        self.decisions.append({"round": round, "knob": "k", "value": k, "reason": reason, **evidence})
         self.k = k
         return True
 
