@@ -52,7 +52,7 @@ final. Its first defaults were ``trial`` 6 and ``explore`` 0.5.
 Guarantee (stated; measured in ``bench/adaptive.py``, docs/benchmarks.md):
 the cost of safety is the audits, one verification each: with ``verdicts``
 about ``explore x taper x ln(1 + n / taper)`` over n expansions for a
-screener that scores (about 0.4-0.6 per run on the pool worlds), ``explore``
+screener that scores (0.3-0.6 per run on the pool worlds), ``explore``
 per expansion in the trial for a rank-only one; a shadow trial audits
 nothing and pays random-quality picks instead. A screener at chance loses
 nothing against random by being screened in expectation (its picks are
