@@ -2,7 +2,8 @@
 
 Usage::
 
-    python bench/adaptive.py [--seeds 20] [--budgets 12 24 48] [--candidates 6] [--quick]
+    python bench/adaptive.py [--seeds 20] [--first-seed 0] [--budgets 12 24 48] [--candidates 6]
+                             [--rule verdicts|pairs] [--set KEY=VALUE ...] [--quick]
 
 Setup: the shipped pool worlds (``verifyless.builtin.worlds_dir()``), the
 greedy replay of ``offline/worlds.py`` (the incumbent is the parent of every
@@ -13,10 +14,16 @@ through the paper's prompted (46.6) and trained (63.3) critics to 80 and
 
 * ``random``: a uniform pick (the unguided agent);
 * ``fixed``: the simulated critic's pick every expansion (fixed screening);
-* ``adaptive``: ``screen/adaptive.AdaptiveRule`` (default options) around the
-  same critic: an audited expansion verifies the critic's pick *and* a random
-  other (two verifications), the pair is scored by fitness, and the test
-  switches screening off (uniform picks from then on) or keeps it on;
+* ``adaptive``: ``screen/adaptive.AdaptiveRule`` (``--rule``, default
+  options unless ``--set`` changes them, e.g. ``--set explore=0.5 trial=6``
+  for the first rule's defaults) around the same critic: its pick draws
+  exactly what the fixed arm's would (its scores, then the same tie-break),
+  every verified candidate's critic score and improved-or-not are the
+  verdict units, an audited expansion verifies the critic's pick *and* a
+  random other (two verifications, a pair), and the test switches screening
+  off (uniform picks from then on) or keeps it on; a shadow trial
+  (``trial_picks=random``) picks with the random arm's draw while the critic
+  only scores;
 * ``iid``: uniform picks, every pool drawn around the seed (no evolution);
 * ``oracle``: the best-of-N validation oracle.
 
@@ -28,7 +35,9 @@ adaptive runs that ended with screening off, and the target check: adaptive
 within 1 verification of the better of random and fixed on reach and within
 0.02 on P(improve); at the trained level (63.3) adaptive keeps >= 80 % of fixed
 screening's headroom over random ((adaptive - random) / (fixed - random) on
-the mean final score).
+the mean final score). The adaptive row's note also gives its audits
+(verifications spent on audits per run, the cost of safety) and its regret:
+the better of random's and fixed's mean final score minus adaptive's.
 """
 
 from __future__ import annotations
@@ -94,23 +103,33 @@ def replay_adaptive(
         step += 1
         cands = draw_pool(world, best_i, done, n, 1.0, rng)
         view = PoolView(world, best_i, cands, best_f, step, rng, tuple(history))
-        if rule.screens:
-            picks = [cands[critic.choose(view)]]
-            rest = [c for c in cands if c != picks[0]]
+        scores: list[float] = []
+        if rule.shadow:  # the critic scores the pool, the pick is the random arm's draw
+            scores = critic.scores(view)
+            picks = [rng.randrange(len(cands))]
+        elif rule.screens:
+            scores = critic.scores(view)  # then choose's tie-break: the same draws as the fixed arm
+            tied = [j for j, v in enumerate(scores) if v == max(scores)]
+            picks = [tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0]]
+            rest = [j for j in range(len(cands)) if j != picks[0]]
             if rest and len(history) + 2 <= budget and rule.audits(draws.random()):
                 picks.append(draws.choice(rest))
                 audits += 1
         else:
-            picks = [cands[rng.randrange(len(cands))]]
-        for pick in picks:
-            fit = world.fitness(pick)
-            history.append((pick, fit))
-            done.add(pick)
+            picks = [rng.randrange(len(cands))]
+        won = [_improves(world.fitness(cands[j]), view.parent_fitness) for j in picks]
+        for j in picks:
+            fit = world.fitness(cands[j])
+            history.append((cands[j], fit))
+            done.add(cands[j])
             if fit is not None and (best_f is None or fit > best_f):
-                best_i, best_f = pick, fit
+                best_i, best_f = cands[j], fit
             curve.append(_or_inf(best_f))
+        for j, w in zip(picks, won, strict=True):
+            if scores:
+                rule.add_verdict(scores[j], w, pick=j == picks[0])
         if len(picks) == 2:
-            rule.add_pair(*(_improves(world.fitness(p), view.parent_fitness) for p in picks))
+            rule.add_pair(*won)
         rule.decide(step)
     run = ReplayRun("adaptive", seed, tuple(curve), best_i, tuple(i for i, _ in history))
     return AdaptiveRun(run, rule.state, audits)
@@ -125,11 +144,21 @@ def _or_inf(f: float | None) -> float:
 
 
 def level_runs(
-    worlds: Sequence[World], spec: CriticSpec, *, budget: int, n: int, seeds: Sequence[int]
+    worlds: Sequence[World],
+    spec: CriticSpec,
+    options: AdaptiveOptions,
+    *,
+    budget: int,
+    n: int,
+    seeds: Sequence[int],
 ) -> dict[str, list[tuple[float, ReplayRun, ReplayRun]]]:
-    """Per arm, (normalised final, run, paired random run) for every world and seed."""
+    """Per arm, (normalised final, run, paired random run) for every world and seed.
+
+    Two extra rows: ``_off`` (1.0 where the adaptive run ended with screening off) and ``_audits`` (its audits).
+    """
     out: dict[str, list[tuple[float, ReplayRun, ReplayRun]]] = {a: [] for a in ARMS}
     off: list[bool] = []
+    audits: list[int] = []
     for w in worlds:
         norm = normalizer(w)
         for s in seeds:
@@ -141,12 +170,14 @@ def level_runs(
                 "iid": replay_run(w, IIDSelector(), **kw),
                 "oracle": replay_run(w, OracleSelector(), **kw),
             }
-            ad = replay_adaptive(w, SimulatedCritic(spec, w, s), AdaptiveOptions(), budget=budget, n=n, seed=s)
+            ad = replay_adaptive(w, SimulatedCritic(spec, w, s), options, budget=budget, n=n, seed=s)
             runs["adaptive"] = ad.run
             off.append(ad.state == "off")
+            audits.append(ad.audits)
             for arm, run in runs.items():
                 out[arm].append((norm(run.final), run, rand))
     out["_off"] = [(float(o), rand, rand) for o in off]  # share of adaptive runs ending with screening off
+    out["_audits"] = [(float(a), rand, rand) for a in audits]  # audit verifications per adaptive run
     return out
 
 
@@ -162,7 +193,13 @@ def summary(rows: list[tuple[float, ReplayRun, ReplayRun]], budget: int) -> tupl
 
 
 def report(
-    worlds: Sequence[World], *, budgets: Sequence[int], n: int, seeds: Sequence[int], say: Callable[[str], None]
+    worlds: Sequence[World],
+    *,
+    budgets: Sequence[int],
+    n: int,
+    seeds: Sequence[int],
+    say: Callable[[str], None],
+    options: AdaptiveOptions | None = None,
 ) -> list[dict[str, object]]:
     """Print one markdown table per budget; return the target checks, one per level and budget."""
     checks: list[dict[str, object]] = []
@@ -171,9 +208,11 @@ def report(
         say("| critic (Dir-3) | arm | final score | verif. to reach random's final | P(improve) | note |")
         say("|---|---|---|---|---|---|")
         for label, spec in LEVELS.items():
-            runs = level_runs(worlds, spec, budget=budget, n=n, seeds=seeds)
+            runs = level_runs(worlds, spec, options or AdaptiveOptions(), budget=budget, n=n, seeds=seeds)
             stats = {a: summary(runs[a], budget) for a in ARMS}
             off = float(np.mean([o for o, _, _ in runs["_off"]]))
+            audits = float(np.mean([a for a, _, _ in runs["_audits"]]))
+            regret = max(stats["random"][0], stats["fixed"][0]) - stats["adaptive"][0]
             better = min(("random", "fixed"), key=lambda a: stats[a][1])
             reach_ok = stats["adaptive"][1] <= stats[better][1] + 1.0
             best_poi = max(stats["random"][2], stats["fixed"][2])
@@ -181,7 +220,17 @@ def report(
             gap = stats["fixed"][0] - stats["random"][0]
             kept = (stats["adaptive"][0] - stats["random"][0]) / gap if gap > 0 else None
             checks.append(
-                {"budget": budget, "level": label, "reach_ok": reach_ok, "poi_ok": poi_ok, "headroom_kept": kept}
+                {
+                    "budget": budget,
+                    "level": label,
+                    "reach_ok": reach_ok,
+                    "poi_ok": poi_ok,
+                    "headroom_kept": kept,
+                    "audits": audits,
+                    "regret": regret,
+                    "reach_gap": stats["adaptive"][1] - stats[better][1],
+                    "poi_gap": stats["adaptive"][2] - best_poi,
+                }
             )
             for arm in ARMS:
                 final, reach, poi = stats[arm]
@@ -189,7 +238,8 @@ def report(
                 if arm == "adaptive":
                     keep = "" if kept is None else f"; headroom kept {kept:.2f}"
                     note = (
-                        f"off in {100 * off:.0f}% of runs; reach {'ok' if reach_ok else 'MISSED'} vs {better}; "
+                        f"off in {100 * off:.0f}% of runs; audits {audits:.1f}; regret {regret:+.4f}; "
+                        f"reach {'ok' if reach_ok else 'MISSED'} vs {better}; "
                         f"P(improve) {'ok' if poi_ok else 'MISSED'}{keep}"
                     )
                 say(f"| {label} | {arm} | {final:.3f} | {reach:.1f} | {poi:.2f} | {note} |")
@@ -201,14 +251,19 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48])
     ap.add_argument("--candidates", type=int, default=6)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    ap.add_argument("--rule", choices=["verdicts", "pairs"], default="verdicts", help="the adaptive rule")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="other AdaptiveOptions")
     ap.add_argument("--quick", action="store_true", help="one world, 3 seeds, budget 12")
     args = ap.parse_args(argv)
     worlds = list(load_worlds(world_paths(worlds_dir())).values())
-    seeds, budgets = range(args.seeds), args.budgets
+    seeds, budgets = range(args.first_seed, args.first_seed + args.seeds), args.budgets
+    options = AdaptiveOptions(rule=args.rule, **dict(kv.split("=", 1) for kv in args.set))
+    print(f"adaptive options: {options.model_dump(exclude={'screener', 'options'})}")
     if args.quick:
         worlds, seeds, budgets = worlds[:1], range(3), [12]
     started = time.monotonic()
-    checks = report(worlds, budgets=budgets, n=args.candidates, seeds=seeds, say=print)
+    checks = report(worlds, budgets=budgets, n=args.candidates, seeds=seeds, say=print, options=options)
     met = sum(bool(c["reach_ok"]) and bool(c["poi_ok"]) for c in checks)
     print(f"\ntarget (reach and P(improve)) met at {met} of {len(checks)} level x budget cells")
     trained = [c for c in checks if str(c["level"]).startswith("trained")]

@@ -14,8 +14,23 @@ from verifyless.config import load_config
 from verifyless.engine import Engine, resume
 from verifyless.errors import ConfigError
 from verifyless.node import Evidence, Screening
-from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener, Pairs, p_better
-from verifyless.screen.audit import SiblingOutcome, audit_from_store, audit_line, pairwise_hits, selection_advantages
+from verifyless.screen.adaptive import (
+    AdaptiveOptions,
+    AdaptiveScreener,
+    Pairs,
+    Verdicts,
+    concordance,
+    p_better,
+    p_combined,
+)
+from verifyless.screen.audit import (
+    SiblingOutcome,
+    audit_from_store,
+    audit_line,
+    audit_segment,
+    pairwise_hits,
+    selection_advantages,
+)
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.registry import build_screener
 from verifyless.search.registry import build_strategy
@@ -75,7 +90,24 @@ class PerfectUp(Perfect):
         return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
 
 
-def _engine(store, screener, budget=40, executor=None, **over):
+class Voting(PerfectUp):
+    """``PerfectUp`` with votes and a ``k`` the adaptive rule may set: unanimous for even a, split for odd a."""
+
+    name = "voting"
+
+    def __init__(self, k=3):
+        self.k = k
+        self.ks = []  # k at each screening
+
+    async def screen(self, ctx, candidates):
+        self.ks.append(self.k)
+        done = await super().screen(ctx, candidates)
+        by_id = {c.id: value(c.program) for c in candidates}
+        votes = {cid: {"improve": 1.0} if by_id[cid] % 2 == 0 else {"improve": 2 / 3, "lose": 1 / 3} for cid in by_id}
+        return replace(done, evidence={cid: replace(ev, votes=votes[cid]) for cid, ev in done.evidence.items()})
+
+
+def _engine(store, screener, budget=40, executor=None, progress=None, **over):
     overrides = ["strategy.name=greedy", f"budget.verifications={budget}", "engine.candidates=6"]
     cfg = load_config(overrides=overrides + [f"{k}={v}" for k, v in over.items()])
     return Engine(
@@ -86,11 +118,17 @@ def _engine(store, screener, budget=40, executor=None, **over):
         executor=executor or FakeExecutor(),
         store=store,
         config=cfg,
+        progress=progress,
     )
 
 
-def _adaptive(inner):
-    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1))
+def _adaptive(inner, **over):
+    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1, **over))
+
+
+def _voting():
+    """A voting screener whose k the rule chooses in [1, 5]."""
+    return _adaptive(Voting(), k_min=1, k_max=5)
 
 
 def _notes(store, run_id):
@@ -126,7 +164,7 @@ def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp
     )
     assert all(len(s["chosen"]) == 2 for n, s in zip(notes, screenings, strict=True) if n["audited"])
     decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
-    assert decision == screener.decisions and decision[-1]["wins"] + decision[-1]["losses"] >= 5
+    assert decision == screener.decisions and decision[-1]["units"] >= 5  # decided after its trial's evidence
 
 
 def test_a_perfect_critic_keeps_screening(tmp_path):
@@ -135,16 +173,18 @@ def test_a_perfect_critic_keeps_screening(tmp_path):
         result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         notes = _notes(store, result.run_id)
     assert screener.state == "on" and "screening helps" in screener.reason
-    assert screener.pairs.losses == 0 and screener.pairs.wins >= 5
+    evidence = screener.rule.evidence()
+    assert screener.pairs.losses == 0 and evidence["concordance"] > 0.9 and evidence["units"] >= 5
     after = [n["audited"] for n in notes if n["state"] == "on"]
     assert after and sum(after) / len(after) <= 0.3  # audits fall to the on-rate
 
 
-def test_the_decisions_replay_exactly_from_the_store(tmp_path):
-    live = _adaptive(Counting())
+@pytest.mark.parametrize("make", [lambda: _adaptive(Counting()), _voting, lambda: _adaptive(Counting(), rule="pairs")])
+def test_the_decisions_replay_exactly_from_the_store(tmp_path, make):
+    live = make()
     with RunStore(tmp_path / "s.db") as store:
         result = asyncio.run(_engine(store, live, executor=Unbounded()).run())
-        again = _adaptive(Counting())
+        again = make()
         resumed = _engine(store, again, executor=Unbounded())
         resumed.run_id = result.run_id
         resume.restore(resumed)
@@ -154,6 +194,55 @@ def test_the_decisions_replay_exactly_from_the_store(tmp_path):
         live.pairs,
         live.decisions,
     )
+    assert (again.rule.verdicts, again.rule.k, again.rule.evidence()) == (
+        live.rule.verdicts,
+        live.rule.k,
+        live.rule.evidence(),
+    )
+
+
+def test_a_shadow_trial_picks_uniformly_unaudited_and_lets_a_perfect_critic_on(tmp_path):
+    screener = _adaptive(PerfectUp(), trial_picks="random")
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        notes = _notes(store, result.run_id)
+    trial = [s for s, n in zip(screenings, notes, strict=True) if n["state"] == "trial"]
+    assert trial and not any(n["audited"] for n in notes if n["state"] == "trial")
+    assert all(len(s["chosen"]) == 1 for s in trial) and any(s["chosen"][0] != s["ranking"][0] for s in trial)
+    assert screener.state == "on" and screener.pairs.n == 0  # decided on the verdicts of uniform picks alone
+    on = [s for s, n in zip(screenings, notes, strict=True) if n["state"] == "on"]
+    assert on and all(s["chosen"][0] == s["ranking"][0] for s in on)
+
+
+def test_k_falls_while_the_picks_votes_agree_and_rises_when_they_split(tmp_path):
+    screener = _voting()
+    with RunStore(tmp_path / "s.db") as store:
+        asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+    ks = screener.inner.ks
+    changes = [d for d in screener.decisions if d.get("knob") == "k"]
+    assert ks[0] == 5 and changes and all(1 <= k <= 5 for k in ks)
+    assert all(("unanimous" in d["reason"]) == (d["value"] < int(d["reason"].split()[1])) for d in changes)
+    assert all((d["unanimous"] == d["screenings"]) == (d["value"] < int(d["reason"].split()[1])) for d in changes)
+    seen = [k for k, prev in zip(ks[1:], ks, strict=False) if k != prev]  # the k the next screenings used
+    values = [d["value"] for d in changes]
+    assert values[: len(seen)] == seen and len(values) - len(seen) <= 1  # a last choice may follow the last screening
+
+
+def test_a_k_outside_the_bounds_is_refused():
+    with pytest.raises(ValueError, match="k_min"):
+        AdaptiveOptions(k_min=0, k_max=3)
+
+
+def test_the_verdict_concordance_is_chance_for_ties_and_exact_otherwise():
+    assert concordance(Verdicts((3.0, 2.0), (1.0, 0.0))).value == 1.0
+    assert concordance(Verdicts((1.0,), (1.0, 2.0))).value == 0.25  # one tie (a half), one loss
+    tied = concordance(Verdicts((1.0, 1.0), (1.0, 1.0)))
+    assert tied.value == 0.5 and tied.units == 0.0 and tied.z == 0.0  # a rank-only screener: no verdict evidence
+    assert concordance(Verdicts((1.0,), ())).value is None
+    strong = concordance(Verdicts(tuple(range(10, 20)), tuple(range(10))))
+    assert strong.z > 3 and strong.units == 10
+    assert p_combined(Pairs(), strong, (1.0, 1.0)) > 0.99 and p_combined(Pairs(), tied, (1.0, 1.0)) == 0.5
 
 
 def test_adaptive_is_built_from_config_and_its_inner_options_are_checked():
@@ -185,6 +274,42 @@ def test_audits_are_charged_and_labelled_and_a_perfect_screener_audits_perfectly
     assert audit.advantage.low is not None and audit.advantage.low <= audit.advantage.value <= audit.advantage.high
     assert audit.dir3.n == 0  # no verdicts: the perfect ranker gives no votes
     assert "audits" in audit_line(audit) and "pairwise 1.00" in audit_line(audit.row())
+
+
+def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
+    import io
+    import re
+
+    from rich.console import Console
+
+    from verifyless._cli.app import _LiveProgress
+
+    events = []
+    with RunStore(tmp_path / "s.db") as store:
+        run = _engine(store, _voting(), executor=Unbounded(), progress=lambda k, d: events.append((k, d)))
+        asyncio.run(run.run())
+    live = _LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
+    descriptions = []
+    for kind, data in events:
+        live(kind, data)
+        if kind == "round":
+            descriptions.append(live.bar.tasks[0].description)
+    live.close()
+    last = descriptions[-1]
+    assert re.fullmatch(
+        r"round \d+ · audit: verdicts 0\.\d\d \[0\.\d\d, [01]\.\d\d\] n=\d+ · adaptive on, k [1-5]", last
+    ), last
+    assert len(last.split(" · audit: ")[1]) < 60  # one short segment
+    assert any("adaptive trial" in d for d in descriptions)
+
+
+def test_the_audit_segment_says_what_it_knows():
+    note = {"rule": "verdicts", "state": "trial", "concordance": 0.7, "concordance_sd": 0.1, "verdicts": 21}
+    assert audit_segment(note) == " · audit: verdicts 0.70 [0.50, 0.90] n=21 · adaptive trial"
+    assert audit_segment({**note, "concordance": None, "verdicts": 3}) == " · audit: verdicts - n=3 · adaptive trial"
+    pairs = {"rule": "pairs", "state": "off", "wins": 1, "losses": 5, "k": None}
+    assert audit_segment(pairs) == " · audit: pairs won 1 of 6 · adaptive off"
+    assert audit_segment(None) == ""
 
 
 def test_pairwise_and_advantage_count_what_the_docstring_says():
@@ -293,14 +418,18 @@ def test_the_audit_counts_the_adaptive_screeners_own_audits(tmp_path):
 KILL_SCRIPT = r"""
 import asyncio, sys
 sys.path.insert(0, {tests!r})
-from test_adaptive import Counting, Unbounded, _adaptive, _engine
+from test_adaptive import Counting, Unbounded, _adaptive, _engine, _voting
 from verifyless.store import RunStore
 store = RunStore({db!r})
-asyncio.run(_engine(store, _adaptive(Counting()), budget=80, executor=Unbounded(delay=0.05)).run())
+asyncio.run(_engine(store, {make}, budget=80, executor=Unbounded(delay=0.05)).run())
 """
 
 
-def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_from_it(tmp_path):
+MAKERS = {"_adaptive(Counting())": lambda: _adaptive(Counting()), "_voting()": _voting}
+
+
+@pytest.mark.parametrize("make", list(MAKERS))
+def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_from_it(tmp_path, make):
     import os
     import signal
     import subprocess
@@ -308,7 +437,7 @@ def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_fro
     from pathlib import Path
 
     db, script = tmp_path / "s.db", tmp_path / "kill.py"
-    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db)))
+    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db), make=make))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline, decided = time.monotonic() + 90, False
     with RunStore(db) as probe:
@@ -324,13 +453,17 @@ def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_fro
         run_id = store.runs()[0].run_id
         stored = [e.payload["adaptive"] for e in store.events(run_id, kinds=["screener_learn"])]
         assert store.budget(run_id).verifications < 80  # killed mid-run
-        again = _adaptive(Counting())
+        again = MAKERS[make]()
         engine = _engine(store, again, budget=80, executor=Unbounded())
         engine.run_id = run_id
         resume.restore(engine)
-        assert (again.state, again.reason) == (stored[-1]["state"], stored[-1]["reason"])
-        assert again.decisions == [rec["decision"] for rec in stored if "decision" in rec]
+        assert (again.state, again.reason, again.rule.k) == (stored[-1]["state"], stored[-1]["reason"], stored[-1]["k"])
+        assert again.decisions == [d for rec in stored for d in rec.get("decisions", ())]
+        assert [d for d in again.decisions if "state" in d] == [rec["decision"] for rec in stored if "decision" in rec]
+        assert again.rule.verdicts.n == sum(len(rec["new_verdicts"]) for rec in stored)
+        assert again.rule.evidence()["concordance"] == stored[-1]["concordance"]
         kept = list(again.decisions)
-        resumed = _engine(store, _adaptive(Counting()), budget=80, executor=Unbounded())
+        assert make != "_voting()" or any(d.get("knob") == "k" for d in kept)  # the k choices survive too
+        resumed = _engine(store, MAKERS[make](), budget=80, executor=Unbounded())
         result = asyncio.run(resumed.run(run_id))
         assert result.verifications == 80 and resumed.screener.decisions[: len(kept)] == kept

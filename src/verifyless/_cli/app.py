@@ -37,6 +37,7 @@ from verifyless._cli.show import (
     submission_summary,
 )
 from verifyless.errors import VerifylessError
+from verifyless.screen.audit import audit_segment
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
 
@@ -404,6 +405,7 @@ class _LiveProgress:
             get_time=self.clock,
         )
         self.task_id: Any = None  # rich's TaskID once started
+        self.audit = ""  # the adaptive screener's live audit (screen/audit.audit_segment), from its last screening
         self.finish = "budget spent: choosing the final node"
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
@@ -421,7 +423,8 @@ class _LiveProgress:
         if self.task_id is not None and budget:
             self._update(budget)
         if kind == "round" and self.task_id is not None:
-            self.bar.update(self.task_id, description=f"round {data['round']}{_replies_text(data.get('replies'))}")
+            short = _replies_text(data.get("replies"))
+            self.bar.update(self.task_id, description=f"round {data['round']}{short}{self.audit}")
         elif kind == "verification":
             score = data.get("score")
             self.out.print(
@@ -435,6 +438,7 @@ class _LiveProgress:
                 from verifyless.screen.health import reply_stats
 
                 e = ev[chosen[0]]
+                self.audit = audit_segment((e.get("detail") or {}).get("adaptive"))
                 votes = ", ".join(f"{k} {v:.2f}" for k, v in (e.get("votes") or {}).items())
                 extra = f"  ({votes}, u={e.get('uncertainty', 1.0):.2f})" if votes else ""
                 replies = reply_stats(ev)

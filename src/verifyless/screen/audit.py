@@ -28,7 +28,10 @@ so the same store gives the same numbers):
 
 The candidates the screener chose are a biased sample (selection bias): only
 ``advantage`` uses the audits, the unbiased sample of its rejections, and
-its interval is the one to trust when the others look good. Limits: the
+its interval is the one to trust when the others look good. The live
+progress line shows an ``adaptive`` run's own evidence instead
+(``audit_segment``: the concordance of its scores with paid labels and its
+state), which the progress events carry. Limits: the
 bootstrap resamples units independently, so pairs of one screening count as
 independent; with fewer than 2 units an estimate has no interval.
 """
@@ -57,6 +60,7 @@ __all__ = [
     "SiblingOutcome",
     "audit_from_store",
     "audit_line",
+    "audit_segment",
     "estimate",
     "pairwise_hits",
     "selection_advantages",
@@ -220,6 +224,29 @@ def audit_line(audit: ScreenerAudit | Mapping[str, Any]) -> str:
         f"screener audit: pairwise {est('pairwise')} · advantage {est('advantage', digits=2)} · "
         f"Dir-3 {est('dir3', 100, 1)} · u gap {est('u_ece')} · audits {row['audits']} of {row['verified']} verified"
     )
+
+
+def audit_segment(note: Mapping[str, Any] | None) -> str:
+    """The live progress line's audit: `` · audit: verdicts 0.71 [0.58, 0.83] n=21 · adaptive on``.
+
+    ``note`` is an ``adaptive`` screener's record (``Evidence.detail["adaptive"]`` of a screening, see
+    ``screen/adaptive.py``): the concordance of its scores with paid labels, with the interval +- 1.96 sd of
+    the null, and its state (and k where it chooses k). Rule ``pairs`` shows its audited pairs instead. ''
+    without a note: other screeners' audit needs the stored run (``audit_from_store``), not the live events.
+    """
+    if not note:
+        return ""
+    if note.get("rule") == "pairs":
+        evidence = f"pairs won {note.get('wins', 0)} of {note.get('wins', 0) + note.get('losses', 0)}"
+    else:
+        value, sd, n = note.get("concordance"), float(note.get("concordance_sd") or 0.0), note.get("verdicts", 0)
+        if value is None:
+            evidence = f"verdicts - n={n}"
+        else:
+            low, high = max(0.0, value - 1.96 * sd), min(1.0, value + 1.96 * sd)
+            evidence = f"verdicts {value:.2f} [{low:.2f}, {high:.2f}] n={n}"
+    k = f", k {note['k']}" if note.get("k") is not None else ""
+    return f" · audit: {evidence} · adaptive {note.get('state', '?')}{k}"
 
 
 def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
