@@ -68,7 +68,7 @@ from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
-from verifyless.screen.base import ScreenContext
+from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.health import replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
@@ -501,15 +501,7 @@ class PointwiseCritic:
         ranking = order_by_evidence(evidence, ids, ctx.rng, self.tie_break)
         if self.tie_break == "pairwise":
             ranking, evidence = await self._pairwise(ctx, candidates, evidence, ranking)
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        chosen = ranking[: max(0, n_verify)]
-        return Screening(
-            screener=self.name,
-            ranking=tuple(ranking),
-            chosen=tuple(chosen),
-            evidence=evidence,
-            seconds=time.monotonic() - started,
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     async def _pairwise(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence], ranking: list[str]

@@ -35,7 +35,7 @@ from pydantic import Field
 from verifyless import prompts
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.base import ScreenContext, Screener, choose_top
 from verifyless.screen.health import model_names, replies_detail
 from verifyless.screen.options import HealthOptions
 from verifyless.screen.prompting import format_context, metric_line, parse_choice
@@ -190,10 +190,7 @@ class MajorityVote:
                     "tokens": tokens,
                 },
             )
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
 
 # ------------------------------------------------------------------ arbiter
@@ -317,10 +314,7 @@ class Arbiter:
             cid: self._evidence(cid, ids, ranking, votes, mean_position, runs, numbers, shared, own_tokens)
             for cid in ids
         }
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(

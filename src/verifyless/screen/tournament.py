@@ -32,7 +32,7 @@ from pydantic import Field
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.prompts import Template, load_template, messages
-from verifyless.screen.base import ContextNode, ScreenContext
+from verifyless.screen.base import ContextNode, ScreenContext, choose_top
 from verifyless.screen.health import replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
@@ -299,14 +299,7 @@ class PairwiseRPM:
             ranking.remove(alive[0])
             ranking.insert(0, alive[0])
         evidence = {cid: self._evidence(cid, eliminated.get(cid, 0), matches, [n.id for n in context]) for cid in ids}
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            screener=self.name,
-            ranking=tuple(ranking),
-            chosen=tuple(ranking[: max(0, n_verify)]),
-            evidence=evidence,
-            seconds=time.monotonic() - started,
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(cid: str, survived: int, matches: Sequence[Match], context_ids: Sequence[str]) -> Evidence:
