@@ -18,6 +18,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal, cast
 
 from verifyless.errors import ConfigError, ParseError
@@ -127,6 +128,7 @@ class LLMBriefer:
 # ---------------------------------------------------------------- proposer
 
 
+@dataclass(eq=False, repr=False)
 class LLMProposer:
     """One concrete idea (an Approach, no code) per request; N per call.
 
@@ -140,23 +142,17 @@ class LLMProposer:
     a failed draw is a ``RoleFailure``.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        temperature: float = 0.8,
-        mode: Literal["independent", "waves"] = "independent",
-        wave_size: int = 4,
-        max_avoid: int = 24,
-    ) -> None:
-        if wave_size < 1:
-            raise ConfigError(f"proposer wave_size must be at least 1, got {wave_size}")
-        if mode not in ("independent", "waves"):
-            raise ConfigError(f"proposer mode must be 'independent' or 'waves', got {mode!r}")
-        self.model = model
-        self.temperature = temperature
-        self.mode = mode
-        self.wave_size = wave_size
-        self.max_avoid = max_avoid
+    model: Model
+    temperature: float = 0.8
+    mode: Literal["independent", "waves"] = "independent"
+    wave_size: int = 4
+    max_avoid: int = 24
+
+    def __post_init__(self) -> None:
+        if self.wave_size < 1:
+            raise ConfigError(f"proposer wave_size must be at least 1, got {self.wave_size}")
+        if self.mode not in ("independent", "waves"):
+            raise ConfigError(f"proposer mode must be 'independent' or 'waves', got {self.mode!r}")
 
     def render(self, ctx: ProposeContext, avoid: tuple[str, ...] = ()) -> tuple[Message, Message]:
         """The system and user messages for one draw (public for inspection and tests)."""

@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field
@@ -149,6 +149,7 @@ class TournamentOptions(LLMOptions):
     )
 
 
+@dataclass(eq=False, repr=False)
 class PairwiseRPM:
     """Knockout tournament judged by an LLM over pairs of candidates.
 
@@ -161,36 +162,24 @@ class PairwiseRPM:
     ``template``, an in-memory ``prompts.Template``, which wins over both.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        context_nodes: int | None = None,
-        both_orders: bool = True,
-        show: Literal["summary", "code"] = "code",
-        *,
-        context_tokens: int | None = 24000,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        n_verify: int | None = None,
-        prompt_file: str | None = None,
-        template: Template | None = None,
-        name: str = "tournament",
-    ) -> None:
-        if show not in ("summary", "code"):
-            raise ValueError(f"show must be 'summary' or 'code', got {show!r}")
-        self.model = model
-        self.context_nodes = context_nodes
-        self.context_tokens = context_tokens
-        self.both_orders = both_orders
-        self.show = show
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.n_verify = n_verify
-        self.prompt_file = prompt_file
-        if template is None and prompt_file:
-            template = load_prompt_file(prompt_file, "tournament", PLACEHOLDERS, MARKERS)
-        self.template = template
-        self.name = name
+    model: Model
+    context_nodes: int | None = None
+    both_orders: bool = True
+    show: Literal["summary", "code"] = "code"
+    _: KW_ONLY
+    context_tokens: int | None = 24000
+    temperature: float | None = None
+    max_tokens: int | None = None
+    n_verify: int | None = None
+    prompt_file: str | None = None
+    template: Template | None = None
+    name: str = "tournament"
+
+    def __post_init__(self) -> None:
+        if self.show not in ("summary", "code"):
+            raise ValueError(f"show must be 'summary' or 'code', got {self.show!r}")
+        if self.template is None and self.prompt_file:
+            self.template = load_prompt_file(self.prompt_file, "tournament", PLACEHOLDERS, MARKERS)
 
     def messages(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate):
         values = {
