@@ -231,6 +231,7 @@ def _reference(task: Task, ref: ParentInfo) -> str:
 # ---------------------------------------------------------------- implementer
 
 
+@dataclass(eq=False, repr=False)
 class LLMImplementer:
     """Rewrite the band to implement an idea, checking the contract after every reply.
 
@@ -249,21 +250,16 @@ class LLMImplementer:
     ``parse-error`` when no code could be read or applied.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        mode: Literal["full", "diff"] = "full",
-        max_attempts: int = 3,
-        temperature: float = 0.2,
-    ) -> None:
-        if mode not in ("full", "diff"):
-            raise ConfigError(f"implementer mode must be 'full' or 'diff', got {mode!r}")
-        if max_attempts < 1:
-            raise ConfigError(f"implementer max_attempts must be at least 1, got {max_attempts}")
-        self.model = model
-        self.mode = mode
-        self.max_attempts = max_attempts
-        self.temperature = temperature
+    model: Model
+    mode: Literal["full", "diff"] = "full"
+    max_attempts: int = 3
+    temperature: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("full", "diff"):
+            raise ConfigError(f"implementer mode must be 'full' or 'diff', got {self.mode!r}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"implementer max_attempts must be at least 1, got {self.max_attempts}")
 
     def _values(self, task: Task, program: str, idea: Idea) -> dict[str, object]:
         view = band_view(task, program)
