@@ -16,7 +16,7 @@ import pytest
 from verifyless.data.collect import CollectSettings
 from verifyless.data.dataset import split_rows
 from verifyless.data.harvest import harvest_runs
-from verifyless.data.pipeline import run_collection
+from verifyless.data.pipeline import CollectWiring, run_collection
 from verifyless.ledger import BudgetConfig
 from verifyless.store import RunStore
 
@@ -168,7 +168,7 @@ def test_llm_roles_are_recorded_and_token_cap_stops_before_more_llm_work(tmp_pat
         db,
         CollectSettings(parents=2, children=2),
         BudgetConfig(verifications=None, tokens=1),
-        models=[f"scripted:{script}"],
+        CollectWiring(models=[f"scripted:{script}"]),
     )
     assert result.stopped == "budget: tokens" and result.verified == 0
     with RunStore(db) as st:
@@ -185,7 +185,9 @@ def test_llm_roles_are_recorded_and_token_cap_stops_before_more_llm_work(tmp_pat
 def test_collection_verifies_on_ray(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     db = tmp_path / "ray.db"
-    result = run_collection(TASK, db, CollectSettings(parents=1, children=3), executor="ray", workers=2)
+    result = run_collection(
+        TASK, db, CollectSettings(parents=1, children=3), wiring=CollectWiring(executor="ray", workers=2)
+    )
     with RunStore(db) as st:
         assert st.run(result.run_id).config["wiring"]["executor"] == "ray"
         counts = _verifications(st, result.run_id)

@@ -10,58 +10,51 @@ from __future__ import annotations
 
 
 class VerifylessError(Exception):
-    """Base class. ``exit_code`` is what the CLI returns for this error."""
+    """Base class. ``exit_code`` is what the CLI returns for this error.
+
+    A subclass names its own code in its class line (``class X(VerifylessError, exit_code=3)``);
+    one that names none keeps its base's.
+    """
 
     exit_code = 1
 
+    def __init_subclass__(cls, exit_code: int | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if exit_code is not None:
+            cls.exit_code = exit_code
 
-class ConfigError(VerifylessError):
+
+class ConfigError(VerifylessError, exit_code=2):
     """A configuration file or override is invalid."""
 
-    exit_code = 2
 
-
-class TaskError(VerifylessError):
+class TaskError(VerifylessError, exit_code=3):
     """A task folder is missing or malformed."""
 
-    exit_code = 3
 
-
-class SandboxUnavailable(VerifylessError):
+class SandboxUnavailable(VerifylessError, exit_code=4):
     """The sandbox itself is broken (not the candidate)."""
 
-    exit_code = 4
 
-
-class StoreError(VerifylessError):
+class StoreError(VerifylessError, exit_code=5):
     """The run store is missing, corrupt or of an unknown schema version."""
 
-    exit_code = 5
 
-
-class ModelUnavailable(VerifylessError):
+class ModelUnavailable(VerifylessError, exit_code=6):
     """An LLM endpoint cannot be used (unreachable, bad key, unknown model, retries exhausted)."""
 
-    exit_code = 6
 
-
-class ParseError(VerifylessError):
+class ParseError(VerifylessError, exit_code=7):
     """An LLM reply could not be parsed into the expected structure."""
 
-    exit_code = 7
 
-
-class UnparseableReplies(VerifylessError):
+class UnparseableReplies(VerifylessError, exit_code=8):
     """A screener's model produced no parseable reply for several screenings in a row.
 
     The run stops instead of going on as a random screener; the message names
     the screener, the model, the reply format expected and what the model wrote.
     """
 
-    exit_code = 8
 
-
-class BudgetExhausted(VerifylessError):
+class BudgetExhausted(VerifylessError, exit_code=0):
     """A hard budget cap was reached; the run stops cleanly."""
-
-    exit_code = 0

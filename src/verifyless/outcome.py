@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from verifyless.node import Candidate, Node, Status, Verification
@@ -115,21 +115,7 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (the candidate left out); ``from_dict`` reads them back."""
-        return {
-            "parent_id": self.parent_id,
-            "child_id": self.child_id,
-            "status": self.status,
-            "parent_fitness": self.parent_fitness,
-            "child_fitness": self.child_fitness,
-            "parent_score": self.parent_score,
-            "child_score": self.child_score,
-            "higher_is_better": self.higher_is_better,
-            "tie": self.tie,
-            "round": self.round,
-            "parent_summary": self.parent_summary,
-            "child_summary": self.child_summary,
-            "idea": self.idea,
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in _FIELDS}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Outcome:

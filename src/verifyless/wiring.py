@@ -95,6 +95,23 @@ def memory_enabled(cfg: RunConfig) -> bool:
     return cfg.engine.memory if cfg.engine.memory is not None else cfg.strategy.name == "mcgs"
 
 
+def build_memory(cfg: RunConfig, task: Task) -> Memory | None:
+    """The search memory of ``task`` when ``memory_enabled``, else None."""
+    if not memory_enabled(cfg):
+        return None
+    return Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
+
+
+def build_final_judge(cfg: RunConfig, models: dict[str, Any]) -> Any:
+    """The model judging ``engine.final_selection`` (the ``judge`` key, else ``default``); None when it is off."""
+    if cfg.engine.final_selection is None:
+        return None
+    judge = models.get("judge") or models.get("default")
+    if judge is None:
+        raise ConfigError("engine.final_selection needs a judge model: set roles.models.judge or roles.models.default")
+    return judge
+
+
 def build_engine(
     cfg: RunConfig,
     store: RunStoreProtocol,
@@ -116,16 +133,7 @@ def build_engine(
         hide=hide,
         capacity=cfg.engine.verify_concurrency,
     )
-    memory = None
-    if memory_enabled(cfg):
-        memory = Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
-    final_judge = None
-    if cfg.engine.final_selection is not None:
-        final_judge = models.get("judge") or models.get("default")
-        if final_judge is None:
-            raise ConfigError(
-                "engine.final_selection needs a judge model: set roles.models.judge or roles.models.default"
-            )
+    final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
     engine = Engine(
         task=task,
         roles=roles,
@@ -134,7 +142,7 @@ def build_engine(
         executor=executor,
         store=store,
         config=cfg,
-        memory=memory,
+        memory=build_memory(cfg, task),
         progress=progress,
         final_judge=final_judge,
         guards=build_guards(cfg, models),
@@ -147,7 +155,9 @@ def build_engine(
 
 __all__ = [
     "build_engine",
+    "build_final_judge",
     "build_guards",
+    "build_memory",
     "build_models",
     "build_novelty",
     "build_roles",

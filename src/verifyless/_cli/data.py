@@ -104,7 +104,7 @@ def collect(
     """Collect verified parent -> child outcomes (two-stage or improvement-driven) and write a dataset."""
     from verifyless.data.build import build_from_runs
     from verifyless.data.collect import CollectSettings
-    from verifyless.data.pipeline import run_collection
+    from verifyless.data.pipeline import CollectWiring, run_collection
     from verifyless.errors import ConfigError
     from verifyless.ledger import BudgetConfig
     from verifyless.store import RunStore
@@ -115,19 +115,8 @@ def collect(
         raise ConfigError(str(exc)) from None
     caps = BudgetConfig(verifications=max_verifications, tokens=max_tokens, cost=max_cost, wall_seconds=max_wall)
     with _bars() as progress:
-        result = run_collection(
-            task,
-            store,
-            settings,
-            caps,
-            config=config,
-            roles=roles,
-            models=model,
-            executor=executor,
-            workers=workers,
-            resume=resume,
-            progress=progress,
-        )
+        wiring = CollectWiring(config=config, roles=roles, models=model, executor=executor, workers=workers)
+        result = run_collection(task, store, settings, caps, wiring, resume=resume, progress=progress)
     console.print(
         f"run {result.run_id}: {len(result.parents)} parents, {result.children} children made, "
         f"{result.verified} verified ({result.reused} reused from the log); {result.stopped}"

@@ -24,10 +24,8 @@ from verifyless.store.records import Item
 from verifyless.task.base import Task
 
 
-class ReplayDiverged(VerifylessError):
+class ReplayDiverged(VerifylessError, exit_code=9):
     """The replay asked for a verification the original run never made, or reached a different end."""
-
-    exit_code = 9
 
 
 class SegmentEnd(Exception):

@@ -15,6 +15,10 @@ from verifyless._cli.common import console, quiet
 from verifyless._cli.policy import register as _register_policy
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critics (SFT, GRPO) on critic datasets.")
+# Options the two critic trainers share.
+_CONFIG = typer.Option(None, "--config", help="YAML file overriding training settings")
+_RESUME = typer.Option(False, "--resume", help="continue from the last checkpoint in --out")
+_MAX_STEPS = typer.Option(None, "--max-steps", help="stop after this many optimizer steps")
 
 
 def models_command() -> None:
@@ -40,9 +44,9 @@ def critic_sft(
         ..., "--base", help="base model: folder, cached hub id, or a name from `verifyless models`"
     ),
     out: Path = typer.Option(..., "--out", help="output folder for the adapter, checkpoints and logs"),
-    config: Path | None = typer.Option(None, "--config", help="YAML file overriding training settings"),
-    resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint in --out"),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
+    config: Path | None = _CONFIG,
+    resume: bool = _RESUME,
+    max_steps: int | None = _MAX_STEPS,
 ) -> None:
     """Supervised fine-tuning of a LoRA critic on the dataset's kept critiques (paper: r=32, lr 1e-5, 3 epochs)."""
     from verifyless.train.settings import load_settings
@@ -63,9 +67,9 @@ def critic_grpo(
     dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with a 'grpo' split)"),
     from_dir: Path = typer.Option(..., "--from", help="SFT output folder (or adapter folder) to start from"),
     out: Path | None = typer.Option(None, "--out", help="output folder (default: FROM-grpo)"),
-    config: Path | None = typer.Option(None, "--config", help="YAML file overriding training settings"),
-    resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint in --out"),
-    max_steps: int | None = typer.Option(None, "--max-steps", help="stop after this many optimizer steps"),
+    config: Path | None = _CONFIG,
+    resume: bool = _RESUME,
+    max_steps: int | None = _MAX_STEPS,
 ) -> None:
     """GRPO on the 'grpo' split from an SFT adapter: +1 when the parsed verdict matches the label, else -1."""
     from verifyless.train.grpo import train_critic_grpo

@@ -11,6 +11,7 @@ config file) uses LLM roles.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,30 +38,36 @@ def parse_model_specs(specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def collection_config(
-    task: str,
-    store: Path,
-    *,
-    config: Path | None = None,
-    roles: str | None = None,
-    models: Sequence[str] = (),
-    executor: str | None = None,
-    workers: int | None = None,
-    seed: int = 0,
-) -> Any:
-    """A ``RunConfig`` carrying the roles, models and executor for a collection."""
+@dataclasses.dataclass(frozen=True)
+class CollectWiring:
+    """Where a collection's roles, models and executor come from; unset fields keep the config's (or defaults).
+
+    ``config``: a run config YAML; ``roles``: ``space`` or ``llm`` (model specs alone mean ``llm``);
+    ``models``: ``SPEC`` or ``ROLE=SPEC`` items (``parse_model_specs``); ``executor``: ``local`` or ``ray``;
+    ``workers``: verifications at once.
+    """
+
+    config: Path | None = None
+    roles: str | None = None
+    models: Sequence[str] = ()
+    executor: str | None = None
+    workers: int | None = None
+
+
+def collection_config(task: str, store: Path, wiring: CollectWiring = CollectWiring(), *, seed: int = 0) -> Any:
+    """A ``RunConfig`` carrying the roles, models and executor of ``wiring`` for a collection."""
     overrides: dict[str, Any] = {"task": task, "store": str(store), "seed": seed}
-    specs = parse_model_specs(models)
+    specs = parse_model_specs(wiring.models)
     if specs:
-        overrides["roles.kind"] = roles or "llm"
+        overrides["roles.kind"] = wiring.roles or "llm"
         overrides.update({f"roles.models.{k}": v for k, v in specs.items()})
-    elif roles is not None:
-        overrides["roles.kind"] = roles
-    if executor is not None:
-        overrides["executor.name"] = executor
-    if workers is not None:
-        overrides["engine.verify_concurrency"] = workers
-    return load_config(config, overrides)
+    elif wiring.roles is not None:
+        overrides["roles.kind"] = wiring.roles
+    if wiring.executor is not None:
+        overrides["executor.name"] = wiring.executor
+    if wiring.workers is not None:
+        overrides["engine.verify_concurrency"] = wiring.workers
+    return load_config(wiring.config, overrides)
 
 
 def run_collection(
@@ -68,18 +75,15 @@ def run_collection(
     store_path: Path,
     settings: CollectSettings,
     caps: BudgetConfig = NO_CAPS,
+    wiring: CollectWiring = CollectWiring(),
     *,
-    config: Path | None = None,
-    roles: str | None = None,
-    models: Sequence[str] = (),
-    executor: str | None = None,
-    workers: int | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
 ) -> CollectResult:
     """Collect (or resume) into the run store at ``store_path``; see ``verifyless.data.collect``.
 
-    On resume the stored settings, roles, models and executor win over the arguments.
+    On resume the stored settings, roles, models and executor win over the arguments (``wiring``'s config
+    file and workers still apply).
     """
     with RunStore(store_path) as store:
         if resume is not None:
@@ -89,19 +93,8 @@ def run_collection(
                 raise ConfigError(f"run {resume} is not a data collection; resume it with `verifyless resume`")
             settings = CollectSettings(**{k: stored[k] for k in CollectSettings.__dataclass_fields__ if k in stored})
             task_name = str(stored.get("task_ref") or store.run(resume).task)
-            wiring: Mapping[str, Any] = stored.get("wiring", {})
-            roles, models = wiring.get("roles", roles), wiring.get("models", models)
-            executor = wiring.get("executor", executor)
-        cfg = collection_config(
-            task_name,
-            store_path,
-            config=config,
-            roles=roles,
-            models=models,
-            executor=executor,
-            workers=workers,
-            seed=settings.seed,
-        )
+            wiring = _stored_wiring(wiring, stored.get("wiring", {}))
+        cfg = collection_config(task_name, store_path, wiring, seed=settings.seed)
         task = load_task(cfg.task)
         run_ref: dict[str, str | None] = {"run_id": resume}
         built = build_models(cfg, store, run_ref)
@@ -138,4 +131,14 @@ def run_collection(
             execu.close()
 
 
-__all__ = ["collection_config", "parse_model_specs", "run_collection"]
+def _stored_wiring(wiring: CollectWiring, stored: Mapping[str, Any]) -> CollectWiring:
+    """``wiring`` with the roles, models and executor a resumed collection recorded (where it recorded them)."""
+    return dataclasses.replace(
+        wiring,
+        roles=stored.get("roles", wiring.roles),
+        models=stored.get("models", wiring.models),
+        executor=stored.get("executor", wiring.executor),
+    )
+
+
+__all__ = ["CollectWiring", "collection_config", "parse_model_specs", "run_collection"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import OrderedDict
 from typing import Any
@@ -51,14 +52,7 @@ def parent_info(state: RunState, programs: Programs, exp: Expansion) -> ParentIn
     info = node_info(state, programs, pid)
     v = state.verifications.get(pid)
     if exp.operator is Operator.DEBUG and v is not None and v.status is not Status.OK:
-        info = ParentInfo(
-            id=info.id,
-            program=info.program,
-            score=info.score,
-            summary=info.summary,
-            idea=info.idea,
-            error=f"{v.status.value}: {v.reason}\n{v.stderr_tail[-2000:]}",
-        )
+        info = dataclasses.replace(info, error=f"{v.status.value}: {v.reason}\n{v.stderr_tail[-2000:]}")
     return info
 
 

@@ -8,11 +8,16 @@ This is the ``guards:`` section of a run configuration.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["off", "advisory", "blocking"]
+
+
+def _blocking(description: str) -> Any:
+    """The field of a guard that runs, and blocks, unless the configuration says otherwise."""
+    return Field(default="blocking", description=description)
 
 
 class GuardsConfig(BaseModel):
@@ -20,35 +25,29 @@ class GuardsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    syntax: Mode = Field(default="blocking", description="the program must parse as Python")
-    undefined_names: Mode = Field(
-        default="blocking",
-        description="a name that is read but never defined, imported or a builtin (a typo, a missing import)",
+    syntax: Mode = _blocking("the program must parse as Python")
+    undefined_names: Mode = _blocking(
+        "a name that is read but never defined, imported or a builtin (a typo, a missing import)"
     )
-    imports: Mode = Field(
-        default="blocking",
-        description="a module the sandbox's Python environment cannot import (checked with find_spec against "
+    imports: Mode = _blocking(
+        "a module the sandbox's Python environment cannot import (checked with find_spec against "
         "that environment's path, plus modules the workspace holds); imports inside try/except "
         "ImportError are skipped",
     )
-    paths: Mode = Field(
-        default="blocking",
-        description="a literal absolute path (or one climbing out with '..') outside the workspace, e.g. a task "
+    paths: Mode = _blocking(
+        "a literal absolute path (or one climbing out with '..') outside the workspace, e.g. a task "
         "folder's hidden labels; /dev/null, /dev/shm and /proc/self are allowed",
     )
-    policy: Mode = Field(
-        default="blocking",
-        description="network or subprocess use that the task forbids (task.yaml 'policy:'); a task's 'warn' "
+    policy: Mode = _blocking(
+        "network or subprocess use that the task forbids (task.yaml 'policy:'); a task's 'warn' "
         "gives advisory findings whatever this says, 'allow' (the default) none",
     )
-    metric_write: Mode = Field(
-        default="blocking",
-        description="writing the metric instead of computing it: a literal number stored under the metric's "
+    metric_write: Mode = _blocking(
+        "writing the metric instead of computing it: a literal number stored under the metric's "
         "name, or writing the evaluator's metrics.json",
     )
-    leakage: Mode = Field(
-        default="blocking",
-        description="native tasks: the fit step touching the evaluation inputs (validation or test files or "
+    leakage: Mode = _blocking(
+        "native tasks: the fit step touching the evaluation inputs (validation or test files or "
         "variables passed to a fit call, or read inside the fit function)",
     )
     reviewer: Mode = Field(

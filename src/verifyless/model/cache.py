@@ -25,10 +25,10 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, Model, ModelReply, ModelRequest, ToolCall, Usage
@@ -211,7 +211,21 @@ class ResponseCache:
 CacheMode = Literal["readwrite", "replay"]
 
 
-class CachedModel:
+class _Wrapper:
+    """A model in front of ``inner``: it answers to the inner model's name and endpoint.
+
+    Verdict probes look through it to ``inner`` (``verdict_probe_via_inner``).
+    """
+
+    verdict_probe_via_inner = True
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.endpoint = str(getattr(inner, "endpoint", inner.name))
+
+
+class CachedModel(_Wrapper):
     """Serve samples from a ``ResponseCache``; ask ``inner`` only for missing ones.
 
     ``usage`` on the reply counts only what the inner model was paid for in
@@ -223,11 +237,9 @@ class CachedModel:
     def __init__(self, inner: Model, cache: ResponseCache, mode: CacheMode = "readwrite") -> None:
         if mode not in ("readwrite", "replay"):
             raise ConfigError(f"cache mode must be 'readwrite' or 'replay', got {mode!r}")
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         self.mode = mode
-        self.name = inner.name
-        self.endpoint = str(getattr(inner, "endpoint", inner.name))
 
     def __repr__(self) -> str:
         return f"CachedModel({self.inner!r}, {self.cache!r}, mode={self.mode!r})"
@@ -268,8 +280,6 @@ class CachedModel:
             usage = usage + reply.usage
         model = next((s.reply_model for s in have.values() if s.reply_model), self.name)
         return ModelReply(choices=tuple(have[i].choice for i in indices), usage=usage, model=model, cached=not missing)
-
-    verdict_probe_via_inner = True
 
     async def verdict_score(
         self, messages: tuple[Message, ...], prefix: str = "", *, role: str = "critic"
@@ -326,19 +336,18 @@ class CallRecord:
 Recorder = Callable[[CallRecord], None]
 
 
-class RecordedModel:
+_Reply = TypeVar("_Reply", ModelReply, VerdictScore)
+
+
+class RecordedModel(_Wrapper):
     """Wrap a model and hand a ``CallRecord`` to ``recorder`` after every call, failed ones included."""
 
     def __init__(self, inner: Model, recorder: Recorder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.recorder = recorder
-        self.name = inner.name
-        self.endpoint = str(getattr(inner, "endpoint", inner.name))
 
     def __repr__(self) -> str:
         return f"RecordedModel({self.inner!r})"
-
-    verdict_probe_via_inner = True
 
     async def verdict_score(
         self, messages: tuple[Message, ...], prefix: str = "", *, role: str = "critic"
@@ -347,69 +356,33 @@ class RecordedModel:
         scorer = find_verdict_scorer(self.inner)
         if scorer is None:
             raise ModelUnavailable(f"model {self.name} cannot read verdict probabilities")
-        start = time.monotonic()
         p_hash = prompt_hash(probe_request(messages, prefix, role))
+        return await self._recorded(role, p_hash, 1, scorer.verdict_score(messages, prefix, role=role))
+
+    async def generate(self, request: ModelRequest) -> ModelReply:
+        return await self._recorded(request.role, prompt_hash(request), request.n, self.inner.generate(request))
+
+    async def _recorded(self, role: str, p_hash: str, n: int, call: Awaitable[_Reply]) -> _Reply:
+        """Await ``call`` and record it: its model, usage and cache flag, or the error (no usage) when it raises."""
+        start = time.monotonic()
         try:
-            score = await scorer.verdict_score(messages, prefix, role=role)
+            reply = await call
         except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
             self.recorder(
-                CallRecord(
-                    role,
-                    self.name,
-                    self.endpoint,
-                    p_hash,
-                    Usage(),
-                    False,
-                    time.monotonic() - start,
-                    1,
-                    f"{type(exc).__name__}: {exc}",
-                )
+                CallRecord(role, self.name, self.endpoint, p_hash, Usage(), False, time.monotonic() - start, n, error)
             )
             raise
         self.recorder(
             CallRecord(
                 role,
-                score.model or self.name,
-                self.endpoint,
-                p_hash,
-                score.usage,
-                score.cached,
-                time.monotonic() - start,
-                1,
-            )
-        )
-        return score
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        start = time.monotonic()
-        p_hash = prompt_hash(request)
-        try:
-            reply = await self.inner.generate(request)
-        except Exception as exc:
-            self.recorder(
-                CallRecord(
-                    request.role,
-                    self.name,
-                    self.endpoint,
-                    p_hash,
-                    Usage(),
-                    False,
-                    time.monotonic() - start,
-                    request.n,
-                    f"{type(exc).__name__}: {exc}",
-                )
-            )
-            raise
-        self.recorder(
-            CallRecord(
-                request.role,
                 reply.model or self.name,
                 self.endpoint,
                 p_hash,
                 reply.usage,
                 reply.cached,
                 time.monotonic() - start,
-                request.n,
+                n,
             )
         )
         return reply

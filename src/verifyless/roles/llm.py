@@ -18,6 +18,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal, cast
 
 from verifyless.errors import ConfigError, ParseError
@@ -130,6 +131,7 @@ class LLMBriefer:
 # ---------------------------------------------------------------- proposer
 
 
+@dataclass(eq=False, repr=False)
 class LLMProposer:
     """One concrete idea (an Approach, no code) per request; N per call.
 
@@ -143,23 +145,17 @@ class LLMProposer:
     a failed draw is a ``RoleFailure``.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        temperature: float = 0.8,
-        mode: Literal["independent", "waves"] = "independent",
-        wave_size: int = 4,
-        max_avoid: int = 24,
-    ) -> None:
-        if wave_size < 1:
-            raise ConfigError(f"proposer wave_size must be at least 1, got {wave_size}")
-        if mode not in ("independent", "waves"):
-            raise ConfigError(f"proposer mode must be 'independent' or 'waves', got {mode!r}")
-        self.model = model
-        self.temperature = temperature
-        self.mode = mode
-        self.wave_size = wave_size
-        self.max_avoid = max_avoid
+    model: Model
+    temperature: float = 0.8
+    mode: Literal["independent", "waves"] = "independent"
+    wave_size: int = 4
+    max_avoid: int = 24
+
+    def __post_init__(self) -> None:
+        if self.wave_size < 1:
+            raise ConfigError(f"proposer wave_size must be at least 1, got {self.wave_size}")
+        if self.mode not in ("independent", "waves"):
+            raise ConfigError(f"proposer mode must be 'independent' or 'waves', got {self.mode!r}")
 
     def render(self, ctx: ProposeContext, avoid: tuple[str, ...] = ()) -> tuple[Message, Message]:
         """The system and user messages for one draw (public for inspection and tests)."""
@@ -238,6 +234,7 @@ def _reference(task: Task, ref: ParentInfo) -> str:
 # ---------------------------------------------------------------- implementer
 
 
+@dataclass(eq=False, repr=False)
 class LLMImplementer:
     """Rewrite the band to implement an idea, checking the contract after every reply.
 
@@ -256,21 +253,16 @@ class LLMImplementer:
     ``parse-error`` when no code could be read or applied.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        mode: Literal["full", "diff"] = "full",
-        max_attempts: int = 3,
-        temperature: float = 0.2,
-    ) -> None:
-        if mode not in ("full", "diff"):
-            raise ConfigError(f"implementer mode must be 'full' or 'diff', got {mode!r}")
-        if max_attempts < 1:
-            raise ConfigError(f"implementer max_attempts must be at least 1, got {max_attempts}")
-        self.model = model
-        self.mode = mode
-        self.max_attempts = max_attempts
-        self.temperature = temperature
+    model: Model
+    mode: Literal["full", "diff"] = "full"
+    max_attempts: int = 3
+    temperature: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("full", "diff"):
+            raise ConfigError(f"implementer mode must be 'full' or 'diff', got {self.mode!r}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"implementer max_attempts must be at least 1, got {self.max_attempts}")
 
     def _values(self, task: Task, program: str, idea: Idea) -> dict[str, object]:
         view = band_view(task, program)

@@ -151,13 +151,18 @@ def estimate(values: Sequence[float], *, statistic: Any = None, resamples: int =
     return Estimate(value, float(np.percentile(draws, tail)), float(np.percentile(draws, 100 - tail)), n)
 
 
+def _by_screening(siblings: Iterable[SiblingOutcome]) -> list[list[SiblingOutcome]]:
+    """The siblings grouped by the screening that ranked them (groups in first-seen order)."""
+    groups: dict[int, list[SiblingOutcome]] = {}
+    for s in siblings:
+        groups.setdefault(s.screening, []).append(s)
+    return list(groups.values())
+
+
 def pairwise_hits(siblings: Iterable[SiblingOutcome]) -> list[float]:
     """1.0 / 0.0 per ordered pair of verified siblings with different outcomes (module docstring)."""
-    by_screening: dict[int, list[SiblingOutcome]] = {}
-    for s in siblings:
-        by_screening.setdefault(s.screening, []).append(s)
     hits: list[float] = []
-    for group in by_screening.values():
+    for group in _by_screening(siblings):
         group = sorted(group, key=lambda s: s.rank)
         for i, hi in enumerate(group):
             for lo in group[i + 1 :]:
@@ -169,11 +174,8 @@ def pairwise_hits(siblings: Iterable[SiblingOutcome]) -> list[float]:
 
 def selection_advantages(siblings: Iterable[SiblingOutcome]) -> list[float]:
     """Per screening with an audit: improved(first choice) - improved(audited), each in {-1, 0, 1}."""
-    by_screening: dict[int, list[SiblingOutcome]] = {}
-    for s in siblings:
-        by_screening.setdefault(s.screening, []).append(s)
     out: list[float] = []
-    for group in by_screening.values():
+    for group in _by_screening(siblings):
         chosen = [s for s in group if s.role == "chosen" and s.improved is not None]
         audited = [s for s in group if s.role == "audited" and s.improved is not None]
         if chosen and audited:

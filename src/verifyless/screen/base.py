@@ -16,11 +16,12 @@ two optional protocols, which the engine checks with ``isinstance``:
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from verifyless.node import Candidate, Node, Screening, Verification
+from verifyless.node import Candidate, Evidence, Node, Screening, Verification
 from verifyless.outcome import Outcome
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.task.base import Task
@@ -110,3 +111,20 @@ class LearningScreener(Protocol):
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None: ...
 
     def restore(self, records: Sequence[dict[str, Any]]) -> None: ...
+
+
+def choose_top(
+    name: str,
+    ranking: Sequence[str],
+    evidence: Mapping[str, Evidence],
+    n_verify: int | None,
+    ctx: ScreenContext,
+    started: float,
+) -> Screening:
+    """The screening that chooses the first ``n_verify`` ids of ``ranking`` (None: the engine's ``ctx.n_verify``).
+
+    ``name`` is the screener's recorded name; ``started`` is the ``time.monotonic()`` reading when the
+    screening began, so ``seconds`` covers all of it.
+    """
+    n = n_verify if n_verify is not None else ctx.n_verify
+    return Screening(name, tuple(ranking), tuple(ranking[: max(0, n)]), evidence, time.monotonic() - started)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.screen.base import ScreenContext
+from verifyless.screen.base import ScreenContext, choose_top
 
 
 class RandomScreener:
@@ -33,10 +33,7 @@ class RandomScreener:
             cid: Evidence(cid, rank_value=float(n - i), uncertainty=1.0, detail={"position": i})
             for i, cid in enumerate(ranking)
         }
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
 
 class OracleScreener:

@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.base import ScreenContext, Screener, choose_top
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.screen.health import replies_detail
 from verifyless.screen.options import HealthOptions
@@ -146,10 +146,7 @@ class CriticThenJudge:
         evidence = {
             cid: self._evidence(cid, ranking, critic, judged, sent, dropped, stage_tokens, all_lose) for cid in ranking
         }
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(

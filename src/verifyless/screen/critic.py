@@ -58,7 +58,7 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -68,7 +68,7 @@ from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
-from verifyless.screen.base import ScreenContext
+from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.health import replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
@@ -364,6 +364,7 @@ class CriticOptions(LLMOptions):
     tie_break_tokens: int = Field(20000, ge=0, description="estimated token budget of one pairwise tie-break")
 
 
+@dataclass(eq=False, repr=False)
 class PointwiseCritic:
     """Rank candidates by the mean five-way label of k sampled critiques.
 
@@ -393,46 +394,31 @@ class PointwiseCritic:
     prompt file may leave that placeholder out (it is optional, never required).
     """
 
-    def __init__(
-        self,
-        model: Model,
-        k: int = K,
-        temperature: float = TEMPERATURE,
-        route_threshold: float = 0.25,
-        n_verify: int | None = None,
-        *,
-        samples_per_request: int | None = None,
-        max_tokens: int | None = None,
-        prompt: str = "critic",
-        tie_break: str = "auto",
-        judge: Model | None = None,
-        tie_break_tokens: int = 20000,
-        prompt_file: str | None = None,
-        template: Template | None = None,
-        name: str = "critic",
-    ) -> None:
-        if k < 1:
-            raise ValueError(f"critic k must be >= 1, got {k}")
-        if samples_per_request is not None and samples_per_request < 1:
+    model: Model
+    k: int = K
+    temperature: float = TEMPERATURE
+    route_threshold: float = 0.25
+    n_verify: int | None = None
+    _: KW_ONLY
+    samples_per_request: int | None = None
+    max_tokens: int | None = None
+    prompt: str = "critic"
+    tie_break: str = "auto"
+    judge: Model | None = None
+    tie_break_tokens: int = 20000
+    prompt_file: str | None = None
+    template: Template | None = None
+    name: str = "critic"
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"critic k must be >= 1, got {self.k}")
+        if self.samples_per_request is not None and self.samples_per_request < 1:
             raise ValueError("samples_per_request must be >= 1 (or None for one request of n=k)")
-        if tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-        self.model = model
-        self.k = k
-        self.temperature = temperature
-        self.route_threshold = route_threshold
-        self.n_verify = n_verify
-        self.samples_per_request = samples_per_request
-        self.max_tokens = max_tokens
-        self.prompt = prompt
-        self.tie_break = tie_break
-        self.judge = judge
-        self.tie_break_tokens = tie_break_tokens
-        self.prompt_file = prompt_file
-        if template is None and prompt_file:
-            template = load_prompt_file(prompt_file, "critic", PLACEHOLDERS, MARKERS)
-        self.template = template
-        self.name = name
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
+        if self.template is None and self.prompt_file:
+            self.template = load_prompt_file(self.prompt_file, "critic", PLACEHOLDERS, MARKERS)
 
     def route(self, evidence: Evidence) -> bool:
         return route(evidence.uncertainty, self.route_threshold)
@@ -504,15 +490,7 @@ class PointwiseCritic:
         ranking = order_by_evidence(evidence, ids, ctx.rng, self.tie_break)
         if self.tie_break == "pairwise":
             ranking, evidence = await self._pairwise(ctx, candidates, evidence, ranking)
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        chosen = ranking[: max(0, n_verify)]
-        return Screening(
-            screener=self.name,
-            ranking=tuple(ranking),
-            chosen=tuple(chosen),
-            evidence=evidence,
-            seconds=time.monotonic() - started,
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     async def _pairwise(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence], ranking: list[str]

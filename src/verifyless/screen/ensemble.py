@@ -28,6 +28,7 @@ import random
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -35,7 +36,7 @@ from pydantic import Field
 from verifyless import prompts
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.base import ScreenContext, Screener, choose_top
 from verifyless.screen.health import model_names, replies_detail
 from verifyless.screen.options import HealthOptions
 from verifyless.screen.prompting import format_context, metric_line, parse_choice
@@ -103,7 +104,12 @@ def member_replies(cid: str, runs: Sequence[tuple[int, int, Screening]]) -> tupl
     return replies_detail(parsed, total, expected, examples), tokens
 
 
-def _check_tie_break(tie_break: str) -> None:
+def _check_members(screener: str, members: Sequence[Screener], rollouts: int, tie_break: str) -> None:
+    """``ValueError`` unless there is a member, ``rollouts`` is at least one and ``tie_break`` is known."""
+    if not members:
+        raise ValueError(f"{screener} needs at least one member screener")
+    if rollouts < 1:
+        raise ValueError(f"rollouts must be >= 1, got {rollouts}")
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
 
@@ -134,6 +140,7 @@ class ArbiterOptions(MembersOptions):
     context_tokens: int | None = Field(8000, ge=0, description="token budget for the arbiter's context nodes")
 
 
+@dataclass(eq=False, repr=False)
 class MajorityVote:
     """Majority vote over member screeners x rollouts; ties broken uniformly at random with ``ctx.rng``.
 
@@ -144,25 +151,16 @@ class MajorityVote:
     candidate being the best), and every ballot's ranking in ``detail``.
     """
 
-    def __init__(
-        self,
-        screeners: Sequence[Screener],
-        rollouts: int = 3,
-        *,
-        tie_break: str = "random",
-        n_verify: int | None = None,
-        name: str = "ensemble",
-    ) -> None:
-        if not screeners:
-            raise ValueError("MajorityVote needs at least one member screener")
-        if rollouts < 1:
-            raise ValueError(f"rollouts must be >= 1, got {rollouts}")
-        _check_tie_break(tie_break)
-        self.screeners = list(screeners)
-        self.rollouts = rollouts
-        self.tie_break = tie_break
-        self.n_verify = n_verify
-        self.name = name
+    screeners: Sequence[Screener]
+    rollouts: int = 3
+    _: KW_ONLY
+    tie_break: str = "random"
+    n_verify: int | None = None
+    name: str = "ensemble"
+
+    def __post_init__(self) -> None:
+        _check_members("MajorityVote", self.screeners, self.rollouts, self.tie_break)
+        self.screeners = list(self.screeners)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
@@ -190,10 +188,7 @@ class MajorityVote:
                     "tokens": tokens,
                 },
             )
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
 
 # ------------------------------------------------------------------ arbiter
@@ -236,6 +231,7 @@ def anonymise(text: str, names: Sequence[str]) -> str:
     return text
 
 
+@dataclass(eq=False, repr=False)
 class Arbiter:
     """An LLM arbiter that reads the members' anonymised reasoning and picks one candidate.
 
@@ -248,35 +244,21 @@ class Arbiter:
     ``detail["fallback"]`` is True on every candidate's evidence.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        members: Sequence[Screener],
-        *,
-        rollouts: int = 3,
-        tie_break: str = "random",
-        context_nodes: int | None = None,
-        context_tokens: int | None = 8000,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        n_verify: int | None = None,
-        name: str = "arbiter",
-    ) -> None:
-        if not members:
-            raise ValueError("Arbiter needs at least one member screener")
-        if rollouts < 1:
-            raise ValueError(f"rollouts must be >= 1, got {rollouts}")
-        _check_tie_break(tie_break)
-        self.model = model
-        self.members = list(members)
-        self.rollouts = rollouts
-        self.tie_break = tie_break
-        self.context_nodes = context_nodes
-        self.context_tokens = context_tokens
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.n_verify = n_verify
-        self.name = name
+    model: Model
+    members: Sequence[Screener]
+    _: KW_ONLY
+    rollouts: int = 3
+    tie_break: str = "random"
+    context_nodes: int | None = None
+    context_tokens: int | None = 8000
+    temperature: float | None = None
+    max_tokens: int | None = None
+    n_verify: int | None = None
+    name: str = "arbiter"
+
+    def __post_init__(self) -> None:
+        _check_members("Arbiter", self.members, self.rollouts, self.tie_break)
+        self.members = list(self.members)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
@@ -317,10 +299,7 @@ class Arbiter:
             cid: self._evidence(cid, ids, ranking, votes, mean_position, runs, numbers, shared, own_tokens)
             for cid in ids
         }
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            self.name, tuple(ranking), tuple(ranking[: max(0, n_verify)]), evidence, time.monotonic() - started
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(

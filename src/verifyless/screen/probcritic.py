@@ -32,7 +32,7 @@ from typing import Any
 from verifyless.errors import ConfigError
 from verifyless.model.scores import VERDICT_TAG, VERDICTS, find_verdict_scorer
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.screen.base import ScreenContext
+from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.critic import TEMPERATURE, PointwiseCritic, parse_verdict
 from verifyless.screen.ranking import order_by_value, route
 
@@ -126,15 +126,7 @@ class LabelProbCritic(PointwiseCritic):
         evidence = {e.candidate_id: e for e in found}
         ids = [c.id for c in candidates]
         ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        chosen = ranking[: max(0, n_verify)]
-        return Screening(
-            screener=self.name,
-            ranking=tuple(ranking),
-            chosen=tuple(chosen),
-            evidence=evidence,
-            seconds=time.monotonic() - started,
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
 
 __all__ = ["LabelProbCritic", "evidence_from_probs", "find_scorer", "reasoning_prefix"]

@@ -288,12 +288,15 @@ def _critic_ttl(
     options = _kwargs(opts)
     learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
     learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
+    critic_options = {k: options.pop(k) for k in ("k", "temperature", "max_tokens", "n_verify")}
+    critic_options["name"] = options.pop("name", "critic-ttl")
     options["seed"] = seed if options["seed"] is None else options["seed"]
     try:
         built = learner(model, **learner_options)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad options for screener 'critic-ttl': {exc}; see docs/design/screening.md") from exc
-    return _construct(TestTimeCritic, "critic-ttl", model, built, task=task, route_threshold=threshold, **options)
+    critic = _construct(PointwiseCritic, "critic-ttl", model, route_threshold=threshold, **critic_options)
+    return _construct(TestTimeCritic, "critic-ttl", critic, built, task=task, **options)
 
 
 def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):

@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field
@@ -32,7 +32,7 @@ from pydantic import Field
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.prompts import Template, load_template, messages
-from verifyless.screen.base import ContextNode, ScreenContext
+from verifyless.screen.base import ContextNode, ScreenContext, choose_top
 from verifyless.screen.health import replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
@@ -149,6 +149,7 @@ class TournamentOptions(LLMOptions):
     )
 
 
+@dataclass(eq=False, repr=False)
 class PairwiseRPM:
     """Knockout tournament judged by an LLM over pairs of candidates.
 
@@ -163,36 +164,24 @@ class PairwiseRPM:
     a prompt file may leave that placeholder out.
     """
 
-    def __init__(
-        self,
-        model: Model,
-        context_nodes: int | None = None,
-        both_orders: bool = True,
-        show: Literal["summary", "code"] = "code",
-        *,
-        context_tokens: int | None = 24000,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        n_verify: int | None = None,
-        prompt_file: str | None = None,
-        template: Template | None = None,
-        name: str = "tournament",
-    ) -> None:
-        if show not in ("summary", "code"):
-            raise ValueError(f"show must be 'summary' or 'code', got {show!r}")
-        self.model = model
-        self.context_nodes = context_nodes
-        self.context_tokens = context_tokens
-        self.both_orders = both_orders
-        self.show = show
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.n_verify = n_verify
-        self.prompt_file = prompt_file
-        if template is None and prompt_file:
-            template = load_prompt_file(prompt_file, "tournament", PLACEHOLDERS, MARKERS)
-        self.template = template
-        self.name = name
+    model: Model
+    context_nodes: int | None = None
+    both_orders: bool = True
+    show: Literal["summary", "code"] = "code"
+    _: KW_ONLY
+    context_tokens: int | None = 24000
+    temperature: float | None = None
+    max_tokens: int | None = None
+    n_verify: int | None = None
+    prompt_file: str | None = None
+    template: Template | None = None
+    name: str = "tournament"
+
+    def __post_init__(self) -> None:
+        if self.show not in ("summary", "code"):
+            raise ValueError(f"show must be 'summary' or 'code', got {self.show!r}")
+        if self.template is None and self.prompt_file:
+            self.template = load_prompt_file(self.prompt_file, "tournament", PLACEHOLDERS, MARKERS)
 
     def messages(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate):
         values = {
@@ -302,14 +291,7 @@ class PairwiseRPM:
             ranking.remove(alive[0])
             ranking.insert(0, alive[0])
         evidence = {cid: self._evidence(cid, eliminated.get(cid, 0), matches, [n.id for n in context]) for cid in ids}
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        return Screening(
-            screener=self.name,
-            ranking=tuple(ranking),
-            chosen=tuple(ranking[: max(0, n_verify)]),
-            evidence=evidence,
-            seconds=time.monotonic() - started,
-        )
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(cid: str, survived: int, matches: Sequence[Match], context_ids: Sequence[str]) -> Evidence:

@@ -140,35 +140,22 @@ class TestTimeCritic:
 
     def __init__(
         self,
-        model: Any,
+        critic: PointwiseCritic,
         learner: AdapterLearner,
         mode: str = "sdft",
         *,
-        k: int = K,
-        temperature: float = TEMPERATURE,
-        route_threshold: float = 0.25,
-        n_verify: int | None = None,
-        max_tokens: int = 256,
         every: int = 2,
         pairs_per_update: int | None = None,
         seed: int = 0,
-        name: str = "critic-ttl",
         task: Any = None,
     ) -> None:
+        """``critic`` screens (its model is the one ``learner`` trains an adapter of) and names the screenings."""
         if mode not in ("sdft", "grpo"):
             raise ConfigError(f"critic-ttl mode must be 'sdft' or 'grpo', got {mode!r}")
-        self.name, self.mode, self.every, self.seed = name, mode, every, seed
+        self.name, self.mode, self.every, self.seed = critic.name, mode, every, seed
         self.pairs_per_update = pairs_per_update
         self.learner = learner
-        self.critic = PointwiseCritic(
-            model,
-            k=k,
-            temperature=temperature,
-            route_threshold=route_threshold,
-            n_verify=n_verify,
-            max_tokens=max_tokens,
-            name=name,
-        )
+        self.critic = critic
         self.pending: list[Outcome] = []
         self._ctx: ScreenContext | None = None
         self.task = task  # prompts before the first screening (e.g. learning right after a resume)

@@ -22,6 +22,7 @@ from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.model.local import resolve_device, resolve_dtype, resolve_source
+from verifyless.train.settings import LoRASettings
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,8 @@ def trainer_args(settings: Any, out: Path) -> dict[str, Any]:
     )
 
 
-def lora_config(settings: Any) -> Any:
+def lora_config(settings: LoRASettings) -> Any:
+    """The peft ``LoraConfig`` of a causal LM adapter shaped as ``settings`` says."""
     from peft import LoraConfig
 
     return LoraConfig(

@@ -30,13 +30,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from verifyless.errors import ConfigError
 
 
-class CommonSettings(BaseModel):
+class LoRASettings(BaseModel):
+    """The shape of a trained LoRA adapter (``train.common.lora_config``); the policy's settings share it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     lora_r: int = Field(32, ge=1, description="LoRA rank (paper: 32)")
     lora_alpha: int = Field(64, ge=1, description="LoRA alpha (ours: 2 x rank)")
     lora_dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout (ours)")
     target_modules: str | list[str] = Field("all-linear", description="modules that get LoRA (ours: all linear)")
+
+
+class CommonSettings(LoRASettings):
     batch_size: int = Field(4, ge=1, description="examples per device step (ours)")
     grad_accum: int = Field(1, ge=1, description="gradient accumulation steps (ours)")
     max_steps: int = Field(-1, description="stop after this many optimizer steps; -1 = run all epochs")
@@ -137,4 +142,12 @@ def settings_from(cls: type[BaseModel], what: str, path: Path | None, overrides:
         raise ConfigError(f"invalid {what} training settings: {problems}") from None
 
 
-__all__ = ["CommonSettings", "GRPOSettings", "SFTSettings", "grpo_accumulation", "load_settings", "settings_from"]
+__all__ = [
+    "CommonSettings",
+    "GRPOSettings",
+    "LoRASettings",
+    "SFTSettings",
+    "grpo_accumulation",
+    "load_settings",
+    "settings_from",
+]

@@ -11,15 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from verifyless.train.settings import settings_from
+from verifyless.train.settings import LoRASettings, settings_from
 
 
-class PolicySettings(BaseModel):
-    """One policy GRPO run's optimiser, sampling and LoRA settings."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class PolicySettings(LoRASettings):
+    """One policy GRPO run's optimiser, sampling and LoRA settings (LoRA dropout 0: one model samples and scores)."""
 
     generations: int = Field(
         16, ge=2, description="ideas sampled per prompt, G (paper: 16); equals the rewarder's ``ideas``"
@@ -35,10 +33,7 @@ class PolicySettings(BaseModel):
     micro_batch: int = Field(8, ge=1, description="completions per forward/backward pass (memory only)")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (ours)")
     skip_equal_reward_groups: bool = Field(True, description="groups whose rewards are all equal are dropped")
-    lora_r: int = Field(32, ge=1, description="LoRA rank (paper: 32)")
-    lora_alpha: int = Field(64, ge=1, description="LoRA alpha (ours: 2 x rank)")
     lora_dropout: float = Field(0.0, ge=0, lt=1, description="ours: 0, so sampling and scoring see one model")
-    target_modules: str | list[str] = Field("all-linear", description="modules that get LoRA (ours: all linear)")
     save_every: int = Field(1, ge=1, description="checkpoint every this many steps")
     save_total_limit: int = Field(2, ge=1, description="checkpoints kept")
     seed: int = 0

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from verifyless.screen.ranking import route
@@ -105,10 +105,7 @@ class Confusion:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "tp": self.tp,
-            "fp": self.fp,
-            "fn": self.fn,
-            "tn": self.tn,
+            **asdict(self),
             "n": self.n,
             "accuracy": self.accuracy,
             "reward_error": self.reward_error,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.child import ChildMaker
-from verifyless.data.pipeline import collection_config
+from verifyless.data.pipeline import CollectWiring, collection_config
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
 from verifyless.model import build_model
@@ -122,18 +122,8 @@ def _build(
     settings = RewardSettings.of(dict(args["settings"]))
     refs = [str(Path(t).resolve()) if Path(t).exists() else str(t) for t in tasks]
     run_ref: dict[str, str | None] = {"run_id": run_id}
-    cfgs = [
-        collection_config(
-            ref,
-            path,
-            config=config,
-            models=args["models"],
-            executor=args["executor"],
-            workers=args["workers"],
-            seed=settings.seed,
-        )
-        for ref in refs
-    ]
+    parts = CollectWiring(config=config, models=args["models"], executor=args["executor"], workers=args["workers"])
+    cfgs = [collection_config(ref, path, parts, seed=settings.seed) for ref in refs]
     loaded = [load_task(cfg.task) for cfg in cfgs]
     built = build_models(cfgs[0], store, run_ref)
     llm = LoopGate(8)
