@@ -25,6 +25,10 @@ full-fidelity score found, normalised to the sample (0 = its worst, 1 = its
 best), over ``--trials`` seeded replays. Critic, iid and critic -> pilot
 replays are not run here (see docs/benchmarks.md, "Pilots").
 
+Level worlds (``--collect LEVEL``): every point of each ``--tasks`` world
+verified once at ``LEVEL`` into package data
+(``worlds/fidelity/TASK.LEVEL.jsonl``, ``offline/fidelity.py``); resumable.
+
 Smoke runs on the LLM path (``--smoke``): two engine runs on ``diabetes``
 with the scripted model (examples/scripted/diabetes.yaml), every third
 implementer reply made to crash (``raise RuntimeError`` at the top of
@@ -219,6 +223,19 @@ def smoke_savings(budget: int, seed: int) -> None:
             )
 
 
+def collect(tasks: list[str], level: str) -> None:
+    """Every point of each task's committed world verified at ``level`` (``offline/fidelity.collect_level``)."""
+    from verifyless.offline.fidelity import collect_level, level_path
+
+    for name in tasks:
+        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        started = time.monotonic()
+        n = collect_level(
+            task, world, level, level_path(name, level), progress=lambda m, t=name: print(f"{t} {m}", flush=True)
+        )
+        print(f"{name} at {level}: {n} of {len(world)} points stored, {time.monotonic() - started:.0f} s", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["diabetes", "affairs_gbm"])
@@ -228,9 +245,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=8.0, help="replay budget, in full verifications' seconds")
     ap.add_argument("--smoke", action="store_true", help="only the smoke-run comparison on the LLM path")
     ap.add_argument("--smoke-budget", type=int, default=6, help="verifications per smoke comparison run")
+    ap.add_argument("--collect", metavar="LEVEL", help="only collect the level worlds of --tasks at LEVEL")
     args = ap.parse_args(argv)
     if args.smoke:
         smoke_savings(args.smoke_budget, args.seed)
+        return
+    if args.collect:
+        collect(args.tasks, args.collect)
         return
     for name in args.tasks:
         task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
