@@ -94,6 +94,9 @@ def collect(
     config: Path | None = typer.Option(None, "--config", help="run config YAML for roles/models/executor"),
     executor: str | None = typer.Option(None, "--executor", help="local or ray"),
     workers: int | None = typer.Option(None, "--workers", help="verifications at once"),
+    smoke: str | None = typer.Option(
+        None, "--smoke", help="smoke-run children at this fidelity level first, or off (default: cheapest, LLM roles)"
+    ),
     max_verifications: int | None = typer.Option(None, "--budget-verifications"),
     max_tokens: int | None = typer.Option(None, "--budget-tokens"),
     max_cost: float | None = typer.Option(None, "--budget-cost"),
@@ -127,6 +130,7 @@ def collect(
             workers=workers,
             resume=resume,
             progress=progress,
+            smoke=smoke,
         )
     console.print(
         f"run {result.run_id}: {len(result.parents)} parents, {result.children} children made, "

@@ -47,6 +47,7 @@ def collection_config(
     executor: str | None = None,
     workers: int | None = None,
     seed: int = 0,
+    smoke: str | None = None,
 ) -> Any:
     """A ``RunConfig`` carrying the roles, models and executor for a collection."""
     overrides: dict[str, Any] = {"task": task, "store": str(store), "seed": seed}
@@ -60,6 +61,8 @@ def collection_config(
         overrides["executor.name"] = executor
     if workers is not None:
         overrides["engine.verify_concurrency"] = workers
+    if smoke is not None:
+        overrides["engine.smoke"] = smoke
     return load_config(config, overrides)
 
 
@@ -76,10 +79,14 @@ def run_collection(
     workers: int | None = None,
     resume: str | None = None,
     progress: Progress | None = None,
+    smoke: str | None = None,
 ) -> CollectResult:
     """Collect (or resume) into the run store at ``store_path``; see ``verifyless.data.collect``.
 
-    On resume the stored settings, roles, models and executor win over the arguments.
+    ``smoke``: a fidelity level or ``"off"`` (default: the config's
+    ``engine.smoke``, whose default smoke-runs LLM roles' children at the
+    task's cheapest level). On resume the stored settings, roles, models,
+    executor and smoke setting win over the arguments.
     """
     with RunStore(store_path) as store:
         if resume is not None:
@@ -92,6 +99,7 @@ def run_collection(
             wiring: Mapping[str, Any] = stored.get("wiring", {})
             roles, models = wiring.get("roles", roles), wiring.get("models", models)
             executor = wiring.get("executor", executor)
+            smoke = wiring.get("smoke", smoke)
         cfg = collection_config(
             task_name,
             store_path,
@@ -101,6 +109,7 @@ def run_collection(
             executor=executor,
             workers=workers,
             seed=settings.seed,
+            smoke=smoke,
         )
         task = load_task(cfg.task)
         run_ref: dict[str, str | None] = {"run_id": resume}
@@ -118,6 +127,7 @@ def run_collection(
             "roles": cfg.roles.kind,
             "models": [f"{k}={v}" for k, v in cfg.roles.models.items()],
             "executor": cfg.executor.name,
+            "smoke": cfg.engine.smoke,
         }
         try:
             collector = Collector(
@@ -132,6 +142,9 @@ def run_collection(
                 run_config={"wiring": wiring_record, "task_ref": task_ref},
                 guards=build_guards(cfg, built),
                 guard_repairs=cfg.guards.repair_attempts,
+                smoke=cfg.engine.smoke,
+                llm_roles=cfg.roles.kind == "llm",
+                smoke_wall_seconds=cfg.engine.smoke_wall_seconds,
             )
             return asyncio.run(collector.run(resume))
         finally:

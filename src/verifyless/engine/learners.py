@@ -127,7 +127,7 @@ class Learners:
             return []
         parent = state.candidates.get(cand.parent_id or "")
         found = []
-        for level in self.task.fidelity.names:
+        for level in (lv.name for lv in self.task.fidelity.levels):
             v = state.low_fidelity_result(cand.program_hash, "pilot_run", level)
             if v is None:
                 continue

@@ -140,8 +140,9 @@ def collect_level(
     from verifyless.node import content_hash
     from verifyless.verify import verify
 
-    if level not in task.fidelity.names:
-        raise ValueError(f"task {task.name} has no fidelity level {level!r} (levels: {list(task.fidelity.names)})")
+    levels = [lv.name for lv in task.fidelity.levels]
+    if level not in levels:
+        raise ValueError(f"task {task.name} has no cheaper fidelity level {level!r} (levels: {levels})")
     if sandbox is None:
         from verifyless.sandbox.local import LocalSandbox
 
