@@ -25,9 +25,20 @@ full-fidelity score found, normalised to the sample (0 = its worst, 1 = its
 best), over ``--trials`` seeded replays. Critic, iid and critic -> pilot
 replays are not run here (see docs/benchmarks.md, "Pilots").
 
+Matched-seconds replays (``--replay LEVEL``) on the two-fidelity worlds
+(``offline/pilot_replay.py``): every arm of ``ARMS`` over ``--seeds`` seeds,
+pools of 8, budgets ``--budgets`` full verifications' worth of evaluator
+seconds; per arm the normalised best at each budget, verifications and
+pilots paid, the median seconds (in full verifications) to reach the
+world's 97.5th percentile and how many seeds did. Scores: 0 = the baseline,
+1 = the world's best (share of the world's headroom). Twice: pilots charged their
+measured cost, and at a hypothetical cost ratio ``--ratio`` (0.1).
+
 Level worlds (``--collect LEVEL``): every point of each ``--tasks`` world
 verified once at ``LEVEL`` into package data
 (``worlds/fidelity/TASK.LEVEL.jsonl``, ``offline/fidelity.py``); resumable.
+``--calibrate LEVEL`` then runs six of its points at full fidelity and at the
+level back to back (the machine factor and cost ratio of the replays).
 
 Smoke runs on the LLM path (``--smoke``): two engine runs on ``diabetes``
 with the scripted model (examples/scripted/diabetes.yaml), every third
@@ -236,6 +247,63 @@ def collect(tasks: list[str], level: str) -> None:
         print(f"{name} at {level}: {n} of {len(world)} points stored, {time.monotonic() - started:.0f} s", flush=True)
 
 
+def calibrate(tasks: list[str], level: str) -> None:
+    """A few points of each level world run at full fidelity and at ``level`` back to back (``calibrate_level``)."""
+    from verifyless.offline.fidelity import calibrate_level, level_path
+
+    for name in tasks:
+        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        n = calibrate_level(task, world, level, level_path(name, level))
+        print(f"{name} at {level}: {n} calibration points", flush=True)
+
+
+def replays(name: str, level: str, budgets: list[float], seeds: int, ratio: float) -> None:
+    """Matched-seconds replays of every arm on one task's two-fidelity world (``offline/pilot_replay.py``)."""
+    from verifyless.offline.fidelity import attach, level_path
+    from verifyless.offline.pilot_replay import ARMS, arm_factory, replay_seconds
+
+    world = load_world(worlds_dir() / f"{name}.jsonl")
+    low = attach(world, level_path(name, level))
+    unit = statistics.fmean(p.seconds for p in world.points)
+    fits = sorted(f for f in (world.fitness(i) for i in range(len(world))) if f is not None)
+    target = fits[int(0.975 * (len(fits) - 1))]
+    base, top = world.fitness(world.baseline_index) or fits[0], fits[-1]
+    norm = (lambda f: (f - base) / (top - base)) if top > base else (lambda f: 1.0)
+    rho = spearman(
+        *zip(
+            *[(world.fitness(i), low.fitness(i)) for i in range(len(world)) if low.fitness(i) is not None], strict=False
+        )
+    )
+    print(
+        f"\n{name} at {level}: {len(world)} points, rho {_fmt(rho)} with full fidelity, cost ratio "
+        f"{_fmt(low.cost_ratio)} measured ({len(low.calibration)} calibration points), machine factor "
+        f"{low.machine_factor:.2f}, full verification {unit:.1f} s (world), target = the world's 97.5th percentile"
+    )
+    for label, cost in ((f"measured (r = {_fmt(low.cost_ratio)})", low.cost), (f"hypothetical r = {ratio:g}", None)):
+        charge = cost or (lambda i: ratio * world.points[i].seconds)
+        print(f"  pilot cost {label}; best found (0 baseline, 1 world best), mean [95% CI] over {seeds} seeds:")
+        heads = "".join(f"{f'@{b:g}':>22}" for b in budgets)
+        print(f"    {'arm':<20}{heads}{'verif. @max':>12}{'pilots':>8}{'to target':>11}{'reached':>9}")
+        for arm in ARMS:
+            runs = [
+                replay_seconds(low, arm_factory(arm, low, charge, s), budget_s=max(budgets) * unit, seed=s)
+                for s in range(seeds)
+            ]
+            cells = "".join(f"{_ci([norm(r.best_at(b * unit)) for r in runs]):>22}" for b in budgets)
+            verifs = statistics.fmean(r.verifications_at(max(budgets) * unit) for r in runs)
+            pilots = statistics.fmean(r.pilots for r in runs)
+            reach = [t / unit for r in runs if (t := r.reach(target)) is not None and t <= max(budgets) * unit]
+            median = f"{statistics.median(reach):.1f}" if reach else "-"
+            print(f"    {arm:<20}{cells}{verifs:>12.1f}{pilots:>8.1f}{median:>11}{len(reach):>6}/{seeds}")
+    sys.stdout.flush()
+
+
+def _ci(values: list[float]) -> str:
+    mean = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["diabetes", "affairs_gbm"])
@@ -246,12 +314,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--smoke", action="store_true", help="only the smoke-run comparison on the LLM path")
     ap.add_argument("--smoke-budget", type=int, default=6, help="verifications per smoke comparison run")
     ap.add_argument("--collect", metavar="LEVEL", help="only collect the level worlds of --tasks at LEVEL")
+    ap.add_argument("--calibrate", metavar="LEVEL", help="only add calibration runs to the level worlds at LEVEL")
+    ap.add_argument("--replay", metavar="LEVEL", help="only the matched-seconds replays on the level worlds at LEVEL")
+    ap.add_argument("--seeds", type=int, default=20, help="replays per arm (--replay)")
+    ap.add_argument("--budgets", type=float, nargs="+", default=[8, 16, 32], help="in full verifications' seconds")
+    ap.add_argument("--ratio", type=float, default=0.1, help="the hypothetical cost ratio of the second table")
     args = ap.parse_args(argv)
     if args.smoke:
         smoke_savings(args.smoke_budget, args.seed)
         return
     if args.collect:
         collect(args.tasks, args.collect)
+        return
+    if args.calibrate:
+        calibrate(args.tasks, args.calibrate)
+        return
+    if args.replay:
+        for name in args.tasks:
+            replays(name, args.replay, args.budgets, args.seeds, args.ratio)
         return
     for name in args.tasks:
         task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")

@@ -18,7 +18,14 @@ subfolder so ``world_paths`` never mistakes it for a world):
   "score": float|null, "seconds": float, "reason": str}`` -- the program
   hash of the world point it measures (the world's own), the status, raw
   validation score and seconds at the level. No hidden-test score: a
-  low-fidelity run is never measured against the test split here.
+  low-fidelity run is never measured against the test split here;
+* calibration lines, ``{"program_hash": str, "run": "calibration",
+  "full_seconds": float, "level_seconds": float}``: a few world points run
+  at full fidelity and then at the level, back to back on the machine that
+  collected the level world (``calibrate_level``). The world's own seconds
+  came from another machine (or load); ``LevelWorld.machine_factor`` turns
+  this machine's level seconds into the world's seconds, so a replay charges
+  pilots and full verifications on one clock.
 
 Collection appends each point as it is verified and resumes (points already
 in the file are skipped by program hash). ``attach`` aligns a level world to
@@ -37,7 +44,16 @@ from typing import Any
 from verifyless.offline.worlds import World, make_program
 from verifyless.task.base import Task
 
-__all__ = ["LevelPoint", "LevelWorld", "attach", "collect_level", "level_path", "load_level"]
+__all__ = [
+    "LevelPoint",
+    "LevelWorld",
+    "attach",
+    "calibrate_level",
+    "collect_level",
+    "level_path",
+    "load_calibration",
+    "load_level",
+]
 
 LEVEL_WORLD_VERSION = 1
 
@@ -69,6 +85,24 @@ class LevelWorld:
     world: World
     level: str
     points: tuple[LevelPoint, ...]
+    calibration: tuple[tuple[int, float, float], ...] = ()  # (world index, full seconds, level seconds) here
+
+    @property
+    def machine_factor(self) -> float:
+        """World seconds per second of this machine: sum of the world's full seconds / this machine's (1.0 uncalibrated)."""
+        here = sum(full for _, full, _ in self.calibration)
+        there = sum(self.world.points[i].seconds for i, _, _ in self.calibration)
+        return there / here if here > 0 and there > 0 else 1.0
+
+    @property
+    def cost_ratio(self) -> float | None:
+        """Level seconds / full seconds, both measured back to back here (None uncalibrated)."""
+        full = sum(f for _, f, _ in self.calibration)
+        return sum(lv for _, _, lv in self.calibration) / full if full > 0 else None
+
+    def cost(self, i: int) -> float:
+        """The pilot of world point ``i`` in the world's seconds (its level seconds x ``machine_factor``)."""
+        return self.points[i].seconds * self.machine_factor
 
     def fitness(self, i: int) -> float | None:
         """Oriented low-fidelity score of world point ``i`` (higher is better); None when the run failed."""
@@ -89,25 +123,40 @@ def level_path(task: str, level: str, directory: str | Path | None = None) -> Pa
 
 
 def load_level(path: str | Path) -> tuple[dict[str, Any], list[LevelPoint]]:
-    """The header and points of a level-world file; a malformed line raises ValueError naming the line."""
+    """The header and points of a level-world file (calibration lines left out: ``load_calibration``)."""
+    head, points, _ = _read(path)
+    return head, points
+
+
+def load_calibration(path: str | Path) -> dict[str, tuple[float, float]]:
+    """Program hash -> (full seconds, level seconds) of the file's calibration lines."""
+    return _read(path)[2]
+
+
+def _read(path: str | Path) -> tuple[dict[str, Any], list[LevelPoint], dict[str, tuple[float, float]]]:
+    """Header, points and calibration of a level-world file; a malformed line raises ValueError naming it."""
     lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
     if not lines:
         raise ValueError(f"{path}: empty level-world file")
     head = json.loads(lines[0])
     if head.get("kind") != "level_world":
         raise ValueError(f"{path}:1: not a level-world header (kind={head.get('kind')!r})")
-    points = []
+    points, calibration = [], {}
     for i, line in enumerate(lines[1:], 2):
         try:
-            points.append(LevelPoint(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise ValueError(f"{path}:{i}: not a level-world point ({exc})") from exc
-    return head, points
+            row = json.loads(line)
+            if row.get("run") == "calibration":
+                calibration[str(row["program_hash"])] = (float(row["full_seconds"]), float(row["level_seconds"]))
+            else:
+                points.append(LevelPoint(**row))
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise ValueError(f"{path}:{i}: not a level-world line ({exc})") from exc
+    return head, points, calibration
 
 
 def attach(world: World, path: str | Path) -> LevelWorld:
     """The level world at ``path`` aligned to ``world``; ValueError unless it measures exactly its points."""
-    head, points = load_level(path)
+    head, points, calibration = _read(path)
     if head.get("task") != world.task or int(head.get("world_seed", -1)) != world.seed:
         raise ValueError(f"{path}: a level world of {head.get('task')} seed {head.get('world_seed')}, not {world.task}")
     by_hash = {p.program_hash: p for p in points}
@@ -117,7 +166,9 @@ def attach(world: World, path: str | Path) -> LevelWorld:
             f"{path}: measures {len(by_hash)} programs, the world has {len(world)} ({len(missing)} missing); "
             "finish it with collect_level"
         )
-    return LevelWorld(world, str(head["level"]), tuple(by_hash[wp.program_hash] for wp in world.points))
+    index = {wp.program_hash: i for i, wp in enumerate(world.points)}
+    calib = tuple((index[h], full, lv) for h, (full, lv) in calibration.items() if h in index)
+    return LevelWorld(world, str(head["level"]), tuple(by_hash[wp.program_hash] for wp in world.points), calib)
 
 
 def collect_level(
@@ -175,4 +226,35 @@ def collect_level(
             fh.write(json.dumps(point.to_dict()) + "\n")
         done.add(wp.program_hash)
         say(f"{len(done)}/{len(world)} {v.status.value} score={v.score} {v.seconds:.1f}s")
+    return len(done)
+
+
+def calibrate_level(
+    task: Task, world: World, level: str, path: str | Path, *, points: int = 6, sandbox: Any = None
+) -> int:
+    """Run ``points`` world points (evenly spaced, resumable) at full fidelity then at ``level``, back to back.
+
+    Appends one calibration line each to the level world at ``path`` (which
+    must exist); returns how many calibration lines it holds.
+    """
+    from verifyless.verify import verify
+
+    if sandbox is None:
+        from verifyless.sandbox.local import LocalSandbox
+
+        sandbox = LocalSandbox()
+    done = load_calibration(path)
+    step = max(1, len(world) // max(1, points))
+    for k in range(0, len(world), step)[:points]:
+        wp = world.points[k]
+        if wp.program_hash in done:
+            continue
+        program = make_program(task, wp.assignment)
+        full = verify(task, program, sandbox).seconds
+        low = verify(task, program, sandbox, level=level).seconds
+        row = {"program_hash": wp.program_hash, "run": "calibration", "full_seconds": round(full, 3)}
+        row["level_seconds"] = round(low, 3)
+        with Path(path).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+        done[wp.program_hash] = (full, low)
     return len(done)
