@@ -5,7 +5,9 @@ Usage::
     python bench/pilots.py [--tasks diabetes affairs_gbm] [--points 12] [--seed 0] [--trials 400] [--budget 8] [--smoke]
 
 For each task with fidelity levels and a committed pool world (package data,
-``verifyless.builtin.worlds_dir()``), ``--points`` points of the world are
+``verifyless.builtin.worlds_dir()``; a task without one, ``sunspots``, gets
+``--points`` sampled idea-space points run at full fidelity too, and no
+replay), ``--points`` points of the world are
 sampled (stratified over the world's full-fidelity scores, seeded) and each
 is run once at every level with the real verifier in the local sandbox; the
 full-fidelity score is the world's (verification is deterministic), the full
@@ -128,6 +130,40 @@ def measure(task: Task, world: World, idx: list[int]) -> tuple[list[Measured], f
         out.append(Measured(float(world.fitness(i) or 0.0), low))
     full = [verify(task, make_program(task, world.points[i].assignment), sandbox).seconds for i in idx[:2]]
     return out, statistics.fmean(full)
+
+
+def measure_space(task: Task, n: int, rng: random.Random) -> tuple[list[Measured], float]:
+    """For a task without a world: ``n`` sampled idea-space points, each run at full fidelity and every level."""
+    from verifyless.offline.worlds import sample_assignments
+
+    space, sandbox = task.idea_space, LocalSandbox()
+    assert space is not None
+    dims = {d: [o.name for o in opts] for d, opts in space.dimensions.items()}
+    sign, out, full_s = (1.0 if task.metric.direction == "maximize" else -1.0), [], []
+    for a in sample_assignments(dims, space.baseline, n, rng):
+        program = make_program(task, a)
+        full = verify(task, program, sandbox)
+        if full.status.value != "ok" or full.score is None:
+            continue
+        full_s.append(full.seconds)
+        low = {}
+        for level in (lv.name for lv in task.fidelity.levels):
+            v = verify(task, program, sandbox, level=level)
+            low[level] = (sign * v.score if v.status.value == "ok" and v.score is not None else None, v.seconds)
+        out.append(Measured(sign * full.score, low))
+    return out, statistics.fmean(full_s)
+
+
+def _print_levels(
+    name: str, levels: list[str], points: list[Measured], full_s: float, started: float, what: str
+) -> None:
+    print(f"\n{name}: {len(points)} {what}, {time.monotonic() - started:.0f} s of runs")
+    print(f"  {'level':<16} {'rho (all)':>10} {'rho (top 1/4)':>14} {'cost ratio':>11}")
+    for level in levels:
+        rho, top = correlations(points, level)
+        ratio = statistics.fmean(p.low[level][1] for p in points) / full_s
+        print(f"  {level:<16} {_fmt(rho):>10} {_fmt(top):>14} {ratio:>11.2f}")
+    print(f"  {'full':<16} {'1.00':>10} {'1.00':>14} {1.0:>11.2f}   (full: {full_s:.2f} s a run)")
 
 
 def correlations(points: list[Measured], level: str) -> tuple[float | None, float | None]:
@@ -334,12 +370,17 @@ def main(argv: list[str] | None = None) -> None:
             replays(name, args.replay, args.budgets, args.seeds, args.ratio)
         return
     for name in args.tasks:
-        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        task = load_task(builtin_tasks_dir() / name)
         levels = [lv.name for lv in task.fidelity.levels]
         if not levels:
             print(f"{name}: no fidelity levels; skipped")
             continue
         started = time.monotonic()
+        if not (worlds_dir() / f"{name}.jsonl").is_file():
+            points, full_s = measure_space(task, args.points, random.Random(args.seed))
+            _print_levels(name, levels, points, full_s, started, "sampled idea-space points (no world)")
+            continue
+        world = load_world(worlds_dir() / f"{name}.jsonl")
         points, full_s = measure(task, world, sample_points(world, args.points, random.Random(args.seed)))
         print(f"\n{name}: {len(points)} of {len(world)} world points, {time.monotonic() - started:.0f} s of runs")
         print(f"  {'level':<14} {'rho (all)':>10} {'rho (top 1/4)':>14} {'cost ratio':>11}")
