@@ -31,7 +31,8 @@ Matched-seconds replays (``--replay LEVEL``) on the two-fidelity worlds
 (``offline/pilot_replay.py``): every arm of ``ARMS`` over ``--seeds`` seeds,
 pools of 8, budgets ``--budgets`` full verifications' worth of evaluator
 seconds; per arm the normalised best at each budget, verifications and
-pilots paid, the median seconds (in full verifications) to reach the
+pilots paid, the median seconds (in full verifications; a seed that never
+reached it within the largest budget counts as beyond it) to reach the
 world's 97.5th percentile and how many seeds did. Scores: 0 = the baseline,
 1 = the world's best (share of the world's headroom). Twice: pilots charged their
 measured cost, and at a hypothetical cost ratio ``--ratio`` (0.1).
@@ -57,6 +58,7 @@ when quoting the numbers.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -328,8 +330,11 @@ def replays(name: str, level: str, budgets: list[float], seeds: int, ratio: floa
             cells = "".join(f"{_ci([norm(r.best_at(b * unit)) for r in runs]):>22}" for b in budgets)
             verifs = statistics.fmean(r.verifications_at(max(budgets) * unit) for r in runs)
             pilots = statistics.fmean(r.pilots for r in runs)
-            reach = [t / unit for r in runs if (t := r.reach(target)) is not None and t <= max(budgets) * unit]
-            median = f"{statistics.median(reach):.1f}" if reach else "-"
+            cap = max(budgets) * unit
+            reach = [t / unit if (t := r.reach(target)) is not None and t <= cap else math.inf for r in runs]
+            mid = statistics.median(reach)
+            median = f"{mid:.1f}" if math.isfinite(mid) else f">{max(budgets):g}"
+            reach = [t for t in reach if math.isfinite(t)]
             print(f"    {arm:<20}{cells}{verifs:>12.1f}{pilots:>8.1f}{median:>11}{len(reach):>6}/{seeds}")
     sys.stdout.flush()
 
