@@ -25,7 +25,7 @@ survivor: ``screen/pilot.survivors``) on the measured low-fidelity scores and
 costs and verifies the survivor, paying both. Printed: the mean best
 full-fidelity score found, normalised to the sample (0 = its worst, 1 = its
 best), over ``--trials`` seeded replays. Critic, iid and critic -> pilot
-replays are not run here (see docs/benchmarks.md, "Pilots").
+replays over whole worlds: ``--replay`` below.
 
 Matched-seconds replays (``--replay LEVEL``) on the two-fidelity worlds
 (``offline/pilot_replay.py``): every arm of ``ARMS`` over ``--seeds`` seeds,
