@@ -3,6 +3,8 @@
 Usage::
 
     python bench/pilots.py [--tasks diabetes affairs_gbm] [--points 12] [--seed 0] [--trials 400] [--budget 8] [--smoke]
+    python bench/pilots.py --collect quarter_data | --calibrate quarter_data [--tasks ...]
+    python bench/pilots.py --replay quarter_data [--tasks ...] [--seeds 20] [--budgets 8 16 32] [--ratio 0.1]
 
 For each task with fidelity levels and a committed pool world (package data,
 ``verifyless.builtin.worlds_dir()``; a task without one, ``sunspots``, gets
