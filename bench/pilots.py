@@ -3,9 +3,13 @@
 Usage::
 
     python bench/pilots.py [--tasks diabetes affairs_gbm] [--points 12] [--seed 0] [--trials 400] [--budget 8] [--smoke]
+    python bench/pilots.py --collect quarter_data | --calibrate quarter_data [--tasks ...]
+    python bench/pilots.py --replay quarter_data [--tasks ...] [--seeds 20] [--budgets 8 16 32] [--ratio 0.1]
 
 For each task with fidelity levels and a committed pool world (package data,
-``verifyless.builtin.worlds_dir()``), ``--points`` points of the world are
+``verifyless.builtin.worlds_dir()``; a task without one, ``sunspots``, gets
+``--points`` sampled idea-space points run at full fidelity too, and no
+replay), ``--points`` points of the world are
 sampled (stratified over the world's full-fidelity scores, seeded) and each
 is run once at every level with the real verifier in the local sandbox; the
 full-fidelity score is the world's (verification is deterministic), the full
@@ -23,7 +27,23 @@ survivor: ``screen/pilot.survivors``) on the measured low-fidelity scores and
 costs and verifies the survivor, paying both. Printed: the mean best
 full-fidelity score found, normalised to the sample (0 = its worst, 1 = its
 best), over ``--trials`` seeded replays. Critic, iid and critic -> pilot
-replays are not run here (see docs/benchmarks.md, "Pilots").
+replays over whole worlds: ``--replay`` below.
+
+Matched-seconds replays (``--replay LEVEL``) on the two-fidelity worlds
+(``offline/pilot_replay.py``): every arm of ``ARMS`` over ``--seeds`` seeds,
+pools of 8, budgets ``--budgets`` full verifications' worth of evaluator
+seconds; per arm the normalised best at each budget, verifications and
+pilots paid, the median seconds (in full verifications; a seed that never
+reached it within the largest budget counts as beyond it) to reach the
+world's 97.5th percentile and how many seeds did. Scores: 0 = the baseline,
+1 = the world's best (share of the world's headroom). Twice: pilots charged their
+measured cost, and at a hypothetical cost ratio ``--ratio`` (0.1).
+
+Level worlds (``--collect LEVEL``): every point of each ``--tasks`` world
+verified once at ``LEVEL`` into package data
+(``worlds/fidelity/TASK.LEVEL.jsonl``, ``offline/fidelity.py``); resumable.
+``--calibrate LEVEL`` then runs six of its points at full fidelity and at the
+level back to back (the machine factor and cost ratio of the replays).
 
 Smoke runs on the LLM path (``--smoke``): two engine runs on ``diabetes``
 with the scripted model (examples/scripted/diabetes.yaml), every third
@@ -40,6 +60,7 @@ when quoting the numbers.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -113,6 +134,40 @@ def measure(task: Task, world: World, idx: list[int]) -> tuple[list[Measured], f
         out.append(Measured(float(world.fitness(i) or 0.0), low))
     full = [verify(task, make_program(task, world.points[i].assignment), sandbox).seconds for i in idx[:2]]
     return out, statistics.fmean(full)
+
+
+def measure_space(task: Task, n: int, rng: random.Random) -> tuple[list[Measured], float]:
+    """For a task without a world: ``n`` sampled idea-space points, each run at full fidelity and every level."""
+    from verifyless.offline.worlds import sample_assignments
+
+    space, sandbox = task.idea_space, LocalSandbox()
+    assert space is not None
+    dims = {d: [o.name for o in opts] for d, opts in space.dimensions.items()}
+    sign, out, full_s = (1.0 if task.metric.direction == "maximize" else -1.0), [], []
+    for a in sample_assignments(dims, space.baseline, n, rng):
+        program = make_program(task, a)
+        full = verify(task, program, sandbox)
+        if full.status.value != "ok" or full.score is None:
+            continue
+        full_s.append(full.seconds)
+        low = {}
+        for level in (lv.name for lv in task.fidelity.levels):
+            v = verify(task, program, sandbox, level=level)
+            low[level] = (sign * v.score if v.status.value == "ok" and v.score is not None else None, v.seconds)
+        out.append(Measured(sign * full.score, low))
+    return out, statistics.fmean(full_s)
+
+
+def _print_levels(
+    name: str, levels: list[str], points: list[Measured], full_s: float, started: float, what: str
+) -> None:
+    print(f"\n{name}: {len(points)} {what}, {time.monotonic() - started:.0f} s of runs")
+    print(f"  {'level':<16} {'rho (all)':>10} {'rho (top 1/4)':>14} {'cost ratio':>11}")
+    for level in levels:
+        rho, top = correlations(points, level)
+        ratio = statistics.fmean(p.low[level][1] for p in points) / full_s
+        print(f"  {level:<16} {_fmt(rho):>10} {_fmt(top):>14} {ratio:>11.2f}")
+    print(f"  {'full':<16} {'1.00':>10} {'1.00':>14} {1.0:>11.2f}   (full: {full_s:.2f} s a run)")
 
 
 def correlations(points: list[Measured], level: str) -> tuple[float | None, float | None]:
@@ -219,6 +274,79 @@ def smoke_savings(budget: int, seed: int) -> None:
             )
 
 
+def collect(tasks: list[str], level: str) -> None:
+    """Every point of each task's committed world verified at ``level`` (``offline/fidelity.collect_level``)."""
+    from verifyless.offline.fidelity import collect_level, level_path
+
+    for name in tasks:
+        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        started = time.monotonic()
+        n = collect_level(
+            task, world, level, level_path(name, level), progress=lambda m, t=name: print(f"{t} {m}", flush=True)
+        )
+        print(f"{name} at {level}: {n} of {len(world)} points stored, {time.monotonic() - started:.0f} s", flush=True)
+
+
+def calibrate(tasks: list[str], level: str) -> None:
+    """A few points of each level world run at full fidelity and at ``level`` back to back (``calibrate_level``)."""
+    from verifyless.offline.fidelity import calibrate_level, level_path
+
+    for name in tasks:
+        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        n = calibrate_level(task, world, level, level_path(name, level))
+        print(f"{name} at {level}: {n} calibration points", flush=True)
+
+
+def replays(name: str, level: str, budgets: list[float], seeds: int, ratio: float) -> None:
+    """Matched-seconds replays of every arm on one task's two-fidelity world (``offline/pilot_replay.py``)."""
+    from verifyless.offline.fidelity import attach, level_path
+    from verifyless.offline.pilot_replay import ARMS, arm_factory, replay_seconds
+
+    world = load_world(worlds_dir() / f"{name}.jsonl")
+    low = attach(world, level_path(name, level))
+    unit = statistics.fmean(p.seconds for p in world.points)
+    fits = sorted(f for f in (world.fitness(i) for i in range(len(world))) if f is not None)
+    target = fits[int(0.975 * (len(fits) - 1))]
+    base, top = world.fitness(world.baseline_index) or fits[0], fits[-1]
+    norm = (lambda f: (f - base) / (top - base)) if top > base else (lambda f: 1.0)
+    rho = spearman(
+        *zip(
+            *[(world.fitness(i), low.fitness(i)) for i in range(len(world)) if low.fitness(i) is not None], strict=False
+        )
+    )
+    print(
+        f"\n{name} at {level}: {len(world)} points, rho {_fmt(rho)} with full fidelity, cost ratio "
+        f"{_fmt(low.cost_ratio)} measured ({len(low.calibration)} calibration points), machine factor "
+        f"{low.machine_factor:.2f}, full verification {unit:.1f} s (world), target = the world's 97.5th percentile"
+    )
+    for label, cost in ((f"measured (r = {_fmt(low.cost_ratio)})", low.cost), (f"hypothetical r = {ratio:g}", None)):
+        charge = cost or (lambda i: ratio * world.points[i].seconds)
+        print(f"  pilot cost {label}; best found (0 baseline, 1 world best), mean [95% CI] over {seeds} seeds:")
+        heads = "".join(f"{f'@{b:g}':>22}" for b in budgets)
+        print(f"    {'arm':<20}{heads}{'verif. @max':>12}{'pilots':>8}{'to target':>11}{'reached':>9}")
+        for arm in ARMS:
+            runs = [
+                replay_seconds(low, arm_factory(arm, low, charge, s), budget_s=max(budgets) * unit, seed=s)
+                for s in range(seeds)
+            ]
+            cells = "".join(f"{_ci([norm(r.best_at(b * unit)) for r in runs]):>22}" for b in budgets)
+            verifs = statistics.fmean(r.verifications_at(max(budgets) * unit) for r in runs)
+            pilots = statistics.fmean(r.pilots for r in runs)
+            cap = max(budgets) * unit
+            reach = [t / unit if (t := r.reach(target)) is not None and t <= cap else math.inf for r in runs]
+            mid = statistics.median(reach)
+            median = f"{mid:.1f}" if math.isfinite(mid) else f">{max(budgets):g}"
+            reach = [t for t in reach if math.isfinite(t)]
+            print(f"    {arm:<20}{cells}{verifs:>12.1f}{pilots:>8.1f}{median:>11}{len(reach):>6}/{seeds}")
+    sys.stdout.flush()
+
+
+def _ci(values: list[float]) -> str:
+    mean = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["diabetes", "affairs_gbm"])
@@ -228,17 +356,38 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=8.0, help="replay budget, in full verifications' seconds")
     ap.add_argument("--smoke", action="store_true", help="only the smoke-run comparison on the LLM path")
     ap.add_argument("--smoke-budget", type=int, default=6, help="verifications per smoke comparison run")
+    ap.add_argument("--collect", metavar="LEVEL", help="only collect the level worlds of --tasks at LEVEL")
+    ap.add_argument("--calibrate", metavar="LEVEL", help="only add calibration runs to the level worlds at LEVEL")
+    ap.add_argument("--replay", metavar="LEVEL", help="only the matched-seconds replays on the level worlds at LEVEL")
+    ap.add_argument("--seeds", type=int, default=20, help="replays per arm (--replay)")
+    ap.add_argument("--budgets", type=float, nargs="+", default=[8, 16, 32], help="in full verifications' seconds")
+    ap.add_argument("--ratio", type=float, default=0.1, help="the hypothetical cost ratio of the second table")
     args = ap.parse_args(argv)
     if args.smoke:
         smoke_savings(args.smoke_budget, args.seed)
         return
+    if args.collect:
+        collect(args.tasks, args.collect)
+        return
+    if args.calibrate:
+        calibrate(args.tasks, args.calibrate)
+        return
+    if args.replay:
+        for name in args.tasks:
+            replays(name, args.replay, args.budgets, args.seeds, args.ratio)
+        return
     for name in args.tasks:
-        task, world = load_task(builtin_tasks_dir() / name), load_world(worlds_dir() / f"{name}.jsonl")
+        task = load_task(builtin_tasks_dir() / name)
         levels = [lv.name for lv in task.fidelity.levels]
         if not levels:
             print(f"{name}: no fidelity levels; skipped")
             continue
         started = time.monotonic()
+        if not (worlds_dir() / f"{name}.jsonl").is_file():
+            points, full_s = measure_space(task, args.points, random.Random(args.seed))
+            _print_levels(name, levels, points, full_s, started, "sampled idea-space points (no world)")
+            continue
+        world = load_world(worlds_dir() / f"{name}.jsonl")
         points, full_s = measure(task, world, sample_points(world, args.points, random.Random(args.seed)))
         print(f"\n{name}: {len(points)} of {len(world)} world points, {time.monotonic() - started:.0f} s of runs")
         print(f"  {'level':<14} {'rho (all)':>10} {'rho (top 1/4)':>14} {'cost ratio':>11}")

@@ -295,3 +295,45 @@ def test_the_epoch_knob_leaves_a_program_without_epochs_valid(name):
     program = load_task(name).baseline_program
     renamed = program.replace("EPOCHS = ", "STEPS = ").replace("range(EPOCHS)", "range(STEPS)")
     assert "EPOCHS = " not in renamed and undefined_names(ast.parse(renamed)) == []  # no guard finding
+
+
+def _sunspots_outputs(tmp_path: Path, val_origins: list[int], test_origins: list[int]) -> Path:
+    """Forecast files of a constant 50 for the given origins (the scorer's input)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, origins in (("val", val_origins), ("test", test_origins)):
+        rows = ["origin,year,value", *(f"{o},{o + k},50" for o in origins for k in range(10))]
+        (out / f"{name}_forecasts.csv").write_text("\n".join(rows) + "\n")
+    return out
+
+
+def test_sunspots_scores_the_first_k_origins_only_when_the_verifier_names_the_level(tmp_path):
+    import importlib.util
+
+    task = load_task("sunspots")
+    assert task.fidelity.names == ("first_3_origins", "first_6_origins", "full")
+    spec = importlib.util.spec_from_file_location("sunspots_score", task.root / "score.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    hidden = list(task.hidden_data)
+    few = _sunspots_outputs(tmp_path, [1899, 1904, 1909], [1959, 1969, 1979])
+    low = module.score(few, hidden, tmp_path, level="first_3_origins")
+    assert set(low) == {"val_mae", "val_rmse", "test_mae", "test_rmse"}
+    with pytest.raises(ValueError, match="lacks"):  # at full fidelity every origin is required, as before
+        module.score(few, hidden, tmp_path)
+    with pytest.raises(ValueError, match="unknown sunspots fidelity level"):
+        module.score(few, hidden, tmp_path, level="half_data")
+
+
+def test_sunspots_full_fidelity_keeps_todays_score_and_a_band_cannot_skip_origins():
+    task = load_task("sunspots")
+    full = verify(task, task.baseline_program, SANDBOX)
+    assert full.status is Status.OK and full.score == pytest.approx(26.143, abs=1e-3)  # the anchors' reference
+    low = verify(task, task.baseline_program, SANDBOX, level="first_3_origins")
+    assert low.status is Status.OK and low.fidelity == "first_3_origins" and low.score != full.score
+    cheat = task.baseline_program.replace(
+        "def forecast(history, horizon):",
+        "import os\nos.environ['VERIFYLESS_ORIGINS'] = '1'\n\n\ndef forecast(history, horizon):",
+    )
+    skipped = verify(task, cheat, SANDBOX)
+    assert skipped.status is Status.FAILED and "lacks" in skipped.reason

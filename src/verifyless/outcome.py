@@ -33,6 +33,13 @@ never compared with its parent:
 Both agree on every compared child. An OK child whose parent has no fitness
 (a draft, or a child of a failed program) has no label in either.
 
+**A low-fidelity outcome** (``Outcome.fidelity`` names a cheaper level: a
+pilot result, ``PilotObserver.observe_pilot``) is evidence, never a full
+outcome: ``label3`` and ``reward_label`` give it no label, so it never
+becomes critic data, a test-time critic example or a policy reward. Its
+``delta`` is still computed (against the parent's result at the same level
+when the learner was given one) for a learner that chooses to read it.
+
 **Five-level, parent-specific** labels (``BigWin`` > ``MediumWin`` >
 ``SmallWin`` > ``Tie`` > ``Lose``): all compared children of one parent share
 the parent's mean ``mu_p`` and population standard deviation ``sigma_p`` of
@@ -83,6 +90,8 @@ class Outcome:
     unless both fitnesses are finite). ``status`` is the child's ``Status``
     value. ``tie`` is the run's tie tolerance. ``candidate`` is the child as it
     was made (learners that read its features); it is not serialised.
+    ``fidelity`` is None for a full verification, else the cheaper level the
+    child ran at (a pilot): such an outcome is never labelled (module docstring).
     """
 
     parent_id: str
@@ -99,6 +108,12 @@ class Outcome:
     child_summary: str = ""
     idea: str = ""
     candidate: Candidate | None = field(default=None, compare=False, repr=False)
+    fidelity: str | None = None
+
+    @property
+    def low_fidelity(self) -> bool:
+        """A pilot result at a cheaper level, not a full verification."""
+        return self.fidelity is not None
 
     @property
     def failed(self) -> bool:
@@ -115,7 +130,10 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (the candidate left out); ``from_dict`` reads them back."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name in _FIELDS}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name in _FIELDS}
+        if self.fidelity is None:
+            del data["fidelity"]  # a full outcome keeps the shape stored before fidelity levels existed
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
@@ -218,17 +236,22 @@ def verified_outcome(
 
 
 def label3(outcome: Outcome, tie: float | None = None) -> str | None:
-    """``improve`` / ``tie`` / ``lose``; None for a failed child or a parent without fitness.
+    """``improve`` / ``tie`` / ``lose``; None for a failed child, a parent without fitness or a low-fidelity outcome.
 
     ``tie`` defaults to the outcome's own run tolerance (``Outcome.tie``);
     pass one only to relabel offline data with another tolerance.
     """
-    delta = outcome.delta
+    delta = None if outcome.low_fidelity else outcome.delta
     return None if delta is None else three_way(delta, outcome.tie if tie is None else tie)
 
 
 def reward_label(outcome: Outcome, tie: float | None = None) -> str | None:
-    """``label3``, except that a failed child is ``lose`` (policy rewards and the surrogate; module docstring)."""
+    """``label3``, except that a failed child is ``lose`` (policy rewards and the surrogate; module docstring).
+
+    A low-fidelity outcome has no label here either (a failed pilot is not a paid loss).
+    """
+    if outcome.low_fidelity:
+        return None
     return "lose" if outcome.failed else label3(outcome, tie)
 
 

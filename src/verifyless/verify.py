@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import inspect
 import json
 import math
 import numbers
@@ -102,7 +103,7 @@ def verify(
             knob = {task.fidelity.env: chosen.knob} if chosen is not None and chosen.knob is not None else None
             result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide), env=knob)
         scoring_started = time.monotonic()
-        status, reason, metrics, test_metrics = _judge(task, ws, result)
+        status, reason, metrics, test_metrics = _judge(task, ws, result, chosen)
         score_seconds = time.monotonic() - scoring_started
     finally:
         cleanup_started = time.monotonic()
@@ -305,7 +306,9 @@ def _hidden_in_folder(task: Task) -> list[Path]:
 # ------------------------------------------------------------------ judging
 
 
-def _judge(task: Task, ws: Path, result: ExecResult) -> tuple[Status, str, dict[str, float], dict[str, float]]:
+def _judge(
+    task: Task, ws: Path, result: ExecResult, level: FidelityLevel | None = None
+) -> tuple[Status, str, dict[str, float], dict[str, float]]:
     status = _EXEC_STATUS[result.status]
     if status is not Status.OK:
         prefix = {"output-limit": "output limit: ", "disk-limit": "disk limit: "}.get(result.status, "")
@@ -316,7 +319,7 @@ def _judge(task: Task, ws: Path, result: ExecResult) -> tuple[Status, str, dict[
     if task.kind == "openevolve":
         raw, failure = _read_openevolve_metrics(ws / "out" / OE_METRICS)
     else:
-        raw, failure = _run_scorer(task, ws)
+        raw, failure = _run_scorer(task, ws, level)
     if failure:
         return Status.FAILED, failure, {}, {}
     if not isinstance(raw, Mapping):
@@ -345,19 +348,32 @@ def unsafe_entry(ws: Path) -> str | None:
     return None
 
 
-def _run_scorer(task: Task, ws: Path) -> tuple[Any, str | None]:
-    """Trusted scoring of a native task: ``(raw metrics, None)`` or ``(None, failure reason)``."""
+def _run_scorer(task: Task, ws: Path, level: FidelityLevel | None = None) -> tuple[Any, str | None]:
+    """Trusted scoring of a native task: ``(raw metrics, None)`` or ``(None, failure reason)``.
+
+    A scorer function with a ``level`` parameter is told the cheaper level's name (the only trusted channel:
+    the knob reaches the sandboxed program, whose workspace the candidate can write); at full fidelity it is
+    called exactly as before, without ``level``.
+    """
     if not task.scorer:
         raise TaskError(f"task {task.name!r} has no scorer; set 'score: score.py:score' in its task.yaml")
     outdir, public = ws / "out", ws / "public"
     file, sep, func = task.scorer.partition(":")
     if sep and file.endswith(".py") and func.isidentifier():
         fn = _load_function(task.root / file, func)
+        extra = {"level": level.name} if level is not None and _takes_level(fn) else {}
         try:
-            return fn(outdir, list(task.hidden_data), public), None
+            return fn(outdir, list(task.hidden_data), public, **extra), None
         except Exception as exc:  # the scorer choked on candidate output: a candidate failure
             return None, f"scorer raised {type(exc).__name__}: {exc}"
     return _run_scorer_command(task, outdir, public)
+
+
+def _takes_level(fn: Any) -> bool:
+    try:
+        return "level" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _run_scorer_command(task: Task, outdir: Path, public: Path) -> tuple[Any, str | None]:

@@ -94,6 +94,9 @@ def collect(
     config: Path | None = typer.Option(None, "--config", help="run config YAML for roles/models/executor"),
     executor: str | None = typer.Option(None, "--executor", help="local or ray"),
     workers: int | None = typer.Option(None, "--workers", help="verifications at once"),
+    smoke: str | None = typer.Option(
+        None, "--smoke", help="smoke-run children at this fidelity level first, or off (default: cheapest, LLM roles)"
+    ),
     max_verifications: int | None = typer.Option(None, "--budget-verifications"),
     max_tokens: int | None = typer.Option(None, "--budget-tokens"),
     max_cost: float | None = typer.Option(None, "--budget-cost"),
@@ -115,7 +118,9 @@ def collect(
         raise ConfigError(str(exc)) from None
     caps = BudgetConfig(verifications=max_verifications, tokens=max_tokens, cost=max_cost, wall_seconds=max_wall)
     with _bars() as progress:
-        wiring = CollectWiring(config=config, roles=roles, models=model, executor=executor, workers=workers)
+        wiring = CollectWiring(
+            config=config, roles=roles, models=model, executor=executor, workers=workers, smoke=smoke
+        )
         result = run_collection(task, store, settings, caps, wiring, resume=resume, progress=progress)
     console.print(
         f"run {result.run_id}: {len(result.parents)} parents, {result.children} children made, "

@@ -32,6 +32,15 @@ verified from their stored program, and logged proposals are reused instead
 of asking the proposer again. A verification that was running when the
 process died was never charged and runs again.
 
+Smoke runs (ledger/pilots.py, as in the engine): with ``smoke`` a fidelity
+level (default: the task's cheapest level when the roles are LLM roles,
+``smoke_level``), every child is run once at that level under a short wall
+limit before its full verification; one that crashes there (``SMOKE_STOPS``)
+gets that status (a ``status`` event) at smoke cost and is never fully
+verified: it counts as infeasible, and ``harvest`` leaves it out (it has no
+verification). The baseline is not smoke-run. A smoke run is stored before it
+is used and read back on resume.
+
 On a deterministic task a child whose program was already verified in this
 run (e.g. a move back to an earlier solution) is not verified again: its
 ``verification`` event copies the earlier result with no charge
@@ -58,7 +67,7 @@ from typing import Any, Literal
 from verifyless.child import ChildMaker
 from verifyless.data.harvest import COLLECT_KIND
 from verifyless.errors import TaskError
-from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from
+from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from, low_fidelity_for
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
 from verifyless.task.base import Task
@@ -117,7 +126,12 @@ def _item_from(data: dict[str, Any]) -> Idea | RoleFailure:
 
 
 class Collector:
-    """Runs one collection (see module docstring). All collaborators are passed in."""
+    """Runs one collection (see module docstring). All collaborators are passed in.
+
+    ``smoke`` is ``engine.smoke``'s setting (a level, ``"off"``, or None: auto,
+    which smoke-runs only when ``llm_roles``); smoke runs need an executor with
+    a sandbox (``ledger.pilots.run_in_sandbox``), else there are none.
+    """
 
     def __init__(
         self,
@@ -133,6 +147,9 @@ class Collector:
         run_config: dict[str, Any] | None = None,
         guards: Any = None,
         guard_repairs: int = 0,
+        smoke: str | None = None,
+        llm_roles: bool = False,
+        smoke_wall_seconds: float = 30.0,
     ) -> None:
         self.task, self.roles, self.executor, self.store = task, roles, executor, store
         self.settings, self.caps = settings, caps
@@ -143,6 +160,9 @@ class Collector:
             task, roles, llm=asyncio.Semaphore(settings.llm_concurrency), guards=guards, guard_repairs=guard_repairs
         )
         self.ledger = Ledger(store, caps, task.metric)
+        self.low_fidelity, self.smoke_at = low_fidelity_for(
+            self.ledger, task, executor, smoke=smoke, llm_roles=llm_roles, smoke_wall_seconds=smoke_wall_seconds
+        )
         self.reused = 0
 
     @property
@@ -164,7 +184,9 @@ class Collector:
             self.ledger.run_id = self.store.create_run(self.task.name, config, seed=self.settings.seed)
         else:
             self.ledger.run_id = run_id
-            for ev in self.store.events(run_id, kinds=["brief", "proposals", "node", "verification"]):
+            for ev in self.store.events(
+                run_id, kinds=["brief", "proposals", "node", "verification", "smoke", "status"]
+            ):
                 self.state.apply(ev)
         self.run_ref["run_id"] = self.run_id
         self.store.set_status(self.run_id, "running")
@@ -277,8 +299,20 @@ class Collector:
         digest = self.state.candidates[nid].program_hash
         if seen is not None:
             seen.add(digest)  # restored nodes join the pool's duplicate set too
-        await self._verify(nid, self.store.get_text(digest))
+        program = self.store.get_text(digest)
+        if await self._smoke(nid, program) is None:
+            await self._verify(nid, program)
         return self._parent(nid)
+
+    async def _smoke(self, nid: str, program: str) -> Verification | None:
+        """The smoke run's result when it stops ``nid`` (status stored), else None; None without smoke runs."""
+        if self.low_fidelity is None or self.smoke_at is None or nid in self.state.verifications:
+            return None
+        if not self.task.stochastic and self.state.known_result(content_hash(program)) is not None:
+            return None  # the full result is known and free: nothing to smoke
+        self._check_llm_budget()  # a smoke run is paid evaluator seconds: no new one past a cap
+        cand = self.state.candidates[nid].replace(program=program)
+        return await self.low_fidelity.smoke(cand, self.smoke_at)
 
     async def _verify(self, nid: str, program: str) -> Verification:
         """Verify ``nid`` once: a result for the same program is read back (deterministic tasks), else paid."""

@@ -44,7 +44,8 @@ class CollectWiring:
 
     ``config``: a run config YAML; ``roles``: ``space`` or ``llm`` (model specs alone mean ``llm``);
     ``models``: ``SPEC`` or ``ROLE=SPEC`` items (``parse_model_specs``); ``executor``: ``local`` or ``ray``;
-    ``workers``: verifications at once.
+    ``workers``: verifications at once; ``smoke``: a fidelity level or ``"off"`` (default: the config's
+    ``engine.smoke``, which smoke-runs LLM roles' children at the task's cheapest level).
     """
 
     config: Path | None = None
@@ -52,6 +53,7 @@ class CollectWiring:
     models: Sequence[str] = ()
     executor: str | None = None
     workers: int | None = None
+    smoke: str | None = None
 
 
 def collection_config(task: str, store: Path, wiring: CollectWiring = CollectWiring(), *, seed: int = 0) -> Any:
@@ -67,6 +69,8 @@ def collection_config(task: str, store: Path, wiring: CollectWiring = CollectWir
         overrides["executor.name"] = wiring.executor
     if wiring.workers is not None:
         overrides["engine.verify_concurrency"] = wiring.workers
+    if wiring.smoke is not None:
+        overrides["engine.smoke"] = wiring.smoke
     return load_config(wiring.config, overrides)
 
 
@@ -82,8 +86,8 @@ def run_collection(
 ) -> CollectResult:
     """Collect (or resume) into the run store at ``store_path``; see ``verifyless.data.collect``.
 
-    On resume the stored settings, roles, models and executor win over the arguments (``wiring``'s config
-    file and workers still apply).
+    On resume the stored settings, roles, models, executor and smoke setting win over the arguments
+    (``wiring``'s config file and workers still apply).
     """
     with RunStore(store_path) as store:
         if resume is not None:
@@ -111,6 +115,7 @@ def run_collection(
             "roles": cfg.roles.kind,
             "models": [f"{k}={v}" for k, v in cfg.roles.models.items()],
             "executor": cfg.executor.name,
+            "smoke": cfg.engine.smoke,
         }
         try:
             collector = Collector(
@@ -125,6 +130,9 @@ def run_collection(
                 run_config={"wiring": wiring_record, "task_ref": task_ref},
                 guards=build_guards(cfg, built),
                 guard_repairs=cfg.guards.repair_attempts,
+                smoke=cfg.engine.smoke,
+                llm_roles=cfg.roles.kind == "llm",
+                smoke_wall_seconds=cfg.engine.smoke_wall_seconds,
             )
             return asyncio.run(collector.run(resume))
         finally:
@@ -132,12 +140,13 @@ def run_collection(
 
 
 def _stored_wiring(wiring: CollectWiring, stored: Mapping[str, Any]) -> CollectWiring:
-    """``wiring`` with the roles, models and executor a resumed collection recorded (where it recorded them)."""
+    """``wiring`` with the roles, models, executor and smoke setting a resumed collection recorded (where it recorded them)."""
     return dataclasses.replace(
         wiring,
         roles=stored.get("roles", wiring.roles),
         models=stored.get("models", wiring.models),
         executor=stored.get("executor", wiring.executor),
+        smoke=stored.get("smoke", wiring.smoke),
     )
 
 

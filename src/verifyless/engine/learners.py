@@ -1,8 +1,9 @@
 """Learners: everything a told node feeds, in one place.
 
 A ``tell`` batch reaches, in this order for each node: the search strategy
-(``tell``), an ``OutcomeObserver`` screener (``observe``, verified nodes
-only) and the memory (verified nodes only). At each round boundary a
+(``tell``), a ``PilotObserver`` screener (``observe_pilot``, once per level
+the node's program was piloted at), an ``OutcomeObserver`` screener
+(``observe``, verified nodes only) and the memory (verified nodes only). At each round boundary a
 ``LearningScreener`` gets the round's verified parent -> child pairs
 (``learn``). Screeners get every verified child as the same
 ``verifyless.outcome.Outcome`` record (``outcome``), stamped with the run's
@@ -13,18 +14,39 @@ score, and the memory reads validation fields only.
 The strategy keeps ``SearchStrategy.tell(node)``: it needs every told node
 (failed, screened-out and duplicate ones too, which have no outcome) and
 reads the node's own fitness, not a comparison with its parent.
+
+Pilot results (``pilot_run`` events, ledger/pilots.py) are low-fidelity
+evidence. Each learner's choice, by construction:
+
+* a ``PilotObserver`` gets them as ``Outcome``s with ``fidelity`` = the level
+  (``pilot_outcomes``; the parent side is the parent's own pilot at that
+  level when one is stored, else None), which ``label3`` / ``reward_label``
+  never label;
+* the surrogate ignores them: it is no ``PilotObserver``. Its labels and
+  Delta targets compare full fitnesses; a quarter-data score is on another
+  scale (a quarter of the training rows scores systematically worse, and
+  ranks like full fidelity only at rho 0.71-0.99 on the built-in tasks,
+  docs/benchmarks.md), so it would be a biased label, not a weaker one;
+* test-time critics (``learn``) and critic data see only verified outcomes
+  (``outcomes`` reads ``RunState.verifications``, which pilots never enter);
+* strategies and the memory see nodes, and a pilot makes no node: a piloted
+  candidate's node carries its full verification or its screened-out status.
+
+Smoke runs are not delivered: a smoke run under a short wall limit answers
+"does it crash", not "how good is it".
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from verifyless.engine.state import RunState
 from verifyless.node import Node, Status, Verification
 from verifyless.outcome import Outcome, outcome_of
-from verifyless.screen.base import LearningScreener, OutcomeObserver
+from verifyless.screen.base import LearningScreener, OutcomeObserver, PilotObserver
 from verifyless.search.base import SearchStrategy
 from verifyless.task.base import Task
 
@@ -40,6 +62,7 @@ class Learners:
         self.strategy = strategy
         self.observer = screener if isinstance(screener, OutcomeObserver) else None
         self.learner = screener if isinstance(screener, LearningScreener) else None
+        self.pilot_observer = screener if isinstance(screener, PilotObserver) else None
         self.memory = memory
         self.task = task
         self.tie = tie
@@ -58,6 +81,9 @@ class Learners:
         for node in nodes:
             if strategy:
                 self.strategy.tell(node)
+            if observer and self.pilot_observer is not None:
+                for low in self.pilot_outcomes(state, node.id):
+                    self.pilot_observer.observe_pilot(low)
             outcome = self.outcome(state, node.id)
             if outcome is None:
                 continue
@@ -93,6 +119,30 @@ class Learners:
             parent_summary=state.summaries.get(cand.parent_id or "", ""),
             child_summary=state.summaries.get(node_id, ""),
         )
+
+    def pilot_outcomes(self, state: RunState, node_id: str) -> list[Outcome]:
+        """The node's stored pilot results as low-fidelity outcomes, cheapest level first (module docstring)."""
+        cand = state.candidates.get(node_id)
+        if cand is None:
+            return []
+        parent = state.candidates.get(cand.parent_id or "")
+        found = []
+        for level in (lv.name for lv in self.task.fidelity.levels):
+            v = state.low_fidelity_result(cand.program_hash, "pilot_run", level)
+            if v is None:
+                continue
+            p = None if parent is None else state.low_fidelity_result(parent.program_hash, "pilot_run", level)
+            p_fit = None if p is None or p.score is None else self.task.metric.orient(p.score)
+            low = outcome_of(
+                p_fit if p is not None and p.status is Status.OK else None,
+                cand,
+                v,
+                higher_is_better=self.task.metric.direction == "maximize",
+                tie=self.tie,
+                round=cand.round,
+            )
+            found.append(dataclasses.replace(low, fidelity=level))
+        return found
 
     def outcomes(self, state: RunState, node_ids: Sequence[str]) -> list[Outcome]:
         """The verified parent -> child outcomes among ``node_ids``, in tell order (drafts without a parent left out)."""

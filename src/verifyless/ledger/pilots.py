@@ -15,6 +15,10 @@ wall limit just before its full verification (``verify_with_repairs``'s
 * a low-fidelity result is never a full outcome: it never enters
   ``RunState.verifications`` and never marks a program as verified.
 
+The same cycle serves every paid loop: the engine (``Ledger``), ``data
+collect`` (its own ``Ledger``) and the policy rewards (a ``PaidBook`` over the
+policy run's events, train/policy/rewards.py).
+
 A smoke run is not paid when a pilot of the same program at the same level
 is stored: that pilot's result answers it. A smoke run that ends in a crash or a contract violation (``SMOKE_STOPS``)
 becomes the candidate's status (a ``status`` event) at smoke cost; anything
@@ -26,20 +30,37 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from verifyless.errors import ConfigError
 from verifyless.ledger.paid import REPAIRABLE
-from verifyless.ledger.record import Ledger
 from verifyless.node import Candidate, Status, Verification
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
 
-__all__ = ["SMOKE_STOPS", "LowFidelity", "RunAt", "low_fidelity_for", "run_in_sandbox", "smoke_level"]
+__all__ = ["SMOKE_STOPS", "LowFidelity", "PaidBook", "RunAt", "low_fidelity_for", "run_in_sandbox", "smoke_level"]
 
 SMOKE_STOPS = REPAIRABLE | {Status.CONTRACT_VIOLATION}
 
 RunAt = Callable[[Task, str, str], Awaitable[Verification]]  # (task, program text, level) -> its result
+
+
+class PaidBook(Protocol):
+    """What ``LowFidelity`` needs of a ledger (the kernel's ``Ledger`` is one).
+
+    ``state.low_fidelity_result(digest, kind, level)`` reads a stored result
+    back; ``emit`` stores one event with its charge, durable on return;
+    ``set_status`` stores a candidate's new status.
+    """
+
+    @property
+    def state(self) -> Any: ...
+
+    def emit(
+        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
+    ) -> Any: ...
+
+    def set_status(self, node_id: str, status: Status, reason: str) -> None: ...
 
 
 def run_in_sandbox(executor: Any) -> RunAt | None:
@@ -84,7 +105,7 @@ class LowFidelity:
     when it is smaller).
     """
 
-    def __init__(self, ledger: Ledger, task: Task, run: RunAt, *, smoke_wall_seconds: float = 30.0) -> None:
+    def __init__(self, ledger: PaidBook, task: Task, run: RunAt, *, smoke_wall_seconds: float = 30.0) -> None:
         self.ledger, self.task, self.run = ledger, task, run
         self.smoke_wall_seconds = smoke_wall_seconds
 
@@ -117,7 +138,7 @@ class LowFidelity:
 
 
 def low_fidelity_for(
-    ledger: Ledger, task: Task, executor: Any, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
+    ledger: PaidBook, task: Task, executor: Any, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
 ) -> tuple[LowFidelity | None, str | None]:
     """A run's ``LowFidelity`` and its smoke level (``smoke_level``); (None, None) when ``executor`` has no sandbox."""
     run = run_in_sandbox(executor)

@@ -95,6 +95,20 @@ class OutcomeObserver(Protocol):
 
 
 @runtime_checkable
+class PilotObserver(Protocol):
+    """Sees each told node's pilot results as low-fidelity outcomes (``Outcome.fidelity`` set), in tell order.
+
+    One call per level the node's program was piloted at (cheapest first),
+    just before that node's ``observe`` (engine/learners.py). ``label3`` and
+    ``reward_label`` give these outcomes no label; a learner that uses them
+    reads ``child_fitness`` / ``delta`` as weaker evidence on its own terms.
+    A screener without this method never receives pilot results.
+    """
+
+    def observe_pilot(self, outcome: Outcome) -> None: ...
+
+
+@runtime_checkable
 class LearningScreener(Protocol):
     """A screener that learns between rounds from the pairs verified in them.
 

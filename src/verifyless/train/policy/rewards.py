@@ -33,6 +33,16 @@ first prompted, never for a task that no step draws.
    than ``tolerance`` (``verifyless.outcome.improved``, the one label rule): +1,
    else -1 (a failed child included).
 
+Smoke runs (ledger/pilots.py, as in the engine): with ``settings.smoke`` a
+fidelity level (default: the task's cheapest level for LLM roles -- a task
+that is not an idea-space world -- none for idea-space worlds), each
+attempt of step 4 (the child and each repair) is first run once at that
+level under a short wall limit. One that crashes there is never fully
+verified: the smoke result stands for that verification (the idea gets -1
+unless a repair passes), charged in evaluator seconds only. Smoke runs are
+``smoke`` events of the policy run, read back by (program, level) on resume
+(``SmokeBook``).
+
 The critic's verdict is "improve" when improve has strictly the most votes of
 the three directions (unparsed critiques count in the denominator as votes
 for nothing, as in ``screen.critic``). Every reward is stored (``policy_idea``)
@@ -64,12 +74,15 @@ from typing import Any, cast
 from verifyless.child import ChildMaker
 from verifyless.errors import ConfigError, TaskError
 from verifyless.ledger import candidate_from
-from verifyless.node import Candidate, Evidence, Idea, Operator, Status, content_hash
+from verifyless.ledger.paid import Smoke
+from verifyless.ledger.pilots import LowFidelity, run_in_sandbox, smoke_level
+from verifyless.node import Candidate, Evidence, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.roles.llm import LLMProposer
 from verifyless.roles.menu import idea_from_text, menu_text, parent_assignment
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.ranking import route
+from verifyless.store import Charge
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
 from verifyless.train.policy.ideas import audit_draw, critic_improves, space_world, vote_counts
@@ -126,8 +139,22 @@ class PolicyRewarder:
             raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
         self.ledger = PolicyLedger(store, run_id)
         self.verifier = PaidVerifier(self.ledger, executor, self.settings.budget)
+        self.smoke = self._smoke_steps(executor)
         self._started: set[str] = set()  # tasks whose brief and baseline are ready
         self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
+
+    def _smoke_steps(self, executor: Any) -> dict[str, Smoke]:
+        """Task name -> its smoke step, for tasks with a smoke level (a named level missing is a ``ConfigError``)."""
+        run = run_in_sandbox(executor)
+        book = SmokeBook(self.store, self.run_id)
+        steps: dict[str, Smoke] = {}
+        for task in self.tasks:
+            level = smoke_level(task, self.settings.smoke, not space_world(task, self.makers[task.name].roles))
+            if run is None or level is None:
+                continue
+            low = LowFidelity(book, task, run, smoke_wall_seconds=self.settings.smoke_wall_seconds)
+            steps[task.name] = _smoke_at(low, level)
+        return steps
 
     # ------------------------------------------------------------------ Rewarder
 
@@ -268,7 +295,7 @@ class PolicyRewarder:
         if verify or audited:
             maker = self.makers[task.name]
             checked = await self.verifier.verify_with_repairs(
-                nid, task, maker, parent.program, idea, self.settings.repairs
+                nid, task, maker, parent.program, idea, self.settings.repairs, smoke=self.smoke.get(task.name)
             )
         return self._reward(prompt, index, task, parent, nid, evidence, checked, audited)
 
@@ -381,6 +408,52 @@ class PolicyRewarder:
         raise ConfigError(f"prompt names task {name!r}, which this rewarder was not given")
 
 
+class SmokeBook:
+    """``LowFidelity``'s ``PaidBook`` on a policy run: ``smoke`` events in the run's log, read back on resume.
+
+    ``state`` is the book itself (``low_fidelity_result`` by program hash,
+    kind and level). ``set_status`` stores a ``status`` event for the record;
+    the policy ledger's own log does not read it (the reward carries the status).
+    """
+
+    def __init__(self, store: Any, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self._results: dict[tuple[str, str, str], Verification] = {}
+        for ev in store.events(run_id, kinds=["smoke", "pilot_run"]):
+            self._remember(ev.kind, ev.payload)
+
+    @property
+    def state(self) -> SmokeBook:
+        return self
+
+    def low_fidelity_result(self, digest: str, kind: str, level: str) -> Verification | None:
+        return self._results.get((digest, kind, level))
+
+    def emit(
+        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
+    ) -> None:
+        if charge is None:
+            self.store.append(self.run_id, kind, payload, node_id=node_id)
+        else:
+            self.store.append(self.run_id, kind, payload, node_id=node_id, charge=charge)
+        if kind in ("smoke", "pilot_run"):
+            self._remember(kind, payload)
+
+    def set_status(self, node_id: str, status: Status, reason: str) -> None:
+        self.emit("status", {"status": status.value, "reason": reason}, node_id=node_id)
+
+    def _remember(self, kind: str, payload: Mapping[str, Any]) -> None:
+        v = Verification.from_dict(payload)
+        self._results[(v.program_hash, kind, str(payload["level"]))] = v
+
+
+def _smoke_at(low: LowFidelity, level: str) -> Smoke:
+    async def smoke(cand: Candidate, attempt: int) -> Verification | None:
+        return await low.smoke(cand, level)
+
+    return smoke
+
+
 def lineages(task_names: Sequence[str]) -> list[tuple[str, int]]:
     """(task, how many earlier groups of the step share it) for each group: the key of a parent's line."""
     seen: dict[str, int] = {}
@@ -391,4 +464,4 @@ def lineages(task_names: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-__all__ = ["PolicyRewarder", "lineages"]
+__all__ = ["PolicyRewarder", "SmokeBook", "lineages"]

@@ -59,6 +59,12 @@ class RewardSettings(BaseModel):
         0.0, ge=0, description="relative change at or below which a child ties its parent (not an improvement)"
     )
     seed: int = Field(0, description="seed for audit draws and for choosing the next parent among improving children")
+    smoke: str | None = Field(
+        None,
+        description="smoke-run each verified idea's child at this fidelity level first ('off': never; None: the "
+        "task's cheapest level for LLM roles, as engine.smoke)",
+    )
+    smoke_wall_seconds: float = Field(30.0, gt=0, description="wall limit of a smoke run (the task's when smaller)")
 
     @property
     def budget(self) -> BudgetConfig:

@@ -32,6 +32,7 @@ from typing import Any
 
 from verifyless.child import ChildMaker
 from verifyless.ledger import BudgetConfig, BudgetGate, Slot, candidate_from, verify_with_repairs
+from verifyless.ledger.paid import Smoke
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.outcome import improved, verified_outcome
 from verifyless.roles.base import ParentInfo
@@ -158,9 +159,20 @@ class PaidVerifier:
         return v
 
     async def verify_with_repairs(
-        self, nid: str, task: Task, maker: ChildMaker, base_program: str, idea: Idea, repairs: int
+        self,
+        nid: str,
+        task: Task,
+        maker: ChildMaker,
+        base_program: str,
+        idea: Idea,
+        repairs: int,
+        smoke: Smoke | None = None,
     ) -> Checked:
-        """Verify ``nid``; on a non-timeout failure repair (keeping ``idea``) and verify again, ``repairs`` times."""
+        """Verify ``nid``; on a non-timeout failure repair (keeping ``idea``) and verify again, ``repairs`` times.
+
+        ``smoke`` runs before each verification (the kernel chain's step): a result it returns stands for that
+        verification, which is then never paid.
+        """
         paid, seconds = 0, 0.0
 
         async def verify(cand: Candidate, _slot: Slot | None, attempt: int) -> Verification:
@@ -174,7 +186,12 @@ class PaidVerifier:
             return None if rid is None else self.ledger.candidate(rid)
 
         last, v = await verify_with_repairs(
-            self.ledger.candidate(nid), verify=verify, repair=repair, attempts=repairs, repairable=REPAIRABLE
+            self.ledger.candidate(nid),
+            verify=verify,
+            repair=repair,
+            attempts=repairs,
+            repairable=REPAIRABLE,
+            smoke=smoke,
         )
         return Checked(last.id, v, paid, seconds)
 
