@@ -14,10 +14,11 @@ read on demand) and no hidden test score reaches a ``Node``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless.ledger.packed import Packed
 from verifyless.node import Candidate, Idea, Node, Status, Verification
 from verifyless.roles.base import TaskBrief
 from verifyless.search.base import SearchView
@@ -35,15 +36,17 @@ class RunState:
     ``view`` (whose insertion order is therefore the tell order). ``chosen``
     numbers the candidates a screening sent to verification, in log order,
     until they are told (resume verifies those that never finished).
+    ``candidates`` and ``verifications`` are ``Packed`` mappings: restored
+    from a snapshot, a record is unpickled when it is first read (``ideas``
+    is a view of ``candidates``).
     """
 
     view: SearchView = field(default_factory=SearchView)
     programs: dict[str, str] = field(default_factory=dict)  # node id -> program hash
-    ideas: dict[str, Idea] = field(default_factory=dict)
     summaries: dict[str, str] = field(default_factory=dict)  # node id -> summary
     summary_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> summary
-    candidates: dict[str, Candidate] = field(default_factory=dict)  # without program text
-    verifications: dict[str, Verification] = field(default_factory=dict)
+    candidates: Packed[Candidate] = field(default_factory=Packed)  # without program text
+    verifications: Packed[Verification] = field(default_factory=Packed)
     verified_hashes: set[str] = field(default_factory=set)
     verified_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> first node verified with it
     staged: dict[str, Node] = field(default_factory=dict)
@@ -56,6 +59,11 @@ class RunState:
     proposals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # logged proposer replies, by key
     low_fidelity: dict[tuple[str, str, str], Verification] = field(default_factory=dict)  # (hash, kind, level)
     last_seq: int = 0  # the last event applied
+
+    @property
+    def ideas(self) -> Mapping[str, Idea]:
+        """Node id -> the idea of its candidate (a read-only view of ``candidates``)."""
+        return _Ideas(self.candidates)
 
     def known_result(self, digest: str) -> tuple[str, Verification] | None:
         """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None."""
@@ -86,7 +94,6 @@ class RunState:
         cand = Candidate.from_dict({**p, "program": ""})
         status, reason = Status(p.get("status", "implemented")), p.get("reason", "")
         self.candidates[cand.id] = cand
-        self.ideas[cand.id] = cand.idea
         if cand.program_hash:
             self.programs[cand.id] = cand.program_hash
         if cand.summary:
@@ -151,6 +158,27 @@ class RunState:
 
     def _proposals(self, ev: Event) -> None:
         self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
+
+
+class _Ideas(Mapping[str, Idea]):
+    """Read-only ``node id -> Idea`` over the candidates (unpacks only the candidates it is asked for)."""
+
+    __slots__ = ("_candidates",)
+
+    def __init__(self, candidates: Packed[Candidate]) -> None:
+        self._candidates = candidates
+
+    def __getitem__(self, key: str) -> Idea:
+        return self._candidates[key].idea
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._candidates
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._candidates)
+
+    def __len__(self) -> int:
+        return len(self._candidates)
 
 
 _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
