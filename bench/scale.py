@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import random
 import resource
@@ -353,6 +354,8 @@ class SizeResult:
     resume: dict[str, float]  # full replay of every event
     snap_resume: dict[str, float]  # latest snapshot + the events after it
     snap_cpu: dict[str, float]  # the same, in CPU seconds of this process (less sensitive to a busy machine)
+    snap_load: dict[str, float]  # the 1-minute load average when that resume ended
+    first_search: dict[str, float]  # the restored memory's first search (it unpacks its index then), s
     snap: dict[str, tuple[float, int, int]]  # seconds to take, bytes, events replayed after it
     same: dict[str, bool]  # snapshot resume == full replay (nodes and the next asks)
     ask: dict[str, tuple[float, float]]
@@ -372,6 +375,8 @@ def run_size(
     full: dict[str, float] = {}
     snap_resume: dict[str, float] = {}
     snap_cpu: dict[str, float] = {}
+    snap_load: dict[str, float] = {}
+    first_search: dict[str, float] = {}
     snap: dict[str, tuple[float, int, int]] = {}
     same: dict[str, bool] = {}
     ask: dict[str, tuple[float, float]] = {}
@@ -390,11 +395,16 @@ def run_size(
         cpu = time.process_time()
         fast, snap_resume[name], fast_store = restore(path, run_id, name, from_snapshot=True)
         snap_cpu[name] = time.process_time() - cpu
+        snap_load[name] = os.getloadavg()[0]
         if prof:
             prof.disable()
             buf = io.StringIO()
             pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
             print(f"cProfile of the {n}-node mcgs snapshot resume:\n{buf.getvalue()}", file=sys.stderr)
+        if fast.memory is not None:
+            t = time.perf_counter()
+            fast.memory.search(Memory.query_for("improve", idea="tune the learning rate"), k=5)
+            first_search[name] = time.perf_counter() - t
         slow, _, slow_store = restore(path, run_id, name)
         same[name] = same_decisions(fast, slow)
         fast_store.close()
@@ -405,7 +415,22 @@ def run_size(
     memory = {"hashing": memory_latency(records, "hashing", queries)}
     if minilm:
         memory["minilm"] = memory_latency(records[:minilm], "minilm", queries)
-    return SizeResult(n, n_events, depth, write_s, full, snap_resume, snap_cpu, snap, same, ask, memory, maxrss_mb())
+    return SizeResult(
+        n,
+        n_events,
+        depth,
+        write_s,
+        full,
+        snap_resume,
+        snap_cpu,
+        snap_load,
+        first_search,
+        snap,
+        same,
+        ask,
+        memory,
+        maxrss_mb(),
+    )
 
 
 def tables(results: Sequence[SizeResult]) -> str:
@@ -421,12 +446,13 @@ def tables(results: Sequence[SizeResult]) -> str:
             rows.append(
                 f"| {r.n} | {name} | {r.resume[name]:.2f} | {r.snap_resume[name]:.2f} | {r.snap_cpu[name]:.2f} | "
                 f"{'met' if r.snap_resume[name] <= 2.0 else 'missed'} | {tail} | {took:.2f} | "
-                f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} |"
+                f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} | {r.snap_load[name]:.1f} | "
+                f"{f'{r.first_search[name]:.2f}' if name in r.first_search else '-'} |"
             )
     out = [
         "| nodes | strategy | full replay s | snapshot resume s | snapshot resume CPU s | <= 2 s | "
-        "events after snapshot | snapshot take s | snapshot MB | same decisions |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "events after snapshot | snapshot take s | snapshot MB | same decisions | load avg | first memory search s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         *out,

@@ -47,7 +47,7 @@ def node_info(state: RunState, programs: Programs, node_id: str) -> ParentInfo:
 
 def parent_info(state: RunState, programs: Programs, exp: Expansion) -> ParentInfo:
     """The expansion's parent (the root if unknown); a DEBUG expansion also shows the parent's error."""
-    pid = exp.parent_id if exp.parent_id in state.programs else "root"
+    pid = exp.parent_id if exp.parent_id is not None and exp.parent_id in state.programs else "root"
     info = node_info(state, programs, pid)
     v = state.verifications.get(pid)
     if exp.operator is Operator.DEBUG and v is not None and v.status is not Status.OK:

@@ -14,7 +14,7 @@ read on demand) and no hidden test score reaches a ``Node``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,17 +37,15 @@ class RunState:
     numbers the candidates a screening sent to verification, in log order,
     until they are told (resume verifies those that never finished).
     ``candidates`` and ``verifications`` are ``Packed`` mappings: restored
-    from a snapshot, a record is unpickled when it is first read (``ideas``
-    is a view of ``candidates``).
+    from a snapshot, a record is unpickled when it is first read; ``ideas``,
+    ``programs`` and ``summaries`` are read-only views of ``candidates``,
+    ``verified_hashes`` of ``verified_by_hash``.
     """
 
     view: SearchView = field(default_factory=SearchView)
-    programs: dict[str, str] = field(default_factory=dict)  # node id -> program hash
-    summaries: dict[str, str] = field(default_factory=dict)  # node id -> summary
     summary_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> summary
     candidates: Packed[Candidate] = field(default_factory=Packed)  # without program text
     verifications: Packed[Verification] = field(default_factory=Packed)
-    verified_hashes: set[str] = field(default_factory=set)
     verified_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> first node verified with it
     staged: dict[str, Node] = field(default_factory=dict)
     chosen: dict[str, int] = field(default_factory=dict)
@@ -63,7 +61,22 @@ class RunState:
     @property
     def ideas(self) -> Mapping[str, Idea]:
         """Node id -> the idea of its candidate (a read-only view of ``candidates``)."""
-        return _Ideas(self.candidates)
+        return _Column(self.candidates, "idea")
+
+    @property
+    def programs(self) -> Mapping[str, str]:
+        """Node id -> program hash, for the candidates that have one (a view of ``candidates``)."""
+        return _Column(self.candidates, "program_hash")
+
+    @property
+    def summaries(self) -> Mapping[str, str]:
+        """Node id -> summary, for the candidates that have one (a view of ``candidates``)."""
+        return _Column(self.candidates, "summary")
+
+    @property
+    def verified_hashes(self) -> KeysView[str]:
+        """The program hashes of every paid verification."""
+        return self.verified_by_hash.keys()
 
     def known_result(self, digest: str) -> tuple[str, Verification] | None:
         """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None."""
@@ -94,10 +107,7 @@ class RunState:
         cand = Candidate.from_dict({**p, "program": ""})
         status, reason = Status(p.get("status", "implemented")), p.get("reason", "")
         self.candidates[cand.id] = cand
-        if cand.program_hash:
-            self.programs[cand.id] = cand.program_hash
         if cand.summary:
-            self.summaries[cand.id] = cand.summary
             self.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         self.staged[cand.id] = Node(
             id=cand.id,
@@ -132,7 +142,6 @@ class RunState:
         v = Verification.from_dict(p)
         self.verifications[node_id] = v
         digest = v.program_hash or self.candidates[node_id].program_hash
-        self.verified_hashes.add(digest)
         self.verified_by_hash.setdefault(digest, node_id)
         self.staged[node_id] = self.staged[node_id].replace(
             status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
@@ -160,25 +169,31 @@ class RunState:
         self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
 
 
-class _Ideas(Mapping[str, Idea]):
-    """Read-only ``node id -> Idea`` over the candidates (unpacks only the candidates it is asked for)."""
+class _Column(Mapping[str, Any]):
+    """Read-only ``node id -> one field of its candidate``, for the candidates where the field is set.
 
-    __slots__ = ("_candidates",)
+    A lookup unpacks only the candidate asked for; iterating unpacks them all.
+    """
 
-    def __init__(self, candidates: Packed[Candidate]) -> None:
-        self._candidates = candidates
+    __slots__ = ("_candidates", "_name")
 
-    def __getitem__(self, key: str) -> Idea:
-        return self._candidates[key].idea
+    def __init__(self, candidates: Packed[Candidate], name: str) -> None:
+        self._candidates, self._name = candidates, name
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self._candidates[key], self._name)
+        if not value:
+            raise KeyError(key)
+        return value
 
     def __contains__(self, key: object) -> bool:
-        return key in self._candidates
+        return key in self._candidates and bool(getattr(self._candidates[key], self._name))  # type: ignore[index]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._candidates)
+        return (k for k in self._candidates if getattr(self._candidates[k], self._name))
 
     def __len__(self) -> int:
-        return len(self._candidates)
+        return sum(1 for _ in self)
 
 
 _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
