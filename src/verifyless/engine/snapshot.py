@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verifyless.ledger.fold import RunState
+from verifyless.store.protocol import RunStoreProtocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.engine.core import Engine
@@ -49,20 +50,12 @@ def _class_name(obj: Any) -> str | None:
     return None if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
-def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
-    """Unpickle a frozen slots record without dataclasses' per-object field scan (snapshots of format 2)."""
-    obj: Any = object.__new__(cls)
-    for slot, value in zip(_SLOTS[cls], values, strict=True):
-        slot.__set__(obj, value)  # the slot's member descriptor: no frozen __setattr__, no field scan
-    return obj
-
-
 def _maker(cls: type) -> Any:
     """A module-level constructor ``_make_<Class>(*values)`` that sets each slot directly.
 
     Generated once per record class (as ``dataclasses`` generates ``__init__``):
     one call per record with the slot stores unrolled, about twice as fast as
-    ``_rebuild``'s loop, which matters at 100k nodes (~450k records). It is
+    a loop over the slots, which matters at 100k nodes (~100k view nodes). It is
     registered in this module's namespace so pickle refers to it by name;
     ``__getattr__`` below builds it on first use in a fresh process.
     """
@@ -212,7 +205,7 @@ def _joined(parts: dict[str, bytes | None]) -> tuple[bytes, dict[str, list[int]]
 class Snapshots:
     """Takes and loads snapshots of one engine; ``every`` rounds between them (0: never)."""
 
-    def __init__(self, store: Any, every: int) -> None:
+    def __init__(self, store: RunStoreProtocol, every: int) -> None:
         self.store = store
         self.every = every
         self._last_round = 0
@@ -246,14 +239,14 @@ class Snapshots:
                 "observer": _class_name(observer) if parts["observer"] else None,
             },
         }
-        self.store.put_snapshot(engine.run_id, state.last_seq, header, data)
+        self.store.put_snapshot(engine.ledger.rid, state.last_seq, header, data)
         log.debug("snapshot of run %s after event %d: %d bytes", engine.run_id, state.last_seq, len(data))
 
     def load(self, engine: Engine) -> Loaded | None:
         """The latest usable snapshot, with the strategy (and memory, observer) swapped in; else None."""
         if not hasattr(self.store, "latest_snapshot"):
             return None
-        found = self.store.latest_snapshot(engine.run_id)
+        found = self.store.latest_snapshot(engine.ledger.rid)
         if found is None:
             return None
         upto, header, data = found

@@ -18,7 +18,8 @@ from typing import Any
 from verifyless.ledger.budget import BudgetConfig, BudgetGate
 from verifyless.ledger.fold import RunState
 from verifyless.node import Candidate, Node, Status, Verification
-from verifyless.store.records import Charge, Event
+from verifyless.store.protocol import RunStoreProtocol
+from verifyless.store.records import Budget, Charge, Event
 from verifyless.task.base import Metric
 
 __all__ = ["Ledger", "Progress"]
@@ -36,7 +37,7 @@ class Ledger:
 
     def __init__(
         self,
-        store: Any,
+        store: RunStoreProtocol,
         caps: BudgetConfig,
         metric: Metric,
         progress: Progress | None = None,
@@ -45,18 +46,25 @@ class Ledger:
         self.store, self.metric = store, metric
         self.run_id: str | None = None
         self.state = RunState()
-        self.gate = BudgetGate(caps, lambda: store.budget(self.run_id), clock)
+        self.gate = BudgetGate(caps, lambda: Budget() if self.run_id is None else store.budget(self.run_id), clock)
         self.progress: Progress = progress or (lambda kind, data: None)
         self.watched = progress is not None
+
+    @property
+    def rid(self) -> str:
+        """The run's id, once the run exists (``RuntimeError`` before: nothing can be recorded yet)."""
+        if self.run_id is None:
+            raise RuntimeError("the ledger has no run yet: create or resume one first")
+        return self.run_id
 
     def emit(
         self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
     ) -> list[Node]:
         """Append one event (durable on return), then apply it; returns the nodes a ``tell`` told."""
         if charge is None:
-            seq = self.store.append(self.run_id, kind, payload, node_id=node_id)
+            seq = self.store.append(self.rid, kind, payload, node_id=node_id)
         else:
-            seq = self.store.append(self.run_id, kind, payload, node_id=node_id, charge=charge)
+            seq = self.store.append(self.rid, kind, payload, node_id=node_id, charge=charge)
         if kind == "node":
             payload = {k: v for k, v in payload.items() if k != "program"}
         return self.state.apply(Event(seq, self.run_id or "", time.time(), kind, node_id, payload, charge))
