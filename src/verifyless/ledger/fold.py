@@ -24,7 +24,7 @@ from verifyless.roles.base import TaskBrief
 from verifyless.search.base import SearchView
 from verifyless.store.records import Event
 
-__all__ = ["RunState"]
+__all__ = ["RunState", "reuse_key"]
 
 
 @dataclass
@@ -46,7 +46,8 @@ class RunState:
     summary_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> summary
     candidates: Packed[Candidate] = field(default_factory=Packed)  # without program text
     verifications: Packed[Verification] = field(default_factory=Packed)
-    verified_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> first node verified with it
+    verified_by_hash: dict[str, str] = field(default_factory=dict)  # reuse key -> first node verified with it
+    scopes: dict[str, str] = field(default_factory=dict)  # node id -> its ``task`` tag (policy runs; else absent)
     staged: dict[str, Node] = field(default_factory=dict)
     chosen: dict[str, int] = field(default_factory=dict)
     n_chosen: int = 0
@@ -75,12 +76,16 @@ class RunState:
 
     @property
     def verified_hashes(self) -> KeysView[str]:
-        """The program hashes of every paid verification."""
+        """The reuse keys of every paid verification (the program hashes, for nodes without a task tag)."""
         return self.verified_by_hash.keys()
 
-    def known_result(self, digest: str) -> tuple[str, Verification] | None:
-        """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None."""
-        node_id = self.verified_by_hash.get(digest)
+    def known_result(self, digest: str, scope: str = "") -> tuple[str, Verification] | None:
+        """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None.
+
+        ``scope``: the ``task`` tag of the nodes to reuse from (a policy run verifies several tasks,
+        and a program's result holds for its task only); "" for runs whose nodes carry none.
+        """
+        node_id = self.verified_by_hash.get(reuse_key(digest, scope))
         return None if node_id is None else (node_id, self.verifications[node_id])
 
     def low_fidelity_result(self, digest: str, kind: str, level: str) -> Verification | None:
@@ -107,6 +112,8 @@ class RunState:
         cand = Candidate.from_dict({**p, "program": ""})
         status, reason = Status(p.get("status", "implemented")), p.get("reason", "")
         self.candidates[cand.id] = cand
+        if p.get("task"):
+            self.scopes[cand.id] = str(p["task"])
         if cand.summary:
             self.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         self.staged[cand.id] = Node(
@@ -142,7 +149,7 @@ class RunState:
         v = Verification.from_dict(p)
         self.verifications[node_id] = v
         digest = v.program_hash or self.candidates[node_id].program_hash
-        self.verified_by_hash.setdefault(digest, node_id)
+        self.verified_by_hash.setdefault(reuse_key(digest, self.scopes.get(node_id, "")), node_id)
         self.staged[node_id] = self.staged[node_id].replace(
             status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
         )
@@ -167,6 +174,11 @@ class RunState:
 
     def _proposals(self, ev: Event) -> None:
         self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
+
+
+def reuse_key(digest: str, scope: str = "") -> str:
+    """The key a paid result is reused by: the program hash, prefixed by its task tag when it has one."""
+    return f"{scope}:{digest}" if scope else digest
 
 
 class _Column(Mapping[str, Any]):

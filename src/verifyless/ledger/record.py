@@ -27,6 +27,29 @@ __all__ = ["Ledger", "Progress"]
 Progress = Callable[[str, dict[str, Any]], None]
 
 
+def append_and_fold(
+    store: RunStoreProtocol,
+    run_id: str,
+    state: RunState,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    node_id: str | None = None,
+    charge: Charge | bool | None = None,
+) -> list[Node]:
+    """The single write path: append one event (committed, with its charge, on return), then fold it
+    into ``state``; returns the nodes a ``tell`` told. ``charge=False`` stores a verification
+    uncharged (a reused result); a ``node`` event's program text goes to the blob store, not the fold."""
+    if charge is None:
+        seq = store.append(run_id, kind, payload, node_id=node_id)
+    else:
+        seq = store.append(run_id, kind, payload, node_id=node_id, charge=charge)
+    if kind == "node":
+        payload = {k: v for k, v in payload.items() if k != "program"}
+    stored = charge if isinstance(charge, Charge) else None
+    return state.apply(Event(seq, run_id, time.time(), kind, node_id, payload, stored))
+
+
 class Ledger:
     """The event log of run ``run_id`` in ``store``, its fold ``state`` and its budget ``gate``.
 
@@ -61,13 +84,7 @@ class Ledger:
         self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
     ) -> list[Node]:
         """Append one event (durable on return), then apply it; returns the nodes a ``tell`` told."""
-        if charge is None:
-            seq = self.store.append(self.rid, kind, payload, node_id=node_id)
-        else:
-            seq = self.store.append(self.rid, kind, payload, node_id=node_id, charge=charge)
-        if kind == "node":
-            payload = {k: v for k, v in payload.items() if k != "program"}
-        return self.state.apply(Event(seq, self.run_id or "", time.time(), kind, node_id, payload, charge))
+        return append_and_fold(self.store, self.rid, self.state, kind, payload, node_id=node_id, charge=charge)
 
     def charge(
         self, kind: str, payload: dict[str, Any], *, evaluator_seconds: float = 0.0, node_id: str | None = None
