@@ -36,6 +36,7 @@ Usage::
     python bench/scale.py --minilm           # also time MiniLM retrieval (on --minilm-records records)
     python bench/scale.py --profile          # cProfile the 100k resume of mcgs and print the top entries
     python bench/scale.py --quick            # 1000 nodes, 20 asks (smoke)
+    python bench/scale.py --sizes 100000 --resume-only   # only the two resume paths (issue #20's figure)
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from verifyless.store import RunStore
 from verifyless.task.base import Band, Metric, Task
 
 STRATEGIES = ("mcgs", "greedy", "islands")
+NAN = float("nan")
 CHILDREN, VERIFIED = 4, 2  # per round: children made, of which verified
 CEILING = -60.0  # best reachable synthetic fitness (the root starts at -100)
 
@@ -364,8 +366,17 @@ class SizeResult:
 
 
 def run_size(
-    n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool, tail_rounds: int = 50
+    n: int,
+    tmp: Path,
+    asks: int,
+    queries: int,
+    minilm: int,
+    profile: bool,
+    tail_rounds: int = 50,
+    resume_only: bool = False,
 ) -> SizeResult:
+    """One size; ``resume_only``: only the two resume paths (no ask or retrieval timing), and the
+    snapshot resume is checked against the one full replay (whose strategy was then not asked)."""
     path = tmp / f"scale-{n}.db"
     t = time.perf_counter()
     with RunStore(path) as store:
@@ -383,11 +394,12 @@ def run_size(
     records: list[MemoryRecord] = []
     for name in STRATEGIES:
         engine, full[name], store = restore(path, run_id, name)
-        ask[name] = time_calls(lambda e=engine: e.strategy.ask(e.state.view, 1), asks)
+        ask[name] = (NAN, NAN) if resume_only else time_calls(lambda e=engine: e.strategy.ask(e.state.view, 1), asks)
         if name == "mcgs":
             records = records_of(engine)
             depth = max_depth(engine.state.view)
-        store.close()
+        if not resume_only:
+            store.close()
         snap[name] = take_snapshot(path, run_id, name, tail_rounds)
         prof = cProfile.Profile() if profile and name == "mcgs" else None
         if prof:
@@ -405,15 +417,21 @@ def run_size(
             t = time.perf_counter()
             fast.memory.search(Memory.query_for("improve", idea="tune the learning rate"), k=5)
             first_search[name] = time.perf_counter() - t
-        slow, _, slow_store = restore(path, run_id, name)
+        if resume_only:
+            slow, slow_store = engine, store
+        else:
+            slow, _, slow_store = restore(path, run_id, name)
         same[name] = same_decisions(fast, slow)
         fast_store.close()
         slow_store.close()
         del engine, fast, slow
-    _, full["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
-    store.close()
-    memory = {"hashing": memory_latency(records, "hashing", queries)}
-    if minilm:
+    if resume_only:
+        full["mcgs-no-memory"], memory = NAN, {}
+    else:
+        _, full["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
+        store.close()
+        memory = {"hashing": memory_latency(records, "hashing", queries)}
+    if minilm and not resume_only:
         memory["minilm"] = memory_latency(records[:minilm], "minilm", queries)
     return SizeResult(
         n,
@@ -496,6 +514,9 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
     ap.add_argument("--profile", action="store_true", help="cProfile the largest mcgs snapshot resume (to stderr)")
     ap.add_argument("--tail-rounds", type=int, default=50, help="rounds between the snapshot and the end")
     ap.add_argument("--quick", action="store_true", help="smoke version: 1000 nodes, 20 asks, 20 queries")
+    ap.add_argument(
+        "--resume-only", action="store_true", help="time only full replay and snapshot resume (no asks, no retrieval)"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.asks, args.queries = [1000], 20, 20
@@ -517,6 +538,7 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
                     args.minilm,
                     args.profile and n == max(args.sizes),
                     args.tail_rounds,
+                    args.resume_only,
                 )
             )
     print(tables(results))
