@@ -13,6 +13,12 @@ the optional parts -- and it unpickles cleanly; otherwise resume falls back
 to replaying every event (logged at WARNING with the reason). Parts that did
 not pickle (a memory with a neural embedder, a screener holding a model
 client) are rebuilt by feeding the restored nodes again in tell order.
+
+Format 4 loads only what a resumed run touches: the state's candidates and
+verifications are ``ledger.packed.Packed`` (one pickle per record, unpickled
+on first read), the memory unpacks its index at its first search
+(``search/memory.py``), and the parts are stored end to end, each unpickled
+from a view of the stored bytes (the header holds its offset and length).
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ model from the local package.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import itertools
 import math
@@ -444,7 +445,14 @@ class Memory:
         if name not in self._INDEX or packed is None:
             raise AttributeError(name)
         del self.__dict__["_packed"]
-        for attr, value in zip(self._INDEX, pickle.loads(packed[1]), strict=True):
+        was_on = gc.isenabled()
+        gc.disable()  # ~50k records and 500k tokens at 100k nodes: collections during the load tripled its cost
+        try:
+            index = pickle.loads(packed[1])
+        finally:
+            if was_on:
+                gc.enable()
+        for attr, value in zip(self._INDEX, index, strict=True):
             setattr(self, attr, value)
         pending, self._pending = self._pending, []
         self.extend(pending)
