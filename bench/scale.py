@@ -485,6 +485,8 @@ def tables(results: Sequence[SizeResult]) -> str:
             + " / ".join(f"{1000 * r.ask[s][1]:.3f}" for s in STRATEGIES)
             + f" | {r.rss_mb:.0f} |"
         )
+    if not any(r.memory for r in results):  # --resume-only
+        return "\n".join(out) + "\n"
     out += [
         "",
         "| nodes | embedder | records | build s | retrieval p50 ms | retrieval p95 ms |",
