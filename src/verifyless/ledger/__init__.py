@@ -4,7 +4,9 @@ One room for what every paid-verification loop needs (see docs/design/engine.md,
 "The kernel for paid work"):
 
 * ``fold``   -- ``RunState.apply(event)``: the one place where an event changes a run's state
-  (live and resumed runs alike); ``RunState.known_result`` reads a paid result back by program hash;
+  (live and resumed runs alike); ``RunState.known_result`` reads a paid result back by program hash
+  (and task tag, ``reuse_key``);
+* ``packed`` -- ``Packed``: the state's records by id, unpickled one by one when first read (snapshots);
 * ``budget`` -- ``BudgetConfig`` (the one form of a cap) and ``BudgetGate``, whose ``reserve`` is the check;
 * ``record`` -- ``Ledger`` and ``append_and_fold``: append an event (with its charge) to the store, then fold it;
 * ``paid``   -- ``candidate_from(made, ...)`` and ``verify_with_repairs`` (up to N repairs keeping the idea);
