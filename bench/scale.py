@@ -36,6 +36,7 @@ Usage::
     python bench/scale.py --minilm           # also time MiniLM retrieval (on --minilm-records records)
     python bench/scale.py --profile          # cProfile the 100k resume of mcgs and print the top entries
     python bench/scale.py --quick            # 1000 nodes, 20 asks (smoke)
+    python bench/scale.py --sizes 100000 --resume-only   # only the two resume paths (issue #20's figure)
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import random
 import resource
@@ -65,6 +67,7 @@ from verifyless.store import RunStore
 from verifyless.task.base import Band, Metric, Task
 
 STRATEGIES = ("mcgs", "greedy", "islands")
+NAN = float("nan")
 CHILDREN, VERIFIED = 4, 2  # per round: children made, of which verified
 CEILING = -60.0  # best reachable synthetic fitness (the root starts at -100)
 
@@ -353,6 +356,8 @@ class SizeResult:
     resume: dict[str, float]  # full replay of every event
     snap_resume: dict[str, float]  # latest snapshot + the events after it
     snap_cpu: dict[str, float]  # the same, in CPU seconds of this process (less sensitive to a busy machine)
+    snap_load: dict[str, float]  # the 1-minute load average when that resume ended
+    first_search: dict[str, float]  # the restored memory's first search (it unpacks its index then), s
     snap: dict[str, tuple[float, int, int]]  # seconds to take, bytes, events replayed after it
     same: dict[str, bool]  # snapshot resume == full replay (nodes and the next asks)
     ask: dict[str, tuple[float, float]]
@@ -361,8 +366,17 @@ class SizeResult:
 
 
 def run_size(
-    n: int, tmp: Path, asks: int, queries: int, minilm: int, profile: bool, tail_rounds: int = 50
+    n: int,
+    tmp: Path,
+    asks: int,
+    queries: int,
+    minilm: int,
+    profile: bool,
+    tail_rounds: int = 50,
+    resume_only: bool = False,
 ) -> SizeResult:
+    """One size; ``resume_only``: only the two resume paths (no ask or retrieval timing), and the
+    snapshot resume is checked against the one full replay (whose strategy was then not asked)."""
     path = tmp / f"scale-{n}.db"
     t = time.perf_counter()
     with RunStore(path) as store:
@@ -372,17 +386,20 @@ def run_size(
     full: dict[str, float] = {}
     snap_resume: dict[str, float] = {}
     snap_cpu: dict[str, float] = {}
+    snap_load: dict[str, float] = {}
+    first_search: dict[str, float] = {}
     snap: dict[str, tuple[float, int, int]] = {}
     same: dict[str, bool] = {}
     ask: dict[str, tuple[float, float]] = {}
     records: list[MemoryRecord] = []
     for name in STRATEGIES:
         engine, full[name], store = restore(path, run_id, name)
-        ask[name] = time_calls(lambda e=engine: e.strategy.ask(e.state.view, 1), asks)
+        ask[name] = (NAN, NAN) if resume_only else time_calls(lambda e=engine: e.strategy.ask(e.state.view, 1), asks)
         if name == "mcgs":
             records = records_of(engine)
             depth = max_depth(engine.state.view)
-        store.close()
+        if not resume_only:
+            store.close()
         snap[name] = take_snapshot(path, run_id, name, tail_rounds)
         prof = cProfile.Profile() if profile and name == "mcgs" else None
         if prof:
@@ -390,22 +407,48 @@ def run_size(
         cpu = time.process_time()
         fast, snap_resume[name], fast_store = restore(path, run_id, name, from_snapshot=True)
         snap_cpu[name] = time.process_time() - cpu
+        snap_load[name] = os.getloadavg()[0]
         if prof:
             prof.disable()
             buf = io.StringIO()
             pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
             print(f"cProfile of the {n}-node mcgs snapshot resume:\n{buf.getvalue()}", file=sys.stderr)
-        slow, _, slow_store = restore(path, run_id, name)
+        if fast.memory is not None:
+            t = time.perf_counter()
+            fast.memory.search(Memory.query_for("improve", idea="tune the learning rate"), k=5)
+            first_search[name] = time.perf_counter() - t
+        if resume_only:
+            slow, slow_store = engine, store
+        else:
+            slow, _, slow_store = restore(path, run_id, name)
         same[name] = same_decisions(fast, slow)
         fast_store.close()
         slow_store.close()
         del engine, fast, slow
-    _, full["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
-    store.close()
-    memory = {"hashing": memory_latency(records, "hashing", queries)}
-    if minilm:
+    if resume_only:
+        full["mcgs-no-memory"], memory = NAN, {}
+    else:
+        _, full["mcgs-no-memory"], store = restore(path, run_id, "mcgs", memory=False)
+        store.close()
+        memory = {"hashing": memory_latency(records, "hashing", queries)}
+    if minilm and not resume_only:
         memory["minilm"] = memory_latency(records[:minilm], "minilm", queries)
-    return SizeResult(n, n_events, depth, write_s, full, snap_resume, snap_cpu, snap, same, ask, memory, maxrss_mb())
+    return SizeResult(
+        n,
+        n_events,
+        depth,
+        write_s,
+        full,
+        snap_resume,
+        snap_cpu,
+        snap_load,
+        first_search,
+        snap,
+        same,
+        ask,
+        memory,
+        maxrss_mb(),
+    )
 
 
 def tables(results: Sequence[SizeResult]) -> str:
@@ -421,12 +464,13 @@ def tables(results: Sequence[SizeResult]) -> str:
             rows.append(
                 f"| {r.n} | {name} | {r.resume[name]:.2f} | {r.snap_resume[name]:.2f} | {r.snap_cpu[name]:.2f} | "
                 f"{'met' if r.snap_resume[name] <= 2.0 else 'missed'} | {tail} | {took:.2f} | "
-                f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} |"
+                f"{size / 1e6:.1f} | {'yes' if r.same[name] else 'NO'} | {r.snap_load[name]:.1f} | "
+                f"{f'{r.first_search[name]:.2f}' if name in r.first_search else '-'} |"
             )
     out = [
         "| nodes | strategy | full replay s | snapshot resume s | snapshot resume CPU s | <= 2 s | "
-        "events after snapshot | snapshot take s | snapshot MB | same decisions |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "events after snapshot | snapshot take s | snapshot MB | same decisions | load avg | first memory search s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         *out,
@@ -441,6 +485,8 @@ def tables(results: Sequence[SizeResult]) -> str:
             + " / ".join(f"{1000 * r.ask[s][1]:.3f}" for s in STRATEGIES)
             + f" | {r.rss_mb:.0f} |"
         )
+    if not any(r.memory for r in results):  # --resume-only
+        return "\n".join(out) + "\n"
     out += [
         "",
         "| nodes | embedder | records | build s | retrieval p50 ms | retrieval p95 ms |",
@@ -470,6 +516,9 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
     ap.add_argument("--profile", action="store_true", help="cProfile the largest mcgs snapshot resume (to stderr)")
     ap.add_argument("--tail-rounds", type=int, default=50, help="rounds between the snapshot and the end")
     ap.add_argument("--quick", action="store_true", help="smoke version: 1000 nodes, 20 asks, 20 queries")
+    ap.add_argument(
+        "--resume-only", action="store_true", help="time only full replay and snapshot resume (no asks, no retrieval)"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.asks, args.queries = [1000], 20, 20
@@ -491,6 +540,7 @@ def main(argv: Sequence[str] | None = None) -> list[SizeResult]:
                     args.minilm,
                     args.profile and n == max(args.sizes),
                     args.tail_rounds,
+                    args.resume_only,
                 )
             )
     print(tables(results))

@@ -508,3 +508,33 @@ def test_issue_25_an_openevolve_evaluator_that_raises_at_import_stops_after_the_
         subprocess.run([*common, "runs", "--store", str(store), "--json"], capture_output=True, text=True).stdout
     )
     assert [r["verifications"] for r in runs] == [1]
+
+
+def test_a_snapshot_resumed_mcgs_asks_exactly_what_a_full_replay_asks(tmp_path):
+    """Format 4 (records packed one by one, the memory index unpacked on first use) changes no decision."""
+    from verifyless.engine import resume
+    from verifyless.search.memory import Memory
+
+    over = {"engine.snapshot_every": 2}
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(
+            store, strategy="mcgs", budget=16, executor=Crashing(8), memory=Memory(embedder="hashing"), **over
+        )
+        with pytest.raises(Interrupt):
+            asyncio.run(engine.run())
+        assert store.latest_snapshot(engine.run_id)[1]["format"] == 4
+        restored = []
+        for from_snapshot in (True, False):
+            again = make_engine(store, strategy="mcgs", budget=16, memory=Memory(embedder="hashing"), **over)
+            again.run_id = engine.run_id
+            resume.restore(again, from_snapshot=from_snapshot)
+            restored.append(again)
+    fast, slow = restored
+    assert "_packed" in vars(fast.memory) and len(fast.memory) == len(slow.memory) > 0  # not unpacked yet
+    assert list(fast.state.view.nodes) == list(slow.state.view.nodes)
+    assert dict(fast.state.candidates.items()) == dict(slow.state.candidates.items())
+    assert dict(fast.state.verifications.items()) == dict(slow.state.verifications.items())
+    asks = [(fast.strategy.ask(fast.state.view, 2), slow.strategy.ask(slow.state.view, 2)) for _ in range(20)]
+    assert all(a == b for a, b in asks)
+    query = Memory.query_for("improve", idea=slow.state.ideas["root"].text or "improve the model")
+    assert [h.record for h in fast.memory.search(query)] == [h.record for h in slow.memory.search(query)]

@@ -126,3 +126,20 @@ def test_budget_config_lives_in_the_kernel_and_config_re_exports_it():
     assert config.BudgetConfig is BudgetConfig and config.RunConfig().budget == BudgetConfig()
     with pytest.raises(ValueError):
         BudgetConfig(verifications=0)
+
+
+def test_a_restored_packed_mapping_unpickles_a_record_only_when_it_is_read():
+    import pickle
+
+    from verifyless.ledger.packed import Packed
+    from verifyless.node import Status, Verification
+
+    records = Packed[Verification]()
+    for i in range(3):
+        records[f"n{i}"] = Verification(Status.OK, score=float(i))
+    restored = pickle.loads(pickle.dumps(records))
+    raw = restored._items
+    assert all(type(v) is bytes for v in raw.values())
+    assert restored["n1"] == Verification(Status.OK, score=1.0) and type(raw["n1"]) is Verification
+    assert type(raw["n0"]) is bytes and list(restored) == ["n0", "n1", "n2"]  # order kept, n0 still packed
+    assert restored == records and "n3" not in restored and restored.get("n3") is None

@@ -506,3 +506,29 @@ def test_groups_sample_their_tasks_from_all_tasks_and_baselines_are_verified_onl
 
 def store_parents(rewarder: PolicyRewarder, step: int) -> list[str]:
     return list(rewarder.ledger.log.steps[step]["parents"])
+
+
+def test_policy_reuse_is_the_kernels_lookup_with_the_task_in_the_key(tmp_path: Path) -> None:
+    """A paid result is found by (task, program hash) through ``RunState.known_result``, also after reopening."""
+    from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+    from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger
+
+    program = "print(1)\n"
+    digest = content_hash(program)
+
+    def cand(cid: str) -> Candidate:
+        return Candidate(cid, None, Operator.IMPROVE, Idea("same program"), program, digest)
+
+    with RunStore(tmp_path / "p.db") as store:
+        run_id = store.create_run("policy", {"kind": POLICY_KIND})
+        ledger = PolicyLedger(store, run_id)
+        for cid, task in (("a", "t1"), ("b", "t2"), ("c", "t1")):
+            ledger.node(cand(cid), Status.IMPLEMENTED, "", task=task)
+        v = Verification(Status.OK, score=1.0, program_hash=digest)
+        ledger.verification("a", v, 1.0)
+        assert ledger.known_result("t1", digest) == ("a", v) and ledger.known_result("t2", digest) is None
+        ledger.verification("c", v, 1.0, reused_from="a")
+        again = PolicyLedger(store, run_id)  # reopened: the kernel's fold is rebuilt from the events
+        assert again.known_result("t1", digest) == ("a", v) and again.known_result("t2", digest) is None
+        assert again.state.verifications["c"] == v and again.log.paid == {"a": True, "c": False}
+        assert store.budget(run_id).verifications == 1

@@ -171,3 +171,59 @@ def test_oracle_beats_random_and_fitness_surrogate_learns_the_landscape() -> Non
     assert oracle <= world_best(world) + 1e-9
     assert oracle > rand + 0.5
     assert surrogate > rand + 0.25 * (oracle - rand)
+
+
+_COLLECT = """
+import sys
+from verifyless.offline.worlds import collect_world
+from verifyless.store import RunStore
+from verifyless.task import load_task
+
+with RunStore(sys.argv[3]) as store:
+    collect_world(load_task(sys.argv[1]), sys.argv[2], n=6, seed=1, store=store)
+"""
+
+
+def _charged(store, run_id: str) -> dict[str, int]:
+    paid: dict[str, int] = {}
+    for ev in store.events(run_id, kinds=["verification"]):
+        if ev.charge is not None and ev.charge.verifications:
+            paid[str(ev.node_id)] = paid.get(str(ev.node_id), 0) + 1
+    return paid
+
+
+def test_kill_9_mid_collection_then_resume_pays_each_configuration_once(tmp_path: Path) -> None:
+    """collect_world pays through the kernel: a verification stored before its line is never paid again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from verifyless.store import RunStore
+    from verifyless.task import load_task
+
+    folder, path, db = _toy_task(tmp_path), tmp_path / "w" / "toy.jsonl", tmp_path / "ledger.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", _COLLECT, str(folder), str(path), str(db)], env=env)
+    run_id = "world-toy_world-s1"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            with RunStore(db) as store:
+                if any(r.run_id == run_id for r in store.runs()) and sum(_charged(store, run_id).values()) >= 2:
+                    break
+        time.sleep(0.05)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")  # as if killed between a stored verification and its line
+    with RunStore(db) as store:
+        before = _charged(store, run_id)
+        assert before and set(before.values()) == {1}
+        world = collect_world(load_task(folder), path, n=6, seed=1, store=store)
+        after = _charged(store, run_id)
+    assert len(world) == 6 and len({p.key for p in world.points}) == 6
+    assert set(after.values()) == {1} and len(after) == 6  # each configuration paid once, the killed ones included
+    assert {f"w{p.program_hash[:16]}" for p in world.points} == set(after)

@@ -18,7 +18,9 @@ from verifyless.config import RunConfig
 from verifyless.engine import Engine
 from verifyless.engine.peers import Peers
 from verifyless.errors import ConfigError
+from verifyless.executors.base import Executor
 from verifyless.executors.registry import build_executor
+from verifyless.ledger.record import Progress
 from verifyless.model.ensemble import ModelEnsemble
 from verifyless.parts import build_guards, build_models, build_roles
 from verifyless.screen.novelty import NoveltyGate
@@ -117,10 +119,10 @@ def build_engine(
     store: RunStoreProtocol,
     *,
     task: Task | None = None,
-    progress=None,
-    replay_executor=None,
+    progress: Progress | None = None,
+    replay_executor: Executor | None = None,
     replay: bool = False,
-):
+) -> Engine:
     """Everything an Engine needs, from configuration alone."""
     task = task or load_task(cfg.task)
     run_ref: dict[str, str | None] = {"run_id": None}  # the engine fills it when the run exists

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import OrderedDict
-from typing import Any
 
 from verifyless.ledger.fold import RunState
 from verifyless.node import Operator, Status
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.search.base import Expansion
+from verifyless.search.memory import Memory
+from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
 
 __all__ = ["Programs", "parent_info", "propose_context"]
@@ -19,7 +20,7 @@ __all__ = ["Programs", "parent_info", "propose_context"]
 class Programs:
     """Program text by node id, read from the store's blobs (a small cache keeps the recent ones)."""
 
-    def __init__(self, store: Any, state: RunState, keep: int = 256) -> None:
+    def __init__(self, store: RunStoreProtocol, state: RunState, keep: int = 256) -> None:
         self.store, self.state, self.keep = store, state, keep
         self._cache: OrderedDict[str, str] = OrderedDict()
 
@@ -48,7 +49,7 @@ def node_info(state: RunState, programs: Programs, node_id: str) -> ParentInfo:
 
 def parent_info(state: RunState, programs: Programs, exp: Expansion) -> ParentInfo:
     """The expansion's parent (the root if unknown); a DEBUG expansion also shows the parent's error."""
-    pid = exp.parent_id if exp.parent_id in state.programs else "root"
+    pid = exp.parent_id if exp.parent_id is not None and exp.parent_id in state.programs else "root"
     info = node_info(state, programs, pid)
     v = state.verifications.get(pid)
     if exp.operator is Operator.DEBUG and v is not None and v.status is not Status.OK:
@@ -60,7 +61,7 @@ def propose_context(
     task: Task,
     state: RunState,
     programs: Programs,
-    memory: Any | None,
+    memory: Memory | None,
     exp: Expansion,
     parent: ParentInfo,
     rng: random.Random,
@@ -78,7 +79,7 @@ def propose_context(
     )
 
 
-def memory_snippets(memory: Any | None, exp: Expansion, parent: ParentInfo) -> tuple[str, ...]:
+def memory_snippets(memory: Memory | None, exp: Expansion, parent: ParentInfo) -> tuple[str, ...]:
     if memory is None:
         return ()
     stage = "debug" if exp.operator is Operator.DEBUG else "improve"

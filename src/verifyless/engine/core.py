@@ -56,6 +56,7 @@ from verifyless.screen.base import ScreenContext, Screener
 from verifyless.screen.health import ReplyHealth
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.search.memory import Memory
+from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
 
@@ -82,7 +83,7 @@ class Engine:
         screener: Screener,
         strategy: SearchStrategy,
         executor: Executor,
-        store: Any,  # RunStoreProtocol once run_id is never None where the store is read
+        store: RunStoreProtocol,
         config: RunConfig,
         memory: Memory | None = None,
         progress: ProgressFn | None = None,
@@ -389,7 +390,7 @@ async def submit_ensemble(engine: Engine) -> None:
     sandbox = getattr(engine.executor, "sandbox", None)
     if not ids or sandbox is None:
         return
-    scored = [e.payload.get("members") for e in engine.store.events(engine.run_id, kinds=["submission"])]
+    scored = [e.payload.get("members") for e in engine.store.events(engine.ledger.rid, kinds=["submission"])]
     if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
         return
     members = [(i, engine.programs.text(i)) for i in ids]

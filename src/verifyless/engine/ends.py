@@ -49,9 +49,9 @@ def mark_stopped(engine: Engine, exc: BaseException) -> None:
     Either way the run resumes from its events."""
     if isinstance(exc, VerifylessError):
         reason = f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
-        engine.store.set_status(engine.run_id, "failed", reason=reason)
+        engine.store.set_status(engine.ledger.rid, "failed", reason=reason)
     else:
-        engine.store.set_status(engine.run_id, "interrupted")
+        engine.store.set_status(engine.ledger.rid, "interrupted")
 
 
 async def ensure_brief(engine: Engine) -> None:
@@ -139,7 +139,7 @@ async def select_final(engine: Engine, best_id: str | None) -> str | None:
 
 def result(engine: Engine, final_id: str | None, stopped: str) -> RunResult:
     """The run's summary, read from the store's node view."""
-    rows = {r["node_id"]: r for r in engine.store.node_rows(engine.run_id)}
+    rows = {r["node_id"]: r for r in engine.store.node_rows(engine.ledger.rid)}
     best = rows.get(final_id, {}) if final_id else {}
     return RunResult(
         run_id=engine.run_id or "",

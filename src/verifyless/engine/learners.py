@@ -44,10 +44,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from verifyless.engine.state import RunState
-from verifyless.node import Node, Status, Verification
+from verifyless.node import Candidate, Node, Status, Verification
 from verifyless.outcome import Outcome, outcome_of
-from verifyless.screen.base import LearningScreener, OutcomeObserver, PilotObserver
+from verifyless.screen.base import LearningScreener, OutcomeObserver, PilotObserver, Screener
 from verifyless.search.base import SearchStrategy
+from verifyless.search.memory import Memory, MemoryRecord
 from verifyless.task.base import Task
 
 __all__ = ["Learners"]
@@ -57,7 +58,7 @@ class Learners:
     """Feeds told nodes to the strategy, an observing screener and the memory; runs screener learning."""
 
     def __init__(
-        self, strategy: SearchStrategy, screener: Any, memory: Any | None, task: Task, *, tie: float = 0.0
+        self, strategy: SearchStrategy, screener: Screener, memory: Memory | None, task: Task, *, tie: float = 0.0
     ) -> None:
         self.strategy = strategy
         self.observer = screener if isinstance(screener, OutcomeObserver) else None
@@ -66,7 +67,7 @@ class Learners:
         self.memory = memory
         self.task = task
         self.tie = tie
-        self._backlog: list[Any] | None = None
+        self._backlog: list[MemoryRecord] | None = None
 
     def tell(
         self,
@@ -156,9 +157,7 @@ class Learners:
         if self.learner is not None:
             self.learner.restore(records)
 
-    def _remember(self, node: Node, cand: Any, v: Verification, parent_fit: float | None) -> None:
-        from verifyless.search.memory import MemoryRecord
-
+    def _remember(self, node: Node, cand: Candidate, v: Verification, parent_fit: float | None) -> None:
         change = (node.fitness - parent_fit) if node.fitness is not None and parent_fit is not None else None
         record = MemoryRecord(
             node_id=node.id,
@@ -171,5 +170,5 @@ class Learners:
         )
         if self._backlog is not None:
             self._backlog.append(record)
-        else:
-            self.memory.add(record)  # type: ignore[union-attr]
+        elif self.memory is not None:
+            self.memory.add(record)

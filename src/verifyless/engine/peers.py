@@ -21,13 +21,17 @@ import logging
 import random
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from verifyless.engine.tells import TellOrder
 from verifyless.model.ensemble import ModelEnsemble, call_owner
 from verifyless.node import Candidate, Node, Status
 from verifyless.report.peers import node_improved
 from verifyless.screen.novelty import ArchiveProgram, NoveltyGate
+from verifyless.store.protocol import RunStoreProtocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from verifyless.engine.core import Engine
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -42,7 +46,7 @@ async def owned(owner: str, work: Awaitable[T]) -> T:
         call_owner.reset(token)
 
 
-def archive(engine: Any) -> list[ArchiveProgram]:
+def archive(engine: Engine) -> list[ArchiveProgram]:
     """The run's verified programs and those dispatched for verification, in node order."""
     out = []
     for nid, node in engine.state.view.nodes.items():
@@ -63,7 +67,12 @@ class Peers:
         observe_ensembles(self.ensembles, told, nodes, tie)
 
     def restore(
-        self, store: Any, run_id: str | None, nodes: Mapping[str, Node], tie: float, until_seq: int | None = None
+        self,
+        store: RunStoreProtocol,
+        run_id: str | None,
+        nodes: Mapping[str, Node],
+        tie: float,
+        until_seq: int | None = None,
     ) -> None:
         """Replay the run's ``model_choice`` and ``tell`` events, in log order, into the (fresh) ensembles.
 
@@ -83,7 +92,7 @@ class Peers:
                 _choose_again(ensemble, ev.payload)
 
 
-async def gate_pool(engine: Any, r: int, pool: list[Candidate]) -> list[Candidate]:
+async def gate_pool(engine: Engine, r: int, pool: list[Candidate]) -> list[Candidate]:
     """The candidates that go on to screening; audited rejections are dispatched for verification here.
 
     An audited candidate skips screening: it is verified after waiting for the executor, at tell position

@@ -48,7 +48,7 @@ def restore(engine: Engine, *, from_snapshot: bool = True, until_seq: int | None
             learners.tell(
                 state, list(state.view.nodes.values()), strategy=False, memory=refeed_memory, observer=refeed_observer
             )
-        for ev in engine.store.events(engine.run_id, after=state.last_seq):
+        for ev in engine.store.events(engine.ledger.rid, after=state.last_seq):
             if until_seq is not None and ev.seq > until_seq:
                 break
             told = state.apply(ev)

@@ -14,16 +14,17 @@ read on demand) and no hidden test score reaches a ``Node``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless.ledger.packed import Packed
 from verifyless.node import Candidate, Idea, Node, Status, Verification
 from verifyless.roles.base import TaskBrief
 from verifyless.search.base import SearchView
 from verifyless.store.records import Event
 
-__all__ = ["RunState"]
+__all__ = ["RunState", "reuse_key"]
 
 
 @dataclass
@@ -35,17 +36,18 @@ class RunState:
     ``view`` (whose insertion order is therefore the tell order). ``chosen``
     numbers the candidates a screening sent to verification, in log order,
     until they are told (resume verifies those that never finished).
+    ``candidates`` and ``verifications`` are ``Packed`` mappings: restored
+    from a snapshot, a record is unpickled when it is first read; ``ideas``,
+    ``programs`` and ``summaries`` are read-only views of ``candidates``,
+    ``verified_hashes`` of ``verified_by_hash``.
     """
 
     view: SearchView = field(default_factory=SearchView)
-    programs: dict[str, str] = field(default_factory=dict)  # node id -> program hash
-    ideas: dict[str, Idea] = field(default_factory=dict)
-    summaries: dict[str, str] = field(default_factory=dict)  # node id -> summary
     summary_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> summary
-    candidates: dict[str, Candidate] = field(default_factory=dict)  # without program text
-    verifications: dict[str, Verification] = field(default_factory=dict)
-    verified_hashes: set[str] = field(default_factory=set)
-    verified_by_hash: dict[str, str] = field(default_factory=dict)  # program hash -> first node verified with it
+    candidates: Packed[Candidate] = field(default_factory=Packed)  # without program text
+    verifications: Packed[Verification] = field(default_factory=Packed)
+    verified_by_hash: dict[str, str] = field(default_factory=dict)  # reuse key -> first node verified with it
+    scopes: dict[str, str] = field(default_factory=dict)  # node id -> its ``task`` tag (policy runs; else absent)
     staged: dict[str, Node] = field(default_factory=dict)
     chosen: dict[str, int] = field(default_factory=dict)
     n_chosen: int = 0
@@ -58,9 +60,33 @@ class RunState:
     low_fidelity: dict[tuple[str, str, str], Verification] = field(default_factory=dict)  # (hash, kind, level)
     last_seq: int = 0  # the last event applied
 
-    def known_result(self, digest: str) -> tuple[str, Verification] | None:
-        """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None."""
-        node_id = self.verified_by_hash.get(digest)
+    @property
+    def ideas(self) -> Mapping[str, Idea]:
+        """Node id -> the idea of its candidate (a read-only view of ``candidates``)."""
+        return _Column(self.candidates, "idea")
+
+    @property
+    def programs(self) -> Mapping[str, str]:
+        """Node id -> program hash, for the candidates that have one (a view of ``candidates``)."""
+        return _Column(self.candidates, "program_hash")
+
+    @property
+    def summaries(self) -> Mapping[str, str]:
+        """Node id -> summary, for the candidates that have one (a view of ``candidates``)."""
+        return _Column(self.candidates, "summary")
+
+    @property
+    def verified_hashes(self) -> KeysView[str]:
+        """The reuse keys of every paid verification (the program hashes, for nodes without a task tag)."""
+        return self.verified_by_hash.keys()
+
+    def known_result(self, digest: str, scope: str = "") -> tuple[str, Verification] | None:
+        """Reuse by program hash: (node id, verification) of the first result for ``digest``, or None.
+
+        ``scope``: the ``task`` tag of the nodes to reuse from (a policy run verifies several tasks,
+        and a program's result holds for its task only); "" for runs whose nodes carry none.
+        """
+        node_id = self.verified_by_hash.get(reuse_key(digest, scope))
         return None if node_id is None else (node_id, self.verifications[node_id])
 
     def low_fidelity_result(self, digest: str, kind: str, level: str) -> Verification | None:
@@ -94,11 +120,9 @@ class RunState:
         cand = Candidate.from_dict({**p, "program": ""})
         status, reason = Status(p.get("status", "implemented")), p.get("reason", "")
         self.candidates[cand.id] = cand
-        self.ideas[cand.id] = cand.idea
-        if cand.program_hash:
-            self.programs[cand.id] = cand.program_hash
+        if p.get("task"):
+            self.scopes[cand.id] = str(p["task"])
         if cand.summary:
-            self.summaries[cand.id] = cand.summary
             self.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         self.staged[cand.id] = Node(
             id=cand.id,
@@ -133,8 +157,7 @@ class RunState:
         v = Verification.from_dict(p)
         self.verifications[node_id] = v
         digest = v.program_hash or self.candidates[node_id].program_hash
-        self.verified_hashes.add(digest)
-        self.verified_by_hash.setdefault(digest, node_id)
+        self.verified_by_hash.setdefault(reuse_key(digest, self.scopes.get(node_id, "")), node_id)
         self.staged[node_id] = self.staged[node_id].replace(
             status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
         )
@@ -159,6 +182,38 @@ class RunState:
 
     def _proposals(self, ev: Event) -> None:
         self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
+
+
+def reuse_key(digest: str, scope: str = "") -> str:
+    """The key a paid result is reused by: the program hash, prefixed by its task tag when it has one."""
+    return f"{scope}:{digest}" if scope else digest
+
+
+class _Column(Mapping[str, Any]):
+    """Read-only ``node id -> one field of its candidate``, for the candidates where the field is set.
+
+    A lookup unpacks only the candidate asked for; iterating unpacks them all.
+    """
+
+    __slots__ = ("_candidates", "_name")
+
+    def __init__(self, candidates: Packed[Candidate], name: str) -> None:
+        self._candidates, self._name = candidates, name
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self._candidates[key], self._name)
+        if not value:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._candidates and bool(getattr(self._candidates[key], self._name))  # type: ignore[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._candidates if getattr(self._candidates[k], self._name))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {

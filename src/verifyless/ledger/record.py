@@ -18,12 +18,36 @@ from typing import Any
 from verifyless.ledger.budget import BudgetConfig, BudgetGate
 from verifyless.ledger.fold import RunState
 from verifyless.node import Candidate, Node, Status, Verification
-from verifyless.store.records import Charge, Event
+from verifyless.store.protocol import RunStoreProtocol
+from verifyless.store.records import Budget, Charge, Event
 from verifyless.task.base import Metric
 
 __all__ = ["Ledger", "Progress"]
 
 Progress = Callable[[str, dict[str, Any]], None]
+
+
+def append_and_fold(
+    store: RunStoreProtocol,
+    run_id: str,
+    state: RunState,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    node_id: str | None = None,
+    charge: Charge | bool | None = None,
+) -> list[Node]:
+    """The single write path: append one event (committed, with its charge, on return), then fold it
+    into ``state``; returns the nodes a ``tell`` told. ``charge=False`` stores a verification
+    uncharged (a reused result); a ``node`` event's program text goes to the blob store, not the fold."""
+    if charge is None:
+        seq = store.append(run_id, kind, payload, node_id=node_id)
+    else:
+        seq = store.append(run_id, kind, payload, node_id=node_id, charge=charge)
+    if kind == "node":
+        payload = {k: v for k, v in payload.items() if k != "program"}
+    stored = charge if isinstance(charge, Charge) else None
+    return state.apply(Event(seq, run_id, time.time(), kind, node_id, payload, stored))
 
 
 class Ledger:
@@ -36,7 +60,7 @@ class Ledger:
 
     def __init__(
         self,
-        store: Any,
+        store: RunStoreProtocol,
         caps: BudgetConfig,
         metric: Metric,
         progress: Progress | None = None,
@@ -45,21 +69,22 @@ class Ledger:
         self.store, self.metric = store, metric
         self.run_id: str | None = None
         self.state = RunState()
-        self.gate = BudgetGate(caps, lambda: store.budget(self.run_id), clock)
+        self.gate = BudgetGate(caps, lambda: Budget() if self.run_id is None else store.budget(self.run_id), clock)
         self.progress: Progress = progress or (lambda kind, data: None)
         self.watched = progress is not None
+
+    @property
+    def rid(self) -> str:
+        """The run's id, once the run exists (``RuntimeError`` before: nothing can be recorded yet)."""
+        if self.run_id is None:
+            raise RuntimeError("the ledger has no run yet: create or resume one first")
+        return self.run_id
 
     def emit(
         self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
     ) -> list[Node]:
         """Append one event (durable on return), then apply it; returns the nodes a ``tell`` told."""
-        if charge is None:
-            seq = self.store.append(self.run_id, kind, payload, node_id=node_id)
-        else:
-            seq = self.store.append(self.run_id, kind, payload, node_id=node_id, charge=charge)
-        if kind == "node":
-            payload = {k: v for k, v in payload.items() if k != "program"}
-        return self.state.apply(Event(seq, self.run_id or "", time.time(), kind, node_id, payload, charge))
+        return append_and_fold(self.store, self.rid, self.state, kind, payload, node_id=node_id, charge=charge)
 
     def charge(
         self, kind: str, payload: dict[str, Any], *, evaluator_seconds: float = 0.0, node_id: str | None = None

@@ -23,23 +23,31 @@ later step can convert it to a dataset):
 
 Collection appends each point as soon as it is verified (a paid result is
 never lost) and resumes: configurations already in the file are skipped, so
-an interrupted ``collect_world`` continues where it stopped.
+an interrupted ``collect_world`` continues where it stopped. Verifications go
+through the kernel (``verifyless.ledger.Ledger``): with ``store=`` each is
+recorded there, charged, before its line is written, and a program the store
+already holds is written from it without verifying it again.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import logging
 import math
 import random
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifyless.ledger import BudgetConfig, Ledger
+from verifyless.node import Candidate, Idea, Operator, Status
 from verifyless.outcome import outcome_of
+from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
@@ -196,11 +204,18 @@ def collect_world(
     sandbox: Any = None,
     progress: Callable[[str], None] | None = None,
     deadline: float | None = None,
+    store: RunStoreProtocol | None = None,
 ) -> World:
     """Verify ``n`` sampled configurations of ``task``'s idea space into ``path`` (resumable; see module doc).
 
     ``deadline`` (a ``time.monotonic()`` value) stops early, keeping what was
     verified. An existing file for another task or seed raises ValueError.
+    Paid work goes through the kernel (``verifyless.ledger``): each
+    verification is recorded with its charge in ``store`` (run
+    ``world-<task>-s<seed>``) before its line is appended, and a program whose
+    result the store holds is written from it, never verified again, so a
+    kill -9 between the two pays nothing twice. ``store=None``: a temporary
+    store (reuse within this call only; the file alone resumes).
     """
     from verifyless.node import content_hash
     from verifyless.verify import verify
@@ -233,17 +248,50 @@ def collect_world(
         if assignment_key(a) not in done
     ]
     say = progress or (lambda msg: None)
-    for k, a in enumerate(todo):
-        if deadline is not None and time.monotonic() > deadline:
-            say(f"deadline reached after {k} new points")
-            break
-        program = make_program(task, a)
-        v = verify(task, program, sandbox)
-        point = WorldPoint(a, v.status.value, v.score, v.test_score, v.seconds, v.reason, content_hash(program))
-        with out.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(point.to_dict()) + "\n")
-        say(f"{len(done) + k + 1}/{n} {v.status.value} score={v.score} {v.seconds:.1f}s")
+    with _world_ledger(store, task, seed) as ledger:
+        for k, a in enumerate(todo):
+            if deadline is not None and time.monotonic() > deadline:
+                say(f"deadline reached after {k} new points")
+                break
+            program = make_program(task, a)
+            digest = content_hash(program)
+            known = ledger.state.known_result(digest)
+            if known is None:
+                nid = f"w{digest[:16]}"
+                ledger.record_candidate(
+                    Candidate(nid, None, Operator.DRAFT, Idea(json.dumps(dict(a), sort_keys=True)), program, digest),
+                    Status.IMPLEMENTED,
+                )
+                v = verify(task, program, sandbox)
+                ledger.record_verification(nid, v)
+            else:
+                v = known[1]
+            point = WorldPoint(a, v.status.value, v.score, v.test_score, v.seconds, v.reason, digest)
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(point.to_dict()) + "\n")
+            say(f"{len(done) + k + 1}/{n} {v.status.value} score={v.score} {v.seconds:.1f}s")
     return load_world(out)
+
+
+@contextlib.contextmanager
+def _world_ledger(store: RunStoreProtocol | None, task: Task, seed: int) -> Iterator[Ledger]:
+    """The kernel ledger of a world collection: run ``world-<task>-s<seed>`` of ``store`` (created on
+    first use, folded from its events on a later one), or of a temporary store when ``store`` is None."""
+    with contextlib.ExitStack() as stack:
+        if store is None:
+            from verifyless.store import RunStore
+
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="verifyless-world-"))
+            store = stack.enter_context(RunStore(Path(folder) / "world.db"))
+        ledger = Ledger(store, BudgetConfig(), task.metric)
+        run_id = f"world-{task.name}-s{seed}"
+        if any(r.run_id == run_id for r in store.runs()):
+            for ev in store.events(run_id):
+                ledger.state.apply(ev)
+        else:
+            store.create_run(task.name, {"kind": "world", "seed": seed}, run_id=run_id, seed=seed)
+        ledger.run_id = run_id
+        yield ledger
 
 
 def make_program(task: Task, assignment: Assignment) -> str:

@@ -7,6 +7,7 @@ told every stored node in order.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -65,3 +66,46 @@ class SearchStrategy(Protocol):
     def tell(self, node: Node) -> None: ...
 
     def final(self, view: SearchView) -> str | None: ...
+
+
+class ToldState:
+    """The told-node bookkeeping the built-in strategies share (greedy, islands, mcgs).
+
+    ``_seen``: every told node (its last version); ``_order``: node id -> index
+    of its first verified tell (the deterministic tie-break); ``_tells`` /
+    ``_asks``: tells so far and asks since the last tell, which seed each ask's
+    generator (``_ask_rng``) with the one draw ``_seed`` taken from the
+    injected ``rng``. Plain data: a strategy built on it pickles (snapshots).
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        self._seed = rng.getrandbits(64)  # the only draw from the injected rng
+        self._seen = SearchView()
+        self._order: dict[str, int] = {}
+        self._tells = 0
+        self._asks = 0
+
+    def _record(self, node: Node) -> bool:
+        """See ``node``; True when this is its first verified tell (it then gets its ``_order``)."""
+        known = self._seen.nodes.get(node.id)
+        self._seen.add(node)
+        self._tells += 1
+        self._asks = 0
+        if not node.status.verified or (known is not None and known.status.verified):
+            return False
+        self._order[node.id] = len(self._order)
+        return True
+
+    def _ask_rng(self) -> random.Random:
+        """The generator of this ask: a function of (seed, tells, asks since the last tell)."""
+        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
+        self._asks += 1
+        return rng
+
+    def _ranked(self, ids: Iterable[str]) -> list[str]:
+        """Fittest first; earlier-told first among equals (deterministic)."""
+        return sorted(ids, key=lambda i: (-(self._seen.nodes[i].fitness or 0.0), self._order[i]))
+
+    def final(self, view: SearchView) -> str | None:
+        """The best validation node told so far (None before any usable score)."""
+        return self._seen.best_id

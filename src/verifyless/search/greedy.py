@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView
+from verifyless.search.base import Expansion, SearchView, ToldState
 
 
 @dataclass(frozen=True)
@@ -58,32 +58,24 @@ def debug_depth(view: SearchView, node_id: str) -> int:
     return depth
 
 
-class GreedyStrategy:
+class GreedyStrategy(ToldState):
     """Draft, then improve the best node and debug buggy leaves (see module docstring)."""
 
     name = "greedy"
 
     def __init__(self, rng: random.Random, config: GreedyConfig | None = None) -> None:
         self.config = config or GreedyConfig()
-        self._seed = rng.getrandbits(64)  # the only draw from the injected rng
-        self._seen = SearchView()
-        self._order: dict[str, int] = {}  # node id -> index of its first verified tell
+        super().__init__(rng)
         self._root_id: str | None = None
         self._drafts = 0
-        self._tells = 0
-        self._asks = 0  # asks since the last tell
         self._buggy_leaves: dict[str, None] = {}  # buggy verified nodes with no verified child (kept on tell)
 
     # ------------------------------------------------------------------ tell
     def tell(self, node: Node) -> None:
-        known = self._seen.nodes.get(node.id)
-        self._seen.add(node)
-        self._tells += 1
-        self._asks = 0
+        newly_verified = self._record(node)
         if node.operator is Operator.BASELINE and self._root_id is None:
             self._root_id = node.id
-        if node.status.verified and (known is None or not known.status.verified):
-            self._order[node.id] = len(self._order)
+        if newly_verified:
             if node.parent_id is not None:
                 self._buggy_leaves.pop(node.parent_id, None)  # it now has a verified child
             # A node's debug depth never changes, so the depth limit is checked once, here.
@@ -95,8 +87,7 @@ class GreedyStrategy:
     # ------------------------------------------------------------------- ask
     def ask(self, view: SearchView, k: int) -> list[Expansion]:
         """Return ``k`` expansions; reads only told state (``view`` is not consulted)."""
-        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
-        self._asks += 1
+        rng = self._ask_rng()
         out: list[Expansion] = []
         drafts_left = self.config.num_drafts - self._drafts
         debuggable = self._debuggable_leaves()
@@ -117,8 +108,3 @@ class GreedyStrategy:
     def _debuggable_leaves(self) -> list[str]:
         """Buggy verified leaves under the debug depth limit, newest first."""
         return list(reversed(self._buggy_leaves))  # insertion order is tell order, so reversed = newest first
-
-    # ----------------------------------------------------------------- final
-    def final(self, view: SearchView) -> str | None:
-        """The best validation node told so far (None before any usable score)."""
-        return self._seen.best_id

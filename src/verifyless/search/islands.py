@@ -45,7 +45,7 @@ from typing import Literal
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView
+from verifyless.search.base import Expansion, SearchView, ToldState
 from verifyless.search.map_elites import IncrementalArchive
 
 
@@ -107,16 +107,15 @@ class Migration:
     ids: tuple[str, ...]
 
 
-class IslandsStrategy:
-    """Islands + MAP-Elites + ring migration (see module docstring)."""
+class IslandsStrategy(ToldState):
+    """Islands + MAP-Elites + ring migration (see module docstring); ``final`` is the best verified
+    program (``ToldState.final``; eviction never drops it, whatever the capacity)."""
 
     name = "islands"
 
     def __init__(self, rng: random.Random, config: IslandsConfig | None = None) -> None:
         self.config = config or IslandsConfig()
-        self._seed = rng.getrandbits(64)
-        self._seen = SearchView()
-        self._order: dict[str, int] = {}
+        super().__init__(rng)
         n = self.config.n_islands
         self.members: list[list[str]] = [[] for _ in range(n)]
         self.archives = [IncrementalArchive(self.config.features, self.config.bins) for _ in range(n)]
@@ -126,18 +125,11 @@ class IslandsStrategy:
         self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of every usable node
         self._root_id: str | None = None
         self.t = 0
-        self._tells = 0
-        self._asks = 0
 
     # ------------------------------------------------------------------ tell
     def tell(self, node: Node) -> None:
-        known = self._seen.nodes.get(node.id)
-        self._seen.add(node)
-        self._tells += 1
-        self._asks = 0
-        if not node.status.verified or (known is not None and known.status.verified):
+        if not self._record(node):
             return
-        self._order[node.id] = len(self._order)
         if node.ok:
             bisect.insort(self._ok_ranked, (-(node.fitness or 0.0), self._order[node.id], node.id))
         if node.operator is Operator.BASELINE:
@@ -193,8 +185,7 @@ class IslandsStrategy:
     # ------------------------------------------------------------------- ask
     def ask(self, view: SearchView, k: int) -> list[Expansion]:
         """Return ``k`` expansions on islands taken in turn (reads only told state)."""
-        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
-        self._asks += 1
+        rng = self._ask_rng()
         out = []
         for j in range(k):
             island = (self.t + j) % self.config.n_islands
@@ -235,12 +226,3 @@ class IslandsStrategy:
             if node_id != parent and node_id not in chosen:
                 chosen.append(node_id)
         return tuple(chosen)
-
-    # --------------------------------------------------------------- helpers
-    def _ranked(self, ids: list[str]) -> list[str]:
-        """Fittest first; earlier-told first among equals (deterministic)."""
-        return sorted(ids, key=lambda i: (-(self._seen.nodes[i].fitness or 0.0), self._order[i]))
-
-    def final(self, view: SearchView) -> str | None:
-        """The best verified program (kept on its island whatever the capacity)."""
-        return self._seen.best_id

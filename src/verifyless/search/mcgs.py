@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView
+from verifyless.search.base import Expansion, SearchView, ToldState
 from verifyless.search.greedy import debug_depth
 
 SCHEDULES = ("linear", "cosine")
@@ -142,16 +142,14 @@ class MCGSConfig:
                 raise ConfigError(f"mcgs.{name} must be >= 0, got {getattr(self, name)}")
 
 
-class MCGSStrategy:
+class MCGSStrategy(ToldState):
     """Progressive MCGS over primary edges with reference edges for context."""
 
     name = "mcgs"
 
     def __init__(self, rng: random.Random, config: MCGSConfig | None = None) -> None:
         self.config = config or MCGSConfig()
-        self._seed = rng.getrandbits(64)
-        self._seen = SearchView()
-        self._order: dict[str, int] = {}
+        super().__init__(rng)
         self.root_id: str | None = None
         self.N: dict[str, int] = {}
         self.W: dict[str, float] = {}
@@ -162,8 +160,6 @@ class MCGSStrategy:
         self._branch_evolves: dict[str, int] = {}
         self.global_stale = 0
         self.t = 0
-        self._tells = 0
-        self._asks = 0
         # Incremental indexes so ask() stays O(top_k) instead of scanning every node.
         self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of usable non-root nodes
         self._buggy_leaves: dict[str, None] = {}  # buggy verified nodes with no verified child yet
@@ -185,13 +181,8 @@ class MCGSStrategy:
 
     # ------------------------------------------------------------------ tell
     def tell(self, node: Node) -> None:
-        known = self._seen.nodes.get(node.id)
-        self._seen.add(node)
-        self._tells += 1
-        self._asks = 0
-        if not node.status.verified or (known is not None and known.status.verified):
+        if not self._record(node):
             return
-        self._order[node.id] = len(self._order)
         if node.operator is Operator.BASELINE and self.root_id is None:
             self.root_id = node.id
             self.branch_of[node.id] = None
@@ -239,8 +230,7 @@ class MCGSStrategy:
     # ------------------------------------------------------------------- ask
     def ask(self, view: SearchView, k: int) -> list[Expansion]:
         """Return ``k`` expansions (reads only told state; ``view`` is not consulted)."""
-        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
-        self._asks += 1
+        rng = self._ask_rng()
         virtual: dict[str, int] = {}
         out: list[Expansion] = []
         drafts = len(self._verified_children(self.root_id))
@@ -364,14 +354,7 @@ class MCGSStrategy:
             up = self._seen.nodes[up].parent_id
         return tuple(out)
 
-    def _ranked(self, ids: list[str]) -> list[str]:
-        return sorted(ids, key=lambda i: (-(self._seen.nodes[i].fitness or 0.0), self._order[i]))
-
     # ----------------------------------------------------------------- final
-    def final(self, view: SearchView) -> str | None:
-        """The best validation node."""
-        return self._seen.best_id
-
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]:
         """Ids of the top ``k`` (default ``top_k``) usable nodes (the baseline included), best first."""
         ok = [i for i in self._order if self._seen.nodes[i].ok]

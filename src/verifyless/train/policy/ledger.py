@@ -2,8 +2,12 @@
 
 One training run is one run in the run store (config ``kind: policy-grpo``).
 ``PolicyLedger`` reads its events once at start (so a reopened run resumes)
-and appends new ones; every append commits before the caller goes on, so a
-verification, once paid, is never lost. Events:
+and appends new ones through the kernel's write path
+(``verifyless.ledger.append_and_fold``): every append commits before the
+caller goes on, so a verification, once paid, is never lost, and is folded
+into the kernel's ``RunState``, whose ``known_result`` is the reuse lookup.
+Its nodes carry a ``task`` tag, which is part of the reuse key (a program's
+result holds for its own task only). Events:
 
 * ``brief`` -- a task's brief (understanding + criteria), once per task;
 * ``node`` -- a child (or a baseline) with its status, as the engine writes them;
@@ -23,9 +27,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from verifyless.ledger import RunState, append_and_fold
 from verifyless.node import Candidate, Evidence, Idea, Operator, Status, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.store import Charge
+from verifyless.store.protocol import RunStoreProtocol
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
 
 POLICY_KIND = "policy-grpo"
@@ -76,15 +82,17 @@ def stats_from(data: Mapping[str, Any]) -> StepStats:
 class PolicyLedger:
     """Reads and appends the events of one policy-training run (see the module docstring)."""
 
-    def __init__(self, store: Any, run_id: str) -> None:
+    def __init__(self, store: RunStoreProtocol, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
         self.log = PolicyLog()
+        self.state = RunState()  # the kernel's fold of the same events: reuse by (task, program hash)
         self._read()
 
     def _read(self) -> None:
         log = self.log
         for ev in self.store.events(self.run_id, kinds=list(_KINDS)):
+            self.state.apply(ev)
             p = ev.payload
             if ev.kind == "brief":
                 log.briefs[str(p.get("task", ""))] = TaskBrief(str(p["understanding"]), tuple(p["criteria"]))
@@ -104,9 +112,19 @@ class PolicyLedger:
 
     # ------------------------------------------------------------------ writing
 
+    def _append(
+        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | bool | None = None
+    ) -> None:
+        """Every write goes through the kernel's one write path (durable, then folded into ``state``)."""
+        append_and_fold(self.store, self.run_id, self.state, kind, payload, node_id=node_id, charge=charge)
+
+    def known_result(self, task: str, digest: str) -> tuple[str, Verification] | None:
+        """The first result of program ``digest`` on ``task`` in this run (the kernel's reuse lookup), or None."""
+        return self.state.known_result(digest, scope=task)
+
     def brief(self, task: str, brief: TaskBrief) -> None:
         payload = {"task": task, "understanding": brief.understanding, "criteria": list(brief.criteria)}
-        self.store.append(self.run_id, "brief", payload)
+        self._append("brief", payload)
         self.log.briefs[task] = brief
 
     def node(self, cand: Candidate, status: Status, reason: str, **extra: Any) -> dict[str, Any]:
@@ -115,7 +133,7 @@ class PolicyLedger:
         if not cand.program:
             payload.pop("program")
         payload.update(status=status.value, reason=reason[:2000], **extra)
-        self.store.append(self.run_id, "node", payload, node_id=cand.id)
+        self._append("node", payload, node_id=cand.id)
         payload.pop("program", None)
         payload["program_hash"] = cand.program_hash
         self.log.nodes[cand.id] = payload
@@ -129,27 +147,27 @@ class PolicyLedger:
             charge = Charge(verifications=1, evaluator_seconds=v.seconds)
         else:
             payload["reused_from"] = reused_from
-        self.store.append(self.run_id, "verification", payload, node_id=nid, charge=charge)
+        self._append("verification", payload, node_id=nid, charge=charge)
         self.log.verifications[nid] = v
         self.log.paid[nid] = reused_from is None
 
     def prompt(self, prompt: PolicyPrompt) -> None:
-        self.store.append(self.run_id, "policy_prompt", prompt_to(prompt))
+        self._append("policy_prompt", prompt_to(prompt))
         self.log.prompts[prompt.key] = prompt
 
     def critic(self, nid: str, evidence: Evidence) -> None:
-        self.store.append(self.run_id, "policy_critic", {"evidence": evidence.to_dict()}, node_id=nid)
+        self._append("policy_critic", {"evidence": evidence.to_dict()}, node_id=nid)
         self.log.critic[nid] = evidence
 
     def idea(self, reward: IdeaReward, **extra: Any) -> IdeaReward:
         payload = {**asdict(reward), "votes": dict(reward.votes), **extra}
-        self.store.append(self.run_id, "policy_idea", payload, node_id=reward.node_id or None)
+        self._append("policy_idea", payload, node_id=reward.node_id or None)
         self.log.ideas[(reward.key, reward.index)] = payload
         return reward
 
     def step(self, stats: StepStats, parents: list[str], **extra: Any) -> None:
         payload = {**asdict(stats), "parents": list(parents), **extra}
-        self.store.append(self.run_id, "policy_step", payload)
+        self._append("policy_step", payload)
         self.log.steps[stats.step] = payload
 
     # ------------------------------------------------------------------ reading

@@ -28,9 +28,9 @@ import asyncio
 import logging
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from verifyless.child import ChildMaker
+from verifyless.executors.base import Executor
 from verifyless.ledger import BudgetConfig, BudgetGate, Slot, candidate_from, verify_with_repairs
 from verifyless.ledger.paid import Smoke
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
@@ -88,7 +88,7 @@ class LoopGate:
 class PaidVerifier:
     """Verifies recorded nodes through ``executor`` under the caps of ``budget``."""
 
-    def __init__(self, ledger: PolicyLedger, executor: Any, budget: BudgetConfig) -> None:
+    def __init__(self, ledger: PolicyLedger, executor: Executor, budget: BudgetConfig) -> None:
         self.ledger = ledger
         self.executor = executor
         self.gate = BudgetGate(budget, lambda: ledger.store.budget(ledger.run_id))
@@ -129,12 +129,9 @@ class PaidVerifier:
         return v
 
     def _verified_twin(self, task: Task, digest: str) -> str | None:
-        nodes = self.ledger.log.nodes
-        for other in self.ledger.log.verifications:
-            node = nodes.get(other, {})
-            if node.get("program_hash") == digest and node.get("task") == task.name:
-                return other
-        return None
+        """The node whose paid result of program ``digest`` on ``task`` can be reused (the kernel's lookup)."""
+        found = self.ledger.known_result(task.name, digest)
+        return None if found is None else found[0]
 
     async def _pay(self, nid: str, task: Task, program: str, digest: tuple[str, str]) -> Verification:
         slot = self.gate.reserve()
