@@ -69,7 +69,7 @@ def _x(program: str) -> int:
 
 
 class _Briefer:
-    async def brief(self, task):
+    async def brief(self, task, data_report=""):
         return TaskBrief("choose x", ("distance of x to the hidden target",))
 
 

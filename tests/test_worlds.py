@@ -227,3 +227,22 @@ def test_kill_9_mid_collection_then_resume_pays_each_configuration_once(tmp_path
     assert len(world) == 6 and len({p.key for p in world.points}) == 6
     assert set(after.values()) == {1} and len(after) == 6  # each configuration paid once, the killed ones included
     assert {f"w{p.program_hash[:16]}" for p in world.points} == set(after)
+
+
+def test_world_files_that_are_not_worlds_fail_naming_the_file_and_line(tmp_path):
+    from verifyless.offline.fidelity import attach
+    from verifyless.offline.worlds import load_world
+
+    empty, other, broken = tmp_path / "empty.jsonl", tmp_path / "other.jsonl", tmp_path / "broken.jsonl"
+    empty.write_text("\n")
+    other.write_text('{"kind": "level_world"}\n')
+    broken.write_text('{"kind": "world"}\n\n{"assignment": \n')
+    with pytest.raises(ValueError, match=r"empty\.jsonl: empty world file; collect one"):
+        load_world(empty)
+    with pytest.raises(ValueError, match=r"other\.jsonl:1: not a world header \(kind='level_world'\)"):
+        load_world(other)
+    with pytest.raises(ValueError, match=r"broken\.jsonl:3: not a world line"):
+        load_world(broken)
+    world = synthetic_world(n_points=5)
+    with pytest.raises(ValueError, match=r"broken\.jsonl:1: not a level-world header"):
+        attach(world, broken)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifyless.offline.worlds import World, make_program
+from verifyless.offline.worlds import World, make_program, read_jsonl
 from verifyless.task.base import Task
 
 __all__ = [
@@ -135,21 +135,15 @@ def load_calibration(path: str | Path) -> dict[str, tuple[float, float]]:
 
 def _read(path: str | Path) -> tuple[dict[str, Any], list[LevelPoint], dict[str, tuple[float, float]]]:
     """Header, points and calibration of a level-world file; a malformed line raises ValueError naming it."""
-    lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
-    if not lines:
-        raise ValueError(f"{path}: empty level-world file")
-    head = json.loads(lines[0])
-    if head.get("kind") != "level_world":
-        raise ValueError(f"{path}:1: not a level-world header (kind={head.get('kind')!r})")
+    head, rows = read_jsonl(path, "level_world")
     points, calibration = [], {}
-    for i, line in enumerate(lines[1:], 2):
+    for i, row in rows:
         try:
-            row = json.loads(line)
             if row.get("run") == "calibration":
                 calibration[str(row["program_hash"])] = (float(row["full_seconds"]), float(row["level_seconds"]))
             else:
                 points.append(LevelPoint(**row))
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        except (TypeError, KeyError) as exc:
             raise ValueError(f"{path}:{i}: not a level-world line ({exc})") from exc
     return head, points, calibration
 

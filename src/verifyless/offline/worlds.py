@@ -155,19 +155,34 @@ def _header(task: Task, seed: int) -> dict[str, Any]:
     }
 
 
+def read_jsonl(path: str | Path, kind: str, hint: str = "") -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
+    """The header of a JSON-lines file whose first line has ``"kind": kind``, and its other lines as
+    ``(line number, object)``; ValueError naming the file (and ``hint``, how to make one) when it is empty or
+    its header is of another kind, and naming the line when a line is not JSON."""
+    lines = [(i, ln) for i, ln in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1) if ln.strip()]
+    label = kind.replace("_", "-")
+    if not lines:
+        raise ValueError(f"{path}: empty {label} file{hint}")
+    head = json.loads(lines[0][1])
+    if head.get("kind") != kind:
+        raise ValueError(f"{path}:{lines[0][0]}: not a {label} header (kind={head.get('kind')!r})")
+    rows = []
+    for i, line in lines[1:]:
+        try:
+            rows.append((i, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{i}: not a {label} line ({exc})") from exc
+    return head, rows
+
+
 def load_world(path: str | Path) -> World:
     """Read a world file (see module docstring); a malformed line raises ValueError naming the line."""
-    lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
-    if not lines:
-        raise ValueError(f"{path}: empty world file; collect one with `python bench/pools.py world TASK`")
-    head = json.loads(lines[0])
-    if head.get("kind") != "world":
-        raise ValueError(f"{path}:1: not a world header (kind={head.get('kind')!r})")
+    head, rows = read_jsonl(path, "world", "; collect one with `python bench/pools.py world TASK`")
     points = []
-    for i, line in enumerate(lines[1:], 2):
+    for i, row in rows:
         try:
-            points.append(WorldPoint(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError) as exc:
+            points.append(WorldPoint(**row))
+        except TypeError as exc:
             raise ValueError(f"{path}:{i}: not a world point ({exc})") from exc
     return World(
         task=head["task"],

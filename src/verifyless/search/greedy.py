@@ -21,9 +21,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, ToldState
+from verifyless.search.base import Expansion, SearchView, ToldState, check_fields
 
 
 @dataclass(frozen=True)
@@ -40,12 +39,7 @@ class GreedyConfig:
     debug_prob: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.num_drafts < 0:
-            raise ConfigError(f"greedy.num_drafts must be >= 0, got {self.num_drafts}")
-        if self.max_debug_depth < 0:
-            raise ConfigError(f"greedy.max_debug_depth must be >= 0, got {self.max_debug_depth}")
-        if not 0.0 <= self.debug_prob <= 1.0:
-            raise ConfigError(f"greedy.debug_prob must be in [0, 1], got {self.debug_prob}")
+        check_fields(self, "greedy", at_least={"num_drafts": 0, "max_debug_depth": 0}, unit=("debug_prob",))
 
 
 def debug_depth(view: SearchView, node_id: str) -> int:

@@ -45,7 +45,7 @@ from typing import Literal
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, ToldState
+from verifyless.search.base import Expansion, SearchView, ToldState, check_fields
 from verifyless.search.map_elites import IncrementalArchive
 
 
@@ -77,12 +77,7 @@ class IslandsConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", tuple(self.features))
-        if self.n_islands < 1:
-            raise ConfigError(f"islands.n_islands must be >= 1, got {self.n_islands}")
-        if self.migration_interval < 1:
-            raise ConfigError(f"islands.migration_interval must be >= 1, got {self.migration_interval}")
-        if not 0.0 <= self.migration_rate <= 1.0:
-            raise ConfigError(f"islands.migration_rate must be in [0, 1], got {self.migration_rate}")
+        check_fields(self, "islands", at_least={"n_islands": 1, "migration_interval": 1}, unit=("migration_rate",))
         if self.migration_targets not in ("both", "next"):
             raise ConfigError(f"islands.migration_targets must be 'both' or 'next', got {self.migration_targets!r}")
         ratios = (self.exploration_ratio, self.exploitation_ratio, self.elite_ratio)

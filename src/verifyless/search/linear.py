@@ -16,9 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView
+from verifyless.search.base import Expansion, SearchView, check_fields
 from verifyless.search.greedy import debug_depth
 
 
@@ -32,8 +31,7 @@ class LinearConfig:
     max_debug_depth: int = 3
 
     def __post_init__(self) -> None:
-        if self.max_debug_depth < 0:
-            raise ConfigError(f"linear.max_debug_depth must be >= 0, got {self.max_debug_depth}")
+        check_fields(self, "linear", at_least={"max_debug_depth": 0})
 
 
 class LinearStrategy:

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, ToldState
+from verifyless.search.base import Expansion, SearchView, ToldState, check_fields
 from verifyless.search.greedy import debug_depth
 
 SCHEDULES = ("linear", "cosine")
@@ -130,16 +130,11 @@ class MCGSConfig:
                 raise ConfigError(f"mcgs.{name} must be one of {SCHEDULES}, got {getattr(self, name)!r}")
         if not (self.c0 >= self.c_min >= 0):
             raise ConfigError(f"mcgs needs c0 >= c_min >= 0, got c0={self.c0}, c_min={self.c_min}")
-        if not 0.0 <= self.w_min <= 1.0:
-            raise ConfigError(f"mcgs.w_min must be in [0, 1], got {self.w_min}")
         if self.eps <= 0:
             raise ConfigError(f"mcgs.eps must be > 0, got {self.eps}")
-        for name in ("horizon", "top_k", "tau_branch", "tau_global", "num_drafts", "expand_width"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"mcgs.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("evolve_k", "evolve_tries", "reference_n", "aggregate_n", "max_debug_depth"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"mcgs.{name} must be >= 0, got {getattr(self, name)}")
+        ones = dict.fromkeys(("horizon", "top_k", "tau_branch", "tau_global", "num_drafts", "expand_width"), 1)
+        zeros = dict.fromkeys(("evolve_k", "evolve_tries", "reference_n", "aggregate_n", "max_debug_depth"), 0)
+        check_fields(self, "mcgs", at_least=ones | zeros, unit=("w_min",))
 
 
 class MCGSStrategy(ToldState):
