@@ -20,7 +20,7 @@ from pathlib import Path
 
 from verifyless.errors import StoreError
 from verifyless.store import RunStore
-from verifyless.store.schema import SCHEMA_VERSION
+from verifyless.store.schema import inspect_store
 
 
 class ReadOnlyStore(RunStore):
@@ -37,19 +37,13 @@ class ReadOnlyStore(RunStore):
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot read the run store {self.path} (SQLite says: {exc}); "
-                "check the path and that it is a verifyless run store"
-            ) from exc
-        if version > SCHEMA_VERSION:
+            raise StoreError(f"cannot open the run store {self.path} read-only (SQLite says: {exc})") from exc
+        try:
+            _, tables = inspect_store(conn, self.path)
+        except StoreError:
             conn.close()
-            raise StoreError(
-                f"{self.path} has store schema version {version}; this verifyless reads up to "
-                f"{SCHEMA_VERSION}. Upgrade verifyless to read it."
-            )
+            raise
         if not {"runs", "events", "nodes", "ledger", "blobs"} <= tables:
             conn.close()
             raise StoreError(f"{self.path} is not a verifyless run store (no runs/events tables); pass another --store")

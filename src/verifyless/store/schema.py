@@ -130,12 +130,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
-def prepare(conn: sqlite3.Connection, path: Path) -> None:
-    """Check that ``conn`` is a verifyless store we can use and migrate it to ``SCHEMA_VERSION``.
+def inspect_store(conn: sqlite3.Connection, path: Path) -> tuple[int, set[str]]:
+    """The store schema version and the table names of ``conn`` (read-only; the writer's and the reader's check).
 
-    Raises StoreError for a file that is not SQLite (or is corrupt), an SQLite
-    database that belongs to something else, and a store written by a newer
-    verifyless. ``conn`` must be in autocommit mode (``isolation_level=None``).
+    Raises StoreError for a file that SQLite cannot read (not SQLite, or corrupt) and for a store written by a
+    newer verifyless.
     """
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -152,6 +151,17 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
             f"{SCHEMA_VERSION}. It was written by a newer verifyless: upgrade verifyless "
             "(pip install -U verifyless) or open a different store."
         )
+    return version, tables
+
+
+def prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """Check that ``conn`` is a verifyless store we can use and migrate it to ``SCHEMA_VERSION``.
+
+    Raises StoreError for a file that is not SQLite (or is corrupt), an SQLite
+    database that belongs to something else, and a store written by a newer
+    verifyless. ``conn`` must be in autocommit mode (``isolation_level=None``).
+    """
+    version, tables = inspect_store(conn, path)
     if version == 0 and tables - {"sqlite_sequence"}:
         raise StoreError(
             f"{path} is an SQLite database but not a verifyless run store (it has tables "
