@@ -165,6 +165,19 @@ def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp
     assert all(len(s["chosen"]) == 2 for n, s in zip(notes, screenings, strict=True) if n["audited"])
     decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
     assert decision == screener.decisions and decision[-1]["units"] >= 5  # decided after its trial's evidence
+    # once off, the engine makes one child per expansion (picks are random; more would only cost LLM calls)
+    assert decision[-1]["candidates"] == 1 and "1 candidate per expansion" in decision[-1]["reason"]
+    assert max(len(s["ranking"]) for s in screenings[:off_at]) == 6
+    assert {len(s["ranking"]) for s in screenings[off_at:]} == {1}
+
+
+def test_switched_off_keeps_n_when_candidates_off_is_null(tmp_path):
+    screener = _adaptive(Counting(), candidates_off=None)
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+    assert screener.state == "off" and "candidates" not in screener.decisions[-1]
+    assert max(len(s["ranking"]) for s in screenings[-5:]) == 6  # still whole pools after it went off
 
 
 def test_a_perfect_critic_keeps_screening(tmp_path):

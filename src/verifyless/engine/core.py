@@ -52,7 +52,7 @@ from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from
 from verifyless.model.base import Model
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
-from verifyless.screen.base import ScreenContext, Screener
+from verifyless.screen.base import ScreenContext, Screener, candidates_wanted
 from verifyless.screen.health import ReplyHealth
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.search.memory import Memory
@@ -211,7 +211,9 @@ class Engine:
         parent = parent_info(self.state, self.programs, exp)
         ctx = propose_context(self.task, self.state, self.programs, self.memory, exp, parent, rng)
         try:
-            proposals = await owned(f"r{r}e{i}", self.maker.propose(ctx, self.config.engine.candidates))
+            proposals = await owned(
+                f"r{r}e{i}", self.maker.propose(ctx, candidates_wanted(self.screener, self.config.engine.candidates))
+            )
         except ModelUnavailable as exc:
             _model_failure(self, r, f"proposer: {exc}")
             return

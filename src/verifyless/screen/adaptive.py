@@ -149,6 +149,12 @@ class AdaptiveOptions(BaseOptions):
         gt=0.0,
         description="rule verdicts: audit rates are scaled by taper / (taper + paid picks, once their scores differ)",
     )
+    candidates_off: int | None = Field(
+        1,
+        ge=1,
+        description="children made per expansion once screening is off (picks are then random, so more children "
+        "only cost LLM calls); null keeps engine.candidates",
+    )
     k_min: int | None = Field(None, ge=1, description="fewest votes k the rule may set on the inner screener")
     k_max: int | None = Field(None, ge=1, description="most votes k the rule may set (k is chosen when both are set)")
 
@@ -347,7 +353,12 @@ class AdaptiveRule:
             return False
         self.reason = self._reason(new, p)
         self.state = new
-        self.decisions.append({"round": round, "state": new, "reason": self.reason, **self.evidence()})
+        decision = {"round": round, "state": new, "reason": self.reason, **self.evidence()}
+        if new == "off" and self.options.candidates_off is not None:
+            n = self.options.candidates_off
+            self.reason += f"; {n} candidate{'s' if n > 1 else ''} per expansion from now on (picks are random)"
+            decision |= {"reason": self.reason, "candidates": n}
+        self.decisions.append(decision)
         return True
 
     def choose_k(self, round: int, unanimous: Sequence[bool]) -> bool:
@@ -439,6 +450,12 @@ class AdaptiveScreener:
     @property
     def decisions(self) -> list[dict[str, Any]]:
         return self.rule.decisions
+
+    def candidates(self, default: int) -> int:
+        """Children the engine makes per expansion (``screen.base.candidates_wanted``): ``candidates_off`` once
+        screening is off, else ``default``."""
+        off = self.options.candidates_off
+        return min(default, off) if self.state == "off" and off is not None else default
 
     # ------------------------------------------------------------------ screening
 

@@ -142,3 +142,12 @@ def choose_top(
     """
     n = n_verify if n_verify is not None else ctx.n_verify
     return Screening(name, tuple(ranking), tuple(ranking[: max(0, n)]), evidence, time.monotonic() - started)
+
+
+def candidates_wanted(screener: Screener, default: int) -> int:
+    """Children to make for one expansion: ``default`` (``engine.candidates``), or fewer where the screener says
+    so through an optional ``candidates(default) -> int`` (adaptive screening once it is off: its picks are then
+    random, so every child past the first costs LLM calls and is never verified). Never below 1 or above
+    ``default``."""
+    ask = getattr(screener, "candidates", None)
+    return max(1, min(default, int(ask(default)))) if callable(ask) else default
