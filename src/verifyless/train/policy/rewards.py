@@ -95,6 +95,21 @@ log = logging.getLogger(__name__)
 _KEEP = 4000  # characters of a completion stored with its reward
 
 
+def smoke_steps(
+    tasks: Sequence[Task], makers: Mapping[str, ChildMaker], settings: RewardSettings, executor: Any, book: Any
+) -> dict[str, Smoke]:
+    """Task name -> its smoke step, for tasks with a smoke level (a named level missing is a ``ConfigError``)."""
+    run = run_in_sandbox(executor)
+    steps: dict[str, Smoke] = {}
+    for task in tasks:
+        level = smoke_level(task, settings.smoke, not space_world(task, makers[task.name].roles))
+        if run is None or level is None:
+            continue
+        low = LowFidelity(book, task, run, smoke_wall_seconds=settings.smoke_wall_seconds)
+        steps[task.name] = _smoke_at(low, level)
+    return steps
+
+
 class PolicyRewarder:
     """Rewards policy ideas by mode, durably, under a hard verification cap (see the module docstring).
 
@@ -139,22 +154,9 @@ class PolicyRewarder:
             raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
         self.ledger = PolicyLedger(store, run_id)
         self.verifier = PaidVerifier(self.ledger, executor, self.settings.budget)
-        self.smoke = self._smoke_steps(executor)
+        self.smoke = smoke_steps(self.tasks, self.makers, self.settings, executor, SmokeBook(store, run_id))
         self._started: set[str] = set()  # tasks whose brief and baseline are ready
         self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
-
-    def _smoke_steps(self, executor: Any) -> dict[str, Smoke]:
-        """Task name -> its smoke step, for tasks with a smoke level (a named level missing is a ``ConfigError``)."""
-        run = run_in_sandbox(executor)
-        book = SmokeBook(self.store, self.run_id)
-        steps: dict[str, Smoke] = {}
-        for task in self.tasks:
-            level = smoke_level(task, self.settings.smoke, not space_world(task, self.makers[task.name].roles))
-            if run is None or level is None:
-                continue
-            low = LowFidelity(book, task, run, smoke_wall_seconds=self.settings.smoke_wall_seconds)
-            steps[task.name] = _smoke_at(low, level)
-        return steps
 
     # ------------------------------------------------------------------ Rewarder
 
