@@ -366,6 +366,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             critic, world, desc, trained=True, words=args.words, cache=caches[1]
         ),
     }
+    arms = {name: make for name, make in arms.items() if name.split(" ")[-1].strip("()") in args.arms.split(",")}
     started = time.monotonic()
     search = search_table(world, arms, seeds=args.seeds, budget=args.budget, pool=args.pool, tie=args.tie)
     return {
@@ -413,6 +414,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget", type=int, default=16)
     parser.add_argument("--pool", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--arms", default="random,base,trained", help="search arms to run (random must be one)")
     parser.add_argument("--quick", action="store_true", help="tiny Llama, a few steps and rows (< 60 s)")
     args = parser.parse_args(argv)
     if args.quick:
