@@ -20,7 +20,8 @@ rows. Search: greedy replays on the bench world (``offline.worlds.replay_run``: 
 expansion, ``--budget`` verifications, ``--seeds`` seeds) where the pick is the candidate with the highest
 2 P(improve) + P(tie) (the label-probability critic's rank value), base vs trained, against random: final
 validation metric, verifications to reach random's mean final, and P(improve) (share of verified children
-that beat their parent under ``label3``). Writes ``result.json`` under ``--out`` and prints markdown tables.
+that beat their parent under ``label3``); ``--arms`` runs a subset (e.g. ``random,base`` with ``--steps 0``).
+Writes ``curve.json`` (before the search) and ``result.json`` under ``--out`` and prints markdown tables.
 """
 
 from __future__ import annotations
