@@ -161,12 +161,24 @@ class Point:
     said: dict[str, int]
     hits: tuple[int, ...] = field(repr=False)
     train_dir3: float | None = None
+    auc: float | None = None
 
 
-def evaluate(critic: Critic, rows: Sequence[CriticRow]) -> tuple[tuple[int, ...], dict[str, int]]:
-    """Per-row hit (top verdict == label) and the count of each top verdict."""
-    said = [top(probe(critic, r)) for r in rows]
-    return tuple(int(s == r.label) for s, r in zip(said, rows, strict=True)), {v: said.count(v) for v in THREE}
+def rank_auc(values: Sequence[float], rows: Sequence[CriticRow]) -> float | None:
+    """P(rank value of an ``improve`` row > that of a ``lose`` row), ties half: 0.5 is chance, < 0.5 inverted."""
+    wins = [v for v, r in zip(values, rows, strict=True) if r.label == "improve"]
+    losses = [v for v, r in zip(values, rows, strict=True) if r.label == "lose"]
+    if not wins or not losses:
+        return None
+    return sum((w > lo) + 0.5 * (w == lo) for w in wins for lo in losses) / (len(wins) * len(losses))
+
+
+def evaluate(critic: Critic, rows: Sequence[CriticRow]) -> tuple[tuple[int, ...], dict[str, int], float | None]:
+    """Per-row hit (top verdict == label), the count of each top verdict, and the rank value's ``rank_auc``."""
+    probs = [probe(critic, r) for r in rows]
+    said = [top(p) for p in probs]
+    auc = rank_auc([2 * p["improve"] + p["tie"] for p in probs], rows)
+    return tuple(int(s == r.label) for s, r in zip(said, rows, strict=True)), {v: said.count(v) for v in THREE}, auc
 
 
 def paired_ci(trained: Sequence[int], base: Sequence[int], seed: int = 0) -> tuple[float, float | None, float | None]:
@@ -191,12 +203,12 @@ def learning_curve(
         train_seconds += time.monotonic() - started
         loss = statistics.fmean(losses[-5:]) if losses else loss
         done = target
-        hits, said = evaluate(critic, data.bench)
+        hits, said, auc = evaluate(critic, data.bench)
         train_hits = evaluate(critic, seen)[0] if seen else ()
         train_dir3 = sum(train_hits) / len(train_hits) if train_hits else None
-        curve.append(Point(target, loss, sum(hits) / len(hits), said, hits, train_dir3))
+        curve.append(Point(target, loss, sum(hits) / len(hits), said, hits, train_dir3, auc))
         print(
-            f"step {target}: loss {loss}, bench Dir-3 {curve[-1].dir3:.3f} said {said}, train Dir-3 {train_dir3}",
+            f"step {target}: loss {loss}, bench Dir-3 {curve[-1].dir3:.3f} said {said}, AUC {auc}, train Dir-3 {train_dir3}",
             flush=True,
         )
     return curve, train_seconds / max(1, done)
@@ -310,13 +322,15 @@ def fmt(x: float | None, digits: int = 3) -> str:
 def report(result: dict[str, Any]) -> str:
     """The markdown tables of one run (curve with CIs, then the search)."""
     lines = [
-        "| step | train loss (last 5) | bench probe Dir-3 | trained - base [95% CI] | said improve/tie/lose | train-rows Dir-3 |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| step | train loss (last 5) | bench probe Dir-3 | trained - base [95% CI] | said improve/tie/lose | rank AUC | train-rows Dir-3 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in result["curve"]:
         said = "/".join(str(p["said"][v]) for v in THREE)
         ci = f"{fmt(p['diff'])} [{fmt(p['lo'])}, {fmt(p['hi'])}]"
-        lines.append(f"| {p['step']} | {fmt(p['loss'])} | {fmt(p['dir3'])} | {ci} | {said} | {fmt(p['train_dir3'])} |")
+        lines.append(
+            f"| {p['step']} | {fmt(p['loss'])} | {fmt(p['dir3'])} | {ci} | {said} | {fmt(p['auc'])} | {fmt(p['train_dir3'])} |"
+        )
     lines += [
         "",
         "| arm | final metric [95% CI] | reached random's mean final | median verifications to reach | P(improve) |",
@@ -352,6 +366,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "dir3": p.dir3,
                 "said": p.said,
                 "train_dir3": p.train_dir3,
+                "auc": p.auc,
                 "diff": diff,
                 "lo": lo,
                 "hi": hi,

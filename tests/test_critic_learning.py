@@ -72,6 +72,14 @@ def test_split_by_world_keeps_the_bench_world_out_of_training(worlds):
     assert {r.world for r in data.train} <= set(names[1:]) and data.train
 
 
+def test_rank_auc_is_one_when_improve_rows_rank_above_lose_rows():
+    module = load_bench()
+    rows = [module.CriticRow("w", 0, i, 1, 0.0, label, "") for i, label in enumerate(["improve", "lose", "tie"])]
+    assert module.rank_auc([2.0, 0.0, 1.0], rows) == 1.0
+    assert module.rank_auc([0.0, 2.0, 1.0], rows) == 0.0
+    assert module.rank_auc([1.0, 1.0, 1.0], rows) == 0.5
+
+
 def test_quick_run_reports_a_curve_with_cis_and_a_matched_search(tmp_path, capsys):
     result = load_bench().main(["--quick", "--out", str(tmp_path)])
     out = capsys.readouterr().out
@@ -83,6 +91,7 @@ def test_quick_run_reports_a_curve_with_cis_and_a_matched_search(tmp_path, capsy
     for p in result["curve"]:
         assert 0.0 <= p["dir3"] <= 1.0 and sum(p["said"].values()) == result["bench_rows"]
         assert p["lo"] is None or p["lo"] <= p["diff"] <= p["hi"]
+        assert 0.0 <= p["auc"] <= 1.0
     assert result["bench_rows"] % 3 == 0 and result["train_rows"] % 3 == 0
     assert [r["arm"] for r in result["search"]] == ["random", "critic (base)", "critic (trained)"]
     for r in result["search"]:
