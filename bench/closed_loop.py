@@ -4,8 +4,9 @@
 
 Stages, each printed:
 
-1. ordinary runs: two outcome collections on ``tests/data_task`` (two-stage ``sft`` and the
-   improvement-driven ``grpo`` pool; offline idea-space roles, the real sandbox);
+1. ordinary runs on ``tests/data_task``: one search run (greedy, random screener, as a user would have
+   lying around) and two outcome collections (two-stage ``sft`` and the improvement-driven ``grpo`` pool);
+   offline idea-space roles, the real sandbox;
 2. ``data from-runs`` (``build_from_runs``): examples and the label3 distribution per split;
 3. critiques: a *scripted* teacher writes, per sft/bench row, a critique in the critic's format that
    ends in the row's true verdict (``train.data.critique_text``); teacher synthesis needs an LLM, so the
@@ -38,12 +39,22 @@ TASK = str(ROOT / "tests" / "data_task")
 
 
 def collect(out: Path, quick: bool) -> tuple[Path, list[str]]:
+    """An ordinary search run (greedy, random screener: what a user has lying around) and two collections."""
+    from verifyless.config import load_config
     from verifyless.data.collect import CollectSettings
     from verifyless.data.pipeline import run_collection
+    from verifyless.store import RunStore
+    from verifyless.wiring import build_engine
 
     db = out / "runs.db"
     size = (3, 4) if quick else (6, 8)
+    search = [f"task={TASK}", "roles.kind=space", "screener.name=random", "strategy.name=greedy", f"store={db}"]
+    search += ["engine.candidates=3", f"budget.verifications={6 if quick else 16}", "engine.data_report=false"]
+    cfg = load_config(overrides=search)
+    with RunStore(db) as store:
+        searched = asyncio.run(build_engine(cfg, store).run()).run_id
     runs = [
+        searched,
         run_collection(TASK, db, CollectSettings(parents=size[0], children=size[1])).run_id,
         run_collection(TASK, db, CollectSettings(parents=size[0], children=size[1], mode="grpo", seed=1)).run_id,
     ]
@@ -158,7 +169,7 @@ def screened_run(tiny: Path, adapter: Path, out: Path, screener: str) -> dict[st
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
-    from verifyless.data.dataset import load_critic_dataset, splits_of
+    from verifyless.data.dataset import load_critic_dataset, read_card, splits_of
     from verifyless.model.local import adapter_tag
     from verifyless.train.tiny import cached_tiny_lm
 
@@ -173,6 +184,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  {len(runs)} runs in {db}")
     print("2-3. data from-runs, scripted critiques")
     dataset = dataset_from(db, runs, args.out)
+    sources = sorted({str(r.get("source")) for r in read_card(args.out / "data").get("runs", [])})
+    print(f"  examples from: {', '.join(sources)}")
     print("4. SFT -> GRPO on the tiny Llama")
     tiny = cached_tiny_lm(args.out / "tiny-lm")
     sft, grpo = train(dataset, tiny, args.out, args.quick)
@@ -203,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  {where:18} {tag}")
     same = len(set(hashes.values())) == 1
     print("  the same adapter throughout" if same else "  MISMATCH: the adapter changed between hand-overs")
-    return {"hashes": hashes, "same": same, "bench": table, "screened": screened}
+    return {"hashes": hashes, "same": same, "bench": table, "screened": screened, "sources": sources}
 
 
 if __name__ == "__main__":

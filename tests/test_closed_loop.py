@@ -25,6 +25,7 @@ def test_the_closed_loop_hands_one_adapter_from_training_to_the_screening_runs(t
     hashes = result["hashes"]
     assert set(hashes) == {"training", "critic run", "critic-ttl run", "critic-ttl origin"}
     assert result["same"] and hashes["training"].startswith("adapter@")
+    assert result["sources"] == ["collect-grpo", "collect-sft", "run"]  # an ordinary search run feeds the data too
     assert set(result["bench"]) == {"base", "SFT", "SFT+GRPO"} and all(
         int(r["n"]) > 0 for r in result["bench"].values()
     )
