@@ -37,9 +37,13 @@ def _line(record: dict[str, Any]) -> str:
     )
 
 
+_POLICY = typer.Option(..., "--policy", help="base model of the proposer: folder, cached hub id or name")
+_MODELS = typer.Option([], "--models", help="child-role model specs (default: idea-space roles)")
+
+
 def policy_grpo(
     tasks: str = typer.Option(..., "--tasks", help="training tasks, comma separated (names or folders)"),
-    policy: str = typer.Option(..., "--policy", help="base model of the proposer: folder, cached hub id or name"),
+    policy: str = _POLICY,
     out: Path = typer.Option(..., "--out", help="folder for the reward store, log, checkpoints and adapter"),
     verifications: int = typer.Option(10_000, "--verifications", help="hard cap on paid verifications (paper: 10,000)"),
     mode: str = typer.Option("critic-in-loop", "--mode", help="verify-all | critic-in-loop | critic-only"),
@@ -50,7 +54,7 @@ def policy_grpo(
     votes: int = typer.Option(16, "--votes", help="critic votes per idea, k (paper: 16)"),
     threshold: float = typer.Option(0.25, "--threshold", help="verify when the critic's u >= this (paper: 0.25)"),
     adapter: Path | None = typer.Option(None, "--adapter", help="start from this proposer adapter"),
-    model: list[str] = typer.Option([], "--models", help="child-role model specs (default: idea-space roles)"),
+    model: list[str] = _MODELS,
     executor: str | None = typer.Option(None, "--executor", help="verification executor (default: local)"),
     config: Path | None = typer.Option(None, "--config", help="YAML file overriding policy GRPO settings"),
     seed: int = typer.Option(0, "--seed"),
@@ -85,14 +89,14 @@ def policy_grpo(
 
 def policy_eval(
     tasks: str = typer.Option(..., "--tasks", help="held-out tasks, comma separated"),
-    policy: str = typer.Option(..., "--policy", help="base model of the proposer"),
+    policy: str = _POLICY,
     adapter: Path = typer.Option(..., "--adapter", help="trained proposer adapter (policy-grpo's OUT/adapter)"),
     out: Path = typer.Option(..., "--out", help="folder for the evaluation stores and results.json"),
     verifications: int = typer.Option(..., "--verifications", help="verification budget per run (both arms)"),
     seeds: str = typer.Option("0,1,2", "--seeds", help="seeds, comma separated"),
     parents: int = typer.Option(4, "--parents", help="groups per step"),
     ideas: int = typer.Option(8, "--ideas", help="ideas per group"),
-    model: list[str] = typer.Option([], "--models", help="child-role model specs (default: idea-space roles)"),
+    model: list[str] = _MODELS,
     config: Path | None = typer.Option(None, "--config", help="YAML file with sampling settings"),
 ) -> None:
     """Base vs trained proposer on held-out tasks under the same verification budget (matched-budget protocol)."""
