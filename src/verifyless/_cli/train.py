@@ -7,6 +7,7 @@ commands, so ``verifyless --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import typer
 from rich.table import Table
@@ -37,6 +38,14 @@ def models_command() -> None:
     )
 
 
+def _settings(kind: Literal["sft", "grpo"], config: Path | None, max_steps: int | None) -> Any:
+    """Quiet the training libraries' logs and load the ``kind`` settings (``train.settings.load_settings``)."""
+    from verifyless.train.settings import load_settings
+
+    quiet()
+    return load_settings(kind, config, max_steps=max_steps)
+
+
 @app.command("critic-sft")
 def critic_sft(
     dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with an 'sft' split)"),
@@ -49,12 +58,9 @@ def critic_sft(
     max_steps: int | None = _MAX_STEPS,
 ) -> None:
     """Supervised fine-tuning of a LoRA critic on the dataset's kept critiques (paper: r=32, lr 1e-5, 3 epochs)."""
-    from verifyless.train.settings import load_settings
     from verifyless.train.sft import train_critic_sft
 
-    quiet()
-
-    settings = load_settings("sft", config, max_steps=max_steps)
+    settings = _settings("sft", config, max_steps)
     result = train_critic_sft(dataset, base=base, out=out, settings=settings, resume=resume, console=console)
     console.print(
         f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, "
@@ -73,11 +79,8 @@ def critic_grpo(
 ) -> None:
     """GRPO on the 'grpo' split from an SFT adapter: +1 when the parsed verdict matches the label, else -1."""
     from verifyless.train.grpo import train_critic_grpo
-    from verifyless.train.settings import load_settings
 
-    quiet()
-
-    settings = load_settings("grpo", config, max_steps=max_steps)
+    settings = _settings("grpo", config, max_steps)
     out = out or from_dir.with_name(from_dir.name + "-grpo")
     result = train_critic_grpo(dataset, start=from_dir, out=out, settings=settings, resume=resume, console=console)
     console.print(
