@@ -109,7 +109,27 @@ def outcome_pairs(rows: Sequence[Row], rng: random.Random, max_pairs: int | None
     return pairs
 
 
-class CriticTarget:
+class _TemplateTarget:
+    """What the targets share: their screener built with a candidate template, and the template's check."""
+
+    screener_name: str
+    model: CountingModel
+    options: dict[str, Any]
+
+    def markers(self) -> tuple[Any, Any]:
+        """The screener's (placeholders, markers) that every template must keep."""
+        raise NotImplementedError
+
+    def screener(self, template: Template) -> Any:
+        built = build_screener(self.screener_name, models={"default": self.model}, options=self.options)
+        built.template = template  # type: ignore[attr-defined]
+        return built
+
+    def check(self, template: Template) -> None:
+        check_template(template, f"the {self.screener_name} screener", *self.markers())
+
+
+class CriticTarget(_TemplateTarget):
     """Dir-3 of the pointwise critic with a given template over rows."""
 
     metric = "Dir-3"
@@ -127,13 +147,8 @@ class CriticTarget:
             return load_prompt_file(str(self.options["prompt_file"]), "critic", PLACEHOLDERS, MARKERS)
         return load_template(f"screen/{self.options.get('prompt', 'critic')}")
 
-    def screener(self, template: Template) -> Any:
-        critic = build_screener("critic", models={"default": self.model}, options=self.options)
-        critic.template = template  # type: ignore[attr-defined]
-        return critic
-
-    def check(self, template: Template) -> None:
-        check_template(template, "the critic screener", PLACEHOLDERS, MARKERS)
+    def markers(self) -> tuple[Any, Any]:
+        return PLACEHOLDERS, MARKERS
 
     async def score(self, template: Template, rows: Sequence[Row]) -> Score:
         before = self.model.spent()
@@ -143,7 +158,7 @@ class CriticTarget:
         return Score(correct / len(rows) if rows else 0.0, len(rows), calls, tokens)
 
 
-class PairwiseTarget:
+class PairwiseTarget(_TemplateTarget):
     """Pairwise accuracy of the tournament's judge with a given template over sibling pairs."""
 
     metric = "pairwise accuracy"
@@ -166,15 +181,10 @@ class PairwiseTarget:
             return load_prompt_file(str(self.options["prompt_file"]), "tournament", PLACEHOLDERS, MARKERS)
         return load_template("screen/pairwise")
 
-    def screener(self, template: Template) -> Any:
-        judge = build_screener("tournament", models={"default": self.model}, options=self.options)
-        judge.template = template  # type: ignore[attr-defined]
-        return judge
-
-    def check(self, template: Template) -> None:
+    def markers(self) -> tuple[Any, Any]:
         from verifyless.screen.tournament import MARKERS, PLACEHOLDERS
 
-        check_template(template, "the tournament screener", PLACEHOLDERS, MARKERS)
+        return PLACEHOLDERS, MARKERS
 
     def items(self, rows: Sequence[Row]) -> list[tuple[Row, Row]]:
         return outcome_pairs(rows, random.Random(f"{self.seed}:pairs"), self.max_pairs)
