@@ -316,6 +316,47 @@ def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
     assert any("adaptive trial" in d for d in descriptions)
 
 
+def test_the_live_progress_line_audits_a_plain_screener_from_its_events(tmp_path):
+    import io
+    import re
+
+    from rich.console import Console
+
+    from verifyless._cli.app import _LiveProgress
+
+    events = []
+    with RunStore(tmp_path / "s.db") as store:
+        run = _engine(store, PerfectUp(), executor=Unbounded(), progress=lambda k, d: events.append((k, d)))
+        asyncio.run(run.run())
+    verifications = [d for k, d in events if k == "verification"]
+    assert all("fitness" in d and "parent_fitness" in d for d in verifications)
+    live = _LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
+    descriptions = []
+    for kind, data in events:
+        live(kind, data)
+        if kind == "round":
+            descriptions.append(live.bar.tasks[0].description)
+    live.close()
+    last = descriptions[-1]
+    assert re.fullmatch(r"round \d+ · audit: verdicts [01]\.\d\d \[[01]\.\d\d, [01]\.\d\d\] n=\d+", last), last
+
+
+def test_the_live_audit_scores_paid_picks_against_their_parents():
+    from verifyless.screen.audit import LiveAudit
+
+    live = LiveAudit()
+    evidence = {c: {"rank_value": v} for c, v in (("a", 3.0), ("b", 1.0), ("c", 2.0), ("d", 0.5))}
+    live.screening({"to_verify": ["a", "b", "c", "d"], "evidence": evidence})
+    assert live.segment() == ""  # nothing paid yet
+    live.verification({"node_id": "a", "fitness": 2.0, "parent_fitness": 1.0})  # improved, high score
+    live.verification({"node_id": "b", "fitness": 0.5, "parent_fitness": 1.0})  # worse, low score
+    live.verification({"node_id": "c", "fitness": None, "parent_fitness": 1.0})  # failed: not improved
+    live.verification({"node_id": "d", "fitness": 9.0, "parent_fitness": None})  # a root's child: no label
+    live.verification({"node_id": "zz", "fitness": 9.0, "parent_fitness": 1.0})  # not a remembered pick
+    assert live.verdicts.improved == (3.0,) and live.verdicts.other == (1.0, 2.0)
+    assert live.segment().startswith(" · audit: verdicts 1.00 [") and live.segment().endswith("n=3")
+
+
 def test_the_audit_segment_says_what_it_knows():
     note = {"rule": "verdicts", "state": "trial", "concordance": 0.7, "concordance_sd": 0.1, "verdicts": 21}
     assert audit_segment(note) == " · audit: verdicts 0.70 [0.50, 0.90] n=21 · adaptive trial"

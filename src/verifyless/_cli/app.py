@@ -37,7 +37,7 @@ from verifyless._cli.show import (
     submission_summary,
 )
 from verifyless.errors import VerifylessError
-from verifyless.screen.audit import audit_segment
+from verifyless.screen.audit import LiveAudit, audit_segment
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
 
@@ -406,6 +406,7 @@ class _LiveProgress:
         )
         self.task_id: Any = None  # rich's TaskID once started
         self.audit = ""  # the adaptive screener's live audit (screen/audit.audit_segment), from its last screening
+        self.live = LiveAudit()  # any screener's: its picks' scores against their paid labels
         self.finish = "budget spent: choosing the final node"
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
@@ -424,14 +425,17 @@ class _LiveProgress:
             self._update(budget)
         if kind == "round" and self.task_id is not None:
             short = _replies_text(data.get("replies"))
-            self.bar.update(self.task_id, description=f"round {data['round']}{short}{self.audit}")
+            audit = self.audit or self.live.segment()
+            self.bar.update(self.task_id, description=f"round {data['round']}{short}{audit}")
         elif kind == "verification":
+            self.live.verification(data)
             score = data.get("score")
             self.out.print(
                 f"  verified {data['node_id']:<10} {data['status']:<18} {'' if score is None else f'{score:.6g}'}",
                 highlight=False,
             )
         elif kind == "screening":
+            self.live.screening(data)
             ev = data.get("evidence", {})
             chosen = data.get("chosen", [])
             if chosen and chosen[0] in ev:

@@ -117,8 +117,21 @@ class Ledger:
         if self.watched:
             self.progress(
                 "verification",
-                {"node_id": node_id, "status": v.status.value, "score": v.score, "budget": self.budget_view()},
+                {
+                    "node_id": node_id,
+                    "status": v.status.value,
+                    "score": v.score,
+                    "fitness": self._payload(v)["fitness"],
+                    "parent_fitness": self._parent_fitness(node_id),
+                    "budget": self.budget_view(),
+                },
             )
+
+    def _parent_fitness(self, node_id: str) -> float | None:
+        """The told parent's oriented fitness (None for a root, an unverified or a failed parent)."""
+        cand = self.state.candidates.get(node_id)
+        parent = self.state.view.nodes.get(cand.parent_id) if cand is not None and cand.parent_id else None
+        return parent.fitness if parent is not None else None
 
     def record_reused(self, node_id: str, source: str, v: Verification) -> None:
         """A result read back by program hash: a ``verification`` event naming ``reused_from``, charged nothing."""

@@ -234,7 +234,7 @@ def audit_segment(note: Mapping[str, Any] | None) -> str:
     ``note`` is an ``adaptive`` screener's record (``Evidence.detail["adaptive"]`` of a screening, see
     ``screen/adaptive.py``): the concordance of its scores with paid labels, with the interval +- 1.96 sd of
     the null, and its state (and k where it chooses k). Rule ``pairs`` shows its audited pairs instead. ''
-    without a note: other screeners' audit needs the stored run (``audit_from_store``), not the live events.
+    without a note; the progress line then shows ``LiveAudit``'s segment, which any screener gets.
     """
     if not note:
         return ""
@@ -249,6 +249,46 @@ def audit_segment(note: Mapping[str, Any] | None) -> str:
             evidence = f"verdicts {value:.2f} [{low:.2f}, {high:.2f}] n={n}"
     k = f", k {note['k']}" if note.get("k") is not None else ""
     return f" · audit: {evidence} · adaptive {note.get('state', '?')}{k}"
+
+
+class LiveAudit:
+    """The progress line's audit for any screener, from the live events alone (no store reads).
+
+    ``screening(payload)`` remembers the score (``rank_value``) of each chosen candidate;
+    ``verification(payload)`` adds a verdict unit once a remembered pick is paid: improved when its fitness
+    beats its told parent's (strictly; a failed pick counts as not improved, as ``reward_label`` has it).
+    ``segment()`` is the concordance of those scores with the paid labels (``screen.adaptive.concordance``,
+    the adaptive rule's evidence), with +- 1.96 sd of the null; '' until both labels have been seen. It is a
+    live proxy: ``audit_from_store`` (``show``, the report) gives the full estimates with bootstrap CIs.
+    """
+
+    def __init__(self) -> None:
+        from verifyless.screen.adaptive import Verdicts
+
+        self.picks: dict[str, float] = {}
+        self.verdicts = Verdicts()
+
+    def screening(self, payload: Mapping[str, Any]) -> None:
+        evidence = payload.get("evidence") or {}
+        for cid in payload.get("to_verify", payload.get("chosen", [])):
+            if cid in evidence and evidence[cid].get("rank_value") is not None:
+                self.picks[cid] = float(evidence[cid]["rank_value"])
+
+    def verification(self, payload: Mapping[str, Any]) -> None:
+        score, parent = self.picks.pop(str(payload.get("node_id")), None), payload.get("parent_fitness")
+        if score is None or parent is None:
+            return
+        fitness = payload.get("fitness")
+        self.verdicts = self.verdicts.add(score, fitness is not None and fitness > parent)
+
+    def segment(self) -> str:
+        from verifyless.screen.adaptive import concordance
+
+        c = concordance(self.verdicts)
+        interval = c.interval()
+        if c.value is None or interval is None:
+            return ""
+        return f" · audit: verdicts {c.value:.2f} [{interval[0]:.2f}, {interval[1]:.2f}] n={c.n}"
 
 
 def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
