@@ -43,10 +43,12 @@ _VERDICT_LINES = [
 
 
 def _corpus() -> list[str]:
-    from verifyless.prompts import load_template
+    from verifyless.prompts import OPTIONAL, load_template
 
     critic = load_template("screen/critic")
     system, user = critic.text("system"), critic.text("user")
+    for name in OPTIONAL:  # a line that is often empty (the data report): the vocabulary stays as it was
+        user = user.replace("{{" + name + "}}\n\n", "")
     lines = [system, user, *_VERDICT_LINES]
     lines += ["The child adds dropout. The child uses a larger learning rate. The parent is a linear model."] * 3
     lines += ["Criterion 1: capacity. Criterion 2: regularisation. weight high medium low because"] * 3
@@ -184,12 +186,17 @@ def build_tiny_lm(
 
 
 def cached_tiny_lm(root: str | Path, *, seed: int = 0, reads: bool = False) -> Path:
-    """``build_tiny_lm`` into ``root/tiny-lm-[reads-]v4-s<seed>`` unless it is there (safe for parallel callers)."""
+    """``build_tiny_lm`` into ``root/tiny-lm-[reads-]v4-s<seed>-<corpus hash>`` unless it is there (safe for
+    parallel callers). The folder name carries a hash of the tokenizer's corpus, which is built from the
+    critic prompt: a changed prompt builds a new model at once, instead of a stale cached one hiding the
+    change until a fresh clone (CI) builds it."""
+    import hashlib
     import os
     import shutil
 
     kind = "tiny-lm-reads-v1" if reads else "tiny-lm-v4"
-    target = Path(root) / f"{kind}-s{seed}"
+    corpus = hashlib.sha256("\n".join(_corpus()).encode()).hexdigest()[:8]
+    target = Path(root) / f"{kind}-s{seed}-{corpus}"
     if (target / "config.json").is_file():
         return target
     tmp = Path(root) / f".{kind}-s{seed}.{os.getpid()}"
