@@ -389,13 +389,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         world = load_world(worlds_dir() / f"{name}.jsonl")
         points, full_s = measure(task, world, sample_points(world, args.points, random.Random(args.seed)))
-        print(f"\n{name}: {len(points)} of {len(world)} world points, {time.monotonic() - started:.0f} s of runs")
-        print(f"  {'level':<14} {'rho (all)':>10} {'rho (top 1/4)':>14} {'cost ratio':>11}")
-        for level in levels:
-            rho, top = correlations(points, level)
-            ratio = statistics.fmean(p.low[level][1] for p in points) / full_s
-            print(f"  {level:<14} {_fmt(rho):>10} {_fmt(top):>14} {ratio:>11.2f}")
-        print(f"  {'full':<14} {'1.00':>10} {'1.00':>14} {1.0:>11.2f}   (full: {full_s:.2f} s a run)")
+        _print_levels(name, levels, points, full_s, started, f"of {len(world)} world points")
         rng = random.Random(args.seed)
         runs = [replay(points, levels, full_s, args.budget, rng) for _ in range(args.trials)]
         print(f"  replay at {args.budget:g} full verifications' seconds, {args.trials} trials (pools of 4):")

@@ -289,18 +289,14 @@ def test_audits_are_charged_and_labelled_and_a_perfect_screener_audits_perfectly
     assert "audits" in audit_line(audit) and "pairwise 1.00" in audit_line(audit.row())
 
 
-def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
+def _round_descriptions(events):
+    """The progress bar's description after each ``round`` event, as ``verifyless run`` draws it."""
     import io
-    import re
 
     from rich.console import Console
 
     from verifyless._cli.app import _LiveProgress
 
-    events = []
-    with RunStore(tmp_path / "s.db") as store:
-        run = _engine(store, _voting(), executor=Unbounded(), progress=lambda k, d: events.append((k, d)))
-        asyncio.run(run.run())
     live = _LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
     descriptions = []
     for kind, data in events:
@@ -308,6 +304,17 @@ def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
         if kind == "round":
             descriptions.append(live.bar.tasks[0].description)
     live.close()
+    return descriptions
+
+
+def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
+    import re
+
+    events = []
+    with RunStore(tmp_path / "s.db") as store:
+        run = _engine(store, _voting(), executor=Unbounded(), progress=lambda k, d: events.append((k, d)))
+        asyncio.run(run.run())
+    descriptions = _round_descriptions(events)
     last = descriptions[-1]
     assert re.fullmatch(
         r"round \d+ · audit: verdicts 0\.\d\d \[0\.\d\d, [01]\.\d\d\] n=\d+ · adaptive on, k [1-5]", last
@@ -317,12 +324,7 @@ def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
 
 
 def test_the_live_progress_line_audits_a_plain_screener_from_its_events(tmp_path):
-    import io
     import re
-
-    from rich.console import Console
-
-    from verifyless._cli.app import _LiveProgress
 
     events = []
     with RunStore(tmp_path / "s.db") as store:
@@ -330,13 +332,7 @@ def test_the_live_progress_line_audits_a_plain_screener_from_its_events(tmp_path
         asyncio.run(run.run())
     verifications = [d for k, d in events if k == "verification"]
     assert all("fitness" in d and "parent_fitness" in d for d in verifications)
-    live = _LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
-    descriptions = []
-    for kind, data in events:
-        live(kind, data)
-        if kind == "round":
-            descriptions.append(live.bar.tasks[0].description)
-    live.close()
+    descriptions = _round_descriptions(events)
     last = descriptions[-1]
     assert re.fullmatch(r"round \d+ · audit: verdicts [01]\.\d\d \[[01]\.\d\d, [01]\.\d\d\] n=\d+", last), last
 

@@ -108,12 +108,8 @@ class Ledger:
 
     def record_verification(self, node_id: str, v: Verification) -> None:
         """The verification of ``node_id`` with its charge (1 verification + its seconds), in one transaction."""
-        self.emit(
-            "verification",
-            self._payload(v),
-            node_id=node_id,
-            charge=Charge(verifications=1, evaluator_seconds=v.seconds),
-        )
+        payload = self._payload(v)
+        self.emit("verification", payload, node_id=node_id, charge=Charge(verifications=1, evaluator_seconds=v.seconds))
         if self.watched:
             self.progress(
                 "verification",
@@ -121,7 +117,7 @@ class Ledger:
                     "node_id": node_id,
                     "status": v.status.value,
                     "score": v.score,
-                    "fitness": self._payload(v)["fitness"],
+                    "fitness": payload["fitness"],
                     "parent_fitness": self._parent_fitness(node_id),
                     "budget": self.budget_view(),
                 },

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,16 +110,16 @@ def outcome_pairs(rows: Sequence[Row], rng: random.Random, max_pairs: int | None
     return pairs
 
 
-class _TemplateTarget:
+class _TemplateTarget(ABC):
     """What the targets share: their screener built with a candidate template, and the template's check."""
 
     screener_name: str
     model: CountingModel
     options: dict[str, Any]
 
+    @abstractmethod
     def markers(self) -> tuple[Any, Any]:
         """The screener's (placeholders, markers) that every template must keep."""
-        raise NotImplementedError
 
     def screener(self, template: Template) -> Any:
         built = build_screener(self.screener_name, models={"default": self.model}, options=self.options)
