@@ -27,14 +27,7 @@ from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
 from verifyless.prompts import block, messages, render
 from verifyless.roles import parse
-from verifyless.roles.base import (
-    Implementation,
-    ParentInfo,
-    ProposeContext,
-    RoleFailure,
-    Roles,
-    TaskBrief,
-)
+from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import (
     band_for,

@@ -26,14 +26,7 @@ from collections.abc import Mapping
 from verifyless.errors import TaskError
 from verifyless.node import Idea, Operator
 from verifyless.program import BandError, extract, fixed_region_violation, replace, syntax_error
-from verifyless.roles.base import (
-    Implementation,
-    ParentInfo,
-    ProposeContext,
-    RoleFailure,
-    Roles,
-    TaskBrief,
-)
+from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
 from verifyless.task.base import IdeaSpace, Task
 from verifyless.task.space import SpaceError, check_assignment, option, render
 

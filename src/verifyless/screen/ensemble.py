@@ -104,6 +104,53 @@ def member_replies(cid: str, runs: Sequence[tuple[int, int, Screening]]) -> tupl
     return replies_detail(parsed, total, expected, examples), tokens
 
 
+@dataclass(frozen=True)
+class Poll:
+    """Every member run on one candidate set, tallied: the first step of both ensembles.
+
+    ``ranking`` orders the candidates by top-choice votes (``tally``);
+    ``started`` is when the poll began, for the screening's wall time.
+    """
+
+    ids: list[str]
+    runs: list[tuple[int, int, Screening]]
+    ranking: list[str]
+    votes: dict[str, int]
+    mean_position: dict[str, float]
+    started: float
+
+    @classmethod
+    async def take(
+        cls,
+        ctx: ScreenContext,
+        candidates: Sequence[Candidate],
+        members: Sequence[Screener],
+        rollouts: int,
+        tie_break: str,
+    ) -> Poll:
+        started = time.monotonic()
+        runs = await run_members(ctx, candidates, members, rollouts)
+        ids = [c.id for c in candidates]
+        ranking, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng, tie_break)
+        return cls(ids, runs, ranking, votes, mean_position, started)
+
+    def share(self, cid: str) -> float:
+        """The share of member runs whose top choice is ``cid``."""
+        return self.votes[cid] / len(self.runs)
+
+    def split(self, cid: str) -> float:
+        """How split the runs are about ``cid`` being the best: ``1 - max(share, 1 - share)``."""
+        return 1.0 - max(self.share(cid), 1.0 - self.share(cid))
+
+    def detail(self, cid: str) -> dict[str, Any]:
+        """The vote count, mean position and every member's evidence for ``cid``."""
+        return {
+            "top_votes": self.votes[cid],
+            "mean_position": self.mean_position[cid],
+            "members": [s.evidence[cid].to_dict() for _, _, s in self.runs if cid in s.evidence],
+        }
+
+
 def _check_members(screener: str, members: Sequence[Screener], rollouts: int, tie_break: str) -> None:
     """``ValueError`` unless there is a member, ``rollouts`` is at least one and ``tie_break`` is known."""
     if not members:
@@ -163,32 +210,21 @@ class MajorityVote:
         self.screeners = list(self.screeners)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
-        started = time.monotonic()
-        runs = await run_members(ctx, candidates, self.screeners, self.rollouts)
-        ids = [c.id for c in candidates]
-        ranking, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng, self.tie_break)
-        ballots = [{"member": i, "rollout": r, "ranking": list(s.ranking)} for i, r, s in runs]
+        poll = await Poll.take(ctx, candidates, self.screeners, self.rollouts, self.tie_break)
+        ballots = [{"member": i, "rollout": r, "ranking": list(s.ranking)} for i, r, s in poll.runs]
         evidence = {}
-        for cid in ids:
-            share = votes[cid] / len(runs)
-            replies, tokens = member_replies(cid, runs)
+        for cid in poll.ids:
+            replies, tokens = member_replies(cid, poll.runs)
             evidence[cid] = Evidence(
                 candidate_id=cid,
-                rank_value=float(len(ids) - ranking.index(cid)),
-                votes={"top": share},
-                uncertainty=1.0 - max(share, 1.0 - share),
-                n_valid=sum(s.evidence[cid].n_valid for _, _, s in runs if cid in s.evidence),
-                n_invalid=sum(s.evidence[cid].n_invalid for _, _, s in runs if cid in s.evidence),
-                detail={
-                    "top_votes": votes[cid],
-                    "mean_position": mean_position[cid],
-                    "ballots": ballots,
-                    "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
-                    "replies": replies,
-                    "tokens": tokens,
-                },
+                rank_value=float(len(poll.ids) - poll.ranking.index(cid)),
+                votes={"top": poll.share(cid)},
+                uncertainty=poll.split(cid),
+                n_valid=sum(s.evidence[cid].n_valid for _, _, s in poll.runs if cid in s.evidence),
+                n_invalid=sum(s.evidence[cid].n_invalid for _, _, s in poll.runs if cid in s.evidence),
+                detail={**poll.detail(cid), "ballots": ballots, "replies": replies, "tokens": tokens},
             )
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        return choose_top(self.name, poll.ranking, evidence, self.n_verify, ctx, poll.started)
 
 
 # ------------------------------------------------------------------ arbiter
@@ -261,14 +297,12 @@ class Arbiter:
         self.members = list(self.members)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
-        started = time.monotonic()
-        runs = await run_members(ctx, candidates, self.members, self.rollouts)
-        ids = [c.id for c in candidates]
-        numbers = {cid: n for n, cid in enumerate(ids, 1)}
-        majority, votes, mean_position = tally(ids, [s for _, _, s in runs], ctx.rng, self.tie_break)
+        poll = await Poll.take(ctx, candidates, self.members, self.rollouts, self.tie_break)
+        numbers = {cid: n for n, cid in enumerate(poll.ids, 1)}
         names = [self.model.name] + [n for m in self.members for n in _member_names(m)]
         reviews = "\n\n".join(
-            f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}" for k, (_, _, s) in enumerate(runs, 1)
+            f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}"
+            for k, (_, _, s) in enumerate(poll.runs, 1)
         )
         candidates_text = "\n\n".join(f"### Candidate {numbers[c.id]}\n{describe(c, 'summary')}" for c in candidates)
         messages = prompts.messages(
@@ -284,7 +318,7 @@ class Arbiter:
         )
         pick = parse_choice(reply.text, [str(n) for n in numbers.values()])
         by_number = {str(n): cid for cid, n in numbers.items()}
-        ranking = list(majority)
+        ranking = list(poll.ranking)
         fallback = pick is None
         if pick is not None:
             ranking.remove(by_number[pick])
@@ -295,28 +329,22 @@ class Arbiter:
             "fallback": fallback,
         }
         own_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
-        evidence = {
-            cid: self._evidence(cid, ids, ranking, votes, mean_position, runs, numbers, shared, own_tokens)
-            for cid in ids
-        }
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        evidence = {cid: self._evidence(cid, poll, ranking, numbers, shared, own_tokens) for cid in poll.ids}
+        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, poll.started)
 
     @staticmethod
     def _evidence(
         cid: str,
-        ids: Sequence[str],
+        poll: Poll,
         ranking: Sequence[str],
-        votes: dict[str, int],
-        mean_position: dict[str, float],
-        runs: Sequence[tuple[int, int, Screening]],
         numbers: dict[str, int],
         shared: dict[str, Any],
         own_tokens: int,
     ) -> Evidence:
         """One candidate's record; the arbiter's own reply and tokens are counted on the first candidate."""
         fallback = shared["fallback"]
-        replies, tokens = member_replies(cid, runs)
-        if cid == ids[0]:
+        replies, tokens = member_replies(cid, poll.runs)
+        if cid == poll.ids[0]:
             examples = [shared["arbiter_raw"]] if fallback else []
             replies = replies_detail(
                 replies["parsed"] + (0 if fallback else 1),
@@ -327,26 +355,19 @@ class Arbiter:
             tokens += own_tokens
         return Evidence(
             candidate_id=cid,
-            rank_value=float(len(ids) - ranking.index(cid)),
-            votes={"top": votes[cid] / len(runs)},
-            uncertainty=1.0 - max(votes[cid], len(runs) - votes[cid]) / len(runs),
+            rank_value=float(len(poll.ids) - ranking.index(cid)),
+            votes={"top": poll.share(cid)},
+            uncertainty=poll.split(cid),
             n_valid=0 if fallback else 1,
             n_invalid=1 if fallback else 0,
-            detail={
-                **shared,
-                "number": numbers[cid],
-                "top_votes": votes[cid],
-                "mean_position": mean_position[cid],
-                "members": [s.evidence[cid].to_dict() for _, _, s in runs if cid in s.evidence],
-                "replies": replies,
-                "tokens": tokens,
-            },
+            detail={**shared, "number": numbers[cid], **poll.detail(cid), "replies": replies, "tokens": tokens},
         )
 
 
 __all__ = [
     "Arbiter",
     "MajorityVote",
+    "Poll",
     "TIE_BREAKS",
     "anonymise",
     "member_replies",

@@ -117,6 +117,52 @@ def resume_from(out: Path, resume: bool) -> str | None:
     return checkpoint
 
 
+def start_training(out: Path, resume: bool) -> tuple[Path, str | None, float]:
+    """Create ``out`` and find the checkpoint to resume from; (out, checkpoint or None, start time)."""
+    started = time.monotonic()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out, resume_from(out, resume), started
+
+
+def finish_training(
+    trainer: Any,
+    tokenizer: Any,
+    out: Path,
+    *,
+    metric: str,
+    started: float,
+    card: Mapping[str, Any],
+    extra_stats: Mapping[str, Any] | None = None,
+    save: Mapping[str, Any] | None = None,
+) -> TrainResult:
+    """Save a trained adapter and its tokenizer in ``out/adapter``, write its card, and say what was trained.
+
+    ``metric`` is the logged value reported first and last (``loss`` for SFT,
+    ``reward`` for GRPO); ``card`` holds ``write_card``'s other keywords
+    (kind, base, resolved, dataset, rows, settings); ``save`` is passed to the
+    model's ``save_pretrained``.
+    """
+    adapter_dir = out / "adapter"
+    trainer.model.save_pretrained(adapter_dir, **dict(save or {}))
+    tokenizer.save_pretrained(adapter_dir)
+    values = read_log(out / "train_log.jsonl", metric)
+    first, last = (values[0], values[-1]) if values else (None, None)
+    stats = {"steps": trainer.state.global_step, f"first_{metric}": first, f"last_{metric}": last}
+    stats |= dict(extra_stats or {})
+    stats["seconds"] = round(time.monotonic() - started, 1)
+    write_card(adapter_dir, **card, stats=stats)
+    nan = float("nan")
+    return TrainResult(
+        adapter_dir,
+        trainer.state.global_step,
+        nan if first is None else first,
+        nan if last is None else last,
+        time.monotonic() - started,
+        out / "train_log.jsonl",
+    )
+
+
 def callbacks(out: Path, console: Any = None) -> list[Any]:
     from transformers import TrainerCallback
 

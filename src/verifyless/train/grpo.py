@@ -13,7 +13,6 @@ weight decay 0.1, KL 0.01 (``settings.GRPOSettings``).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,12 +22,11 @@ from verifyless.train.common import (
     TrainResult,
     adapter_folder,
     callbacks,
+    finish_training,
     load_base,
     read_card,
-    read_log,
-    resume_from,
+    start_training,
     trainer_args,
-    write_card,
 )
 from verifyless.train.data import load_dataset, messages_for, split
 from verifyless.train.settings import GRPOSettings, grpo_accumulation
@@ -117,10 +115,7 @@ def train_critic_grpo(
 
     settings = settings or GRPOSettings()
     settings = settings.model_copy(update={"grad_accum": grpo_accumulation(settings)})
-    started = time.monotonic()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    checkpoint = resume_from(out, resume)
+    out, checkpoint, started = start_training(out, resume)
     rows = split(load_dataset(dataset_dir), "grpo")
     tokenizer, model, resolved, card = load_policy(Path(start), settings)
     args = GRPOConfig(
@@ -143,34 +138,16 @@ def train_critic_grpo(
         callbacks=callbacks(out, console),
     )
     trainer.train(resume_from_checkpoint=checkpoint)
-    adapter_dir = out / "adapter"
-    trainer.model.save_pretrained(adapter_dir, selected_adapters=["default"])
-    tokenizer.save_pretrained(adapter_dir)
-    rewards = read_log(out / "train_log.jsonl", "reward")
-    stats = {
-        "steps": trainer.state.global_step,
-        "first_reward": rewards[0] if rewards else None,
-        "last_reward": rewards[-1] if rewards else None,
-        "from": str(start),
-        "seconds": round(time.monotonic() - started, 1),
-    }
-    write_card(
-        adapter_dir,
-        kind="sft+grpo",
-        base=card["base_model"],
-        resolved=resolved,
-        dataset=str(dataset_dir),
-        rows=len(rows),
-        settings=settings,
-        stats=stats,
-    )
-    return TrainResult(
-        adapter_dir,
-        trainer.state.global_step,
-        rewards[0] if rewards else float("nan"),
-        rewards[-1] if rewards else float("nan"),
-        time.monotonic() - started,
-        out / "train_log.jsonl",
+    base = {"kind": "sft+grpo", "base": card["base_model"], "resolved": resolved, "dataset": str(dataset_dir)}
+    return finish_training(
+        trainer,
+        tokenizer,
+        out,
+        metric="reward",
+        started=started,
+        card=base | {"rows": len(rows), "settings": settings},
+        extra_stats={"from": str(start)},
+        save={"selected_adapters": ["default"]},
     )
 
 

@@ -10,7 +10,6 @@ see ``settings.SFTSettings``.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,11 @@ from verifyless.model.local import chat_prompt, encode
 from verifyless.train.common import (
     TrainResult,
     callbacks,
+    finish_training,
     load_base,
     lora_config,
-    read_log,
-    resume_from,
+    start_training,
     trainer_args,
-    write_card,
 )
 from verifyless.train.data import load_dataset, messages_for, split
 from verifyless.train.settings import SFTSettings
@@ -65,10 +63,7 @@ def train_critic_sft(
     from trl import SFTConfig, SFTTrainer
 
     settings = settings or SFTSettings()
-    started = time.monotonic()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    checkpoint = resume_from(out, resume)
+    out, checkpoint, started = start_training(out, resume)
     rows = split(load_dataset(dataset_dir), "sft")
     tokenizer, model, resolved = load_base(base, device=settings.device, dtype=settings.dtype)
     examples = sft_examples(rows, tokenizer, settings)
@@ -88,34 +83,8 @@ def train_critic_sft(
         callbacks=callbacks(out, console),
     )
     trainer.train(resume_from_checkpoint=checkpoint)
-    adapter_dir = out / "adapter"
-    trainer.model.save_pretrained(adapter_dir)  # type: ignore[union-attr, operator]
-    tokenizer.save_pretrained(adapter_dir)
-    losses = read_log(out / "train_log.jsonl", "loss")
-    stats = {
-        "steps": trainer.state.global_step,
-        "first_loss": losses[0] if losses else None,
-        "last_loss": losses[-1] if losses else None,
-        "seconds": round(time.monotonic() - started, 1),
-    }
-    write_card(
-        adapter_dir,
-        kind="sft",
-        base=base,
-        resolved=resolved,
-        dataset=str(dataset_dir),
-        rows=len(examples),
-        settings=settings,
-        stats=stats,
-    )
-    return TrainResult(
-        adapter_dir,
-        trainer.state.global_step,
-        losses[0] if losses else float("nan"),
-        losses[-1] if losses else float("nan"),
-        time.monotonic() - started,
-        out / "train_log.jsonl",
-    )
+    card = {"kind": "sft", "base": base, "resolved": resolved, "dataset": str(dataset_dir), "rows": len(examples)}
+    return finish_training(trainer, tokenizer, out, metric="loss", started=started, card=card | {"settings": settings})
 
 
 __all__ = ["sft_examples", "train_critic_sft"]
