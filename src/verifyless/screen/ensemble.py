@@ -29,7 +29,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -161,6 +161,19 @@ def _check_members(screener: str, members: Sequence[Screener], rollouts: int, ti
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
 
 
+class _Members:
+    """What both ensembles check when built: their member list (field ``_member_field``), rollouts, tie-break."""
+
+    _member_field: ClassVar[str] = "members"
+    rollouts: int
+    tie_break: str
+
+    def __post_init__(self) -> None:
+        members = list(getattr(self, self._member_field))
+        _check_members(type(self).__name__, members, self.rollouts, self.tie_break)
+        setattr(self, self._member_field, members)
+
+
 class MembersOptions(HealthOptions):
     """Options shared by ``ensemble`` (``MajorityVote``) and ``arbiter`` (``Arbiter``)."""
 
@@ -188,7 +201,7 @@ class ArbiterOptions(MembersOptions):
 
 
 @dataclass(eq=False, repr=False)
-class MajorityVote:
+class MajorityVote(_Members):
     """Majority vote over member screeners x rollouts; ties broken uniformly at random with ``ctx.rng``.
 
     Members are any screeners (for "several models" build one ``PairwiseRPM``
@@ -198,16 +211,13 @@ class MajorityVote:
     candidate being the best), and every ballot's ranking in ``detail``.
     """
 
+    _member_field: ClassVar[str] = "screeners"
     screeners: Sequence[Screener]
     rollouts: int = 3
     _: KW_ONLY
     tie_break: str = "random"
     n_verify: int | None = None
     name: str = "ensemble"
-
-    def __post_init__(self) -> None:
-        _check_members("MajorityVote", self.screeners, self.rollouts, self.tie_break)
-        self.screeners = list(self.screeners)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         poll = await Poll.take(ctx, candidates, self.screeners, self.rollouts, self.tie_break)
@@ -268,7 +278,7 @@ def anonymise(text: str, names: Sequence[str]) -> str:
 
 
 @dataclass(eq=False, repr=False)
-class Arbiter:
+class Arbiter(_Members):
     """An LLM arbiter that reads the members' anonymised reasoning and picks one candidate.
 
     Each member runs ``rollouts`` times (paper: 3), and the arbiter reads
@@ -291,10 +301,6 @@ class Arbiter:
     max_tokens: int | None = None
     n_verify: int | None = None
     name: str = "arbiter"
-
-    def __post_init__(self) -> None:
-        _check_members("Arbiter", self.members, self.rollouts, self.tie_break)
-        self.members = list(self.members)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         poll = await Poll.take(ctx, candidates, self.members, self.rollouts, self.tie_break)
