@@ -39,6 +39,8 @@ class PilotLevel:
 
 @dataclass(frozen=True)
 class LowFidelityView:
+    """A run's pilot and smoke runs: counts, seconds, pilot rounds per level and the estimated seconds saved."""
+
     pilot_runs: int
     pilot_seconds: float
     levels: tuple[PilotLevel, ...]
@@ -51,6 +53,7 @@ class LowFidelityView:
 
     @property
     def empty(self) -> bool:
+        """True when the run ran no pilot and no smoke run (the report then leaves the section out)."""
         return not (self.pilot_runs or self.smoke_runs)
 
 

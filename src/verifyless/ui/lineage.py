@@ -28,6 +28,8 @@ _RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 3
 
 @dataclass(frozen=True)
 class LineageNode:
+    """One node as drawn: its place in the search, its validation score, and its circle (position, radius, colour)."""
+
     id: str
     parent_id: str | None
     island: int
@@ -46,6 +48,8 @@ class LineageNode:
 
 @dataclass(frozen=True)
 class LineageEdge:
+    """One drawn edge from parent to child; reference edges carry context only (no credit)."""
+
     source: str
     target: str
     kind: str  # "primary" or "reference"
@@ -54,6 +58,8 @@ class LineageEdge:
 
 @dataclass(frozen=True)
 class IslandBand:
+    """The horizontal band one island's tree occupies."""
+
     island: int
     x0: float  # px, left edge
     x1: float  # px, right edge
@@ -61,6 +67,8 @@ class IslandBand:
 
 @dataclass(frozen=True)
 class LineageView:
+    """The laid-out graph: what the page draws, its size in px, the returned node and the fitness range coloured."""
+
     nodes: tuple[LineageNode, ...]
     edges: tuple[LineageEdge, ...]
     islands: tuple[IslandBand, ...]
