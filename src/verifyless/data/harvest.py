@@ -28,6 +28,7 @@ from typing import Any
 
 from verifyless.data.labels import MIN_IMPROVING, label_pairs
 from verifyless.data.schema import SCHEMA_VERSION
+from verifyless.task import load_task
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,6 @@ class Harvest:
 def _task_facts(name: str) -> tuple[str, bool | None, str]:
     """(statement, higher_is_better, metric name) of a loadable task, else ("", None, "")."""
     try:
-        from verifyless.task import load_task
-
         task = load_task(name)
     except Exception as exc:  # an unknown or broken task must not stop a harvest
         log.info("task %s cannot be loaded (%s); statement left empty", name, exc)

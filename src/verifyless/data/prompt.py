@@ -21,6 +21,7 @@ from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import PointwiseCritic
+from verifyless.task import load_task
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,6 @@ class RowTask:
 @lru_cache(maxsize=64)
 def _load(name: str) -> Any:
     try:
-        from verifyless.task import load_task
-
         return load_task(name)
     except Exception:  # unknown here: fall back to the row's own description
         return None

@@ -52,10 +52,12 @@ from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from
 from verifyless.model.base import Model
 from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
+from verifyless.screen.agentic import pilot_records
 from verifyless.screen.base import ScreenContext, Screener, candidates_wanted
 from verifyless.screen.health import ReplyHealth
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.search.memory import Memory
+from verifyless.search.submission import ensemble_members, ensemble_submission
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
@@ -386,8 +388,6 @@ async def submit_ensemble(engine: Engine) -> None:
 
     The members re-run in the executor's sandbox; one ``submission`` event, charged as evaluator seconds.
     """
-    from verifyless.search.submission import ensemble_members, ensemble_submission
-
     ids = ensemble_members(engine.strategy, engine.task, engine.state.view)
     sandbox = getattr(engine.executor, "sandbox", None)
     if not ids or sandbox is None:
@@ -452,8 +452,6 @@ def _after_screening(engine, r: int, screening: Screening, record: dict[str, Any
     one ``pilot`` event each, charged so the budget gate sees them.
     """
     engine.reply_health.observe(screening)
-    from verifyless.screen.agentic import pilot_records
-
     for pilot in pilot_records(screening):
         engine.ledger.emit(
             "pilot",

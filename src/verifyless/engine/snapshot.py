@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from verifyless import node
 from verifyless.ledger.fold import RunState
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -91,8 +92,6 @@ def _record_table() -> dict[type, Any]:
     """``copyreg``-style reducers for the frozen slots records of ``verifyless.node`` (most of a snapshot)."""
     import copyreg
     import dataclasses
-
-    from verifyless import node
 
     table = dict(copyreg.dispatch_table)
     for cls in vars(node).values():

@@ -37,6 +37,7 @@ from verifyless.ledger.paid import REPAIRABLE
 from verifyless.node import Candidate, Status, Verification
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
+from verifyless.verify import verify
 
 __all__ = ["SMOKE_STOPS", "LowFidelity", "PaidBook", "RunAt", "low_fidelity_for", "run_in_sandbox", "smoke_level"]
 
@@ -71,8 +72,6 @@ def run_in_sandbox(executor: Any) -> RunAt | None:
     hide = tuple(getattr(executor, "hide", ()))
 
     async def run(task: Task, program: str, level: str) -> Verification:
-        from verifyless.verify import verify
-
         return await asyncio.to_thread(verify, task, program, sandbox, hide=hide, level=level)
 
     return run

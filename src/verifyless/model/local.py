@@ -196,8 +196,16 @@ _LOAD_LOCK = threading.Lock()
 
 
 def load_lm(source: str, *, device: str = "auto", dtype: str = "auto", shared: bool = True) -> LoadedLM:
-    """Load (or reuse, when ``shared``) tokenizer + model for ``source`` in eval mode."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load (or reuse, when ``shared``) tokenizer + model for ``source`` in eval mode.
+
+    Without transformers installed this is a ``ConfigError`` naming the extra to install.
+    """
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise ConfigError(
+            f"local models need torch and transformers ({exc}): pip install 'verifyless[local]'"
+        ) from None
 
     device = resolve_device(device)
     key = (source, device, dtype)

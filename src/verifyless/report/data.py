@@ -38,6 +38,7 @@ from verifyless.outcome import FIVE, THREE
 from verifyless.screen.audit import ScreenerAudit, audit_from_store
 from verifyless.screen.ttl import run_adapters
 from verifyless.store.protocol import RunStoreProtocol
+from verifyless.task import load_task
 
 REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(
@@ -113,8 +114,6 @@ def direction_of(store: RunStoreProtocol, run_id: str) -> str:
 def task_meta(task: str) -> dict[str, Any]:
     """Metric name/direction and anchors of a task that can still be loaded; {} if it cannot (moved, custom)."""
     try:
-        from verifyless.task import load_task
-
         t = load_task(task)
     except Exception:  # noqa: BLE001 - a task folder that is gone only costs the labels
         return {}

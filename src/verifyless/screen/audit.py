@@ -48,6 +48,7 @@ import numpy as np
 from verifyless.metrics.critic import CriticRecord, critic_records_from_store, vote_uncertainty
 from verifyless.node import Status
 from verifyless.outcome import pair_outcome, reward_label
+from verifyless.screen.adaptive import Verdicts, concordance
 
 BOOTSTRAP = 1000
 LEVEL = 0.95
@@ -263,8 +264,6 @@ class LiveAudit:
     """
 
     def __init__(self) -> None:
-        from verifyless.screen.adaptive import Verdicts
-
         self.picks: dict[str, float] = {}
         self.verdicts = Verdicts()
 
@@ -282,8 +281,6 @@ class LiveAudit:
         self.verdicts = self.verdicts.add(score, fitness is not None and fitness > parent)
 
     def segment(self) -> str:
-        from verifyless.screen.adaptive import concordance
-
         c = concordance(self.verdicts)
         interval = c.interval()
         if c.value is None or interval is None:

@@ -55,6 +55,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from verifyless.errors import ConfigError
+from verifyless.model.local import adapter_tag
 from verifyless.node import Candidate, Idea, Operator, Screening
 from verifyless.outcome import Outcome, label3
 from verifyless.roles.base import ParentInfo
@@ -269,8 +270,6 @@ def run_adapters(config: Mapping[str, Any], learned: Sequence[Mapping[str, Any]]
     now, None when it is gone); test-time learning gives ``{"role": "critic-ttl", "origin", "version"}``: the
     recorded starting adapter and the last version it stored.
     """
-    from verifyless.model.local import adapter_tag
-
     out: list[dict[str, Any]] = []
     models = ((config.get("roles") or {}).get("models") or {}) if isinstance(config, Mapping) else {}
     for role, spec in sorted(models.items()):

@@ -1,10 +1,8 @@
 """Critic datasets as the trainers read them, and a synthetic keyword dataset for tests and smoke runs.
 
-``load_dataset`` and ``messages_for`` use ``verifyless.data`` (the data
-package's loader and ``critic_messages``) when it is installed, so training
-sees exactly the prompt the screening critic sends. Without it they read the
-saved ``DatasetDict`` directly and render the same template through
-``PointwiseCritic.messages``.
+``load_dataset`` and ``messages_for`` are the data package's loader and
+``critic_messages``, so training sees exactly the prompt the screening
+critic sends.
 
 ``keyword_dataset`` builds rows in the shared critic-dataset schema whose
 three-way label is decided by one keyword in the child summary. A model can
@@ -20,33 +18,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.data import critic_messages, load_critic_dataset
 from verifyless.errors import ConfigError
 from verifyless.model.local import chat_prompt, encode
-from verifyless.node import Candidate, Idea, Operator
-from verifyless.roles.base import ParentInfo, TaskBrief
-from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic
 
 KEYWORDS: Mapping[str, str] = {"improve": "ensemble", "tie": "rename", "lose": "delete"}
 _TIERS = ("small", "medium", "big")
 
 
 def load_dataset(path: str | Path) -> Any:
-    """The critic ``DatasetDict`` saved at ``path`` (clear ``ConfigError`` when it is not one)."""
-    try:
-        from verifyless.data import load_critic_dataset
-    except ImportError:
-        load_critic_dataset = None  # type: ignore[assignment]
-    if load_critic_dataset is not None:
-        return load_critic_dataset(path)
-    from datasets import DatasetDict, load_from_disk
-
-    if not Path(path).is_dir():
-        raise ConfigError(f"critic dataset {str(path)!r} is not a folder; build one with the data commands")
-    loaded = load_from_disk(str(path))
-    if not isinstance(loaded, DatasetDict):
-        raise ConfigError(f"{str(path)!r} holds one split, not a critic DatasetDict with sft/grpo/bench splits")
-    return loaded
+    """The critic ``DatasetDict`` saved at ``path`` (``verifyless.data.load_critic_dataset``: clear ``ConfigError``s)."""
+    return load_critic_dataset(path)
 
 
 def split(dataset: Any, name: str) -> Any:
@@ -59,44 +41,11 @@ def split(dataset: Any, name: str) -> Any:
 
 
 def messages_for(row: Mapping[str, Any], prompt: str = "critic") -> list[dict[str, str]]:
-    """The critic's chat prompt for one row (``verifyless.data.critic_messages`` when available).
+    """The critic's chat prompt for one row (``verifyless.data.critic_messages``, the screening critic's own).
 
-    ``prompt``: the template under ``prompts/screen/`` (``critic``, or ``freestyle``; the fallback renderer
-    without ``verifyless.data`` knows only ``critic``).
+    ``prompt``: the template under ``prompts/screen/`` (``critic`` or ``freestyle``).
     """
-    try:
-        from verifyless.data import critic_messages
-    except ImportError:
-        return _render_messages(row)
     return list(critic_messages(row, prompt))
-
-
-def _render_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
-    import types
-
-    metric = types.SimpleNamespace(
-        name="score", direction="maximize" if row.get("higher_is_better", True) else "minimize"
-    )
-    task = types.SimpleNamespace(name=row["task"], statement=str(row.get("task_description") or ""), metric=metric)
-    brief = TaskBrief(str(row.get("understanding") or ""), tuple(row.get("criteria") or ()))
-    parent = ParentInfo(id=str(row["parent_id"]), program="", score=None, summary=str(row.get("parent_summary") or ""))
-    ctx = ScreenContext(
-        task=task,  # type: ignore[arg-type]
-        parent=parent,
-        rng=random.Random(0),
-        brief=brief if (brief.understanding or brief.criteria) else None,
-    )
-    child = Candidate(
-        id=str(row["example_id"]),
-        parent_id=parent.id,
-        operator=Operator.IMPROVE,
-        idea=Idea(str(row.get("idea") or "")),
-        program="",
-        program_hash="",
-        summary=str(row.get("child_summary") or ""),
-    )
-    messages = PointwiseCritic(model=None).messages(ctx, child)  # type: ignore[arg-type]
-    return [{"role": m.role, "content": m.content} for m in messages]
 
 
 def critique_text(

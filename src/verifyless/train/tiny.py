@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.model.local import chat_prompt, encode
+from verifyless.prompts import OPTIONAL, load_template
 from verifyless.train.data import critique_text, keyword_rows, messages_for
 
 CHAT_TEMPLATE = (
@@ -43,8 +44,6 @@ _VERDICT_LINES = [
 
 
 def _corpus() -> list[str]:
-    from verifyless.prompts import OPTIONAL, load_template
-
     critic = load_template("screen/critic")
     system, user = critic.text("system"), critic.text("user")
     for name in OPTIONAL:  # a line that is often empty (the data report): the vocabulary stays as it was

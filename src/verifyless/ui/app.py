@@ -38,7 +38,7 @@ from urllib.parse import quote
 from verifyless.errors import StoreError
 from verifyless.report import data, data_calls, data_nodes, data_series, svg
 from verifyless.report.reader import open_readonly
-from verifyless.report.render import fmt, report_html, run_views
+from verifyless.report.render import environment, fmt, report_html, run_views
 from verifyless.ui.highlight import python_spans
 from verifyless.ui.lineage import lineage_view
 
@@ -66,8 +66,6 @@ class StoreHolder:
 
 def _environment() -> Any:
     import jinja2
-
-    from verifyless.report.render import environment
 
     base = environment()
     env = base.overlay(loader=jinja2.ChoiceLoader([jinja2.PackageLoader("verifyless.ui", "templates"), base.loader]))
