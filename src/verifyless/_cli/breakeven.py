@@ -12,13 +12,14 @@ from pathlib import Path
 import typer
 
 from verifyless.builtin import worlds_dir
+from verifyless.errors import ConfigError
+from verifyless.offline.breakeven import CostModel, breakeven_grid
+from verifyless.offline.worlds import load_worlds, world_paths
 
 DEFAULT_WORLDS = worlds_dir()
 
 
 def _floats(text: str, what: str) -> list[float]:
-    from verifyless.errors import ConfigError
-
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError as exc:
@@ -26,9 +27,6 @@ def _floats(text: str, what: str) -> list[float]:
 
 
 def _load(worlds: Path, tasks: Sequence[str] | None) -> dict:
-    from verifyless.errors import ConfigError
-    from verifyless.offline.worlds import load_worlds, world_paths
-
     paths = world_paths(worlds) if worlds.is_dir() else [worlds]
     if not paths or not all(p.exists() for p in paths):
         raise ConfigError(
@@ -63,8 +61,6 @@ def breakeven_command(
     import time
 
     from rich.console import Console
-
-    from verifyless.offline.breakeven import CostModel, breakeven_grid
 
     console = Console()
     started = time.monotonic()

@@ -15,6 +15,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from verifyless.data.build import build_from_runs, synthesize_dataset
+from verifyless.data.collect import CollectSettings
+from verifyless.data.dataset import load_critic_dataset, read_card
+from verifyless.data.pipeline import CollectWiring, run_collection
+from verifyless.data.synthesize import SynthesisSettings
+from verifyless.errors import ConfigError, StoreError
+from verifyless.ledger import BudgetConfig
+from verifyless.model import build_model
+from verifyless.model.cache import ResponseCache
+from verifyless.offline import report
+from verifyless.offline.benchmark import run_critic_bench, write_report
+from verifyless.store import RunStore
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -105,12 +118,6 @@ def collect(
     tolerance: float = typer.Option(0.0, "--tie-tolerance", help="|Delta| <= this counts as a tie (3-way)"),
 ) -> None:
     """Collect verified parent -> child outcomes (two-stage or improvement-driven) and write a dataset."""
-    from verifyless.data.build import build_from_runs
-    from verifyless.data.collect import CollectSettings
-    from verifyless.data.pipeline import CollectWiring, run_collection
-    from verifyless.errors import ConfigError
-    from verifyless.ledger import BudgetConfig
-    from verifyless.store import RunStore
 
     try:
         settings = CollectSettings(parents=parents, children=children, mode=mode, seed=seed)  # type: ignore[arg-type]
@@ -150,9 +157,6 @@ def from_runs(
     ),
 ) -> None:
     """Turn every verified parent -> child pair of stored runs into critic examples."""
-    from verifyless.data.build import build_from_runs
-    from verifyless.errors import StoreError
-    from verifyless.store import RunStore
 
     if not store.exists():
         raise StoreError(f"no run store at {store}; pass --store PATH")
@@ -184,12 +188,6 @@ def synthesize(
     """Teacher critiques by rejection sampling: sampled, revised (hint), guided (label revealed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from verifyless.data.build import synthesize_dataset
-    from verifyless.data.dataset import read_card
-    from verifyless.data.synthesize import SynthesisSettings
-    from verifyless.model import build_model
-    from verifyless.model.cache import ResponseCache
-
     target = out or dataset.with_name(dataset.name + "-critiques")
     card = read_card(dataset)
     total = sum(card["splits"].get(s, {}).get("rows", 0) for s in split)
@@ -219,11 +217,6 @@ def bench_dataset(
 ) -> None:
     """``verifyless bench critic --dataset``: screen a split offline and print/write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from verifyless.data.dataset import load_critic_dataset
-    from verifyless.errors import ConfigError
-    from verifyless.offline import report
-    from verifyless.offline.benchmark import run_critic_bench, write_report
 
     dd = load_critic_dataset(dataset)
     if split not in dd:

@@ -35,7 +35,12 @@ from rich.table import Table
 
 from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
+from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
+from verifyless.offline.compare import curve_from_store, reach_final
+from verifyless.offline.worlds import load_worlds, normalizer
+from verifyless.screen.audit import audit_from_store, audit_line
 from verifyless.store import RunStore
+from verifyless.task import load_task
 from verifyless.wiring import build_engine
 
 ARMS = (
@@ -100,8 +105,6 @@ async def run_demo(
 
 
 def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: str, budget: int) -> Table:
-    from verifyless.offline.compare import curve_from_store, reach_final
-
     table = Table(title=f"part 1: one real run per arm on {task}, budget {budget}", header_style="bold")
     for col in (
         "arm",
@@ -132,7 +135,6 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
 
 def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget: int, metric: Any) -> None:
     """The screened run's audited accuracy, what adaptive screening decided and why, and its matched result."""
-    from verifyless.screen.audit import audit_from_store, audit_line
 
     screened, unscreened, adaptive = (results[arm] for arm, _ in ARMS)
     with RunStore(store_path) as store:
@@ -166,9 +168,6 @@ def _matched(adaptive: float | None, unscreened: float | None, budget: int, spen
 
 def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
     """Replays on the pool world; prints the table and the plain verdict, returns the verdict."""
-    from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
-    from verifyless.offline.worlds import load_worlds, normalizer
-    from verifyless.task import load_task
 
     paths = sorted(worlds.glob(f"{task}.jsonl")) + sorted(worlds.glob(f"{task}.*.jsonl"))
     path = worlds / f"{task}.jsonl"

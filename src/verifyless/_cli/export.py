@@ -6,6 +6,10 @@ from pathlib import Path
 
 import typer
 
+from verifyless.errors import ConfigError
+from verifyless.report.export import export_run
+from verifyless.report.reader import open_readonly
+
 
 def export_command(
     run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
@@ -17,10 +21,6 @@ def export_command(
 ) -> None:
     """Export every node of RUN (lineage, idea, summary, band, diff, screening, metrics, costs)."""
     from rich.console import Console
-
-    from verifyless.errors import ConfigError
-    from verifyless.report.export import export_run
-    from verifyless.report.reader import open_readonly
 
     if fmt not in ("jsonl", "parquet"):
         raise ConfigError(f"--format {fmt!r}: choose jsonl or parquet")

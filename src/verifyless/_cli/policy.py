@@ -17,6 +17,10 @@ import typer
 
 from verifyless._cli.common import console, quiet
 from verifyless.errors import ConfigError
+from verifyless.train.policy.evaluate import evaluate_proposers
+from verifyless.train.policy.grpo_settings import load_policy_settings
+from verifyless.train.policy.trainer import PolicyTrainer
+from verifyless.train.policy.wiring import build_rewarder
 
 
 def _tasks(text: str) -> list[str]:
@@ -61,9 +65,6 @@ def policy_grpo(
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
 ) -> None:
     """Policy GRPO: LoRA on the proposer, rewards from verification and/or a critic (critic paper, Section 5)."""
-    from verifyless.train.policy.grpo_settings import load_policy_settings
-    from verifyless.train.policy.trainer import PolicyTrainer
-    from verifyless.train.policy.wiring import build_rewarder
 
     quiet()
     settings = load_policy_settings(config, generations=ideas, seed=seed)
@@ -100,8 +101,6 @@ def policy_eval(
     config: Path | None = typer.Option(None, "--config", help="YAML file with sampling settings"),
 ) -> None:
     """Base vs trained proposer on held-out tasks under the same verification budget (matched-budget protocol)."""
-    from verifyless.train.policy.evaluate import evaluate_proposers
-    from verifyless.train.policy.grpo_settings import load_policy_settings
 
     quiet()
     try:

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from verifyless.screen.audit import LiveAudit, audit_segment
+from verifyless.screen.health import reply_stats
 
 
 class LiveProgress:
@@ -74,8 +75,6 @@ class LiveProgress:
             ev = data.get("evidence", {})
             chosen = data.get("chosen", [])
             if chosen and chosen[0] in ev:
-                from verifyless.screen.health import reply_stats
-
                 e = ev[chosen[0]]
                 self.audit = audit_segment((e.get("detail") or {}).get("adaptive"))
                 votes = ", ".join(f"{k} {v:.2f}" for k, v in (e.get("votes") or {}).items())

@@ -6,27 +6,25 @@ import asyncio
 import os
 from typing import Any
 
+from verifyless.model import build_model
 from verifyless.node import Idea, Operator
 from verifyless.program import band_diff
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure
+from verifyless.roles.llm import llm_roles
+from verifyless.roles.space import space_roles
+from verifyless.task import load_task
 
 
 def pick_roles(task: Any, model: str | None, seed: int):
     """The task's idea space when no model is named and no endpoint is configured; else LLM roles."""
     if model is None and task.idea_space is not None and not os.environ.get("VERIFYLESS_BASE_URL"):
-        from verifyless.roles.space import space_roles
-
         return space_roles(task, seed), "idea space (offline)"
-    from verifyless.model import build_model
-    from verifyless.roles.llm import llm_roles
 
     spec = model or "env"
     return llm_roles(build_model(spec)), spec
 
 
 async def propose_for_baseline(task_ref: str, *, n: int, model: str | None, seed: int, console: Any) -> list[dict]:
-    from verifyless.task import load_task
-
     task = load_task(task_ref)
     roles, source = pick_roles(task, model, seed)
     parent = ParentInfo(

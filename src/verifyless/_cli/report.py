@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from verifyless.report.reader import open_readonly
+from verifyless.report.render import write_report
+
 DEFAULT_OUT = Path("reports")
 
 
@@ -21,9 +24,6 @@ def report_command(
 ) -> None:
     """Write RUN's report: one HTML file that opens offline, plus the figures as PNGs."""
     from rich.console import Console
-
-    from verifyless.report.reader import open_readonly
-    from verifyless.report.render import write_report
 
     with open_readonly(store) as st:
         rid = st.resolve_run(run_id)

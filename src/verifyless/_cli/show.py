@@ -9,6 +9,10 @@ import dataclasses
 from typing import Any
 
 from verifyless import datareport
+from verifyless.engine.health import stored_role_health
+from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
+from verifyless.screen.audit import audit_from_store
+from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
 
 
@@ -37,8 +41,6 @@ def best_row(st, run_id: str) -> dict[str, Any] | None:
 
 
 def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
-    from verifyless.engine.health import stored_role_health
-
     info = st.run(run_id)
     b = st.budget(run_id)
     rows = [r for r in st.node_rows(run_id) if r.get("status") not in ("implemented",)]
@@ -77,7 +79,6 @@ def data_report_line(st, run_id: str) -> str:
 
 def peers_data(st, run_id: str) -> dict[str, Any]:
     """The novelty gate's rates and the ensembles' shares (report/peers.py)."""
-    from verifyless.report.peers import model_shares, novelty_rates
 
     rates = novelty_rates(st, run_id)
     return {
@@ -88,7 +89,6 @@ def peers_data(st, run_id: str) -> dict[str, Any]:
 
 def screener_audit(st, run_id: str) -> dict[str, Any] | None:
     """The online audit of the screener (``screen/audit.py``); None before the first screening."""
-    from verifyless.screen.audit import audit_from_store
 
     audit = audit_from_store(st, run_id)
     return audit.row() if audit.screenings else None
@@ -117,7 +117,6 @@ def submission_line(sub: dict[str, Any]) -> str:
 
 def reply_health(st, run_id: str) -> dict[str, Any]:
     """Replies parsed / total per LLM screener (and the final round-robin), from the stored screenings."""
-    from verifyless.screen.health import health_by_screener
 
     finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
     return health_by_screener(
@@ -126,8 +125,6 @@ def reply_health(st, run_id: str) -> dict[str, Any]:
 
 
 def peers_text(data: dict[str, Any]) -> list[str]:
-    from verifyless.report.peers import ModelShare, NoveltyRates, peers_lines
-
     rates = data["novelty"]
     novelty = (
         NoveltyRates(*(rates[k] for k in ("checked", "rejected", "audited", "audited_improved"))) if rates else None

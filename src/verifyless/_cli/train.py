@@ -14,6 +14,10 @@ from rich.table import Table
 
 from verifyless._cli.common import console, quiet
 from verifyless._cli.policy import register as _register_policy
+from verifyless.model.local import local_models
+from verifyless.train.grpo import train_critic_grpo
+from verifyless.train.settings import load_settings
+from verifyless.train.sft import train_critic_sft
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critics (SFT, GRPO) on critic datasets.")
 # Options the two critic trainers share.
@@ -24,7 +28,6 @@ _MAX_STEPS = typer.Option(None, "--max-steps", help="stop after this many optimi
 
 def models_command() -> None:
     """List models you can run in process with `provider: local` (packaged ones included) and where they come from."""
-    from verifyless.model.local import local_models
 
     table = Table(box=None, header_style="bold")
     for col in ("name", "available", "where", "origin"):
@@ -40,7 +43,6 @@ def models_command() -> None:
 
 def _settings(kind: Literal["sft", "grpo"], config: Path | None, max_steps: int | None) -> Any:
     """Quiet the training libraries' logs and load the ``kind`` settings (``train.settings.load_settings``)."""
-    from verifyless.train.settings import load_settings
 
     quiet()
     return load_settings(kind, config, max_steps=max_steps)
@@ -58,7 +60,6 @@ def critic_sft(
     max_steps: int | None = _MAX_STEPS,
 ) -> None:
     """Supervised fine-tuning of a LoRA critic on the dataset's kept critiques (paper: r=32, lr 1e-5, 3 epochs)."""
-    from verifyless.train.sft import train_critic_sft
 
     settings = _settings("sft", config, max_steps)
     result = train_critic_sft(dataset, base=base, out=out, settings=settings, resume=resume, console=console)
@@ -78,7 +79,6 @@ def critic_grpo(
     max_steps: int | None = _MAX_STEPS,
 ) -> None:
     """GRPO on the 'grpo' split from an SFT adapter: +1 when the parsed verdict matches the label, else -1."""
-    from verifyless.train.grpo import train_critic_grpo
 
     settings = _settings("grpo", config, max_steps)
     out = out or from_dir.with_name(from_dir.name + "-grpo")

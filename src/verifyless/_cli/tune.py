@@ -20,6 +20,12 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.common import key_values
+from verifyless.data.dataset import load_critic_dataset
+from verifyless.errors import ConfigError
+from verifyless.model import build_model
+from verifyless.offline.tune.evaluate import CountingModel, make_target
+from verifyless.offline.tune.search import tune_prompt
+from verifyless.prompts import template_text
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Tune screener prompts on a critic dataset.")
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -47,12 +53,6 @@ def screener_command(
     writer_n: int = typer.Option(2, "--writer-n", help="rewrites the writer proposes per tuned section"),
 ) -> None:
     """Search the screener's instructions (wording, section order) on a dev slice; report dev and bench."""
-    from verifyless.data.dataset import load_critic_dataset
-    from verifyless.errors import ConfigError
-    from verifyless.model import build_model
-    from verifyless.offline.tune.evaluate import CountingModel, make_target
-    from verifyless.offline.tune.search import tune_prompt
-    from verifyless.prompts import template_text
 
     if not dataset.exists():
         raise ConfigError(f"no dataset at {dataset}; build one with `verifyless data collect` or `data from-runs`")

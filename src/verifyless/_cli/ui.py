@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from verifyless.errors import ConfigError
+from verifyless.ui.app import create_app
 
 LOOPBACK = "127.0.0.1"
 
@@ -24,7 +25,6 @@ def ui_command(
     try:
         import uvicorn
 
-        from verifyless.ui.app import create_app
     except ImportError as exc:
         raise ConfigError(
             f"the dashboard needs the ui extra ({exc}); install it with: pip install 'verifyless[ui]'"
