@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifyless.node import Candidate, Screening
 from verifyless.offline.compare import bootstrap_ci
 from verifyless.offline.critic_data import CriticData, CriticRow, by_world, compact_prompt, pair_label
-from verifyless.node import Candidate, Screening
 from verifyless.offline.worlds import (
     RandomArm,
     World,
@@ -51,8 +51,8 @@ from verifyless.offline.worlds import (
     replay_run,
     world_paths,
 )
-from verifyless.screen.base import Screener, ScreenContext
 from verifyless.outcome import THREE
+from verifyless.screen.base import ScreenContext, Screener
 
 WORLDS = Path(__file__).resolve().parents[1] / "src" / "verifyless" / "builtin" / "worlds"
 

@@ -52,7 +52,13 @@ def test_every_replay_arm_reproduces_its_recorded_curves(world_name: str) -> Non
     for arm, factory in arms.items():
         runs = replay_many(world, factory, seeds=SEEDS, budget=BUDGET, n_candidates=N)
         got = [
-            {"seed": r.seed, "arm": r.arm, "best": _curve(r.best), "verified": list(r.verified), "incumbent": r.incumbent}
+            {
+                "seed": r.seed,
+                "arm": r.arm,
+                "best": _curve(r.best),
+                "verified": list(r.verified),
+                "incumbent": r.incumbent,
+            }
             for r in runs
         ]
         assert got == GOLDEN[f"{world_name}/{arm}"], arm
@@ -66,5 +72,7 @@ def test_every_pilot_replay_arm_reproduces_its_recorded_curves() -> None:
         got = []
         for s in SEEDS:
             r = replay_seconds(low, arm_factory(arm, low, low.cost, s), budget_s=BUDGET * unit, n_candidates=N, seed=s)
-            got.append({"seed": s, "arm": r.arm, "best": _curve(r.best), "seconds": list(r.seconds), "pilots": r.pilots})
+            got.append(
+                {"seed": s, "arm": r.arm, "best": _curve(r.best), "seconds": list(r.seconds), "pilots": r.pilots}
+            )
         assert got == GOLDEN[f"diabetes-pilot/{arm}"], arm

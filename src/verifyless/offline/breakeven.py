@@ -96,9 +96,7 @@ def compare_arms(
 ) -> dict[str, list[ReplayRun]]:
     """Every arm replayed with the same seeds (so pools of equal seeds start alike); ``task`` as in ``replay_run``."""
     return {
-        name: replay_many(
-            world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality, task=task
-        )
+        name: replay_many(world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality, task=task)
         for name, f in arms.items()
     }
 

@@ -50,7 +50,7 @@ from verifyless.offline.worlds import (
     run_sync,
     tell,
 )
-from verifyless.screen.base import OutcomeObserver, Screener, ScreenContext
+from verifyless.screen.base import OutcomeObserver, ScreenContext, Screener
 
 __all__ = ["ARMS", "PilotArm", "SecondsRun", "arm_factory", "replay_seconds"]
 
@@ -161,7 +161,7 @@ async def _replay_seconds(
     world = low.world
     rng = random.Random(f"replay:{world.task}:{seed}")
     from_seed = bool(getattr(arm, "from_seed", False))
-    learns = isinstance(arm, OutcomeObserver)
+    observer = arm if isinstance(arm, OutcomeObserver) else None
     base = world.baseline_index
     done = {base}
     best_i, best_f = base, world.fitness(base)
@@ -175,8 +175,8 @@ async def _replay_seconds(
         cand = await pick(arm, pool_context(parent, step, rng), cands)
         if isinstance(arm, PilotArm):
             spent, pilots = spent + arm.paid[0], pilots + arm.paid[1]
-        if learns:
-            tell(arm, world, parent_f, cand)
+        if observer is not None:
+            tell(observer, world, parent_f, cand)
         i = point_index(cand.id)
         fit = world.fitness(i)
         done.add(i)

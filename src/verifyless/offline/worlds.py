@@ -436,7 +436,9 @@ def pick_screening(
     """
     ids = [c.id for c in candidates]
     ranking = [ids[j], *ids[:j], *ids[j + 1 :]]
-    evidence = {} if values is None else {cid: Evidence(cid, rank_value=float(v)) for cid, v in zip(ids, values, strict=True)}
+    evidence = (
+        {} if values is None else {cid: Evidence(cid, rank_value=float(v)) for cid, v in zip(ids, values, strict=True)}
+    )
     return choose_top(name, ranking, evidence, 1, ctx, started)
 
 
@@ -538,7 +540,7 @@ async def _replay(
 ) -> ReplayRun:
     rng = random.Random(f"replay:{world.task}:{seed}")
     from_seed = bool(getattr(screener, "from_seed", False))
-    learns = isinstance(screener, OutcomeObserver)
+    observer = screener if isinstance(screener, OutcomeObserver) else None
     space = task.idea_space if task is not None else None
     base = world.baseline_index
     verified = [base]
@@ -551,8 +553,8 @@ async def _replay(
         parent, parent_f = (base, world.fitness(base)) if from_seed else (best_i, best_f)
         cands = pool_candidates(world, parent, draw_pool(world, parent, done, n, locality, rng), space=space)
         cand = await pick(screener, pool_context(parent, step, rng, task=task), cands)
-        if learns:
-            tell(screener, world, parent_f, cand)
+        if observer is not None:
+            tell(observer, world, parent_f, cand)
         i = point_index(cand.id)
         fit = world.fitness(i)
         verified.append(i)
@@ -576,9 +578,7 @@ def replay_many(
     """One replay per seed, each with a fresh screener from ``factory(world, seed)`` (one event loop for all)."""
 
     async def runs() -> list[ReplayRun]:
-        return [
-            await _replay(world, factory(world, s), budget, n_candidates, s, locality, task) for s in seeds
-        ]
+        return [await _replay(world, factory(world, s), budget, n_candidates, s, locality, task) for s in seeds]
 
     return run_sync(runs())
 
