@@ -484,6 +484,24 @@ def option_codes(world: World) -> Any:
     return _CODES[key][1]
 
 
+_EXPONENTS: dict[tuple[int, int, float], tuple[World, Any]] = {}
+
+
+def _exponents(world: World, parent: int, locality: float) -> Any:
+    """``1 / exp(-locality * hamming(parent, point))`` for every point (cached per world object, parent, locality:
+    the incumbent parent repeats across expansions)."""
+    import numpy as np
+
+    key = (id(world), parent, locality)
+    hit = _EXPONENTS.get(key)
+    if hit is None or hit[0] is not world:
+        codes = option_codes(world)
+        dist = (codes != codes[parent]).sum(axis=1)
+        weights = np.exp(-locality * dist) if locality else np.ones(len(world))
+        hit = _EXPONENTS[key] = (world, 1.0 / weights)
+    return hit[1]
+
+
 def draw_pool(
     world: World, parent: int, exclude: set[int], n: int, locality: float, rng: random.Random
 ) -> tuple[int, ...]:
@@ -496,11 +514,8 @@ def draw_pool(
     """
     import numpy as np
 
-    codes = option_codes(world)
-    dist = (codes != codes[parent]).sum(axis=1)
-    weights = np.exp(-locality * dist) if locality else np.ones(len(world))
     gen = np.random.default_rng(rng.randrange(2**32))
-    keys = gen.random(len(world)) ** (1.0 / weights)
+    keys = gen.random(len(world)) ** _exponents(world, parent, locality)
     if exclude:
         keys[list(exclude)] = -1.0
     order = np.argsort(-keys, kind="stable")[:n]
@@ -699,7 +714,50 @@ def synthetic_world(
     )
 
 
-_CANDS: dict[tuple[int, int], tuple[World, Any, dict[tuple[int, int], Candidate]]] = {}
+@dataclass
+class _Wording:
+    """What ``pool_candidates`` has made for one world and idea space: candidates by (parent, child), child
+    summaries, and each option's words."""
+
+    world: World
+    space: Any
+    candidates: dict[tuple[int, int], Candidate] = field(default_factory=dict)
+    summaries: dict[int, str] = field(default_factory=dict)
+    words: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def word(self, dim: str, opt: str) -> str:
+        """The option as the idea text names it: with its description when the space has one."""
+        if self.space is None:
+            return opt
+        key = (dim, opt)
+        if key not in self.words:
+            self.words[key] = _describe(self.space, dim, opt)
+        return self.words[key]
+
+    def candidate(self, parent: int, child: int) -> Candidate:
+        points = self.world.points
+        pa, ca = points[parent].assignment, points[child].assignment
+        changed = [d for d in self.world.dimensions if pa[d] != ca[d]]
+        text = "; and ".join([f"change {d} from '{pa[d]}' to {self.word(d, ca[d])}" for d in changed])
+        summary = self.summaries.get(child)
+        if summary is None:
+            summary = self.summaries[child] = " ".join([f"{d}: {self.word(d, ca[d])}." for d in self.world.dimensions])
+        return Candidate(
+            f"w{child}",
+            f"w{parent}",
+            Operator.IMPROVE,
+            Idea(
+                text or "keep the design",
+                {"assignment": dict(ca), "changed": changed, "parent_assignment": dict(pa)},
+                tuple(changed),
+            ),
+            "",
+            points[child].program_hash or f"w{child}",
+            summary,
+        )
+
+
+_WORDING: dict[tuple[int, int], _Wording] = {}
 
 
 def pool_candidates(world: World, parent: int, indices: Iterable[int], *, space: Any = None) -> tuple[Candidate, ...]:
@@ -713,42 +771,26 @@ def pool_candidates(world: World, parent: int, indices: Iterable[int], *, space:
     screener that reads code or needs an LLM cannot run here (use a simulated critic).
     """
     key = (id(world), id(space))
-    entry = _CANDS.get(key)
-    if entry is None or entry[0] is not world or entry[1] is not space:
-        entry = _CANDS[key] = (world, space, {})
-    cache = entry[2]
+    wording = _WORDING.get(key)
+    if wording is None or wording.world is not world or wording.space is not space:
+        wording = _WORDING[key] = _Wording(world, space)
+    cache = wording.candidates
     out = []
     for child in indices:
         c = cache.get((parent, child))
         if c is None:
-            c = cache[(parent, child)] = _pool_candidate(world, parent, child, space)
+            c = cache[(parent, child)] = wording.candidate(parent, child)
         out.append(c)
     return tuple(out)
-
-
-def _pool_candidate(world: World, parent: int, child: int, space: Any) -> Candidate:
-    pa, ca = world.points[parent].assignment, world.points[child].assignment
-    changed = [d for d in world.dimensions if pa[d] != ca[d]]
-    text = "; and ".join(f"change {d} from '{pa[d]}' to {_describe(space, d, ca[d])}" for d in changed)
-    summary = " ".join(f"{d}: {_describe(space, d, ca[d])}." for d in world.dimensions)
-    return Candidate(
-        id=f"w{child}",
-        parent_id=f"w{parent}",
-        operator=Operator.IMPROVE,
-        idea=Idea(
-            text or "keep the design",
-            {"assignment": dict(ca), "changed": changed, "parent_assignment": dict(pa)},
-            tuple(changed),
-        ),
-        program="",
-        program_hash=world.points[child].program_hash or f"w{child}",
-        summary=summary,
-    )
 
 
 def _describe(space: Any, dim: str, opt: str) -> str:
     if space is None:
         return opt
+    for o in space.dimensions.get(dim, ()):
+        if o.name == opt:
+            return f"{opt} ({o.description.strip().rstrip('.')})"
+    return opt
     for o in space.dimensions.get(dim, ()):
         if o.name == opt:
             return f"{opt} ({o.description.strip().rstrip('.')})"
