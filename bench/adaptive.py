@@ -55,16 +55,19 @@ import numpy as np
 from verifyless.builtin import worlds_dir
 from verifyless.offline.simulated import CriticSpec, SimulatedCritic
 from verifyless.offline.worlds import (
-    IIDSelector,
-    OracleSelector,
-    PoolView,
-    RandomSelector,
+    IIDArm,
+    OracleArm,
+    RandomArm,
     ReplayRun,
     World,
     draw_pool,
     load_worlds,
     normalizer,
+    point_index,
+    pool_candidates,
+    pool_context,
     replay_run,
+    run_sync,
     world_paths,
 )
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveRule
@@ -92,38 +95,46 @@ def replay_adaptive(
     world: World, critic: SimulatedCritic, options: AdaptiveOptions, *, budget: int, n: int, seed: int
 ) -> AdaptiveRun:
     """``replay_run``'s greedy search with the adaptive rule choosing (module docstring)."""
+    return run_sync(_replay_adaptive(world, critic, options, budget, n, seed))
+
+
+async def _replay_adaptive(
+    world: World, critic: SimulatedCritic, options: AdaptiveOptions, budget: int, n: int, seed: int
+) -> AdaptiveRun:
     rng = random.Random(f"replay:{world.task}:{seed}")  # the same pool draws as the other arms
     draws = random.Random(f"adaptive:{world.task}:{seed}")  # audit draws, apart from the pools
     rule = AdaptiveRule(options)
     base = world.baseline_index
     best_i, best_f = base, world.fitness(base)
-    history: list[tuple[int, float | None]] = [(base, best_f)]
+    verified = [base]
     done, curve, step, audits = {base}, [_or_inf(best_f)], 0, 0
-    while len(history) < budget and len(done) < len(world):
+    while len(verified) < budget and len(done) < len(world):
         step += 1
-        cands = draw_pool(world, best_i, done, n, 1.0, rng)
-        view = PoolView(world, best_i, cands, best_f, step, rng, tuple(history))
+        parent_f = best_f
+        cands = pool_candidates(world, best_i, draw_pool(world, best_i, done, n, 1.0, rng))
+        ctx = pool_context(best_i, step, rng)
+        index = [point_index(c.id) for c in cands]
         scores: list[float] = []
         if rule.shadow:  # the critic scores the pool, the pick is the random arm's draw
-            scores = critic.scores(view)
+            scores = critic.scores(ctx, cands)
             picks = [rng.randrange(len(cands))]
-        elif rule.screens:
-            scores = critic.scores(view)  # then choose's tie-break: the same draws as the fixed arm
-            tied = [j for j, v in enumerate(scores) if v == max(scores)]
-            picks = [tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0]]
+        elif rule.screens:  # the critic screens: its scores, then its tie-break (the fixed arm's draws)
+            screening = await critic.screen(ctx, cands)
+            scores = [screening.evidence[c.id].rank_value for c in cands]
+            picks = [[c.id for c in cands].index(screening.chosen[0])]
             rest = [j for j in range(len(cands)) if j != picks[0]]
-            if rest and len(history) + 2 <= budget and rule.audits(draws.random()):
+            if rest and len(verified) + 2 <= budget and rule.audits(draws.random()):
                 picks.append(draws.choice(rest))
                 audits += 1
         else:
             picks = [rng.randrange(len(cands))]
-        won = [_improves(world.fitness(cands[j]), view.parent_fitness) for j in picks]
+        won = [_improves(world.fitness(index[j]), parent_f) for j in picks]
         for j in picks:
-            fit = world.fitness(cands[j])
-            history.append((cands[j], fit))
-            done.add(cands[j])
+            fit = world.fitness(index[j])
+            verified.append(index[j])
+            done.add(index[j])
             if fit is not None and (best_f is None or fit > best_f):
-                best_i, best_f = cands[j], fit
+                best_i, best_f = index[j], fit
             curve.append(_or_inf(best_f))
         for j, w in zip(picks, won, strict=True):
             if scores:
@@ -131,7 +142,7 @@ def replay_adaptive(
         if len(picks) == 2:
             rule.add_pair(*won)
         rule.decide(step)
-    run = ReplayRun("adaptive", seed, tuple(curve), best_i, tuple(i for i, _ in history))
+    run = ReplayRun("adaptive", seed, tuple(curve), best_i, tuple(verified))
     return AdaptiveRun(run, rule.state, audits)
 
 
@@ -163,12 +174,12 @@ def level_runs(
         norm = normalizer(w)
         for s in seeds:
             kw = {"budget": budget, "n_candidates": n, "seed": s}
-            rand = replay_run(w, RandomSelector(), **kw)
+            rand = replay_run(w, RandomArm(), **kw)
             runs = {
                 "random": rand,
                 "fixed": replay_run(w, SimulatedCritic(spec, w, s), **kw),
-                "iid": replay_run(w, IIDSelector(), **kw),
-                "oracle": replay_run(w, OracleSelector(), **kw),
+                "iid": replay_run(w, IIDArm(), **kw),
+                "oracle": replay_run(w, OracleArm(w), **kw),
             }
             ad = replay_adaptive(w, SimulatedCritic(spec, w, s), options, budget=budget, n=n, seed=s)
             runs["adaptive"] = ad.run

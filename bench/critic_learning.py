@@ -39,10 +39,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifyless.node import Candidate, Screening
 from verifyless.offline.compare import bootstrap_ci
 from verifyless.offline.critic_data import CriticData, CriticRow, by_world, compact_prompt, pair_label
-from verifyless.offline.worlds import PoolView, RandomSelector, Selector, World, load_worlds, replay_run, world_paths
+from verifyless.offline.worlds import (
+    RandomArm,
+    World,
+    load_worlds,
+    pick_screening,
+    point_index,
+    replay_run,
+    world_paths,
+)
 from verifyless.outcome import THREE
+from verifyless.screen.base import ScreenContext, Screener
 
 WORLDS = Path(__file__).resolve().parents[1] / "src" / "verifyless" / "builtin" / "worlds"
 
@@ -217,8 +227,9 @@ def learning_curve(
 # ------------------------------------------------------------------ search
 
 
-class ProbSelector(Selector):
-    """Picks the candidate with the highest 2 P(improve) + P(tie) (probs cached per parent -> child pair)."""
+class ProbScreener:
+    """A replay ``Screener``: picks the candidate with the highest 2 P(improve) + P(tie) (probs cached per
+    parent -> child pair; first of equals)."""
 
     def __init__(
         self, critic: Critic, world: World, descriptions: Any, *, trained: bool, words: int, cache: dict[Any, float]
@@ -242,9 +253,12 @@ class ProbSelector(Selector):
             self.cache[(parent, child)] = 2 * probs["improve"] + probs["tie"]
         return self.cache[(parent, child)]
 
-    def choose(self, pool: PoolView) -> int:
-        values = [self.value(pool.parent, c) for c in pool.candidates]
-        return max(range(len(values)), key=lambda j: (values[j], -j))
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        parent = point_index(str(ctx.parent.id))
+        values = [self.value(parent, point_index(c.id)) for c in candidates]
+        j = max(range(len(values)), key=lambda t: (values[t], -t))
+        return pick_screening(self.name, candidates, j, ctx, started, values)
 
 
 def improved_share(world: World, runs: Sequence[Any], tie: float) -> float:
@@ -263,7 +277,7 @@ def improved_share(world: World, runs: Sequence[Any], tie: float) -> float:
 
 
 def search_table(
-    world: World, arms: dict[str, Callable[[int], Selector]], *, seeds: int, budget: int, pool: int, tie: float
+    world: World, arms: dict[str, Callable[[int], Screener]], *, seeds: int, budget: int, pool: int, tie: float
 ) -> list[dict[str, Any]]:
     """Final raw metric (mean, 95% CI), verifications to reach random's mean final, P(improve), per arm."""
     sign = 1.0 if world.direction == "maximize" else -1.0
@@ -375,10 +389,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     (args.out / "curve.json").write_text(json.dumps(points, indent=2))
     world, desc = worlds[data.bench_world], descriptions[data.bench_world]
     caches: tuple[dict[Any, float], dict[Any, float]] = ({}, {})
-    arms: dict[str, Callable[[int], Selector]] = {
-        "random": lambda s: RandomSelector(),
-        "critic (base)": lambda s: ProbSelector(critic, world, desc, trained=False, words=args.words, cache=caches[0]),
-        "critic (trained)": lambda s: ProbSelector(
+    arms: dict[str, Callable[[int], Screener]] = {
+        "random": lambda s: RandomArm(),
+        "critic (base)": lambda s: ProbScreener(critic, world, desc, trained=False, words=args.words, cache=caches[0]),
+        "critic (trained)": lambda s: ProbScreener(
             critic, world, desc, trained=True, words=args.words, cache=caches[1]
         ),
     }

@@ -356,11 +356,17 @@ def replay_main(args: argparse.Namespace) -> None:
         results, norms = {}, {}
         for w in worlds:
             task = load_task(w.task)
-            arms = standard_arms(w, task=task, legacy_surrogate=args.legacy)
+            arms = standard_arms(w, legacy_surrogate=args.legacy)
             if args.arms:
                 arms = {a: f for a, f in arms.items() if a in args.arms or a in ("random", "oracle")}
             results[w.task] = compare_arms(
-                w, arms, budget=budget, n_candidates=args.candidates, seeds=range(args.seeds), locality=args.locality
+                w,
+                arms,
+                budget=budget,
+                n_candidates=args.candidates,
+                seeds=range(args.seeds),
+                locality=args.locality,
+                task=task,
             )
             norms[w.task] = normalizer(w, task)
         rows = summarize(results, norms, budget=budget)

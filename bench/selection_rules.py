@@ -19,14 +19,14 @@ from pathlib import Path
 from verifyless.builtin import worlds_dir
 from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize
 from verifyless.offline.simulated import (
-    CascadeSelector,
+    CascadeScreener,
     CriticSpec,
     SimulatedCritic,
     SimulatedJudge,
     TieBrokenCritic,
-    TournamentSelector,
+    TournamentScreener,
 )
-from verifyless.offline.worlds import load_worlds, normalizer, world_paths
+from verifyless.offline.worlds import ArmFactory, load_worlds, normalizer, world_paths
 
 LEVELS = (
     ("perfect", 1.0, 1.0),
@@ -37,14 +37,14 @@ LEVELS = (
 )
 
 
-def arms_for(dir3: float, pair: float) -> dict:
+def arms_for(dir3: float, pair: float) -> dict[str, ArmFactory]:
     noise = 0.0 if dir3 == 1.0 else 1.0 if dir3 < 0.34 else 0.5  # a chance critic knows no tiers either
     spec = CriticSpec(f"critic-{dir3:.3f}", dir3, k=3, rho=0.7, tier_noise=noise)
     return {
         "critic (plain)": lambda w, s: SimulatedCritic(spec, w, s),
         "critic (tie-broken)": lambda w, s: TieBrokenCritic(spec, w, SimulatedJudge(pair, s), s),
-        "tournament": lambda w, s: TournamentSelector(SimulatedJudge(pair, s)),
-        "cascade (m=3)": lambda w, s: CascadeSelector(spec, w, SimulatedJudge(pair, s), 3, s),
+        "tournament": lambda w, s: TournamentScreener(SimulatedJudge(pair, s), w),
+        "cascade (m=3)": lambda w, s: CascadeScreener(spec, w, SimulatedJudge(pair, s), 3, s),
     }
 
 

@@ -4,28 +4,25 @@ from __future__ import annotations
 
 from verifyless.builtin import worlds_dir
 from verifyless.offline.breakeven import standard_arms
-from verifyless.offline.worlds import IIDSelector, PoolView, RandomSelector, load_world, replay_run
+from verifyless.offline.worlds import IIDArm, RandomArm, load_world, point_index, replay_run
 
 
 class Watching:
-    """Wraps a selector and records the parent of every pool it is shown."""
+    """Wraps a screener and records the parent (world point) of every pool it is shown."""
 
     def __init__(self, inner):
         self.inner, self.parents = inner, []
         self.name = inner.name
         self.from_seed = getattr(inner, "from_seed", False)
 
-    def choose(self, pool: PoolView) -> int:
-        self.parents.append(pool.parent)
-        return self.inner.choose(pool)
-
-    def observe(self, pool, pick, fitness):
-        return None
+    async def screen(self, ctx, candidates):
+        self.parents.append(point_index(ctx.parent.id))
+        return await self.inner.screen(ctx, candidates)
 
 
 def test_iid_expands_the_seed_every_time_and_random_evolves():
     world = load_world(worlds_dir() / "diabetes.jsonl")
-    iid, rnd = Watching(IIDSelector()), Watching(RandomSelector())
+    iid, rnd = Watching(IIDArm()), Watching(RandomArm())
     a = replay_run(world, iid, budget=24, n_candidates=8, seed=3)
     b = replay_run(world, rnd, budget=24, n_candidates=8, seed=3)
     assert set(iid.parents) == {world.baseline_index}

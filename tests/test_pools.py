@@ -11,7 +11,7 @@ from verifyless.offline.pools import (
     PoolCandidate,
     PoolRecord,
     ScoreOracle,
-    evaluate_selector,
+    evaluate_screener,
     load_pools,
     pool_candidates,
     save_pools,
@@ -70,12 +70,12 @@ def test_save_load_round_trip(tmp_path):
 
 def test_oracle_scores_one_and_anti_oracle_scores_below_zero():
     pools = _synthetic()
-    oracle = evaluate_selector(pools, ScoreOracle.from_pools(pools, "validation"), n_boot=200)
+    oracle = evaluate_screener(pools, ScoreOracle.from_pools(pools, "validation"), n_boot=200)
     s = oracle.summary
     assert s.n_pools == 40 and s.normalized == pytest.approx(1.0)
     assert s.regret == pytest.approx(0.0) and s.top1 == 1.0 and s.pairwise.accuracy == 1.0
     anti = ScoreOracle({c.id: -c.fitness for p in pools for c in p.candidates}, name="anti")
-    bad = evaluate_selector(pools, anti, n_boot=200).summary
+    bad = evaluate_screener(pools, anti, n_boot=200).summary
     assert bad.normalized < -0.5 and bad.top1 == 0.0 and bad.pairwise.accuracy == 0.0
 
 
@@ -83,18 +83,18 @@ def test_random_screener_is_zero_in_expectation():
     from verifyless.screen.registry import build_screener
 
     pools = _synthetic(n_pools=150, size=8, seed=1)
-    rep = evaluate_selector(pools, build_screener("random", models={}), n_boot=500, seed=2)
+    rep = evaluate_screener(pools, build_screener("random", models={}), n_boot=500, seed=2)
     assert rep.normalized_ci.low < 0.0 < rep.normalized_ci.high
     assert abs(rep.summary.normalized) < 0.15
     assert 0.05 < rep.summary.top1 < 0.25  # 1/8 in expectation
-    again = evaluate_selector(pools, build_screener("random", models={}), n_boot=500, seed=2)
+    again = evaluate_screener(pools, build_screener("random", models={}), n_boot=500, seed=2)
     assert again.chosen == rep.chosen  # per-pool seeded generators
 
 
 def test_test_oracle_beats_validation_oracle_on_test():
     pools = [_pool(0, [_cand("a", 2.0, 0.0), _cand("b", 1.0, 3.0), _cand("c", 0.0, 1.0)])]
     on_test = {
-        name: evaluate_selector(pools, ScoreOracle.from_pools(pools, t), target="test", n_boot=50).summary
+        name: evaluate_screener(pools, ScoreOracle.from_pools(pools, t), target="test", n_boot=50).summary
         for name, t in (("val", "validation"), ("test", "test"))
     }
     assert on_test["test"].normalized == pytest.approx(1.0)
@@ -114,7 +114,7 @@ def test_failures_in_pools():
         ],
     )
     assert [c.id for c in pool_candidates(pool)] == ["a", "b", "c"]  # d is not screened
-    rep = evaluate_selector([pool], ScoreOracle({"b": 10.0}, name="likes-b"), n_boot=50)
+    rep = evaluate_screener([pool], ScoreOracle({"b": 10.0}, name="likes-b"), n_boot=50)
     # b crashed: scored as the worst working child (1.0); pool {1, 1, 3}: mean 5/3
     assert rep.chosen["syn:0"] == "b"
     assert rep.summary.pools[0].advantage == pytest.approx(1.0 - 5 / 3)
@@ -184,7 +184,7 @@ def test_collect_pools_on_diabetes(tmp_path):
     for c in pool.candidates:
         if c.status == "ok":
             assert c.fitness == pytest.approx(-c.score) and c.test_score is not None
-    rep = evaluate_selector(pools, ScoreOracle.from_pools(pools, "validation"), n_boot=50)
+    rep = evaluate_screener(pools, ScoreOracle.from_pools(pools, "validation"), n_boot=50)
     assert rep.summary.top1 == 1.0 and rep.summary.regret == pytest.approx(0.0)
 
 

@@ -19,7 +19,22 @@ from verifyless.offline.simulated import (
     measured_dir3,
     true_direction,
 )
-from verifyless.offline.worlds import PoolView, synthetic_world
+from verifyless.offline.worlds import (
+    World,
+    pick,
+    point_index,
+    pool_candidates,
+    pool_context,
+    run_sync,
+    synthetic_world,
+)
+from verifyless.screen.base import Screener
+
+
+def _pick(screener: Screener, world: World, parent: int, pool: tuple[int, ...]) -> int:
+    """The world point ``screener`` verifies of one replayed pool of ``parent``."""
+    ctx = pool_context(parent, 1, random.Random(0))
+    return point_index(run_sync(pick(screener, ctx, pool_candidates(world, parent, pool))).id)
 
 
 @pytest.mark.parametrize("dir3", [0.466, 0.633])
@@ -44,8 +59,7 @@ def test_truth_and_a_perfect_critic_picks_the_best_improvement() -> None:
     ok = sorted((i for i in fits if fits[i] is not None), key=lambda i: fits[i])
     parent = ok[len(ok) // 2]
     pool = (ok[0], ok[-1], ok[1])
-    view = PoolView(world, parent, pool, fits[parent], 1, random.Random(0))
-    assert pool[critic.choose(view)] == ok[-1]
+    assert _pick(critic, world, parent, pool) == ok[-1]
 
 
 def test_replayed_critics_order_by_accuracy_and_summary_has_all_columns() -> None:
@@ -131,17 +145,16 @@ def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
 
 
 def test_perfect_judge_tournament_and_cascade_pick_the_pool_best() -> None:
-    from verifyless.offline.simulated import CascadeSelector, SimulatedJudge, TieBrokenCritic, TournamentSelector
+    from verifyless.offline.simulated import CascadeScreener, SimulatedJudge, TieBrokenCritic, TournamentScreener
 
     world = synthetic_world(n_points=60, seed=9)
     fits = {i: world.fitness(i) for i in range(len(world)) if world.fitness(i) is not None}
     pool = tuple(sorted(fits)[:8])
     best = max(pool, key=lambda i: fits[i])
-    view = PoolView(world, pool[0], pool, fits[pool[0]], 1, random.Random(0))
     judge = SimulatedJudge(1.0)
-    assert pool[TournamentSelector(judge).choose(view)] == best
-    assert pool[TieBrokenCritic(PRESETS["perfect"], world, judge).choose(view)] == best
-    assert pool[CascadeSelector(PRESETS["perfect"], world, judge, m=3).choose(view)] == best
+    assert _pick(TournamentScreener(judge, world), world, pool[0], pool) == best
+    assert _pick(TieBrokenCritic(PRESETS["perfect"], world, judge), world, pool[0], pool) == best
+    assert _pick(CascadeScreener(PRESETS["perfect"], world, judge, m=3), world, pool[0], pool) == best
     coin = SimulatedJudge(0.5, seed=1)
     wins = sum(coin.better(world, best, pool[1]) == best for _ in range(400))
     assert 150 < wins < 250

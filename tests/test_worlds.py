@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from verifyless.offline.worlds import (
-    OracleSelector,
-    RandomSelector,
+    OracleArm,
+    RandomArm,
     collect_world,
     draw_pool,
     load_world,
     replay_many,
     replay_run,
-    screener_factory,
     synthetic_world,
     world_best,
 )
@@ -134,13 +133,13 @@ def test_load_world_names_a_bad_line(tmp_path: Path) -> None:
 
 def test_replay_respects_budget_and_never_repeats() -> None:
     world = synthetic_world(n_points=60, seed=3)
-    run = replay_run(world, RandomSelector(), budget=20, n_candidates=5, seed=0)
+    run = replay_run(world, RandomArm(), budget=20, n_candidates=5, seed=0)
     assert len(run.best) == 20 and len(set(run.verified)) == 20 and run.verified[0] == world.baseline_index
     assert all(b2 >= b1 for b1, b2 in zip(run.best, run.best[1:], strict=False))
     assert run.reach(run.final) is not None and run.reach(math.inf) is None
-    small = replay_run(world, RandomSelector(), budget=500, n_candidates=5, seed=0)
+    small = replay_run(world, RandomArm(), budget=500, n_candidates=5, seed=0)
     assert len(small.best) == len(world)  # stops when the world is used up
-    again = replay_run(world, RandomSelector(), budget=20, n_candidates=5, seed=0)
+    again = replay_run(world, RandomArm(), budget=20, n_candidates=5, seed=0)
     assert again == run  # deterministic under the seed
 
 
@@ -165,9 +164,9 @@ def test_oracle_beats_random_and_fitness_surrogate_learns_the_landscape() -> Non
         runs = replay_many(world, factory, seeds=seeds, budget=16, n_candidates=6)
         return sum(r.final for r in runs) / len(runs)
 
-    rand = mean_final(lambda w, s: RandomSelector())
-    oracle = mean_final(lambda w, s: OracleSelector())
-    surrogate = mean_final(screener_factory(lambda s: SurrogateScreener(seed=s, rank_by="fitness")))
+    rand = mean_final(lambda w, s: RandomArm())
+    oracle = mean_final(lambda w, s: OracleArm(w))
+    surrogate = mean_final(lambda w, s: SurrogateScreener(seed=s, rank_by="fitness"))
     assert oracle <= world_best(world) + 1e-9
     assert oracle > rand + 0.5
     assert surrogate > rand + 0.25 * (oracle - rand)

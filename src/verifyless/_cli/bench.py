@@ -425,7 +425,7 @@ def replay_pools(
     out: Path | None = _OUT,
 ) -> None:
     """Run screeners on stored pools (no verification) and report how good their picks were."""
-    from verifyless.offline.pools import ScoreOracle, evaluate_selector, load_pools
+    from verifyless.offline.pools import ScoreOracle, evaluate_screener, load_pools
     from verifyless.offline.selection import SelectionSummary
 
     pools = load_pools(file)
@@ -435,12 +435,12 @@ def replay_pools(
             scr: Any = ScoreOracle.from_pools(pools, "test" if name == "test-oracle" else "validation")
         else:
             scr = _registry_screener(name, model, option, seed)
-        rep = evaluate_selector(pools, scr, target=target, seed=seed)
+        rep = evaluate_screener(pools, scr, target=target, seed=seed)
         summaries[name] = rep.summary
         if rep.normalized_ci is not None:
             console.print(f"{name}: normalised advantage {rep.normalized_ci}")
     _print(f"selector replay on {file} ({target})", report.SELECTION_HEADERS, report.selection_rows(summaries))
-    _write(out, "replay.md", f"# Selector replay: {file.name} ({target})\n\n" + report.selection_table(summaries))
+    _write(out, "replay.md", f"# Screener replay: {file.name} ({target})\n\n" + report.selection_table(summaries))
 
 
 def _registry_screener(name: str, model: str | None, options: list[str], seed: int):

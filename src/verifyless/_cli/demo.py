@@ -180,10 +180,10 @@ def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: i
     world, spec = load_worlds(paths)[task], load_task(task)
     arms = {
         "unscreened (random)": random_factory,
-        "screened (surrogate)": surrogate_factory(None, task=spec),
+        "screened (surrogate)": surrogate_factory(None),
         "oracle ceiling (best of N)": oracle_factory,
     }
-    runs = compare_arms(world, arms, budget=budget, n_candidates=candidates, seeds=range(seeds))
+    runs = compare_arms(world, arms, budget=budget, n_candidates=candidates, seeds=range(seeds), task=spec)
     renamed = {
         "random": runs["unscreened (random)"],
         "surrogate": runs["screened (surrogate)"],

@@ -1,6 +1,6 @@
 """Matched-budget replays on pool worlds, and when screening pays for itself.
 
-``compare_arms`` replays every arm (a ``SelectorFactory``) for the same seeds,
+``compare_arms`` replays every arm (an ``ArmFactory``: a fresh ``Screener`` per run) for the same seeds,
 budget and pool size on one world; ``summarize`` turns runs of several tasks
 into the efficiency table: final normalised score (task-stratified bootstrap
 CI), headroom captured ``(arm - random) / (oracle - random)``, probability of
@@ -35,52 +35,49 @@ import numpy as np
 from verifyless.offline.compare import Estimate, arm_score, bootstrap_ci, probability_of_improvement
 from verifyless.offline.simulated import PRESETS, CriticSpec, critic_factory
 from verifyless.offline.worlds import (
-    IIDSelector,
-    OracleSelector,
-    RandomSelector,
+    ArmFactory,
+    IIDArm,
+    OracleArm,
+    RandomArm,
     ReplayRun,
-    SelectorFactory,
     World,
     normalizer,
     replay_many,
-    screener_factory,
 )
 from verifyless.screen.surrogate import SurrogateScreener
 
 N_BOOT = 2000
 
 
-def random_factory(world: World, seed: int) -> RandomSelector:
-    return RandomSelector()
+def random_factory(world: World, seed: int) -> RandomArm:
+    return RandomArm()
 
 
-def iid_factory(world: World, seed: int) -> IIDSelector:
-    return IIDSelector()
+def iid_factory(world: World, seed: int) -> IIDArm:
+    return IIDArm()
 
 
-def oracle_factory(world: World, seed: int) -> OracleSelector:
-    return OracleSelector()
+def oracle_factory(world: World, seed: int) -> OracleArm:
+    return OracleArm(world)
 
 
-def surrogate_factory(
-    world: World | None, *, rank_by: str = "fitness", explore: float = 1.0, task: Any = None
-) -> SelectorFactory:
-    """The real ``SurrogateScreener`` (fresh per run) driven through ``ScreenerSelector``."""
-    space = getattr(task, "idea_space", None)
-    return screener_factory(
-        lambda s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore), space=space, task=task
-    )
+def surrogate_factory(world: World | None, *, rank_by: str = "fitness", explore: float = 1.0) -> ArmFactory:
+    """The real ``SurrogateScreener`` (fresh per run, seeded by the run), replayed as it is (it is a Screener)."""
+    return lambda w, s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore)
 
 
-def standard_arms(world: World, *, task: Any = None, legacy_surrogate: bool = False) -> dict[str, SelectorFactory]:
-    """iid (no evolution), random, surrogate, simulated critics at the paper's Dir-3 (46.6, 63.3), best-of-N oracle."""
-    arms: dict[str, SelectorFactory] = {
+def standard_arms(world: World, *, legacy_surrogate: bool = False) -> dict[str, ArmFactory]:
+    """iid (no evolution), random, surrogate, simulated critics at the paper's Dir-3 (46.6, 63.3), best-of-N oracle.
+
+    The task (its idea space words the candidates) is a replay argument: ``compare_arms(..., task=)``.
+    """
+    arms: dict[str, ArmFactory] = {
         "iid": iid_factory,
         "random": random_factory,
-        "surrogate": surrogate_factory(world, task=task),
+        "surrogate": surrogate_factory(world),
     }
     if legacy_surrogate:
-        arms["surrogate-delta"] = surrogate_factory(world, rank_by="delta", task=task)
+        arms["surrogate-delta"] = surrogate_factory(world, rank_by="delta")
     arms["critic-46.6"] = critic_factory(PRESETS["prompted"])
     arms["critic-63.3"] = critic_factory(PRESETS["trained"])
     arms["oracle"] = oracle_factory
@@ -89,16 +86,17 @@ def standard_arms(world: World, *, task: Any = None, legacy_surrogate: bool = Fa
 
 def compare_arms(
     world: World,
-    arms: Mapping[str, SelectorFactory],
+    arms: Mapping[str, ArmFactory],
     *,
     budget: int,
     n_candidates: int,
     seeds: Sequence[int],
     locality: float = 1.0,
+    task: Any = None,
 ) -> dict[str, list[ReplayRun]]:
-    """Every arm replayed with the same seeds (so pools of equal seeds start alike)."""
+    """Every arm replayed with the same seeds (so pools of equal seeds start alike); ``task`` as in ``replay_run``."""
     return {
-        name: replay_many(world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality)
+        name: replay_many(world, f, seeds=seeds, budget=budget, n_candidates=n_candidates, locality=locality, task=task)
         for name, f in arms.items()
     }
 

@@ -3,7 +3,7 @@
 Every point of a pool world (``offline.worlds``) carries its verified score, so
 any two points that differ in a few dimensions are a verified parent -> child
 outcome without a single new verification. An idea-space child is summarised
-from its option descriptions (as ``roles/space`` and ``ScreenerSelector``
+from its option descriptions (as ``roles/space`` and ``offline.worlds.pool_candidates``
 describe it), so no LLM is needed to write the rows either.
 
 * ``world_rows`` -- every ordered pair (parent, child) of OK points at Hamming

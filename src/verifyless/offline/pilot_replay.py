@@ -30,12 +30,27 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from verifyless.node import Candidate, Screening
 from verifyless.offline.fidelity import LevelWorld
 from verifyless.offline.simulated import PRESETS, SimulatedCritic
-from verifyless.offline.worlds import IIDSelector, OracleSelector, PoolView, RandomSelector, Selector, draw_pool
+from verifyless.offline.worlds import (
+    IIDArm,
+    OracleArm,
+    RandomArm,
+    draw_pool,
+    pick,
+    pick_screening,
+    point_index,
+    pool_candidates,
+    pool_context,
+    run_sync,
+    tell,
+)
+from verifyless.screen.base import OutcomeObserver, ScreenContext, Screener
 
 __all__ = ["ARMS", "PilotArm", "SecondsRun", "arm_factory", "replay_seconds"]
 
@@ -80,39 +95,44 @@ class SecondsRun:
 
 
 class PilotArm:
-    """Pilots the pool (or a critic's top ``m`` of it) at the level and verifies the best there."""
+    """A ``Screener`` that pilots the pool (or a critic's top ``m`` of it) at the level and verifies the best there.
+
+    It pays no seconds itself: after each screening ``paid`` holds what that screening piloted, as (pilot
+    seconds in the world's seconds via ``cost``, pilots run), and ``replay_seconds`` charges it. A program
+    piloted before is not paid again.
+    """
 
     def __init__(self, low: LevelWorld, cost: Callable[[int], float], prefilter: SimulatedCritic | None, m: int = 3):
         self.low, self.cost, self.prefilter, self.m = low, cost, prefilter, m
         self.name = "pilot" if prefilter is None else f"{prefilter.name}->pilot"
         self.piloted: set[int] = set()
+        self.paid: tuple[float, int] = (0.0, 0)
 
-    def choose(self, pool: PoolView) -> tuple[int, float, int]:
-        """(position of the pick in the pool, pilot seconds paid, pilots paid)."""
-        kept = list(range(len(pool.candidates)))
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        index = [point_index(c.id) for c in candidates]
+        kept = list(range(len(candidates)))
         if self.prefilter is not None:
-            values = self.prefilter.scores(pool)
-            pool.rng.shuffle(kept)
+            values = self.prefilter.scores(ctx, candidates)
+            ctx.rng.shuffle(kept)
             kept = sorted(kept, key=lambda j: -values[j])[: self.m]
-        new = [pool.candidates[j] for j in kept if pool.candidates[j] not in self.piloted]
+        new = [index[j] for j in kept if index[j] not in self.piloted]
         self.piloted.update(new)
-        fits = [self.low.fitness(pool.candidates[j]) for j in kept]
+        fits = [self.low.fitness(index[j]) for j in kept]
         best = max(range(len(kept)), key=lambda t: (fits[t] is not None, fits[t] if fits[t] is not None else 0.0, -t))
-        return kept[best], sum(self.cost(i) for i in new), len(new)
+        self.paid = (sum(self.cost(i) for i in new), len(new))
+        return pick_screening(self.name, candidates, kept[best], ctx, started)
 
 
-Chooser = Selector | PilotArm
-
-
-def arm_factory(name: str, low: LevelWorld, cost: Callable[[int], float], seed: int) -> Chooser:
+def arm_factory(name: str, low: LevelWorld, cost: Callable[[int], float], seed: int) -> Screener:
     """A fresh arm ``name`` (one of ``ARMS``) for one replay."""
     world = low.world
     if name == "random":
-        return RandomSelector()
+        return RandomArm()
     if name == "iid":
-        return IIDSelector()
+        return IIDArm()
     if name == "oracle":
-        return OracleSelector()
+        return OracleArm(world)
     if name in _CRITICS:
         return SimulatedCritic(PRESETS[_CRITICS[name]], world, seed)
     if name == "pilot":
@@ -124,7 +144,7 @@ def arm_factory(name: str, low: LevelWorld, cost: Callable[[int], float], seed: 
 
 def replay_seconds(
     low: LevelWorld,
-    arm: Chooser,
+    arm: Screener,
     *,
     budget_s: float,
     n_candidates: int = 8,
@@ -132,11 +152,18 @@ def replay_seconds(
     locality: float = 1.0,
 ) -> SecondsRun:
     """``replay_run``'s greedy search under an evaluator-seconds budget (see the module docstring)."""
+    return run_sync(_replay_seconds(low, arm, budget_s, n_candidates, seed, locality))
+
+
+async def _replay_seconds(
+    low: LevelWorld, arm: Screener, budget_s: float, n: int, seed: int, locality: float
+) -> SecondsRun:
     world = low.world
     rng = random.Random(f"replay:{world.task}:{seed}")
     from_seed = bool(getattr(arm, "from_seed", False))
+    observer = arm if isinstance(arm, OutcomeObserver) else None
     base = world.baseline_index
-    done, history = {base}, [(base, world.fitness(base))]
+    done = {base}
     best_i, best_f = base, world.fitness(base)
     spent, pilots = world.points[base].seconds, 0
     seconds, curve = [spent], [best_f if best_f is not None else -math.inf]
@@ -144,22 +171,18 @@ def replay_seconds(
     while spent < budget_s and len(done) < len(world):
         step += 1
         parent, parent_f = (base, world.fitness(base)) if from_seed else (best_i, best_f)
-        cands = draw_pool(world, parent, done, n_candidates, locality, rng)
-        view = PoolView(world, parent, cands, parent_f, step, rng, tuple(history))
+        cands = pool_candidates(world, parent, draw_pool(world, parent, done, n, locality, rng))
+        cand = await pick(arm, pool_context(parent, step, rng), cands)
         if isinstance(arm, PilotArm):
-            j, paid, n = arm.choose(view)
-            spent, pilots = spent + paid, pilots + n
-        else:
-            j = arm.choose(view)
-        pick = cands[j]
-        fit = world.fitness(pick)
-        if not isinstance(arm, PilotArm):
-            arm.observe(view, j, fit)
-        history.append((pick, fit))
-        done.add(pick)
-        spent += world.points[pick].seconds
+            spent, pilots = spent + arm.paid[0], pilots + arm.paid[1]
+        if observer is not None:
+            tell(observer, world, parent_f, cand)
+        i = point_index(cand.id)
+        fit = world.fitness(i)
+        done.add(i)
+        spent += world.points[i].seconds
         if fit is not None and (best_f is None or fit > best_f):
-            best_i, best_f = pick, fit
+            best_i, best_f = i, fit
         seconds.append(spent)
         curve.append(best_f if best_f is not None else -math.inf)
-    return SecondsRun(getattr(arm, "name", type(arm).__name__), seed, tuple(seconds), tuple(curve), pilots)
+    return SecondsRun(arm.name, seed, tuple(seconds), tuple(curve), pilots)

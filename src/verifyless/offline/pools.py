@@ -10,7 +10,7 @@ repeat: identical programs in the run are verified and charged once). Pools are 
 JSON lines, one ``PoolRecord`` per line, programs included; with a
 ``store`` the same verifications are also recorded as a run.
 
-``evaluate_selector(pools, screener)`` runs any ``Screener`` on each pool
+``evaluate_screener(pools, screener)`` runs any ``Screener`` on each pool
 with no further verification and measures its pick against the known
 outcomes (``verifyless.offline.selection``): selection advantage, normalised
 advantage (random = 0, oracle = 1), regret against the pool's best, top-1
@@ -352,7 +352,7 @@ class ScoreOracle:
 
 
 @dataclass(frozen=True)
-class SelectorReport:
+class ScreeningReport:
     """How a screener's picks fared on pools whose every candidate was verified."""
 
     screener: str
@@ -393,12 +393,12 @@ def pool_candidates(pool: PoolRecord) -> list[Candidate]:
     ]
 
 
-def evaluate_selector(pools: Sequence[PoolRecord], screener: Any, **options: Any) -> SelectorReport:
-    """Replay ``screener`` on every pool: ``evaluate_selector_async`` run to completion, same options."""
-    return asyncio.run(evaluate_selector_async(pools, screener, **options))
+def evaluate_screener(pools: Sequence[PoolRecord], screener: Any, **options: Any) -> ScreeningReport:
+    """Replay ``screener`` on every pool: ``evaluate_screener_async`` run to completion, same options."""
+    return asyncio.run(evaluate_screener_async(pools, screener, **options))
 
 
-async def evaluate_selector_async(
+async def evaluate_screener_async(
     pools: Sequence[PoolRecord],
     screener: Any,
     *,
@@ -406,7 +406,7 @@ async def evaluate_selector_async(
     seed: int = 0,
     tasks: Mapping[str, Task] | None = None,
     n_boot: int = 2000,
-) -> SelectorReport:
+) -> ScreeningReport:
     """Screen each pool once, take the first chosen id (else the top ranked) and score the pick.
 
     Each pool gets its own ``random.Random(f"{seed}:{pool_id}")`` so results
@@ -456,7 +456,7 @@ async def evaluate_selector_async(
     summary = summarize_selection(outcomes)
     normalized = [s.normalized for s in summary.pools if not s.degenerate]
     ci = bootstrap_ci(normalized, n_boot=n_boot, seed=seed) if normalized else None
-    return SelectorReport(
+    return ScreeningReport(
         getattr(screener, "name", type(screener).__name__), target, summary, ci, chosen, time.monotonic() - started
     )
 
@@ -465,11 +465,11 @@ __all__ = [
     "PoolCandidate",
     "PoolRecord",
     "ScoreOracle",
-    "SelectorReport",
+    "ScreeningReport",
     "collect_pools",
     "collect_pools_async",
-    "evaluate_selector",
-    "evaluate_selector_async",
+    "evaluate_screener",
+    "evaluate_screener_async",
     "load_pools",
     "pool_candidates",
     "save_pools",

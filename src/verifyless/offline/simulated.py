@@ -47,12 +47,15 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from verifyless.offline.worlds import PoolView, Selector, World
+from verifyless.node import Candidate, Screening
+from verifyless.offline.worlds import ArmFactory, World, pick_screening, point_index
+from verifyless.screen.base import ScreenContext
 
 DIRECTIONS: tuple[str, str, str] = ("improve", "tie", "lose")
 LADDER: dict[str, int] = {"BigWin": 4, "MediumWin": 3, "SmallWin": 2, "Tie": 1, "Lose": 0}
@@ -126,15 +129,17 @@ def world_sigma(world: World) -> float:
     return float(np.std(fits)) if len(fits) > 1 else 1.0
 
 
-class SimulatedCritic(Selector):
+class SimulatedCritic:
     """A pointwise critic of known quality: ``k`` five-way labels per candidate, ranked by mean ladder value.
 
-    Ties in the mean label are broken by the run's rng (the paper's plain
-    average-rank rule has no finer signal).
+    A ``Screener`` for replays on ``world`` (candidates of ``offline.worlds.pool_candidates``): it reads the
+    world's fitness of the parent and the candidates, which is what makes it simulated. Ties in the mean label
+    are broken by the run's rng (``ctx.rng``; the paper's plain average-rank rule has no finer signal).
     """
 
     def __init__(self, spec: CriticSpec, world: World, seed: int = 0) -> None:
         self.spec = spec
+        self.world = world
         self.name = spec.name
         self.matrix = spec.matrix()
         self.sigma = world_sigma(world)
@@ -168,26 +173,29 @@ class SimulatedCritic(Selector):
             return true_tier(delta, self.sigma)
         return self.rng.choice(TIERS)
 
-    def scores(self, pool: PoolView) -> list[float]:
-        """Mean ladder value per candidate of the pool."""
+    def scores(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> list[float]:
+        """Mean ladder value per candidate of the pool (parent ``ctx.parent.id``, both read from the world)."""
+        parent_fitness = self.world.fitness(point_index(str(ctx.parent.id)))
         out = []
-        for i in pool.candidates:
-            f = pool.world.fitness(i)
-            delta = None if f is None or pool.parent_fitness is None else f - pool.parent_fitness
-            if f is not None and pool.parent_fitness is None:
+        for c in candidates:
+            f = self.world.fitness(point_index(c.id))
+            delta = None if f is None or parent_fitness is None else f - parent_fitness
+            if f is not None and parent_fitness is None:
                 delta = math.inf
             out.append(float(np.mean([LADDER[label] for label in self.labels(delta)])))
         return out
 
-    def choose(self, pool: PoolView) -> int:
-        values = self.scores(pool)
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        values = self.scores(ctx, candidates)
         top = max(values)
         tied = [j for j, v in enumerate(values) if v == top]
-        return tied[pool.rng.randrange(len(tied))] if len(tied) > 1 else tied[0]
+        j = tied[ctx.rng.randrange(len(tied))] if len(tied) > 1 else tied[0]
+        return pick_screening(self.name, candidates, j, ctx, started, values)
 
 
-def critic_factory(spec: CriticSpec):
-    """A ``SelectorFactory`` building a fresh ``SimulatedCritic`` per replayed run."""
+def critic_factory(spec: CriticSpec) -> ArmFactory:
+    """An ``ArmFactory`` building a fresh ``SimulatedCritic`` per replayed run."""
     return lambda world, seed: SimulatedCritic(spec, world, seed)
 
 
@@ -271,14 +279,17 @@ class SimulatedJudge:
         return field[0]
 
 
-class TournamentSelector(Selector):
-    """The pairwise tournament alone (RPM-style): the knockout winner of the whole pool."""
+class TournamentScreener:
+    """The pairwise tournament alone (RPM-style): the knockout winner of the whole pool (bracket from ``ctx.rng``)."""
 
-    def __init__(self, judge: SimulatedJudge, name: str = "tournament") -> None:
-        self.judge, self.name = judge, name
+    def __init__(self, judge: SimulatedJudge, world: World, name: str = "tournament") -> None:
+        self.judge, self.world, self.name = judge, world, name
 
-    def choose(self, pool: PoolView) -> int:
-        return pool.candidates.index(self.judge.knockout(pool.world, pool.candidates, pool.rng))
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        entrants = [point_index(c.id) for c in candidates]
+        j = entrants.index(self.judge.knockout(self.world, entrants, ctx.rng))
+        return pick_screening(self.name, candidates, j, ctx, started)
 
 
 class TieBrokenCritic(SimulatedCritic):
@@ -289,13 +300,16 @@ class TieBrokenCritic(SimulatedCritic):
         self.judge = judge
         self.name = spec.name + "+tiebreak"
 
-    def choose(self, pool: PoolView) -> int:
-        values = self.scores(pool)
-        tied = [pool.candidates[j] for j, v in enumerate(values) if v == max(values)]
-        return pool.candidates.index(self.judge.knockout(pool.world, tied, pool.rng))
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        values = self.scores(ctx, candidates)
+        entrants = [point_index(c.id) for c in candidates]
+        tied = [entrants[j] for j, v in enumerate(values) if v == max(values)]
+        j = entrants.index(self.judge.knockout(self.world, tied, ctx.rng))
+        return pick_screening(self.name, candidates, j, ctx, started, values)
 
 
-class CascadeSelector(SimulatedCritic):
+class CascadeScreener(SimulatedCritic):
     """Critic keeps the top ``m`` by average rank (seeded tie order), then the tournament picks among them."""
 
     def __init__(self, spec: CriticSpec, world: World, judge: SimulatedJudge, m: int = 3, seed: int = 0) -> None:
@@ -303,17 +317,20 @@ class CascadeSelector(SimulatedCritic):
         self.judge, self.m = judge, m
         self.name = f"cascade-m{m}"
 
-    def choose(self, pool: PoolView) -> int:
-        values = self.scores(pool)
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        values = self.scores(ctx, candidates)
+        entrants = [point_index(c.id) for c in candidates]
         order = list(range(len(values)))
-        pool.rng.shuffle(order)
+        ctx.rng.shuffle(order)
         order.sort(key=lambda j: -values[j])
-        finalists = [pool.candidates[j] for j in order[: self.m]]
-        return pool.candidates.index(self.judge.knockout(pool.world, finalists, pool.rng))
+        finalists = [entrants[j] for j in order[: self.m]]
+        j = entrants.index(self.judge.knockout(self.world, finalists, ctx.rng))
+        return pick_screening(self.name, candidates, j, ctx, started, values)
 
 
 __all__ = [
-    "CascadeSelector",
+    "CascadeScreener",
     "CriticSpec",
     "DIRECTIONS",
     "LADDER",
@@ -321,7 +338,7 @@ __all__ = [
     "SimulatedCritic",
     "SimulatedJudge",
     "TieBrokenCritic",
-    "TournamentSelector",
+    "TournamentScreener",
     "confusion_for",
     "critic_factory",
     "majority_accuracy",

@@ -31,7 +31,7 @@ already holds is written from it without verifying it again.
 
 from __future__ import annotations
 
-import abc
+import asyncio
 import contextlib
 import json
 import logging
@@ -39,18 +39,21 @@ import math
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from verifyless.ledger import BudgetConfig, Ledger
-from verifyless.node import Candidate, Idea, Operator, Status
+from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification
 from verifyless.outcome import outcome_of
+from verifyless.roles.base import ParentInfo
+from verifyless.screen.base import OutcomeObserver, ScreenContext, Screener, choose_top
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 Assignment = Mapping[str, str]
 WORLD_VERSION = 1
@@ -362,68 +365,81 @@ def merge_worlds(worlds: Sequence[World]) -> World:
 # ---------------------------------------------------------------------- replay
 
 
-@dataclass(frozen=True)
-class PoolView:
-    """One expansion as a selector sees it: the parent, the N candidate world indices, the run's rng.
+ArmFactory = Callable[[World, int], Screener]
+"""A fresh screener for one replay: ``factory(world, seed)``."""
 
-    Selectors must read outcomes only through ``history`` (paid verifications)
-    or, for the oracle and simulated critics, through ``world`` explicitly:
-    that is what makes them oracles.
+
+def point_index(candidate_id: str) -> int:
+    """The world point index of a replayed candidate or parent id (``w{index}``, as ``pool_candidates`` names them)."""
+    return int(candidate_id[1:])
+
+
+class RandomArm:
+    """The unguided agent: one uniform pick ``ctx.rng.randrange(len(candidates))``, the rest in pool order.
+
+    Not ``screen.baselines.RandomScreener``: that one shuffles the whole pool,
+    which draws differently from the rng (the replays' numbers stay as they were).
     """
-
-    world: World
-    parent: int
-    candidates: tuple[int, ...]
-    parent_fitness: float | None
-    step: int
-    rng: random.Random
-    history: tuple[tuple[int, float | None], ...] = ()
-
-
-class Selector(abc.ABC):
-    """Chooses one candidate of a pool to verify; ``observe`` learns from the paid outcome (default: nothing)."""
-
-    name = "selector"
-
-    @abc.abstractmethod
-    def choose(self, pool: PoolView) -> int:
-        """The position in ``pool.candidates`` of the candidate to verify."""
-
-    def observe(self, pool: PoolView, pick: int, fitness: float | None) -> None:
-        return None
-
-
-SelectorFactory = Callable[[World, int], Selector]
-
-
-class RandomSelector(Selector):
-    """The unguided agent: a uniform pick with the run's rng."""
 
     name = "random"
 
-    def choose(self, pool: PoolView) -> int:
-        return pool.rng.randrange(len(pool.candidates))
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        j = ctx.rng.randrange(len(candidates))
+        return pick_screening(self.name, candidates, j, ctx, started)
 
 
-class IIDSelector(RandomSelector):
+class IIDArm(RandomArm):
     """No evolution (Gideoni et al. 2026): every pool is drawn around the seed program, the pick is uniform.
 
     The baseline reviewers ask for: independent samples from the seed, the best verified one returned.
-    ``from_seed`` tells ``replay_run`` to keep the baseline as the parent of every expansion.
+    The marker ``from_seed = True`` on the screener tells ``replay_run`` to keep the baseline as the parent
+    of every expansion (any screener may carry it).
     """
 
     name = "iid"
     from_seed = True
 
 
-class OracleSelector(Selector):
-    """Best-of-N: the candidate with the best known validation fitness (failed last, ties to the first)."""
+class OracleArm:
+    """Best-of-N: the candidate with the best known validation fitness (failed last, ties to the first).
+
+    It reads ``world.fitness`` of the candidates (their index from the id ``w{index}``): that is what makes
+    it an oracle. Not ``screen.baselines.OracleScreener``, which verifies every candidate.
+    """
 
     name = "oracle"
 
-    def choose(self, pool: PoolView) -> int:
-        fits = [pool.world.fitness(i) for i in pool.candidates]
-        return max(range(len(fits)), key=lambda j: (fits[j] is not None, fits[j] if fits[j] is not None else 0.0, -j))
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        fits = [self.world.fitness(point_index(c.id)) for c in candidates]
+        j = max(range(len(fits)), key=lambda t: (fits[t] is not None, fits[t] if fits[t] is not None else 0.0, -t))
+        return pick_screening(self.name, candidates, j, ctx, started)
+
+
+def pick_screening(
+    name: str,
+    candidates: Sequence[Candidate],
+    j: int,
+    ctx: ScreenContext,
+    started: float,
+    values: Sequence[float] | None = None,
+) -> Screening:
+    """The screening that verifies candidate ``j``; the ranking is ``j`` then the others in pool order.
+
+    ``values`` (one per candidate, e.g. a critic's mean labels) become the evidence's ``rank_value``; without
+    them the screening records no evidence (a uniform or oracle pick has none to give, and a replay makes
+    thousands of these).
+    """
+    ids = [c.id for c in candidates]
+    ranking = [ids[j], *ids[:j], *ids[j + 1 :]]
+    evidence = (
+        {} if values is None else {cid: Evidence(cid, rank_value=float(v)) for cid, v in zip(ids, values, strict=True)}
+    )
+    return choose_top(name, ranking, evidence, 1, ctx, started)
 
 
 @dataclass(frozen=True)
@@ -468,6 +484,24 @@ def option_codes(world: World) -> Any:
     return _CODES[key][1]
 
 
+_EXPONENTS: dict[tuple[int, int, float], tuple[World, Any]] = {}
+
+
+def _exponents(world: World, parent: int, locality: float) -> Any:
+    """``1 / exp(-locality * hamming(parent, point))`` for every point (cached per world object, parent, locality:
+    the incumbent parent repeats across expansions)."""
+    import numpy as np
+
+    key = (id(world), parent, locality)
+    hit = _EXPONENTS.get(key)
+    if hit is None or hit[0] is not world:
+        codes = option_codes(world)
+        dist = (codes != codes[parent]).sum(axis=1)
+        weights = np.exp(-locality * dist) if locality else np.ones(len(world))
+        hit = _EXPONENTS[key] = (world, 1.0 / weights)
+    return hit[1]
+
+
 def draw_pool(
     world: World, parent: int, exclude: set[int], n: int, locality: float, rng: random.Random
 ) -> tuple[int, ...]:
@@ -480,11 +514,8 @@ def draw_pool(
     """
     import numpy as np
 
-    codes = option_codes(world)
-    dist = (codes != codes[parent]).sum(axis=1)
-    weights = np.exp(-locality * dist) if locality else np.ones(len(world))
     gen = np.random.default_rng(rng.randrange(2**32))
-    keys = gen.random(len(world)) ** (1.0 / weights)
+    keys = gen.random(len(world)) ** _exponents(world, parent, locality)
     if exclude:
         keys[list(exclude)] = -1.0
     order = np.argsort(-keys, kind="stable")[:n]
@@ -492,56 +523,123 @@ def draw_pool(
 
 
 def replay_run(
-    world: World, selector: Selector, *, budget: int, n_candidates: int, seed: int, locality: float = 1.0
+    world: World,
+    screener: Screener,
+    *,
+    budget: int,
+    n_candidates: int,
+    seed: int,
+    locality: float = 1.0,
+    task: Task | None = None,
 ) -> ReplayRun:
     """Greedy search replayed on ``world``: the incumbent best is the parent of every expansion.
 
     The baseline is verification 1. Each expansion draws ``n_candidates``
-    unverified points (``draw_pool``), the selector picks one, its known
-    outcome is charged as one verification and shown to ``selector.observe``.
-    A failed verification counts and never becomes the parent. Stops at
-    ``budget`` verifications or when the world has no unverified point left.
-    A selector with ``from_seed = True`` (``IIDSelector``) expands the baseline
-    every time instead: the search returns its best verified point all the same.
+    unverified points (``draw_pool``), ``pool_candidates`` makes them
+    candidates, ``screener.screen`` picks one (``chosen[0]``, else
+    ``ranking[0]``; context from ``pool_context``), its known outcome is
+    charged as one verification and, if the screener is an
+    ``OutcomeObserver``, shown to its ``observe``. A failed verification
+    counts and never becomes the parent. Stops at ``budget`` verifications or
+    when the world has no unverified point left. A screener with ``from_seed =
+    True`` (``IIDArm``) expands the baseline every time instead: the search
+    returns its best verified point all the same. ``task`` (optional) goes
+    into the context, and its idea space words the candidates. One event loop
+    per call (``run_sync``).
     """
+    return run_sync(_replay(world, screener, budget, n_candidates, seed, locality, task))
+
+
+async def _replay(
+    world: World, screener: Screener, budget: int, n: int, seed: int, locality: float, task: Task | None
+) -> ReplayRun:
     rng = random.Random(f"replay:{world.task}:{seed}")
-    from_seed = bool(getattr(selector, "from_seed", False))
+    from_seed = bool(getattr(screener, "from_seed", False))
+    observer = screener if isinstance(screener, OutcomeObserver) else None
+    space = task.idea_space if task is not None else None
     base = world.baseline_index
-    history: list[tuple[int, float | None]] = [(base, world.fitness(base))]
+    verified = [base]
     done = {base}
     best_i, best_f = base, world.fitness(base)
     curve = [best_f if best_f is not None else -math.inf]
     step = 0
-    while len(history) < budget and len(done) < len(world):
+    while len(verified) < budget and len(done) < len(world):
         step += 1
         parent, parent_f = (base, world.fitness(base)) if from_seed else (best_i, best_f)
-        cands = draw_pool(world, parent, done, n_candidates, locality, rng)
-        view = PoolView(world, parent, cands, parent_f, step, rng, tuple(history))
-        pick = cands[selector.choose(view)]
-        fit = world.fitness(pick)
-        selector.observe(view, cands.index(pick), fit)
-        history.append((pick, fit))
-        done.add(pick)
+        cands = pool_candidates(world, parent, draw_pool(world, parent, done, n, locality, rng), space=space)
+        cand = await pick(screener, pool_context(parent, step, rng, task=task), cands)
+        if observer is not None:
+            tell(observer, world, parent_f, cand)
+        i = point_index(cand.id)
+        fit = world.fitness(i)
+        verified.append(i)
+        done.add(i)
         if fit is not None and (best_f is None or fit > best_f):
-            best_i, best_f = pick, fit
+            best_i, best_f = i, fit
         curve.append(best_f if best_f is not None else -math.inf)
-    return ReplayRun(selector.name, seed, tuple(curve), best_i, tuple(i for i, _ in history))
+    return ReplayRun(screener.name, seed, tuple(curve), best_i, tuple(verified))
 
 
 def replay_many(
     world: World,
-    factory: SelectorFactory,
+    factory: ArmFactory,
     *,
     seeds: Iterable[int],
     budget: int,
     n_candidates: int,
     locality: float = 1.0,
+    task: Task | None = None,
 ) -> list[ReplayRun]:
-    """One replay per seed, each with a fresh selector from ``factory(world, seed)``."""
-    return [
-        replay_run(world, factory(world, s), budget=budget, n_candidates=n_candidates, seed=s, locality=locality)
-        for s in seeds
-    ]
+    """One replay per seed, each with a fresh screener from ``factory(world, seed)`` (one event loop for all)."""
+
+    async def runs() -> list[ReplayRun]:
+        return [await _replay(world, factory(world, s), budget, n_candidates, s, locality, task) for s in seeds]
+
+    return run_sync(runs())
+
+
+def pool_context(parent: int, step: int, rng: random.Random, *, task: Task | None = None) -> ScreenContext:
+    """What a screener sees of one replayed expansion: the parent ``w{parent}`` (no program, no score: the
+    replay knows only indices), the replay's ``rng``, ``round = step``, one verification, ``task`` if given
+    (None otherwise: screeners that read the task cannot run on a bare world)."""
+    return ScreenContext(
+        task=task,  # type: ignore[arg-type]
+        parent=ParentInfo(id=f"w{parent}", program="", score=None, summary=""),
+        rng=rng,
+        n_verify=1,
+        round=step,
+    )
+
+
+async def pick(screener: Screener, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Candidate:
+    """The candidate ``screener`` verifies of this pool: its screening's ``chosen[0]``, else ``ranking[0]``."""
+    screening = await screener.screen(ctx, candidates)
+    cid = screening.chosen[0] if screening.chosen else screening.ranking[0]
+    return next(c for c in candidates if c.id == cid)
+
+
+def tell(screener: OutcomeObserver, world: World, parent_fitness: float | None, candidate: Candidate) -> None:
+    """Show a learning screener the known outcome of the candidate it picked (as the engine's tell would)."""
+    point = world.points[point_index(candidate.id)]
+    v = Verification(
+        status=Status.OK if point.status == "ok" else Status.FAILED,
+        reason=point.reason,
+        score=point.score,
+        test_score=point.test_score,
+    )
+    screener.observe(outcome_of(parent_fitness, candidate, v, higher_is_better=world.direction == "maximize"))
+
+
+def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine to completion, also when called from inside a running event loop (then in a thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def world_best(world: World) -> float:
@@ -616,108 +714,84 @@ def synthetic_world(
     )
 
 
-class ScreenerSelector(Selector):
-    """Runs a real ``Screener`` (e.g. ``SurrogateScreener``) on replayed pools; feeds ``observe`` if it learns.
+@dataclass
+class _Wording:
+    """What ``pool_candidates`` has made for one world and idea space: candidates by (parent, child), child
+    summaries, and each option's words."""
 
-    Each world point becomes a ``Candidate`` as the offline idea-space roles
-    would make it: ``Idea.params = {"assignment", "changed",
-    "parent_assignment"}``, the idea text names the changed options (with their
-    descriptions when ``space`` is given) and the summary lists every option.
-    A screener that needs an LLM cannot run here; use a simulated critic.
-    """
+    world: World
+    space: Any
+    candidates: dict[tuple[int, int], Candidate] = field(default_factory=dict)
+    summaries: dict[int, str] = field(default_factory=dict)
+    words: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def __init__(
-        self, screener: Any, world: World, *, space: Any = None, task: Task | None = None, seed: int = 0
-    ) -> None:
-        self.screener = screener
-        self.name = getattr(screener, "name", type(screener).__name__)
-        self.world = world
-        self.space = space
-        self.task = task
-        self.seed = seed
-        self._cands: dict[tuple[int, int], Any] = {}
-
-    def _describe(self, dim: str, opt: str) -> str:
+    def word(self, dim: str, opt: str) -> str:
+        """The option as the idea text names it: with its description when the space has one."""
         if self.space is None:
             return opt
-        for o in self.space.dimensions.get(dim, ()):
-            if o.name == opt:
-                return f"{opt} ({o.description.strip().rstrip('.')})"
+        key = (dim, opt)
+        if key not in self.words:
+            self.words[key] = _describe(self.space, dim, opt)
+        return self.words[key]
+
+    def candidate(self, parent: int, child: int) -> Candidate:
+        points = self.world.points
+        pa, ca = points[parent].assignment, points[child].assignment
+        changed = [d for d in self.world.dimensions if pa[d] != ca[d]]
+        text = "; and ".join([f"change {d} from '{pa[d]}' to {self.word(d, ca[d])}" for d in changed])
+        summary = self.summaries.get(child)
+        if summary is None:
+            summary = self.summaries[child] = " ".join([f"{d}: {self.word(d, ca[d])}." for d in self.world.dimensions])
+        return Candidate(
+            f"w{child}",
+            f"w{parent}",
+            Operator.IMPROVE,
+            Idea(
+                text or "keep the design",
+                {"assignment": dict(ca), "changed": changed, "parent_assignment": dict(pa)},
+                tuple(changed),
+            ),
+            "",
+            points[child].program_hash or f"w{child}",
+            summary,
+        )
+
+
+_WORDING: dict[tuple[int, int], _Wording] = {}
+
+
+def pool_candidates(world: World, parent: int, indices: Iterable[int], *, space: Any = None) -> tuple[Candidate, ...]:
+    """World points ``indices`` as the candidates an expansion of ``parent`` proposes (cached per world and space).
+
+    Each is made as the offline idea-space roles would make it: id ``w{index}``
+    (``point_index`` reads it back), parent id ``w{parent}``,
+    ``Idea.params = {"assignment", "changed", "parent_assignment"}``, the idea
+    text names the changed options (with their descriptions when the idea
+    ``space`` is given) and the summary lists every option. No program: a
+    screener that reads code or needs an LLM cannot run here (use a simulated critic).
+    """
+    key = (id(world), id(space))
+    wording = _WORDING.get(key)
+    if wording is None or wording.world is not world or wording.space is not space:
+        wording = _WORDING[key] = _Wording(world, space)
+    cache = wording.candidates
+    out = []
+    for child in indices:
+        c = cache.get((parent, child))
+        if c is None:
+            c = cache[(parent, child)] = wording.candidate(parent, child)
+        out.append(c)
+    return tuple(out)
+
+
+def _describe(space: Any, dim: str, opt: str) -> str:
+    if space is None:
         return opt
-
-    def candidate(self, parent: int, child: int) -> Any:
-        from verifyless.node import Candidate, Idea, Operator
-
-        key = (parent, child)
-        if key not in self._cands:
-            pa, ca = self.world.points[parent].assignment, self.world.points[child].assignment
-            changed = [d for d in self.world.dimensions if pa[d] != ca[d]]
-            text = "; and ".join(f"change {d} from '{pa[d]}' to {self._describe(d, ca[d])}" for d in changed)
-            summary = " ".join(f"{d}: {self._describe(d, ca[d])}." for d in self.world.dimensions)
-            self._cands[key] = Candidate(
-                id=f"w{child}",
-                parent_id=f"w{parent}",
-                operator=Operator.IMPROVE,
-                idea=Idea(
-                    text or "keep the design",
-                    {"assignment": dict(ca), "changed": changed, "parent_assignment": dict(pa)},
-                    tuple(changed),
-                ),
-                program="",
-                program_hash=self.world.points[child].program_hash or f"w{child}",
-                summary=summary,
-            )
-        return self._cands[key]
-
-    def choose(self, pool: PoolView) -> int:
-        from verifyless.roles.base import ParentInfo
-        from verifyless.screen.base import ScreenContext
-
-        cands = [self.candidate(pool.parent, i) for i in pool.candidates]
-        parent = ParentInfo(id=f"w{pool.parent}", program="", score=None, summary="")
-        ctx = ScreenContext(
-            task=self.task,  # type: ignore[arg-type]
-            parent=parent,
-            rng=pool.rng,
-            n_verify=1,
-            round=pool.step,
-        )
-        screening = _run_sync(self.screener.screen(ctx, cands))
-        pick = screening.chosen[0] if screening.chosen else screening.ranking[0]
-        return [c.id for c in cands].index(pick)
-
-    def observe(self, pool: PoolView, pick: int, fitness: float | None) -> None:
-        if not hasattr(self.screener, "observe"):
-            return
-        from verifyless.node import Status, Verification
-
-        child = pool.candidates[pick]
-        point = self.world.points[child]
-        v = Verification(
-            status=Status.OK if point.status == "ok" else Status.FAILED,
-            reason=point.reason,
-            score=point.score,
-            test_score=point.test_score,
-        )
-        higher = self.world.direction == "maximize"
-        cand = self.candidate(pool.parent, child)
-        self.screener.observe(outcome_of(pool.parent_fitness, cand, v, higher_is_better=higher))
-
-
-def _run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion, also when called from inside a running event loop (then in a thread)."""
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-def screener_factory(make: Callable[[int], Any], *, space: Any = None, task: Task | None = None) -> SelectorFactory:
-    """A ``SelectorFactory`` wrapping ``make(seed)`` (a fresh real screener per run) in ``ScreenerSelector``."""
-    return lambda world, seed: ScreenerSelector(make(seed), world, space=space, task=task, seed=seed)
+    for o in space.dimensions.get(dim, ()):
+        if o.name == opt:
+            return f"{opt} ({o.description.strip().rstrip('.')})"
+    return opt
+    for o in space.dimensions.get(dim, ()):
+        if o.name == opt:
+            return f"{opt} ({o.description.strip().rstrip('.')})"
+    return opt
