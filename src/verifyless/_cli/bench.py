@@ -19,8 +19,21 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
-from verifyless.offline import report
-from verifyless.offline.selection import fitness_sign
+from verifyless._cli.common import key_values
+from verifyless._cli.data import bench_dataset
+from verifyless.errors import ConfigError, TaskError
+from verifyless.metrics import critic as m
+from verifyless.model import build_model
+from verifyless.offline import compare as cmp
+from verifyless.offline import plots, report
+from verifyless.offline import selection as sel
+from verifyless.offline.pools import ScoreOracle, collect_pools, evaluate_screener, load_pools, save_pools
+from verifyless.offline.scores import best_scheme, normalize
+from verifyless.offline.selection import SelectionSummary, fitness_sign
+from verifyless.report.reader import open_readonly
+from verifyless.screen.registry import build_screener
+from verifyless.store import RunStore
+from verifyless.task import load_task
 
 app = typer.Typer(
     add_completion=False,
@@ -36,7 +49,6 @@ _OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG 
 
 def _open(store: Path):
     """The store opened read-only (``mode=ro``): bench commands only read, so a read-only store file still opens."""
-    from verifyless.report.reader import open_readonly
 
     return open_readonly(store)
 
@@ -76,18 +88,13 @@ def critic(
     split: str = typer.Option("bench", "--split", help="with --dataset: split to screen"),
 ) -> None:
     """Critic accuracy, calibration and uncertainty routing: from stored runs, or a dataset's bench split offline."""
-    from verifyless.metrics import critic as m
 
     if dataset is not None:
-        from verifyless._cli.data import bench_dataset
-
         bench_dataset(
             dataset, _registry_screener(screener, model, option, seed), split=split, seed=seed, repeats=repeats, out=out
         )
         return
     if not runs:
-        from verifyless.errors import ConfigError
-
         raise ConfigError("bench critic needs run ids (verifyless bench critic RUN...) or --dataset DIR")
 
     with _open(store) as st:
@@ -132,8 +139,6 @@ def critic(
     ]
     _write(out, "critic.md", "".join(md))
     if out is not None:
-        from verifyless.offline import plots
-
         for path in (
             plots.plot_reliability(cal, out / "reliability.png"),
             plots.plot_auroc_vs_k({"critic": ks}, out / "auroc_k.png"),
@@ -154,7 +159,6 @@ def selection(
     min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range"),
 ) -> None:
     """Selection advantage and pairwise accuracy on pools with at least two verified candidates."""
-    from verifyless.offline import selection as sel
 
     summaries, finals, advantages = {}, [], []
     with _open(store) as st:
@@ -189,7 +193,6 @@ def selection(
 
 def _final_score(st: Any, run_id: str, target: str, scheme: str) -> float:
     """The run's final node score, normalised with its task's anchors (raw oriented if the task cannot be loaded)."""
-    from verifyless.offline.scores import best_scheme, normalize
 
     rows = {r["node_id"]: r for r in st.node_rows(run_id)}
     final_id = None
@@ -213,11 +216,7 @@ _TASKS: dict[str, Any] = {}
 
 def _task(name: str):
     if name not in _TASKS:
-        from verifyless.errors import TaskError
-
         try:
-            from verifyless.task import load_task
-
             _TASKS[name] = load_task(name)
         except (TaskError, OSError, ValueError):
             _TASKS[name] = None
@@ -226,7 +225,6 @@ def _task(name: str):
 
 def _arms(st: Any, runs: list[str], labels: list[str]) -> dict[str, list[str]]:
     """arm -> run ids; ``--label ARM=RUN`` wins, else the run's configured screener name."""
-    from verifyless.errors import ConfigError
 
     named: dict[str, str] = {}
     for item in labels:
@@ -255,7 +253,6 @@ def compare(
     seed: int = typer.Option(0),
 ) -> None:
     """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
-    from verifyless.offline import compare as cmp
 
     with _open(store) as st:
         arms = _arms(st, list(runs or []), label)
@@ -328,9 +325,6 @@ def _by_task(values: dict[str, float], tasks_of: dict[str, str]) -> dict[str, li
 
 
 def _plot_curves(curves: dict[str, list[Any]], out: Path, by: str, n_boot: int, seed: int) -> None:
-    from verifyless.offline import compare as cmp
-    from verifyless.offline import plots
-
     for task in sorted({c.task for cs in curves.values() for c in cs}):
         bands = [
             cmp.curve_band([c for c in cs if c.task == task], arm, by=by, n_boot=n_boot, seed=seed)
@@ -359,7 +353,6 @@ def curves_cmd(
     seed: int = typer.Option(0),
 ) -> None:
     """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
-    from verifyless.offline import compare as cmp
 
     with _open(store) as st:
         arms = _arms(st, list(runs or []), label)
@@ -381,12 +374,9 @@ def collect_pools_command(
     store: Path | None = typer.Option(None, "--store", help="also record the run here"),
 ) -> None:
     """Collect pools of fully verified candidates for offline selector replay."""
-    from verifyless.offline.pools import collect_pools, save_pools
 
     st = None
     if store is not None:
-        from verifyless.store import RunStore
-
         store.parent.mkdir(parents=True, exist_ok=True)
         st = RunStore(store)
     try:
@@ -425,8 +415,6 @@ def replay_pools(
     out: Path | None = _OUT,
 ) -> None:
     """Run screeners on stored pools (no verification) and report how good their picks were."""
-    from verifyless.offline.pools import ScoreOracle, evaluate_screener, load_pools
-    from verifyless.offline.selection import SelectionSummary
 
     pools = load_pools(file)
     summaries: dict[str, SelectionSummary] = {}
@@ -444,14 +432,9 @@ def replay_pools(
 
 
 def _registry_screener(name: str, model: str | None, options: list[str], seed: int):
-    from verifyless._cli.common import key_values
-    from verifyless.screen.registry import build_screener
-
     opts = key_values(options)
     models = {}
     if model:
-        from verifyless.model import build_model
-
         models["default"] = build_model(model)
     return build_screener(name, models=models, options=opts, seed=seed)
 

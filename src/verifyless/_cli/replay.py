@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifyless.config import with_absent_options
+from verifyless.config import apply_changes, with_absent_options
 from verifyless.errors import VerifylessError
-from verifyless.node import Verification
+from verifyless.node import Verification, content_hash
+from verifyless.store import RunStore
 from verifyless.store.records import Item
 from verifyless.task.base import Task
+from verifyless.wiring import build_engine
 
 
 class ReplayDiverged(VerifylessError, exit_code=9):
@@ -52,8 +54,6 @@ class StoredVerifications:
         self.ended = False
 
     async def verify(self, task: Task, program: str) -> Verification:
-        from verifyless.node import content_hash
-
         h = content_hash(program)
         if self.stop_outside is not None and h not in self.stop_outside:
             self.ended = True
@@ -152,9 +152,6 @@ async def _replay_segment(
     store: Any, run_id: str, seg: Segment, by_hash: dict[str, Verification]
 ) -> tuple[int, str | None, list[str]]:
     """(facts compared, the replay's final node, differences) for one part of the run."""
-    from verifyless.config import apply_changes
-    from verifyless.store import RunStore
-    from verifyless.wiring import build_engine
 
     mine = _facts(store, run_id, seg.holds)
     own = {t[2] for t in mine if t[0] == "verification-hash"}

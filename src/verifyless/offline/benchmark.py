@@ -27,7 +27,10 @@ from typing import Any
 
 from verifyless.data.prompt import row_candidate, screen_context
 from verifyless.metrics import critic as m
-from verifyless.offline import report
+from verifyless.offline import (
+    plots,  # needs the `plot` extra (matplotlib)
+    report,
+)
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,6 @@ def write_report(rep: CriticBenchReport, out: Path) -> list[Path]:
     if not rep.records:
         return written
     try:
-        from verifyless.offline import plots  # needs the `plot` extra (matplotlib)
-
         written.append(plots.plot_auroc_vs_k({rep.screener: list(rep.auroc)}, out / "auroc_k.png"))
         written.append(plots.plot_routing(list(rep.routing), out / "routing.png"))
     except ImportError:  # the markdown report stands alone

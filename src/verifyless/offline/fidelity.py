@@ -41,8 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifyless.builtin import worlds_dir
+from verifyless.node import content_hash
 from verifyless.offline.worlds import World, make_program, read_jsonl
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
+from verifyless.verify import verify
 
 __all__ = [
     "LevelPoint",
@@ -116,8 +120,6 @@ class LevelWorld:
 def level_path(task: str, level: str, directory: str | Path | None = None) -> Path:
     """Where the level world of ``task`` at ``level`` lives (default: the package's ``worlds/fidelity/``)."""
     if directory is None:
-        from verifyless.builtin import worlds_dir
-
         directory = worlds_dir() / "fidelity"
     return Path(directory) / f"{task}.{level}.jsonl"
 
@@ -182,15 +184,11 @@ def collect_level(
     changed since the world was collected: the two would not measure the same
     program). ``deadline`` (a ``time.monotonic()`` value) stops early.
     """
-    from verifyless.node import content_hash
-    from verifyless.verify import verify
 
     levels = [lv.name for lv in task.fidelity.levels]
     if level not in levels:
         raise ValueError(f"task {task.name} has no cheaper fidelity level {level!r} (levels: {levels})")
     if sandbox is None:
-        from verifyless.sandbox.local import LocalSandbox
-
         sandbox = LocalSandbox()
     out = Path(path)
     done: set[str] = set()
@@ -231,11 +229,8 @@ def calibrate_level(
     Appends one calibration line each to the level world at ``path`` (which
     must exist); returns how many calibration lines it holds.
     """
-    from verifyless.verify import verify
 
     if sandbox is None:
-        from verifyless.sandbox.local import LocalSandbox
-
         sandbox = LocalSandbox()
     done = load_calibration(path)
     step = max(1, len(world) // max(1, points))

@@ -32,10 +32,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from verifyless.child import ChildMaker, status_for
+from verifyless.ledger import BudgetConfig, Ledger, candidate_from
 from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.offline.compare import Estimate, bootstrap_ci
 from verifyless.offline.selection import Pool, SelectionSummary, summarize_selection
+from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, TaskBrief
+from verifyless.roles.space import space_roles
+from verifyless.sandbox.local import LocalSandbox
+from verifyless.screen.base import ScreenContext
+from verifyless.store import RunStore
 from verifyless.task.base import Task
+from verifyless.task.loader import load_task
+from verifyless.verify import verify
 
 Target = Literal["validation", "test"]
 
@@ -145,8 +154,6 @@ async def collect_pools_async(
     (``reused_from``, no charge), every other one is charged once. Without a
     ``store`` the run is kept in a temporary store that is deleted at the end.
     """
-    from verifyless.child import ChildMaker
-    from verifyless.roles.base import ParentInfo
 
     task = _task(task)
     if parents < 1 or n_per_parent < 1:
@@ -187,15 +194,11 @@ class _PoolLedger:
     """The pool run's kernel: record each candidate, read a known program back, pay the rest once."""
 
     def __init__(self, task: Task, sandbox: Any, store: Any, config: dict[str, Any], seed: int) -> None:
-        from verifyless.ledger import BudgetConfig, Ledger
-
         self.task, self.sandbox = task, sandbox
         self.ledger = Ledger(store, BudgetConfig(verifications=None), task.metric)
         self.ledger.run_id = store.create_run(task.name, config, seed=seed)
 
     async def check(self, cand: Candidate) -> Verification:
-        from verifyless.verify import verify
-
         self.ledger.record_candidate(cand, Status.IMPLEMENTED)
         known = self.ledger.state.known_result(cand.program_hash)
         if known is not None:  # identical programs are verified once, and paid once
@@ -214,9 +217,6 @@ async def _pool_members(
     ledger: _PoolLedger, maker: Any, roles: Any, parent: Any, step: int, n: int, rng: random.Random
 ) -> list[PoolCandidate]:
     """Propose ``n`` children of ``parent``, make each and verify every runnable one."""
-    from verifyless.child import status_for
-    from verifyless.ledger import candidate_from
-    from verifyless.roles.base import ProposeContext, RoleFailure
 
     ctx = ProposeContext(task=ledger.task, parent=parent, operator=Operator.IMPROVE, seed=rng.randrange(2**31))
     members: list[PoolCandidate] = []
@@ -282,7 +282,6 @@ def _run_store(store: Any) -> Iterator[Any]:
     if store is not None:
         yield store
         return
-    from verifyless.store import RunStore
 
     with tempfile.TemporaryDirectory(prefix="verifyless-pools-") as tmp, RunStore(Path(tmp) / "pools.db") as temp:
         yield temp
@@ -290,21 +289,15 @@ def _run_store(store: Any) -> Iterator[Any]:
 
 def _task(task: Task | str) -> Task:
     if isinstance(task, str):
-        from verifyless.task.loader import load_task
-
         return load_task(task)
     return task
 
 
 def _space_roles(task: Task, seed: int) -> Any:
-    from verifyless.roles.space import space_roles
-
     return space_roles(task, seed)
 
 
 def _local_sandbox() -> Any:
-    from verifyless.sandbox.local import LocalSandbox
-
     return LocalSandbox()
 
 
@@ -415,8 +408,6 @@ async def evaluate_screener_async(
     engine drops them before screening too); failed verifications count
     with the pool's worst working score.
     """
-    from verifyless.roles.base import ParentInfo, TaskBrief
-    from verifyless.screen.base import ScreenContext
 
     loaded: dict[str, Task] = dict(tasks or {})
     outcomes: list[Pool] = []
@@ -427,8 +418,6 @@ async def evaluate_screener_async(
         if not cands:
             continue
         if pool.task not in loaded:
-            from verifyless.task import load_task
-
             loaded[pool.task] = load_task(pool.task)
         parent = ParentInfo(
             id=pool.parent_id, program=pool.parent_program, score=pool.parent_score, summary=pool.parent_summary

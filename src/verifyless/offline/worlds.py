@@ -45,12 +45,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from verifyless.ledger import BudgetConfig, Ledger
-from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification
+from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification, content_hash
+from verifyless.offline.scores import best_scheme, normalize
 from verifyless.outcome import outcome_of
+from verifyless.program import split
 from verifyless.roles.base import ParentInfo
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.base import OutcomeObserver, ScreenContext, Screener, choose_top
+from verifyless.store import RunStore
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
+from verifyless.task.loader import load_task
+from verifyless.task.space import render
+from verifyless.verify import verify
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -235,18 +242,12 @@ def collect_world(
     kill -9 between the two pays nothing twice. ``store=None``: a temporary
     store (reuse within this call only; the file alone resumes).
     """
-    from verifyless.node import content_hash
-    from verifyless.verify import verify
 
     if isinstance(task, str):
-        from verifyless.task.loader import load_task
-
         task = load_task(task)
     if task.idea_space is None:
         raise ValueError(f"task {task.name} has no idea_space; a world samples one")
     if sandbox is None:
-        from verifyless.sandbox.local import LocalSandbox
-
         sandbox = LocalSandbox()
     out = Path(path)
     header = _header(task, seed)
@@ -297,8 +298,6 @@ def _world_ledger(store: RunStoreProtocol | None, task: Task, seed: int) -> Iter
     first use, folded from its events on a later one), or of a temporary store when ``store`` is None."""
     with contextlib.ExitStack() as stack:
         if store is None:
-            from verifyless.store import RunStore
-
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="verifyless-world-"))
             store = stack.enter_context(RunStore(Path(folder) / "world.db"))
         ledger = Ledger(store, BudgetConfig(), task.metric)
@@ -317,8 +316,6 @@ def make_program(task: Task, assignment: Assignment) -> str:
 
     The only place a world makes a child (kept small so a shared child-making unit can replace it).
     """
-    from verifyless.program import split
-    from verifyless.task.space import render
 
     assert task.idea_space is not None
     return split(task.baseline_program, task.band).join(render(task.idea_space, assignment))
@@ -650,12 +647,9 @@ def world_best(world: World) -> float:
 
 def normalizer(world: World, task: Task | None = None) -> Callable[[float], float]:
     """Fitness -> the task's normalised score (``bench.scores.best_scheme``); identity without anchors."""
-    from verifyless.offline.scores import best_scheme, normalize
 
     if task is None:
         try:
-            from verifyless.task import load_task
-
             task = load_task(world.task)
         except Exception:  # noqa: BLE001 - a world of an unknown task (tests) reports raw fitness
             return lambda f: f

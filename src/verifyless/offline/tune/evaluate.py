@@ -39,7 +39,7 @@ from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
 from verifyless.offline.benchmark import screen_rows
 from verifyless.prompts import Template, check_template, load_template
-from verifyless.screen.critic import MARKERS, PLACEHOLDERS
+from verifyless.screen import critic, tournament
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.registry import build_screener
 
@@ -145,11 +145,11 @@ class CriticTarget(_TemplateTarget):
     def baseline(self) -> Template:
         """The template the screener would use with these options (``prompt_file``, else ``prompt``)."""
         if self.options.get("prompt_file"):
-            return load_prompt_file(str(self.options["prompt_file"]), "critic", PLACEHOLDERS, MARKERS)
+            return load_prompt_file(str(self.options["prompt_file"]), "critic", critic.PLACEHOLDERS, critic.MARKERS)
         return load_template(f"screen/{self.options.get('prompt', 'critic')}")
 
     def markers(self) -> tuple[Any, Any]:
-        return PLACEHOLDERS, MARKERS
+        return critic.PLACEHOLDERS, critic.MARKERS
 
     async def score(self, template: Template, rows: Sequence[Row]) -> Score:
         before = self.model.spent()
@@ -176,16 +176,14 @@ class PairwiseTarget(_TemplateTarget):
 
     def baseline(self) -> Template:
         """The template the judge would use with these options (``prompt_file``, else ``pairwise``)."""
-        from verifyless.screen.tournament import MARKERS, PLACEHOLDERS
-
         if self.options.get("prompt_file"):
-            return load_prompt_file(str(self.options["prompt_file"]), "tournament", PLACEHOLDERS, MARKERS)
+            return load_prompt_file(
+                str(self.options["prompt_file"]), "tournament", tournament.PLACEHOLDERS, tournament.MARKERS
+            )
         return load_template("screen/pairwise")
 
     def markers(self) -> tuple[Any, Any]:
-        from verifyless.screen.tournament import MARKERS, PLACEHOLDERS
-
-        return PLACEHOLDERS, MARKERS
+        return tournament.PLACEHOLDERS, tournament.MARKERS
 
     def items(self, rows: Sequence[Row]) -> list[tuple[Row, Row]]:
         return outcome_pairs(rows, random.Random(f"{self.seed}:pairs"), self.max_pairs)
