@@ -3,10 +3,11 @@
 ``python -m verifyless.config_doc`` rewrites the part between the markers;
 ``python -m verifyless.config_doc --check`` exits 1 when it is stale (a test runs
 the same check). Rendered: every ``RunConfig`` field (with its type, default
-and description), the options of each search strategy (their config
-dataclasses, each field described by its line in the class docstring:
-``name: text`` or ``a / b: text``, several per line separated by ``;``), and
-the options model of every screener in ``verifyless.screen.registry.SCREENERS``.
+and description) and, from ``verifyless.components.COMPONENTS`` (the one map from names to
+components), a table of every registered component and the options of every component chosen
+by ``KIND.name``: strategies (their config dataclasses, each field described by its line in the
+class docstring: ``name: text`` or ``a / b: text``, several per line separated by ``;``),
+executors and screeners (pydantic models, each field's description).
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from verifyless.components import COMPONENTS
 from verifyless.config import RunConfig
-from verifyless.executors.registry import EXECUTORS
-from verifyless.screen import registry
-from verifyless.search.registry import STRATEGIES
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
@@ -123,22 +122,24 @@ def render() -> str:
     """The generated reference (markdown, without the markers)."""
     head = "| key | type | default | description |\n|---|---|---|---|"
     out = ["## Reference (generated from `verifyless.config`)", "", head, *_model_rows(RunConfig), ""]
-    out += ["### Strategy options (`strategy.options`)", ""]
-    for name, (config_cls, _) in sorted(STRATEGIES.items()):
-        out += [f"`{name}` ({config_cls.__name__}):", "", head, *_options_rows(config_cls), ""]
-    out += ["### Executor options (`executor.options`)", ""]
-    for name, (cls, options_cls) in sorted(EXECUTORS.items()):
-        out += [f"`{name}` ({cls.__name__}, {options_cls.__name__}):", "", head, *_options_rows(options_cls), ""]
-    screener_options = _screener_options()
-    if screener_options:
-        out += ["### Screener options (`screener.options`)", ""]
-        for name, cls in sorted(screener_options.items()):
-            out += [f"`{name}` ({getattr(cls, '__name__', cls)}):", "", head, *_options_rows(cls), ""]
+    out += ["### Components (`verifyless components`)", "", *_component_rows(), ""]
+    for registry in COMPONENTS.values():
+        if not registry.options_key.endswith(".options") or not any(c.options for c in registry.components()):
+            continue  # no options (providers), or options in a fixed section of the tree (roles.llm), above
+        out += [f"### {registry.kind.title()} options (`{registry.options_key}`)", ""]
+        for c in sorted(registry.components(), key=lambda c: c.name):
+            what = getattr(c.options, "__name__", "no options")
+            out += [f"`{c.name}` ({what}): {c.help}.", "", head, *_options_rows(c.options), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def _screener_options() -> dict[str, Any]:
-    return {name: registry.options_model(name) for name in registry.SCREENERS}
+def _component_rows() -> Iterator[str]:
+    """One row per registered component of ``COMPONENTS``: its kind, name, the key that chooses it and its help."""
+    yield "| kind | name | chosen by | description |\n|---|---|---|---|"
+    for kind, registry in COMPONENTS.items():
+        for c in registry.components():
+            help_text = c.help.replace("|", "\\|")
+            yield f"| {kind} | `{c.name}` | `{registry.name_key}` | {help_text} |"
 
 
 def updated(text: str) -> str:
