@@ -6,16 +6,15 @@ the same check). Rendered: every ``RunConfig`` field (with its type, default
 and description) and, from ``verifyless.components.COMPONENTS`` (the one map from names to
 components), a table of every registered component and the options of every component chosen
 by ``KIND.name``: strategies (their config dataclasses, each field described by its line in the
-class docstring: ``name: text`` or ``a / b: text``, several per line separated by ``;``),
+class docstring: ``name: text`` or ``a / b: text``, several per line separated by ``;``, read by
+``verifyless.registry.docstring_help``),
 executors and screeners (pydantic models, each field's description).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
-import re
 import sys
 import typing
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 
 from verifyless.components import COMPONENTS
 from verifyless.config import RunConfig
+from verifyless.registry import REQUIRED, option_fields
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
@@ -76,38 +76,12 @@ def _choices(annotation: Any) -> list[str]:
     return [typing.get_args(m.model_fields["name"].annotation)[0] for m in members if hasattr(m, "model_fields")]
 
 
-_DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
-
-
-def docstring_help(cls: type) -> dict[str, str]:
-    """Field name -> its description, read from ``name: text`` definitions in the class docstring.
-
-    A definition runs until the next definition or the end of its paragraph;
-    ``a / b: text`` describes both fields. Names that are not fields are ignored.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}
-    out: dict[str, str] = {}
-    for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
-        text = " ".join(line.strip() for line in paragraph.splitlines())
-        found = [m for m in _DEFINES.finditer(text) if set(re.split(r"\s*/\s*", m.group(1))) & names]
-        for k, match in enumerate(found):
-            end = found[k + 1].start() if k + 1 < len(found) else len(text)
-            body = text[match.end() : end].strip().rstrip(";").strip()
-            for name in re.split(r"\s*/\s*", match.group(1)):
-                if name in names:
-                    out.setdefault(name, body)
-    return out
-
-
 def _dataclass_rows(cls: type) -> Iterator[str]:
-    described = docstring_help(cls)
+    described = option_fields(cls)
     for f in dataclasses.fields(cls):
-        default = (
-            f.default
-            if f.default is not dataclasses.MISSING
-            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
-        )
-        help_text = str(f.metadata.get("help", described.get(f.name, ""))).replace("|", "\\|")
+        help_text, default = described[f.name]
+        default = "required" if default is REQUIRED else default
+        help_text = help_text.replace("|", "\\|")
         yield f"| `{f.name}` | {_type(f.type)} | {_default(default)} | {help_text} |"
 
 

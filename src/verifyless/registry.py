@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -28,7 +30,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from verifyless.errors import ConfigError
 
-_MISSING = object()
+REQUIRED = object()  # the "default" of an option that has none (``option_fields``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,9 +135,11 @@ class Registry:
             return _unknown(key, fields)
         if not key:  # a check over several options (a model validator)
             return f"{err.get('msg')}; fix {self.options_key}"
-        help_text, default = fields.get(loc[0], ("", _MISSING))
+        help_text, default = fields.get(loc[0], ("", REQUIRED))
         hint = f" ({help_text})" if help_text else ""
-        tail = "" if default is _MISSING else f" or remove it to use the default {default!r}"
+        if err.get("type") == "missing":
+            return f"option {key} is required{hint}; set {self.options_key}.{key}"
+        tail = "" if default is REQUIRED else f" or remove it to use the default {default!r}"
         return f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; fix {self.options_key}.{key}{tail}"
 
     def _message(self, name: str, problems: list[str]) -> str:
@@ -146,15 +150,46 @@ class Registry:
 
 
 def option_fields(options: type) -> dict[str, tuple[str, Any]]:
-    """Option name -> (help, default) of an options type (a pydantic model or a dataclass); no default: absent."""
+    """Option name -> (help, default) of an options type; ``REQUIRED`` for an option without a default.
+
+    Help is a pydantic field's description; a dataclass field's ``metadata["help"]``, else its line in the
+    class docstring (``docstring_help``).
+    """
     if isinstance(options, type) and issubclass(options, BaseModel):
         return {
-            name: (f.description or "", _MISSING if f.is_required() else f.get_default(call_default_factory=True))
+            name: (f.description or "", REQUIRED if f.is_required() else f.get_default(call_default_factory=True))
             for name, f in options.model_fields.items()
         }
     if dataclasses.is_dataclass(options):
-        return {f.name: (str(f.metadata.get("help", "")), _dataclass_default(f)) for f in dataclasses.fields(options)}
+        described = docstring_help(options)
+        return {
+            f.name: (str(f.metadata.get("help", described.get(f.name, ""))), _dataclass_default(f))
+            for f in dataclasses.fields(options)
+        }
     raise TypeError(f"options of a component must be a pydantic model or a dataclass, got {options!r}")
+
+
+_DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
+
+
+def docstring_help(cls: type) -> dict[str, str]:
+    """Field name -> its description, read from ``name: text`` definitions in the class docstring.
+
+    A definition runs until the next definition or the end of its paragraph;
+    ``a / b: text`` describes both fields. Names that are not fields are ignored.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
+        text = " ".join(line.strip() for line in paragraph.splitlines())
+        found = [m for m in _DEFINES.finditer(text) if set(re.split(r"\s*/\s*", m.group(1))) & names]
+        for k, match in enumerate(found):
+            end = found[k + 1].start() if k + 1 < len(found) else len(text)
+            body = text[match.end() : end].strip().rstrip(";").strip()
+            for name in re.split(r"\s*/\s*", match.group(1)):
+                if name in names:
+                    out.setdefault(name, body)
+    return out
 
 
 def _dataclass_default(f: dataclasses.Field[Any]) -> Any:
@@ -162,13 +197,15 @@ def _dataclass_default(f: dataclasses.Field[Any]) -> Any:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
-    return _MISSING
+    return REQUIRED
 
 
 def _forbids(component: Component) -> bool:
     """Whether the options type rejects unknown keys itself (a strict pydantic model)."""
     options = component.options
-    return isinstance(options, type) and issubclass(options, BaseModel) and options.model_config.get("extra") == "forbid"
+    return (
+        isinstance(options, type) and issubclass(options, BaseModel) and options.model_config.get("extra") == "forbid"
+    )
 
 
 def _unknown(key: str, fields: Mapping[str, Any]) -> str:
@@ -185,4 +222,4 @@ def _either(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-__all__ = ["Component", "Registry", "option_fields"]
+__all__ = ["REQUIRED", "Component", "Registry", "docstring_help", "option_fields"]

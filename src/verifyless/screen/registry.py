@@ -297,7 +297,9 @@ def _critic_probs_options() -> type[BaseModel]:
 SCREENERS = Registry(
     "screener",
     [
-        Component("critic", _critic, CriticOptions, "pointwise soft-rubric critic: k sampled verdicts, ranked by label"),
+        Component(
+            "critic", _critic, CriticOptions, "pointwise soft-rubric critic: k sampled verdicts, ranked by label"
+        ),
         Component("tournament", _tournament, TournamentOptions, "pairwise preference knockout over the candidates"),
         Component("cascade", _cascade, CascadeOptions, "the critic keeps its top m, then a tournament or pilot picks"),
         Component("ensemble", _ensemble, EnsembleOptions, "majority vote over member screeners or models"),
@@ -307,9 +309,15 @@ SCREENERS = Registry(
         Component("surrogate", _surrogate, _surrogate_options(), "no LLM: learns online from the run's paid outcomes"),
         Component("agentic", _agentic, _agentic_options(), "an agent runs sandboxed pilot experiments, a judge picks"),
         Component("pilot", _pilot, PilotOptions, "no LLM: successive halving on the task's cheaper fidelity levels"),
-        Component("critic-ttl", _critic_ttl, TestTimeCriticOptions, "the critic on a local model that learns in the run"),
-        Component("critic-probs", _critic_probs, _critic_probs_options(), "ranks on the critic's verdict probabilities"),
-        Component("adaptive", _adaptive, AdaptiveOptions, "wraps a screener; screens only while paid outcomes say it helps"),
+        Component(
+            "critic-ttl", _critic_ttl, TestTimeCriticOptions, "the critic on a local model that learns in the run"
+        ),
+        Component(
+            "critic-probs", _critic_probs, _critic_probs_options(), "ranks on the critic's verdict probabilities"
+        ),
+        Component(
+            "adaptive", _adaptive, AdaptiveOptions, "wraps a screener; screens only while paid outcomes say it helps"
+        ),
     ],
     doc="docs/design/screening.md",
     removed=REMOVED,
@@ -346,7 +354,7 @@ def build_screener(
     component = SCREENERS.get(name)
     opts = SCREENERS.validate(name, options)
     extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
-    screener = component.factory(models, opts, **extra)
+    screener: Screener = component.factory(models, opts, **extra)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]
         str(getattr(screener, "name", name)),
         ", ".join(model_names(screener)),
