@@ -109,10 +109,11 @@ def test_the_configuration_checks_names_through_the_registries():
         assert str(caught.value).startswith(message), (override, str(caught.value))
 
 
-def test_the_configuration_unions_hold_every_component_with_options():
+def test_the_configuration_unions_hold_every_component_chosen_by_name():
     for kind in ("screener", "strategy", "executor"):
         for c in COMPONENTS[kind].components():
-            if c.options is None or any(not _has_default(c.options, key) for key in option_fields(c.options)):
+            assert c.options is not None, f"{kind} {c.name!r} needs an options type to be chosen in a config"
+            if any(not _has_default(c.options, key) for key in option_fields(c.options)):
                 continue
             assert getattr(RunConfig.model_validate({kind: {"name": c.name}}), kind).name == c.name
     members = {"name": "ensemble", "options": {"members": ["default"]}}

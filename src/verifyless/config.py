@@ -377,6 +377,7 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 __all__ = [
     "ABSENT_IN_STORED",
     "BudgetConfig",
+    "DEFAULT_COMPONENT",
     "EngineConfig",
     "ExecutorConfig",
     "RolesConfig",
