@@ -204,6 +204,20 @@ def test_run_help_lists_every_registered_screener_and_strategy():
     assert {"cascade", "critic-ttl", "critic-probs"} <= set(SCREENERS)
 
 
+def test_components_lists_every_registered_name_with_its_kind():
+    from verifyless.components import COMPONENTS
+
+    out = cli("components")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    listed = {(row[0], row[1]) for row in rows if len(row) > 1}
+    assert {(kind, name) for kind, registry in COMPONENTS.items() for name in registry} <= listed
+    only = cli("components", "executor")
+    assert only.returncode == 0 and "local" in only.stdout and "critic" not in only.stdout
+    bad = cli("components", "widget")
+    assert bad.returncode == 2 and "component kind 'widget' is unknown" in bad.stderr
+
+
 class _Clock:
     def __init__(self) -> None:
         self.now = 0.0

@@ -32,13 +32,14 @@ def test_configuration_reference_is_up_to_date():
 def test_every_strategy_option_is_described_by_its_config_docstring():
     import dataclasses
 
+    from verifyless.registry import docstring_help
     from verifyless.search.registry import STRATEGIES
 
     missing = [
-        f"{name}.{f.name}"
-        for name, (cls, _) in STRATEGIES.items()
-        for f in dataclasses.fields(cls)
-        if not config_doc.docstring_help(cls).get(f.name)
+        f"{c.name}.{f.name}"
+        for c in STRATEGIES.components()
+        for f in dataclasses.fields(c.options)
+        if not docstring_help(c.options).get(f.name)
     ]
     assert not missing, f"strategy options without a line in their config docstring: {missing}"
 

@@ -198,7 +198,7 @@ def test_registry_builds_critic_and_reports_config_errors() -> None:
     assert critic.route_threshold == 0.3  # the engine's engine.uncertainty_threshold, handed down
     other = FakeModel(scripted({}), name="other")
     assert build_screener("critic", models={"default": model, "critic": other}).model is other
-    with pytest.raises(ConfigError, match="unknown screener"):
+    with pytest.raises(ConfigError, match="screener.name='nope' is unknown: use 'adaptive'"):
         build_screener("nope", models={"default": model})
     with pytest.raises(ConfigError, match="needs a model"):
         build_screener("critic", models={"judge": model})

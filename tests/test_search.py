@@ -323,7 +323,9 @@ def test_resume_equivalence(name, seed):
 
 
 def test_registry_errors_name_the_fix():
-    with pytest.raises(ConfigError, match="greedy, iid, islands, linear, mcgs"):
+    with pytest.raises(
+        ConfigError, match="strategy.name='beam' is unknown: use 'greedy', 'iid', 'islands', 'linear' or 'mcgs'"
+    ):
         build_strategy("beam", {}, random.Random(0))
     with pytest.raises(ConfigError, match="n_islandz"):
         build_strategy("islands", {"n_islandz": 2}, random.Random(0))

@@ -11,7 +11,8 @@ Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
 ``cfg.screener.options.k`` is checked when the config loads and has the component's one default; the
 options are stored and dumped as given (unset options stay unset, so later defaults still apply).
 ``strategy`` is the same kind of union, its options the strategy's config dataclass (dumped as the
-options that differ from its defaults). ``check_components`` runs the registries' checks first, for their one-line
+options that differ from its defaults). The unions are built from ``verifyless.components.COMPONENTS``, the
+one map from names to components; ``check_components`` runs the registries' checks first, for their one-line
 messages.
 """
 
@@ -34,15 +35,13 @@ from pydantic import (
     field_validator,
 )
 
+from verifyless.components import COMPONENTS
 from verifyless.errors import ConfigError
-from verifyless.executors import registry as executors
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.model.ensemble import BanditOptions
 from verifyless.roles.options import LLMRoleOptions
-from verifyless.screen import registry as screeners
 from verifyless.screen.novelty import NoveltyOptions
-from verifyless.search import registry as strategies
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -163,8 +162,9 @@ def _choice(kind: str, name: str, options: type) -> type[BaseModel]:
     )
 
 
-def _union(kind: str, names: Mapping[str, type]) -> Any:
-    members = tuple(_choice(kind, name, options) for name, options in names.items())
+def _union(kind: str) -> Any:
+    """The discriminated union of every component of ``kind`` registered in ``COMPONENTS``."""
+    members = tuple(_choice(kind, c.name, c.options) for c in COMPONENTS[kind].components() if c.options)
     return Annotated[Union[members], Field(discriminator="name")]  # noqa: UP007 (a runtime tuple of members)
 
 
@@ -173,14 +173,17 @@ if TYPE_CHECKING:  # one record per name at run time; its shape, for the type ch
     ExecutorConfig = _Component
     StrategyConfig = _StrategyComponent
 else:
-    StrategyConfig = _union("strategy", {name: options for name, (options, _) in strategies.STRATEGIES.items()})
-    ScreenerConfig = _union("screener", {name: screeners.options_model(name) for name in screeners.SCREENERS})
-    ExecutorConfig = _union("executor", {name: options for name, (_, options) in executors.EXECUTORS.items()})
+    StrategyConfig = _union("strategy")
+    ScreenerConfig = _union("screener")
+    ExecutorConfig = _union("executor")
+
+# The component each chosen-by-name section gets when it names none.
+DEFAULT_COMPONENT = {"screener": "surrogate", "strategy": "mcgs", "executor": "local"}
 
 
-def _default(kind: str, name: str) -> Any:
+def _default(kind: str) -> Any:
     union = {"screener": ScreenerConfig, "executor": ExecutorConfig, "strategy": StrategyConfig}[kind]
-    return TypeAdapter(union).validate_python({"name": name})
+    return TypeAdapter(union).validate_python({"name": DEFAULT_COMPONENT[kind]})
 
 
 class RunConfig(_Strict):
@@ -189,16 +192,16 @@ class RunConfig(_Strict):
     task: str = Field("diabetes", description="built-in task name or a task folder")
     seed: int = Field(0, description="seed of every random generator in the run")
     strategy: StrategyConfig = Field(
-        default_factory=lambda: _default("strategy", "mcgs"), description="search strategy that picks what to expand"
+        default_factory=lambda: _default("strategy"), description="search strategy that picks what to expand"
     )
     screener: ScreenerConfig = Field(
-        default_factory=lambda: _default("screener", "surrogate"), description="screener that picks what to verify"
+        default_factory=lambda: _default("screener"), description="screener that picks what to verify"
     )
     roles: RolesConfig = Field(RolesConfig(), description="how children are made")
     budget: BudgetConfig = Field(BudgetConfig(), description="hard caps of the run")
     engine: EngineConfig = Field(EngineConfig(), description="round mechanics")
     executor: ExecutorConfig = Field(
-        default_factory=lambda: _default("executor", "local"),
+        default_factory=lambda: _default("executor"),
         description="where verifications run (local: sandboxed subprocesses; ray: a Ray cluster)",
     )
     tie_tolerance: float = Field(
@@ -263,22 +266,22 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
 
 
 def check_components(data: Mapping[str, Any]) -> None:
-    """The screener's, strategy's and executor's options checked by their registries before the tree is built.
+    """The chosen components and their options checked by their registries before the tree is built.
 
-    Each component's options class sits beside it (``screen/*``, ``search/*``, ``executors/*``); the
-    registries name what is wrong in one line (``screener.options.k=0`` -> ``option k=0: ...``), which
+    The screener's, strategy's and executor's ``name`` and ``options`` go to ``COMPONENTS[section].validate``
+    (each component's options class sits beside it: ``screen/*``, ``search/*``, ``executors/*``), and
+    ``roles.kind`` to ``COMPONENTS["roles"].get``: the registries name what is wrong in one line
+    (``screener.options.k=0`` -> ``option k=0: ...``, ``screener.name='x' is unknown: use ...``), which
     the union's own errors would not. Nested stage options (a cascade's ``critic``, an ensemble's member
     specs) are checked when built. A section that is not a mapping is left to the model's errors.
     """
-    checks = {
-        "screener": ("surrogate", lambda n, o: screeners.validate_options(n, screeners.options_model(n), o)),
-        "strategy": ("mcgs", strategies.validate_options),
-        "executor": ("local", executors.validate_options),
-    }
-    for section, (default, check) in checks.items():
+    for section, default in DEFAULT_COMPONENT.items():
         raw = data.get(section, {})
         if isinstance(raw, Mapping) and isinstance(raw.get("options", {}), Mapping):
-            check(str(raw.get("name", default)), raw.get("options", {}))
+            COMPONENTS[section].validate(str(raw.get("name", default)), raw.get("options", {}))
+    roles = data.get("roles", {})
+    if isinstance(roles, Mapping) and "kind" in roles:
+        COMPONENTS["roles"].get(str(roles["kind"]))
 
 
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
@@ -374,6 +377,7 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 __all__ = [
     "ABSENT_IN_STORED",
     "BudgetConfig",
+    "DEFAULT_COMPONENT",
     "EngineConfig",
     "ExecutorConfig",
     "RolesConfig",

@@ -3,18 +3,18 @@
 ``python -m verifyless.config_doc`` rewrites the part between the markers;
 ``python -m verifyless.config_doc --check`` exits 1 when it is stale (a test runs
 the same check). Rendered: every ``RunConfig`` field (with its type, default
-and description), the options of each search strategy (their config
-dataclasses, each field described by its line in the class docstring:
-``name: text`` or ``a / b: text``, several per line separated by ``;``), and
-the options model of every screener in ``verifyless.screen.registry.SCREENERS``.
+and description) and, from ``verifyless.components.COMPONENTS`` (the one map from names to
+components), a table of every registered component and the options of every component chosen
+by ``KIND.name``: strategies (their config dataclasses, each field described by its line in the
+class docstring: ``name: text`` or ``a / b: text``, several per line separated by ``;``, read by
+``verifyless.registry.docstring_help``),
+executors and screeners (pydantic models, each field's description).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
-import re
 import sys
 import typing
 from collections.abc import Iterator
@@ -23,10 +23,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from verifyless.components import COMPONENTS
 from verifyless.config import RunConfig
-from verifyless.executors.registry import EXECUTORS
-from verifyless.screen import registry
-from verifyless.search.registry import STRATEGIES
+from verifyless.registry import REQUIRED, option_fields
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
@@ -77,38 +76,12 @@ def _choices(annotation: Any) -> list[str]:
     return [typing.get_args(m.model_fields["name"].annotation)[0] for m in members if hasattr(m, "model_fields")]
 
 
-_DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
-
-
-def docstring_help(cls: type) -> dict[str, str]:
-    """Field name -> its description, read from ``name: text`` definitions in the class docstring.
-
-    A definition runs until the next definition or the end of its paragraph;
-    ``a / b: text`` describes both fields. Names that are not fields are ignored.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}
-    out: dict[str, str] = {}
-    for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
-        text = " ".join(line.strip() for line in paragraph.splitlines())
-        found = [m for m in _DEFINES.finditer(text) if set(re.split(r"\s*/\s*", m.group(1))) & names]
-        for k, match in enumerate(found):
-            end = found[k + 1].start() if k + 1 < len(found) else len(text)
-            body = text[match.end() : end].strip().rstrip(";").strip()
-            for name in re.split(r"\s*/\s*", match.group(1)):
-                if name in names:
-                    out.setdefault(name, body)
-    return out
-
-
 def _dataclass_rows(cls: type) -> Iterator[str]:
-    described = docstring_help(cls)
+    described = option_fields(cls)
     for f in dataclasses.fields(cls):
-        default = (
-            f.default
-            if f.default is not dataclasses.MISSING
-            else (f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
-        )
-        help_text = str(f.metadata.get("help", described.get(f.name, ""))).replace("|", "\\|")
+        help_text, default = described[f.name]
+        default = "required" if default is REQUIRED else default
+        help_text = help_text.replace("|", "\\|")
         yield f"| `{f.name}` | {_type(f.type)} | {_default(default)} | {help_text} |"
 
 
@@ -123,22 +96,24 @@ def render() -> str:
     """The generated reference (markdown, without the markers)."""
     head = "| key | type | default | description |\n|---|---|---|---|"
     out = ["## Reference (generated from `verifyless.config`)", "", head, *_model_rows(RunConfig), ""]
-    out += ["### Strategy options (`strategy.options`)", ""]
-    for name, (config_cls, _) in sorted(STRATEGIES.items()):
-        out += [f"`{name}` ({config_cls.__name__}):", "", head, *_options_rows(config_cls), ""]
-    out += ["### Executor options (`executor.options`)", ""]
-    for name, (cls, options_cls) in sorted(EXECUTORS.items()):
-        out += [f"`{name}` ({cls.__name__}, {options_cls.__name__}):", "", head, *_options_rows(options_cls), ""]
-    screener_options = _screener_options()
-    if screener_options:
-        out += ["### Screener options (`screener.options`)", ""]
-        for name, cls in sorted(screener_options.items()):
-            out += [f"`{name}` ({getattr(cls, '__name__', cls)}):", "", head, *_options_rows(cls), ""]
+    out += ["### Components (`verifyless components`)", "", *_component_rows(), ""]
+    for registry in COMPONENTS.values():
+        if not registry.options_key.endswith(".options") or not any(c.options for c in registry.components()):
+            continue  # no options (providers), or options in a fixed section of the tree (roles.llm), above
+        out += [f"### {registry.kind.title()} options (`{registry.options_key}`)", ""]
+        for c in sorted(registry.components(), key=lambda c: c.name):
+            what = getattr(c.options, "__name__", "no options")
+            out += [f"`{c.name}` ({what}): {c.help}.", "", head, *_options_rows(c.options), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def _screener_options() -> dict[str, Any]:
-    return {name: registry.options_model(name) for name in registry.SCREENERS}
+def _component_rows() -> Iterator[str]:
+    """One row per registered component of ``COMPONENTS``: its kind, name, the key that chooses it and its help."""
+    yield "| kind | name | chosen by | description |\n|---|---|---|---|"
+    for kind, registry in COMPONENTS.items():
+        for c in registry.components():
+            help_text = c.help.replace("|", "\\|")
+            yield f"| {kind} | `{c.name}` | `{registry.name_key}` | {help_text} |"
 
 
 def updated(text: str) -> str:

@@ -8,7 +8,6 @@ them imports another's assembly.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -21,13 +20,10 @@ from verifyless.guards import Guards
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
 from verifyless.model.ensemble import ModelEnsemble
-from verifyless.roles.llm import llm_roles
-from verifyless.roles.menu import MenuProposer
-from verifyless.roles.space import space_roles
+from verifyless.roles.kinds import CHILD_ROLE_KEYS, ROLE_KINDS
 from verifyless.store import Charge, RunStoreProtocol
 from verifyless.task.base import Task
 
-CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
 SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter", "novelty_judge")  # asked for by screeners, final selection, gate
 
 
@@ -168,19 +164,8 @@ def call_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Ca
 
 
 def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
-    if cfg.roles.kind == "space":
-        if task.idea_space is None:
-            raise ConfigError(
-                f"task {task.name!r} declares no idea_space, so roles.kind=space cannot make children: "
-                "use roles.kind=llm with a model, or add an idea_space to task.yaml"
-            )
-        roles = space_roles(task, cfg.seed)
-        if "proposer" in models:  # e.g. a trained policy: the model proposes, the idea space builds
-            proposer = MenuProposer(models["proposer"], task, cfg.roles.llm.proposer_temperature)
-            roles = dataclasses.replace(roles, proposer=proposer)
-        return roles
-    child_models = {k: m for k, m in models.items() if k in CHILD_ROLE_KEYS or k == "default"}
-    return llm_roles(child_models, implement_mode=cfg.roles.implement_mode, options=cfg.roles.llm)
+    """The child-making roles of ``cfg.roles.kind`` (``roles/kinds.ROLE_KINDS``) for ``task``."""
+    return ROLE_KINDS.get(cfg.roles.kind).factory(cfg.roles, task, models, cfg.seed)
 
 
 def build_guards(cfg: RunConfig, models: dict[str, Any]):

@@ -588,6 +588,9 @@ def _mount_report() -> None:
 
 
 _mount_report()
+from verifyless._cli.components import components_command  # noqa: E402
+
+app.command("components")(components_command)
 
 
 def _mount_train() -> None:

@@ -1,11 +1,11 @@
 """Providers by name, and ``build_model``: the one way to turn a spec into a ``Model``.
 
-``PROVIDERS`` maps a ``ModelConfig.provider`` name to a factory
-``(config) -> Model``. Built in: ``openai`` (any OpenAI-compatible endpoint)
-and ``scripted`` (offline fixtures). Another provider registers itself here,
-once, with ``register_provider`` (e.g. ``local`` for in-process models, from
-``verifyless.model.local``); an unknown name is a ``ConfigError`` listing the
-known ones.
+``PROVIDERS`` is a ``verifyless.registry.Registry`` from a ``ModelConfig.provider`` name to a
+factory ``(config) -> Model`` (its settings are the ``ModelConfig`` fields, so a provider has no
+options of its own). Built in: ``openai`` (any OpenAI-compatible endpoint), ``scripted`` (offline
+fixtures) and ``local`` (in-process models, ``verifyless.model.local``, imported only when asked
+for). Another provider registers itself, once, with ``register_provider``; an unknown name is a
+one-line ``ConfigError`` listing the known ones.
 
 Wrapping order: ``RecordedModel(CachedModel(provider))`` -- the recorder sits
 outside the cache, so every call is recorded, cache hits included (with
@@ -23,6 +23,7 @@ from verifyless.model.cache import CachedModel, RecordedModel, Recorder, Respons
 from verifyless.model.config import ModelConfig, parse_spec
 from verifyless.model.openai_compat import OpenAIModel
 from verifyless.model.scripted import ScriptedModel
+from verifyless.registry import Component, Registry
 
 __all__ = ["PROVIDERS", "build_model", "register_provider"]
 
@@ -48,12 +49,21 @@ def _local(config: ModelConfig) -> Model:
     return LocalModel.from_config(config)
 
 
-PROVIDERS: dict[str, ProviderFactory] = {"openai": _openai, "scripted": _scripted, "local": _local}
+PROVIDERS = Registry(
+    "provider",
+    [
+        Component("openai", _openai, None, "any OpenAI-compatible endpoint (base_url, api_key, model)"),
+        Component("scripted", _scripted, None, "offline fixtures: replies read from a script file"),
+        Component("local", _local, None, "in-process transformers models, optionally with a LoRA adapter"),
+    ],
+    name_key="provider",
+    options_key="roles.models.KEY",  # a provider's settings are its model spec's fields
+)
 
 
-def register_provider(name: str, factory: ProviderFactory) -> None:
+def register_provider(name: str, factory: ProviderFactory, help: str = "a provider registered at run time") -> None:
     """Make ``provider: NAME`` build models with ``factory`` (replaces an earlier registration of NAME)."""
-    PROVIDERS[name] = factory
+    PROVIDERS.register(Component(name, factory, None, help))
 
 
 def build_model(
@@ -69,12 +79,7 @@ def build_model(
     ``CallRecord`` per call (cache hits and failures included).
     """
     config = parse_spec(spec)
-    factory = PROVIDERS.get(config.provider)
-    if factory is None:
-        raise ConfigError(
-            f"unknown model provider {config.provider!r}; known providers: {', '.join(sorted(PROVIDERS))}"
-        )
-    model: Model = factory(config)
+    model: Model = PROVIDERS.get(config.provider).factory(config)
     if cache is not None:
         model = CachedModel(model, cache, mode=cache_mode)
     if recorder is not None:

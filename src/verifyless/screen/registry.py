@@ -5,11 +5,12 @@
 ``options["model"]`` when given, else by its own role key, else
 ``"default"``.
 
-Options are typed: every screener's options are a pydantic model below
-(``options_model(name)``), with a description per field. An unknown option, a value
-of the wrong type or out of range, or a missing model is a ``ConfigError``
-(CLI exit code 2) whose message names the option, what is wrong and how to
-fix it; a screener constructor's own ``ValueError`` is converted the same way.
+``SCREENERS`` is a ``verifyless.registry.Registry``: one ``Component`` per name with its factory,
+its typed options (a pydantic model, ``options_model(name)``, with a description per field) and
+one line of help. An unknown name or option, a value of the wrong type or out of range (checked by
+``SCREENERS.validate``), or a missing model is a ``ConfigError`` (CLI exit code 2) whose message
+names the option, what is wrong and how to fix it; a screener constructor's own ``ValueError`` is
+converted the same way; an option that moved (``REMOVED``) names its replacement.
 The options of ``surrogate`` and ``agentic`` (other modules) are derived from
 their constructors' signatures, so they stay in step with those classes.
 
@@ -35,10 +36,11 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, create_model
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
+from verifyless.registry import Component, Registry
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
 from verifyless.screen.agentic import AgenticRPM
 from verifyless.screen.base import Screener
@@ -103,34 +105,6 @@ REMOVED = {
     "verify_uncertain": "routing has one switch now: set engine.verify_uncertain=true instead",
     "route_threshold": "the uncertainty threshold is the engine's now: set engine.uncertainty_threshold instead",
 }
-
-
-def validate_options(screener: str, schema: type[BaseModel], options: Mapping[str, Any]) -> BaseModel:
-    """``options`` checked against ``schema``; a ``ConfigError`` naming each bad option and its fix."""
-    for key, replacement in REMOVED.items():
-        if key in options:
-            raise ConfigError(f"screener.options.{key} was removed; {replacement} (see docs/configuration.md)")
-    try:
-        return schema.model_validate(dict(options))
-    except ValidationError as exc:
-        raise ConfigError(_explain(screener, schema, exc)) from None
-
-
-def _explain(screener: str, schema: type[BaseModel], exc: ValidationError) -> str:
-    problems = []
-    for err in exc.errors():
-        key = ".".join(str(p) for p in err.get("loc", ())) or "(options)"
-        top = str(err.get("loc", ("",))[0])
-        if err.get("type") == "extra_forbidden":
-            problems.append(f"unknown option {key!r}; valid options are {sorted(schema.model_fields)}")
-            continue
-        info = schema.model_fields.get(top)
-        hint = f" ({info.description})" if info is not None and info.description else ""
-        default = "" if info is None or info.is_required() else f" or remove it to use the default {info.default!r}"
-        problems.append(
-            f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; fix screener.options.{key}{default}"
-        )
-    return f"bad options for screener {screener!r}: " + "; ".join(problems) + " (see docs/design/screening.md)"
 
 
 # ------------------------------------------------------------------ factories
@@ -316,38 +290,43 @@ def _adaptive(models, opts: AdaptiveOptions, **extra):
     return _construct(AdaptiveScreener, "adaptive", inner, opts)
 
 
-def _critic_ttl_options() -> type[BaseModel]:
-    return TestTimeCriticOptions
-
-
 def _critic_probs_options() -> type[BaseModel]:
     return options_from_signature(LabelProbCritic, skip=("model", "route_threshold"), base=LocalCriticOptions)
 
 
-# name -> (factory, options model or a function returning one, imported lazily)
-SCREENERS: dict[str, tuple[ScreenerFactory, Any]] = {
-    "critic": (_critic, CriticOptions),
-    "tournament": (_tournament, TournamentOptions),
-    "cascade": (_cascade, CascadeOptions),
-    "ensemble": (_ensemble, EnsembleOptions),
-    "arbiter": (_arbiter, ArbiterOptions),
-    "random": (_random, RandomOptions),
-    "oracle": (_oracle, OracleOptions),
-    "surrogate": (_surrogate, _surrogate_options),
-    "agentic": (_agentic, _agentic_options),
-    "pilot": (_pilot, PilotOptions),  # successive halving at the task's fidelity levels (screen/pilot.py)
-    "critic-ttl": (_critic_ttl, _critic_ttl_options),  # test-time learning local critic (screen/ttl.py)
-    "critic-probs": (_critic_probs, _critic_probs_options),  # verdict-probability critic (screen/probcritic.py)
-    "adaptive": (_adaptive, AdaptiveOptions),  # screens only while paid outcomes say it helps (screen/adaptive.py)
-}
+SCREENERS = Registry(
+    "screener",
+    [
+        Component(
+            "critic", _critic, CriticOptions, "pointwise soft-rubric critic: k sampled verdicts, ranked by label"
+        ),
+        Component("tournament", _tournament, TournamentOptions, "pairwise preference knockout over the candidates"),
+        Component("cascade", _cascade, CascadeOptions, "the critic keeps its top m, then a tournament or pilot picks"),
+        Component("ensemble", _ensemble, EnsembleOptions, "majority vote over member screeners or models"),
+        Component("arbiter", _arbiter, ArbiterOptions, "an LLM arbiter reads the members' anonymised reasoning"),
+        Component("random", _random, RandomOptions, "the unguided baseline: a random pick"),
+        Component("oracle", _oracle, OracleOptions, "verifies every candidate (best-of-N validation oracle)"),
+        Component("surrogate", _surrogate, _surrogate_options(), "no LLM: learns online from the run's paid outcomes"),
+        Component("agentic", _agentic, _agentic_options(), "an agent runs sandboxed pilot experiments, a judge picks"),
+        Component("pilot", _pilot, PilotOptions, "no LLM: successive halving on the task's cheaper fidelity levels"),
+        Component(
+            "critic-ttl", _critic_ttl, TestTimeCriticOptions, "the critic on a local model that learns in the run"
+        ),
+        Component(
+            "critic-probs", _critic_probs, _critic_probs_options(), "ranks on the critic's verdict probabilities"
+        ),
+        Component(
+            "adaptive", _adaptive, AdaptiveOptions, "wraps a screener; screens only while paid outcomes say it helps"
+        ),
+    ],
+    doc="docs/design/screening.md",
+    removed=REMOVED,
+)
 
 
 def options_model(name: str) -> type[BaseModel]:
     """The pydantic options model of screener ``name`` (``ConfigError`` for an unknown name)."""
-    if name not in SCREENERS:
-        raise ConfigError(f"unknown screener {name!r}; choose one of {sorted(SCREENERS)}")
-    schema = SCREENERS[name][1]
-    return schema if isinstance(schema, type) else schema()
+    return typing.cast(type[BaseModel], SCREENERS.get(name).options)
 
 
 def build_screener(
@@ -372,10 +351,10 @@ def build_screener(
     ``screener.options.verify_uncertain`` / ``route_threshold`` are a ``ConfigError`` naming the
     engine's switch that replaced them (``REMOVED``).
     """
-    schema = options_model(name)
-    opts = validate_options(name, schema, options or {})
+    component = SCREENERS.get(name)
+    opts = SCREENERS.validate(name, options)
     extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
-    screener = SCREENERS[name][0](models, opts, **extra)
+    screener: Screener = component.factory(models, opts, **extra)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]
         str(getattr(screener, "name", name)),
         ", ".join(model_names(screener)),
@@ -385,4 +364,4 @@ def build_screener(
     return screener
 
 
-__all__ = ["SCREENERS", "ScreenerFactory", "build_screener", "options_model", "validate_options"]
+__all__ = ["REMOVED", "SCREENERS", "ScreenerFactory", "build_screener", "options_model"]

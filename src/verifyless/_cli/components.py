@@ -1,0 +1,28 @@
+"""``verifyless components``: every name the configuration accepts for a component, from ``COMPONENTS``."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from verifyless.components import COMPONENTS, registry_of
+
+
+def components_command(
+    kind: str | None = typer.Argument(None, help=f"only this kind: {', '.join(COMPONENTS)}"),
+) -> None:
+    """List the registered components (screeners, strategies, executors, providers, role kinds) with their help."""
+    kinds = [kind] if kind else list(COMPONENTS)
+    registries = {k: registry_of(k) for k in kinds}  # an unknown kind: a ConfigError naming the kinds
+    table = Table(box=None, header_style="bold")
+    for col in ("kind", "name", "chosen by", "help"):
+        table.add_column(col, overflow="fold")
+    for k, registry in registries.items():
+        for c in registry.components():
+            table.add_row(k, c.name, registry.name_key, c.help)
+    Console().print(table)
+    Console().print("Options of each: docs/configuration.md (Reference), or `verifyless run --help`.", highlight=False)
+
+
+__all__ = ["components_command"]

@@ -1,0 +1,225 @@
+"""Names to components: a ``Registry`` of ``Component`` entries, one per kind (screener, strategy, ...).
+
+Each kind keeps its registry beside its components (``screen/registry.py``, ``search/registry.py``,
+``executors/registry.py``, ``model/providers.py``, ``roles/kinds.py``); ``verifyless.components``
+holds the one map of them all. This module imports no component, so every layer may use it.
+
+A registry says the same things the same way for every kind:
+
+* ``get(name)``: the component, or one ``ConfigError`` line
+  ``screener.name='x' is unknown: use 'a', 'b' or 'c'``;
+* ``validate(name, options)``: the options as the component's typed options (a pydantic model, or a
+  dataclass that pydantic validates), or a ``ConfigError`` with one line per problem: an unknown option
+  lists the valid ones, a bad value names the option, its help, the fix and its default. Options that
+  moved elsewhere (``removed``) name their replacement. A component without options accepts none.
+
+Registries are filled when their module is imported; ``register`` adds or replaces one entry (a
+provider from another package, for example).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from verifyless.errors import ConfigError
+
+REQUIRED = object()  # the "default" of an option that has none (``option_fields``)
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+    """One registered component: its ``name``, what builds it, its options type and one line of help.
+
+    ``factory`` is the class or function the kind's builder calls (each kind has its own call shape).
+    ``options`` is a pydantic model or a dataclass (its fields are the options), or None for a
+    component that takes no options.
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    options: type | None
+    help: str
+
+    def __post_init__(self) -> None:
+        if not self.help or "\n" in self.help:
+            raise ValueError(f"component {self.name!r} needs one line of help, got {self.help!r}")
+
+
+class Registry:
+    """The components of one ``kind``, by name, in registration order.
+
+    ``name_key`` / ``options_key`` are the configuration keys that choose a component and hold its
+    options (``screener.name`` / ``screener.options``); ``doc`` is where its error messages point.
+    Iterating a registry yields its names (as a dict would); ``components()`` yields the entries.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        components: Iterable[Component] = (),
+        *,
+        name_key: str | None = None,
+        options_key: str | None = None,
+        doc: str = "docs/configuration.md",
+        removed: Mapping[str, str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.name_key = name_key or f"{kind}.name"
+        self.options_key = options_key or f"{kind}.options"
+        self.doc = doc
+        self.removed = dict(removed or {})
+        self._entries: dict[str, Component] = {}
+        for component in components:
+            self.register(component)
+
+    def register(self, component: Component) -> None:
+        """Add ``component`` (replacing an earlier entry of the same name)."""
+        self._entries[component.name] = component
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._entries)
+
+    def components(self) -> Iterator[Component]:
+        return iter(tuple(self._entries.values()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {list(self._entries)})"
+
+    def get(self, name: str) -> Component:
+        """The component registered as ``name``; a one-line ``ConfigError`` listing the names otherwise."""
+        component = self._entries.get(name)
+        if component is None:
+            raise ConfigError(f"{self.name_key}={name!r} is unknown: use {_either(sorted(self._entries))}")
+        return component
+
+    def validate(self, name: str, options: Mapping[str, Any] | None = None) -> Any:
+        """``options`` of component ``name`` as its typed options (None for a component without options)."""
+        component = self.get(name)
+        given = dict(options or {})
+        for key, replacement in self.removed.items():
+            if key in given:
+                raise ConfigError(f"{self.options_key}.{key} was removed; {replacement} (see docs/configuration.md)")
+        if component.options is None:
+            if given:
+                raise ConfigError(f"{self.kind} {name!r} takes no options, got {sorted(given)}; remove them")
+            return None
+        fields = option_fields(component.options)
+        problems = [_unknown(key, fields) for key in given if key not in fields] if not _forbids(component) else []
+        if problems:
+            raise ConfigError(self._message(name, problems))
+        try:
+            return _adapter(component.options).validate_python(given)
+        except ValidationError as exc:
+            raise ConfigError(self._message(name, [self._problem(err, fields) for err in exc.errors()])) from None
+
+    def _problem(self, err: Any, fields: Mapping[str, tuple[str, Any]]) -> str:
+        loc = tuple(str(p) for p in err.get("loc", ()))
+        key = ".".join(loc)
+        if err.get("type") == "extra_forbidden":
+            return _unknown(key, fields)
+        if not key:  # a check over several options (a model validator)
+            return f"{err.get('msg')}; fix {self.options_key}"
+        help_text, default = fields.get(loc[0], ("", REQUIRED))
+        hint = f" ({help_text})" if help_text else ""
+        if err.get("type") == "missing":
+            return f"option {key} is required{hint}; set {self.options_key}.{key}"
+        tail = "" if default is REQUIRED else f" or remove it to use the default {default!r}"
+        return f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; fix {self.options_key}.{key}{tail}"
+
+    def _message(self, name: str, problems: list[str]) -> str:
+        head = f"bad options for {self.kind} {name!r}"
+        if len(problems) == 1:
+            return f"{head}: {problems[0]} (see {self.doc})"
+        return f"{head} (see {self.doc}):\n" + "\n".join(f"  {p}" for p in problems)
+
+
+def option_fields(options: type) -> dict[str, tuple[str, Any]]:
+    """Option name -> (help, default) of an options type; ``REQUIRED`` for an option without a default.
+
+    Help is a pydantic field's description; a dataclass field's ``metadata["help"]``, else its line in the
+    class docstring (``docstring_help``).
+    """
+    if isinstance(options, type) and issubclass(options, BaseModel):
+        return {
+            name: (f.description or "", REQUIRED if f.is_required() else f.get_default(call_default_factory=True))
+            for name, f in options.model_fields.items()
+        }
+    if dataclasses.is_dataclass(options):
+        described = docstring_help(options)
+        return {
+            f.name: (str(f.metadata.get("help", described.get(f.name, ""))), _dataclass_default(f))
+            for f in dataclasses.fields(options)
+        }
+    raise TypeError(f"options of a component must be a pydantic model or a dataclass, got {options!r}")
+
+
+_DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
+
+
+def docstring_help(cls: type) -> dict[str, str]:
+    """Field name -> its description, read from ``name: text`` definitions in the class docstring.
+
+    A definition runs until the next definition or the end of its paragraph;
+    ``a / b: text`` describes both fields. Names that are not fields are ignored.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
+        text = " ".join(line.strip() for line in paragraph.splitlines())
+        found = [m for m in _DEFINES.finditer(text) if set(re.split(r"\s*/\s*", m.group(1))) & names]
+        for k, match in enumerate(found):
+            end = found[k + 1].start() if k + 1 < len(found) else len(text)
+            body = text[match.end() : end].strip().rstrip(";").strip()
+            for name in re.split(r"\s*/\s*", match.group(1)):
+                if name in names:
+                    out.setdefault(name, body)
+    return out
+
+
+def _dataclass_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return REQUIRED
+
+
+def _forbids(component: Component) -> bool:
+    """Whether the options type rejects unknown keys itself (a strict pydantic model)."""
+    options = component.options
+    return (
+        isinstance(options, type) and issubclass(options, BaseModel) and options.model_config.get("extra") == "forbid"
+    )
+
+
+def _unknown(key: str, fields: Mapping[str, Any]) -> str:
+    return f"unknown option {key!r}; valid options are {sorted(fields)}"
+
+
+@functools.cache
+def _adapter(options: type) -> TypeAdapter[Any]:
+    return TypeAdapter(options)
+
+
+def _either(names: list[str]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+__all__ = ["REQUIRED", "Component", "Registry", "docstring_help", "option_fields"]
