@@ -156,6 +156,34 @@ def test_no_two_modules_import_each_other() -> None:
     assert not strongly_connected(modules)
 
 
+def imports_inside_functions(path: Path, base: Path = PKG.parent) -> list[str]:
+    """``path:line module`` for every ``verifyless`` import made inside a function of ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(ROOT):
+                    found.append(f"{path.relative_to(base)}:{node.lineno} {node.module}")
+                elif isinstance(node, ast.Import) and any(a.name.startswith(ROOT) for a in node.names):
+                    found.append(f"{path.relative_to(base)}:{node.lineno} {node.names[0].name}")
+    return found
+
+
+def test_the_package_imports_itself_at_module_level_only() -> None:
+    """An import inside a function is for a heavy optional dependency only (torch, ray, ...), never the package."""
+    hidden = [hit for path in sorted(PKG.rglob("*.py")) for hit in imports_inside_functions(path)]
+    assert not hidden, "move these imports to the top of their modules:\n" + "\n".join(hidden)
+
+
+def test_the_hidden_import_finder_sees_one_and_skips_third_party(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import torch\n\ndef f():\n    import ray\n    from verifyless.node import Idea\n    return Idea\n"
+    )
+    assert imports_inside_functions(probe, tmp_path) == ["probe.py:5 verifyless.node"]
+
+
 def test_the_public_faces_resolve_and_import_verifyless_imports_nothing_else() -> None:
     import subprocess
     import sys

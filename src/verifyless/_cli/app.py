@@ -27,7 +27,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from verifyless._cli.bench import app as bench_app
+from verifyless._cli.bench import collect_pools_command
+from verifyless._cli.components import components_command
+from verifyless._cli.data import app as data_app
+from verifyless._cli.demo import run_demo
+from verifyless._cli.export import export_command
 from verifyless._cli.progress import LiveProgress as _LiveProgress
+from verifyless._cli.propose import propose_for_baseline
+from verifyless._cli.replay import ReplayDiverged, replay_run
+from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
     fmt,
     peers_text,
@@ -36,9 +45,23 @@ from verifyless._cli.show import (
     submission_line,
     submission_summary,
 )
-from verifyless.errors import VerifylessError
+from verifyless._cli.train import app as train_app
+from verifyless._cli.train import models_command
+from verifyless._cli.tune import app as tune_app
+from verifyless._cli.ui import ui_command
+from verifyless.config import apply_changes, load_config, resume_changes, stored_config
+from verifyless.engine.baseline import failure_source
+from verifyless.errors import StoreError, TaskError, VerifylessError
+from verifyless.preflight import plan
+from verifyless.report.reader import open_readonly
+from verifyless.sandbox.local import LocalSandbox
+from verifyless.screen.audit import audit_line
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
+from verifyless.store import RunStore
+from verifyless.task import builtin_tasks_dir, discover_tasks, load_task
+from verifyless.verify import verify as run_verify
+from verifyless.wiring import build_engine
 
 # add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
 app = typer.Typer(
@@ -155,8 +178,6 @@ def tasks(
     directory: Path | None = typer.Argument(None, help="folder of task folders (default: built-in tasks)"),
 ) -> None:
     """List tasks, one line each."""
-    from verifyless.errors import TaskError
-    from verifyless.task import builtin_tasks_dir, discover_tasks
 
     directory = directory or builtin_tasks_dir()
     if not directory.is_dir():
@@ -195,10 +216,6 @@ def verify(
     Exit 0 when the verification ran, whatever the program's status (``--strict``: 1 when it failed);
     3 when the failure is the evaluator's (it raised outside the program, or returned no dict of metrics).
     """
-    from verifyless.errors import TaskError
-    from verifyless.sandbox.local import LocalSandbox
-    from verifyless.task import load_task
-    from verifyless.verify import verify as run_verify
 
     t = load_task(task)
     if program is not None and not program.is_file():
@@ -230,7 +247,6 @@ def verify(
 
 def _verify_exit(task: Any, result: Any, strict: bool) -> int:
     """0 when the program ran (1 with ``strict`` when it failed); 3 when the evaluator failed (a task problem)."""
-    from verifyless.engine.baseline import failure_source
 
     source = failure_source(task, result)
     if source == "evaluator":
@@ -243,9 +259,6 @@ def _verify_exit(task: Any, result: Any, strict: bool) -> int:
 
 
 def _open_store(path: Path, must_exist: bool = True):
-    from verifyless.errors import StoreError
-    from verifyless.store import RunStore
-
     if must_exist and not path.exists():
         raise StoreError(f"no run store at {path}: start a run with `verifyless run TASK`, or pass --store")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,7 +267,6 @@ def _open_store(path: Path, must_exist: bool = True):
 
 def _read_store(path: Path):
     """The store opened read-only (``mode=ro``): for commands that only read, so a read-only file still opens."""
-    from verifyless.report.reader import open_readonly
 
     return open_readonly(path)
 
@@ -274,7 +286,6 @@ def run(
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
-    from verifyless.config import load_config
 
     over = list(overrides or [])
     if task and "=" in task:  # `verifyless run engine.candidates=4` with the task from config
@@ -294,15 +305,11 @@ def run(
     ]
     cfg = load_config(config, flags + over)
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
-        from verifyless.preflight import plan
-
         console.print("\n".join(plan(cfg).lines()), highlight=False)
         if dry_run:
             raise typer.Exit(0)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
-        from verifyless.config import apply_changes, resume_changes, stored_config
-
         resume = st.resolve_run(resume)
         changes = resume_changes(flags + over)
         if not changes and st.run(resume).status == "finished":
@@ -354,7 +361,6 @@ def _print_interrupted(engine: Any, st) -> None:
 
 async def _run(cfg, st, resume, quiet, started: dict[str, Any]):
     """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message) and run it."""
-    from verifyless.wiring import build_engine
 
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, progress=progress)
@@ -394,8 +400,6 @@ def _print_result(result, st) -> None:
 
 
 def _print_links(run_id: str, store: Path) -> None:
-    from verifyless._cli.report import default_out
-
     console.print(
         f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
         f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})",
@@ -509,8 +513,6 @@ def show(
             + ", ".join(f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in health.items())
         )
     if data["screener_audit"]:
-        from verifyless.screen.audit import audit_line
-
         console.print(audit_line(data["screener_audit"]), highlight=False)
     for line in peers_text(data):
         console.print(line, highlight=False)
@@ -524,7 +526,6 @@ def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) ->
     A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every
     decision is the same, 9 when one differs (or the replay needed a reply or an outcome never stored).
     """
-    from verifyless._cli.replay import ReplayDiverged, replay_run
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
@@ -546,7 +547,6 @@ def propose(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Propose N ideas for the task's baseline, implement them and summarise them."""
-    from verifyless._cli.propose import propose_for_baseline
 
     asyncio.run(propose_for_baseline(task, n=n, model=model, seed=seed, console=console))
 
@@ -558,53 +558,22 @@ def demo(
     store: Path = typer.Option(Path("runs/demo.db"), "--store"),
 ) -> None:
     """The main job on embedded defaults: surrogate-screened search vs an unscreened run, same budget."""
-    from verifyless._cli.demo import run_demo
 
     asyncio.run(run_demo(task=task, budget=budget, store_path=store, console=console))
 
 
-def _mount_bench() -> None:
-    from verifyless._cli.bench import app as bench_app
-    from verifyless._cli.bench import collect_pools_command
-
-    app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
-    app.command("collect-pools")(collect_pools_command)
-
-
-_mount_bench()
-from verifyless._cli.data import app as _data_app  # noqa: E402
-
-app.add_typer(_data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
-
-
-def _mount_report() -> None:
-    from verifyless._cli.export import export_command
-    from verifyless._cli.report import report_command
-    from verifyless._cli.ui import ui_command
-
-    app.command("report")(report_command)
-    app.command("ui")(ui_command)
-    app.command("export")(export_command)
-
-
-_mount_report()
-from verifyless._cli.components import components_command  # noqa: E402
-
+# Command groups and commands that live in their own modules, registered last so that
+# `verifyless --help` lists them after the run commands above.
+app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
+app.command("collect-pools")(collect_pools_command)
+app.add_typer(data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
+app.command("report")(report_command)
+app.command("ui")(ui_command)
+app.command("export")(export_command)
 app.command("components")(components_command)
-
-
-def _mount_train() -> None:
-    from verifyless._cli.train import app as train_app
-    from verifyless._cli.train import models_command
-
-    app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
-    app.command("models")(models_command)
-
-
-_mount_train()
-from verifyless._cli.tune import app as _tune_app  # noqa: E402
-
-app.add_typer(_tune_app, name="tune", help="Tune screener prompts on a critic dataset's dev slice.")
+app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
+app.command("models")(models_command)
+app.add_typer(tune_app, name="tune", help="Tune screener prompts on a critic dataset's dev slice.")
 
 if __name__ == "__main__":  # pragma: no cover
     main()

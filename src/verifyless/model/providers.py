@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from verifyless.errors import ConfigError
 from verifyless.model.base import Model
 from verifyless.model.cache import CachedModel, RecordedModel, Recorder, ResponseCache
 from verifyless.model.config import ModelConfig, parse_spec
+from verifyless.model.local import LocalModel
 from verifyless.model.openai_compat import OpenAIModel
 from verifyless.model.scripted import ScriptedModel
 from verifyless.registry import Component, Registry
@@ -40,12 +40,7 @@ def _scripted(config: ModelConfig) -> Model:
 
 
 def _local(config: ModelConfig) -> Model:
-    """In-process models: ``verifyless.model.local.build_local(config)`` (imported only when asked for)."""
-
-    try:
-        from verifyless.model.local import LocalModel
-    except ImportError as exc:
-        raise ConfigError(f"provider 'local' is not available in this installation ({exc})") from None
+    """In-process models (``LocalModel``); torch and transformers are imported when one loads."""
     return LocalModel.from_config(config)
 
 

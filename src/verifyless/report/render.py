@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.report import data, data_nodes, data_pilots, peers, svg
+from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
 from verifyless.report.data_report_view import data_report_view
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -119,8 +120,6 @@ def write_report(store: RunStoreProtocol, run_id: str, out_dir: str | Path, *, f
     path.write_text(html, encoding="utf-8")
     if not figures:
         return ReportFiles(path, (), "PNG figures not requested")
-    from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
-
     try:
         pngs = drawing.write_figures(views, out / "figures")
     except ImportError as exc:
