@@ -110,7 +110,9 @@ def test_candidate_from_keeps_the_made_childs_idea_program_and_place():
     from verifyless.child import Made
 
     made = Made(Idea("set a to 4"), Status.IMPLEMENTED, "x = 4\n", content_hash("x = 4\n"), "sets x")
-    cand = candidate_from(made, "r1e0c0", "root", Operator.IMPROVE, 1, island=2, reference_ids=("n1",))
+    cand = candidate_from(
+        made, id="r1e0c0", parent_id="root", operator=Operator.IMPROVE, round=1, island=2, reference_ids=("n1",)
+    )
     assert (cand.id, cand.parent_id, cand.round, cand.island, cand.reference_ids) == ("r1e0c0", "root", 1, 2, ("n1",))
     assert (cand.idea, cand.program, cand.program_hash, cand.summary) == (
         made.idea,

@@ -292,7 +292,7 @@ class Collector:
         if nid not in self.state.candidates:
             self._check_llm_budget()
             made = await self.maker.make(parent, idea, skip=_skipper(parent, seen))
-            cand = candidate_from(made, nid, parent.id, Operator.IMPROVE, rnd)
+            cand = candidate_from(made, id=nid, parent_id=parent.id, operator=Operator.IMPROVE, round=rnd)
             self.ledger.record_candidate(cand, made.status, made.reason[:2000])
         if self.state.staged[nid].status is not Status.IMPLEMENTED:
             return None

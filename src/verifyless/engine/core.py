@@ -278,7 +278,13 @@ class Engine:
 
         made = await owned(cid, self.maker.make(parent, proposal, skip=known))
         cand = candidate_from(
-            made, cid, exp.parent_id, exp.operator, r, island=exp.island, reference_ids=exp.reference_ids
+            made,
+            id=cid,
+            parent_id=exp.parent_id,
+            operator=exp.operator,
+            round=r,
+            island=exp.island,
+            reference_ids=exp.reference_ids,
         )
         if not made.ok:
             self.ledger.record_candidate(cand, made.status, made.reason[:2000])
@@ -377,7 +383,14 @@ async def _repair(
     )
     if not made.ok:
         return None
-    fixed = candidate_from(made, f"{first.id}f{attempt}", current.id, Operator.DEBUG, first.round, island=first.island)
+    fixed = candidate_from(
+        made,
+        id=f"{first.id}f{attempt}",
+        parent_id=current.id,
+        operator=Operator.DEBUG,
+        round=first.round,
+        island=first.island,
+    )
     engine._claimed.add(fixed.program_hash)
     engine.ledger.record_candidate(fixed, Status.IMPLEMENTED)
     return fixed

@@ -22,7 +22,7 @@ through the same repair that keeps the idea.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Required, TypedDict, Unpack
 
 from verifyless.ledger.budget import BudgetGate, Slot
 from verifyless.node import Candidate, Operator, Status, Verification
@@ -30,7 +30,7 @@ from verifyless.node import Candidate, Operator, Status, Verification
 if TYPE_CHECKING:  # pragma: no cover
     from verifyless.child import Made
 
-__all__ = ["REPAIRABLE", "Repair", "Smoke", "Verify", "candidate_from", "verify_with_repairs"]
+__all__ = ["REPAIRABLE", "Place", "Repair", "Smoke", "Verify", "candidate_from", "verify_with_repairs"]
 
 REPAIRABLE = frozenset({Status.FAILED, Status.INVALID_METRIC, Status.OOM})
 
@@ -39,28 +39,21 @@ Repair = Callable[[Candidate, Verification, int], Awaitable["Candidate | None"]]
 Smoke = Callable[[Candidate, int], Awaitable["Verification | None"]]  # (candidate, attempt) -> a stopping result
 
 
-def candidate_from(
-    made: Made,
-    id: str,
-    parent_id: str | None,
-    operator: Operator,
-    round: int,
-    *,
-    island: int = 0,
-    reference_ids: tuple[str, ...] = (),
-) -> Candidate:
-    """The ``Candidate`` record of ``made`` (idea, program, hash, summary) at its place in the search."""
+class Place(TypedDict, total=False):
+    """Where a made child sits in the search (``Candidate``'s own fields): id, parent, operator, round, ..."""
+
+    id: Required[str]
+    parent_id: Required[str | None]
+    operator: Required[Operator]
+    round: Required[int]
+    island: int
+    reference_ids: tuple[str, ...]
+
+
+def candidate_from(made: Made, **place: Unpack[Place]) -> Candidate:
+    """The ``Candidate`` record of ``made`` (idea, program, hash, summary) at its ``place`` in the search."""
     return Candidate(
-        id=id,
-        parent_id=parent_id,
-        operator=operator,
-        reference_ids=reference_ids,
-        round=round,
-        island=island,
-        idea=made.idea,
-        program=made.program,
-        program_hash=made.program_hash,
-        summary=made.summary,
+        **place, idea=made.idea, program=made.program, program_hash=made.program_hash, summary=made.summary
     )
 
 

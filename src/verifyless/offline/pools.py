@@ -230,7 +230,9 @@ async def _pool_members(
             params = dict(proposal.params)
             members.append(PoolCandidate(cid, proposal.text, made.status.value, params=params, reason=made.reason))
             continue
-        cand = candidate_from(made, cid, parent.id, Operator.IMPROVE, step + 1).replace(idea=proposal)
+        cand = candidate_from(made, id=cid, parent_id=parent.id, operator=Operator.IMPROVE, round=step + 1).replace(
+            idea=proposal
+        )
         v = await ledger.check(cand)
         members.append(_member(ledger.task, cand, v, proposal))
     return members

@@ -307,7 +307,7 @@ class PolicyRewarder:
             return node
         own = content_hash(parent.program)
         made = await self.makers[task.name].make(parent, idea, skip=lambda digest: digest == own)
-        cand = candidate_from(made, nid, parent.id, Operator.IMPROVE, prompt.step + 1)
+        cand = candidate_from(made, id=nid, parent_id=parent.id, operator=Operator.IMPROVE, round=prompt.step + 1)
         return self.ledger.node(cand, made.status, made.reason, task=task.name, key=prompt.key)
 
     async def _critique(self, nid: str, task: Task, parent: ParentInfo) -> Evidence:

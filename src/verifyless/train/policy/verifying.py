@@ -211,7 +211,11 @@ class PaidVerifier:
             made = await maker.repair(base_program, self.ledger.program(failed), idea, error)
             parent_node = self.ledger.log.nodes[nid]
             cand = candidate_from(
-                made, rid, parent_node.get("parent_id"), Operator.DEBUG, int(parent_node.get("round", 0))
+                made,
+                id=rid,
+                parent_id=parent_node.get("parent_id"),
+                operator=Operator.DEBUG,
+                round=int(parent_node.get("round", 0)),
             )
             node = self.ledger.node(cand, made.status, made.reason, task=task.name, repair_of=failed)
         if node.get("status") != Status.IMPLEMENTED.value:
