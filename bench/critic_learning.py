@@ -14,7 +14,7 @@ tokens only, so a step costs one forward/backward of a ~150-token prompt. The Lo
 so step 0 is the base model exactly.
 
 Evaluation: probe Dir-3, the three-way accuracy of the most probable verdict read right after
-``[IMPROVEMENT]`` (``model.local.verdict_probs``: what the label-probability critic reads with no reasoning),
+``[IMPROVEMENT]`` (``model.local.next_label_probs``: what the label-probability critic reads with no reasoning),
 at each step of ``--steps`` (a learning curve), with a paired bootstrap CI of trained-minus-base over bench
 rows. Search: greedy replays on the bench world (``offline.worlds.replay_run``: N ``--pool`` candidates per
 expansion, ``--budget`` verifications, ``--seeds`` seeds) where the pick is the candidate with the highest
@@ -110,9 +110,10 @@ def encoded(critic: Critic, row: CriticRow) -> tuple[list[int], list[int]]:
     """(prompt + ``[IMPROVEMENT]`` ids, label ids): exactly the sequence the probe reads."""
     from verifyless.model.local import chat_prompt, encode
     from verifyless.model.scores import prefill_text
+    from verifyless.screen.verdicts import VERDICT_TAG
 
     tok = critic.tokenizer
-    head = encode(tok, chat_prompt(tok, row.messages())) + encode(tok, prefill_text(""))
+    head = encode(tok, chat_prompt(tok, row.messages())) + encode(tok, prefill_text("", VERDICT_TAG))
     return head, encode(tok, " " + row.label)
 
 
@@ -148,10 +149,12 @@ def train_steps(
 
 def probe(critic: Critic, row: CriticRow) -> dict[str, float]:
     """The verdict distribution after ``[IMPROVEMENT]`` (the label-probability critic's one forward pass)."""
-    from verifyless.model.local import chat_prompt, encode, verdict_probs
+    from verifyless.model.local import chat_prompt, encode, next_label_probs
+    from verifyless.screen.verdicts import VERDICT_TAG, VERDICTS
 
     tok = critic.tokenizer
-    return verdict_probs(critic.loaded(), encode(tok, chat_prompt(tok, row.messages())), "")
+    prompt = encode(tok, chat_prompt(tok, row.messages()))
+    return next_label_probs(critic.loaded(), prompt, "", tag=VERDICT_TAG, labels=VERDICTS)
 
 
 def top(probs: dict[str, float]) -> str:

@@ -41,6 +41,7 @@ def evaluate(
 ) -> dict[str, float]:
     from verifyless.model import Message, ModelRequest, build_model, make_config
     from verifyless.screen.critic import parse_verdict
+    from verifyless.screen.verdicts import verdict_score
     from verifyless.train.data import messages_for
 
     model = build_model(
@@ -59,7 +60,7 @@ def evaluate(
         text = asyncio.run(model.generate(ModelRequest(messages=messages))).text
         if show and i == 0:
             print(f"  first critique ({'adapter' if adapter else 'base'}): {text[:300]!r}")
-        probs = asyncio.run(model.verdict_score(messages, "")).probs  # type: ignore[attr-defined]
+        probs = asyncio.run(verdict_score(model, messages)).probs
         hits["probe"] += max(probs, key=lambda k: probs[k]) == row["label3"]
         verdict = parse_verdict(text)
         said = verdict.improvement if verdict else None

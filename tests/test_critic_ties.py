@@ -115,6 +115,35 @@ def test_three_way_verdict_probabilities_through_a_cache_wrapper(tmp_path) -> No
         assert s.evidence["a"].detail["label_probs"] == probs["a"]
 
 
+class LabelProbingModel(SampleFnModel):
+    """A critic model with an in-process label probe (as ``LocalModel.probe_labels``), recording what it was asked."""
+
+    def __init__(self, fn, probs: dict[str, dict[str, float]]) -> None:
+        super().__init__(fn, "local-critic")
+        self.probs = probs
+        self.asked: list[tuple[str, str, tuple[str, ...]]] = []
+
+    async def probe_labels(self, messages, prefix, *, tag, labels) -> dict[str, float]:
+        self.asked.append((prefix, tag, tuple(labels)))
+        cid = re.search(r"ID=(\w+)", messages[-1].content).group(1)
+        return self.probs[cid]
+
+
+def test_an_in_process_label_probe_is_asked_for_the_verdict_words_through_a_cache_wrapper(tmp_path) -> None:
+    from verifyless.model.cache import CachedModel, ResponseCache
+
+    plan = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}
+    probs = {
+        "a": {"improve": 0.6, "tie": 0.3, "lose": 0.1},
+        "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
+        "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3},
+    }
+    inner = LabelProbingModel(scripted(plan), probs)
+    s = run(PointwiseCritic(CachedModel(inner, ResponseCache(tmp_path / "cache.db")), k=2), make_ctx(0), [cand(x) for x in "abc"])
+    assert s.ranking == ("b", "a", "c") and s.evidence["a"].detail["label_probs"] == probs["a"]
+    assert set(inner.asked) == {("", "[IMPROVEMENT]", ("improve", "tie", "lose"))} and len(inner.asked) == 3
+
+
 def quality_judge(request, i):
     text = request.messages[-1].content
     qa = int(re.search(r"## Candidate A\n.*?Q(\d)", text, re.S).group(1))

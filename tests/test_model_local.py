@@ -27,7 +27,8 @@ from verifyless.model import (  # noqa: E402
     make_config,
     parse_spec,
 )
-from verifyless.model.local import VERDICTS, LocalModel, adapter_tag, local_models  # noqa: E402
+from verifyless.model.local import LocalModel, adapter_tag, local_models  # noqa: E402
+from verifyless.screen.verdicts import VERDICT_TAG, VERDICTS, verdict_probs, verdict_score  # noqa: E402
 from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 
 USER = (Message("system", "You review ideas."), Message("user", "Compare A and B."))
@@ -132,11 +133,11 @@ def test_adapter_changes_outputs_and_cache_identity(tiny: Path, adapter: Path, t
 
 
 def test_label_probabilities_sum_to_one_and_follow_the_adapter(tiny: Path, adapter: Path, model: LocalModel) -> None:
-    probs = asyncio.run(model.label_probs(USER, "Criterion 1: the child adds dropout."))
+    probs = asyncio.run(verdict_probs(model.probe_labels, USER, "Criterion 1: the child adds dropout."))
     assert set(probs) == set(VERDICTS) and sum(probs.values()) == pytest.approx(1.0, abs=1e-6)
     assert all(0.0 < p < 1.0 for p in probs.values())
     tuned = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), device="cpu"))
-    other = asyncio.run(tuned.label_probs(USER, "Criterion 1: the child adds dropout."))
+    other = asyncio.run(verdict_probs(tuned.probe_labels, USER, "Criterion 1: the child adds dropout."))  # type: ignore[attr-defined]
     assert other != probs and sum(other.values()) == pytest.approx(1.0, abs=1e-6)
 
 
@@ -196,14 +197,14 @@ def test_verdict_probe_over_http_prefills_the_turn_and_reads_top_logprobs(model:
     from verifyless.model.testserver import TestServer
 
     with TestServer(ScriptedModel(replies=[]), logprobs=model.top_logprobs) as srv:
-        score = asyncio.run(http_critic(srv.base_url).verdict_score(USER, PREFIX))  # type: ignore[attr-defined]
+        score = asyncio.run(verdict_score(http_critic(srv.base_url), USER, PREFIX))
         body = srv.requests[-1]
     assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 1
     assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
     assert body["messages"][-1] == {"role": "assistant", "content": PREFIX + "\n[IMPROVEMENT]"}
     # The same model read in process, over the same 20 candidates, gives the same distribution.
     top, prompt_tokens = model.top_logprobs(body["messages"], True, 20)
-    expected = probs_from_top_logprobs([{"token": t, "logprob": lp} for t, lp in top]) or uniform()
+    expected = probs_from_top_logprobs([{"token": t, "logprob": lp} for t, lp in top], VERDICTS) or uniform(VERDICTS)
     assert score.probs == pytest.approx(expected) and sum(score.probs.values()) == pytest.approx(1.0)
     assert score.usage.prompt_tokens == prompt_tokens > 0 and score.usage.completion_tokens == 1
 
@@ -220,8 +221,9 @@ def test_verdict_words_are_matched_on_any_split_of_the_word() -> None:
         {"token": "\n", "logprob": log(0.3)},
         {"token": "T", "logprob": log(0.1)},
     ]
-    assert probs_from_top_logprobs(top) == pytest.approx({"improve": 0.4 / 0.7, "lose": 0.2 / 0.7, "tie": 0.1 / 0.7})
-    assert probs_from_top_logprobs([{"token": "\n", "logprob": 0.0}]) is None
+    want = {"improve": 0.4 / 0.7, "lose": 0.2 / 0.7, "tie": 0.1 / 0.7}
+    assert probs_from_top_logprobs(top, VERDICTS) == pytest.approx(want)
+    assert probs_from_top_logprobs([{"token": "\n", "logprob": 0.0}], VERDICTS) is None
 
 
 def test_a_server_without_logprobs_fails_the_probe_clearly() -> None:
@@ -230,7 +232,7 @@ def test_a_server_without_logprobs_fails_the_probe_clearly() -> None:
 
     with TestServer(ScriptedModel(replies=["[IMPROVEMENT] improve"])) as srv:
         with pytest.raises(ModelUnavailable, match=r"no top_logprobs .* \(vLLM, SGLang\)"):
-            asyncio.run(http_critic(srv.base_url).verdict_score(USER, ""))  # type: ignore[attr-defined]
+            asyncio.run(verdict_score(http_critic(srv.base_url), USER, ""))
 
 
 @pytest.mark.parametrize("provider", ["local", "openai"])
@@ -269,18 +271,18 @@ def test_label_probability_critic_probes_are_cached_replayed_and_recorded(
     assert [(r.cached, r.usage.prompt_tokens) for r in again + replayed] == [(True, 0)] * 4
 
 
-def test_verdict_probs_from_one_cached_prompt_pass_equal_full_sequence_scoring(tiny: Path) -> None:
+def test_label_probs_from_one_cached_prompt_pass_equal_full_sequence_scoring(tiny: Path) -> None:
     """One prompt pass plus the cached tails gives the same label distribution as scoring each full sequence."""
     import torch
 
-    from verifyless.model.local import encode, load_lm, prefill_text, verdict_probs
+    from verifyless.model.local import encode, load_lm, next_label_probs, prefill_text
 
     loaded = load_lm(str(tiny), device="cpu", shared=False)
     tok = loaded.tokenizer
     prompt = encode(tok, "Parent: a linear model. Child: adds dropout and a larger learning rate.")
     labels = ("improve", "tie", "lose", "zebra crossing quietly")  # the last spans several tokens
     assert max(len(encode(tok, " " + label)) for label in labels) > 1
-    got = verdict_probs(loaded, prompt, "Criterion 1: capacity.", labels=labels)
+    got = next_label_probs(loaded, prompt, "Criterion 1: capacity.", tag=VERDICT_TAG, labels=labels)
     head = list(prompt) + encode(tok, prefill_text("Criterion 1: capacity.", "[IMPROVEMENT]"))
     scores = []
     for label in labels:

@@ -30,6 +30,7 @@ from verifyless.roles.base import ParentInfo, TaskBrief  # noqa: E402
 from verifyless.screen.base import ScreenContext  # noqa: E402
 from verifyless.screen.registry import build_screener as registry_build  # noqa: E402
 from verifyless.screen.ttl import TestTimeCritic, group_advantages  # noqa: E402
+from verifyless.screen.verdicts import five_way_probs, verdict_score  # noqa: E402
 from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 from verifyless.train.ttl_learner import LoRALearner, reverse_kl  # noqa: E402
 
@@ -208,7 +209,7 @@ def test_label_probability_critic_ranks_by_the_verdict_distribution(tiny: Path) 
         assert ev.uncertainty == pytest.approx(1 - max(probs.values()))
     best = max(screening.evidence.values(), key=lambda e: e.rank_value)
     assert screening.ranking[0] == best.candidate_id and len(screening.chosen) == 1
-    five = asyncio.run(model.score_labels(screener.messages(context(), candidate(0, "ensemble"))))
+    five = asyncio.run(five_way_probs(model.probe_labels, screener.messages(context(), candidate(0, "ensemble"))))  # type: ignore[attr-defined]
     assert set(five) == {"Lose", "Tie", "SmallWin", "MediumWin", "BigWin"}
     assert sum(five.values()) == pytest.approx(1.0, abs=1e-6)
 
@@ -555,10 +556,10 @@ def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_b
     critiques = ev.detail["critiques"]
     assert len(critiques) == 2
     messages = screener.messages(context(), candidate(0, "ensemble"))  # type: ignore[attr-defined]
-    probes = [asyncio.run(screener.scorer.verdict_score(messages, reasoning_prefix(c))) for c in critiques]  # type: ignore[attr-defined]
+    probes = [asyncio.run(verdict_score(screener.scorer, messages, reasoning_prefix(c))) for c in critiques]  # type: ignore[attr-defined]
     for word in ("improve", "tie", "lose"):
         assert ev.detail["label_probs"][word] == pytest.approx(sum(p.probs[word] for p in probes) / 2, abs=1e-6)
-    bare = asyncio.run(screener.scorer.verdict_score(messages, ""))  # type: ignore[attr-defined]
+    bare = asyncio.run(verdict_score(screener.scorer, messages, ""))  # type: ignore[attr-defined]
     assert any(abs(bare.probs[w] - ev.detail["label_probs"][w]) > 1e-6 for w in bare.probs)  # the reasoning counts
 
 

@@ -11,11 +11,12 @@
 * ``CallRecord`` / ``RecordedModel`` -- one frozen record per call for the
   engine to store (no API key ever reaches these: identities are built from the
   request and the endpoint URL only).
-* Verdict probes (``verdict_score``, the label-probability critic's call; see
+* Label probes (``label_score``, the label-probability critic's call; see
   ``verifyless.model.scores``) pass through both wrappers when the wrapped
   model can answer them: the distribution is cached as one sample (index 0,
-  its JSON as the choice text, finish reason ``verdict_probs``) under the
-  probe's own identity and prompt hash, and recorded like any call.
+  its JSON as the choice text, finish reason ``verdict_probs``, the name it
+  had when only verdicts were probed) under the probe's own identity
+  (``probe_identity``) and prompt hash, and recorded like any call.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, Model, ModelReply, ModelRequest, ToolCall, Usage
-from verifyless.model.scores import VerdictScore, find_verdict_scorer, probe_fields, probe_request
+from verifyless.model.scores import LabelScore, find_label_scorer, probe_fields, probe_request
 from verifyless.model.wire import canonical_json, messages_to_wire, prompt_hash, sha256, tools_to_wire
 
 
@@ -214,10 +215,10 @@ CacheMode = Literal["readwrite", "replay"]
 class _Wrapper:
     """A model in front of ``inner``: it answers to the inner model's name and endpoint.
 
-    Verdict probes look through it to ``inner`` (``verdict_probe_via_inner``).
+    Label probes look through it to ``inner`` (``label_probe_via_inner``).
     """
 
-    verdict_probe_via_inner = True
+    label_probe_via_inner = True
 
     def __init__(self, inner: Model) -> None:
         self.inner = inner
@@ -281,41 +282,44 @@ class CachedModel(_Wrapper):
         model = next((s.reply_model for s in have.values() if s.reply_model), self.name)
         return ModelReply(choices=tuple(have[i].choice for i in indices), usage=usage, model=model, cached=not missing)
 
-    async def verdict_score(
-        self, messages: tuple[Message, ...], prefix: str = "", *, role: str = "critic"
-    ) -> VerdictScore:
-        """A verdict probe served from the cache, or asked of the inner model and stored (one sample)."""
+    async def label_score(
+        self, messages: tuple[Message, ...], prefix: str, *, tag: str, labels: Sequence[str], role: str
+    ) -> LabelScore:
+        """A label probe served from the cache, or asked of the inner model and stored (one sample)."""
         inner = self.inner
-        scorer = find_verdict_scorer(inner)
+        scorer = find_label_scorer(inner)
         if scorer is None:
-            raise ModelUnavailable(f"model {self.name} cannot read verdict probabilities")
-        request = probe_request(messages, prefix, role)
-        identity = _probe_identity(inner, request, prefix)
+            raise ModelUnavailable(f"model {self.name} cannot read label probabilities")
+        request = probe_request(messages, prefix, tag, role)
+        identity = probe_identity(inner, request, prefix, tag, labels)
         key = sample_key(identity, 0)
         p_hash = prompt_hash(request)
         hit = self.cache.get_many([key]).get(key)
         if hit is not None:
-            return VerdictScore(json.loads(hit.choice.text), Usage(), hit.reply_model, cached=True)
+            return LabelScore(json.loads(hit.choice.text), Usage(), hit.reply_model, cached=True)
         if self.mode == "replay":
             raise ModelUnavailable(
-                f"the verdict probe for role {role!r} (model {self.name}, prompt {p_hash[:12]}) is not in the "
+                f"the label probe for role {role!r} (model {self.name}, prompt {p_hash[:12]}) is not in the "
                 f"response cache {self.cache.path}; replay needs the cache written by a readwrite run"
             )
-        score = await scorer.verdict_score(messages, prefix, role=role)
+        score = await scorer.label_score(messages, prefix, tag=tag, labels=labels, role=role)
         choice = Choice(canonical_json(score.probs), finish_reason="verdict_probs")
         stored = self.cache.put_many(identity, p_hash, 0, (choice,), score.model or self.name)[0]
-        return VerdictScore(json.loads(stored.choice.text), score.usage, stored.reply_model)
+        return LabelScore(json.loads(stored.choice.text), score.usage, stored.reply_model)
 
 
-def _probe_identity(model: Any, request: ModelRequest, prefix: str) -> dict[str, Any]:
-    """The probe's identity from the innermost model that defines ``verdict_identity`` (else the generic one)."""
+def probe_identity(model: Any, request: ModelRequest, prefix: str, tag: str, labels: Sequence[str]) -> dict[str, Any]:
+    """A label probe's cache identity: the prefilled ``request``'s identity plus ``probe_fields``.
+
+    The request identity is that of the first model along ``model`` and the models it wraps (``.inner``)
+    that defines ``cache_identity`` (a provider's resolved defaults), else ``request_identity(model)``.
+    """
     seen = model
     while seen is not None:
-        own = getattr(seen, "verdict_identity", None)
-        if callable(own):
-            return dict(own(request.messages[:-1], prefix))
+        if callable(getattr(seen, "cache_identity", None)):
+            return {**seen.cache_identity(request), **probe_fields(prefix, tag, labels)}
         seen = getattr(seen, "inner", None)
-    return {**request_identity(model, request), **probe_fields(prefix)}
+    return {**request_identity(model, request), **probe_fields(prefix, tag, labels)}
 
 
 @dataclass(frozen=True)
@@ -336,7 +340,7 @@ class CallRecord:
 Recorder = Callable[[CallRecord], None]
 
 
-_Reply = TypeVar("_Reply", ModelReply, VerdictScore)
+_Reply = TypeVar("_Reply", ModelReply, LabelScore)
 
 
 class RecordedModel(_Wrapper):
@@ -349,15 +353,16 @@ class RecordedModel(_Wrapper):
     def __repr__(self) -> str:
         return f"RecordedModel({self.inner!r})"
 
-    async def verdict_score(
-        self, messages: tuple[Message, ...], prefix: str = "", *, role: str = "critic"
-    ) -> VerdictScore:
-        """Forward a verdict probe and record it (n=1, the probe's prompt hash, its usage)."""
-        scorer = find_verdict_scorer(self.inner)
+    async def label_score(
+        self, messages: tuple[Message, ...], prefix: str, *, tag: str, labels: Sequence[str], role: str
+    ) -> LabelScore:
+        """Forward a label probe and record it (n=1, the probe's prompt hash, its usage)."""
+        scorer = find_label_scorer(self.inner)
         if scorer is None:
-            raise ModelUnavailable(f"model {self.name} cannot read verdict probabilities")
-        p_hash = prompt_hash(probe_request(messages, prefix, role))
-        return await self._recorded(role, p_hash, 1, scorer.verdict_score(messages, prefix, role=role))
+            raise ModelUnavailable(f"model {self.name} cannot read label probabilities")
+        p_hash = prompt_hash(probe_request(messages, prefix, tag, role))
+        call = scorer.label_score(messages, prefix, tag=tag, labels=labels, role=role)
+        return await self._recorded(role, p_hash, 1, call)
 
     async def generate(self, request: ModelRequest) -> ModelReply:
         return await self._recorded(request.role, prompt_hash(request), request.n, self.inner.generate(request))

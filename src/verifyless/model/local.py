@@ -12,9 +12,11 @@
   ``max_tokens`` (default 256) and ``stop`` strings (cut before the match, as
   OpenAI does). Generation runs in a worker thread (``asyncio.to_thread``), one
   call at a time per loaded model.
-* **Scoring**: ``label_probs(messages, prefix)`` reads, in one batched forward
-  pass, the probability of each verdict word right after ``prefix + "[IMPROVEMENT]"``
-  and normalises over the verdicts (they sum to one).
+* **Label probes**: ``probe_labels(messages, prefix, tag=, labels=)`` reads, in
+  one forward pass (plus a few tokens for multi-token labels), the probability
+  of each of the caller's ``labels`` right after ``prefix + tag`` and normalises
+  over them (they sum to one); ``label_score`` adds its cost for the cache and
+  the ledger (see ``verifyless.model.scores``).
 
 Tool calls are not supported (``ModelUnavailable``). Usage counts real tokens;
 cost comes from ``prices`` like the HTTP provider (free by default).
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
 from verifyless.model.openai_compat import messages_to_wire, tools_to_wire
-from verifyless.model.scores import VERDICT_TAG, VERDICTS, VerdictScore, prefill_text, probe_fields, probe_request
+from verifyless.model.scores import LabelScore, prefill_text
 
 if TYPE_CHECKING:
     from verifyless.model.config import ModelConfig
@@ -360,13 +362,8 @@ def sample_texts(
     return [Sample(texts[i], done[i] or "length", tuple(out[i])) for i in range(n)]
 
 
-def verdict_probs(
-    loaded: LoadedLM,
-    prompt_ids: Sequence[int],
-    prefix: str,
-    *,
-    tag: str = VERDICT_TAG,
-    labels: Sequence[str] = VERDICTS,
+def next_label_probs(
+    loaded: LoadedLM, prompt_ids: Sequence[int], prefix: str, *, tag: str, labels: Sequence[str]
 ) -> dict[str, float]:
     """P(label | prompt, prefix + tag) for each label, normalised over ``labels``.
 
@@ -530,15 +527,20 @@ class LocalModel:
         choices = tuple(Choice(s.text, finish_reason=s.finish_reason) for s in samples)
         return ModelReply(choices, Usage(len(prompt), completion, cost), self.name)
 
-    async def label_probs(self, messages: Sequence[Message], prefix: str = "") -> dict[str, float]:
-        """Verdict distribution at the ``[IMPROVEMENT]`` position after ``prefix`` (see ``verdict_probs``)."""
-        return await asyncio.to_thread(self._label_probs_sync, messages, prefix)
+    async def probe_labels(
+        self, messages: Sequence[Message], prefix: str, *, tag: str, labels: Sequence[str]
+    ) -> dict[str, float]:
+        """P(label) right after ``prefix + tag`` in the assistant turn (see ``next_label_probs``), in process.
 
-    async def verdict_score(
-        self, messages: Sequence[Message], prefix: str = "", *, role: str = "critic"
-    ) -> VerdictScore:
-        """``label_probs`` with its cost (the prompt and prefill tokens read), for the cache and the ledger."""
-        return await asyncio.to_thread(self._verdict_score_sync, messages, prefix)
+        No request, cache or ledger: what the screening critic's tie-break reads (``screen.verdicts``).
+        """
+        return await asyncio.to_thread(self._probe_labels_sync, messages, prefix, tag, labels)
+
+    async def label_score(
+        self, messages: Sequence[Message], prefix: str, *, tag: str, labels: Sequence[str], role: str
+    ) -> LabelScore:
+        """``probe_labels`` with its cost (the prompt and prefill tokens read), for the cache and the ledger."""
+        return await asyncio.to_thread(self._label_score_sync, messages, prefix, tag, labels)
 
     def top_logprobs(
         self, messages: Sequence[dict[str, Any]], continue_final: bool, k: int
@@ -547,57 +549,30 @@ class LocalModel:
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
             return next_token_logprobs(self.loaded, messages, continue_final=continue_final, k=k)
 
-    def verdict_identity(self, messages: Sequence[Message], prefix: str) -> dict[str, Any]:
-        """The cache identity of a verdict probe (see ``verifyless.model.scores``)."""
-        return {**self.cache_identity(probe_request(messages, prefix)), **probe_fields(prefix)}
-
-    def _verdict_score_sync(self, messages: Sequence[Message], prefix: str) -> VerdictScore:
+    def _label_score_sync(
+        self, messages: Sequence[Message], prefix: str, tag: str, labels: Sequence[str]
+    ) -> LabelScore:
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
             tok = self.loaded.tokenizer
             prompt = encode(tok, chat_prompt(tok, messages))
-            probs = verdict_probs(self.loaded, prompt, prefix)
-            read = len(prompt) + len(encode(tok, prefill_text(prefix)))
+            probs = next_label_probs(self.loaded, prompt, prefix, tag=tag, labels=labels)
+            read = len(prompt) + len(encode(tok, prefill_text(prefix, tag)))
         prices = self.config.price_for(self.name) if self.config else None
         cost = read * prices.prompt_per_mtok / 1e6 if prices else 0.0
-        return VerdictScore(probs, Usage(read, 0, cost), self.name)
+        return LabelScore(probs, Usage(read, 0, cost), self.name)
 
-    async def score_labels(self, messages: Sequence[Message]) -> dict[str, float]:
-        """Five-way label probabilities (the screening critic's ``label_probs`` contract).
-
-        P(Lose), P(Tie) and P(improve) come from the verdict position; P(improve) is split over
-        BigWin / MediumWin / SmallWin by the tier probabilities read at the ``[WINTIER]`` position
-        after an ``improve`` verdict. Two forward passes; the five values sum to one.
-        """
-        return await asyncio.to_thread(self._score_labels_sync, messages)
-
-    def _score_labels_sync(self, messages: Sequence[Message]) -> dict[str, float]:
-        three = self._label_probs_sync(messages, "")
+    def _probe_labels_sync(
+        self, messages: Sequence[Message], prefix: str, tag: str, labels: Sequence[str]
+    ) -> dict[str, float]:
         with self.loaded.lock, activate(self.loaded, self.adapter_names):
             prompt = encode(self.loaded.tokenizer, chat_prompt(self.loaded.tokenizer, messages))
-            tiers = verdict_probs(
-                self.loaded, prompt, f"{VERDICT_TAG} improve ---", tag="[WINTIER]", labels=("big", "medium", "small")
-            )
-        win = three["improve"]
-        return {
-            "Lose": three["lose"],
-            "Tie": three["tie"],
-            "SmallWin": win * tiers["small"],
-            "MediumWin": win * tiers["medium"],
-            "BigWin": win * tiers["big"],
-        }
-
-    def _label_probs_sync(self, messages: Sequence[Message], prefix: str) -> dict[str, float]:
-        with self.loaded.lock, activate(self.loaded, self.adapter_names):
-            prompt = encode(self.loaded.tokenizer, chat_prompt(self.loaded.tokenizer, messages))
-            return verdict_probs(self.loaded, prompt, prefix)
+            return next_label_probs(self.loaded, prompt, prefix, tag=tag, labels=labels)
 
 
 __all__ = [
     "LoadedLM",
     "LocalModel",
     "LocalModelInfo",
-    "VERDICTS",
-    "VERDICT_TAG",
     "activate",
     "adapter_tag",
     "attach_adapters",
@@ -606,8 +581,8 @@ __all__ = [
     "encode",
     "load_lm",
     "local_models",
+    "next_label_probs",
     "next_token_logprobs",
     "resolve_source",
     "sample_texts",
-    "verdict_probs",
 ]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
-from verifyless.model.scores import VerdictScore, probe_fields, probe_request, probs_from_top_logprobs, uniform
+from verifyless.model.scores import LabelScore, probe_request, probs_from_top_logprobs, uniform
 from verifyless.model.wire import messages_to_wire, tools_to_wire
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,11 @@ PROBE_TOP_LOGPROBS = 20  # the most OpenAI and vLLM (default --max-logprobs) ret
 PROBE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM / SGLang chat extras
 
 
-def parse_verdict_probe(text: str) -> tuple[dict[str, float] | None, int, int, str]:
-    """(verdict distribution or None, prompt tokens, completion tokens, model) from a probe's reply body.
+def parse_label_probe(text: str, labels: Sequence[str]) -> tuple[dict[str, float] | None, int, int, str]:
+    """(label distribution or None, prompt tokens, completion tokens, model) from a probe's reply body.
 
     Reads ``choices[0].logprobs.content[0].top_logprobs``: the candidates for the first token after the
-    prefilled ``[IMPROVEMENT]``. A reply without them means the server ignored ``logprobs`` (not retried).
+    prefilled tag. A reply without them means the server ignored ``logprobs`` (not retried).
     """
     try:
         data = json.loads(text)
@@ -112,13 +112,13 @@ def parse_verdict_probe(text: str) -> tuple[dict[str, float] | None, int, int, s
     top = content[0].get("top_logprobs") if content and isinstance(content[0], dict) else None
     if not isinstance(top, list):
         raise ModelUnavailable(
-            "the endpoint returned no top_logprobs for a verdict probe; the label-probability critic "
-            "needs a server that continues a prefilled assistant turn and returns logprobs (vLLM, SGLang); "
-            "use screener 'critic' for other endpoints"
+            "the endpoint returned no top_logprobs for a label probe; label probes (the label-probability "
+            "critic's call) need a server that continues a prefilled assistant turn and returns logprobs "
+            "(vLLM, SGLang); use screener 'critic' for other endpoints"
         )
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     return (
-        probs_from_top_logprobs(top),
+        probs_from_top_logprobs(top, labels),
         int(usage.get("prompt_tokens") or 0),
         int(usage.get("completion_tokens") or 0),
         str(data.get("model") or ""),
@@ -317,34 +317,29 @@ class OpenAIModel:
         cost = (prompt_tokens * prices.prompt_per_mtok + completion_tokens * prices.completion_per_mtok) / 1e6
         return ModelReply(tuple(choices), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
 
-    # -- verdict probes (label-probability critic) -------------------------------
-    def verdict_identity(self, messages: Sequence[Message], prefix: str) -> dict[str, Any]:
-        """The cache identity of a verdict probe (see ``verifyless.model.scores``)."""
-        return {**self.cache_identity(probe_request(messages, prefix)), **probe_fields(prefix)}
-
-    async def verdict_score(
-        self, messages: Sequence[Message], prefix: str = "", *, role: str = "critic"
-    ) -> VerdictScore:
-        """P(improve|tie|lose) of the next token after ``prefix + "[IMPROVEMENT]"``, prefilled as the assistant turn.
+    # -- label probes (the label-probability critic's call) ---------------------
+    async def label_score(
+        self, messages: Sequence[Message], prefix: str, *, tag: str, labels: Sequence[str], role: str
+    ) -> LabelScore:
+        """P(label) of the next token after ``prefix + tag``, prefilled as the assistant turn.
 
         One greedy one-token request with ``logprobs``, ``top_logprobs=20`` and vLLM/SGLang's
-        ``continue_final_message``. Verdict words are matched on the 20 candidates (see
-        ``probs_from_top_logprobs``); when none of them is a verdict the distribution is uniform
-        (u = 2/3, routed as uncertain). OpenAI's hosted API does not continue assistant turns.
+        ``continue_final_message``. Labels are matched on the 20 candidates (see
+        ``probs_from_top_logprobs``); when none of them is a label the distribution is uniform
+        (for three labels u = 2/3, routed as uncertain). OpenAI's hosted API does not continue
+        assistant turns.
         """
-        request = probe_request(messages, prefix, role)
+        request = probe_request(messages, prefix, tag, role)
         body = self._payload(request, 1, 0)
         body.update(logprobs=True, top_logprobs=PROBE_TOP_LOGPROBS)
         probs, prompt_tokens, completion_tokens, model = await self._call(
-            body, role, parse=parse_verdict_probe, extra=PROBE_EXTRA
+            body, role, parse=functools.partial(parse_label_probe, labels=labels), extra=PROBE_EXTRA
         )
         if probs is None:
-            log.warning(
-                "model %s: no verdict word among the top %d tokens; using uniform", self.name, PROBE_TOP_LOGPROBS
-            )
+            log.warning("model %s: no label among the top %d tokens; using uniform", self.name, PROBE_TOP_LOGPROBS)
         prices = self.config.price_for(model or self.name)
         cost = (prompt_tokens * prices.prompt_per_mtok + completion_tokens * prices.completion_per_mtok) / 1e6
-        return VerdictScore(probs or uniform(), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
+        return LabelScore(probs or uniform(labels), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
 
     async def _call(
         self,

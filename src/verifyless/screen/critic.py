@@ -54,6 +54,7 @@ Parser decisions (documented in docs/design/screening.md):
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 import time
@@ -82,18 +83,19 @@ from verifyless.screen.prompting import (
 )
 from verifyless.screen.ranking import order_by_value, route
 from verifyless.screen.tournament import PairwiseRPM
+from verifyless.screen.verdicts import TIER_TAG, VERDICT_TAG, VERDICTS, verdict_probs
 
 # Index = rank value used for averaging (Lose=0 ... BigWin=4).
 LABELS: tuple[str, ...] = ("Lose", "Tie", "SmallWin", "MediumWin", "BigWin")
 LABEL_RANK: Mapping[str, int] = {label: i for i, label in enumerate(LABELS)}
-DIRECTIONS: tuple[str, ...] = ("improve", "tie", "lose")
+DIRECTIONS: tuple[str, ...] = VERDICTS
 TIE_BREAKS: tuple[str, ...] = ("auto", "none", "votes", "probs", "pairwise")
 EXPECTED = "[IMPROVEMENT] improve|lose|tie and [WINTIER] big|medium|small|NA"
 _TIER_LABEL = {"big": "BigWin", "medium": "MediumWin", "small": "SmallWin"}
 _WINTIER = r"WIN[ _\-]?TIER"
 # What a critic prompt template must contain (checked for a prompt_file).
 PLACEHOLDERS: tuple[str, ...] = ("task", "metric", "parent", "child", "understanding", "criteria")
-MARKERS: tuple[str, ...] = ("[IMPROVEMENT]", "[WINTIER]")
+MARKERS: tuple[str, ...] = (VERDICT_TAG, TIER_TAG)
 
 _IMPROVEMENT_WORDS = {
     "improve": "improve",
@@ -275,11 +277,19 @@ def probability_signal(label_probs: Mapping[str, float]) -> tuple[float, ...]:
 
 
 def label_scorer(model: object) -> Any:
-    """The async ``label_probs(messages)`` of ``model`` or of a model it wraps (``.inner``), else None."""
+    """An async ``messages -> {label: probability}`` for the tie-break from ``model`` or a model it wraps.
+
+    Along ``model`` and its ``.inner`` chain, the first of: an async ``label_probs(messages)`` (the
+    contract, three- or five-way keys), or an in-process ``probe_labels`` (``LocalModel``), read as
+    ``verdicts.verdict_probs`` (P(improve|tie|lose) after the verdict tag). Else None.
+    """
     for _ in range(8):  # cache and recorder wrappers keep the real model as .inner
         scorer = getattr(model, "label_probs", None)
         if callable(scorer):
             return scorer
+        prober = getattr(model, "probe_labels", None)
+        if callable(prober):
+            return functools.partial(verdict_probs, prober)
         model = getattr(model, "inner", None)
         if model is None:
             return None
@@ -381,9 +391,10 @@ class PointwiseCritic:
     first place, judged by ``judge`` (else the critic's model), with as many of
     them as fit ``tie_break_tokens`` (estimated before any call). When the
     model (or the model a cache wraps) has an async
-    ``label_probs(messages) -> {label: probability}`` method (the local model
-    provider scores the verdict words at the ``[IMPROVEMENT]`` tag), its output
-    is stored as ``label_probs`` and used by ``auto`` and ``probs``.
+    ``label_probs(messages) -> {label: probability}`` method, or an in-process
+    label probe (the local model provider; the verdict words are read at the
+    ``[IMPROVEMENT]`` tag, ``label_scorer``), its output is stored as
+    ``label_probs`` and used by ``auto`` and ``probs``.
 
     The prompt is the template named ``prompt`` under ``prompts/screen/``, or,
     when given, ``prompt_file`` (checked by ``load_prompt_file``: a

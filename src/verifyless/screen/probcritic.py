@@ -1,7 +1,8 @@
 """Label-probability critic: rank and route from the verdict distribution instead of k sampled votes.
 
 The probability of each verdict word right after ``[IMPROVEMENT]`` is read by
-a *verdict probe* (``verdict_score``, ``verifyless.model.scores``): one forward
+a label probe of the verdict words (``screen.verdicts.verdict_score`` over the
+model layer's generic ``label_score``, ``verifyless.model.scores``): one forward
 pass for a local critic (``provider: local``), or, for an OpenAI-compatible
 server (``provider: openai``: vLLM, SGLang), one request that prefills the
 assistant turn, continues it for one token and returns ``top_logprobs``. With ``reasoning_samples = 0`` the tag follows
@@ -30,16 +31,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.model.scores import VERDICT_TAG, VERDICTS, find_verdict_scorer
+from verifyless.model.scores import find_label_scorer
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.critic import TEMPERATURE, PointwiseCritic, parse_verdict
 from verifyless.screen.ranking import order_by_value, route
+from verifyless.screen.verdicts import VERDICT_TAG, VERDICTS, verdict_score
 
 
 def find_scorer(model: Any) -> Any:
-    """The outermost model whose chain can answer verdict probes (so probes are cached and recorded)."""
-    found = find_verdict_scorer(model)
+    """The outermost model whose chain can answer label probes (so probes are cached and recorded)."""
+    found = find_label_scorer(model)
     if found is None:
         raise ConfigError(
             "the label-probability critic needs a critic model that can read verdict probabilities: "
@@ -115,7 +117,7 @@ class LabelProbCritic(PointwiseCritic):
         messages = self.messages(ctx, candidate)
         critiques, tokens = await self.sample(ctx, candidate) if self.reasoning_samples else ([], 0)
         prefixes = [reasoning_prefix(c) for c in critiques] or [""]
-        scores = [await self.scorer.verdict_score(messages, prefix, role="critic") for prefix in prefixes]
+        scores = [await verdict_score(self.scorer, messages, prefix) for prefix in prefixes]
         tokens += sum(s.usage.prompt_tokens + s.usage.completion_tokens for s in scores)
         mean = {v: sum(s.probs[v] for s in scores) / len(scores) for v in VERDICTS}
         return evidence_from_probs(candidate.id, mean, critiques, self.route_threshold, tokens)
