@@ -139,7 +139,11 @@ def test_an_in_process_label_probe_is_asked_for_the_verdict_words_through_a_cach
         "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3},
     }
     inner = LabelProbingModel(scripted(plan), probs)
-    s = run(PointwiseCritic(CachedModel(inner, ResponseCache(tmp_path / "cache.db")), k=2), make_ctx(0), [cand(x) for x in "abc"])
+    s = run(
+        PointwiseCritic(CachedModel(inner, ResponseCache(tmp_path / "cache.db")), k=2),
+        make_ctx(0),
+        [cand(x) for x in "abc"],
+    )
     assert s.ranking == ("b", "a", "c") and s.evidence["a"].detail["label_probs"] == probs["a"]
     assert set(inner.asked) == {("", "[IMPROVEMENT]", ("improve", "tie", "lose"))} and len(inner.asked) == 3
 

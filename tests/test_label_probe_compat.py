@@ -41,7 +41,11 @@ RECORDED: dict[str, tuple[str, dict[str, Any], str]] = {
     ),
     "reasoning": (
         "Criterion 1: the child adds dropout.\n[IMPROVEMENT]",
-        {"labels": ["improve", "tie", "lose"], "prefix": "Criterion 1: the child adds dropout.\n\n", "tag": "[IMPROVEMENT]"},
+        {
+            "labels": ["improve", "tie", "lose"],
+            "prefix": "Criterion 1: the child adds dropout.\n\n",
+            "tag": "[IMPROVEMENT]",
+        },
         "ffc41467e115f37567dd55ab872fb0c35347b19b18153b606e4e3a77ee1f25b7",
     ),
     "tier": (
@@ -50,7 +54,15 @@ RECORDED: dict[str, tuple[str, dict[str, Any], str]] = {
         "5dc7524f8c5c3ce5919424ecc8a542dee78dc62b2584cc935c39a9899f07873a",
     ),
 }
-REQUEST_FIELDS = {"extra_body": {}, "max_tokens": 1, "seed": None, "stop": [], "temperature": 0.0, "tools": [], "top_p": None}
+REQUEST_FIELDS = {
+    "extra_body": {},
+    "max_tokens": 1,
+    "seed": None,
+    "stop": [],
+    "temperature": 0.0,
+    "tools": [],
+    "top_p": None,
+}
 BASE: dict[str, dict[str, Any]] = {
     "scripted": {"endpoint": "scripted:<inline script>", "model": "scripted", **REQUEST_FIELDS},
     "openai": {"endpoint": "http://127.0.0.1:9/v1", "model": "tiny", **REQUEST_FIELDS},

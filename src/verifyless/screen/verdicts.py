@@ -49,9 +49,7 @@ class LabelProber(Protocol):
 
 async def verdict_score(scorer: Any, messages: Sequence[Message], prefix: str = "") -> LabelScore:
     """P(improve|tie|lose) after ``prefix + VERDICT_TAG`` from ``scorer.label_score`` (role ``critic``)."""
-    return await scorer.label_score(
-        tuple(messages), prefix, tag=VERDICT_TAG, labels=VERDICTS, role=CRITIC_ROLE
-    )
+    return await scorer.label_score(tuple(messages), prefix, tag=VERDICT_TAG, labels=VERDICTS, role=CRITIC_ROLE)
 
 
 async def verdict_probs(prober: LabelProber, messages: Sequence[Message], prefix: str = "") -> dict[str, float]:
