@@ -6,7 +6,7 @@ Usage::
                              [--rule verdicts|pairs] [--set KEY=VALUE ...] [--quick]
 
 Setup: the shipped pool worlds (``verifyless.builtin.worlds_dir()``), the
-greedy replay of ``offline/worlds.py`` (the incumbent is the parent of every
+greedy replay of ``offline/replay.py`` (the incumbent is the parent of every
 expansion, N candidates drawn near it), simulated critics
 (``offline/simulated.py``, k = 3 samples, rho = 0.7) from chance (Dir-3 1/3)
 through the paper's prompted (46.6) and trained (63.3) critics to 80 and
@@ -53,23 +53,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from verifyless.builtin import worlds_dir
-from verifyless.offline.simulated import CriticSpec, SimulatedCritic
-from verifyless.offline.worlds import (
+from verifyless.offline.replay import (
     IIDArm,
     OracleArm,
     RandomArm,
     ReplayRun,
-    World,
     draw_pool,
-    load_worlds,
-    normalizer,
     point_index,
     pool_candidates,
     pool_context,
     replay_run,
     run_sync,
-    world_paths,
 )
+from verifyless.offline.simulated import CriticSpec, SimulatedCritic
+from verifyless.offline.worlds import World, load_worlds, normalizer, world_paths
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveRule
 
 LEVELS: dict[str, CriticSpec] = {

@@ -16,7 +16,7 @@ so step 0 is the base model exactly.
 Evaluation: probe Dir-3, the three-way accuracy of the most probable verdict read right after
 ``[IMPROVEMENT]`` (``model.local.next_label_probs``: what the label-probability critic reads with no reasoning),
 at each step of ``--steps`` (a learning curve), with a paired bootstrap CI of trained-minus-base over bench
-rows. Search: greedy replays on the bench world (``offline.worlds.replay_run``: N ``--pool`` candidates per
+rows. Search: greedy replays on the bench world (``offline.replay.replay_run``: N ``--pool`` candidates per
 expansion, ``--budget`` verifications, ``--seeds`` seeds) where the pick is the candidate with the highest
 2 P(improve) + P(tie) (the label-probability critic's rank value), base vs trained, against random: final
 validation metric, verifications to reach random's mean final, and P(improve) (share of verified children
@@ -42,15 +42,8 @@ from typing import Any
 from verifyless.node import Candidate, Screening
 from verifyless.offline.compare import bootstrap_ci
 from verifyless.offline.critic_data import CriticData, CriticRow, by_world, compact_prompt, pair_label
-from verifyless.offline.worlds import (
-    RandomArm,
-    World,
-    load_worlds,
-    pick_screening,
-    point_index,
-    replay_run,
-    world_paths,
-)
+from verifyless.offline.replay import RandomArm, pick_screening, point_index, replay_run
+from verifyless.offline.worlds import World, load_worlds, world_paths
 from verifyless.outcome import THREE
 from verifyless.screen.base import ScreenContext, Screener
 

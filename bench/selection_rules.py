@@ -18,6 +18,7 @@ from pathlib import Path
 
 from verifyless.builtin import worlds_dir
 from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize
+from verifyless.offline.replay import ArmFactory
 from verifyless.offline.simulated import (
     CascadeScreener,
     CriticSpec,
@@ -26,7 +27,7 @@ from verifyless.offline.simulated import (
     TieBrokenCritic,
     TournamentScreener,
 )
-from verifyless.offline.worlds import ArmFactory, load_worlds, normalizer, world_paths
+from verifyless.offline.worlds import load_worlds, normalizer, world_paths
 
 LEVELS = (
     ("perfect", 1.0, 1.0),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from verifyless.builtin import worlds_dir
 from verifyless.offline.breakeven import standard_arms
-from verifyless.offline.worlds import IIDArm, RandomArm, load_world, point_index, replay_run
+from verifyless.offline.replay import IIDArm, RandomArm, point_index, replay_run
+from verifyless.offline.worlds import load_world
 
 
 class Watching:

@@ -20,8 +20,9 @@ from verifyless.builtin import worlds_dir
 from verifyless.offline.breakeven import standard_arms
 from verifyless.offline.fidelity import attach, level_path
 from verifyless.offline.pilot_replay import ARMS, arm_factory, replay_seconds
+from verifyless.offline.replay import ArmFactory, replay_many
 from verifyless.offline.simulated import PRESETS, CascadeScreener, SimulatedJudge, TieBrokenCritic, TournamentScreener
-from verifyless.offline.worlds import ArmFactory, World, load_world, replay_many, synthetic_world
+from verifyless.offline.worlds import World, load_world, synthetic_world
 
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "replay_golden.json").read_text())
 SEEDS, BUDGET, N = (0, 1, 2), 12, 4

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from verifyless.offline.breakeven import CostModel, breakeven_grid, compare_arms, standard_arms, summarize
+from verifyless.offline.replay import pick, point_index, pool_candidates, pool_context, run_sync
 from verifyless.offline.simulated import (
     PRESETS,
     CriticSpec,
@@ -19,15 +20,7 @@ from verifyless.offline.simulated import (
     measured_dir3,
     true_direction,
 )
-from verifyless.offline.worlds import (
-    World,
-    pick,
-    point_index,
-    pool_candidates,
-    pool_context,
-    run_sync,
-    synthetic_world,
-)
+from verifyless.offline.worlds import World, synthetic_world
 from verifyless.screen.base import Screener
 
 

@@ -9,17 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from verifyless.offline.worlds import (
-    OracleArm,
-    RandomArm,
-    collect_world,
-    draw_pool,
-    load_world,
-    replay_many,
-    replay_run,
-    synthetic_world,
-    world_best,
-)
+from verifyless.offline.replay import OracleArm, RandomArm, draw_pool, replay_many, replay_run
+from verifyless.offline.worlds import collect_world, load_world, synthetic_world, world_best
 from verifyless.screen.surrogate import SurrogateScreener
 
 PROGRAM = """import argparse
@@ -148,7 +139,7 @@ def test_draw_pool_prefers_neighbours_and_excludes_verified() -> None:
 
     world = synthetic_world(n_points=200, n_dims=6, seed=4)
     rng = random.Random(0)
-    from verifyless.offline.worlds import hamming
+    from verifyless.offline.replay import hamming
 
     near = [hamming(world, 0, i) for _ in range(30) for i in draw_pool(world, 0, {1, 2}, 6, 2.0, rng)]
     far = [hamming(world, 0, i) for _ in range(30) for i in draw_pool(world, 0, {1, 2}, 6, 0.0, rng)]

@@ -33,17 +33,9 @@ from typing import Any
 import numpy as np
 
 from verifyless.offline.compare import Estimate, arm_score, bootstrap_ci, probability_of_improvement
+from verifyless.offline.replay import ArmFactory, IIDArm, OracleArm, RandomArm, ReplayRun, replay_many
 from verifyless.offline.simulated import PRESETS, CriticSpec, critic_factory
-from verifyless.offline.worlds import (
-    ArmFactory,
-    IIDArm,
-    OracleArm,
-    RandomArm,
-    ReplayRun,
-    World,
-    normalizer,
-    replay_many,
-)
+from verifyless.offline.worlds import World, normalizer
 from verifyless.screen.surrogate import SurrogateScreener
 
 N_BOOT = 2000

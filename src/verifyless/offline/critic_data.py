@@ -3,7 +3,7 @@
 Every point of a pool world (``offline.worlds``) carries its verified score, so
 any two points that differ in a few dimensions are a verified parent -> child
 outcome without a single new verification. An idea-space child is summarised
-from its option descriptions (as ``roles/space`` and ``offline.worlds.pool_candidates``
+from its option descriptions (as ``roles/space`` and ``offline.replay.pool_candidates``
 describe it), so no LLM is needed to write the rows either.
 
 * ``world_rows`` -- every ordered pair (parent, child) of OK points at Hamming
@@ -27,7 +27,8 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from verifyless.offline.worlds import World, hamming
+from verifyless.offline.replay import hamming
+from verifyless.offline.worlds import World
 from verifyless.outcome import THREE, label3, pair_outcome
 
 SYSTEM = "Judge if the change improves the program's validation score. Answer [IMPROVEMENT] improve, tie or lose."

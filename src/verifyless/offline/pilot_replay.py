@@ -1,6 +1,6 @@
 """Replays at matched evaluator seconds on two-fidelity pool worlds: pilots against the other screeners.
 
-``replay_seconds`` is ``offline.worlds.replay_run``'s greedy search (the
+``replay_seconds`` is ``offline.replay.replay_run``'s greedy search (the
 same pools for the same seed: same rng stream, same ``draw_pool``) with the
 budget in evaluator seconds instead of verifications. Every arm pays the
 world's full-fidelity seconds for each point it verifies (the baseline
@@ -36,8 +36,7 @@ from dataclasses import dataclass
 
 from verifyless.node import Candidate, Screening
 from verifyless.offline.fidelity import LevelWorld
-from verifyless.offline.simulated import PRESETS, SimulatedCritic
-from verifyless.offline.worlds import (
+from verifyless.offline.replay import (
     IIDArm,
     OracleArm,
     RandomArm,
@@ -50,6 +49,7 @@ from verifyless.offline.worlds import (
     run_sync,
     tell,
 )
+from verifyless.offline.simulated import PRESETS, SimulatedCritic
 from verifyless.screen.base import OutcomeObserver, ScreenContext, Screener
 
 __all__ = ["ARMS", "PilotArm", "SecondsRun", "arm_factory", "replay_seconds"]

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from verifyless.node import Candidate, Screening
-from verifyless.offline.worlds import ArmFactory, World, pick_screening, point_index
+from verifyless.offline.replay import ArmFactory, pick_screening, point_index
+from verifyless.offline.worlds import World
 from verifyless.screen.base import ScreenContext
 
 DIRECTIONS: tuple[str, str, str] = ("improve", "tie", "lose")
@@ -132,7 +133,7 @@ def world_sigma(world: World) -> float:
 class SimulatedCritic:
     """A pointwise critic of known quality: ``k`` five-way labels per candidate, ranked by mean ladder value.
 
-    A ``Screener`` for replays on ``world`` (candidates of ``offline.worlds.pool_candidates``): it reads the
+    A ``Screener`` for replays on ``world`` (candidates of ``offline.replay.pool_candidates``): it reads the
     world's fitness of the parent and the candidates, which is what makes it simulated. Ties in the mean label
     are broken by the run's rng (``ctx.rng``; the paper's plain average-rank rule has no finer signal).
     """

@@ -3,7 +3,7 @@
 Every child is drawn around the task's seed (the baseline node, ``root``),
 so the children of a run are independent draws from one distribution and
 the run returns the best verified one. This is the real-run twin of the
-pool-world ``IIDArm`` screener (``offline/worlds.py``): set against ``random``
+pool-world ``IIDArm`` screener (``offline/replay.py``): set against ``random``
 screening on an evolving strategy it measures what evolution adds, and
 against the screeners what screening adds without evolution.
 
