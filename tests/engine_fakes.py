@@ -11,10 +11,13 @@ import asyncio
 import random
 import re
 from pathlib import Path
+from typing import Any
 
+from verifyless.engine import Engine
 from verifyless.node import Idea, Status, Verification, content_hash
 from verifyless.program import extract, replace
 from verifyless.roles.base import Implementation, RoleFailure, Roles, TaskBrief
+from verifyless.search.registry import build_strategy
 from verifyless.task.base import Band, Metric, Task
 
 PROGRAM = "import sys\n# EVOLVE-BLOCK-START\na = 0\n# EVOLVE-BLOCK-END\nprint(a)\n"
@@ -118,3 +121,24 @@ class FakeExecutor:
 
     def close(self):
         pass
+
+
+def fake_engine(
+    store: Any,
+    config: Any,
+    screener: Any,
+    *,
+    task: Task | None = None,
+    strategy: Any = None,
+    executor: Any = None,
+) -> Any:
+    """An ``Engine`` over the fakes: ``fake_task()``, ``fake_roles()``, greedy (``Random(0)``), ``FakeExecutor``."""
+    return Engine(
+        task=task or fake_task(),
+        roles=fake_roles(),
+        screener=screener,
+        strategy=strategy or build_strategy("greedy", {}, random.Random(0)),
+        executor=executor or FakeExecutor(),
+        store=store,
+        config=config,
+    )

@@ -520,10 +520,8 @@ def test_detect_device_names_a_gpu_from_nvidia_smi_or_the_cpu_cores(tmp_path: Pa
 
 
 def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Path) -> None:
-    from engine_fakes import FakeExecutor, fake_roles, fake_task
+    from engine_fakes import fake_engine, fake_task
     from verifyless.config import load_config
-    from verifyless.engine import Engine
-    from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
 
     (tmp_path / "task").mkdir()
@@ -541,15 +539,7 @@ def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Pat
         ]
     )
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(
-            task=fake_task(tmp_path / "task"),
-            roles=fake_roles(),
-            screener=screener,
-            strategy=build_strategy("greedy", {}, random.Random(0)),
-            executor=FakeExecutor(),
-            store=store,
-            config=cfg,
-        )
+        engine = fake_engine(store, cfg, screener, task=fake_task(tmp_path / "task"))
         result = asyncio.run(engine.run())
         pilots = [e.payload for e in store.events(result.run_id, kinds=["pilot"])]
         used = store.budget(result.run_id)

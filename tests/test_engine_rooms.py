@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 
-from engine_fakes import FakeExecutor, Implementer, Proposer, fake_roles, fake_task
+from engine_fakes import FakeExecutor, Implementer, Proposer, fake_engine, fake_roles
 from test_engine import make_engine, verification_events
 from verifyless.config import BudgetConfig, load_config
-from verifyless.engine import BudgetGate, Engine
+from verifyless.engine import BudgetGate
 from verifyless.engine.routing import select
 from verifyless.errors import ModelUnavailable
 from verifyless.node import Evidence, Idea, Screening, Status, Verification, content_hash
@@ -22,7 +22,6 @@ from verifyless.outcome import Outcome
 from verifyless.screen.base import LearningScreener
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.ranking import route
-from verifyless.search.registry import build_strategy
 from verifyless.store import Charge, RunStore
 
 
@@ -205,15 +204,7 @@ def test_strategy_exhausted_stop(tmp_path):
 
     cfg = load_config(overrides=["budget.verifications=50", "engine.candidates=2"])
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(
-            task=fake_task(),
-            roles=fake_roles(),
-            screener=RandomScreener(),
-            strategy=OneShot(),
-            executor=FakeExecutor(),
-            store=store,
-            config=cfg,
-        )
+        engine = fake_engine(store, cfg, RandomScreener(), strategy=OneShot())
         result = asyncio.run(engine.run())
     assert result.stopped == "strategy-exhausted" and result.verifications == 2
 
@@ -227,15 +218,7 @@ def test_a_dead_screener_falls_back_to_a_seeded_random_pick(tmp_path, caplog):
 
     cfg = load_config(overrides=["budget.verifications=5", "engine.candidates=4", "strategy.name=greedy"])
     with RunStore(tmp_path / "s.db") as store, caplog.at_level(logging.WARNING, logger="verifyless.engine"):
-        engine = Engine(
-            task=fake_task(),
-            roles=fake_roles(),
-            screener=Dead(),
-            strategy=build_strategy("greedy", {}, random.Random(0)),
-            executor=FakeExecutor(),
-            store=store,
-            config=cfg,
-        )
+        engine = fake_engine(store, cfg, Dead())
         result = asyncio.run(engine.run())
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         errors = list(store.events(result.run_id, kinds=["model_error"]))
@@ -273,15 +256,7 @@ def _learning_engine(store, screener, executor=None):
             "engine.verify_per_expansion=2",
         ]
     )
-    return Engine(
-        task=fake_task(),
-        roles=fake_roles(),
-        screener=screener,
-        strategy=build_strategy("greedy", {}, random.Random(0)),
-        executor=executor or FakeExecutor(),
-        store=store,
-        config=cfg,
-    )
+    return fake_engine(store, cfg, screener, executor=executor)
 
 
 def test_learning_screener_learns_once_per_round_and_is_restored(tmp_path):

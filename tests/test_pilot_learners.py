@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import random
 
-from engine_fakes import FakeExecutor, fake_roles
+from engine_fakes import fake_engine
 from test_pilots import fake_run, levelled_task
 from verifyless.engine import resume
 from verifyless.ledger import LowFidelity
@@ -33,20 +32,10 @@ class RecordingPilot(PilotScreener):
 
 def _engine(store: RunStore, screener: RecordingPilot):
     from verifyless.config import load_config
-    from verifyless.engine.core import Engine
-    from verifyless.search.registry import build_strategy
 
     task = levelled_task()
     cfg = load_config(overrides=["budget.verifications=6", "engine.candidates=4", "engine.smoke=off"])
-    engine = Engine(
-        task=task,
-        roles=fake_roles(),
-        screener=screener,
-        strategy=build_strategy("greedy", {}, random.Random(0)),
-        executor=FakeExecutor(),
-        store=store,
-        config=cfg,
-    )
+    engine = fake_engine(store, cfg, screener, task=task)
     engine.low_fidelity = LowFidelity(engine.ledger, task, fake_run([]))
     return engine
 

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine_fakes import PROGRAM, fake_task, value
+from engine_fakes import PROGRAM, fake_engine, fake_task, value
 from verifyless.ledger import BudgetConfig, Ledger, LowFidelity, RunState, verify_with_repairs
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo
@@ -195,28 +195,24 @@ def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_an
 
 
 def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at_smoke_level(tmp_path):
-    from engine_fakes import FakeExecutor, fake_roles
+    from engine_fakes import FakeExecutor
     from verifyless.config import load_config
-    from verifyless.engine.core import Engine
     from verifyless.report.data import best_curve
     from verifyless.report.data_pilots import low_fidelity_view
     from verifyless.report.render import write_report
     from verifyless.screen.registry import build_screener
-    from verifyless.search.registry import build_strategy
 
     task = levelled_task()
     overrides = ["screener.name=pilot", "budget.verifications=8", "engine.candidates=6", "engine.smoke=tiny"]
     cfg = load_config(overrides=overrides)
     executor = FakeExecutor()
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(
+        engine = fake_engine(
+            store,
+            cfg,
+            build_screener("pilot", models={}, options={"eta": 2, "levels": ["half"]}),
             task=task,
-            roles=fake_roles(),
-            screener=build_screener("pilot", models={}, options={"eta": 2, "levels": ["half"]}),
-            strategy=build_strategy("greedy", {}, random.Random(0)),
             executor=executor,
-            store=store,
-            config=cfg,
         )
         assert engine.low_fidelity is None and engine.smoke_at is None  # the fake executor has no sandbox
         engine.low_fidelity = LowFidelity(engine.ledger, task, fake_run([], crash_odd=True))

@@ -275,10 +275,9 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
     tiny: Path, tmp_path: Path
 ) -> None:
     """The real engine drives ``critic-ttl``: one adapter version per round with new pairs, restored on resume."""
-    from engine_fakes import FakeExecutor, fake_roles, fake_task
+    from engine_fakes import fake_engine, fake_task
     from verifyless.config import load_config
     from verifyless.engine import Engine, resume
-    from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
 
     def engine(store: RunStore) -> Engine:
@@ -286,15 +285,7 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
         options = {"mode": "sdft", "adapter_root": str(tmp_path / "adapters"), **OPTIONS}
         screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=fake_task())
         cfg = load_config(overrides=["budget.verifications=4", "engine.candidates=2", "strategy.name=greedy"])
-        return Engine(
-            task=fake_task(),
-            roles=fake_roles(),
-            screener=screener,
-            strategy=build_strategy("greedy", {}, random.Random(0)),
-            executor=FakeExecutor(),
-            store=store,
-            config=cfg,
-        )
+        return fake_engine(store, cfg, screener)
 
     with RunStore(tmp_path / "s.db") as store:
         first = engine(store)
