@@ -1,285 +1,262 @@
-"""Adaptive screening on the pool worlds: does it know when screening helps?
+"""Adaptive screening on the real engine: does it switch off a critic that hurts, and keep one that helps?
 
 Usage::
 
     python bench/adaptive.py [--seeds 20] [--first-seed 0] [--budgets 12 24 48] [--candidates 6]
-                             [--rule verdicts|pairs] [--set KEY=VALUE ...] [--quick]
+                             [--set KEY=VALUE ...] [--levels NAME ...] [--worlds NAME ...] [--jobs 1] [--quick]
 
-Setup: the shipped pool worlds (``verifyless.builtin.worlds_dir()``), the
-greedy replay of ``offline/replay.py`` (the incumbent is the parent of every
-expansion, N candidates drawn near it), simulated critics
-(``offline/simulated.py``, k = 3 samples, rho = 0.7) from chance (Dir-3 1/3)
-through the paper's prompted (46.6) and trained (63.3) critics to 80 and
-100 (perfect, rho 0). Arms per critic level:
+Setup: every run is ``verifyless``'s own ``Engine`` (greedy, N candidates per
+expansion, a real SQLite store) on a built-in task whose verifier is a
+shipped pool world (``offline/world_engine.py``: the world answers each
+verification from its known outcome; the proposer draws unverified points
+near the parent). The inner screener is a simulated critic
+(``offline/simulated.py``, k = 3 samples, rho = 0.7) at seven levels, two of
+them harmful: inverted 100 and inverted 63.3 (a true improvement read as a
+loss and back), chance (Dir-3 1/3), the paper's prompted (46.6) and trained
+(63.3) critics, strong (80) and perfect (100). Arms per level, same world
+and seed:
 
-* ``random``: a uniform pick (the unguided agent);
-* ``fixed``: the simulated critic's pick every expansion (fixed screening);
-* ``adaptive``: ``screen/adaptive.AdaptiveRule`` (``--rule``, default
-  options unless ``--set`` changes them, e.g. ``--set explore=0.5 trial=6``
-  for the first rule's defaults) around the same critic: its pick draws
-  exactly what the fixed arm's would (its scores, then the same tie-break),
-  every verified candidate's critic score and improved-or-not are the
-  verdict units, an audited expansion verifies the critic's pick *and* a
-  random other (two verifications, a pair), and the test switches screening
-  off (uniform picks from then on) or keeps it on; a shadow trial
-  (``trial_picks=random``) picks with the random arm's draw while the critic
-  only scores;
-* ``iid``: uniform picks, every pool drawn around the seed (no evolution);
-* ``oracle``: the best-of-N validation oracle.
+* ``random``: ``screen.baselines.RandomScreener`` (the unguided agent);
+* ``fixed``: the simulated critic screening every expansion;
+* ``adaptive``: ``screen/adaptive.AdaptiveScreener`` around the same critic
+  (default options unless ``--set`` changes them).
 
-Reported per level and budget: final normalised score (mean over worlds and
-seeds), verifications to reach the paired random run's final (same world and
-seed; a run that never reaches it counts as the budget), P(improve) = share of
-paired runs whose final beats random's (a tie counts one half), the share of
-adaptive runs that ended with screening off, and the target check: adaptive
-within 1 verification of the better of random and fixed on reach and within
-0.02 on P(improve); at the trained level (63.3) adaptive keeps >= 80 % of fixed
-screening's headroom over random ((adaptive - random) / (fixed - random) on
-the mean final score). The adaptive row's note also gives its audits
-(verifications spent on audits per run, the cost of safety) and its regret:
-the better of random's and fixed's mean final score minus adaptive's.
+Each run spends the largest budget; the smaller budgets are read off its
+curve (the engine's choices before verification b do not depend on the
+budget, except that an audit needs two free slots). Reported per level and
+budget: the final normalised score (mean over worlds and seeds),
+verifications to reach the paired random run's final (a run that never
+reaches it counts as the budget), P(beat random) (ties one half) with a
+bootstrap 95 % interval, and for adaptive: the share of runs switched off by
+verification 24 and by the budget, the share on, headroom kept ((adaptive -
+random) / (fixed - random)), and the cost of safety: audited siblings
+(verifications) and canaries (screener calls of two candidates) per run.
+The target check follows issue 31: inverted levels off in >= 90 % by
+verification 24 and, at the largest budget, within 0.01 of random's final
+and 2 verifications of its reach; chance off in >= 50 % by the largest
+budget and within 1 verification of random's reach; trained 63.3 and better
+falsely off in <= 10 % and keeping >= 90 % of fixed screening's headroom.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import random
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from verifyless.builtin import worlds_dir
-from verifyless.offline.replay import (
-    IIDArm,
-    OracleArm,
-    RandomArm,
-    ReplayRun,
-    draw_pool,
-    point_index,
-    pool_candidates,
-    pool_context,
-    replay_run,
-    run_sync,
-)
-from verifyless.offline.simulated import CriticSpec, SimulatedCritic
+from verifyless.offline.simulated import PRESETS, CriticSpec
+from verifyless.offline.world_engine import WorldBook, WorldCritic, WorldRun, world_run
 from verifyless.offline.worlds import World, load_worlds, normalizer, world_paths
-from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveRule
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
+from verifyless.screen.baselines import RandomScreener
+from verifyless.task.loader import load_task
 
 LEVELS: dict[str, CriticSpec] = {
-    "chance 33.3": CriticSpec("chance", 1 / 3, tier_noise=1.0),
-    "prompted 46.6": CriticSpec("prompted", 0.466),
-    "trained 63.3": CriticSpec("trained", 0.633),
-    "strong 80.0": CriticSpec("strong", 0.80),
-    "perfect 100": CriticSpec("perfect", 1.0, rho=0.0, tier_noise=0.0),
+    "inverted 100": PRESETS["inverted_perfect"],
+    "inverted 63.3": PRESETS["inverted"],
+    "chance 33.3": PRESETS["chance"],
+    "prompted 46.6": PRESETS["prompted"],
+    "trained 63.3": PRESETS["trained"],
+    "strong 80.0": CriticSpec("critic-80", 0.80),
+    "perfect 100": PRESETS["perfect"],
 }
-ARMS = ("random", "fixed", "adaptive", "iid", "oracle")
+HARMFUL = ("inverted 100", "inverted 63.3")
+HELPFUL = ("trained 63.3", "strong 80.0", "perfect 100")
 
 
 @dataclass(frozen=True)
-class AdaptiveRun:
-    """One adaptive replay: the curve and where the rule ended."""
-
-    run: ReplayRun
-    state: str
-    audits: int
-
-
-def replay_adaptive(
-    world: World, critic: SimulatedCritic, options: AdaptiveOptions, *, budget: int, n: int, seed: int
-) -> AdaptiveRun:
-    """``replay_run``'s greedy search with the adaptive rule choosing (module docstring)."""
-    return run_sync(_replay_adaptive(world, critic, options, budget, n, seed))
+class Job:
+    world: str
+    level: str
+    seed: int
+    budget: int
+    n: int
+    options: dict[str, object]
 
 
-async def _replay_adaptive(
-    world: World, critic: SimulatedCritic, options: AdaptiveOptions, budget: int, n: int, seed: int
-) -> AdaptiveRun:
-    rng = random.Random(f"replay:{world.task}:{seed}")  # the same pool draws as the other arms
-    draws = random.Random(f"adaptive:{world.task}:{seed}")  # audit draws, apart from the pools
-    rule = AdaptiveRule(options)
-    base = world.baseline_index
-    best_i, best_f = base, world.fitness(base)
-    verified = [base]
-    done, curve, step, audits = {base}, [_or_inf(best_f)], 0, 0
-    while len(verified) < budget and len(done) < len(world):
-        step += 1
-        parent_f = best_f
-        cands = pool_candidates(world, best_i, draw_pool(world, best_i, done, n, 1.0, rng))
-        ctx = pool_context(best_i, step, rng)
-        index = [point_index(c.id) for c in cands]
-        scores: list[float] = []
-        if rule.shadow:  # the critic scores the pool, the pick is the random arm's draw
-            scores = critic.scores(ctx, cands)
-            picks = [rng.randrange(len(cands))]
-        elif rule.screens:  # the critic screens: its scores, then its tie-break (the fixed arm's draws)
-            screening = await critic.screen(ctx, cands)
-            scores = [screening.evidence[c.id].rank_value for c in cands]
-            picks = [[c.id for c in cands].index(screening.chosen[0])]
-            rest = [j for j in range(len(cands)) if j != picks[0]]
-            if rest and len(verified) + 2 <= budget and rule.audits(draws.random()):
-                picks.append(draws.choice(rest))
-                audits += 1
-        else:
-            picks = [rng.randrange(len(cands))]
-        won = [_improves(world.fitness(index[j]), parent_f) for j in picks]
-        for j in picks:
-            fit = world.fitness(index[j])
-            verified.append(index[j])
-            done.add(index[j])
-            if fit is not None and (best_f is None or fit > best_f):
-                best_i, best_f = index[j], fit
-            curve.append(_or_inf(best_f))
-        for j, w in zip(picks, won, strict=True):
-            if scores:
-                rule.add_verdict(scores[j], w, pick=j == picks[0])
-        if len(picks) == 2:
-            rule.add_pair(*won)
-        rule.decide(step)
-    run = ReplayRun("adaptive", seed, tuple(curve), best_i, tuple(verified))
-    return AdaptiveRun(run, rule.state, audits)
+def run_job(job: Job) -> tuple[Job, WorldRun, WorldRun]:
+    """(job, fixed run, adaptive run) of one level on one world and seed (the engine path, module docstring)."""
+    world, task = _world(job.world), load_task(_world(job.world).task)
+    runs = []
+    for adaptive in (False, True):
+        book = WorldBook(world, task)
+        critic = WorldCritic(LEVELS[job.level], book, job.seed)
+        screener = AdaptiveScreener(critic, AdaptiveOptions(**job.options)) if adaptive else critic
+        runs.append(world_run(world, task, screener, book=book, budget=job.budget, n=job.n, seed=job.seed))
+    return job, runs[0], runs[1]
 
 
-def _improves(f: float | None, parent: float | None) -> bool:
-    return f is not None and (parent is None or f > parent)
+def random_job(job: Job) -> tuple[Job, WorldRun]:
+    world, task = _world(job.world), load_task(_world(job.world).task)
+    book = WorldBook(world, task)
+    return job, world_run(world, task, RandomScreener(), book=book, budget=job.budget, n=job.n, seed=job.seed)
 
 
-def _or_inf(f: float | None) -> float:
-    return -math.inf if f is None else f
+_WORLDS: dict[str, World] = {}
 
 
-def level_runs(
-    worlds: Sequence[World],
-    spec: CriticSpec,
-    options: AdaptiveOptions,
-    *,
-    budget: int,
-    n: int,
-    seeds: Sequence[int],
-) -> dict[str, list[tuple[float, ReplayRun, ReplayRun]]]:
-    """Per arm, (normalised final, run, paired random run) for every world and seed.
+def _world(name: str) -> World:
+    if not _WORLDS:
+        _WORLDS.update(load_worlds(world_paths(worlds_dir())))
+    return _WORLDS[name]
 
-    Two extra rows: ``_off`` (1.0 where the adaptive run ended with screening off) and ``_audits`` (its audits).
-    """
-    out: dict[str, list[tuple[float, ReplayRun, ReplayRun]]] = {a: [] for a in ARMS}
-    off: list[bool] = []
-    audits: list[int] = []
-    for w in worlds:
-        norm = normalizer(w)
-        for s in seeds:
-            kw = {"budget": budget, "n_candidates": n, "seed": s}
-            rand = replay_run(w, RandomArm(), **kw)
-            runs = {
-                "random": rand,
-                "fixed": replay_run(w, SimulatedCritic(spec, w, s), **kw),
-                "iid": replay_run(w, IIDArm(), **kw),
-                "oracle": replay_run(w, OracleArm(w), **kw),
-            }
-            ad = replay_adaptive(w, SimulatedCritic(spec, w, s), options, budget=budget, n=n, seed=s)
-            runs["adaptive"] = ad.run
-            off.append(ad.state == "off")
-            audits.append(ad.audits)
-            for arm, run in runs.items():
-                out[arm].append((norm(run.final), run, rand))
-    out["_off"] = [(float(o), rand, rand) for o in off]  # share of adaptive runs ending with screening off
-    out["_audits"] = [(float(a), rand, rand) for a in audits]  # audit verifications per adaptive run
+
+def _map(fn: Callable, jobs: Sequence[Job], n_jobs: int) -> list:
+    if n_jobs <= 1:
+        return [fn(j) for j in jobs]
+    with ProcessPoolExecutor(n_jobs) as pool:
+        return list(pool.map(fn, jobs, chunksize=1))
+
+
+def poi(wins: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
+    """P(beat random) and a bootstrap 95 % interval over runs."""
+    data = np.asarray(wins, float)
+    rng = np.random.default_rng(seed)
+    draws = [float(np.mean(data[rng.integers(0, len(data), len(data))])) for _ in range(1000)]
+    return float(np.mean(data)), float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+
+
+def _win(a: float, b: float) -> float:
+    return 1.0 if a > b + 1e-12 else 0.5 if abs(a - b) <= 1e-12 else 0.0
+
+
+def cell(level: str, budget: int, rows: list[tuple[World, WorldRun, WorldRun, WorldRun]]) -> dict[str, object]:
+    """The numbers of one level and budget (module docstring) from (world, random, fixed, adaptive) runs."""
+    out: dict[str, object] = {"level": level, "budget": budget}
+    for arm, k in (("random", 1), ("fixed", 2), ("adaptive", 3)):
+        finals = [normalizer(r[0])(r[k].at(budget)) for r in rows]
+        reach = [r[k].reach(r[1].at(budget)) or budget for r in rows]
+        reach = [min(x, budget) for x in reach]
+        out[arm] = {
+            "final": float(np.mean(finals)),
+            "reach": float(np.mean(reach)),
+            "poi": poi([_win(r[k].at(budget), r[1].at(budget)) for r in rows]),
+        }
+    ad = [r[3] for r in rows]
+    off_by = lambda v: float(np.mean([a.state == "off" and (a.decided_at or 0) <= v for a in ad]))  # noqa: E731
+    on_by = float(np.mean([a.state == "on" and (a.decided_at or 0) <= budget for a in ad]))
+    gap = out["fixed"]["final"] - out["random"]["final"]  # type: ignore[index]
+    kept = (out["adaptive"]["final"] - out["random"]["final"]) / gap if gap > 1e-9 else None  # type: ignore[index]
+    out |= {
+        "off24": off_by(24),
+        "off": off_by(budget),
+        "on": on_by,
+        "kept": kept,
+        "audits": float(np.mean([a.audits for a in ad])),
+        "canaries": float(np.mean([a.canaries for a in ad])),
+    }
+    out["target"] = target(out, budget)
     return out
 
 
-def summary(rows: list[tuple[float, ReplayRun, ReplayRun]], budget: int) -> tuple[float, float, float]:
-    """(mean final normalised score, mean verifications to reach random's final, P(improve over random))."""
-    finals = [f for f, _, _ in rows]
-    reach = [r.reach(rand.final) or budget for _, r, rand in rows]
-    wins = [
-        1.0 if r.final > rand.final + 1e-12 else 0.5 if abs(r.final - rand.final) <= 1e-12 else 0.0
-        for _, r, rand in rows
-    ]
-    return float(np.mean(finals)), float(np.mean(reach)), float(np.mean(wins))
+def target(c: dict, budget: int) -> str:
+    """The issue's target for this cell: 'ok', 'MISSED (...)' or '' where the cell has none."""
+    level, missed = c["level"], []
+    ad, rnd = c["adaptive"], c["random"]
+    if level in HARMFUL:
+        if c["off24"] < 0.9:
+            missed.append(f"off by 24 in {100 * c['off24']:.0f}% < 90%")
+        if budget >= 48 and ad["final"] < rnd["final"] - 0.01:
+            missed.append("final > 0.01 below random")
+        if budget >= 48 and ad["reach"] > rnd["reach"] + 2:
+            missed.append("reach > 2 behind random")
+    elif level.startswith("chance"):
+        if budget >= 48 and c["off"] < 0.5:
+            missed.append(f"off in {100 * c['off']:.0f}% < 50%")
+        if ad["reach"] > rnd["reach"] + 1:
+            missed.append("reach > 1 behind random")
+    elif level in HELPFUL:
+        if c["off"] > 0.1:
+            missed.append(f"falsely off in {100 * c['off']:.0f}% > 10%")
+        if budget >= 48 and c["kept"] is not None and c["kept"] < 0.9:
+            missed.append(f"headroom kept {c['kept']:.2f} < 0.90")
+    else:
+        return ""
+    return "ok" if not missed else "MISSED (" + "; ".join(missed) + ")"
 
 
 def report(
-    worlds: Sequence[World],
+    worlds: Sequence[str],
     *,
+    levels: Sequence[str],
     budgets: Sequence[int],
     n: int,
     seeds: Sequence[int],
+    options: dict[str, object],
     say: Callable[[str], None],
-    options: AdaptiveOptions | None = None,
+    jobs: int = 1,
 ) -> list[dict[str, object]]:
-    """Print one markdown table per budget; return the target checks, one per level and budget."""
-    checks: list[dict[str, object]] = []
+    """Run everything, print one markdown table per budget, return the cells."""
+    top = max(budgets)
+    randoms = {
+        (j.world, j.seed): r
+        for j, r in _map(random_job, [Job(w, "", s, top, n, options) for w in worlds for s in seeds], jobs)
+    }
+    runs = _map(run_job, [Job(w, lv, s, top, n, options) for lv in levels for w in worlds for s in seeds], jobs)
+    by_level: dict[str, list] = {lv: [] for lv in levels}
+    for job, fixed, adaptive in runs:
+        by_level[job.level].append((_world(job.world), randoms[(job.world, job.seed)], fixed, adaptive))
+    cells = []
     for budget in budgets:
-        say(f"\nBudget {budget} ({len(worlds)} worlds x {len(seeds)} seeds, N = {n}):\n")
-        say("| critic (Dir-3) | arm | final score | verif. to reach random's final | P(improve) | note |")
-        say("|---|---|---|---|---|---|")
-        for label, spec in LEVELS.items():
-            runs = level_runs(worlds, spec, options or AdaptiveOptions(), budget=budget, n=n, seeds=seeds)
-            stats = {a: summary(runs[a], budget) for a in ARMS}
-            off = float(np.mean([o for o, _, _ in runs["_off"]]))
-            audits = float(np.mean([a for a, _, _ in runs["_audits"]]))
-            regret = max(stats["random"][0], stats["fixed"][0]) - stats["adaptive"][0]
-            better = min(("random", "fixed"), key=lambda a: stats[a][1])
-            reach_ok = stats["adaptive"][1] <= stats[better][1] + 1.0
-            best_poi = max(stats["random"][2], stats["fixed"][2])
-            poi_ok = stats["adaptive"][2] >= best_poi - 0.02
-            gap = stats["fixed"][0] - stats["random"][0]
-            kept = (stats["adaptive"][0] - stats["random"][0]) / gap if gap > 0 else None
-            checks.append(
-                {
-                    "budget": budget,
-                    "level": label,
-                    "reach_ok": reach_ok,
-                    "poi_ok": poi_ok,
-                    "headroom_kept": kept,
-                    "audits": audits,
-                    "regret": regret,
-                    "reach_gap": stats["adaptive"][1] - stats[better][1],
-                    "poi_gap": stats["adaptive"][2] - best_poi,
-                }
+        say(f"\nBudget {budget} ({len(worlds)} worlds x {len(seeds)} seeds, N = {n}, the engine path):\n")
+        say("| critic (Dir-3) | random | fixed | adaptive | reach r / f / a | P(adaptive beats random) "
+            "| off by 24 / by budget | on | headroom kept | audits / canaries per run | target |")
+        say("|---|---|---|---|---|---|---|---|---|---|---|")
+        for lv in levels:
+            c = cell(lv, budget, by_level[lv])
+            cells.append(c)
+            r, f, a = c["random"], c["fixed"], c["adaptive"]
+            p = a["poi"]
+            kept = "-" if c["kept"] is None else f"{c['kept']:.2f}"
+            say(
+                f"| {lv} | {r['final']:.3f} | {f['final']:.3f} | {a['final']:.3f} | "
+                f"{r['reach']:.1f} / {f['reach']:.1f} / {a['reach']:.1f} | {p[0]:.2f} [{p[1]:.2f}, {p[2]:.2f}] | "
+                f"{100 * c['off24']:.0f}% / {100 * c['off']:.0f}% | {100 * c['on']:.0f}% | {kept} | "
+                f"{c['audits']:.1f} / {c['canaries']:.0f} | {c['target']} |"
             )
-            for arm in ARMS:
-                final, reach, poi = stats[arm]
-                note = ""
-                if arm == "adaptive":
-                    keep = "" if kept is None else f"; headroom kept {kept:.2f}"
-                    note = (
-                        f"off in {100 * off:.0f}% of runs; audits {audits:.1f}; regret {regret:+.4f}; "
-                        f"reach {'ok' if reach_ok else 'MISSED'} vs {better}; "
-                        f"P(improve) {'ok' if poi_ok else 'MISSED'}{keep}"
-                    )
-                say(f"| {label} | {arm} | {final:.3f} | {reach:.1f} | {poi:.2f} | {note} |")
-    return checks
+    return cells
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, object]]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     ap.add_argument("--budgets", type=int, nargs="+", default=[12, 24, 48])
     ap.add_argument("--candidates", type=int, default=6)
-    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
-    ap.add_argument("--rule", choices=["verdicts", "pairs"], default="verdicts", help="the adaptive rule")
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="other AdaptiveOptions")
-    ap.add_argument("--quick", action="store_true", help="one world, 3 seeds, budget 12")
+    ap.add_argument("--levels", nargs="+", default=list(LEVELS), choices=list(LEVELS), metavar="LEVEL")
+    ap.add_argument("--worlds", nargs="+", default=None, help="world names (default: every shipped world)")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="AdaptiveOptions to change")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    ap.add_argument("--quick", action="store_true", help="one world, 3 seeds, budget 24")
     args = ap.parse_args(argv)
-    worlds = list(load_worlds(world_paths(worlds_dir())).values())
-    seeds, budgets = range(args.first_seed, args.first_seed + args.seeds), args.budgets
-    options = AdaptiveOptions(rule=args.rule, **dict(kv.split("=", 1) for kv in args.set))
-    print(f"adaptive options: {options.model_dump(exclude={'screener', 'options'})}")
+    worlds = args.worlds or sorted(load_worlds(world_paths(worlds_dir())))
+    seeds, budgets = list(range(args.first_seed, args.first_seed + args.seeds)), args.budgets
+    options: dict[str, object] = dict(kv.split("=", 1) for kv in args.set)
+    shown = AdaptiveOptions(**options).model_dump(exclude={"screener", "options", "name", "n_verify"})  # type: ignore[arg-type]
+    print(f"adaptive options: {shown}")
     if args.quick:
-        worlds, seeds, budgets = worlds[:1], range(3), [12]
+        worlds, seeds, budgets = worlds[:1], [0, 1, 2], [24]
     started = time.monotonic()
-    checks = report(worlds, budgets=budgets, n=args.candidates, seeds=seeds, say=print, options=options)
-    met = sum(bool(c["reach_ok"]) and bool(c["poi_ok"]) for c in checks)
-    print(f"\ntarget (reach and P(improve)) met at {met} of {len(checks)} level x budget cells")
-    trained = [c for c in checks if str(c["level"]).startswith("trained")]
-    for c in trained:
-        kept = c["headroom_kept"]
-        print(f"trained level, budget {c['budget']}: headroom kept {'-' if kept is None else f'{kept:.2f}'}")
+    cells = report(
+        worlds,
+        levels=args.levels,
+        budgets=budgets,
+        n=args.candidates,
+        seeds=seeds,
+        options=options,
+        say=print,
+        jobs=args.jobs,
+    )
+    checked = [c for c in cells if c["target"]]
+    print(f"\ntargets met in {sum(c['target'] == 'ok' for c in checked)} of {len(checked)} cells")
     print(f"({time.monotonic() - started:.0f} s)", file=sys.stderr)
-    return checks
+    return cells
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from verifyless.errors import StoreError, TaskError, VerifylessError
 from verifyless.preflight import plan
 from verifyless.report.reader import open_readonly
 from verifyless.sandbox.local import LocalSandbox
-from verifyless.screen.audit import audit_line
+from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
 from verifyless.store import RunStore
@@ -514,6 +514,8 @@ def show(
         )
     if data["screener_audit"]:
         console.print(audit_line(data["screener_audit"]), highlight=False)
+        if adaptive_line(data["screener_audit"]):
+            console.print(adaptive_line(data["screener_audit"]), highlight=False)
     for line in peers_text(data):
         console.print(line, highlight=False)
     _print_links(data["run_id"], store)

@@ -35,7 +35,10 @@ free upgrade. Samples of one model on one idea share most of their errors
 
 Presets (``PRESETS``): ``prompted`` = Dir-3 0.466 (the paper's zero-shot
 frontier model), ``trained`` = 0.633 and ``trained_small`` = 0.607 (its
-GRPO-trained critics), ``perfect`` = 1.0, ``chance`` = 1/3.
+GRPO-trained critics), ``perfect`` = 1.0, ``chance`` = 1/3, and two harmful
+ones, ``inverted`` and ``inverted_perfect`` (``inverted_for``: a true
+improvement read as a loss and back with probability 0.633 and 1.0; the
+critic a user cannot know they have).
 
 Ground truth: ``improve`` when the child's fitness exceeds the parent's by
 more than ``tie_tol``, ``lose`` when below by more than ``tie_tol`` or the
@@ -61,6 +64,13 @@ from verifyless.screen.base import ScreenContext
 DIRECTIONS: tuple[str, str, str] = ("improve", "tie", "lose")
 LADDER: dict[str, int] = {"BigWin": 4, "MediumWin": 3, "SmallWin": 2, "Tie": 1, "Lose": 0}
 TIERS: tuple[str, str, str] = ("SmallWin", "MediumWin", "BigWin")
+
+
+def inverted_for(accuracy: float) -> tuple[tuple[float, ...], ...]:
+    """A harmful critic's 3x3 matrix: a true improvement read as a loss (and back) with ``accuracy``, a tie as a
+    tie; the rest split evenly. Its Dir-3 against the truth is ``(1 - accuracy) / 2`` on improve and lose."""
+    off = (1.0 - accuracy) / 2.0
+    return ((off, off, accuracy), (off, accuracy, off), (accuracy, off, off))
 
 
 def confusion_for(dir3: float) -> np.ndarray:
@@ -103,6 +113,8 @@ PRESETS: dict[str, CriticSpec] = {
     "trained_small": CriticSpec("critic-60.7", 0.607),
     "trained": CriticSpec("critic-63.3", 0.633),
     "perfect": CriticSpec("critic-perfect", 1.0, rho=0.0, tier_noise=0.0),
+    "inverted": CriticSpec("critic-inverted-63.3", 0.633, confusion=inverted_for(0.633)),
+    "inverted_perfect": CriticSpec("critic-inverted-100", 1.0, rho=0.0, tier_noise=0.0, confusion=inverted_for(1.0)),
 }
 
 
@@ -174,12 +186,17 @@ class SimulatedCritic:
             return true_tier(delta, self.sigma)
         return self.rng.choice(TIERS)
 
+    def point(self, ident: str, program: str) -> int:
+        """The world point of a parent or candidate: from its replay id ``w{index}`` (the engine path reads the
+        program instead, ``offline/world_engine.WorldCritic``)."""
+        return point_index(ident)
+
     def scores(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> list[float]:
-        """Mean ladder value per candidate of the pool (parent ``ctx.parent.id``, both read from the world)."""
-        parent_fitness = self.world.fitness(point_index(str(ctx.parent.id)))
+        """Mean ladder value per candidate of the pool (parent ``ctx.parent``, both read from the world)."""
+        parent_fitness = self.world.fitness(self.point(str(ctx.parent.id), ctx.parent.program))
         out = []
         for c in candidates:
-            f = self.world.fitness(point_index(c.id))
+            f = self.world.fitness(self.point(c.id, c.program))
             delta = None if f is None or parent_fitness is None else f - parent_fitness
             if f is not None and parent_fitness is None:
                 delta = math.inf

@@ -1,119 +1,122 @@
 """Adaptive screening (``screener: adaptive``): screen only while the paid outcomes say it helps.
 
-``AdaptiveScreener(inner, options)`` wraps any screener and decides, from a
-stated prior and a documented test, whether to screen at all, how often to
-audit and (within user bounds) how many votes k the inner screener samples.
-Two rules (``rule``), both sequential tests at round boundaries:
+``AdaptiveScreener(inner, options)`` wraps any screener and decides, from
+evidence that every paid verification adds to, whether screening by the
+inner screener helps, is at chance or hurts; a screener that does not help
+is switched off (final: uniform random picks from then on, the inner
+screener never called again for screening). It exists for one case above
+all: the user's critic is worse than random on their task and nobody can
+know that in advance.
 
-**Evidence.** A *verdict unit* is every verified candidate the inner screener
-scored: its score (``Evidence.rank_value``) and its paid label (improved on
-its parent or not, ``outcome.improved``: a failed child did not). The
-*concordance* is the share of (improved, not improved) unit pairs in which
-the improved one had the higher score, ties one half (Mann-Whitney); under
-the null "scores say nothing about labels" it is 0.5 whichever candidates
-were verified, so the screener's own (selected) picks are valid evidence and
-no audit is needed to get it. Its z uses the null's standard deviation with
-the tie correction, and it is worth ``min(n improved, n other) x share of
-untied pairs`` units (0 for a rank-only screener, whose picks all score the
-same). An *audited pair* (rule ``pairs``' only evidence) is an expansion in
-which the screener's first choice and one other drawn with ``ctx.rng`` are
-both verified (one verification more): a win if the pick improved and the
-random one did not, a loss if the reverse, nothing otherwise. Pairs share
-parent and time, so a search that gets harder as it goes cannot bias them.
+**Evidence: units x in [-1, 1], each worth as much whatever the search's
+improvement rate.** Two kinds, both read from outcomes already paid for:
 
-**Rule ``verdicts``** (the default):
+* *canary* (no verification): at every round boundary, ``canaries``
+  re-presentations of known outcomes. A canary is a triple of paid programs
+  (P, A, B) with fitness f(A) > f(P) > f(B) (a failed program is below every
+  score): the inner screener screens A and B, in a random order, as children
+  of P, a parent/child pairing it has not seen (a triple whose A or B is a
+  true child of P is not drawn; no triple is drawn twice). x = +1 when it
+  ranks A (the better) first, -1 when it ranks B first, 0 when its scores
+  tie. Costs screener calls only (two candidates each).
+* *pair* (one verification): with probability ``audit`` per expansion
+  (before and after a decision: the rate never tapers), one random unchosen
+  sibling is verified beside the pick; x = sign(f(pick) - f(sibling)), a
+  pair whose two programs score the same (both failed included) is no unit.
 
-* prior: Beta(``prior_win x prior_weight``, ``(1 - prior_win) x
-  prior_weight``) on the pairs' win rate; p = P(screener beats random) is
-  Stouffer's combination of the pairs posterior's z (weight pairs + prior
-  weight) and the concordance's z (weight its units);
-* trial: until ``trial`` units (pairs + verdict units), the screener picks
-  and an expansion is audited with probability ``explore x taper / (taper +
-  scored)``, ``scored`` = the screener's paid picks once their scores differ
-  (so audits taper as verdicts accrue and stay at ``explore`` for a rank-only
-  screener). With ``trial_picks: random`` the trial is a *shadow*: a uniform
-  draw picks, the screener only scores (no audits; unbiased verdicts;
-  random-quality picks until the test says on);
-* test, every round boundary after the trial: p >= ``confidence`` -> ``on``
-  (audited at ``audit x taper / (taper + scored)``); p < ``off_below`` ->
-  ``off``, final: uniform random picks, the inner screener never called
-  again; in between the state stays.
-* k (only with ``k_min`` and ``k_max``): starts at ``k_max``; after a round
-  whose picks' votes were all unanimous k falls by one, after one with a
-  split vote it rises by one, within the bounds; the wrapper sets ``k`` on an
-  inner screener that has one (``critic``). N, m and the engine's
-  ``audit_rate`` are not chosen (they would need engine hooks).
+Under the null "the screener's preference is independent of which program is
+better", every unit has mean 0 given the past: a pair's two programs are
+exchangeable (the sibling is a uniform draw), and a canary's order is a coin
+flip over a pair whose better member the screener cannot see. The mean of x
+is P(right) - P(wrong): 1 for a perfect screener, 0 at chance, -1 for one
+that always prefers the worse program.
 
-**Rule ``pairs``** (the first rule, kept for comparison): evidence = audited
-pairs only; audited at ``explore`` until ``trial`` pairs are decided; then
-p >= ``confidence`` keeps screening on (audited at ``audit``), otherwise off,
-final. Its first defaults were ``trial`` 6 and ``explore`` 0.5.
+**The test: two bets, anytime-valid (testing by betting, Ville's inequality).**
+``help`` bets against "no better than random" (mean x <= 0): its wealth
+multiplies by 1 + l x; ``harm`` bets against "helps by at least ``margin``"
+(mean x >= margin): its wealth multiplies by 1 + l (margin - x). Each bet
+size l is predictable (from the units before it, shrunk to 0 by two
+pseudo-units, at most 0.75), so either wealth is a nonnegative
+supermartingale under its null, and P(it ever reaches 1 / ``alpha``) <=
+``alpha`` however often it is looked at. Every round boundary: harm's wealth
+>= 1 / alpha -> ``off`` (final; the screener hurts or does not help by the
+margin); else help's wealth >= 1 / alpha -> ``on`` (still audited at
+``audit`` and still tested: a screener that turns harmful is switched off
+later). In between the state is ``trial`` and the screener picks.
 
-Guarantee (stated; measured in ``bench/adaptive.py``, docs/benchmarks.md):
-the cost of safety is the audits, one verification each: with ``verdicts``
-about ``explore x taper x ln(1 + n / taper)`` over n expansions for a
-screener that scores (0.3-0.6 per run on the pool worlds), ``explore``
-per expansion in the trial for a rank-only one; a shadow trial audits
-nothing and pays random-quality picks instead. A screener at chance loses
-nothing against random by being screened in expectation (its picks are
-random-quality) and is random once off; one that helps loses the audits and
-any false ``off`` against fixed screening. The test's errors shrink with
-``trial``; it looks at every round boundary, so its error rates are those of
-a repeated test (not the nominal ``1 - confidence``). Limits: the
-concordance compares scores across parents and times: a screener whose
-scores drift with time while improvements get rarer can look informative
-when it is not (the audited pairs, free of this, keep weight in p). Where
-improvements are rare (a search that has climbed), both kinds of evidence
-accrue slowly (one unit per improvement, not per verification).
+Error rates (stated, measured in ``bench/adaptive.py``): a screener whose
+mean x is at least ``margin`` is ever switched off with probability at most
+``alpha``; one no better than random is ever declared helpful with
+probability at most ``alpha``. A screener between 0 and the margin is
+switched off eventually (it is not worth its LLM calls). The nominal rates
+assume the null above; canaries also assume that a screener's errors on
+distinct triples are independent (a critic that misreads one program in
+every pairing breaks it a little: a pair unit never does). Cost in
+verifications: the audits, ``audit`` per expansion (about 0.1 x the
+budget), and the screener's picks until ``off``; canaries cost
+``2 x canaries`` candidate screenings per round boundary and no
+verification. The verifications to a decision are about
+ln(1 / alpha) / (l x mean x) units (a few for a screener that is always
+wrong, hundreds for one just short of the margin); ``AdaptiveRule.needs``
+estimates them from the units so far and the reason says it.
+
+k (only with ``k_min`` and ``k_max``): starts at ``k_max``; after a round whose
+picks' votes were all unanimous k falls by one, after one with a split vote it
+rises by one, within the bounds (on an inner screener that has a ``k``).
 
 Records: every candidate's ``Evidence.detail["adaptive"]`` holds the
-expansion's note (audited, rule, state, reason, k, wins, losses, verdicts,
-concordance and its sd, units, p, audit rate), stored with the screening
-event and shown on the live progress line (``screen/audit.audit_segment``);
-``learn`` returns, per round boundary with new evidence, the cumulative
-record plus ``new_verdicts`` (this round's [score, improved, first choice]
-units), ``decisions`` (this round's state and k decisions, each with its
-evidence and reason) and ``decision`` (the state decision), stored as a
-``screener_learn`` event; ``restore`` rebuilds the rule from all of them, so
-a resumed run (also after kill -9) continues from the stored record (a round
-whose ``screener_learn`` never reached the store is lost for learning, as for
-every learning screener). An inner screener that learns is forwarded to
-(``observe``; ``learn``/``restore`` with its record under ``inner``).
+expansion's note (audited, state, reason, units, mean, p values, k), stored
+with the screening event and shown on the live progress line
+(``screen/audit.audit_segment``); ``learn`` returns, per round boundary, the
+cumulative record plus ``new_units`` (this round's [kind, x]), ``new_known``
+(the paid programs the canaries may draw from: candidate, raw score,
+fitness), ``decisions`` and ``decision`` (the state decision with its
+evidence and reason), stored as a ``screener_learn`` event; ``restore``
+rebuilds the rule and the canary library from all of them, so a resumed run
+(also after kill -9) continues from the stored evidence and draws the same
+canaries. An inner screener that learns is forwarded to (``observe``;
+``learn``/``restore`` with its record under ``inner``).
+
+The first two rules (``verdicts``: a Mann-Whitney concordance of scores with
+improved-or-not labels; ``pairs``: audited pairs decided by improved-or-not)
+accrued one unit per *improvement* and never switched off an inverted critic
+(docs/benchmarks.md); they were removed. ``Verdicts`` and ``concordance``
+remain: the live audit of any screener (``screen/audit.py``) reads them.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from verifyless.node import Candidate, Evidence, Screening
-from verifyless.outcome import Outcome, improved
+from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, content_hash
+from verifyless.outcome import Outcome
+from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import LearningScreener, OutcomeObserver, ScreenContext, Screener
 from verifyless.screen.options import BaseOptions
 
 State = Literal["trial", "on", "off"]
-Rule = Literal["verdicts", "pairs"]
 
 __all__ = [
     "AdaptiveOptions",
     "AdaptiveRule",
     "AdaptiveScreener",
+    "Bets",
     "Concordance",
-    "Pairs",
+    "Known",
     "Verdicts",
     "concordance",
-    "p_better",
-    "p_combined",
 ]
 
-_NORMAL = NormalDist()
+PRIOR_UNITS = 2.0  # pseudo-units of x = 0 that shrink each bet size toward 0
+MAX_BET = 0.75  # the largest bet size: a unit never takes more than 3/4 of either wealth
 
 
 class AdaptiveOptions(BaseOptions):
@@ -121,33 +124,25 @@ class AdaptiveOptions(BaseOptions):
 
     screener: str = Field("critic", description="the wrapped screener's name")
     options: dict[str, Any] = Field(default_factory=dict, description="the wrapped screener's options")
-    rule: Rule = Field(
-        "verdicts",
-        description="evidence: verdicts (every verified pick's score against its paid label, plus audited pairs) "
-        "or pairs (audited pairs only, the first rule)",
+    rule: Literal["betting"] = Field(
+        "betting",
+        description="the test: betting (canaries and audited pairs, two anytime-valid bets; the earlier rules "
+        "verdicts and pairs never caught a harmful critic and were removed)",
     )
-    prior_win: float = Field(
-        0.5, gt=0.0, lt=1.0, description="prior chance that the screener's pick beats a random one"
+    alpha: float = Field(
+        0.1, gt=0.0, lt=0.5, description="error rate of each bet: switching off a screener that helps by the margin"
     )
-    prior_weight: float = Field(2.0, gt=0.0, description="pseudo-pairs the prior is worth")
-    trial: int = Field(10, ge=1, description="units of evidence before the test decides (the first rule used 6)")
-    explore: float = Field(
-        0.1, gt=0.0, le=1.0, description="chance an expansion is audited during the trial (the first rule used 0.5)"
+    margin: float = Field(
+        0.2,
+        ge=0.0,
+        lt=1.0,
+        description="how much better than random screening must be to stay on: P(right) - P(wrong) on the units",
     )
-    confidence: float = Field(0.8, gt=0.5, lt=1.0, description="P(screener beats random) needed to keep screening")
-    audit: float = Field(0.1, ge=0.0, le=1.0, description="chance an expansion is audited while screening is on")
-    trial_picks: Literal["screener", "random"] = Field(
-        "screener",
-        description="rule verdicts: who picks during the trial: the screener (audited at explore), or a uniform "
-        "draw that the screener only scores (a shadow trial: no audits, unbiased verdicts, random-quality picks)",
+    canaries: int = Field(
+        2, ge=0, description="canaries per round boundary: known outcomes re-presented (screener calls, no verification)"
     )
-    off_below: float = Field(
-        0.5, gt=0.0, lt=1.0, description="rule verdicts: P(screener beats random) below which screening goes off"
-    )
-    taper: float = Field(
-        1.0,
-        gt=0.0,
-        description="rule verdicts: audit rates are scaled by taper / (taper + paid picks, once their scores differ)",
+    audit: float = Field(
+        0.1, ge=0.0, le=1.0, description="chance an expansion also verifies a random sibling of the pick (a pair)"
     )
     candidates_off: int | None = Field(
         1,
@@ -165,21 +160,6 @@ class AdaptiveOptions(BaseOptions):
         if self.k_min is not None and self.k_max is not None and self.k_min > self.k_max:
             raise ValueError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
         return self
-
-
-@dataclass(frozen=True)
-class Pairs:
-    """Decided audited pairs: the screener's pick won ``wins`` and lost ``losses``."""
-
-    wins: int = 0
-    losses: int = 0
-
-    @property
-    def n(self) -> int:
-        return self.wins + self.losses
-
-    def add(self, won: bool) -> Pairs:
-        return Pairs(self.wins + int(won), self.losses + int(not won))
 
 
 @dataclass(frozen=True)
@@ -241,44 +221,113 @@ def concordance(verdicts: Verdicts) -> Concordance:
     return Concordance(value, math.sqrt(max(var_u, 0.0)) / (n1 * n0), min(n1, n0) * untied, n)
 
 
-def p_better(pairs: Pairs, prior: tuple[float, float]) -> float:
-    """P(w > 1/2) for the Beta posterior of the win rate w, by its normal approximation."""
-    a, b = prior[0] + pairs.wins, prior[1] + pairs.losses
-    mean, var = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
-    return 0.5 * (1.0 + math.erf((mean - 0.5) / math.sqrt(2.0 * var)))
+@dataclass(frozen=True)
+class Bets:
+    """The two bets' state after ``n`` units (module docstring): sums of x and x^2, log wealths and their peaks."""
+
+    margin: float = 0.2
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+    log_help: float = 0.0
+    log_harm: float = 0.0
+    peak_help: float = 0.0
+    peak_harm: float = 0.0
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    def sizes(self) -> tuple[float, float]:
+        """The next bet sizes (help, harm): mean / second moment of each bet's stream, shrunk, within [0, 0.75]."""
+        m, d = self.margin, self.n + PRIOR_UNITS
+        mu_help, second_help = self.total / d, (self.squares + PRIOR_UNITS) / d
+        mu_harm = (self.n * m - self.total) / d
+        second_harm = (self.n * m * m - 2 * m * self.total + self.squares + PRIOR_UNITS) / d
+        return _clip(mu_help / second_help), _clip(mu_harm / second_harm)
+
+    def add(self, x: float) -> Bets:
+        """One more unit x in [-1, 1]."""
+        x = min(1.0, max(-1.0, float(x)))
+        l_help, l_harm = self.sizes()
+        log_help = self.log_help + math.log1p(l_help * x)
+        log_harm = self.log_harm + math.log1p(l_harm * (self.margin - x))
+        return Bets(
+            self.margin,
+            self.n + 1,
+            self.total + x,
+            self.squares + x * x,
+            log_help,
+            log_harm,
+            max(self.peak_help, log_help),
+            max(self.peak_harm, log_harm),
+        )
+
+    def p_values(self) -> tuple[float, float]:
+        """Anytime-valid p values (no better than random; helps by the margin): 1 / the peak wealth, at most 1."""
+        return math.exp(-self.peak_help), math.exp(-self.peak_harm)
+
+    def rate(self) -> float:
+        """Expected log-wealth growth per unit of the leading bet, at the units' mean (<= 0: no decision in sight)."""
+        mean = self.mean
+        if mean is None:
+            return 0.0
+        l_help, l_harm = self.sizes()
+        second = self.squares / self.n
+        help_rate = l_help * mean - l_help**2 * second / 2
+        harm_second = self.margin**2 - 2 * self.margin * mean + second
+        harm_rate = l_harm * (self.margin - mean) - l_harm**2 * harm_second / 2
+        return max(help_rate, harm_rate)
 
 
-def p_combined(pairs: Pairs, verdicts: Concordance, prior: tuple[float, float]) -> float:
-    """Stouffer's combination of the pairs posterior (weight pairs + prior) and the verdict z (weight its units)."""
-    p = min(max(p_better(pairs, prior), 1e-12), 1 - 1e-12)
-    w_pairs, w_verdicts = pairs.n + sum(prior), verdicts.units
-    z = (math.sqrt(w_pairs) * _NORMAL.inv_cdf(p) + math.sqrt(w_verdicts) * verdicts.z) / math.sqrt(w_pairs + w_verdicts)
-    return _NORMAL.cdf(z)
+def _clip(size: float) -> float:
+    return min(MAX_BET, max(0.0, size))
+
+
+@dataclass(frozen=True)
+class Known:
+    """A paid program the canaries may draw from: as a candidate, its raw score, its oriented fitness (None: failed)."""
+
+    candidate: Candidate
+    score: float | None
+    fitness: float | None
+
+    @property
+    def parent(self) -> ParentInfo:
+        c = self.candidate
+        return ParentInfo(id=c.id, program=c.program, score=self.score, summary=c.summary, idea=c.idea)
+
+    def row(self) -> dict[str, Any]:
+        return {"candidate": self.candidate.to_dict(), "score": self.score, "fitness": self.fitness}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Known:
+        return cls(Candidate.from_dict(row["candidate"]), row.get("score"), row.get("fitness"))
+
+
+def _below(a: float | None, b: float | None) -> bool:
+    """Whether fitness ``a`` is strictly worse than ``b`` (a failed program, None, is below every score)."""
+    if b is None:
+        return False
+    return a is None or a < b
 
 
 class AdaptiveRule:
-    """The decision rule alone (module docstring), shared by the screener and the pool-world replays.
+    """The decision rule alone (module docstring): the units, the two bets, the state and its reason, k.
 
-    It holds the evidence (pairs, verdicts), the state and its reason, the
-    chosen k, and the list of decisions; it draws nothing itself (the caller
-    passes its draws).
+    It draws nothing itself: the screener passes the units and the audit draws.
     """
 
     def __init__(self, options: AdaptiveOptions) -> None:
         self.options = options
         self.state: State = "trial"
-        self.reason = "trial: measuring the screener against random picks"
-        self.pairs = Pairs()
-        self.verdicts = Verdicts()
-        self.pick_scores: tuple[float, ...] = ()  # the screener's first choices' scores (the taper reads them)
+        self.bets = Bets(options.margin)
+        self.kinds: dict[str, int] = {"canary": 0, "pair": 0}
+        self.verifications = 0  # paid verifications the screener was told of
+        self.decided_at: int | None = None  # verifications when the state last changed
         self.k: int | None = options.k_max if self.chooses_k else None
         self.decisions: list[dict[str, Any]] = []
-
-    @property
-    def shadow(self) -> bool:
-        """A shadow trial: the inner screener scores the pool, a uniform draw picks (``trial_picks: random``)."""
-        o = self.options
-        return self.state == "trial" and o.rule == "verdicts" and o.trial_picks == "random"
+        self.reason = self.summary()
 
     @property
     def screens(self) -> bool:
@@ -290,69 +339,61 @@ class AdaptiveRule:
         o = self.options
         return o.k_min is not None and o.k_max is not None
 
-    def units(self) -> float:
-        """Units of evidence: decided pairs, plus the verdict units under rule ``verdicts``."""
-        return self.pairs.n + (self._concordance().units if self.options.rule == "verdicts" else 0.0)
-
     def audit_rate(self) -> float:
-        """``explore`` in the trial, ``audit`` while on; rule verdicts scales it by ``taper / (taper + scored)``.
-
-        ``scored`` is the number of the screener's own picks paid so far once their scores differ (0 while
-        every pick scored the same, as for a rank-only screener, whose evidence is then the audited pairs).
-        """
-        o = self.options
-        if not self.screens or self.shadow:
-            return 0.0
-        base = o.explore if self.state == "trial" else o.audit
-        scored = len(self.pick_scores) if len(set(self.pick_scores)) > 1 else 0
-        return base if o.rule == "pairs" else base * o.taper / (o.taper + scored)
+        """``audit`` while the screener screens (it never tapers), 0 once off."""
+        return self.options.audit if self.screens else 0.0
 
     def audits(self, draw: float) -> bool:
         """Whether an expansion with the uniform ``draw`` in [0, 1) is audited."""
-        return self.screens and draw < self.audit_rate()
+        return draw < self.audit_rate()
 
-    def add_pair(self, screened: bool, other: bool) -> bool:
-        """Score one paid pair (whether the screener's pick improved, whether the random one did)."""
-        if screened == other:
-            return False
-        self.pairs = self.pairs.add(screened)
-        return True
+    def add(self, kind: str, x: float) -> None:
+        """One unit of evidence (``canary`` or ``pair``), x in [-1, 1]."""
+        self.bets = self.bets.add(x)
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
-    def add_verdict(self, score: float, won: bool, pick: bool = True) -> None:
-        """One verified candidate: the screener's score of it, whether it improved, whether it was the pick."""
-        self.verdicts = self.verdicts.add(float(score), won)
-        if pick:
-            self.pick_scores = (*self.pick_scores, float(score))
+    def p_values(self) -> tuple[float, float]:
+        """(p that screening is no better than random, p that it helps by the margin): anytime-valid."""
+        return self.bets.p_values()
 
-    def p(self) -> float:
-        """P(the screener beats random) from the evidence the rule reads."""
-        if self.options.rule == "pairs":
-            return p_better(self.pairs, self._prior())
-        return p_combined(self.pairs, self._concordance(), self._prior())
+    def needs(self) -> int | None:
+        """About how many more verifications until a decision, from the units so far (None: none in sight)."""
+        rate, per = self.bets.rate(), self.bets.n / max(1, self.verifications)
+        if rate <= 1e-6 or per <= 0:
+            return None
+        left = math.log(1 / self.options.alpha) - max(self.bets.log_help, self.bets.log_harm)
+        return max(1, math.ceil(left / rate / per))
 
     def evidence(self) -> dict[str, Any]:
-        c = self._concordance()
+        mean = self.bets.mean
+        p_help, p_harm = self.p_values()
         return {
-            "wins": self.pairs.wins,
-            "losses": self.pairs.losses,
-            "verdicts": c.n,
-            "concordance": None if c.value is None else round(c.value, 6),
-            "concordance_sd": round(c.sd, 6),
-            "units": round(self.units(), 6),
-            "p_screen_better": round(self.p(), 6),
+            "units": self.bets.n,
+            "canaries": self.kinds.get("canary", 0),
+            "pairs": self.kinds.get("pair", 0),
+            "mean": None if mean is None else round(mean, 6),
+            "p_no_help": round(p_help, 6),
+            "p_helps": round(p_harm, 6),
+            "verifications": self.verifications,
+            "needs": self.needs() if self.state == "trial" else None,
             "audit_rate": round(self.audit_rate(), 6),
         }
 
     def decide(self, round: int) -> bool:
-        """The sequential test (module docstring); True when the state changed."""
-        if self.state == "off" or self.units() < self.options.trial:
+        """The two bets at a round boundary (module docstring); True when the state changed."""
+        if self.state == "off":
             return False
-        p = self.p()
-        new = self._next(p)
+        threshold = math.log(1 / self.options.alpha)
+        new: State = self.state
+        if self.bets.log_harm >= threshold:
+            new = "off"
+        elif self.state == "trial" and self.bets.log_help >= threshold:
+            new = "on"
         if new == self.state:
+            self.reason = self.summary()
             return False
-        self.reason = self._reason(new, p)
-        self.state = new
+        self.state, self.decided_at = new, self.verifications
+        self.reason = self.summary()
         decision = {"round": round, "state": new, "reason": self.reason, **self.evidence()}
         if new == "off" and self.options.candidates_off is not None:
             n = self.options.candidates_off
@@ -360,6 +401,27 @@ class AdaptiveRule:
             decision |= {"reason": self.reason, "candidates": n}
         self.decisions.append(decision)
         return True
+
+    def summary(self) -> str:
+        """What the evidence says, in one sentence for the user (the reason of the state)."""
+        p_help, p_harm = self.p_values()
+        mean, n = self.bets.mean, self.bets.n
+        units = f"{n} units ({self.kinds.get('canary', 0)} canaries, {self.kinds.get('pair', 0)} audited pairs)"
+        said = units if mean is None else f"{units}, right minus wrong {mean:+.2f}"
+        if self.state == "off":
+            verdict = "hurting" if mean is not None and mean < 0 else "not helping enough"
+            return (
+                f"screening is {verdict} (p = {p_harm:.3f} that it helps by {self.options.margin}), switched off "
+                f"at verification {self.decided_at}; {said}"
+            )
+        if self.state == "on":
+            return (
+                f"screening is helping (p = {p_help:.3f} that it is no better than random), on since verification "
+                f"{self.decided_at}; {said}; still tested"
+            )
+        need = self.needs()
+        more = f"needs about {need} more verifications" if need is not None else "no decision in sight yet"
+        return f"not enough evidence yet ({more}); {said}"
 
     def choose_k(self, round: int, unanimous: Sequence[bool]) -> bool:
         """Fewer votes after a round whose picks were all unanimous, more after a split one; True on a change."""
@@ -378,48 +440,28 @@ class AdaptiveRule:
         return True
 
     def record(self) -> dict[str, Any]:
-        """The cumulative state (what ``restore`` reads back, with the verdict units in ``new_verdicts``)."""
-        return {"rule": self.options.rule, "state": self.state, "reason": self.reason, "k": self.k, **self.evidence()}
+        """The cumulative state (what ``restore`` checks against; the units are in ``new_units``)."""
+        return {
+            "rule": self.options.rule,
+            "state": self.state,
+            "reason": self.reason,
+            "k": self.k,
+            "decided_at": self.decided_at,
+            **self.evidence(),
+        }
 
     def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Evidence, state, k and decisions from stored records (the last is cumulative; verdicts add up)."""
+        """Units, state, k and decisions from stored records (the last is cumulative; units add up)."""
         self.decisions = [d for m in records for d in m.get("decisions", [m["decision"]] if "decision" in m else [])]
-        self.verdicts, self.pick_scores = Verdicts(), ()
+        self.bets, self.kinds = Bets(self.options.margin), {"canary": 0, "pair": 0}
         for m in records:
-            for score, won, pick in m.get("new_verdicts", ()):
-                self.add_verdict(score, bool(won), bool(pick))
+            for kind, x in m.get("new_units", ()):
+                self.add(str(kind), float(x))
         if records:
             last = records[-1]
-            self.pairs = Pairs(int(last["wins"]), int(last["losses"]))
             self.state, self.reason = last["state"], last["reason"]
-            self.k = last.get("k", self.k)
-
-    def _next(self, p: float) -> State:
-        """Rule pairs: on at ``confidence``, else off. Rule verdicts: off below ``off_below``, on at ``confidence``."""
-        o = self.options
-        if p >= o.confidence:
-            return "on"
-        if o.rule == "pairs" or p < o.off_below:
-            return "off"
-        return self.state
-
-    def _concordance(self) -> Concordance:
-        return concordance(self.verdicts)
-
-    def _prior(self) -> tuple[float, float]:
-        o = self.options
-        return o.prior_win * o.prior_weight, (1.0 - o.prior_win) * o.prior_weight
-
-    def _reason(self, new: State, p: float) -> str:
-        c = self._concordance()
-        counts = f"its pick beat a random one in {self.pairs.wins} of {self.pairs.n} audited pairs"
-        if self.options.rule == "verdicts":
-            score = "-" if c.value is None else f"{c.value:.2f}"
-            counts += f"; its scores ranked improving picks first in {score} of {c.n} verified (0.5 is chance)"
-        if new == "on":
-            return f"screening helps: P(screener beats random) = {p:.2f} >= {self.options.confidence}; {counts}"
-        below = self.options.confidence if self.options.rule == "pairs" else self.options.off_below
-        return f"screening switched off: P(screener beats random) = {p:.2f} < {below}; {counts}"
+            self.k, self.decided_at = last.get("k", self.k), last.get("decided_at")
+            self.verifications = int(last.get("verifications", 0))
 
 
 class AdaptiveScreener:
@@ -430,9 +472,14 @@ class AdaptiveScreener:
         self.options = options or AdaptiveOptions()
         self.name = self.options.name or "adaptive"
         self.rule = AdaptiveRule(self.options)
-        self.pending: dict[str, tuple[str, str]] = {}  # candidate id -> (screener's pick, random pick)
-        self.seen: dict[str, bool] = {}  # whether pending candidates already paid improved on their parent
-        self.scores: dict[str, tuple[float, bool]] = {}  # chosen id -> (the inner screener's score, first choice)
+        self.pending: dict[str, tuple[str, str]] = {}  # audited candidate id -> (screener's pick, random sibling)
+        self.paid: dict[str, float | None] = {}  # fitness of paid audited candidates whose pair is incomplete
+        self.known: dict[str, Known] = {}  # the canary library: paid programs by id
+        self.seen: dict[str, Candidate] = {}  # candidates screened and not yet paid (or never paid)
+        self.parents: dict[str, ParentInfo] = {}  # parents screened for (the baseline enters the library so)
+        self.used: set[tuple[str, str, str]] = set()  # canary triples drawn
+        self.drawn: list[list[str]] = []  # canary triples drawn this round (stored as new_triples)
+        self.context: ScreenContext | None = None  # the last screening's context (the canaries' template)
         self.unanimous: list[bool] = []  # per screening since the last round boundary: the pick's votes agreed
 
     @property
@@ -442,10 +489,6 @@ class AdaptiveScreener:
     @property
     def reason(self) -> str:
         return self.rule.reason
-
-    @property
-    def pairs(self) -> Pairs:
-        return self.rule.pairs
 
     @property
     def decisions(self) -> list[dict[str, Any]]:
@@ -466,12 +509,14 @@ class AdaptiveScreener:
             audited = False
         else:
             self._set_k()
+            self.context = ctx
+            self.seen.update({c.id: c for c in candidates})
+            if ctx.parent.id is not None:
+                self.parents.setdefault(ctx.parent.id, ctx.parent)
             inner = await self.inner.screen(ctx, candidates)
             ranking, chosen, evidence = list(inner.ranking), list(inner.chosen), dict(inner.evidence)
-            if self.rule.shadow:
-                chosen = ctx.rng.sample(ranking, min(len(chosen), len(ranking)))
             audited = self._audit(ctx, ranking, chosen)
-            self._remember(chosen, evidence)
+            self._votes(chosen, evidence)
         note = {"audited": audited, **self.rule.record()}
         evidence = {cid: replace(ev, detail={**ev.detail, "adaptive": note}) for cid, ev in evidence.items()}
         return Screening(self.name, tuple(ranking), tuple(chosen), evidence, time.monotonic() - started)
@@ -481,11 +526,7 @@ class AdaptiveScreener:
         if self.rule.k is not None and hasattr(self.inner, "k"):
             self.inner.k = self.rule.k
 
-    def _remember(self, chosen: list[str], evidence: Mapping[str, Evidence]) -> None:
-        """The scores of the chosen candidates (verdict units once paid) and whether the pick's votes agreed."""
-        self.scores.update(
-            {cid: (float(evidence[cid].rank_value), i == 0) for i, cid in enumerate(chosen) if cid in evidence}
-        )
+    def _votes(self, chosen: list[str], evidence: Mapping[str, Evidence]) -> None:
         votes = evidence[chosen[0]].votes if chosen and chosen[0] in evidence else {}
         if votes:
             self.unanimous.append(max(votes.values()) >= 1.0)
@@ -518,17 +559,32 @@ class AdaptiveScreener:
             self.inner.observe(outcome)
 
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
-        """Score this round's verdicts and completed pairs, run the test, choose k; the record is the decision event."""
+        """Take this round's paid outcomes, score completed pairs, run the canaries, then the test and k."""
         inner = await self.inner.learn(outcomes, round) if isinstance(self.inner, LearningScreener) else None
+        full = [o for o in outcomes if not o.low_fidelity]
+        self.rule.verifications += len(full)
+        new_known = self._know(full)
+        units = self._pairs(full)
+        if self.rule.screens:
+            units += await self._canaries(round)
+        for kind, x in units:
+            self.rule.add(kind, x)
         before = len(self.decisions)
-        new_verdicts = self._verdicts(outcomes)
-        decided = self._pairs(outcomes)
         changed = self.rule.decide(round)
         self.rule.choose_k(round, self.unanimous)
         self.unanimous = []
-        if not decided and not new_verdicts and len(self.decisions) == before and inner is None:
+        if not full and not units and len(self.decisions) == before and inner is None:
+            self.drawn = []
             return None
-        record: dict[str, Any] = {"adaptive": {**self.rule.record(), "new_verdicts": new_verdicts}}
+        record: dict[str, Any] = {
+            "adaptive": {
+                **self.rule.record(),
+                "new_units": [list(u) for u in units],
+                "new_known": new_known,
+                "new_triples": self.drawn,
+            }
+        }
+        self.drawn = []
         if len(self.decisions) > before:
             record["adaptive"]["decisions"] = self.decisions[before:]
         if changed:
@@ -537,30 +593,105 @@ class AdaptiveScreener:
             record["inner"] = inner
         return record
 
-    def _verdicts(self, outcomes: Sequence[Outcome]) -> list[list[float]]:
-        """Verdict units of this round: [score, improved, first choice] (0/1 flags) per paid scored candidate."""
-        units = []
+    def _know(self, outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+        """Add the paid programs (and a parent seen for the first time, e.g. the baseline) to the canary library."""
+        rows: list[dict[str, Any]] = []
         for o in outcomes:
-            if o.child_id in self.scores:
-                won = improved(o)
-                score, pick = self.scores.pop(o.child_id)
-                self.rule.add_verdict(score, won, pick)
-                units.append([score, float(won), float(pick)])
-        return units
+            parent = self.parents.get(o.parent_id)
+            if parent is not None and o.parent_id not in self.known and o.parent_fitness is not None:
+                rows.append(self._learnt(Known(_as_candidate(parent), parent.score, o.parent_fitness)))
+            child = self.seen.pop(o.child_id, None) or o.candidate
+            if child is not None and o.child_id not in self.known:
+                fitness = None if o.failed else o.child_fitness
+                rows.append(self._learnt(Known(child, None if o.failed else o.child_score, fitness)))
+        return rows
 
-    def _pairs(self, outcomes: Sequence[Outcome]) -> int:
-        """Score the audited pairs completed this round; how many were decided (discordant)."""
+    def _learnt(self, known: Known) -> dict[str, Any]:
+        self.known[known.candidate.id] = known
+        return known.row()
+
+    def _pairs(self, outcomes: Sequence[Outcome]) -> list[tuple[str, float]]:
+        """Units of the audited pairs completed this round: the sign of pick minus sibling (equal: no unit)."""
         for o in outcomes:
             if o.child_id in self.pending:
-                self.seen[o.child_id] = improved(o)
-        decided = 0
-        for top, other in {pair for pair in self.pending.values() if all(c in self.seen for c in pair)}:
+                self.paid[o.child_id] = None if o.failed else o.child_fitness
+        units = []
+        for top, other in sorted({pair for pair in self.pending.values() if all(c in self.paid for c in pair)}):
             del self.pending[top], self.pending[other]
-            decided += self.rule.add_pair(self.seen.pop(top), self.seen.pop(other))
-        return decided
+            a, b = self.paid.pop(top), self.paid.pop(other)
+            if _below(b, a) or _below(a, b):
+                units.append(("pair", 1.0 if _below(b, a) else -1.0))
+        return units
+
+    async def _canaries(self, round: int) -> list[tuple[str, float]]:
+        """``canaries`` known triples re-presented to the inner screener (module docstring); their units."""
+        if self.context is None:
+            return []
+        units = []
+        for i in range(self.options.canaries):
+            rng = random.Random(f"adaptive-canary:{round}:{i}:{len(self.used)}")
+            triple = self._triple(rng)
+            if triple is None:
+                break
+            self.drawn.append([k.candidate.id for k in triple])
+            units.append(("canary", await self._canary(triple, rng)))
+        return units
+
+    def _triple(self, rng: random.Random) -> tuple[Known, Known, Known] | None:
+        """A fresh (P, A, B) with f(A) > f(P) > f(B), neither A nor B a true child of P; None when none is left."""
+        ok = sorted((k for k in self.known.values() if k.fitness is not None), key=lambda k: k.candidate.id)
+        every = sorted(self.known.values(), key=lambda k: k.candidate.id)
+        for _ in range(32):
+            if not ok:
+                return None
+            p = rng.choice(ok)
+            pid = p.candidate.id
+            better = [k for k in ok if _below(p.fitness, k.fitness) and k.candidate.parent_id != pid]
+            worse = [k for k in every if _below(k.fitness, p.fitness) and k.candidate.parent_id != pid]
+            if better and worse:
+                a, b = rng.choice(better), rng.choice(worse)
+                key = (pid, a.candidate.id, b.candidate.id)
+                if key not in self.used:
+                    self.used.add(key)
+                    return p, a, b
+        return None
+
+    async def _canary(self, triple: tuple[Known, Known, Known], rng: random.Random) -> float:
+        """+1 when the inner screener ranks the better program first, -1 the worse, 0 when its scores tie."""
+        assert self.context is not None
+        p, a, b = triple
+        pair = [a.candidate, b.candidate]
+        rng.shuffle(pair)
+        ctx = replace(self.context, parent=p.parent, rng=rng, n_verify=1, round=self.context.round)
+        screening = await self.inner.screen(ctx, pair)
+        first = screening.chosen[0] if screening.chosen else screening.ranking[0]
+        ev = screening.evidence
+        if a.candidate.id in ev and b.candidate.id in ev:
+            if ev[a.candidate.id].rank_value == ev[b.candidate.id].rank_value:
+                return 0.0
+        return 1.0 if first == a.candidate.id else -1.0
 
     def restore(self, records: Sequence[dict[str, Any]]) -> None:
-        """Rebuild the rule from the stored ``learn`` records; the inner screener gets its own."""
+        """Rebuild the rule and the canary library from the stored ``learn`` records; the inner gets its own."""
         if isinstance(self.inner, LearningScreener):
             self.inner.restore([rec["inner"] for rec in records if "inner" in rec])
-        self.rule.restore([rec["adaptive"] for rec in records if "adaptive" in rec])
+        mine = [rec["adaptive"] for rec in records if "adaptive" in rec]
+        self.rule.restore(mine)
+        for m in mine:
+            for row in m.get("new_known", ()):
+                known = Known.from_row(row)
+                self.known[known.candidate.id] = known
+        self.used = {tuple(t) for m in mine for t in m.get("new_triples", ())}  # type: ignore[misc]
+
+
+def _as_candidate(parent: ParentInfo) -> Candidate:
+    """A parent seen by the screener (e.g. the baseline) as a candidate a canary can present."""
+    return Candidate(
+        id=str(parent.id),
+        parent_id=None,
+        operator=Operator.IMPROVE,
+        idea=parent.idea or Idea(text=""),
+        program=parent.program,
+        program_hash=content_hash(parent.program),
+        summary=parent.summary,
+    )

@@ -55,10 +55,13 @@ LEVEL = 0.95
 U_BINS = 5
 
 __all__ = [
+    "ADAPTIVE_KEYS",
     "BOOTSTRAP",
     "Estimate",
     "ScreenerAudit",
     "SiblingOutcome",
+    "adaptive_line",
+    "adaptive_state",
     "audit_from_store",
     "audit_line",
     "audit_segment",
@@ -119,6 +122,7 @@ class ScreenerAudit:
     advantage: Estimate
     dir3: Estimate
     u_ece: Estimate
+    adaptive: Mapping[str, Any] | None = None  # an adaptive screener's last decision record (state, reason, p)
 
     def row(self) -> dict[str, Any]:
         """JSON-ready (``show --json``, the report and the dashboard)."""
@@ -130,6 +134,7 @@ class ScreenerAudit:
             "advantage": self.advantage.row(),
             "dir3": self.dir3.row(),
             "u_ece": self.u_ece.row(),
+            "adaptive": None if self.adaptive is None else dict(self.adaptive),
         }
 
 
@@ -213,7 +218,25 @@ def audit_from_store(store: Any, run_id: str, *, resamples: int = BOOTSTRAP) -> 
         advantage=estimate(selection_advantages(siblings), resamples=resamples, seed=2),
         dir3=estimate([float(r.correct3) for r in records], resamples=resamples, seed=3),
         u_ece=_u_ece(records, resamples),
+        adaptive=adaptive_state(store, run_id),
     )
+
+
+ADAPTIVE_KEYS = ("state", "reason", "decided_at", "units", "canaries", "pairs", "mean", "p_no_help", "p_helps")
+
+
+def adaptive_state(store: Any, run_id: str) -> dict[str, Any] | None:
+    """An ``adaptive`` screener's state as its last ``screener_learn`` record has it; None for other screeners."""
+    records = [e.payload.get("adaptive") for e in store.events(run_id, kinds=["screener_learn"])]
+    last = next((r for r in reversed(records) if r), None)
+    return None if last is None else {k: last.get(k) for k in ADAPTIVE_KEYS}
+
+
+def adaptive_line(audit: ScreenerAudit | Mapping[str, Any] | None) -> str:
+    """``adaptive screening: <what the evidence says>`` for ``show``, the demo and the report; '' otherwise."""
+    row = audit.row() if isinstance(audit, ScreenerAudit) else audit
+    state = (row or {}).get("adaptive")
+    return f"adaptive screening {state['state']}: {state['reason']}" if state else ""
 
 
 def audit_line(audit: ScreenerAudit | Mapping[str, Any]) -> str:
@@ -230,26 +253,22 @@ def audit_line(audit: ScreenerAudit | Mapping[str, Any]) -> str:
 
 
 def audit_segment(note: Mapping[str, Any] | None) -> str:
-    """The live progress line's audit: `` · audit: verdicts 0.71 [0.58, 0.83] n=21 · adaptive on``.
+    """The live progress line's adaptive segment: `` · adaptive trial: +0.40 on 12 units (p 0.21 / 0.64)``.
 
     ``note`` is an ``adaptive`` screener's record (``Evidence.detail["adaptive"]`` of a screening, see
-    ``screen/adaptive.py``): the concordance of its scores with paid labels, with the interval +- 1.96 sd of
-    the null, and its state (and k where it chooses k). Rule ``pairs`` shows its audited pairs instead. ''
-    without a note; the progress line then shows ``LiveAudit``'s segment, which any screener gets.
+    ``screen/adaptive.py``): its state, the mean unit (right minus wrong; 0 is chance) and how many, the
+    two anytime p values (no better than random / helps by the margin), what a trial still needs, and k
+    where it chooses k. '' without a note; the progress line then shows ``LiveAudit``'s segment, which any
+    screener gets.
     """
     if not note:
         return ""
-    if note.get("rule") == "pairs":
-        evidence = f"pairs won {note.get('wins', 0)} of {note.get('wins', 0) + note.get('losses', 0)}"
-    else:
-        value, sd, n = note.get("concordance"), float(note.get("concordance_sd") or 0.0), note.get("verdicts", 0)
-        if value is None:
-            evidence = f"verdicts - n={n}"
-        else:
-            low, high = max(0.0, value - 1.96 * sd), min(1.0, value + 1.96 * sd)
-            evidence = f"verdicts {value:.2f} [{low:.2f}, {high:.2f}] n={n}"
+    mean, n = note.get("mean"), note.get("units", 0)
+    said = f"- on {n} units" if mean is None else f"{mean:+.2f} on {n} units"
+    p = f" (p {float(note.get('p_no_help', 1.0)):.2f} / {float(note.get('p_helps', 1.0)):.2f})"
+    needs = f", needs ~{note['needs']} more" if note.get("state") == "trial" and note.get("needs") else ""
     k = f", k {note['k']}" if note.get("k") is not None else ""
-    return f" · audit: {evidence} · adaptive {note.get('state', '?')}{k}"
+    return f" · adaptive {note.get('state', '?')}: {said}{p}{needs}{k}"
 
 
 class LiveAudit:
