@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
+import re
 import time
 from dataclasses import replace
 
@@ -14,17 +16,10 @@ from verifyless.config import load_config
 from verifyless.engine import Engine, resume
 from verifyless.errors import ConfigError
 from verifyless.node import Evidence, Screening
-from verifyless.screen.adaptive import (
-    AdaptiveOptions,
-    AdaptiveScreener,
-    Pairs,
-    Verdicts,
-    concordance,
-    p_better,
-    p_combined,
-)
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener, Bets, Verdicts, concordance
 from verifyless.screen.audit import (
     SiblingOutcome,
+    adaptive_state,
     audit_from_store,
     audit_line,
     audit_segment,
@@ -90,6 +85,22 @@ class PerfectUp(Perfect):
         return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
 
 
+class Inverted(PerfectUp):
+    """A harmful critic on ``Unbounded``: ranks the worst first (a crash first of all); counts its calls."""
+
+    name = "inverted"
+
+    def __init__(self):
+        self.calls = 0
+
+    async def screen(self, ctx, candidates):
+        self.calls += 1
+        done = await super().screen(ctx, candidates)
+        ranking = tuple(reversed(done.ranking))
+        evidence = {cid: Evidence(cid, float(-i)) for i, cid in enumerate(ranking)}
+        return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
+
+
 class Voting(PerfectUp):
     """``PerfectUp`` with votes and a ``k`` the adaptive rule may set: unanimous for even a, split for odd a."""
 
@@ -123,7 +134,7 @@ def _engine(store, screener, budget=40, executor=None, progress=None, **over):
 
 
 def _adaptive(inner, **over):
-    return AdaptiveScreener(inner, AdaptiveOptions(trial=5, explore=0.5, confidence=0.8, audit=0.1, **over))
+    return AdaptiveScreener(inner, AdaptiveOptions(**over))
 
 
 def _voting():
@@ -138,41 +149,78 @@ def _notes(store, run_id):
     ]
 
 
-def test_the_posterior_test_reads_the_win_rate_of_audited_pairs():
-    prior = (1.0, 1.0)
-    assert p_better(Pairs(8, 2), prior) > 0.95
-    assert p_better(Pairs(2, 8), prior) < 0.05
-    assert p_better(Pairs(5, 5), prior) == pytest.approx(0.5)
-    assert p_better(Pairs(), (1.2, 0.8)) > 0.5  # the stated prior alone leans as stated
+# ---------------------------------------------------------------------- the bets
 
 
-def test_a_critic_at_chance_is_switched_off_with_its_reason_and_stays_random(tmp_path):
-    chance = Counting()
-    screener = _adaptive(chance)
+def _stream(mean, n, rng):
+    """n units in {-1, +1} with the given mean."""
+    return [1.0 if rng.random() < (1 + mean) / 2 else -1.0 for _ in range(n)]
+
+
+def _crossings(mean, margin, alpha=0.1, runs=400, n=150, seed=0):
+    """Shares of streams whose help / harm wealth ever reached 1 / alpha."""
+    rng, threshold = random.Random(seed), math.log(1 / alpha)
+    helped = harmed = 0
+    for _ in range(runs):
+        bets = Bets(margin)
+        for x in _stream(mean, n, rng):
+            bets = bets.add(x)
+        helped += bets.peak_help >= threshold
+        harmed += bets.peak_harm >= threshold
+    return helped / runs, harmed / runs
+
+
+def test_each_bet_keeps_its_error_rate_however_often_it_is_looked_at():
+    # under "no better than random" (mean 0) the help bet rarely crosses; under "helps by the margin" the harm bet
+    helped, _ = _crossings(0.0, 0.2)
+    _, harmed = _crossings(0.2, 0.2)
+    assert helped <= 0.1 + 0.03 and harmed <= 0.1 + 0.03
+    # and each has power against its alternative
+    assert _crossings(0.6, 0.2)[0] > 0.95 and _crossings(-0.4, 0.2)[1] > 0.95
+
+
+def test_the_bets_read_every_unit_and_give_anytime_p_values():
+    up, down, flat = Bets(0.2), Bets(0.2), Bets(0.2)
+    for _ in range(12):
+        up, down, flat = up.add(1.0), down.add(-1.0), flat.add(0.0)
+    assert up.log_help > math.log(10) and up.log_harm == 0.0 and up.mean == 1.0  # no bet against what it sees
+    assert down.log_harm > math.log(10) and down.log_help == 0.0  # it never bets on help it has not seen
+    assert flat.log_harm > 0 and flat.log_help == 0.0  # a screener that cannot tell two programs apart does not help
+    p_help, p_harm = up.p_values()
+    assert p_help < 0.1 and p_harm == 1.0
+    assert Bets(0.2).add(7.0).total == 1.0  # units are clipped to [-1, 1]
+
+
+# ---------------------------------------------------------------------- the screener on the real engine
+
+
+def test_an_inverted_critic_is_switched_off_with_its_evidence_and_stays_random(tmp_path):
+    inverted = Inverted()
+    screener = _adaptive(inverted)
     with RunStore(tmp_path / "s.db") as store:
         result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         notes = _notes(store, result.run_id)
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
         assert store.budget(result.run_id).verifications == 40
-    assert screener.state == "off" and "switched off" in screener.reason
-    assert screener.decisions and screener.decisions[-1]["state"] == "off"
-    off_at = next(i for i, n in enumerate(notes) if n["state"] == "off")
-    assert off_at < len(notes) - 1 and chance.calls == off_at  # never asked again once off
-    assert all(
-        not n["audited"] and len(s["chosen"]) == 1 for n, s in zip(notes[off_at:], screenings[off_at:], strict=True)
-    )
-    assert all(len(s["chosen"]) == 2 for n, s in zip(notes, screenings, strict=True) if n["audited"])
+        assert adaptive_state(store, result.run_id)["state"] == "off"
+    assert screener.state == "off" and re.search("screening is (hurting|not helping and looks harmful)", screener.reason)
+    assert "switched off at verification" in screener.reason
     decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
-    assert decision == screener.decisions and decision[-1]["units"] >= 5  # decided after its trial's evidence
-    # once off, the engine makes one child per expansion (picks are random; more would only cost LLM calls)
+    assert decision == screener.decisions and decision[-1]["state"] == "off"
+    # the design states it: an always-wrong screener is caught in a handful of units (about 4-6 at alpha 0.1)
+    assert decision[-1]["verifications"] <= 12 and decision[-1]["mean"] < -0.5
+    assert decision[-1]["p_helps"] <= 0.1 and decision[-1]["units"] >= 3
+    off_at = next(i for i, n in enumerate(notes) if n["state"] == "off")
+    calls = inverted.calls
+    assert off_at < len(notes) - 1 and all(not n["audited"] for n in notes[off_at:])
+    assert {len(s["ranking"]) for s in screenings[off_at:]} == {1}  # one child per expansion once off
     assert decision[-1]["candidates"] == 1 and "1 candidate per expansion" in decision[-1]["reason"]
-    assert max(len(s["ranking"]) for s in screenings[:off_at]) == 6
-    assert {len(s["ranking"]) for s in screenings[off_at:]} == {1}
+    assert calls == inverted.calls  # never asked again once off (screenings nor canaries)
 
 
 def test_switched_off_keeps_n_when_candidates_off_is_null(tmp_path):
-    screener = _adaptive(Counting(), candidates_off=None)
+    screener = _adaptive(Inverted(), candidates_off=None)
     with RunStore(tmp_path / "s.db") as store:
         result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
@@ -180,19 +228,40 @@ def test_switched_off_keeps_n_when_candidates_off_is_null(tmp_path):
     assert max(len(s["ranking"]) for s in screenings[-5:]) == 6  # still whole pools after it went off
 
 
+def test_a_critic_at_chance_is_switched_off_as_not_helping(tmp_path):
+    screener = _adaptive(Counting(), canaries=4)
+    with RunStore(tmp_path / "s.db") as store:
+        asyncio.run(_engine(store, screener, budget=60, executor=Unbounded()).run())
+    assert screener.state == "off" and "not helping" in screener.reason, screener.reason
+    assert abs(screener.rule.bets.mean) < 0.3
+
+
 def test_a_perfect_critic_keeps_screening(tmp_path):
     screener = _adaptive(PerfectUp())
     with RunStore(tmp_path / "s.db") as store:
         result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
         notes = _notes(store, result.run_id)
-    assert screener.state == "on" and "screening helps" in screener.reason
+    assert screener.state == "on" and "screening is helping" in screener.reason
     evidence = screener.rule.evidence()
-    assert screener.pairs.losses == 0 and evidence["concordance"] > 0.9 and evidence["units"] >= 5
+    assert evidence["mean"] == 1.0 and evidence["units"] >= 10 and evidence["canaries"] > evidence["pairs"]
+    assert screener.rule.decided_at is not None and screener.rule.decided_at <= 12
     after = [n["audited"] for n in notes if n["state"] == "on"]
-    assert after and sum(after) / len(after) <= 0.3  # audits fall to the on-rate
+    assert after and sum(after) / len(after) <= 0.3  # audited at the floor rate, never zero by design
 
 
-@pytest.mark.parametrize("make", [lambda: _adaptive(Counting()), _voting, lambda: _adaptive(Counting(), rule="pairs")])
+def test_canaries_are_fresh_triples_that_straddle_their_parent_and_never_its_true_child(tmp_path):
+    screener = _adaptive(PerfectUp(), canaries=3)
+    with RunStore(tmp_path / "s.db") as store:
+        asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+    triples = [tuple(t) for t in screener.used]
+    assert triples and len(triples) == len(set(triples)) == screener.rule.kinds["canary"]
+    for p, a, b in triples:
+        known = screener.known
+        assert known[a].fitness > known[p].fitness and (known[b].fitness is None or known[b].fitness < known[p].fitness)
+        assert known[a].candidate.parent_id != p and known[b].candidate.parent_id != p
+
+
+@pytest.mark.parametrize("make", [lambda: _adaptive(Counting()), _voting, lambda: _adaptive(Inverted())])
 def test_the_decisions_replay_exactly_from_the_store(tmp_path, make):
     live = make()
     with RunStore(tmp_path / "s.db") as store:
@@ -201,31 +270,14 @@ def test_the_decisions_replay_exactly_from_the_store(tmp_path, make):
         resumed = _engine(store, again, executor=Unbounded())
         resumed.run_id = result.run_id
         resume.restore(resumed)
-    assert live.decisions and (again.state, again.reason, again.pairs, again.decisions) == (
-        live.state,
-        live.reason,
-        live.pairs,
-        live.decisions,
-    )
-    assert (again.rule.verdicts, again.rule.k, again.rule.evidence()) == (
-        live.rule.verdicts,
-        live.rule.k,
-        live.rule.evidence(),
-    )
+    assert (again.state, again.reason, again.decisions) == (live.state, live.reason, live.decisions)
+    assert (again.rule.bets, again.rule.k, again.rule.evidence()) == (live.rule.bets, live.rule.k, live.rule.evidence())
+    assert again.used == live.used and set(again.known) == set(live.known)
 
 
-def test_a_shadow_trial_picks_uniformly_unaudited_and_lets_a_perfect_critic_on(tmp_path):
-    screener = _adaptive(PerfectUp(), trial_picks="random")
-    with RunStore(tmp_path / "s.db") as store:
-        result = asyncio.run(_engine(store, screener, executor=Unbounded()).run())
-        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
-        notes = _notes(store, result.run_id)
-    trial = [s for s, n in zip(screenings, notes, strict=True) if n["state"] == "trial"]
-    assert trial and not any(n["audited"] for n in notes if n["state"] == "trial")
-    assert all(len(s["chosen"]) == 1 for s in trial) and any(s["chosen"][0] != s["ranking"][0] for s in trial)
-    assert screener.state == "on" and screener.pairs.n == 0  # decided on the verdicts of uniform picks alone
-    on = [s for s, n in zip(screenings, notes, strict=True) if n["state"] == "on"]
-    assert on and all(s["chosen"][0] == s["ranking"][0] for s in on)
+def test_the_first_rules_are_refused_with_a_reason():
+    with pytest.raises(ConfigError, match="betting"):
+        build_screener("adaptive", models={}, options={"screener": "random", "rule": "verdicts"}, seed=0)
 
 
 def test_k_falls_while_the_picks_votes_agree_and_rises_when_they_split(tmp_path):
@@ -255,16 +307,15 @@ def test_the_verdict_concordance_is_chance_for_ties_and_exact_otherwise():
     assert concordance(Verdicts((1.0,), ())).value is None
     strong = concordance(Verdicts(tuple(range(10, 20)), tuple(range(10))))
     assert strong.z > 3 and strong.units == 10
-    assert p_combined(Pairs(), strong, (1.0, 1.0)) > 0.99 and p_combined(Pairs(), tied, (1.0, 1.0)) == 0.5
 
 
 def test_adaptive_is_built_from_config_and_its_inner_options_are_checked():
-    built = build_screener("adaptive", models={}, options={"screener": "random", "trial": 3}, seed=0)
-    assert isinstance(built, AdaptiveScreener) and built.inner.name == "random" and built.options.trial == 3
+    built = build_screener("adaptive", models={}, options={"screener": "random", "canaries": 3}, seed=0)
+    assert isinstance(built, AdaptiveScreener) and built.inner.name == "random" and built.options.canaries == 3
     with pytest.raises(ConfigError, match=r"screener.options.options.bogus|bogus"):
         build_screener("adaptive", models={}, options={"screener": "random", "options": {"bogus": 1}}, seed=0)
-    with pytest.raises(ConfigError, match="explore"):
-        build_screener("adaptive", models={}, options={"screener": "random", "explore": 1.5}, seed=0)
+    with pytest.raises(ConfigError, match="audit"):
+        build_screener("adaptive", models={}, options={"screener": "random", "audit": 1.5}, seed=0)
 
 
 # ---------------------------------------------------------------------- the audit
@@ -316,11 +367,9 @@ def test_the_live_progress_line_shows_the_adaptive_audit(tmp_path):
         asyncio.run(run.run())
     descriptions = _round_descriptions(events)
     last = descriptions[-1]
-    assert re.fullmatch(
-        r"round \d+ · audit: verdicts 0\.\d\d \[0\.\d\d, [01]\.\d\d\] n=\d+ · adaptive on, k [1-5]", last
-    ), last
-    assert len(last.split(" · audit: ")[1]) < 60  # one short segment
-    assert any("adaptive trial" in d for d in descriptions)
+    assert re.fullmatch(r"round \d+ · adaptive on: \+1\.00 on \d+ units \(p 0\.\d\d / 1\.00\), k [1-5]", last), last
+    assert len(last.split(" · adaptive ")[1]) < 60  # one short segment
+    assert any(re.search(r"adaptive trial: .* needs ~\d+ more", d) for d in descriptions), descriptions
 
 
 def test_the_live_progress_line_audits_a_plain_screener_from_its_events(tmp_path):
@@ -354,11 +403,13 @@ def test_the_live_audit_scores_paid_picks_against_their_parents():
 
 
 def test_the_audit_segment_says_what_it_knows():
-    note = {"rule": "verdicts", "state": "trial", "concordance": 0.7, "concordance_sd": 0.1, "verdicts": 21}
-    assert audit_segment(note) == " · audit: verdicts 0.70 [0.50, 0.90] n=21 · adaptive trial"
-    assert audit_segment({**note, "concordance": None, "verdicts": 3}) == " · audit: verdicts - n=3 · adaptive trial"
-    pairs = {"rule": "pairs", "state": "off", "wins": 1, "losses": 5, "k": None}
-    assert audit_segment(pairs) == " · audit: pairs won 1 of 6 · adaptive off"
+    note = {"state": "trial", "mean": 0.4, "units": 12, "p_no_help": 0.21, "p_helps": 0.64, "needs": 8}
+    assert audit_segment(note) == " · adaptive trial: +0.40 on 12 units (p 0.21 / 0.64), needs ~8 more"
+    assert audit_segment({**note, "mean": None, "units": 0, "needs": None}) == (
+        " · adaptive trial: - on 0 units (p 0.21 / 0.64)"
+    )
+    off = {**note, "state": "off", "mean": -0.9, "k": 3}
+    assert audit_segment(off) == " · adaptive off: -0.90 on 12 units (p 0.21 / 0.64), k 3"
     assert audit_segment(None) == ""
 
 
@@ -427,14 +478,14 @@ def _truth(request):
     return "improve" if a[0] != 3 and a[0] > p[-1] else "tie" if a[0] == p[-1] else "lose"
 
 
-@pytest.mark.parametrize(("accuracy", "state"), [(1.0, "on"), (1 / 3, "off")])
-def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, accuracy, state):
+@pytest.mark.parametrize(("accuracy", "invert", "state"), [(1.0, False, "on"), (0.9, True, "off"), (1.0, True, "off")])
+def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, accuracy, invert, state):
     from verifyless.model.config import make_config
     from verifyless.model.providers import build_model
     from verifyless.model.testserver import CriticAtAccuracy, TestServer
     from verifyless.screen.critic import PointwiseCritic
 
-    critic = CriticAtAccuracy(_truth, accuracy, seed=1)
+    critic = CriticAtAccuracy(_truth, accuracy, seed=1, invert=invert)
     with TestServer(critic) as server:
         model = build_model(make_config(model="critic", base_url=server.base_url))
         screener = _adaptive(PointwiseCritic(model, k=3))
@@ -442,6 +493,7 @@ def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, 
             asyncio.run(_engine(store, screener, budget=40, executor=Unbounded()).run())
     assert critic.calls > 0
     assert screener.state == state, screener.reason
+    assert state == "on" or (screener.rule.decided_at or 99) <= 24, screener.reason  # a harmful critic caught early
 
 
 def test_the_demo_says_no_win_plainly():
@@ -468,14 +520,14 @@ def test_the_audit_counts_the_adaptive_screeners_own_audits(tmp_path):
 KILL_SCRIPT = r"""
 import asyncio, sys
 sys.path.insert(0, {tests!r})
-from test_adaptive import Counting, Unbounded, _adaptive, _engine, _voting
+from test_adaptive import Inverted, Unbounded, _adaptive, _engine, _voting
 from verifyless.store import RunStore
 store = RunStore({db!r})
 asyncio.run(_engine(store, {make}, budget=80, executor=Unbounded(delay=0.05)).run())
 """
 
 
-MAKERS = {"_adaptive(Counting())": lambda: _adaptive(Counting()), "_voting()": _voting}
+MAKERS = {"_adaptive(Inverted())": lambda: _adaptive(Inverted()), "_voting()": _voting}
 
 
 @pytest.mark.parametrize("make", list(MAKERS))
@@ -510,8 +562,8 @@ def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_fro
         assert (again.state, again.reason, again.rule.k) == (stored[-1]["state"], stored[-1]["reason"], stored[-1]["k"])
         assert again.decisions == [d for rec in stored for d in rec.get("decisions", ())]
         assert [d for d in again.decisions if "state" in d] == [rec["decision"] for rec in stored if "decision" in rec]
-        assert again.rule.verdicts.n == sum(len(rec["new_verdicts"]) for rec in stored)
-        assert again.rule.evidence()["concordance"] == stored[-1]["concordance"]
+        assert again.rule.bets.n == sum(len(rec["new_units"]) for rec in stored) == stored[-1]["units"]
+        assert again.rule.evidence()["mean"] == stored[-1]["mean"]
         kept = list(again.decisions)
         assert make != "_voting()" or any(d.get("knob") == "k" for d in kept)  # the k choices survive too
         resumed = _engine(store, MAKERS[make](), budget=80, executor=Unbounded())

@@ -18,7 +18,10 @@ A critic of known accuracy: ``TestServer(CriticAtAccuracy(truth, accuracy))``
 answers every critic prompt as a pointwise critic whose verdict is the true
 outcome (``truth(request)``, which the caller computes from the candidate the
 prompt describes) with probability ``accuracy``, else one of the other two
-directions; each sample is drawn on its own from a seeded generator.
+directions; each sample is drawn on its own from a seeded generator. With
+``invert=True`` it is a harmful critic: the verdict it gives with
+probability ``accuracy`` is the opposite of the truth (improve read as lose
+and back, a tie as a tie).
 
 Log-probabilities: with ``logprobs=fn`` (``fn(messages, continue_final, k) ->
 ([(token, logprob), ...], prompt tokens)``, e.g. ``LocalModel.top_logprobs``),
@@ -124,12 +127,20 @@ class CriticAtAccuracy:
 
     DIRECTIONS = ("improve", "tie", "lose")
 
+    INVERSE = {"improve": "lose", "tie": "tie", "lose": "improve"}
+
     def __init__(
-        self, truth: Callable[[ModelRequest], str | None], accuracy: float, *, seed: int = 0, other: str = "ok"
+        self,
+        truth: Callable[[ModelRequest], str | None],
+        accuracy: float,
+        *,
+        seed: int = 0,
+        other: str = "ok",
+        invert: bool = False,
     ) -> None:
         if not 0.0 <= accuracy <= 1.0:
             raise ValueError(f"accuracy must lie in [0, 1], got {accuracy}")
-        self.truth, self.accuracy, self.other, self.seed = truth, accuracy, other, seed
+        self.truth, self.accuracy, self.other, self.seed, self.invert = truth, accuracy, other, seed, invert
         self._lock = threading.Lock()
         self._seen: dict[str, int] = {}  # prompt digest -> samples answered for it
         self.calls = 0
@@ -141,6 +152,8 @@ class CriticAtAccuracy:
         true = self.truth(request)
         if true is None:
             return self.other
+        if self.invert:  # a harmful critic: its "right" answer is the opposite direction
+            true = self.INVERSE[true]
         digest = hashlib.sha256("\n".join(m.content or "" for m in request.messages).encode()).hexdigest()
         with self._lock:
             self.calls += 1

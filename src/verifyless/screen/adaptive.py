@@ -42,7 +42,11 @@ supermartingale under its null, and P(it ever reaches 1 / ``alpha``) <=
 >= 1 / alpha -> ``off`` (final; the screener hurts or does not help by the
 margin); else help's wealth >= 1 / alpha -> ``on`` (still audited at
 ``audit`` and still tested: a screener that turns harmful is switched off
-later). In between the state is ``trial`` and the screener picks.
+later). In between the state is ``trial`` and the screener picks. A third
+bet, against "at least as good as random" (the harm bet at margin 0), only
+words the reason: an ``off`` is "hurting" when it too has crossed, "not
+helping and looks harmful" when the units' mean is below 0, else "not
+helping enough".
 
 Error rates (stated, measured in ``bench/adaptive.py``): a screener whose
 mean x is at least ``margin`` is ever switched off with probability at most
@@ -322,6 +326,7 @@ class AdaptiveRule:
         self.options = options
         self.state: State = "trial"
         self.bets = Bets(options.margin)
+        self.worse = Bets(0.0)  # its harm bet is against "at least as good as random": what "hurting" means
         self.kinds: dict[str, int] = {"canary": 0, "pair": 0}
         self.verifications = 0  # paid verifications the screener was told of
         self.decided_at: int | None = None  # verifications when the state last changed
@@ -349,7 +354,7 @@ class AdaptiveRule:
 
     def add(self, kind: str, x: float) -> None:
         """One unit of evidence (``canary`` or ``pair``), x in [-1, 1]."""
-        self.bets = self.bets.add(x)
+        self.bets, self.worse = self.bets.add(x), self.worse.add(x)
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
     def p_values(self) -> tuple[float, float]:
@@ -374,6 +379,7 @@ class AdaptiveRule:
             "mean": None if mean is None else round(mean, 6),
             "p_no_help": round(p_help, 6),
             "p_helps": round(p_harm, 6),
+            "p_not_worse": round(self.worse.p_values()[1], 6),
             "verifications": self.verifications,
             "needs": self.needs() if self.state == "trial" else None,
             "audit_rate": round(self.audit_rate(), 6),
@@ -409,11 +415,15 @@ class AdaptiveRule:
         units = f"{n} units ({self.kinds.get('canary', 0)} canaries, {self.kinds.get('pair', 0)} audited pairs)"
         said = units if mean is None else f"{units}, right minus wrong {mean:+.2f}"
         if self.state == "off":
-            verdict = "hurting" if mean is not None and mean < 0 else "not helping enough"
-            return (
-                f"screening is {verdict} (p = {p_harm:.3f} that it helps by {self.options.margin}), switched off "
-                f"at verification {self.decided_at}; {said}"
-            )
+            p_worse = self.worse.p_values()[1]
+            helps = f"p = {p_harm:.3f} that it helps by {self.options.margin}"
+            if p_worse <= self.options.alpha:
+                verdict = f"hurting (p = {p_worse:.3f} that it is at least as good as random)"
+            elif mean is not None and mean < 0:
+                verdict = f"not helping and looks harmful ({helps})"
+            else:
+                verdict = f"not helping enough ({helps})"
+            return f"screening is {verdict}, switched off at verification {self.decided_at}; {said}"
         if self.state == "on":
             return (
                 f"screening is helping (p = {p_help:.3f} that it is no better than random), on since verification "
@@ -453,7 +463,8 @@ class AdaptiveRule:
     def restore(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Units, state, k and decisions from stored records (the last is cumulative; units add up)."""
         self.decisions = [d for m in records for d in m.get("decisions", [m["decision"]] if "decision" in m else [])]
-        self.bets, self.kinds = Bets(self.options.margin), {"canary": 0, "pair": 0}
+        self.bets, self.worse = Bets(self.options.margin), Bets(0.0)
+        self.kinds = {"canary": 0, "pair": 0}
         for m in records:
             for kind, x in m.get("new_units", ()):
                 self.add(str(kind), float(x))
@@ -598,10 +609,10 @@ class AdaptiveScreener:
         rows: list[dict[str, Any]] = []
         for o in outcomes:
             parent = self.parents.get(o.parent_id)
-            if parent is not None and o.parent_id not in self.known and o.parent_fitness is not None:
+            if parent is not None and parent.program and o.parent_id not in self.known and o.parent_fitness is not None:
                 rows.append(self._learnt(Known(_as_candidate(parent), parent.score, o.parent_fitness)))
             child = self.seen.pop(o.child_id, None) or o.candidate
-            if child is not None and o.child_id not in self.known:
+            if child is not None and child.program and o.child_id not in self.known:  # a program a canary can show
                 fitness = None if o.failed else o.child_fitness
                 rows.append(self._learnt(Known(child, None if o.failed else o.child_score, fitness)))
         return rows

@@ -222,7 +222,18 @@ def audit_from_store(store: Any, run_id: str, *, resamples: int = BOOTSTRAP) -> 
     )
 
 
-ADAPTIVE_KEYS = ("state", "reason", "decided_at", "units", "canaries", "pairs", "mean", "p_no_help", "p_helps")
+ADAPTIVE_KEYS = (
+    "state",
+    "reason",
+    "decided_at",
+    "units",
+    "canaries",
+    "pairs",
+    "mean",
+    "p_no_help",
+    "p_helps",
+    "p_not_worse",
+)
 
 
 def adaptive_state(store: Any, run_id: str) -> dict[str, Any] | None:
