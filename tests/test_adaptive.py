@@ -569,3 +569,30 @@ def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_fro
         resumed = _engine(store, MAKERS[make](), budget=80, executor=Unbounded())
         result = asyncio.run(resumed.run(run_id))
         assert result.verifications == 80 and resumed.screener.decisions[: len(kept)] == kept
+
+
+def test_show_the_report_and_the_dashboard_say_what_adaptive_screening_decided(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from verifyless.report.render import write_report
+
+    db = tmp_path / "s.db"
+    with RunStore(db) as store:
+        run_id = asyncio.run(_engine(store, _adaptive(Inverted()), executor=Unbounded()).run()).run_id
+        html = write_report(store, run_id, tmp_path / "out", figures=False).html.read_text()
+    assert 'id="adaptive-state"' in html and "switched off at verification" in html
+    shown = subprocess.run(
+        [sys.executable, "-m", "verifyless", "show", run_id, "--store", str(db)], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("adaptive screening"))
+    assert line.startswith("adaptive screening off: screening is") and "switched off at verification" in line
+    as_json = subprocess.run(
+        [sys.executable, "-m", "verifyless", "show", run_id, "--store", str(db), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    state = json.loads(as_json.stdout)["screener_audit"]["adaptive"]
+    assert state["state"] == "off" and state["decided_at"] <= 12 and state["p_helps"] <= 0.1

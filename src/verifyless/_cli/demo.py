@@ -141,15 +141,11 @@ def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget:
         audit = audit_from_store(store, screened.run_id)
         learned = [e.payload.get("adaptive") or {} for e in store.events(adaptive.run_id, kinds=["screener_learn"])]
     console.print(f"screened run, {audit_line(audit)}", highlight=False)
-    none_yet = "no audited pair has told the screener apart from random yet (both or neither of each pair improved)"
+    none_yet = "no paid outcome has reached the screener yet"
     last = learned[-1] if learned else {"state": "trial", "reason": none_yet}
     decisions = [m["decision"] for m in learned if "decision" in m]
-    how = "; ".join(f"round {d['round']}: {d['state']}" for d in decisions) or "no decision yet"
-    console.print(
-        f"adaptive screening: ended {last['state']} ({how}); why: {last['reason']}; "
-        f"audited pairs won / lost by the screener: {last.get('wins', 0)} / {last.get('losses', 0)}",
-        highlight=False,
-    )
+    how = "; ".join(f"verification {d['verifications']}: {d['state']}" for d in decisions) or "no decision yet"
+    console.print(f"adaptive screening: ended {last['state']} ({how}); {last['reason']}", highlight=False)
     line = _matched(adaptive.best_score, unscreened.best_score, budget, adaptive.verifications, metric)
     console.print(line, highlight=False)
 
