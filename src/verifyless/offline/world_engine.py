@@ -175,11 +175,12 @@ def world_run(
     """A greedy ``Engine`` run of ``budget`` verifications on ``world`` (module docstring); ``book`` is fresh.
 
     ``screener`` is any screener (build it around ``book`` for a ``WorldCritic``). ``store`` is the SQLite file
-    (a temporary one when None). ``overrides`` are extra dotted config settings.
+    (a temporary one when None, under /dev/shm where it exists). ``overrides`` are extra dotted config settings.
     """
     if store is not None:
         return asyncio.run(_run(world, task, screener, book, budget, n, seed, store, overrides))
-    with tempfile.TemporaryDirectory(prefix="verifyless-world-") as tmp:
+    memory = Path("/dev/shm")  # a temporary store in memory where there is one: the same SQLite, no disk syncs
+    with tempfile.TemporaryDirectory(prefix="verifyless-world-", dir=memory if memory.is_dir() else None) as tmp:
         return asyncio.run(_run(world, task, screener, book, budget, n, seed, Path(tmp) / "w.db", overrides))
 
 

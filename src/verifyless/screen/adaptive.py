@@ -11,8 +11,8 @@ know that in advance.
 **Evidence: units x in [-1, 1], each worth as much whatever the search's
 improvement rate.** Two kinds, both read from outcomes already paid for:
 
-* *canary* (no verification): at every round boundary, ``canaries``
-  re-presentations of known outcomes. A canary is a triple of paid programs
+* *canary* (no verification): at every round boundary, ``canaries`` (4; once
+  ``on``, ``canaries_on``, 1) re-presentations of known outcomes. A canary is a triple of paid programs
   (P, A, B) with fitness f(A) > f(P) > f(B) (a failed program is below every
   score): the inner screener screens A and B, in a random order, as children
   of P, a parent/child pairing it has not seen (a triple whose A or B is a
@@ -35,8 +35,9 @@ that always prefers the worse program.
 ``help`` bets against "no better than random" (mean x <= 0): its wealth
 multiplies by 1 + l x; ``harm`` bets against "helps by at least ``margin``"
 (mean x >= margin): its wealth multiplies by 1 + l (margin - x). Each bet
-size l is predictable (from the units before it, shrunk to 0 by two
-pseudo-units, at most 0.75), so either wealth is a nonnegative
+size l is predictable (from the units before it and two pseudo-units at
+chance, at most 0.75: the harm bet starts betting on "no help", the help bet
+starts at 0), so either wealth is a nonnegative
 supermartingale under its null, and P(it ever reaches 1 / ``alpha``) <=
 ``alpha`` however often it is looked at. Every round boundary: harm's wealth
 >= 1 / alpha -> ``off`` (final; the screener hurts or does not help by the
@@ -58,8 +59,8 @@ distinct triples are independent (a critic that misreads one program in
 every pairing breaks it a little: a pair unit never does). Cost in
 verifications: the audits, ``audit`` per expansion (about 0.1 x the
 budget), and the screener's picks until ``off``; canaries cost
-``2 x canaries`` candidate screenings per round boundary and no
-verification. The verifications to a decision are about
+``2 x canaries`` candidate screenings per round boundary in the trial
+(``2 x canaries_on`` once on) and no verification. The verifications to a decision are about
 ln(1 / alpha) / (l x mean x) units (a few for a screener that is always
 wrong, hundreds for one just short of the margin); ``AdaptiveRule.needs``
 estimates them from the units so far and the reason says it.
@@ -119,7 +120,7 @@ __all__ = [
     "concordance",
 ]
 
-PRIOR_UNITS = 2.0  # pseudo-units of x = 0 that shrink each bet size toward 0
+PRIOR_UNITS = 2.0  # pseudo-units at chance (x = 0, x^2 = 1) that each bet size is shrunk with
 MAX_BET = 0.75  # the largest bet size: a unit never takes more than 3/4 of either wealth
 
 
@@ -137,14 +138,18 @@ class AdaptiveOptions(BaseOptions):
         0.1, gt=0.0, lt=0.5, description="error rate of each bet: switching off a screener that helps by the margin"
     )
     margin: float = Field(
-        0.2,
+        0.3,
         ge=0.0,
         lt=1.0,
         description="how much better than random screening must be to stay on: P(right) - P(wrong) on the units",
     )
     canaries: int = Field(
-        2, ge=0, description="canaries per round boundary: known outcomes re-presented (screener calls, no verification)"
+        4,
+        ge=0,
+        description="canaries per round boundary before a decision: known outcomes re-presented to the screener "
+        "(two candidates each; screener calls, no verification)",
     )
+    canaries_on: int = Field(1, ge=0, description="canaries per round boundary once screening is on (still tested)")
     audit: float = Field(
         0.1, ge=0.0, le=1.0, description="chance an expansion also verifies a random sibling of the pick (a pair)"
     )
@@ -229,7 +234,7 @@ def concordance(verdicts: Verdicts) -> Concordance:
 class Bets:
     """The two bets' state after ``n`` units (module docstring): sums of x and x^2, log wealths and their peaks."""
 
-    margin: float = 0.2
+    margin: float = 0.3
     n: int = 0
     total: float = 0.0
     squares: float = 0.0
@@ -246,8 +251,9 @@ class Bets:
         """The next bet sizes (help, harm): mean / second moment of each bet's stream, shrunk, within [0, 0.75]."""
         m, d = self.margin, self.n + PRIOR_UNITS
         mu_help, second_help = self.total / d, (self.squares + PRIOR_UNITS) / d
-        mu_harm = (self.n * m - self.total) / d
-        second_harm = (self.n * m * m - 2 * m * self.total + self.squares + PRIOR_UNITS) / d
+        # the pseudo-units sit at chance (x = 0, second moment 1): the harm bet starts skeptical (margin - 0)
+        mu_harm = ((self.n + PRIOR_UNITS) * m - self.total) / d
+        second_harm = ((self.n + PRIOR_UNITS) * m * m - 2 * m * self.total + self.squares + PRIOR_UNITS) / d
         return _clip(mu_help / second_help), _clip(mu_harm / second_harm)
 
     def add(self, x: float) -> Bets:
@@ -639,7 +645,7 @@ class AdaptiveScreener:
         if self.context is None:
             return []
         units = []
-        for i in range(self.options.canaries):
+        for i in range(self.options.canaries_on if self.state == "on" else self.options.canaries):
             rng = random.Random(f"adaptive-canary:{round}:{i}:{len(self.used)}")
             triple = self._triple(rng)
             if triple is None:
@@ -673,7 +679,7 @@ class AdaptiveScreener:
         p, a, b = triple
         pair = [a.candidate, b.candidate]
         rng.shuffle(pair)
-        ctx = replace(self.context, parent=p.parent, rng=rng, n_verify=1, round=self.context.round)
+        ctx = replace(self.context, parent=p.parent, rng=rng, n_verify=1, pilot=None)  # a canary pays no pilot
         screening = await self.inner.screen(ctx, pair)
         first = screening.chosen[0] if screening.chosen else screening.ranking[0]
         ev = screening.evidence
