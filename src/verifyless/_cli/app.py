@@ -37,6 +37,7 @@ from verifyless._cli.progress import LiveProgress as _LiveProgress
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
+from verifyless._cli.task import app as task_app
 from verifyless._cli.show import (
     fmt,
     peers_text,
@@ -564,6 +565,7 @@ def demo(
 
 # Command groups and commands that live in their own modules, registered last so that
 # `verifyless --help` lists them after the run commands above.
+app.add_typer(task_app, name="task", help="Make task folders: `task new DIR --data train.csv --target COL`.")
 app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
 app.command("collect-pools")(collect_pools_command)
 app.add_typer(data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")
