@@ -132,16 +132,34 @@ def test_bad_csv_inputs_give_one_clear_line_and_exit_2(tmp_path):
 
 def test_the_command_line_makes_verifies_and_lists_a_task(tmp_path):
     folder = tmp_path / "tasks" / "flowers"
-    made = cli("task", "new", str(folder), "--data", str(penguin_like_csv(tmp_path / "f.csv")), "--target", "species",
-               "--metric", "accuracy", env_cache=tmp_path / "cache")
+    made = cli(
+        "task",
+        "new",
+        str(folder),
+        "--data",
+        str(penguin_like_csv(tmp_path / "f.csv")),
+        "--target",
+        "species",
+        "--metric",
+        "accuracy",
+        env_cache=tmp_path / "cache",
+    )
     assert made.returncode == 0, made.stderr
     assert "multiclass task, metric accuracy" in made.stdout and "baseline val_accuracy" in made.stdout
     checked = cli("verify", str(folder), "--json", env_cache=tmp_path / "cache")
     assert checked.returncode == 0, checked.stderr
     result = json.loads(checked.stdout)
     assert result["status"] == "ok" and 0.5 < result["metrics"]["val_accuracy"] <= 1
-    again = cli("task", "new", str(folder), "--data", str(tmp_path / "f.csv"), "--target", "species",
-                env_cache=tmp_path / "cache")
+    again = cli(
+        "task",
+        "new",
+        str(folder),
+        "--data",
+        str(tmp_path / "f.csv"),
+        "--target",
+        "species",
+        env_cache=tmp_path / "cache",
+    )
     assert again.returncode == 2 and "already exists" in again.stderr
     (found,) = discover_tasks(tmp_path / "tasks")
     assert not isinstance(found, TaskError) and found.name == "flowers" and found.kind == "competition"
@@ -158,11 +176,15 @@ def spooky_folder(base: Path) -> Path:
     private.mkdir(parents=True)
     rng = np.random.default_rng(1)
     authors = rng.choice(["EAP", "HPL", "MWS"], size=90)
-    train = pd.DataFrame({"id": [f"id{i:03d}" for i in range(60)], "length": rng.normal(size=60), "author": authors[:60]})
+    train = pd.DataFrame(
+        {"id": [f"id{i:03d}" for i in range(60)], "length": rng.normal(size=60), "author": authors[:60]}
+    )
     test_ids = [f"id{i:03d}" for i in range(60, 90)]
     train.to_csv(public / "train.csv", index=False)
     pd.DataFrame({"id": test_ids, "length": rng.normal(size=30)}).to_csv(public / "test.csv", index=False)
-    pd.DataFrame({"id": test_ids, "EAP": 0.4, "HPL": 0.3, "MWS": 0.3}).to_csv(public / "sample_submission.csv", index=False)
+    pd.DataFrame({"id": test_ids, "EAP": 0.4, "HPL": 0.3, "MWS": 0.3}).to_csv(
+        public / "sample_submission.csv", index=False
+    )
     answers = pd.DataFrame({"id": test_ids, **{a: (authors[60:] == a).astype(int) for a in ("EAP", "HPL", "MWS")}})
     answers.to_csv(private / "test.csv", index=False)
     (public / "description.md").write_text("# Spooky Author Identification\n")
@@ -262,7 +284,11 @@ def test_hidden_answers_are_unreadable_from_the_sandbox(tmp_path, kind):
         task = load_task(root)
     else:
         task = load_task("diabetes_rmsle")
-    secrets = [*task.hidden_data, task.hidden_data[0] / "val_answers.csv", task.root / "prepared" / "public" / "train.csv"]
+    secrets = [
+        *task.hidden_data,
+        task.hidden_data[0] / "val_answers.csv",
+        task.root / "prepared" / "public" / "train.csv",
+    ]
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "cheat.py").write_text(CHEAT)
     result = SANDBOX.run(
@@ -291,8 +317,17 @@ def test_a_submission_linked_to_the_answers_is_a_contract_violation(tmp_path):
 
 @pytest.mark.parametrize("name", ["breast_cancer", "diabetes_rmsle"])
 def test_builtin_competition_runs_a_budget_3_search(tmp_path, name):
-    out = cli("run", name, "--budget", "3", "--store", str(tmp_path / "s.db"), "--quiet", "engine.candidates=2",
-              env_cache=tmp_path / "cache")
+    out = cli(
+        "run",
+        name,
+        "--budget",
+        "3",
+        "--store",
+        str(tmp_path / "s.db"),
+        "--quiet",
+        "engine.candidates=2",
+        env_cache=tmp_path / "cache",
+    )
     assert out.returncode == 0, out.stderr + out.stdout
     assert "verifications" in out.stdout and "best node hidden test score" in out.stdout, out.stdout
 
@@ -300,7 +335,14 @@ def test_builtin_competition_runs_a_budget_3_search(tmp_path, name):
 def test_every_mlebench_lite_grader_and_registry_metric_grades_like_scikit_learn():
     from sklearn import metrics
 
-    assert {metric_def(g).name for g in MLEBENCH_GRADERS.values()} <= {"auc", "logloss", "accuracy", "rmse", "rmsle", "qwk"}
+    assert {metric_def(g).name for g in MLEBENCH_GRADERS.values()} <= {
+        "auc",
+        "logloss",
+        "accuracy",
+        "rmse",
+        "rmsle",
+        "qwk",
+    }
     ids = [str(i) for i in range(8)]
     y = np.array([0, 1, 1, 0, 1, 0, 1, 1])
     p = np.array([0.2, 0.7, 0.6, 0.4, 0.9, 0.1, 0.3, 0.8])

@@ -37,7 +37,6 @@ from verifyless._cli.progress import LiveProgress as _LiveProgress
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
-from verifyless._cli.task import app as task_app
 from verifyless._cli.show import (
     fmt,
     peers_text,
@@ -46,6 +45,7 @@ from verifyless._cli.show import (
     submission_line,
     submission_summary,
 )
+from verifyless._cli.task import app as task_app
 from verifyless._cli.train import app as train_app
 from verifyless._cli.train import models_command
 from verifyless._cli.tune import app as tune_app

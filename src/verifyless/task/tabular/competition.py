@@ -231,11 +231,11 @@ def _read_public(layout: Layout, spec: CompetitionSpec) -> dict[str, Any]:
     return frames
 
 
-def _read_csv(path: Path, dtype: dict[str, type]) -> Any:
+def _read_csv(path: Path, dtype: dict[str, Any]) -> Any:
     import pandas as pd
 
     try:
-        return pd.read_csv(path, dtype=dtype)  # type: ignore[arg-type]
+        return pd.read_csv(path, dtype=dtype)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise TaskError(f"{path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
 
@@ -335,7 +335,9 @@ def split_competition(layout: Layout, grading: Grading, settings: SplitSettings,
         tmp.rename(dest)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise TaskError(f"cannot keep the validation split under {dest.parent}: {exc}; set VERIFYLESS_CACHE_DIR") from exc
+        raise TaskError(
+            f"cannot keep the validation split under {dest.parent}: {exc}; set VERIFYLESS_CACHE_DIR"
+        ) from exc
     return dest
 
 
@@ -359,7 +361,9 @@ def _write_split(tmp: Path, layout: Layout, grading: Grading, settings: SplitSet
         raise TaskError(f"test.csv has column(s) {missing[:6]} that train.csv lacks; the held-out rows need them")
     id_col = grading.id_column
     if set(sample[id_col]) != set(test[id_col]):
-        raise TaskError(f"{layout.sample.name} and test.csv list different ids; the sample submission has one row per test id")
+        raise TaskError(
+            f"{layout.sample.name} and test.csv list different ids; the sample submission has one row per test id"
+        )
     overlap = set(held_rows[id_col]) & set(test[id_col])
     if overlap:
         raise TaskError(f"train.csv and test.csv share ids (e.g. {sorted(overlap)[0]!r}); ids must be unique")
@@ -504,7 +508,7 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
     grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
     ids = {grading.id_column: str}
     submission = _read_submission(Path(outdir) / SUBMISSION, ids)
-    held, answers = pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)  # type: ignore[arg-type]
+    held, answers = pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
     held_ids = list(held[grading.id_column].astype(str))
     expected = held_ids + list(answers[grading.id_column].astype(str))
     check_submission(submission, expected, grading, metric_def(grading.metric))
@@ -516,7 +520,7 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
     }
 
 
-def _read_submission(path: Path, ids: dict[str, type]) -> Any:
+def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
     import pandas as pd
 
     if not path.is_file():
@@ -524,7 +528,7 @@ def _read_submission(path: Path, ids: dict[str, type]) -> Any:
             f"no {SUBMISSION} in the output folder; write one row per id of test.csv with the sample submission's columns"
         )
     try:
-        return pd.read_csv(path, dtype=ids)  # type: ignore[arg-type]
+        return pd.read_csv(path, dtype=ids)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InvalidSubmission(f"{SUBMISSION} is not a readable CSV ({str(exc).splitlines()[0]})") from None
 
@@ -537,8 +541,8 @@ def floor_score(task: Task) -> float:
     info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
     grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
     ids = {grading.id_column: str}
-    train = pd.read_csv(task.public_data[0], dtype=ids)  # type: ignore[arg-type]
-    held = pd.read_csv(folder / "val_answers.csv", dtype=ids)  # type: ignore[arg-type]
+    train = pd.read_csv(task.public_data[0], dtype=ids)
+    held = pd.read_csv(folder / "val_answers.csv", dtype=ids)
     trivial = pd.DataFrame({grading.id_column: held[grading.id_column]})
     for column, value in _trivial_values(train, grading).items():
         trivial[column] = value

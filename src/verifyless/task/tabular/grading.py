@@ -198,7 +198,11 @@ def _compute(name: str, truth: Any, pred: Any) -> float:
         if truth.shape[1] == 1:
             return float(metrics.log_loss(truth[:, 0].astype(float), pred[:, 0].astype(float), labels=[0.0, 1.0]))
         probs = np.clip(pred.astype(float), 1e-15, 1.0)
-        return float(metrics.log_loss(truth.argmax(axis=1), probs / probs.sum(axis=1, keepdims=True), labels=list(range(truth.shape[1]))))
+        return float(
+            metrics.log_loss(
+                truth.argmax(axis=1), probs / probs.sum(axis=1, keepdims=True), labels=list(range(truth.shape[1]))
+            )
+        )
     scores = [_column(name, truth[:, j], pred[:, j], metrics) for j in range(truth.shape[1])]
     return float(np.mean(scores))
 
@@ -224,7 +228,9 @@ def _label_metric(name: str, y: Any, p: Any, metrics: Any) -> float:
         return float(metrics.accuracy_score(y, p))
     if name == "qwk":
         try:
-            return float(metrics.cohen_kappa_score([int(v) for v in y], [int(float(v)) for v in p], weights="quadratic"))
+            return float(
+                metrics.cohen_kappa_score([int(v) for v in y], [int(float(v)) for v in p], weights="quadratic")
+            )
         except ValueError:
             raise InvalidSubmission("qwk needs integer labels; the submission's labels are not integers") from None
     binary = set(y) <= {"0", "1"}

@@ -91,7 +91,9 @@ def _read(path: Path, flag: str) -> Any:
     try:
         frame = pd.read_csv(path)
     except pd.errors.EmptyDataError:
-        raise ConfigError(f"{flag} {path} is empty; pass a CSV with a header line and at least {MIN_ROWS} rows") from None
+        raise ConfigError(
+            f"{flag} {path} is empty; pass a CSV with a header line and at least {MIN_ROWS} rows"
+        ) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{flag} {path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
     if frame.empty:
@@ -168,7 +170,9 @@ def _hidden_test(frame: Any, request: Request, problem: Problem, id_column: str)
         test, _ = _with_ids(test, request.id_column, start=len(frame), path=request.test)
         lacking = [c for c in frame.columns if c not in test.columns]
         if lacking:
-            raise ConfigError(f"--test {request.test} lacks the column(s) {lacking[:8]} of --data; give both the same columns")
+            raise ConfigError(
+                f"--test {request.test} lacks the column(s) {lacking[:8]} of --data; give both the same columns"
+            )
         if set(test[id_column].astype(str)) & set(frame[id_column].astype(str)):
             raise ConfigError(f"--test {request.test} repeats ids of --data in {id_column!r}; ids must be unique")
         return frame, test[list(frame.columns)]
@@ -208,7 +212,9 @@ def _write(
     target = request.target
     train.to_csv(public / "train.csv", index=False)
     test.drop(columns=[target]).to_csv(public / "test.csv", index=False)
-    _sample(test[id_column], train[target], columns, label_column, metric).to_csv(public / "sample_submission.csv", index=False)
+    _sample(test[id_column], train[target], columns, label_column, metric).to_csv(
+        public / "sample_submission.csv", index=False
+    )
     _answers(test, id_column, target, columns, label_column).to_csv(private / "test.csv", index=False)
     (public / "description.md").write_text(describe(train, request, id_column, problem, metric, columns, dropped))
     shutil.copyfile(BASELINE, dest / "solution.py")
@@ -270,7 +276,12 @@ def describe(
     ]
     if dropped:
         lines += [f"{dropped} row(s) of the original file had no `{request.target}` value and were left out.", ""]
-    lines += ["## Columns of train.csv", "", "| column | type | missing | distinct | summary |", "| --- | --- | ---: | ---: | --- |"]
+    lines += [
+        "## Columns of train.csv",
+        "",
+        "| column | type | missing | distinct | summary |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
     lines += [_column_line(train[c], c, c == request.target) for c in train.columns if c != id_column]
     return "\n".join(lines) + "\n"
 

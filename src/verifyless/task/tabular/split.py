@@ -9,7 +9,7 @@ poses (binary, multiclass or regression) and ``default_metric`` the metric a tas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from verifyless.errors import ConfigError
 
@@ -55,11 +55,13 @@ def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int],
         splitter = StratifiedShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed)
         kept, held = next(splitter.split(positions, frame[settings.stratify].astype(str)))
     else:
-        kept, held = next(ShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed).split(positions))
+        kept, held = next(
+            ShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed).split(positions)
+        )
     return sorted(kept.tolist()), sorted(held.tolist())
 
 
-def _time_order(values: pd.Series) -> object:
+def _time_order(values: pd.Series) -> Any:
     """Row positions from earliest to latest (numbers, then dates, then text; ties keep file order)."""
     import pandas as pd
 
