@@ -77,8 +77,8 @@ def predict_column(train, test, target, spec, numeric, categorical):
     model.fit(train.loc[known, numeric + categorical], train.loc[known, target])
     x = test[numeric + categorical]
     if spec["output"] == "value":
-        y = train.loc[known, target]
-        return np.clip(model.predict(x), y.min(), y.max())
+        predictions = model.predict(x)
+        return np.maximum(predictions, 0) if train.loc[known, target].min() >= 0 else predictions
     if spec["output"] == "label":
         return model.predict(x)
     proba = model.predict_proba(x)
