@@ -372,3 +372,27 @@ def test_new_task_refuses_a_folder_in_use(tmp_path):
     with pytest.raises(ConfigError, match="already exists"):
         prepare_task(tmp_path / "used", Request(diabetes_csv(tmp_path / "d.csv"), "target"))
     shutil.rmtree(tmp_path / "used")
+
+
+def test_a_labelled_test_file_and_an_id_column_are_kept(tmp_path):
+    frame = load_diabetes(as_frame=True, scaled=False).frame
+    frame.insert(0, "patient", [f"p{i}" for i in range(len(frame))])
+    frame.iloc[:400].to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[400:].to_csv(tmp_path / "test.csv", index=False)
+    request = Request(tmp_path / "train.csv", "target", metric="rmsle", id_column="patient", test=tmp_path / "test.csv")
+    made = prepare_task(tmp_path / "t", request)
+    answers = pd.read_csv(made.root / "prepared" / "private" / "test.csv")
+    assert list(answers["patient"]) == [f"p{i}" for i in range(400, 442)] and made.train_rows == 400
+    assert load_task(made.root).metric.name == "val_rmsle"
+    with pytest.raises(ConfigError, match="has no 'target' column"):
+        frame.drop(columns=["target"]).to_csv(tmp_path / "unlabelled.csv", index=False)
+        prepare_task(tmp_path / "u", Request(tmp_path / "train.csv", "target", test=tmp_path / "unlabelled.csv"))
+
+
+def test_verify_prints_the_rejected_submission_in_one_line(tmp_path):
+    program = tmp_path / "short.py"
+    program.write_text(SUBMITTER.replace("CHANGE", "sample.iloc[:-5]"))
+    out = cli("verify", "breast_cancer", str(program), "--strict", env_cache=tmp_path / "cache")
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
+    (line,) = [ln for ln in out.stdout.splitlines() if "contract-violation" in ln]
+    assert "invalid submission: submission.csv has" in line and "the sample submission has" in line
