@@ -2,12 +2,15 @@
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# competition tasks keep their validation split in a cache folder: the tests' own, never the user's
+os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
 sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends
 
 import hypothesis  # noqa: E402,F401  (imported up front: a lazy import at session end can trip a CPython 3.11 AST bug)

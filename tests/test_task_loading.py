@@ -316,7 +316,16 @@ def test_not_a_task_folder_and_unknown_builtin(tmp_path: Path) -> None:
         load_task("no_such_task_name")
 
 
-BUILTINS = ("affairs_gbm", "circle_packing", "diabetes", "digits_torch", "moons_torch", "sunspots")
+BUILTINS = (
+    "affairs_gbm",
+    "breast_cancer",
+    "circle_packing",
+    "diabetes",
+    "diabetes_rmsle",
+    "digits_torch",
+    "moons_torch",
+    "sunspots",
+)
 
 
 @pytest.mark.parametrize("name", BUILTINS)

@@ -63,6 +63,8 @@ def test_the_wheel_lists_and_verifies_the_built_in_tasks(wheel_env, tmp_path):
     assert listed.returncode == 0, listed.stderr
     for name in ("affairs_gbm", "circle_packing", "diabetes", "digits_torch", "moons_torch", "sunspots"):
         assert name in listed.stdout
+    for name in ("breast_cancer", "diabetes_rmsle"):  # competitions: their baseline and idea space are package data
+        assert f"{name} " in listed.stdout and "competition" in listed.stdout
     verified = run_installed(wheel_env, "verify", "diabetes", cwd=tmp_path)
     assert verified.returncode == 0, verified.stderr + verified.stdout
     assert "ok" in verified.stdout

@@ -26,7 +26,8 @@ Every candidate problem is a ``Status`` with a reason. Sandbox results map as
 the task's resource contract; the reason names which limit). A workspace
 holding a symlink that leads outside it, or a FIFO/socket/device, is also a
 CONTRACT_VIOLATION: the trusted scorer would otherwise read host files (the
-hidden labels) or block. Only a broken sandbox raises ``SandboxUnavailable``;
+hidden labels) or block. A scorer that raises ``InvalidSubmission`` (wrong columns, rows or ids)
+makes a CONTRACT_VIOLATION with its message. Only a broken sandbox raises ``SandboxUnavailable``;
 a broken task (scorer file that does not load, missing public data) raises
 ``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
 """
@@ -52,7 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.errors import SandboxUnavailable, TaskError
+from verifyless.errors import InvalidSubmission, SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
 from verifyless.sandbox.base import ExecResult, Sandbox
 from verifyless.task.base import FULL_FIDELITY, FidelityLevel, Task
@@ -319,7 +320,10 @@ def _judge(
     if task.kind == "openevolve":
         raw, failure = _read_openevolve_metrics(ws / "out" / OE_METRICS)
     else:
-        raw, failure = _run_scorer(task, ws, level)
+        try:
+            raw, failure = _run_scorer(task, ws, level)
+        except InvalidSubmission as exc:  # the candidate's output broke the submission contract
+            return Status.CONTRACT_VIOLATION, f"invalid submission: {exc}", {}, {}
     if failure:
         return Status.FAILED, failure, {}, {}
     if not isinstance(raw, Mapping):
@@ -364,6 +368,8 @@ def _run_scorer(task: Task, ws: Path, level: FidelityLevel | None = None) -> tup
         extra = {"level": level.name} if level is not None and _takes_level(fn) else {}
         try:
             return fn(outdir, list(task.hidden_data), public, **extra), None
+        except InvalidSubmission:
+            raise
         except Exception as exc:  # the scorer choked on candidate output: a candidate failure
             return None, f"scorer raised {type(exc).__name__}: {exc}"
     return _run_scorer_command(task, outdir, public)

@@ -45,6 +45,7 @@ from verifyless._cli.show import (
     submission_line,
     submission_summary,
 )
+from verifyless._cli.task import app as task_app
 from verifyless._cli.train import app as train_app
 from verifyless._cli.train import models_command
 from verifyless._cli.tune import app as tune_app
@@ -566,6 +567,7 @@ def demo(
 
 # Command groups and commands that live in their own modules, registered last so that
 # `verifyless --help` lists them after the run commands above.
+app.add_typer(task_app, name="task", help="Make task folders: `task new DIR --data train.csv --target COL`.")
 app.add_typer(bench_app, name="bench", help="Measure critics, selection and arms from stored runs.")
 app.command("collect-pools")(collect_pools_command)
 app.add_typer(data_app, name="data", help="Critic data: collect outcomes, harvest runs, synthesise critiques.")

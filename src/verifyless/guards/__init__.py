@@ -162,7 +162,7 @@ class Guards:
             issues += static.policy(tree, task)
         if cfg.metric_write != "off":
             issues += static.metric_write(tree, _metric_names(task))
-        if cfg.leakage != "off" and task.kind == "native":
+        if cfg.leakage != "off" and task.kind != "openevolve":
             issues += _leakage.leakage(tree, _leakage.evaluation_files(task.public_data))
         return issues
 

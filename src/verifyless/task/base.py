@@ -161,11 +161,13 @@ class Task:
     which runs *inside* the sandbox together with the program (no hidden-data
     separation). ``kind == "native"``: ``run_command`` is the untrusted step and
     ``scorer`` the trusted step, run outside the sandbox after the candidate exits.
+    ``kind == "competition"`` (an MLE-bench prepared folder, ``verifyless.task.tabular``) is verified
+    exactly like a native task; its public data and held-out labels live in a kept split folder.
     """
 
     name: str
     root: Path
-    kind: Literal["native", "openevolve"]
+    kind: Literal["native", "openevolve", "competition"]
     statement: str
     program_file: str  # file name inside the workspace, e.g. "solution.py"
     baseline_program: str  # full text of the baseline program

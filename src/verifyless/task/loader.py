@@ -9,7 +9,9 @@ Two folder kinds are recognised:
   layout). The evaluator is inspected with ``ast`` only, never imported here.
   An optional ``verifyless.yaml`` sidecar adds a description, anchors, limits
   and an idea space; OpenEvolve's own ``config.yaml`` is read only for its
-  system message, used as the statement when nothing better exists.
+  system message, used as the statement when nothing better exists;
+- **competition**: MLE-bench's prepared layout (``prepared/public`` + ``prepared/private``), loaded by
+  ``verifyless.task.tabular.competition``.
 
 A malformed folder raises ``InvalidTask`` (a ``TaskError``) whose message lists
 each problem as ``<file>: <key path>: <what is wrong>; <fix>``.
@@ -53,6 +55,7 @@ from verifyless.task.schema import (
     explain,
 )
 from verifyless.task.space import SpaceError, render, slots_in
+from verifyless.task.tabular.competition import is_competition, load_competition
 
 OPENEVOLVE_PROGRAM = "initial_program.py"
 OPENEVOLVE_EVALUATOR = "evaluator.py"
@@ -82,6 +85,8 @@ def load_task(path: str | Path) -> Task:
         return _load_native(root)
     if (root / OPENEVOLVE_PROGRAM).is_file() and (root / OPENEVOLVE_EVALUATOR).is_file():
         return _load_openevolve(root)
+    if is_competition(root):  # MLE-bench's prepared layout (verifyless.task.tabular.competition)
+        return load_competition(root, _competition_space)
     raise TaskError(
         f"{root} is not a task folder: it has neither task.yaml nor {OPENEVOLVE_PROGRAM} + "
         f"{OPENEVOLVE_EVALUATOR}; add a task.yaml (see docs/design/task-format.md)"
@@ -100,7 +105,7 @@ def discover_tasks(directory: str | Path) -> list[Task | TaskError]:
     for child in sorted(p for p in base.iterdir() if p.is_dir()):
         native = (child / "task.yaml").is_file()
         openevolve = (child / OPENEVOLVE_PROGRAM).is_file() and (child / OPENEVOLVE_EVALUATOR).is_file()
-        if not (native or openevolve):
+        if not (native or openevolve or is_competition(child)):
             continue
         try:
             found.append(load_task(child))
@@ -469,6 +474,14 @@ def _first_difference(expected: str, got: str) -> str:
         if x != y:
             return f" (band line {i}: program has {x.strip()[:50]!r}, template gives {y.strip()[:50]!r})"
     return f" (program band has {len(a)} lines, template gives {len(b)})"
+
+
+def _competition_space(spec: IdeaSpaceSpec, program: str, program_name: str, problems: list[str]) -> IdeaSpace | None:
+    """A competition's idea space, checked against its program like a sidecar's (problems appended)."""
+    space = _idea_space(spec, SIDECAR, "idea_space", problems)
+    if space is not None:
+        _check_space(space, program, Band(), program_name, SIDECAR, "idea_space", problems)
+    return space
 
 
 # ------------------------------------------------------------------ openevolve

@@ -1,0 +1,573 @@
+"""MLE-bench competitions, loaded unchanged: a prepared folder becomes a ``Task`` of kind ``competition``.
+
+MLE-bench (openai/mle-bench) prepares a competition ``ID`` as ``DATA/ID/prepared/public/`` (``description.md``,
+``train.csv``, ``test.csv``, a sample submission) and ``DATA/ID/prepared/private/`` (the answers, usually
+``test.csv``); its grader reads the agent's ``submission.csv`` and the answers with the competition's metric
+(``mlebench/competitions/ID/config.yaml`` names it, e.g. ``grader: {name: auc-roc}``). ``find_layout`` recognises
+``DATA/ID`` or ``DATA/ID/prepared``. The metric comes from a ``verifyless.yaml`` sidecar (``metric: auc``), else
+from an MLE-bench ``config.yaml`` copied into the folder, else from the known grader of the competition id
+(``MLEBENCH_GRADERS``); the registry is ``grading.METRICS``.
+
+What the program sees (``split_competition``): verifyless holds out a seeded share of the public ``train.csv``
+rows (by time or group when the sidecar says so) and keeps that split in a cache folder keyed by the data's bytes
+(``$VERIFYLESS_CACHE_DIR``, default ``~/.cache/verifyless``). The workspace's ``train.csv`` lacks the held-out
+rows; its ``test.csv`` and sample submission hold the competition's test rows and the held-out rows, shuffled,
+so one ``submission.csv`` answers both: the held-out rows give the validation score (``val_<metric>``, the only
+score search sees) and the competition's test rows, graded against the private answers, the hidden test score
+(``test_<metric>``). The held-out labels and the private answers are hidden data: never copied into the
+workspace and masked from the sandbox, like a native task's ``hidden/``. A submission whose columns, rows or ids
+do not match the sample submission is an ``InvalidSubmission`` (a candidate's ``contract-violation``).
+
+Limits: the split needs a ``train.csv`` that holds the sample submission's prediction columns, or one label
+column whose values are their names (per-class probability submissions); competitions whose training data is
+images or JSON load with a clear error. The program trains on the public rows less the held-out share, so its
+hidden test score is that of a model fitted on slightly less data than MLE-bench's agents use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifyless.errors import InvalidSubmission, TaskError
+from verifyless.program import Band, BandError, split, syntax_error
+from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
+from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
+from verifyless.task.tabular.grading import Grading, check_submission, grade, known_metrics, metric_def
+from verifyless.task.tabular.split import SplitSettings, split_rows
+
+HERE = Path(__file__).resolve().parent
+BASELINE = HERE / "baseline.py"
+SPACE = HERE / "space.yaml"
+SCORER = HERE / "score.py"
+SIDECAR = "verifyless.yaml"
+SPEC_FILE = "verifyless_task.json"  # the public file that tells a program the submission's shape
+SUBMISSION = "submission.csv"
+CACHE_VERSION = "1"
+RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
+
+# The graders of MLE-bench lite (mlebench/competitions/ID/config.yaml, grader.name), by competition id.
+MLEBENCH_GRADERS = {
+    "aerial-cactus-identification": "auc-roc",
+    "aptos2019-blindness-detection": "quadratic-weighted-kappa",
+    "denoising-dirty-documents": "root-mean-squared-error",
+    "detecting-insults-in-social-commentary": "auc-roc",
+    "dog-breed-identification": "multi-class-log-loss",
+    "dogs-vs-cats-redux-kernels-edition": "log-loss",
+    "histopathologic-cancer-detection": "auc-roc",
+    "jigsaw-toxic-comment-classification-challenge": "column-wise-roc-auc",
+    "leaf-classification": "multi-class-log-loss",
+    "mlsp-2013-birds": "auc-roc",
+    "new-york-city-taxi-fare-prediction": "root-mean-squared-error",
+    "nomad2018-predict-transparent-conductors": "mean-column-wise-rmsle",
+    "plant-pathology-2020-fgvc7": "mean-column-wise-roc-auc",
+    "random-acts-of-pizza": "auc-roc",
+    "ranzcr-clip-catheter-line-classification": "auc-roc",
+    "siim-isic-melanoma-classification": "auc-roc",
+    "spooky-author-identification": "multi-class-log-loss",
+    "tabular-playground-series-dec-2021": "multi-class-classification-accuracy",
+    "tabular-playground-series-may-2022": "auc-roc",
+    "text-normalization-challenge-english-language": "accuracy",
+    "text-normalization-challenge-russian-language": "accuracy",
+    "the-icml-2013-whale-challenge-right-whale-redux": "auc-roc",
+}
+
+SpaceCheck = Callable[[IdeaSpaceSpec, str, str, list[str]], IdeaSpace | None]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SplitSpec(_Strict):
+    validation: float = Field(0.2, gt=0, lt=1, description="share of the public training rows held out")
+    seed: int = Field(0, description="seed of the random (stratified) split")
+    group: str | None = Field(None, description="hold out whole groups of this column")
+    time: str | None = Field(None, description="hold out the latest rows by this column")
+
+
+class CompetitionSpec(_Strict):
+    """``verifyless.yaml`` beside a competition's ``prepared/`` folder (all keys optional)."""
+
+    name: str | None = None
+    description: str = ""
+    metric: str | None = Field(None, description="registry metric or MLE-bench grader name")
+    id: str | None = Field(None, description="id column (default: the sample submission's first column)")
+    target: str | None = Field(None, description="train column of labels when the submission has one column per class")
+    split: SplitSpec = Field(default_factory=SplitSpec)
+    anchors: AnchorsSpec = Field(default_factory=AnchorsSpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    stochastic: bool = False
+    program: str | None = Field(None, description="baseline program file (default: verifyless's tabular baseline)")
+    idea_space: IdeaSpaceSpec | Literal["tabular"] | None = None
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a prepared competition's parts are."""
+
+    root: Path  # the folder the user named
+    public: Path
+    private: Path
+    sample: Path
+    answers: Path
+    config: dict[str, Any]  # MLE-bench's config.yaml when one is in the folder, else {}
+
+
+def find_layout(root: Path) -> Layout | None:
+    """The competition layout of ``root`` (``ID/`` or ``ID/prepared/``), or None when it is not one."""
+    prepared = root / "prepared" if (root / "prepared").is_dir() else root
+    public, private = prepared / "public", prepared / "private"
+    if not (public.is_dir() and private.is_dir()):
+        return None
+    config = _mlebench_config(root)
+    sample = _sample_submission(public, config)
+    if sample is None:
+        return None
+    return Layout(root, public, private, sample, _answers(private, config), config)
+
+
+def is_competition(root: Path) -> bool:
+    return find_layout(root) is not None
+
+
+def _mlebench_config(root: Path) -> dict[str, Any]:
+    path = root / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) and isinstance(data.get("grader"), dict) else {}
+
+
+def _sample_submission(public: Path, config: dict[str, Any]) -> Path | None:
+    named = (config.get("dataset") or {}).get("sample_submission")
+    if isinstance(named, str) and (public / Path(named).name).is_file():
+        return public / Path(named).name
+    found = sorted(p for p in public.glob("*.csv") if p.name.lower().replace("_", "").startswith("samplesubmission"))
+    return found[0] if found else None
+
+
+def _answers(private: Path, config: dict[str, Any]) -> Path:
+    named = (config.get("dataset") or {}).get("answers")
+    candidates = [Path(named).name] if isinstance(named, str) else []
+    for name in [*candidates, "test.csv", "answers.csv"]:
+        if (private / name).is_file():
+            return private / name
+    csvs = sorted(private.glob("*.csv"))
+    return csvs[0] if len(csvs) == 1 else private / "test.csv"
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load_competition(root: Path, check_space: SpaceCheck) -> Task:
+    """The ``Task`` of the competition folder ``root``; ``TaskError`` naming the fix when it cannot be used.
+
+    ``check_space(spec, program_text, program_name, problems)`` builds and checks an idea space (the loader's).
+    """
+    layout = find_layout(root)
+    if layout is None:
+        raise TaskError(f"{root} is not an MLE-bench prepared folder (prepared/public + prepared/private)")
+    spec = _sidecar(root)
+    frames = _read_public(layout, spec)
+    grading = _grading(layout, spec, frames)
+    settings = _settings(spec, grading, frames["train"])
+    cache = split_competition(layout, grading, settings, frames)
+    program_name, program = _program(root, spec)
+    space = _space(spec, program, program_name, check_space)
+    return _task(layout, spec, grading, cache, program_name, program, space)
+
+
+def _sidecar(root: Path) -> CompetitionSpec:
+    path = root / SIDECAR
+    if not path.is_file():
+        return CompetitionSpec()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return CompetitionSpec.model_validate(data)
+    except yaml.YAMLError as exc:
+        raise TaskError(f"{path}: YAML syntax error ({exc}); fix the YAML syntax") from None
+    except ValidationError as exc:
+        raise _invalid(root, explain(exc, SIDECAR, CompetitionSpec)) from None
+
+
+def _invalid(root: Path, problems: list[str]) -> TaskError:
+    head = f"task folder {root} is invalid ({len(problems)} problem{'s' if len(problems) != 1 else ''}):"
+    return TaskError("\n".join([head, *(f"  - {p}" for p in problems)]))
+
+
+def _read_public(layout: Layout, spec: CompetitionSpec) -> dict[str, Any]:
+    """train.csv, test.csv and the sample submission as frames (ids read as text)."""
+    import pandas as pd
+
+    for name in ("train.csv", "test.csv"):
+        if not (layout.public / name).is_file():
+            raise TaskError(
+                f"{layout.public} has no {name}; verifyless holds validation rows out of a public train.csv and "
+                "grades submissions for test.csv (competitions whose data is images or JSON are not supported yet)"
+            )
+    sample = pd.read_csv(layout.sample, nrows=5)
+    id_column = spec.id or str(sample.columns[0])
+    ids = {id_column: str}
+    frames = {name: _read_csv(layout.public / f"{name}.csv", ids) for name in ("train", "test")}
+    frames["sample"] = _read_csv(layout.sample, ids)
+    for name, frame in frames.items():
+        if id_column not in frame.columns:
+            raise TaskError(
+                f"{layout.public}: {name} file has no id column {id_column!r}; set 'id:' in {SIDECAR} to the column "
+                "that the sample submission, train.csv and test.csv share"
+            )
+    return frames
+
+
+def _read_csv(path: Path, dtype: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path, dtype=dtype)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
+
+
+def _grading(layout: Layout, spec: CompetitionSpec, frames: dict[str, Any]) -> Grading:
+    metric = _metric_name(layout, spec)
+    sample, train = frames["sample"], frames["train"]
+    id_column = spec.id or str(sample.columns[0])
+    columns = tuple(str(c) for c in sample.columns if c != id_column)
+    if not columns:
+        raise TaskError(f"{layout.sample} has no prediction column besides the id column {id_column!r}")
+    if all(c in train.columns for c in columns) and spec.target is None:
+        return Grading(metric, id_column, columns)
+    label = spec.target or _label_column(train, frames["test"], columns)
+    if label is None or label not in train.columns:
+        raise TaskError(
+            f"{layout.public}/train.csv holds neither the sample submission's columns {list(columns)[:6]} nor a "
+            f"label column whose values are their names; set 'target:' in {SIDECAR} to the column of labels"
+        )
+    if metric_def(metric).output == "value":
+        raise TaskError(f"metric {metric!r} scores numbers, but this submission has one probability column per class")
+    return Grading(metric, id_column, columns, label)
+
+
+def _label_column(train: Any, test: Any, columns: tuple[str, ...]) -> str | None:
+    for name in train.columns:
+        if name in test.columns:
+            continue
+        values = set(train[name].dropna().astype(str))
+        if len(values) >= 2 and values <= set(columns):
+            return str(name)
+    return None
+
+
+def _metric_name(layout: Layout, spec: CompetitionSpec) -> str:
+    grader = (layout.config.get("grader") or {}).get("name")
+    name = spec.metric or grader or MLEBENCH_GRADERS.get(_competition_id(layout))
+    if name is None:
+        raise TaskError(
+            f"cannot tell the metric of competition {layout.root.name!r}: add a {SIDECAR} with 'metric: NAME' "
+            f"(one of {known_metrics()}), or copy MLE-bench's config.yaml for it into {layout.root}"
+        )
+    try:
+        return metric_def(str(name)).name
+    except KeyError:
+        raise TaskError(
+            f"metric {name!r} of competition {layout.root.name!r} is not supported; use one of {known_metrics()}"
+        ) from None
+
+
+def _competition_id(layout: Layout) -> str:
+    root = layout.root.parent if layout.root.name == "prepared" else layout.root
+    return str(layout.config.get("id") or root.name)
+
+
+def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSettings:
+    for key in ("group", "time"):
+        column = getattr(spec.split, key)
+        if column is not None and column not in train.columns:
+            raise TaskError(f"{SIDECAR}: split.{key}: train.csv has no column {column!r}; name one of its columns")
+    labels = grading.label_column or grading.columns[0]
+    output = metric_def(grading.metric).output
+    return SplitSettings(
+        fraction=spec.split.validation,
+        seed=spec.split.seed,
+        group=spec.split.group,
+        time=spec.split.time,
+        stratify=labels if output != "value" else None,
+    )
+
+
+# ------------------------------------------------------------------ the kept split
+
+
+def cache_root() -> Path:
+    """Where competition splits are kept: ``$VERIFYLESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/verifyless``."""
+    override = os.environ.get("VERIFYLESS_CACHE_DIR")
+    if override:
+        return Path(override).expanduser().resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base, "verifyless").resolve()
+
+
+def split_competition(layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any]) -> Path:
+    """The cache folder of this competition's split (made once; the same bytes and settings reuse it)."""
+    key = _split_key(layout, grading, settings)
+    dest = cache_root() / "competitions" / f"{_competition_id(layout)}-{key}"
+    if (dest / "done").is_file():
+        return dest
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _write_split(tmp, layout, grading, settings, frames)
+        (tmp / "done").write_text("ok\n")
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise TaskError(
+            f"cannot keep the validation split under {dest.parent}: {exc}; set VERIFYLESS_CACHE_DIR"
+        ) from exc
+    return dest
+
+
+def _split_key(layout: Layout, grading: Grading, settings: SplitSettings) -> str:
+    digest = hashlib.sha256(f"{CACHE_VERSION}|{grading}|{settings}|{layout.sample.name}".encode())
+    for path in (layout.public / "train.csv", layout.public / "test.csv", layout.sample):
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _write_split(tmp: Path, layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any]) -> None:
+    import pandas as pd
+
+    train, test, sample = frames["train"], frames["test"], frames["sample"]
+    kept, held = split_rows(train, settings)
+    held_rows = train.iloc[held]
+    missing = [c for c in test.columns if c not in train.columns]
+    if missing:
+        raise TaskError(f"test.csv has column(s) {missing[:6]} that train.csv lacks; the held-out rows need them")
+    id_col = grading.id_column
+    if set(sample[id_col]) != set(test[id_col]):
+        raise TaskError(
+            f"{layout.sample.name} and test.csv list different ids; the sample submission has one row per test id"
+        )
+    overlap = set(held_rows[id_col]) & set(test[id_col])
+    if overlap:
+        raise TaskError(f"train.csv and test.csv share ids (e.g. {sorted(overlap)[0]!r}); ids must be unique")
+    inputs = pd.concat([test, held_rows[list(test.columns)]]).sample(frac=1.0, random_state=settings.seed)
+    defaults = {c: sample[c].iloc[0] for c in grading.columns}
+    extra = pd.DataFrame({id_col: held_rows[id_col], **defaults})
+    combined = pd.concat([sample, extra]).set_index(id_col).loc[inputs[id_col]].reset_index()
+    truth = [grading.label_column] if grading.label_column else list(grading.columns)
+    (tmp / "public").mkdir(parents=True)
+    (tmp / "hidden").mkdir()
+    train.iloc[kept].to_csv(tmp / "public" / "train.csv", index=False)
+    inputs.to_csv(tmp / "public" / "test.csv", index=False)
+    combined[list(sample.columns)].to_csv(tmp / "public" / layout.sample.name, index=False)
+    held_rows[[id_col, *truth]].to_csv(tmp / "hidden" / "val_answers.csv", index=False)
+    info = _spec_json(grading, layout.sample.name)
+    (tmp / "public" / SPEC_FILE).write_text(json.dumps(info, indent=1) + "\n")
+    (tmp / "hidden" / "grading.json").write_text(json.dumps(info, indent=1) + "\n")
+
+
+def _spec_json(grading: Grading, sample_name: str) -> dict[str, Any]:
+    metric = metric_def(grading.metric)
+    return {
+        "metric": metric.name,
+        "direction": metric.direction,
+        "output": metric.output,
+        "id": grading.id_column,
+        "columns": list(grading.columns),
+        "label_column": grading.label_column,
+        "sample_submission": sample_name,
+    }
+
+
+# ------------------------------------------------------------------ program, statement, task
+
+
+def _program(root: Path, spec: CompetitionSpec) -> tuple[str, str]:
+    path = (root / spec.program).resolve() if spec.program else BASELINE
+    if spec.program and (not path.is_relative_to(root.resolve()) or not path.is_file()):
+        raise TaskError(f"{SIDECAR}: program: file {spec.program!r} not found in {root}; fix the path")
+    text = path.read_text(encoding="utf-8")
+    problem = syntax_error(text, path.name)
+    try:
+        split(text, Band())
+    except BandError as exc:
+        problem = problem or str(exc)
+    if problem:
+        raise TaskError(f"{path.name}: {problem}; the baseline program must parse and mark its band")
+    return ("solution.py" if not spec.program else Path(spec.program).name), text
+
+
+def _space(spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck) -> IdeaSpace | None:
+    chosen = spec.idea_space
+    if chosen is None and spec.program is None:
+        chosen = "tabular"
+    if chosen is None:
+        return None
+    if chosen == "tabular":
+        chosen = IdeaSpaceSpec.model_validate(yaml.safe_load(SPACE.read_text(encoding="utf-8")))
+    assert isinstance(chosen, IdeaSpaceSpec)
+    problems: list[str] = []
+    space = check_space(chosen, program, name, problems)
+    if problems:
+        raise TaskError("\n".join([f"the idea space does not fit {name}:", *(f"  - {p}" for p in problems)]))
+    return space
+
+
+def _statement(layout: Layout, grading: Grading, settings_fraction: float, program: str) -> str:
+    description = layout.public / "description.md"
+    head = description.read_text(encoding="utf-8") if description.is_file() else f"# {layout.root.name}\n"
+    metric = metric_def(grading.metric)
+    columns = [grading.id_column, *grading.columns]
+    return (
+        f"{head.rstrip()}\n\n## How verifyless runs this competition\n\n"
+        f"The program runs as `python {program} --data DATA --out OUT`. DATA holds train.csv, test.csv, "
+        f"{layout.sample.name}, {SPEC_FILE} (the submission's shape) and the other public files. Write "
+        f"OUT/{SUBMISSION} with exactly the columns {columns[:8]} and one row per id of test.csv "
+        f"(each prediction a {metric.output}). {settings_fraction:.0%} of the training rows are held out of "
+        f"train.csv and appear unlabelled among the rows of test.csv: they give the validation score "
+        f"`val_{metric.name}`; the other rows are graded against the private answers (`test_{metric.name}`, "
+        f"reported only). Metric: {metric.description}, {metric.direction}d. A submission whose columns, rows "
+        "or ids differ from the sample submission's is rejected.\n"
+    )
+
+
+def _task(
+    layout: Layout,
+    spec: CompetitionSpec,
+    grading: Grading,
+    cache: Path,
+    program_name: str,
+    program: str,
+    space: IdeaSpace | None,
+) -> Task:
+    metric = metric_def(grading.metric)
+    others = sorted(
+        p for p in layout.public.iterdir() if p.name not in {"train.csv", "test.csv", layout.sample.name, SPEC_FILE}
+    )
+    public = (cache / "public" / "train.csv", cache / "public" / "test.csv", cache / "public" / layout.sample.name)
+    a = spec.anchors
+    return Task(
+        name=spec.name or _competition_id(layout),
+        root=layout.root.resolve(),
+        kind="competition",
+        statement=_statement(layout, grading, spec.split.validation, program_name),
+        program_file=program_name,
+        baseline_program=program,
+        band=Band(),
+        metric=Metric(f"val_{metric.name}", metric.direction, metric.lower, metric.upper),
+        anchors=Anchors(floor=a.floor, reference=a.reference, bound=a.bound, sota=a.sota),
+        public_data=(*public, cache / "public" / SPEC_FILE, *others),
+        hidden_data=(cache / "hidden", layout.answers),
+        run_command=RUN,
+        scorer=f"{SCORER}:score",
+        validation_metrics=(f"val_{metric.name}",),
+        test_metrics=(f"test_{metric.name}",),
+        limits=spec.limits.to_limits(),
+        stochastic=spec.stochastic,
+        idea_space=space,
+        description=spec.description or f"MLE-bench competition {_competition_id(layout)} ({metric.name})",
+        policy=spec.policy.model_dump(),
+        target=Target(
+            grading.label_column or grading.columns[0],
+            "regression" if metric.output == "value" else "classification",
+            (cache / "public" / "train.csv",),
+        ),
+    )
+
+
+# ------------------------------------------------------------------ trusted scoring
+
+
+def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
+    """``val_<metric>`` and ``test_<metric>`` of ``outdir/submission.csv``; ``InvalidSubmission`` when malformed.
+
+    ``hidden`` is the task's hidden data: the split's hidden folder (held-out labels, grading.json), then the
+    private answers.
+    """
+    import pandas as pd
+
+    folder, answers_path = Path(hidden[0]), Path(hidden[1])
+    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
+    grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
+    ids = {grading.id_column: str}
+    submission = _read_submission(Path(outdir) / SUBMISSION, ids)
+    held, answers = pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
+    held_ids = list(held[grading.id_column].astype(str))
+    expected = held_ids + list(answers[grading.id_column].astype(str))
+    check_submission(submission, expected, grading, metric_def(grading.metric))
+    in_held = submission[grading.id_column].astype(str).isin(set(held_ids))
+    name = grading.metric
+    return {
+        f"val_{name}": grade(submission[in_held], held, grading),
+        f"test_{name}": grade(submission[~in_held], answers, grading),
+    }
+
+
+def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    if not path.is_file():
+        raise InvalidSubmission(
+            f"no {SUBMISSION} in the output folder; write one row per id of test.csv with the sample submission's columns"
+        )
+    try:
+        return pd.read_csv(path, dtype=ids)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InvalidSubmission(f"{SUBMISSION} is not a readable CSV ({str(exc).splitlines()[0]})") from None
+
+
+def floor_score(task: Task) -> float:
+    """The validation score of a trivial predictor (class shares, the majority label or the mean of train.csv)."""
+    import pandas as pd
+
+    folder = Path(task.hidden_data[0])
+    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
+    grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
+    ids = {grading.id_column: str}
+    train = pd.read_csv(task.public_data[0], dtype=ids)
+    held = pd.read_csv(folder / "val_answers.csv", dtype=ids)
+    trivial = pd.DataFrame({grading.id_column: held[grading.id_column]})
+    for column, value in _trivial_values(train, grading).items():
+        trivial[column] = value
+    return grade(trivial, held, grading)
+
+
+def _trivial_values(train: Any, grading: Grading) -> dict[str, Any]:
+    output = metric_def(grading.metric).output
+    if grading.label_column:
+        shares = train[grading.label_column].astype(str).value_counts(normalize=True)
+        return {c: float(shares.get(c, 0.0)) for c in grading.columns}
+    if output == "label":
+        return {c: train[c].mode().iloc[0] for c in grading.columns}
+    return {c: float(train[c].mean()) for c in grading.columns}
+
+
+__all__ = [
+    "MLEBENCH_GRADERS",
+    "CompetitionSpec",
+    "Layout",
+    "cache_root",
+    "find_layout",
+    "floor_score",
+    "is_competition",
+    "load_competition",
+    "score_workspace",
+    "split_competition",
+]

@@ -1,0 +1,105 @@
+"""Deterministic row splits and problem inference for tabular data (no I/O).
+
+``split_rows`` holds out a share of the rows: the latest ones by a time column, whole groups by a
+group column, or a seeded (stratified where every class has two rows) random share. The same frame,
+settings and seed always give the same split. ``infer_problem`` names the problem a target column
+poses (binary, multiclass or regression) and ``default_metric`` the metric a task gets for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from verifyless.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Problem = Literal["binary", "multiclass", "regression"]
+MAX_CLASSES_FOR_INTEGERS = 10  # an integer column with at most this many values is a class label
+
+
+@dataclass(frozen=True)
+class SplitSettings:
+    """How rows are held out: ``fraction`` of them, by ``time`` (latest), ``group`` (whole groups) or at random."""
+
+    fraction: float = 0.2
+    seed: int = 0
+    group: str | None = None
+    time: str | None = None
+    stratify: str | None = None  # a label column to stratify a random split by
+
+
+def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int], list[int]]:
+    """``(kept, held_out)`` row positions of ``frame``; both non-empty and sorted."""
+    import numpy as np
+    from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit, StratifiedShuffleSplit
+
+    n = len(frame)
+    if n < 4:
+        raise ConfigError(f"only {n} rows to split; a task needs at least 20 labelled rows")
+    positions = np.arange(n)
+    if settings.time is not None:
+        order = _time_order(frame[settings.time])
+        cut = max(1, round(settings.fraction * n))
+        held = sorted(order[n - cut :].tolist())
+        return sorted(set(range(n)) - set(held)), held
+    if settings.group is not None:
+        groups = frame[settings.group].astype(str).to_numpy()
+        if len(set(groups)) < 2:
+            raise ConfigError(f"group column {settings.group!r} has one value; a group split needs two or more groups")
+        splitter = GroupShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed)
+        kept, held = next(splitter.split(positions, groups=groups))
+    elif settings.stratify is not None and _stratifiable(frame[settings.stratify], settings.fraction):
+        splitter = StratifiedShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed)
+        kept, held = next(splitter.split(positions, frame[settings.stratify].astype(str)))
+    else:
+        kept, held = next(
+            ShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed).split(positions)
+        )
+    return sorted(kept.tolist()), sorted(held.tolist())
+
+
+def _time_order(values: pd.Series) -> Any:
+    """Row positions from earliest to latest (numbers, then dates, then text; ties keep file order)."""
+    import pandas as pd
+
+    key = pd.to_numeric(values, errors="coerce")
+    if key.isna().any():
+        dates = pd.to_datetime(values, errors="coerce", format="mixed")
+        key = dates if not dates.isna().any() else values.astype(str)
+    return key.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
+
+
+def _stratifiable(labels: pd.Series, fraction: float) -> bool:
+    counts = labels.astype(str).value_counts()
+    return bool(counts.min() >= 2 and round(fraction * len(labels)) >= len(counts))
+
+
+def infer_problem(target: pd.Series, column: str) -> Problem:
+    """The problem ``target`` poses; ``ConfigError`` when it has fewer than two distinct values."""
+    import pandas as pd
+
+    values = target.dropna()
+    distinct = values.nunique()
+    if distinct < 2:
+        what = f"one value ({values.iloc[0]!r})" if distinct else "no values"
+        raise ConfigError(
+            f"target column {column!r} has {what} in {len(target)} rows; a task needs a target with at least "
+            "two distinct values (pass another --target)"
+        )
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return "binary" if distinct == 2 else "multiclass"
+    integral = bool((values == values.round()).all())
+    if distinct == 2:
+        return "binary"
+    return "multiclass" if integral and distinct <= MAX_CLASSES_FOR_INTEGERS else "regression"
+
+
+def default_metric(problem: Problem) -> str:
+    """AUC for binary, log loss for multiclass, RMSE for regression (the metric registry's names)."""
+    return {"binary": "auc", "multiclass": "logloss", "regression": "rmse"}[problem]
+
+
+__all__ = ["Problem", "SplitSettings", "default_metric", "infer_problem", "split_rows"]
