@@ -205,8 +205,10 @@ def report(
     cells = []
     for budget in budgets:
         say(f"\nBudget {budget} ({len(worlds)} worlds x {len(seeds)} seeds, N = {n}, the engine path):\n")
-        say("| critic (Dir-3) | random | fixed | adaptive | reach r / f / a | P(adaptive beats random) "
-            "| off by 24 / by budget | on | headroom kept | audits / canaries per run | target |")
+        say(
+            "| critic (Dir-3) | random | fixed | adaptive | reach r / f / a | P(adaptive beats random) "
+            "| off by 24 / by budget | on | headroom kept | audits / canaries per run | target |"
+        )
         say("|---|---|---|---|---|---|---|---|---|---|---|")
         for lv in levels:
             c = cell(lv, budget, by_level[lv])

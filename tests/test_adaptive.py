@@ -204,7 +204,9 @@ def test_an_inverted_critic_is_switched_off_with_its_evidence_and_stays_random(t
         learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
         assert store.budget(result.run_id).verifications == 40
         assert adaptive_state(store, result.run_id)["state"] == "off"
-    assert screener.state == "off" and re.search("screening is (hurting|not helping and looks harmful)", screener.reason)
+    assert screener.state == "off" and re.search(
+        "screening is (hurting|not helping and looks harmful)", screener.reason
+    )
     assert "switched off at verification" in screener.reason
     decision = [rec["adaptive"]["decision"] for rec in learned if "decision" in rec["adaptive"]]
     assert decision == screener.decisions and decision[-1]["state"] == "off"

@@ -37,7 +37,7 @@ from typing import Any
 
 from verifyless.config import load_config
 from verifyless.engine import Engine
-from verifyless.node import Idea, Status, Verification
+from verifyless.node import Idea, Status, Verification, content_hash
 from verifyless.offline.replay import draw_pool
 from verifyless.offline.simulated import CriticSpec, SimulatedCritic
 from verifyless.offline.worlds import World, make_program
@@ -76,9 +76,11 @@ class WorldExecutor:
         self.book, self.capacity = book, capacity
 
     async def verify(self, task: Task, program: str) -> Verification:
-        i = self.book.locate(program)
+        i, digest = self.book.locate(program), content_hash(program)
         if i is None:
-            return Verification(status=Status.FAILED, reason="the program is no point of the world")
+            return Verification(
+                status=Status.FAILED, reason="the program is no point of the world", program_hash=digest
+            )
         self.book.verified.add(i)
         p = self.book.world.points[i]
         metric, ok = self.book.world.metric or task.metric.name, p.status == "ok"
@@ -90,6 +92,7 @@ class WorldExecutor:
             test_score=p.test_score if ok else None,
             metrics={metric: p.score} if ok and p.score is not None else {},
             test_metrics={test: p.test_score} if ok and p.test_score is not None else {},
+            program_hash=digest,
         )
 
     def close(self) -> None:
@@ -117,7 +120,9 @@ class WorldProposer:
             child = dict(world.points[i].assignment)
             changed = [d for d in space.dimensions if child[d] != before[d]]
             text = describe_move(space, before, child)
-            ideas.append(Idea(text, {"assignment": child, "changed": changed, "parent_assignment": before}, tuple(changed)))
+            ideas.append(
+                Idea(text, {"assignment": child, "changed": changed, "parent_assignment": before}, tuple(changed))
+            )
         return ideas
 
 
@@ -236,4 +241,3 @@ def _result(st: RunStore, run_id: str, screener: Any) -> WorldRun:
 def _audited(screening: dict[str, Any]) -> bool:
     notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (screening.get("evidence") or {}).values()]
     return any(note.get("audited") for note in notes)
-
