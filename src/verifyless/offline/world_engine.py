@@ -30,7 +30,7 @@ import asyncio
 import math
 import random
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -238,6 +238,6 @@ def _result(st: RunStore, run_id: str, screener: Any) -> WorldRun:
     )
 
 
-def _audited(screening: dict[str, Any]) -> bool:
+def _audited(screening: Mapping[str, Any]) -> bool:
     notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (screening.get("evidence") or {}).values()]
     return any(note.get("audited") for note in notes)

@@ -698,7 +698,7 @@ class AdaptiveScreener:
             for row in m.get("new_known", ()):
                 known = Known.from_row(row)
                 self.known[known.candidate.id] = known
-        self.used = {tuple(t) for m in mine for t in m.get("new_triples", ())}  # type: ignore[misc]
+        self.used = {(str(t[0]), str(t[1]), str(t[2])) for m in mine for t in m.get("new_triples", ())}
 
 
 def _as_candidate(parent: ParentInfo) -> Candidate:
