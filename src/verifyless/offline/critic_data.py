@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from verifyless.node import Idea
 from verifyless.offline.replay import hamming
 from verifyless.offline.worlds import World, make_program
+from verifyless.outcome import THREE, label3, pair_outcome
 from verifyless.roles.space import DeterministicSummarizer
 from verifyless.task.base import Task
-from verifyless.outcome import THREE, label3, pair_outcome
 
 SYSTEM = "Judge if the change improves the program's validation score. Answer [IMPROVEMENT] improve, tie or lose."
 
@@ -166,20 +166,6 @@ def _concat(parts: Iterable[list[CriticRow]]) -> list[CriticRow]:
     return [r for part in parts for r in part]
 
 
-__all__ = [
-    "SYSTEM",
-    "CriticData",
-    "CriticRow",
-    "balance",
-    "by_world",
-    "compact_prompt",
-    "describe",
-    "pair_label",
-    "space_descriptions",
-    "world_rows",
-]
-
-
 # ------------------------------------------------------------------ text pairs: the critic's own texts, split honestly
 
 
@@ -301,6 +287,45 @@ def world_pairs(world: World, texts: Sequence[str], *, max_moves: int = 3, tie: 
     return out
 
 
+def run_pairs(world: World, verified: Sequence[int], texts: Sequence[str], *, group: str, tie: float) -> list[TextPair]:
+    """The labelled outcomes a greedy run paid for: each verified point after the first against the incumbent
+    it was proposed from (the best OK point verified before it), as ``TextPair``s of ``group``."""
+    out, best = [], verified[0]
+    for child in verified[1:]:
+        labelled = pair_label(world, best, child, tie)
+        if labelled is not None:
+            key = point_key(world, best), point_key(world, child)
+            out.append(TextPair(world.task, texts[best], texts[child], labelled[1], labelled[0], *key, group))
+        fit, best_fit = world.fitness(child), world.fitness(best)
+        if fit is not None and (best_fit is None or fit > best_fit):
+            best = child
+    return out
+
+
 def point_key(world: World, index: int) -> str:
     """The content key of a world point: its program hash (``w<index>`` for a point stored without one)."""
     return world.points[index].program_hash or f"{world.task}/w{index}"
+
+
+__all__ = [
+    "SYSTEM",
+    "CriticData",
+    "CriticRow",
+    "PairSplit",
+    "TextPair",
+    "balance",
+    "by_world",
+    "compact_prompt",
+    "describe",
+    "leaks",
+    "pair_label",
+    "point_key",
+    "point_texts",
+    "region_split_of",
+    "run_pairs",
+    "space_descriptions",
+    "split_by_region",
+    "split_by_run",
+    "world_pairs",
+    "world_rows",
+]

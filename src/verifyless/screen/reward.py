@@ -66,6 +66,7 @@ class PairFeaturizer:
             raise ConfigError(f"unknown reward-model features {kind!r}; use one of {', '.join(FEATURE_KINDS)}")
         self.encoder, self.kind = encoder, kind
         self._cache: dict[str, np.ndarray] = {}
+        self._rows: dict[tuple[str, str], np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One embedding row per text (encoded in one batch for the texts not seen before)."""
@@ -78,6 +79,13 @@ class PairFeaturizer:
         return self.embed(texts).sum(axis=0) if texts else np.zeros(self.encoder.dim)
 
     def row(self, parent: str, child: str) -> np.ndarray:
+        """The feature row of one pair (cached)."""
+        key = (parent, child)
+        if key not in self._rows:
+            self._rows[key] = self._row(parent, child)
+        return self._rows[key]
+
+    def _row(self, parent: str, child: str) -> np.ndarray:
         if self.kind == "whole":
             both = self.embed([parent, child])
             return both[1] - both[0]
@@ -108,6 +116,7 @@ class RewardHead:
     tag: str
     encoder: str = "minilm"
     card: Mapping[str, Any] = field(default_factory=dict)
+    steps: int = 0  # optimiser iterations of the fit that made it (0 when loaded)
 
     def probs(self, x: np.ndarray) -> np.ndarray:
         """P(improve, tie, lose) per feature row (softmax of the logistic scores)."""

@@ -23,6 +23,7 @@ tied has a two-way head (P(tie) = 0).
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -76,7 +77,8 @@ def fit_head(
     model.fit((x - mean) / scale, [p.label for p in pairs])
     progress("fit head", 1, 1)
     coef, intercept = _three_rows(model, x.shape[1])
-    return RewardHead(coef, intercept, mean, scale, settings.features, "unsaved", settings.encoder)
+    steps = int(np.max(model.n_iter_))
+    return RewardHead(coef, intercept, mean, scale, settings.features, "unsaved", settings.encoder, steps=steps)
 
 
 def _three_rows(model: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -146,11 +148,17 @@ class Scores:
     pair_hits: tuple[float, ...] = field(repr=False, default=())
 
 
-def score(probs: np.ndarray, bench: Sequence[TextPair], gap: float = 0.01, seed: int = 0) -> Scores:
-    """Dir-3 (argmax of ``probs`` vs ``label3``) and sibling pairwise accuracy of ``rank_values(probs)``."""
+def score(
+    probs: np.ndarray, bench: Sequence[TextPair], gap: float = 0.01, seed: int = 0, max_pairs: int = 5000
+) -> Scores:
+    """Dir-3 (argmax of ``probs`` vs ``label3``) and sibling pairwise accuracy of ``rank_values(probs)`` (over at
+    most ``max_pairs`` sibling pairs, a seeded sample, so the bootstrap stays cheap)."""
     hits = tuple(int(THREE[int(np.argmax(p))] == r.label) for p, r in zip(probs, bench, strict=True))
     d = bootstrap_ci(hits, seed=seed) if hits else None
-    pair_hits = tuple(pairwise_hits(rank_values(probs), sibling_pairs(bench, gap))) if len(bench) else ()
+    siblings = sibling_pairs(bench, gap)
+    if len(siblings) > max_pairs:
+        siblings = random.Random(seed).sample(siblings, max_pairs)
+    pair_hits = tuple(pairwise_hits(rank_values(probs), siblings)) if len(bench) else ()
     pw = bootstrap_ci(pair_hits, seed=seed) if pair_hits else None
     return Scores(
         len(hits),
