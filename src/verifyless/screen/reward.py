@@ -169,7 +169,7 @@ def save_head(out: str | Path, arrays: Mapping[str, np.ndarray], card: Mapping[s
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
     with os.fdopen(fd, "wb") as fh:
-        np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})
+        np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()})  # type: ignore[arg-type]
     os.replace(tmp, folder / HEAD)
     tag = head_tag(folder)
     (folder / CARD).write_text(json.dumps({**card, "weights": tag}, indent=2, default=str))
