@@ -23,13 +23,12 @@ names and descriptions, never scores.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from verifyless.node import Idea
-from verifyless.offline.replay import hamming
+from verifyless.offline.replay import hamming, run_sync
 from verifyless.offline.worlds import World, make_program
 from verifyless.outcome import THREE, label3, pair_outcome
 from verifyless.roles.space import DeterministicSummarizer
@@ -261,7 +260,7 @@ def point_texts(world: World, task: Task) -> list[str]:
             out.append(await summarizer.summarize(task, make_program(task, p.assignment), idea))
         return out
 
-    return asyncio.run(all_texts())
+    return run_sync(all_texts())
 
 
 def world_pairs(world: World, texts: Sequence[str], *, max_moves: int = 3, tie: float = 0.0) -> list[TextPair]:
