@@ -2,6 +2,11 @@
 
     OMP_NUM_THREADS=1 python bench/critic_learning.py [--steps 0,25,50,100,200] [--out /tmp/critic-learning]
     python bench/critic_learning.py --quick        # the tiny Llama of train/tiny.py, < 60 s
+    OMP_NUM_THREADS=1 python bench/critic_learning.py --backbone minilm [--search]   # the reward-model critic
+
+``--backbone minilm`` is the reward-model critic (``critic-rm``: frozen MiniLM + a logistic head), per shipped
+world and per split (by run, by region, across tasks); see ``bench/_critic_rm.py``. The rest of this docstring
+is the SmolLM2 backbone (the default, ``--backbone smollm2``).
 
 Data (``verifyless.offline.critic_data``): parent -> child pairs (1..3 dimensions apart) of the built-in pool
 worlds, the child written from its option descriptions, labelled by ``outcome.label3`` at ``--tie``, balanced
@@ -33,6 +38,7 @@ import math
 import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -442,6 +448,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--arms", default="random,base,trained", help="search arms to run (random must be one)")
     parser.add_argument("--quick", action="store_true", help="tiny Llama, a few steps and rows (< 60 s)")
+    parser.add_argument("--backbone", default="smollm2", help="smollm2 (LoRA, label probe) or minilm (critic-rm)")
     args = parser.parse_args(argv)
     if args.quick:
         from verifyless.train.tiny import cached_tiny_lm
@@ -453,7 +460,50 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def parse_minilm(argv: Sequence[str]) -> argparse.Namespace:
+    """Options of ``--backbone minilm`` (the reward-model critic; ``bench/_critic_rm.py``)."""
+    parser = argparse.ArgumentParser(description="reward-model critic (frozen MiniLM + logistic head)")
+    parser.add_argument("--backbone", default="minilm")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-critic-learning-minilm"))
+    parser.add_argument("--tie", type=float, default=0.01, help="tie tolerance of label3 (relative Delta)")
+    parser.add_argument("--max-moves", type=int, default=3)
+    parser.add_argument("--C", type=float, default=0.1)
+    parser.add_argument("--earlier-runs", type=int, default=10, help="random-pick replays that are the earlier runs")
+    parser.add_argument("--later-runs", type=int, default=10, help="later replays benched in the by-run split")
+    parser.add_argument("--run-budget", type=int, default=24, help="verifications per replayed earlier/later run")
+    parser.add_argument("--sizes", default="50,100,200", help="learning-curve train sizes (all rows is added)")
+    parser.add_argument("--search", action="store_true", help="also the search replay (budgets, seeds below)")
+    parser.add_argument("--budgets", default="12,24")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--pool", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    args.sizes = [int(x) for x in args.sizes.split(",") if x]
+    args.budgets = [int(x) for x in args.budgets.split(",") if x]
+    return args
+
+
+def main_minilm(argv: Sequence[str]) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _critic_rm
+
+    args = parse_minilm(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = _critic_rm.run(args)
+    text = _critic_rm.report(result)
+    (args.out / "result.json").write_text(json.dumps(_critic_rm.summary_json(result), indent=2, default=str))
+    (args.out / "report.md").write_text(text)
+    print(text)
+    print(
+        f"total: {result['wall_s']:.0f} s wall, {result['cpu_s']:.0f} CPU-s (MiniLM encoding {result['encode_cpu_s']:.1f})"
+    )
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--backbone" in argv and argv[argv.index("--backbone") + 1] == "minilm":
+        return main_minilm(argv)
     args = parse(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -32,6 +32,10 @@ SKIPPED = {
     "verifyless train critic-grpo": "trains SmolLM2-135M from the skipped SFT adapter (GPU machine)",
     "verifyless train policy-grpo": "trains a SmolLM2 policy for minutes (GPU machine)",
     "verifyless run bench/tasks/policy_space": "needs the skipped policy adapter and its policy-run.yaml",
+    "verifyless train critic-rm diabetes": "needs the diabetes runs above in runs/warm.db (minutes of verification); "
+    "tests/test_critic_rm.py runs the same runs -> train -> screened run on tests/data_task",
+    "verifyless run diabetes --strategy greedy --screener critic-rm": "needs the skipped critic-rm artifact",
+    "verifyless show RUN --store runs/warm.db": "needs the skipped critic-rm run",
 }
 # budgets and sizes: (pattern, replacement), applied in order
 SHRINK = (

@@ -60,6 +60,16 @@ def screener_options(cfg: RunConfig) -> dict[str, Any]:
     return options
 
 
+def pinned(cfg: RunConfig, screener: Any) -> RunConfig:
+    """``cfg`` with the screener's ``pins`` (options it resolved when built: ``critic-rm``'s weights tag) written
+    into its options, so the run's stored config records them and a resume or replay checks them."""
+    pins = getattr(screener, "pins", None)
+    if not pins:
+        return cfg
+    options = cfg.screener.options.model_copy(update=dict(pins))
+    return cfg.model_copy(update={"screener": cfg.screener.model_copy(update={"options": options})})
+
+
 def build_strategy(cfg: RunConfig) -> Any:
     with constructor_errors(f"search strategy {cfg.strategy.name!r}", "strategy.options"):
         return _build_strategy(cfg.strategy.name, dataclasses.asdict(cfg.strategy.options), random.Random(cfg.seed))
@@ -136,10 +146,12 @@ def build_engine(
         capacity=cfg.engine.verify_concurrency,
     )
     final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
+    screener = build_screener(cfg, task, models, getattr(executor, "sandbox", None))
+    cfg = pinned(cfg, screener)
     engine = Engine(
         task=task,
         roles=roles,
-        screener=build_screener(cfg, task, models, getattr(executor, "sandbox", None)),
+        screener=screener,
         strategy=build_strategy(cfg),
         executor=executor,
         store=store,
@@ -167,4 +179,5 @@ __all__ = [
     "build_strategy",
     "constructor_errors",
     "memory_enabled",
+    "pinned",
 ]

@@ -14,8 +14,11 @@ from rich.table import Table
 
 from verifyless._cli.common import console, quiet
 from verifyless._cli.policy import register as _register_policy
+from verifyless.errors import StoreError
 from verifyless.model.local import local_models
+from verifyless.store import RunStore
 from verifyless.train.grpo import train_critic_grpo
+from verifyless.train.reward import HeadSettings, train_from_store
 from verifyless.train.settings import load_settings
 from verifyless.train.sft import train_critic_sft
 
@@ -86,6 +89,61 @@ def critic_grpo(
     console.print(
         f"adapter saved to [bold]{result.adapter_dir}[/] ({result.steps} steps, mean reward "
         f"{result.first_loss:.3g} -> {result.last_loss:.3g}, {result.seconds:.0f} s)"
+    )
+
+
+@app.command("critic-rm")
+def critic_rm(
+    task: str = typer.Argument(..., help="task whose earlier runs in --store become the critic's data"),
+    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store holding the earlier runs"),
+    out: Path = typer.Option(..., "--out", help="folder for the trained critic (head.npz, card.json)"),
+    runs: str | None = typer.Option(None, "--runs", help="comma-separated run ids (default: every run of TASK)"),
+    tie_tolerance: float | None = typer.Option(
+        None, "--tie-tolerance", help="relabel every run with this tie tolerance (default: each run's own)"
+    ),
+    c: float = typer.Option(0.1, "--C", help="inverse L2 strength of the logistic head"),
+    encoder: str = typer.Option("minilm", "--encoder", help="text encoder: minilm (default) or hashing (no torch)"),
+) -> None:
+    """Warm start: a reward-model critic (frozen MiniLM + logistic head) from TASK's earlier runs; use it with
+    `verifyless run TASK --screener critic-rm screener.options.path=OUT`."""
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not store.is_file():
+        raise StoreError(f"no run store at {store}; pass --store with the file your runs wrote")
+    with (
+        RunStore(store) as st,
+        Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as bar,
+    ):
+        ids: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in ids:
+                ids[stage] = bar.add_task(stage, total=total)
+            bar.update(ids[stage], completed=done, total=total)
+
+        settings = HeadSettings(C=c, encoder=encoder)
+        chosen = runs.split(",") if runs else None
+        result = train_from_store(st, task, out, runs=chosen, tie=tie_tolerance, settings=settings, progress=progress)
+    console.print(
+        f"critic saved to [bold]{result.out}[/] as {result.tag} ({result.rows} pairs from "
+        f"{len(result.runs)} runs, {result.seconds:.0f} s)"
+    )
+    console.print(_held_out_line(result.held_out), highlight=False)
+
+
+def _held_out_line(check: dict[str, Any] | None) -> str:
+    if check is None:
+        return "held-out check: none (one run only: train on two runs or more to bench on the newest)"
+    if "trained" not in check:
+        return f"held-out check ({check['split']}): {check['note']} ({check['dropped']} pairs dropped as seen)"
+    t, b = check["trained"], check["base"]
+    pw = "-" if t["pairwise"] is None else f"{t['pairwise']:.3f} over {t['pairs']} sibling pairs"
+    return (
+        f"held-out check ({check['split']}, {check['bench_rows']} pairs, {check['dropped']} dropped as seen): "
+        f"Dir-3 {t['dir3']:.3f} (base {b['dir3']:.3f}), pairwise {pw} (base 0.5)"
     )
 
 

@@ -24,12 +24,15 @@ names and descriptions, never scores.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from verifyless.offline.replay import hamming
-from verifyless.offline.worlds import World
+from verifyless.node import Idea
+from verifyless.offline.replay import hamming, run_sync
+from verifyless.offline.worlds import World, make_program
 from verifyless.outcome import THREE, label3, pair_outcome
+from verifyless.roles.space import DeterministicSummarizer
+from verifyless.task.base import Task
 
 SYSTEM = "Judge if the change improves the program's validation score. Answer [IMPROVEMENT] improve, tie or lose."
 
@@ -162,15 +165,166 @@ def _concat(parts: Iterable[list[CriticRow]]) -> list[CriticRow]:
     return [r for part in parts for r in part]
 
 
+# ------------------------------------------------------------------ text pairs: the critic's own texts, split honestly
+
+
+@dataclass(frozen=True)
+class TextPair:
+    """One verified parent -> child outcome as the screening critic reads it.
+
+    ``parent_text`` / ``child_text`` are the texts ``PointwiseCritic.messages`` puts in the prompt (the neutral
+    summaries); ``parent_key`` / ``child_key`` name their content (program hashes), ``group`` the run it was paid
+    in (a world's points have none: ``""``), ``label`` is ``outcome.label3`` and ``delta`` the relative change.
+    """
+
+    task: str
+    parent_text: str
+    child_text: str
+    label: str
+    delta: float
+    parent_key: str
+    child_key: str
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class PairSplit:
+    """Train and bench pairs with no content in common, and how many pairs the split had to leave out."""
+
+    train: tuple[TextPair, ...]
+    bench: tuple[TextPair, ...]
+    dropped: int
+    how: str
+
+    def keys(self, part: str) -> set[str]:
+        rows = self.train if part == "train" else self.bench
+        return {k for r in rows for k in (r.parent_key, r.child_key)}
+
+
+def leaks(split: PairSplit) -> set[str]:
+    """Content keys (parents or children) that occur on both sides of ``split``: empty for an honest split."""
+    return split.keys("train") & split.keys("bench")
+
+
+def split_by_run(pairs: Sequence[TextPair], bench_groups: Iterable[str]) -> PairSplit:
+    """Train on every run but ``bench_groups``; bench on those runs' pairs whose parent and child content never
+    occurs in training (a later run starts from the same baseline and may meet configurations an earlier run
+    paid for: those pairs are dropped and counted, never benched)."""
+    held = set(bench_groups)
+    train = tuple(p for p in pairs if p.group not in held)
+    seen = {k for p in train for k in (p.parent_key, p.child_key)}
+    later = [p for p in pairs if p.group in held]
+    bench = tuple(p for p in later if p.parent_key not in seen and p.child_key not in seen)
+    return PairSplit(train, bench, len(later) - len(bench), f"by run: bench {sorted(held)}")
+
+
+def split_by_region(
+    pairs: Sequence[TextPair], region_of: Callable[[str], str], bench_regions: Iterable[str]
+) -> PairSplit:
+    """Bench on pairs whose two ends both lie in ``bench_regions`` (``region_of(content key)``), train on pairs
+    whose two ends both lie outside; a pair that crosses the border is dropped and counted."""
+    held = set(bench_regions)
+    inside = [(region_of(p.parent_key) in held, region_of(p.child_key) in held) for p in pairs]
+    train = tuple(p for p, (a, b) in zip(pairs, inside, strict=True) if not a and not b)
+    bench = tuple(p for p, (a, b) in zip(pairs, inside, strict=True) if a and b)
+    return PairSplit(train, bench, len(pairs) - len(train) - len(bench), f"by region: bench {sorted(held)}")
+
+
+def region_split_of(world: World, *, share: float = 0.3, seed: int = 0) -> tuple[str, tuple[str, ...]]:
+    """A region of ``world``'s idea space to hold out: (dimension, options) whose points make up closest to
+    ``share`` of the OK points, over every dimension and seeded subset of its options (ties: first dimension)."""
+    rng = random.Random(seed)
+    ok = [p for p in world.points if p.status == "ok"]
+    best: tuple[float, str, tuple[str, ...]] | None = None
+    for dim, options in world.dimensions.items():
+        order = list(options)
+        rng.shuffle(order)
+        for n in range(1, len(order)):
+            chosen = tuple(sorted(order[:n]))
+            got = sum(p.assignment[dim] in chosen for p in ok) / max(1, len(ok))
+            if best is None or abs(got - share) < best[0]:
+                best = (abs(got - share), dim, chosen)
+    assert best is not None, "a world needs a dimension with two options"
+    return best[1], best[2]
+
+
+def point_texts(world: World, task: Task) -> list[str]:
+    """Each world point's neutral summary as the offline summariser (``roles.space.DeterministicSummarizer``)
+    writes it for the point's rendered program: the text a run's critic reads for that configuration."""
+    summarizer = DeterministicSummarizer()
+
+    async def all_texts() -> list[str]:
+        out = []
+        for p in world.points:
+            idea = Idea("", {"assignment": dict(p.assignment)})
+            out.append(await summarizer.summarize(task, make_program(task, p.assignment), idea))
+        return out
+
+    return run_sync(all_texts())
+
+
+def world_pairs(world: World, texts: Sequence[str], *, max_moves: int = 3, tie: float = 0.0) -> list[TextPair]:
+    """Every labelled ordered pair of OK points 1..``max_moves`` dimensions apart, as ``TextPair``s keyed by the
+    points' program hashes (``texts``: ``point_texts``)."""
+    out = []
+    for parent in range(len(world)):
+        for child in range(len(world)):
+            moves = hamming(world, parent, child) if parent != child else 0
+            labelled = pair_label(world, parent, child, tie) if 1 <= moves <= max_moves else None
+            if labelled is not None:
+                out.append(
+                    TextPair(
+                        world.task,
+                        texts[parent],
+                        texts[child],
+                        labelled[1],
+                        labelled[0],
+                        point_key(world, parent),
+                        point_key(world, child),
+                    )
+                )
+    return out
+
+
+def run_pairs(world: World, verified: Sequence[int], texts: Sequence[str], *, group: str, tie: float) -> list[TextPair]:
+    """The labelled outcomes a greedy run paid for: each verified point after the first against the incumbent
+    it was proposed from (the best OK point verified before it), as ``TextPair``s of ``group``."""
+    out, best = [], verified[0]
+    for child in verified[1:]:
+        labelled = pair_label(world, best, child, tie)
+        if labelled is not None:
+            key = point_key(world, best), point_key(world, child)
+            out.append(TextPair(world.task, texts[best], texts[child], labelled[1], labelled[0], *key, group))
+        fit, best_fit = world.fitness(child), world.fitness(best)
+        if fit is not None and (best_fit is None or fit > best_fit):
+            best = child
+    return out
+
+
+def point_key(world: World, index: int) -> str:
+    """The content key of a world point: its program hash (``w<index>`` for a point stored without one)."""
+    return world.points[index].program_hash or f"{world.task}/w{index}"
+
+
 __all__ = [
     "SYSTEM",
     "CriticData",
     "CriticRow",
+    "PairSplit",
+    "TextPair",
     "balance",
     "by_world",
     "compact_prompt",
     "describe",
+    "leaks",
     "pair_label",
+    "point_key",
+    "point_texts",
+    "region_split_of",
+    "run_pairs",
     "space_descriptions",
+    "split_by_region",
+    "split_by_run",
+    "world_pairs",
     "world_rows",
 ]

@@ -350,6 +350,16 @@ K = 16
 TEMPERATURE = 0.7
 
 
+def parent_text(ctx: ScreenContext) -> str:
+    """What the critic reads about the parent: its neutral summary, else its idea, else "(the baseline program)"."""
+    return ctx.parent.summary or (ctx.parent.idea.text if ctx.parent.idea else "") or "(the baseline program)"
+
+
+def child_text(candidate: Candidate) -> str:
+    """What the critic reads about a candidate: its neutral summary, else its idea text."""
+    return candidate.summary or candidate.idea.text
+
+
 class CriticOptions(LLMOptions):
     """Options of screener ``critic`` (``PointwiseCritic``)."""
 
@@ -446,8 +456,7 @@ class PointwiseCritic:
                 "(none provided: first derive from the task statement the few factors that most "
                 "affect the metric, then use them as your criteria)"
             )
-        parent = ctx.parent.summary or (ctx.parent.idea.text if ctx.parent.idea else "") or "(the baseline program)"
-        child = candidate.summary or candidate.idea.text
+        parent, child = parent_text(ctx), child_text(candidate)
         values = {
             "task": ctx.task.statement.strip(),
             "metric": metric_line(ctx.task),
@@ -564,12 +573,14 @@ __all__ = [
     "PointwiseCritic",
     "TIE_BREAKS",
     "Verdict",
+    "child_text",
     "evidence_from_critiques",
     "expected_label_rank",
     "finer_signal",
     "label_scorer",
     "order_by_evidence",
     "order_by_value",
+    "parent_text",
     "parse_verdict",
     "probability_signal",
     "route",

