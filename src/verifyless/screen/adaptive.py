@@ -19,9 +19,9 @@ improvement rate.** Two kinds, both read from outcomes already paid for:
   true child of P is not drawn; no triple is drawn twice). x = +1 when it
   ranks A (the better) first, -1 when it ranks B first, 0 when its scores
   tie. Costs screener calls only (two candidates each).
-* *pair* (one verification): with probability ``audit`` per expansion
-  (before and after a decision: the rate never tapers), one random unchosen
-  sibling is verified beside the pick; x = sign(f(pick) - f(sibling)), a
+* *pair* (one verification): with probability ``audit`` (0.1) per
+  expansion in the trial and ``audit_on`` (0.02) once on (neither tapers with
+  the evidence), one random unchosen sibling is verified beside the pick; x = sign(f(pick) - f(sibling)), a
   pair whose two programs score the same (both failed included) is no unit.
 
 Under the null "the screener's preference is independent of which program is
@@ -41,8 +41,8 @@ starts at 0), so either wealth is a nonnegative
 supermartingale under its null, and P(it ever reaches 1 / ``alpha``) <=
 ``alpha`` however often it is looked at. Every round boundary: harm's wealth
 >= 1 / alpha -> ``off`` (final; the screener hurts or does not help by the
-margin); else help's wealth >= 1 / alpha -> ``on`` (still audited at
-``audit`` and still tested: a screener that turns harmful is switched off
+margin); else help's wealth >= 1 / alpha -> ``on`` (still audited, at
+``audit_on``, and still tested: a screener that turns harmful is switched off
 later). In between the state is ``trial`` and the screener picks. A third
 bet, against "at least as good as random" (the harm bet at margin 0), only
 words the reason: an ``off`` is "hurting" when it too has crossed, "not
@@ -57,8 +57,8 @@ switched off eventually (it is not worth its LLM calls). The nominal rates
 assume the null above; canaries also assume that a screener's errors on
 distinct triples are independent (a critic that misreads one program in
 every pairing breaks it a little: a pair unit never does). Cost in
-verifications: the audits, ``audit`` per expansion (about 0.1 x the
-budget), and the screener's picks until ``off``; canaries cost
+verifications: the audits (``audit`` per trial expansion, ``audit_on``
+after), and the screener's picks until ``off``; canaries cost
 ``2 x canaries`` candidate screenings per round boundary in the trial
 (``2 x canaries_on`` once on) and no verification. The verifications to a decision are about
 ln(1 / alpha) / (l x mean x) units (a few for a screener that is always
@@ -151,7 +151,13 @@ class AdaptiveOptions(BaseOptions):
     )
     canaries_on: int = Field(1, ge=0, description="canaries per round boundary once screening is on (still tested)")
     audit: float = Field(
-        0.1, ge=0.0, le=1.0, description="chance an expansion also verifies a random sibling of the pick (a pair)"
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="chance an expansion also verifies a random sibling of the pick (a pair) before a decision",
+    )
+    audit_on: float = Field(
+        0.02, ge=0.0, le=1.0, description="the same chance once screening is on (the canaries keep testing)"
     )
     candidates_off: int | None = Field(
         1,
@@ -351,8 +357,10 @@ class AdaptiveRule:
         return o.k_min is not None and o.k_max is not None
 
     def audit_rate(self) -> float:
-        """``audit`` while the screener screens (it never tapers), 0 once off."""
-        return self.options.audit if self.screens else 0.0
+        """``audit`` in the trial, ``audit_on`` once on (neither tapers with the evidence), 0 once off."""
+        if not self.screens:
+            return 0.0
+        return self.options.audit_on if self.state == "on" else self.options.audit
 
     def audits(self, draw: float) -> bool:
         """Whether an expansion with the uniform ``draw`` in [0, 1) is audited."""
