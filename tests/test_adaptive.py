@@ -598,3 +598,40 @@ def test_show_the_report_and_the_dashboard_say_what_adaptive_screening_decided(t
     )
     state = json.loads(as_json.stdout)["screener_audit"]["adaptive"]
     assert state["state"] == "off" and state["decided_at"] <= 12 and state["p_helps"] <= 0.1
+
+
+class Memoriser(Counting):
+    """A learner at chance on new programs that remembers every outcome it was told (ranks those by it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.told = {}
+
+    def observe(self, outcome):
+        self.told[outcome.child_id] = -1e9 if outcome.failed else outcome.child_fitness
+
+    async def screen(self, ctx, candidates):
+        done = await super().screen(ctx, candidates)
+        if not all(c.id in self.told for c in candidates):
+            return done  # a pool with a new program: a shuffle, as at chance
+        ranking = tuple(c.id for c in sorted(candidates, key=lambda c: -self.told[c.id]))
+        evidence = {cid: Evidence(cid, float(-i)) for i, cid in enumerate(ranking)}
+        return Screening(self.name, ranking, ranking[: ctx.n_verify], evidence, 0.0)
+
+
+def test_canaries_show_a_learning_screener_only_outcomes_it_was_never_told():
+    memorised, honest = _adaptive(Memoriser(), holdout=0.0), _adaptive(Memoriser())
+    for screener in (memorised, honest):
+        with _tmp_store() as store:
+            asyncio.run(_engine(store, screener, executor=Unbounded()).run())
+    assert memorised.state == "on" and memorised.rule.bets.mean > 0.9  # canaries it had memorised: flattering
+    assert honest.state != "on" and abs(honest.rule.bets.mean) < 0.5, honest.reason
+    assert all(not honest.known[a].told and not honest.known[b].told for _, a, b in honest.used)
+    assert set(honest.inner.told) and not set(honest.inner.told) & {a for _, a, _ in honest.used}
+
+
+def _tmp_store():
+    import tempfile
+    from pathlib import Path
+
+    return RunStore(Path(tempfile.mkdtemp(prefix="adaptive-holdout-")) / "s.db")

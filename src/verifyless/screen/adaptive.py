@@ -18,7 +18,12 @@ improvement rate.** Two kinds, both read from outcomes already paid for:
   of P, a parent/child pairing it has not seen (a triple whose A or B is a
   true child of P is not drawn; no triple is drawn twice). x = +1 when it
   ranks A (the better) first, -1 when it ranks B first, 0 when its scores
-  tie. Costs screener calls only (two candidates each).
+  tie. Costs screener calls only (two candidates each). An inner screener
+  that learns from paid outcomes (``OutcomeObserver``, ``LearningScreener``:
+  the surrogate, test-time critics) would have memorised them, so a stable
+  ``holdout`` share (0.25) of outcomes is kept from it and only those appear
+  as A or B (measured: the surrogate scored +1.00 on canaries it had been
+  told of, while its picks were at chance).
 * *pair* (one verification): with probability ``audit`` (0.1) per
   expansion in the trial and ``audit_on`` (0.02) once on (neither tapers with
   the evidence), one random unchosen sibling is verified beside the pick; x = sign(f(pick) - f(sibling)), a
@@ -91,6 +96,7 @@ remain: the live audit of any screener (``screen/audit.py``) reads them.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import time
@@ -158,6 +164,13 @@ class AdaptiveOptions(BaseOptions):
     )
     audit_on: float = Field(
         0.02, ge=0.0, le=1.0, description="the same chance once screening is on (the canaries keep testing)"
+    )
+    holdout: float = Field(
+        0.25,
+        ge=0.0,
+        lt=1.0,
+        description="share of paid outcomes kept from an inner screener that learns from outcomes, so that canaries "
+        "show it only programs it was never told of (a learner has memorised the rest); unused for other screeners",
     )
     candidates_off: int | None = Field(
         1,
@@ -307,6 +320,7 @@ class Known:
     candidate: Candidate
     score: float | None
     fitness: float | None
+    told: bool = False  # the inner screener learnt this outcome (a canary never shows it as A or B)
 
     @property
     def parent(self) -> ParentInfo:
@@ -314,11 +328,11 @@ class Known:
         return ParentInfo(id=c.id, program=c.program, score=self.score, summary=c.summary, idea=c.idea)
 
     def row(self) -> dict[str, Any]:
-        return {"candidate": self.candidate.to_dict(), "score": self.score, "fitness": self.fitness}
+        return {"candidate": self.candidate.to_dict(), "score": self.score, "fitness": self.fitness, "told": self.told}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Known:
-        return cls(Candidate.from_dict(row["candidate"]), row.get("score"), row.get("fitness"))
+        return cls(Candidate.from_dict(row["candidate"]), row.get("score"), row.get("fitness"), bool(row.get("told")))
 
 
 def _below(a: float | None, b: float | None) -> bool:
@@ -578,14 +592,32 @@ class AdaptiveScreener:
 
     # ------------------------------------------------------------------ learning from paid outcomes
 
+    @property
+    def learns(self) -> bool:
+        """Whether the inner screener learns from paid outcomes (then ``holdout`` of them are kept from it)."""
+        return isinstance(self.inner, OutcomeObserver | LearningScreener)
+
+    @property
+    def guarded(self) -> bool:
+        """Whether canaries keep to held-out outcomes (a learning inner screener and ``holdout`` > 0)."""
+        return self.learns and self.options.holdout > 0
+
+    def held(self, child_id: str) -> bool:
+        """Whether this outcome is kept from a learning inner screener: a stable hash of the id, share ``holdout``."""
+        if not self.guarded:
+            return False
+        digest = int(hashlib.sha256(f"adaptive-holdout:{child_id}".encode()).hexdigest()[:8], 16)
+        return digest / 2**32 < self.options.holdout
+
     def observe(self, outcome: Outcome) -> None:
-        """Forwarded to the inner screener when it observes (the adaptive rule learns in ``learn``)."""
-        if isinstance(self.inner, OutcomeObserver):
+        """Forwarded to the inner screener when it observes, except the held-out outcomes (canary material)."""
+        if isinstance(self.inner, OutcomeObserver) and not self.held(outcome.child_id):
             self.inner.observe(outcome)
 
     async def learn(self, outcomes: Sequence[Outcome], round: int) -> dict[str, Any] | None:
         """Take this round's paid outcomes, score completed pairs, run the canaries, then the test and k."""
-        inner = await self.inner.learn(outcomes, round) if isinstance(self.inner, LearningScreener) else None
+        told = [o for o in outcomes if not self.held(o.child_id)]
+        inner = await self.inner.learn(told, round) if isinstance(self.inner, LearningScreener) else None
         full = [o for o in outcomes if not o.low_fidelity]
         self.rule.verifications += len(full)
         new_known = self._know(full)
@@ -624,11 +656,11 @@ class AdaptiveScreener:
         for o in outcomes:
             parent = self.parents.get(o.parent_id)
             if parent is not None and parent.program and o.parent_id not in self.known and o.parent_fitness is not None:
-                rows.append(self._learnt(Known(_as_candidate(parent), parent.score, o.parent_fitness)))
+                rows.append(self._learnt(Known(_as_candidate(parent), parent.score, o.parent_fitness, self.guarded)))
             child = self.seen.pop(o.child_id, None) or o.candidate
             if child is not None and child.program and o.child_id not in self.known:  # a program a canary can show
-                fitness = None if o.failed else o.child_fitness
-                rows.append(self._learnt(Known(child, None if o.failed else o.child_score, fitness)))
+                fitness, told = None if o.failed else o.child_fitness, self.guarded and not self.held(o.child_id)
+                rows.append(self._learnt(Known(child, None if o.failed else o.child_score, fitness, told)))
         return rows
 
     def _learnt(self, known: Known) -> dict[str, Any]:
@@ -671,8 +703,8 @@ class AdaptiveScreener:
                 return None
             p = rng.choice(ok)
             pid = p.candidate.id
-            better = [k for k in ok if _below(p.fitness, k.fitness) and k.candidate.parent_id != pid]
-            worse = [k for k in every if _below(k.fitness, p.fitness) and k.candidate.parent_id != pid]
+            better = [k for k in ok if _below(p.fitness, k.fitness) and k.candidate.parent_id != pid and not k.told]
+            worse = [k for k in every if _below(k.fitness, p.fitness) and k.candidate.parent_id != pid and not k.told]
             if better and worse:
                 a, b = rng.choice(better), rng.choice(worse)
                 key = (pid, a.candidate.id, b.candidate.id)
