@@ -237,11 +237,71 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequenc
             raise ConfigError(f"{path} is not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must hold a mapping at the top level, got {type(loaded).__name__}")
-        _merge(data, loaded)
+        _merge(data, relative_to(loaded, path.resolve().parent))
     items = overrides.items() if isinstance(overrides, Mapping) else (_split_override(o) for o in overrides)
     for key, value in items:
         _set_dotted(data, key, value)
     return validate(data)
+
+
+PATH_OPTIONS = ("prompt_file", "adapter_root")  # screener options (at any depth) that name a file or folder
+
+
+def relative_to(loaded: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """A config file's mapping with its relative paths made absolute against ``base``, the file's folder.
+
+    So a ``--config`` file means the same from any working directory (and a dry run reads it as the run
+    does). Paths: ``store``; ``task`` when it names a path (a bare built-in name stays, unless a folder of
+    that name sits beside the file); in ``roles.models`` a ``scripted:FILE`` spec, a mapping's ``script``
+    and ``adapter``, and a ``local`` model folder that exists there; the screener's ``prompt_file`` and
+    ``adapter_root`` at any depth of its options. Dotted overrides on the command line keep the working
+    directory.
+    """
+    out = dict(loaded)
+
+    def under(value: Any) -> Any:
+        return str(base / value) if isinstance(value, str) and value and not Path(value).is_absolute() else value
+
+    if isinstance(out.get("store"), str):
+        out["store"] = under(out["store"])
+    task = out.get("task")
+    if isinstance(task, str) and ("/" in task or "\\" in task or task.startswith(".") or (base / task).exists()):
+        out["task"] = under(task)
+    roles = out.get("roles")
+    if isinstance(roles, Mapping) and isinstance(roles.get("models"), Mapping):
+        models = {k: _spec_paths(v, under, base) for k, v in roles["models"].items()}
+        out["roles"] = {**roles, "models": models}
+    if isinstance(out.get("screener"), Mapping):
+        out["screener"] = _option_paths(out["screener"], under)
+    return out
+
+
+def _spec_paths(spec: Any, under: Any, base: Path) -> Any:
+    """One model spec (or a list of them) with its file paths under ``base`` (``relative_to``)."""
+    if isinstance(spec, list):
+        return [_spec_paths(s, under, base) for s in spec]
+    if isinstance(spec, str):
+        kind, sep, rest = spec.partition(":")
+        if sep and (kind == "scripted" or (kind == "local" and (base / rest).exists())):
+            return f"{kind}:{under(rest)}"
+        return spec
+    if not isinstance(spec, Mapping):
+        return spec
+    out = dict(spec)
+    for key in ("script", "adapter"):
+        value = out.get(key)
+        out[key] = [under(v) for v in value] if isinstance(value, list) else under(value)
+    if out.get("provider") == "local" and isinstance(out.get("model"), str) and (base / out["model"]).exists():
+        out["model"] = under(out["model"])
+    return {k: v for k, v in out.items() if k in spec}
+
+
+def _option_paths(value: Any, under: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: under(v) if k in PATH_OPTIONS else _option_paths(v, under) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_option_paths(v, under) for v in value]
+    return value
 
 
 def validate(data: Mapping[str, Any]) -> RunConfig:
@@ -387,6 +447,7 @@ __all__ = [
     "apply_changes",
     "check_components",
     "load_config",
+    "relative_to",
     "resume_changes",
     "stored_config",
     "validate",

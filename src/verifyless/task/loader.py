@@ -18,6 +18,7 @@ each problem as ``<file>: <key path>: <what is wrong>; <fix>``.
 from __future__ import annotations
 
 import ast
+import difflib
 import shlex
 import string
 from pathlib import Path
@@ -68,6 +69,19 @@ class InvalidTask(TaskError):
         self.problems = tuple(problems)
         head = f"task folder {root} is invalid ({len(problems)} problem{'s' if len(problems) != 1 else ''}):"
         super().__init__("\n".join([head, *(f"  - {p}" for p in problems)]))
+
+
+class UnknownTask(TaskError):
+    """A bare task name that is neither a folder here nor a built-in task; the message names close matches."""
+
+    def __init__(self, name: str, known: list[str]):
+        self.name, self.known = name, tuple(known)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        super().__init__(
+            f"no task folder {name!r} here and no built-in task of that name; {hint}"
+            f"built-in tasks: {', '.join(known) or 'none'} (or pass the path of a task folder)"
+        )
 
 
 def builtin_tasks_dir() -> Path:
@@ -123,7 +137,7 @@ def _locate(path: str | Path) -> Path:
         known = (
             sorted(p.name for p in builtin_tasks_dir().iterdir() if p.is_dir()) if builtin_tasks_dir().is_dir() else []
         )
-        raise TaskError(f"no task folder {text!r} here and no built-in task of that name; built-in tasks: {known}")
+        raise UnknownTask(text, known)
     raise TaskError(f"task folder {candidate} does not exist; check the path")
 
 
@@ -560,4 +574,4 @@ def _openevolve_statement(root: Path, sidecar: SidecarSpec, problems: list[str])
     return f"Improve {OPENEVOLVE_PROGRAM} so that {OPENEVOLVE_EVALUATOR} reports a higher combined_score."
 
 
-__all__ = ["InvalidTask", "builtin_tasks_dir", "discover_tasks", "load_task"]
+__all__ = ["InvalidTask", "UnknownTask", "builtin_tasks_dir", "discover_tasks", "load_task"]
