@@ -31,6 +31,7 @@ from verifyless import builtin
 from verifyless.errors import TaskError
 from verifyless.program import BandError, split, syntax_error
 from verifyless.task.base import (
+    HIDDEN_PREFIXES,
     Anchors,
     Band,
     Ensemble,
@@ -171,6 +172,13 @@ def _load_native(root: Path) -> Task:
         problems.append(
             f"{fname}: metrics.validation: the main metric '{spec.metric.name}' is not listed; "
             f"add it to metrics.validation {list(validation)}"
+        )
+    hidden_named = [m for m in validation if m.startswith(HIDDEN_PREFIXES)]
+    if hidden_named:
+        problems.append(
+            f"{fname}: metrics.validation: {hidden_named} are named like hidden test metrics "
+            f"({', '.join(p + '*' for p in HIDDEN_PREFIXES)} are never shown to search); list them in "
+            "metrics.test, or rename the validation metric (e.g. 'val_...')"
         )
     both = sorted(set(validation) & set(spec.metrics.test))
     if both:
