@@ -322,7 +322,24 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     b = cfg.budget
     if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
         raise ConfigError("budget: every cap is empty; set at least one, e.g. budget.verifications=30")
+    if (
+        b.cost is not None
+        and not priced(cfg)
+        and all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.wall_seconds))
+    ):
+        raise ConfigError(
+            f"budget.cost={b.cost:g} is the only cap and cannot bind: no model in roles.models has a price table, "
+            "so every call costs 0 and the run would never stop; add prices to the models ({provider: openai, "
+            "model: M, prices: {prompt_per_mtok: 3, completion_per_mtok: 15}}) or a cap that binds, e.g. "
+            "budget.verifications=30"
+        )
     return cfg
+
+
+def priced(cfg: RunConfig) -> bool:
+    """Whether any model spec of ``roles.models`` (list members included) carries a price table."""
+    specs = [s for v in cfg.roles.models.values() for s in (v if isinstance(v, list) else [v])]
+    return any(isinstance(s, Mapping) and bool(s.get("prices")) for s in specs)
 
 
 def check_components(data: Mapping[str, Any]) -> None:
@@ -447,6 +464,7 @@ __all__ = [
     "apply_changes",
     "check_components",
     "load_config",
+    "priced",
     "relative_to",
     "resume_changes",
     "stored_config",
