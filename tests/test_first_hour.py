@@ -341,8 +341,12 @@ def test_the_show_hint_names_a_store_that_is_not_the_default(tmp_path):
     assert cli(*command[1:]).returncode == 0
 
 
-def test_the_yaml_example_of_the_task_format_loads(tmp_path):
-    """docs/design/task-format.md's minimal example is the MINIMAL task above, word for word."""
-    text = (ROOT / "docs" / "design" / "task-format.md").read_text()
-    block = text.split("### A minimal task.yaml", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+@pytest.mark.parametrize(
+    "doc, heading", [("docs/design/task-format.md", "### A minimal task.yaml"), ("README.md", "## Tasks")]
+)
+def test_the_minimal_task_yaml_of_the_docs_is_the_one_tested_here(doc, heading):
+    """The minimal examples of task-format.md and the README's Tasks section are the MINIMAL task above."""
+    text = (ROOT / doc).read_text()
+    block = text.split(heading, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == yaml.safe_load(MINIMAL)
+    assert block.count("# R") == 5, "the required keys are marked"

@@ -125,6 +125,18 @@ class EngineConfig(_Strict):
     max_unparsed_replies: int = Field(
         10, ge=1, description="stop the run (exit 7) after this many children in a row whose role reply never parsed"
     )
+    on_screener_error: Literal["fallback", "stop"] = Field(
+        "fallback",
+        description="when the screener's model endpoint fails (retries exhausted): fallback = a seeded random pick "
+        "for that expansion, counted (a screener_fallback event; the live line, runs, show and the report show the "
+        "count); stop = stop the run at once (exit 6)",
+    )
+    max_screener_fallbacks: int | None = Field(
+        3,
+        ge=1,
+        description="with fallback: stop the run (exit 6) after this many screenings in a row fell back, and end a "
+        "run whose screener never answered with exit 6; None: fall back for ever",
+    )
 
 
 class _Component(_Strict):
@@ -364,7 +376,11 @@ def check_components(data: Mapping[str, Any]) -> None:
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
 # Options added after runs were stored, with the value that reproduces what such a run did before they existed:
 # a stored configuration that lacks one is read with this value, not with today's default.
-ABSENT_IN_STORED = {"engine.data_report": False}
+ABSENT_IN_STORED = {
+    "engine.data_report": False,
+    "engine.on_screener_error": "fallback",
+    "engine.max_screener_fallbacks": None,  # such runs fell back for ever, silently
+}
 
 
 def with_absent_options(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from verifyless.preflight import plan
 from verifyless.report.reader import open_readonly
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import audit_line
+from verifyless.screen.base import fallback_line
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
 from verifyless.store import RunStore
@@ -463,7 +464,7 @@ def runs(
             r["run_id"],
             r["task"],
             r["strategy"] or "-",
-            r["screener"] or "-",
+            (r["screener"] or "-") + (f" ({r['screener_fallbacks']} fallbacks)" if r["screener_fallbacks"] else ""),
             r["status"],
             when,
             str(r["verifications"]),
@@ -539,6 +540,8 @@ def show(
         )
     if data["screener_audit"]:
         console.print(audit_line(data["screener_audit"]), highlight=False)
+    if fallback_line(**data["screener_fallbacks"]):
+        console.print(f"[red]{fallback_line(**data['screener_fallbacks'])}[/]", highlight=False, soft_wrap=True)
     for line in peers_text(data):
         console.print(line, highlight=False)
     _print_links(data["run_id"], store)
