@@ -62,11 +62,10 @@ class LiveProgress:
             self._update(budget)
         if kind == "screener_fallback":
             self.fallbacks = f" · screener fell back {data['fallbacks']}/{data['screenings']}"
-            self.out.print(
+            self.out.print(  # the reason is in the stored event and the library's WARNING
                 f"  r{data['round']} screener fell back to a seeded random pick "
-                f"({data['fallbacks']} of {data['screenings']} screenings): {data['reason']}",
+                f"({data['fallbacks']} of {data['screenings']} screenings so far)",
                 highlight=False,
-                soft_wrap=True,
             )
         if kind == "round" and self.task_id is not None:
             short = _replies_text(data.get("replies"))
