@@ -24,6 +24,7 @@ from verifyless.node import Screening, Status
 from verifyless.preflight import plan
 from verifyless.report.data import run_summary
 from verifyless.report.export import node_rows
+from verifyless.report.render import report_html
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.baselines import RandomScreener
 from verifyless.store import RunStore
@@ -90,6 +91,14 @@ def test_a_screener_that_answered_then_died_stops_after_3_in_a_row_and_the_limit
     store.close()
 
 
+def test_a_run_stored_before_the_fallback_options_falls_back_for_ever_as_it_did():
+    from verifyless.config import with_absent_options
+
+    engine = with_absent_options({"engine": {"candidates": 4}})["engine"]
+    assert engine["on_screener_error"] == "fallback" and engine["max_screener_fallbacks"] is None
+    assert load_config(overrides=[]).engine.max_screener_fallbacks == 3  # a new run stops after 3 in a row
+
+
 def test_on_screener_error_stop_stops_at_the_first_failure(tmp_path):
     store = RunStore(tmp_path / "s.db")
     engine = fake_engine(store, _cfg("budget.verifications=10", "engine.on_screener_error=stop"), Dead(answers=1))
@@ -109,6 +118,7 @@ def test_a_short_run_whose_screener_never_answered_ends_with_exit_6_and_is_count
     assert show_data(store, run_id, 5)["screener_fallbacks"] == {"fallbacks": 2, "screenings": 2}
     assert run_row(store, store.run(run_id))["screener_fallbacks"] == 2
     assert "2 of 2 screenings fell back" in run_summary(store, run_id).fallbacks
+    assert "2 of 2 screenings fell back" in report_html(store, run_id, figures_dir="figures")  # report and dashboard
     store.close()
 
 
