@@ -16,13 +16,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str, cwd=None, timeout: int = 240, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, cwd=None, timeout: int = 240, prefix: list[str] | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``verifyless ARGS`` in a subprocess; ``env`` adds variables to this process's environment."""
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "verifyless", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
     )
 
 

@@ -210,21 +210,31 @@ def test_strategy_exhausted_stop(tmp_path):
 
 
 def test_a_dead_screener_falls_back_to_a_seeded_random_pick(tmp_path, caplog):
+    """With the stops lifted (``engine.max_screener_fallbacks=null``) every round falls back, counted and logged;
+    the stops themselves are tested in test_first_hour.py."""
+
     class Dead:
         name = "critic"
 
         async def screen(self, ctx, candidates):
             raise ModelUnavailable("cannot reach http://127.0.0.1:9/v1")
 
-    cfg = load_config(overrides=["budget.verifications=5", "engine.candidates=4", "strategy.name=greedy"])
+    over = [
+        "budget.verifications=5",
+        "engine.candidates=4",
+        "strategy.name=greedy",
+        "engine.max_screener_fallbacks=null",
+    ]
+    cfg = load_config(overrides=over)
     with RunStore(tmp_path / "s.db") as store, caplog.at_level(logging.WARNING, logger="verifyless.engine"):
         engine = fake_engine(store, cfg, Dead())
         result = asyncio.run(engine.run())
         screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
-        errors = list(store.events(result.run_id, kinds=["model_error"]))
+        fallbacks = list(store.events(result.run_id, kinds=["screener_fallback"]))
     assert result.verifications == 5 and result.stopped == "budget: verifications"
     assert screenings and all(s["screener"] == "critic-unavailable" and len(s["to_verify"]) == 1 for s in screenings)
-    assert len(errors) == len(screenings) and "screener: cannot reach" in errors[0].payload["reason"]
+    assert len(fallbacks) == len(screenings) and "cannot reach" in fallbacks[0].payload["reason"]
+    assert fallbacks[-1].payload["fallbacks"] == fallbacks[-1].payload["screenings"] == len(screenings)
     assert "falling back to a seeded random pick" in caplog.text
 
 

@@ -150,7 +150,11 @@ def test_fifo_in_outputs_is_a_contract_violation(tmp_path):
 def test_scorer_exception_is_a_candidate_failure(tmp_path):
     no_output = GOOD.replace('(pathlib.Path(a.out) / "pred.txt").write_text(" ".join(pred))', "pass")
     v = run(native_task(tmp_path), no_output, tmp_path)
-    assert v.status is Status.FAILED and v.reason.startswith("scorer raised FileNotFoundError")
+    assert v.status is Status.FAILED and v.reason.startswith("the program wrote no output (out/ is empty)")
+    assert "scorer raised FileNotFoundError" in v.reason
+    wrong = GOOD.replace('(pathlib.Path(a.out) / "pred.txt")', '(pathlib.Path(a.out) / "other.txt")')
+    v = run(native_task(tmp_path), wrong, tmp_path)
+    assert v.status is Status.FAILED and v.reason.startswith("invalid output: scorer raised FileNotFoundError")
 
 
 def test_broken_scorer_file_is_a_task_error(tmp_path):

@@ -125,6 +125,18 @@ class EngineConfig(_Strict):
     max_unparsed_replies: int = Field(
         10, ge=1, description="stop the run (exit 7) after this many children in a row whose role reply never parsed"
     )
+    on_screener_error: Literal["fallback", "stop"] = Field(
+        "fallback",
+        description="when the screener's model endpoint fails (retries exhausted): fallback = a seeded random pick "
+        "for that expansion, counted (a screener_fallback event; the live line, runs, show and the report show the "
+        "count); stop = stop the run at once (exit 6)",
+    )
+    max_screener_fallbacks: int | None = Field(
+        3,
+        ge=1,
+        description="with fallback: stop the run (exit 6) after this many screenings in a row fell back, and end a "
+        "run whose screener never answered with exit 6; None: fall back for ever",
+    )
 
 
 class _Component(_Strict):
@@ -237,11 +249,71 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequenc
             raise ConfigError(f"{path} is not valid YAML: {exc}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must hold a mapping at the top level, got {type(loaded).__name__}")
-        _merge(data, loaded)
+        _merge(data, relative_to(loaded, path.resolve().parent))
     items = overrides.items() if isinstance(overrides, Mapping) else (_split_override(o) for o in overrides)
     for key, value in items:
         _set_dotted(data, key, value)
     return validate(data)
+
+
+PATH_OPTIONS = ("prompt_file", "adapter_root")  # screener options (at any depth) that name a file or folder
+
+
+def relative_to(loaded: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """A config file's mapping with its relative paths made absolute against ``base``, the file's folder.
+
+    So a ``--config`` file means the same from any working directory (and a dry run reads it as the run
+    does). Paths: ``store``; ``task`` when it names a path (a bare built-in name stays, unless a folder of
+    that name sits beside the file); in ``roles.models`` a ``scripted:FILE`` spec, a mapping's ``script``
+    and ``adapter``, and a ``local`` model folder that exists there; the screener's ``prompt_file`` and
+    ``adapter_root`` at any depth of its options. Dotted overrides on the command line keep the working
+    directory.
+    """
+    out = dict(loaded)
+
+    def under(value: Any) -> Any:
+        return str(base / value) if isinstance(value, str) and value and not Path(value).is_absolute() else value
+
+    if isinstance(out.get("store"), str):
+        out["store"] = under(out["store"])
+    task = out.get("task")
+    if isinstance(task, str) and ("/" in task or "\\" in task or task.startswith(".") or (base / task).exists()):
+        out["task"] = under(task)
+    roles = out.get("roles")
+    if isinstance(roles, Mapping) and isinstance(roles.get("models"), Mapping):
+        models = {k: _spec_paths(v, under, base) for k, v in roles["models"].items()}
+        out["roles"] = {**roles, "models": models}
+    if isinstance(out.get("screener"), Mapping):
+        out["screener"] = _option_paths(out["screener"], under)
+    return out
+
+
+def _spec_paths(spec: Any, under: Any, base: Path) -> Any:
+    """One model spec (or a list of them) with its file paths under ``base`` (``relative_to``)."""
+    if isinstance(spec, list):
+        return [_spec_paths(s, under, base) for s in spec]
+    if isinstance(spec, str):
+        kind, sep, rest = spec.partition(":")
+        if sep and (kind == "scripted" or (kind == "local" and (base / rest).exists())):
+            return f"{kind}:{under(rest)}"
+        return spec
+    if not isinstance(spec, Mapping):
+        return spec
+    out = dict(spec)
+    for key in ("script", "adapter"):
+        value = out.get(key)
+        out[key] = [under(v) for v in value] if isinstance(value, list) else under(value)
+    if out.get("provider") == "local" and isinstance(out.get("model"), str) and (base / out["model"]).exists():
+        out["model"] = under(out["model"])
+    return {k: v for k, v in out.items() if k in spec}
+
+
+def _option_paths(value: Any, under: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: under(v) if k in PATH_OPTIONS else _option_paths(v, under) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_option_paths(v, under) for v in value]
+    return value
 
 
 def validate(data: Mapping[str, Any]) -> RunConfig:
@@ -262,7 +334,24 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     b = cfg.budget
     if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
         raise ConfigError("budget: every cap is empty; set at least one, e.g. budget.verifications=30")
+    if (
+        b.cost is not None
+        and not priced(cfg)
+        and all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.wall_seconds))
+    ):
+        raise ConfigError(
+            f"budget.cost={b.cost:g} is the only cap and cannot bind: no model in roles.models has a price table, "
+            "so every call costs 0 and the run would never stop; add prices to the models ({provider: openai, "
+            "model: M, prices: {prompt_per_mtok: 3, completion_per_mtok: 15}}) or a cap that binds, e.g. "
+            "budget.verifications=30"
+        )
     return cfg
+
+
+def priced(cfg: RunConfig) -> bool:
+    """Whether any model spec of ``roles.models`` (list members included) carries a price table."""
+    specs = [s for v in cfg.roles.models.values() for s in (v if isinstance(v, list) else [v])]
+    return any(isinstance(s, Mapping) and bool(s.get("prices")) for s in specs)
 
 
 def check_components(data: Mapping[str, Any]) -> None:
@@ -287,7 +376,11 @@ def check_components(data: Mapping[str, Any]) -> None:
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
 # Options added after runs were stored, with the value that reproduces what such a run did before they existed:
 # a stored configuration that lacks one is read with this value, not with today's default.
-ABSENT_IN_STORED = {"engine.data_report": False}
+ABSENT_IN_STORED = {
+    "engine.data_report": False,
+    "engine.on_screener_error": "fallback",
+    "engine.max_screener_fallbacks": None,  # such runs fell back for ever, silently
+}
 
 
 def with_absent_options(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -387,6 +480,8 @@ __all__ = [
     "apply_changes",
     "check_components",
     "load_config",
+    "priced",
+    "relative_to",
     "resume_changes",
     "stored_config",
     "validate",

@@ -19,6 +19,7 @@ from verifyless.errors import ConfigError
 from verifyless.guards import Guards
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
+from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, OPENAI_URL, parse_spec
 from verifyless.model.ensemble import ModelEnsemble
 from verifyless.roles.kinds import CHILD_ROLE_KEYS, ROLE_KINDS
 from verifyless.store import Charge, RunStoreProtocol
@@ -74,18 +75,9 @@ def build_models(
     share one model (and its endpoint limits).
     """
     check_model_keys(cfg)
-    specs = dict(cfg.roles.models)
-    if "default" not in specs:
-        if cfg.roles.kind == "llm":
-            if os.environ.get("VERIFYLESS_BASE_URL") or os.environ.get("VERIFYLESS_MODEL"):
-                specs["default"] = "env"
-            else:
-                raise ConfigError(
-                    "roles.kind=llm needs a model: set roles.models.default (e.g. scripted:FILE or openai:MODEL) "
-                    "or the environment variables VERIFYLESS_BASE_URL, VERIFYLESS_API_KEY, VERIFYLESS_MODEL"
-                )
-        elif not specs:
-            return {}
+    specs = model_specs(cfg)
+    if not specs:
+        return {}
     cache = ResponseCache(Path(cfg.store))
     recorder = call_recorder(store, run_ref)
     models: dict[str, Any] = {}
@@ -105,6 +97,66 @@ def build_models(
         else:
             models[role] = one(spec)
     return models
+
+
+def model_specs(cfg: RunConfig) -> dict[str, Any]:
+    """``roles.models`` with the implied ``default``: ``env`` for LLM roles when ``VERIFYLESS_BASE_URL`` or
+    ``VERIFYLESS_MODEL`` is set (a ConfigError naming both ways when LLM roles have no model at all)."""
+    specs = dict(cfg.roles.models)
+    if "default" not in specs and cfg.roles.kind == "llm":
+        if not (os.environ.get(ENV_BASE_URL) or os.environ.get(ENV_MODEL)):
+            raise ConfigError(
+                "roles.kind=llm needs a model: set roles.models.default (e.g. scripted:FILE or openai:MODEL) "
+                "or the environment variables VERIFYLESS_BASE_URL, VERIFYLESS_API_KEY, VERIFYLESS_MODEL"
+            )
+        specs["default"] = "env"
+    return specs
+
+
+def check_models(cfg: RunConfig) -> None:
+    """What ``build_models`` would refuse, found without building a model or opening a store.
+
+    Unused keys (``check_model_keys``), specs that do not parse (``env`` without its variables, an unknown
+    spec string) and scripted model files that do not exist are ConfigErrors, so ``run --dry-run`` refuses
+    what the real run would, and a real run refuses it before it creates its store.
+    """
+    check_model_keys(cfg)
+    for role, spec in model_specs(cfg).items():
+        for one in spec if isinstance(spec, list) else [spec]:
+            config = parse_spec(one)
+            if config.provider == "scripted" and not Path(str(config.script)).is_file():
+                raise ConfigError(
+                    f"roles.models.{role}: scripted model file {config.script!r} does not exist; pass "
+                    "scripted:<path to .yaml or .json> (in a --config file, relative to that file's folder)"
+                )
+
+
+def pin_endpoints(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with every model spec that reads the environment written out: model name and base URL.
+
+    ``env``, ``openai:MODEL`` and an ``openai`` mapping without ``base_url`` take their endpoint from
+    ``VERIFYLESS_BASE_URL`` / ``VERIFYLESS_MODEL`` when the run starts; the pinned spec (``{provider:
+    openai, model, base_url}`` plus the mapping's own settings) is what the run stores, so ``replay`` and
+    ``--resume`` reach the same endpoint and response cache with no variable set. The key is never
+    written: a spec holds only the *name* of its variable (``api_key_env``). Idempotent; the implied
+    ``default`` (``model_specs``) is written out too.
+    """
+    if cfg.roles.kind != "llm" and not cfg.roles.models:
+        return cfg
+    pinned = {role: _pinned(spec) for role, spec in model_specs(cfg).items()}
+    return cfg.model_copy(update={"roles": cfg.roles.model_copy(update={"models": pinned})})
+
+
+def _pinned(spec: Any) -> Any:
+    if isinstance(spec, list):
+        return [_pinned(s) for s in spec]
+    if isinstance(spec, str) and not (spec == "env" or spec.startswith("openai:")):
+        return spec
+    if isinstance(spec, Mapping) and spec.get("provider", "openai") != "openai":
+        return spec
+    config = parse_spec(spec)
+    fields = dict(spec) if isinstance(spec, Mapping) else {}
+    return {**fields, "provider": "openai", "model": config.model, "base_url": config.base_url or OPENAI_URL}
 
 
 def build_ensemble(cfg: RunConfig, role: str, members: list[Any], on_choice: Callable[[Any], None]) -> ModelEnsemble:
@@ -184,7 +236,10 @@ __all__ = [
     "build_models",
     "build_roles",
     "call_recorder",
-    "choice_recorder",
     "check_model_keys",
+    "check_models",
+    "choice_recorder",
     "model_keys_used",
+    "model_specs",
+    "pin_endpoints",
 ]

@@ -18,9 +18,11 @@ The counts are *estimates*, stated as rules so they can be checked:
   makes children without an LLM.
 * tokens: ``PROMPT_TOKENS`` + ``COMPLETION_TOKENS`` per call (a critic's ``k`` samples count ``k``
   completions); cost: those tokens at the role's model prices (``prices`` of a mapping spec; a spec
-  string has no price table, so its calls count as free).
+  string has no price table, so its calls count as 0 and the plan says the cost is not estimated).
+  Without ``budget.verifications`` nothing is estimated, and the plan names the caps that stop the run.
 
-Warnings: no verification beyond the baseline; fewer verifications than one expansion sends
+Warnings: a ``budget.cost`` cap with no price table (it cannot bind; ``config.validate`` refuses it when it
+is the only cap); no verification beyond the baseline; fewer verifications than one expansion sends
 (``verify_per_expansion``); for ``islands``, fewer expansions than ``n_islands * migration_interval`` (no
 island is ever migrated to, GEPA's issue #375); a learning screener with fewer outcomes than it needs
 to leave its cold start is not checked.
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifyless.config import RunConfig
+from verifyless.config import priced as any_priced
 from verifyless.errors import ConfigError
 from verifyless.model.config import parse_spec
 from verifyless.screen.options import LLMOptions
@@ -52,26 +55,38 @@ class Plan:
     cost: float | None
     priced: bool  # whether any role's model has a price table
     warnings: tuple[str, ...] = field(default=())
+    uses_llm: bool = True  # whether the run makes LLM calls at all (LLM roles or an LLM screener)
+    other_caps: tuple[str, ...] = ()  # the caps set besides budget.verifications, as ``budget.KEY=VALUE``
 
     def lines(self) -> list[str]:
         """The plan as the lines ``run --dry-run`` prints."""
+        uncapped = "not estimated (no budget.verifications cap)"
 
-        def say(value: int | float | None, unit: str = "") -> str:
-            return "not capped by budget.verifications" if value is None else f"{value:,}{unit}"
+        def say(value: int | float | None, prefix: str = "") -> str:
+            return uncapped if value is None else f"{prefix}{value:,}"
 
-        cost = (
-            "free (no price table)"
-            if not self.priced
-            else "about " + say(None if self.cost is None else round(self.cost, 4))
+        stops = f"; the run stops on {', '.join(self.other_caps)}" if self.other_caps else ""
+        count = (
+            f"{self.verifications:,} (the baseline included)"
+            if self.verifications is not None
+            else f"not capped (budget.verifications is unset){stops}"
         )
         out = [
-            f"verifications: {say(self.verifications)} (the baseline included)",
-            f"expansions:    up to {say(self.expansions)}",
-            f"LLM calls:     about {say(self.llm_calls)}",
-            f"tokens:        about {say(self.tokens)} ({PROMPT_TOKENS} prompt + {COMPLETION_TOKENS} completion a call)",
-            f"cost:          {cost}",
+            f"verifications: {count}",
+            f"expansions:    {say(self.expansions, 'up to ')}",
+            f"LLM calls:     {say(self.llm_calls, 'about ')}",
+            f"tokens:        {say(self.tokens, 'about ')}"
+            + ("" if self.tokens is None else f" ({PROMPT_TOKENS} prompt + {COMPLETION_TOKENS} completion a call)"),
+            f"cost:          {self._cost()}",
         ]
         return out + [f"warning: {w}" for w in self.warnings]
+
+    def _cost(self) -> str:
+        if not self.uses_llm:
+            return "none (no LLM calls)"
+        if not self.priced:
+            return "not estimated (no model in roles.models has a price table; its calls are counted as 0)"
+        return "not estimated (no budget.verifications cap)" if self.cost is None else f"about {round(self.cost, 4)}"
 
 
 def plan(cfg: RunConfig) -> Plan:
@@ -92,7 +107,10 @@ def plan(cfg: RunConfig) -> Plan:
     cost = None
     if llm_calls is not None and completions is not None:
         cost = (llm_calls * PROMPT_TOKENS * prompt_price + completions * COMPLETION_TOKENS * completion_price) / 1e6
-    return Plan(verifications, expansions, llm_calls, tokens, cost, priced, tuple(_warnings(cfg, expansions)))
+    caps = cfg.budget.model_dump()
+    other = tuple(f"budget.{k}={v:g}" for k, v in caps.items() if k != "verifications" and v is not None)
+    warnings = tuple(_warnings(cfg, expansions, any_priced(cfg)))
+    return Plan(verifications, expansions, llm_calls, tokens, cost, priced, warnings, fixed + calls_each > 0, other)
 
 
 def _calls_per_expansion(cfg: RunConfig) -> tuple[int, int]:
@@ -125,8 +143,13 @@ def _prices(cfg: RunConfig) -> tuple[float, float, bool]:
     return 0.0, 0.0, False
 
 
-def _warnings(cfg: RunConfig, expansions: int | None) -> list[str]:
+def _warnings(cfg: RunConfig, expansions: int | None, priced: bool) -> list[str]:
     out = []
+    if cfg.budget.cost is not None and not priced:
+        out.append(
+            f"budget.cost={cfg.budget.cost:g} cannot bind: no model in roles.models has a price table, so every "
+            "call counts as 0; add prices to the models (prices: {prompt_per_mtok: ..., completion_per_mtok: ...})"
+        )
     verifications = cfg.budget.verifications
     per = cfg.engine.verify_per_expansion
     if verifications is not None and verifications <= 1:

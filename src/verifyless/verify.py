@@ -38,6 +38,7 @@ import csv
 import importlib.util
 import inspect
 import json
+import logging
 import math
 import numbers
 import os
@@ -56,7 +57,9 @@ from typing import Any
 from verifyless.errors import InvalidSubmission, SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
 from verifyless.sandbox.base import ExecResult, Sandbox
-from verifyless.task.base import FULL_FIDELITY, FidelityLevel, Task
+from verifyless.task.base import FULL_FIDELITY, HIDDEN_PREFIXES, FidelityLevel, Task
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
 RUNNER = Path(__file__).parent / "sandbox" / "_oe_runner.py"
@@ -324,15 +327,34 @@ def _judge(
             raw, failure = _run_scorer(task, ws, level)
         except InvalidSubmission as exc:  # the candidate's output broke the submission contract
             return Status.CONTRACT_VIOLATION, f"invalid submission: {exc}", {}, {}
+    silent = task.kind != "openevolve" and not any((ws / "out").iterdir())
     if failure:
-        return Status.FAILED, failure, {}, {}
+        return Status.FAILED, _output_failure(failure, silent), {}, {}
     if not isinstance(raw, Mapping):
         return Status.INVALID_METRIC, f"the scorer returned {type(raw).__name__}, not a mapping of metrics", {}, {}
     metrics, test_metrics = split_metrics(task, raw)
     problem = check_metrics(task, metrics)
+    if problem and silent:  # a scorer that returns {} for a missing file: the program's failure all the same
+        return Status.FAILED, _output_failure(problem, silent), {}, {}
     if problem:
         return Status.INVALID_METRIC, problem, {}, {}
     return Status.OK, "", {k: float(v) for k, v in metrics.items()}, test_metrics
+
+
+NO_OUTPUT = "the program wrote no output (out/ is empty)"
+INVALID_OUTPUT = "invalid output"
+
+
+def _output_failure(failure: str, silent: bool) -> str:
+    """The reason of a scorer failure on candidate output: the candidate's failure, and which one.
+
+    A program that wrote nothing at all, or output the scorer raised on (the verification contract: a
+    scorer exception on candidate output is a candidate failure). A failing scorer *command* with output
+    present keeps its own reason: that one may be the evaluator's (``engine/baseline.failure_source``).
+    """
+    if silent:
+        return f"{NO_OUTPUT}: {failure}"
+    return f"{INVALID_OUTPUT}: {failure}" if failure.startswith("scorer raised") else failure
 
 
 def unsafe_entry(ws: Path) -> str | None:
@@ -463,14 +485,31 @@ def split_metrics(task: Task, raw: Mapping[str, Any]) -> tuple[dict[str, Any], d
     test: dict[str, float] = {}
     for key, value in raw.items():
         key = str(key)
-        if key in test_names:
+        if key in test_names or (key not in required and key.startswith(HIDDEN_PREFIXES)):
             if _finite_number(value):
                 test[key] = float(value)
         elif key in required:
             validation[key] = value
         elif _finite_number(value):
             validation[key] = float(value)
+    _warn_undeclared(task, sorted(set(test) - test_names))
     return validation, test
+
+
+_warned: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def _warn_undeclared(task: Task, names: list[str]) -> None:
+    """Once per task and set of keys: hidden-named scorer keys that ``metrics.test`` does not declare."""
+    if not names or (task.name, tuple(names)) in _warned:
+        return
+    _warned.add((task.name, tuple(names)))
+    log.warning(
+        "task %r: the scorer returned %s, which metrics.test does not declare; kept as hidden test metrics "
+        "(never shown to search). Declare them in task.yaml metrics.test to say so.",
+        task.name,
+        ", ".join(names),
+    )
 
 
 def required_metrics(task: Task) -> tuple[str, ...]:
@@ -503,7 +542,13 @@ def _finite_number(value: Any) -> bool:
 
 
 def _test_score(task: Task, test_metrics: Mapping[str, float]) -> float | None:
-    return next((test_metrics[n] for n in task.test_metrics if n in test_metrics), None)
+    """The first declared test metric returned; without declared ones, the main metric's twin (val_x -> test_x)."""
+    declared = next((test_metrics[n] for n in task.test_metrics if n in test_metrics), None)
+    if declared is not None or task.test_metrics:
+        return declared
+    main = task.metric.name
+    twin = "test_" + next((main[len(p) :] for p in ("val_", "validation_") if main.startswith(p)), main)
+    return test_metrics.get(twin)
 
 
 def _clip(text: str) -> str:
@@ -512,6 +557,8 @@ def _clip(text: str) -> str:
 
 
 __all__ = [
+    "INVALID_OUTPUT",
+    "NO_OUTPUT",
     "check_metrics",
     "copy_public_data",
     "fidelity_level",

@@ -22,7 +22,7 @@ from verifyless.executors.base import Executor
 from verifyless.executors.registry import build_executor
 from verifyless.ledger.record import Progress
 from verifyless.model.ensemble import ModelEnsemble
-from verifyless.parts import build_guards, build_models, build_roles
+from verifyless.parts import build_guards, build_models, build_roles, pin_endpoints
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import build_screener as _build_screener
 from verifyless.search.memory import Memory
@@ -133,7 +133,14 @@ def build_engine(
     replay_executor: Executor | None = None,
     replay: bool = False,
 ) -> Engine:
-    """Everything an Engine needs, from configuration alone."""
+    """Everything an Engine needs, from configuration alone.
+
+    A new run's model specs that read the environment are pinned first (``parts.pin_endpoints``): the
+    configuration the run stores names each model and base URL (never a key), so replay and resume need
+    no endpoint variables.
+    """
+    if not replay:
+        cfg = pin_endpoints(cfg)
     task = task or load_task(cfg.task)
     run_ref: dict[str, str | None] = {"run_id": None}  # the engine fills it when the run exists
     models = build_models(cfg, store, run_ref, replay=replay)

@@ -52,15 +52,17 @@ from verifyless._cli.tune import app as tune_app
 from verifyless._cli.ui import ui_command
 from verifyless.config import apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
-from verifyless.errors import StoreError, TaskError, VerifylessError
+from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
+from verifyless.parts import check_models
 from verifyless.preflight import plan
 from verifyless.report.reader import open_readonly
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
+from verifyless.screen.base import fallback_line
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
 from verifyless.store import RunStore
-from verifyless.task import builtin_tasks_dir, discover_tasks, load_task
+from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, load_task
 from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
 
@@ -305,8 +307,9 @@ def run(
         if value is not None
     ]
     cfg = load_config(config, flags + over)
+    loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
-        console.print("\n".join(plan(cfg).lines()), highlight=False)
+        console.print("\n".join(plan(cfg).lines()), highlight=False, soft_wrap=True)
         if dry_run:
             raise typer.Exit(0)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
@@ -325,7 +328,7 @@ def run(
         console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     started: dict[str, Any] = {}
     try:
-        result = asyncio.run(_run(cfg, st, resume, quiet, started))
+        result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded))
     except KeyboardInterrupt:
         _print_interrupted(started.get("engine"), st)
         sys.exit(130)
@@ -360,11 +363,25 @@ def _print_interrupted(engine: Any, st) -> None:
     )
 
 
-async def _run(cfg, st, resume, quiet, started: dict[str, Any]):
+def _check_new_run(cfg) -> Any:
+    """The task of a new run, loaded, and its models checked (``parts.check_models``), as a dry run does too.
+
+    A misspelled task name is a configuration error (exit 2) naming close matches; a broken task folder stays
+    a task error (exit 3).
+    """
+    try:
+        task = load_task(cfg.task)
+    except UnknownTask as exc:
+        raise ConfigError(f"task: {exc}") from None
+    check_models(cfg)
+    return task
+
+
+async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None):
     """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message) and run it."""
 
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
-    engine = build_engine(cfg, st, progress=progress)
+    engine = build_engine(cfg, st, task=task, progress=progress)
     started["engine"] = engine
     if progress and _ends_with_ensemble(engine):
         progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
@@ -396,8 +413,16 @@ def _print_result(result, st) -> None:
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
     if submission:
         console.print(submission_line(submission_summary(submission[-1])), highlight=False)
-    console.print(f"store: {st.path}   show it with: verifyless show {result.run_id}")
+    console.print(
+        f"store: {st.path}   show it with: {show_command(result.run_id, st.path)}", highlight=False, soft_wrap=True
+    )
     _print_links(result.run_id, st.path)
+
+
+def show_command(run_id: str, store: Path) -> str:
+    """The ``verifyless show`` line to paste: ``--store`` named unless the store is the default one."""
+    default = Path(store).resolve() == DEFAULT_STORE.resolve()
+    return f"verifyless show {run_id}" + ("" if default else f" --store {store}")
 
 
 def _print_links(run_id: str, store: Path) -> None:
@@ -405,6 +430,7 @@ def _print_links(run_id: str, store: Path) -> None:
         f"report: verifyless report {run_id} --store {store}  (writes {default_out(run_id)}/report.html)\n"
         f"dashboard: verifyless ui --store {store}  (http://127.0.0.1:8765/runs/{run_id})",
         highlight=False,
+        soft_wrap=True,  # a long store path stays on its line, pastable
     )
 
 
@@ -439,7 +465,7 @@ def runs(
             r["run_id"],
             r["task"],
             r["strategy"] or "-",
-            r["screener"] or "-",
+            (r["screener"] or "-") + (f" ({r['screener_fallbacks']} fallbacks)" if r["screener_fallbacks"] else ""),
             r["status"],
             when,
             str(r["verifications"]),
@@ -517,6 +543,8 @@ def show(
         console.print(audit_line(data["screener_audit"]), highlight=False)
         if adaptive_line(data["screener_audit"]):
             console.print(adaptive_line(data["screener_audit"]), highlight=False)
+    if fallback_line(**data["screener_fallbacks"]):
+        console.print(f"[red]{fallback_line(**data['screener_fallbacks'])}[/]", highlight=False, soft_wrap=True)
     for line in peers_text(data):
         console.print(line, highlight=False)
     _print_links(data["run_id"], store)

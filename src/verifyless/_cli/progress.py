@@ -44,6 +44,7 @@ class LiveProgress:
         self.audit = ""  # the adaptive screener's live audit (screen/audit.audit_segment), from its last screening
         self.live = LiveAudit()  # any screener's: its picks' scores against their paid labels
         self.finish = "budget spent: choosing the final node"
+        self.fallbacks = ""  # " · screener fell back 2/5" once the screener's endpoint failed (engine/fallback.py)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
@@ -59,10 +60,17 @@ class LiveProgress:
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
             self._update(budget)
+        if kind == "screener_fallback":
+            self.fallbacks = f" · screener fell back {data['fallbacks']}/{data['screenings']}"
+            self.out.print(  # the reason is in the stored event and the library's WARNING
+                f"  r{data['round']} screener fell back to a seeded random pick "
+                f"({data['fallbacks']} of {data['screenings']} screenings so far)",
+                highlight=False,
+            )
         if kind == "round" and self.task_id is not None:
             short = _replies_text(data.get("replies"))
             audit = self.audit or self.live.segment()
-            self.bar.update(self.task_id, description=f"round {data['round']}{short}{audit}")
+            self.bar.update(self.task_id, description=f"round {data['round']}{short}{self.fallbacks}{audit}")
         elif kind == "verification":
             self.live.verification(data)
             score = data.get("score")

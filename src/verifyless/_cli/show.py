@@ -12,6 +12,7 @@ from verifyless import datareport
 from verifyless.engine.health import stored_role_health
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.screen.audit import audit_from_store
+from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
 
@@ -32,6 +33,7 @@ def run_row(st, info) -> dict[str, Any]:
         "verifications": st.budget(info.run_id).verifications,
         "best_node": best["node_id"] if best else None,
         "best_score": best.get("score") if best else None,
+        "screener_fallbacks": FallbackCount.of_run(st, info.run_id).fallbacks,
     }
 
 
@@ -63,6 +65,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "llm_calls": st.llm_usage(run_id),
         "reply_health": reply_health(st, run_id),
         "screener_audit": screener_audit(st, run_id),
+        "screener_fallbacks": FallbackCount.of_run(st, run_id).to_dict(),
         **peers_data(st, run_id),
         "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),

@@ -5,15 +5,19 @@ Every run verifies the task's baseline first (node ``root``). When that fails,
 
 * ``"evaluator"`` -- the failure is the task's, not the program's: an invalid
   metric (the evaluator returned something that is not a mapping of finite
-  numbers, or missed the main metric), a trusted scorer that raised or whose
-  command failed, an OpenEvolve evaluator runner without a metrics file, or a
-  Python traceback whose last frame is outside the program file (an
-  evaluator that raises at import, or returns a float where a dict belongs).
-  Every candidate would fail the same way, so the run always stops.
+  numbers, or missed the main metric, from output the program did write), a
+  scorer command that failed on written output, an OpenEvolve evaluator runner
+  without a metrics file, or a Python traceback whose last frame is outside
+  the program file (an evaluator that raises at import, or returns a float
+  where a dict belongs). Every candidate would fail the same way, so the run
+  always stops.
 * ``"program"`` -- the baseline program failed as a program (its own
-  traceback, a timeout, running out of memory, a broken output contract).
-  The run stops unless ``engine.allow_failed_baseline`` is set; then it is
-  logged at WARNING and the search goes on from the failing baseline.
+  traceback, a timeout, running out of memory, a broken output contract), it
+  wrote no output at all (``verify.NO_OUTPUT``), or the trusted scorer raised
+  on its output (``verify.INVALID_OUTPUT``: the verification contract makes a
+  scorer exception on candidate output a candidate failure). The run stops
+  unless ``engine.allow_failed_baseline`` is set; then it is logged at WARNING
+  and the search goes on from the failing baseline.
 
 Limits: the classification reads the reason and the stderr tail. An
 evaluator that runs the program in its own subprocess and raises when it
@@ -31,6 +35,7 @@ from verifyless.errors import TaskError
 from verifyless.node import Status, Verification
 from verifyless.task import builtin_tasks_dir
 from verifyless.task.base import Task
+from verifyless.verify import INVALID_OUTPUT, NO_OUTPUT
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +56,7 @@ def failure_source(task: Task, verification: Verification) -> str | None:
         return None
     if verification.status is Status.INVALID_METRIC:
         return "evaluator"
-    if verification.status is not Status.FAILED:
+    if verification.status is not Status.FAILED or verification.reason.startswith((NO_OUTPUT, INVALID_OUTPUT)):
         return "program"
     if verification.reason.startswith(_EVALUATOR_REASONS):
         return "evaluator"

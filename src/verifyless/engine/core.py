@@ -39,6 +39,7 @@ from verifyless.config import RunConfig
 from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
 from verifyless.engine.ends import RunResult
+from verifyless.engine.fallback import check_answered, screener_failed
 from verifyless.engine.health import RoleHealth, made_stats, proposal_stats
 from verifyless.engine.learners import Learners
 from verifyless.engine.peers import Peers, gate_pool, owned
@@ -70,11 +71,10 @@ ProgressFn = Callable[[str, dict[str, Any]], None]
 class Engine:
     """Runs one search on one task until a budget cap (or another stop reason) is reached.
 
-    All collaborators are passed in (``verifyless.wiring.build_engine`` builds
-    them from a ``RunConfig``). ``memory`` is optional (MLEvolve-style hybrid
-    retrieval); ``progress`` receives ``(kind, data)`` for live display. What
-    the run stores and pays for goes through ``self.ledger`` (``state`` and
-    ``gate`` are its fold and budget gate).
+    All collaborators are passed in (``verifyless.wiring.build_engine`` builds them from a ``RunConfig``).
+    ``memory`` is optional (MLEvolve-style hybrid retrieval); ``progress`` receives ``(kind, data)`` for live
+    display. What the run stores and pays for goes through ``self.ledger`` (``state`` and ``gate`` are its
+    fold and budget gate).
     """
 
     def __init__(
@@ -171,6 +171,7 @@ class Engine:
         final_id = await ends.select_final(self, self.strategy.final(self.state.view))
         self.ledger.emit("final", {"node_id": final_id, "stopped": stopped})
         await submit_ensemble(self)
+        check_answered(self)  # a screener that never answered: exit 6 (fallback.py)
         self.store.set_status(self.run_id, "finished")
         return ends.result(self, final_id, stopped)
 
@@ -415,15 +416,14 @@ async def submit_ensemble(engine: Engine) -> None:
     engine.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
 
 
-def _model_failure(engine: Engine, r: int, reason: str, fatal: bool = True) -> None:
+def _model_failure(engine: Engine, r: int, reason: str) -> None:
     """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
     engine.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
     engine.progress("model_error", {"round": r, "reason": reason})
-    if fatal:
-        engine._model_failures += 1
-        log.warning("round %d: %s (%d in a row)", r, reason, engine._model_failures)
-        if engine._model_failures >= 3:
-            raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
+    engine._model_failures += 1
+    log.warning("round %d: %s (%d in a row)", r, reason, engine._model_failures)
+    if engine._model_failures >= 3:
+        raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
 
 
 def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
@@ -479,7 +479,8 @@ def _after_screening(engine, r: int, screening: Screening, record: dict[str, Any
 
 
 async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
-    """The screener's ranking; a dead screener endpoint falls back to a seeded random pick (logged)."""
+    """The screener's ranking; a dead screener endpoint falls back to a seeded random pick or stops the run
+    (``engine/fallback.py``: counted, shown, and never silent)."""
     eng = engine.config.engine
     ctx = ScreenContext(
         task=engine.task,
@@ -498,12 +499,4 @@ async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, p
     try:
         return await engine.screener.screen(ctx, pool)
     except ModelUnavailable as exc:
-        order = [c.id for c in pool]
-        rng.shuffle(order)
-        _model_failure(engine, r, f"screener: {exc}", fatal=False)
-        log.warning("round %d: screener unavailable, falling back to a seeded random pick: %s", r, exc)
-        return Screening(
-            f"{getattr(engine.screener, 'name', 'screener')}-unavailable",
-            tuple(order),
-            tuple(order[: eng.verify_per_expansion]),
-        )
+        return screener_failed(engine, r, rng, pool, exc)

@@ -21,6 +21,7 @@ from typing import Any
 from verifyless.ledger.packed import Packed
 from verifyless.node import Candidate, Idea, Node, Status, Verification
 from verifyless.roles.base import TaskBrief
+from verifyless.screen.base import FallbackCount
 from verifyless.search.base import SearchView
 from verifyless.store.records import Event
 
@@ -58,6 +59,7 @@ class RunState:
     learn_records: list[dict[str, Any]] = field(default_factory=list)  # ``screener_learn`` payloads, in order
     proposals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # logged proposer replies, by key
     low_fidelity: dict[tuple[str, str, str], Verification] = field(default_factory=dict)  # (hash, kind, level)
+    fallbacks: FallbackCount = field(default_factory=FallbackCount)  # screenings that fell back to random
     last_seq: int = 0  # the last event applied
 
     @property
@@ -145,7 +147,21 @@ class RunState:
             status=Status(ev.payload["status"]), reason=ev.payload["reason"]
         )
 
+    @property
+    def screener_fallbacks(self) -> tuple[int, int]:
+        """(screenings that fell back to a random pick, screenings) so far."""
+        counts = self.fallback_count()
+        return counts.fallbacks, counts.screenings
+
+    def fallback_count(self) -> FallbackCount:
+        """The screenings' fallback counts (a state from a snapshot older than the field counts from there on)."""
+        return self.__dict__.setdefault("fallbacks", FallbackCount())
+
+    def _fallback(self, ev: Event) -> None:
+        self.fallback_count().feed(ev.kind, ev.payload)
+
     def _screening(self, ev: Event) -> None:
+        self.fallback_count().feed(ev.kind, ev.payload)
         for cid in ev.payload.get("to_verify", ev.payload.get("chosen", [])):
             if cid not in self.chosen:
                 self.chosen[cid] = self.n_chosen
@@ -223,6 +239,7 @@ _HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
     "node": RunState._node,
     "status": RunState._status,
     "screening": RunState._screening,
+    "screener_fallback": RunState._fallback,
     "verification": RunState._verification,
     "tell": RunState._tell,
     "screener_learn": RunState._learn,

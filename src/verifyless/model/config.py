@@ -27,6 +27,7 @@ DEFAULT_KEY_ENV = "VERIFYLESS_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
 ENV_BASE_URL = "VERIFYLESS_BASE_URL"
 ENV_MODEL = "VERIFYLESS_MODEL"
+OPENAI_URL = "https://api.openai.com/v1"  # the endpoint of an openai spec without base_url
 
 
 class Prices(BaseModel):

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.config import OPENAI_URL
 from verifyless.model.scores import LabelScore, probe_request, probs_from_top_logprobs, uniform
 from verifyless.model.wire import messages_to_wire, tools_to_wire
 
@@ -225,7 +226,7 @@ class OpenAIModel:
             raise ModelUnavailable("no model name configured; set model: <name> (or VERIFYLESS_MODEL)")
         self.config = config
         self.name = config.model
-        self.endpoint = config.base_url or "https://api.openai.com/v1"
+        self.endpoint = config.base_url or OPENAI_URL
         self.key_env = config.resolved_key_env()
         key = os.environ.get(self.key_env) if self.key_env else None
         self._key_missing = not key

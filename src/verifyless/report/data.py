@@ -36,6 +36,7 @@ from typing import Any
 from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
 from verifyless.outcome import FIVE, THREE
 from verifyless.screen.audit import ScreenerAudit, audit_from_store
+from verifyless.screen.base import FallbackCount
 from verifyless.screen.ttl import run_adapters
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task import load_task
@@ -281,6 +282,7 @@ class RunSummary:
     event_counts: Mapping[str, int]
     last_seq: int
     adapters: tuple[str, ...] = ()  # the critic adapters screened with, by weights hash (screen.ttl.run_adapters)
+    fallbacks: str = ""  # screenings that fell back to a random pick (screen.base.fallback_line; '' when none)
 
 
 def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
@@ -289,9 +291,11 @@ def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
     brief: Mapping[str, Any] = {}
     stopped, last = "", 0
     learned: list[Mapping[str, Any]] = []
+    fallbacks = FallbackCount()
     for ev in store.events(run_id, kinds=None):
         counts[ev.kind] = counts.get(ev.kind, 0) + 1
         last = ev.seq
+        fallbacks.feed(ev.kind, ev.payload)
         if ev.kind == "screener_learn":
             learned.append(ev.payload)
         if ev.kind == "brief":
@@ -315,6 +319,7 @@ def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
             else f"{a['role']}: v{a['version']} from {a['origin'] or 'a fresh LoRA'}"
             for a in run_adapters(info.config, learned)
         ),
+        fallbacks=fallbacks.line(),
     )
 
 

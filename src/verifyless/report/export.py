@@ -8,7 +8,8 @@ the idea, the code change, the evaluation, plus what verifyless adds (the neutra
 screening evidence, costs).
 
 What is never written: hidden test scores and metrics, unless ``include_test=True`` (the field is
-then present; without it the field does not exist, so a consumer cannot read a null as a score);
+then present; without it the field does not exist, so a consumer cannot read a null as a score),
+and never a ``test_*`` / ``hidden_*`` key among the validation ``metrics`` (``task.base.HIDDEN_PREFIXES``);
 API keys (the stored config is redacted by the store already, and calls carry no headers).
 Columns whose content varies in shape (metrics, evidence, idea parameters) are JSON strings, so
 every row has the same Arrow schema.
@@ -24,6 +25,7 @@ from typing import Any, Literal
 from verifyless.errors import ConfigError
 from verifyless.program import BandError, extract
 from verifyless.report.data_nodes import node_details
+from verifyless.task.base import HIDDEN_PREFIXES
 from verifyless.task.loader import load_task
 
 __all__ = ["SCHEMA_VERSION", "call_rows", "export_run", "node_rows"]
@@ -56,7 +58,7 @@ def node_rows(store: Any, run_id: str, *, include_test: bool = False) -> Iterato
             "band": _band_text(d.program, band),
             "diff": "\n".join(line for _, line in d.diff),
             "score": d.score,
-            "metrics": json.dumps(dict(d.metrics), sort_keys=True, default=str),
+            "metrics": json.dumps(_validation(d.metrics), sort_keys=True, default=str),
             "screened_in": d.screened_in,
             "critiques": list(d.critiques),
             "screening_evidence": d.evidence,
@@ -65,9 +67,16 @@ def node_rows(store: Any, run_id: str, *, include_test: bool = False) -> Iterato
             "llm_calls": calls.get(d.id, []),
         }
         if include_test:
+            hidden = {k: v for k, v in d.metrics.items() if k.startswith(HIDDEN_PREFIXES)}  # stored before quarantine
             row["test_score"] = d.test_score
-            row["test_metrics"] = json.dumps(dict(d.test_metrics), sort_keys=True, default=str)
+            row["test_metrics"] = json.dumps({**hidden, **d.test_metrics}, sort_keys=True, default=str)
         yield row
+
+
+def _validation(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The validation metrics, never a hidden-named key (a run stored before the loader's quarantine may hold
+    undeclared ``test_*`` / ``hidden_*`` scorer keys among them)."""
+    return {k: v for k, v in metrics.items() if not str(k).startswith(HIDDEN_PREFIXES)}
 
 
 def call_rows(store: Any, run_id: str, *, inline: bool = False) -> Iterator[dict[str, Any]]:

@@ -127,6 +127,70 @@ class LearningScreener(Protocol):
     def restore(self, records: Sequence[dict[str, Any]]) -> None: ...
 
 
+FALLBACK_SUFFIX = "-unavailable"  # the screener name of a screening the engine picked at random instead
+
+
+def fallback_screening(screener: str, ranking: Sequence[str], n_verify: int) -> Screening:
+    """The seeded random pick that stands in for a screener whose endpoint failed (``ranking`` shuffled)."""
+    return Screening(f"{screener}{FALLBACK_SUFFIX}", tuple(ranking), tuple(ranking[:n_verify]))
+
+
+def fell_back(screener: str) -> bool:
+    """Whether a stored screening (by its ``screener`` name) was such a fallback, not the screener's answer."""
+    return screener.endswith(FALLBACK_SUFFIX)
+
+
+@dataclass
+class FallbackCount:
+    """How often a run's screener answered and how often the engine fell back to a random pick instead.
+
+    Fed the run's ``screening`` and ``screener_fallback`` events in log order (``feed``): a fallback event
+    counts one fallback (also the one that stopped a run, which stores no screening), a screening that is
+    not a fallback (``fell_back``) one answer. ``streak``: fallbacks in a row since the last answer.
+    """
+
+    answered: int = 0
+    fallbacks: int = 0
+    streak: int = 0
+
+    @property
+    def screenings(self) -> int:
+        return self.answered + self.fallbacks
+
+    def feed(self, kind: str, payload: Mapping[str, Any]) -> None:
+        if kind == "screener_fallback":
+            self.fallbacks += 1
+            self.streak += 1
+        elif kind == "screening" and not fell_back(str(payload.get("screener", ""))):
+            self.answered += 1
+            self.streak = 0
+
+    @classmethod
+    def of_run(cls, store: Any, run_id: str) -> FallbackCount:
+        """The counts of a stored run (``store.events``)."""
+        counts = cls()
+        for ev in store.events(run_id, kinds=["screening", "screener_fallback"]):
+            counts.feed(ev.kind, ev.payload)
+        return counts
+
+    def to_dict(self) -> dict[str, int]:
+        return {"fallbacks": self.fallbacks, "screenings": self.screenings}
+
+    def line(self) -> str:
+        """One line for ``show`` and the report ('' when nothing fell back)."""
+        return fallback_line(**self.to_dict())
+
+
+def fallback_line(fallbacks: int, screenings: int) -> str:
+    """``screener fallbacks: 2 of 5 screenings fell back ...`` ('' when nothing fell back)."""
+    if not fallbacks:
+        return ""
+    return (
+        f"screener fallbacks: {fallbacks} of {screenings} screenings fell back to a seeded random pick "
+        "(the screener's endpoint failed)"
+    )
+
+
 def choose_top(
     name: str,
     ranking: Sequence[str],

@@ -107,6 +107,9 @@ class Target:
 
 
 FULL_FIDELITY = "full"
+# Scorer keys with these prefixes are hidden test metrics whether or not task.yaml declares them in
+# metrics.test: search never sees them, and the loader refuses a validation metric named so.
+HIDDEN_PREFIXES = ("test_", "hidden_")
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ class Task:
     run_command: tuple[str, ...] = ()  # argv template: {python} {program} {public} {workdir} {outdir}
     scorer: str | None = None  # "file.py:function" relative to root, or a command template
     validation_metrics: tuple[str, ...] = ()
-    test_metrics: tuple[str, ...] = ()
+    test_metrics: tuple[str, ...] = ()  # declared; a scorer key named with HIDDEN_PREFIXES is hidden test too
     limits: Limits = field(default_factory=Limits)
     stochastic: bool = False
     idea_space: IdeaSpace | None = None

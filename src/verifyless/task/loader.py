@@ -20,6 +20,7 @@ each problem as ``<file>: <key path>: <what is wrong>; <fix>``.
 from __future__ import annotations
 
 import ast
+import difflib
 import shlex
 import string
 from pathlib import Path
@@ -32,6 +33,7 @@ from verifyless import builtin
 from verifyless.errors import TaskError
 from verifyless.program import BandError, split, syntax_error
 from verifyless.task.base import (
+    HIDDEN_PREFIXES,
     Anchors,
     Band,
     Ensemble,
@@ -71,6 +73,19 @@ class InvalidTask(TaskError):
         self.problems = tuple(problems)
         head = f"task folder {root} is invalid ({len(problems)} problem{'s' if len(problems) != 1 else ''}):"
         super().__init__("\n".join([head, *(f"  - {p}" for p in problems)]))
+
+
+class UnknownTask(TaskError):
+    """A bare task name that is neither a folder here nor a built-in task; the message names close matches."""
+
+    def __init__(self, name: str, known: list[str]):
+        self.name, self.known = name, tuple(known)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        super().__init__(
+            f"no task folder {name!r} here and no built-in task of that name; {hint}"
+            f"built-in tasks: {', '.join(known) or 'none'} (or pass the path of a task folder)"
+        )
 
 
 def builtin_tasks_dir() -> Path:
@@ -128,7 +143,7 @@ def _locate(path: str | Path) -> Path:
         known = (
             sorted(p.name for p in builtin_tasks_dir().iterdir() if p.is_dir()) if builtin_tasks_dir().is_dir() else []
         )
-        raise TaskError(f"no task folder {text!r} here and no built-in task of that name; built-in tasks: {known}")
+        raise UnknownTask(text, known)
     raise TaskError(f"task folder {candidate} does not exist; check the path")
 
 
@@ -162,6 +177,13 @@ def _load_native(root: Path) -> Task:
         problems.append(
             f"{fname}: metrics.validation: the main metric '{spec.metric.name}' is not listed; "
             f"add it to metrics.validation {list(validation)}"
+        )
+    hidden_named = [m for m in validation if m.startswith(HIDDEN_PREFIXES)]
+    if hidden_named:
+        problems.append(
+            f"{fname}: metrics.validation: {hidden_named} are named like hidden test metrics "
+            f"({', '.join(p + '*' for p in HIDDEN_PREFIXES)} are never shown to search); list them in "
+            "metrics.test, or rename the validation metric (e.g. 'val_...')"
         )
     both = sorted(set(validation) & set(spec.metrics.test))
     if both:
@@ -573,4 +595,4 @@ def _openevolve_statement(root: Path, sidecar: SidecarSpec, problems: list[str])
     return f"Improve {OPENEVOLVE_PROGRAM} so that {OPENEVOLVE_EVALUATOR} reports a higher combined_score."
 
 
-__all__ = ["InvalidTask", "builtin_tasks_dir", "discover_tasks", "load_task"]
+__all__ = ["InvalidTask", "UnknownTask", "builtin_tasks_dir", "discover_tasks", "load_task"]
