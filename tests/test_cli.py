@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from readonly_media import read_only_prefix, unprivileged_prefix
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -154,36 +154,82 @@ def _tiny_run(store: str) -> str:
     return out.stdout.split("verifyless show ")[1].split()[0]
 
 
-def test_read_only_store_opens_for_runs_show_and_bench(tmp_path):
-    """A healthy store the reader cannot write (an archived copy in rollback-journal mode, file and folder
-    read-only to it) lists, shows and measures: these commands open it read-only, never migrate or set WAL."""
-    folder = Path(tempfile.mkdtemp())  # under /tmp: reachable by the unprivileged user below
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished two-verification run (mcgs + surrogate) in a WAL-mode store, made once for this module."""
+    store = tmp_path_factory.mktemp("finished") / "s.db"
+    return store, _tiny_run(str(store))
+
+
+def _read_only_copy(finished, folder: Path, how: str, journal: str) -> tuple[str, list[str]]:
+    """Copy the finished store into ``folder`` in ``journal`` mode; return it and the prefix that reads it read-only.
+
+    ``mount``: the folder is a real read-only bind mount for the command (a user namespace; no other user, so
+    the clone's path and permissions do not matter). ``chmod``: file 0444 and folder 0555, read by a process
+    without root's override of mode bits.
+    """
+    folder.mkdir()
+    store = folder / "s.db"
+    shutil.copy(finished[0], store)
+    conn = sqlite3.connect(store)  # WAL as a run leaves it; DELETE as `sqlite3 .backup` or VACUUM INTO leave a copy
+    assert conn.execute(f"PRAGMA journal_mode = {journal}").fetchone()[0] == journal
+    conn.close()
+    if how == "chmod":
+        store.chmod(0o444)
+        folder.chmod(0o555)
+    prefix, reason = unprivileged_prefix(folder) if how == "chmod" else read_only_prefix(folder)
+    if prefix is None:
+        pytest.skip(reason)
+    return str(store), prefix
+
+
+@pytest.mark.parametrize("how", ["mount", "chmod"])
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_read_only_store_opens_for_runs_show_and_bench(finished, tmp_path, how, journal):
+    """A finished store the reader cannot write (on a read-only mount, or file and folder read-only to it) lists,
+    shows, reports, exports and measures: these commands open it read-only (immutable where SQLite cannot create
+    the WAL's -shm), say so in one line, never migrate or set WAL, and leave the store's bytes as they were."""
+    store, prefix = _read_only_copy(finished, tmp_path / "ro", how, journal)
+    run_id = finished[1]
+    before = Path(store).read_bytes()
     try:
-        store = str(folder / "s.db")
-        run_id = _tiny_run(store)
-        conn = sqlite3.connect(store)  # as `sqlite3 .backup` or VACUUM INTO leave a copy
-        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
-        conn.close()
-        Path(store).chmod(0o444)
-        as_reader = []
-        if os.geteuid() == 0:  # root writes anything: read as nobody, to whom file and folder are read-only
-            as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-            folder.chmod(0o755)
-        else:
-            folder.chmod(0o555)
-        measured = cli("bench", "selection", run_id, "--store", store, prefix=as_reader)
-        assert measured.returncode == 0, measured.stderr
-        listing = cli("runs", "--store", store, prefix=as_reader)
+        listing = cli("runs", "--store", store, prefix=prefix)
         assert listing.returncode == 0, listing.stderr
         header = listing.stdout.splitlines()[0].split()
         assert header[:4] == ["run", "task", "strategy", "screener"]
         row = next(line for line in listing.stdout.splitlines() if run_id in line).split()
         assert row[2:4] == ["mcgs", "surrogate"], row
-        shown = cli("show", run_id, "--store", store, prefix=as_reader)
+        notes = [line for line in listing.stderr.splitlines() if line]
+        assert len(notes) == 1 and "cannot be written here" in notes[0], listing.stderr
+        assert ("immutable" in notes[0]) == (journal == "wal"), "a rollback-journal store needs no -shm"
+        shown = cli("show", run_id, "--store", store, prefix=prefix)
         assert shown.returncode == 0 and "verifications 2" in shown.stdout, shown.stderr
+        if (journal, how) == ("wal", "mount"):  # the other commands open the store the same way: once is enough
+            out = tmp_path / "out"
+            for args in (
+                ("bench", "selection", run_id),
+                ("report", run_id, "--out", str(out / "report")),
+                ("export", run_id, "--out", str(out / "trace.jsonl")),
+            ):
+                done = cli(*args, "--store", store, prefix=prefix)
+                assert done.returncode == 0, (args, done.stderr)
+                assert done.stderr.count("cannot be written here") == 1, (args, done.stderr)
+            assert (out / "report" / "report.html").is_file() and (out / "trace.jsonl").stat().st_size > 0
     finally:
-        folder.chmod(0o755)
-        shutil.rmtree(folder)
+        Path(store).parent.chmod(0o755)
+    assert Path(store).read_bytes() == before
+    assert sorted(p.name for p in Path(store).parent.iterdir()) == ["s.db"], "no -wal/-shm left beside it"
+
+
+def test_an_unreadable_store_gets_one_error_line_once(tmp_path):
+    """``show`` and ``runs`` on a file that is not a store: exit 5, one newline-terminated line, said once."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database " * 200)
+    for args in (("show", "r1"), ("runs",)):
+        out = cli(*args, "--store", str(junk))
+        assert out.returncode == 5, out.stderr
+        assert out.stderr.endswith("\n") and len(out.stderr.splitlines()) == 1, repr(out.stderr)
+        assert out.stderr.count("not a readable verifyless run store") == 1, out.stderr
 
 
 def test_runs_on_a_missing_default_store_says_no_runs_yet(tmp_path):
