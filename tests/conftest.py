@@ -1,8 +1,11 @@
 """Shared test setup: one thread everywhere, offline, and an opt-in flag for slow end-to-end checks."""
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -29,3 +32,37 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+class FinishedRun(NamedTuple):
+    """A finished run made once per session by the real CLI: ``store`` (WAL mode), ``run_id``, the run's stdout."""
+
+    store: Path
+    run_id: str
+    stdout: str
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> FinishedRun:
+    """``verifyless run circle_packing --budget 3 engine.candidates=2`` (mcgs + surrogate, the defaults), once.
+
+    Tests only read it; a test that writes (resume, replay) takes ``finished_copy``.
+    """
+    store = tmp_path_factory.mktemp("finished-run") / "s.db"
+    out = subprocess.run(
+        [sys.executable, "-m", "verifyless", "run", "circle_packing", "--budget", "3", "--store", str(store)]
+        + ["--quiet", "engine.candidates=2"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr
+    return FinishedRun(store, out.stdout.split("verifyless show ")[1].split()[0], out.stdout)
+
+
+@pytest.fixture
+def finished_copy(finished_run, tmp_path) -> FinishedRun:
+    """A private copy of the session's finished run store, for a test that writes to it."""
+    store = tmp_path / "finished.db"
+    shutil.copy(finished_run.store, store)
+    return finished_run._replace(store=store)

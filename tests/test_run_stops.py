@@ -54,7 +54,9 @@ def verifications(store: Path) -> int:
     "evaluator, error",
     [
         ("import no_such_module_anywhere\ndef evaluate(p):\n    return {'combined_score': 1.0}\n", "No module named"),
-        ("def evaluate(p):\n    return 0.5\n", "returned float"),
+        pytest.param(  # the same stop; this evaluator's failure is classified by the verify test below
+            "def evaluate(p):\n    return 0.5\n", "returned float", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_a_broken_evaluator_stops_the_run_with_exit_3_after_one_verification(tmp_path, evaluator, error):
@@ -132,7 +134,7 @@ def _wait_for_verifications(store: Path, n: int, proc: subprocess.Popen[str], li
 def test_ctrl_c_exits_130_with_a_resume_hint_and_a_consistent_store(tmp_path, presses):
     store = tmp_path / "s.db"
     proc = _start_run(store, 400)
-    _wait_for_verifications(store, 3, proc)
+    _wait_for_verifications(store, 2, proc)  # the baseline and a child: a search under way
     for _ in range(presses):
         proc.send_signal(signal.SIGINT)
         time.sleep(0.05)
@@ -186,17 +188,15 @@ def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tm
         assert health["proposer"]["rate"] == 1.0
 
 
-def test_show_lists_the_parse_rate_of_the_child_making_roles(tmp_path):
-    store = tmp_path / "s.db"
-    out = cli("run", "circle_packing", "--budget", "3", "--quiet", "--store", str(store), "engine.candidates=2")
-    assert out.returncode == 0, out.stderr
-    run_id = out.stdout.split("verifyless show ")[1].split()[0]
+def test_show_lists_the_parse_rate_of_the_child_making_roles(finished_run):
+    store, run_id = finished_run.store, finished_run.run_id
     shown = cli("show", run_id, "--store", str(store))
     assert "replies parsed: proposer" in shown.stdout and "implementer" in shown.stdout, shown.stdout
     data = json.loads(cli("show", run_id, "--store", str(store), "--json").stdout)
     assert set(data["role_health"]) == {"proposer", "implementer"}
 
 
+@pytest.mark.slow  # covered by test_engine's resume after an interruption, test_cli's resume + replay, Ctrl-C above
 def test_an_interrupted_run_resumes_where_it_stopped_and_replays_identically(tmp_path):
     store = tmp_path / "s.db"
     proc = _start_run(store, 24)
@@ -214,28 +214,28 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_replays_identically(tmp
     assert replayed.returncode == 0 and "identical" in replayed.stdout, replayed.stdout + replayed.stderr
 
 
-def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(tmp_path):
-    store = tmp_path / "s.db"
-    first = cli("run", "circle_packing", "--budget", "2", "--quiet", "--store", str(store), "engine.candidates=2")
-    run_id = first.stdout.split("verifyless show ")[1].split()[0]
+def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(finished_copy):
+    store, run_id = finished_copy.store, finished_copy.run_id
     events_before = _events(store)
     again = cli("run", "--resume", run_id, "--store", str(store))
     assert again.returncode == 0 and "is finished" in again.stdout and "--budget N" in again.stdout, again.stdout
     assert "resuming at round" not in again.stdout and _events(store) == events_before, "at once: nothing ran"
-    assert verifications(store) == 2
+    assert verifications(store) == 3
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'run_status'").fetchone()[0] == 2
-    more = cli("run", "--resume", run_id, "--store", str(store), "--budget", "3", "--quiet")
+    more = cli("run", "--resume", run_id, "--store", str(store), "--budget", "4")
     assert more.returncode == 0, more.stderr
+    assert "resuming at round" in more.stdout and ": 3 of 4 verifications paid" in more.stdout, more.stdout
     from verifyless.report.data import runs_list
     from verifyless.store import RunStore
 
     with RunStore(store) as st:
         (row,) = runs_list(st)
-        assert (row.verifications, row.cap) == (3, 3), "the cap in force, not the first config's"
-        assert st.run(run_id).config["budget"]["verifications"] == 3
+        assert (row.verifications, row.cap) == (4, 4), "the cap in force, not the first config's"
+        assert st.run(run_id).config["budget"]["verifications"] == 4
 
 
+@pytest.mark.slow  # covered by test_store's run whose writer died reads as interrupted (the same reader code)
 def test_runs_shows_a_run_whose_process_was_killed_as_interrupted(tmp_path):
     store = tmp_path / "s.db"
     proc = _start_run(store, 400)
