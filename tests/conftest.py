@@ -35,29 +35,31 @@ def pytest_collection_modifyitems(config, items):
 
 
 class FinishedRun(NamedTuple):
-    """A finished run made once per session by the real CLI: ``store`` (WAL mode), ``run_id``, the run's stdout."""
+    """A finished run made once per session by the real CLI: ``store`` (WAL mode), ``run_id``, the run's output."""
 
     store: Path
     run_id: str
     stdout: str
+    stderr: str
 
 
 @pytest.fixture(scope="session")
 def finished_run(tmp_path_factory) -> FinishedRun:
-    """``verifyless run circle_packing --budget 3 engine.candidates=2`` (mcgs + surrogate, the defaults), once.
+    """``verifyless -vv run circle_packing --budget 3 engine.candidates=2 engine.snapshot_every=1``, once.
 
+    mcgs + surrogate (the defaults); a resume snapshot after every round; ``stderr`` holds the debug log.
     Tests only read it; a test that writes (resume, replay) takes ``finished_copy``.
     """
     store = tmp_path_factory.mktemp("finished-run") / "s.db"
     out = subprocess.run(
-        [sys.executable, "-m", "verifyless", "run", "circle_packing", "--budget", "3", "--store", str(store)]
-        + ["--quiet", "engine.candidates=2"],
+        [sys.executable, "-m", "verifyless", "-vv", "run", "circle_packing", "--budget", "3", "--store", str(store)]
+        + ["--quiet", "engine.candidates=2", "engine.snapshot_every=1"],
         capture_output=True,
         text=True,
         timeout=240,
     )
     assert out.returncode == 0, out.stderr
-    return FinishedRun(store, out.stdout.split("verifyless show ")[1].split()[0], out.stdout)
+    return FinishedRun(store, out.stdout.split("verifyless show ")[1].split()[0], out.stdout, out.stderr)
 
 
 @pytest.fixture

@@ -136,24 +136,9 @@ def test_run_show_runs_resume_and_replay(finished_copy):
     assert "identical" in replayed.stdout
 
 
-def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
-    store = str(tmp_path / "s.db")
-    first = cli(
-        "-vv",
-        "run",
-        "circle_packing",
-        "--budget",
-        "3",
-        "--store",
-        store,
-        "--quiet",
-        "engine.candidates=3",
-        "engine.snapshot_every=1",
-    )
-    assert first.returncode == 0, first.stderr
-    assert "snapshot of run" in first.stderr, "-vv shows the library's debug log"
-    listing = cli("runs", "--store", store)
-    run_id = listing.stdout.split("circle_packing")[0].split()[-1]
+def test_resume_can_raise_the_budget_but_nothing_else(finished_copy):
+    store, run_id = str(finished_copy.store), finished_copy.run_id
+    assert "snapshot of run" in finished_copy.stderr, "-vv shows the library's debug log"
     refused = cli("run", "--resume", run_id, "--store", store, "--strategy", "greedy")
     assert refused.returncode == 2 and "cannot change when resuming" in refused.stderr
     more = cli("run", "--resume", run_id, "--store", store, "--budget", "5", "--quiet")

@@ -73,14 +73,20 @@ def test_a_broken_evaluator_stops_the_run_with_exit_3_after_one_verification(tmp
     assert "stopped: BaselineFailed (exit 3)" in shown.stdout and error in shown.stdout, shown.stdout
 
 
-def test_a_failing_baseline_program_stops_unless_allowed(tmp_path):
+def _failing_baseline_run(tmp_path: Path) -> tuple[str, ...]:
     task = openevolve_task(tmp_path / "buggy", GOOD_EVALUATOR, PROGRAM.replace("return 1.0", "return 1 / 0"))
-    store = str(tmp_path / "s.db")
-    args = ("run", str(task), "--budget", "2", "--quiet", "--store", store, "roles.kind=llm", SCRIPTED)
-    stopped = cli(*args)
+    return ("run", str(task), "--budget", "2", "--quiet", "--store", str(tmp_path / "s.db"), "roles.kind=llm", SCRIPTED)
+
+
+def test_a_failing_baseline_program_stops_the_run_and_names_the_override(tmp_path):
+    stopped = cli(*_failing_baseline_run(tmp_path))
     assert stopped.returncode == 3 and "engine.allow_failed_baseline=true" in stopped.stderr, stopped.stderr
     assert "ZeroDivisionError" in stopped.stderr
-    allowed = cli(*args, "engine.allow_failed_baseline=true")
+
+
+@pytest.mark.slow  # covered by test_engine_rooms' failed baseline with engine.allow_failed_baseline searching on
+def test_a_failing_baseline_program_runs_on_when_allowed(tmp_path):
+    allowed = cli(*_failing_baseline_run(tmp_path), "engine.allow_failed_baseline=true")
     assert allowed.returncode == 0, allowed.stderr
 
 

@@ -40,10 +40,14 @@ def wheel_env(tmp_path_factory) -> Path:
     return env
 
 
+def _clean_env() -> dict[str, str]:
+    """The environment without what points at the checkout (a PYTHONPATH to ``src`` would import it instead)."""
+    return {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VERIFYLESS_TASKS_DIR"}}
+
+
 def run_installed(env: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VERIFYLESS_TASKS_DIR"}}
     return subprocess.run(
-        [str(env / "bin" / "verifyless"), *args], capture_output=True, text=True, cwd=cwd, env=clean, timeout=300
+        [str(env / "bin" / "verifyless"), *args], capture_output=True, text=True, cwd=cwd, env=_clean_env(), timeout=300
     )
 
 
@@ -53,6 +57,7 @@ def test_the_installed_wheel_is_not_the_checkout(wheel_env, tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=_clean_env(),
     )
     assert where.returncode == 0, where.stderr
     assert str(ROOT) not in where.stdout and "site-packages" in where.stdout
