@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
+from verifyless._cli.common import read_store
 from verifyless.errors import ConfigError
 from verifyless.report.export import export_run
-from verifyless._cli.common import read_store
 
 
 def export_command(
