@@ -61,12 +61,13 @@ def test_the_wheel_carries_every_built_in_task_and_pool_world_file(wheel):
 @pytest.fixture(scope="module")
 def wheel_env(wheel, tmp_path_factory) -> Path:
     env = tmp_path_factory.mktemp("wheel-env") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=120)
-    install = subprocess.run(
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=120, env=_clean_env())
+    install = subprocess.run(  # without PYTHONPATH: pip would take a checkout's egg-info for an installed verifyless
         [str(env / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
         capture_output=True,
         text=True,
         timeout=600,
+        env=_clean_env(),
     )
     assert install.returncode == 0, install.stderr
     return env
