@@ -84,7 +84,7 @@ def test_a_failing_baseline_program_stops_the_run_and_names_the_override(tmp_pat
     assert "ZeroDivisionError" in stopped.stderr
 
 
-@pytest.mark.slow  # covered by test_engine_rooms' failed baseline with engine.allow_failed_baseline searching on
+@pytest.mark.slow  # covered by test_engine_rooms::test_a_repair_never_takes_a_slot_after_the_budget_is_spent
 def test_a_failing_baseline_program_runs_on_when_allowed(tmp_path):
     allowed = cli(*_failing_baseline_run(tmp_path), "engine.allow_failed_baseline=true")
     assert allowed.returncode == 0, allowed.stderr
