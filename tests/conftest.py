@@ -1,9 +1,12 @@
 """Shared test setup: one thread everywhere, offline, and an opt-in flag for slow end-to-end checks."""
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -13,8 +16,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
 sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends
 
-import hypothesis  # noqa: E402,F401  (imported up front: a lazy import at session end can trip a CPython 3.11 AST bug)
+import hypothesis  # noqa: E402  (imported up front: a lazy import at session end can trip a CPython 3.11 AST bug)
 import pytest  # noqa: E402
+
+# No per-example deadline: hypothesis' default (200 ms) fails examples on a loaded machine, not on a defect.
+hypothesis.settings.register_profile("verifyless", deadline=None)
+hypothesis.settings.load_profile("verifyless")
 
 
 def pytest_addoption(parser):
@@ -28,3 +35,39 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+class FinishedRun(NamedTuple):
+    """A finished run made once per session by the real CLI: ``store`` (WAL mode), ``run_id``, the run's output."""
+
+    store: Path
+    run_id: str
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> FinishedRun:
+    """``verifyless -vv run circle_packing --budget 3 engine.candidates=2 engine.snapshot_every=1``, once.
+
+    mcgs + surrogate (the defaults); a resume snapshot after every round; ``stderr`` holds the debug log.
+    Tests only read it; a test that writes (resume, replay) takes ``finished_copy``.
+    """
+    store = tmp_path_factory.mktemp("finished-run") / "s.db"
+    out = subprocess.run(
+        [sys.executable, "-m", "verifyless", "-vv", "run", "circle_packing", "--budget", "3", "--store", str(store)]
+        + ["--quiet", "engine.candidates=2", "engine.snapshot_every=1"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr
+    return FinishedRun(store, out.stdout.split("verifyless show ")[1].split()[0], out.stdout, out.stderr)
+
+
+@pytest.fixture
+def finished_copy(finished_run, tmp_path) -> FinishedRun:
+    """A private copy of the session's finished run store, for a test that writes to it."""
+    store = tmp_path / "finished.db"
+    shutil.copy(finished_run.store, store)
+    return finished_run._replace(store=store)

@@ -331,9 +331,7 @@ def test_audits_are_charged_and_labelled_and_a_perfect_screener_audits_perfectly
         audited = [a for s in screenings for a in s["audited"]]
         assert audited and set(audited) <= verified  # verified, hence charged
         assert store.budget(result.run_id).verifications == len(verified) == 24
-        started = time.monotonic()
         audit = audit_from_store(store, result.run_id, resamples=200)
-        assert time.monotonic() - started < 10
     assert audit.audits == len(audited) and audit.verified == len(verified - {"root"}) == 23  # the root is not screened
     assert audit.pairwise.value == 1.0 and audit.pairwise.n > 0
     assert audit.advantage.value is not None and audit.advantage.value > 0

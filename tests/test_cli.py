@@ -8,10 +8,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from readonly_media import read_only_prefix, unprivileged_prefix
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,14 +61,50 @@ def cli(
         (("run", "diabetes", "roles.models.critik=openai:m"), 2, "critik"),
     ],
 )
-def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, args, code, message):
+def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, monkeypatch, capsys, args, code, message):
+    """Each case runs through the CLI's ``main`` in this process (1.5 s of imports saved per case);
+    ``test_bad_input_in_a_real_process`` checks that a real process exits the same way."""
     args = tuple(a.replace("runs/", str(tmp_path) + "/") for a in args)
-    out = cli(*args, "--store", str(tmp_path / "s.db")) if args[0] == "run" else cli(*args)
+    if args[0] == "run":
+        args = (*args, "--store", str(tmp_path / "s.db"))
+    out = in_process(monkeypatch, capsys, *args)
     assert out.returncode == code, out.stderr
     assert message in out.stderr + out.stdout
     assert "Traceback" not in out.stderr + out.stdout
     if code == 2:
         assert len(out.stderr.strip().splitlines()) == 1, f"not one line: {out.stderr!r}"
+
+
+def in_process(monkeypatch, capsys, *args: str) -> subprocess.CompletedProcess:
+    """``verifyless ARGS`` through ``main()`` here: its exit status, stdout and stderr (the environment restored)."""
+    from verifyless._cli.app import main
+
+    monkeypatch.setattr(sys, "argv", ["verifyless", *args])
+    saved = dict(os.environ)
+    try:
+        main()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (("show", "nope", "--store", "/no/such/store.db"), 5, "no run store"),
+        (("run", "diabetes", "--bogus"), 2, "No such option: --bogus"),
+    ],
+)
+def test_bad_input_in_a_real_process(args, code, message):
+    out = cli(*args)
+    assert out.returncode == code, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.endswith("\n"), f"not one line: {out.stderr!r}"
 
 
 def test_tasks_lists_every_builtin_task():
@@ -84,63 +121,28 @@ def test_verify_json_on_an_openevolve_folder():
     assert data["status"] == "ok" and data["metrics"]["combined_score"] > 0
 
 
-def test_run_show_runs_resume_and_replay(tmp_path):
-    store = str(tmp_path / "s.db")
-    out = cli(
-        "run",
-        "circle_packing",
-        "--budget",
-        "4",
-        "--store",
-        store,
-        "--quiet",
-        "engine.candidates=3",
-        "strategy.name=greedy",
-        "strategy.options.num_drafts=1",
-    )
-    assert out.returncode == 0, out.stderr
-    assert "best node" in out.stdout
+def test_run_show_runs_resume_and_replay(finished_copy):
+    """The session's finished run (``verifyless run`` end to end): listed, shown by prefix, as JSON, replayed."""
+    store, run_id = str(finished_copy.store), finished_copy.run_id
+    assert "best node" in finished_copy.stdout
     listing = cli("runs", "--store", store)
     assert listing.returncode == 0 and "circle_packing" in listing.stdout
-    run_id = listing.stdout.split("circle_packing")[0].split()[-1]
+    assert listing.stdout.split("circle_packing")[0].split()[-1] == run_id
     shown = cli("show", run_id[:12], "--store", store)
-    assert shown.returncode == 0 and "verifications 4" in shown.stdout, shown.stdout + shown.stderr
+    assert shown.returncode == 0 and "verifications 3" in shown.stdout, shown.stdout + shown.stderr
     as_json = json.loads(cli("runs", "--store", store, "--json").stdout)
-    assert [r["run_id"] for r in as_json] == [run_id] and as_json[0]["verifications"] == 4
+    assert [r["run_id"] for r in as_json] == [run_id] and as_json[0]["verifications"] == 3
     detail = json.loads(cli("show", run_id, "--store", store, "--json").stdout)
-    assert (
-        detail["budget"]["verifications"] == 4
-        and detail["final"]["node_id"] == as_json[0]["best_node"]
-        or detail["final"]["node_id"]
-    )
-    assert (
-        detail["best_nodes"] and {"role", "calls", "cached"} <= set(detail["llm_calls"][0])
-        if detail["llm_calls"]
-        else detail["best_nodes"]
-    )
+    assert detail["budget"]["verifications"] == 3 and detail["final"]["node_id"]
+    assert detail["best_nodes"] and all({"role", "calls", "cached"} <= set(c) for c in detail["llm_calls"])
     replayed = cli("replay", run_id, "--store", store)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "identical" in replayed.stdout
 
 
-def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
-    store = str(tmp_path / "s.db")
-    first = cli(
-        "-vv",
-        "run",
-        "circle_packing",
-        "--budget",
-        "3",
-        "--store",
-        store,
-        "--quiet",
-        "engine.candidates=3",
-        "engine.snapshot_every=1",
-    )
-    assert first.returncode == 0, first.stderr
-    assert "snapshot of run" in first.stderr, "-vv shows the library's debug log"
-    listing = cli("runs", "--store", store)
-    run_id = listing.stdout.split("circle_packing")[0].split()[-1]
+def test_resume_can_raise_the_budget_but_nothing_else(finished_copy):
+    store, run_id = str(finished_copy.store), finished_copy.run_id
+    assert "snapshot of run" in finished_copy.stderr, "-vv shows the library's debug log"
     refused = cli("run", "--resume", run_id, "--store", store, "--strategy", "greedy")
     assert refused.returncode == 2 and "cannot change when resuming" in refused.stderr
     more = cli("run", "--resume", run_id, "--store", store, "--budget", "5", "--quiet")
@@ -152,42 +154,75 @@ def test_resume_can_raise_the_budget_but_nothing_else(tmp_path):
     assert "part 2 of 2" not in replayed.stdout, "no difference in either part"
 
 
-def _tiny_run(store: str) -> str:
-    out = cli("run", "circle_packing", "--budget", "2", "--store", store, "--quiet", "engine.candidates=2")
-    assert out.returncode == 0, out.stderr
-    return out.stdout.split("verifyless show ")[1].split()[0]
+def _read_only_copy(finished, folder: Path, how: str, journal: str) -> tuple[str, list[str]]:
+    """Copy the finished store into ``folder`` in ``journal`` mode; return it and the prefix that reads it read-only.
+
+    ``mount``: the folder is a real read-only bind mount for the command (a user namespace; no other user, so
+    the clone's path and permissions do not matter). ``chmod``: file 0444 and folder 0555, read by a process
+    without root's override of mode bits.
+    """
+    folder.mkdir()
+    store = folder / "s.db"
+    shutil.copy(finished.store, store)
+    conn = sqlite3.connect(store)  # WAL as a run leaves it; DELETE as `sqlite3 .backup` or VACUUM INTO leave a copy
+    assert conn.execute(f"PRAGMA journal_mode = {journal}").fetchone()[0] == journal
+    conn.close()
+    if how == "chmod":
+        store.chmod(0o444)
+        folder.chmod(0o555)
+    prefix, reason = unprivileged_prefix(folder) if how == "chmod" else read_only_prefix(folder)
+    if prefix is None:
+        pytest.skip(reason)
+    return str(store), prefix
 
 
-def test_read_only_store_opens_for_runs_show_and_bench(tmp_path):
-    """A healthy store the reader cannot write (an archived copy in rollback-journal mode, file and folder
-    read-only to it) lists, shows and measures: these commands open it read-only, never migrate or set WAL."""
-    folder = Path(tempfile.mkdtemp())  # under /tmp: reachable by the unprivileged user below
+@pytest.mark.parametrize("how", ["mount", "chmod"])
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_read_only_store_opens_for_runs_show_and_bench(finished_run, tmp_path, how, journal):
+    """A finished store the reader cannot write (on a read-only mount, or file and folder read-only to it) lists,
+    shows, reports, exports and measures: these commands open it read-only (immutable where SQLite cannot create
+    the WAL's -shm), say so in one line, never migrate or set WAL, and leave the store's bytes as they were."""
+    store, prefix = _read_only_copy(finished_run, tmp_path / "ro", how, journal)
+    run_id = finished_run.run_id
+    before = Path(store).read_bytes()
     try:
-        store = str(folder / "s.db")
-        run_id = _tiny_run(store)
-        conn = sqlite3.connect(store)  # as `sqlite3 .backup` or VACUUM INTO leave a copy
-        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0] == "delete"
-        conn.close()
-        Path(store).chmod(0o444)
-        as_reader = []
-        if os.geteuid() == 0:  # root writes anything: read as nobody, to whom file and folder are read-only
-            as_reader = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-            folder.chmod(0o755)
-        else:
-            folder.chmod(0o555)
-        measured = cli("bench", "selection", run_id, "--store", store, prefix=as_reader)
-        assert measured.returncode == 0, measured.stderr
-        listing = cli("runs", "--store", store, prefix=as_reader)
+        listing = cli("runs", "--store", store, prefix=prefix)
         assert listing.returncode == 0, listing.stderr
         header = listing.stdout.splitlines()[0].split()
         assert header[:4] == ["run", "task", "strategy", "screener"]
         row = next(line for line in listing.stdout.splitlines() if run_id in line).split()
         assert row[2:4] == ["mcgs", "surrogate"], row
-        shown = cli("show", run_id, "--store", store, prefix=as_reader)
-        assert shown.returncode == 0 and "verifications 2" in shown.stdout, shown.stderr
+        notes = [line for line in listing.stderr.splitlines() if line]
+        assert len(notes) == 1 and "cannot be written here" in notes[0], listing.stderr
+        assert ("immutable" in notes[0]) == (journal == "wal"), "a rollback-journal store needs no -shm"
+        shown = cli("show", run_id, "--store", store, prefix=prefix)
+        assert shown.returncode == 0 and "verifications 3" in shown.stdout, shown.stderr
+        if (journal, how) == ("wal", "mount"):  # the other commands open the store the same way: once is enough
+            out = tmp_path / "out"
+            for args in (
+                ("bench", "selection", run_id),
+                ("report", run_id, "--out", str(out / "report")),
+                ("export", run_id, "--out", str(out / "trace.jsonl")),
+            ):
+                done = cli(*args, "--store", store, prefix=prefix)
+                assert done.returncode == 0, (args, done.stderr)
+                assert done.stderr.count("cannot be written here") == 1, (args, done.stderr)
+            assert (out / "report" / "report.html").is_file() and (out / "trace.jsonl").stat().st_size > 0
     finally:
-        folder.chmod(0o755)
-        shutil.rmtree(folder)
+        Path(store).parent.chmod(0o755)
+    assert Path(store).read_bytes() == before
+    assert sorted(p.name for p in Path(store).parent.iterdir()) == ["s.db"], "no -wal/-shm left beside it"
+
+
+def test_an_unreadable_store_gets_one_error_line_once(tmp_path):
+    """``show`` and ``runs`` on a file that is not a store: exit 5, one newline-terminated line, said once."""
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database " * 200)
+    for args in (("show", "r1"), ("runs",)):
+        out = cli(*args, "--store", str(junk))
+        assert out.returncode == 5, out.stderr
+        assert out.stderr.endswith("\n") and len(out.stderr.splitlines()) == 1, repr(out.stderr)
+        assert out.stderr.count("not a readable verifyless run store") == 1, out.stderr
 
 
 def test_runs_on_a_missing_default_store_says_no_runs_yet(tmp_path):

@@ -9,7 +9,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from engine_fakes import PROGRAM, fake_engine, fake_task, value
@@ -182,11 +181,9 @@ def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_an
         for ev in store.events(run_id):
             ledger.state.apply(ev)
         calls: list[tuple[int, str]] = []
-        started = time.monotonic()
         screening = run_screening(ledger, fake_run(calls))
         after = [e for e in store.events(run_id) if e.kind == "pilot_run"]
         budget = store.budget(run_id)
-    assert time.monotonic() - started < 30
     assert len(calls) == 3 + 4  # the three of level one never paid, then level two: nothing paid twice
     assert len(after) == 8 + 4 and len({(e.node_id, e.payload["level"]) for e in after}) == 12
     assert budget.pilot_seconds == budget.evaluator_seconds == 12 * 0.25 and budget.verifications == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,11 +101,20 @@ def test_every_readme_command_is_run_or_skipped_with_a_reason():
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    """A folder like a fresh checkout's root, with two tiny runs in the default store (for RUN, RUN1, RUN2)."""
+def scratch(tmp_path_factory, request):
+    """A folder like a fresh checkout's root, with two tiny runs in the default store (for RUN, RUN1, RUN2).
+
+    With ``--runslow``: two critic-screened runs (``bench critic RUN`` needs critiques). Without it only
+    commands that read a stored run are run: the session's finished run, copied in, is RUN, RUN1 and RUN2.
+    """
     folder = tmp_path_factory.mktemp("readme")
     for name in ("examples", "bench"):
         (folder / name).symlink_to(ROOT / name)
+    if not request.config.getoption("--runslow"):
+        finished = request.getfixturevalue("finished_run")
+        (folder / "runs").mkdir()
+        shutil.copy(finished.store, folder / "runs" / "verifyless.db")
+        return folder, [finished.run_id, finished.run_id]
     ids = []
     scripted = "roles.kind=llm roles.models.default=scripted:examples/scripted/circle_packing.yaml"
     for seed in (0, 1):  # critic-screened, so `bench critic RUN` has critiques to score

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from child_signals import with_default_sigint
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTED = f"roles.models.default=scripted:{ROOT / 'examples/scripted/diabetes.yaml'}"
 PROGRAM = "# EVOLVE-BLOCK-START\ndef f():\n    return 1.0\n# EVOLVE-BLOCK-END\n"
@@ -38,6 +40,11 @@ def openevolve_task(folder: Path, evaluator: str, program: str = PROGRAM) -> Pat
     return folder
 
 
+def _events(store: Path) -> int:
+    with sqlite3.connect(store) as conn:
+        return conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+
+
 def verifications(store: Path) -> int:
     with sqlite3.connect(store) as conn:
         return conn.execute("SELECT COUNT(*) FROM ledger WHERE verifications > 0").fetchone()[0]
@@ -47,7 +54,9 @@ def verifications(store: Path) -> int:
     "evaluator, error",
     [
         ("import no_such_module_anywhere\ndef evaluate(p):\n    return {'combined_score': 1.0}\n", "No module named"),
-        ("def evaluate(p):\n    return 0.5\n", "returned float"),
+        pytest.param(  # the same stop; this evaluator's failure is classified by the verify test below
+            "def evaluate(p):\n    return 0.5\n", "returned float", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_a_broken_evaluator_stops_the_run_with_exit_3_after_one_verification(tmp_path, evaluator, error):
@@ -64,14 +73,20 @@ def test_a_broken_evaluator_stops_the_run_with_exit_3_after_one_verification(tmp
     assert "stopped: BaselineFailed (exit 3)" in shown.stdout and error in shown.stdout, shown.stdout
 
 
-def test_a_failing_baseline_program_stops_unless_allowed(tmp_path):
+def _failing_baseline_run(tmp_path: Path) -> tuple[str, ...]:
     task = openevolve_task(tmp_path / "buggy", GOOD_EVALUATOR, PROGRAM.replace("return 1.0", "return 1 / 0"))
-    store = str(tmp_path / "s.db")
-    args = ("run", str(task), "--budget", "2", "--quiet", "--store", store, "roles.kind=llm", SCRIPTED)
-    stopped = cli(*args)
+    return ("run", str(task), "--budget", "2", "--quiet", "--store", str(tmp_path / "s.db"), "roles.kind=llm", SCRIPTED)
+
+
+def test_a_failing_baseline_program_stops_the_run_and_names_the_override(tmp_path):
+    stopped = cli(*_failing_baseline_run(tmp_path))
     assert stopped.returncode == 3 and "engine.allow_failed_baseline=true" in stopped.stderr, stopped.stderr
     assert "ZeroDivisionError" in stopped.stderr
-    allowed = cli(*args, "engine.allow_failed_baseline=true")
+
+
+@pytest.mark.slow  # covered by test_engine_rooms::test_a_repair_never_takes_a_slot_after_the_budget_is_spent
+def test_a_failing_baseline_program_runs_on_when_allowed(tmp_path):
+    allowed = cli(*_failing_baseline_run(tmp_path), "engine.allow_failed_baseline=true")
     assert allowed.returncode == 0, allowed.stderr
 
 
@@ -86,17 +101,30 @@ def test_verify_exits_0_on_a_failing_program_unless_strict_and_3_on_a_broken_eva
     assert cli("verify", str(good), "--strict").returncode == 0
 
 
-def _start_long_run(store: Path) -> subprocess.Popen[str]:
+def _start_run(store: Path, budget: int) -> subprocess.Popen[str]:
+    """A run in a child that Ctrl-C reaches (SIGINT at its default, even where the test runner ignores it)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "verifyless", "run", "circle_packing", "--budget", "400", "--store", str(store)]
-        + ["--quiet", "engine.candidates=2", "strategy.name=greedy"],
+        with_default_sigint(
+            [
+                sys.executable,
+                "-m",
+                "verifyless",
+                "run",
+                "circle_packing",
+                "--budget",
+                str(budget),
+                "--store",
+                str(store),
+            ]
+            + ["--quiet", "engine.candidates=2", "strategy.name=greedy"]
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
-def _wait_for_verifications(store: Path, n: int, proc: subprocess.Popen[str], limit: float = 120.0) -> None:
+def _wait_for_verifications(store: Path, n: int, proc: subprocess.Popen[str], limit: float = 240.0) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -111,8 +139,8 @@ def _wait_for_verifications(store: Path, n: int, proc: subprocess.Popen[str], li
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_exits_130_with_a_resume_hint_and_a_consistent_store(tmp_path, presses):
     store = tmp_path / "s.db"
-    proc = _start_long_run(store)
-    _wait_for_verifications(store, 3, proc)
+    proc = _start_run(store, 400)
+    _wait_for_verifications(store, 2, proc)  # the baseline and a child: a search under way
     for _ in range(presses):
         proc.send_signal(signal.SIGINT)
         time.sleep(0.05)
@@ -166,26 +194,18 @@ def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tm
         assert health["proposer"]["rate"] == 1.0
 
 
-def test_show_lists_the_parse_rate_of_the_child_making_roles(tmp_path):
-    store = tmp_path / "s.db"
-    out = cli("run", "circle_packing", "--budget", "3", "--quiet", "--store", str(store), "engine.candidates=2")
-    assert out.returncode == 0, out.stderr
-    run_id = out.stdout.split("verifyless show ")[1].split()[0]
+def test_show_lists_the_parse_rate_of_the_child_making_roles(finished_run):
+    store, run_id = finished_run.store, finished_run.run_id
     shown = cli("show", run_id, "--store", str(store))
     assert "replies parsed: proposer" in shown.stdout and "implementer" in shown.stdout, shown.stdout
     data = json.loads(cli("show", run_id, "--store", str(store), "--json").stdout)
     assert set(data["role_health"]) == {"proposer", "implementer"}
 
 
+@pytest.mark.slow  # covered by test_engine's resume after an interruption, test_cli's resume + replay, Ctrl-C above
 def test_an_interrupted_run_resumes_where_it_stopped_and_replays_identically(tmp_path):
     store = tmp_path / "s.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "verifyless", "run", "circle_packing", "--budget", "24", "--store", str(store)]
-        + ["--quiet", "engine.candidates=2", "strategy.name=greedy"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start_run(store, 24)
     _wait_for_verifications(store, 4, proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -200,30 +220,31 @@ def test_an_interrupted_run_resumes_where_it_stopped_and_replays_identically(tmp
     assert replayed.returncode == 0 and "identical" in replayed.stdout, replayed.stdout + replayed.stderr
 
 
-def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(tmp_path):
-    store = tmp_path / "s.db"
-    first = cli("run", "circle_packing", "--budget", "2", "--quiet", "--store", str(store), "engine.candidates=2")
-    run_id = first.stdout.split("verifyless show ")[1].split()[0]
-    started = time.monotonic()
+def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(finished_copy):
+    store, run_id = finished_copy.store, finished_copy.run_id
+    events_before = _events(store)
     again = cli("run", "--resume", run_id, "--store", str(store))
     assert again.returncode == 0 and "is finished" in again.stdout and "--budget N" in again.stdout, again.stdout
-    assert time.monotonic() - started < 15 and verifications(store) == 2
+    assert "resuming at round" not in again.stdout and _events(store) == events_before, "at once: nothing ran"
+    assert verifications(store) == 3
     with sqlite3.connect(store) as conn:
         assert conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'run_status'").fetchone()[0] == 2
-    more = cli("run", "--resume", run_id, "--store", str(store), "--budget", "3", "--quiet")
+    more = cli("run", "--resume", run_id, "--store", str(store), "--budget", "4")
     assert more.returncode == 0, more.stderr
+    assert "resuming at round" in more.stdout and ": 3 of 4 verifications paid" in more.stdout, more.stdout
     from verifyless.report.data import runs_list
     from verifyless.store import RunStore
 
     with RunStore(store) as st:
         (row,) = runs_list(st)
-        assert (row.verifications, row.cap) == (3, 3), "the cap in force, not the first config's"
-        assert st.run(run_id).config["budget"]["verifications"] == 3
+        assert (row.verifications, row.cap) == (4, 4), "the cap in force, not the first config's"
+        assert st.run(run_id).config["budget"]["verifications"] == 4
 
 
+@pytest.mark.slow  # covered by test_store's run whose writer died reads as interrupted (the same reader code)
 def test_runs_shows_a_run_whose_process_was_killed_as_interrupted(tmp_path):
     store = tmp_path / "s.db"
-    proc = _start_long_run(store)
+    proc = _start_run(store, 400)
     _wait_for_verifications(store, 2, proc)
     proc.kill()
     proc.wait(timeout=30)

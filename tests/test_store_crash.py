@@ -94,7 +94,6 @@ def test_kill_9_never_loses_acknowledged_events(tmp_path):
     with RunStore(db) as store:
         run_id = store.create_run("crash", {"purpose": "kill -9 test"})
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    started = time.monotonic()
     growth = []
     for it in range(ITERATIONS):
         before = len(_acknowledged(side))
@@ -102,7 +101,7 @@ def test_kill_9_never_loses_acknowledged_events(tmp_path):
             [sys.executable, str(script), str(db), str(side), run_id, f"k{it}"], env=env, stderr=subprocess.PIPE
         )
         # Let it commit at least once, then kill at a random moment inside its loop.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # only catches a child that hangs before its first commit
         while len(_acknowledged(side)) == before and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
         assert child.poll() is None, child.stderr.read().decode()[-2000:]
@@ -113,5 +112,4 @@ def test_kill_9_never_loses_acknowledged_events(tmp_path):
         acked = _acknowledged(side)
         assert len(acked) > before
         growth.append(_check(db, run_id, acked))
-    assert growth == sorted(growth)
-    assert time.monotonic() - started < 120  # normally ~10-20 s; the bound only catches a hang
+    assert growth == sorted(growth)  # a hang is caught by pytest-timeout (pyproject), not by a wall-clock bound

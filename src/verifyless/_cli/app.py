@@ -29,6 +29,7 @@ from rich.table import Table
 
 from verifyless._cli.bench import app as bench_app
 from verifyless._cli.bench import collect_pools_command
+from verifyless._cli.common import err, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
 from verifyless._cli.demo import run_demo
@@ -55,7 +56,6 @@ from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
 from verifyless.parts import check_models
 from verifyless.preflight import plan
-from verifyless.report.reader import open_readonly
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import fallback_line
@@ -72,7 +72,6 @@ app = typer.Typer(
 )
 # Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 DEFAULT_STORE = Path("runs/verifyless.db")
 
@@ -268,12 +267,6 @@ def _open_store(path: Path, must_exist: bool = True):
     return RunStore(path)
 
 
-def _read_store(path: Path):
-    """The store opened read-only (``mode=ro``): for commands that only read, so a read-only file still opens."""
-
-    return open_readonly(path)
-
-
 @app.command()
 def run(
     task: str | None = typer.Argument(None, help="built-in task name or folder (default: from config)"),
@@ -446,7 +439,7 @@ def runs(
         else:
             console.print(f"no runs yet in {store}: start one with `verifyless run TASK`", highlight=False)
         return
-    with _read_store(store) as st:
+    with read_store(store) as st:
         rows = [run_row(st, info) for info in st.runs()]
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -482,7 +475,7 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
 ) -> None:
     """Summarise one run: budget, best nodes, statuses, LLM calls (cached ones counted apart)."""
-    with _read_store(store) as st:
+    with read_store(store) as st:
         data = show_data(st, st.resolve_run(run_id), nodes)
     if as_json:
         print(json.dumps(data, indent=2))

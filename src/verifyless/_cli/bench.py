@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
-from verifyless._cli.common import key_values
+from verifyless._cli.common import key_values, read_store
 from verifyless._cli.data import bench_dataset
 from verifyless.errors import ConfigError, TaskError
 from verifyless.metrics import critic as m
@@ -30,7 +30,6 @@ from verifyless.offline import selection as sel
 from verifyless.offline.pools import ScoreOracle, collect_pools, evaluate_screener, load_pools, save_pools
 from verifyless.offline.scores import best_scheme, normalize
 from verifyless.offline.selection import SelectionSummary, fitness_sign
-from verifyless.report.reader import open_readonly
 from verifyless.screen.registry import build_screener
 from verifyless.store import RunStore
 from verifyless.task import load_task
@@ -45,12 +44,6 @@ console = Console()
 DEFAULT_STORE = Path("runs/verifyless.db")
 _STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
 _OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG plots")
-
-
-def _open(store: Path):
-    """The store opened read-only (``mode=ro``): bench commands only read, so a read-only store file still opens."""
-
-    return open_readonly(store)
 
 
 def _print(title: str, headers: list[str], rows: list[list[str]]) -> None:
@@ -97,7 +90,7 @@ def critic(
     if not runs:
         raise ConfigError("bench critic needs run ids (verifyless bench critic RUN...) or --dataset DIR")
 
-    with _open(store) as st:
+    with read_store(store) as st:
         records = [
             r for run in runs for r in m.critic_records_from_store(st, st.resolve_run(run), min_improving=min_improving)
         ]
@@ -161,7 +154,7 @@ def selection(
     """Selection advantage and pairwise accuracy on pools with at least two verified candidates."""
 
     summaries, finals, advantages = {}, [], []
-    with _open(store) as st:
+    with read_store(store) as st:
         for run in runs:
             run_id = st.resolve_run(run)
             s = sel.summarize_selection(sel.pools_from_store(st, run_id, target=target), min_gap=min_gap)  # type: ignore[arg-type]
@@ -254,7 +247,7 @@ def compare(
 ) -> None:
     """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
 
-    with _open(store) as st:
+    with read_store(store) as st:
         arms = _arms(st, list(runs or []), label)
         if not arms:
             raise typer.BadParameter("give run ids and/or --label ARM=RUN")
@@ -354,7 +347,7 @@ def curves_cmd(
 ) -> None:
     """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
 
-    with _open(store) as st:
+    with read_store(store) as st:
         arms = _arms(st, list(runs or []), label)
         curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
     rows = [[arm, c.run_id, c.task, str(len(c.best)), report.fmt(c.final, 4)] for arm, cs in curves.items() for c in cs]

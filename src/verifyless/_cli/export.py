@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
+from verifyless._cli.common import read_store
 from verifyless.errors import ConfigError
 from verifyless.report.export import export_run
-from verifyless.report.reader import open_readonly
 
 
 def export_command(
@@ -24,7 +24,7 @@ def export_command(
 
     if fmt not in ("jsonl", "parquet"):
         raise ConfigError(f"--format {fmt!r}: choose jsonl or parquet")
-    with open_readonly(store) as st:
+    with read_store(store) as st:
         rid = st.resolve_run(run_id)
         nodes, calls = export_run(st, rid, out, fmt, include_test=include_test, inline_calls=inline_calls)  # type: ignore[arg-type]
     hidden = "with hidden test scores" if include_test else "no hidden test scores"

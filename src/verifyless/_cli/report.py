@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless.report.reader import open_readonly
+from verifyless._cli.common import read_store
 from verifyless.report.render import write_report
 
 DEFAULT_OUT = Path("reports")
@@ -25,7 +25,7 @@ def report_command(
     """Write RUN's report: one HTML file that opens offline, plus the figures as PNGs."""
     from rich.console import Console
 
-    with open_readonly(store) as st:
+    with read_store(store) as st:
         rid = st.resolve_run(run_id)
         files = write_report(st, rid, out or default_out(rid))
     console = Console()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from verifyless._cli.common import read_store
 from verifyless.errors import ConfigError
 from verifyless.ui.app import create_app
 
@@ -47,7 +48,9 @@ def ui_command(
             "(ideas, code, logs). There is no login.[/]",
             highlight=False,
         )
-    if not store.exists():
+    if store.exists():
+        read_store(store).close()  # a store that does not open fails here, in one line; a read-only one says so
+    else:
         out.print(
             f"[yellow]{store} does not exist yet; runs appear once `verifyless run --store {store}` starts.[/]",
             highlight=False,
