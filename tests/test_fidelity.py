@@ -198,7 +198,8 @@ def test_a_data_fraction_level_writes_a_seeded_stratified_subsample_and_never_to
     assert v1.status is Status.OK and v1.fidelity == "tenth", v1.reason
     assert (ws1 / "public" / "train.csv").read_bytes() == (ws2 / "public" / "train.csv").read_bytes()
     assert seen1 == seen2 and seen1["rows"] == 20 and seen1["positives"] == 5  # 10% of 150 and of 50
-    assert v1.metrics["rows"] == 20 and v1.metrics["hidden_rows"] == 30  # the scorer still sees every hidden label
+    assert v1.metrics["rows"] == 20 and v1.test_metrics["hidden_rows"] == 30  # the scorer still sees every hidden label
+    assert "hidden_rows" not in v1.metrics  # a hidden_* key is a hidden metric, declared or not (issue 36)
     assert (ws1 / "public" / "val_inputs.csv").read_text().count("\n") == 31  # only the target file is subsampled
     assert seen1["public"] == ["train.csv", "val_inputs.csv"]  # hidden data never copied in
     assert (seen1["knob_arg"], seen1["knob_env"]) == ("all", None)  # a data level leaves the knob at full
