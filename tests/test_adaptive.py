@@ -16,17 +16,20 @@ from verifyless.config import load_config
 from verifyless.engine import Engine, resume
 from verifyless.errors import ConfigError
 from verifyless.node import Evidence, Screening
-from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener, Bets, Verdicts, concordance
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
 from verifyless.screen.audit import (
     SiblingOutcome,
+    Verdicts,
     adaptive_state,
     audit_from_store,
     audit_line,
     audit_segment,
+    concordance,
     pairwise_hits,
     selection_advantages,
 )
 from verifyless.screen.baselines import RandomScreener
+from verifyless.screen.bets import Bets
 from verifyless.screen.registry import build_screener
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore

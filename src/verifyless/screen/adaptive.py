@@ -90,8 +90,9 @@ canaries. An inner screener that learns is forwarded to (``observe``;
 The first two rules (``verdicts``: a Mann-Whitney concordance of scores with
 improved-or-not labels; ``pairs``: audited pairs decided by improved-or-not)
 accrued one unit per *improvement* and never switched off an inverted critic
-(docs/benchmarks.md); they were removed. ``Verdicts`` and ``concordance``
-remain: the live audit of any screener (``screen/audit.py``) reads them.
+(docs/benchmarks.md); they were removed. Their concordance lives on in the
+live audit of any screener (``screen/audit.py``); the bets are
+``screen/bets.py``.
 """
 
 from __future__ import annotations
@@ -104,13 +105,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field, model_validator
 
 from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, content_hash
 from verifyless.outcome import Outcome
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import LearningScreener, OutcomeObserver, ScreenContext, Screener
+from verifyless.screen.bets import Bets
 from verifyless.screen.options import BaseOptions
 
 State = Literal["trial", "on", "off"]
@@ -119,15 +120,8 @@ __all__ = [
     "AdaptiveOptions",
     "AdaptiveRule",
     "AdaptiveScreener",
-    "Bets",
-    "Concordance",
     "Known",
-    "Verdicts",
-    "concordance",
 ]
-
-PRIOR_UNITS = 2.0  # pseudo-units at chance (x = 0, x^2 = 1) that each bet size is shrunk with
-MAX_BET = 0.75  # the largest bet size: a unit never takes more than 3/4 of either wealth
 
 
 class AdaptiveOptions(BaseOptions):
@@ -188,129 +182,6 @@ class AdaptiveOptions(BaseOptions):
         if self.k_min is not None and self.k_max is not None and self.k_min > self.k_max:
             raise ValueError(f"k_min ({self.k_min}) must not exceed k_max ({self.k_max})")
         return self
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    """The screener's score (``Evidence.rank_value``) of each verified candidate, split by its paid label."""
-
-    improved: tuple[float, ...] = ()
-    other: tuple[float, ...] = ()
-
-    @property
-    def n(self) -> int:
-        return len(self.improved) + len(self.other)
-
-    def add(self, score: float, won: bool) -> Verdicts:
-        if won:
-            return Verdicts((*self.improved, score), self.other)
-        return Verdicts(self.improved, (*self.other, score))
-
-
-@dataclass(frozen=True)
-class Concordance:
-    """How often an improving pick outscored a non-improving one (ties one half), against chance 0.5.
-
-    ``value`` is None without both labels; ``sd`` is its standard deviation under the null (scores independent
-    of labels, Mann-Whitney with ties); ``units`` = min(n improved, n other) x the share of untied pairs, the
-    evidence it is worth (0 when every pair is tied: a rank-only screener gives no verdict evidence).
-    """
-
-    value: float | None
-    sd: float
-    units: float
-    n: int
-
-    @property
-    def z(self) -> float:
-        return 0.0 if self.value is None or self.sd <= 0 else (self.value - 0.5) / self.sd
-
-    def interval(self) -> tuple[float, float] | None:
-        """value +- 1.96 sd (the null's sd), clipped to [0, 1]; None without a value."""
-        if self.value is None:
-            return None
-        return max(0.0, self.value - 1.96 * self.sd), min(1.0, self.value + 1.96 * self.sd)
-
-
-def concordance(verdicts: Verdicts) -> Concordance:
-    """The concordance of scores with paid labels (``Concordance``), exact and deterministic."""
-    pos, neg = np.asarray(verdicts.improved, float), np.sort(np.asarray(verdicts.other, float))
-    n1, n0 = len(pos), len(neg)
-    if n1 == 0 or n0 == 0:
-        return Concordance(None, 0.0, 0.0, n1 + n0)
-    below, upto = np.searchsorted(neg, pos, "left"), np.searchsorted(neg, pos, "right")
-    ties = float(np.sum(upto - below))
-    value = float(np.sum(below) + 0.5 * ties) / (n1 * n0)
-    n = n1 + n0
-    _, counts = np.unique(np.concatenate([pos, neg]), return_counts=True)
-    correction = float(np.sum(counts**3 - counts)) / (n * (n - 1))
-    var_u = n1 * n0 / 12.0 * ((n + 1) - correction)
-    untied = 1.0 - ties / (n1 * n0)
-    return Concordance(value, math.sqrt(max(var_u, 0.0)) / (n1 * n0), min(n1, n0) * untied, n)
-
-
-@dataclass(frozen=True)
-class Bets:
-    """The two bets' state after ``n`` units (module docstring): sums of x and x^2, log wealths and their peaks."""
-
-    margin: float = 0.3
-    n: int = 0
-    total: float = 0.0
-    squares: float = 0.0
-    log_help: float = 0.0
-    log_harm: float = 0.0
-    peak_help: float = 0.0
-    peak_harm: float = 0.0
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.n if self.n else None
-
-    def sizes(self) -> tuple[float, float]:
-        """The next bet sizes (help, harm): mean / second moment of each bet's stream, shrunk, within [0, 0.75]."""
-        m, d = self.margin, self.n + PRIOR_UNITS
-        mu_help, second_help = self.total / d, (self.squares + PRIOR_UNITS) / d
-        # the pseudo-units sit at chance (x = 0, second moment 1): the harm bet starts skeptical (margin - 0)
-        mu_harm = ((self.n + PRIOR_UNITS) * m - self.total) / d
-        second_harm = ((self.n + PRIOR_UNITS) * m * m - 2 * m * self.total + self.squares + PRIOR_UNITS) / d
-        return _clip(mu_help / second_help), _clip(mu_harm / second_harm)
-
-    def add(self, x: float) -> Bets:
-        """One more unit x in [-1, 1]."""
-        x = min(1.0, max(-1.0, float(x)))
-        l_help, l_harm = self.sizes()
-        log_help = self.log_help + math.log1p(l_help * x)
-        log_harm = self.log_harm + math.log1p(l_harm * (self.margin - x))
-        return Bets(
-            self.margin,
-            self.n + 1,
-            self.total + x,
-            self.squares + x * x,
-            log_help,
-            log_harm,
-            max(self.peak_help, log_help),
-            max(self.peak_harm, log_harm),
-        )
-
-    def p_values(self) -> tuple[float, float]:
-        """Anytime-valid p values (no better than random; helps by the margin): 1 / the peak wealth, at most 1."""
-        return math.exp(-self.peak_help), math.exp(-self.peak_harm)
-
-    def rate(self) -> float:
-        """Expected log-wealth growth per unit of the leading bet, at the units' mean (<= 0: no decision in sight)."""
-        mean = self.mean
-        if mean is None:
-            return 0.0
-        l_help, l_harm = self.sizes()
-        second = self.squares / self.n
-        help_rate = l_help * mean - l_help**2 * second / 2
-        harm_second = self.margin**2 - 2 * self.margin * mean + second
-        harm_rate = l_harm * (self.margin - mean) - l_harm**2 * harm_second / 2
-        return max(help_rate, harm_rate)
-
-
-def _clip(size: float) -> float:
-    return min(MAX_BET, max(0.0, size))
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ import numpy as np
 from verifyless.metrics.critic import CriticRecord, critic_records_from_store, vote_uncertainty
 from verifyless.node import Status
 from verifyless.outcome import pair_outcome, reward_label
-from verifyless.screen.adaptive import Verdicts, concordance
 
 BOOTSTRAP = 1000
 LEVEL = 0.95
@@ -57,6 +56,9 @@ U_BINS = 5
 __all__ = [
     "ADAPTIVE_KEYS",
     "BOOTSTRAP",
+    "Concordance",
+    "Verdicts",
+    "concordance",
     "Estimate",
     "ScreenerAudit",
     "SiblingOutcome",
@@ -109,6 +111,65 @@ class SiblingOutcome:
     role: str
     fitness: float | None
     improved: bool | None
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The screener's score (``Evidence.rank_value``) of each verified candidate, split by its paid label."""
+
+    improved: tuple[float, ...] = ()
+    other: tuple[float, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.improved) + len(self.other)
+
+    def add(self, score: float, won: bool) -> Verdicts:
+        if won:
+            return Verdicts((*self.improved, score), self.other)
+        return Verdicts(self.improved, (*self.other, score))
+
+
+@dataclass(frozen=True)
+class Concordance:
+    """How often an improving pick outscored a non-improving one (ties one half), against chance 0.5.
+
+    ``value`` is None without both labels; ``sd`` is its standard deviation under the null (scores independent
+    of labels, Mann-Whitney with ties); ``units`` = min(n improved, n other) x the share of untied pairs, the
+    evidence it is worth (0 when every pair is tied: a rank-only screener gives no verdict evidence).
+    """
+
+    value: float | None
+    sd: float
+    units: float
+    n: int
+
+    @property
+    def z(self) -> float:
+        return 0.0 if self.value is None or self.sd <= 0 else (self.value - 0.5) / self.sd
+
+    def interval(self) -> tuple[float, float] | None:
+        """value +- 1.96 sd (the null's sd), clipped to [0, 1]; None without a value."""
+        if self.value is None:
+            return None
+        return max(0.0, self.value - 1.96 * self.sd), min(1.0, self.value + 1.96 * self.sd)
+
+
+def concordance(verdicts: Verdicts) -> Concordance:
+    """The concordance of scores with paid labels (``Concordance``), exact and deterministic."""
+    pos, neg = np.asarray(verdicts.improved, float), np.sort(np.asarray(verdicts.other, float))
+    n1, n0 = len(pos), len(neg)
+    if n1 == 0 or n0 == 0:
+        return Concordance(None, 0.0, 0.0, n1 + n0)
+    below, upto = np.searchsorted(neg, pos, "left"), np.searchsorted(neg, pos, "right")
+    ties = float(np.sum(upto - below))
+    value = float(np.sum(below) + 0.5 * ties) / (n1 * n0)
+    n = n1 + n0
+    _, counts = np.unique(np.concatenate([pos, neg]), return_counts=True)
+    correction = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    var_u = n1 * n0 / 12.0 * ((n + 1) - correction)
+    untied = 1.0 - ties / (n1 * n0)
+    return Concordance(value, math.sqrt(max(var_u, 0.0)) / (n1 * n0), min(n1, n0) * untied, n)
 
 
 @dataclass(frozen=True)
@@ -288,8 +349,8 @@ class LiveAudit:
     ``screening(payload)`` remembers the score (``rank_value``) of each chosen candidate;
     ``verification(payload)`` adds a verdict unit once a remembered pick is paid: improved when its fitness
     beats its told parent's (strictly; a failed pick counts as not improved, as ``reward_label`` has it).
-    ``segment()`` is the concordance of those scores with the paid labels (``screen.adaptive.concordance``,
-    the adaptive rule's evidence), with +- 1.96 sd of the null; '' until both labels have been seen. It is a
+    ``segment()`` is the concordance of those scores with the paid labels (``concordance`` above; the
+    first adaptive rule's evidence), with +- 1.96 sd of the null; '' until both labels have been seen. It is a
     live proxy: ``audit_from_store`` (``show``, the report) gives the full estimates with bootstrap CIs.
     """
 
