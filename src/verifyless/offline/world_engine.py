@@ -30,7 +30,7 @@ import asyncio
 import math
 import random
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from verifyless.offline.worlds import World, make_program
 from verifyless.roles.base import ProposeContext, RoleFailure
 from verifyless.roles.space import describe_move, space_roles
 from verifyless.screen.adaptive import AdaptiveScreener
+from verifyless.screen.audit import adaptive_audit
 from verifyless.screen.base import Screener
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
@@ -233,11 +234,6 @@ def _result(st: RunStore, run_id: str, screener: Any) -> WorldRun:
         len(curve),
         state=rule.state,
         decided_at=rule.decided_at,
-        audits=sum(_audited(ev.payload) for ev in st.events(run_id, kinds=["screening"])),
+        audits=sum(bool(adaptive_audit(ev.payload)) for ev in st.events(run_id, kinds=["screening"])),
         canaries=rule.kinds.get("canary", 0),
     )
-
-
-def _audited(screening: Mapping[str, Any]) -> bool:
-    notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (screening.get("evidence") or {}).values()]
-    return any(note.get("audited") for note in notes)

@@ -62,6 +62,7 @@ __all__ = [
     "Estimate",
     "ScreenerAudit",
     "SiblingOutcome",
+    "adaptive_audit",
     "adaptive_line",
     "adaptive_state",
     "audit_from_store",
@@ -388,7 +389,7 @@ def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
     for ev in store.events(run_id, kinds=["screening"]):
         p = ev.payload
         screenings += 1
-        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ()) | _adaptive_audit(p)
+        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ()) | adaptive_audit(p)
         for rank, cid in enumerate(p.get("ranking") or ()):
             row = rows.get(cid)
             if cid not in (p.get("to_verify") or p.get("chosen") or ()) or row is None or not _verified(row):
@@ -399,7 +400,7 @@ def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
     return siblings, screenings, audits
 
 
-def _adaptive_audit(payload: Mapping[str, Any]) -> set[str]:
+def adaptive_audit(payload: Mapping[str, Any]) -> set[str]:
     """The random half of an ``adaptive`` screener's audited pair (its second choice), when it audited."""
     chosen = list(payload.get("chosen") or ())
     notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (payload.get("evidence") or {}).values()]
