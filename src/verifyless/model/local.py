@@ -120,7 +120,7 @@ def convert_smollm2(target: Path | None = None) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     # The GGUF loader leaves a quantisation marker that makes Trainer refuse the model; drop it.
-    model.hf_quantizer = None  # type: ignore[assignment]
+    model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = target.with_name(target.name + ".tmp")
@@ -225,7 +225,7 @@ def load_lm(source: str, *, device: str = "auto", dtype: str = "auto", shared: b
             ) from exc
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model.to(device).eval()  # type: ignore[arg-type]
+        model.to(device).eval()
         loaded = LoadedLM(tokenizer, model, device, source, dtype)
         if shared:
             _LOADED[key] = loaded
@@ -265,7 +265,7 @@ def activate(loaded: LoadedLM, names: Sequence[str]) -> Any:
         return contextlib.nullcontext()
     if not names:
         return model.disable_adapter()
-    model.base_model.set_adapter(list(names) if len(names) > 1 else names[0])  # type: ignore[operator]
+    model.base_model.set_adapter(list(names) if len(names) > 1 else names[0])
     return contextlib.nullcontext()
 
 
