@@ -171,12 +171,12 @@ async def _run_arm(
 def _row(arm: str, steps: int, store: RunStore, rewarder: PolicyRewarder, wall: float) -> Row:
     ideas = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
     done = [p for p in ideas if int(str(p["key"])[1:].split("/")[0]) < steps]
-    nodes = rewarder.ledger.log.nodes
+    summaries = rewarder.ledger.state.summaries  # node id -> its neutral summary (the kernel's fold)
     right = 0
     for p in done:
         prompt = rewarder.ledger.log.prompts[p["key"]]
-        child = nodes.get(p["node_id"], {}) if p["node_id"] else {}
-        real = truth(nodes[prompt.parent_id]["summary"], child["summary"]) if child.get("summary") else "lose"
+        child = summaries.get(p["node_id"]) if p["node_id"] else None
+        real = truth(summaries[prompt.parent_id], child) if child else "lose"
         right += (p["reward"] > 0) == (real == "improve")
     rewarded = sum(p["source"] != "invalid" for p in done)
     paid = int(store.budget(rewarder.run_id).verifications)

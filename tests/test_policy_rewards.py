@@ -376,7 +376,9 @@ def test_bench_quick_runs_every_arm_on_the_same_cap(capsys: pytest.CaptureFixtur
     assert rows["critic-in-loop"].share_verified < rows["verify-all"].share_verified
 
 
-def _repairing_rewarder(store: RunStore, tmp: Path, replies: list[str], **settings: Any) -> PolicyRewarder:
+def _repairing_rewarder(
+    store: RunStore, tmp: Path, replies: list[str], executor: Any = None, **settings: Any
+) -> PolicyRewarder:
     """Space briefer/summariser with a real LLM implementer answering from a script (so repairs can succeed)."""
     from verifyless.roles.base import Roles
     from verifyless.roles.llm import LLMImplementer
@@ -386,7 +388,8 @@ def _repairing_rewarder(store: RunStore, tmp: Path, replies: list[str], **settin
     roles = Roles(StaticBriefer(), SpaceProposer(), implementer, DeterministicSummarizer())
     values = {"mode": "verify-all", "parents": 1, "ideas": 1, "votes": 4, **settings}
     makers = {TASK.name: ChildMaker(TASK, roles)}
-    return PolicyRewarder([TASK], makers, None, CountingExecutor(tmp), store, None, RewardSettings(**values))
+    executor = executor or CountingExecutor(tmp)
+    return PolicyRewarder([TASK], makers, None, executor, store, None, RewardSettings(**values))
 
 
 def test_a_crashing_child_is_repaired_keeping_its_idea_and_the_repair_is_verified(tmp_path: Path) -> None:
@@ -406,6 +409,36 @@ def test_a_crashing_child_is_repaired_keeping_its_idea_and_the_repair_is_verifie
         rewarder = _repairing_rewarder(store, tmp_path, [crash], repairs=0)
         (reward,) = _score(rewarder, ["Raise the weight A to three (option a3)."])
         assert reward.reward == -1.0 and reward.node_id == "s0g00i00" and reward.status == "failed"
+        assert store.budget(rewarder.run_id).verifications == 2
+
+
+class ContractBreakingExecutor(CountingExecutor):
+    """The real executor, except that a program with a negative C breaks the output contract."""
+
+    async def verify(self, task: Any, program: str) -> Any:
+        from verifyless.node import Status, Verification
+
+        if "C = -1" in program:
+            self.calls += 1
+            return Verification(Status.CONTRACT_VIOLATION, reason="output contract broken (injected)")
+        return await super().verify(task, program)
+
+
+def test_policy_training_repairs_exactly_what_the_engine_repairs(tmp_path: Path) -> None:
+    """One repair rule (``ledger.REPAIRABLE``): a contract violation is not repaired, a crash is (issue #34)."""
+    from verifyless.ledger import REPAIRABLE
+    from verifyless.node import Status
+
+    assert Status.CONTRACT_VIOLATION not in REPAIRABLE and Status.TIMEOUT not in REPAIRABLE
+    assert Status.FAILED in REPAIRABLE
+    broken, fixed = "```python\nA = 3\nB = 1\nC = -1\n```", "```python\nA = 3\nB = 1\nC = 0\n```"
+    with RunStore(tmp_path / "cv.db") as store:
+        executor = ContractBreakingExecutor(tmp_path)
+        rewarder = _repairing_rewarder(store, tmp_path, [broken, fixed], executor=executor)
+        (reward,) = _score(rewarder, ["Raise the weight A to three (option a3)."])
+        nodes = {r["node_id"]: r for r in store.node_rows(rewarder.run_id)}
+        assert reward.reward == -1.0 and reward.node_id == "s0g00i00" and reward.status == "contract-violation"
+        assert "s0g00i00r1" not in nodes and executor.calls == 2  # the baseline and the child; no repair asked for
         assert store.budget(rewarder.run_id).verifications == 2
 
 
@@ -530,5 +563,6 @@ def test_policy_reuse_is_the_kernels_lookup_with_the_task_in_the_key(tmp_path: P
         ledger.verification("c", v, 1.0, reused_from="a")
         again = PolicyLedger(store, run_id)  # reopened: the kernel's fold is rebuilt from the events
         assert again.known_result("t1", digest) == ("a", v) and again.known_result("t2", digest) is None
-        assert again.state.verifications["c"] == v and again.log.paid == {"a": True, "c": False}
+        charged = {e.node_id: e.charge is not None and e.charge.verifications > 0 for e in store.events(run_id)}
+        assert again.state.verifications["c"] == v and {k: charged[k] for k in ("a", "c")} == {"a": True, "c": False}
         assert store.budget(run_id).verifications == 1

@@ -23,8 +23,9 @@ pytest.importorskip("peft")
 
 from policy_world import GOOD, OPTIONS, WorldRewarder, answers, world_messages  # noqa: E402
 from verifyless.errors import ConfigError  # noqa: E402
+from verifyless.screen.ttl import group_advantages  # noqa: E402
 from verifyless.train.policy.grpo_settings import load_policy_settings  # noqa: E402
-from verifyless.train.policy.loss import group_advantages, grpo_terms  # noqa: E402
+from verifyless.train.policy.loss import grpo_terms  # noqa: E402
 from verifyless.train.policy.trainer import PolicyTrainer  # noqa: E402
 
 TESTS = Path(__file__).parent

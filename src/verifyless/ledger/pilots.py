@@ -16,8 +16,8 @@ wall limit just before its full verification (``verify_with_repairs``'s
   ``RunState.verifications`` and never marks a program as verified.
 
 The same cycle serves every paid loop: the engine (``Ledger``), ``data
-collect`` (its own ``Ledger``) and the policy rewards (a ``PaidBook`` over the
-policy run's events, train/policy/rewards.py).
+collect`` (its own ``Ledger``) and the policy rewards (the run's ``PolicyLedger``,
+train/policy/ledger.py).
 
 A smoke run is not paid when a pilot of the same program at the same level
 is stored: that pilot's result answers it. A smoke run that ends in a crash or a contract violation (``SMOKE_STOPS``)

@@ -116,13 +116,18 @@ LEARNER_OPTIONS = (
 
 
 # ------------------------------------------------------------------ the labels
-def group_advantages(rewards: Sequence[float]) -> list[float] | None:
-    """(r - mean) / std for one group; None when all rewards are equal (no signal: the group is skipped)."""
+def group_advantages(rewards: Sequence[float], eps: float = 0.0) -> list[float] | None:
+    """GRPO's group-normalised advantages ``(r - mean) / (std + eps)`` (population std); None when all
+    rewards are equal (no signal: the group is skipped).
+
+    The one definition for TT-GRPO (here, ``eps=0``: plain ``(r - mean) / std``) and policy GRPO
+    (``train.policy.loss.ADVANTAGE_EPS``, as TRL adds to the std).
+    """
     mean = sum(rewards) / len(rewards)
     var = sum((r - mean) ** 2 for r in rewards) / len(rewards)
     if var == 0:
         return None
-    return [(r - mean) / var**0.5 for r in rewards]
+    return [(r - mean) / (var**0.5 + eps) for r in rewards]
 
 
 def privileged_note(outcome: Outcome, label: str) -> str:

@@ -1,8 +1,9 @@
 """The GRPO objective for the policy loop, written out (no TRL trainer; see ``trainer`` for why).
 
-Per group of G completions for one prompt: advantages ``A_i = (r_i - mean) / std``
-(``group_advantages``; a group whose rewards are all equal carries no signal and
-is dropped). Per completion token t::
+Per group of G completions for one prompt: advantages ``A_i = (r_i - mean) / (std + 1e-4)``
+(``screen.ttl.group_advantages`` with ``eps=ADVANTAGE_EPS``, the one definition TT-GRPO
+shares; a group whose rewards are all equal carries no signal and is dropped). Per
+completion token t::
 
     ratio_t = exp(logp_t - old_logp_t)
     loss_t  = -min(ratio_t * A, clip(ratio_t, 1 - eps, 1 + eps) * A) + beta * KL_t
@@ -23,14 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-
-def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> list[float] | None:
-    """(r - mean) / (std + eps) for one group; None when all rewards are equal (the group is dropped)."""
-    mean = sum(rewards) / len(rewards)
-    var = sum((r - mean) ** 2 for r in rewards) / len(rewards)
-    if var == 0:
-        return None
-    return [(r - mean) / (var**0.5 + eps) for r in rewards]
+ADVANTAGE_EPS = 1e-4  # added to a group's reward std before dividing (``screen.ttl.group_advantages``)
 
 
 @dataclass(frozen=True)
@@ -91,4 +85,4 @@ def grpo_terms(
     return (per_token * mask).sum(dim=1) / count, ((kl * mask).sum(dim=1) / count).detach()
 
 
-__all__ = ["Sequenced", "group_advantages", "grpo_terms", "token_logps"]
+__all__ = ["ADVANTAGE_EPS", "Sequenced", "grpo_terms", "token_logps"]

@@ -27,9 +27,10 @@ first prompted, never for a task that no step draws.
    uncertainty ``u < T`` and verifies otherwise (``screen.ranking.route``).
    A critic-sourced reward is also verified with probability ``audit_rate``
    (charged; the reward stays the critic's, the outcome is stored for auditing);
-4. a verified child that fails for any reason but a timeout gets up to
-   ``repairs`` repairs keeping the idea (``verifying.PaidVerifier``); the
-   label is improve iff its validation fitness beats the parent's by more
+4. a verified child that fails repairably (the kernel's one rule,
+   ``ledger.REPAIRABLE``: a crash, an invalid metric, out of memory -- never
+   a timeout nor a contract violation) gets up to ``repairs`` repairs keeping
+   the idea (``verifying.PaidVerifier``); the label is improve iff its validation fitness beats the parent's by more
    than ``tolerance`` (``verifyless.outcome.improved``, the one label rule): +1,
    else -1 (a failed child included).
 
@@ -41,7 +42,7 @@ level under a short wall limit. One that crashes there is never fully
 verified: the smoke result stands for that verification (the idea gets -1
 unless a repair passes), charged in evaluator seconds only. Smoke runs are
 ``smoke`` events of the policy run, read back by (program, level) on resume
-(``SmokeBook``).
+(the run's ``PolicyLedger`` is their ``PaidBook``).
 
 The critic's verdict is "improve" when improve has strictly the most votes of
 the three directions (unparsed critiques count in the denominator as votes
@@ -61,6 +62,10 @@ so the next step's labels have a parent score (this check may raise
 ``VerificationBudgetSpent``); if it does not beat the current parent, the
 parent stays. It writes ``policy_step`` with the
 ``StepStats`` and the parents of the next step.
+
+The bookkeeping lives in the run's ``PolicyLedger`` (``ledger.py``: the run's
+config, what is stored, the groups' lineages) and in ``PaidVerifier``
+(``verifying.py``: the cap, reuse, repairs); the rewarder keeps the reward logic.
 """
 
 from __future__ import annotations
@@ -75,18 +80,17 @@ from verifyless.child import ChildMaker
 from verifyless.errors import ConfigError, TaskError
 from verifyless.ledger import candidate_from
 from verifyless.ledger.paid import Smoke
-from verifyless.ledger.pilots import LowFidelity, run_in_sandbox, smoke_level
+from verifyless.ledger.pilots import LowFidelity, PaidBook, run_in_sandbox, smoke_level
 from verifyless.node import Candidate, Evidence, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.roles.llm import LLMProposer
 from verifyless.roles.menu import idea_from_text, menu_text, parent_assignment
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.ranking import route
-from verifyless.store import Charge
 from verifyless.task.base import Task
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
 from verifyless.train.policy.ideas import audit_draw, critic_improves, space_world, vote_counts
-from verifyless.train.policy.ledger import POLICY_KIND, PolicyLedger, reward_from, stats_from
+from verifyless.train.policy.ledger import PolicyLedger, open_policy_run, reward_from, stats_from
 from verifyless.train.policy.metrics import step_stats
 from verifyless.train.policy.settings import RewardSettings
 from verifyless.train.policy.verifying import Checked, PaidVerifier, fitness, improves
@@ -96,7 +100,7 @@ _KEEP = 4000  # characters of a completion stored with its reward
 
 
 def smoke_steps(
-    tasks: Sequence[Task], makers: Mapping[str, ChildMaker], settings: RewardSettings, executor: Any, book: Any
+    tasks: Sequence[Task], makers: Mapping[str, ChildMaker], settings: RewardSettings, executor: Any, book: PaidBook
 ) -> dict[str, Smoke]:
     """Task name -> its smoke step, for tasks with a smoke level (a named level missing is a ``ConfigError``)."""
     run = run_in_sandbox(executor)
@@ -140,23 +144,15 @@ class PolicyRewarder:
         if len(set(names)) != len(names) or set(names) - set(child_makers):
             raise ConfigError(f"policy rewards need distinct task names, each with a ChildMaker; got {names}")
         self.tasks, self.makers, self.critic, self.store = list(tasks), dict(child_makers), critic, store
-        if run_id is None:
-            seed = (rng or random.Random(settings.seed)).getrandbits(63)
-            config = {"kind": POLICY_KIND, "settings": settings.model_dump(), "draw_seed": seed, **(run_config or {})}
-            run_id = store.create_run(",".join(names), config, seed=settings.seed)
-        config = dict(store.run(run_id).config)
-        if config.get("kind") != POLICY_KIND:
-            raise ConfigError(f"run {run_id} is not a policy-training run (kind {config.get('kind')!r})")
-        self.run_id = run_id
-        self.settings = RewardSettings.of(dict(config["settings"]))
-        self.draw_seed = int(config["draw_seed"])
+        self._by_name = {t.name: t for t in self.tasks}
+        self.roots = {t.name: f"t{i}-root" for i, t in enumerate(self.tasks)}  # task -> its baseline node
+        self.run_id, self.settings, self.draw_seed = open_policy_run(store, run_id, names, settings, rng, run_config)
         if self.settings.mode != "verify-all" and critic is None:
             raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
-        self.ledger = PolicyLedger(store, run_id)
+        self.ledger = PolicyLedger(store, self.run_id)
         self.verifier = PaidVerifier(self.ledger, executor, self.settings.budget)
-        self.smoke = smoke_steps(self.tasks, self.makers, self.settings, executor, SmokeBook(store, run_id))
+        self.smoke = smoke_steps(self.tasks, self.makers, self.settings, executor, self.ledger)
         self._started: set[str] = set()  # tasks whose brief and baseline are ready
-        self._texts: dict[tuple[str, int], str] = {}  # completions being scored, stored with their reward
 
     # ------------------------------------------------------------------ Rewarder
 
@@ -168,7 +164,7 @@ class PolicyRewarder:
         tasks = self.step_tasks(step)
         for task in tasks:
             await self._start(task)
-        parents = self._parents_for(step, tasks)
+        parents = self.ledger.parents_for(step, [t.name for t in tasks], self.roots)
         out = []
         for g, task in enumerate(tasks):
             key = f"s{step}/g{g:02d}"
@@ -201,7 +197,7 @@ class PolicyRewarder:
         """Advance the parents of ``step``'s groups and store its ``StepStats`` (idempotent)."""
         if step in self.ledger.log.steps:
             return stats_from(self.ledger.log.steps[step])
-        keys = sorted(k for k, p in self.ledger.log.prompts.items() if p.step == step)
+        keys = self.ledger.step_keys(step)
         if not keys:
             raise ConfigError(f"step {step} has no prompts; call prompts({step}) and score them first")
         parents, advanced, checks = [], 0, 0
@@ -210,7 +206,7 @@ class PolicyRewarder:
             parents.append(parent)
             advanced += parent != self.ledger.log.prompts[key].parent_id
             checks += paid
-        ideas = [p for (k, _), p in sorted(self.ledger.log.ideas.items()) if k in keys]
+        ideas = [p for key in keys for p in self.ledger.group(key)]
         stats = step_stats(
             step, ideas, verifications_left=self.verifications_left(), parents_advanced=advanced, extra_verified=checks
         )
@@ -225,12 +221,12 @@ class PolicyRewarder:
             return
         if task.name not in self.ledger.log.briefs:
             self.ledger.brief(task.name, await self.makers[task.name].roles.briefer.brief(task))
-        await self._root([t.name for t in self.tasks].index(task.name), task)
+        await self._root(task)
         self._started.add(task.name)
 
-    async def _root(self, i: int, task: Task) -> None:
-        nid = f"t{i}-root"
-        if nid not in self.ledger.log.nodes:
+    async def _root(self, task: Task) -> None:
+        nid = self.roots[task.name]
+        if not self.ledger.recorded(nid):
             program, idea = task.baseline_program, Idea("the task's baseline program")
             summary = await self.makers[task.name].summarize(program, idea)
             cand = Candidate(nid, None, Operator.BASELINE, idea, program, content_hash(program), summary)
@@ -241,20 +237,6 @@ class PolicyRewarder:
                 f"the baseline of task {task.name!r} did not verify ({v.status.value}: {v.reason}); "
                 "policy training needs a working starting solution"
             )
-
-    def _parents_for(self, step: int, tasks: Sequence[Task]) -> list[str]:
-        """Each group's parent: the latest of its lineage (task, place among the step's groups on it), else the root."""
-        latest: dict[tuple[str, int], str] = {}
-        for s in sorted(x for x in self.ledger.log.steps if x < step):
-            for lineage, parent in zip(self._lineages(s), self.ledger.log.steps[s]["parents"], strict=False):
-                latest[lineage] = str(parent)
-        roots = {t.name: f"t{i}-root" for i, t in enumerate(self.tasks)}
-        return [latest.get(lineage, roots[lineage[0]]) for lineage in lineages([t.name for t in tasks])]
-
-    def _lineages(self, step: int) -> list[tuple[str, int]]:
-        """The lineages of a finished step's groups, in key order (the order of its stored parents)."""
-        keys = sorted(k for k, p in self.ledger.log.prompts.items() if p.step == step)
-        return lineages([self.ledger.log.prompts[k].task for k in keys])
 
     def _messages(self, task: Task, parent_id: str) -> tuple[dict[str, str], ...]:
         parent = self.ledger.parent_info(parent_id)
@@ -274,20 +256,30 @@ class PolicyRewarder:
                     "idea %s/%d was scored for another completion; its stored reward is returned", prompt.key, index
                 )
             return reward_from(stored)
-        self._texts[(prompt.key, index)] = text
+        reward, source, fields = await self._judge(prompt, index, text)
+        stored_too = {
+            "step": prompt.step,
+            "verifications": fields.pop("paid", 0),
+            "audited": fields.pop("audited", False),
+            "critic_improve": fields.pop("critic_improve", None),
+            "completion": text[:_KEEP],
+        }  # stored with the reward, not part of it
+        made = IdeaReward(key=prompt.key, index=index, reward=reward, source=cast(Any, source), **fields)
+        return self.ledger.idea(made, **stored_too)
+
+    async def _judge(self, prompt: PolicyPrompt, index: int, text: str) -> tuple[float, str, dict[str, Any]]:
+        """(reward, source, the reward's other fields) of one completion; see the module docstring, steps 1-4."""
         task = self._task(prompt.task)
         parent = self.ledger.parent_info(prompt.parent_id)
         space = space_world(task, self.makers[task.name].roles)
         idea = idea_from_text(task, parent, text, space=space)
         if idea is None:
             what = "names no option that changes the parent" if space else "has no usable idea"
-            return self._store(prompt, index, -1.0, "invalid", status="parse-error", reason=f"the completion {what}")
+            return -1.0, "invalid", {"status": "parse-error", "reason": f"the completion {what}"}
         nid = f"{prompt.key.replace('/', '')}i{index:02d}"
-        node = await self._child(nid, prompt, task, parent, idea)
-        if node.get("status") != Status.IMPLEMENTED.value:
-            return self._store(
-                prompt, index, -1.0, "invalid", node_id=nid, status=node["status"], reason=node["reason"]
-            )
+        status, reason = await self._child(nid, prompt, task, parent, idea)
+        if status is not Status.IMPLEMENTED:
+            return -1.0, "invalid", {"node_id": nid, "status": status.value, "reason": reason}
         evidence = await self._critique(nid, task, parent) if self.settings.mode != "verify-all" else None
         verify = evidence is None or (
             self.settings.mode == "critic-in-loop" and route(evidence.uncertainty, self.settings.threshold)
@@ -299,16 +291,18 @@ class PolicyRewarder:
             checked = await self.verifier.verify_with_repairs(
                 nid, task, maker, parent.program, idea, self.settings.repairs, smoke=self.smoke.get(task.name)
             )
-        return self._reward(prompt, index, task, parent, nid, evidence, checked, audited)
+        return self._reward(task, parent, nid, status, evidence, checked, audited)
 
-    async def _child(self, nid: str, prompt: PolicyPrompt, task: Task, parent: ParentInfo, idea: Idea) -> dict:
-        node = self.ledger.log.nodes.get(nid)
-        if node is not None:
-            return node
-        own = content_hash(parent.program)
-        made = await self.makers[task.name].make(parent, idea, skip=lambda digest: digest == own)
-        cand = candidate_from(made, id=nid, parent_id=parent.id, operator=Operator.IMPROVE, round=prompt.step + 1)
-        return self.ledger.node(cand, made.status, made.reason, task=task.name, key=prompt.key)
+    async def _child(
+        self, nid: str, prompt: PolicyPrompt, task: Task, parent: ParentInfo, idea: Idea
+    ) -> tuple[Status, str]:
+        """The status and reason of idea ``nid``'s child, made and recorded unless it is recorded already."""
+        if not self.ledger.recorded(nid):
+            own = content_hash(parent.program)
+            made = await self.makers[task.name].make(parent, idea, skip=lambda digest: digest == own)
+            cand = candidate_from(made, id=nid, parent_id=parent.id, operator=Operator.IMPROVE, round=prompt.step + 1)
+            self.ledger.node(cand, made.status, made.reason, task=task.name, key=prompt.key)
+        return self.ledger.made(nid)
 
     async def _critique(self, nid: str, task: Task, parent: ParentInfo) -> Evidence:
         known = self.ledger.log.critic.get(nid)
@@ -323,17 +317,17 @@ class PolicyRewarder:
 
     def _reward(
         self,
-        prompt: PolicyPrompt,
-        index: int,
         task: Task,
         parent: ParentInfo,
         nid: str,
+        status: Status,
         evidence: Evidence | None,
         checked: Checked | None,
         audited: bool,
-    ) -> IdeaReward:
+    ) -> tuple[float, str, dict[str, Any]]:
+        """The reward of a runnable child from the critic's evidence and/or its verification (``_judge``)."""
         improved = None
-        extra: dict[str, Any] = {"node_id": nid, "status": self.ledger.log.nodes[nid]["status"]}
+        extra: dict[str, Any] = {"node_id": nid, "status": status.value}
         if checked is not None:
             v = checked.verification
             improved = improves(task, v, parent, self.settings.tolerance)
@@ -350,53 +344,22 @@ class PolicyRewarder:
             extra["tokens"] = int(evidence.detail.get("tokens", 0) or 0)
         from_critic = checked is None or audited
         good = says if from_critic else improved
-        return self._store(
-            prompt,
-            index,
-            1.0 if good else -1.0,
-            "critic" if from_critic else "verifier",
-            improved=improved,
-            parent_score=parent.score,
-            paid=checked.paid if checked else 0,
-            audited=audited,
-            critic_improve=says,
-            **extra,
-        )
-
-    def _store(
-        self,
-        prompt: PolicyPrompt,
-        index: int,
-        reward: float,
-        source: str,
-        *,
-        paid: int = 0,
-        audited: bool = False,
-        critic_improve: bool | None = None,
-        **fields: Any,
-    ) -> IdeaReward:
-        made = IdeaReward(key=prompt.key, index=index, reward=reward, source=cast(Any, source), **fields)
-        return self.ledger.idea(
-            made,
-            step=prompt.step,
-            verifications=paid,
-            audited=audited,
-            critic_improve=critic_improve,
-            completion=self._texts.pop((prompt.key, index), "")[:_KEEP],
-        )
+        fields = {"improved": improved, "parent_score": parent.score, **extra}
+        fields.update(paid=checked.paid if checked else 0, audited=audited, critic_improve=says)
+        return 1.0 if good else -1.0, "critic" if from_critic else "verifier", fields
 
     # ------------------------------------------------------------------ next parents
 
     async def _next_parent(self, key: str) -> tuple[str, int]:
         """(the group's parent for the next step, verifications paid to check it)."""
         prompt = self.ledger.log.prompts[key]
-        group = [p for (k, _), p in sorted(self.ledger.log.ideas.items()) if k == key]
+        group = self.ledger.group(key)
         if not group or any(float(p["reward"]) <= 0 for p in group):
             return prompt.parent_id, 0
         task = self._task(prompt.task)
         verified = [p for p in group if p.get("improved")]
         if verified:
-            best = max(verified, key=lambda p: (fitness(task, self.ledger.log.verifications[p["node_id"]]) or 0.0))
+            best = max(verified, key=lambda p: (fitness(task, self.ledger.state.verifications[p["node_id"]]) or 0.0))
             return str(best["node_id"]), 0
         pick = random.Random(f"{self.draw_seed}:parent:{key}").choice(group)
         v, paid = await self.verifier.verify(str(pick["node_id"]), task)
@@ -404,49 +367,10 @@ class PolicyRewarder:
         return (str(pick["node_id"]) if improves(task, v, parent, self.settings.tolerance) else prompt.parent_id), paid
 
     def _task(self, name: str) -> Task:
-        for task in self.tasks:
-            if task.name == name:
-                return task
-        raise ConfigError(f"prompt names task {name!r}, which this rewarder was not given")
-
-
-class SmokeBook:
-    """``LowFidelity``'s ``PaidBook`` on a policy run: ``smoke`` events in the run's log, read back on resume.
-
-    ``state`` is the book itself (``low_fidelity_result`` by program hash,
-    kind and level). ``set_status`` stores a ``status`` event for the record;
-    the policy ledger's own log does not read it (the reward carries the status).
-    """
-
-    def __init__(self, store: Any, run_id: str) -> None:
-        self.store, self.run_id = store, run_id
-        self._results: dict[tuple[str, str, str], Verification] = {}
-        for ev in store.events(run_id, kinds=["smoke", "pilot_run"]):
-            self._remember(ev.kind, ev.payload)
-
-    @property
-    def state(self) -> SmokeBook:
-        return self
-
-    def low_fidelity_result(self, digest: str, kind: str, level: str) -> Verification | None:
-        return self._results.get((digest, kind, level))
-
-    def emit(
-        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
-    ) -> None:
-        if charge is None:
-            self.store.append(self.run_id, kind, payload, node_id=node_id)
-        else:
-            self.store.append(self.run_id, kind, payload, node_id=node_id, charge=charge)
-        if kind in ("smoke", "pilot_run"):
-            self._remember(kind, payload)
-
-    def set_status(self, node_id: str, status: Status, reason: str) -> None:
-        self.emit("status", {"status": status.value, "reason": reason}, node_id=node_id)
-
-    def _remember(self, kind: str, payload: Mapping[str, Any]) -> None:
-        v = Verification.from_dict(payload)
-        self._results[(v.program_hash, kind, str(payload["level"]))] = v
+        task = self._by_name.get(name)
+        if task is None:
+            raise ConfigError(f"prompt names task {name!r}, which this rewarder was not given")
+        return task
 
 
 def _smoke_at(low: LowFidelity, level: str) -> Smoke:
@@ -456,14 +380,4 @@ def _smoke_at(low: LowFidelity, level: str) -> Smoke:
     return smoke
 
 
-def lineages(task_names: Sequence[str]) -> list[tuple[str, int]]:
-    """(task, how many earlier groups of the step share it) for each group: the key of a parent's line."""
-    seen: dict[str, int] = {}
-    out = []
-    for name in task_names:
-        out.append((name, seen.get(name, 0)))
-        seen[name] = seen.get(name, 0) + 1
-    return out
-
-
-__all__ = ["PolicyRewarder", "SmokeBook", "lineages"]
+__all__ = ["PolicyRewarder", "smoke_steps"]

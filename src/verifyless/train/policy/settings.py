@@ -41,7 +41,9 @@ class RewardSettings(BaseModel):
         0.25, ge=0, le=1, description="route to real verification when the critic's uncertainty u >= this (paper: 0.25)"
     )
     repairs: int = Field(
-        3, ge=0, description="repairs that keep the idea after a non-timeout execution error (paper: 3)"
+        3,
+        ge=0,
+        description="repairs that keep the idea after a crash, invalid metric or OOM (ledger.REPAIRABLE; paper: 3)",
     )
     verifications: int | None = Field(
         10_000,

@@ -57,10 +57,11 @@ from typing import Any
 
 from verifyless.errors import ConfigError
 from verifyless.model.local import LoadedLM, chat_prompt, encode, resolve_device, sample_texts
+from verifyless.screen.ttl import group_advantages
 from verifyless.train.common import load_base, lora_config
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, Rewarder, VerificationBudgetSpent
 from verifyless.train.policy.grpo_settings import PolicySettings
-from verifyless.train.policy.loss import Sequenced, group_advantages, grpo_terms, token_logps
+from verifyless.train.policy.loss import ADVANTAGE_EPS, Sequenced, grpo_terms, token_logps
 
 log = logging.getLogger(__name__)
 
@@ -257,13 +258,13 @@ class PolicyTrainer:
         s = self.settings
         batch: list[Sequenced] = []
         for g in groups:
-            advantages = group_advantages([r.reward for r in g.rewards])
+            advantages = group_advantages([r.reward for r in g.rewards], eps=ADVANTAGE_EPS)
             if advantages is None and not s.skip_equal_reward_groups:
                 advantages = [0.0] * len(g.rewards)
             for ids, adv in zip(g.completions, advantages or [], strict=False):
                 if ids:
                     batch.append(Sequenced(g.prompt_ids, ids, adv))
-        used = sum(1 for g in groups if group_advantages([r.reward for r in g.rewards]) is not None)
+        used = sum(1 for g in groups if group_advantages([r.reward for r in g.rewards], eps=ADVANTAGE_EPS) is not None)
         if not batch:
             return {"loss": None, "kl": None, "groups_used": used, "completions_used": 0}
         chunks = [batch[i : i + s.micro_batch] for i in range(0, len(batch), s.micro_batch)]

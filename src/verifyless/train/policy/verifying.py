@@ -14,12 +14,15 @@ flight. A verification reserves its slot at the moment it must be paid (the
 reservation is the check); when the cap leaves none,
 ``VerificationBudgetSpent`` is raised before anything runs.
 
-``verify_with_repairs`` runs the kernel's chain (``ledger.verify_with_repairs``):
-a child whose run failed for any reason but a timeout gets up to ``repairs``
-repairs through ``ChildMaker.repair`` (the idea is kept; fixed regions are
-checked against the original parent). Each repaired program is a new node
-``<child>r<k>`` and its verification is paid like any other. The last
-verification decides the outcome.
+``verify_with_repairs`` runs the kernel's chain (``ledger.verify_with_repairs``)
+with the kernel's one repair rule (``ledger.REPAIRABLE``): policy training
+repairs exactly what the engine repairs -- a crash, an invalid metric, out
+of memory; never a timeout nor a contract violation (until issue #34 it had
+its own rule, any failure but a timeout). Such a child gets up to
+``repairs`` repairs through ``ChildMaker.repair`` (the idea is kept; fixed
+regions are checked against the original parent). Each repaired program is a
+new node ``<child>r<k>`` and its verification is paid like any other. The
+last verification decides the outcome.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 
 from verifyless.child import ChildMaker
 from verifyless.executors.base import Executor
-from verifyless.ledger import BudgetConfig, BudgetGate, Slot, candidate_from, verify_with_repairs
+from verifyless.ledger import REPAIRABLE, BudgetConfig, BudgetGate, Slot, candidate_from, verify_with_repairs
 from verifyless.ledger.paid import Smoke
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.outcome import improved, verified_outcome
@@ -41,8 +44,6 @@ from verifyless.train.policy.contract import VerificationBudgetSpent
 from verifyless.train.policy.ledger import PolicyLedger
 
 log = logging.getLogger(__name__)
-
-REPAIRABLE = frozenset(s for s in Status if s.verified) - {Status.OK, Status.TIMEOUT}  # any failure but a timeout
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class PaidVerifier:
 
     async def verify(self, nid: str, task: Task) -> tuple[Verification, int]:
         """The verification of node ``nid`` and how many verifications it charged (0 or 1)."""
-        known = self.ledger.log.verifications.get(nid)
+        known = self.ledger.verified(nid)
         if known is not None:
             return known, 0
         program = self.ledger.program(nid)
@@ -124,7 +125,7 @@ class PaidVerifier:
             source = self._verified_twin(task, digest[1])
         if source is None:
             return None
-        v = self.ledger.log.verifications[source]
+        v = self.ledger.state.verifications[source]
         self.ledger.verification(nid, v, fitness(task, v), reused_from=source)
         return v
 
@@ -165,7 +166,7 @@ class PaidVerifier:
         repairs: int,
         smoke: Smoke | None = None,
     ) -> Checked:
-        """Verify ``nid``; on a non-timeout failure repair (keeping ``idea``) and verify again, ``repairs`` times.
+        """Verify ``nid``; on a failure in ``ledger.REPAIRABLE`` repair (keeping ``idea``) and verify again, ``repairs`` times.
 
         ``smoke`` runs before each verification (the kernel chain's step): a result it returns stands for that
         verification, which is then never paid.
@@ -205,21 +206,15 @@ class PaidVerifier:
     ) -> str | None:
         """Node id of repair ``k`` of ``nid`` when it is runnable, else None (recorded either way)."""
         rid = f"{nid}r{k}"
-        node = self.ledger.log.nodes.get(rid)
-        if node is None:
+        if not self.ledger.recorded(rid):
             error = "\n".join(x for x in (f"{v.status.value}: {v.reason}", v.stderr_tail) if x.strip())
             made = await maker.repair(base_program, self.ledger.program(failed), idea, error)
-            parent_node = self.ledger.log.nodes[nid]
-            cand = candidate_from(
-                made,
-                id=rid,
-                parent_id=parent_node.get("parent_id"),
-                operator=Operator.DEBUG,
-                round=int(parent_node.get("round", 0)),
-            )
-            node = self.ledger.node(cand, made.status, made.reason, task=task.name, repair_of=failed)
-        if node.get("status") != Status.IMPLEMENTED.value:
-            log.info("repair %s of %s is not runnable: %s", rid, nid, node.get("reason", ""))
+            child = self.ledger.state.candidates[nid]
+            cand = candidate_from(made, id=rid, parent_id=child.parent_id, operator=Operator.DEBUG, round=child.round)
+            self.ledger.node(cand, made.status, made.reason, task=task.name, repair_of=failed)
+        status, reason = self.ledger.made(rid)
+        if status is not Status.IMPLEMENTED:
+            log.info("repair %s of %s is not runnable: %s", rid, nid, reason)
             return None
         return rid
 
