@@ -214,9 +214,9 @@ async def one_run(
     task = load_task(task_name)
     engine = build_engine(cfg, store, task=task)
     executor = CachingExecutor(engine.executor, cache, shared=not task.stochastic)
-    engine.executor = executor
+    engine.dispatch.executor = executor  # the one owner of the executor (engine/dispatch.py)
     if arm == "oracle":
-        engine.screener = PeekOracle(executor, task)
+        engine.screen.screener = PeekOracle(executor, task)
     started = time.monotonic()
     try:
         result = await engine.run()

@@ -10,7 +10,7 @@ so lexical and hashed retrieval see realistic term statistics.
 
 Measured, per strategy (mcgs, greedy, islands):
 
-* **full replay**: open the store and run ``verifyless.engine.resume.restore``
+* **full replay**: open the store and run ``Engine.resume.restore`` (``verifyless.engine.resume``)
   without a snapshot (apply every event, repeat every logged ``round`` ask and
   ``tell`` batch into a fresh strategy and the memory). Memory is the hashing
   embedder here; the MiniLM cost is estimated separately (``--minilm``).
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.config import load_config
-from verifyless.engine import Engine, resume
+from verifyless.engine import Engine
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.screen.baselines import RandomScreener
 from verifyless.search.memory import Memory, MemoryRecord
@@ -237,7 +237,7 @@ def restore(
     start = time.perf_counter()
     store = RunStore(path)
     engine = scale_engine(store, run_id, strategy, memory)
-    resume.restore(engine, from_snapshot=from_snapshot)
+    engine.resume.restore(from_snapshot=from_snapshot)
     return engine, time.perf_counter() - start, store
 
 
@@ -265,9 +265,9 @@ def take_snapshot(path: Path, run_id: str, strategy: str, tail_rounds: int) -> t
         rounds = [ev.seq for ev in store.events(run_id, kinds=["round"])]
         cutoff = rounds[-tail_rounds] - 1 if len(rounds) >= tail_rounds else 0
         engine = scale_engine(store, run_id, strategy)
-        resume.restore(engine, from_snapshot=False, until_seq=cutoff)
+        engine.resume.restore(from_snapshot=False, until_seq=cutoff)
         t = time.perf_counter()
-        engine.snapshots.take(engine)
+        engine.snapshots.take()
         secs = time.perf_counter() - t
         found = store.latest_snapshot(run_id)
         assert found is not None

@@ -13,7 +13,7 @@ import pytest
 
 from engine_fakes import FakeExecutor, fake_roles, fake_task, value
 from verifyless.config import load_config
-from verifyless.engine import Engine, resume
+from verifyless.engine import Engine
 from verifyless.errors import ConfigError
 from verifyless.node import Evidence, Screening
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
@@ -274,7 +274,7 @@ def test_the_decisions_replay_exactly_from_the_store(tmp_path, make):
         again = make()
         resumed = _engine(store, again, executor=Unbounded())
         resumed.run_id = result.run_id
-        resume.restore(resumed)
+        resumed.resume.restore()
     assert (again.state, again.reason, again.decisions) == (live.state, live.reason, live.decisions)
     assert (again.rule.bets, again.rule.k, again.rule.evidence()) == (live.rule.bets, live.rule.k, live.rule.evidence())
     assert again.used == live.used and set(again.known) == set(live.known)
@@ -561,7 +561,7 @@ def test_the_decision_survives_kill_minus_nine_and_the_resumed_run_continues_fro
         again = MAKERS[make]()
         engine = _engine(store, again, budget=80, executor=Unbounded())
         engine.run_id = run_id
-        resume.restore(engine)
+        engine.resume.restore()
         assert (again.state, again.reason, again.rule.k) == (stored[-1]["state"], stored[-1]["reason"], stored[-1]["k"])
         assert again.decisions == [d for rec in stored for d in rec.get("decisions", ())]
         assert [d for d in again.decisions if "state" in d] == [rec["decision"] for rec in stored if "decision" in rec]

@@ -290,9 +290,8 @@ def test_learning_screener_learns_once_per_round_and_is_restored(tmp_path):
         again = Learner()
         resumed = _learning_engine(store, again)
         resumed.run_id = result.run_id
-        from verifyless.engine import resume
 
-        resume.restore(resumed)
+        resumed.resume.restore()
         assert again.restored == stored
 
 
@@ -374,9 +373,8 @@ def test_an_unusable_snapshot_falls_back_to_full_replay(tmp_path, caplog):
         with caplog.at_level(logging.WARNING, logger="verifyless.engine"):
             resumed = make_engine(store, strategy="greedy", budget=12)
             resumed.run_id = engine.run_id
-            from verifyless.engine import resume
 
-            resume.restore(resumed)
+            resumed.resume.restore()
         assert "its format is 0" in caplog.text and len(resumed.state.view) == len(store.node_rows(engine.run_id))
 
 
@@ -497,7 +495,6 @@ def test_issue_25_an_openevolve_evaluator_that_raises_at_import_stops_after_the_
 
 def test_a_snapshot_resumed_mcgs_asks_exactly_what_a_full_replay_asks(tmp_path):
     """Format 4 (records packed one by one, the memory index unpacked on first use) changes no decision."""
-    from verifyless.engine import resume
     from verifyless.search.memory import Memory
 
     over = {"engine.snapshot_every": 2}
@@ -512,7 +509,7 @@ def test_a_snapshot_resumed_mcgs_asks_exactly_what_a_full_replay_asks(tmp_path):
         for from_snapshot in (True, False):
             again = make_engine(store, strategy="mcgs", budget=16, memory=Memory(embedder="hashing"), **over)
             again.run_id = engine.run_id
-            resume.restore(again, from_snapshot=from_snapshot)
+            again.resume.restore(from_snapshot=from_snapshot)
             restored.append(again)
     fast, slow = restored
     assert "_packed" in vars(fast.memory) and len(fast.memory) == len(slow.memory) > 0  # not unpacked yet

@@ -6,7 +6,6 @@ import asyncio
 
 from engine_fakes import fake_engine
 from test_pilots import fake_run, levelled_task
-from verifyless.engine import resume
 from verifyless.ledger import LowFidelity
 from verifyless.outcome import Outcome, label3, pair_outcome, reward_label
 from verifyless.screen.base import OutcomeObserver, PilotObserver
@@ -36,7 +35,7 @@ def _engine(store: RunStore, screener: RecordingPilot):
     task = levelled_task()
     cfg = load_config(overrides=["budget.verifications=6", "engine.candidates=4", "engine.smoke=off"])
     engine = fake_engine(store, cfg, screener, task=task)
-    engine.low_fidelity = LowFidelity(engine.ledger, task, fake_run([]))
+    engine.dispatch.low_fidelity = LowFidelity(engine.ledger, task, fake_run([]))
     return engine
 
 
@@ -93,7 +92,7 @@ def test_restore_replays_the_same_pilot_observations(tmp_path):
         again = RecordingPilot()
         resumed = _engine(store, again)
         resumed.run_id = engine.run_id
-        resume.restore(resumed, from_snapshot=False)
+        resumed.resume.restore(from_snapshot=False)
     assert live.low and [o.to_dict() for o in again.low] == [o.to_dict() for o in live.low]
     assert [o.to_dict() for o in again.full] == [o.to_dict() for o in live.full]
 

@@ -211,9 +211,11 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
             task=task,
             executor=executor,
         )
-        assert engine.low_fidelity is None and engine.smoke_at is None  # the fake executor has no sandbox
-        engine.low_fidelity = LowFidelity(engine.ledger, task, fake_run([], crash_odd=True))
-        engine.smoke_at = "tiny"
+        assert (
+            engine.dispatch.low_fidelity is None and engine.dispatch.smoke_at is None
+        )  # the fake executor has no sandbox
+        engine.dispatch.low_fidelity = LowFidelity(engine.ledger, task, fake_run([], crash_odd=True))
+        engine.dispatch.smoke_at = "tiny"
         asyncio.run(engine.run())
         events = list(store.events(engine.run_id))
         budget = store.budget(engine.run_id)

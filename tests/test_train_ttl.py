@@ -277,7 +277,7 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
     """The real engine drives ``critic-ttl``: one adapter version per round with new pairs, restored on resume."""
     from engine_fakes import fake_engine, fake_task
     from verifyless.config import load_config
-    from verifyless.engine import Engine, resume
+    from verifyless.engine import Engine
     from verifyless.store import RunStore
 
     def engine(store: RunStore) -> Engine:
@@ -296,7 +296,7 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
         assert versions == sorted(versions) and len(set(versions)) == len(versions)
         again = engine(store)
         again.run_id = result.run_id
-        resume.restore(again)
+        again.resume.restore()
         assert again.screener.version == first.screener.version == versions[-1]  # type: ignore[attr-defined]
         from verifyless._cli.show import show_data
 

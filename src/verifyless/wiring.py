@@ -1,8 +1,10 @@
 """The composition root: build an Engine from a RunConfig.
 
-The parts shared with the other loops (models, roles, guards) come from ``verifyless.parts``; this
-module adds the screener (injecting ``critic-ttl``'s torch learner from ``train/``), the strategy and
-the executor, and nothing below it imports it.
+The parts shared with the other loops (models, roles, guards) come from ``verifyless.models_wiring``;
+this module adds the screener (injecting ``critic-ttl``'s torch learner from ``train/``), the strategy,
+the executor, the novelty gate and the run's ``Ledger``, and nothing below it imports it. Every part is
+passed to its constructor: the ledger is built first and owns the run's id, which the model call
+recorders read from it (``models_wiring.RunIdOf``); the engine gets the ledger and the ``Peers``.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.config import RunConfig
-from verifyless.engine import Engine
-from verifyless.engine.peers import Peers
+from verifyless.engine import Engine, Peers
 from verifyless.errors import ConfigError
 from verifyless.executors.base import Executor
 from verifyless.executors.registry import build_executor
+from verifyless.ledger import Ledger
 from verifyless.ledger.record import Progress
 from verifyless.model.ensemble import ModelEnsemble
-from verifyless.parts import build_guards, build_models, build_roles, pin_endpoints
+from verifyless.models_wiring import build_guards, build_models, build_roles, pin_endpoints
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import build_screener as _build_screener
 from verifyless.search.memory import Memory
@@ -135,15 +137,15 @@ def build_engine(
 ) -> Engine:
     """Everything an Engine needs, from configuration alone.
 
-    A new run's model specs that read the environment are pinned first (``parts.pin_endpoints``): the
+    A new run's model specs that read the environment are pinned first (``models_wiring.pin_endpoints``): the
     configuration the run stores names each model and base URL (never a key), so replay and resume need
     no endpoint variables.
     """
     if not replay:
         cfg = pin_endpoints(cfg)
     task = task or load_task(cfg.task)
-    run_ref: dict[str, str | None] = {"run_id": None}  # the engine fills it when the run exists
-    models = build_models(cfg, store, run_ref, replay=replay)
+    ledger = Ledger(store, cfg.budget, task.metric, progress)  # the engine sets its run id when the run exists
+    models = build_models(cfg, store, lambda: ledger.run_id, replay=replay)
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]
     executor = replay_executor or build_executor(
@@ -155,7 +157,8 @@ def build_engine(
     final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
     screener = build_screener(cfg, task, models, getattr(executor, "sandbox", None))
     cfg = pinned(cfg, screener)
-    engine = Engine(
+    ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
+    return Engine(
         task=task,
         roles=roles,
         screener=screener,
@@ -164,14 +167,11 @@ def build_engine(
         store=store,
         config=cfg,
         memory=build_memory(cfg, task),
-        progress=progress,
         final_judge=final_judge,
         guards=build_guards(cfg, models),
+        peers=Peers(build_novelty(cfg, task, models), ensembles),
+        ledger=ledger,
     )
-    engine.run_ref = run_ref
-    ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
-    engine.peers = Peers(build_novelty(cfg, task, models), ensembles)
-    return engine
 
 
 __all__ = [

@@ -54,7 +54,7 @@ from verifyless._cli.ui import ui_command
 from verifyless.config import apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
-from verifyless.parts import check_models
+from verifyless.models_wiring import check_models
 from verifyless.preflight import plan
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
@@ -357,7 +357,7 @@ def _print_interrupted(engine: Any, st) -> None:
 
 
 def _check_new_run(cfg) -> Any:
-    """The task of a new run, loaded, and its models checked (``parts.check_models``), as a dry run does too.
+    """The task of a new run, loaded, and its models checked (``models_wiring.check_models``), as a dry run does too.
 
     A misspelled task name is a configuration error (exit 2) naming close matches; a broken task folder stays
     a task error (exit 3).

@@ -1,6 +1,6 @@
 """Wiring for the data commands: roles, models, executor and store from plain settings.
 
-``run_collection`` builds a ``Collector`` from the parts (``verifyless.parts``) ``verifyless.wiring`` builds
+``run_collection`` builds a ``Collector`` from the parts (``verifyless.models_wiring``) ``verifyless.wiring`` builds
 an engine (same role/model construction, the same LLM call recorder that
 charges tokens and cost to the run, the same response cache in the store
 file), runs it, and returns the run id and result. Roles default to the
@@ -21,7 +21,7 @@ from verifyless.data.collect import NO_CAPS, Collector, CollectResult, CollectSe
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
 from verifyless.ledger import BudgetConfig
-from verifyless.parts import build_guards, build_models, build_roles
+from verifyless.models_wiring import build_guards, build_models, build_roles
 from verifyless.store import RunStore
 from verifyless.task import load_task
 
@@ -101,7 +101,7 @@ def run_collection(
         cfg = collection_config(task_name, store_path, wiring, seed=settings.seed)
         task = load_task(cfg.task)
         run_ref: dict[str, str | None] = {"run_id": resume}
-        built = build_models(cfg, store, run_ref)
+        built = build_models(cfg, store, lambda: run_ref["run_id"])
         role_set = build_roles(cfg, task, built)
         hide = [Path(store_path).resolve().parent]
         execu = build_executor(

@@ -14,8 +14,15 @@ The rooms it uses, one idea each:
   in named ordering classes at round boundaries, to the strategy, the memory
   and learning screeners.
 * ``select`` / ``route`` (routing.py): the pure choice of what to verify.
-* ``Snapshots`` (snapshot.py): periodic pickled state so resume replays only
-  the tail of the log.
+* ``Dispatch`` (dispatch.py): the verification chains in flight, the claimed
+  programs, the executor, and the novelty gate before screening.
+* ``Lifecycle`` (lifecycle.py): the start and the end of a run (data report,
+  brief, baseline, final selection, ensemble submission, result, early stop).
+* ``Resume`` (resume.py) and ``Snapshots`` (snapshot.py): rebuild from the
+  store, from periodic pickled state so resume replays only the log's tail.
+
+Each room is built here with exactly the collaborators it needs (the ledger,
+the tell queue, config values, callbacks), never with the engine itself.
 
 Contracts: durable first (an event is stored before anything depends on it;
 a verification and its charge commit together); budgets count in-flight work;
@@ -30,37 +37,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterator
-from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 from verifyless.child import ChildMaker, Made
 from verifyless.config import RunConfig
-from verifyless.engine import ends, resume
 from verifyless.engine.context import Programs, parent_info, propose_context
-from verifyless.engine.ends import RunResult
-from verifyless.engine.fallback import check_answered, screener_failed
+from verifyless.engine.dispatch import Dispatch, owned
+from verifyless.engine.ensembles import Peers
+from verifyless.engine.fallback import check_answered
 from verifyless.engine.health import RoleHealth, made_stats, proposal_stats
 from verifyless.engine.learners import Learners
-from verifyless.engine.peers import Peers, gate_pool, owned
-from verifyless.engine.routing import select
-from verifyless.engine.snapshot import Snapshots
+from verifyless.engine.lifecycle import Lifecycle, RunResult
+from verifyless.engine.resume import Resume
+from verifyless.engine.screen_step import ScreenStep
+from verifyless.engine.snapshot import Loaded, Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
 from verifyless.executors.base import Executor
 from verifyless.guards import Guards
-from verifyless.ledger import BudgetGate, Ledger, RunState, Slot, candidate_from, low_fidelity_for, verify_with_repairs
+from verifyless.ledger import BudgetGate, Ledger, RunState, candidate_from
 from verifyless.model.base import Model
-from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
+from verifyless.node import Candidate, Idea, Status, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
-from verifyless.screen.agentic import pilot_records
-from verifyless.screen.base import ScreenContext, Screener, candidates_wanted
-from verifyless.screen.health import ReplyHealth
+from verifyless.screen.base import Screener
 from verifyless.search.base import Expansion, SearchStrategy
 from verifyless.search.memory import Memory
-from verifyless.search.submission import ensemble_members, ensemble_submission
 from verifyless.store.protocol import RunStoreProtocol
-from verifyless.store.records import Charge
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
@@ -73,8 +76,10 @@ class Engine:
 
     All collaborators are passed in (``verifyless.wiring.build_engine`` builds them from a ``RunConfig``).
     ``memory`` is optional (MLEvolve-style hybrid retrieval); ``progress`` receives ``(kind, data)`` for live
-    display. What the run stores and pays for goes through ``self.ledger`` (``state`` and ``gate`` are its
-    fold and budget gate).
+    display. ``peers`` holds the novelty gate and the model ensembles (``engine/ensembles.py``; none by
+    default). What the run stores and pays for goes through ``self.ledger`` (``state`` and ``gate`` are its
+    fold and budget gate): pass ``ledger`` to share it with what was built before the engine (wiring's model
+    call recorders read the run's id from it), else the engine builds one on ``store`` with ``progress``.
     """
 
     def __init__(
@@ -91,33 +96,68 @@ class Engine:
         progress: ProgressFn | None = None,
         final_judge: Model | None = None,
         guards: Guards | None = None,
+        peers: Peers | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
-        self.task, self.roles, self.screener, self.strategy = task, roles, screener, strategy
-        self.executor, self.config, self.memory, self.final_judge = executor, config, memory, final_judge
-        self.store, self.peers = store, Peers()  # the novelty gate and model ensembles: wiring sets them (peers.py)
-        self.ledger = Ledger(store, config.budget, task.metric, progress)
+        if ledger is not None and (ledger.store is not store or progress is not None):
+            raise ValueError("a ledger passed to the Engine is on its store and holds its progress callback")
+        self.task, self.roles, self.config = task, roles, config
+        self.store, self.peers = store, peers or Peers()
+        self.ledger = ledger or Ledger(store, config.budget, task.metric, progress)
         self.progress = self.ledger.progress
-        self.run_ref: dict[str, str | None] = {"run_id": None}  # shared with the LLM call recorder
         self._model_failures = 0
+        eng = config.engine
         self.tells = TellQueue()
         self.learners = Learners(strategy, screener, memory, task, tie=config.tie_tolerance)
-        self.snapshots = Snapshots(store, config.engine.snapshot_every)
+        self.snapshots = Snapshots(store, eng.snapshot_every, self.ledger, self.learners)
         self.maker = ChildMaker(
             task,
             roles,
-            llm=asyncio.Semaphore(config.engine.llm_concurrency),
+            llm=asyncio.Semaphore(eng.llm_concurrency),
             summaries=self.state.summary_by_hash,
             guards=guards,
             guard_repairs=config.guards.repair_attempts,
         )
-        self.reply_health = ReplyHealth.for_screener(screener)  # parse rate per screening; stops on silence
         self.role_health = _role_health(roles, config)  # the same for the proposer and the implementer
         self.programs = Programs(store, self.state)
-        self._inflight: dict[int, list[asyncio.Task]] = {}  # round -> verification chains
-        self._claimed: set[str] = set()  # program hashes dispatched for verification
-        eng, llm = config.engine, config.roles.kind == "llm"  # pilots and smoke runs (ledger/pilots.py):
-        self.low_fidelity, self.smoke_at = low_fidelity_for(
-            self.ledger, task, executor, smoke=eng.smoke, llm_roles=llm, smoke_wall_seconds=eng.smoke_wall_seconds
+        self.dispatch = Dispatch(
+            task=task,
+            executor=executor,
+            ledger=self.ledger,
+            tells=self.tells,
+            maker=self.maker,
+            programs=self.programs,
+            novelty=self.peers.novelty,
+            config=config,
+        )
+        self.screen = ScreenStep(
+            task=task,
+            config=config,
+            ledger=self.ledger,
+            tells=self.tells,
+            programs=self.programs,
+            dispatch=self.dispatch,
+            screener=screener,
+        )
+        self.lifecycle = Lifecycle(
+            task=task,
+            roles=roles,
+            config=config,
+            ledger=self.ledger,
+            dispatch=self.dispatch,
+            programs=self.programs,
+            final_judge=final_judge,
+            tell=self.tell_round,
+        )
+        self.resume = Resume(
+            config=config,
+            ledger=self.ledger,
+            learners=self.learners,
+            snapshots=self.snapshots,
+            peers=self.peers,
+            tells=self.tells,
+            dispatch=self.dispatch,
+            adopt=self.adopt,
         )
 
     @property
@@ -129,6 +169,22 @@ class Engine:
         return self.ledger.gate
 
     @property
+    def screener(self) -> Screener:
+        return self.screen.screener
+
+    @property
+    def strategy(self) -> SearchStrategy:
+        return self.learners.strategy
+
+    @property
+    def memory(self) -> Memory | None:
+        return self.learners.memory
+
+    @property
+    def executor(self) -> Executor:
+        return self.dispatch.executor
+
+    @property
     def run_id(self) -> str | None:
         return self.ledger.run_id
 
@@ -136,11 +192,14 @@ class Engine:
     def run_id(self, run_id: str | None) -> None:
         self.ledger.run_id = run_id
 
-    def adopt(self, state: RunState) -> None:
-        """Continue from ``state`` (a loaded snapshot); everything that shares it is pointed at it."""
-        self.ledger.state = state
-        self.maker.summaries = state.summary_by_hash
-        self.programs.state = state
+    def adopt(self, loaded: Loaded) -> None:
+        """Continue from a loaded snapshot: its state, and the strategy, memory and observing screener it holds."""
+        self.ledger.state = loaded.state
+        self.maker.summaries = loaded.state.summary_by_hash
+        self.programs.state = loaded.state
+        self.learners.adopt(loaded.strategy, loaded.memory, loaded.observer)
+        if loaded.observer is not None:
+            self.screen.screener = loaded.observer
 
     # ------------------------------------------------------------------ the run
 
@@ -149,31 +208,28 @@ class Engine:
         self.run_id = run_id or self.store.create_run(
             self.task.name, self.config.model_dump(mode="json"), seed=self.config.seed
         )
-        self.run_ref["run_id"] = self.run_id
         if run_id is not None:
-            resume.restore(self, from_snapshot=from_snapshot)
+            self.resume.restore(from_snapshot=from_snapshot)
         self.store.set_status(self.run_id, "running")
         self.progress("start", {"run_id": self.run_id, "task": self.task.name})
         if run_id is not None:
-            resume.announce(self)
+            self.resume.announce()
+        life = self.lifecycle
         try:
-            await ends.ensure_brief(self)
-            await ends.ensure_baseline(self)
-            await resume.finish_interrupted(self)
+            await life.ensure_brief()
+            await life.ensure_baseline()
+            await self.resume.finish_interrupted()
             stopped = await self._loop()
         except BaseException as exc:
-            ends.mark_stopped(self, exc)
-            for chain in self._chains():
-                chain.cancel()
-            # Collect every chain's outcome so none is left unretrieved; finished verifications are stored.
-            await asyncio.gather(*self._chains(), return_exceptions=True)
+            life.mark_stopped(exc)
+            await self.dispatch.cancel()
             raise
-        final_id = await ends.select_final(self, self.strategy.final(self.state.view))
+        final_id = await life.select_final(self.strategy.final(self.state.view))
         self.ledger.emit("final", {"node_id": final_id, "stopped": stopped})
-        await submit_ensemble(self)
-        check_answered(self)  # a screener that never answered: exit 6 (fallback.py)
+        await life.submit_ensemble(self.strategy)
+        check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
         self.store.set_status(self.run_id, "finished")
-        return ends.result(self, final_id, stopped)
+        return life.result(final_id, stopped)
 
     async def _loop(self) -> str:
         eng = self.config.engine
@@ -181,7 +237,7 @@ class Engine:
         while True:
             r = self.state.rounds_done + 1
             await self._drain(upto=r - lag)
-            self.snapshots.maybe_take(self, r)
+            self.snapshots.maybe_take(r)
             stop = self.gate.stop_reason()
             if stop is None and eng.max_rounds is not None and r > eng.max_rounds:
                 stop = "max_rounds"
@@ -198,10 +254,10 @@ class Engine:
             if self.ledger.watched:
                 replies = {role: h.seen.to_dict() for role, h in self.role_health.items() if h.seen.total}
                 self.progress("round", {"round": r, "budget": self.ledger.budget_view(), "replies": replies})
-            dispatched = len(self._claimed)
+            dispatched = len(self.dispatch.claimed)
             for i, exp in enumerate(expansions):
                 await self._round(r, i, exp)
-            idle = 0 if len(self._claimed) > dispatched else idle + 1
+            idle = 0 if len(self.dispatch.claimed) > dispatched else idle + 1
             if idle >= eng.max_idle_rounds:
                 await self._drain(upto=r)
                 return f"stalled: {idle} rounds in a row produced nothing new to verify"
@@ -215,10 +271,10 @@ class Engine:
         ctx = propose_context(self.task, self.state, self.programs, self.memory, exp, parent, rng)
         try:
             proposals = await owned(
-                f"r{r}e{i}", self.maker.propose(ctx, candidates_wanted(self.screener, self.config.engine.candidates))
+                f"r{r}e{i}", self.maker.propose(ctx, self.screen.wanted(self.config.engine.candidates))
             )
         except ModelUnavailable as exc:
-            _model_failure(self, r, f"proposer: {exc}")
+            self._model_failed(r, f"proposer: {exc}")
             return
         self.role_health["proposer"].feed(r, [proposal_stats(proposals)])
         seen: set[str] = set()  # program hashes already in this pool
@@ -227,42 +283,11 @@ class Engine:
         )
         implemented = [made_stats(m) for p, (m, _) in zip(proposals, made, strict=True) if isinstance(p, Idea)]
         self.role_health["implementer"].feed(r, implemented)
-        pool = await gate_pool(self, r, [c for _, c in made if c is not None])  # audited rejections dispatched
+        pool = await self.dispatch.gate_pool(r, [c for _, c in made if c is not None])  # audited: dispatched
         self._model_failures = 0
         if not pool:
             return
-        screening = await _screen_pool(self, r, rng, parent, pool)
-        eng = self.config.engine
-        routed = select(
-            screening,
-            slots=self.gate.slots_left(),
-            verify_uncertain=eng.verify_uncertain,
-            threshold=eng.uncertainty_threshold,
-            audit_rate=eng.audit_rate,
-            rng=rng,
-        )
-        record = screening.to_dict()
-        self.ledger.emit(
-            "screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited), "round": r}
-        )
-        _after_screening(self, r, screening, record, list(routed.to_verify))
-        if routed.uncertain:
-            log.info(
-                "round %d: routed %s to verification (vote uncertainty >= %s)",
-                r,
-                list(routed.uncertain),
-                eng.uncertainty_threshold,
-            )
-        for k, cid in enumerate(screening.ranking):
-            if cid not in routed.to_verify:
-                self.ledger.set_status(
-                    cid, Status.SCREENED_OUT, f"ranked {k + 1} of {len(pool)} by {screening.screener}"
-                )
-                self.tells.add(r, TellOrder.SCREENED_OUT, (k,), cid)
-        by_id = {c.id: c for c in pool}
-        for k, cid in enumerate(routed.to_verify):
-            await self._wait_for_executor()
-            self._dispatch(by_id[cid], (k,), screening.ranking.index(cid))
+        await self.screen.screen_and_route(r, rng, parent, pool)
 
     async def _make(
         self, cid: str, proposal: Idea | RoleFailure, exp: Expansion, parent: ParentInfo, r: int, seen: set[str]
@@ -272,7 +297,7 @@ class Engine:
         def known(digest: str) -> bool:
             return not self.task.stochastic and (
                 digest in self.state.verified_hashes
-                or digest in self._claimed
+                or digest in self.dispatch.claimed
                 or digest in seen
                 or digest == content_hash(parent.program)
             )
@@ -296,134 +321,34 @@ class Engine:
         self.ledger.record_candidate(cand, Status.IMPLEMENTED)
         return made, cand
 
-    # ------------------------------------------------------------------ verification chains
-
-    def _dispatch(self, cand: Candidate, position: tuple, rank: int) -> None:
-        """Reserve a slot now (so the cap counts it) and start the chain in the background.
-
-        With no slot left (a repair of an earlier round took it while this
-        round waited for the executor) the candidate is screened out instead.
-        """
-        slot = self.gate.reserve()
-        if slot is None:
-            self.ledger.set_status(cand.id, Status.SCREENED_OUT, "the budget was spent before it could be verified")
-            self.tells.add(cand.round, TellOrder.SCREENED_OUT, (rank,), cand.id)
-            return
-        self._claimed.add(cand.program_hash)
-        chain = asyncio.create_task(self._verify_chain(cand, position, slot))
-        self._inflight.setdefault(cand.round, []).append(chain)
-
-    async def _verify_chain(self, cand: Candidate, position: tuple, slot: Slot) -> None:
-        """Verify ``cand``; on a repairable failure, repair (same idea) and verify again, each in its own slot."""
-
-        async def verify(c: Candidate, slot_: Slot | None, attempt: int) -> Verification:
-            assert slot_ is not None  # the gate reserved it
-            return await self._verify(c, slot_, position, attempt)
-
-        async def repair(current: Candidate, verification: Verification, attempt: int) -> Candidate | None:
-            return await owned(f"{cand.id}f{attempt}", _repair(self, cand, current, verification, attempt))
-
-        async def smoke(c: Candidate, attempt: int) -> Verification | None:
-            assert self.low_fidelity is not None and self.smoke_at is not None
-            stopped = await self.low_fidelity.smoke(c, self.smoke_at)
-            if stopped is not None:  # its status is stored: tell it like a verified node
-                self.tells.add(cand.round, TellOrder.VERIFIED, (*position, attempt), c.id)
-            return stopped
-
-        attempts = self.config.engine.repair_attempts
-        smoking = smoke if self.smoke_at is not None else None
-        await verify_with_repairs(
-            cand, verify=verify, repair=repair, attempts=attempts, gate=self.gate, slot=slot, smoke=smoking
-        )
-
-    async def _verify(self, cand: Candidate, slot: Slot, position: tuple, attempt: int) -> Verification:
-        async with slot:
-            verification = await self.executor.verify(self.task, cand.program)
-            self.ledger.record_verification(cand.id, verification)
-        self.tells.add(cand.round, TellOrder.VERIFIED, (*position, attempt), cand.id)
-        return verification
-
-    async def _wait_for_executor(self) -> None:
-        while sum(1 for t in self._chains() if not t.done()) >= self.executor.capacity:
-            await asyncio.wait([t for t in self._chains() if not t.done()], return_when=asyncio.FIRST_COMPLETED)
-
-    def _chains(self) -> Iterator[asyncio.Task]:
-        for tasks in self._inflight.values():
-            yield from tasks
+    def _model_failed(self, r: int, reason: str) -> None:
+        """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
+        self.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
+        self.progress("model_error", {"round": r, "reason": reason})
+        self._model_failures += 1
+        log.warning("round %d: %s (%d in a row)", r, reason, self._model_failures)
+        if self._model_failures >= 3:
+            raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
 
     # ------------------------------------------------------------------ round boundaries: tell, learn
 
     async def _drain(self, upto: int) -> None:
         """Finish every chain of rounds <= upto, then tell each such round's nodes as one batch and learn from it."""
-        for r in sorted(k for k in self._inflight if k <= upto):
-            await asyncio.gather(*self._inflight.pop(r))
+        await self.dispatch.finish(upto)
         started = range(self.state.told_round + 1, min(upto, self.state.rounds_done) + 1)  # rounds run, not told
         for r in sorted(set(self.tells.rounds(upto)) | set(started)):
-            await self._tell_round(r, self.tells.take(r))
+            await self.tell_round(r)
 
-    async def _tell_round(self, r: int, node_ids: list[str]) -> None:
+    async def tell_round(self, r: int) -> None:
+        """Tell round ``r``'s queued nodes as one batch (a ``tell`` event), feed the learners and the
+        ensembles, and store what a learning screener learned from the round."""
+        node_ids = self.tells.take(r)
         told = self.ledger.emit("tell", {"round": r, "node_ids": node_ids})
         self.learners.tell(self.state, told)
         self.peers.observe(told, self.state.view.nodes, self.config.tie_tolerance)
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})
-
-
-async def _repair(
-    engine: Engine, first: Candidate, current: Candidate, verification: Verification, attempt: int
-) -> Candidate | None:
-    """Repair ``current`` (same idea) as node ``<first>f<attempt>``, recorded; None if no program was made."""
-    error = f"{verification.reason}\n{verification.stderr_tail[-2000:]}"
-    made = await engine.maker.repair(
-        first.program,
-        current.program,
-        current.idea,
-        error,
-        skip=lambda d: d in engine.state.verified_hashes or d in engine._claimed,
-    )
-    if not made.ok:
-        return None
-    fixed = candidate_from(
-        made,
-        id=f"{first.id}f{attempt}",
-        parent_id=current.id,
-        operator=Operator.DEBUG,
-        round=first.round,
-        island=first.island,
-    )
-    engine._claimed.add(fixed.program_hash)
-    engine.ledger.record_candidate(fixed, Status.IMPLEMENTED)
-    return fixed
-
-
-async def submit_ensemble(engine: Engine) -> None:
-    """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).
-
-    The members re-run in the executor's sandbox; one ``submission`` event, charged as evaluator seconds.
-    """
-    ids = ensemble_members(engine.strategy, engine.task, engine.state.view)
-    sandbox = getattr(engine.executor, "sandbox", None)
-    if not ids or sandbox is None:
-        return
-    scored = [e.payload.get("members") for e in engine.store.events(engine.ledger.rid, kinds=["submission"])]
-    if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
-        return
-    members = [(i, engine.programs.text(i)) for i in ids]
-    sub = await asyncio.to_thread(
-        ensemble_submission, engine.task, members, sandbox, hide=tuple(getattr(engine.executor, "hide", ()))
-    )
-    engine.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
-
-
-def _model_failure(engine: Engine, r: int, reason: str) -> None:
-    """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
-    engine.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
-    engine.progress("model_error", {"round": r, "reason": reason})
-    engine._model_failures += 1
-    log.warning("round %d: %s (%d in a row)", r, reason, engine._model_failures)
-    if engine._model_failures >= 3:
-        raise ModelUnavailable(f"the model endpoint failed in 3 rounds in a row; last error: {reason}")
 
 
 def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
@@ -454,49 +379,3 @@ def _expansion_dict(e: Expansion) -> dict[str, Any]:
         "inspiration_ids": list(e.inspiration_ids),
         "note": e.note,
     }
-
-
-def _after_screening(engine, r: int, screening: Screening, record: dict[str, Any], to_verify: list[str]) -> None:
-    """After a screening is stored: check reply health, charge pilot seconds, show progress.
-
-    ``reply_health.observe`` warns on a low parse rate and raises
-    ``UnparseableReplies`` (the run stops) after consecutive screenings
-    that parsed nothing. Agentic pilots are evaluator seconds (RPM paper):
-    one ``pilot`` event each, charged so the budget gate sees them.
-    """
-    engine.reply_health.observe(screening)
-    for pilot in pilot_records(screening):
-        engine.ledger.emit(
-            "pilot",
-            {**pilot, "round": r},
-            charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]),
-        )
-    if engine.ledger.watched:
-        engine.progress(
-            "screening",
-            {"round": r, "screener": screening.screener, "chosen": to_verify, "evidence": record["evidence"]},
-        )
-
-
-async def _screen_pool(engine, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
-    """The screener's ranking; a dead screener endpoint falls back to a seeded random pick or stops the run
-    (``engine/fallback.py``: counted, shown, and never silent)."""
-    eng = engine.config.engine
-    ctx = ScreenContext(
-        task=engine.task,
-        parent=parent,
-        rng=rng,
-        brief=engine.state.brief,
-        data_report=engine.state.data_report_text(),
-        nodes={k: v for k, v in engine.state.view.nodes.items() if v.status.verified},
-        summaries=engine.state.summaries,
-        n_verify=eng.verify_per_expansion,
-        round=r,
-        budget_left_s=engine.gate.seconds_left(),
-        program_of=engine.programs.text,
-        pilot=None if engine.low_fidelity is None else partial(engine.low_fidelity.pilot, round=r),
-    )
-    try:
-        return await engine.screener.screen(ctx, pool)
-    except ModelUnavailable as exc:
-        return screener_failed(engine, r, rng, pool, exc)

@@ -14,35 +14,35 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import TYPE_CHECKING
 
-from verifyless.engine.ends import mark_stopped
+from verifyless.config import EngineConfig
+from verifyless.engine.lifecycle import mark_stopped
 from verifyless.errors import ModelUnavailable
+from verifyless.ledger import Ledger
 from verifyless.node import Candidate, Screening
 from verifyless.screen.base import fallback_screening
-
-if TYPE_CHECKING:  # pragma: no cover
-    from verifyless.engine.core import Engine
 
 log = logging.getLogger(__name__)
 
 __all__ = ["check_answered", "screener_failed"]
 
 
-def screener_failed(engine: Engine, r: int, rng: random.Random, pool: list[Candidate], exc: Exception) -> Screening:
-    """The screening that stands in for a failed one, or ``ModelUnavailable`` when the policy stops the run."""
-    eng, name = engine.config.engine, _name(engine)
+def screener_failed(
+    ledger: Ledger, eng: EngineConfig, name: str, r: int, rng: random.Random, pool: list[Candidate], exc: Exception
+) -> Screening:
+    """The screening that stands in for screener ``name``'s failed one in round ``r`` of ``ledger``'s run, or
+    ``ModelUnavailable`` when the policy (``eng``: ``on_screener_error``, ``max_screener_fallbacks``) stops it."""
     if eng.on_screener_error == "stop":
         raise ModelUnavailable(
             f"the screener {name!r} failed in round {r} and engine.on_screener_error=stop: {exc}"
         ) from exc
-    before = engine.state.fallback_count()
+    before = ledger.state.fallback_count()
     payload = {"round": r, "screener": name, "reason": str(exc)[:2000]}
-    engine.ledger.emit(
+    ledger.emit(
         "screener_fallback", {**payload, "fallbacks": before.fallbacks + 1, "screenings": before.screenings + 1}
     )
-    counts = engine.state.fallback_count()  # this fallback folded in
-    engine.progress("screener_fallback", {**payload, **counts.to_dict()})
+    counts = ledger.state.fallback_count()  # this fallback folded in
+    ledger.progress("screener_fallback", {**payload, **counts.to_dict()})
     log.warning("round %d: screener %s unavailable, falling back to a seeded random pick: %s", r, name, exc)
     streak = counts.streak
     if eng.max_screener_fallbacks is not None and streak >= eng.max_screener_fallbacks:
@@ -50,7 +50,7 @@ def screener_failed(engine: Engine, r: int, rng: random.Random, pool: list[Candi
         raise ModelUnavailable(
             f"the screener {name!r} {never}: {streak} screenings in a row fell back to a seeded random pick (its "
             f"endpoint failed; a run screened at random is no {name} run); last error: {exc}. Fix its endpoint "
-            f"(roles.models), then continue with `verifyless run --resume {engine.run_id}`; "
+            f"(roles.models), then continue with `verifyless run --resume {ledger.run_id}`; "
             "engine.max_screener_fallbacks=null falls back for ever"
         ) from exc
     order = [c.id for c in pool]
@@ -58,23 +58,19 @@ def screener_failed(engine: Engine, r: int, rng: random.Random, pool: list[Candi
     return fallback_screening(name, order, eng.verify_per_expansion)
 
 
-def check_answered(engine: Engine) -> None:
+def check_answered(ledger: Ledger, eng: EngineConfig, name: str) -> None:
     """At the end of a run: a screener that never answered (every screening fell back) fails it with exit 6.
 
     The run's final node is already chosen and stored; the run is marked failed with the reason, as any
     ``ModelUnavailable`` stop is. Off with ``engine.max_screener_fallbacks=null``.
     """
-    counts = engine.state.fallback_count()
-    if engine.config.engine.max_screener_fallbacks is None or not counts.fallbacks or counts.answered:
+    counts = ledger.state.fallback_count()
+    if eng.max_screener_fallbacks is None or not counts.fallbacks or counts.answered:
         return
     exc = ModelUnavailable(
-        f"the screener {_name(engine)!r} never answered: all {counts.fallbacks} screenings fell back to a seeded "
-        f"random pick, so run {engine.run_id} was screened at random; fix the screener's endpoint (roles.models) "
+        f"the screener {name!r} never answered: all {counts.fallbacks} screenings fell back to a seeded "
+        f"random pick, so run {ledger.run_id} was screened at random; fix the screener's endpoint (roles.models) "
         "and run again"
     )
-    mark_stopped(engine, exc)
+    mark_stopped(ledger.store, ledger.rid, exc)
     raise exc
-
-
-def _name(engine: Engine) -> str:
-    return str(getattr(engine.screener, "name", "screener"))

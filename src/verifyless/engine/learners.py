@@ -69,6 +69,17 @@ class Learners:
         self.tie = tie
         self._backlog: list[MemoryRecord] | None = None
 
+    def adopt(self, strategy: SearchStrategy, memory: Memory | None, observer: Any) -> None:
+        """Continue with the parts a snapshot restored: its strategy, and its memory and observing screener
+        where they pickled (None: keep the one built); a restored observer learns too where this one did."""
+        self.strategy = strategy
+        if memory is not None:
+            self.memory = memory
+        if observer is not None:
+            self.observer = observer
+            if self.learner is not None:
+                self.learner = observer
+
     def tell(
         self,
         state: RunState,

@@ -13,89 +13,117 @@ Nodes recorded after the last batch are queued again for their round.
 never finished (they were never charged: the charge is part of the
 verification event) and marks the ones made but never screened as
 screened-out.
+
+``Resume`` is built by the engine with what these steps read and feed (ledger, learners, snapshots,
+peers, tell queue, verification dispatch) and an ``adopt`` callback that points the engine's parts at
+a loaded snapshot's state (``Engine.adopt``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from verifyless.engine.tells import TellOrder
+from verifyless.config import RunConfig
+from verifyless.engine.dispatch import Dispatch
+from verifyless.engine.ensembles import Peers
+from verifyless.engine.learners import Learners
+from verifyless.engine.snapshot import Loaded, Snapshots
+from verifyless.engine.tells import TellOrder, TellQueue
+from verifyless.ledger import Ledger
 from verifyless.node import Status
-
-if TYPE_CHECKING:  # pragma: no cover
-    from verifyless.engine.core import Engine
 
 log = logging.getLogger(__name__)
 
-__all__ = ["announce", "finish_interrupted", "restore"]
+__all__ = ["Resume"]
 
 
-def restore(engine: Engine, *, from_snapshot: bool = True, until_seq: int | None = None) -> None:
-    """Rebuild ``engine``'s state, strategy, memory and screener learning from the run's events.
+class Resume:
+    """Rebuilds one run's derived state from its events and finishes what a crash left open (module docstring)."""
 
-    ``until_seq`` stops after that event (benchmarks and tests build a snapshot
-    of an earlier point with it); a resume applies every event.
-    """
-    loaded = engine.snapshots.load(engine) if from_snapshot else None
-    refeed_memory = refeed_observer = False
-    if loaded is not None:
-        engine.adopt(loaded.state)
-        refeed_memory, refeed_observer = not loaded.has_memory, not loaded.has_observer
-    state, learners, k = engine.state, engine.learners, engine.config.engine.expansions_per_round
-    with learners.batched_memory():
-        if refeed_memory or refeed_observer:  # parts the snapshot could not hold: fed again in tell order
-            learners.tell(
-                state, list(state.view.nodes.values()), strategy=False, memory=refeed_memory, observer=refeed_observer
-            )
-        for ev in engine.store.events(engine.ledger.rid, after=state.last_seq):
-            if until_seq is not None and ev.seq > until_seq:
+    def __init__(
+        self,
+        *,
+        config: RunConfig,
+        ledger: Ledger,
+        learners: Learners,
+        snapshots: Snapshots,
+        peers: Peers,
+        tells: TellQueue,
+        dispatch: Dispatch,
+        adopt: Callable[[Loaded], None],
+    ) -> None:
+        self.config, self.ledger, self.learners, self.snapshots = config, ledger, learners, snapshots
+        self.peers, self.tells, self.dispatch, self.adopt = peers, tells, dispatch, adopt
+
+    def restore(self, *, from_snapshot: bool = True, until_seq: int | None = None) -> None:
+        """Rebuild the state, strategy, memory and screener learning from the run's events.
+
+        ``until_seq`` stops after that event (benchmarks and tests build a snapshot
+        of an earlier point with it); a resume applies every event.
+        """
+        loaded = self.snapshots.load() if from_snapshot else None
+        refeed_memory = refeed_observer = False
+        if loaded is not None:
+            self.adopt(loaded)
+            refeed_memory, refeed_observer = not loaded.has_memory, not loaded.has_observer
+        state, learners, k = self.ledger.state, self.learners, self.config.engine.expansions_per_round
+        store = self.ledger.store
+        with learners.batched_memory():
+            if refeed_memory or refeed_observer:  # parts the snapshot could not hold: fed again in tell order
+                learners.tell(
+                    state,
+                    list(state.view.nodes.values()),
+                    strategy=False,
+                    memory=refeed_memory,
+                    observer=refeed_observer,
+                )
+            for ev in store.events(self.ledger.rid, after=state.last_seq):
+                if until_seq is not None and ev.seq > until_seq:
+                    break
+                told = state.apply(ev)
+                if ev.kind == "round":
+                    learners.strategy.ask(state.view, k)  # the strategy's own bookkeeping (and generator) moves on
+                elif told:
+                    learners.tell(state, told)
+        learners.restore(state.learn_records)
+        self.peers.restore(store, self.ledger.run_id, state.view.nodes, self.config.tie_tolerance, until_seq)
+        for k_, cid in enumerate(state.staged):
+            node = state.staged[cid]
+            if cid == "root" or (node.status is Status.IMPLEMENTED and cid not in state.verifications):
+                continue  # chosen but unfinished, or screened when the crash hit: finish_interrupted decides
+            self.tells.add(state.candidates[cid].round, TellOrder.RESTORED, (k_,), cid)
+
+    async def finish_interrupted(self) -> None:
+        """Verify the candidates chosen before a crash that never finished; mark the unscreened ones."""
+        state = self.ledger.state
+        todo = sorted(
+            (i, cid)
+            for cid, i in state.chosen.items()
+            if cid in state.staged
+            and state.staged[cid].status is Status.IMPLEMENTED
+            and cid in state.candidates
+            and cid not in state.verifications
+        )
+        for i, cid in todo:
+            slot = self.ledger.gate.reserve()
+            if slot is None:
                 break
-            told = state.apply(ev)
-            if ev.kind == "round":
-                engine.strategy.ask(state.view, k)  # the strategy's own bookkeeping (and generator) moves on
-            elif told:
-                learners.tell(state, told)
-    learners.restore(state.learn_records)
-    engine.peers.restore(engine.store, engine.run_id, state.view.nodes, engine.config.tie_tolerance, until_seq)
-    for k_, cid in enumerate(state.staged):
-        node = state.staged[cid]
-        if cid == "root" or (node.status is Status.IMPLEMENTED and cid not in state.verifications):
-            continue  # chosen but unfinished, or screened when the crash hit: finish_interrupted decides
-        engine.tells.add(state.candidates[cid].round, TellOrder.RESTORED, (k_,), cid)
+            cand = state.candidates[cid]
+            cand = cand.replace(program=self.ledger.store.get_text(cand.program_hash))
+            await self.dispatch.verify_chain(cand, (i,), slot)
+        todo_ids = {cid for _, cid in todo}
+        for cid, node in list(state.staged.items()):
+            if node.status is Status.IMPLEMENTED and cid not in state.verifications and cid not in todo_ids:
+                self.ledger.set_status(
+                    cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified"
+                )
+                self.tells.add(state.candidates[cid].round, TellOrder.INTERRUPTED, (cid,), cid)
 
-
-async def finish_interrupted(engine: Engine) -> None:
-    """Verify the candidates chosen before a crash that never finished; mark the unscreened ones."""
-    state = engine.state
-    todo = sorted(
-        (i, cid)
-        for cid, i in state.chosen.items()
-        if cid in state.staged
-        and state.staged[cid].status is Status.IMPLEMENTED
-        and cid in state.candidates
-        and cid not in state.verifications
-    )
-    for i, cid in todo:
-        slot = engine.gate.reserve()
-        if slot is None:
-            break
-        cand = state.candidates[cid]
-        cand = cand.replace(program=engine.store.get_text(cand.program_hash))
-        await engine._verify_chain(cand, (i,), slot)
-    todo_ids = {cid for _, cid in todo}
-    for cid, node in list(state.staged.items()):
-        if node.status is Status.IMPLEMENTED and cid not in state.verifications and cid not in todo_ids:
-            engine.ledger.set_status(
-                cid, Status.SCREENED_OUT, "the run was interrupted before this candidate was verified"
-            )
-            engine.tells.add(state.candidates[cid].round, TellOrder.INTERRUPTED, (cid,), cid)
-
-
-def announce(engine: Engine) -> None:
-    """Say where a resumed run continues: INFO log and a ``resume`` progress event (the CLI prints it)."""
-    used, cap = engine.gate.used().verifications, engine.config.budget.verifications
-    paid = f"{used} of {cap}" if cap is not None else f"{used}"
-    data = {"round": engine.state.rounds_done + 1, "verifications": used, "cap": cap}
-    log.info("resuming run %s at round %d: %s verifications paid", engine.run_id, data["round"], paid)
-    engine.progress("resume", data)
+    def announce(self) -> None:
+        """Say where a resumed run continues: INFO log and a ``resume`` progress event (the CLI prints it)."""
+        used, cap = self.ledger.gate.used().verifications, self.config.budget.verifications
+        paid = f"{used} of {cap}" if cap is not None else f"{used}"
+        data = {"round": self.ledger.state.rounds_done + 1, "verifications": used, "cap": cap}
+        log.info("resuming run %s at round %d: %s verifications paid", self.ledger.run_id, data["round"], paid)
+        self.ledger.progress("resume", data)

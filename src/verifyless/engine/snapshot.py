@@ -30,14 +30,13 @@ import logging
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from verifyless import node
+from verifyless.engine.learners import Learners
+from verifyless.ledger import Ledger
 from verifyless.ledger.fold import RunState
 from verifyless.store.protocol import RunStoreProtocol
-
-if TYPE_CHECKING:  # pragma: no cover
-    from verifyless.engine.core import Engine
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +47,17 @@ FORMAT = 4  # bump when RunState or the snapshot layout changes incompatibly (4:
 
 @dataclass(frozen=True)
 class Loaded:
+    """A loaded snapshot: the state and strategy; the memory and observer where they pickled (else None).
+
+    ``has_memory``/``has_observer``: the part is restored (or the run has none), so resume need not feed it again.
+    """
+
     state: RunState
     has_memory: bool
     has_observer: bool
+    strategy: Any = None
+    memory: Any = None
+    observer: Any = None
 
 
 def _class_name(obj: Any) -> str | None:
@@ -208,27 +215,33 @@ def _joined(parts: dict[str, bytes | None]) -> tuple[bytes, dict[str, list[int]]
 
 
 class Snapshots:
-    """Takes and loads snapshots of one engine; ``every`` rounds between them (0: never)."""
+    """Takes and loads snapshots of one run's derived state; ``every`` rounds between them (0: never).
 
-    def __init__(self, store: RunStoreProtocol, every: int) -> None:
+    Built with the run's ``ledger`` (its id and state) and ``learners`` (the strategy, the memory and an
+    observing screener, the parts a snapshot holds besides the state). ``load`` returns what it found;
+    the caller adopts it (``Engine.adopt``).
+    """
+
+    def __init__(self, store: RunStoreProtocol, every: int, ledger: Ledger, learners: Learners) -> None:
         self.store = store
         self.every = every
+        self.ledger, self.learners = ledger, learners
         self._last_round = 0
 
-    def maybe_take(self, engine: Engine, round: int) -> bool:
+    def maybe_take(self, round: int) -> bool:
         """Take a snapshot when ``every`` rounds passed since the last one (called at a round boundary)."""
         if self.every <= 0 or round - self._last_round < self.every or not hasattr(self.store, "put_snapshot"):
             return False
-        self.take(engine)
+        self.take()
         self._last_round = round
         return True
 
-    def take(self, engine: Engine) -> None:
-        state = engine.state
-        observer = engine.learners.observer
+    def take(self) -> None:
+        state, learners = self.ledger.state, self.learners
+        observer = learners.observer
         parts = {
-            "core": _dumps((state, engine.strategy)),
-            "memory": _pickled(engine.memory),
+            "core": _dumps((state, learners.strategy)),
+            "memory": _pickled(learners.memory),
             "observer": _pickled(observer),
         }
         data, spans = _joined(parts)
@@ -239,23 +252,23 @@ class Snapshots:
             "nodes": len(state.view) + len(state.staged),
             "classes": {
                 "state": _class_name(state),
-                "strategy": _class_name(engine.strategy),
-                "memory": _class_name(engine.memory) if parts["memory"] else None,
+                "strategy": _class_name(learners.strategy),
+                "memory": _class_name(learners.memory) if parts["memory"] else None,
                 "observer": _class_name(observer) if parts["observer"] else None,
             },
         }
-        self.store.put_snapshot(engine.ledger.rid, state.last_seq, header, data)
-        log.debug("snapshot of run %s after event %d: %d bytes", engine.run_id, state.last_seq, len(data))
+        self.store.put_snapshot(self.ledger.rid, state.last_seq, header, data)
+        log.debug("snapshot of run %s after event %d: %d bytes", self.ledger.run_id, state.last_seq, len(data))
 
-    def load(self, engine: Engine) -> Loaded | None:
-        """The latest usable snapshot, with the strategy (and memory, observer) swapped in; else None."""
+    def load(self) -> Loaded | None:
+        """The latest usable snapshot (state, strategy, and the memory and observer where they pickled); else None."""
         if not hasattr(self.store, "latest_snapshot"):
             return None
-        found = self.store.latest_snapshot(engine.ledger.rid)
+        found = self.store.latest_snapshot(self.ledger.rid)
         if found is None:
             return None
         upto, header, data = found
-        problem = self._mismatch(engine, header)
+        problem = self._mismatch(header)
         if problem is None:
             try:
                 with no_gc(freeze=True):
@@ -265,33 +278,31 @@ class Snapshots:
         if problem is not None:
             log.warning(
                 "run %s: not resuming from the snapshot after event %d: %s; replaying every event",
-                engine.run_id,
+                self.ledger.run_id,
                 upto,
                 problem,
             )
             return None
         self._last_round = state.rounds_done
-        engine.strategy = engine.learners.strategy = strategy
-        if memory is not None:
-            engine.memory = engine.learners.memory = memory
-        if observer is not None:
-            engine.screener = engine.learners.observer = observer
-            if engine.learners.learner is not None:
-                engine.learners.learner = observer
+        learners = self.learners
         return Loaded(
-            state, memory is not None or engine.memory is None, observer is not None or engine.learners.observer is None
+            state,
+            memory is not None or learners.memory is None,
+            observer is not None or learners.observer is None,
+            strategy,
+            memory,
+            observer,
         )
 
-    @staticmethod
-    def _mismatch(engine: Engine, header: dict[str, Any]) -> str | None:
+    def _mismatch(self, header: dict[str, Any]) -> str | None:
         if header.get("format") != FORMAT:
             return f"its format is {header.get('format')}, this verifyless writes {FORMAT}"
-        classes = header.get("classes", {})
-        want = {"state": _class_name(engine.state), "strategy": _class_name(engine.strategy)}
+        classes, learners = header.get("classes", {}), self.learners
+        want = {"state": _class_name(self.ledger.state), "strategy": _class_name(learners.strategy)}
         for part, name in want.items():
             if classes.get(part) != name:
                 return f"its {part} is {classes.get(part)}, this run builds {name}"
-        for part, obj in (("memory", engine.memory), ("observer", engine.learners.observer)):
+        for part, obj in (("memory", learners.memory), ("observer", learners.observer)):
             if classes.get(part) is not None and classes[part] != _class_name(obj):
                 return f"its {part} is {classes[part]}, this run builds {_class_name(obj)}"
         return None

@@ -66,7 +66,7 @@ class ScreenContext:
     rng: random.Random
     brief: TaskBrief | None = None
     nodes: dict[str, Node] = field(default_factory=dict)
-    summaries: dict[str, str] = field(default_factory=dict)
+    summaries: Mapping[str, str] = field(default_factory=dict)
     n_verify: int = 1
     round: int = 0
     budget_left_s: float | None = None

@@ -1,7 +1,7 @@
 """``build_rewarder``: a ready ``PolicyRewarder`` from plain settings (what the trainer and its CLI call).
 
 Child-making roles are built the way the engine and the data commands build
-them (``verifyless.parts``; same response cache in the store file, same LLM
+them (``verifyless.models_wiring``; same response cache in the store file, same LLM
 call recorder charging tokens to the run). Without model specs the tasks'
 offline idea-space roles are used. The critic is a ``PointwiseCritic`` on
 ``critic`` (a model spec such as ``scripted:FILE``, ``openai:MODEL`` or
@@ -27,7 +27,7 @@ from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
-from verifyless.parts import build_guards, build_models, build_roles, call_recorder
+from verifyless.models_wiring import RunIdOf, build_guards, build_models, build_roles, call_recorder
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
@@ -121,11 +121,15 @@ def _build(
         raise ConfigError("policy training needs at least one task (a task name or folder)")
     settings = RewardSettings.of(dict(args["settings"]))
     refs = [str(Path(t).resolve()) if Path(t).exists() else str(t) for t in tasks]
-    run_ref: dict[str, str | None] = {"run_id": run_id}
+    rewarder: PolicyRewarder | None = None
+
+    def run_id_now() -> str | None:  # the model call recorders' run id: the rewarder's, once it exists
+        return rewarder.run_id if rewarder is not None else run_id
+
     parts = CollectWiring(config=config, models=args["models"], executor=args["executor"], workers=args["workers"])
     cfgs = [collection_config(ref, path, parts, seed=settings.seed) for ref in refs]
     loaded = [load_task(cfg.task) for cfg in cfgs]
-    built = build_models(cfgs[0], store, run_ref)
+    built = build_models(cfgs[0], store, run_id_now)
     llm = LoopGate(8)
     makers = {}
     for cfg, task in zip(cfgs, loaded, strict=True):
@@ -136,7 +140,7 @@ def _build(
             guards=build_guards(cfg, built),
             guard_repairs=cfg.guards.repair_attempts,
         )
-    judge = _critic(args["critic"], settings, store, path, run_ref)
+    judge = _critic(args["critic"], settings, store, path, run_id_now)
     first = cfgs[0]
     execu = build_executor(
         first.executor.name,
@@ -156,11 +160,10 @@ def _build(
     except BaseException:
         execu.close()
         raise
-    run_ref["run_id"] = rewarder.run_id
     return BuiltRewarder(rewarder, store, execu)
 
 
-def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, run_ref: dict[str, str | None]) -> Any:
+def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, run_id: RunIdOf) -> Any:
     """The ``PointwiseCritic`` on model ``spec`` (None when the mode needs no critic)."""
     if spec is None:
         if settings.mode != "verify-all":
@@ -170,7 +173,7 @@ def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, 
             )
         return None
 
-    model = build_model(spec, cache=ResponseCache(path), recorder=call_recorder(store, run_ref))
+    model = build_model(spec, cache=ResponseCache(path), recorder=call_recorder(store, run_id))
     return PointwiseCritic(model, k=settings.votes, route_threshold=settings.threshold)
 
 

@@ -1,58 +1,32 @@
-"""The engine's side of the novelty gate and of model ensembles (docs/design/novelty-and-ensembles.md).
+"""The engine's side of model ensembles, and ``Peers``, the record wiring builds (docs/design/novelty-and-ensembles.md).
 
-``gate_pool`` runs the novelty gate between *make children* and *screen*: one ``novelty`` event per
-candidate (the verdict and the round), ``Status.NOT_NOVEL`` with the verdict's reason for a rejection
-(told like a duplicate: never screened, never verified); audited rejections are dispatched for
-verification at once, without screening. ``Peers`` is the record ``wiring`` sets on the engine. The archive is every verified program and every program
-dispatched for verification (the baseline included). The gate's audit generator is reseeded per round
-(``"{seed}:novelty:{round}"``), so a resumed run draws what the uninterrupted one drew.
+``Peers`` holds the run's novelty gate (None: off; the verification ``Dispatch`` runs it) and its model
+ensembles by ``roles.models`` key; ``wiring.build_engine`` passes it to the ``Engine`` constructor.
 
 ``observe_ensembles`` feeds each ensemble the outcomes of a told round: a call whose ``owner`` (the
-``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``) is a told verified
-node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets "did any
-child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``, the
-run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). On resume,
+``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``, ``dispatch.owned``) is a
+told verified node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets
+"did any child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``,
+the run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). On resume,
 ``Peers.restore`` replays the stored choices and tells into the fresh ensembles.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
-from verifyless.engine.tells import TellOrder
 from verifyless.model.ensemble import ModelEnsemble, call_owner
-from verifyless.node import Candidate, Node, Status
+from verifyless.node import Node
 from verifyless.report.peers import node_improved
-from verifyless.screen.novelty import ArchiveProgram, NoveltyGate
+from verifyless.screen.novelty import NoveltyGate
 from verifyless.store.protocol import RunStoreProtocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from verifyless.engine.core import Engine
-
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-
-async def owned(owner: str, work: Awaitable[T]) -> T:
-    """Await ``work`` with ``call_owner`` set to ``owner`` (so ensemble choices name the node they are for)."""
-    token = call_owner.set(owner)
-    try:
-        return await work
-    finally:
-        call_owner.reset(token)
-
-
-def archive(engine: Engine) -> list[ArchiveProgram]:
-    """The run's verified programs and those dispatched for verification, in node order."""
-    out = []
-    for nid, node in engine.state.view.nodes.items():
-        if nid in engine.state.programs and (node.status.verified or node.program_hash in engine._claimed):
-            out.append(ArchiveProgram(nid, engine.programs.text(nid), node.parent_id))
-    return out
+__all__ = ["Peers", "observe_ensembles"]
 
 
 @dataclass(frozen=True)
@@ -90,29 +64,6 @@ class Peers:
                 observe_ensembles(self.ensembles, told, nodes, tie)
             elif (ensemble := self.ensembles.get(str(ev.payload.get("ensemble", "")))) is not None:
                 _choose_again(ensemble, ev.payload)
-
-
-async def gate_pool(engine: Engine, r: int, pool: list[Candidate]) -> list[Candidate]:
-    """The candidates that go on to screening; audited rejections are dispatched for verification here.
-
-    An audited candidate skips screening: it is verified after waiting for the executor, at tell position
-    ``("audit", k)`` (after the round's screened choices).
-    """
-    gate: NoveltyGate | None = engine.peers.novelty
-    if gate is None or not pool:
-        return pool
-    gate.rng = random.Random(f"{engine.config.seed}:novelty:{r}")
-    verdicts = await gate.check(pool, archive(engine))
-    for v in verdicts:
-        engine.ledger.emit("novelty", {**v.to_dict(), "round": r}, node_id=v.candidate_id)
-        if v.outcome == "rejected":
-            engine.ledger.set_status(v.candidate_id, Status.NOT_NOVEL, v.reason)
-            engine.tells.add(r, TellOrder.DUPLICATE, (v.candidate_id,), v.candidate_id)
-    audited = [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "audited"]
-    for k, cand in enumerate(audited):
-        await engine._wait_for_executor()
-        engine._dispatch(cand, ("audit", k), k)
-    return [c for c, v in zip(pool, verdicts, strict=True) if v.outcome == "accepted"]
 
 
 def _choose_again(ensemble: ModelEnsemble, stored: Mapping[str, Any]) -> None:

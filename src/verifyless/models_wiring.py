@@ -1,7 +1,9 @@
-"""The run's parts that loops below the composition root share, built from a RunConfig.
+"""Models and what is built on them, for every loop: the parts below the composition root, from a RunConfig.
 
 Models (each recorded and cached), the call recorder that stores ``llm_call`` events, the child-making
-roles and the guards. The engine's composition root (``wiring.build_engine``), data collection
+roles and the guards. A recorder reads the run's id from its owner at each call (``RunIdOf``: the
+engine's and a collection's ``Ledger``, a policy run's rewarder); before the run exists it is None and
+nothing is stored. The engine's composition root (``wiring.build_engine``), data collection
 (``data/pipeline``) and policy rewards (``train/policy/wiring``) all build their parts here, so none of
 them imports another's assembly.
 """
@@ -24,6 +26,8 @@ from verifyless.model.ensemble import ModelEnsemble
 from verifyless.roles.kinds import CHILD_ROLE_KEYS, ROLE_KINDS
 from verifyless.store import Charge, RunStoreProtocol
 from verifyless.task.base import Task
+
+RunIdOf = Callable[[], "str | None"]  # the run's id when a call is recorded; None before the run exists
 
 SCREEN_ROLE_KEYS = ("critic", "judge", "arbiter", "novelty_judge")  # asked for by screeners, final selection, gate
 
@@ -64,13 +68,11 @@ def check_model_keys(cfg: RunConfig) -> None:
         )
 
 
-def build_models(
-    cfg: RunConfig, store: RunStoreProtocol, run_ref: dict[str, str | None], *, replay: bool = False
-) -> dict[str, Any]:
+def build_models(cfg: RunConfig, store: RunStoreProtocol, run_id: RunIdOf, *, replay: bool = False) -> dict[str, Any]:
     """One model per ``roles.models`` key, each ``RecordedModel(CachedModel(provider))``.
 
     Every call, cache hits included (``cached: true``, charged nothing), is
-    stored as an ``llm_call`` event once ``run_ref["run_id"]`` is filled (the
+    stored as an ``llm_call`` event once ``run_id()`` names the run (the
     first LLM call is the brief, after the run is created). Identical specs
     share one model (and its endpoint limits).
     """
@@ -79,7 +81,7 @@ def build_models(
     if not specs:
         return {}
     cache = ResponseCache(Path(cfg.store))
-    recorder = call_recorder(store, run_ref)
+    recorder = call_recorder(store, run_id)
     models: dict[str, Any] = {}
     built: dict[str, Any] = {}
 
@@ -93,7 +95,7 @@ def build_models(
 
     for role, spec in specs.items():
         if isinstance(spec, list):
-            models[role] = build_ensemble(cfg, role, [one(s) for s in spec], choice_recorder(store, run_ref, role))
+            models[role] = build_ensemble(cfg, role, [one(s) for s in spec], choice_recorder(store, run_id, role))
         else:
             models[role] = one(spec)
     return models
@@ -175,23 +177,23 @@ def build_ensemble(cfg: RunConfig, role: str, members: list[Any], on_choice: Cal
     return ModelEnsemble(names, rng, cfg.ensemble, name=role, on_choice=on_choice)
 
 
-def choice_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None], ensemble: str) -> Callable[[Any], None]:
+def choice_recorder(store: RunStoreProtocol, run_id: RunIdOf, ensemble: str) -> Callable[[Any], None]:
     """A ``ModelChoice`` sink storing ``model_choice`` events: the choice and ``ensemble`` (its roles.models key)."""
 
     def record(choice: Any) -> None:
-        run_id = run_ref.get("run_id")
-        if run_id is not None:
-            store.append(run_id, "model_choice", {**choice.to_dict(), "ensemble": ensemble})
+        run = run_id()
+        if run is not None:
+            store.append(run, "model_choice", {**choice.to_dict(), "ensemble": ensemble})
 
     return record
 
 
-def call_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Callable[[Any], None]:
+def call_recorder(store: RunStoreProtocol, run_id: RunIdOf) -> Callable[[Any], None]:
     """A ``CallRecord`` sink that stores ``llm_call`` events; a cache hit is recorded but charges nothing."""
 
     def record(rec: Any) -> None:
-        run_id = run_ref.get("run_id")
-        if run_id is None:
+        run = run_id()
+        if run is None:
             return
         payload = {
             "role": rec.role,
@@ -210,7 +212,7 @@ def call_recorder(store: RunStoreProtocol, run_ref: dict[str, str | None]) -> Ca
             if rec.cached
             else Charge(tokens_in=rec.usage.prompt_tokens, tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
         )
-        store.append(run_id, "llm_call", payload, charge=charge)
+        store.append(run, "llm_call", payload, charge=charge)
 
     return record
 
@@ -231,6 +233,7 @@ def build_guards(cfg: RunConfig, models: dict[str, Any]):
 __all__ = [
     "CHILD_ROLE_KEYS",
     "SCREEN_ROLE_KEYS",
+    "RunIdOf",
     "build_ensemble",
     "build_guards",
     "build_models",

@@ -1,0 +1,205 @@
+"""The start and the end of a run: the data report, the brief, the baseline, the optional final selection,
+the ensemble submission, the result, and how an early stop is stored.
+
+``Lifecycle`` is built by the engine with the collaborators these steps need (task, briefer, config,
+ledger, child maker, final judge, the verification ``Dispatch`` and a ``tell`` callback for round 0);
+it holds no state of its own beyond them. ``mark_stopped`` is also a plain function, for the fallback
+policy (``engine/fallback.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifyless import datareport
+from verifyless.config import RunConfig
+from verifyless.engine.baseline import check_baseline
+from verifyless.engine.context import Programs
+from verifyless.engine.dispatch import Dispatch
+from verifyless.errors import VerifylessError
+from verifyless.ledger import Ledger
+from verifyless.model.base import Model
+from verifyless.node import Candidate, Idea, Operator, Status, content_hash
+from verifyless.roles.base import Roles
+from verifyless.sandbox.local import LocalSandbox
+from verifyless.screen.final import select_final as round_robin
+from verifyless.search.base import SearchStrategy
+from verifyless.search.submission import ensemble_members, ensemble_submission
+from verifyless.store.protocol import RunStoreProtocol
+from verifyless.store.records import Charge
+from verifyless.task.base import Task
+
+__all__ = ["Lifecycle", "RunResult", "mark_stopped"]
+
+TellRound = Callable[[int], Awaitable[None]]  # tell round r's queued nodes as one batch (the engine's boundary)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run reached: its final node and scores, what it spent, and why it stopped."""
+
+    run_id: str
+    best_id: str | None
+    best_score: float | None
+    best_test_score: float | None
+    baseline_score: float | None
+    verifications: int
+    rounds: int
+    stopped: str
+
+
+def mark_stopped(store: RunStoreProtocol, run_id: str, exc: BaseException) -> None:
+    """Store why run ``run_id`` stopped early: ``failed`` with the reason for a ``VerifylessError`` (a failed
+    baseline, a dead endpoint, replies that never parse); ``interrupted`` for Ctrl-C, a kill or a crash.
+    Either way the run resumes from its events."""
+    if isinstance(exc, VerifylessError):
+        reason = f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
+        store.set_status(run_id, "failed", reason=reason)
+    else:
+        store.set_status(run_id, "interrupted")
+
+
+class Lifecycle:
+    """The steps before the first round and after the last one, for one run (module docstring).
+
+    Reads the run's state through ``ledger`` (so a state adopted from a snapshot is the one read) and
+    the executor through ``dispatch`` (its one owner).
+    """
+
+    def __init__(
+        self,
+        *,
+        task: Task,
+        roles: Roles,
+        config: RunConfig,
+        ledger: Ledger,
+        dispatch: Dispatch,
+        programs: Programs,
+        final_judge: Model | None,
+        tell: TellRound,
+    ) -> None:
+        self.task, self.roles, self.config, self.ledger = task, roles, config, ledger
+        self.dispatch, self.programs, self.final_judge, self.tell = dispatch, programs, final_judge, tell
+
+    def mark_stopped(self, exc: BaseException) -> None:
+        """``mark_stopped`` for this run."""
+        mark_stopped(self.ledger.store, self.ledger.rid, exc)
+
+    async def ensure_brief(self) -> None:
+        """Ask the briefer once per run (a resumed run keeps its stored brief), after the data report."""
+        await self.ensure_data_report()
+        state = self.ledger.state
+        if state.brief is None:
+            brief = await self.roles.briefer.brief(self.task, data_report=state.data_report_text())
+            self.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+
+    async def ensure_data_report(self) -> None:
+        """Compute the task's data report at the start of a new run, as one event.
+
+        Only a run whose log is still empty computes it: a resumed run keeps what its log holds, the stored
+        report or none (a run stored before the option existed), so its prompts keep their bytes. The script
+        runs in the executor's sandbox (a local one where the executor has none) with the task folder, the
+        hidden data and the run store masked; it is framework code, so its seconds are recorded in the event
+        and charged to no budget. A report that could not be computed is stored too: it says why.
+        """
+        if self.ledger.state.last_seq or not self.config.engine.data_report:
+            return
+        sandbox = getattr(self.dispatch.executor, "sandbox", None) or LocalSandbox()
+        hide = (Path(self.config.store).resolve().parent,)
+        report, seconds = await asyncio.to_thread(datareport.report_for_run, self.task, sandbox, hide=hide)
+        blob = self.ledger.store.put_blob(report.to_json())
+        self.ledger.emit(datareport.EVENT, datareport.event_payload(report, blob, seconds))
+
+    async def ensure_baseline(self) -> None:
+        """Verify the task's baseline program as node ``root`` (round 0), once per run; stop if it failed.
+
+        The check (``engine/baseline.py``) runs on the stored result at every start, a resume included, so a
+        run stopped by its baseline stops again instead of searching on.
+        """
+        if "root" not in self.ledger.state.view.nodes:
+            await self._verify_baseline()
+        stored = self.ledger.state.verifications.get("root")
+        if stored is not None:
+            check_baseline(self.task, stored, allow_failed=self.config.engine.allow_failed_baseline)
+
+    async def _verify_baseline(self) -> None:
+        program = self.task.baseline_program
+        cand = Candidate(
+            id="root",
+            parent_id=None,
+            operator=Operator.BASELINE,
+            idea=Idea("the task's baseline program"),
+            program=program,
+            program_hash=content_hash(program),
+            round=0,
+        )
+        cand = cand.replace(summary=await self.dispatch.maker.summarize(cand.program, cand.idea))
+        self.ledger.record_candidate(cand, Status.IMPLEMENTED)
+        await self.dispatch.verify(cand, self.ledger.gate.reserve_anyway(), (0,), 0)  # every run verifies it
+        await self.tell(0)
+
+    async def select_final(self, best_id: str | None) -> str | None:
+        """Optional end-of-run step: a judged round-robin over the top-N validation nodes (RPM paper)."""
+        top_n = self.config.engine.final_selection
+        if top_n is None or self.final_judge is None:
+            return best_id
+        state = self.ledger.state
+        selection = await round_robin(
+            state.view.nodes.values(),
+            self.final_judge,
+            top_n,
+            rng=random.Random(f"{self.config.seed}:final"),
+            task=self.task,
+            summaries=state.summaries,
+            data_report=state.data_report_text(),
+        )
+        self.ledger.emit(
+            "final_selection",
+            {
+                "winner": selection.winner,
+                "pool": list(selection.pool),
+                "points": dict(selection.points),
+                "strategy_best": best_id,
+                "matches": [dict(m) for m in selection.matches],
+            },
+        )
+        return selection.winner or best_id
+
+    async def submit_ensemble(self, strategy: SearchStrategy) -> None:
+        """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).
+
+        The members (``strategy``'s choice) re-run in the executor's sandbox; one ``submission`` event, charged
+        as evaluator seconds.
+        """
+        ids = ensemble_members(strategy, self.task, self.ledger.state.view)
+        executor = self.dispatch.executor
+        sandbox = getattr(executor, "sandbox", None)
+        if not ids or sandbox is None:
+            return
+        scored = [e.payload.get("members") for e in self.ledger.store.events(self.ledger.rid, kinds=["submission"])]
+        if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
+            return
+        members = [(i, self.programs.text(i)) for i in ids]
+        sub = await asyncio.to_thread(
+            ensemble_submission, self.task, members, sandbox, hide=tuple(getattr(executor, "hide", ()))
+        )
+        self.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+
+    def result(self, final_id: str | None, stopped: str) -> RunResult:
+        """The run's summary, read from the store's node view."""
+        rows = {r["node_id"]: r for r in self.ledger.store.node_rows(self.ledger.rid)}
+        best = rows.get(final_id, {}) if final_id else {}
+        return RunResult(
+            run_id=self.ledger.run_id or "",
+            best_id=final_id,
+            best_score=best.get("score"),
+            best_test_score=best.get("test_score"),
+            baseline_score=rows.get("root", {}).get("score"),
+            verifications=self.ledger.gate.used().verifications,
+            rounds=self.ledger.state.rounds_done,
+            stopped=stopped,
+        )
