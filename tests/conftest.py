@@ -12,6 +12,9 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# every command-line run of an mcgs search would load MiniLM for its memory (about 5 s of CPU each); the tests that
+# are about MiniLM ask for it by name (engine.memory_embedder / Memory(embedder="minilm"))
+os.environ.setdefault("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
 # competition tasks keep their validation split in a cache folder: the tests' own, never the user's
 os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
 sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends

