@@ -21,7 +21,7 @@ from verifyless.search.memory import (
     tokenize,
 )
 from verifyless.task import load_task
-from verifyless.wiring import build_memory
+from verifyless.wiring import build_memory, pin_memory_embedder
 
 RECORDS = [
     MemoryRecord(
@@ -251,3 +251,10 @@ def test_the_run_config_chooses_the_memory_embedder_whatever_the_environment(mon
     memory = build_memory(cfg, task)
     assert memory is not None and memory.embedder == "minilm"
     assert build_memory(load_config(None, ["strategy.name=mcgs"]), task).embedder == "hashing"
+
+
+def test_a_new_run_stores_the_embedder_auto_meant(monkeypatch):
+    monkeypatch.setenv("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
+    assert pin_memory_embedder(load_config(None, ["strategy.name=mcgs"])).engine.memory_embedder == "hashing"
+    no_memory = load_config(None, ["strategy.name=greedy"])
+    assert pin_memory_embedder(no_memory).engine.memory_embedder == "auto"  # no memory, nothing to pin

@@ -15,6 +15,7 @@ old stores readable or give a clear migration message (docs/design/store-schema.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,9 +26,14 @@ RUN = "20261201-191950-67a390"
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# The old store's configuration says ``auto`` for the memory's embedder (the key did not exist), which meant MiniLM
+# where it was installed: its replay must run with the machine's own meaning of auto, not the suite's "hashing".
+ENV = {k: v for k, v in os.environ.items() if k != "VERIFYLESS_MEMORY_EMBEDDER"}
+
+
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=240
+        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=240, env=ENV
     )
 
 

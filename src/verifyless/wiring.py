@@ -27,7 +27,7 @@ from verifyless.model.ensemble import ModelEnsemble
 from verifyless.models_wiring import build_guards, build_models, build_roles, pin_endpoints
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import build_screener as _build_screener
-from verifyless.search.memory import Memory
+from verifyless.search.memory import Memory, auto_embedder
 from verifyless.search.registry import build_strategy as _build_strategy
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task import load_task
@@ -109,6 +109,15 @@ def memory_enabled(cfg: RunConfig) -> bool:
     return cfg.engine.memory if cfg.engine.memory is not None else cfg.strategy.name == "mcgs"
 
 
+def pin_memory_embedder(cfg: RunConfig) -> RunConfig:
+    """``engine.memory_embedder: auto`` becomes the embedder it means here (``auto_embedder``), so the
+    configuration a run stores says which one it used and its replay uses the same one anywhere."""
+    if cfg.engine.memory_embedder != "auto" or not memory_enabled(cfg):
+        return cfg
+    engine = cfg.engine.model_copy(update={"memory_embedder": auto_embedder()})
+    return cfg.model_copy(update={"engine": engine})
+
+
 def build_memory(cfg: RunConfig, task: Task) -> Memory | None:
     """The search memory of ``task`` when ``memory_enabled``, else None."""
     if not memory_enabled(cfg):
@@ -142,7 +151,7 @@ def build_engine(
     no endpoint variables.
     """
     if not replay:
-        cfg = pin_endpoints(cfg)
+        cfg = pin_memory_embedder(pin_endpoints(cfg))
     task = task or load_task(cfg.task)
     ledger = Ledger(store, cfg.budget, task.metric, progress)  # the engine sets its run id when the run exists
     models = build_models(cfg, store, lambda: ledger.run_id, replay=replay)
@@ -186,5 +195,6 @@ __all__ = [
     "build_strategy",
     "constructor_errors",
     "memory_enabled",
+    "pin_memory_embedder",
     "pinned",
 ]
