@@ -39,7 +39,6 @@ from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
-    fmt,
     peers_text,
     run_row,
     show_data,
@@ -56,6 +55,7 @@ from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
 from verifyless.parts import check_models
 from verifyless.preflight import plan
+from verifyless.report.text import number
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import fallback_line
@@ -399,9 +399,9 @@ def _print_result(result, st) -> None:
     table.add_row("stopped", result.stopped)
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
-    table.add_row("baseline validation score", fmt(result.baseline_score))
-    table.add_row(f"best node ({result.best_id})", fmt(result.best_score))
-    table.add_row("best node hidden test score", fmt(result.best_test_score))
+    table.add_row("baseline validation score", number(result.baseline_score, 6))
+    table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
+    table.add_row("best node hidden test score", number(result.best_test_score, 6))
     console.print(table)
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
     if submission:
@@ -462,7 +462,7 @@ def runs(
             r["status"],
             when,
             str(r["verifications"]),
-            fmt(r["best_score"]),
+            number(r["best_score"], 6),
         )
     console.print(table)
 
@@ -497,8 +497,8 @@ def show(
             r.get("parent_id") or "",
             r["operator"],
             r["status"],
-            fmt(r.get("score")),
-            fmt(r.get("test_score")),
+            number(r.get("score"), 6),
+            number(r.get("test_score"), 6),
             (r.get("idea") or "")[:70],
         )
     console.print(table)

@@ -36,9 +36,19 @@ from typing import Any
 from urllib.parse import quote
 
 from verifyless.errors import StoreError
-from verifyless.report import data, data_calls, data_nodes, data_series, svg
+from verifyless.report import (
+    data,
+    data_calls,
+    data_curves,
+    data_final,
+    data_nodes,
+    data_progress,
+    data_series,
+    svg,
+    text,
+)
 from verifyless.report.reader import open_readonly
-from verifyless.report.render import environment, fmt, report_html, run_views
+from verifyless.report.render import environment, report_html, run_views
 from verifyless.ui.highlight import python_spans
 from verifyless.ui.lineage import lineage_view
 
@@ -69,18 +79,9 @@ def _environment() -> Any:
 
     base = environment()
     env = base.overlay(loader=jinja2.ChoiceLoader([jinja2.PackageLoader("verifyless.ui", "templates"), base.loader]))
-    env.filters["fmt"] = fmt
-    env.filters["duration"] = duration
+    env.filters["fmt"] = text.number
+    env.filters["duration"] = text.duration
     return env
-
-
-def duration(seconds: float | None) -> str:
-    """``95`` -> ``1 min 35 s``; ``None`` -> ``-`` (the dashboard's ETA, also drawn by ui.js)."""
-    if seconds is None:
-        return "-"
-    s = int(seconds + 0.5)
-    h, m = divmod(s // 60, 60)
-    return f"{h} h {m} min" if h else (f"{m} min {s % 60} s" if m else f"{s} s")
 
 
 def create_app(store_path: str | Path) -> Any:
@@ -121,19 +122,19 @@ def create_app(store_path: str | Path) -> Any:
 
     def run_page(request: Request) -> Response:
         st, rid = run_id_of(request)
-        return page("run.html", **run_views(st, rid, node_href(rid)), eta=data.progress(st, rid).eta_s)
+        return page("run.html", **run_views(st, rid, node_href(rid)), eta=data_progress.progress(st, rid).eta_s)
 
     def fragment(request: Request) -> Response:
         st, rid = run_id_of(request)
         html = env.get_template("fragment.html").render(**run_views(st, rid, node_href(rid)))
         return HTMLResponse(html, headers=_headers())
 
-    last_progress: dict[str, data.Progress] = {}
+    last_progress: dict[str, data_progress.Progress] = {}
 
     def progress_api(request: Request) -> Response:
         st, rid = run_id_of(request)
         with holder.lock:  # incremental: each poll reads only the events committed since the previous one
-            p = last_progress[rid] = data.progress(st, rid, since=last_progress.get(rid))
+            p = last_progress[rid] = data_progress.progress(st, rid, since=last_progress.get(rid))
         return JSONResponse(asdict(p), headers=_headers())
 
     def report_page(request: Request) -> Response:
@@ -148,7 +149,7 @@ def create_app(store_path: str | Path) -> Any:
 
     def curve_api(request: Request) -> Response:
         st, rid = run_id_of(request)
-        return JSONResponse(_plain(asdict(data.best_curve(st, rid))), headers=_headers())
+        return JSONResponse(_plain(asdict(data_curves.best_curve(st, rid))), headers=_headers())
 
     def node_page(request: Request) -> Response:
         st, rid = run_id_of(request)
@@ -185,7 +186,7 @@ def create_app(store_path: str | Path) -> Any:
             run_id=rid,
             a=a,
             b=b,
-            lines=data.diff_lines(program_a, program_b, a, b),
+            lines=text.diff_lines(program_a, program_b, a, b),
             spans_a=python_spans(program_a),
             spans_b=python_spans(program_b),
             node_ids=list(rows),
@@ -216,7 +217,7 @@ def create_app(store_path: str | Path) -> Any:
 
     def series_api(request: Request) -> Response:
         st, rid = run_id_of(request)
-        scatter = asdict(data_series.score_scatter(st, rid)) | {"final_id": data.final_view(st, rid).node_id}
+        scatter = asdict(data_series.score_scatter(st, rid)) | {"final_id": data_final.final_view(st, rid).node_id}
         body = {"usage": asdict(data_series.usage_series(st, rid)), "scatter": scatter, "nodes": node_usage(st, rid)}
         return JSONResponse(_plain(body), headers=_headers())
 
@@ -230,7 +231,7 @@ def create_app(store_path: str | Path) -> Any:
         if st is None:
             return page("error.html", 404, message=error)
         ids = [st.resolve_run(r) for r in request.query_params.getlist("run")][:10]
-        curves = data.compare_curves(st, ids)
+        curves = data_curves.compare_curves(st, ids)
         overlay = svg.curves_svg(curves, width=900, height=380, title="best validation score so far") if curves else ""
         side = [(c, svg.curves_svg([c], width=440, height=260, title=c.label)) for c in curves]
         return page("compare.html", curves=curves, overlay=overlay, side_by_side=side)
