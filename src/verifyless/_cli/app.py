@@ -50,7 +50,7 @@ from verifyless._cli.train import app as train_app
 from verifyless._cli.train import models_command
 from verifyless._cli.tune import app as tune_app
 from verifyless._cli.ui import ui_command
-from verifyless.config import apply_changes, load_config, resume_changes, stored_config
+from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
 from verifyless.parts import check_models
@@ -72,8 +72,6 @@ app = typer.Typer(
 )
 # Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 160)
-
-DEFAULT_STORE = Path("runs/verifyless.db")
 
 
 def main() -> None:
