@@ -339,8 +339,8 @@ def _print_finished(st, run_id: str) -> None:
 
 
 def _print_interrupted(engine: Any, st) -> None:
-    """After Ctrl-C: what was kept and the command that continues the run."""
-    run_id = getattr(engine, "run_id", None)
+    """After Ctrl-C: what was kept and the command that continues the run (``engine`` is None before it was built)."""
+    run_id = engine.run_id if engine is not None else None
     if run_id is None:
         err.print("interrupted before the run started; nothing was stored", highlight=False)
         return
