@@ -194,7 +194,7 @@ def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_an
 def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at_smoke_level(tmp_path):
     from engine_fakes import FakeExecutor
     from verifyless.config import load_config
-    from verifyless.report.data import best_curve
+    from verifyless.report.data_curves import best_curve
     from verifyless.report.data_pilots import low_fidelity_view
     from verifyless.report.render import write_report
     from verifyless.screen.registry import build_screener

@@ -10,7 +10,7 @@ import pytest
 from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.report import data, data_nodes
+from verifyless.report import data, data_critic, data_curves, data_final, data_nodes, data_progress, text
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
 from verifyless.store.records import Charge
@@ -46,7 +46,7 @@ def test_budget_by_kind_and_tokens_by_role_add_up(fx):
 
 def test_best_curve_is_monotone_in_the_metric_direction_with_the_baseline(fx):
     built, st = fx
-    c = data.best_curve(st, built["plain"])
+    c = data_curves.best_curve(st, built["plain"])
     assert [p.x for p in c.points] == [1, 2, 3] and c.points[0].node_id == "root"
     assert c.direction == "maximize" and c.metric == "combined_score"
     root = next(r for r in st.node_rows(built["plain"]) if r["node_id"] == "root")
@@ -103,7 +103,7 @@ def test_node_detail_has_diff_critiques_logs_and_keeps_the_hidden_test_apart(fx)
 
 def test_critic_view_joins_verdicts_with_outcomes(fx):
     built, st = fx
-    cv = data.critic_view(st, built["plain"])
+    cv = data_critic.critic_view(st, built["plain"])
     assert cv is not None and cv.n == 2  # the two verified children of the root
     assert sum(map(sum, cv.confusion3)) == cv.n and sum(b[2] for b in cv.bins) == cv.n
     assert cv.by_screener["critic"]["n"] == cv.n
@@ -111,10 +111,10 @@ def test_critic_view_joins_verdicts_with_outcomes(fx):
 
 def test_final_view_and_progress(fx):
     built, st = fx
-    f = data.final_view(st, built["plain"])
+    f = data_final.final_view(st, built["plain"])
     final = next(e.payload for e in st.events(built["plain"], kinds=["final"]))
     assert f.node_id == final["node_id"] and f.stopped == final["stopped"] and f.score is not None
-    p = data.progress(st, built["plain"])
+    p = data_progress.progress(st, built["plain"])
     assert p.status == "finished" and p.verifications == 3
     assert p.last_seq == max(e.seq for e in st.events(built["plain"])) and p.recent[0][1] == "run_status"
 
@@ -129,13 +129,13 @@ def test_hostile_text_is_kept_verbatim_in_the_data(fx):
 def test_secrets_are_redacted(fx):
     built, st = fx
     s = data.run_summary(st, built["secret"])
-    assert SECRET not in s.config_json and data.REDACTED in s.config_json
-    assert data.redact({"API_KEY": "x", "tokens": 5, "list": ["Bearer abcdefghijklmnop"]}) == {
-        "API_KEY": data.REDACTED,
+    assert SECRET not in s.config_json and text.REDACTED in s.config_json
+    assert text.redact({"API_KEY": "x", "tokens": 5, "list": ["Bearer abcdefghijklmnop"]}) == {
+        "API_KEY": text.REDACTED,
         "tokens": 5,
-        "list": [data.REDACTED],
+        "list": [text.REDACTED],
     }
-    assert data.redact({"api_key_env": "VERIFYLESS_API_KEY"})["api_key_env"] == data.REDACTED
+    assert text.redact({"api_key_env": "VERIFYLESS_API_KEY"})["api_key_env"] == text.REDACTED
 
 
 # ---------------------------------------------------------------------- synthetic events through the real store
@@ -271,11 +271,11 @@ def test_reference_edges_audits_and_a_task_that_cannot_be_loaded(synthetic):
     st, rid = synthetic
     g = data_nodes.graph_view(st, rid)
     assert ("c1", "c3", "reference") in {(e.source, e.target, e.kind) for e in g.edges}
-    cv = data.critic_view(st, rid)
+    cv = data_critic.critic_view(st, rid)
     assert cv is not None and [(a.candidate_id, a.predicted, a.truth) for a in cv.audits] == [("c3", "lose", "lose")]
-    c = data.best_curve(st, rid)
+    c = data_curves.best_curve(st, rid)
     assert c.ceiling is None and c.metric == "score" and [p.best_score for p in c.points] == [1.0, 2.0, 2.0]
-    f = data.final_view(st, rid)  # no final event: the best so far
+    f = data_final.final_view(st, rid)  # no final event: the best so far
     assert f.node_id == "c1" and f.test_score == 1.0 and f.baseline_test_score == 0.0
 
 
@@ -286,9 +286,9 @@ def test_reader_is_read_only_and_sees_new_commits(tmp_path):
     with RunStore(path) as writer:
         rid = writer.create_run("t", {})
         with open_readonly(path) as ro:
-            before = data.progress(ro, rid).last_seq
+            before = data_progress.progress(ro, rid).last_seq
             writer.append(rid, "note", {"x": 1})
-            assert data.progress(ro, rid).last_seq > before
+            assert data_progress.progress(ro, rid).last_seq > before
             with pytest.raises(StoreError, match="readonly"):
                 ro.append(rid, "note", {"x": 2})
     (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
@@ -300,7 +300,7 @@ def test_svg_figures_escape_every_string(synthetic):
     from verifyless.report import svg
 
     st, rid = synthetic
-    curve = data.best_curve(st, rid, label=PAYLOADS[0])
+    curve = data_curves.best_curve(st, rid, label=PAYLOADS[0])
     out = str(svg.curves_svg([curve], title=PAYLOADS[1]))
     assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
     g = data_nodes.graph_view(st, rid)
@@ -332,19 +332,19 @@ def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
             "not-a-task", {"screener": {"name": "critic"}, "budget": budget, "roles": {"models": {}}}, seed=0
         )
     with open_readonly(path) as ro:
-        c = data.best_curve(ro, runs["critic"])
+        c = data_curves.best_curve(ro, runs["critic"])
         assert c.ceiling == 5.0
         assert c.ceiling_label.startswith("ceiling: oracle-screened run " + runs["oracle"])
         assert "same task, seed, roles and budget" in c.ceiling_label
-        assert data.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
-        assert data.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
+        assert data_curves.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
+        assert data_curves.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
 
 
 def test_curve_svg_draws_every_verified_score_and_names_the_direction(synthetic):
     from verifyless.report import svg
 
     st, rid = synthetic
-    curve = data.best_curve(st, rid)
+    curve = data_curves.best_curve(st, rid)
     ok = [p for p in curve.points if p.status == "ok" and p.score is not None]
     assert any(p.score < curve.baseline for p in ok), "the fixture has a score below the best-so-far range"
     out = str(svg.curves_svg([curve]))
@@ -366,7 +366,7 @@ def test_compare_curves_share_one_y_range(tmp_path):
             _verify(st, rid, "c1", scores[1], "a = 1\n")
             ids.append(rid)
     with open_readonly(path) as ro:
-        curves = data.compare_curves(ro, ids)
+        curves = data_curves.compare_curves(ro, ids)
     assert curves[0].y_range == curves[1].y_range and curves[0].y_range is not None
     lo, hi = curves[0].y_range
     assert lo <= 1.0 and hi >= 20.0
@@ -467,7 +467,7 @@ def test_the_ensemble_submission_is_in_the_final_view_and_the_report(tmp_path):
 
     rid = _with_submission(tmp_path / "e.db")
     with open_readonly(tmp_path / "e.db") as ro:
-        sub = data.final_view(ro, rid).submission
+        sub = data_final.final_view(ro, rid).submission
         assert sub is not None and sub.members == ("c1", "root") and sub.score == 2.5 and sub.seconds == 3.5
         assert "submission" not in {e.kind for e in data.other_events(ro, rid)}
         html = write_report(ro, rid, tmp_path / "r", figures=False).html.read_text()

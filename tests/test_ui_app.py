@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from report_fixtures import PAYLOADS, SECRET, cached_build
-from verifyless.report import data, data_calls
+from verifyless.report import data_calls, data_final, data_progress
 from verifyless.report.reader import open_readonly
 
 pytest.importorskip("starlette", reason="the ui extra is not installed (pip install -e '.[ui]')")
@@ -70,7 +70,7 @@ def test_dashboard_views_answer_with_the_runs_data(client):
     c, built = client
     rid = built["plain"]
     with open_readonly(built["store"]) as st:
-        final = data.final_view(st, rid).node_id
+        final = data_final.final_view(st, rid).node_id
         nodes = [r["node_id"] for r in st.node_rows(rid)]
         verifications = len(list(st.events(rid, kinds=["verification"])))
     lineage = c.get(f"/api/runs/{rid}/lineage").json()
@@ -101,7 +101,7 @@ def test_polled_progress_matches_a_full_read(client):
     rid = built["plain"]
     first, second = c.get(f"/api/runs/{rid}/progress").json(), c.get(f"/api/runs/{rid}/progress").json()
     with open_readonly(built["store"]) as st:
-        full = data.progress(st, rid)
+        full = data_progress.progress(st, rid)
     assert first == second and second["last_seq"] == full.last_seq and second["rounds"] == full.rounds
     assert [tuple(x) for x in second["recent"]] == [tuple(x) for x in full.recent]
 
@@ -134,3 +134,42 @@ def test_no_key_and_no_live_markup_in_any_answer(client):
             text = c.get(url).text
             assert SECRET not in text and not any(p in text for p in PAYLOADS), url
     assert "&lt;script&gt;window.__xss" in c.get(f"/runs/{hostile}/nodes/{nodes[-1]}/calls").text
+
+
+def _request(path: str, query: str = "", **path_params: str):
+    from starlette.requests import Request
+
+    scope = {"type": "http", "method": "GET", "path": path, "query_string": query.encode(), "headers": []}
+    return Request(scope | {"path_params": path_params})
+
+
+def test_a_handler_answers_alone_without_the_app(tmp_path_factory):
+    """Handlers are module-level functions of a ``Dashboard`` and a request: no Starlette app is needed."""
+    import json
+
+    from verifyless.ui import app as ui
+
+    built = cached_build(tmp_path_factory)
+    rid = built["plain"]
+    dash = ui.Dashboard(built["store"])
+    try:
+        runs = json.loads(ui.runs_api(dash, _request("/api/runs")).body)
+        assert rid in {r["run_id"] for r in runs}
+        node = json.loads(ui.node_api(dash, _request("", run_id=rid, node_id="root")).body)
+        assert node["id"] == "root" and SECRET not in json.dumps(node)
+        first = json.loads(ui.progress_api(dash, _request("", run_id=rid)).body)
+        assert dash.last_progress[rid].last_seq == first["last_seq"]  # the poll memo lives on the Dashboard
+        page = ui.diff_page(dash, _request("", "a=root&b=root", run_id=rid))
+        assert page.status_code == 200 and "nonce-" in page.headers["content-security-policy"]
+        with pytest.raises(ui.StoreError, match="no node 'zz'"):
+            ui.calls_page(dash, _request("", run_id=rid, node_id="zz"))
+    finally:
+        dash.holder.close()
+
+
+def test_an_absent_store_gives_an_empty_runs_list_and_a_404_compare(tmp_path):
+    from verifyless.ui import app as ui
+
+    dash = ui.Dashboard(tmp_path / "not-yet.db")
+    assert ui.runs_api(dash, _request("/api/runs")).body == b"[]"
+    assert ui.compare_page(dash, _request("/compare", "run=x")).status_code == 404

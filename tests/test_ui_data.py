@@ -10,7 +10,7 @@ import pytest
 
 from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.report import data, data_calls, data_series
+from verifyless.report import data_calls, data_final, data_series
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
 from verifyless.ui.highlight import python_spans
@@ -48,7 +48,7 @@ def test_every_node_gets_the_proposer_implementer_and_summarizer_calls_that_made
 def test_calls_are_redacted_and_keep_hostile_text_verbatim(fx):
     built, st = fx
     rid = built["hostile"]
-    node = data.final_view(st, rid).node_id
+    node = data_final.final_view(st, rid).node_id
     calls = data_calls.node_calls(st, rid, node).calls
     assert any(PAYLOADS[0] in r for c in calls for r in c.replies)  # the proposer's reply carries the payload
     assert all(SECRET not in text for c in calls for _, text in c.messages)

@@ -196,6 +196,7 @@ else:
     ExecutorConfig = _union("executor")
 
 # The component each chosen-by-name section gets when it names none.
+DEFAULT_STORE = Path("runs/verifyless.db")  # the run store every command opens when --store is not given
 DEFAULT_COMPONENT = {"screener": "surrogate", "strategy": "mcgs", "executor": "local"}
 
 
@@ -239,7 +240,7 @@ class RunConfig(_Strict):
         default_factory=BanditOptions,
         description="how a role whose roles.models entry is a list of specs chooses its member per call",
     )
-    store: Path = Field(Path("runs/verifyless.db"), description="the SQLite run store file")
+    store: Path = Field(DEFAULT_STORE, description="the SQLite run store file")
 
 
 def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequence[str] = ()) -> RunConfig:

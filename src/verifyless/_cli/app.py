@@ -39,7 +39,6 @@ from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
-    fmt,
     peers_text,
     run_row,
     show_data,
@@ -51,11 +50,12 @@ from verifyless._cli.train import app as train_app
 from verifyless._cli.train import models_command
 from verifyless._cli.tune import app as tune_app
 from verifyless._cli.ui import ui_command
-from verifyless.config import apply_changes, load_config, resume_changes, stored_config
+from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
 from verifyless.models_wiring import check_models
 from verifyless.preflight import plan
+from verifyless.report.text import number
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import fallback_line
@@ -72,8 +72,6 @@ app = typer.Typer(
 )
 # Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 160)
-
-DEFAULT_STORE = Path("runs/verifyless.db")
 
 
 def main() -> None:
@@ -341,8 +339,8 @@ def _print_finished(st, run_id: str) -> None:
 
 
 def _print_interrupted(engine: Any, st) -> None:
-    """After Ctrl-C: what was kept and the command that continues the run."""
-    run_id = getattr(engine, "run_id", None)
+    """After Ctrl-C: what was kept and the command that continues the run (``engine`` is None before it was built)."""
+    run_id = engine.run_id if engine is not None else None
     if run_id is None:
         err.print("interrupted before the run started; nothing was stored", highlight=False)
         return
@@ -399,9 +397,9 @@ def _print_result(result, st) -> None:
     table.add_row("stopped", result.stopped)
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
-    table.add_row("baseline validation score", fmt(result.baseline_score))
-    table.add_row(f"best node ({result.best_id})", fmt(result.best_score))
-    table.add_row("best node hidden test score", fmt(result.best_test_score))
+    table.add_row("baseline validation score", number(result.baseline_score, 6))
+    table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
+    table.add_row("best node hidden test score", number(result.best_test_score, 6))
     console.print(table)
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
     if submission:
@@ -462,7 +460,7 @@ def runs(
             r["status"],
             when,
             str(r["verifications"]),
-            fmt(r["best_score"]),
+            number(r["best_score"], 6),
         )
     console.print(table)
 
@@ -497,8 +495,8 @@ def show(
             r.get("parent_id") or "",
             r["operator"],
             r["status"],
-            fmt(r.get("score")),
-            fmt(r.get("test_score")),
+            number(r.get("score"), 6),
+            number(r.get("test_score"), 6),
             (r.get("idea") or "")[:70],
         )
     console.print(table)

@@ -21,6 +21,7 @@ from rich.table import Table
 from verifyless._cli.breakeven import breakeven_command
 from verifyless._cli.common import key_values, read_store
 from verifyless._cli.data import bench_dataset
+from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError, TaskError
 from verifyless.metrics import critic as m
 from verifyless.model import build_model
@@ -41,7 +42,6 @@ app = typer.Typer(
 )
 console = Console()
 
-DEFAULT_STORE = Path("runs/verifyless.db")
 _STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
 _OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG plots")
 

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from verifyless.config import DEFAULT_STORE
 from verifyless.data.build import build_from_runs, synthesize_dataset
 from verifyless.data.collect import CollectSettings
 from verifyless.data.dataset import load_critic_dataset, read_card
@@ -144,7 +145,7 @@ def collect(
 @app.command("from-runs")
 def from_runs(
     runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"),
-    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store holding the runs"),
+    store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store holding the runs"),
     out: Path = typer.Option(..., "--out", help="dataset folder to write"),
     seed: int = typer.Option(0, "--seed"),
     bench_fraction: float = typer.Option(0.12, "--bench-fraction"),

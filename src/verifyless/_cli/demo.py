@@ -38,6 +38,7 @@ from verifyless.config import load_config
 from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
 from verifyless.offline.compare import curve_from_store, reach_final
 from verifyless.offline.worlds import load_worlds, normalizer
+from verifyless.report.text import number
 from verifyless.screen.audit import audit_from_store, audit_line
 from verifyless.store import RunStore
 from verifyless.task import load_task
@@ -124,9 +125,9 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
         table.add_row(
             arm,
             r.run_id,
-            _f(r.baseline_score),
-            _f(r.best_score),
-            _f(r.best_test_score),
+            number(r.baseline_score),
+            number(r.best_score),
+            number(r.best_test_score),
             str(r.verifications),
             "not reached" if hit is None else str(hit),
         )
@@ -152,9 +153,7 @@ def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget:
 
 def _matched(adaptive: float | None, unscreened: float | None, budget: int, spent: int, metric: Any) -> str:
     """The matched-budget line: adaptive's best validation score against random's, win or no win."""
-    head = (
-        f"matched budget ({spent} of {budget} verifications each): adaptive {_f(adaptive)} vs random {_f(unscreened)}"
-    )
+    head = f"matched budget ({spent} of {budget} verifications each): adaptive {number(adaptive)} vs random {number(unscreened)}"
     if adaptive is None or unscreened is None or adaptive == unscreened:
         return head + ": no win"
     if metric.orient(adaptive) > metric.orient(unscreened):
@@ -240,7 +239,3 @@ class _Dots:
         if kind == "verification":
             mark = "." if data["status"] == "ok" else "x"
             self.console.print(mark, end="")
-
-
-def _f(x: float | None) -> str:
-    return "-" if x is None else f"{x:.5g}"

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from verifyless._cli.common import read_store
+from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.report.export import export_run
 
@@ -17,7 +18,7 @@ def export_command(
     fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet"),
     include_test: bool = typer.Option(False, "--include-test", help="also write hidden test scores and metrics"),
     inline_calls: bool = typer.Option(False, "--inline-calls", help="write each call's request and replies inline"),
-    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store (opened read-only)"),
+    store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store (opened read-only)"),
 ) -> None:
     """Export every node of RUN (lineage, idea, summary, band, diff, screening, metrics, costs)."""
     from rich.console import Console

@@ -11,6 +11,7 @@ from typing import Any
 from verifyless import datareport
 from verifyless.engine.health import stored_role_health
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
+from verifyless.report.text import number
 from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
@@ -113,7 +114,7 @@ def submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
 def submission_line(sub: dict[str, Any]) -> str:
     return (
         f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
-        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {fmt(sub.get('score'))} · "
+        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {number(sub.get('score'), 6)} · "
         f"cost {sub.get('seconds') or 0:.1f} evaluator s"
     )
 
@@ -135,14 +136,9 @@ def peers_text(data: dict[str, Any]) -> list[str]:
     return peers_lines(novelty, [ModelShare(**m) for m in data["ensembles"]])
 
 
-def fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.6g}"
-
-
 __all__ = [
     "best_row",
     "data_report_line",
-    "fmt",
     "peers_data",
     "peers_text",
     "reply_health",

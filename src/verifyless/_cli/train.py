@@ -14,6 +14,7 @@ from rich.table import Table
 
 from verifyless._cli.common import console, quiet
 from verifyless._cli.policy import register as _register_policy
+from verifyless.config import DEFAULT_STORE
 from verifyless.errors import StoreError
 from verifyless.model.local import local_models
 from verifyless.store import RunStore
@@ -95,7 +96,7 @@ def critic_grpo(
 @app.command("critic-rm")
 def critic_rm(
     task: str = typer.Argument(..., help="task whose earlier runs in --store become the critic's data"),
-    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store holding the earlier runs"),
+    store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store holding the earlier runs"),
     out: Path = typer.Option(..., "--out", help="folder for the trained critic (head.npz, card.json)"),
     runs: str | None = typer.Option(None, "--runs", help="comma-separated run ids (default: every run of TASK)"),
     tie_tolerance: float | None = typer.Option(

@@ -26,6 +26,7 @@ from verifyless.model import build_model
 from verifyless.offline.tune.evaluate import CountingModel, make_target
 from verifyless.offline.tune.search import tune_prompt
 from verifyless.prompts import template_text
+from verifyless.report.text import percent
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Tune screener prompts on a critic dataset.")
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -87,16 +88,12 @@ def screener_command(
     console.print(f"wrote {out} (load it with screener option prompt_file: {out}) and {report}")
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
-
-
 def _print(rep: Any) -> None:
     table = Table(title=f"{rep.screener} prompt, {rep.metric} (%)", title_justify="left")
     for head in ("prompt", f"dev ({rep.dev_items})", f"bench ({rep.bench_items})"):
         table.add_column(head)
-    table.add_row("baseline", _pct(rep.baseline_dev), _pct(rep.baseline_bench))
-    table.add_row("tuned", _pct(rep.tuned_dev), _pct(rep.tuned_bench))
+    table.add_row("baseline", percent(rep.baseline_dev), percent(rep.baseline_bench))
+    table.add_row("tuned", percent(rep.tuned_dev), percent(rep.tuned_bench))
     console.print(table)
     console.print(
         f"{len(rep.trials)} prompts scored of budget {rep.budget} ({rep.stopped}); {rep.variants} wordings; "

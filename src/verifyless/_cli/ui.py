@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from verifyless._cli.common import read_store
+from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.ui.app import create_app
 
@@ -16,7 +17,7 @@ LOOPBACK = "127.0.0.1"
 
 
 def ui_command(
-    store: Path = typer.Option(Path("runs/verifyless.db"), "--store", help="run store to show"),
+    store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store to show"),
     port: int = typer.Option(8765, "--port", help="TCP port"),
     host: str = typer.Option(LOOPBACK, "--host", help="interface to bind (default: this machine only)"),
 ) -> None:

@@ -43,7 +43,9 @@ class BudgetConfig(BaseModel):
 
     verifications: int | None = Field(30, ge=1, description="paid verifications, repairs and the baseline included")
     evaluator_seconds: float | None = Field(
-        None, gt=0, description="seconds spent running candidates (verifications and screener pilots)"
+        None,
+        gt=0,
+        description="seconds spent running programs: verifications, pilots, smoke runs and submission re-runs",
     )
     tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over all roles")
     cost: float | None = Field(None, gt=0, description="LLM cost, in the price table's currency")

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.report.data import _num, redact
+from verifyless.report.text import num, redact
 
 MIN_IDEA = 12
 
@@ -100,9 +100,9 @@ def run_calls(store: Any, run_id: str) -> list[CallView]:
                 prompt_hash=str(p.get("prompt_hash") or ""),
                 prompt_tokens=int(p.get("prompt_tokens") or 0),
                 completion_tokens=int(p.get("completion_tokens") or 0),
-                cost=_num(p.get("cost")) or 0.0,
+                cost=num(p.get("cost")) or 0.0,
                 cached=bool(p.get("cached")),
-                latency_s=_num(p.get("latency_s")) or 0.0,
+                latency_s=num(p.get("latency_s")) or 0.0,
                 n=int(p.get("n") or 1),
                 error=str(p.get("error") or ""),
                 messages=group.messages if group else (),

@@ -16,7 +16,8 @@ from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Evidence
-from verifyless.report.data import VERIFIED, _dump, _num, diff_lines, redact, short
+from verifyless.report.data import VERIFIED
+from verifyless.report.text import diff_lines, dump, num, redact, short
 from verifyless.screen.critic import finer_signal
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -78,8 +79,8 @@ def graph_view(store: RunStoreProtocol, run_id: str, final_id: str | None = None
             r.get("parent_id"),
             r["operator"],
             r["status"],
-            _num(r.get("score")),
-            _num(r.get("fitness")),
+            num(r.get("score")),
+            num(r.get("fitness")),
             int(r.get("round") or 0),
             int(r.get("island") or 0),
             short(r.get("idea") or "", 200),
@@ -202,12 +203,12 @@ def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
                 r,
                 str(p.get("screener", "")),
                 parent,
-                _num(p.get("seconds")),
+                num(p.get("seconds")),
                 cands,
                 bracket,
                 pilots,
                 findings,
-                _dump(extra) if extra else "",
+                dump(extra) if extra else "",
             )
         )
     return out
@@ -263,15 +264,15 @@ def _candidate(
 ) -> ScreenedCandidate:
     details = _details(ev)
     extra = {k: _stage_summary(v) for k, v in details[0].items() if k not in _DRAWN_DETAIL}
-    votes = {str(k): float(v) for k, v in (ev.get("votes") or {}).items() if _num(v) is not None}
+    votes = {str(k): float(v) for k, v in (ev.get("votes") or {}).items() if num(v) is not None}
     status = str(row.get("status", ""))
     return ScreenedCandidate(
         id=cid,
         position=position,
         idea=short(row.get("idea") or "", 300),
-        rank_value=_num(ev.get("rank_value")),
+        rank_value=num(ev.get("rank_value")),
         votes=votes,
-        uncertainty=_num(ev.get("uncertainty")),
+        uncertainty=num(ev.get("uncertainty")),
         n_valid=int(ev.get("n_valid") or 0),
         n_invalid=int(ev.get("n_invalid") or 0),
         labels=tuple(str(x) for x in ev.get("labels") or ()),
@@ -279,10 +280,10 @@ def _candidate(
         audited=audited,
         verified=verified and status in VERIFIED,
         status=status,
-        score=_num(row.get("score")) if status in VERIFIED else None,
+        score=num(row.get("score")) if status in VERIFIED else None,
         critiques=tuple(str(c) for d in details for c in d.get("critiques") or ()),
         findings=tuple(str(f) for d in details for f in d.get("findings") or ()),
-        extra=_dump(extra, 1500) if extra else "",
+        extra=dump(extra, 1500) if extra else "",
     )
 
 
@@ -392,7 +393,7 @@ def _detail(
     )
     logs, events = [], []
     for ev in store.events(run_id, node_id=node_id):
-        events.append((ev.seq, ev.kind, _dump(_without_program(ev.payload), 3000)))
+        events.append((ev.seq, ev.kind, dump(_without_program(ev.payload), 3000)))
         if ev.kind == "verification":
             p = ev.payload
             seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
@@ -401,9 +402,9 @@ def _detail(
                     ev.seq,
                     str(p.get("status", "")),
                     str(p.get("reason", "")),
-                    _num(p.get("score")),
+                    num(p.get("score")),
                     seconds,
-                    _num(p.get("peak_memory_mb")),
+                    num(p.get("peak_memory_mb")),
                     str(p.get("stdout_tail") or ""),
                     str(p.get("stderr_tail") or ""),
                 )
@@ -423,9 +424,9 @@ def _detail(
         summary=str(row.get("summary") or ""),
         program=program,
         diff=diff,
-        score=_num(row.get("score")),
+        score=num(row.get("score")),
         metrics=dict(row.get("metrics") or {}),
-        test_score=_num(row.get("test_score")),
+        test_score=num(row.get("test_score")),
         test_metrics=dict(row.get("test_metrics") or {}),
         critiques=critiques,
         evidence=evidence,
@@ -463,7 +464,7 @@ def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tupl
         f"{ranking.index(node_id) + 1} of {len(ranking)}, "
         f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}"
     )
-    return critiques, _dump(evidence, 6000) if evidence else "", where
+    return critiques, dump(evidence, 6000) if evidence else "", where
 
 
 def node_json(detail: NodeDetail) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.report.data import _num
+from verifyless.report.text import num
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,9 @@ def score_scatter(store: Any, run_id: str) -> ScoreScatter:
     names: set[str] = set()
     for ev in store.events(run_id, kinds=["verification"]):
         p = ev.payload
-        metrics = {str(k): v for k, v in ((k, _num(v)) for k, v in (p.get("metrics") or {}).items()) if v is not None}
+        metrics = {str(k): v for k, v in ((k, num(v)) for k, v in (p.get("metrics") or {}).items()) if v is not None}
         names.update(metrics)
         points.append(
-            ScorePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), _num(p.get("score")), metrics)
+            ScorePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), num(p.get("score")), metrics)
         )
     return ScoreScatter(tuple(points), tuple(sorted(names)))

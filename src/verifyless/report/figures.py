@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from verifyless.report.data import BudgetView, CriticView, CurveView
+from verifyless.report.data import BudgetView
+from verifyless.report.data_critic import CriticView
+from verifyless.report.data_curves import CurveView
 from verifyless.report.data_nodes import GraphView
 from verifyless.report.svg import PALETTE, STATUS_COLOURS
 

@@ -11,7 +11,6 @@ candidate-produced text is always escaped.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,23 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from verifyless.report import data, data_nodes, data_pilots, peers, svg
+from verifyless.report import data, data_critic, data_curves, data_final, data_nodes, data_pilots, peers, svg, text
 from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
 from verifyless.report.data_report_view import data_report_view
 from verifyless.store.protocol import RunStoreProtocol
-
-
-def fmt(value: Any) -> str:
-    """Numbers for tables: '-' for None/NaN, ints as they are, floats with 5 significant digits."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return "-" if not math.isfinite(value) else f"{value:.5g}"
-    return str(value)
 
 
 @lru_cache(maxsize=1)
@@ -50,8 +36,8 @@ def environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["fmt"] = fmt
-    env.filters["tojson_pretty"] = lambda v: json.dumps(data.redact(v), indent=1, default=str, ensure_ascii=False)
+    env.filters["fmt"] = text.number
+    env.filters["tojson_pretty"] = lambda v: json.dumps(text.redact(v), indent=1, default=str, ensure_ascii=False)
     return env
 
 
@@ -66,8 +52,8 @@ def version() -> str:
 
 def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
     """Everything the run page (report or dashboard) renders, as template variables."""
-    f = data.final_view(store, run_id)
-    curve = data.best_curve(store, run_id)
+    f = data_final.final_view(store, run_id)
+    curve = data_curves.best_curve(store, run_id)
     g = data_nodes.graph_view(store, run_id, final_id=f.node_id)
     return {
         "s": data.run_summary(store, run_id),
@@ -79,8 +65,8 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "g": g,
         "graph_svg": svg.graph_svg(g, href),
         "rounds": data_nodes.rounds_view(store, run_id),
-        "cv": data.critic_view(store, run_id),
-        "audit": data.screener_audit_view(store, run_id),
+        "cv": data_critic.critic_view(store, run_id),
+        "audit": data_critic.screener_audit_view(store, run_id),
         "others": data.other_events(store, run_id),
         "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "datarep": data_report_view(store, run_id),

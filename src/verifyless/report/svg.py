@@ -15,8 +15,9 @@ from html import escape
 
 from markupsafe import Markup
 
-from verifyless.report.data import CurveView, y_extent
+from verifyless.report.data_curves import CurveView, y_extent
 from verifyless.report.data_nodes import GraphView
+from verifyless.report.text import number
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 STATUS_COLOURS = {
@@ -39,22 +40,16 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def _fmt(x: float | None) -> str:
-    if x is None or not math.isfinite(x):
-        return "-"
-    return f"{x:.4g}"
-
-
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     if hi <= lo:
-        return [lo]
+        return [float(lo)]
     step = 10 ** math.floor(math.log10((hi - lo) / n))
     for m in (1, 2, 2.5, 5, 10):
         if (hi - lo) / (step * m) <= n:
             step *= m
             break
     start = math.ceil(lo / step) * step
-    return [start + i * step for i in range(int((hi - start) / step + 1e-9) + 1)]
+    return [float(start + i * step) for i in range(int((hi - start) / step + 1e-9) + 1)]  # floats: labels use number()
 
 
 def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 320, title: str = "") -> Markup:
@@ -90,7 +85,7 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
     for t in _ticks(lo, hi):
         out.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" class="grid"/>'
-            f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end" class="tick">{_fmt(t)}</text>'
+            f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end" class="tick">{number(t, 4)}</text>'
         )
     for t in _ticks(1, xmax, 8):
         if float(t).is_integer():
@@ -110,8 +105,8 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
         y = height + 16 * i + 4
         out.append(
             f'<line x1="{left}" x2="{left + 20}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="2"/>'
-            f'<text x="{left + 26}" y="{y + 4}" class="legend">{_e(c.label)}: final {_fmt(c.final)}, '
-            f"baseline {_fmt(c.baseline)}</text>"
+            f'<text x="{left + 26}" y="{y + 4}" class="legend">{_e(c.label)}: final {number(c.final, 4)}, '
+            f"baseline {number(c.baseline, 4)}</text>"
         )
     ceilings = {c.ceiling for c in curves if c.ceiling is not None}
     for ceil in ceilings:
@@ -119,14 +114,14 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
         if not lo <= ceil <= hi:
             y = top + 12 if ceil > hi else top + plot_h - 6
             out.append(
-                f'<text x="{left + plot_w - 4}" y="{y}" text-anchor="end" class="tick">{_e(label)} {_fmt(ceil)} '
+                f'<text x="{left + plot_w - 4}" y="{y}" text-anchor="end" class="tick">{_e(label)} {number(ceil, 4)} '
                 f"({'above' if ceil > hi else 'below'} the chart)</text>"
             )
             continue
         out.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(ceil):.1f}" y2="{sy(ceil):.1f}" class="ceiling"/>'
             f'<text x="{left + plot_w - 4}" y="{sy(ceil) - 4:.1f}" text-anchor="end" class="tick">'
-            f"{_e(label)} {_fmt(ceil)}</text>"
+            f"{_e(label)} {number(ceil, 4)}</text>"
         )
     out.append("</svg>")
     return Markup("".join(out))
@@ -149,7 +144,7 @@ def _series(c: CurveView, colour: str, sx: Callable[[float], float], sy: Callabl
         if p.score is not None and p.status == "ok":
             out.append(
                 f'<circle cx="{sx(p.x):.1f}" cy="{sy(p.score):.1f}" r="2.5" fill="{colour}" opacity="0.45">'
-                f"<title>{_e(p.node_id)}: {_fmt(p.score)}</title></circle>"
+                f"<title>{_e(p.node_id)}: {number(p.score, 4)}</title></circle>"
             )
         elif p.status and p.status != "ok":
             out.append(
@@ -193,7 +188,7 @@ def graph_svg(graph: GraphView, href: Callable[[str], str], *, col: int = 22, ro
         tip = (
             f"{n.id} [{n.operator}, {n.status}] round {n.round}"
             + (f", island {n.island}" if many_islands else "")
-            + (f", score {_fmt(n.score)}" if n.score is not None else "")
+            + (f", score {number(n.score, 4)}" if n.score is not None else "")
             + f"\n{n.idea}"
         )
         ring = f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r + 4}" class="final-ring"/>' if n.final else ""

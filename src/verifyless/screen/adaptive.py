@@ -131,8 +131,7 @@ class AdaptiveOptions(BaseOptions):
     options: dict[str, Any] = Field(default_factory=dict, description="the wrapped screener's options")
     rule: Literal["betting"] = Field(
         "betting",
-        description="the test: betting (canaries and audited pairs, two anytime-valid bets; the earlier rules "
-        "verdicts and pairs never caught a harmful critic and were removed)",
+        description="the test: betting (canaries and audited pairs, two anytime-valid bets)",
     )
     alpha: float = Field(
         0.1, gt=0.0, lt=0.5, description="error rate of each bet: switching off a screener that helps by the margin"

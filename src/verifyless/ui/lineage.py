@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.report import data, data_nodes
+from verifyless.report import data_final, data_nodes
 
 COLUMN = 46  # px between leaf columns
 ROW = 80  # px between depths
@@ -80,7 +80,7 @@ class LineageView:
 
 def lineage_view(store: Any, run_id: str) -> LineageView:
     """The whole graph of ``run_id`` laid out for the dashboard (see module docstring)."""
-    final_id = data.final_view(store, run_id).node_id
+    final_id = data_final.final_view(store, run_id).node_id
     g = data_nodes.graph_view(store, run_id, final_id=final_id)
     by_id = {n.id: n for n in g.nodes}
     columns, bands = _island_columns(g.nodes, by_id)

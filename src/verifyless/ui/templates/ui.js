@@ -50,7 +50,7 @@
     }
     setTimeout(poll, 1500);
   }
-  function duration(sec) {  // the same words as the server's `duration` filter (ui/app.py)
+  function duration(sec) {  // the same words as the server's `duration` filter (report/text.py)
     if (sec === null || sec === undefined) return "-";
     var s = Math.round(sec), m = Math.floor(s / 60), h = Math.floor(m / 60);
     return h ? h + " h " + (m % 60) + " min" : (m ? m + " min " + (s % 60) + " s" : s + " s");

@@ -1,0 +1,103 @@
+"""The node a run returned: its validation outcome, the hidden test score (reporting only), the final
+selection and the ensemble submission, when the run made one.
+
+Pure reads of a run store (same rules as ``verifyless.report.data``); the hidden test score is only here
+and on node pages, never in curves, rounds or the tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from verifyless.report.text import num
+from verifyless.store.protocol import RunStoreProtocol
+
+__all__ = ["FinalView", "SubmissionView", "final_view", "submission_view"]
+
+
+def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    ok = [r for r in rows if r.get("fitness") is not None]
+    return max(ok, key=lambda r: r["fitness"]) if ok else None
+
+
+@dataclass(frozen=True)
+class SubmissionView:
+    """The top-K ensemble submission (MCGS, ``submit_ensemble``) a run made after choosing its final node.
+
+    ``members``: the nodes asked for, best first; ``combined``: those whose re-run worked and went into the
+    combination (``combine``, e.g. mean); ``seconds``: the evaluator seconds it was charged; ``test_score``:
+    hidden, reporting only.
+    """
+
+    members: tuple[str, ...]
+    combined: tuple[str, ...]
+    combine: str
+    status: str
+    reason: str
+    score: float | None
+    test_score: float | None
+    seconds: float
+
+
+def submission_view(payload: Mapping[str, Any]) -> SubmissionView:
+    """A ``submission`` event's payload as a ``SubmissionView``."""
+    return SubmissionView(
+        tuple(str(m) for m in payload.get("members") or ()),
+        tuple(str(m) for m in payload.get("combined") or ()),
+        str(payload.get("combine", "")),
+        str(payload.get("status", "")),
+        str(payload.get("reason", "")),
+        num(payload.get("score")),
+        num(payload.get("test_score")),
+        num(payload.get("seconds")) or 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class FinalView:
+    """The node the run returned, its validation outcome, and the hidden test score (reporting only)."""
+
+    node_id: str | None
+    stopped: str
+    score: float | None
+    metrics: Mapping[str, Any]
+    test_score: float | None
+    test_metrics: Mapping[str, Any]
+    baseline_score: float | None
+    baseline_test_score: float | None
+    selection: Mapping[str, Any] | None = None
+    submission: SubmissionView | None = None  # the ensemble submission, when the run made one
+
+
+def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
+    """From the ``final`` event (or, while running, the best validation node so far)."""
+    final: Mapping[str, Any] = {}
+    selection = None
+    submission = None
+    for ev in store.events(run_id, kinds=["final", "final_selection", "submission"]):
+        if ev.kind == "final":
+            final = ev.payload
+        elif ev.kind == "submission":
+            submission = submission_view(ev.payload)
+        else:
+            selection = {k: v for k, v in ev.payload.items() if k != "matches"} | {
+                "matches": len(ev.payload.get("matches") or [])
+            }
+    rows = {r["node_id"]: r for r in store.node_rows(run_id)}
+    node_id = final.get("node_id") if final else (_best(rows.values()) or {}).get("node_id")
+    row = rows.get(node_id or "", {})
+    root = rows.get("root", {})
+    return FinalView(
+        node_id,
+        str(final.get("stopped", "" if final else "(running: best so far)")),
+        num(row.get("score")),
+        dict(row.get("metrics") or {}),
+        num(row.get("test_score")),
+        dict(row.get("test_metrics") or {}),
+        num(root.get("score")),
+        num(root.get("test_score")),
+        selection,
+        submission,
+    )
