@@ -33,11 +33,11 @@ demo: install
 	$(VENV)/bin/verifyless demo
 
 test: install
-	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
 	$(MAKE) --no-print-directory lint
 
 test-all: install
-	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal --runslow
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup --runslow
 
 # ruff (lint + format check) and mypy (pydantic plugin); configuration in pyproject.toml.
 LINT_PATHS ?= src tests bench

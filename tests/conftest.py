@@ -19,8 +19,11 @@ os.environ.setdefault("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
 os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
 sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends
 
+import json  # noqa: E402
+
 import hypothesis  # noqa: E402  (imported up front: a lazy import at session end can trip a CPython 3.11 AST bug)
 import pytest  # noqa: E402
+from filelock import FileLock  # noqa: E402
 
 # No per-example deadline: hypothesis' default (200 ms) fails examples on a loaded machine, not on a defect.
 hypothesis.settings.register_profile("verifyless", deadline=None)
@@ -31,7 +34,29 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="also run slow end-to-end checks")
 
 
+# Modules whose module-scoped fixtures cost seconds (a trained tiny model, a run, a workspace): under
+# `pytest -n N --dist loadgroup` (make test) each runs on one worker, so its fixtures are built once.
+ONE_WORKER = {
+    "test_readme",
+    "test_train_critic",
+    "test_train_ttl",
+    "test_policy_trainer",
+    "test_model_local",
+    "test_novelty",
+    "test_world_engine",
+    "test_wheel",
+    "test_ui_app",
+    "test_ui_data",
+    "test_ui_browser",
+    "test_report_data",
+}
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__ if item.module is not None else ""
+        if module in ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(module))
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow end-to-end check: run with --runslow (make test-all)")
@@ -56,16 +81,25 @@ def finished_run(tmp_path_factory) -> FinishedRun:
     mcgs + surrogate (the defaults); a resume snapshot after every round; ``stderr`` holds the debug log.
     Tests only read it; a test that writes (resume, replay) takes ``finished_copy``.
     """
-    store = tmp_path_factory.mktemp("finished-run") / "s.db"
-    out = subprocess.run(
-        [sys.executable, "-m", "verifyless", "-vv", "run", "circle_packing", "--budget", "3", "--store", str(store)]
-        + ["--quiet", "engine.candidates=2", "engine.snapshot_every=1"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert out.returncode == 0, out.stderr
-    return FinishedRun(store, out.stdout.split("verifyless show ")[1].split()[0], out.stdout, out.stderr)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share one run: the first builds it, the others read it
+        root = root.parent
+    folder, made = root / "finished-run", root / "finished-run" / "run.json"
+    with FileLock(str(root / "finished-run.lock")):
+        if not made.is_file():
+            folder.mkdir(exist_ok=True)
+            out = subprocess.run(
+                [sys.executable, "-m", "verifyless", "-vv", "run", "circle_packing", "--budget", "3"]
+                + ["--store", str(folder / "s.db"), "--quiet", "engine.candidates=2", "engine.snapshot_every=1"],
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
+            assert out.returncode == 0, out.stderr
+            run_id = out.stdout.split("verifyless show ")[1].split()[0]
+            made.write_text(json.dumps({"run_id": run_id, "stdout": out.stdout, "stderr": out.stderr}))
+    run = json.loads(made.read_text())
+    return FinishedRun(folder / "s.db", run["run_id"], run["stdout"], run["stderr"])
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "bench" / "overhead.py"
 
@@ -20,6 +22,7 @@ def _rows(table: str) -> dict[str, list[str]]:
     return rows
 
 
+@pytest.mark.slow  # a bench script end to end; the engine loop it times is tested in test_engine
 def test_quick_run_prints_a_verifyless_row_with_positive_throughput(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from verifyless import datareport
 from verifyless._cli.replay import replay_run
 from verifyless._cli.show import show_data
@@ -129,6 +131,7 @@ def test_a_new_run_computes_the_report_in_the_sandbox_once_and_every_prompt_gets
         assert replayed.equal, replayed.describe()
 
 
+@pytest.mark.slow  # two whole runs; the first test replays its run and checks the report is the same bytes
 def test_the_report_is_deterministic_across_two_runs(tmp_path, monkeypatch):
     payloads = []
     for name in ("a", "b"):
