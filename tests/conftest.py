@@ -37,7 +37,6 @@ def pytest_addoption(parser):
 # Modules whose module-scoped fixtures cost seconds (a trained tiny model, a run, a workspace): under
 # `pytest -n N --dist loadgroup` (make test) each runs on one worker, so its fixtures are built once.
 ONE_WORKER = {
-    "test_readme",
     "test_train_critic",
     "test_train_ttl",
     "test_policy_trainer",

@@ -27,13 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # The old store's configuration says ``auto`` for the memory's embedder (the key did not exist), which meant MiniLM
-# where it was installed: its replay must run with the machine's own meaning of auto, not the suite's "hashing".
-ENV = {k: v for k, v in os.environ.items() if k != "VERIFYLESS_MEMORY_EMBEDDER"}
+# where it was installed: its replay runs with the machine's own meaning of auto, not the suite's "hashing".
+AS_MADE = {k: v for k, v in os.environ.items() if k != "VERIFYLESS_MEMORY_EMBEDDER"}
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=240, env=ENV
+        [sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, cwd=cwd, timeout=240, env=env
     )
 
 
@@ -47,7 +47,7 @@ def test_an_old_store_shows_replays_and_resumes(tmp_path):
     assert data["status"] == "finished" and data["budget"]["verifications"] == 4
     assert abs(data["best_nodes"][0]["score"] - 50.789590478538244) < 1e-9
 
-    replayed = cli("replay", RUN, "--store", str(store), cwd=ROOT)
+    replayed = cli("replay", RUN, "--store", str(store), cwd=ROOT, env=AS_MADE)
     assert replayed.returncode == 0, replayed.stderr + replayed.stdout
     assert "identical" in replayed.stdout
 
