@@ -137,7 +137,7 @@ def test_collection_killed_mid_stage_resumes_without_paying_twice(tmp_path: Path
     with RunStore(db) as st:
         run_id = st.runs()[0].run_id
         before = _verifications(st, run_id)
-        # killed while running: readers see the dead writer's run as interrupted (store/views.py)
+        # killed while running: readers see the dead writer's run as interrupted (store/reads.py)
         assert st.run(run_id).status == "interrupted" and 4 <= sum(before.values())
     done = subprocess.run(
         cmd[:-4] + ["--store", str(db), "--resume", run_id, "--out", str(tmp_path / "ds")],

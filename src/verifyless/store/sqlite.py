@@ -29,15 +29,15 @@ from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Node, Verification
-from verifyless.store import schema, view
+from verifyless.store import fold, schema
 from verifyless.store.blobs import BlobStore
+from verifyless.store.reads import StoreReads
 from verifyless.store.records import Charge, Event, Item
-from verifyless.store.views import StoreViews
 
 _PAGE = 2000  # events are read in pages so the lock is never held while a caller iterates
 
 
-class RunStore(StoreViews, BlobStore):
+class RunStore(StoreReads, BlobStore):
     """Append-only event log + materialised views for runs, on one SQLite file.
 
     ``path``: the database file (created with its folder if missing).
@@ -206,14 +206,14 @@ class RunStore(StoreViews, BlobStore):
         payload = candidate.to_dict()
         if status is not None:
             payload["status"] = str(getattr(status, "value", status))
-        return self.append(run_id, view.NODE, payload, node_id=candidate.id)
+        return self.append(run_id, fold.NODE, payload, node_id=candidate.id)
 
     def add_verification(
         self, run_id: str, node_id: str, verification: Verification, fitness: float | None, *, charge: bool = True
     ) -> int:
         """Log a finished verification with its oriented ``fitness``; charges 1 verification + seconds by default."""
         payload = verification.to_dict() | {"fitness": fitness}
-        return self.append(run_id, view.VERIFICATION, payload, node_id=node_id, charge=charge)
+        return self.append(run_id, fold.VERIFICATION, payload, node_id=node_id, charge=charge)
 
     def events(
         self, run_id: str, kinds: Iterable[str] | None = None, after: int = 0, *, node_id: str | None = None
@@ -265,7 +265,7 @@ class RunStore(StoreViews, BlobStore):
         if hasattr(payload, "to_dict"):
             payload = payload.to_dict()
         payload = dict(payload)
-        if kind == view.NODE:
+        if kind == fold.NODE:
             pid = payload.get("id")
             if node_id is None:
                 node_id = pid
@@ -283,44 +283,44 @@ class RunStore(StoreViews, BlobStore):
                         f"program text (sha256 {digest[:12]}); compute it with verifyless.node.content_hash"
                     )
                 payload["program_hash"] = digest
-        elif kind in view.VIEW_KINDS and not node_id:
+        elif kind in fold.VIEW_KINDS and not node_id:
             raise StoreError(f"a {kind!r} event needs node_id=...")
         text = self._dumps(payload, f"{kind} payload")
         decoded = json.loads(text)  # the view folds exactly what the log holds
-        cost = view.resolve_charge(kind, decoded, charge)
+        cost = fold.resolve_charge(kind, decoded, charge)
         seq = conn.execute(
             "INSERT INTO events (run_id, ts, kind, node_id, payload, charge) VALUES (?,?,?,?,?,?)",
-            (run_id, time.time(), kind, node_id, text, view.dumps(cost.to_dict()) if cost else None),
+            (run_id, time.time(), kind, node_id, text, fold.dumps(cost.to_dict()) if cost else None),
         ).lastrowid
-        if kind in view.VIEW_KINDS:
+        if kind in fold.VIEW_KINDS:
             self._apply(conn, run_id, kind, node_id, decoded, seq)  # type: ignore[arg-type]
         if cost:
             conn.execute(
-                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
+                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(fold.LEDGER_COLUMNS)}) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (seq, run_id, kind, node_id, *(getattr(cost, c) for c in view.LEDGER_COLUMNS)),
+                (seq, run_id, kind, node_id, *(getattr(cost, c) for c in fold.LEDGER_COLUMNS)),
             )
         return int(seq)  # type: ignore[arg-type]
 
     def _apply(
         self, conn: sqlite3.Connection, run_id: str, kind: str, node_id: str, payload: dict[str, Any], seq: int
     ) -> None:
-        if kind == view.NODE:
-            new = view.node_row(run_id, node_id, payload, seq)
+        if kind == fold.NODE:
+            new = fold.node_row(run_id, node_id, payload, seq)
             cur = conn.execute(
-                f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? AND node_id = ?", (run_id, node_id)
+                f"SELECT {', '.join(fold.COLUMNS)} FROM nodes WHERE run_id = ? AND node_id = ?", (run_id, node_id)
             )
             old = cur.fetchone()
             if old is None:
                 conn.execute(
-                    f"INSERT INTO nodes ({', '.join(view.COLUMNS)}) VALUES ({','.join('?' * len(view.COLUMNS))})",
-                    tuple(new[c] for c in view.COLUMNS),
+                    f"INSERT INTO nodes ({', '.join(fold.COLUMNS)}) VALUES ({','.join('?' * len(fold.COLUMNS))})",
+                    tuple(new[c] for c in fold.COLUMNS),
                 )
                 return
-            row = view.merge_node(dict(zip(view.COLUMNS, old, strict=False)), new, payload)
-            update = {c: row[c] for c in view.COLUMNS[2:]}
+            row = fold.merge_node(dict(zip(fold.COLUMNS, old, strict=False)), new, payload)
+            update = {c: row[c] for c in fold.COLUMNS[2:]}
         else:
-            update = view.changes(kind, payload, seq, node_id)
+            update = fold.changes(kind, payload, seq, node_id)
         cur = conn.execute(
             f"UPDATE nodes SET {', '.join(f'{c} = ?' for c in update)} WHERE run_id = ? AND node_id = ?",
             (*update.values(), run_id, node_id),
@@ -333,7 +333,7 @@ class RunStore(StoreViews, BlobStore):
     @staticmethod
     def _dumps(value: Any, what: str) -> str:
         try:
-            return view.dumps(value)
+            return fold.dumps(value)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{what} is not JSON-serialisable ({exc}); convert records with .to_dict()") from exc
 

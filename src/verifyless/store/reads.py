@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Node
-from verifyless.store import view
+from verifyless.store import fold
 from verifyless.store.records import Budget, RebuildReport, RunInfo
 
 
-class StoreViews:
+class StoreReads:
     """Queries over one run's materialised views and its snapshot (see ``RunStore`` for the contract)."""
 
     path: Path
@@ -156,10 +156,10 @@ class StoreViews:
             # Two plans on purpose: a full read walks the creation index; a delta read uses the update index.
             where = "run_id = ? AND updated_seq > ?" if seen else "run_id = ? AND ? = 0"
             rows = self._read(
-                f"SELECT {view.NODE_SELECT}, updated_seq FROM nodes WHERE {where} ORDER BY created_seq", (run_id, seen)
+                f"SELECT {fold.NODE_SELECT}, updated_seq FROM nodes WHERE {where} ORDER BY created_seq", (run_id, seen)
             )
             if rows:
-                fresh, last = view.to_nodes(rows)
+                fresh, last = fold.to_nodes(rows)
                 # Existing keys keep their (creation-order) position; new nodes were created after all cached ones.
                 cached.update((n.id, n) for n in fresh)
                 self._node_cache[run_id] = (max(seen, last), cached)
@@ -170,15 +170,15 @@ class StoreViews:
         with self._lock:
             self._require_run(self._db(), run_id)
             rows = self._read(
-                f"SELECT {', '.join(view.COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY created_seq", (run_id,)
+                f"SELECT {', '.join(fold.COLUMNS)} FROM nodes WHERE run_id = ? ORDER BY created_seq", (run_id,)
             )
-        return [view.decode_row(dict(zip(view.COLUMNS, r, strict=False))) for r in rows]
+        return [fold.decode_row(dict(zip(fold.COLUMNS, r, strict=False))) for r in rows]
 
     def candidate(self, run_id: str, node_id: str) -> Candidate:
         """Rebuild the latest logged ``Candidate`` for ``node_id``, program text included."""
         rows = self._read(
             "SELECT payload FROM events WHERE run_id = ? AND node_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
-            (run_id, node_id, view.NODE),
+            (run_id, node_id, fold.NODE),
         )
         if not rows:
             raise StoreError(f"no node {node_id!r} in run {run_id!r}")
@@ -215,7 +215,7 @@ class StoreViews:
     def budget(self, run_id: str) -> Budget:
         """Totals of everything charged to the run."""
         row = self._read(
-            f"SELECT {', '.join(f'COALESCE(SUM({c}), 0)' for c in view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
+            f"SELECT {', '.join(f'COALESCE(SUM({c}), 0)' for c in fold.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
             (run_id,),
         )[0]
         return Budget(*row)
@@ -245,21 +245,21 @@ class StoreViews:
         """
         with self._write() as conn:
             self._require_run(conn, run_id)
-            rows, ledger, n_events = view.replay(
+            rows, ledger, n_events = fold.replay(
                 run_id,
                 conn.execute(
                     "SELECT seq, kind, node_id, payload, charge FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
                 ),
             )
-            cols = ", ".join(view.COLUMNS)
+            cols = ", ".join(fold.COLUMNS)
             stored = {
-                r[1]: dict(zip(view.COLUMNS, r, strict=False))
+                r[1]: dict(zip(fold.COLUMNS, r, strict=False))
                 for r in conn.execute(f"SELECT {cols} FROM nodes WHERE run_id = ?", (run_id,))
             }
             stored_ledger = {
                 r[0]: tuple(r[1:])
                 for r in conn.execute(
-                    f"SELECT seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
+                    f"SELECT seq, run_id, kind, node_id, {', '.join(fold.LEDGER_COLUMNS)} FROM ledger WHERE run_id = ?",
                     (run_id,),
                 )
             }
@@ -267,12 +267,12 @@ class StoreViews:
             ledger_changed = sum(stored_ledger.get(k) != ledger.get(k) for k in stored_ledger.keys() | ledger.keys())
             conn.execute("DELETE FROM nodes WHERE run_id = ?", (run_id,))
             conn.executemany(
-                f"INSERT INTO nodes ({cols}) VALUES ({','.join('?' * len(view.COLUMNS))})",
-                (tuple(r[c] for c in view.COLUMNS) for r in rows.values()),
+                f"INSERT INTO nodes ({cols}) VALUES ({','.join('?' * len(fold.COLUMNS))})",
+                (tuple(r[c] for c in fold.COLUMNS) for r in rows.values()),
             )
             conn.execute("DELETE FROM ledger WHERE run_id = ?", (run_id,))
             conn.executemany(
-                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(view.LEDGER_COLUMNS)}) "
+                f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(fold.LEDGER_COLUMNS)}) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?)",
                 ((s, *v) for s, v in ledger.items()),
             )
