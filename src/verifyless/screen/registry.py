@@ -1,4 +1,4 @@
-"""Build screeners by name from config: ``build_screener(name, models=..., options=...)``.
+"""Build screeners by name from config: ``build_screener(name, models=..., options=cfg.screener.options)``.
 
 ``models`` maps a role key to a ``Model`` (for example ``{"default": m,
 "critic": c, "judge": j}``). Each factory picks its model by
@@ -7,8 +7,9 @@
 
 ``SCREENERS`` is a ``verifyless.registry.Registry``: one ``Component`` per name with its factory,
 its typed options (a pydantic model, ``options_model(name)``, with a description per field) and
-one line of help. An unknown name or option, a value of the wrong type or out of range (checked by
-``SCREENERS.validate``), or a missing model is a ``ConfigError`` (CLI exit code 2) whose message
+one line of help. An unknown name or option, a value of the wrong type or out of range (checked once, by
+``SCREENERS.validate``, when the configuration loads; a programmatic caller with a mapping calls it before
+``build_screener``), or a missing model is a ``ConfigError`` (CLI exit code 2) whose message
 names the option, what is wrong and how to fix it; a screener constructor's own ``ValueError`` is
 converted the same way; an option that moved (``REMOVED``) names its replacement.
 The options of ``surrogate`` and ``agentic`` (other modules) are derived from
@@ -171,11 +172,12 @@ def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Scree
     built = []
     for spec in opts.members:
         if isinstance(spec, str):
-            member_opts = {**opts.member_options, "model": spec}
+            member_opts = SCREENERS.validate(opts.member, {**opts.member_options, "model": spec})
             built.append(build_screener(opts.member, models=models, options=member_opts, **extra))
         elif "screener" in spec:
             nested = dict(spec)
-            built.append(build_screener(str(nested.pop("screener")), models=models, options=nested, **extra))
+            member = str(nested.pop("screener"))
+            built.append(build_screener(member, models=models, options=SCREENERS.validate(member, nested), **extra))
         else:
             raise ConfigError(
                 f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with "
@@ -200,7 +202,7 @@ def _cascade(models, opts: CascadeOptions, **extra):
     second = ("pilot", opts.pilot) if opts.then == "pilot" else ("tournament", opts.tournament)
     for stage, options in (("critic", opts.critic), second):
         try:
-            stages.append(build_screener(stage, models=models, options=options, **extra))
+            stages.append(build_screener(stage, models=models, options=SCREENERS.validate(stage, options), **extra))
         except ConfigError as exc:  # the stage's options live one level down
             raise ConfigError(
                 f"cascade stage {stage!r} (screener.options.{stage}.*): "
@@ -228,13 +230,13 @@ def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
     return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
 
 
-def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
+def _agentic(models, opts: _AgenticBase, *, sandbox=None, **_):
     if sandbox is None:
         raise ConfigError(
             "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
         )
 
-    model = _pick_model(models, getattr(opts, "model", None), "judge", "agentic")
+    model = _pick_model(models, opts.model, "judge", "agentic")
     return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
 
 
@@ -252,14 +254,21 @@ def _agentic_options() -> type[BaseModel]:
 
 
 def _critic_ttl(
-    models, opts: BaseModel, *, seed: int = 0, task: Any = None, learner: Any = None, threshold: float = 0.25, **_
+    models,
+    opts: TestTimeCriticOptions,
+    *,
+    seed: int = 0,
+    task: Any = None,
+    learner: Any = None,
+    threshold: float = 0.25,
+    **_,
 ):
     if learner is None:
         raise ConfigError(
             "screener 'critic-ttl' learns with torch and needs its learner: build it through verifyless.wiring "
             "(or pass learner=verifyless.train.ttl_learner.LoRALearner to build_screener)"
         )
-    model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
+    model = _pick_model(models, opts.model, "critic", "critic-ttl")
     options = _kwargs(opts)
     learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
     learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
@@ -274,8 +283,8 @@ def _critic_ttl(
     return _construct(TestTimeCritic, "critic-ttl", critic, built, task=task, **options)
 
 
-def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):
-    model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-probs")
+def _critic_probs(models, opts: LocalCriticOptions, *, threshold: float = 0.25, **_):
+    model = _pick_model(models, opts.model, "critic", "critic-probs")
     options = _kwargs(opts, only_set=True)
     return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
@@ -286,7 +295,8 @@ def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, **_
 
 def _adaptive(models, opts: AdaptiveOptions, **extra):
     try:
-        inner = build_screener(opts.screener, models=models, options=opts.options, **extra)
+        inner_options = SCREENERS.validate(opts.screener, opts.options)
+        inner = build_screener(opts.screener, models=models, options=inner_options, **extra)
     except ConfigError as exc:  # the wrapped screener's options live one level down
         raise ConfigError(
             "adaptive's wrapped screener (screener.options.options.*): "
@@ -339,14 +349,20 @@ def build_screener(
     name: str,
     *,
     models: Mapping[str, Model],
-    options: Mapping[str, Any] | None = None,
+    options: BaseModel | None = None,
     sandbox: Any = None,
     seed: int = 0,
     task: Any = None,
     learner: Any = None,
     threshold: float = 0.25,
 ) -> Screener:
-    """The screener registered as ``name``, built from ``models`` and validated ``options`` (not mutated).
+    """The screener registered as ``name``, built from ``models`` and its typed ``options`` (not mutated).
+
+    ``options`` are the screener's options as ``SCREENERS.validate`` made them (the configuration's
+    ``cfg.screener.options``, or ``SCREENERS.validate(name, mapping)`` for a programmatic caller); they are
+    not checked again; None means the screener's defaults. A mapping is a ``TypeError``
+    (``Registry.typed``). Nested options (a cascade's stages, an ensemble's members, the screener
+    ``adaptive`` wraps) are mappings in those options and are validated here, once, when built.
 
     ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator, test-time learning), ``task`` and
     ``learner`` (the factory of ``critic-ttl``'s torch learner, ``screen/ttl.AdapterLearner``, injected
@@ -358,7 +374,7 @@ def build_screener(
     engine's switch that replaced them (``REMOVED``).
     """
     component = SCREENERS.get(name)
-    opts = SCREENERS.validate(name, options)
+    opts = SCREENERS.typed(name, options)
     extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
     screener: Screener = component.factory(models, opts, **extra)
     screener.health = ReplyHealth(  # type: ignore[attr-defined]

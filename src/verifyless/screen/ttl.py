@@ -11,7 +11,7 @@ from the critic model's configured ``adapter:`` (e.g. the SFT/GRPO critic), else
 a fresh LoRA (rank 32 by default). The engine calls ``learn(outcomes, round)``
 once per round boundary; screening always uses the current adapter.
 
-``pairs_per_update`` (None by default; ``verifyless.wiring`` sets it to the
+``pairs_per_update`` (None by default; ``verifyless.config.RunConfig`` sets it to the
 strategy's ``n_islands`` under ``islands``, the paper's OpenEvolve round of one
 new pair per island) switches from engine rounds to pair counts: new pairs
 accumulate, an SDFT step runs once ``pairs_per_update`` are pending and a
