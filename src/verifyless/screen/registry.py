@@ -16,8 +16,8 @@ The options of ``surrogate`` and ``agentic`` (other modules) are derived from
 their constructors' signatures, so they stay in step with those classes.
 
 Every LLM screener also takes the reply-health options ``min_parse_rate`` and
-``max_unparsed_screenings``; the built screener carries the run's
-``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
+``max_unparsed_screenings``, in its constructor, and builds the run's ``ReplyHealth``
+tracker from them as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
 ``random``, ``oracle``, ``surrogate``, ``agentic``, ``pilot``, ``critic-ttl``, ``critic-probs``, ``critic-rm`` and ``adaptive`` (a wrapper)
@@ -49,7 +49,6 @@ from verifyless.screen.baselines import OracleScreener, RandomScreener
 from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
 from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
-from verifyless.screen.health import ReplyHealth, model_names
 from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
 from verifyless.screen.pilot import PilotOptions, PilotScreener
 from verifyless.screen.probcritic import LabelProbCritic
@@ -123,10 +122,10 @@ def _pick_model(models: Mapping[str, Model], key: str | None, role: str, screene
     )
 
 
+HEALTH_OPTIONS = ("min_parse_rate", "max_unparsed_screenings")  # HealthOptions; every LLM screener takes them
+
 _NOT_ARGS = {
     "model",
-    "min_parse_rate",
-    "max_unparsed_screenings",
     "members",
     "member",
     "member_options",
@@ -249,7 +248,7 @@ class _AgenticBase(HealthOptions):
 
 
 def _agentic_options() -> type[BaseModel]:
-    skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify")
+    skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify", *HEALTH_OPTIONS)
     return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
 
 
@@ -306,7 +305,8 @@ def _adaptive(models, opts: AdaptiveOptions, **extra):
 
 
 def _critic_probs_options() -> type[BaseModel]:
-    return options_from_signature(LabelProbCritic, skip=("model", "route_threshold"), base=LocalCriticOptions)
+    skip = ("model", "route_threshold", *HEALTH_OPTIONS)  # the health options keep the base's checks
+    return options_from_signature(LabelProbCritic, skip=skip, base=LocalCriticOptions)
 
 
 SCREENERS = Registry(
@@ -369,7 +369,8 @@ def build_screener(
     by the composition root so this layer never imports ``train/``) and ``threshold`` (the engine's
     ``engine.uncertainty_threshold``, with which the critics mark evidence ``uncertain``) are handed to
     every factory, which uses what it needs; the LLM screeners read the task from ``ScreenContext`` at
-    screening time instead. The returned screener carries ``.health``, its ``ReplyHealth`` tracker.
+    screening time instead. An LLM screener gets its reply-health options in its constructor and builds its
+    ``ReplyHealth`` tracker there (``.health``); the others have none (``ReplyHealth.for_screener``).
     ``screener.options.verify_uncertain`` / ``route_threshold`` are a ``ConfigError`` naming the
     engine's switch that replaced them (``REMOVED``).
     """
@@ -377,12 +378,6 @@ def build_screener(
     opts = SCREENERS.typed(name, options)
     extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
     screener: Screener = component.factory(models, opts, **extra)
-    screener.health = ReplyHealth(  # type: ignore[attr-defined]
-        str(getattr(screener, "name", name)),
-        ", ".join(model_names(screener)),
-        getattr(opts, "min_parse_rate", 0.5),
-        getattr(opts, "max_unparsed_screenings", 3),
-    )
     return screener
 
 
