@@ -270,6 +270,8 @@ def load_config(
     "islands", "budget.verifications": 30}``); ``overrides`` are the user's ``a.b=c`` strings, each value
     read as YAML.
     """
+    if isinstance(overrides, Mapping):
+        raise TypeError("load_config: overrides are a.b=c strings; pass a mapping of typed values as values=")
     data: dict[str, Any] = RunConfig().model_dump(mode="json")
     if path is not None:
         path = Path(path)
