@@ -361,7 +361,7 @@ def _arm_verifyless(args: argparse.Namespace, screened: bool = False) -> dict[st
         # No memory: its MiniLM encoder is a one-off model load the other arms have no counterpart for
         # (ShinkaEvolve runs here without embeddings too); the screened arm keeps the shipped default.
         overrides.update({"engine.candidates": 1, "screener.name": "random", "engine.memory": False})
-    cfg = load_config(overrides=overrides)
+    cfg = load_config(values=overrides)
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         setup = time.perf_counter() - started

@@ -181,7 +181,7 @@ async def run_mode(pipeline: bool, *, llm: float, verify: float, budget: int, ca
         task=toy_task(),
         roles=Roles(_Briefer(), _SlowProposer(llm / 2), _Implementer(), _Summarizer()),
         screener=_SlowScreener(llm / 2),
-        strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+        strategy=build_strategy("greedy", None, random.Random(cfg.seed)),
         executor=executor,
         store=store,
         config=cfg,

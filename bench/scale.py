@@ -248,7 +248,7 @@ def scale_engine(store: RunStore, run_id: str, strategy: str, memory: bool | Non
         task=scale_task(),
         roles=None,
         screener=RandomScreener(),  # type: ignore[arg-type]
-        strategy=build_strategy(strategy, {}, random.Random(cfg.seed)),
+        strategy=build_strategy(strategy, None, random.Random(cfg.seed)),
         executor=None,
         store=store,
         config=cfg,

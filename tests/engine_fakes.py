@@ -137,7 +137,7 @@ def fake_engine(
         task=task or fake_task(),
         roles=fake_roles(),
         screener=screener,
-        strategy=strategy or build_strategy("greedy", {}, random.Random(0)),
+        strategy=strategy or build_strategy("greedy", None, random.Random(0)),
         executor=executor or FakeExecutor(),
         store=store,
         config=config,

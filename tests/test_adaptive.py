@@ -30,7 +30,7 @@ from verifyless.screen.audit import (
 )
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.bets import Bets
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
 
@@ -128,7 +128,7 @@ def _engine(store, screener, budget=40, executor=None, progress=None, **over):
         task=fake_task(),
         roles=fake_roles(),
         screener=screener,
-        strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+        strategy=build_strategy("greedy", None, random.Random(cfg.seed)),
         executor=executor or FakeExecutor(),
         store=store,
         config=cfg,
@@ -282,7 +282,12 @@ def test_the_decisions_replay_exactly_from_the_store(tmp_path, make):
 
 def test_the_first_rules_are_refused_with_a_reason():
     with pytest.raises(ConfigError, match="betting"):
-        build_screener("adaptive", models={}, options={"screener": "random", "rule": "verdicts"}, seed=0)
+        build_screener(
+            "adaptive",
+            models={},
+            options=SCREENERS.validate("adaptive", {"screener": "random", "rule": "verdicts"}),
+            seed=0,
+        )
 
 
 def test_k_falls_while_the_picks_votes_agree_and_rises_when_they_split(tmp_path):
@@ -315,12 +320,21 @@ def test_the_verdict_concordance_is_chance_for_ties_and_exact_otherwise():
 
 
 def test_adaptive_is_built_from_config_and_its_inner_options_are_checked():
-    built = build_screener("adaptive", models={}, options={"screener": "random", "canaries": 3}, seed=0)
+    built = build_screener(
+        "adaptive", models={}, options=SCREENERS.validate("adaptive", {"screener": "random", "canaries": 3}), seed=0
+    )
     assert isinstance(built, AdaptiveScreener) and built.inner.name == "random" and built.options.canaries == 3
     with pytest.raises(ConfigError, match=r"screener.options.options.bogus|bogus"):
-        build_screener("adaptive", models={}, options={"screener": "random", "options": {"bogus": 1}}, seed=0)
+        build_screener(
+            "adaptive",
+            models={},
+            options=SCREENERS.validate("adaptive", {"screener": "random", "options": {"bogus": 1}}),
+            seed=0,
+        )
     with pytest.raises(ConfigError, match="audit"):
-        build_screener("adaptive", models={}, options={"screener": "random", "audit": 1.5}, seed=0)
+        build_screener(
+            "adaptive", models={}, options=SCREENERS.validate("adaptive", {"screener": "random", "audit": 1.5}), seed=0
+        )
 
 
 # ---------------------------------------------------------------------- the audit

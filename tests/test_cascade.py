@@ -14,7 +14,7 @@ from verifyless.node import Candidate, Idea, Operator
 from verifyless.screen.cascade import CriticThenJudge, confident_lose
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
-from verifyless.screen.registry import build_screener, options_model
+from verifyless.screen.registry import SCREENERS, build_screener, options_model
 from verifyless.screen.tournament import PairwiseRPM
 
 
@@ -119,15 +119,17 @@ def test_cascade_by_name_with_stage_options() -> None:
     s = build_screener(
         "cascade",
         models={"critic": critic_model, "judge": judge},
-        options={"m": 2, "critic": {"k": 4}, "tournament": {"context_tokens": 1000}},
+        options=SCREENERS.validate("cascade", {"m": 2, "critic": {"k": 4}, "tournament": {"context_tokens": 1000}}),
     )
     assert isinstance(s, CriticThenJudge) and s.m == 2 and s.critic.k == 4 and s.tournament.context_tokens == 1000
     assert s.critic.model is critic_model and s.tournament.model is judge
     assert s.health.model == "critic, judge" and s.health.screener == "cascade"
     with pytest.raises(ConfigError, match="screener.options.m"):
-        build_screener("cascade", models={"default": judge}, options={"m": 0})
+        build_screener("cascade", models={"default": judge}, options=SCREENERS.validate("cascade", {"m": 0}))
     with pytest.raises(ConfigError, match=r"screener 'critic'.*option k"):
-        build_screener("cascade", models={"default": judge}, options={"critic": {"k": "many"}})
+        build_screener(
+            "cascade", models={"default": judge}, options=SCREENERS.validate("cascade", {"critic": {"k": "many"}})
+        )
 
 
 @pytest.mark.parametrize(
@@ -157,7 +159,7 @@ def test_cascade_by_name_with_stage_options() -> None:
 def test_bad_option_values_are_config_errors_that_name_the_fix(name, options, message) -> None:
     model = SampleFnModel(judge_fn, "m")
     with pytest.raises(ConfigError, match=message):
-        build_screener(name, models={"default": model, "m": model}, options=options)
+        build_screener(name, models={"default": model, "m": model}, options=SCREENERS.validate(name, options))
 
 
 def test_every_screener_has_a_described_options_model() -> None:
@@ -169,6 +171,6 @@ def test_every_screener_has_a_described_options_model() -> None:
     critic = build_screener(
         "critic",
         models={"default": SampleFnModel(judge_fn, "m")},
-        options={"max_unparsed_screenings": 5, "min_parse_rate": 0.2},
+        options=SCREENERS.validate("critic", {"max_unparsed_screenings": 5, "min_parse_rate": 0.2}),
     )
     assert (critic.health.max_unparsed_screenings, critic.health.min_parse_rate) == (5, 0.2)

@@ -18,7 +18,7 @@ from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.ranking import route
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.task.base import Band, Metric, Task
 
 VERDICT = {
@@ -193,7 +193,9 @@ def test_evidence_round_trips_to_dict() -> None:
 
 def test_registry_builds_critic_and_reports_config_errors() -> None:
     model = FakeModel(scripted({}))
-    critic = build_screener("critic", models={"default": model}, options={"k": 4}, threshold=0.3)
+    critic = build_screener(
+        "critic", models={"default": model}, options=SCREENERS.validate("critic", {"k": 4}), threshold=0.3
+    )
     assert isinstance(critic, PointwiseCritic) and critic.k == 4 and critic.model is model
     assert critic.route_threshold == 0.3  # the engine's engine.uncertainty_threshold, handed down
     other = FakeModel(scripted({}), name="other")
@@ -203,4 +205,4 @@ def test_registry_builds_critic_and_reports_config_errors() -> None:
     with pytest.raises(ConfigError, match="needs a model"):
         build_screener("critic", models={"judge": model})
     with pytest.raises(ConfigError, match="bad options"):
-        build_screener("critic", models={"default": model}, options={"kk": 3})
+        build_screener("critic", models={"default": model}, options=SCREENERS.validate("critic", {"kk": 3}))

@@ -33,7 +33,7 @@ from verifyless.offline.worlds import synthetic_world
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.features import HashingTextEncoder
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.reward import PairFeaturizer, head_tag, load_head, save_head, sentences
 from verifyless.store import RunStore
 from verifyless.train.reward import HeadSettings, fit_head, head_arrays, score, sibling_pairs, train_from_store
@@ -130,7 +130,9 @@ def saved(tmp_path, pairs, name="rm", C=1.0):
 def test_the_screener_ranks_by_the_heads_probabilities_and_records_its_tag(tmp_path):
     tag = saved(tmp_path, keyword_pairs())
     assert tag == head_tag(tmp_path / "rm") and tag.startswith("rm@")
-    screener = build_screener("critic-rm", models={}, options={"path": str(tmp_path / "rm")}, threshold=0.25)
+    screener = build_screener(
+        "critic-rm", models={}, options=SCREENERS.validate("critic-rm", {"path": str(tmp_path / "rm")}), threshold=0.25
+    )
     parent = "Program 99. It reads the data."
     cands = [
         Candidate(cid, "root", Operator.IMPROVE, Idea(cid), "", cid, f"{parent} {text}")
@@ -151,12 +153,18 @@ def test_the_screener_ranks_by_the_heads_probabilities_and_records_its_tag(tmp_p
 
 def test_a_missing_artifact_or_a_changed_one_is_a_config_error_naming_the_fix(tmp_path):
     with pytest.raises(ConfigError, match="train critic-rm"):
-        build_screener("critic-rm", models={}, options={"path": str(tmp_path / "nothing")})
+        build_screener(
+            "critic-rm", models={}, options=SCREENERS.validate("critic-rm", {"path": str(tmp_path / "nothing")})
+        )
     saved(tmp_path, keyword_pairs())
     with pytest.raises(ConfigError, match="recorded"):
-        build_screener("critic-rm", models={}, options={"path": str(tmp_path / "rm"), "weights": "rm@0000"})
+        build_screener(
+            "critic-rm",
+            models={},
+            options=SCREENERS.validate("critic-rm", {"path": str(tmp_path / "rm"), "weights": "rm@0000"}),
+        )
     with pytest.raises(ConfigError, match="path"):
-        build_screener("critic-rm", models={}, options={})
+        build_screener("critic-rm", models={})
 
 
 def run_data_task(tmp_path, seed, *extra):

@@ -14,7 +14,7 @@ from verifyless.errors import ConfigError
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
 from verifyless.screen.ranking import route
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 
 
 def run(screener, ctx, cands):
@@ -198,8 +198,12 @@ def test_pairwise_tie_break_plays_the_tied_within_its_token_budget() -> None:
 def test_tie_break_is_a_typed_option() -> None:
     model = SampleFnModel(scripted({}))
     judge = SampleFnModel(quality_judge, "judge")
-    critic = build_screener("critic", models={"default": model, "judge": judge}, options={"tie_break": "pairwise"})
+    critic = build_screener(
+        "critic",
+        models={"default": model, "judge": judge},
+        options=SCREENERS.validate("critic", {"tie_break": "pairwise"}),
+    )
     assert critic.tie_break == "pairwise" and critic.judge is judge
     assert build_screener("critic", models={"default": model}).tie_break == "auto"
     with pytest.raises(ConfigError, match=r"tie_break.*auto.*none.*votes.*probs.*pairwise"):
-        build_screener("critic", models={"default": model}, options={"tie_break": "coin"})
+        build_screener("critic", models={"default": model}, options=SCREENERS.validate("critic", {"tie_break": "coin"}))

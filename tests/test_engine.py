@@ -37,8 +37,8 @@ def make_engine(
     return Engine(
         task=fake_task(),
         roles=roles or fake_roles(),
-        screener=build_screener(screener, models={}, options={}, seed=0),
-        strategy=build_strategy(strategy, {}, random.Random(cfg.seed)),
+        screener=build_screener(screener, models={}, seed=0),
+        strategy=build_strategy(strategy, None, random.Random(cfg.seed)),
         executor=executor or FakeExecutor(),
         store=store,
         config=cfg,
@@ -169,9 +169,9 @@ from verifyless.store import RunStore
 cfg = load_config(overrides=["strategy.name=mcgs", "screener.name=surrogate", "budget.verifications=40",
                             "engine.candidates=4"])
 store = RunStore({db!r})
-screener = build_screener("surrogate", models={{}}, options={{}}, seed=0)
+screener = build_screener("surrogate", models={{}}, seed=0)
 engine = Engine(task=fake_task(), roles=fake_roles(), screener=screener,
-                strategy=build_strategy("mcgs", {{}}, random.Random(0)), executor=FakeExecutor(delay=0.01),
+                strategy=build_strategy("mcgs", None, random.Random(0)), executor=FakeExecutor(delay=0.01),
                 store=store, config=cfg)
 asyncio.run(engine.run())
 """

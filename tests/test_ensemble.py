@@ -129,7 +129,11 @@ def test_majority_vote_over_models_with_tournaments() -> None:
         return "[CHOICE] B" if perfect(request, i).endswith("A") else "[CHOICE] A"
 
     models = {"m1": FakeModel(perfect, "m1"), "m2": FakeModel(perfect, "m2"), "m3": FakeModel(worst, "m3")}
-    ens = build_screener("ensemble", models=models, options={"members": ["m1", "m2", "m3"], "rollouts": 3})
+    ens = build_screener(
+        "ensemble",
+        models=models,
+        options=SCREENERS.validate("ensemble", {"members": ["m1", "m2", "m3"], "rollouts": 3}),
+    )
     assert isinstance(ens, MajorityVote) and len(ens.screeners) == 3
     s = run(ens, ctx(1), cands("a", "b", "c", "d", q={"a": 1, "b": 9, "c": 4, "d": 2}))
     assert s.ranking[0] == "b" and s.evidence["b"].detail["top_votes"] == 6
@@ -282,7 +286,9 @@ def test_registry_names_and_errors() -> None:
     arb = build_screener(
         "arbiter",
         models={"default": m, "arbiter": m},
-        options={"members": [{"screener": "critic", "model": "default", "k": 3}, "default"]},
+        options=SCREENERS.validate(
+            "arbiter", {"members": [{"screener": "critic", "model": "default", "k": 3}, "default"]}
+        ),
         task=TASK,
         seed=2,
     )
@@ -295,5 +301,5 @@ def test_registry_names_and_errors() -> None:
 
 
 def test_registry_imports_surrogate_lazily_with_seed() -> None:
-    s = build_screener("surrogate", models={}, seed=3, options={"min_examples": 4})
+    s = build_screener("surrogate", models={}, seed=3, options=SCREENERS.validate("surrogate", {"min_examples": 4}))
     assert type(s).__name__ == "SurrogateScreener" and s.name == "surrogate"

@@ -273,7 +273,7 @@ def test_a_cost_cap_that_cannot_bind_is_refused_and_the_plan_reads_plainly():
     with pytest.raises(ConfigError, match="price table.*budget.verifications"):
         load_config(overrides=["budget.verifications=null", "budget.cost=5"])
     priced = {"provider": "openai", "model": "m", "prices": {"prompt_per_mtok": 1.0, "completion_per_mtok": 2.0}}
-    cfg = load_config(overrides={"budget.verifications": None, "budget.cost": 5, "roles.models": {"default": priced}})
+    cfg = load_config(values={"budget.verifications": None, "budget.cost": 5, "roles.models": {"default": priced}})
     cfg = cfg.model_copy(update={"roles": cfg.roles.model_copy(update={"kind": "llm"})})
     text = "\n".join(plan(cfg).lines())
     assert "up to not capped" not in text and "not capped by budget.verifications" not in text, text

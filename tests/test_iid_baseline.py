@@ -54,7 +54,7 @@ def test_the_iid_strategy_expands_the_seed_every_time_on_the_real_engine(tmp_pat
             task=fake_task(),
             roles=fake_roles(fix=False),
             screener=RandomScreener(),
-            strategy=build_strategy("iid", {}, random.Random(0)),
+            strategy=build_strategy("iid", None, random.Random(0)),
             executor=FakeExecutor(),
             store=store,
             config=cfg,

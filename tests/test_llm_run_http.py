@@ -91,7 +91,7 @@ def test_the_readme_roles_models_example_runs_as_written_and_a_second_run_record
                 spec["base_url"] = server.base_url
                 monkeypatch.setenv(spec["api_key_env"], KEY)
         cfg = load_config(
-            overrides={
+            values={
                 "task": "circle_packing",
                 "screener.name": "critic",
                 "screener.options.k": 2,

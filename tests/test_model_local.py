@@ -242,7 +242,7 @@ def test_label_probability_critic_probes_are_cached_replayed_and_recorded(
     from test_train_ttl import candidate, context
     from verifyless.model.scripted import ScriptedModel
     from verifyless.model.testserver import TestServer
-    from verifyless.screen.registry import build_screener
+    from verifyless.screen.registry import SCREENERS, build_screener
 
     db = tmp_path / "run.db"
     with TestServer(ScriptedModel(replies=[]), logprobs=model.top_logprobs) as srv:
@@ -254,7 +254,9 @@ def test_label_probability_critic_probes_are_cached_replayed_and_recorded(
 
         def screen(mode: str, records: list[CallRecord]) -> dict[str, dict[str, float]]:
             critic = build_model(config, cache=ResponseCache(db), cache_mode=mode, recorder=records.append)
-            screener = build_screener("critic-probs", models={"critic": critic}, options={"n_verify": 1})
+            screener = build_screener(
+                "critic-probs", models={"critic": critic}, options=SCREENERS.validate("critic-probs", {"n_verify": 1})
+            )
             found = asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
             return {cid: ev.detail["label_probs"] for cid, ev in found.evidence.items()}
 

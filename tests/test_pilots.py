@@ -197,7 +197,7 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
     from verifyless.report.data_curves import best_curve
     from verifyless.report.data_pilots import low_fidelity_view
     from verifyless.report.render import write_report
-    from verifyless.screen.registry import build_screener
+    from verifyless.screen.registry import SCREENERS, build_screener
 
     task = levelled_task()
     overrides = ["screener.name=pilot", "budget.verifications=8", "engine.candidates=6", "engine.smoke=tiny"]
@@ -207,7 +207,7 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
         engine = fake_engine(
             store,
             cfg,
-            build_screener("pilot", models={}, options={"eta": 2, "levels": ["half"]}),
+            build_screener("pilot", models={}, options=SCREENERS.validate("pilot", {"eta": 2, "levels": ["half"]})),
             task=task,
             executor=executor,
         )
@@ -255,11 +255,13 @@ def test_cascade_critic_then_pilot_pilots_exactly_the_critics_m_and_orders_the_t
     from fakes import SampleFnModel
     from test_cascade import LABELS, QUALITY, cand, critic_fn
     from test_critic import make_ctx
-    from verifyless.screen.registry import build_screener
+    from verifyless.screen.registry import SCREENERS, build_screener
 
     critic_model = SampleFnModel(critic_fn(LABELS), "critic")
     options = {"m": 3, "critic": {"k": 4}, "then": "pilot", "pilot": {"eta": 2, "levels": ["lo"]}}
-    screener = build_screener("cascade", models={"critic": critic_model}, options=options)
+    screener = build_screener(
+        "cascade", models={"critic": critic_model}, options=SCREENERS.validate("cascade", options)
+    )
     ctx = make_ctx(0)
     piloted: list[str] = []
     sign = 1.0 if ctx.task.metric.direction == "maximize" else -1.0

@@ -13,7 +13,7 @@ from verifyless.store import RunStore
 def test_the_plan_counts_expansions_calls_tokens_and_cost_from_the_price_table():
     spec = {"provider": "openai", "model": "m", "prices": {"prompt_per_mtok": 1.0, "completion_per_mtok": 2.0}}
     cfg = load_config(
-        overrides={
+        values={
             "budget.verifications": 11,
             "engine.candidates": 4,
             "engine.verify_per_expansion": 2,
@@ -31,11 +31,11 @@ def test_the_plan_counts_expansions_calls_tokens_and_cost_from_the_price_table()
 
 
 def test_too_small_a_budget_warns_for_screening_and_for_island_migration():
-    small = plan(load_config(overrides={"budget.verifications": 2, "engine.verify_per_expansion": 3}))
+    small = plan(load_config(values={"budget.verifications": 2, "engine.verify_per_expansion": 3}))
     assert any("fewer than one expansion sends" in w for w in small.warnings)
-    islands = plan(load_config(overrides={"budget.verifications": 6, "strategy.name": "islands"}))
+    islands = plan(load_config(values={"budget.verifications": 6, "strategy.name": "islands"}))
     assert any("no migration will happen" in w for w in islands.warnings)
-    assert not plan(load_config(overrides={"budget.verifications": 60, "strategy.name": "islands"})).warnings
+    assert not plan(load_config(values={"budget.verifications": 60, "strategy.name": "islands"})).warnings
 
 
 def test_the_dry_run_prints_the_plan_exits_0_and_spends_nothing(tmp_path):

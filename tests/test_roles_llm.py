@@ -552,8 +552,8 @@ def test_the_engine_records_a_summary_length_warning_on_the_node_event(tmp_path)
         engine = Engine(
             task=fake_task(),
             roles=roles,
-            screener=build_screener("random", models={}, options={}, seed=0),
-            strategy=build_strategy("greedy", {}, _random.Random(0)),
+            screener=build_screener("random", models={}, seed=0),
+            strategy=build_strategy("greedy", None, _random.Random(0)),
             executor=FakeExecutor(),
             store=store,
             config=cfg,

@@ -292,7 +292,7 @@ def test_islands_keep_their_archives_incrementally():
 def test_every_strategy_pickles_and_asks_identically_after_unpickling(name):
     import pickle
 
-    loop = Loop(build_strategy(name, {}, random.Random(4)))
+    loop = Loop(build_strategy(name, None, random.Random(4)))
     loop.run(20, k=2)
     copy = pickle.loads(pickle.dumps(loop.strategy))
     assert copy.ask(loop.view, 3) == loop.strategy.ask(loop.view, 3)
@@ -310,10 +310,10 @@ def test_every_strategy_pickles_and_asks_identically_after_unpickling(name):
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @pytest.mark.parametrize("seed", [0, 7])
 def test_resume_equivalence(name, seed):
-    original = Loop(build_strategy(name, {}, random.Random(seed)))
+    original = Loop(build_strategy(name, None, random.Random(seed)))
     original.run(25, k=2)
     expected = original.strategy.ask(original.view, 3)  # the first ask after the last tell
-    resumed = build_strategy(name, {}, random.Random(seed))
+    resumed = build_strategy(name, None, random.Random(seed))
     for node in original.told:
         resumed.tell(node)
     assert resumed.ask(original.view, 3) == expected
@@ -326,13 +326,15 @@ def test_registry_errors_name_the_fix():
     with pytest.raises(
         ConfigError, match="strategy.name='beam' is unknown: use 'greedy', 'iid', 'islands', 'linear' or 'mcgs'"
     ):
-        build_strategy("beam", {}, random.Random(0))
+        build_strategy("beam", None, random.Random(0))
     with pytest.raises(ConfigError, match="n_islandz"):
-        build_strategy("islands", {"n_islandz": 2}, random.Random(0))
+        build_strategy("islands", STRATEGIES.validate("islands", {"n_islandz": 2}), random.Random(0))
     with pytest.raises(ConfigError, match="sum to 1"):
-        build_strategy("islands", {"exploration_ratio": 0.5}, random.Random(0))
+        build_strategy("islands", STRATEGIES.validate("islands", {"exploration_ratio": 0.5}), random.Random(0))
     with pytest.raises(ConfigError):
-        build_strategy("mcgs", {"tau_branch": "three"}, random.Random(0))
-    strat = build_strategy("islands", {"n_islands": 4, "features": ["score", "tags"]}, random.Random(0))
+        build_strategy("mcgs", STRATEGIES.validate("mcgs", {"tau_branch": "three"}), random.Random(0))
+    strat = build_strategy(
+        "islands", STRATEGIES.validate("islands", {"n_islands": 4, "features": ["score", "tags"]}), random.Random(0)
+    )
     assert isinstance(strat, SearchStrategy) and strat.config.features == ("score", "tags")
     assert strategy_defaults("mcgs")["c0"] == 1.414 and strategy_defaults("greedy")["num_drafts"] == 5

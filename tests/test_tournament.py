@@ -12,7 +12,7 @@ from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Node, Operator, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.tournament import PairwiseRPM, collect_context
 
 
@@ -178,7 +178,11 @@ def test_context_and_code_reach_the_judge() -> None:
 
 def test_registry_builds_tournament() -> None:
     judge = FakeModel(perfect)
-    rpm = build_screener("tournament", models={"judge": judge}, options={"context_nodes": 4, "show": "code"})
+    rpm = build_screener(
+        "tournament",
+        models={"judge": judge},
+        options=SCREENERS.validate("tournament", {"context_nodes": 4, "show": "code"}),
+    )
     assert isinstance(rpm, PairwiseRPM) and rpm.model is judge and rpm.context_nodes == 4
 
 

@@ -28,6 +28,7 @@ from verifyless.node import Candidate, Idea, Operator, Status, Verification  # n
 from verifyless.outcome import Outcome, label3, verified_outcome  # noqa: E402
 from verifyless.roles.base import ParentInfo, TaskBrief  # noqa: E402
 from verifyless.screen.base import ScreenContext  # noqa: E402
+from verifyless.screen.registry import SCREENERS  # noqa: E402
 from verifyless.screen.registry import build_screener as registry_build  # noqa: E402
 from verifyless.screen.ttl import TestTimeCritic, group_advantages  # noqa: E402
 from verifyless.screen.verdicts import five_way_probs, verdict_score  # noqa: E402
@@ -92,7 +93,9 @@ def candidate(i: int, keyword: str) -> Candidate:
 def ttl(tiny: Path, root: Path, mode: str = "sdft") -> TestTimeCritic:
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
     screener = build_screener(
-        "critic-ttl", models={"critic": model}, options={"mode": mode, "adapter_root": str(root), **OPTIONS}
+        "critic-ttl",
+        models={"critic": model},
+        options=SCREENERS.validate("critic-ttl", {"mode": mode, "adapter_root": str(root), **OPTIONS}),
     )
     assert isinstance(screener, TestTimeCritic)
     asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
@@ -200,7 +203,9 @@ def test_grpo_mode_updates_every_second_round_and_keeps_pending_pairs(
 
 def test_label_probability_critic_ranks_by_the_verdict_distribution(tiny: Path) -> None:
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
-    screener = build_screener("critic-probs", models={"critic": model}, options={"n_verify": 1})
+    screener = build_screener(
+        "critic-probs", models={"critic": model}, options=SCREENERS.validate("critic-probs", {"n_verify": 1})
+    )
     screening = asyncio.run(screener.screen(context(), [candidate(0, "ensemble"), candidate(1, "delete")]))
     for ev in screening.evidence.values():
         probs = ev.detail["label_probs"]
@@ -265,7 +270,7 @@ def test_learning_right_after_a_resume_uses_the_task_it_was_built_with(tiny: Pat
         "critic-ttl",
         models={"critic": model},
         task=context().task,
-        options={"adapter_root": str(tmp_path / "a"), **OPTIONS},
+        options=SCREENERS.validate("critic-ttl", {"adapter_root": str(tmp_path / "a"), **OPTIONS}),
     )
     record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=4))  # no screening yet
     assert record["adapter_version"] == 1
@@ -283,7 +288,9 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
     def engine(store: RunStore) -> Engine:
         model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
         options = {"mode": "sdft", "adapter_root": str(tmp_path / "adapters"), **OPTIONS}
-        screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=fake_task())
+        screener = build_screener(
+            "critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options), task=fake_task()
+        )
         cfg = load_config(overrides=["budget.verifications=4", "engine.candidates=2", "strategy.name=greedy"])
         return fake_engine(store, cfg, screener)
 
@@ -327,13 +334,15 @@ def ttl_engine(store: object, tiny: str, root: str) -> object:
     model = build_model(make_config(provider="local", model=tiny, device="cpu"))
     # The tiny critic forgets the format as it learns; this test is about versions, not verdicts.
     options = {"mode": "sdft", "adapter_root": root, **OPTIONS, "max_unparsed_screenings": 100}
-    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=fake_task())
+    screener = build_screener(
+        "critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options), task=fake_task()
+    )
     cfg = load_config(overrides=["budget.verifications=12", "engine.candidates=2", "strategy.name=greedy"])
     return Engine(
         task=fake_task(),
         roles=fake_roles(),
         screener=screener,
-        strategy=build_strategy("greedy", {}, random.Random(0)),
+        strategy=build_strategy("greedy", None, random.Random(0)),
         executor=FakeExecutor(delay=0.3),
         store=store,  # type: ignore[arg-type]
         config=cfg,
@@ -419,7 +428,7 @@ def test_ttl_trains_the_local_model_under_the_run_cache_and_recorder(tiny: Path,
     config = make_config(provider="local", model=str(tiny), device="cpu")
     model = build_model(config, cache=ResponseCache(tmp_path / "c.db"), recorder=records.append)
     options = {"mode": "sdft", "adapter_root": str(tmp_path / "a"), **OPTIONS}
-    screener = build_screener("critic-ttl", models={"critic": model}, options=options)
+    screener = build_screener("critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options))
     asyncio.run(screener.screen(context(), [candidate(0, "ensemble")]))
     record = asyncio.run(screener.learn([outcome(1, "ensemble", 0.7)], round=1))
     assert record["adapter_version"] == 1 and screener.learner.local.version == "ttl-v1"  # type: ignore[attr-defined]
@@ -463,7 +472,9 @@ def test_ttl_starts_from_the_trained_critic_adapter(tiny: Path, tmp_path: Path, 
     options = {"adapter_root": str(tmp_path / "a"), **OPTIONS}
     if where == "init_adapter":
         options["init_adapter"] = str(folder)
-    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    screener = build_screener(
+        "critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options), task=context().task
+    )
     saved = load_file(str(folder / "adapter_model.safetensors"))
     mine = ttl_weights(screener)
     assert saved.keys() == mine.keys() and all(torch_equal(saved[k], mine[k]) for k in saved)
@@ -498,7 +509,12 @@ def test_the_sdft_teacher_is_frozen_by_default_and_drifts_only_when_asked(
     for teacher in ("frozen", "current"):
         model = build_model(make_config(provider="local", model=str(tiny), device="cpu", adapter=adapter))
         options = {"adapter_root": str(tmp_path / teacher), **OPTIONS, "learning_rate": 0.1, "teacher": teacher}
-        screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+        screener = build_screener(
+            "critic-ttl",
+            models={"critic": model},
+            options=SCREENERS.validate("critic-ttl", options),
+            task=context().task,
+        )
         lesson = screener.lesson(lesson_of)
         before = teacher_logits(screener, lesson)
         for r in (1, 2):
@@ -514,22 +530,26 @@ def test_the_sdft_teacher_is_frozen_by_default_and_drifts_only_when_asked(
 def test_ttl_learns_per_pairs_per_update_and_islands_set_it_to_one_pair_per_island(tiny: Path, tmp_path: Path) -> None:
     """One SDFT update per island-round (3 new pairs), one TT-GRPO update per 2 island-rounds (6 pairs)."""
     from verifyless.config import load_config
-    from verifyless.wiring import screener_options
 
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
     options = {"adapter_root": str(tmp_path / "a"), **OPTIONS, "pairs_per_update": 3}
-    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    screener = build_screener(
+        "critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options), task=context().task
+    )
     records = [asyncio.run(screener.learn([outcome(r, "ensemble", 0.5 + r / 10)], round=r)) for r in range(1, 7)]
     assert [r["adapter_version"] for r in records] == [0, 0, 1, 1, 1, 2]
     assert [r["pairs"] for r in records] == [0, 0, 3, 0, 0, 3] and len(records[1]["pending"]) == 2
-    other = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    other = build_screener(
+        "critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options), task=context().task
+    )
     other.restore(records[:2])
     assert len(other.pending) == 2  # a resumed run keeps the pairs still waiting
     islands = load_config(overrides=["screener.name=critic-ttl", "strategy.name=islands"])
-    assert screener_options(islands)["pairs_per_update"] == 3
+    assert islands.screener.options.pairs_per_update == 3  # derived when the configuration loads
     five = load_config(overrides=["screener.name=critic-ttl", "strategy.name=islands", "strategy.options.n_islands=5"])
-    assert screener_options(five)["pairs_per_update"] == 5
-    assert "pairs_per_update" not in screener_options(load_config(overrides=["screener.name=critic-ttl"]))
+    assert five.screener.options.pairs_per_update == 5
+    assert "pairs_per_update" not in islands.model_dump()["screener"]["options"]  # derived, not given: not stored
+    assert load_config(overrides=["screener.name=critic-ttl"]).screener.options.pairs_per_update is None
 
 
 def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_before_its_verdict(tiny: Path) -> None:
@@ -541,7 +561,9 @@ def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_b
     )  # cut before the last verdict tag
     assert reasoning_prefix("no verdict at all") == "no verdict at all"
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
-    screener = build_screener("critic-probs", models={"critic": model}, options={"reasoning_samples": 2})
+    screener = build_screener(
+        "critic-probs", models={"critic": model}, options=SCREENERS.validate("critic-probs", {"reasoning_samples": 2})
+    )
     screener.max_tokens = 12  # type: ignore[attr-defined]
     ev = asyncio.run(screener.screen(context(), [candidate(0, "ensemble")])).evidence["c0"]
     critiques = ev.detail["critiques"]
@@ -567,7 +589,9 @@ def test_the_critic_benchmark_scores_critic_probs_on_its_probabilities_and_its_5
     assert record is not None and record.pred3 == "lose" and record.pred5 is None and not record.five_way
     assert record.uncertainty == pytest.approx(0.3)
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
-    screener = build_screener("critic-probs", models={"critic": model}, options={"reasoning_samples": 1})
+    screener = build_screener(
+        "critic-probs", models={"critic": model}, options=SCREENERS.validate("critic-probs", {"reasoning_samples": 1})
+    )
     screener.max_tokens = 12  # type: ignore[attr-defined]
     rows = [
         {**row("keyword", "p0", f"c{i}", label, label5=five, delta=d), "task": "keyword"}
@@ -591,7 +615,9 @@ def test_a_trained_adapter_keeps_its_hash_from_training_to_the_ttl_run_that_star
     trained = adapter_tag(folder)  # what training left
     model = build_model(make_config(provider="local", model=str(tiny), device="cpu", adapter=str(folder)))
     options = {"adapter_root": str(tmp_path / "a"), **OPTIONS}
-    screener = build_screener("critic-ttl", models={"critic": model}, options=options, task=context().task)
+    screener = build_screener(
+        "critic-ttl", models={"critic": model}, options=SCREENERS.validate("critic-ttl", options), task=context().task
+    )
     records = [asyncio.run(screener.learn([outcome(r, "ensemble", 0.7)], round=r)) for r in (1, 2)]
     assert {r["adapter_origin"] for r in records} == {trained}
     config = {"roles": {"models": {"critic": {"provider": "local", "model": str(tiny), "adapter": str(folder)}}}}

@@ -23,7 +23,7 @@ from verifyless.offline.tune.evaluate import CountingModel, CriticTarget, Pairwi
 from verifyless.offline.tune.search import tune_prompt
 from verifyless.offline.tune.writer import writer_variants
 from verifyless.prompts import load_template, template_text
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 
 KEY_WORDING = "Start from the prior that the child ties"  # in variants/critic.md, section "How to reason"
 VERDICT = {
@@ -117,7 +117,9 @@ def test_saved_prompt_file_loads_through_the_option_and_reproduces_the_tuned_sco
     path = tmp_path / "tuned.md"
     path.write_text(template_text(rep.template))
     critic = build_screener(
-        "critic", models={"critic": _critic_model(truth)}, options={"prompt_file": str(path), "k": 2}
+        "critic",
+        models={"critic": _critic_model(truth)},
+        options=SCREENERS.validate("critic", {"prompt_file": str(path), "k": 2}),
     )
     dev = dev_rows({k: v for k, v in splits.items() if k != "bench"}, dev=None, fraction=0.25, seed=0)
     for rows, expected in ((dev, rep.tuned_dev), (splits["bench"], rep.tuned_bench)):
@@ -212,10 +214,18 @@ def test_bad_inputs_give_one_line_errors(tmp_path: Path) -> None:
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(ConfigError) as exc:
-            build_screener("critic", models={"critic": target.model}, options={"prompt_file": str(tmp_path / name)})
+            build_screener(
+                "critic",
+                models={"critic": target.model},
+                options=SCREENERS.validate("critic", {"prompt_file": str(tmp_path / name)}),
+            )
         errors.append(str(exc.value))
     with pytest.raises(ConfigError) as exc:
-        build_screener("tournament", models={"judge": target.model}, options={"prompt_file": str(tmp_path / "x.md")})
+        build_screener(
+            "tournament",
+            models={"judge": target.model},
+            options=SCREENERS.validate("tournament", {"prompt_file": str(tmp_path / "x.md")}),
+        )
     errors.append(str(exc.value))
     assert "{{child}}" in errors[3] and "{{score}}" in errors[4] and "[IMPROVEMENT]" in errors[5]
     assert "<!-- section: user -->" in errors[6] and "does not exist" in errors[7]
@@ -279,7 +289,9 @@ def test_tournament_tuning_over_real_http_counts_every_request(tmp_path: Path, m
     assert report["baseline_dev"] == 0.5 and report["tuned_dev"] == 1.0 and report["tuned_bench"] == 1.0
     assert served == report["search_calls"] + report["bench_calls"] > 0
     judge = build_screener(
-        "tournament", models={"judge": ScriptedModel(replies=["-"])}, options={"prompt_file": str(out)}
+        "tournament",
+        models={"judge": ScriptedModel(replies=["-"])},
+        options=SCREENERS.validate("tournament", {"prompt_file": str(out)}),
     )
     assert judge.template.text("user").index("## Candidate B") < judge.template.text("user").index(
         "## Solutions already evaluated"

@@ -19,7 +19,7 @@ messages.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -33,6 +33,7 @@ from pydantic import (
     create_model,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from verifyless.components import COMPONENTS
@@ -229,6 +230,30 @@ class RunConfig(_Strict):
         description="relative change |Delta| at or below which a child ties its parent, for every learner "
         "of the run (surrogate, critic-ttl) and its critic metrics; 0: exact equality (the paper)",
     )
+
+    @model_validator(mode="after")
+    def _derived_options(self) -> RunConfig:
+        """Options whose default follows another section, unless set: under ``islands``, ``critic-ttl`` learns once
+        per island-round.
+
+        The paper updates once per OpenEvolve round on its new pairs, one per island (SDFT on 3, TT-GRPO on 6
+        every 2 rounds), while an engine round is one expansion by default: unless set, the screener's
+        ``pairs_per_update`` is the strategy's ``n_islands``. The derived value stays unset (the stored
+        configuration keeps the options as given and derives it again when read).
+        """
+        options = self.screener.options
+        if (
+            self.screener.name == "critic-ttl"
+            and self.strategy.name == "islands"
+            and "pairs_per_update" not in options.model_fields_set
+        ):
+            derived = type(options).model_construct(
+                options.model_fields_set, **{**dict(options), "pairs_per_update": self.strategy.options.n_islands}
+            )
+            # frozen: the record is replaced before anyone reads it
+            object.__setattr__(self, "screener", self.screener.model_copy(update={"options": derived}))
+        return self
+
     guards: GuardsConfig = Field(
         default_factory=GuardsConfig, description="checks on every implementation before it is verified (MLEvolve)"
     )
@@ -243,8 +268,17 @@ class RunConfig(_Strict):
     store: Path = Field(DEFAULT_STORE, description="the SQLite run store file")
 
 
-def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequence[str] = ()) -> RunConfig:
-    """Defaults, then ``path`` (YAML), then overrides (``a.b=c`` strings or a mapping)."""
+def load_config(
+    path: Path | None = None, overrides: Sequence[str] = (), *, values: Mapping[str, Any] | None = None
+) -> RunConfig:
+    """Defaults, then ``path`` (YAML), then ``values``, then ``overrides``; later wins.
+
+    ``values`` maps dotted keys to typed values, set as they are (the CLI's flags: ``{"strategy.name":
+    "islands", "budget.verifications": 30}``); ``overrides`` are the user's ``a.b=c`` strings, each value
+    read as YAML.
+    """
+    if isinstance(overrides, Mapping):
+        raise TypeError("load_config: overrides are a.b=c strings; pass a mapping of typed values as values=")
     data: dict[str, Any] = RunConfig().model_dump(mode="json")
     if path is not None:
         path = Path(path)
@@ -257,8 +291,7 @@ def load_config(path: Path | None = None, overrides: Mapping[str, Any] | Sequenc
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must hold a mapping at the top level, got {type(loaded).__name__}")
         _merge(data, relative_to(loaded, path.resolve().parent))
-    items = overrides.items() if isinstance(overrides, Mapping) else (_split_override(o) for o in overrides)
-    for key, value in items:
+    for key, value in _dotted(values, overrides):
         _set_dotted(data, key, value)
     return validate(data)
 
@@ -419,11 +452,11 @@ def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
     return with_absent_options(data)
 
 
-def resume_changes(overrides: list[str]) -> dict[str, Any]:
-    """The overrides allowed when resuming (budgets and round limits); anything else is a ConfigError."""
+def resume_changes(values: Mapping[str, Any] | None = None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``values`` and ``overrides`` (as ``load_config`` takes them) allowed when resuming: budgets and round
+    limits; anything else is a ConfigError."""
     changes: dict[str, Any] = {}
-    for text in overrides:
-        key, value = _split_override(text)
+    for key, value in _dotted(values, overrides):
         if key in ("store", "task"):
             continue  # naming the same store/task again is harmless; the stored run decides
         if not key.startswith(RESUMABLE_KEYS):
@@ -440,6 +473,13 @@ def apply_changes(data: Mapping[str, Any], changes: Mapping[str, Any]) -> RunCon
     for key, value in changes.items():
         _set_dotted(merged, key, value)
     return validate(merged)
+
+
+def _dotted(values: Mapping[str, Any] | None, overrides: Sequence[str]) -> Iterator[tuple[str, Any]]:
+    """``values``' items, then each override string as (key, value read as YAML), in order."""
+    yield from (values or {}).items()
+    for text in overrides:
+        yield _split_override(text)
 
 
 def _split_override(text: str) -> tuple[str, Any]:

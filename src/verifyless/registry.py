@@ -12,6 +12,11 @@ A registry says the same things the same way for every kind:
   dataclass that pydantic validates), or a ``ConfigError`` with one line per problem: an unknown option
   lists the valid ones, a bad value names the option, its help, the fix and its default. Options that
   moved elsewhere (``removed``) name their replacement. A component without options accepts none.
+  This is the one place options are checked: the configuration loader calls it, and a programmatic
+  caller holding a mapping (bench, offline, tests) calls it before the kind's factory;
+* ``typed(name, options)``: what a kind's factory does with the options it is handed: typed options pass
+  as they are (never checked again), None means the component's defaults, anything else (a mapping) is a
+  ``TypeError`` pointing to ``validate``.
 
 Registries are filled when their module is imported; ``register`` adds or replaces one entry (a
 provider from another package, for example).
@@ -127,6 +132,22 @@ class Registry:
             return _adapter(component.options).validate_python(given)
         except ValidationError as exc:
             raise ConfigError(self._message(name, [self._problem(err, fields) for err in exc.errors()])) from None
+
+    def typed(self, name: str, options: Any = None) -> Any:
+        """``options`` of component ``name`` as its factory takes them: typed options as they are, None as its defaults.
+
+        A factory calls this instead of validating again; a mapping (or options of another component) is a
+        ``TypeError`` naming ``validate``, which turns a mapping into typed options once.
+        """
+        component = self.get(name)
+        if options is None:
+            return self.validate(name)
+        if component.options is None or not isinstance(options, component.options):
+            raise TypeError(
+                f"{self.kind} {name!r} is built from its typed options, got {type(options).__name__}: "
+                f"turn a mapping into them with validate({name!r}, mapping) on the {self.kind} registry"
+            )
+        return options
 
     def _problem(self, err: Any, fields: Mapping[str, tuple[str, Any]]) -> str:
         loc = tuple(str(p) for p in err.get("loc", ()))

@@ -10,7 +10,6 @@ recorders read from it (``models_wiring.RunIdOf``); the engine gets the ledger a
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,7 +39,7 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
         return _build_screener(
             cfg.screener.name,
             models=models,
-            options=screener_options(cfg),
+            options=cfg.screener.options,
             seed=cfg.seed,
             task=task,
             sandbox=sandbox,
@@ -49,23 +48,10 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
         )
 
 
-def screener_options(cfg: RunConfig) -> dict[str, Any]:
-    """The screener's options as set; under ``islands``, ``critic-ttl`` learns once per island-round.
-
-    The paper updates once per OpenEvolve round on its new pairs, one per island (SDFT on 3, TT-GRPO on 6
-    every 2 rounds), while an engine round is one expansion by default: unless set, ``pairs_per_update``
-    becomes the strategy's ``n_islands``.
-    """
-    options = cfg.screener.options.model_dump(exclude_unset=True)
-    if cfg.screener.name == "critic-ttl" and cfg.strategy.name == "islands":
-        options.setdefault("pairs_per_update", dataclasses.asdict(cfg.strategy.options).get("n_islands", 3))
-    return options
-
-
 def pinned(cfg: RunConfig, screener: Any) -> RunConfig:
     """``cfg`` with the screener's ``pins`` (options it resolved when built: ``critic-rm``'s weights tag) written
     into its options, so the run's stored config records them and a resume or replay checks them."""
-    pins = getattr(screener, "pins", None)
+    pins = getattr(screener, "pins", None)  # optional: only a screener that resolves options when built has it
     if not pins:
         return cfg
     options = cfg.screener.options.model_copy(update=dict(pins))
@@ -74,7 +60,7 @@ def pinned(cfg: RunConfig, screener: Any) -> RunConfig:
 
 def build_strategy(cfg: RunConfig) -> Any:
     with constructor_errors(f"search strategy {cfg.strategy.name!r}", "strategy.options"):
-        return _build_strategy(cfg.strategy.name, dataclasses.asdict(cfg.strategy.options), random.Random(cfg.seed))
+        return _build_strategy(cfg.strategy.name, cfg.strategy.options, random.Random(cfg.seed))
 
 
 @contextlib.contextmanager
@@ -158,10 +144,7 @@ def build_engine(
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]
     executor = replay_executor or build_executor(
-        cfg.executor.name,
-        cfg.executor.options.model_dump(exclude_unset=True),
-        hide=hide,
-        capacity=cfg.engine.verify_concurrency,
+        cfg.executor.name, cfg.executor.options, hide=hide, capacity=cfg.engine.verify_concurrency
     )
     final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
     screener = build_screener(cfg, task, models, getattr(executor, "sandbox", None))

@@ -285,19 +285,16 @@ def run(
     if task and "=" in task:  # `verifyless run engine.candidates=4` with the task from config
         over.insert(0, task)
         task = None
-    flags = [
-        f"{key}={value}"
-        for key, value in (
-            ("task", task),
-            ("strategy.name", strategy),
-            ("screener.name", screener),
-            ("budget.verifications", budget),
-            ("seed", seed),
-            ("store", store),
-        )
-        if value is not None
-    ]
-    cfg = load_config(config, flags + over)
+    given = {
+        "task": task,
+        "strategy.name": strategy,
+        "screener.name": screener,
+        "budget.verifications": budget,
+        "seed": seed,
+        "store": store,
+    }
+    flags = {key: value for key, value in given.items() if value is not None}  # typed, set as they are
+    cfg = load_config(config, over, values=flags)
     loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
         console.print("\n".join(plan(cfg).lines()), highlight=False, soft_wrap=True)
@@ -306,7 +303,7 @@ def run(
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
         resume = st.resolve_run(resume)
-        changes = resume_changes(flags + over)
+        changes = resume_changes(flags, over)
         if not changes and st.run(resume).status == "finished":
             _print_finished(st, resume)
             return

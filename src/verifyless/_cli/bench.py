@@ -31,7 +31,7 @@ from verifyless.offline import selection as sel
 from verifyless.offline.pools import ScoreOracle, collect_pools, evaluate_screener, load_pools, save_pools
 from verifyless.offline.scores import best_scheme, normalize
 from verifyless.offline.selection import SelectionSummary, fitness_sign
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.store import RunStore
 from verifyless.task import load_task
 
@@ -429,7 +429,7 @@ def _registry_screener(name: str, model: str | None, options: list[str], seed: i
     models = {}
     if model:
         models["default"] = build_model(model)
-    return build_screener(name, models=models, options=opts, seed=seed)
+    return build_screener(name, models=models, options=SCREENERS.validate(name, opts), seed=seed)
 
 
 __all__ = ["app", "collect_pools_command"]

@@ -71,21 +71,21 @@ async def run_demo(
     results: dict[str, Any] = {}
     with RunStore(store_path) as store:
         for arm, screener in ARMS:
-            overrides = [
-                f"task={task}",
-                f"seed={seed}",
-                f"screener.name={screener}",
-                "strategy.name=greedy",
-                f"budget.verifications={budget}",
-                f"engine.candidates={candidates}",
-                "engine.memory=false",
-                f"store={store_path}",
-            ]
+            values: dict[str, Any] = {
+                "task": task,
+                "seed": seed,
+                "screener.name": screener,
+                "strategy.name": "greedy",
+                "budget.verifications": budget,
+                "engine.candidates": candidates,
+                "engine.memory": False,
+                "store": store_path,
+            }
             if screener == "surrogate":
-                overrides.append("screener.options.rank_by=fitness")
+                values["screener.options.rank_by"] = "fitness"
             if screener == "adaptive":
-                overrides += ["screener.options.screener=surrogate", "screener.options.options.rank_by=fitness"]
-            cfg = load_config(overrides=overrides)
+                values.update({"screener.options.screener": "surrogate", "screener.options.options.rank_by": "fitness"})
+            cfg = load_config(values=values)
             console.print(f"[bold]{arm}[/]: {task}, {budget} verifications, {candidates} candidates per expansion")
             engine = build_engine(cfg, store, progress=_Dots(console))
             try:

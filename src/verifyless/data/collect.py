@@ -128,7 +128,9 @@ def _item_from(data: dict[str, Any]) -> Idea | RoleFailure:
 class Collector:
     """Runs one collection (see module docstring). All collaborators are passed in.
 
-    ``smoke`` is ``engine.smoke``'s setting (a level, ``"off"``, or None: auto,
+    What it stores and pays for goes through ``self.ledger``, which owns the run's id: pass ``ledger`` (on
+    ``store``, with ``caps``) to share it with what was built before the collector (the model call recorders
+    read the run id from it, ``models_wiring.RunIdOf``). ``smoke`` is ``engine.smoke``'s setting (a level, ``"off"``, or None: auto,
     which smoke-runs only when ``llm_roles``); smoke runs need an executor with
     a sandbox (``ledger.pilots.run_in_sandbox``), else there are none.
     """
@@ -143,7 +145,7 @@ class Collector:
         caps: BudgetConfig = NO_CAPS,
         *,
         progress: Progress | None = None,
-        run_ref: dict[str, str | None] | None = None,
+        ledger: Ledger | None = None,
         run_config: dict[str, Any] | None = None,
         guards: Any = None,
         guard_repairs: int = 0,
@@ -154,12 +156,13 @@ class Collector:
         self.task, self.roles, self.executor, self.store = task, roles, executor, store
         self.settings, self.caps = settings, caps
         self.progress = progress or (lambda kind, data: None)
-        self.run_ref: dict[str, str | None] = run_ref if run_ref is not None else {"run_id": None}
         self.run_config = dict(run_config or {})
         self.maker = ChildMaker(
             task, roles, llm=asyncio.Semaphore(settings.llm_concurrency), guards=guards, guard_repairs=guard_repairs
         )
-        self.ledger = Ledger(store, caps, task.metric)
+        if ledger is not None and (ledger.store is not store or ledger.gate.caps is not caps):
+            raise ValueError("a ledger passed to the Collector is on its store and holds its caps")
+        self.ledger = ledger or Ledger(store, caps, task.metric)
         self.low_fidelity, self.smoke_at = low_fidelity_for(
             self.ledger, task, executor, smoke=smoke, llm_roles=llm_roles, smoke_wall_seconds=smoke_wall_seconds
         )
@@ -188,7 +191,6 @@ class Collector:
                 run_id, kinds=["brief", "proposals", "node", "verification", "smoke", "status"]
             ):
                 self.state.apply(ev)
-        self.run_ref["run_id"] = self.run_id
         self.store.set_status(self.run_id, "running")
         parents: list[str] = []
         stopped = "finished"

@@ -20,7 +20,7 @@ from verifyless.config import load_config
 from verifyless.data.collect import NO_CAPS, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
-from verifyless.ledger import BudgetConfig
+from verifyless.ledger import BudgetConfig, Ledger
 from verifyless.models_wiring import build_guards, build_models, build_roles
 from verifyless.store import RunStore
 from verifyless.task import load_task
@@ -71,7 +71,7 @@ def collection_config(task: str, store: Path, wiring: CollectWiring = CollectWir
         overrides["engine.verify_concurrency"] = wiring.workers
     if wiring.smoke is not None:
         overrides["engine.smoke"] = wiring.smoke
-    return load_config(wiring.config, overrides)
+    return load_config(wiring.config, values=overrides)
 
 
 def run_collection(
@@ -100,15 +100,12 @@ def run_collection(
             wiring = _stored_wiring(wiring, stored.get("wiring", {}))
         cfg = collection_config(task_name, store_path, wiring, seed=settings.seed)
         task = load_task(cfg.task)
-        run_ref: dict[str, str | None] = {"run_id": resume}
-        built = build_models(cfg, store, lambda: run_ref["run_id"])
+        ledger = Ledger(store, caps, task.metric)  # the collector sets its run id when the run exists
+        built = build_models(cfg, store, lambda: ledger.run_id)
         role_set = build_roles(cfg, task, built)
         hide = [Path(store_path).resolve().parent]
         execu = build_executor(
-            cfg.executor.name,
-            cfg.executor.options.model_dump(exclude_unset=True),
-            hide=hide,
-            capacity=cfg.engine.verify_concurrency,
+            cfg.executor.name, cfg.executor.options, hide=hide, capacity=cfg.engine.verify_concurrency
         )
         task_ref = str(Path(task_name).resolve()) if Path(task_name).exists() else task_name
         wiring_record = {
@@ -126,7 +123,7 @@ def run_collection(
                 settings,
                 caps,
                 progress=progress,
-                run_ref=run_ref,
+                ledger=ledger,
                 run_config={"wiring": wiring_record, "task_ref": task_ref},
                 guards=build_guards(cfg, built),
                 guard_repairs=cfg.guards.repair_attempts,

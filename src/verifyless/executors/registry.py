@@ -1,4 +1,4 @@
-"""Build executors by name from config: ``build_executor(name, options, hide=..., capacity=...)``.
+"""Build executors by name from config: ``build_executor(name, cfg.executor.options, hide=..., capacity=...)``.
 
 ``EXECUTORS`` is a ``verifyless.registry.Registry``: each name with its class and its typed options
 (``LocalExecutorOptions``, ``RayExecutorOptions``, defined beside the classes). ``EXECUTORS.validate``
@@ -9,7 +9,7 @@ is used unless the options set their own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,13 @@ EXECUTORS = Registry(
 )
 
 
-def build_executor(name: str, options: Mapping[str, Any], *, hide: Sequence[Path] = (), capacity: int = 1) -> Executor:
-    """The executor registered as ``name`` with validated ``options``; ``hide`` is kept out of its sandboxes."""
-    opts = EXECUTORS.validate(name, options).model_dump()
+def build_executor(name: str, options: Any = None, *, hide: Sequence[Path] = (), capacity: int = 1) -> Executor:
+    """The executor registered as ``name`` with its typed ``options``; ``hide`` is kept out of its sandboxes.
+
+    ``options`` are the run's ``cfg.executor.options`` (``EXECUTORS.validate(name, mapping)`` for a mapping),
+    not checked again; None means the executor's defaults; a mapping is a ``TypeError`` (``Registry.typed``).
+    """
+    opts = EXECUTORS.typed(name, options).model_dump()
     opts["capacity"] = opts["capacity"] or capacity
     executor: Executor = EXECUTORS.get(name).factory(hide=hide, **opts)
     return executor

@@ -209,7 +209,7 @@ async def _run(
             task=task,
             roles=roles,
             screener=screener,
-            strategy=build_strategy("greedy", {}, random.Random(cfg.seed)),
+            strategy=build_strategy("greedy", None, random.Random(cfg.seed)),
             executor=WorldExecutor(book),
             store=st,
             config=cfg,

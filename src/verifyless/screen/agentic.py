@@ -83,6 +83,7 @@ from verifyless.screen.agentic_view import (
     prepare_workspace,
 )
 from verifyless.screen.base import ScreenContext
+from verifyless.screen.health import ReplyHealth
 from verifyless.screen.prompting import metric_line, parse_choice
 from verifyless.task.base import Limits, Task
 
@@ -238,6 +239,8 @@ class AgenticRPM:
         device: str | None = None,
         workspace_root: str | Path | None = None,
         matches: str = "pool",
+        min_parse_rate: float = 0.5,
+        max_unparsed_screenings: int = 3,
     ) -> None:
         _check_options(budget_s, overstatement, theta_s, max_pilots, show, context_tokens, matches)
         self.matches = matches
@@ -260,6 +263,9 @@ class AgenticRPM:
         self.view = CandidateView(show=show, program_chars=program_chars, context_tokens=context_tokens)
         self.device = device
         self.workspace_root = Path(workspace_root) if workspace_root else None
+        self.health = ReplyHealth.watching(
+            self, min_parse_rate, max_unparsed_screenings
+        )  # its limits: screen/health.py
 
     # ------------------------------------------------------------------ screen
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:

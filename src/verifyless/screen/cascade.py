@@ -40,7 +40,7 @@ from pydantic import Field
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener, choose_top
 from verifyless.screen.critic import PointwiseCritic
-from verifyless.screen.health import replies_detail
+from verifyless.screen.health import ReplyHealth, replies_detail
 from verifyless.screen.options import HealthOptions
 from verifyless.screen.ranking import route
 from verifyless.screen.tournament import PairwiseRPM
@@ -100,7 +100,10 @@ class CriticThenJudge:
         drop_confident_lose: bool = True,
         n_verify: int | None = None,
         name: str = "cascade",
+        min_parse_rate: float = 0.5,
+        max_unparsed_screenings: int = 3,
     ) -> None:
+        """``min_parse_rate`` / ``max_unparsed_screenings``: the reply-health limits of ``health`` (``screen/health.py``)."""
         if m < 1:
             raise ValueError(f"cascade m must be >= 1, got {m}")
         self.critic = critic
@@ -110,6 +113,7 @@ class CriticThenJudge:
         self.drop_confident_lose = drop_confident_lose
         self.n_verify = n_verify
         self.name = name
+        self.health = ReplyHealth.watching(self, min_parse_rate, max_unparsed_screenings)
 
     def shortlist(self, critic: Screening) -> tuple[list[str], list[str], bool]:
         """``(sent to the tournament, dropped as confident Lose, all were confident Lose)``."""

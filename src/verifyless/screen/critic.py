@@ -59,7 +59,7 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field
@@ -70,7 +70,7 @@ from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext, choose_top
-from verifyless.screen.health import replies_detail
+from verifyless.screen.health import ReplyHealth, replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import (
@@ -430,6 +430,9 @@ class PointwiseCritic:
     prompt_file: str | None = None
     template: Template | None = None
     name: str = "critic"
+    min_parse_rate: float = 0.5  # the reply-health limits of ``health`` (``screen/health.py``)
+    max_unparsed_screenings: int = 3
+    health: ReplyHealth = field(init=False)
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -440,6 +443,7 @@ class PointwiseCritic:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
         if self.template is None and self.prompt_file:
             self.template = load_prompt_file(self.prompt_file, "critic", PLACEHOLDERS, MARKERS)
+        self.health = ReplyHealth.watching(self, self.min_parse_rate, self.max_unparsed_screenings)
 
     def route(self, evidence: Evidence) -> bool:
         return route(evidence.uncertainty, self.route_threshold)

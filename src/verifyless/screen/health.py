@@ -163,8 +163,16 @@ class ReplyHealth:
         self.seen = ReplyStats()
 
     @classmethod
+    def watching(cls, screener: Any, min_parse_rate: float = 0.5, max_unparsed_screenings: int = 3) -> ReplyHealth:
+        """A tracker of ``screener``'s replies, named by its ``name`` and its models (``model_names``).
+
+        An LLM screener builds its own (``.health``) last in its constructor, from its reply-health options.
+        """
+        return cls(str(screener.name), ", ".join(model_names(screener)), min_parse_rate, max_unparsed_screenings)
+
+    @classmethod
     def for_screener(cls, screener: Any) -> ReplyHealth:
-        """The tracker the registry attached to ``screener`` (``.health``), else one with the defaults."""
+        """The tracker ``screener`` built (``.health``: the LLM screeners), else one with the defaults."""
         attached = getattr(screener, "health", None)
         if isinstance(attached, ReplyHealth):
             return attached

@@ -97,6 +97,8 @@ class LabelProbCritic(PointwiseCritic):
         max_tokens: int | None = None,
         prompt: str = "critic",
         name: str = "critic-probs",
+        min_parse_rate: float = 0.5,
+        max_unparsed_screenings: int = 3,
     ) -> None:
         if reasoning_samples < 0:
             raise ValueError("reasoning_samples must be >= 0")
@@ -109,6 +111,8 @@ class LabelProbCritic(PointwiseCritic):
             max_tokens=max_tokens,
             prompt=prompt,
             name=name,
+            min_parse_rate=min_parse_rate,
+            max_unparsed_screenings=max_unparsed_screenings,
         )
         self.reasoning_samples = reasoning_samples
         self.scorer = find_scorer(model)

@@ -1,4 +1,4 @@
-"""Build screeners by name from config: ``build_screener(name, models=..., options=...)``.
+"""Build screeners by name from config: ``build_screener(name, models=..., options=cfg.screener.options)``.
 
 ``models`` maps a role key to a ``Model`` (for example ``{"default": m,
 "critic": c, "judge": j}``). Each factory picks its model by
@@ -7,16 +7,17 @@
 
 ``SCREENERS`` is a ``verifyless.registry.Registry``: one ``Component`` per name with its factory,
 its typed options (a pydantic model, ``options_model(name)``, with a description per field) and
-one line of help. An unknown name or option, a value of the wrong type or out of range (checked by
-``SCREENERS.validate``), or a missing model is a ``ConfigError`` (CLI exit code 2) whose message
+one line of help. An unknown name or option, a value of the wrong type or out of range (checked once, by
+``SCREENERS.validate``, when the configuration loads; a programmatic caller with a mapping calls it before
+``build_screener``), or a missing model is a ``ConfigError`` (CLI exit code 2) whose message
 names the option, what is wrong and how to fix it; a screener constructor's own ``ValueError`` is
 converted the same way; an option that moved (``REMOVED``) names its replacement.
 The options of ``surrogate`` and ``agentic`` (other modules) are derived from
 their constructors' signatures, so they stay in step with those classes.
 
 Every LLM screener also takes the reply-health options ``min_parse_rate`` and
-``max_unparsed_screenings``; the built screener carries the run's
-``ReplyHealth`` tracker as ``.health`` (see ``screen/health.py``).
+``max_unparsed_screenings``, in its constructor, and builds the run's ``ReplyHealth``
+tracker from them as ``.health`` (see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
 ``random``, ``oracle``, ``surrogate``, ``agentic``, ``pilot``, ``critic-ttl``, ``critic-probs``, ``critic-rm`` and ``adaptive`` (a wrapper)
@@ -48,7 +49,6 @@ from verifyless.screen.baselines import OracleScreener, RandomScreener
 from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
 from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
-from verifyless.screen.health import ReplyHealth, model_names
 from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
 from verifyless.screen.pilot import PilotOptions, PilotScreener
 from verifyless.screen.probcritic import LabelProbCritic
@@ -122,10 +122,10 @@ def _pick_model(models: Mapping[str, Model], key: str | None, role: str, screene
     )
 
 
+HEALTH_OPTIONS = ("min_parse_rate", "max_unparsed_screenings")  # HealthOptions; every LLM screener takes them
+
 _NOT_ARGS = {
     "model",
-    "min_parse_rate",
-    "max_unparsed_screenings",
     "members",
     "member",
     "member_options",
@@ -171,11 +171,12 @@ def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Scree
     built = []
     for spec in opts.members:
         if isinstance(spec, str):
-            member_opts = {**opts.member_options, "model": spec}
+            member_opts = SCREENERS.validate(opts.member, {**opts.member_options, "model": spec})
             built.append(build_screener(opts.member, models=models, options=member_opts, **extra))
         elif "screener" in spec:
             nested = dict(spec)
-            built.append(build_screener(str(nested.pop("screener")), models=models, options=nested, **extra))
+            member = str(nested.pop("screener"))
+            built.append(build_screener(member, models=models, options=SCREENERS.validate(member, nested), **extra))
         else:
             raise ConfigError(
                 f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with "
@@ -200,7 +201,7 @@ def _cascade(models, opts: CascadeOptions, **extra):
     second = ("pilot", opts.pilot) if opts.then == "pilot" else ("tournament", opts.tournament)
     for stage, options in (("critic", opts.critic), second):
         try:
-            stages.append(build_screener(stage, models=models, options=options, **extra))
+            stages.append(build_screener(stage, models=models, options=SCREENERS.validate(stage, options), **extra))
         except ConfigError as exc:  # the stage's options live one level down
             raise ConfigError(
                 f"cascade stage {stage!r} (screener.options.{stage}.*): "
@@ -228,13 +229,13 @@ def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
     return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
 
 
-def _agentic(models, opts: BaseModel, *, sandbox=None, **_):
+def _agentic(models, opts: _AgenticBase, *, sandbox=None, **_):
     if sandbox is None:
         raise ConfigError(
             "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
         )
 
-    model = _pick_model(models, getattr(opts, "model", None), "judge", "agentic")
+    model = _pick_model(models, opts.model, "judge", "agentic")
     return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
 
 
@@ -247,19 +248,26 @@ class _AgenticBase(HealthOptions):
 
 
 def _agentic_options() -> type[BaseModel]:
-    skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify")
+    skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify", *HEALTH_OPTIONS)
     return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
 
 
 def _critic_ttl(
-    models, opts: BaseModel, *, seed: int = 0, task: Any = None, learner: Any = None, threshold: float = 0.25, **_
+    models,
+    opts: TestTimeCriticOptions,
+    *,
+    seed: int = 0,
+    task: Any = None,
+    learner: Any = None,
+    threshold: float = 0.25,
+    **_,
 ):
     if learner is None:
         raise ConfigError(
             "screener 'critic-ttl' learns with torch and needs its learner: build it through verifyless.wiring "
             "(or pass learner=verifyless.train.ttl_learner.LoRALearner to build_screener)"
         )
-    model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-ttl")
+    model = _pick_model(models, opts.model, "critic", "critic-ttl")
     options = _kwargs(opts)
     learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
     learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
@@ -274,8 +282,8 @@ def _critic_ttl(
     return _construct(TestTimeCritic, "critic-ttl", critic, built, task=task, **options)
 
 
-def _critic_probs(models, opts: BaseModel, *, threshold: float = 0.25, **_):
-    model = _pick_model(models, getattr(opts, "model", None), "critic", "critic-probs")
+def _critic_probs(models, opts: LocalCriticOptions, *, threshold: float = 0.25, **_):
+    model = _pick_model(models, opts.model, "critic", "critic-probs")
     options = _kwargs(opts, only_set=True)
     return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
@@ -286,7 +294,8 @@ def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, **_
 
 def _adaptive(models, opts: AdaptiveOptions, **extra):
     try:
-        inner = build_screener(opts.screener, models=models, options=opts.options, **extra)
+        inner_options = SCREENERS.validate(opts.screener, opts.options)
+        inner = build_screener(opts.screener, models=models, options=inner_options, **extra)
     except ConfigError as exc:  # the wrapped screener's options live one level down
         raise ConfigError(
             "adaptive's wrapped screener (screener.options.options.*): "
@@ -296,7 +305,8 @@ def _adaptive(models, opts: AdaptiveOptions, **extra):
 
 
 def _critic_probs_options() -> type[BaseModel]:
-    return options_from_signature(LabelProbCritic, skip=("model", "route_threshold"), base=LocalCriticOptions)
+    skip = ("model", "route_threshold", *HEALTH_OPTIONS)  # the health options keep the base's checks
+    return options_from_signature(LabelProbCritic, skip=skip, base=LocalCriticOptions)
 
 
 SCREENERS = Registry(
@@ -339,34 +349,35 @@ def build_screener(
     name: str,
     *,
     models: Mapping[str, Model],
-    options: Mapping[str, Any] | None = None,
+    options: BaseModel | None = None,
     sandbox: Any = None,
     seed: int = 0,
     task: Any = None,
     learner: Any = None,
     threshold: float = 0.25,
 ) -> Screener:
-    """The screener registered as ``name``, built from ``models`` and validated ``options`` (not mutated).
+    """The screener registered as ``name``, built from ``models`` and its typed ``options`` (not mutated).
+
+    ``options`` are the screener's options as ``SCREENERS.validate`` made them (the configuration's
+    ``cfg.screener.options``, or ``SCREENERS.validate(name, mapping)`` for a programmatic caller); they are
+    not checked again; None means the screener's defaults. A mapping is a ``TypeError``
+    (``Registry.typed``). Nested options (a cascade's stages, an ensemble's members, the screener
+    ``adaptive`` wraps) are mappings in those options and are validated here, once, when built.
 
     ``sandbox`` (agentic pilots), ``seed`` (surrogate estimator, test-time learning), ``task`` and
     ``learner`` (the factory of ``critic-ttl``'s torch learner, ``screen/ttl.AdapterLearner``, injected
     by the composition root so this layer never imports ``train/``) and ``threshold`` (the engine's
     ``engine.uncertainty_threshold``, with which the critics mark evidence ``uncertain``) are handed to
     every factory, which uses what it needs; the LLM screeners read the task from ``ScreenContext`` at
-    screening time instead. The returned screener carries ``.health``, its ``ReplyHealth`` tracker.
+    screening time instead. An LLM screener gets its reply-health options in its constructor and builds its
+    ``ReplyHealth`` tracker there (``.health``); the others have none (``ReplyHealth.for_screener``).
     ``screener.options.verify_uncertain`` / ``route_threshold`` are a ``ConfigError`` naming the
     engine's switch that replaced them (``REMOVED``).
     """
     component = SCREENERS.get(name)
-    opts = SCREENERS.validate(name, options)
+    opts = SCREENERS.typed(name, options)
     extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
     screener: Screener = component.factory(models, opts, **extra)
-    screener.health = ReplyHealth(  # type: ignore[attr-defined]
-        str(getattr(screener, "name", name)),
-        ", ".join(model_names(screener)),
-        getattr(opts, "min_parse_rate", 0.5),
-        getattr(opts, "max_unparsed_screenings", 3),
-    )
     return screener
 
 

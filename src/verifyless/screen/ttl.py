@@ -11,7 +11,7 @@ from the critic model's configured ``adapter:`` (e.g. the SFT/GRPO critic), else
 a fresh LoRA (rank 32 by default). The engine calls ``learn(outcomes, round)``
 once per round boundary; screening always uses the current adapter.
 
-``pairs_per_update`` (None by default; ``verifyless.wiring`` sets it to the
+``pairs_per_update`` (None by default; ``verifyless.config.RunConfig`` sets it to the
 strategy's ``n_islands`` under ``islands``, the paper's OpenEvolve round of one
 new pair per island) switches from engine rounds to pair counts: new pairs
 accumulate, an SDFT step runs once ``pairs_per_update`` are pending and a
@@ -61,6 +61,7 @@ from verifyless.outcome import Outcome, label3
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.critic import TEMPERATURE, K, PointwiseCritic, parse_verdict
+from verifyless.screen.health import ReplyHealth
 from verifyless.screen.learner import AdapterLearner, Lesson
 from verifyless.screen.options import LocalCriticOptions
 from verifyless.screen.reward import recorded_critic
@@ -155,8 +156,11 @@ class TestTimeCritic:
         pairs_per_update: int | None = None,
         seed: int = 0,
         task: Any = None,
+        min_parse_rate: float = 0.5,
+        max_unparsed_screenings: int = 3,
     ) -> None:
-        """``critic`` screens (its model is the one ``learner`` trains an adapter of) and names the screenings."""
+        """``critic`` screens (its model is the one ``learner`` trains an adapter of) and names the screenings;
+        ``min_parse_rate`` / ``max_unparsed_screenings`` are the reply-health limits of ``health``."""
         if mode not in ("sdft", "grpo"):
             raise ConfigError(f"critic-ttl mode must be 'sdft' or 'grpo', got {mode!r}")
         self.name, self.mode, self.every, self.seed = critic.name, mode, every, seed
@@ -166,6 +170,7 @@ class TestTimeCritic:
         self.pending: list[Outcome] = []
         self._ctx: ScreenContext | None = None
         self.task = task  # prompts before the first screening (e.g. learning right after a resume)
+        self.health = ReplyHealth.watching(self, min_parse_rate, max_unparsed_screenings)
 
     @property
     def version(self) -> int:

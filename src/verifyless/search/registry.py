@@ -1,14 +1,13 @@
 """Search strategies by name: ``STRATEGIES``, a ``verifyless.registry.Registry``, and ``build_strategy``.
 
 Each strategy's options are its frozen config dataclass (``GreedyConfig``, ...), defined beside it and
-validated by pydantic through the registry (the run config's ``strategy`` block).
+validated by pydantic through the registry once, when the run config's ``strategy`` block loads.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping
 from typing import Any
 
 from verifyless.registry import Component, Registry
@@ -31,15 +30,16 @@ STRATEGIES = Registry(
 )
 
 
-def build_strategy(name: str, options: Mapping[str, Any] | None, rng: random.Random) -> SearchStrategy:
-    """Return a fresh strategy ``name`` configured by ``options`` and drawing its seed from ``rng``.
+def build_strategy(name: str, config: Any, rng: random.Random) -> SearchStrategy:
+    """Return a fresh strategy ``name`` configured by ``config`` and drawing its seed from ``rng``.
 
-    Raises ``ConfigError`` for an unknown name (listing the valid ones), for
-    unknown option keys (naming them and the valid keys), and for invalid values.
-    Resume: build with an identically seeded ``rng`` and tell every stored node.
+    ``config`` is the strategy's config dataclass as ``STRATEGIES.validate`` made it (the run's
+    ``cfg.strategy.options``; ``STRATEGIES.validate(name, mapping)`` for a mapping), not checked again;
+    None means its defaults. An unknown name is a ``ConfigError`` listing the valid ones; a mapping a
+    ``TypeError`` (``Registry.typed``). Resume: build with an identically seeded ``rng`` and tell every
+    stored node.
     """
-    config = STRATEGIES.validate(name, options)
-    strategy: SearchStrategy = STRATEGIES.get(name).factory(rng, config)
+    strategy: SearchStrategy = STRATEGIES.get(name).factory(rng, STRATEGIES.typed(name, config))
     return strategy
 
 

@@ -41,7 +41,7 @@ from verifyless.offline.benchmark import screen_rows
 from verifyless.prompts import Template, check_template, load_template
 from verifyless.screen import critic, tournament
 from verifyless.screen.prompt_file import load_prompt_file
-from verifyless.screen.registry import build_screener
+from verifyless.screen.registry import SCREENERS, build_screener
 
 Row = Mapping[str, Any]
 _RANK3 = {"lose": 0, "tie": 1, "improve": 2}
@@ -122,7 +122,10 @@ class _TemplateTarget(ABC):
         """The screener's (placeholders, markers) that every template must keep."""
 
     def screener(self, template: Template) -> Any:
-        built = build_screener(self.screener_name, models={"default": self.model}, options=self.options)
+        options = SCREENERS.validate(self.screener_name, self.options)
+        built = build_screener(
+            self.screener_name, models={"default": self.model}, options=SCREENERS.validate(self.screener_name, options)
+        )
         built.template = template  # type: ignore[attr-defined]
         return built
 

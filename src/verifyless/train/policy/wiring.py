@@ -144,7 +144,7 @@ def _build(
     first = cfgs[0]
     execu = build_executor(
         first.executor.name,
-        first.executor.options.model_dump(exclude_unset=True),
+        first.executor.options,
         hide=[path.resolve().parent],
         capacity=first.engine.verify_concurrency,
     )
