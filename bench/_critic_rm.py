@@ -3,9 +3,9 @@
 Per shipped pool world (affairs_gbm, diabetes, digits_torch) and per split, a head on frozen MiniLM features
 (``screen.reward.PairFeaturizer``, ``train.reward.fit_head``: the product's code) is fitted on the split's train
 pairs and scored on its bench pairs; texts are the neutral summaries the offline summariser writes for each
-point's rendered program (``offline.critic_data.point_texts``: what a run's critic reads).
+point's rendered program (``offline.world_pairs.point_texts``: what a run's critic reads).
 
-Splits (``offline.critic_data``; ``leaks(split)`` is asserted empty for each):
+Splits (``offline.world_pairs``; ``leaks(split)`` is asserted empty for each):
 
 * ``by run``: earlier runs are ``--earlier-runs`` greedy replays with the random pick (seeds 1000+, budget
   ``--run-budget``, N ``--pool``), each contributing the pairs it paid for (``run_pairs``: verified child vs the
@@ -44,7 +44,8 @@ import numpy as np
 from verifyless.node import Candidate, Screening
 from verifyless.offline.breakeven import compare_arms, iid_factory, oracle_factory, random_factory
 from verifyless.offline.compare import bootstrap_ci, probability_of_improvement
-from verifyless.offline.critic_data import (
+from verifyless.offline.replay import RandomArm, pick_screening, point_index, replay_run
+from verifyless.offline.world_pairs import (
     PairSplit,
     TextPair,
     leaks,
@@ -56,7 +57,6 @@ from verifyless.offline.critic_data import (
     split_by_run,
     world_pairs,
 )
-from verifyless.offline.replay import RandomArm, pick_screening, point_index, replay_run
 from verifyless.offline.worlds import World, load_worlds, world_paths
 from verifyless.outcome import THREE
 from verifyless.screen.base import ScreenContext

@@ -41,8 +41,8 @@ TASK = str(ROOT / "tests" / "data_task")
 def collect(out: Path, quick: bool) -> tuple[Path, list[str]]:
     """An ordinary search run (greedy, random screener: what a user has lying around) and two collections."""
     from verifyless.config import load_config
-    from verifyless.data.collect import CollectSettings
-    from verifyless.data.pipeline import run_collection
+    from verifyless.critic_data.collect import CollectSettings
+    from verifyless.critic_data.pipeline import run_collection
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
 
@@ -62,10 +62,10 @@ def collect(out: Path, quick: bool) -> tuple[Path, list[str]]:
 
 
 def dataset_from(db: Path, runs: list[str], out: Path) -> Path:
-    from verifyless.data.build import build_from_runs
-    from verifyless.data.dataset import load_critic_dataset, read_card, save_dataset, splits_of
+    from verifyless.critic_data.build import build_from_runs
+    from verifyless.critic_data.dataset import load_critic_dataset, read_card, save_dataset, splits_of
     from verifyless.store import RunStore
-    from verifyless.train.data import critique_text
+    from verifyless.train.critic_rows import critique_text
 
     with RunStore(db) as store:
         build_from_runs(store, runs, out / "data", bench_fraction=0.3)
@@ -169,7 +169,7 @@ def screened_run(tiny: Path, adapter: Path, out: Path, screener: str) -> dict[st
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
-    from verifyless.data.dataset import load_critic_dataset, read_card, splits_of
+    from verifyless.critic_data.dataset import load_critic_dataset, read_card, splits_of
     from verifyless.model.local import adapter_tag
     from verifyless.train.tiny import cached_tiny_lm
 

@@ -8,7 +8,7 @@
 world and per split (by run, by region, across tasks); see ``bench/_critic_rm.py``. The rest of this docstring
 is the SmolLM2 backbone (the default, ``--backbone smollm2``).
 
-Data (``verifyless.offline.critic_data``): parent -> child pairs (1..3 dimensions apart) of the built-in pool
+Data (``verifyless.offline.world_pairs``): parent -> child pairs (1..3 dimensions apart) of the built-in pool
 worlds, the child written from its option descriptions, labelled by ``outcome.label3`` at ``--tie``, balanced
 per label; split by world (train on every world but ``--bench-world``, bench on it: no configuration of the
 bench world is seen in training).
@@ -47,8 +47,8 @@ from typing import Any
 
 from verifyless.node import Candidate, Screening
 from verifyless.offline.compare import bootstrap_ci
-from verifyless.offline.critic_data import CriticData, CriticRow, by_world, compact_prompt, pair_label
 from verifyless.offline.replay import RandomArm, pick_screening, point_index, replay_run
+from verifyless.offline.world_pairs import CriticData, CriticRow, by_world, compact_prompt, pair_label
 from verifyless.offline.worlds import World, load_worlds, world_paths
 from verifyless.outcome import THREE
 from verifyless.screen.base import ScreenContext, Screener
@@ -312,7 +312,7 @@ def search_table(
 
 
 def build_data(args: argparse.Namespace) -> tuple[CriticData, dict[str, World], dict[str, Any]]:
-    from verifyless.offline.critic_data import space_descriptions
+    from verifyless.offline.world_pairs import space_descriptions
     from verifyless.task import load_task
 
     worlds = load_worlds(world_paths(WORLDS))

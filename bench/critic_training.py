@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python bench/critic_training.py --dataset DIR [--base smollm2-135m-instruct] \
         [--sft-steps 20] [--grpo-steps 4] [--out runs/bench-critic-training]
 
-Without ``--dataset`` it builds the synthetic keyword dataset (``verifyless.train.data.keyword_dataset``:
+Without ``--dataset`` it builds the synthetic keyword dataset (``verifyless.train.critic_rows.keyword_dataset``:
 the label is set by a keyword in the child summary; SFT critiques carry the true verdict). Each critic
 writes one greedy critique per bench row; the table gives Improve accuracy, Dir-3, F1 (improve) and
 5-Ladder over the parsed verdicts (an unparsed critique counts as wrong), the parse rate, and the wall
@@ -42,7 +42,7 @@ def evaluate(
     from verifyless.model import Message, ModelRequest, build_model, make_config
     from verifyless.screen.critic import parse_verdict
     from verifyless.screen.verdicts import verdict_score
-    from verifyless.train.data import messages_for
+    from verifyless.train.critic_rows import messages_for
 
     model = build_model(
         make_config(
@@ -90,7 +90,7 @@ def evaluate(
 def main() -> None:
     import torch
 
-    from verifyless.train.data import keyword_dataset, load_dataset
+    from verifyless.train.critic_rows import keyword_dataset, load_dataset
     from verifyless.train.grpo import train_critic_grpo
     from verifyless.train.settings import load_settings
     from verifyless.train.sft import train_critic_sft

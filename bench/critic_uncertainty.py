@@ -5,7 +5,7 @@
         [--splits sft,grpo,bench] [--only "k-vote k=4,probs r=0"]
 
 For every row of the given critic datasets (the splits named, all by default) and one local critic model,
-three screeners judge the row's child on its own (the critic benchmark's context, ``verifyless.data.prompt``):
+three screeners judge the row's child on its own (the critic benchmark's context, ``verifyless.critic_data.prompt``):
 
 * ``k-vote``: the pointwise critic, k sampled critiques, u = 1 - (majority share of the parsed votes);
 * ``probs r=0``: the label-probability critic, one verdict probe right after the prompt;
@@ -29,7 +29,7 @@ from typing import Any
 
 
 def load_rows(datasets: list[Path], splits: list[str], limit: int, per_dataset: int = 0) -> list[dict[str, Any]]:
-    from verifyless.data import load_critic_dataset
+    from verifyless.critic_data import load_critic_dataset
 
     rows = []
     for folder in datasets:
@@ -45,7 +45,7 @@ def predicted(evidence: Any) -> str | None:
 
 
 async def judge(screener: Any, row: dict[str, Any], seed: int) -> tuple[str | None, float, int]:
-    from verifyless.data.prompt import row_candidate, screen_context
+    from verifyless.critic_data.prompt import row_candidate, screen_context
 
     ctx = screen_context(row, random.Random(f"{seed}:{row['example_id']}"))
     cand = row_candidate(row)

@@ -51,7 +51,7 @@ RANK = {"lose": 0, "tie": 1, "improve": 2}
 
 def _rows(dataset: Path) -> list[dict]:
     sys.path.insert(0, str(ROOT / "src"))
-    from verifyless.data.dataset import load_critic_dataset
+    from verifyless.critic_data.dataset import load_critic_dataset
 
     dd = load_critic_dataset(dataset)
     return [dict(r) for name in dd for r in dd[name]]

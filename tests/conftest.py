@@ -45,9 +45,9 @@ ONE_WORKER = {
     "test_world_engine",
     "test_wheel",
     "test_ui_app",
-    "test_ui_data",
+    "test_ui_views",
     "test_ui_browser",
-    "test_report_data",
+    "test_report_views",
 }
 
 

@@ -247,7 +247,7 @@ def test_curve_and_pools_from_store(tmp_path):
 
 def test_plots_and_markdown(tmp_path):
     from verifyless.metrics import critic as M
-    from verifyless.offline import plots, report
+    from verifyless.offline import plots, tables
 
     recs = [
         M.make_record(str(i), ["BigWin"] * (i % 4) + ["Lose"] * (4 - i % 4), "improve" if i % 2 else "lose")
@@ -262,10 +262,10 @@ def test_plots_and_markdown(tmp_path):
     ]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    md = report.critic_table({"all": M.critic_metrics(recs)})
+    md = tables.critic_table({"all": M.critic_metrics(recs)})
     assert md.startswith("| group |") and md.count("\n") == 3
-    assert report.markdown_table(["a"], [["x|y"]]).splitlines()[2] == "| x\\|y |"
-    assert report.fmt(None) == "—" and report.fmt(0.1234, percent=True) == "12.3"
+    assert tables.markdown_table(["a"], [["x|y"]]).splitlines()[2] == "| x\\|y |"
+    assert tables.fmt(None) == "—" and tables.fmt(0.1234, percent=True) == "12.3"
 
 
 def test_bench_cli_commands(tmp_path):

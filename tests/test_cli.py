@@ -293,7 +293,7 @@ def _budget(done: int) -> dict:
 
 
 def test_show_reports_the_ensemble_submission(tmp_path):
-    from test_report_data import _with_submission
+    from test_report_views import _with_submission
 
     run_id = _with_submission(tmp_path / "e.db")
     shown = cli("show", run_id, "--store", str(tmp_path / "e.db"))

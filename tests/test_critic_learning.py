@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from verifyless.offline.critic_data import balance, by_world, compact_prompt, world_rows
 from verifyless.offline.replay import hamming
+from verifyless.offline.world_pairs import balance, by_world, compact_prompt, world_rows
 from verifyless.offline.worlds import synthetic_world
 from verifyless.outcome import THREE, label3, pair_outcome
 

@@ -18,7 +18,8 @@ from verifyless._cli.show import show_data
 from verifyless.config import RunConfig, load_config, stored_config
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Idea, Operator
-from verifyless.offline.critic_data import (
+from verifyless.offline.replay import RandomArm, replay_run
+from verifyless.offline.world_pairs import (
     TextPair,
     leaks,
     point_key,
@@ -28,7 +29,6 @@ from verifyless.offline.critic_data import (
     split_by_run,
     world_pairs,
 )
-from verifyless.offline.replay import RandomArm, replay_run
 from verifyless.offline.worlds import synthetic_world
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext

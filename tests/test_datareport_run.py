@@ -12,8 +12,8 @@ from verifyless._cli.replay import replay_run
 from verifyless._cli.show import show_data
 from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_payload, report_for_run, status_line
-from verifyless.report.data_report_view import data_report_view
 from verifyless.report.render import report_html
+from verifyless.report.views.data_report import data_report_view
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.store import RunStore
 from verifyless.task import load_task

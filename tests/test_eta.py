@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.report import data_progress
+from verifyless.report import views
 from verifyless.store.records import Charge
 from verifyless.store.sqlite import RunStore
 
 
 def test_eta_is_the_recent_pace_times_what_is_left():
-    assert data_progress.eta_seconds([10.0, 12.0, 14.0, 16.0], done=4, cap=10, status="running") == pytest.approx(12.0)
-    assert data_progress.eta_seconds([10.0, 12.0], done=10, cap=10, status="running") == 0.0  # at the cap
-    assert data_progress.eta_seconds([10.0], done=1, cap=10, status="running") is None  # no pace from one point
-    assert data_progress.eta_seconds([10.0, 12.0], done=2, cap=None, status="running") is None  # no cap
-    assert data_progress.eta_seconds([10.0, 12.0], done=2, cap=10, status="finished") is None
+    assert views.progress.eta_seconds([10.0, 12.0, 14.0, 16.0], done=4, cap=10, status="running") == pytest.approx(12.0)
+    assert views.progress.eta_seconds([10.0, 12.0], done=10, cap=10, status="running") == 0.0  # at the cap
+    assert views.progress.eta_seconds([10.0], done=1, cap=10, status="running") is None  # no pace from one point
+    assert views.progress.eta_seconds([10.0, 12.0], done=2, cap=None, status="running") is None  # no cap
+    assert views.progress.eta_seconds([10.0, 12.0], done=2, cap=10, status="finished") is None
 
 
 def _verify(store: RunStore, run_id: str, n: int) -> None:
@@ -32,14 +32,14 @@ def test_progress_carries_the_eta_incrementally_and_drops_it_when_the_run_ends(t
         rid = store.create_run("toy", {"budget": {"verifications": 20}})
         store.set_status(rid, "running")
         _verify(store, rid, 3)
-        first = data_progress.progress(store, rid)
+        first = views.progress.progress(store, rid)
         _verify(store, rid, 12)
-        later = data_progress.progress(store, rid, since=first)
-        full = data_progress.progress(store, rid)
-        assert later.verified_at == full.verified_at and len(full.verified_at) == data_progress.ETA_WINDOW
+        later = views.progress.progress(store, rid, since=first)
+        full = views.progress.progress(store, rid)
+        assert later.verified_at == full.verified_at and len(full.verified_at) == views.progress.ETA_WINDOW
         assert later.eta_s == full.eta_s and full.eta_s is not None and full.eta_s >= 0.0
         store.set_status(rid, "finished")
-        assert data_progress.progress(store, rid, since=later).eta_s is None
+        assert views.progress.progress(store, rid, since=later).eta_s is None
 
 
 def test_duration_words():

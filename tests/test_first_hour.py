@@ -22,9 +22,9 @@ from verifyless.engine.baseline import check_baseline, failure_source
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.node import Screening, Status
 from verifyless.preflight import plan
-from verifyless.report.data import run_summary
 from verifyless.report.export import node_rows
 from verifyless.report.render import report_html
+from verifyless.report.views.runs import run_summary
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.baselines import RandomScreener
 from verifyless.store import RunStore

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from data_rows import row
+from critic_data_rows import row
 from verifyless._cli.app import app
-from verifyless.data.dataset import card_data, load_critic_dataset, save_dataset
-from verifyless.data.harvest import harvest_runs
+from verifyless.critic_data.dataset import card_data, load_critic_dataset, save_dataset
+from verifyless.critic_data.harvest import harvest_runs
 from verifyless.model.scripted import ScriptedModel, last_user_text
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.offline.benchmark import run_critic_bench, write_report

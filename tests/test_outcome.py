@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from verifyless.data.labels import label_pairs
+from verifyless.critic_data.labels import label_pairs
 from verifyless.metrics.critic import critic_records_from_store
 from verifyless.node import Candidate, Idea, Operator, Status, Verification
 from verifyless.outcome import Outcome, improved, label3, outcome_of, reward_label

@@ -68,7 +68,7 @@ def test_a_pilot_result_reaches_an_observer_marked_low_fidelity_and_is_never_lab
 
 
 def test_a_pilot_never_becomes_critic_data_a_learn_pair_or_a_strategy_node(tmp_path):
-    from verifyless.data.harvest import harvest_run
+    from verifyless.critic_data.harvest import harvest_run
 
     store, engine, live = _run(tmp_path)
     with store:

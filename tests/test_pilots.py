@@ -194,9 +194,9 @@ def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_an
 def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at_smoke_level(tmp_path):
     from engine_fakes import FakeExecutor
     from verifyless.config import load_config
-    from verifyless.report.data_curves import best_curve
-    from verifyless.report.data_pilots import low_fidelity_view
     from verifyless.report.render import write_report
+    from verifyless.report.views.curves import best_curve
+    from verifyless.report.views.pilots import low_fidelity_view
     from verifyless.screen.registry import SCREENERS, build_screener
 
     task = levelled_task()

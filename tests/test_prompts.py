@@ -54,7 +54,7 @@ def test_the_fixture_covers_every_builtin_template_and_section() -> None:
 
 
 def test_critic_messages_of_dataset_rows_are_unchanged() -> None:
-    from verifyless.data import critic_messages
+    from verifyless.critic_data import critic_messages
 
     for case in json.loads((FIXTURES / "critic_messages_rendered.json").read_text(encoding="utf-8")):
         assert critic_messages(case["row"]) == case["expected"]
@@ -156,8 +156,8 @@ def test_a_variant_that_changes_its_placeholders_is_rejected_naming_the_file() -
 
 def test_the_freestyle_critic_prompt_is_package_data_the_critic_renders_without_a_rubric() -> None:
     """App. H's freestyle critic: the critic's inputs and verdict tags, but no criterion-by-criterion rubric."""
-    from data_rows import row
-    from verifyless.data import critic_messages
+    from critic_data_rows import row
+    from verifyless.critic_data import critic_messages
 
     example = row("keyword", "p0", "c0", "improve", label5="BigWin", delta=0.5)
     soft, free = critic_messages(example), critic_messages(example, "freestyle")

@@ -232,7 +232,7 @@ def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(fi
     more = cli("run", "--resume", run_id, "--store", str(store), "--budget", "4")
     assert more.returncode == 0, more.stderr
     assert "resuming at round" in more.stdout and ": 3 of 4 verifications paid" in more.stdout, more.stdout
-    from verifyless.report.data import runs_list
+    from verifyless.report.views.runs import runs_list
     from verifyless.store import RunStore
 
     with RunStore(store) as st:

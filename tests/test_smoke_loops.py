@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.child import ChildMaker
-from verifyless.data.collect import Collector, CollectSettings
-from verifyless.data.harvest import harvest_run
+from verifyless.critic_data.collect import Collector, CollectSettings
+from verifyless.critic_data.harvest import harvest_run
 from verifyless.executors.local import LocalExecutor
 from verifyless.model.scripted import ScriptedModel
 from verifyless.roles.space import space_roles

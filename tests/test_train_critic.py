@@ -16,7 +16,7 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 
 from verifyless.errors import ConfigError  # noqa: E402
-from verifyless.train.data import keyword_dataset, load_dataset, messages_for  # noqa: E402
+from verifyless.train.critic_rows import keyword_dataset, load_dataset, messages_for  # noqa: E402
 from verifyless.train.grpo import train_critic_grpo, verdict_reward  # noqa: E402
 from verifyless.train.settings import grpo_accumulation, load_settings  # noqa: E402
 from verifyless.train.sft import train_critic_sft  # noqa: E402
@@ -203,7 +203,7 @@ def verdict_accuracy(tiny: Path, adapter: Path, dataset: Path) -> dict[str, floa
 
     from verifyless.model import build_model, make_config
     from verifyless.model.local import activate, chat_prompt, encode
-    from verifyless.train.data import KEYWORDS
+    from verifyless.train.critic_rows import KEYWORDS
 
     model = build_model(make_config(provider="local", model=str(tiny), adapter=str(adapter), device="cpu"))
     tok = model.loaded.tokenizer

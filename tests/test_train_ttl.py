@@ -53,7 +53,7 @@ def tiny(request: pytest.FixtureRequest) -> Path:
 
 
 def context() -> ScreenContext:
-    from verifyless.data.prompt import task_for
+    from verifyless.critic_data.prompt import task_for
 
     task = task_for({"task": "keyword", "task_description": "Improve the score.", "higher_is_better": True})
     return ScreenContext(
@@ -309,7 +309,7 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
 
         shown = show_data(store, result.run_id, 5)["adapters"]
         assert shown == [{"role": "critic-ttl", "origin": None, "version": versions[-1]}]  # a fresh LoRA's chain
-        from verifyless.report.data import run_summary
+        from verifyless.report.views.runs import run_summary
 
         assert run_summary(store, result.run_id).adapters == (f"critic-ttl: v{versions[-1]} from a fresh LoRA",)
 
@@ -578,7 +578,7 @@ def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_b
 
 def test_the_critic_benchmark_scores_critic_probs_on_its_probabilities_and_its_5_ladder_is_na(tiny: Path) -> None:
     """bench critic on critic-probs: predictions are the argmax of label_probs, not the sampled critiques."""
-    from data_rows import row
+    from critic_data_rows import row
     from verifyless.metrics.critic import record_from_evidence
     from verifyless.node import Evidence
     from verifyless.offline.benchmark import run_critic_bench

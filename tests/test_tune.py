@@ -12,9 +12,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from data_rows import many
+from critic_data_rows import many
 from verifyless._cli.app import app
-from verifyless.data.dataset import card_data, save_dataset
+from verifyless.critic_data.dataset import card_data, save_dataset
 from verifyless.errors import ConfigError
 from verifyless.model.scripted import ScriptedModel, last_user_text, system_text
 from verifyless.offline.benchmark import screen_rows

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from report_fixtures import PAYLOADS, SECRET, cached_build
-from verifyless.report import data_calls, data_final, data_progress
+from verifyless.report import views
 from verifyless.report.reader import open_readonly
 
 pytest.importorskip("starlette", reason="the ui extra is not installed (pip install -e '.[ui]')")
@@ -70,7 +70,7 @@ def test_dashboard_views_answer_with_the_runs_data(client):
     c, built = client
     rid = built["plain"]
     with open_readonly(built["store"]) as st:
-        final = data_final.final_view(st, rid).node_id
+        final = views.final.final_view(st, rid).node_id
         nodes = [r["node_id"] for r in st.node_rows(rid)]
         verifications = len(list(st.events(rid, kinds=["verification"])))
     lineage = c.get(f"/api/runs/{rid}/lineage").json()
@@ -79,7 +79,7 @@ def test_dashboard_views_answer_with_the_runs_data(client):
     assert len(series["scatter"]["points"]) == verifications == len(series["usage"]["points"]) - 1
     assert "combined_score" in series["scatter"]["metrics"]
     with open_readonly(built["store"]) as st:
-        root_calls = data_calls.node_calls(st, rid, "root")
+        root_calls = views.calls.node_calls(st, rid, "root")
     assert series["nodes"]["root"] == {
         "calls": len(root_calls.calls),
         "prompt_tokens": root_calls.prompt_tokens,
@@ -101,7 +101,7 @@ def test_polled_progress_matches_a_full_read(client):
     rid = built["plain"]
     first, second = c.get(f"/api/runs/{rid}/progress").json(), c.get(f"/api/runs/{rid}/progress").json()
     with open_readonly(built["store"]) as st:
-        full = data_progress.progress(st, rid)
+        full = views.progress.progress(st, rid)
     assert first == second and second["last_seq"] == full.last_seq and second["rounds"] == full.rounds
     assert [tuple(x) for x in second["recent"]] == [tuple(x) for x in full.recent]
 

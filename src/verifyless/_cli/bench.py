@@ -26,7 +26,7 @@ from verifyless.errors import ConfigError, TaskError
 from verifyless.metrics import critic as m
 from verifyless.model import build_model
 from verifyless.offline import compare as cmp
-from verifyless.offline import plots, report
+from verifyless.offline import plots, tables
 from verifyless.offline import selection as sel
 from verifyless.offline.pools import ScoreOracle, collect_pools, evaluate_screener, load_pools, save_pools
 from verifyless.offline.scores import best_scheme, normalize
@@ -108,27 +108,27 @@ def critic(
         m.auroc_vs_k(records, repeats=repeats, seed=seed),
         m.calibration(records, bins),
     )
-    _print("critic metrics (%)", report.CRITIC_HEADERS, report.critic_rows(groups))
+    _print("critic metrics (%)", tables.CRITIC_HEADERS, tables.critic_rows(groups))
     _print(
         "uncertainty routing",
         ["T", "routed %", "error recall %", "errors", "accuracy of kept %"],
-        report.routing_rows(route),
+        tables.routing_rows(route),
     )
-    _print("AUROC vs k", ["k", "AUROC", "std", "records"], report.auroc_rows(ks))
+    _print("AUROC vs k", ["k", "AUROC", "std", "records"], tables.auroc_rows(ks))
     md = [
         "# Critic report\n",
-        report.critic_table(groups),
+        tables.critic_table(groups),
         "\n## Three-way confusion (rows = truth)\n",
-        report.confusion_table(groups["all"].confusion3),
+        tables.confusion_table(groups["all"].confusion3),
     ]
     if groups["all"].confusion5 is not None:
-        md += ["\n## Five-level confusion (rows = truth)\n", report.confusion_table(groups["all"].confusion5)]
+        md += ["\n## Five-level confusion (rows = truth)\n", tables.confusion_table(groups["all"].confusion5)]
     md += [
         "\n## Routing\n",
-        report.routing_table(route),
+        tables.routing_table(route),
         "\n## AUROC vs k\n",
-        report.auroc_table(ks),
-        f"\nExpected calibration error: {report.fmt(cal.ece)}; Brier score: {report.fmt(cal.brier)}\n",
+        tables.auroc_table(ks),
+        f"\nExpected calibration error: {tables.fmt(cal.ece)}; Brier score: {tables.fmt(cal.brier)}\n",
     ]
     _write(out, "critic.md", "".join(md))
     if out is not None:
@@ -163,8 +163,8 @@ def selection(
             if s.advantage is not None and math.isfinite(final):
                 advantages.append(s.advantage)
                 finals.append(final)
-    _print("selection", report.SELECTION_HEADERS, report.selection_rows(summaries))
-    md = "# Selection report\n\n" + report.selection_table(summaries)
+    _print("selection", tables.SELECTION_HEADERS, tables.selection_rows(summaries))
+    md = "# Selection report\n\n" + tables.selection_table(summaries)
     empty = [run_id for run_id, s in summaries.items() if s.n_pools == 0]
     if empty:
         line = f"{', '.join(empty)}: {sel.NO_POOLS_HINT}"
@@ -273,25 +273,25 @@ def compare(
                 sign = signs[next(c.run_id for c in curves[b] if c.task == task)]
                 reaches.append((task, a, b, [dataclasses.replace(r, target=sign * r.target) for r in found]))
     _print(
-        f"final {target} score ({scheme})", ["arm", "final score", "low", "high", "runs"], report.arm_rows(estimates)
+        f"final {target} score ({scheme})", ["arm", "final score", "low", "high", "runs"], tables.arm_rows(estimates)
     )
     single = _single_run_note(scores, poi)
     if poi:
-        _print("probability of improvement", ["A", "B", "P(A > B)", "low", "high"], report.poi_rows(poi))
+        _print("probability of improvement", ["A", "B", "P(A > B)", "low", "high"], tables.poi_rows(poi))
         if single:
             console.print(f"[yellow]{single}[/]", highlight=False)
     if reaches:
         _print(
             "verifications for A to reach B's final best (validation, target in the metric's units)",
             ["task", "A", "B", "target", "reached", "median verifications", "median seconds"],
-            report.reach_rows(reaches),
+            tables.reach_rows(reaches),
         )
-    md = ["# Arm comparison\n\n", report.arm_table(estimates)]
+    md = ["# Arm comparison\n\n", tables.arm_table(estimates)]
     if poi:
-        md += ["\n## Probability of improvement\n\n", report.poi_table(poi)]
+        md += ["\n## Probability of improvement\n\n", tables.poi_table(poi)]
         md += [f"\n{single}\n"] if single else []
     if reaches:
-        md += ["\n## Verifications to reach\n\n", report.reach_table(reaches)]
+        md += ["\n## Verifications to reach\n\n", tables.reach_table(reaches)]
     _write(out, "compare.md", "".join(md))
     if out is not None:
         _plot_curves(curves, out, "verifications", n_boot, seed)
@@ -350,7 +350,7 @@ def curves_cmd(
     with read_store(store) as st:
         arms = _arms(st, list(runs or []), label)
         curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
-    rows = [[arm, c.run_id, c.task, str(len(c.best)), report.fmt(c.final, 4)] for arm, cs in curves.items() for c in cs]
+    rows = [[arm, c.run_id, c.task, str(len(c.best)), tables.fmt(c.final, 4)] for arm, cs in curves.items() for c in cs]
     _print("runs", ["arm", "run", "task", "verifications", "final best fitness"], rows)
     _plot_curves(curves, out, by, n_boot, seed)
 
@@ -385,7 +385,7 @@ def collect_pools_command(
         ok = [c for c in p.candidates if c.fitness is not None]
         best = max(ok, key=lambda c: c.fitness).score if ok else None  # type: ignore[arg-type, return-value]
         rows.append(
-            [p.pool_id, report.fmt(p.parent_score, 4), str(len(p.candidates)), str(len(ok)), report.fmt(best, 4)]
+            [p.pool_id, tables.fmt(p.parent_score, 4), str(len(p.candidates)), str(len(ok)), tables.fmt(best, 4)]
         )
     _print("pools", ["pool", "parent score", "candidates", "verified ok", "best child score"], rows)
     console.print(f"wrote {path}")
@@ -420,8 +420,8 @@ def replay_pools(
         summaries[name] = rep.summary
         if rep.normalized_ci is not None:
             console.print(f"{name}: normalised advantage {rep.normalized_ci}")
-    _print(f"selector replay on {file} ({target})", report.SELECTION_HEADERS, report.selection_rows(summaries))
-    _write(out, "replay.md", f"# Screener replay: {file.name} ({target})\n\n" + report.selection_table(summaries))
+    _print(f"selector replay on {file} ({target})", tables.SELECTION_HEADERS, tables.selection_rows(summaries))
+    _write(out, "replay.md", f"# Screener replay: {file.name} ({target})\n\n" + tables.selection_table(summaries))
 
 
 def _registry_screener(name: str, model: str | None, options: list[str], seed: int):

@@ -16,16 +16,16 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless.config import DEFAULT_STORE
-from verifyless.data.build import build_from_runs, synthesize_dataset
-from verifyless.data.collect import CollectSettings
-from verifyless.data.dataset import load_critic_dataset, read_card
-from verifyless.data.pipeline import CollectWiring, run_collection
-from verifyless.data.synthesize import SynthesisSettings
+from verifyless.critic_data.build import build_from_runs, synthesize_dataset
+from verifyless.critic_data.collect import CollectSettings
+from verifyless.critic_data.dataset import load_critic_dataset, read_card
+from verifyless.critic_data.pipeline import CollectWiring, run_collection
+from verifyless.critic_data.synthesize import SynthesisSettings
 from verifyless.errors import ConfigError, StoreError
 from verifyless.ledger import BudgetConfig
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
-from verifyless.offline import report
+from verifyless.offline import tables
 from verifyless.offline.benchmark import run_critic_bench, write_report
 from verifyless.store import RunStore
 
@@ -231,9 +231,9 @@ def bench_dataset(
             rows, screener, split=split, seed=seed, repeats=repeats, progress=lambda: bar.advance(tid)
         )
     table = Table(title=f"{rep.screener} on {dataset} [{split}] (%)", title_justify="left")
-    for h in report.CRITIC_HEADERS:
+    for h in tables.CRITIC_HEADERS:
         table.add_column(h)
-    for row in report.critic_rows(rep.groups):
+    for row in tables.critic_rows(rep.groups):
         table.add_row(*row)
     console.print(table)
     console.print(f"{len(rep.records)} of {rep.rows} examples got a verdict ({rep.no_verdict} without)")

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.common import key_values
-from verifyless.data.dataset import load_critic_dataset
+from verifyless.critic_data.dataset import load_critic_dataset
 from verifyless.errors import ConfigError
 from verifyless.model import build_model
 from verifyless.offline.tune.evaluate import CountingModel, make_target

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.prompt import row_candidate, screen_context
+from verifyless.critic_data.prompt import row_candidate, screen_context
 from verifyless.metrics import critic as m
 from verifyless.offline import (
     plots,  # needs the `plot` extra (matplotlib)
-    report,
+    tables,
 )
 
 
@@ -121,16 +121,16 @@ def markdown(rep: CriticBenchReport) -> str:
     lines = [
         f"# Critic benchmark: {rep.screener} on the {rep.split} split\n",
         f"{rep.rows} examples, {len(rep.records)} with a verdict, {rep.no_verdict} without; {rep.seconds:.1f} s.\n",
-        report.critic_table(rep.groups),
+        tables.critic_table(rep.groups),
     ]
     if rep.records:
         lines += [
             "\n## Three-way confusion (rows = truth)\n",
-            report.confusion_table(rep.groups["all"].confusion3),
+            tables.confusion_table(rep.groups["all"].confusion3),
             "\n## Routing by vote uncertainty\n",
-            report.routing_table(list(rep.routing)),
+            tables.routing_table(list(rep.routing)),
             "\n## AUROC vs k\n",
-            report.auroc_table(list(rep.auroc)),
+            tables.auroc_table(list(rep.auroc)),
         ]
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,4 @@
-"""Run reports: data views over a run store (``data``, ``data_nodes``), SVG/PNG figures, and the HTML report.
+"""Run reports: the run views over a run store (``views``), SVG/PNG figures, and the HTML report.
 
 ``verifyless report RUN`` writes one self-contained HTML file plus PNG figures;
 ``verifyless ui`` (``verifyless.ui``) serves the same views live.

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from verifyless.errors import ConfigError
 from verifyless.program import BandError, extract
-from verifyless.report.data_nodes import node_details
+from verifyless.report.views.nodes import node_details
 from verifyless.task.base import HIDDEN_PREFIXES
 from verifyless.task.loader import load_task
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from verifyless.report.data import BudgetView
-from verifyless.report.data_critic import CriticView
-from verifyless.report.data_curves import CurveView
-from verifyless.report.data_nodes import GraphView
 from verifyless.report.svg import PALETTE, STATUS_COLOURS
+from verifyless.report.views.critic import CriticView
+from verifyless.report.views.curves import CurveView
+from verifyless.report.views.nodes import GraphView
+from verifyless.report.views.runs import BudgetView
 
 
 def _pyplot() -> Any:

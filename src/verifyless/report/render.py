@@ -18,9 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from verifyless.report import data, data_critic, data_curves, data_final, data_nodes, data_pilots, peers, svg, text
 from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
-from verifyless.report.data_report_view import data_report_view
+from verifyless.report import peers, svg, text, views
+from verifyless.report.views.data_report import data_report_view
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -52,22 +52,22 @@ def version() -> str:
 
 def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
     """Everything the run page (report or dashboard) renders, as template variables."""
-    f = data_final.final_view(store, run_id)
-    curve = data_curves.best_curve(store, run_id)
-    g = data_nodes.graph_view(store, run_id, final_id=f.node_id)
+    f = views.final.final_view(store, run_id)
+    curve = views.curves.best_curve(store, run_id)
+    g = views.nodes.graph_view(store, run_id, final_id=f.node_id)
     return {
-        "s": data.run_summary(store, run_id),
-        "b": data.budget_view(store, run_id),
-        "lofi": data_pilots.low_fidelity_view(store, run_id),
+        "s": views.runs.run_summary(store, run_id),
+        "b": views.runs.budget_view(store, run_id),
+        "lofi": views.pilots.low_fidelity_view(store, run_id),
         "f": f,
         "curve": curve,
         "curve_svg": svg.curves_svg([curve]),
         "g": g,
         "graph_svg": svg.graph_svg(g, href),
-        "rounds": data_nodes.rounds_view(store, run_id),
-        "cv": data_critic.critic_view(store, run_id),
-        "audit": data_critic.screener_audit_view(store, run_id),
-        "others": data.other_events(store, run_id),
+        "rounds": views.nodes.rounds_view(store, run_id),
+        "cv": views.critic.critic_view(store, run_id),
+        "audit": views.critic.screener_audit_view(store, run_id),
+        "others": views.runs.other_events(store, run_id),
         "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "datarep": data_report_view(store, run_id),
         "href": href,
@@ -81,14 +81,14 @@ class ReportFiles:
     note: str = ""  # why figures are missing, if they are
 
 
-def report_html(store: RunStoreProtocol, run_id: str, *, figures_dir: str, views: dict[str, Any] | None = None) -> str:
+def report_html(store: RunStoreProtocol, run_id: str, *, figures_dir: str, page: dict[str, Any] | None = None) -> str:
     """The report page of one run as one HTML string (``write_report`` and the dashboard's /report serve it)."""
     return (
         environment()
         .get_template("report.html")
         .render(
-            **(views if views is not None else run_views(store, run_id, lambda nid: f"#node-{nid}")),
-            nodes=data_nodes.node_details(store, run_id),
+            **(page if page is not None else run_views(store, run_id, lambda nid: f"#node-{nid}")),
+            nodes=views.nodes.node_details(store, run_id),
             generated=time.strftime("%Y-%m-%d %H:%M:%S"),
             version=version(),
             figures_dir=figures_dir,
@@ -100,14 +100,14 @@ def write_report(store: RunStoreProtocol, run_id: str, out_dir: str | Path, *, f
     """Write ``out_dir/report.html`` and (``figures``) ``out_dir/figures/*.png`` for one run (see module docstring)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    views = run_views(store, run_id, lambda nid: f"#node-{nid}")
-    html = report_html(store, run_id, figures_dir="figures/", views=views)
+    page = run_views(store, run_id, lambda nid: f"#node-{nid}")
+    html = report_html(store, run_id, figures_dir="figures/", page=page)
     path = out / "report.html"
     path.write_text(html, encoding="utf-8")
     if not figures:
         return ReportFiles(path, (), "PNG figures not requested")
     try:
-        pngs = drawing.write_figures(views, out / "figures")
+        pngs = drawing.write_figures(page, out / "figures")
     except ImportError as exc:
         return ReportFiles(path, (), f"PNG figures skipped: {exc}; install verifyless[plot]")
     return ReportFiles(path, tuple(pngs))

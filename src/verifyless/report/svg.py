@@ -15,9 +15,9 @@ from html import escape
 
 from markupsafe import Markup
 
-from verifyless.report.data_curves import CurveView, y_extent
-from verifyless.report.data_nodes import GraphView
 from verifyless.report.text import number
+from verifyless.report.views.curves import CurveView, y_extent
+from verifyless.report.views.nodes import GraphView
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 STATUS_COLOURS = {

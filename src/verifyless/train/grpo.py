@@ -28,7 +28,7 @@ from verifyless.train.common import (
     start_training,
     trainer_args,
 )
-from verifyless.train.data import load_dataset, messages_for, split
+from verifyless.train.critic_rows import load_dataset, messages_for, split
 from verifyless.train.settings import GRPOSettings, grpo_accumulation
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 ``verifyless train critic-rm TASK --store STORE --out DIR`` (``_cli/train.py``) calls ``train_from_store``:
 
 1. **Data.** Every verified parent -> child pair of the task's runs in the store (``data.harvest``: the same
-   pairs ``data from-runs`` makes), as ``offline.critic_data.TextPair``: the two neutral summaries the critic
+   pairs ``data from-runs`` makes), as ``offline.world_pairs.TextPair``: the two neutral summaries the critic
    reads, ``label3`` at the run's tie tolerance (or ``tie``), program hashes as content keys, the run as group.
 2. **Held-out check.** With two or more runs, the newest run is the bench (``split_by_run``: its pairs whose
    parent or child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from verifyless.data.harvest import harvest_runs
+from verifyless.critic_data.harvest import harvest_runs
 from verifyless.errors import ConfigError
 from verifyless.offline.compare import bootstrap_ci
-from verifyless.offline.critic_data import PairSplit, TextPair, leaks, split_by_run
+from verifyless.offline.world_pairs import PairSplit, TextPair, leaks, split_by_run
 from verifyless.outcome import THREE
 from verifyless.screen.features import TextEncoder, make_text_encoder
 from verifyless.screen.reward import PairFeaturizer, RewardHead, save_head

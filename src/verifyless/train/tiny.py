@@ -25,7 +25,7 @@ from typing import Any
 
 from verifyless.model.local import chat_prompt, encode
 from verifyless.prompts import OPTIONAL, load_template
-from verifyless.train.data import critique_text, keyword_rows, messages_for
+from verifyless.train.critic_rows import critique_text, keyword_rows, messages_for
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"

@@ -43,17 +43,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from verifyless.errors import StoreError
-from verifyless.report import (
-    data,
-    data_calls,
-    data_curves,
-    data_final,
-    data_nodes,
-    data_progress,
-    data_series,
-    svg,
-    text,
-)
+from verifyless.report import svg, text, views
 from verifyless.report.reader import open_readonly
 from verifyless.report.render import environment, report_html, run_views
 from verifyless.ui.highlight import python_spans
@@ -105,7 +95,7 @@ class Dashboard:
     def __init__(self, store_path: str | Path) -> None:
         self.holder = StoreHolder(Path(store_path))
         self.env = _environment()
-        self.last_progress: dict[str, data_progress.Progress] = {}
+        self.last_progress: dict[str, views.progress.Progress] = {}
         self.node_usage_memo: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def page(self, name: str, status_code: int = 200, **context: Any) -> Response:
@@ -131,7 +121,7 @@ class Dashboard:
     def node_usage(self, st: Any, rid: str) -> dict[str, Any]:
         """Calls, tokens and cost per node; recomputed only when the run has a new event (it reads every call's text)."""
         with self.holder.lock:
-            seq = data_calls.last_seq(st, rid)
+            seq = views.calls.last_seq(st, rid)
             if rid not in self.node_usage_memo or self.node_usage_memo[rid][0] != seq:
                 usage = {
                     nid: {
@@ -140,7 +130,7 @@ class Dashboard:
                         "completion_tokens": nc.completion_tokens,
                         "cost": nc.cost,
                     }
-                    for nid, nc in data_calls.calls_by_node(st, rid).items()
+                    for nid, nc in views.calls.calls_by_node(st, rid).items()
                 }
                 self.node_usage_memo[rid] = (seq, usage)
             return self.node_usage_memo[rid][1]
@@ -162,12 +152,12 @@ def node_href(run_id: str) -> Callable[[str], str]:
 
 def runs_page(dash: Dashboard, request: Request) -> Response:
     st, error = dash.store_or_error()
-    return dash.page("runs.html", runs=data.runs_list(st) if st else [], error=error)
+    return dash.page("runs.html", runs=views.runs.runs_list(st) if st else [], error=error)
 
 
 def run_page(dash: Dashboard, request: Request) -> Response:
     st, rid = dash.run_of(request)
-    return dash.page("run.html", **run_views(st, rid, node_href(rid)), eta=data_progress.progress(st, rid).eta_s)
+    return dash.page("run.html", **run_views(st, rid, node_href(rid)), eta=views.progress.progress(st, rid).eta_s)
 
 
 def fragment(dash: Dashboard, request: Request) -> Response:
@@ -195,13 +185,13 @@ def report_page(dash: Dashboard, request: Request) -> Response:
 
 def node_page(dash: Dashboard, request: Request) -> Response:
     st, rid = dash.run_of(request)
-    detail = data_nodes.node_detail(st, rid, request.path_params["node_id"])
+    detail = views.nodes.node_detail(st, rid, request.path_params["node_id"])
     return dash.page(
         "node.html",
         d=detail,
         run_id=rid,
         href=node_href(rid),
-        calls=data_calls.node_calls(st, rid, detail.id),
+        calls=views.calls.node_calls(st, rid, detail.id),
         calls_href=node_href(rid)(detail.id) + "/calls",
         spans=python_spans(detail.program),
         node_ids=[r["node_id"] for r in st.node_rows(rid)],
@@ -213,7 +203,7 @@ def calls_page(dash: Dashboard, request: Request) -> Response:
     node_id = request.path_params["node_id"]
     if node_id not in {r["node_id"] for r in st.node_rows(rid)}:
         raise StoreError(f"no node {node_id!r} in run {rid}")
-    nc = data_calls.node_calls(st, rid, node_id)
+    nc = views.calls.node_calls(st, rid, node_id)
     return dash.page("calls.html", nc=nc, run_id=rid, node_href=node_href(rid)(node_id))
 
 
@@ -224,7 +214,7 @@ def diff_page(dash: Dashboard, request: Request) -> Response:
     for nid in (a, b):
         if nid not in rows:
             raise StoreError(f"no node {nid!r} in run {rid}; pass two node ids as ?a=NODE&b=NODE")
-    program_a, program_b = (data_nodes.program_text(st, rows[n]) for n in (a, b))
+    program_a, program_b = (views.nodes.program_text(st, rows[n]) for n in (a, b))
     return dash.page(
         "diff.html",
         run_id=rid,
@@ -242,7 +232,7 @@ def compare_page(dash: Dashboard, request: Request) -> Response:
     if st is None:
         return dash.page("error.html", 404, message=error)
     ids = [st.resolve_run(r) for r in request.query_params.getlist("run")][:10]
-    curves = data_curves.compare_curves(st, ids)
+    curves = views.curves.compare_curves(st, ids)
     overlay = svg.curves_svg(curves, width=900, height=380, title="best validation score so far") if curves else ""
     side = [(c, svg.curves_svg([c], width=440, height=260, title=c.label)) for c in curves]
     return dash.page("compare.html", curves=curves, overlay=overlay, side_by_side=side)
@@ -260,19 +250,19 @@ def no_content(dash: Dashboard, request: Request) -> Response:
 
 def runs_api(dash: Dashboard, request: Request) -> Response:
     st, _ = dash.store_or_error()
-    return _json([asdict(r) for r in data.runs_list(st)] if st else [])
+    return _json([asdict(r) for r in views.runs.runs_list(st)] if st else [])
 
 
 def progress_api(dash: Dashboard, request: Request) -> Response:
     st, rid = dash.run_of(request)
     with dash.holder.lock:  # incremental: each poll reads only the events committed since the previous one
-        p = dash.last_progress[rid] = data_progress.progress(st, rid, since=dash.last_progress.get(rid))
+        p = dash.last_progress[rid] = views.progress.progress(st, rid, since=dash.last_progress.get(rid))
     return _json(asdict(p))
 
 
 def curve_api(dash: Dashboard, request: Request) -> Response:
     st, rid = dash.run_of(request)
-    return _json(_plain(asdict(data_curves.best_curve(st, rid))))
+    return _json(_plain(asdict(views.curves.best_curve(st, rid))))
 
 
 def lineage_api(dash: Dashboard, request: Request) -> Response:
@@ -282,8 +272,8 @@ def lineage_api(dash: Dashboard, request: Request) -> Response:
 
 def series_api(dash: Dashboard, request: Request) -> Response:
     st, rid = dash.run_of(request)
-    scatter = asdict(data_series.score_scatter(st, rid)) | {"final_id": data_final.final_view(st, rid).node_id}
-    body = {"usage": asdict(data_series.usage_series(st, rid)), "scatter": scatter, "nodes": dash.node_usage(st, rid)}
+    scatter = asdict(views.series.score_scatter(st, rid)) | {"final_id": views.final.final_view(st, rid).node_id}
+    body = {"usage": asdict(views.series.usage_series(st, rid)), "scatter": scatter, "nodes": dash.node_usage(st, rid)}
     return _json(_plain(body))
 
 
@@ -291,8 +281,8 @@ def node_api(dash: Dashboard, request: Request) -> Response:
     from starlette.responses import Response
 
     st, rid = dash.run_of(request)
-    detail = data_nodes.node_detail(st, rid, request.path_params["node_id"])
-    return Response(data_nodes.node_json(detail), media_type="application/json", headers=_headers())
+    detail = views.nodes.node_detail(st, rid, request.path_params["node_id"])
+    return Response(views.nodes.node_json(detail), media_type="application/json", headers=_headers())
 
 
 async def not_found(dash: Dashboard, request: Request, exc: Exception) -> Response:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.report import data_final, data_nodes
+from verifyless.report import views
 
 COLUMN = 46  # px between leaf columns
 ROW = 80  # px between depths
@@ -80,8 +80,8 @@ class LineageView:
 
 def lineage_view(store: Any, run_id: str) -> LineageView:
     """The whole graph of ``run_id`` laid out for the dashboard (see module docstring)."""
-    final_id = data_final.final_view(store, run_id).node_id
-    g = data_nodes.graph_view(store, run_id, final_id=final_id)
+    final_id = views.final.final_view(store, run_id).node_id
+    g = views.nodes.graph_view(store, run_id, final_id=final_id)
     by_id = {n.id: n for n in g.nodes}
     columns, bands = _island_columns(g.nodes, by_id)
     path = _path_to(final_id, by_id)
@@ -121,7 +121,7 @@ def lineage_view(store: Any, run_id: str) -> LineageView:
 
 
 def _island_columns(
-    nodes: tuple[data_nodes.GraphNode, ...], by_id: Mapping[str, data_nodes.GraphNode]
+    nodes: tuple[views.nodes.GraphNode, ...], by_id: Mapping[str, views.nodes.GraphNode]
 ) -> tuple[dict[str, float], tuple[IslandBand, ...]]:
     """Leaf columns per island (a tidy tree per island, creation order), islands placed left to right."""
     columns: dict[str, float] = {}
@@ -134,7 +134,7 @@ def _island_columns(
             up = by_id.get(n.parent_id or "")
             children.setdefault(n.parent_id if up is not None and up.island == island else None, []).append(n.id)
         x: dict[str, float] = {}
-        data_nodes._layout(children, x, {})
+        views.nodes._layout(children, x, {})
         width = max(x.values(), default=0.0) + 1
         columns.update({nid: offset + col for nid, col in x.items()})
         bands.append(IslandBand(island, MARGIN + (offset - 0.5) * COLUMN, MARGIN + (offset + width - 0.5) * COLUMN))
@@ -142,7 +142,7 @@ def _island_columns(
     return columns, tuple(bands)
 
 
-def _path_to(final_id: str | None, by_id: Mapping[str, data_nodes.GraphNode]) -> set[str]:
+def _path_to(final_id: str | None, by_id: Mapping[str, views.nodes.GraphNode]) -> set[str]:
     """The returned node and its primary ancestors (cycle-safe)."""
     path: set[str] = set()
     node = final_id

@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.data.dataset import split_rows
-from verifyless.data.prompt import row_candidate, screen_context
+from verifyless.critic_data.dataset import split_rows
+from verifyless.critic_data.prompt import row_candidate, screen_context
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
 from verifyless.offline.benchmark import screen_rows

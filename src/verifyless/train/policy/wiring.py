@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.child import ChildMaker
-from verifyless.data.pipeline import CollectWiring, collection_config
+from verifyless.critic_data.pipeline import CollectWiring, collection_config
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
 from verifyless.model import build_model

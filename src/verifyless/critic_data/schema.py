@@ -1,7 +1,7 @@
 """The critic dataset schema (one row per verified parent -> child example).
 
 The column contract is shared with the training code (see COMMON contract and
-docs/design/data.md). ``SCHEMA_VERSION`` is written into every row and into
+docs/design/critic-data.md). ``SCHEMA_VERSION`` is written into every row and into
 the dataset card; ``load_critic_dataset`` refuses (with a clear message) or
 migrates datasets written by another version.
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.config import load_config
-from verifyless.data.collect import NO_CAPS, Collector, CollectResult, CollectSettings, Progress
+from verifyless.critic_data.collect import NO_CAPS, Collector, CollectResult, CollectSettings, Progress
 from verifyless.errors import ConfigError
 from verifyless.executors.registry import build_executor
 from verifyless.ledger import BudgetConfig, Ledger
@@ -84,7 +84,7 @@ def run_collection(
     resume: str | None = None,
     progress: Progress | None = None,
 ) -> CollectResult:
-    """Collect (or resume) into the run store at ``store_path``; see ``verifyless.data.collect``.
+    """Collect (or resume) into the run store at ``store_path``; see ``verifyless.critic_data.collect``.
 
     On resume the stored settings, roles, models, executor and smoke setting win over the arguments
     (``wiring``'s config file and workers still apply).

@@ -1,10 +1,10 @@
-"""Schema rows for data tests (no collection needed)."""
+"""Critic-dataset schema rows for the critic-data tests (no collection needed)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from verifyless.data.schema import SCHEMA_VERSION
+from verifyless.critic_data.schema import SCHEMA_VERSION
 
 
 def row(

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.schema import COLUMNS, SCHEMA_VERSION, SPLITS, STRATA, check_row, features
+from verifyless.critic_data.schema import COLUMNS, SCHEMA_VERSION, SPLITS, STRATA, check_row, features
 from verifyless.errors import ConfigError
 from verifyless.outcome import FIVE, THREE
 
@@ -238,7 +238,7 @@ def card_markdown(card: Mapping[str, Any]) -> str:
         "## Schema",
         "",
         "Columns: " + ", ".join(f"`{c}`" for c in card["columns"]) + ".",
-        "See docs/design/data.md for their meaning.",
+        "See docs/design/critic-data.md for their meaning.",
         "",
         "## Settings",
         "",

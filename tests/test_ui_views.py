@@ -1,4 +1,4 @@
-"""The data behind the dashboard-only views: per-node LLM calls, usage and score series, lineage layout, highlighting.
+"""The views behind the dashboard-only pages: per-node LLM calls, usage and score series, lineage layout, highlighting.
 
 Stores come from the real engine (``report_fixtures``: scripted LLM roles on
 ``circle_packing``) and from synthetic events through the real ``RunStore``.
@@ -10,7 +10,7 @@ import pytest
 
 from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.report import data_calls, data_final, data_series
+from verifyless.report import views
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
 from verifyless.ui.highlight import python_spans
@@ -27,12 +27,12 @@ def fx(tmp_path_factory):
 def test_every_node_gets_the_proposer_implementer_and_summarizer_calls_that_made_it(fx):
     built, st = fx
     rid = built["plain"]
-    calls = data_calls.run_calls(st, rid)
+    calls = views.calls.run_calls(st, rid)
     assert calls and all(c.messages and c.replies for c in calls)  # every call's prompt is in the cache
     rows = {r["node_id"]: r for r in st.node_rows(rid)}
     seen: dict[int, str] = {}
     for nid, row in rows.items():
-        nc = data_calls.node_calls(st, rid, nid, calls)
+        nc = views.calls.node_calls(st, rid, nid, calls)
         roles = [c.role for c in nc.calls]
         assert roles == (["summarizer"] if nid == "root" else ["proposer", "implementer", "summarizer"]), nid
         idea = " ".join(row["idea"].split())
@@ -41,15 +41,15 @@ def test_every_node_gets_the_proposer_implementer_and_summarizer_calls_that_made
         for c in nc.calls:
             assert seen.setdefault(c.seq, nid) == nid, f"call {c.seq} linked to two nodes"
         assert nc.prompt_tokens == sum(c.prompt_tokens for c in nc.calls) > 0
-    assert data_calls.node_calls(st, rid, "root") == data_calls.node_calls(st, rid, "root", calls)
-    assert data_calls.calls_by_node(st, rid) == {nid: data_calls.node_calls(st, rid, nid, calls) for nid in rows}
+    assert views.calls.node_calls(st, rid, "root") == views.calls.node_calls(st, rid, "root", calls)
+    assert views.calls.calls_by_node(st, rid) == {nid: views.calls.node_calls(st, rid, nid, calls) for nid in rows}
 
 
 def test_calls_are_redacted_and_keep_hostile_text_verbatim(fx):
     built, st = fx
     rid = built["hostile"]
-    node = data_final.final_view(st, rid).node_id
-    calls = data_calls.node_calls(st, rid, node).calls
+    node = views.final.final_view(st, rid).node_id
+    calls = views.calls.node_calls(st, rid, node).calls
     assert any(PAYLOADS[0] in r for c in calls for r in c.replies)  # the proposer's reply carries the payload
     assert all(SECRET not in text for c in calls for _, text in c.messages)
 
@@ -119,25 +119,25 @@ def test_lineage_puts_islands_apart_and_marks_the_returned_path(islands):
 def test_series_are_validation_only_and_add_up_to_the_ledger(fx, islands):
     built, st = fx
     rid = built["plain"]
-    usage = data_series.usage_series(st, rid)
+    usage = views.series.usage_series(st, rid)
     verifications = list(st.events(rid, kinds=["verification"]))
     assert len(usage.points) == len(verifications) + 1 and usage.points[0].calls == 0
     assert all(a.prompt_tokens <= b.prompt_tokens for a, b in zip(usage.points, usage.points[1:], strict=False))
     budget = st.budget(rid)
     assert (usage.total.prompt_tokens, usage.total.completion_tokens) == (budget.tokens_in, budget.tokens_out)
-    scatter = data_series.score_scatter(st, rid)
+    scatter = views.series.score_scatter(st, rid)
     assert [p.score for p in scatter.points] == [v.payload.get("score") for v in verifications]
     ist, irid = islands
-    s = data_series.score_scatter(ist, irid)
+    s = views.series.score_scatter(ist, irid)
     assert s.metrics == ("aux", "m") and all("secret_test" not in p.metrics for p in s.points)
-    assert data_series.usage_series(ist, irid).total.calls == 1
+    assert views.series.usage_series(ist, irid).total.calls == 1
 
 
 def test_a_call_whose_prompt_is_not_cached_keeps_its_usage_and_links_to_no_node(islands):
     st, rid = islands
-    (call,) = data_calls.run_calls(st, rid)
+    (call,) = views.calls.run_calls(st, rid)
     assert call.messages == () and call.replies == () and call.prompt_tokens == 5
-    none = data_calls.node_calls(st, rid, "b")
+    none = views.calls.node_calls(st, rid, "b")
     assert none.calls == () and none.note and none.cost == 0.0
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from verifyless.data.collect import CollectSettings
-from verifyless.data.dataset import split_rows
-from verifyless.data.harvest import harvest_runs
-from verifyless.data.pipeline import CollectWiring, run_collection
+from verifyless.critic_data.collect import CollectSettings
+from verifyless.critic_data.dataset import split_rows
+from verifyless.critic_data.harvest import harvest_runs
+from verifyless.critic_data.pipeline import CollectWiring, run_collection
 from verifyless.ledger import BudgetConfig
 from verifyless.store import RunStore
 
@@ -197,7 +197,7 @@ def test_collection_verifies_on_ray(tmp_path: Path) -> None:
 def test_an_exhausted_idea_space_ends_the_pool_cleanly(tmp_path: Path) -> None:
     import asyncio
 
-    from verifyless.data.collect import Collector
+    from verifyless.critic_data.collect import Collector
     from verifyless.executors.local import LocalExecutor
     from verifyless.roles.space import space_roles
     from verifyless.task import load_task

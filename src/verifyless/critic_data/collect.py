@@ -1,7 +1,7 @@
 """Outcome collection for critic data (critic paper, Section 2.3 and Appendix C.2).
 
 Two modes, both recorded as one run in the run store (config ``kind:
-data-collect``), so ``verifyless.data.harvest`` turns them into examples and
+data-collect``), so ``verifyless.critic_data.harvest`` turns them into examples and
 a run killed at any moment resumes without paying twice:
 
 * ``sft`` (two stages). Stage 1 runs ``parents - 1`` sequential evolution
@@ -16,7 +16,7 @@ a run killed at any moment resumes without paying twice:
 * ``grpo`` (improvement-driven). ``parents * children`` steps; each proposes
   one child of the current parent, and a child that improves becomes the next
   parent. Class balancing happens when the dataset is built
-  (``verifyless.data.dataset.balance``).
+  (``verifyless.critic_data.dataset.balance``).
 
 Children are made only through ``verifyless.child.ChildMaker`` (implement,
 contract check, the run config's guards, duplicate check, neutral summary);
@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from verifyless.child import ChildMaker
-from verifyless.data.harvest import COLLECT_KIND
+from verifyless.critic_data.harvest import COLLECT_KIND
 from verifyless.errors import TaskError
 from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from, low_fidelity_for
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash

@@ -1,4 +1,4 @@
-"""Label rules on hand-computed cases (critic paper, Appendix C.3; docs/design/data.md)."""
+"""Label rules on hand-computed cases (critic paper, Appendix C.3; docs/design/critic-data.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from verifyless import outcome as O
-from verifyless.data import labels as L
+from verifyless.critic_data import labels as L
 
 
 def _pairs(parent: str, deltas, parent_fit: float = 1.0):

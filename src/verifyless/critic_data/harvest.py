@@ -8,7 +8,7 @@
 * a child whose verification did not give a fitness (failed, timed out,
   invalid metric) is *infeasible*: excluded from the examples, counted per
   parent;
-* labels are fitted per parent within one run (``verifyless.data.labels``);
+* labels are fitted per parent within one run (``verifyless.critic_data.labels``);
 * the task brief is the run's last ``brief`` event (empty when the run has
   none); the task statement and metric direction come from the task when it
   can be loaded, else from the stored scores' orientation.
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from verifyless.data.labels import MIN_IMPROVING, label_pairs
-from verifyless.data.schema import SCHEMA_VERSION
+from verifyless.critic_data.labels import MIN_IMPROVING, label_pairs
+from verifyless.critic_data.schema import SCHEMA_VERSION
 from verifyless.task import load_task
 
 log = logging.getLogger(__name__)

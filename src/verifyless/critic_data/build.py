@@ -1,9 +1,9 @@
 """Dataset-level operations used by the CLI: build from runs, add teacher critiques.
 
-``build_from_runs`` harvests runs (``verifyless.data.harvest``), splits them
-(``verifyless.data.dataset.split_rows``) and writes the dataset with its card.
+``build_from_runs`` harvests runs (``verifyless.critic_data.harvest``), splits them
+(``verifyless.critic_data.dataset.split_rows``) and writes the dataset with its card.
 ``synthesize_dataset`` reads a dataset, adds teacher critiques to the chosen
-splits (``verifyless.data.synthesize``), balances the bench split across
+splits (``verifyless.critic_data.synthesize``), balances the bench split across
 strata and writes the result (with the same card, extended) to a new folder.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.dataset import (
+from verifyless.critic_data.dataset import (
     balance_bench,
     card_data,
     load_critic_dataset,
@@ -24,9 +24,15 @@ from verifyless.data.dataset import (
     split_rows,
     splits_of,
 )
-from verifyless.data.harvest import harvest_runs
-from verifyless.data.labels import MIN_IMPROVING, label_table
-from verifyless.data.synthesize import SynthesisSettings, Synthesized, apply_results, strata_report, synthesize_rows
+from verifyless.critic_data.harvest import harvest_runs
+from verifyless.critic_data.labels import MIN_IMPROVING, label_table
+from verifyless.critic_data.synthesize import (
+    SynthesisSettings,
+    Synthesized,
+    apply_results,
+    strata_report,
+    synthesize_rows,
+)
 
 
 def build_from_runs(

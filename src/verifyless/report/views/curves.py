@@ -1,6 +1,6 @@
 """Best-so-far curves of runs: validation score against paid verifications, with the baseline and a ceiling.
 
-Pure reads of a run store (same rules as ``verifyless.report.data``). The ceiling is the best final score of a
+Pure reads of a run store (same rules as ``verifyless.report.views.runs``). The ceiling is the best final score of a
 comparable ``oracle``-screened run in the same store (``oracle_ceiling``), else the task's ``bound`` anchor.
 Validation only: the hidden test score never enters a curve.
 """
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from verifyless.report.data import best_node, direction_of, task_meta
 from verifyless.report.text import num
+from verifyless.report.views.runs import best_node, direction_of, task_meta
 from verifyless.store.protocol import RunStoreProtocol
 
 __all__ = ["CEILING_MATCH", "CurvePoint", "CurveView", "best_curve", "compare_curves", "oracle_ceiling", "y_extent"]

@@ -1,6 +1,6 @@
 """Per-node data for the report and the dashboard: the search graph, screening rounds and node pages.
 
-Same rules as ``verifyless.report.data``: pure reads of a run store, frozen
+Same rules as ``verifyless.report.views.runs``: pure reads of a run store, frozen
 records of plain values, unknown evidence/detail keys kept as generic text.
 Hidden test scores appear only in ``NodeDetail`` (labelled apart from the
 validation outcome), never in the graph or the rounds.
@@ -16,8 +16,8 @@ from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Evidence
-from verifyless.report.data import VERIFIED
 from verifyless.report.text import diff_lines, dump, num, redact, short
+from verifyless.report.views.runs import VERIFIED
 from verifyless.screen.critic import finer_signal
 from verifyless.store.protocol import RunStoreProtocol
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.report.data import run_row
 from verifyless.report.text import redact
+from verifyless.report.views.runs import run_row
 from verifyless.store.protocol import RunStoreProtocol
 
 __all__ = ["ETA_WINDOW", "Progress", "eta_seconds", "progress"]

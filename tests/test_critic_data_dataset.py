@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from data_rows import many, row
-from verifyless.data import critic_messages, load_critic_dataset
-from verifyless.data.dataset import balance, balance_bench, card_data, save_dataset, split_rows, splits_of
+from critic_data_rows import many, row
+from verifyless.critic_data import critic_messages, load_critic_dataset
+from verifyless.critic_data.dataset import balance, balance_bench, card_data, save_dataset, split_rows, splits_of
 from verifyless.errors import ConfigError
 
 
@@ -126,7 +126,7 @@ def test_round_trip_parquet_card_and_schema_check(tmp_path: Path) -> None:
 
 
 def test_critic_messages_are_the_pointwise_critics_own_prompt() -> None:
-    from verifyless.data.prompt import row_candidate, screen_context
+    from verifyless.critic_data.prompt import row_candidate, screen_context
     from verifyless.screen.critic import PointwiseCritic
 
     r = row("diabetes", "root", "c1", "improve")

@@ -10,7 +10,7 @@ import pytest
 from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
-from verifyless.report import data, data_critic, data_curves, data_final, data_nodes, data_progress, text
+from verifyless.report import text, views
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
 from verifyless.store.records import Charge
@@ -25,7 +25,7 @@ def fx(tmp_path_factory):
 
 def test_runs_list_newest_first_with_budget_and_best(fx):
     built, st = fx
-    rows = data.runs_list(st)
+    rows = views.runs.runs_list(st)
     assert [r.run_id for r in rows] == [built["secret"], built["hostile"], built["plain"]]
     plain = rows[-1]
     assert (plain.verifications, plain.cap, plain.screener, plain.strategy) == (3, 3, "critic", "greedy")
@@ -35,7 +35,7 @@ def test_runs_list_newest_first_with_budget_and_best(fx):
 
 def test_budget_by_kind_and_tokens_by_role_add_up(fx):
     built, st = fx
-    b = data.budget_view(st, built["plain"])
+    b = views.runs.budget_view(st, built["plain"])
     kinds = {r.kind: r for r in b.by_kind}
     assert kinds["verification"].verifications == b.total["verifications"] == 3
     assert math.isclose(kinds["verification"].evaluator_seconds, b.total["evaluator_seconds"])
@@ -46,7 +46,7 @@ def test_budget_by_kind_and_tokens_by_role_add_up(fx):
 
 def test_best_curve_is_monotone_in_the_metric_direction_with_the_baseline(fx):
     built, st = fx
-    c = data_curves.best_curve(st, built["plain"])
+    c = views.curves.best_curve(st, built["plain"])
     assert [p.x for p in c.points] == [1, 2, 3] and c.points[0].node_id == "root"
     assert c.direction == "maximize" and c.metric == "combined_score"
     root = next(r for r in st.node_rows(built["plain"]) if r["node_id"] == "root")
@@ -59,7 +59,7 @@ def test_best_curve_is_monotone_in_the_metric_direction_with_the_baseline(fx):
 def test_graph_has_every_node_with_primary_edges_and_a_tidy_layout(fx):
     built, st = fx
     rows = st.node_rows(built["plain"])
-    g = data_nodes.graph_view(st, built["plain"], final_id="root")
+    g = views.nodes.graph_view(st, built["plain"], final_id="root")
     assert {n.id for n in g.nodes} == {r["node_id"] for r in rows}
     assert {(e.source, e.target) for e in g.edges if e.kind == "primary"} == {
         (r["parent_id"], r["node_id"]) for r in rows if r["parent_id"]
@@ -72,7 +72,7 @@ def test_graph_has_every_node_with_primary_edges_and_a_tidy_layout(fx):
 
 def test_rounds_carry_the_screeners_evidence_and_the_outcome(fx):
     built, st = fx
-    rounds = data_nodes.rounds_view(st, built["plain"])
+    rounds = views.nodes.rounds_view(st, built["plain"])
     screenings = [e.payload for e in st.events(built["plain"], kinds=["screening"])]
     assert len(rounds) == len(screenings) >= 2
     for r, p in zip(rounds, screenings, strict=False):
@@ -88,7 +88,7 @@ def test_rounds_carry_the_screeners_evidence_and_the_outcome(fx):
 def test_node_detail_has_diff_critiques_logs_and_keeps_the_hidden_test_apart(fx):
     built, st = fx
     chosen = next(e.payload["to_verify"][0] for e in st.events(built["plain"], kinds=["screening"]))
-    d = data_nodes.node_detail(st, built["plain"], chosen)
+    d = views.nodes.node_detail(st, built["plain"], chosen)
     kinds = {cls for cls, _ in d.diff}
     assert {"add", "del", "hunk"} <= kinds and d.parent_id == "root"
     new = "\n".join(line[1:] for cls, line in d.diff if cls == "add")
@@ -98,12 +98,12 @@ def test_node_detail_has_diff_critiques_logs_and_keeps_the_hidden_test_apart(fx)
     assert "combined_score" in d.metrics and d.test_metrics == {}
     assert [k for _, k, _ in d.events][:1] == ["node"]
     with pytest.raises(StoreError):
-        data_nodes.node_detail(st, built["plain"], "no-such-node")
+        views.nodes.node_detail(st, built["plain"], "no-such-node")
 
 
 def test_critic_view_joins_verdicts_with_outcomes(fx):
     built, st = fx
-    cv = data_critic.critic_view(st, built["plain"])
+    cv = views.critic.critic_view(st, built["plain"])
     assert cv is not None and cv.n == 2  # the two verified children of the root
     assert sum(map(sum, cv.confusion3)) == cv.n and sum(b[2] for b in cv.bins) == cv.n
     assert cv.by_screener["critic"]["n"] == cv.n
@@ -111,10 +111,10 @@ def test_critic_view_joins_verdicts_with_outcomes(fx):
 
 def test_final_view_and_progress(fx):
     built, st = fx
-    f = data_final.final_view(st, built["plain"])
+    f = views.final.final_view(st, built["plain"])
     final = next(e.payload for e in st.events(built["plain"], kinds=["final"]))
     assert f.node_id == final["node_id"] and f.stopped == final["stopped"] and f.score is not None
-    p = data_progress.progress(st, built["plain"])
+    p = views.progress.progress(st, built["plain"])
     assert p.status == "finished" and p.verifications == 3
     assert p.last_seq == max(e.seq for e in st.events(built["plain"])) and p.recent[0][1] == "run_status"
 
@@ -122,13 +122,13 @@ def test_final_view_and_progress(fx):
 def test_hostile_text_is_kept_verbatim_in_the_data(fx):
     built, st = fx
     rows = [r for r in st.node_rows(built["hostile"]) if r["status"] == "ok" and r["node_id"] != "root"]
-    d = data_nodes.node_detail(st, built["hostile"], rows[0]["node_id"])
+    d = views.nodes.node_detail(st, built["hostile"], rows[0]["node_id"])
     assert PAYLOADS[0] in d.idea and PAYLOADS[1] in d.logs[0].stdout_tail and PAYLOADS[2] in d.logs[0].stderr_tail
 
 
 def test_secrets_are_redacted(fx):
     built, st = fx
-    s = data.run_summary(st, built["secret"])
+    s = views.runs.run_summary(st, built["secret"])
     assert SECRET not in s.config_json and text.REDACTED in s.config_json
     assert text.redact({"API_KEY": "x", "tokens": 5, "list": ["Bearer abcdefghijklmnop"]}) == {
         "API_KEY": text.REDACTED,
@@ -247,7 +247,7 @@ def synthetic(tmp_path):
 
 def test_bracket_pilots_and_unknown_keys(synthetic):
     st, rid = synthetic
-    (r,) = data_nodes.rounds_view(st, rid)
+    (r,) = views.nodes.rounds_view(st, rid)
     assert len(r.bracket) == 1 and r.bracket[0]["winner"] == "c1"  # the same match from two candidates, once
     assert r.findings == ("pilot says c3 overfits",)
     assert [p.get("note") for p in r.pilots] == ["pilot of c3"]  # the round's `pilot` event
@@ -256,26 +256,26 @@ def test_bracket_pilots_and_unknown_keys(synthetic):
     assert "new_key" in c1.extra and c3.audited and c3.verified and not c2.verified
     # evidence nested in evidence (cascade stages, ensemble members): critiques drawn, numbers kept as extra
     assert c2.critiques == ("nested critique",) and '"critic"' in c2.extra and "nested critique" not in c2.extra
-    assert data_nodes.node_detail(st, rid, "c2").critiques == ("nested critique",)
-    assert data.budget_view(st, rid).total["pilot_seconds"] == 3.0
+    assert views.nodes.node_detail(st, rid, "c2").critiques == ("nested critique",)
+    assert views.runs.budget_view(st, rid).total["pilot_seconds"] == 3.0
 
 
 def test_unknown_event_kinds_are_listed_generically_and_redacted(synthetic):
     st, rid = synthetic
-    others = data.other_events(st, rid)
+    others = views.runs.other_events(st, rid)
     assert [e.kind for e in others] == ["pilot", "learn", "snapshot"]
     assert SECRET not in others[2].text and "NaN" in others[1].text
 
 
 def test_reference_edges_audits_and_a_task_that_cannot_be_loaded(synthetic):
     st, rid = synthetic
-    g = data_nodes.graph_view(st, rid)
+    g = views.nodes.graph_view(st, rid)
     assert ("c1", "c3", "reference") in {(e.source, e.target, e.kind) for e in g.edges}
-    cv = data_critic.critic_view(st, rid)
+    cv = views.critic.critic_view(st, rid)
     assert cv is not None and [(a.candidate_id, a.predicted, a.truth) for a in cv.audits] == [("c3", "lose", "lose")]
-    c = data_curves.best_curve(st, rid)
+    c = views.curves.best_curve(st, rid)
     assert c.ceiling is None and c.metric == "score" and [p.best_score for p in c.points] == [1.0, 2.0, 2.0]
-    f = data_final.final_view(st, rid)  # no final event: the best so far
+    f = views.final.final_view(st, rid)  # no final event: the best so far
     assert f.node_id == "c1" and f.test_score == 1.0 and f.baseline_test_score == 0.0
 
 
@@ -286,9 +286,9 @@ def test_reader_is_read_only_and_sees_new_commits(tmp_path):
     with RunStore(path) as writer:
         rid = writer.create_run("t", {})
         with open_readonly(path) as ro:
-            before = data_progress.progress(ro, rid).last_seq
+            before = views.progress.progress(ro, rid).last_seq
             writer.append(rid, "note", {"x": 1})
-            assert data_progress.progress(ro, rid).last_seq > before
+            assert views.progress.progress(ro, rid).last_seq > before
             with pytest.raises(StoreError, match="readonly"):
                 ro.append(rid, "note", {"x": 2})
     (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
@@ -300,10 +300,10 @@ def test_svg_figures_escape_every_string(synthetic):
     from verifyless.report import svg
 
     st, rid = synthetic
-    curve = data_curves.best_curve(st, rid, label=PAYLOADS[0])
+    curve = views.curves.best_curve(st, rid, label=PAYLOADS[0])
     out = str(svg.curves_svg([curve], title=PAYLOADS[1]))
     assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
-    g = data_nodes.graph_view(st, rid)
+    g = views.nodes.graph_view(st, rid)
     hostile = g.nodes[1].__class__(**{**g.nodes[1].__dict__, "idea": PAYLOADS[2]})
     tree = str(
         svg.graph_svg(
@@ -332,19 +332,19 @@ def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
             "not-a-task", {"screener": {"name": "critic"}, "budget": budget, "roles": {"models": {}}}, seed=0
         )
     with open_readonly(path) as ro:
-        c = data_curves.best_curve(ro, runs["critic"])
+        c = views.curves.best_curve(ro, runs["critic"])
         assert c.ceiling == 5.0
         assert c.ceiling_label.startswith("ceiling: oracle-screened run " + runs["oracle"])
         assert "same task, seed, roles and budget" in c.ceiling_label
-        assert data_curves.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
-        assert data_curves.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
+        assert views.curves.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
+        assert views.curves.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
 
 
 def test_curve_svg_draws_every_verified_score_and_names_the_direction(synthetic):
     from verifyless.report import svg
 
     st, rid = synthetic
-    curve = data_curves.best_curve(st, rid)
+    curve = views.curves.best_curve(st, rid)
     ok = [p for p in curve.points if p.status == "ok" and p.score is not None]
     assert any(p.score < curve.baseline for p in ok), "the fixture has a score below the best-so-far range"
     out = str(svg.curves_svg([curve]))
@@ -366,7 +366,7 @@ def test_compare_curves_share_one_y_range(tmp_path):
             _verify(st, rid, "c1", scores[1], "a = 1\n")
             ids.append(rid)
     with open_readonly(path) as ro:
-        curves = data_curves.compare_curves(ro, ids)
+        curves = views.curves.compare_curves(ro, ids)
     assert curves[0].y_range == curves[1].y_range and curves[0].y_range is not None
     lo, hi = curves[0].y_range
     assert lo <= 1.0 and hi >= 20.0
@@ -380,9 +380,9 @@ def _tick_labels(figure: str) -> list[str]:
 
 def test_all_node_pages_at_once_equal_one_at_a_time(fx):
     built, st = fx
-    every = data_nodes.node_details(st, built["plain"])
+    every = views.nodes.node_details(st, built["plain"])
     assert [d.id for d in every] == [r["node_id"] for r in st.node_rows(built["plain"])]
-    assert every == [data_nodes.node_detail(st, built["plain"], d.id) for d in every]
+    assert every == [views.nodes.node_detail(st, built["plain"], d.id) for d in every]
 
 
 def _round_rows(html: str) -> dict[str, list[str]]:
@@ -432,7 +432,7 @@ def test_tied_rank_values_show_the_tie_break_that_decided(tmp_path):
         }
         st.append(rid, "screening", payload)
     with open_readonly(path) as ro:
-        (r,) = data_nodes.rounds_view(ro, rid)
+        (r,) = views.nodes.rounds_view(ro, rid)
     by_id = {c.id: c for c in r.candidates}
     assert by_id["c3"].tie_break == "", "no tie, nothing to show"
     assert by_id["c1"].tie_break.startswith("votes: 0.5") and by_id["c2"].tie_break.startswith("votes: 0,"), by_id
@@ -467,9 +467,9 @@ def test_the_ensemble_submission_is_in_the_final_view_and_the_report(tmp_path):
 
     rid = _with_submission(tmp_path / "e.db")
     with open_readonly(tmp_path / "e.db") as ro:
-        sub = data_final.final_view(ro, rid).submission
+        sub = views.final.final_view(ro, rid).submission
         assert sub is not None and sub.members == ("c1", "root") and sub.score == 2.5 and sub.seconds == 3.5
-        assert "submission" not in {e.kind for e in data.other_events(ro, rid)}
+        assert "submission" not in {e.kind for e in views.runs.other_events(ro, rid)}
         html = write_report(ro, rid, tmp_path / "r", figures=False).html.read_text()
     box = html[html.index("Ensemble submission") :][:1500]
     assert "c1, root" in box and "2.5" in box and "3.5" in box and "mean" in box

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.data import critic_messages, load_critic_dataset
+from verifyless.critic_data import critic_messages, load_critic_dataset
 from verifyless.errors import ConfigError
 from verifyless.model.local import chat_prompt, encode
 
@@ -27,7 +27,7 @@ _TIERS = ("small", "medium", "big")
 
 
 def load_dataset(path: str | Path) -> Any:
-    """The critic ``DatasetDict`` saved at ``path`` (``verifyless.data.load_critic_dataset``: clear ``ConfigError``s)."""
+    """The critic ``DatasetDict`` saved at ``path`` (``verifyless.critic_data.load_critic_dataset``: clear ``ConfigError``s)."""
     return load_critic_dataset(path)
 
 
@@ -41,7 +41,7 @@ def split(dataset: Any, name: str) -> Any:
 
 
 def messages_for(row: Mapping[str, Any], prompt: str = "critic") -> list[dict[str, str]]:
-    """The critic's chat prompt for one row (``verifyless.data.critic_messages``, the screening critic's own).
+    """The critic's chat prompt for one row (``verifyless.critic_data.critic_messages``, the screening critic's own).
 
     ``prompt``: the template under ``prompts/screen/`` (``critic`` or ``freestyle``).
     """
@@ -157,7 +157,7 @@ def keyword_dataset(
     DatasetDict(splits).save_to_disk(str(out))
     card = {
         "schema_version": 1,
-        "kind": "synthetic keyword dataset (verifyless.train.data.keyword_dataset)",
+        "kind": "synthetic keyword dataset (verifyless.train.critic_rows.keyword_dataset)",
         "seed": seed,
         "sizes": sizes,
         "critique_labels": critique_labels,

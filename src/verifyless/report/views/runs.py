@@ -1,10 +1,8 @@
 """The run-level data every report and dashboard view is drawn from: pure functions of a (read-only) run store.
 
 This module holds the runs list, a run's summary and budget, and the events no view draws
-(``other_events``); its siblings hold the rest, one job each: ``data_curves`` (best-so-far curves),
-``data_progress`` (live progress and ETA), ``data_final`` (the returned node and submission),
-``data_critic`` (critic calibration and the screener audit), ``data_nodes`` (graph, rounds, node pages),
-``data_calls``, ``data_series``, ``data_pilots`` and ``data_report_view``; ``text`` formats and redacts.
+(``other_events``); its siblings in ``verifyless.report.views`` hold the rest, one job each (see the package
+docstring); ``verifyless.report.text`` formats and redacts.
 
 Each function reads the store through ``RunStore``'s read API (``runs``,
 ``run``, ``events``, ``node_rows``, ``budget``, ``llm_usage``, ``get_text``)
@@ -58,7 +56,7 @@ KNOWN_KINDS = frozenset(
         "final_selection",
         "submission",
         "brief",
-        "data_report",  # its own section (data_report_view.py)
+        "data_report",  # its own section (views/data_report.py)
     }
 )
 

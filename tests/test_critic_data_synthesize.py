@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from data_rows import row
-from verifyless.data import critic_messages, load_critic_dataset
-from verifyless.data.build import synthesize_dataset
-from verifyless.data.dataset import card_data, save_dataset
-from verifyless.data.synthesize import SynthesisSettings, strata_report, synthesize_rows
+from critic_data_rows import row
+from verifyless.critic_data import critic_messages, load_critic_dataset
+from verifyless.critic_data.build import synthesize_dataset
+from verifyless.critic_data.dataset import card_data, save_dataset
+from verifyless.critic_data.synthesize import SynthesisSettings, strata_report, synthesize_rows
 from verifyless.errors import ModelUnavailable
 from verifyless.model.cache import CachedModel, ResponseCache
 from verifyless.model.scripted import ScriptedModel, last_user_text

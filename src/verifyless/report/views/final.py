@@ -1,7 +1,7 @@
 """The node a run returned: its validation outcome, the hidden test score (reporting only), the final
 selection and the ensemble submission, when the run made one.
 
-Pure reads of a run store (same rules as ``verifyless.report.data``); the hidden test score is only here
+Pure reads of a run store (same rules as ``verifyless.report.views.runs``); the hidden test score is only here
 and on node pages, never in curves, rounds or the tree.
 """
 

@@ -1,7 +1,7 @@
 """Teacher critique synthesis with rejection sampling (critic paper, Section 2.3).
 
 For every example the teacher sees exactly the critic's prompt
-(``verifyless.data.critic_messages``) and:
+(``verifyless.critic_data.critic_messages``) and:
 
 1. **sampled**: ``samples`` critiques (default 8) without the label; if any
    parses (with the critic's own ``parse_verdict``) to the target label, one
@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifyless.data.prompt import critic_messages
+from verifyless.critic_data.prompt import critic_messages
 from verifyless.model.base import Message, ModelRequest, Usage
 from verifyless.outcome import FIVE, to_three
 from verifyless.prompts import render
