@@ -59,7 +59,7 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -70,7 +70,7 @@ from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext, choose_top
-from verifyless.screen.health import ReplyHealth, replies_detail
+from verifyless.screen.health import WatchesReplies, replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import (
@@ -385,7 +385,7 @@ class CriticOptions(LLMOptions):
 
 
 @dataclass(eq=False, repr=False)
-class PointwiseCritic:
+class PointwiseCritic(WatchesReplies):
     """Rank candidates by the mean five-way label of k sampled critiques.
 
     ``k`` critiques per candidate (paper: 16 at temperature 0.7) are requested
@@ -430,9 +430,6 @@ class PointwiseCritic:
     prompt_file: str | None = None
     template: Template | None = None
     name: str = "critic"
-    min_parse_rate: float = 0.5  # the reply-health limits of ``health`` (``screen/health.py``)
-    max_unparsed_screenings: int = 3
-    health: ReplyHealth = field(init=False)
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -443,7 +440,7 @@ class PointwiseCritic:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
         if self.template is None and self.prompt_file:
             self.template = load_prompt_file(self.prompt_file, "critic", PLACEHOLDERS, MARKERS)
-        self.health = ReplyHealth.watching(self, self.min_parse_rate, self.max_unparsed_screenings)
+        super().__post_init__()
 
     def route(self, evidence: Evidence) -> bool:
         return route(evidence.uncertainty, self.route_threshold)

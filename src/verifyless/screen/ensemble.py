@@ -28,7 +28,7 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -37,7 +37,7 @@ from verifyless import prompts
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener, choose_top
-from verifyless.screen.health import ReplyHealth, model_names, replies_detail
+from verifyless.screen.health import WatchesReplies, model_names, replies_detail
 from verifyless.screen.options import HealthOptions
 from verifyless.screen.prompting import format_context, metric_line, parse_choice
 from verifyless.screen.ranking import order_by_value
@@ -161,23 +161,20 @@ def _check_members(screener: str, members: Sequence[Screener], rollouts: int, ti
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
 
 
-class _Members:
+class _Members(WatchesReplies):
     """What both ensembles check when built: their member list (field ``_member_field``), rollouts, tie-break;
-    then they build their reply ``health`` tracker from its limits (``screen/health.py``)."""
+    then ``WatchesReplies`` builds their reply ``health`` tracker from its limits (``screen/health.py``)."""
 
     _member_field: ClassVar[str] = "members"
     name: str
     rollouts: int
     tie_break: str
-    min_parse_rate: float
-    max_unparsed_screenings: int
-    health: ReplyHealth
 
     def __post_init__(self) -> None:
         members = list(getattr(self, self._member_field))
         _check_members(type(self).__name__, members, self.rollouts, self.tie_break)
         setattr(self, self._member_field, members)
-        self.health = ReplyHealth.watching(self, self.min_parse_rate, self.max_unparsed_screenings)
+        super().__post_init__()
 
 
 class MembersOptions(HealthOptions):
@@ -224,9 +221,6 @@ class MajorityVote(_Members):
     tie_break: str = "random"
     n_verify: int | None = None
     name: str = "ensemble"
-    min_parse_rate: float = 0.5
-    max_unparsed_screenings: int = 3
-    health: ReplyHealth = field(init=False)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         poll = await Poll.take(ctx, candidates, self.screeners, self.rollouts, self.tie_break)
@@ -310,9 +304,6 @@ class Arbiter(_Members):
     max_tokens: int | None = None
     n_verify: int | None = None
     name: str = "arbiter"
-    min_parse_rate: float = 0.5
-    max_unparsed_screenings: int = 3
-    health: ReplyHealth = field(init=False)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         poll = await Poll.take(ctx, candidates, self.members, self.rollouts, self.tie_break)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from verifyless.errors import UnparseableReplies
@@ -247,3 +247,16 @@ __all__ = [
     "replies_detail",
     "reply_stats",
 ]
+
+
+@dataclass(eq=False, repr=False, kw_only=True)
+class WatchesReplies:
+    """Base of an LLM screener dataclass: its reply-health limits (keyword-only) and the ``health`` tracker
+    built from them once every field is set. A subclass with a ``__post_init__`` of its own calls this one last."""
+
+    min_parse_rate: float = 0.5
+    max_unparsed_screenings: int = 3
+    health: ReplyHealth = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.health = ReplyHealth.watching(self, self.min_parse_rate, self.max_unparsed_screenings)

@@ -33,7 +33,7 @@ from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
 from verifyless.prompts import Template, load_template, messages
 from verifyless.screen.base import ContextNode, ScreenContext, choose_top
-from verifyless.screen.health import ReplyHealth, replies_detail
+from verifyless.screen.health import WatchesReplies, replies_detail
 from verifyless.screen.options import LLMOptions
 from verifyless.screen.prompt_file import load_prompt_file
 from verifyless.screen.prompting import format_context, format_context_node, metric_line, parse_choice
@@ -150,7 +150,7 @@ class TournamentOptions(LLMOptions):
 
 
 @dataclass(eq=False, repr=False)
-class PairwiseRPM:
+class PairwiseRPM(WatchesReplies):
     """Knockout tournament judged by an LLM over pairs of candidates.
 
     ``show`` is ``"code"`` (plan + program, the default) or ``"summary"``.
@@ -176,16 +176,13 @@ class PairwiseRPM:
     prompt_file: str | None = None
     template: Template | None = None
     name: str = "tournament"
-    min_parse_rate: float = 0.5  # the reply-health limits of ``health`` (``screen/health.py``)
-    max_unparsed_screenings: int = 3
-    health: ReplyHealth = field(init=False)
 
     def __post_init__(self) -> None:
         if self.show not in ("summary", "code"):
             raise ValueError(f"show must be 'summary' or 'code', got {self.show!r}")
         if self.template is None and self.prompt_file:
             self.template = load_prompt_file(self.prompt_file, "tournament", PLACEHOLDERS, MARKERS)
-        self.health = ReplyHealth.watching(self, self.min_parse_rate, self.max_unparsed_screenings)
+        super().__post_init__()
 
     def messages(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate):
         values = {
