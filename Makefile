@@ -9,6 +9,8 @@ PIP    := $(PY) -m pip
 UV     := $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY)
 EXTRAS := tasks,embed,ray,dev,plot,ui,data,train,local
 # pytest workers: one per core this process may use (nproc), at most 8; TEST_JOBS=0 runs in one process.
+# --dist loadfile: each test module runs on one worker, so its module fixtures (a tiny LM, an engine run) are built
+# once. (xdist 3.8's loadgroup marks do nothing under pytest 9.2, which no longer reads the node id xdist rewrites.)
 TEST_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 8 ] && n=8; echo $$n)
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 export OMP_NUM_THREADS=1
@@ -41,11 +43,11 @@ demo: bytecode
 	$(VENV)/bin/verifyless demo
 
 test: bytecode
-	$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile
 	$(MAKE) --no-print-directory lint
 
 test-all: bytecode
-	$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup --runslow
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile --runslow
 
 # ruff (lint + format check) and mypy (pydantic plugin); configuration in pyproject.toml.
 LINT_PATHS ?= src tests bench

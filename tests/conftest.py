@@ -34,28 +34,7 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="also run slow end-to-end checks")
 
 
-# Modules whose module-scoped fixtures cost seconds (a trained tiny model, a run, a workspace): under
-# `pytest -n N --dist loadgroup` (make test) each runs on one worker, so its fixtures are built once.
-ONE_WORKER = {
-    "test_train_critic",
-    "test_train_ttl",
-    "test_policy_trainer",
-    "test_model_local",
-    "test_novelty",
-    "test_world_engine",
-    "test_wheel",
-    "test_ui_app",
-    "test_ui_views",
-    "test_ui_browser",
-    "test_report_views",
-}
-
-
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.module.__name__ if item.module is not None else ""
-        if module in ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(module))
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow end-to-end check: run with --runslow (make test-all)")

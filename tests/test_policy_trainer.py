@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,14 @@ CRITIC = """rules:
 FAST = dict(generations=8, lora_r=8, lora_alpha=16, max_completion_length=16, temperature=1.0)
 
 
+def _publish(tmp: Path, target: Path) -> None:
+    """Move a freshly built model into the shared cache; a process that got there first wins (its copy is the same)."""
+    try:
+        tmp.rename(target)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def policy_lm(request: pytest.FixtureRequest) -> Path:
     import torch
@@ -52,7 +61,7 @@ def policy_lm(request: pytest.FixtureRequest) -> Path:
     if not (target / "config.json").is_file():
         tmp = root / f".world.{os.getpid()}"
         build_tiny_policy_lm(tmp, [world_messages(f"p{j}") for j in range(4)], answers())
-        tmp.rename(target)
+        _publish(tmp, target)
     return target
 
 
@@ -74,7 +83,7 @@ def task_lm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             prompts = asyncio.run(built.rewarder.prompts(0))
         tmp = root / f".data-task.{os.getpid()}"
         build_tiny_policy_lm(tmp, [p.messages for p in prompts], space_answers(load_task(TASK)))
-        tmp.rename(target)
+        _publish(tmp, target)
     return target
 
 
