@@ -120,6 +120,8 @@ class TimedExecutor:
 
     name = "timed"
     capacity = 1
+    sandbox = None  # nothing runs: it sleeps
+    hide: tuple[str, ...] = ()
 
     def __init__(self, delay: float) -> None:
         self.delay = delay

@@ -88,6 +88,8 @@ def fake_roles(fix: bool = True) -> Roles:
 
 class FakeExecutor:
     name = "fake"
+    sandbox = None  # nothing runs here: no ensemble submission, the data report in a local sandbox
+    hide: tuple[str, ...] = ()
 
     def __init__(self, capacity: int = 1, delay: float = 0.0) -> None:
         self.capacity = capacity

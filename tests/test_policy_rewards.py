@@ -56,6 +56,10 @@ def _critic_reply(request: ModelRequest) -> str:
 class CountingExecutor:
     """The real local executor, counting calls; ``fail_after`` raises an infrastructure error on a later call."""
 
+    capacity = 1  # one verification at a time, whatever the inner executor allows
+    sandbox = None  # no ensemble submission of its own
+    hide: tuple[str, ...] = ()
+
     def __init__(self, tmp: Path, fail_after: int | None = None) -> None:
         self.inner = LocalExecutor(capacity=2, hide=[tmp])
         self.calls = 0

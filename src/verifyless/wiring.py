@@ -147,7 +147,7 @@ def build_engine(
         cfg.executor.name, cfg.executor.options, hide=hide, capacity=cfg.engine.verify_concurrency
     )
     final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
-    screener = build_screener(cfg, task, models, getattr(executor, "sandbox", None))
+    screener = build_screener(cfg, task, models, executor.sandbox)
     cfg = pinned(cfg, screener)
     ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
     return Engine(

@@ -44,6 +44,8 @@ class StoredVerifications:
     """
 
     name = "stored"
+    sandbox = None  # nothing runs: outcomes come from the original run
+    hide: tuple[str, ...] = ()
 
     def __init__(
         self, by_hash: dict[str, Verification], capacity: int = 1, stop_outside: set[str] | None = None

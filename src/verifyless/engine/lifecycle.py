@@ -108,7 +108,7 @@ class Lifecycle:
         """
         if self.ledger.state.last_seq or not self.config.engine.data_report:
             return
-        sandbox = getattr(self.dispatch.executor, "sandbox", None) or LocalSandbox()
+        sandbox = self.dispatch.executor.sandbox or LocalSandbox()
         hide = (Path(self.config.store).resolve().parent,)
         report, seconds = await asyncio.to_thread(datareport.report_for_run, self.task, sandbox, hide=hide)
         blob = self.ledger.store.put_blob(report.to_json())
@@ -177,7 +177,7 @@ class Lifecycle:
         """
         ids = ensemble_members(strategy, self.task, self.ledger.state.view)
         executor = self.dispatch.executor
-        sandbox = getattr(executor, "sandbox", None)
+        sandbox = executor.sandbox
         if not ids or sandbox is None:
             return
         scored = [e.payload.get("members") for e in self.ledger.store.events(self.ledger.rid, kinds=["submission"])]
@@ -185,7 +185,7 @@ class Lifecycle:
             return
         members = [(i, self.programs.text(i)) for i in ids]
         sub = await asyncio.to_thread(
-            ensemble_submission, self.task, members, sandbox, hide=tuple(getattr(executor, "hide", ()))
+            ensemble_submission, self.task, members, sandbox, hide=tuple(Path(p) for p in executor.hide)
         )
         self.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
 

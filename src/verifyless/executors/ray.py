@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verifyless.errors import ConfigError
 from verifyless.node import Verification
+from verifyless.sandbox.base import Sandbox
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
 from verifyless.verify import verify
@@ -65,6 +66,7 @@ class RayExecutor:
             self._owns_ray = True
         self.capacity = max(1, int(capacity))
         self.hide = tuple(str(p) for p in hide)
+        self.sandbox: Sandbox | None = None  # the workers' sandboxes are theirs, not this machine's
         self._remote = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_verify_remote)
         self._slots = asyncio.Semaphore(self.capacity)
 

@@ -72,6 +72,8 @@ class WorldExecutor:
     """An ``Executor`` answering from the world (module docstring); ``verified`` counts what it answered."""
 
     name = "world"
+    sandbox = None  # nothing runs: the world answers
+    hide: tuple[str, ...] = ()
 
     def __init__(self, book: WorldBook, capacity: int = 1) -> None:
         self.book, self.capacity = book, capacity

@@ -93,7 +93,7 @@ class PaidVerifier:
         self.ledger = ledger
         self.executor = executor
         self.gate = BudgetGate(budget, lambda: ledger.store.budget(ledger.run_id))
-        self._slots = LoopGate(getattr(executor, "capacity", 1))
+        self._slots = LoopGate(executor.capacity)
         self._inflight: dict[tuple[str, str], asyncio.Future[Verification]] = {}
 
     def left(self) -> int:
