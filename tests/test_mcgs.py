@@ -288,3 +288,9 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     from dataclasses import replace
 
     assert ensemble_members(on, replace(task, ensemble=None), VIEW) == []
+    from verifyless.search.greedy import GreedyStrategy
+    from verifyless.search.submission import submits_ensemble
+
+    greedy = GreedyStrategy(random.Random(0))  # not an EnsembleStrategy: its runs submit one program
+    assert [submits_ensemble(s, task) for s in (on, off, greedy)] == [True, False, False]
+    assert ensemble_members(greedy, task, VIEW) == []

@@ -20,6 +20,7 @@ from verifyless.config import RunConfig
 from verifyless.errors import ConfigError
 from verifyless.guards import Guards
 from verifyless.model import build_model
+from verifyless.model.base import Model
 from verifyless.model.cache import ResponseCache
 from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, OPENAI_URL, parse_spec
 from verifyless.model.ensemble import ModelEnsemble
@@ -161,7 +162,7 @@ def _pinned(spec: Any) -> Any:
     return {**fields, "provider": "openai", "model": config.model, "base_url": config.base_url or OPENAI_URL}
 
 
-def build_ensemble(cfg: RunConfig, role: str, members: list[Any], on_choice: Callable[[Any], None]) -> ModelEnsemble:
+def build_ensemble(cfg: RunConfig, role: str, members: list[Model], on_choice: Callable[[Any], None]) -> ModelEnsemble:
     """A ``ModelEnsemble`` over a role's list of models (each member recorded and cached on its own).
 
     Members are named by their model name, ``#<i>`` appended when two share one; the bandit's generator is
@@ -171,7 +172,7 @@ def build_ensemble(cfg: RunConfig, role: str, members: list[Any], on_choice: Cal
         raise ConfigError(f"roles.models.{role} is an empty list; give one model spec or more")
     names: dict[str, Any] = {}
     for i, model in enumerate(members):
-        name = str(getattr(model, "name", "") or f"model{i}")
+        name = model.name or f"model{i}"
         names[name if name not in names else f"{name}#{i}"] = model
     rng = random.Random(f"{cfg.seed}:ensemble:{role}")
     return ModelEnsemble(names, rng, cfg.ensemble, name=role, on_choice=on_choice)

@@ -39,6 +39,7 @@ from verifyless.config import priced as any_priced
 from verifyless.errors import ConfigError
 from verifyless.model.config import parse_spec
 from verifyless.screen.options import LLMOptions
+from verifyless.search.islands import IslandsConfig
 
 PROMPT_TOKENS = 3_000  # a typical role prompt: task statement, parent band, context
 COMPLETION_TOKENS = 800  # a typical reply: an idea, a band, a summary or a critique
@@ -160,9 +161,8 @@ def _warnings(cfg: RunConfig, expansions: int | None, priced: bool) -> list[str]
             f"(engine.verify_per_expansion={per}): the first expansion cannot be verified in full"
         )
     options = cfg.strategy.options
-    if cfg.strategy.name == "islands" and expansions is not None:
-        interval = int(getattr(options, "migration_interval", 0))
-        islands = int(getattr(options, "n_islands", 1))
+    if isinstance(options, IslandsConfig) and expansions is not None:
+        interval, islands = options.migration_interval, options.n_islands
         if interval and expansions < islands * interval:
             out.append(
                 f"about {expansions} expansions over {islands} islands never reach the migration interval "

@@ -61,6 +61,7 @@ from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import fallback_line
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
+from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
 from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, load_task
 from verifyless.verify import verify as run_verify
@@ -371,7 +372,7 @@ async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, task=task, progress=progress)
     started["engine"] = engine
-    if progress and _ends_with_ensemble(engine):
+    if progress and submits_ensemble(engine.strategy, engine.task):
         progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:
         return await engine.run(resume)
@@ -379,12 +380,6 @@ async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None
         if progress:
             progress.close()
         engine.executor.close()
-
-
-def _ends_with_ensemble(engine: Any) -> bool:
-    """Whether this run ends with an ensemble submission: its strategy submits one and its task declares how."""
-    config = getattr(engine.strategy, "config", None)
-    return engine.task.ensemble is not None and bool(getattr(config, "submit_ensemble", False))
 
 
 def _print_result(result, st) -> None:

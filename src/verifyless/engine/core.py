@@ -351,7 +351,7 @@ class Engine:
             self.ledger.emit("screener_learn", {**record, "round": r})
 
 
-def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
+def _role_health(roles: Roles | None, config: RunConfig) -> dict[str, RoleHealth]:
     """Reply-health trackers of the proposer and the implementer, named after their models.
 
     ``roles`` may be None for an engine that only restores a run (``bench/scale.py``): the trackers are unnamed.
@@ -364,8 +364,8 @@ def _role_health(roles: Roles, config: RunConfig) -> dict[str, RoleHealth]:
     return {
         name: RoleHealth(name, model(role), eng.min_parse_rate, eng.max_unparsed_replies)
         for name, role in (
-            ("proposer", getattr(roles, "proposer", None)),
-            ("implementer", getattr(roles, "implementer", None)),
+            ("proposer", roles.proposer if roles else None),
+            ("implementer", roles.implementer if roles else None),
         )
     }
 

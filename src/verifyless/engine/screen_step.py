@@ -56,8 +56,8 @@ class ScreenStep:
 
     @property
     def name(self) -> str:
-        """The screener's name (``"screener"`` for one without a name)."""
-        return str(getattr(self.screener, "name", "screener"))
+        """The screener's name."""
+        return self.screener.name
 
     def wanted(self, candidates: int) -> int:
         """How many candidates to make for the screener when the configuration asks for ``candidates``."""

@@ -30,9 +30,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from verifyless.errors import ConfigError
+from verifyless.executors.base import Executor
 from verifyless.ledger.paid import REPAIRABLE
 from verifyless.node import Candidate, Status, Verification
 from verifyless.store.records import Charge
@@ -64,12 +66,12 @@ class PaidBook(Protocol):
     def set_status(self, node_id: str, status: Status, reason: str) -> None: ...
 
 
-def run_in_sandbox(executor: Any) -> RunAt | None:
+def run_in_sandbox(executor: Executor) -> RunAt | None:
     """A ``RunAt`` on ``executor``'s sandbox (as the ensemble submission runs), or None if it has none."""
-    sandbox = getattr(executor, "sandbox", None)
+    sandbox = executor.sandbox
     if sandbox is None:
         return None
-    hide = tuple(getattr(executor, "hide", ()))
+    hide = tuple(Path(p) for p in executor.hide)
 
     async def run(task: Task, program: str, level: str) -> Verification:
         return await asyncio.to_thread(verify, task, program, sandbox, hide=hide, level=level)
@@ -137,7 +139,7 @@ class LowFidelity:
 
 
 def low_fidelity_for(
-    ledger: PaidBook, task: Task, executor: Any, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
+    ledger: PaidBook, task: Task, executor: Executor, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
 ) -> tuple[LowFidelity | None, str | None]:
     """A run's ``LowFidelity`` and its smoke level (``smoke_level``); (None, None) when ``executor`` has no sandbox."""
     run = run_in_sandbox(executor)

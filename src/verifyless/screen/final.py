@@ -119,7 +119,7 @@ async def select_final(
     for m in played:
         if m["picked"] is not None:
             points[m["picked"]] += 1
-    health = check_final(played, getattr(judge_model, "name", ""), min_parse_rate)
+    health = check_final(played, judge_model.name, min_parse_rate)
     fitness = {n.id: (n.fitness or 0.0) if tie_break == "fitness" else 0.0 for n in pool}
     keys = {cid: rng.random() for cid in ids}
     winner = max(ids, key=lambda cid: (points[cid], fitness[cid], keys[cid])) if health.parsed else None

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifyless.errors import UnparseableReplies
+from verifyless.screen.base import Screener
 
 log = logging.getLogger(__name__)
 
@@ -171,12 +172,12 @@ class ReplyHealth:
         return cls(str(screener.name), ", ".join(model_names(screener)), min_parse_rate, max_unparsed_screenings)
 
     @classmethod
-    def for_screener(cls, screener: Any) -> ReplyHealth:
+    def for_screener(cls, screener: Screener) -> ReplyHealth:
         """The tracker ``screener`` built (``.health``: the LLM screeners), else one with the defaults."""
         attached = getattr(screener, "health", None)
         if isinstance(attached, ReplyHealth):
             return attached
-        return cls(str(getattr(screener, "name", "screener")), ", ".join(model_names(screener)))
+        return cls(screener.name, ", ".join(model_names(screener)))
 
     def observe(self, screening: Any) -> ReplyStats:
         """Account one screening; raise ``UnparseableReplies`` when the streak limit is reached."""

@@ -230,7 +230,7 @@ class NoveltyGate:
         self.rng = rng or random.Random(0)
         self.health = JudgeHealth(
             "novelty judge",
-            getattr(judge, "name", ""),
+            judge.name if judge is not None else "",
             self.options.min_parse_rate,
             self.options.max_unparsed_replies,
         )

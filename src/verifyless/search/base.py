@@ -69,6 +69,20 @@ class SearchStrategy(Protocol):
     def final(self, view: SearchView) -> str | None: ...
 
 
+@runtime_checkable
+class EnsembleStrategy(SearchStrategy, Protocol):
+    """A strategy that can end with a top-K ensemble submission (MCGS; ``search/submission.py``).
+
+    ``submits_ensemble`` is its option (off: the run submits one program); ``final_ensemble`` the ids to combine,
+    best first.
+    """
+
+    @property
+    def submits_ensemble(self) -> bool: ...
+
+    def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]: ...
+
+
 class ToldState:
     """The told-node bookkeeping the built-in strategies share (greedy, islands, mcgs).
 

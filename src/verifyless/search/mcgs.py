@@ -350,6 +350,10 @@ class MCGSStrategy(ToldState):
         return tuple(out)
 
     # ----------------------------------------------------------------- final
+    @property
+    def submits_ensemble(self) -> bool:
+        return self.config.submit_ensemble
+
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]:
         """Ids of the top ``k`` (default ``top_k``) usable nodes (the baseline included), best first."""
         ok = [i for i in self._order if self._seen.nodes[i].ok]

@@ -14,10 +14,11 @@ The re-runs and the scoring are real execution time: the engine charges
 ``seconds`` as evaluator seconds of the run (not as verifications) in the
 ``submission`` event it records after the ``final`` one.
 
-``ensemble_members(strategy, task, view)`` decides whether there is an
-ensemble to submit: the task must declare ``ensemble``, the strategy must
-offer ``final_ensemble`` with its ``submit_ensemble`` option on (MCGS), and
-at least two usable nodes must exist.
+``submits_ensemble(strategy, task)`` is the one rule for whether a run ends
+with an ensemble: the task must declare ``ensemble`` and the strategy be an
+``EnsembleStrategy`` whose option asks for one (MCGS, ``submit_ensemble``).
+``ensemble_members(strategy, task, view)`` adds that at least two usable
+nodes must exist.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 from verifyless.node import Status
 from verifyless.sandbox.base import Sandbox
-from verifyless.search.base import SearchView
+from verifyless.search.base import EnsembleStrategy, SearchStrategy, SearchView
 from verifyless.task.base import Task
 from verifyless.verify import _run_scorer, check_metrics, split_metrics, verify
 
@@ -67,13 +68,16 @@ class EnsembleSubmission:
         return out
 
 
-def ensemble_members(strategy: Any, task: Task, view: SearchView) -> list[str]:
+def submits_ensemble(strategy: SearchStrategy, task: Task) -> bool:
+    """Whether a run ends with an ensemble submission: the task declares how outputs combine, the strategy asks."""
+    return task.ensemble is not None and isinstance(strategy, EnsembleStrategy) and strategy.submits_ensemble
+
+
+def ensemble_members(strategy: SearchStrategy, task: Task, view: SearchView) -> list[str]:
     """Ids to combine, best first, or [] when this run submits a single program."""
-    config = getattr(strategy, "config", None)
-    pick = getattr(strategy, "final_ensemble", None)
-    if task.ensemble is None or pick is None or not getattr(config, "submit_ensemble", False):
+    if not isinstance(strategy, EnsembleStrategy) or not submits_ensemble(strategy, task):
         return []
-    ids = list(pick(view))
+    ids = list(strategy.final_ensemble(view))
     return ids if len(ids) >= 2 else []
 
 
@@ -163,4 +167,4 @@ def _combine_and_score(
     )
 
 
-__all__ = ["EnsembleSubmission", "ensemble_members", "ensemble_submission"]
+__all__ = ["EnsembleSubmission", "ensemble_members", "ensemble_submission", "submits_ensemble"]

@@ -52,7 +52,7 @@ class CountingModel:
 
     def __init__(self, inner: Model) -> None:
         self.inner = inner
-        self.name = getattr(inner, "name", "model")
+        self.name = inner.name
         self.calls = 0
         self.tokens = 0
 
