@@ -195,3 +195,28 @@ def test_cache_writes_one_entry_per_sample_and_first_write_wins(tmp_path: Path) 
         assert model.inner.calls[1].request.sample_offset == 2  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="'readwrite' or 'replay'"):
         CachedModel(ScriptedModel(replies=[]), ResponseCache(tmp_path / "c.db"), mode="write")  # type: ignore[arg-type]
+
+
+def test_capabilities_are_found_through_any_stack_of_wrappers(tmp_path):
+    from verifyless.model.base import WRAP_DEPTH, CacheIdentified, wrapped
+    from verifyless.model.cache import CachedModel, ResponseCache, probe_identity, request_identity
+
+    class Identified(ScriptedModel):
+        def cache_identity(self, request: ModelRequest) -> dict:
+            return {"endpoint": "resolved-defaults", "model": self.name}
+
+    inner = Identified(["x"], name="m")
+    outer = CachedModel(CachedModel(inner, ResponseCache(tmp_path / "a.db")), ResponseCache(tmp_path / "b.db"))
+    assert list(wrapped(outer)) == [outer, outer.inner, inner]
+    assert isinstance(inner, CacheIdentified) and not isinstance(outer, CacheIdentified)
+    request = ModelRequest(messages=(Message("user", "hi"),))
+    assert request_identity(inner, request)["endpoint"] == "resolved-defaults"
+    # a probe's identity is the wrapped model's own, however deep it sits
+    assert probe_identity(outer, request, "", "verdict", ("a", "b"))["endpoint"] == "resolved-defaults"
+    assert probe_identity(ScriptedModel(["x"], name="m"), request, "", "verdict", ("a",))["model"] == "m"
+
+    class Loop:  # a wrapper that (wrongly) wraps itself: the walk still ends
+        def __init__(self) -> None:
+            self.inner = self
+
+    assert len(list(wrapped(Loop()))) == WRAP_DEPTH

@@ -5,7 +5,7 @@ Providers move text; they never render prompts or parse replies (roles do).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -87,3 +87,28 @@ class Model(Protocol):
     name: str
 
     async def generate(self, request: ModelRequest) -> ModelReply: ...
+
+
+@runtime_checkable
+class CacheIdentified(Protocol):
+    """A model that names its own cache identity (its resolved defaults: ``OpenAIModel``, ``LocalModel``)."""
+
+    def cache_identity(self, request: ModelRequest) -> dict[str, Any]: ...
+
+
+WRAP_DEPTH = 16  # more wrappers than any stack of cache, recorder and counting wrappers builds
+
+
+def wrapped(model: object) -> Iterator[object]:
+    """``model``, then each model it wraps, outermost first.
+
+    Wrappers (the response cache, the call recorder, counting and adapting wrappers) keep the model they
+    wrap as ``inner``; a capability (a cache identity, label probes, in-process weights) is looked up along
+    this chain, so wrapping a model never hides what it can do. Stops after ``WRAP_DEPTH`` models.
+    """
+    seen: object | None = model
+    for _ in range(WRAP_DEPTH):
+        if seen is None:
+            return
+        yield seen
+        seen = getattr(seen, "inner", None)

@@ -32,7 +32,17 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from verifyless.errors import ConfigError, ModelUnavailable
-from verifyless.model.base import Choice, Message, Model, ModelReply, ModelRequest, ToolCall, Usage
+from verifyless.model.base import (
+    CacheIdentified,
+    Choice,
+    Message,
+    Model,
+    ModelReply,
+    ModelRequest,
+    ToolCall,
+    Usage,
+    wrapped,
+)
 from verifyless.model.scores import LabelScore, find_label_scorer, probe_fields, probe_request
 from verifyless.model.wire import canonical_json, messages_to_wire, prompt_hash, sha256, tools_to_wire
 
@@ -44,9 +54,8 @@ def request_identity(model: Model, request: ModelRequest) -> dict[str, Any]:
     defaults (``OpenAIModel`` fills in config temperature, seed, extra_body, and
     its base URL); other models are identified by ``endpoint`` (or ``name``).
     """
-    own = getattr(model, "cache_identity", None)
-    if callable(own):
-        return own(request)
+    if isinstance(model, CacheIdentified):
+        return model.cache_identity(request)
     return {
         "endpoint": str(getattr(model, "endpoint", model.name)),
         "model": model.name,
@@ -314,12 +323,9 @@ def probe_identity(model: Any, request: ModelRequest, prefix: str, tag: str, lab
     The request identity is that of the first model along ``model`` and the models it wraps (``.inner``)
     that defines ``cache_identity`` (a provider's resolved defaults), else ``request_identity(model)``.
     """
-    seen = model
-    while seen is not None:
-        if callable(getattr(seen, "cache_identity", None)):
-            return {**seen.cache_identity(request), **probe_fields(prefix, tag, labels)}
-        seen = getattr(seen, "inner", None)
-    return {**request_identity(model, request), **probe_fields(prefix, tag, labels)}
+    owner = next((m for m in wrapped(model) if isinstance(m, CacheIdentified)), None)
+    identity = owner.cache_identity(request) if owner is not None else request_identity(model, request)
+    return {**identity, **probe_fields(prefix, tag, labels)}
 
 
 @dataclass(frozen=True)

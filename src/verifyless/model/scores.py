@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.model.base import Message, ModelRequest, Usage
+from verifyless.model.base import Message, ModelRequest, Usage, wrapped
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,11 @@ def find_label_scorer(model: Any) -> Any:
     Wrappers (``CachedModel``, ``RecordedModel``) set ``label_probe_via_inner`` and forward probes, so
     the outermost one is returned: probes then go through the cache and the ledger.
     """
-    seen = model
-    for _ in range(16):
-        if seen is None:
-            return None
-        if callable(getattr(seen, "label_score", None)) and not getattr(seen, "label_probe_via_inner", False):
-            return model
-        seen = getattr(seen, "inner", None)
-    return None
+    native = (
+        callable(getattr(m, "label_score", None)) and not getattr(m, "label_probe_via_inner", False)
+        for m in wrapped(model)
+    )
+    return model if any(native) else None
 
 
 __all__ = [

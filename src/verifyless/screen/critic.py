@@ -65,7 +65,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from verifyless.metrics.critic import vote_shares, vote_uncertainty
-from verifyless.model.base import Model, ModelRequest
+from verifyless.model.base import Model, ModelRequest, wrapped
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.prompts import Template, load_template, messages
 from verifyless.roles.parse import clean_reply
@@ -283,16 +283,13 @@ def label_scorer(model: object) -> Any:
     contract, three- or five-way keys), or an in-process ``probe_labels`` (``LocalModel``), read as
     ``verdicts.verdict_probs`` (P(improve|tie|lose) after the verdict tag). Else None.
     """
-    for _ in range(8):  # cache and recorder wrappers keep the real model as .inner
-        scorer = getattr(model, "label_probs", None)
+    for seen in wrapped(model):
+        scorer = getattr(seen, "label_probs", None)
         if callable(scorer):
             return scorer
-        prober = getattr(model, "probe_labels", None)
+        prober = getattr(seen, "probe_labels", None)
         if callable(prober):
             return functools.partial(verdict_probs, prober)
-        model = getattr(model, "inner", None)
-        if model is None:
-            return None
     return None
 
 

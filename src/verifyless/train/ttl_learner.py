@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.model.base import wrapped
 from verifyless.model.local import adapter_tag, chat_prompt, encode, load_lm, sample_texts
 from verifyless.screen.critic import TEMPERATURE
 from verifyless.screen.learner import Lesson
@@ -57,11 +58,9 @@ def reverse_kl(student_logits: Any, teacher_logits: Any, mask: Any) -> Any:
 
 def local_model(model: Any) -> Any:
     """The in-process model (one with ``loaded`` weights) under cache and recorder wrappers; ConfigError if none."""
-    seen = model
-    while seen is not None:
+    for seen in wrapped(model):
         if getattr(seen, "loaded", None) is not None:
             return seen
-        seen = getattr(seen, "inner", None)
     raise ConfigError("critic-ttl trains its critic in process: give it a local critic (provider: local)")
 
 
