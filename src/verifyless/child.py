@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager as AsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from verifyless.errors import ModelUnavailable
@@ -228,6 +228,4 @@ def _guard_outcome(result: Any) -> tuple[str | None, tuple[str, ...]]:
 
 
 def _replace(made: Made, **changes: Any) -> Made:
-    from dataclasses import replace
-
     return replace(made, **changes)

@@ -24,6 +24,8 @@ from a view of the stored bytes (the header holds its offset and length).
 from __future__ import annotations
 
 import contextlib
+import copyreg
+import dataclasses
 import gc
 import io
 import logging
@@ -97,8 +99,6 @@ def __getattr__(name: str) -> Any:
 
 def _record_table() -> dict[type, Any]:
     """``copyreg``-style reducers for the frozen slots records of ``verifyless.node`` (most of a snapshot)."""
-    import copyreg
-    import dataclasses
 
     table = dict(copyreg.dispatch_table)
     for cls in vars(node).values():

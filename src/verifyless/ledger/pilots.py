@@ -66,12 +66,14 @@ class PaidBook(Protocol):
     def set_status(self, node_id: str, status: Status, reason: str) -> None: ...
 
 
-def run_in_sandbox(executor: Executor) -> RunAt | None:
-    """A ``RunAt`` on ``executor``'s sandbox (as the ensemble submission runs), or None if it has none."""
-    sandbox = executor.sandbox
-    if sandbox is None:
+def run_in_sandbox(executor: Executor | None) -> RunAt | None:
+    """A ``RunAt`` on ``executor``'s sandbox (as the ensemble submission runs), or None if it has none.
+
+    ``executor`` is None for an engine that only restores a run and verifies nothing (``bench/scale.py``).
+    """
+    if executor is None or executor.sandbox is None:
         return None
-    hide = tuple(Path(p) for p in executor.hide)
+    sandbox, hide = executor.sandbox, tuple(Path(p) for p in executor.hide)
 
     async def run(task: Task, program: str, level: str) -> Verification:
         return await asyncio.to_thread(verify, task, program, sandbox, hide=hide, level=level)
@@ -139,7 +141,7 @@ class LowFidelity:
 
 
 def low_fidelity_for(
-    ledger: PaidBook, task: Task, executor: Executor, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
+    ledger: PaidBook, task: Task, executor: Executor | None, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
 ) -> tuple[LowFidelity | None, str | None]:
     """A run's ``LowFidelity`` and its smoke level (``smoke_level``); (None, None) when ``executor`` has no sandbox."""
     run = run_in_sandbox(executor)

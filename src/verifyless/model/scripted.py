@@ -39,7 +39,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -337,7 +337,6 @@ class ScriptedModel:
 
 def _sample_request(request: ModelRequest, index: int) -> ModelRequest:
     """The single-sample request for sample ``index`` (so functions see which sample they draw)."""
-    from dataclasses import replace
 
     return replace(request, n=1, sample_offset=index)
 

@@ -35,11 +35,13 @@ when it sends vLLM's ``continue_final_message: true`` (with
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -146,9 +148,6 @@ class CriticAtAccuracy:
         self.calls = 0
 
     def __call__(self, request: ModelRequest) -> str:
-        import hashlib
-        import random
-
         true = self.truth(request)
         if true is None:
             return self.other
@@ -355,6 +354,23 @@ class _Handler(BaseHTTPRequestHandler):
                 self._counted = False
                 owner._leave()
 
+    def _inject(self, fault: Fault, body: dict[str, Any]) -> bool:
+        """Send the reply ``fault`` replaces the completion with; False for faults that only shape it (``delay``)."""
+        if fault.kind in ("rate_limit", "server_error"):
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+            self._error(fault.status, f"injected {fault.kind}", fault.kind, headers)
+        elif fault.kind == "unauthorized":
+            self._error(401, "Incorrect API key provided.", "invalid_request_error")
+        elif fault.kind == "not_found":
+            self._error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error")
+        elif fault.kind == "garbage":
+            self._send(200, b"<html>upstream proxy error</html>", "text/html")
+        else:
+            if fault.kind == "delay":
+                time.sleep(fault.delay_s)
+            return False
+        return True
+
     def _complete(self, owner: TestServer, raw: bytes) -> None:
         try:
             body = json.loads(raw)
@@ -365,18 +381,8 @@ class _Handler(BaseHTTPRequestHandler):
         fault = owner._next_fault()
         if owner.latency_s:
             time.sleep(owner.latency_s)
-        if fault is not None:
-            if fault.kind in ("rate_limit", "server_error"):
-                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
-                return self._error(fault.status, f"injected {fault.kind}", fault.kind, headers)
-            if fault.kind == "unauthorized":
-                return self._error(401, "Incorrect API key provided.", "invalid_request_error")
-            if fault.kind == "not_found":
-                return self._error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error")
-            if fault.kind == "garbage":
-                return self._send(200, b"<html>upstream proxy error</html>", "text/html")
-            if fault.kind == "delay":
-                time.sleep(fault.delay_s)
+        if fault is not None and self._inject(fault, body):
+            return None
         expected = f"Bearer {owner.api_key}" if owner.api_key is not None else None
         if expected is not None and self.headers.get("Authorization") != expected:
             # Echo the key back the way some providers do, so tests can check that clients scrub it.
@@ -389,12 +395,8 @@ class _Handler(BaseHTTPRequestHandler):
         request = request_from_body(body)
         role = self.headers.get("X-Verifyless-Role")
         if role:  # lets role-based scripted rules answer over HTTP exactly as in-process
-            from dataclasses import replace as _replace
-
-            request = _replace(request, role=role)
+            request = replace(request, role=role)
         if owner.ignore_n or (fault is not None and fault.kind == "ignore_n"):
-            from dataclasses import replace
-
             request = replace(request, n=1)
         try:
             reply = owner._answer(request)

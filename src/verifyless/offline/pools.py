@@ -28,7 +28,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,8 +93,6 @@ class PoolRecord:
     criteria: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
     @classmethod

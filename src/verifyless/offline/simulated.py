@@ -52,7 +52,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -102,8 +102,6 @@ class CriticSpec:
         return m
 
     def with_(self, **changes: object) -> CriticSpec:
-        from dataclasses import replace
-
         return replace(self, **changes)  # type: ignore[arg-type]
 
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -204,8 +205,6 @@ def gpu_names() -> tuple[str, ...]:
 
 
 def _torch_gpus() -> tuple[str, ...]:
-    import importlib.util
-
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
         return ()
     try:

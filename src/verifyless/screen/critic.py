@@ -54,6 +54,7 @@ Parser decisions (documented in docs/design/screening.md):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import random
 import re
@@ -514,7 +515,6 @@ class PointwiseCritic(WatchesReplies):
         self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence], ranking: list[str]
     ) -> tuple[list[str], dict[str, Evidence]]:
         """Reorder the candidates tied for first by a knockout within ``tie_break_tokens``."""
-        import dataclasses
 
         group = top_tied(evidence, ranking)
         if len(group) < 2:

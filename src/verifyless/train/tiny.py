@@ -19,6 +19,9 @@ backward passes quickly.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,7 +100,6 @@ def teach_format(
     child will <keyword>.``), then give a random verdict, so the model learns to read the prompt but
     not which verdict follows from it.
     """
-    import random
 
     rows = keyword_rows(32, random.Random(seed), split_name="format", critique_labels="random", name_keyword=reads)
     pairs = [
@@ -189,8 +191,6 @@ def cached_tiny_lm(root: str | Path, *, seed: int = 0, reads: bool = False) -> P
     parallel callers). The folder name carries a hash of the tokenizer's corpus, which is built from the
     critic prompt: a changed prompt builds a new model at once, instead of a stale cached one hiding the
     change until a fresh clone (CI) builds it."""
-    import hashlib
-    import os
     import shutil
 
     kind = "tiny-lm-reads-v1" if reads else "tiny-lm-v4"

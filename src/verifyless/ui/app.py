@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -356,7 +357,6 @@ def _headers(nonce: str | None = None) -> dict[str, str]:
 
 def _plain(value: Any) -> Any:
     """NaN/inf to None so the JSON is valid for browsers."""
-    import math
 
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -26,7 +26,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from verifyless.errors import ConfigError
@@ -153,8 +153,6 @@ def _valid(doc: PromptDoc, check: Callable[[Template], None] | None) -> bool:
 
 
 def _accepted(trial: Trial) -> Trial:
-    from dataclasses import replace
-
     return replace(trial, accepted=True)
 
 
@@ -188,8 +186,6 @@ class TuneReport:
     trials: tuple[Trial, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         data = asdict(self)
         data.pop("template")
         return data

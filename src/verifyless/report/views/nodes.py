@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from verifyless.errors import StoreError
@@ -469,7 +469,6 @@ def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tupl
 
 def node_json(detail: NodeDetail) -> str:
     """The node page's data as JSON (for the dashboard's API)."""
-    from dataclasses import asdict
 
     return json.dumps(asdict(detail), default=str)
 
