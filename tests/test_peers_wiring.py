@@ -94,7 +94,10 @@ def test_the_bandit_shifts_calls_to_the_model_whose_children_improve_and_replays
         replayed = [e.payload for e in store.events(again.run_id, kinds=["model_choice"])]
         shares = {m.model: m for m in model_shares(store, first.run_id)}
         fresh = build_engine(load_config(overrides=["roles.kind=llm", *overrides]), store, task=fake_task())
+        fresh.run_id = first.run_id  # as a resume of the run: its choice recorder is live
         fresh.peers.restore(store, first.run_id, {n.id: n for n in store.nodes(first.run_id)}, 0.0)
+        # restoring re-makes every stored choice without storing it a second time
+        assert len(list(store.events(first.run_id, kinds=["model_choice"]))) == len(choices)
     stats = {s.model: s for s in engine.peers.ensembles["implementer"].stats()}
     assert set(stats) == {"good", "bad"}
     assert stats["good"].improved == stats["good"].observed > 0 and stats["bad"].improved == 0

@@ -67,13 +67,11 @@ class Peers:
 
 
 def _choose_again(ensemble: ModelEnsemble, stored: Mapping[str, Any]) -> None:
-    sink, ensemble.on_choice = ensemble.on_choice, None
     token = call_owner.set(str(stored.get("owner", "")))
     try:
-        choice = ensemble.choose(str(stored.get("role", "default")))
+        choice = ensemble.choose(str(stored.get("role", "default")), replay=True)
     finally:
         call_owner.reset(token)
-        ensemble.on_choice = sink
     if choice.model != stored.get("model"):
         log.warning(
             "resume: ensemble %s chose %s for call %d, the run chose %s",

@@ -126,15 +126,18 @@ class ModelEnsemble:
         choice = self.choose(request.role)
         return await self.members[choice.model].generate(request), choice
 
-    def choose(self, role: str = "default") -> ModelChoice:
-        """Choose the member for the next call and record the choice (counts as a call)."""
+    def choose(self, role: str = "default", *, replay: bool = False) -> ModelChoice:
+        """Choose the member for the next call and record the choice (counts as a call).
+
+        ``replay``: a resume re-making a choice the run already stored; it counts, but ``on_choice`` is not told.
+        """
         scores = self._scores()
         best = max(scores, key=lambda name: scores[name])  # max keeps the first of equal scores
         reason = self._reason(best, scores)
         choice = ModelChoice(len(self.choices), best, self.options.rule, role, scores, reason, call_owner.get())
         self._tally[best].calls += 1
         self.choices.append(choice)
-        if self.on_choice is not None:
+        if self.on_choice is not None and not replay:
             self.on_choice(choice)
         return choice
 
