@@ -4,7 +4,7 @@ Models (each recorded and cached), the call recorder that stores ``llm_call`` ev
 roles and the guards. A recorder reads the run's id from its owner at each call (``RunIdOf``: the
 engine's and a collection's ``Ledger``, a policy run's rewarder); before the run exists it is None and
 nothing is stored. The engine's composition root (``wiring.build_engine``), data collection
-(``data/pipeline``) and policy rewards (``train/policy/wiring``) all build their parts here, so none of
+(``critic_data/pipeline``) and policy rewards (``train/policy/wiring``) all build their parts here, so none of
 them imports another's assembly.
 """
 

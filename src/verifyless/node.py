@@ -3,7 +3,7 @@
 Records never change: a new fact about a candidate is a new event in the
 store, and the store's materialised view builds the latest ``Node`` from the
 events. Every record converts to and from plain JSON-able dicts with
-``to_dict`` / ``from_dict`` (see ``verifyless.node.dump`` / ``load``).
+``to_dict`` / ``from_dict`` (the ``_Record`` mixin below).
 
 Orientation: ``Verification.score`` is the raw value of the task's main
 validation metric. Search strategies never look at raw scores; they use

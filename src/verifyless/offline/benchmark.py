@@ -8,8 +8,8 @@ from, so a critic sees the training prompt), with a generator seeded by
 screeners that give no verdicts (e.g. ``random``) produce no records and are
 reported as such. Metrics: Improve accuracy, Dir-3, F1, 5-Ladder overall,
 per stratum and per task; AUROC vs k; the routing curve (votes and u counted
-as the router counts them). The markdown report and PNG plots are written by
-``verifyless.offline.critic_bench`` (this module does not import ``offline``).
+as the router counts them). ``write_report`` writes the markdown report and,
+with matplotlib, the PNG plots (``offline/plots.py``).
 
 Datasets carry summaries, not programs: screeners that need program text
 (feature surrogates, agentic pilots) see an empty program.

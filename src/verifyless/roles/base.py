@@ -93,7 +93,7 @@ class Summarizer(Protocol):
 
 @dataclass(frozen=True)
 class Roles:
-    """The bundle the engine uses; built from config by ``verifyless.roles.build_roles``."""
+    """The bundle the engine uses; built from config by ``verifyless.wiring.build_roles``."""
 
     briefer: Briefer
     proposer: Proposer

@@ -9,7 +9,7 @@
   verifier's outcome, for every idea that has both, split into ``confident``
   (u < T: the critic's verdict was, or would have been, the reward) and
   ``routed`` (u >= T: verified because the critic was unsure), by the
-  router's own rule (``metrics.critic.routes``). The verifier's outcome
+  router's own rule (``metrics.critic.route``). The verifier's outcome
   (``improved``) is the one label rule's (``verifyless.outcome.improved``).
 """
 
