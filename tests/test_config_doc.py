@@ -47,3 +47,18 @@ def test_every_strategy_option_is_described_by_its_config_docstring():
 def test_screener_options_are_in_the_reference():
     text = config_doc.render()
     assert "### Screener options" in text and "`critic` (CriticOptions)" in text and "`k`" in text
+
+
+def test_the_hand_written_example_names_every_strategy_and_screener():
+    import re
+
+    from verifyless.screen.registry import SCREENERS
+    from verifyless.search.registry import STRATEGIES
+
+    text = config_doc.DOC.read_text().split(config_doc.BEGIN)[0]
+    example = text.split("```yaml")[1].split("```")[0]
+    for section, registry in (("strategy", STRATEGIES), ("screener", SCREENERS)):
+        block = example.split(f"\n{section}:")[1].split("\n\n")[0]
+        listed = set(re.findall(r"[a-z][a-z-]*", " ".join(line.split("#", 1)[-1] for line in block.splitlines())))
+        missing = sorted({c.name for c in registry.components()} - listed)
+        assert not missing, f"docs/configuration.md's {section} comment does not list {missing}"
