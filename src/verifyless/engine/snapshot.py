@@ -230,7 +230,7 @@ class Snapshots:
 
     def maybe_take(self, round: int) -> bool:
         """Take a snapshot when ``every`` rounds passed since the last one (called at a round boundary)."""
-        if self.every <= 0 or round - self._last_round < self.every or not hasattr(self.store, "put_snapshot"):
+        if self.every <= 0 or round - self._last_round < self.every:
             return False
         self.take()
         self._last_round = round
@@ -262,8 +262,6 @@ class Snapshots:
 
     def load(self) -> Loaded | None:
         """The latest usable snapshot (state, strategy, and the memory and observer where they pickled); else None."""
-        if not hasattr(self.store, "latest_snapshot"):
-            return None
         found = self.store.latest_snapshot(self.ledger.rid)
         if found is None:
             return None
