@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
 import pytest
@@ -112,21 +111,19 @@ def test_incremental_bm25_tail_matches_a_full_rebuild():
         np.testing.assert_allclose(staged.scores(query), rebuilt.scores(query), rtol=0.1, atol=1e-6)
 
 
-def test_many_records_stay_fast():
+def test_records_added_one_at_a_time_do_not_rebuild_the_index():
+    # Retrieval stays fast as records arrive because single adds go to a small tail scored from postings,
+    # not to a rebuilt bm25 index; the timings themselves are bench/scale.py's (retrieval p50/p95 at 10k-100k).
     rng = random.Random(1)
     words = [f"w{i}" for i in range(3000)] + "model feature tree boosting dropout epoch".split()
     recs = [MemoryRecord(f"n{i}", " ".join(rng.choice(words) for _ in range(20)), "ok") for i in range(4000)]
     m = Memory(embedder="hashing")
     m.extend(recs[:3000])
+    lexical = m._lexical
+    assert lexical.indexed == 3000
     for rec in recs[3000:3200]:
         m.add(rec)
-    times = []
-    for _ in range(15):
-        query = " ".join(rng.choice(words) for _ in range(6))
-        start = time.perf_counter()
-        m.search(query, k=5)
-        times.append(time.perf_counter() - start)
-    assert sorted(times)[len(times) // 2] < 0.05
+    assert lexical.indexed == 3000 and len(lexical.docs) == 3200  # 200 adds, no rebuild
     target = recs[3100]
     assert m.search(target.plan, k=1)[0].record.node_id == target.node_id
 
