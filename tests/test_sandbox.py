@@ -89,9 +89,8 @@ def test_sleeping_past_the_timeout(tmp_path):
     t0 = time.monotonic()
     r = run_py(tmp_path, "import time; time.sleep(60)", Limits(wall_seconds=2.0, memory_mb=1024))
     assert r.status == "timeout"
-    assert (
-        time.monotonic() - t0 < 30
-    )  # killed at its 2 s limit, long before the 60 s sleep (slack for a loaded machine)
+    # killed at its 2 s limit, long before the 60 s sleep (slack for a loaded machine)
+    assert time.monotonic() - t0 < 30
     assert_normal_run_works(tmp_path)
 
 
