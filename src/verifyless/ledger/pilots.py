@@ -141,7 +141,13 @@ class LowFidelity:
 
 
 def low_fidelity_for(
-    ledger: PaidBook, task: Task, executor: Executor | None, *, smoke: str | None, llm_roles: bool, smoke_wall_seconds: float
+    ledger: PaidBook,
+    task: Task,
+    executor: Executor | None,
+    *,
+    smoke: str | None,
+    llm_roles: bool,
+    smoke_wall_seconds: float,
 ) -> tuple[LowFidelity | None, str | None]:
     """A run's ``LowFidelity`` and its smoke level (``smoke_level``); (None, None) when ``executor`` has no sandbox."""
     run = run_in_sandbox(executor)
