@@ -31,6 +31,7 @@ from verifyless.offline import (
     plots,  # needs the `plot` extra (matplotlib)
     tables,
 )
+from verifyless.screen.base import Screener
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class CriticBenchReport:
 
 async def screen_rows(
     rows: Sequence[Mapping[str, Any]],
-    screener: Any,
+    screener: Screener,
     *,
     seed: int = 0,
     concurrency: int = 4,
@@ -86,7 +87,7 @@ async def screen_rows(
 
 def run_critic_bench(
     rows: Sequence[Mapping[str, Any]],
-    screener: Any,
+    screener: Screener,
     *,
     split: str = "bench",
     seed: int = 0,
@@ -101,7 +102,7 @@ def run_critic_bench(
     groups.update({f"stratum={k}": v for k, v in m.breakdown(records, "stratum").items()})
     groups.update({f"task={k}": v for k, v in m.breakdown(records, "task").items()})
     return CriticBenchReport(
-        getattr(screener, "name", type(screener).__name__),
+        screener.name,
         split,
         len(rows),
         none,

@@ -40,7 +40,7 @@ from verifyless.offline.selection import Pool, SelectionSummary, summarize_selec
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, TaskBrief
 from verifyless.roles.space import space_roles
 from verifyless.sandbox.local import LocalSandbox
-from verifyless.screen.base import ScreenContext
+from verifyless.screen.base import ScreenContext, Screener
 from verifyless.store import RunStore
 from verifyless.task.base import Task
 from verifyless.task.loader import load_task
@@ -386,14 +386,14 @@ def pool_candidates(pool: PoolRecord) -> list[Candidate]:
     ]
 
 
-def evaluate_screener(pools: Sequence[PoolRecord], screener: Any, **options: Any) -> ScreeningReport:
+def evaluate_screener(pools: Sequence[PoolRecord], screener: Screener, **options: Any) -> ScreeningReport:
     """Replay ``screener`` on every pool: ``evaluate_screener_async`` run to completion, same options."""
     return asyncio.run(evaluate_screener_async(pools, screener, **options))
 
 
 async def evaluate_screener_async(
     pools: Sequence[PoolRecord],
-    screener: Any,
+    screener: Screener,
     *,
     target: Target = "validation",
     seed: int = 0,
@@ -445,9 +445,7 @@ async def evaluate_screener_async(
     summary = summarize_selection(outcomes)
     normalized = [s.normalized for s in summary.pools if not s.degenerate]
     ci = bootstrap_ci(normalized, n_boot=n_boot, seed=seed) if normalized else None
-    return ScreeningReport(
-        getattr(screener, "name", type(screener).__name__), target, summary, ci, chosen, time.monotonic() - started
-    )
+    return ScreeningReport(screener.name, target, summary, ci, chosen, time.monotonic() - started)
 
 
 __all__ = [
