@@ -214,6 +214,34 @@ def test_read_only_store_opens_for_runs_show_and_bench(finished_run, tmp_path, h
     assert sorted(p.name for p in Path(store).parent.iterdir()) == ["s.db"], "no -wal/-shm left beside it"
 
 
+def test_an_output_place_that_cannot_be_written_is_one_clear_line(finished_run, tmp_path):
+    """``--out`` is checked before any work (exit 2, one usage line naming the option); a default output place
+    that turns out unwritable (a read-only working folder) is one ``error:`` line too, never "unexpected error"."""
+    run_id, store = finished_run.run_id, str(finished_run.store)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    for args, says in (
+        (("export", run_id, "--out", str(blocker / "trace.jsonl")), "cannot write the output file"),
+        (("export", run_id, "--out", str(tmp_path)), "is a folder; give a file path"),
+        (("report", run_id, "--out", str(blocker)), "is a file; give a folder path"),
+        (("bench", "selection", run_id, "--out", str(blocker / "bench")), "cannot write the output folder"),
+    ):
+        out = cli(*args, "--store", store)
+        lines = out.stderr.splitlines()
+        assert out.returncode == 2 and len(lines) == 1, (args, out.stderr)
+        assert "Invalid value for '--out'" in lines[0] and says in lines[0], (args, out.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"], "a refused --out creates nothing"
+    folder = tmp_path / "ro-cwd"
+    folder.mkdir()
+    prefix, reason = read_only_prefix(folder)
+    if prefix is None:
+        pytest.skip(reason)
+    in_folder = [*prefix, "sh", "-c", 'cd "$0" && exec "$@"', str(folder)]  # cd after the mount, not before
+    out = cli("report", run_id, "--store", store, prefix=in_folder)  # writes reports/RUN under the read-only cwd
+    assert out.returncode == 1 and out.stderr.startswith("error: cannot write reports"), out.stderr
+    assert "Read-only file system" in out.stderr and "unexpected" not in out.stderr, out.stderr
+
+
 def test_an_unreadable_store_gets_one_error_line_once(tmp_path):
     """``show`` and ``runs`` on a file that is not a store: exit 5, one newline-terminated line, said once."""
     junk = tmp_path / "junk.db"

@@ -16,6 +16,7 @@ that differs from the stored run; 130 interrupted (Ctrl-C; the message names the
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import sys
@@ -75,6 +76,9 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
 def main() -> None:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
@@ -94,6 +98,18 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        if exc.errno not in _CANNOT_WRITE or os.environ.get("VERIFYLESS_DEBUG"):
+            raise
+        # a default output place that cannot be written (a read-only folder, a full disk): the user's to fix
+        where = f" {exc.filename}" if exc.filename else ""
+        err.print(
+            f"[bold red]error:[/] cannot write{where}: {exc.strerror}; free some space or choose a place you can write "
+            "to (--out, --store)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(1)
     except Exception as exc:  # usage errors (unknown option, missing argument) and the unexpected
         if _is_usage_error(exc):
             err.print(f"[bold red]error:[/] {_usage_line(exc)}", highlight=False, soft_wrap=True)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
-from verifyless._cli.common import key_values, read_store
+from verifyless._cli.common import key_values, out_file, out_folder, read_store
 from verifyless._cli.data import bench_dataset
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError, TaskError
@@ -43,7 +43,7 @@ app = typer.Typer(
 console = Console()
 
 _STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
-_OUT = typer.Option(None, "--out", help="folder for the markdown report and PNG plots")
+_OUT = typer.Option(None, "--out", callback=out_folder, help="folder for the markdown report and PNG plots")
 
 
 def _print(title: str, headers: list[str], rows: list[list[str]]) -> None:
@@ -340,7 +340,7 @@ def curves_cmd(
     runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
     label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat"),
     store: Path = _STORE,
-    out: Path = typer.Option(Path("bench-out"), "--out", help="folder for PNGs"),
+    out: Path = typer.Option(Path("bench-out"), "--out", callback=out_folder, help="folder for PNGs"),
     by: str = typer.Option("verifications", help="verifications | seconds"),
     n_boot: int = typer.Option(2000),
     seed: int = typer.Option(0),
@@ -362,7 +362,7 @@ def collect_pools_command(
     task: str = typer.Argument(..., help="built-in task name or task folder"),
     parents: int = typer.Option(3, "--parents", help="evolution steps (one pool each)"),
     n: int = typer.Option(8, "--n", help="candidates per parent, all verified"),
-    out: Path = typer.Option(..., "--out", help="pool file to write (JSON lines)"),
+    out: Path = typer.Option(..., "--out", callback=out_file, help="pool file to write (JSON lines)"),
     seed: int = typer.Option(0, "--seed"),
     store: Path | None = typer.Option(None, "--store", help="also record the run here"),
 ) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from verifyless._cli.common import out_folder
 from verifyless.builtin import worlds_dir
 from verifyless.errors import ConfigError
 from verifyless.offline.breakeven import CostModel, breakeven_grid
@@ -55,7 +56,9 @@ def breakeven_command(
     tokens: float = typer.Option(2500.0, help="critic tokens per sample (prompt + reply)"),
     usd_per_mtok: float = typer.Option(3.0, help="critic price, $ per million tokens"),
     usd_per_hour: float = typer.Option(2.0, help="verification price, $ per hour of verification"),
-    out: Path | None = typer.Option(None, "--out", help="folder for breakeven.md, breakeven.csv, breakeven.png"),
+    out: Path | None = typer.Option(
+        None, "--out", callback=out_folder, help="folder for breakeven.md, breakeven.csv, breakeven.png"
+    ),
 ) -> None:
     """Headroom captured, verifications-to-reach and break-even verification cost vs critic Dir-3, N and k."""
     import time

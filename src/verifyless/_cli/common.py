@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
+import typer
 from rich.console import Console
 
 from verifyless.errors import ConfigError
@@ -50,4 +52,40 @@ def key_values(items: list[str]) -> dict[str, Any]:
     return opts
 
 
-__all__ = ["console", "err", "key_values", "quiet", "read_store"]
+def _check_out(path: Path, *, folder: bool) -> Path:
+    """``path`` if a command can write its output there; a ``BadParameter`` (one usage line, exit 2) if not.
+
+    Checked before any work, and without creating anything: ``path`` must not be a file where a folder is
+    wanted (or a folder where a file is), and the deepest folder that exists on the way to it must accept a
+    new file (a probe file, removed at once: permissions alone miss read-only mounts and pseudo-filesystems).
+    """
+    kind = "folder" if folder else "file"
+    if path.exists() and path.is_dir() != folder:
+        raise typer.BadParameter(f"{path} is a {'file' if folder else 'folder'}; give a {kind} path for the output")
+    existing = path if folder and path.is_dir() else path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is not a folder")
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise typer.BadParameter(
+            f"cannot write the output {kind} {path} ({existing}: {reason}); choose a place you can write to"
+        ) from None
+    return path
+
+
+def out_folder(path: Path | None) -> Path | None:
+    """Typer callback for ``--out FOLDER`` options (None: the command's default, checked where it is made)."""
+    return None if path is None else _check_out(path, folder=True)
+
+
+def out_file(path: Path | None) -> Path | None:
+    """Typer callback for ``--out FILE`` options."""
+    return None if path is None else _check_out(path, folder=False)
+
+
+__all__ = ["console", "err", "key_values", "out_file", "out_folder", "quiet", "read_store"]

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from verifyless._cli.common import out_folder
 from verifyless.config import DEFAULT_STORE
 from verifyless.critic_data.build import build_from_runs, synthesize_dataset
 from verifyless.critic_data.collect import CollectSettings
@@ -100,7 +101,9 @@ def collect(
     children: int = typer.Option(20, "--children", help="sft: children drawn and verified per parent"),
     mode: str = typer.Option("sft", "--mode", help="sft (two-stage) or grpo (improvement-driven, balanced)"),
     store: Path = _STORE,
-    out: Path | None = typer.Option(None, "--out", help="dataset folder (default: runs/datasets/<task>-<run id>)"),
+    out: Path | None = typer.Option(
+        None, "--out", callback=out_folder, help="dataset folder (default: runs/datasets/<task>-<run id>)"
+    ),
     resume: str | None = typer.Option(None, "--resume", help="continue this collection run"),
     seed: int = typer.Option(0, "--seed"),
     roles: str | None = typer.Option(None, "--roles", help="space (offline idea-space roles) or llm"),
@@ -146,7 +149,7 @@ def collect(
 def from_runs(
     runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"),
     store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store holding the runs"),
-    out: Path = typer.Option(..., "--out", help="dataset folder to write"),
+    out: Path = typer.Option(..., "--out", callback=out_folder, help="dataset folder to write"),
     seed: int = typer.Option(0, "--seed"),
     bench_fraction: float = typer.Option(0.12, "--bench-fraction"),
     split_by: str = typer.Option("parent", "--split-by", help="parent, or task (no task in two splits)"),
@@ -179,7 +182,9 @@ def from_runs(
 def synthesize(
     dataset: Path = typer.Argument(..., help="dataset folder (from data collect / from-runs)"),
     teacher: str = typer.Option(..., "--teacher", help="teacher model spec (e.g. scripted:FILE or openai:MODEL)"),
-    out: Path | None = typer.Option(None, "--out", help="output folder (default: DATASET-critiques)"),
+    out: Path | None = typer.Option(
+        None, "--out", callback=out_folder, help="output folder (default: DATASET-critiques)"
+    ),
     samples: int = typer.Option(8, "--samples", help="critiques per stage"),
     temperature: float = typer.Option(0.7, "--temperature"),
     seed: int = typer.Option(0, "--seed"),

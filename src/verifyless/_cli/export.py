@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import read_store
+from verifyless._cli.common import out_file, read_store
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.report.export import export_run
@@ -14,7 +14,9 @@ from verifyless.report.export import export_run
 
 def export_command(
     run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
-    out: Path = typer.Option(..., "--out", help="node trace file; the LLM calls go beside it as NAME.calls.EXT"),
+    out: Path = typer.Option(
+        ..., "--out", callback=out_file, help="node trace file; the LLM calls go beside it as NAME.calls.EXT"
+    ),
     fmt: str = typer.Option("jsonl", "--format", help="jsonl or parquet"),
     include_test: bool = typer.Option(False, "--include-test", help="also write hidden test scores and metrics"),
     inline_calls: bool = typer.Option(False, "--inline-calls", help="write each call's request and replies inline"),

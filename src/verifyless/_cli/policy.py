@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from verifyless._cli.common import console, quiet
+from verifyless._cli.common import console, out_folder, quiet
 from verifyless.errors import ConfigError
 from verifyless.train.policy.evaluate import evaluate_proposers
 from verifyless.train.policy.grpo_settings import load_policy_settings
@@ -48,7 +48,9 @@ _MODELS = typer.Option([], "--models", help="child-role model specs (default: id
 def policy_grpo(
     tasks: str = typer.Option(..., "--tasks", help="training tasks, comma separated (names or folders)"),
     policy: str = _POLICY,
-    out: Path = typer.Option(..., "--out", help="folder for the reward store, log, checkpoints and adapter"),
+    out: Path = typer.Option(
+        ..., "--out", callback=out_folder, help="folder for the reward store, log, checkpoints and adapter"
+    ),
     verifications: int = typer.Option(10_000, "--verifications", help="hard cap on paid verifications (paper: 10,000)"),
     mode: str = typer.Option("critic-in-loop", "--mode", help="verify-all | critic-in-loop | critic-only"),
     critic: str | None = typer.Option(None, "--critic", help="critic model spec (scripted:FILE, openai:M, local:..)"),
@@ -92,7 +94,9 @@ def policy_eval(
     tasks: str = typer.Option(..., "--tasks", help="held-out tasks, comma separated"),
     policy: str = _POLICY,
     adapter: Path = typer.Option(..., "--adapter", help="trained proposer adapter (policy-grpo's OUT/adapter)"),
-    out: Path = typer.Option(..., "--out", help="folder for the evaluation stores and results.json"),
+    out: Path = typer.Option(
+        ..., "--out", callback=out_folder, help="folder for the evaluation stores and results.json"
+    ),
     verifications: int = typer.Option(..., "--verifications", help="verification budget per run (both arms)"),
     seeds: str = typer.Option("0,1,2", "--seeds", help="seeds, comma separated"),
     parents: int = typer.Option(4, "--parents", help="groups per step"),

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import typer
 from rich.table import Table
 
-from verifyless._cli.common import console, quiet
+from verifyless._cli.common import console, out_folder, quiet
 from verifyless._cli.policy import register as _register_policy
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import StoreError
@@ -58,7 +58,9 @@ def critic_sft(
     base: str = typer.Option(
         ..., "--base", help="base model: folder, cached hub id, or a name from `verifyless models`"
     ),
-    out: Path = typer.Option(..., "--out", help="output folder for the adapter, checkpoints and logs"),
+    out: Path = typer.Option(
+        ..., "--out", callback=out_folder, help="output folder for the adapter, checkpoints and logs"
+    ),
     config: Path | None = _CONFIG,
     resume: bool = _RESUME,
     max_steps: int | None = _MAX_STEPS,
@@ -77,7 +79,7 @@ def critic_sft(
 def critic_grpo(
     dataset: Path = typer.Argument(..., help="critic dataset folder (DatasetDict with a 'grpo' split)"),
     from_dir: Path = typer.Option(..., "--from", help="SFT output folder (or adapter folder) to start from"),
-    out: Path | None = typer.Option(None, "--out", help="output folder (default: FROM-grpo)"),
+    out: Path | None = typer.Option(None, "--out", callback=out_folder, help="output folder (default: FROM-grpo)"),
     config: Path | None = _CONFIG,
     resume: bool = _RESUME,
     max_steps: int | None = _MAX_STEPS,
@@ -97,7 +99,9 @@ def critic_grpo(
 def critic_rm(
     task: str = typer.Argument(..., help="task whose earlier runs in --store become the critic's data"),
     store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store holding the earlier runs"),
-    out: Path = typer.Option(..., "--out", help="folder for the trained critic (head.npz, card.json)"),
+    out: Path = typer.Option(
+        ..., "--out", callback=out_folder, help="folder for the trained critic (head.npz, card.json)"
+    ),
     runs: str | None = typer.Option(None, "--runs", help="comma-separated run ids (default: every run of TASK)"),
     tie_tolerance: float | None = typer.Option(
         None, "--tie-tolerance", help="relabel every run with this tie tolerance (default: each run's own)"

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from verifyless._cli.common import key_values
+from verifyless._cli.common import key_values, out_file
 from verifyless.critic_data.dataset import load_critic_dataset
 from verifyless.errors import ConfigError
 from verifyless.model import build_model
@@ -44,7 +44,9 @@ def screener_command(
     budget: int = typer.Option(
         40, "--budget", help="prompts scored on the dev slice, the baseline included (>= one neighbourhood)"
     ),
-    out: Path | None = typer.Option(None, "--out", help="tuned prompt file (default tuned-<screener>.md)"),
+    out: Path | None = typer.Option(
+        None, "--out", callback=out_file, help="tuned prompt file (default tuned-<screener>.md)"
+    ),
     seed: int = typer.Option(0, "--seed", help="seeds the dev slice, the edit order and the screener"),
     dev: str | None = typer.Option(None, "--dev", help="a whole split as dev slice (default: carve sft+grpo)"),
     dev_fraction: float = typer.Option(0.25, "--dev-fraction", help="share of sft+grpo rows (whole parents) for dev"),
