@@ -75,6 +75,26 @@ def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, monkeypatch, cap
         assert len(out.stderr.strip().splitlines()) == 1, f"not one line: {out.stderr!r}"
 
 
+def test_tasks_given_one_task_folder_lists_it_or_says_all_that_is_wrong(tmp_path, monkeypatch, capsys):
+    from verifyless.task import builtin_tasks_dir
+
+    out = in_process(monkeypatch, capsys, "tasks", str(builtin_tasks_dir() / "diabetes"))
+    assert out.returncode == 0 and out.stdout.splitlines()[1].split()[:2] == ["diabetes", "native"], out.stdout
+    broken = tmp_path / "mine"
+    broken.mkdir()
+    (broken / "task.yaml").write_text("name: [mine\n")
+    out = in_process(monkeypatch, capsys, "tasks", str(broken))
+    assert out.returncode == 3 and "task.yaml: YAML syntax error at line 2" in out.stderr, out.stderr
+
+
+def test_a_config_file_with_a_yaml_typo_is_one_line_naming_the_line_and_column(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("engine:\n  candidates: [4\n")
+    out = in_process(monkeypatch, capsys, "run", "diabetes", "--config", str(config), "--store", str(tmp_path / "s.db"))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"config file {config} is not valid YAML: line 3, column 1" in out.stderr, out.stderr
+
+
 def in_process(monkeypatch, capsys, *args: str) -> subprocess.CompletedProcess:
     """``verifyless ARGS`` through ``main()`` here: its exit status, stdout and stderr (the environment restored)."""
     from verifyless._cli.app import main

@@ -136,7 +136,7 @@ def test_script_files_yaml_json_and_errors(tmp_path: Path) -> None:
         ("mode: rules\nrules:\n  - match: x\n", "exactly one of 'reply'"),
         ("mode: poetry\n", "unknown mode 'poetry'"),
         ("mode: sequence\nreplies: [{txt: hi}]\n", "unknown keys"),
-        ("replies: [unclosed\n", "not valid YAML/JSON"),
+        ("replies: [unclosed\n", "not valid YAML: line 2, column 1"),
     ]:
         bad.write_text(text)
         with pytest.raises(ConfigError, match=fix):

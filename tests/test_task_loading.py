@@ -193,7 +193,7 @@ CASES: list[tuple[str, Callable[[Path], None], tuple[str, ...]]] = [
     (
         "yaml-syntax",
         lambda r: (make_task(r), (r / "task.yaml").write_text("name: [unclosed\n")),
-        ("task.yaml: line", "YAML syntax error"),
+        ("task.yaml: YAML syntax error at line 2, column 1", "fix the YAML syntax"),
     ),
     (
         "yaml-not-mapping",

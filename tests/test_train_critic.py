@@ -136,6 +136,9 @@ def test_settings_come_from_the_paper_and_yaml(tmp_path: Path) -> None:
     path.write_text("lora_rank: 16\n")
     with pytest.raises(ConfigError, match="lora_rank"):
         load_settings("sft", path)
+    path.write_text("lora_r: [16\n")  # a typo is one ConfigError naming the file, line and column
+    with pytest.raises(ConfigError, match=r"training config .*c.yaml is not valid YAML: line 2, column 1"):
+        load_settings("sft", path)
 
 
 def test_verdict_reward_matches_the_screening_parser() -> None:

@@ -44,6 +44,7 @@ from verifyless.model.ensemble import BanditOptions
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.screen.novelty import NoveltyOptions
 from verifyless.store.protocol import RunStoreProtocol
+from verifyless.yamlfile import read_yaml
 
 
 class _Strict(BaseModel):
@@ -284,10 +285,7 @@ def load_config(
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config file {path} not found: pass an existing YAML file to --config")
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        loaded = read_yaml(path, "config file") or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path} must hold a mapping at the top level, got {type(loaded).__name__}")
         _merge(data, relative_to(loaded, path.resolve().parent))

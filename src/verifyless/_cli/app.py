@@ -64,7 +64,7 @@ from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
 from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
-from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, load_task
+from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
 from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
 
@@ -194,12 +194,14 @@ def _print_version(wanted: bool) -> None:
 def tasks(
     directory: Path | None = typer.Argument(None, help="folder of task folders (default: built-in tasks)"),
 ) -> None:
-    """List tasks, one line each."""
+    """List tasks, one line each (given a task folder itself: that task, or every problem it has, exit 3)."""
 
     directory = directory or builtin_tasks_dir()
     if not directory.is_dir():
         raise TaskError(f"{directory} is not a folder: pass a folder that holds task folders")
     found = discover_tasks(directory)
+    if not found and is_task_folder(directory):
+        found = [load_task(str(directory))]  # an invalid folder raises with all its problems
     if not found:
         raise TaskError(
             f"no task folders in {directory} (a task folder has task.yaml, or initial_program.py + evaluator.py)"

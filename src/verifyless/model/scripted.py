@@ -47,6 +47,7 @@ from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
 from verifyless.model.cache import ResponseCache
 from verifyless.model.wire import prompt_hash
+from verifyless.yamlfile import read_yaml
 
 ReplySpec = str | Choice | Mapping[str, Any]
 ScriptFunction = Callable[[ModelRequest], Any]
@@ -199,16 +200,13 @@ class ScriptedModel:
             raise ConfigError(
                 f"scripted model file {str(path)!r} does not exist; pass scripted:<path to .yaml or .json>"
             )
-        text = path.read_text(encoding="utf-8")
-        try:
-            if path.suffix == ".json":
-                data = json.loads(text)
-            else:
-                import yaml
-
-                data = yaml.safe_load(text)
-        except Exception as exc:  # yaml and json raise different types
-            raise ConfigError(f"scripted model file {str(path)!r} is not valid YAML/JSON: {exc}") from exc
+        if path.suffix == ".json":
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"scripted model file {str(path)!r} is not valid JSON: {exc}") from None
+        else:
+            data = read_yaml(path, "scripted model file")
         if isinstance(data, list):
             data = {"mode": "sequence", "replies": data}
         if not isinstance(data, dict):

@@ -11,7 +11,7 @@ from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Limits, M
 
 # The loader imports verifyless.program, which imports task.base; loading it
 # lazily keeps `import verifyless.program` free of an import cycle.
-_LOADER_NAMES = ("InvalidTask", "UnknownTask", "builtin_tasks_dir", "discover_tasks", "load_task")
+_LOADER_NAMES = ("InvalidTask", "UnknownTask", "builtin_tasks_dir", "discover_tasks", "is_task_folder", "load_task")
 
 
 def __getattr__(name: str):
@@ -32,5 +32,6 @@ __all__ = [
     "UnknownTask",
     "builtin_tasks_dir",
     "discover_tasks",
+    "is_task_folder",
     "load_task",
 ]

@@ -58,6 +58,7 @@ from verifyless.task.schema import (
 )
 from verifyless.task.space import SpaceError, render, slots_in
 from verifyless.task.tabular.competition import is_competition, load_competition
+from verifyless.yamlfile import yaml_problem
 
 OPENEVOLVE_PROGRAM = "initial_program.py"
 OPENEVOLVE_EVALUATOR = "evaluator.py"
@@ -118,15 +119,20 @@ def discover_tasks(directory: str | Path) -> list[Task | TaskError]:
         raise TaskError(f"{base} is not a directory; pass the folder that holds your task folders")
     found: list[Task | TaskError] = []
     for child in sorted(p for p in base.iterdir() if p.is_dir()):
-        native = (child / "task.yaml").is_file()
-        openevolve = (child / OPENEVOLVE_PROGRAM).is_file() and (child / OPENEVOLVE_EVALUATOR).is_file()
-        if not (native or openevolve or is_competition(child)):
+        if not is_task_folder(child):
             continue
         try:
             found.append(load_task(child))
         except TaskError as exc:
             found.append(exc)
     return found
+
+
+def is_task_folder(path: Path) -> bool:
+    """Whether ``path`` looks like a task folder of any kind (native, OpenEvolve, MLE-bench), valid or not."""
+    native = (path / "task.yaml").is_file()
+    openevolve = (path / OPENEVOLVE_PROGRAM).is_file() and (path / OPENEVOLVE_EVALUATOR).is_file()
+    return native or openevolve or is_competition(path)
 
 
 def _locate(path: str | Path) -> Path:
@@ -237,10 +243,7 @@ def _read_yaml(path: Path, problems: list[str]) -> Any:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "(top level)"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        problems.append(f"{path.name}: {where}: YAML syntax error ({problem}); fix the YAML syntax")
+        problems.append(f"{path.name}: YAML syntax error at {yaml_problem(exc)}; fix the YAML syntax")
         return None
     if not isinstance(data, dict):
         problems.append(

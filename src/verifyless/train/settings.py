@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.yamlfile import read_yaml
 
 
 class LoRASettings(BaseModel):
@@ -124,13 +125,12 @@ def load_settings(kind: Literal["sft", "grpo"], path: Path | None = None, **over
 def settings_from(cls: type[BaseModel], what: str, path: Path | None, overrides: dict[str, Any]) -> Any:
     """``cls`` from its defaults, then the YAML file at ``path`` (a flat mapping), then non-None ``overrides``;
     every problem is one ``ConfigError`` naming the ``what`` settings."""
-    import yaml
 
     values: dict[str, Any] = {}
     if path is not None:
         if not Path(path).is_file():
             raise ConfigError(f"training config {str(path)!r} does not exist")
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
+        loaded = read_yaml(Path(path), "training config") or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"training config {str(path)!r} must be a mapping of setting: value")
         values.update(loaded)

@@ -44,6 +44,7 @@ from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
 from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
 from verifyless.task.tabular.grading import Grading, check_submission, grade, known_metrics, metric_def
 from verifyless.task.tabular.split import SplitSettings, split_rows
+from verifyless.yamlfile import yaml_problem
 
 HERE = Path(__file__).resolve().parent
 BASELINE = HERE / "baseline.py"
@@ -197,7 +198,7 @@ def _sidecar(root: Path) -> CompetitionSpec:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return CompetitionSpec.model_validate(data)
     except yaml.YAMLError as exc:
-        raise TaskError(f"{path}: YAML syntax error ({exc}); fix the YAML syntax") from None
+        raise TaskError(f"{path}: YAML syntax error at {yaml_problem(exc)}; fix the YAML syntax") from None
     except ValidationError as exc:
         raise _invalid(root, explain(exc, SIDECAR, CompetitionSpec)) from None
 
