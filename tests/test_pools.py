@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from verifyless.errors import ConfigError
 from verifyless.node import content_hash
 from verifyless.offline.pools import (
     PoolCandidate,
@@ -64,8 +65,13 @@ def test_save_load_round_trip(tmp_path):
     path = save_pools(pools, tmp_path / "sub" / "pools.jsonl")
     assert load_pools(path) == pools
     (tmp_path / "bad.jsonl").write_text('{"task": 1}\n')
-    with pytest.raises(ValueError, match="bad.jsonl:1"):
+    with pytest.raises(ConfigError, match="bad.jsonl:1: not a pool record"):
         load_pools(tmp_path / "bad.jsonl")
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(ConfigError, match="holds no pools"):
+        load_pools(tmp_path / "empty.jsonl")
+    with pytest.raises(ConfigError, match="no pool file at"):
+        load_pools(tmp_path / "missing.jsonl")
 
 
 def test_oracle_scores_one_and_anti_oracle_scores_below_zero():

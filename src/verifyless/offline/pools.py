@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verifyless.child import ChildMaker, status_for
+from verifyless.errors import ConfigError
 from verifyless.ledger import BudgetConfig, Ledger, candidate_from
 from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification, content_hash
 from verifyless.offline.compare import Estimate, bootstrap_ci
@@ -114,15 +115,21 @@ def save_pools(pools: Iterable[PoolRecord], path: str | Path) -> Path:
 
 
 def load_pools(path: str | Path) -> list[PoolRecord]:
-    """Read pools written by ``save_pools``; a malformed line raises ValueError naming the line."""
+    """Read pools written by ``save_pools``; a missing or empty file, or a malformed line (named), is a ConfigError."""
+    if not Path(path).is_file():
+        raise ConfigError(f"no pool file at {path}; write one with `verifyless collect-pools TASK --out FILE`")
     pools = []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             pools.append(PoolRecord.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
-            raise ValueError(f"{path}:{i}: not a pool record ({exc}); write pools with save_pools") from exc
+        except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
+            raise ConfigError(
+                f"{path}:{i}: not a pool record ({exc}); pool files are written by `verifyless collect-pools`"
+            ) from None
+    if not pools:
+        raise ConfigError(f"{path} holds no pools; write them with `verifyless collect-pools TASK --out FILE`")
     return pools
 
 
