@@ -306,6 +306,7 @@ class TestServer:
 class _Handler(BaseHTTPRequestHandler):
     owner: TestServer
     protocol_version = "HTTP/1.1"
+    _counted = False  # this request is counted in the owner's in-flight requests (until its reply goes out)
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         return
@@ -313,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
     ) -> None:
-        if getattr(self, "_counted", False):
+        if self._counted:
             # Leave before the reply goes out: the client may send its next request the moment it has this one.
             self._counted = False
             self.owner._leave()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import StoreError
-from verifyless.node import Candidate, Node, Verification
+from verifyless.node import Candidate, Node, Status, Verification
 from verifyless.store import fold, schema
 from verifyless.store.blobs import BlobStore
 from verifyless.store.reads import StoreReads
@@ -201,11 +201,11 @@ class RunStore(StoreReads, BlobStore):
             self._require_run(conn, run_id)
             return [self._insert(conn, run_id, *(it if isinstance(it, Item) else Item(*it))) for it in items]
 
-    def add_candidate(self, run_id: str, candidate: Candidate, *, status: str | None = None) -> int:
+    def add_candidate(self, run_id: str, candidate: Candidate, *, status: Status | str | None = None) -> int:
         """Log a ``node`` event for ``candidate`` (program stored as a blob); returns seq."""
         payload = candidate.to_dict()
         if status is not None:
-            payload["status"] = str(getattr(status, "value", status))
+            payload["status"] = status.value if isinstance(status, Status) else str(status)
         return self.append(run_id, fold.NODE, payload, node_id=candidate.id)
 
     def add_verification(
