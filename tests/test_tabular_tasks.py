@@ -112,11 +112,15 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str], str]]:
     (tmp / "one.csv").write_text("x,y\n" + "".join(f"{i},same\n" for i in range(30)))
     (tmp / "header.csv").write_text("x,y\n")
     (tmp / "empty.csv").write_text("")
+    (tmp / "ones.csv").write_text("x,y\n" + "".join(f"{i},1\n" for i in range(30)))
+    (tmp / "semi.csv").write_text("x;y\n" + "".join(f"{i};{i % 3}\n" for i in range(30)))
     return {
         "missing target": (["--data", str(ok), "--target", "nope"], "has no column 'nope'"),
         "one class": (["--data", str(tmp / "one.csv"), "--target", "y"], "has one value ('same')"),
         "no rows": (["--data", str(tmp / "header.csv"), "--target", "y"], "has no rows"),
         "empty file": (["--data", str(tmp / "empty.csv"), "--target", "y"], "is empty"),
+        "one number": (["--data", str(tmp / "ones.csv"), "--target", "y"], "has one value (1) in 30 rows"),
+        "semicolons": (["--data", str(tmp / "semi.csv"), "--target", "y"], "looks ';'-separated"),
         "metric of the wrong kind": (["--data", str(ok), "--target", "target", "--metric", "auc"], "regression target"),
     }
 

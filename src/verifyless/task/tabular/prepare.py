@@ -98,6 +98,15 @@ def _read(path: Path, flag: str) -> Any:
         raise ConfigError(f"{flag} {path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
     if frame.empty:
         raise ConfigError(f"{flag} {path} has no rows (only a header); a task needs at least {MIN_ROWS} labelled rows")
+    if len(frame.columns) == 1:
+        header = str(frame.columns[0])
+        sep = next((s for s in (";", "\t", "|") if s in header), None)
+        if sep is not None:
+            shown = "tab" if sep == "\t" else repr(sep)
+            raise ConfigError(
+                f"{flag} {path} has one column; its header looks {shown}-separated ({header[:60]!r}); "
+                "save the file with commas between columns"
+            )
     return frame
 
 

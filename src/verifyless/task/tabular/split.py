@@ -79,12 +79,15 @@ def _stratifiable(labels: pd.Series, fraction: float) -> bool:
 
 def infer_problem(target: pd.Series, column: str) -> Problem:
     """The problem ``target`` poses; ``ConfigError`` when it has fewer than two distinct values."""
+    import numpy as np
     import pandas as pd
 
     values = target.dropna()
     distinct = values.nunique()
     if distinct < 2:
-        what = f"one value ({values.iloc[0]!r})" if distinct else "no values"
+        first = values.iloc[0] if distinct else None
+        shown = first.item() if isinstance(first, np.generic) else first  # a numpy scalar prints as its plain value
+        what = f"one value ({shown!r})" if distinct else "no values"
         raise ConfigError(
             f"target column {column!r} has {what} in {len(target)} rows; a task needs a target with at least "
             "two distinct values (pass another --target)"
