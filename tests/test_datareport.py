@@ -177,3 +177,18 @@ def test_malformed_script_output_is_rejected():
         parse_report({**good, "files": [{"name": "a.csv", "rows": -1, "columns": [], "duplicate_rows": 0}]}, "t", "h")
     with pytest.raises(ValueError, match="field measure"):
         parse_report({**good, "associations": [{"feature": "a", "measure": "magic", "score": 1.0}]}, "t", "h")
+
+
+def test_show_counts_public_files_that_are_not_tables_apart_from_real_gaps():
+    from verifyless.datareport import NOT_A_TABLE, SCRIPT, status_line
+
+    assert NOT_A_TABLE in SCRIPT.read_text()  # the sandboxed script writes exactly this text
+    payload = {
+        "files": ["train.csv", "test.csv"],
+        "unavailable": [f"description.md: {NOT_A_TABLE}", "target y: not in train.csv"],
+        "seconds": 0.1,
+    }
+    line = status_line(payload)
+    assert "1 other file(s) not tables (description.md)" in line
+    assert line.endswith("; not computed: target y: not in train.csv") and "description.md: not a CSV" not in line
+    assert "not computed" not in status_line({**payload, "unavailable": payload["unavailable"][:1]})
