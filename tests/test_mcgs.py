@@ -278,6 +278,13 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     assert sub["status"] == "ok" and len(sub["members"]) == min(5, len(ok_nodes)) >= 2
     assert sub["members"][0] == result.best_id and charged == pytest.approx(sub["seconds"])
     assert sub["test_score"] is not None
+    # diabetes minimises RMSE: the ensemble beats the final node when its validation RMSE is lower
+    assert sub["final_id"] == result.best_id and sub["beats_final"] is (sub["score"] < result.best_score)
+    from verifyless._cli.show import submission_line
+
+    worse = submission_line({**sub, "beats_final": False})
+    assert "worse than the final node: submit the node" in worse
+    assert "final node" not in submission_line({**sub, "beats_final": None})  # a run stored before the field
     off = MCGSStrategy(random.Random(0), MCGSConfig(submit_ensemble=False))
     on = MCGSStrategy(random.Random(0))
     for s in (off, on):

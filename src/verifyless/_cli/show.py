@@ -107,15 +107,20 @@ def stop_reason(st, run_id: str) -> str | None:
 
 def submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
     """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs."""
-    keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds")
+    keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds", "beats_final")
     return {k: payload.get(k) for k in keys}
 
 
 def submission_line(sub: dict[str, Any]) -> str:
+    """One line: the ensemble's members, validation score and cost, and whether it beats the final node."""
+    verdict: dict[Any, str] = {
+        True: " (better than the final node)",
+        False: " (worse than the final node: submit the node)",
+    }
     return (
         f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
-        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {number(sub.get('score'), 6)} · "
-        f"cost {sub.get('seconds') or 0:.1f} evaluator s"
+        f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {number(sub.get('score'), 6)}"
+        f"{verdict.get(sub.get('beats_final'), '')} · cost {sub.get('seconds') or 0:.1f} evaluator s"
     )
 
 

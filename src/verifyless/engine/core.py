@@ -226,7 +226,7 @@ class Engine:
             raise
         final_id = await life.select_final(self.strategy.final(self.state.view))
         self.ledger.emit("final", {"node_id": final_id, "stopped": stopped})
-        await life.submit_ensemble(self.strategy)
+        await life.submit_ensemble(self.strategy, final_id)
         check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
         self.store.set_status(self.run_id, "finished")
         return life.result(final_id, stopped)

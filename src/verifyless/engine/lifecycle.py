@@ -169,11 +169,13 @@ class Lifecycle:
         )
         return selection.winner or best_id
 
-    async def submit_ensemble(self, strategy: SearchStrategy) -> None:
+    async def submit_ensemble(self, strategy: SearchStrategy, final_id: str | None) -> None:
         """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).
 
         The members (``strategy``'s choice) re-run in the executor's sandbox; one ``submission`` event, charged
-        as evaluator seconds.
+        as evaluator seconds. Its ``beats_final`` says whether the ensemble's validation score is better than
+        the final node's (None when either has none): averaging in weak members can make it worse, and then
+        the final node is the better thing to submit.
         """
         ids = ensemble_members(strategy, self.task, self.ledger.state.view)
         executor = self.dispatch.executor
@@ -187,7 +189,12 @@ class Lifecycle:
         sub = await asyncio.to_thread(
             ensemble_submission, self.task, members, sandbox, hide=tuple(Path(p) for p in executor.hide)
         )
-        self.ledger.emit("submission", sub.to_dict(), charge=Charge(evaluator_seconds=sub.seconds))
+        final = self.ledger.state.view.nodes.get(final_id) if final_id else None
+        beats = None
+        if sub.score is not None and final is not None and final.fitness is not None:
+            beats = self.task.metric.orient(sub.score) > final.fitness
+        payload = {**sub.to_dict(), "final_id": final_id, "beats_final": beats}
+        self.ledger.emit("submission", payload, charge=Charge(evaluator_seconds=sub.seconds))
 
     def result(self, final_id: str | None, stopped: str) -> RunResult:
         """The run's summary, read from the store's node view."""

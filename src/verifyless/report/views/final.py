@@ -39,6 +39,7 @@ class SubmissionView:
     score: float | None
     test_score: float | None
     seconds: float
+    beats_final: bool | None = None  # validation: better than the final node (None: unknown, e.g. an older run)
 
 
 def submission_view(payload: Mapping[str, Any]) -> SubmissionView:
@@ -52,6 +53,7 @@ def submission_view(payload: Mapping[str, Any]) -> SubmissionView:
         num(payload.get("score")),
         num(payload.get("test_score")),
         num(payload.get("seconds")) or 0.0,
+        payload.get("beats_final") if isinstance(payload.get("beats_final"), bool) else None,
     )
 
 
