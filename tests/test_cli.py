@@ -93,6 +93,9 @@ def test_a_config_file_with_a_yaml_typo_is_one_line_naming_the_line_and_column(t
     out = in_process(monkeypatch, capsys, "run", "diabetes", "--config", str(config), "--store", str(tmp_path / "s.db"))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert f"config file {config} is not valid YAML: line 3, column 1" in out.stderr, out.stderr
+    config.write_bytes(b"\xff\xfeengine: {}\n")  # saved as UTF-16 by an editor
+    out = in_process(monkeypatch, capsys, "run", "diabetes", "--config", str(config), "--store", str(tmp_path / "s.db"))
+    assert out.returncode == 2 and "is not UTF-8 text" in out.stderr, out.stderr
 
 
 def in_process(monkeypatch, capsys, *args: str) -> subprocess.CompletedProcess:

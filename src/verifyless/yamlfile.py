@@ -1,8 +1,8 @@
 """Reading the YAML files people write (run configs, training configs, scripted models, task sidecars).
 
 ``yaml_problem(exc)`` turns a PyYAML error into one line (where, then what); ``read_yaml(path, what)`` parses
-a file and raises a ``ConfigError`` (or the ``error`` class given) with that line, so a typo in a file is one
-clear error that names the file, the line and the column, never the parser's multi-line report.
+a file and raises a ``ConfigError`` with that line, so a typo in a file is one clear error that names the
+file, the line and the column, never the parser's multi-line report.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from verifyless.errors import ConfigError, VerifylessError
+from verifyless.errors import ConfigError
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
@@ -23,12 +23,15 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def read_yaml(path: Path, what: str, *, error: type[VerifylessError] = ConfigError) -> Any:
-    """The parsed contents of ``path``; ``error`` naming ``what`` (e.g. "config file") where it is not valid YAML."""
+def read_yaml(path: Path, what: str) -> Any:
+    """The parsed contents of ``path``; a ``ConfigError`` naming ``what`` (e.g. "config file") where it is not
+    UTF-8 text or not valid YAML."""
     try:
         return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except yaml.YAMLError as exc:
-        raise error(f"{what} {path} is not valid YAML: {yaml_problem(exc)}; fix the YAML syntax") from None
+        raise ConfigError(f"{what} {path} is not valid YAML: {yaml_problem(exc)}; fix the YAML syntax") from None
 
 
 __all__ = ["read_yaml", "yaml_problem"]
