@@ -338,6 +338,19 @@ def test_the_dry_run_refuses_a_missing_scripted_file(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_an_openevolve_folder_with_the_default_space_roles_is_refused_before_the_plan_and_the_store(tmp_path):
+    folder = tmp_path / "oe"
+    folder.mkdir()
+    (folder / "initial_program.py").write_text("# EVOLVE-BLOCK-START\nX = 1\n# EVOLVE-BLOCK-END\n")
+    (folder / "evaluator.py").write_text("def evaluate(program_path):\n    return {'combined_score': 1.0}\n")
+    for extra in (["--dry-run"], []):
+        out = cli("run", str(folder), "--budget", "3", "--store", str(tmp_path / "s.db"), *extra, cwd=tmp_path)
+        assert out.returncode == 2 and out.stdout == "", out.stdout  # no pre-flight plan for a run that cannot start
+        (line,) = out.stderr.strip().splitlines()
+        assert "declares no idea_space" in line and "roles.kind=llm" in line, line
+        assert not (tmp_path / "s.db").exists()
+
+
 # ---------------------------------------------------------------------- 8. the "show it with" hint
 
 

@@ -57,6 +57,7 @@ from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessErro
 from verifyless.models_wiring import check_models
 from verifyless.preflight import plan
 from verifyless.report.text import number
+from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import fallback_line
@@ -380,6 +381,7 @@ def _check_new_run(cfg) -> Any:
         task = load_task(cfg.task)
     except UnknownTask as exc:
         raise ConfigError(f"task: {exc}") from None
+    check_roles_fit(cfg.roles.kind, task)
     check_models(cfg)
     return task
 

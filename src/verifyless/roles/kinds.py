@@ -26,12 +26,20 @@ from verifyless.task.base import Task
 CHILD_ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
 
 
-def _space(roles: Any, task: Task, models: Mapping[str, Any], seed: int) -> Roles:
-    if task.idea_space is None:
+def check_roles_fit(kind: str, task: Task) -> None:
+    """A ``ConfigError`` when roles of ``kind`` cannot make children for ``task`` (space roles need an idea space).
+
+    Checked before a run's store exists (the CLI's pre-flight) and again when the roles are built.
+    """
+    if kind == "space" and task.idea_space is None:
         raise ConfigError(
             f"task {task.name!r} declares no idea_space, so roles.kind=space cannot make children: "
             "use roles.kind=llm with a model, or add an idea_space to task.yaml"
         )
+
+
+def _space(roles: Any, task: Task, models: Mapping[str, Any], seed: int) -> Roles:
+    check_roles_fit("space", task)
     built = space_roles(task, seed)
     if "proposer" in models:  # e.g. a trained policy: the model proposes, the idea space builds
         proposer = MenuProposer(models["proposer"], task, roles.llm.proposer_temperature)
@@ -54,4 +62,4 @@ ROLE_KINDS = Registry(
     options_key="roles.llm",
 )
 
-__all__ = ["CHILD_ROLE_KEYS", "ROLE_KINDS"]
+__all__ = ["CHILD_ROLE_KEYS", "ROLE_KINDS", "check_roles_fit"]
