@@ -128,3 +128,36 @@ def test_register_adds_or_replaces_and_help_is_one_line():
     assert "b" in registry and len(registry) == 2
     with pytest.raises(ValueError, match="one line of help"):
         Component("c", dict, None, "two\nlines")
+
+
+@pytest.mark.parametrize(
+    "name, options, have",
+    [
+        *((name, {}, ()) for name in ("critic", "critic-ttl", "critic-probs", "tournament", "agentic")),
+        ("arbiter", {"members": ["critic"]}, ("critic",)),  # its own model: 'arbiter' or 'default'
+        ("critic", {"model": "critic", "tie_break_model": "j2"}, ("critic",)),
+        ("adaptive", {"screener": "critic", "options": {"model": "m9"}}, ("critic",)),
+        ("cascade", {}, ("critic",)),  # the tournament stage asks for 'judge'
+        ("ensemble", {"members": ["critic", "m2"], "member": "critic"}, ("critic",)),
+        ("arbiter", {"model": "critic", "members": [{"screener": "tournament", "model": "m3"}]}, ("critic",)),
+    ],
+)
+def test_the_pre_flight_model_check_refuses_what_building_the_screener_would(name, options, have):
+    """``check_screener_models`` (run before a store exists) and ``build_screener`` agree on a missing model key,
+    nested screeners included; with every key configured the check passes."""
+    from verifyless.screen.registry import SCREENERS, build_screener, check_screener_models
+
+    class Named:  # stands in for a configured model: here the factories only pick it by its key
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    typed = SCREENERS.validate(name, options)
+    models = {k: Named(k) for k in have}
+    with pytest.raises(ConfigError, match="needs a model under") as checked:
+        check_screener_models(name, typed, models)
+    with pytest.raises(ConfigError, match="needs a model under") as built:
+        build_screener(name, models=models, options=typed, sandbox=object(), learner=lambda *a, **k: None)
+    missing = str(checked.value).split("needs a model under ")[1].split(", but")[0]
+    assert missing in str(built.value), (str(checked.value), str(built.value))
+    everything = {k: Named(k) for k in ("default", "critic", "judge", "arbiter", "j2", "m2", "m3", "m9")}
+    check_screener_models(name, typed, everything)

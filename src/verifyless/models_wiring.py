@@ -25,6 +25,7 @@ from verifyless.model.cache import ResponseCache
 from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, OPENAI_URL, parse_spec
 from verifyless.model.ensemble import ModelEnsemble
 from verifyless.roles.kinds import CHILD_ROLE_KEYS, ROLE_KINDS
+from verifyless.screen.registry import check_screener_models
 from verifyless.store import Charge, RunStoreProtocol
 from verifyless.task.base import Task
 
@@ -124,7 +125,9 @@ def check_models(cfg: RunConfig) -> None:
     what the real run would, and a real run refuses it before it creates its store.
     """
     check_model_keys(cfg)
-    for role, spec in model_specs(cfg).items():
+    specs = model_specs(cfg)
+    check_screener_models(cfg.screener.name, cfg.screener.options, specs)
+    for role, spec in specs.items():
         for one in spec if isinstance(spec, list) else [spec]:
             config = parse_spec(one)
             if config.provider == "scripted" and not Path(str(config.script)).is_file():

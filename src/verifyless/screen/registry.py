@@ -34,7 +34,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -111,15 +111,34 @@ REMOVED = {
 # ------------------------------------------------------------------ factories
 
 
-def _pick_model(models: Mapping[str, Model], key: str | None, role: str, screener: str) -> Model:
-    for candidate in [key] if key else [role, "default"]:
-        if candidate in models:
-            return models[candidate]
-    wanted = key or f"{role!r} or 'default'"
-    raise ConfigError(
-        f"screener {screener!r} needs a model under {wanted}, but only {sorted(models)} are configured; "
+# The roles.models key each LLM screener asks for when its 'model' option is unset ('default' after it).
+MODEL_ROLE = {
+    "critic": "critic",
+    "critic-ttl": "critic",
+    "critic-probs": "critic",
+    "tournament": "judge",
+    "agentic": "judge",
+    "arbiter": "arbiter",
+}
+
+
+def _model_keys(key: str | None, screener: str) -> list[str]:
+    return [key] if key else [MODEL_ROLE[screener], "default"]
+
+
+def _no_model(screener: str, key: str | None, have: Iterable[str]) -> ConfigError:
+    wanted = key or f"{MODEL_ROLE[screener]!r} or 'default'"
+    return ConfigError(
+        f"screener {screener!r} needs a model under {wanted}, but only {sorted(have)} are configured; "
         f"add that model key or set the screener's 'model' option to one of them"
     )
+
+
+def _pick_model(models: Mapping[str, Model], key: str | None, screener: str) -> Model:
+    for candidate in _model_keys(key, screener):
+        if candidate in models:
+            return models[candidate]
+    raise _no_model(screener, key, models)
 
 
 HEALTH_OPTIONS = ("min_parse_rate", "max_unparsed_screenings")  # HealthOptions; every LLM screener takes them
@@ -155,34 +174,38 @@ def _construct(cls: Callable[..., Screener], screener: str, *args: Any, **option
 def _critic(models, opts: CriticOptions, *, threshold: float = 0.25, **_):
     judge = None
     if opts.tie_break_model:
-        judge = _pick_model(models, opts.tie_break_model, "judge", "critic")
+        judge = _pick_model(models, opts.tie_break_model, "critic")
     elif opts.tie_break == "pairwise":
         judge = models.get("judge")
-    model = _pick_model(models, opts.model, "critic", "critic")
+    model = _pick_model(models, opts.model, "critic")
     return _construct(PointwiseCritic, "critic", model, judge=judge, route_threshold=threshold, **_kwargs(opts))
 
 
 def _tournament(models, opts: TournamentOptions, **_):
-    model = _pick_model(models, opts.model, "judge", "tournament")
+    model = _pick_model(models, opts.model, "tournament")
     return _construct(PairwiseRPM, "tournament", model, **_kwargs(opts))
 
 
-def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Screener]:
-    built = []
+def _member_specs(opts: MembersOptions, screener: str) -> list[tuple[str, BaseModel]]:
+    """Each member of an ensemble or arbiter as (screener name, validated options)."""
+    specs: list[tuple[str, BaseModel]] = []
     for spec in opts.members:
         if isinstance(spec, str):
-            member_opts = SCREENERS.validate(opts.member, {**opts.member_options, "model": spec})
-            built.append(build_screener(opts.member, models=models, options=member_opts, **extra))
+            specs.append((opts.member, SCREENERS.validate(opts.member, {**opts.member_options, "model": spec})))
         elif "screener" in spec:
             nested = dict(spec)
             member = str(nested.pop("screener"))
-            built.append(build_screener(member, models=models, options=SCREENERS.validate(member, nested), **extra))
+            specs.append((member, SCREENERS.validate(member, nested)))
         else:
             raise ConfigError(
                 f"screener {screener!r}: member {spec!r} is neither a model key nor a spec with "
                 "'screener'; write e.g. {screener: critic, model: m2}"
             )
-    return built
+    return specs
+
+
+def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Screener]:
+    return [build_screener(name, models=models, options=o, **extra) for name, o in _member_specs(opts, screener)]
 
 
 def _ensemble(models, opts: EnsembleOptions, **extra):
@@ -192,14 +215,19 @@ def _ensemble(models, opts: EnsembleOptions, **extra):
 
 def _arbiter(models, opts: ArbiterOptions, **extra):
     members = _members(models, opts, "arbiter", **extra)
-    model = _pick_model(models, opts.model, "arbiter", "arbiter")
+    model = _pick_model(models, opts.model, "arbiter")
     return _construct(Arbiter, "arbiter", model, members, **_kwargs(opts))
+
+
+def _cascade_stages(opts: CascadeOptions) -> list[tuple[str, dict[str, Any]]]:
+    """The cascade's two stages as (screener name, raw options): the critic, then the tournament or the pilot."""
+    second = ("pilot", opts.pilot) if opts.then == "pilot" else ("tournament", opts.tournament)
+    return [("critic", opts.critic), second]
 
 
 def _cascade(models, opts: CascadeOptions, **extra):
     stages = []
-    second = ("pilot", opts.pilot) if opts.then == "pilot" else ("tournament", opts.tournament)
-    for stage, options in (("critic", opts.critic), second):
+    for stage, options in _cascade_stages(opts):
         try:
             stages.append(build_screener(stage, models=models, options=SCREENERS.validate(stage, options), **extra))
         except ConfigError as exc:  # the stage's options live one level down
@@ -235,7 +263,7 @@ def _agentic(models, opts: _AgenticBase, *, sandbox=None, **_):
             "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
         )
 
-    model = _pick_model(models, opts.model, "judge", "agentic")
+    model = _pick_model(models, opts.model, "agentic")
     return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
 
 
@@ -267,7 +295,7 @@ def _critic_ttl(
             "screener 'critic-ttl' learns with torch and needs its learner: build it through verifyless.wiring "
             "(or pass learner=verifyless.train.ttl_learner.LoRALearner to build_screener)"
         )
-    model = _pick_model(models, opts.model, "critic", "critic-ttl")
+    model = _pick_model(models, opts.model, "critic-ttl")
     options = _kwargs(opts)
     learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
     learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
@@ -283,7 +311,7 @@ def _critic_ttl(
 
 
 def _critic_probs(models, opts: LocalCriticOptions, *, threshold: float = 0.25, **_):
-    model = _pick_model(models, opts.model, "critic", "critic-probs")
+    model = _pick_model(models, opts.model, "critic-probs")
     options = _kwargs(opts, only_set=True)
     return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
@@ -302,6 +330,30 @@ def _adaptive(models, opts: AdaptiveOptions, **extra):
             + str(exc).replace("screener.options.", "screener.options.options.")
         ) from None
     return _construct(AdaptiveScreener, "adaptive", inner, opts)
+
+
+def check_screener_models(name: str, options: BaseModel | None, keys: Iterable[str]) -> None:
+    """The "needs a model" ``ConfigError`` that building screener ``name`` would raise, found without building it.
+
+    ``keys`` are the run's ``roles.models`` keys. Nested screeners (an ensemble's or arbiter's members, a
+    cascade's stages, adaptive's wrapped screener) are checked through the same specs their factories build
+    from, so a dry run refuses what the real run would, before any store exists.
+    """
+    have = set(keys)
+    opts: Any = SCREENERS.typed(name, options)
+    if name in MODEL_ROLE and not any(k in have for k in _model_keys(opts.model, name)):
+        raise _no_model(name, opts.model, have)
+    if name == "critic" and opts.tie_break_model and opts.tie_break_model not in have:
+        raise _no_model(name, opts.tie_break_model, have)
+    nested: list[tuple[str, Any]] = []
+    if name in ("ensemble", "arbiter"):
+        nested = list(_member_specs(opts, name))
+    elif name == "cascade":
+        nested = [(stage, SCREENERS.validate(stage, raw)) for stage, raw in _cascade_stages(opts)]
+    elif name == "adaptive":
+        nested = [(opts.screener, SCREENERS.validate(opts.screener, opts.options))]
+    for inner, inner_opts in nested:
+        check_screener_models(inner, inner_opts, have)
 
 
 def _critic_probs_options() -> type[BaseModel]:
@@ -381,4 +433,12 @@ def build_screener(
     return screener
 
 
-__all__ = ["REMOVED", "SCREENERS", "ScreenerFactory", "build_screener", "options_model"]
+__all__ = [
+    "MODEL_ROLE",
+    "REMOVED",
+    "SCREENERS",
+    "ScreenerFactory",
+    "build_screener",
+    "check_screener_models",
+    "options_model",
+]
