@@ -338,6 +338,25 @@ def test_the_dry_run_refuses_a_missing_scripted_file(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["-c", "critic"], "screener 'critic' needs a model under 'critic' or 'default'"),
+        (["-c", "adaptive", "screener.options.screener=tournament"], "screener 'tournament' needs a model"),
+        (["engine.final_selection=5"], "engine.final_selection needs a judge model"),
+        (["novelty.enabled=true", "novelty.judge=true"], "novelty.judge is on but roles.models has no 'default'"),
+    ],
+)
+def test_a_model_the_run_will_ask_for_and_lacks_is_refused_by_the_dry_run_and_before_the_store(tmp_path, args, says):
+    env = {"VERIFYLESS_BASE_URL": "", "VERIFYLESS_MODEL": ""}  # no implied default model from the environment
+    for extra in (["--dry-run"], []):
+        out = cli("run", "diabetes", "--budget", "3", "--store", str(tmp_path / "s.db"), *args, *extra, env=env)
+        assert out.returncode == 2, out.stdout + out.stderr
+        (line,) = out.stderr.strip().splitlines()
+        assert says in line, line
+        assert not (tmp_path / "s.db").exists()
+
+
 def test_an_openevolve_folder_with_the_default_space_roles_is_refused_before_the_plan_and_the_store(tmp_path):
     folder = tmp_path / "oe"
     folder.mkdir()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,29 @@ def model_specs(cfg: RunConfig) -> dict[str, Any]:
     return specs
 
 
+def check_final_judge(cfg: RunConfig, keys: Iterable[str]) -> None:
+    """A ``ConfigError`` when ``engine.final_selection`` is on and no ``judge`` (or ``default``) model is among ``keys``."""
+    if cfg.engine.final_selection is not None and not {"judge", "default"} & set(keys):
+        raise ConfigError("engine.final_selection needs a judge model: set roles.models.judge or roles.models.default")
+
+
+def novelty_judge_key(cfg: RunConfig, keys: Iterable[str]) -> str | None:
+    """The ``roles.models`` key of the novelty gate's judge (None when it has none); a ConfigError when it is missing.
+
+    ``novelty.judge_model``, else the ``novelty_judge`` key, else ``default``.
+    """
+    have = set(keys)
+    if not (cfg.novelty.enabled and cfg.novelty.judge):
+        return None
+    key = cfg.novelty.judge_model or ("novelty_judge" if "novelty_judge" in have else "default")
+    if key not in have:
+        raise ConfigError(
+            f"novelty.judge is on but roles.models has no {key!r} model: set roles.models.novelty_judge "
+            "(or roles.models.default), or novelty.judge=false"
+        )
+    return key
+
+
 def check_models(cfg: RunConfig) -> None:
     """What ``build_models`` would refuse, found without building a model or opening a store.
 
@@ -127,6 +150,8 @@ def check_models(cfg: RunConfig) -> None:
     check_model_keys(cfg)
     specs = model_specs(cfg)
     check_screener_models(cfg.screener.name, cfg.screener.options, specs)
+    check_final_judge(cfg, specs)
+    novelty_judge_key(cfg, specs)
     for role, spec in specs.items():
         for one in spec if isinstance(spec, list) else [spec]:
             config = parse_spec(one)
@@ -243,7 +268,9 @@ __all__ = [
     "build_models",
     "build_roles",
     "call_recorder",
+    "check_final_judge",
     "check_model_keys",
+    "novelty_judge_key",
     "check_models",
     "choice_recorder",
     "model_keys_used",

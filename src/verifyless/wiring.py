@@ -23,7 +23,14 @@ from verifyless.executors.registry import build_executor
 from verifyless.ledger import Ledger
 from verifyless.ledger.record import Progress
 from verifyless.model.ensemble import ModelEnsemble
-from verifyless.models_wiring import build_guards, build_models, build_roles, pin_endpoints
+from verifyless.models_wiring import (
+    build_guards,
+    build_models,
+    build_roles,
+    check_final_judge,
+    novelty_judge_key,
+    pin_endpoints,
+)
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import build_screener as _build_screener
 from verifyless.search.memory import Memory, auto_embedder
@@ -78,15 +85,8 @@ def build_novelty(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Novelty
     opts = cfg.novelty
     if not opts.enabled:
         return None
-    judge = None
-    if opts.judge:
-        key = opts.judge_model or ("novelty_judge" if "novelty_judge" in models else "default")
-        judge = models.get(key)
-        if judge is None:
-            raise ConfigError(
-                f"novelty.judge is on but roles.models has no {key!r} model: set roles.models.novelty_judge "
-                "(or roles.models.default), or novelty.judge=false"
-            )
+    key = novelty_judge_key(cfg, models)
+    judge = models[key] if key is not None else None
     with constructor_errors("the novelty gate", "novelty"):
         return NoveltyGate(task, opts, judge=judge)
 
@@ -115,10 +115,8 @@ def build_final_judge(cfg: RunConfig, models: dict[str, Any]) -> Any:
     """The model judging ``engine.final_selection`` (the ``judge`` key, else ``default``); None when it is off."""
     if cfg.engine.final_selection is None:
         return None
-    judge = models.get("judge") or models.get("default")
-    if judge is None:
-        raise ConfigError("engine.final_selection needs a judge model: set roles.models.judge or roles.models.default")
-    return judge
+    check_final_judge(cfg, models)
+    return models.get("judge") or models["default"]
 
 
 def build_engine(
