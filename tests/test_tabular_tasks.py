@@ -400,3 +400,20 @@ def test_verify_prints_the_rejected_submission_in_one_line(tmp_path):
     assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
     (line,) = [ln for ln in out.stdout.splitlines() if "contract-violation" in ln]
     assert "invalid submission: submission.csv has" in line and "the sample submission has" in line
+
+
+def test_a_baseline_below_the_trivial_predictor_is_not_written_as_the_reference_anchor(tmp_path):
+    """Noise for a target: the baseline cannot beat predicting the mean, so only floor and bound are kept, and
+    the anchors stay ordered (the bench's normalised scores work on the task `task new` made)."""
+    from verifyless.offline.scores import bounded_score
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"a": rng.normal(size=60), "b": rng.choice(["x", "y", "z"], size=60), "y": rng.normal(size=60)}
+    )
+    frame.to_csv(tmp_path / "noise.csv", index=False)
+    made = new_task(tmp_path / "noise", Request(tmp_path / "noise.csv", "y"), LocalSandbox())
+    task, score = made.task, made.baseline.score
+    assert score is not None and task.metric.orient(score) <= task.metric.orient(made.anchors.floor)
+    assert made.anchors.reference is None and task.anchors.reference is None and task.anchors.floor is not None
+    assert bounded_score(score, task.anchors, task.metric) == 0.0  # ordered anchors: no error, at or under the floor

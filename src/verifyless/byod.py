@@ -5,7 +5,9 @@ baseline, a sidecar), loads it like any competition folder (which makes and keep
 then measures the normalisation anchors: the baseline program's validation score from one sandboxed
 verification (``reference``), a trivial predictor's (``floor``: class shares, the majority label or the
 training mean, graded in process) and the metric's best value (``bound``); they are written into the
-sidecar. A baseline that fails leaves the folder in place and raises ``TaskError`` (exit 3) with its reason.
+sidecar. A baseline that does not beat the trivial predictor (noisy or tiny data) is no reference point:
+then ``reference`` is left out, so the anchors stay ordered (floor -> 0, bound -> 1). A baseline that fails
+leaves the folder in place and raises ``TaskError`` (exit 3) with its reason.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def new_task(dest: Path, request: Request, sandbox: Sandbox) -> NewTask:
     baseline = verify(task, task.baseline_program, sandbox)
     floor = floor_score(task)
     best = metric_def(prepared.metric).best
-    anchors = Anchors(floor=floor, reference=baseline.score, bound=best)
+    reference = baseline.score
+    if reference is not None and task.metric.orient(reference) <= task.metric.orient(floor):
+        reference = None  # below the trivial predictor: normalising to it would put 0.5 under 0
+    anchors = Anchors(floor=floor, reference=reference, bound=best)
     _write_anchors(dest, anchors)
     if baseline.score is None:
         raise TaskError(

@@ -56,4 +56,11 @@ def new_command(
         highlight=False,
         soft_wrap=True,
     )
+    if a.reference is None:
+        console.print(
+            "note: the baseline does not beat the trivial predictor, so it is not written as the reference anchor "
+            "(normalised scores run from the trivial predictor, 0, to the best possible, 1)",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(f"next: verifyless verify {folder}   verifyless run {folder}", highlight=False, soft_wrap=True)
