@@ -301,3 +301,43 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     greedy = GreedyStrategy(random.Random(0))  # not an EnsembleStrategy: its runs submit one program
     assert [submits_ensemble(s, task) for s in (on, off, greedy)] == [True, False, False]
     assert ensemble_members(greedy, task, VIEW) == []
+
+
+def test_a_run_whose_wall_time_is_spent_skips_the_ensemble_re_runs_and_says_why(tmp_path, monkeypatch):
+    import asyncio
+
+    from verifyless._cli.show import submission_line
+    from verifyless.config import load_config
+    from verifyless.store import RunStore
+    from verifyless.wiring import build_engine
+
+    cfg = load_config(
+        overrides=[
+            "task=diabetes",
+            "strategy.name=mcgs",
+            "budget.verifications=4",
+            "budget.wall_seconds=100000",
+            "engine.candidates=2",
+            "screener.name=random",
+            "engine.memory=false",
+            f"store={tmp_path / 's.db'}",
+        ]
+    )
+    with RunStore(cfg.store) as store:
+        engine = build_engine(cfg, store)
+        chosen = engine.lifecycle.select_final
+
+        async def then_the_wall_clock_runs_out(best_id):
+            final = await chosen(best_id)
+            engine.ledger.gate.started -= 10**6  # the cap is spent once the final node is chosen
+            return final
+
+        monkeypatch.setattr(engine.lifecycle, "select_final", then_the_wall_clock_runs_out)
+        try:
+            result = asyncio.run(engine.run())
+        finally:
+            engine.executor.close()
+        (event,) = list(store.events(result.run_id, kinds=["submission"]))
+    assert event.payload["status"] == "skipped" and "budget: wall time" in event.payload["reason"]
+    assert len(event.payload["members"]) >= 2 and (event.charge is None or event.charge.evaluator_seconds == 0)
+    assert submission_line(event.payload).startswith("ensemble submission: skipped (budget: wall time")

@@ -16,6 +16,7 @@ from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
+from verifyless.search.submission import SKIPPED
 
 
 def run_row(st, info) -> dict[str, Any]:
@@ -113,6 +114,8 @@ def submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
 
 def submission_line(sub: dict[str, Any]) -> str:
     """One line: the ensemble's members, validation score and cost, and whether it beats the final node."""
+    if sub.get("status") == SKIPPED:
+        return f"ensemble submission: skipped ({sub.get('reason')})"
     verdict: dict[Any, str] = {
         True: " (better than the final node)",
         False: " (worse than the final node: submit the node)",

@@ -10,6 +10,7 @@ policy (``engine/fallback.py``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,10 +29,12 @@ from verifyless.roles.base import Roles
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.final import select_final as round_robin
 from verifyless.search.base import SearchStrategy
-from verifyless.search.submission import ensemble_members, ensemble_submission
+from verifyless.search.submission import SKIPPED, ensemble_members, ensemble_submission
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Lifecycle", "RunResult", "mark_stopped"]
 
@@ -175,15 +178,25 @@ class Lifecycle:
         The members (``strategy``'s choice) re-run in the executor's sandbox; one ``submission`` event, charged
         as evaluator seconds. Its ``beats_final`` says whether the ensemble's validation score is better than
         the final node's (None when either has none): averaging in weak members can make it worse, and then
-        the final node is the better thing to submit.
+        the final node is the better thing to submit. The re-runs spend evaluator seconds and wall time, so a
+        run whose ``budget.evaluator_seconds`` or ``budget.wall_seconds`` is spent records the submission as
+        ``skipped`` (with why) instead of running past its cap; a resume with a raised cap scores it then.
         """
         ids = ensemble_members(strategy, self.task, self.ledger.state.view)
         executor = self.dispatch.executor
         sandbox = executor.sandbox
         if not ids or sandbox is None:
             return
-        scored = [e.payload.get("members") for e in self.ledger.store.events(self.ledger.rid, kinds=["submission"])]
+        events = self.ledger.store.events(self.ledger.rid, kinds=["submission"])
+        scored = [e.payload.get("members") for e in events if e.payload.get("status") != SKIPPED]
         if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
+            return
+        spent = self.ledger.gate.llm_stop_reason()
+        if spent in ("budget: evaluator seconds", "budget: wall time"):
+            reason = f"{spent} is spent: the members were not re-run (raise the cap and resume to score it)"
+            log.info("ensemble submission skipped: %s", reason)
+            skipped = {"members": list(ids), "status": SKIPPED, "reason": reason, "final_id": final_id}
+            self.ledger.emit("submission", {**skipped, "beats_final": None})
             return
         members = [(i, self.programs.text(i)) for i in ids]
         sub = await asyncio.to_thread(

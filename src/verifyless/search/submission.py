@@ -39,6 +39,8 @@ from verifyless.search.base import EnsembleStrategy, SearchStrategy, SearchView
 from verifyless.task.base import Task
 from verifyless.verify import _run_scorer, check_metrics, split_metrics, verify
 
+SKIPPED = "skipped"  # a submission's status when the run's time budget left no room to re-run its members
+
 
 @dataclass(frozen=True)
 class EnsembleSubmission:
@@ -167,4 +169,4 @@ def _combine_and_score(
     )
 
 
-__all__ = ["EnsembleSubmission", "ensemble_members", "ensemble_submission", "submits_ensemble"]
+__all__ = ["SKIPPED", "EnsembleSubmission", "ensemble_members", "ensemble_submission", "submits_ensemble"]
