@@ -220,6 +220,15 @@ def _diabetes_variants():
     return task, [("root", base), ("s", strong), ("k", knn)]
 
 
+def _diabetes_mcgs_config(tmp_path, *extra: str):
+    """A 4-verification mcgs run on diabetes (it declares an ensemble), random screening, no memory."""
+    from verifyless.config import load_config
+
+    base = ["task=diabetes", "strategy.name=mcgs", "budget.verifications=4", "engine.candidates=2"]
+    more = ["screener.name=random", "engine.memory=false", f"store={tmp_path / 's.db'}"]
+    return load_config(overrides=[*base, *more, *extra])
+
+
 def test_top_k_ensemble_submission_averages_the_members_predictions(tmp_path):
     import numpy as np
 
@@ -250,22 +259,11 @@ def test_top_k_ensemble_submission_averages_the_members_predictions(tmp_path):
 def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_one(tmp_path):
     import asyncio
 
-    from verifyless.config import load_config
     from verifyless.search.submission import ensemble_members
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
 
-    cfg = load_config(
-        overrides=[
-            "task=diabetes",
-            "strategy.name=mcgs",
-            "budget.verifications=4",
-            "engine.candidates=2",
-            "screener.name=random",
-            "engine.memory=false",
-            f"store={tmp_path / 's.db'}",
-        ]
-    )
+    cfg = _diabetes_mcgs_config(tmp_path)
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         try:
@@ -307,22 +305,10 @@ def test_a_run_whose_wall_time_is_spent_skips_the_ensemble_re_runs_and_says_why(
     import asyncio
 
     from verifyless._cli.show import submission_line
-    from verifyless.config import load_config
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
 
-    cfg = load_config(
-        overrides=[
-            "task=diabetes",
-            "strategy.name=mcgs",
-            "budget.verifications=4",
-            "budget.wall_seconds=100000",
-            "engine.candidates=2",
-            "screener.name=random",
-            "engine.memory=false",
-            f"store={tmp_path / 's.db'}",
-        ]
-    )
+    cfg = _diabetes_mcgs_config(tmp_path, "budget.wall_seconds=100000")
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         chosen = engine.lifecycle.select_final
