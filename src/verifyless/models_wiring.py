@@ -141,11 +141,14 @@ def novelty_judge_key(cfg: RunConfig, keys: Iterable[str]) -> str | None:
 
 
 def check_models(cfg: RunConfig) -> None:
-    """What ``build_models`` would refuse, found without building a model or opening a store.
+    """What building the run's models and what asks for them would refuse, found without building a model
+    or opening a store.
 
-    Unused keys (``check_model_keys``), specs that do not parse (``env`` without its variables, an unknown
-    spec string) and scripted model files that do not exist are ConfigErrors, so ``run --dry-run`` refuses
-    what the real run would, and a real run refuses it before it creates its store.
+    Unused keys (``check_model_keys``), a model the screener (or a screener it nests) asks for and lacks
+    (``screen.registry.check_screener_models``), a missing final-selection or novelty judge, specs that do
+    not parse (``env`` without its variables, an unknown spec string) and scripted model files that do not
+    exist are ConfigErrors, so ``run --dry-run`` refuses what the real run would, and a real run refuses it
+    before it creates its store.
     """
     check_model_keys(cfg)
     specs = model_specs(cfg)
@@ -270,10 +273,10 @@ __all__ = [
     "call_recorder",
     "check_final_judge",
     "check_model_keys",
-    "novelty_judge_key",
     "check_models",
     "choice_recorder",
     "model_keys_used",
     "model_specs",
+    "novelty_judge_key",
     "pin_endpoints",
 ]
