@@ -267,8 +267,9 @@ def status_line(payload: Mapping[str, Any] | None) -> str:
     target = f", target {payload['target']}" if payload.get("target") else ""
     head = f"data report: computed from {len(files)} file(s) ({', '.join(files)}{target}; {seconds})"
     # public files that are not tables (a description, a task card) are expected, not a gap in the report
-    other = [str(u).split(":", 1)[0] for u in unavailable if str(u).endswith(NOT_A_TABLE)]
-    gaps = [str(u) for u in unavailable if not str(u).endswith(NOT_A_TABLE)]
+    texts = [str(u) for u in unavailable]
+    other = [t.split(":", 1)[0] for t in texts if t.endswith(NOT_A_TABLE)]
+    gaps = [t for t in texts if not t.endswith(NOT_A_TABLE)]
     head += f"; {len(other)} other file(s) not tables ({', '.join(other)})" if other else ""
     return head + (f"; not computed: {'; '.join(gaps)}" if gaps else "")
 

@@ -339,12 +339,14 @@ def check_screener_models(name: str, options: BaseModel | None, keys: Iterable[s
     cascade's stages, adaptive's wrapped screener) are checked through the same specs their factories build
     from, so a dry run refuses what the real run would, before any store exists.
     """
-    have = set(keys)
+    keyed: dict[str, Any] = dict.fromkeys(
+        keys
+    )  # only the keys matter: _pick_model finds one or refuses, as when building
     opts: Any = SCREENERS.typed(name, options)
-    if name in MODEL_ROLE and not any(k in have for k in _model_keys(opts.model, name)):
-        raise _no_model(name, opts.model, have)
-    if name == "critic" and opts.tie_break_model and opts.tie_break_model not in have:
-        raise _no_model(name, opts.tie_break_model, have)
+    if name in MODEL_ROLE:
+        _pick_model(keyed, opts.model, name)
+    if name == "critic" and opts.tie_break_model:
+        _pick_model(keyed, opts.tie_break_model, name)
     nested: list[tuple[str, Any]] = []
     if name in ("ensemble", "arbiter"):
         nested = list(_member_specs(opts, name))
@@ -353,7 +355,7 @@ def check_screener_models(name: str, options: BaseModel | None, keys: Iterable[s
     elif name == "adaptive":
         nested = [(opts.screener, SCREENERS.validate(opts.screener, opts.options))]
     for inner, inner_opts in nested:
-        check_screener_models(inner, inner_opts, have)
+        check_screener_models(inner, inner_opts, keyed)
 
 
 def _critic_probs_options() -> type[BaseModel]:
