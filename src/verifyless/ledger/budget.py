@@ -70,6 +70,10 @@ class Slot:
             self._gate = None
 
 
+EVALUATOR_SPENT = "budget: evaluator seconds"  # stop reasons of the two caps that running programs spend
+WALL_SPENT = "budget: wall time"
+
+
 class BudgetGate:
     """Reserves verification slots against ``caps``; ``used`` returns the ledger totals."""
 
@@ -98,13 +102,13 @@ class BudgetGate:
         b = self.caps
         used = used if used is not None else self._used()
         if b.evaluator_seconds is not None and used.evaluator_seconds >= b.evaluator_seconds:
-            return "budget: evaluator seconds"
+            return EVALUATOR_SPENT
         if b.tokens is not None and used.tokens_in + used.tokens_out >= b.tokens:
             return "budget: tokens"
         if b.cost is not None and used.cost >= b.cost:
             return "budget: cost"
         if b.wall_seconds is not None and self._clock() - self.started >= b.wall_seconds:
-            return "budget: wall time"
+            return WALL_SPENT
         return None
 
     def slots_left(self) -> int:
