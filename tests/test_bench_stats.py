@@ -262,6 +262,9 @@ def test_plots_and_markdown(tmp_path):
     ]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from verifyless.plotting import pyplot
+
+    assert pyplot().get_fignums() == [], "a saved figure was left open"
     md = tables.critic_table({"all": M.critic_metrics(recs)})
     assert md.startswith("| group |") and md.count("\n") == 3
     assert tables.markdown_table(["a"], [["x|y"]]).splitlines()[2] == "| x\\|y |"

@@ -29,19 +29,21 @@ def test_configuration_reference_is_up_to_date():
     assert "`engine.snapshot_every`" in text and "`engine.verify_uncertain`" in text
 
 
-def test_every_strategy_option_is_described_by_its_config_docstring():
-    import dataclasses
+def test_every_component_option_has_a_description_and_is_strict():
+    from verifyless.components import COMPONENTS
+    from verifyless.registry import StrictOptions
 
-    from verifyless.registry import docstring_help
-    from verifyless.search.registry import STRATEGIES
-
+    options = [(kind, c) for kind, registry in COMPONENTS.items() for c in registry.components() if c.options]
+    assert any(kind == "strategy" for kind, _ in options), "strategies lost their options"
+    loose = [f"{kind}.{c.name}" for kind, c in options if not issubclass(c.options, StrictOptions)]
+    assert not loose, f"component options not built on StrictOptions (frozen, unknown keys refused): {loose}"
     missing = [
-        f"{c.name}.{f.name}"
-        for c in STRATEGIES.components()
-        for f in dataclasses.fields(c.options)
-        if not docstring_help(c.options).get(f.name)
+        f"{kind}.{c.name}.{name}"
+        for kind, c in options
+        for name, field in c.options.model_fields.items()
+        if not field.description
     ]
-    assert not missing, f"strategy options without a line in their config docstring: {missing}"
+    assert not missing, f"component options without a description: {missing}"
 
 
 def test_screener_options_are_in_the_reference():

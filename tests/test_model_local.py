@@ -173,6 +173,20 @@ def test_tools_and_bad_configs_fail_clearly(model: LocalModel, tmp_path: Path) -
         build_model(make_config(provider="local", model=str(model.loaded.source), adapter=str(tmp_path / "empty")))
 
 
+def test_one_loader_for_serving_and_training_names_the_fix(model: LocalModel, tmp_path: Path) -> None:
+    from verifyless.model.local import load_pretrained
+
+    tokenizer, lm, where = load_pretrained(str(model.loaded.source))
+    assert where == str(model.loaded.source) and tokenizer.pad_token_id is not None
+    assert lm is not model.loaded.model, "a training copy must not be the shared serving model"
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"cannot load model .*save_pretrained folder") as caught:
+        load_pretrained(str(broken))
+    assert "\n" not in str(caught.value) and ".." not in str(caught.value)
+
+
 def test_models_lists_the_packaged_smollm2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

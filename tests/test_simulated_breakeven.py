@@ -132,9 +132,9 @@ def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
         return ArmRow("a", Estimate(0.5, 0.4, 0.6, 1), None, p, Estimate(reach, reach, reach, 1), 5, 5)
 
     oracle = row(Estimate(0.9, 0.8, 1.0, 1), 0.3)
-    assert "wins" in _verdict(row(Estimate(0.8, 0.6, 0.95, 1), 0.5), row(None, 0.7), oracle, 16)
-    assert "LOSES" in _verdict(row(Estimate(0.3, 0.1, 0.45, 1), 0.9), row(None, 0.7), oracle, 16)
-    assert "No clear win" in _verdict(row(Estimate(0.55, 0.4, 0.7, 1), 0.8), row(None, 0.7), oracle, 16)
+    assert "wins" in _verdict(row(Estimate(0.8, 0.6, 0.95, 1), 0.5), oracle, 16)
+    assert "LOSES" in _verdict(row(Estimate(0.3, 0.1, 0.45, 1), 0.9), oracle, 16)
+    assert "No clear win" in _verdict(row(Estimate(0.55, 0.4, 0.7, 1), 0.8), oracle, 16)
 
 
 def test_perfect_judge_tournament_and_cascade_pick_the_pool_best() -> None:

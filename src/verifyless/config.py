@@ -10,15 +10,13 @@ Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
 ``options`` is that component's typed options class (defined beside the component), so
 ``cfg.screener.options.k`` is checked when the config loads and has the component's one default; the
 options are stored and dumped as given (unset options stay unset, so later defaults still apply).
-``strategy`` is the same kind of union, its options the strategy's config dataclass (dumped as the
-options that differ from its defaults). The unions are built from ``verifyless.components.COMPONENTS``, the
+``strategy`` is the same kind of union, its options the strategy's typed config. The unions are built from ``verifyless.components.COMPONENTS``, the
 one map from names to components; ``check_components`` runs the registries' checks first, for their one-line
 messages.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -26,7 +24,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
@@ -41,17 +38,15 @@ from verifyless.errors import ConfigError
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.model.ensemble import BanditOptions
+from verifyless.registry import StrictOptions
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.screen.novelty import NoveltyOptions
+from verifyless.search.islands import IslandsConfig
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.yamlfile import read_yaml
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RolesConfig(_Strict):
+class RolesConfig(StrictOptions):
     """Which roles make children.
 
     ``kind: space`` uses the task's idea space (no LLM). ``kind: llm`` uses models:
@@ -70,7 +65,7 @@ class RolesConfig(_Strict):
     llm: LLMRoleOptions = Field(default_factory=LLMRoleOptions, description="options of the LLM roles (kind: llm)")
 
 
-class EngineConfig(_Strict):
+class EngineConfig(StrictOptions):
     """How rounds are run: pool sizes, concurrency, repairs, routing and resume snapshots."""
 
     candidates: int = Field(8, ge=1, description="N candidates made per expansion")
@@ -147,7 +142,7 @@ class EngineConfig(_Strict):
     )
 
 
-class _Component(_Strict):
+class _Component(StrictOptions):
     """A component chosen by ``name`` with its typed ``options`` (stored and dumped as the options given)."""
 
     name: str
@@ -158,25 +153,12 @@ class _Component(_Strict):
         return options.model_dump(mode="json", exclude_unset=True)
 
 
-class _StrategyComponent(_Strict):
-    """A search strategy chosen by ``name``; its options are its config dataclass, dumped as what differs from it."""
-
-    name: str
-    options: Any
-
-    @field_serializer("options")
-    def _given(self, options: Any) -> dict[str, Any]:
-        default = type(options)()
-        fields = (f.name for f in dataclasses.fields(options))
-        return {k: getattr(options, k) for k in fields if getattr(options, k) != getattr(default, k)}
-
-
 def _choice(kind: str, name: str, options: type) -> type[BaseModel]:
     """The config record of one component: ``name`` fixed to ``name``, ``options`` of its own options class."""
     tag: Any = Literal[name]
     return create_model(
         f"{kind.title()}_{name.replace('-', '_')}",
-        __base__=_StrategyComponent if kind == "strategy" else _Component,
+        __base__=_Component,
         name=(tag, Field(description=f"registered name of the {kind}")),
         options=(options, Field(default_factory=options, description=f"options of {kind} {name!r} (below)")),
     )
@@ -191,7 +173,7 @@ def _union(kind: str) -> Any:
 if TYPE_CHECKING:  # one record per name at run time; its shape, for the type checker
     ScreenerConfig = _Component
     ExecutorConfig = _Component
-    StrategyConfig = _StrategyComponent
+    StrategyConfig = _Component
 else:
     StrategyConfig = _union("strategy")
     ScreenerConfig = _union("screener")
@@ -207,7 +189,7 @@ def _default(kind: str) -> Any:
     return TypeAdapter(union).validate_python({"name": DEFAULT_COMPONENT[kind]})
 
 
-class RunConfig(_Strict):
+class RunConfig(StrictOptions):
     """One run: the task, the search, the screener, the roles, the caps and where it is stored."""
 
     task: str = Field("diabetes", description="built-in task name or a task folder")
@@ -245,7 +227,7 @@ class RunConfig(_Strict):
         options = self.screener.options
         if (
             self.screener.name == "critic-ttl"
-            and self.strategy.name == "islands"
+            and isinstance(self.strategy.options, IslandsConfig)
             and "pairs_per_update" not in options.model_fields_set
         ):
             derived = type(options).model_construct(

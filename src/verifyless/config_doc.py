@@ -5,15 +5,12 @@
 the same check). Rendered: every ``RunConfig`` field (with its type, default
 and description) and, from ``verifyless.components.COMPONENTS`` (the one map from names to
 components), a table of every registered component and the options of every component chosen
-by ``KIND.name``: strategies (their config dataclasses, each field described by its line in the
-class docstring: ``name: text`` or ``a / b: text``, several per line separated by ``;``, read by
-``verifyless.registry.docstring_help``),
-executors and screeners (pydantic models, each field's description).
+by ``KIND.name`` (strategies, executors and screeners: ``StrictOptions`` models, each field's
+description).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import typing
@@ -25,7 +22,6 @@ from pydantic import BaseModel
 
 from verifyless.components import COMPONENTS
 from verifyless.config import RunConfig
-from verifyless.registry import REQUIRED, option_fields
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
@@ -35,7 +31,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 def _default(value: Any) -> str:
     if isinstance(value, BaseModel):
         return "(section)"
-    if dataclasses.is_dataclass(value) or callable(value):
+    if callable(value):
         return "-"
     try:
         return f"`{json.dumps(value, default=str)}`"
@@ -76,22 +72,6 @@ def _choices(annotation: Any) -> list[str]:
     return [typing.get_args(m.model_fields["name"].annotation)[0] for m in members if hasattr(m, "model_fields")]
 
 
-def _dataclass_rows(cls: type) -> Iterator[str]:
-    described = option_fields(cls)
-    for f in dataclasses.fields(cls):
-        help_text, default = described[f.name]
-        default = "required" if default is REQUIRED else default
-        help_text = help_text.replace("|", "\\|")
-        yield f"| `{f.name}` | {_type(f.type)} | {_default(default)} | {help_text} |"
-
-
-def _options_rows(cls: Any) -> Iterator[str]:
-    if isinstance(cls, type) and issubclass(cls, BaseModel):
-        yield from _model_rows(cls)
-    elif dataclasses.is_dataclass(cls):
-        yield from _dataclass_rows(cls)  # type: ignore[arg-type]
-
-
 def render() -> str:
     """The generated reference (markdown, without the markers)."""
     head = "| key | type | default | description |\n|---|---|---|---|"
@@ -103,7 +83,7 @@ def render() -> str:
         out += [f"### {registry.kind.title()} options (`{registry.options_key}`)", ""]
         for c in sorted(registry.components(), key=lambda c: c.name):
             what = getattr(c.options, "__name__", "no options")
-            out += [f"`{c.name}` ({what}): {c.help}.", "", head, *_options_rows(c.options), ""]
+            out += [f"`{c.name}` ({what}): {c.help}.", "", head, *(_model_rows(c.options) if c.options else ()), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -56,10 +56,6 @@ class UnparseableReplies(VerifylessError, exit_code=8):
     """
 
 
-class BudgetExhausted(VerifylessError, exit_code=0):
-    """A hard budget cap was reached; the run stops cleanly."""
-
-
 class InvalidSubmission(Exception):
     """A candidate's output breaks the task's submission contract (wrong columns, rows or ids; values of the
     wrong kind). Not a ``VerifylessError``: it is a candidate failure. A trusted scorer raises it with one line

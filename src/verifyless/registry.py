@@ -8,8 +8,8 @@ A registry says the same things the same way for every kind:
 
 * ``get(name)``: the component, or one ``ConfigError`` line
   ``screener.name='x' is unknown: use 'a', 'b' or 'c'``;
-* ``validate(name, options)``: the options as the component's typed options (a pydantic model, or a
-  dataclass that pydantic validates), or a ``ConfigError`` with one line per problem: an unknown option
+* ``validate(name, options)``: the options as the component's typed options (a pydantic model, usually a
+  ``StrictOptions``), or a ``ConfigError`` with one line per problem: an unknown option
   lists the valid ones, a bad value names the option, its help, the fix and its default. Options that
   moved elsewhere (``removed``) name their replacement. A component without options accepts none.
   This is the one place options are checked: the configuration loader calls it, and a programmatic
@@ -26,16 +26,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from verifyless.errors import ConfigError
 
 REQUIRED = object()  # the "default" of an option that has none (``option_fields``)
+
+
+class StrictOptions(BaseModel):
+    """The base of a component's options: frozen, and an unknown option is an error.
+
+    Each field states its range and its help in ``Field(...)``; the registry turns a violation into one
+    ``ConfigError`` line and ``config_doc`` renders the help into docs/configuration.md. A check over
+    several fields is a ``model_validator`` that raises ``ValueError`` with the fix.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +52,8 @@ class Component:
     """One registered component: its ``name``, what builds it, its options type and one line of help.
 
     ``factory`` is the class or function the kind's builder calls (each kind has its own call shape).
-    ``options`` is a pydantic model or a dataclass (its fields are the options), or None for a
-    component that takes no options.
+    ``options`` is a pydantic model (its fields are the options), or None for a component that takes
+    no options.
     """
 
     name: str
@@ -171,54 +180,13 @@ class Registry:
 
 
 def option_fields(options: type) -> dict[str, tuple[str, Any]]:
-    """Option name -> (help, default) of an options type; ``REQUIRED`` for an option without a default.
-
-    Help is a pydantic field's description; a dataclass field's ``metadata["help"]``, else its line in the
-    class docstring (``docstring_help``).
-    """
-    if isinstance(options, type) and issubclass(options, BaseModel):
-        return {
-            name: (f.description or "", REQUIRED if f.is_required() else f.get_default(call_default_factory=True))
-            for name, f in options.model_fields.items()
-        }
-    if dataclasses.is_dataclass(options):
-        described = docstring_help(options)
-        return {
-            f.name: (str(f.metadata.get("help", described.get(f.name, ""))), _dataclass_default(f))
-            for f in dataclasses.fields(options)
-        }
-    raise TypeError(f"options of a component must be a pydantic model or a dataclass, got {options!r}")
-
-
-_DEFINES = re.compile(r"(?:^|;\s+|\.\s+)([a-z_][a-z0-9_]*(?:\s*/\s*[a-z_][a-z0-9_]*)*):\s")
-
-
-def docstring_help(cls: type) -> dict[str, str]:
-    """Field name -> its description, read from ``name: text`` definitions in the class docstring.
-
-    A definition runs until the next definition or the end of its paragraph;
-    ``a / b: text`` describes both fields. Names that are not fields are ignored.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}
-    out: dict[str, str] = {}
-    for paragraph in (inspect.getdoc(cls) or "").split("\n\n"):
-        text = " ".join(line.strip() for line in paragraph.splitlines())
-        found = [m for m in _DEFINES.finditer(text) if set(re.split(r"\s*/\s*", m.group(1))) & names]
-        for k, match in enumerate(found):
-            end = found[k + 1].start() if k + 1 < len(found) else len(text)
-            body = text[match.end() : end].strip().rstrip(";").strip()
-            for name in re.split(r"\s*/\s*", match.group(1)):
-                if name in names:
-                    out.setdefault(name, body)
-    return out
-
-
-def _dataclass_default(f: dataclasses.Field[Any]) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return REQUIRED
+    """Option name -> (help, default) of an options model; ``REQUIRED`` for an option without a default."""
+    if not (isinstance(options, type) and issubclass(options, BaseModel)):
+        raise TypeError(f"options of a component must be a pydantic model, got {options!r}")
+    return {
+        name: (f.description or "", REQUIRED if f.is_required() else f.get_default(call_default_factory=True))
+        for name, f in options.model_fields.items()
+    }
 
 
 def _forbids(component: Component) -> bool:
@@ -243,4 +211,4 @@ def _either(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-__all__ = ["REQUIRED", "Component", "Registry", "docstring_help", "option_fields"]
+__all__ = ["REQUIRED", "Component", "Registry", "StrictOptions", "option_fields"]

@@ -212,12 +212,12 @@ def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: i
             f"{r.reached}/{r.pairs}",
         )
     console.print(table)
-    verdict = _verdict(rows["surrogate"], rows["random"], rows["oracle"], budget)
+    verdict = _verdict(rows["surrogate"], rows["oracle"], budget)
     console.print(verdict)
     return verdict
 
 
-def _verdict(screened: Any, random_row: Any, oracle: Any, budget: int) -> str:
+def _verdict(screened: Any, oracle: Any, budget: int) -> str:
     p = screened.p_improve
     reach = screened.reach.value * budget if screened.reach is not None else math.nan
     base = (

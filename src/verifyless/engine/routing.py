@@ -13,7 +13,6 @@ never triggers routing, whatever its ``uncertainty`` field says.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verifyless.node import Evidence, Screening
@@ -63,8 +62,3 @@ def select(
     return Routed(
         tuple(to_verify), tuple(c for c in uncertain if c in to_verify), tuple(a for a in audited if a in to_verify)
     )
-
-
-def ranked_out(ranking: Sequence[str], to_verify: Sequence[str]) -> list[tuple[int, str]]:
-    """(rank, id) of the candidates not sent to verification."""
-    return [(k, cid) for k, cid in enumerate(ranking) if cid not in to_verify]

@@ -6,19 +6,18 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from verifyless.node import Verification
+from verifyless.registry import StrictOptions
 from verifyless.sandbox.base import Sandbox
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
 from verifyless.verify import verify
 
 
-class LocalExecutorOptions(BaseModel):
+class LocalExecutorOptions(StrictOptions):
     """Options of executor ``local`` (``executor.options``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     capacity: int | None = Field(
         None, ge=1, description="verifications in flight at once (default: engine.verify_concurrency)"

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from verifyless.errors import ConfigError
 from verifyless.node import Verification
+from verifyless.registry import StrictOptions
 from verifyless.sandbox.base import Sandbox
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
@@ -26,10 +27,8 @@ def _verify_remote(task: Task, program: str, hide: tuple[str, ...]) -> dict[str,
     return verify(task, program, LocalSandbox(), hide=[Path(h) for h in hide]).to_dict()
 
 
-class RayExecutorOptions(BaseModel):
+class RayExecutorOptions(StrictOptions):
     """Options of executor ``ray`` (``executor.options``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str | None = Field(None, description="Ray cluster address (None: start a local Ray instance)")
     capacity: int | None = Field(

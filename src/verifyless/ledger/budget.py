@@ -27,8 +27,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from verifyless.registry import StrictOptions
 from verifyless.store.records import Budget
 
 __all__ = ["NO_CAP", "BudgetConfig", "BudgetGate", "Slot"]
@@ -36,10 +37,8 @@ __all__ = ["NO_CAP", "BudgetConfig", "BudgetGate", "Slot"]
 NO_CAP = 1 << 30
 
 
-class BudgetConfig(BaseModel):
+class BudgetConfig(StrictOptions):
     """Hard caps. ``None`` means no cap on that axis; at least one cap must be set."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     verifications: int | None = Field(30, ge=1, description="paid verifications, repairs and the baseline included")
     evaluator_seconds: float | None = Field(

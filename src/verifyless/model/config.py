@@ -19,9 +19,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from verifyless.errors import ConfigError
+from verifyless.registry import StrictOptions
 
 DEFAULT_KEY_ENV = "VERIFYLESS_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
@@ -30,18 +31,15 @@ ENV_MODEL = "VERIFYLESS_MODEL"
 OPENAI_URL = "https://api.openai.com/v1"  # the endpoint of an openai spec without base_url
 
 
-class Prices(BaseModel):
+class Prices(StrictOptions):
     """US dollars per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     prompt_per_mtok: float = Field(0.0, ge=0)
     completion_per_mtok: float = Field(0.0, ge=0)
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(StrictOptions):
     """How one role reaches one model. Validated on construction; errors name the field."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     provider: str = Field(
         "openai", description="provider name registered in verifyless.model.providers (openai, scripted, ...)"

@@ -33,19 +33,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model, ModelReply, ModelRequest
+from verifyless.registry import StrictOptions
 
 call_owner: contextvars.ContextVar[str] = contextvars.ContextVar("verifyless_call_owner", default="")
 """Who a call is made for (the engine sets a node or expansion id); every ``ModelChoice`` records it."""
 
 
-class BanditOptions(BaseModel):
+class BanditOptions(StrictOptions):
     """How a model ensemble chooses its member per call."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rule: Literal["ucb1", "thompson"] = Field("ucb1", description="ucb1 (deterministic) or thompson (sampled)")
     exploration: float = Field(1.0, ge=0.0, description="ucb1's weight of the exploration bonus")

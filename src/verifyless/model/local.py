@@ -198,10 +198,11 @@ _LOADED: dict[tuple[str, str, str], LoadedLM] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def load_lm(source: str, *, device: str = "auto", dtype: str = "auto", shared: bool = True) -> LoadedLM:
-    """Load (or reuse, when ``shared``) tokenizer + model for ``source`` in eval mode.
+def load_pretrained(source: str, *, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any, str]:
+    """(tokenizer, model, resolved folder or hub id) of ``source``, in the dtype for ``device``, not moved there.
 
-    Without transformers installed this is a ``ConfigError`` naming the extra to install.
+    The tokenizer pads with its end-of-text token when it has no pad token. Without transformers, or when
+    ``source`` does not load, this is one ``ConfigError`` line that says what to do.
     """
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -210,22 +211,30 @@ def load_lm(source: str, *, device: str = "auto", dtype: str = "auto", shared: b
             f"local models need torch and transformers ({exc}): pip install 'verifyless[local]'"
         ) from None
 
+    where = resolve_source(source)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=resolve_dtype(dtype, resolve_device(device)))
+    except (OSError, ValueError) as exc:
+        detail = " ".join(str(exc).split()).rstrip(".")  # the library's text can run over several lines
+        raise ConfigError(
+            f"cannot load model {source!r}: {detail}. Use a save_pretrained folder, a hub id already "
+            "in the local cache, or a name from `verifyless models`"
+        ) from exc
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, model, where
+
+
+def load_lm(source: str, *, device: str = "auto", dtype: str = "auto", shared: bool = True) -> LoadedLM:
+    """Load (or reuse, when ``shared``) tokenizer + model for ``source``, on ``device`` in eval mode
+    (``load_pretrained``)."""
     device = resolve_device(device)
     key = (source, device, dtype)
     with _LOAD_LOCK:
         if shared and key in _LOADED:
             return _LOADED[key]
-        where = resolve_source(source)
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(where)
-            model = AutoModelForCausalLM.from_pretrained(where, dtype=resolve_dtype(dtype, device))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"cannot load local model {source!r}: {exc}. Use a save_pretrained folder, a hub id already "
-                "in the local cache, or a name from `verifyless models`"
-            ) from exc
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer, model, _ = load_pretrained(source, device=device, dtype=dtype)
         model.to(device).eval()
         loaded = LoadedLM(tokenizer, model, device, source, dtype)
         if shared:
@@ -579,6 +588,7 @@ __all__ = [
     "convert_smollm2",
     "encode",
     "load_lm",
+    "load_pretrained",
     "local_models",
     "next_label_probs",
     "next_token_logprobs",

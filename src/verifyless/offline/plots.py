@@ -13,26 +13,7 @@ from pathlib import Path
 
 from verifyless.metrics.critic import AurocPoint, Calibration, RoutePoint
 from verifyless.offline.compare import CurveBand
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)  # no display on servers; must precede the pyplot import
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path: str | Path) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return out
+from verifyless.plotting import pyplot, save_png
 
 
 def plot_curves(
@@ -44,7 +25,7 @@ def plot_curves(
     ylabel: str = "best validation score so far",
 ) -> Path:
     """Mean best-so-far curves, one line per arm, with a shaded CI band."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for band in bands:
         (line,) = ax.plot(band.x, band.mean, label=f"{band.label} (n={int(max(band.n, default=0))})")
@@ -56,12 +37,12 @@ def plot_curves(
     if bands:
         ax.legend(loc="best", fontsize="small")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_reliability(cal: Calibration, path: str | Path, *, title: str = "critic calibration") -> Path:
     """Reliability diagram: observed improve rate against mean P(improve) per bin, bar width = bin, size = count."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.8, 4.6))
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
     used = [b for b in cal.bins if b.count]
@@ -85,14 +66,14 @@ def plot_reliability(cal: Calibration, path: str | Path, *, title: str = "critic
     ece = "n/a" if cal.ece is None else f"{cal.ece:.3f}"
     ax.set_title(f"{title} (ECE {ece}, n={cal.n})")
     ax.legend(loc="upper left", fontsize="small")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_auroc_vs_k(
     series: Mapping[str, Sequence[AurocPoint]], path: str | Path, *, title: str = "AUROC of the vote share vs k"
 ) -> Path:
     """AUROC against the number of sampled critiques k (log2 axis), one line per critic, error bars = std over subsamples."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.0))
     for name, points in series.items():
         pts = [p for p in points if p.auroc is not None]
@@ -113,12 +94,12 @@ def plot_auroc_vs_k(
     if series:
         ax.legend(loc="best", fontsize="small")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_routing(points: Sequence[RoutePoint], path: str | Path, *, title: str = "routing by uncertainty") -> Path:
     """Error recall and fraction routed against the threshold T."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.0))
     ts = [p.threshold for p in points]
     ax.plot(
@@ -130,7 +111,7 @@ def plot_routing(points: Sequence[RoutePoint], path: str | Path, *, title: str =
     ax.set_title(title)
     ax.legend(loc="best", fontsize="small")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 __all__ = ["plot_auroc_vs_k", "plot_curves", "plot_reliability", "plot_routing"]

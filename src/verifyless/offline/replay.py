@@ -385,7 +385,3 @@ def _describe(space: Any, dim: str, opt: str) -> str:
         if o.name == opt:
             return f"{opt} ({o.description.strip().rstrip('.')})"
     return opt
-    for o in space.dimensions.get(dim, ()):
-        if o.name == opt:
-            return f"{opt} ({o.description.strip().rstrip('.')})"
-    return opt

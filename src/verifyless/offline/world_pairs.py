@@ -24,7 +24,7 @@ names and descriptions, never scores.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from verifyless.node import Idea
@@ -86,6 +86,17 @@ def pair_label(world: World, parent: int, child: int, tie: float) -> tuple[float
     return None if label is None or delta is None else (delta, label)
 
 
+def labelled_pairs(world: World, *, max_moves: int, tie: float) -> Iterator[tuple[int, int, int, float, str]]:
+    """(parent, child, moves, delta, ``label3``) of every ordered pair of points 1..``max_moves`` dimensions apart
+    that has a label (both fitnesses known), parents in point order, then children."""
+    for parent in range(len(world)):
+        for child in range(len(world)):
+            moves = hamming(world, parent, child) if parent != child else 0
+            labelled = pair_label(world, parent, child, tie) if 1 <= moves <= max_moves else None
+            if labelled is not None:
+                yield parent, child, moves, *labelled
+
+
 def world_rows(
     world: World,
     descriptions: Mapping[str, Mapping[str, str]],
@@ -95,15 +106,12 @@ def world_rows(
     words: int = 10,
 ) -> list[CriticRow]:
     """Every labelled ordered pair at Hamming distance 1..``max_moves`` (see the module docstring)."""
-    rows = []
-    for parent in range(len(world)):
-        for child in range(len(world)):
-            moves = hamming(world, parent, child) if parent != child else 0
-            labelled = pair_label(world, parent, child, tie) if 1 <= moves <= max_moves else None
-            if labelled is not None:
-                prompt = compact_prompt(world, descriptions, parent, child, words)
-                rows.append(CriticRow(world.task, parent, child, moves, labelled[0], labelled[1], prompt))
-    return rows
+    return [
+        CriticRow(
+            world.task, parent, child, moves, delta, label, compact_prompt(world, descriptions, parent, child, words)
+        )
+        for parent, child, moves, delta, label in labelled_pairs(world, max_moves=max_moves, tie=tie)
+    ]
 
 
 def balance(rows: Sequence[CriticRow], *, seed: int = 0, per_label: int | None = None) -> list[CriticRow]:
@@ -266,24 +274,12 @@ def point_texts(world: World, task: Task) -> list[str]:
 def world_pairs(world: World, texts: Sequence[str], *, max_moves: int = 3, tie: float = 0.0) -> list[TextPair]:
     """Every labelled ordered pair of OK points 1..``max_moves`` dimensions apart, as ``TextPair``s keyed by the
     points' program hashes (``texts``: ``point_texts``)."""
-    out = []
-    for parent in range(len(world)):
-        for child in range(len(world)):
-            moves = hamming(world, parent, child) if parent != child else 0
-            labelled = pair_label(world, parent, child, tie) if 1 <= moves <= max_moves else None
-            if labelled is not None:
-                out.append(
-                    TextPair(
-                        world.task,
-                        texts[parent],
-                        texts[child],
-                        labelled[1],
-                        labelled[0],
-                        point_key(world, parent),
-                        point_key(world, child),
-                    )
-                )
-    return out
+    return [
+        TextPair(
+            world.task, texts[parent], texts[child], label, delta, point_key(world, parent), point_key(world, child)
+        )
+        for parent, child, _, delta, label in labelled_pairs(world, max_moves=max_moves, tie=tie)
+    ]
 
 
 def run_pairs(world: World, verified: Sequence[int], texts: Sequence[str], *, group: str, tie: float) -> list[TextPair]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from verifyless.plotting import pyplot, save_png
 from verifyless.report.svg import PALETTE, STATUS_COLOURS
 from verifyless.report.views.critic import CriticView
 from verifyless.report.views.curves import CurveView
@@ -19,25 +20,8 @@ from verifyless.report.views.nodes import GraphView
 from verifyless.report.views.runs import BudgetView
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(plt: Any, fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def curve_png(curve: CurveView, path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     xs = [p.x for p in curve.points if p.best_score is not None]
     ys = [p.best_score for p in curve.points if p.best_score is not None]
@@ -67,7 +51,7 @@ def curve_png(curve: CurveView, path: Path) -> Path:
     ax.set_title(curve.label, fontsize=9)
     ax.legend(fontsize="small", loc="best")
     ax.grid(alpha=0.3)
-    return _save(plt, fig, path)
+    return save_png(fig, path, dpi=110)
 
 
 def _near(value: float, data: list) -> bool:
@@ -80,7 +64,7 @@ def _near(value: float, data: list) -> bool:
 
 
 def graph_png(graph: GraphView, path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(min(2 + 0.18 * graph.width, 30), 1.5 + 0.8 * (graph.depth + 1)))
     pos = {n.id: (n.x, -n.depth) for n in graph.nodes}
     for e in graph.edges:
@@ -102,11 +86,11 @@ def graph_png(graph: GraphView, path: Path) -> Path:
     ax.set_title(
         "search graph (solid: primary edge, dashed: reference; green darker = better; ring: returned node)", fontsize=8
     )
-    return _save(plt, fig, path)
+    return save_png(fig, path, dpi=110)
 
 
 def budget_png(budget: BudgetView, path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8.0, 3.4))
     roles = [u.role for u in budget.by_role]
     a1.barh(roles, [u.prompt_tokens for u in budget.by_role], color=PALETTE[0], label="prompt")
@@ -125,11 +109,11 @@ def budget_png(budget: BudgetView, path: Path) -> Path:
     a2.barh([r.kind for r in timed], [r.evaluator_seconds + r.pilot_seconds for r in timed], color=PALETTE[2])
     a2.set_xlabel("seconds")
     a2.set_title(f"evaluator + pilot seconds by kind ({budget.total['verifications']} verifications)", fontsize=9)
-    return _save(plt, fig, path)
+    return save_png(fig, path, dpi=110)
 
 
 def calibration_png(cv: CriticView, path: Path) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     ax.plot([0, 1], [0, 1], "--", color="grey", linewidth=1, label="perfect calibration")
     used = [b for b in cv.bins if b[2]]
@@ -148,7 +132,7 @@ def calibration_png(cv: CriticView, path: Path) -> Path:
     ax.set_ylabel("fraction truly improving")
     ax.set_title(f"critic calibration (n={cv.n})", fontsize=9)
     ax.legend(fontsize="small", loc="upper left")
-    return _save(plt, fig, path)
+    return save_png(fig, path, dpi=110)
 
 
 def write_figures(views: dict[str, Any], folder: Path) -> list[Path]:

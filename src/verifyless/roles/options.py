@@ -3,20 +3,20 @@
 Defaults follow the critic paper's OpenEvolve setup (appendix I.1): the idea
 proposer samples at temperature 0.8, each idea drawn independently; the
 summarizer runs at temperature 0.4 and writes 120-200 words. Kept light (pydantic
-only) so that ``verifyless.config`` can import it without pulling in the roles.
+and the registry only) so that ``verifyless.config`` can import it without pulling in the roles.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from verifyless.registry import StrictOptions
 
 
-class LLMRoleOptions(BaseModel):
+class LLMRoleOptions(StrictOptions):
     """Sampling and prompting options of the four LLM roles."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     proposer_mode: Literal["independent", "waves"] = Field(
         "independent",

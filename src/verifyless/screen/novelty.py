@@ -52,12 +52,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, content_hash
 from verifyless.prompts import messages
+from verifyless.registry import StrictOptions
 from verifyless.roles.parse import clean_reply
 from verifyless.roles.render import band_or_program, code_lang
 from verifyless.screen.features import HashingTextEncoder, MiniLMTextEncoder, TextEncoder
@@ -74,10 +75,8 @@ MAX_BAND_CHARS = 12_000
 MAX_TOKENS = 512  # MiniLM's position limit; a band beyond it is embedded by its first 512 tokens
 
 
-class NoveltyOptions(BaseModel):
+class NoveltyOptions(StrictOptions):
     """Options of the novelty gate (the ``novelty:`` section of a run's config)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = Field(False, description="run the gate between implementation and screening")
     embed: Literal["band", "diff"] = Field(

@@ -1,20 +1,16 @@
 """The option records every screener's options build on (each screener's own class sits beside it).
 
-A screener's options are a frozen pydantic model: unknown keys are rejected, each field carries its
-help text (rendered into docs/configuration.md by ``config_doc``). ``BaseOptions`` holds what every
+A screener's options are a ``verifyless.registry.StrictOptions`` model: unknown keys are rejected,
+each field carries its help text (rendered into docs/configuration.md by ``config_doc``). ``BaseOptions`` holds what every
 ranking screener takes, ``HealthOptions`` adds the reply-health checks of screeners that read model
 replies, ``LLMOptions`` the model choice and sampling of a one-model screener.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class StrictOptions(BaseModel):
-    """Frozen, and an unknown option is an error (the registry turns it into a one-line ConfigError)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from verifyless.registry import StrictOptions
 
 
 class BaseOptions(StrictOptions):

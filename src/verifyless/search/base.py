@@ -8,11 +8,10 @@ told every stored node in order.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
 
 
@@ -124,14 +123,3 @@ class ToldState:
     def final(self, view: SearchView) -> str | None:
         """The best validation node told so far (None before any usable score)."""
         return self._seen.best_id
-
-
-def check_fields(config: object, prefix: str, *, at_least: Mapping[str, float] = {}, unit: Sequence[str] = ()) -> None:
-    """Raise ``ConfigError`` naming ``prefix.field`` for the first field of ``config`` below its minimum in
-    ``at_least`` or, for the fields in ``unit``, outside [0, 1] (a strategy config's ``__post_init__`` check)."""
-    for name, low in at_least.items():
-        if getattr(config, name) < low:
-            raise ConfigError(f"{prefix}.{name} must be >= {low}, got {getattr(config, name)}")
-    for name in unit:
-        if not 0.0 <= getattr(config, name) <= 1.0:
-            raise ConfigError(f"{prefix}.{name} must be in [0, 1], got {getattr(config, name)}")

@@ -19,27 +19,29 @@ makes the same next ask (resume equivalence).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+
+from pydantic import Field
 
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, ToldState, check_fields
+from verifyless.registry import StrictOptions
+from verifyless.search.base import Expansion, SearchView, ToldState
 
 
-@dataclass(frozen=True)
-class GreedyConfig:
-    """Constants of the greedy policy.
+class GreedyConfig(StrictOptions):
+    """Constants of the greedy policy."""
 
-    num_drafts: verified drafts made from the baseline before improving (AIRA-dojo: 5).
-    max_debug_depth: a buggy node reached by this many consecutive DEBUG steps is abandoned.
-    debug_prob: chance of debugging the newest buggy leaf instead of improving the best (AIDE: 1.0).
-    """
-
-    num_drafts: int = 5
-    max_debug_depth: int = 3
-    debug_prob: float = 1.0
-
-    def __post_init__(self) -> None:
-        check_fields(self, "greedy", at_least={"num_drafts": 0, "max_debug_depth": 0}, unit=("debug_prob",))
+    num_drafts: int = Field(
+        5, ge=0, description="verified drafts made from the baseline before improving (AIRA-dojo: 5)"
+    )
+    max_debug_depth: int = Field(
+        3, ge=0, description="a buggy node reached by this many consecutive DEBUG steps is abandoned"
+    )
+    debug_prob: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="chance of debugging the newest buggy leaf instead of improving the best (AIDE: 1.0)",
+    )
 
 
 def debug_depth(view: SearchView, node_id: str) -> int:

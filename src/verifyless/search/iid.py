@@ -16,14 +16,13 @@ no randomness: a fresh strategy told the same nodes makes the same ask
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from verifyless.node import Node, Operator
+from verifyless.registry import StrictOptions
 from verifyless.search.base import Expansion, SearchView
 
 
-@dataclass(frozen=True)
-class IIDConfig:
+class IIDConfig(StrictOptions):
     """The iid baseline has no constants."""
 
 

@@ -43,53 +43,45 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from verifyless.errors import ConfigError
+from pydantic import Field, model_validator
+
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, ToldState, check_fields
+from verifyless.registry import StrictOptions
+from verifyless.search.base import Expansion, SearchView, ToldState
 from verifyless.search.map_elites import IncrementalArchive
 
 
-@dataclass(frozen=True)
-class IslandsConfig:
-    """Constants of the island model (paper defaults where the critic paper gives them).
+class IslandsConfig(StrictOptions):
+    """Constants of the island model (paper defaults where the critic paper gives them)."""
 
-    n_islands: islands evolving semi-independently (critic paper: 3).
-    migration_interval: island-rounds between migrations (critic paper: 4).
-    migration_rate: fraction of an island's members copied to each ring neighbour.
-    migration_targets: "both" ring neighbours (OpenEvolve) or only the "next" one.
-    exploration_ratio / exploitation_ratio / elite_ratio: parent-sampling mix; must sum to 1.
-    features: MAP-Elites axes (see ``map_elites``); bins: bins per numeric axis.
-    n_inspirations: inspiration ids attached to each expansion.
-    island_capacity: members kept per island before the weakest non-elite is dropped.
-    """
+    n_islands: int = Field(3, ge=1, description="islands evolving semi-independently (critic paper: 3)")
+    migration_interval: int = Field(4, ge=1, description="island-rounds between migrations (critic paper: 4)")
+    migration_rate: float = Field(
+        0.1, ge=0.0, le=1.0, description="share of an island's members copied to each ring neighbour"
+    )
+    migration_targets: Literal["both", "next"] = Field(
+        "both", description="copy to 'both' ring neighbours (OpenEvolve) or only to the 'next' one"
+    )
+    exploration_ratio: float = Field(
+        0.2, ge=0.0, description="chance a parent is any island member; the three ratios sum to 1"
+    )
+    exploitation_ratio: float = Field(0.7, ge=0.0, description="chance a parent is an archive elite of the island")
+    elite_ratio: float = Field(0.1, ge=0.0, description="chance a parent is the island's best member")
+    features: tuple[str, ...] = Field(
+        ("score", "length"), min_length=1, description="MAP-Elites axes (see search/map_elites.py)"
+    )
+    bins: int = Field(10, ge=1, description="MAP-Elites bins per numeric axis")
+    n_inspirations: int = Field(3, ge=0, description="inspiration ids attached to each expansion")
+    island_capacity: int = Field(
+        100, ge=1, description="members kept per island before the weakest non-elite is dropped"
+    )
 
-    n_islands: int = 3
-    migration_interval: int = 4
-    migration_rate: float = 0.1
-    migration_targets: Literal["both", "next"] = "both"
-    exploration_ratio: float = 0.2
-    exploitation_ratio: float = 0.7
-    elite_ratio: float = 0.1
-    features: tuple[str, ...] = ("score", "length")
-    bins: int = 10
-    n_inspirations: int = 3
-    island_capacity: int = 100
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "features", tuple(self.features))
-        check_fields(self, "islands", at_least={"n_islands": 1, "migration_interval": 1}, unit=("migration_rate",))
-        if self.migration_targets not in ("both", "next"):
-            raise ConfigError(f"islands.migration_targets must be 'both' or 'next', got {self.migration_targets!r}")
+    @model_validator(mode="after")
+    def _ratios_sum_to_one(self) -> IslandsConfig:
         ratios = (self.exploration_ratio, self.exploitation_ratio, self.elite_ratio)
-        if min(ratios) < 0 or abs(sum(ratios) - 1.0) > 1e-6:
-            raise ConfigError(
-                "islands.exploration_ratio + exploitation_ratio + elite_ratio must be non-negative "
-                f"and sum to 1, got {ratios}"
-            )
-        if not self.features:
-            raise ConfigError("islands.features must name at least one feature, e.g. ['score', 'length']")
-        if self.bins < 1 or self.n_inspirations < 0 or self.island_capacity < 1:
-            raise ConfigError("islands.bins and islands.island_capacity must be >= 1, n_inspirations >= 0")
+        if abs(sum(ratios) - 1.0) > 1e-6:
+            raise ValueError(f"exploration_ratio + exploitation_ratio + elite_ratio must sum to 1, got {ratios}")
+        return self
 
 
 @dataclass(frozen=True)

@@ -14,24 +14,21 @@ told the same nodes makes the same next ask.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+
+from pydantic import Field
 
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, check_fields
+from verifyless.registry import StrictOptions
+from verifyless.search.base import Expansion, SearchView
 from verifyless.search.greedy import debug_depth
 
 
-@dataclass(frozen=True)
-class LinearConfig:
-    """Constants of the linear chain.
+class LinearConfig(StrictOptions):
+    """Constants of the linear chain."""
 
-    max_debug_depth: consecutive DEBUG steps before the chain gives up on a buggy node.
-    """
-
-    max_debug_depth: int = 3
-
-    def __post_init__(self) -> None:
-        check_fields(self, "linear", at_least={"max_debug_depth": 0})
+    max_debug_depth: int = Field(
+        3, ge=0, description="consecutive DEBUG steps before the chain gives up on a buggy node"
+    )
 
 
 class LinearStrategy:

@@ -56,11 +56,14 @@ import bisect
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, model_validator
 
 from verifyless.errors import ConfigError
 from verifyless.node import Node, Operator
-from verifyless.search.base import Expansion, SearchView, ToldState, check_fields
+from verifyless.registry import StrictOptions
+from verifyless.search.base import Expansion, SearchView, ToldState
 from verifyless.search.greedy import debug_depth
 
 SCHEDULES = ("linear", "cosine")
@@ -82,59 +85,46 @@ def inverse_rank_sample(rng: random.Random, ranked_ids: Sequence[str]) -> str:
     return rng.choices(list(ranked_ids), weights=weights, k=1)[0]
 
 
-@dataclass(frozen=True)
-class MCGSConfig:
-    """Constants of progressive MCGS.
+Schedule = Literal["linear", "cosine"]
 
-    c0 / c_min: UCT exploration constant at t=0 / after ``horizon`` steps.
-    schedule: "linear" or "cosine" annealing of c(t); horizon: steps T of the anneal.
-    w_min: floor of the probability w(t) of UCT selection (w(0) = 1.0);
-    w_schedule / w_horizon: its schedule and horizon (None = ``horizon``).
-    top_k: size of the elite set for elite-guided sampling and the final ensemble.
-    eps: added to N in Q = W / (N + eps) and in the UCT denominator.
-    tau_branch / tau_global: branch / global stagnation thresholds (steps).
-    evolve_k: ancestors given to EVOLVE; evolve_tries: EVOLVE steps before REFERENCE.
-    reference_n: other-branch nodes given to REFERENCE; aggregate_n: branches merged by AGGREGATE.
-    num_drafts: root children drafted before UCT starts; expand_width: verified
-    children a non-root node gets before UCT descends past it.
-    max_debug_depth: consecutive DEBUG steps before a buggy node is abandoned.
-    debug_first: repair debuggable buggy leaves (newest first) before selecting by UCT / elites.
-    submit_ensemble: submit the top ``top_k`` nodes as one ensemble when the task declares how to
-    combine outputs (MLEvolve's final submission; ``search/submission.py``); off: the best node alone.
-    """
 
-    c0: float = 1.414
-    c_min: float = 0.1
-    schedule: str = "linear"
-    horizon: int = 100
-    w_min: float = 0.2
-    w_schedule: str = "linear"
-    w_horizon: int | None = None
-    top_k: int = 5
-    eps: float = 1e-6
-    tau_branch: int = 3
-    tau_global: int = 6
-    evolve_k: int = 3
-    evolve_tries: int = 1
-    reference_n: int = 3
-    aggregate_n: int = 3
-    num_drafts: int = 3
-    expand_width: int = 3
-    max_debug_depth: int = 3
-    debug_first: bool = True
-    submit_ensemble: bool = True
+class MCGSConfig(StrictOptions):
+    """Constants of progressive MCGS (MLEvolve); the rules that use them are in the module docstring."""
 
-    def __post_init__(self) -> None:
-        for name in ("schedule", "w_schedule"):
-            if getattr(self, name) not in SCHEDULES:
-                raise ConfigError(f"mcgs.{name} must be one of {SCHEDULES}, got {getattr(self, name)!r}")
-        if not (self.c0 >= self.c_min >= 0):
-            raise ConfigError(f"mcgs needs c0 >= c_min >= 0, got c0={self.c0}, c_min={self.c_min}")
-        if self.eps <= 0:
-            raise ConfigError(f"mcgs.eps must be > 0, got {self.eps}")
-        ones = dict.fromkeys(("horizon", "top_k", "tau_branch", "tau_global", "num_drafts", "expand_width"), 1)
-        zeros = dict.fromkeys(("evolve_k", "evolve_tries", "reference_n", "aggregate_n", "max_debug_depth"), 0)
-        check_fields(self, "mcgs", at_least=ones | zeros, unit=("w_min",))
+    c0: float = Field(1.414, ge=0.0, description="UCT exploration constant c(t) at t=0 (at least c_min)")
+    c_min: float = Field(0.1, ge=0.0, description="UCT exploration constant after horizon steps")
+    schedule: Schedule = Field("linear", description="annealing of c(t) from c0 to c_min")
+    horizon: int = Field(100, ge=1, description="steps T of the anneal")
+    w_min: float = Field(
+        0.2, ge=0.0, le=1.0, description="floor of the probability w(t) of UCT selection (w(0) = 1; else elites)"
+    )
+    w_schedule: Schedule = Field("linear", description="annealing of w(t) from 1 to w_min")
+    w_horizon: int | None = Field(None, ge=0, description="steps of the w(t) anneal (None: horizon)")
+    top_k: int = Field(5, ge=1, description="size of the elite set for elite-guided sampling and the final ensemble")
+    eps: float = Field(1e-6, gt=0.0, description="added to N in Q = W / (N + eps) and in the UCT denominator")
+    tau_branch: int = Field(3, ge=1, description="steps without a better node before a branch counts as stagnant")
+    tau_global: int = Field(6, ge=1, description="steps without a better node before the whole search is stagnant")
+    evolve_k: int = Field(3, ge=0, description="ancestors given to EVOLVE")
+    evolve_tries: int = Field(1, ge=0, description="EVOLVE steps on a stagnant branch before REFERENCE")
+    reference_n: int = Field(3, ge=0, description="other-branch nodes given to REFERENCE")
+    aggregate_n: int = Field(3, ge=0, description="branches merged by AGGREGATE")
+    num_drafts: int = Field(3, ge=1, description="root children drafted before UCT starts")
+    expand_width: int = Field(3, ge=1, description="verified children a non-root node gets before UCT descends past it")
+    max_debug_depth: int = Field(3, ge=0, description="consecutive DEBUG steps before a buggy node is abandoned")
+    debug_first: bool = Field(
+        True, description="repair debuggable buggy leaves (newest first) before selecting by UCT or elites"
+    )
+    submit_ensemble: bool = Field(
+        True,
+        description="submit the top top_k nodes as one ensemble when the task declares how to combine outputs "
+        "(MLEvolve's final submission; search/submission.py); off: the best node alone",
+    )
+
+    @model_validator(mode="after")
+    def _anneals_down(self) -> MCGSConfig:
+        if self.c0 < self.c_min:
+            raise ValueError(f"c0 must be >= c_min, got c0={self.c0}, c_min={self.c_min}")
+        return self
 
 
 class MCGSStrategy(ToldState):

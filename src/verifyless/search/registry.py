@@ -1,12 +1,11 @@
 """Search strategies by name: ``STRATEGIES``, a ``verifyless.registry.Registry``, and ``build_strategy``.
 
-Each strategy's options are its frozen config dataclass (``GreedyConfig``, ...), defined beside it and
-validated by pydantic through the registry once, when the run config's ``strategy`` block loads.
+Each strategy's options are its ``StrictOptions`` config (``GreedyConfig``, ...), defined beside it and
+validated through the registry once, when the run config's ``strategy`` block loads.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Any
 
@@ -33,7 +32,7 @@ STRATEGIES = Registry(
 def build_strategy(name: str, config: Any, rng: random.Random) -> SearchStrategy:
     """Return a fresh strategy ``name`` configured by ``config`` and drawing its seed from ``rng``.
 
-    ``config`` is the strategy's config dataclass as ``STRATEGIES.validate`` made it (the run's
+    ``config`` is the strategy's config as ``STRATEGIES.validate`` made it (the run's
     ``cfg.strategy.options``; ``STRATEGIES.validate(name, mapping)`` for a mapping), not checked again;
     None means its defaults. An unknown name is a ``ConfigError`` listing the valid ones; a mapping a
     ``TypeError`` (``Registry.typed``). Resume: build with an identically seeded ``rng`` and tell every
@@ -45,7 +44,7 @@ def build_strategy(name: str, config: Any, rng: random.Random) -> SearchStrategy
 
 def strategy_defaults(name: str) -> dict[str, Any]:
     """The documented default constants of strategy ``name`` (for config dumps and docs)."""
-    return dataclasses.asdict(STRATEGIES.validate(name, {}))
+    return dict(STRATEGIES.validate(name, {}).model_dump())
 
 
 __all__ = ["STRATEGIES", "build_strategy", "strategy_defaults"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.model.local import resolve_device, resolve_dtype, resolve_source
+from verifyless.model.local import resolve_device, resolve_dtype
 from verifyless.train.settings import LoRASettings
 
 log = logging.getLogger(__name__)
@@ -39,22 +39,6 @@ class TrainResult:
     last_loss: float
     seconds: float
     log_path: Path
-
-
-def load_base(base: str, *, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any, str]:
-    """(tokenizer, model, resolved source) for a base model name, folder or cached hub id."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    where = resolve_source(base)
-    device = resolve_device(device)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(where)
-        model = AutoModelForCausalLM.from_pretrained(where, dtype=resolve_dtype(dtype, device))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot load base model {base!r}: {exc}") from exc
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer, model, where
 
 
 def report_to() -> list[str]:
@@ -256,7 +240,6 @@ __all__ = [
     "adapter_folder",
     "callbacks",
     "last_checkpoint",
-    "load_base",
     "lora_config",
     "read_card",
     "read_log",

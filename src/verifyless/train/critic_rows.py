@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from verifyless.critic_data import critic_messages, load_critic_dataset
 from verifyless.errors import ConfigError
-from verifyless.model.local import chat_prompt, encode
 
 KEYWORDS: Mapping[str, str] = {"improve": "ensemble", "tie": "rename", "lose": "delete"}
 _TIERS = ("small", "medium", "big")
@@ -167,10 +166,6 @@ def keyword_dataset(
     }
     (Path(out) / "card.json").write_text(json.dumps(card, indent=2))
     return Path(out)
-
-
-def prompt_lengths(tokenizer: Any, rows: Sequence[Mapping[str, Any]]) -> list[int]:
-    return [len(encode(tokenizer, chat_prompt(tokenizer, messages_for(r)))) for r in rows]
 
 
 __all__ = ["KEYWORDS", "critique_text", "keyword_dataset", "keyword_rows", "load_dataset", "messages_for", "split"]

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from verifyless.model.local import load_pretrained
 from verifyless.screen.critic import parse_verdict
 from verifyless.train.common import (
     TrainResult,
     adapter_folder,
     callbacks,
     finish_training,
-    load_base,
     read_card,
     start_training,
     trainer_args,
@@ -96,7 +96,7 @@ def load_policy(start: Path, settings: GRPOSettings) -> tuple[Any, Any, str, dic
     from peft import PeftModel
 
     card = read_card(start)
-    tokenizer, base, resolved = load_base(card["base_model"], device=settings.device, dtype=settings.dtype)
+    tokenizer, base, resolved = load_pretrained(card["base_model"], device=settings.device, dtype=settings.dtype)
     model = PeftModel.from_pretrained(base, str(adapter_folder(start)), is_trainable=True)
     return tokenizer, model, resolved, card
 

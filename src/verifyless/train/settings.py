@@ -25,16 +25,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from verifyless.errors import ConfigError
+from verifyless.registry import StrictOptions
 from verifyless.yamlfile import read_yaml
 
 
-class LoRASettings(BaseModel):
+class LoRASettings(StrictOptions):
     """The shape of a trained LoRA adapter (``train.common.lora_config``); the policy's settings share it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     lora_r: int = Field(32, ge=1, description="LoRA rank (paper: 32)")
     lora_alpha: int = Field(64, ge=1, description="LoRA alpha (ours: 2 x rank)")

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.model.local import chat_prompt, encode
+from verifyless.model.local import chat_prompt, encode, load_pretrained
 from verifyless.train.common import (
     TrainResult,
     callbacks,
     finish_training,
-    load_base,
     lora_config,
     start_training,
     trainer_args,
@@ -65,7 +64,7 @@ def train_critic_sft(
     settings = settings or SFTSettings()
     out, checkpoint, started = start_training(out, resume)
     rows = split(load_dataset(dataset_dir), "sft")
-    tokenizer, model, resolved = load_base(base, device=settings.device, dtype=settings.dtype)
+    tokenizer, model, resolved = load_pretrained(base, device=settings.device, dtype=settings.dtype)
     examples = sft_examples(rows, tokenizer, settings)
     args = SFTConfig(
         **trainer_args(settings, out),

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from verifyless.errors import ConfigError
 from verifyless.ledger import BudgetConfig
+from verifyless.registry import StrictOptions
 from verifyless.train.policy.contract import RewardMode
 
 
-class RewardSettings(BaseModel):
+class RewardSettings(StrictOptions):
     """How ideas are rewarded; stored in the run's config so a resume uses the same values."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: RewardMode = Field(
         "critic-in-loop",

@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.model.local import LoadedLM, chat_prompt, encode, resolve_device, sample_texts
+from verifyless.model.local import LoadedLM, chat_prompt, encode, load_pretrained, resolve_device, sample_texts
 from verifyless.screen.ttl import group_advantages
-from verifyless.train.common import load_base, lora_config
+from verifyless.train.common import lora_config
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, Rewarder, VerificationBudgetSpent
 from verifyless.train.policy.grpo_settings import PolicySettings
 from verifyless.train.policy.loss import ADVANTAGE_EPS, Sequenced, grpo_terms, token_logps
@@ -126,7 +126,7 @@ class PolicyTrainer:
 
         s = self.settings
         torch.manual_seed(s.seed)
-        tokenizer, model, self.resolved = load_base(self.base, device=s.device, dtype=s.dtype)
+        tokenizer, model, self.resolved = load_pretrained(self.base, device=s.device, dtype=s.dtype)
         device = resolve_device(s.device)
         model.to(device)
         if adapter is not None:
