@@ -29,9 +29,9 @@ left, so the last may end past the budget: ``best_at`` ignores it.
 from __future__ import annotations
 
 import math
-import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from verifyless.node import Candidate, Screening
@@ -40,17 +40,14 @@ from verifyless.offline.replay import (
     IIDArm,
     OracleArm,
     RandomArm,
-    draw_pool,
-    pick,
+    Step,
+    greedy_steps,
     pick_screening,
     point_index,
-    pool_candidates,
-    pool_context,
     run_sync,
-    tell,
 )
 from verifyless.offline.simulated import PRESETS, SimulatedCritic
-from verifyless.screen.base import OutcomeObserver, ScreenContext, Screener
+from verifyless.screen.base import ScreenContext, Screener
 
 __all__ = ["ARMS", "PilotArm", "SecondsRun", "arm_factory", "replay_seconds"]
 
@@ -159,30 +156,14 @@ async def _replay_seconds(
     low: LevelWorld, arm: Screener, budget_s: float, n: int, seed: int, locality: float
 ) -> SecondsRun:
     world = low.world
-    rng = random.Random(f"replay:{world.task}:{seed}")
-    from_seed = bool(getattr(arm, "from_seed", False))
-    observer = arm if isinstance(arm, OutcomeObserver) else None
     base = world.baseline_index
-    done = {base}
-    best_i, best_f = base, world.fitness(base)
     spent, pilots = world.points[base].seconds, 0
-    seconds, curve = [spent], [best_f if best_f is not None else -math.inf]
-    step = 0
-    while spent < budget_s and len(done) < len(world):
-        step += 1
-        parent, parent_f = (base, world.fitness(base)) if from_seed else (best_i, best_f)
-        cands = pool_candidates(world, parent, draw_pool(world, parent, done, n, locality, rng))
-        cand = await pick(arm, pool_context(parent, step, rng), cands)
-        if isinstance(arm, PilotArm):
-            spent, pilots = spent + arm.paid[0], pilots + arm.paid[1]
-        if observer is not None:
-            tell(observer, world, parent_f, cand)
-        i = point_index(cand.id)
-        fit = world.fitness(i)
-        done.add(i)
-        spent += world.points[i].seconds
-        if fit is not None and (best_f is None or fit > best_f):
-            best_i, best_f = i, fit
-        seconds.append(spent)
-        curve.append(best_f if best_f is not None else -math.inf)
+    seconds, curve = [spent], [Step(base, base, world.fitness(base)).best]
+    async with aclosing(greedy_steps(world, arm, n, seed, locality)) as steps:
+        while spent < budget_s and (step := await anext(steps, None)) is not None:
+            if isinstance(arm, PilotArm):
+                spent, pilots = spent + arm.paid[0], pilots + arm.paid[1]
+            spent += world.points[step.index].seconds
+            seconds.append(spent)
+            curve.append(step.best)
     return SecondsRun(arm.name, seed, tuple(seconds), tuple(curve), pilots)

@@ -17,7 +17,8 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -216,20 +217,40 @@ def replay_run(
     return run_sync(_replay(world, screener, budget, n_candidates, seed, locality, task))
 
 
-async def _replay(
-    world: World, screener: Screener, budget: int, n: int, seed: int, locality: float, task: Task | None
-) -> ReplayRun:
+@dataclass(frozen=True)
+class Step:
+    """One replayed expansion: the point it verified and the incumbent best after it (fitness None: none yet)."""
+
+    index: int
+    best_index: int
+    best_fitness: float | None
+
+    @property
+    def best(self) -> float:
+        """The incumbent's fitness for a best-so-far curve (-inf before any usable score)."""
+        return self.best_fitness if self.best_fitness is not None else -math.inf
+
+
+async def greedy_steps(
+    world: World, screener: Screener, n: int, seed: int, locality: float = 1.0, task: Task | None = None
+) -> AsyncGenerator[Step, None]:
+    """The greedy replay's expansions in order (``replay_run``), until every point is verified.
+
+    The baseline is verified before the first step and starts as the incumbent. Each step draws ``n``
+    unverified points around the incumbent (the baseline when the screener has ``from_seed``), lets
+    ``screener`` pick one, shows an ``OutcomeObserver`` its known outcome and verifies it. The caller owns
+    the budget: it stops iterating when its budget (verifications, seconds) is spent, and reads what the
+    step cost from the screener (a ``PilotArm``'s ``paid``) before asking for the next.
+    """
     rng = random.Random(f"replay:{world.task}:{seed}")
     from_seed = bool(getattr(screener, "from_seed", False))
     observer = screener if isinstance(screener, OutcomeObserver) else None
     space = task.idea_space if task is not None else None
     base = world.baseline_index
-    verified = [base]
     done = {base}
     best_i, best_f = base, world.fitness(base)
-    curve = [best_f if best_f is not None else -math.inf]
     step = 0
-    while len(verified) < budget and len(done) < len(world):
+    while len(done) < len(world):
         step += 1
         parent, parent_f = (base, world.fitness(base)) if from_seed else (best_i, best_f)
         cands = pool_candidates(world, parent, draw_pool(world, parent, done, n, locality, rng), space=space)
@@ -238,12 +259,24 @@ async def _replay(
             tell(observer, world, parent_f, cand)
         i = point_index(cand.id)
         fit = world.fitness(i)
-        verified.append(i)
         done.add(i)
         if fit is not None and (best_f is None or fit > best_f):
             best_i, best_f = i, fit
-        curve.append(best_f if best_f is not None else -math.inf)
-    return ReplayRun(screener.name, seed, tuple(curve), best_i, tuple(verified))
+        yield Step(i, best_i, best_f)
+
+
+async def _replay(
+    world: World, screener: Screener, budget: int, n: int, seed: int, locality: float, task: Task | None
+) -> ReplayRun:
+    base = world.baseline_index
+    first = Step(base, base, world.fitness(base))
+    verified, curve, last = [base], [first.best], first
+    async with aclosing(greedy_steps(world, screener, n, seed, locality, task)) as steps:
+        while len(verified) < budget and (step := await anext(steps, None)) is not None:
+            verified.append(step.index)
+            curve.append(step.best)
+            last = step
+    return ReplayRun(screener.name, seed, tuple(curve), last.best_index, tuple(verified))
 
 
 def replay_many(

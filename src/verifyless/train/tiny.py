@@ -160,6 +160,16 @@ def tiny_llama(tokenizer: Any, *, hidden: int, layers: int, max_positions: int, 
     return LlamaForCausalLM(config)
 
 
+def save_tiny(model: Any, tokenizer: Any, out: Path) -> Path:
+    """Save a tiny model and its tokenizer under ``out`` as one ``save_pretrained`` folder that generates
+    with the tokenizer's pad and end tokens; returns ``out``."""
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 def build_tiny_lm(
     directory: str | Path,
     *,
@@ -179,11 +189,7 @@ def build_tiny_lm(
     model = tiny_llama(tokenizer, hidden=hidden, layers=layers, max_positions=4096, seed=seed)
     if format_steps:
         teach_format(model, tokenizer, steps=format_steps, seed=seed, reads=reads)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return save_tiny(model, tokenizer, out)
 
 
 def cached_tiny_lm(root: str | Path, *, seed: int = 0, reads: bool = False) -> Path:
@@ -207,4 +213,4 @@ def cached_tiny_lm(root: str | Path, *, seed: int = 0, reads: bool = False) -> P
     return target
 
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_lm", "build_tiny_tokenizer", "cached_tiny_lm", "teach_format"]
+__all__ = ["CHAT_TEMPLATE", "build_tiny_lm", "build_tiny_tokenizer", "cached_tiny_lm", "save_tiny", "teach_format"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.model.local import chat_prompt, encode
-from verifyless.train.tiny import build_tiny_tokenizer, teacher_forcing_steps, tiny_llama
+from verifyless.train.tiny import build_tiny_tokenizer, save_tiny, teacher_forcing_steps, tiny_llama
 
 
 def space_answers(task: Any) -> list[str]:
@@ -71,11 +71,7 @@ def build_tiny_policy_lm(
     model = tiny_llama(tokenizer, hidden=hidden, layers=layers, max_positions=8192, seed=seed)
     if format_steps:
         teach_answers(model, tokenizer, prompts, answers, steps=format_steps, seed=seed)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return save_tiny(model, tokenizer, out)
 
 
 __all__ = ["build_tiny_policy_lm", "space_answers", "teach_answers"]
