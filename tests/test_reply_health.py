@@ -101,6 +101,10 @@ def test_tracker_warns_below_the_rate_and_stops_after_three_silent_screenings(ca
         assert not caplog.records
         health.observe(screening(1, 4, "I like both"))
         assert "'tournament'" in caplog.text and "judge-x" in caplog.text and "I like both" in caplog.text
+        assert (
+            "the screener 'tournament' (model judge-x) parsed only 1 of 4 replies (25%, below 50%; 4 of 8 so far)"
+            in caplog.text
+        )
         health.observe(screening(0, 4))
         health.observe(screening(0, 4))
         health.observe(Screening("tournament-unavailable", ("a",), ("a",)))  # no replies: neither counts nor resets

@@ -184,7 +184,9 @@ def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tm
         assert "6 children in a row" in str(stop.value) and "I would try it." in str(stop.value)
         assert "fenced code block" in str(stop.value), "names the expected format"
         warnings = [r.getMessage() for r in caplog.records if "parsed only" in r.getMessage()]
-        assert len(warnings) == 1 and "round 1: the implementer" in warnings[0], "warned once per expansion first"
+        assert len(warnings) == 1 and "round 1: the role 'implementer'" in warnings[0], (
+            "warned once per expansion first"
+        )
         run_id = engine.run_id
         assert store.run(run_id).status == "failed"
         nodes = [e.payload for e in store.events(run_id, kinds=["node"])]

@@ -17,7 +17,6 @@ empty: nothing was proposed).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -29,7 +28,6 @@ from verifyless.roles.base import RoleFailure
 from verifyless.screen.health import EXAMPLE_CHARS, ReplyHealth, ReplyStats
 
 __all__ = ["EXPECTED", "RoleHealth", "made_stats", "proposal_stats", "stored_role_health"]
-log = logging.getLogger(__name__)
 _REPAIR = re.compile(r"f\d+$")  # repair nodes (``<id>f<k>``) are recorded only when their reply parsed
 
 EXPECTED = {
@@ -62,23 +60,7 @@ class RoleHealth(ReplyHealth):
 
     def warn(self, r: int, stats: ReplyStats) -> None:
         """Log a WARNING when one expansion's replies parsed below ``warn_below``."""
-        if stats.rate is None or stats.rate >= self.warn_below:
-            return
-        log.warning(
-            "round %d: the %s (model %s) parsed only %d of %d replies (%.0f%%, below %.0f%%; %d of %d so far); "
-            "expected %s; an unparsed reply: %r",
-            r,
-            self.screener,
-            self.model,
-            stats.parsed,
-            stats.total,
-            100 * stats.rate,
-            100 * self.warn_below,
-            self.seen.parsed,
-            self.seen.total,
-            stats.expected,
-            stats.example,
-        )
+        self.warn_low(stats, self.warn_below, f"round {r}: ")
 
     def message(self, stats: ReplyStats) -> str:
         return (

@@ -160,20 +160,12 @@ class SimulatedCritic:
         """The ``k`` sampled labels for one pair whose true change is ``delta``."""
         truth = true_direction(delta, self.spec.tie_tol)
         row = self.matrix[truth]
-        persistent = self._draw(row)
+        persistent = _sample(row, self.rng)
         out = []
         for _ in range(self.spec.k):
-            d = persistent if self.rng.random() < self.spec.rho else self._draw(row)
+            d = persistent if self.rng.random() < self.spec.rho else _sample(row, self.rng)
             out.append(self._label(d, truth, delta))
         return out
-
-    def _draw(self, row: np.ndarray) -> int:
-        u, acc = self.rng.random(), 0.0
-        for j, p in enumerate(row):
-            acc += p
-            if u < acc:
-                return j
-        return len(row) - 1
 
     def _label(self, direction: int, truth: int, delta: float | None) -> str:
         if direction == 1:
@@ -236,7 +228,8 @@ def majority_accuracy(dir3: float, k: int, rho: float, *, trials: int = 20000, s
     return right / trials
 
 
-def _sample(row: Sequence[float], rng: random.Random) -> int:
+def _sample(row: Sequence[float] | np.ndarray, rng: random.Random) -> int:
+    """An index drawn from the probabilities ``row`` (the last one when they sum to less than the draw)."""
     u, acc = rng.random(), 0.0
     for j, p in enumerate(row):
         acc += p

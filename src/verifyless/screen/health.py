@@ -194,23 +194,32 @@ class ReplyHealth:
             return stats
         self.seen += stats
         self.streak = self.streak + 1 if stats.parsed == 0 else 0
-        if stats.rate is not None and stats.rate < self.min_parse_rate:
-            log.warning(
-                "%s %r (model %s): only %d of %d replies parsed (%.0f%%, below %.0f%%); expected %s; "
-                "an unparsed reply: %r",
-                self.noun,
-                self.screener,
-                self.model,
-                stats.parsed,
-                stats.total,
-                100 * stats.rate,
-                100 * self.min_parse_rate,
-                stats.expected or "the tagged format",
-                stats.example,
-            )
+        self.warn_low(stats, self.min_parse_rate)
         if self.streak >= self.max_unparsed_screenings:
             raise self.error(self.message(stats))
         return stats
+
+    def warn_low(self, stats: ReplyStats, threshold: float, where: str = "") -> None:
+        """Log one WARNING when ``stats`` parsed below ``threshold``: who replied, the rates (this time and
+        so far), the format expected and an unparsed reply; ``where`` leads the line (``"round 3: "``)."""
+        if stats.rate is None or stats.rate >= threshold:
+            return
+        log.warning(
+            "%sthe %s %r (model %s) parsed only %d of %d replies (%.0f%%, below %.0f%%; %d of %d so far); "
+            "expected %s; an unparsed reply: %r",
+            where,
+            self.noun,
+            self.screener,
+            self.model,
+            stats.parsed,
+            stats.total,
+            100 * stats.rate,
+            100 * threshold,
+            self.seen.parsed,
+            self.seen.total,
+            stats.expected or "the tagged format",
+            stats.example,
+        )
 
     def message(self, stats: ReplyStats) -> str:
         return (
