@@ -109,8 +109,29 @@ def pick_screening(
     return choose_top(name, ranking, evidence, 1, ctx, started)
 
 
+class BestCurve:
+    """What is read off a best-so-far fitness curve ``best`` (one entry per verification, baseline first;
+    -inf before any usable score): a replayed search's (``ReplayRun``) and an engine run's on a world
+    (``world_engine.WorldRun``)."""
+
+    best: tuple[float, ...]
+
+    @property
+    def final(self) -> float:
+        """The best fitness at the end (-inf for an empty curve)."""
+        return self.best[-1] if self.best else -math.inf
+
+    def reach(self, target: float) -> int | None:
+        """Verifications (1-based, baseline included) needed to first reach ``target``; None if never."""
+        return next((i + 1 for i, b in enumerate(self.best) if b >= target - 1e-12), None)
+
+    def at(self, budget: int) -> float:
+        """The best fitness after ``budget`` verifications (the final one if the run was shorter)."""
+        return self.best[min(budget, len(self.best)) - 1] if self.best else -math.inf
+
+
 @dataclass(frozen=True)
-class ReplayRun:
+class ReplayRun(BestCurve):
     """One replayed search: the best-so-far validation fitness after each verification (baseline first)."""
 
     arm: str
@@ -118,17 +139,6 @@ class ReplayRun:
     best: tuple[float, ...]
     incumbent: int
     verified: tuple[int, ...]
-
-    @property
-    def final(self) -> float:
-        return self.best[-1] if self.best else -math.inf
-
-    def reach(self, target: float) -> int | None:
-        """Verifications (1-based, baseline included) needed to first reach ``target``; None if never."""
-        for i, b in enumerate(self.best):
-            if b >= target - 1e-12:
-                return i + 1
-        return None
 
 
 def hamming(world: World, a: int, b: int) -> int:

@@ -38,7 +38,7 @@ from typing import Any
 from verifyless.config import load_config
 from verifyless.engine import Engine
 from verifyless.node import Idea, Status, Verification, content_hash
-from verifyless.offline.replay import draw_pool
+from verifyless.offline.replay import BestCurve, draw_pool
 from verifyless.offline.simulated import CriticSpec, SimulatedCritic
 from verifyless.offline.worlds import World, make_program
 from verifyless.roles.base import ProposeContext, RoleFailure
@@ -144,7 +144,7 @@ class WorldCritic(SimulatedCritic):
 
 
 @dataclass(frozen=True)
-class WorldRun:
+class WorldRun(BestCurve):
     """One engine run on a world: best-so-far fitness after each verification (baseline first) and the screener."""
 
     run_id: str
@@ -154,18 +154,6 @@ class WorldRun:
     decided_at: int | None = None  # verifications when it last changed state
     audits: int = 0  # verifications an adaptive screener spent on audited siblings
     canaries: int = 0
-
-    @property
-    def final(self) -> float:
-        return self.best[-1] if self.best else -math.inf
-
-    def reach(self, target: float) -> int | None:
-        """Verifications (1-based, baseline included) needed to first reach ``target``; None if never."""
-        return next((i + 1 for i, b in enumerate(self.best) if b >= target - 1e-12), None)
-
-    def at(self, budget: int) -> float:
-        """The best fitness after ``budget`` verifications (the final one if the run was shorter)."""
-        return self.best[min(budget, len(self.best)) - 1] if self.best else -math.inf
 
 
 def world_run(
