@@ -48,12 +48,17 @@ class MalformedReply(Exception):
     """The endpoint answered 2xx but the body is not a usable chat completion."""
 
 
-def parse_completion(text: str) -> tuple[list[Choice], int, int, str]:
-    """Parse a chat-completion body into (choices in index order, prompt tokens, completion tokens, model)."""
+def _json_body(text: str) -> Any:
+    """The reply body as JSON; ``MalformedReply`` quoting its start when it is not JSON."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         raise MalformedReply(f"body is not JSON ({exc}); starts {text[:60]!r}") from None
+
+
+def parse_completion(text: str) -> tuple[list[Choice], int, int, str]:
+    """Parse a chat-completion body into (choices in index order, prompt tokens, completion tokens, model)."""
+    data = _json_body(text)
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         raise MalformedReply(f"body has no 'choices' list; starts {text[:60]!r}")
     if not data["choices"]:
@@ -102,10 +107,7 @@ def parse_label_probe(text: str, labels: Sequence[str]) -> tuple[dict[str, float
     Reads ``choices[0].logprobs.content[0].top_logprobs``: the candidates for the first token after the
     prefilled tag. A reply without them means the server ignored ``logprobs`` (not retried).
     """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise MalformedReply(f"body is not JSON ({exc}); starts {text[:60]!r}") from None
+    data = _json_body(text)
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedReply("reply has no choices")
