@@ -168,8 +168,8 @@ def _crossings(mean, margin, alpha=0.1, runs=400, n=150, seed=0):
         bets = Bets(margin)
         for x in _stream(mean, n, rng):
             bets = bets.add(x)
-        helped += bets.peak_help >= threshold
-        harmed += bets.peak_harm >= threshold
+        helped += bets.help.peak >= threshold
+        harmed += bets.harm.peak >= threshold
     return helped / runs, harmed / runs
 
 
@@ -186,9 +186,9 @@ def test_the_bets_read_every_unit_and_give_anytime_p_values():
     up, down, flat = Bets(0.2), Bets(0.2), Bets(0.2)
     for _ in range(12):
         up, down, flat = up.add(1.0), down.add(-1.0), flat.add(0.0)
-    assert up.log_help > math.log(10) and up.log_harm < 0 and up.mean == 1.0  # its first, skeptical bet lost
-    assert down.log_harm > math.log(10) and down.log_help == 0.0  # it never bets on help it has not seen
-    assert flat.log_harm > 0 and flat.log_help == 0.0  # a screener that cannot tell two programs apart does not help
+    assert up.help.log > math.log(10) and up.harm.log < 0 and up.mean == 1.0  # its first, skeptical bet lost
+    assert down.harm.log > math.log(10) and down.help.log == 0.0  # it never bets on help it has not seen
+    assert flat.harm.log > 0 and flat.help.log == 0.0  # a screener that cannot tell two programs apart does not help
     p_help, p_harm = up.p_values()
     assert p_help < 0.1 and p_harm == 1.0
     assert Bets(0.2).add(7.0).total == 1.0  # units are clipped to [-1, 1]

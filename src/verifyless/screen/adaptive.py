@@ -264,7 +264,7 @@ class AdaptiveRule:
         rate, per = self.bets.rate(), self.bets.n / max(1, self.verifications)
         if rate <= 1e-6 or per <= 0:
             return None
-        left = math.log(1 / self.options.alpha) - max(self.bets.log_help, self.bets.log_harm)
+        left = math.log(1 / self.options.alpha) - max(self.bets.help.log, self.bets.harm.log)
         return max(1, math.ceil(left / rate / per))
 
     def evidence(self) -> dict[str, Any]:
@@ -289,9 +289,9 @@ class AdaptiveRule:
             return False
         threshold = math.log(1 / self.options.alpha)
         new: State = self.state
-        if self.bets.log_harm >= threshold:
+        if self.bets.harm.log >= threshold:
             new = "off"
-        elif self.state == "trial" and self.bets.log_help >= threshold:
+        elif self.state == "trial" and self.bets.help.log >= threshold:
             new = "on"
         if new == self.state:
             self.reason = self.summary()

@@ -13,24 +13,35 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["MAX_BET", "PRIOR_UNITS", "Bets"]
+__all__ = ["MAX_BET", "PRIOR_UNITS", "Bets", "Wealth"]
 
 PRIOR_UNITS = 2.0  # pseudo-units at chance (x = 0, x^2 = 1) that each bet size is shrunk with
 MAX_BET = 0.75  # the largest bet size: a unit never takes more than 3/4 of either wealth
 
 
 @dataclass(frozen=True)
+class Wealth:
+    """One bet's log wealth and the highest it has been (its peak gives the anytime-valid p value)."""
+
+    log: float = 0.0
+    peak: float = 0.0
+
+    def grow(self, step: float) -> Wealth:
+        """The wealth after one more unit that multiplied it by ``exp(step)``."""
+        log = self.log + step
+        return Wealth(log, max(self.peak, log))
+
+
+@dataclass(frozen=True)
 class Bets:
-    """The two bets' state after ``n`` units (module docstring): sums of x and x^2, log wealths and their peaks."""
+    """The two bets' state after ``n`` units (module docstring): sums of x and x^2, and each bet's wealth."""
 
     margin: float = 0.3
     n: int = 0
     total: float = 0.0
     squares: float = 0.0
-    log_help: float = 0.0
-    log_harm: float = 0.0
-    peak_help: float = 0.0
-    peak_harm: float = 0.0
+    help: Wealth = Wealth()
+    harm: Wealth = Wealth()
 
     @property
     def mean(self) -> float | None:
@@ -49,22 +60,13 @@ class Bets:
         """One more unit x in [-1, 1]."""
         x = min(1.0, max(-1.0, float(x)))
         l_help, l_harm = self.sizes()
-        log_help = self.log_help + math.log1p(l_help * x)
-        log_harm = self.log_harm + math.log1p(l_harm * (self.margin - x))
-        return Bets(
-            self.margin,
-            self.n + 1,
-            self.total + x,
-            self.squares + x * x,
-            log_help,
-            log_harm,
-            max(self.peak_help, log_help),
-            max(self.peak_harm, log_harm),
-        )
+        help_ = self.help.grow(math.log1p(l_help * x))
+        harm = self.harm.grow(math.log1p(l_harm * (self.margin - x)))
+        return Bets(self.margin, self.n + 1, self.total + x, self.squares + x * x, help_, harm)
 
     def p_values(self) -> tuple[float, float]:
         """Anytime-valid p values (no better than random; helps by the margin): 1 / the peak wealth, at most 1."""
-        return math.exp(-self.peak_help), math.exp(-self.peak_harm)
+        return math.exp(-self.help.peak), math.exp(-self.harm.peak)
 
     def rate(self) -> float:
         """Expected log-wealth growth per unit of the leading bet, at the units' mean (<= 0: no decision in sight)."""
