@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 
 import pytest
@@ -45,21 +44,16 @@ def test_every_component_is_found_helped_and_validates_its_defaults(kind, name):
         registry.validate(name, {"no_such_option": 1})
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith(f"bad options for {kind} '{name}': unknown option 'no_such_option'; valid options are [")
+    head = f"bad options for {kind} '{name}': unknown option 'no_such_option'; "
+    assert message.startswith(head + ("valid options are [" if found.options.model_fields else "it takes no options"))
 
 
-def _has_default(options: type, key: str) -> bool:
-    if isinstance(options, type) and issubclass(options, BaseModel):
-        return not options.model_fields[key].is_required()
-    field = {f.name: f for f in dataclasses.fields(options)}[key]  # type: ignore[arg-type]
-    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+def _has_default(options: type[BaseModel], key: str) -> bool:
+    return not options.model_fields[key].is_required()
 
 
-def _as_options(options: object) -> dict[str, object]:
-    if isinstance(options, BaseModel):
-        return options.model_dump()
-    assert dataclasses.is_dataclass(options)
-    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+def _as_options(options: BaseModel) -> dict[str, object]:
+    return options.model_dump()
 
 
 @pytest.mark.parametrize("kind", list(COMPONENTS))
@@ -161,3 +155,21 @@ def test_the_pre_flight_model_check_refuses_what_building_the_screener_would(nam
     assert missing in str(built.value), (str(checked.value), str(built.value))
     everything = {k: Named(k) for k in ("default", "critic", "judge", "arbiter", "j2", "m2", "m3", "m9")}
     check_screener_models(name, typed, everything)
+
+
+def test_validation_problems_read_as_plain_sentences_everywhere():
+    """pydantic's "Value error, " lead never reaches a user: options, the run config, model specs, settings."""
+    from verifyless.model.config import make_config
+
+    messages = []
+    for attempt in (
+        lambda: COMPONENTS["strategy"].validate("islands", {"exploration_ratio": 0.5}),
+        lambda: load_config(overrides=["novelty.judge_lower=0.99", "novelty.threshold=0.9"]),
+        lambda: make_config(provider="openai", model="m", base_url="ftp://x"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            attempt()
+        messages.append(str(caught.value))
+    assert all("Value error" not in m for m in messages), messages
+    assert "must sum to 1" in messages[0] and "must not exceed threshold" in messages[1]
+    assert "must start with http:// or https://" in messages[2]

@@ -333,8 +333,10 @@ def test_registry_errors_name_the_fix():
         build_strategy("islands", STRATEGIES.validate("islands", {"exploration_ratio": 0.5}), random.Random(0))
     with pytest.raises(ConfigError):
         build_strategy("mcgs", STRATEGIES.validate("mcgs", {"tau_branch": "three"}), random.Random(0))
-    with pytest.raises(ConfigError, match=r"c0 must be >= c_min, got c0=0.05, c_min=0.1; fix strategy.options"):
+    with pytest.raises(ConfigError, match=r"'mcgs': c0 must be >= c_min, got c0=0.05, c_min=0.1; fix strategy.options"):
         STRATEGIES.validate("mcgs", {"c0": 0.05})
+    with pytest.raises(ConfigError, match=r"'iid': unknown option 'x'; it takes no options, so remove it"):
+        STRATEGIES.validate("iid", {"x": 1})
     with pytest.raises(ConfigError, match=r"option top_k=0: .*elite set.*fix strategy.options.top_k .*default 5"):
         STRATEGIES.validate("mcgs", {"top_k": 0})
     strat = build_strategy(

@@ -38,7 +38,7 @@ from verifyless.errors import ConfigError
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.model.ensemble import BanditOptions
-from verifyless.registry import StrictOptions
+from verifyless.registry import StrictOptions, error_text
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.screen.novelty import NoveltyOptions
 from verifyless.search.islands import IslandsConfig
@@ -344,7 +344,7 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
         problems = []
         for err in exc.errors():
             where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            msg = err["msg"]
+            msg = error_text(err)
             if err["type"] == "extra_forbidden":
                 msg = "unknown key; check the spelling (see `verifyless run --help` and docs/configuration.md)"
             problems.append(f"  {where}: {msg}")

@@ -164,19 +164,28 @@ class Registry:
         if err.get("type") == "extra_forbidden":
             return _unknown(key, fields)
         if not key:  # a check over several options (a model validator)
-            return f"{err.get('msg')}; fix {self.options_key}"
+            return f"{error_text(err)}; fix {self.options_key}"
         help_text, default = fields.get(loc[0], ("", REQUIRED))
         hint = f" ({help_text})" if help_text else ""
         if err.get("type") == "missing":
             return f"option {key} is required{hint}; set {self.options_key}.{key}"
         tail = "" if default is REQUIRED else f" or remove it to use the default {default!r}"
-        return f"option {key}={err.get('input')!r}: {err.get('msg')}{hint}; fix {self.options_key}.{key}{tail}"
+        return f"option {key}={err.get('input')!r}: {error_text(err)}{hint}; fix {self.options_key}.{key}{tail}"
 
     def _message(self, name: str, problems: list[str]) -> str:
         head = f"bad options for {self.kind} {name!r}"
         if len(problems) == 1:
             return f"{head}: {problems[0]} (see {self.doc})"
         return f"{head} (see {self.doc}):\n" + "\n".join(f"  {p}" for p in problems)
+
+
+def error_text(err: Mapping[str, Any]) -> str:
+    """What one pydantic error says, without pydantic's ``Value error, `` / ``Assertion failed, `` lead.
+
+    The one wording of a validation problem for every place that turns a ``ValidationError`` into a
+    ``ConfigError`` line (options, the run config, model specs, training settings, task files).
+    """
+    return str(err.get("msg", "")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
 
 
 def option_fields(options: type) -> dict[str, tuple[str, Any]]:
@@ -198,6 +207,8 @@ def _forbids(component: Component) -> bool:
 
 
 def _unknown(key: str, fields: Mapping[str, Any]) -> str:
+    if not fields:
+        return f"unknown option {key!r}; it takes no options, so remove it"
     return f"unknown option {key!r}; valid options are {sorted(fields)}"
 
 
@@ -211,4 +222,4 @@ def _either(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-__all__ = ["REQUIRED", "Component", "Registry", "StrictOptions", "option_fields"]
+__all__ = ["REQUIRED", "Component", "Registry", "StrictOptions", "error_text", "option_fields"]

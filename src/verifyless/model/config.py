@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from verifyless.errors import ConfigError
-from verifyless.registry import StrictOptions
+from verifyless.registry import StrictOptions, error_text
 
 DEFAULT_KEY_ENV = "VERIFYLESS_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
@@ -135,7 +135,7 @@ def make_config(**fields: Any) -> ModelConfig:
     try:
         return ModelConfig(**fields)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'model'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'model'}: {error_text(e)}" for e in exc.errors())
         raise ConfigError(f"invalid model config: {problems}") from None
 
 

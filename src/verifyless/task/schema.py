@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from verifyless.registry import error_text
 from verifyless.task.base import Limits
 
 DEFAULT_RUN = "{python} {program} --data {public} --out {outdir}"
@@ -269,7 +270,7 @@ def key_path(loc: tuple[Any, ...]) -> str:
 
 def _describe(err: Any, loc: tuple[Any, ...], model: type[BaseModel]) -> str:
     kind = err.get("type", "")
-    msg = str(err.get("msg", "")).removeprefix("Value error, ")
+    msg = error_text(err)
     got = err.get("input")
     if kind == "missing":
         return f"required key '{loc[-1]}' is missing; add it (see docs/design/task-format.md)"

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from verifyless.errors import ConfigError
-from verifyless.registry import StrictOptions
+from verifyless.registry import StrictOptions, error_text
 from verifyless.yamlfile import read_yaml
 
 
@@ -137,7 +137,7 @@ def settings_from(cls: type[BaseModel], what: str, path: Path | None, overrides:
     try:
         return cls(**values)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {error_text(e)}" for e in exc.errors())
         raise ConfigError(f"invalid {what} training settings: {problems}") from None
 
 

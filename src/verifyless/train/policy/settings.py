@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError
 
 from verifyless.errors import ConfigError
 from verifyless.ledger import BudgetConfig
-from verifyless.registry import StrictOptions
+from verifyless.registry import StrictOptions, error_text
 from verifyless.train.policy.contract import RewardMode
 
 
@@ -80,7 +80,7 @@ class RewardSettings(StrictOptions):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "settings"
-            raise ConfigError(f"policy reward setting {where}: {first['msg']}") from None
+            raise ConfigError(f"policy reward setting {where}: {error_text(first)}") from None
 
 
 __all__ = ["RewardSettings"]
