@@ -58,7 +58,7 @@ class Component:
 
     name: str
     factory: Callable[..., Any]
-    options: type | None
+    options: type[BaseModel] | None
     help: str
 
     def __post_init__(self) -> None:
