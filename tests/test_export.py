@@ -32,6 +32,8 @@ def test_jsonl_trace_round_trips_through_datasets_without_hidden_scores(tmp_path
     out = tmp_path / "trace.jsonl"
     done = export(tmp_path, "--out", str(out))
     assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("trace:")]
+    assert said and str(tmp_path / "trace.calls.jsonl") in said[0], "the paths stay on one line to copy"
     text = out.read_text() + (tmp_path / "trace.calls.jsonl").read_text()
     assert HIDDEN not in text and "test_score" not in text and "test_metrics" not in text
     ds = datasets.load_dataset("json", data_files=str(out), split="train")

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
-from verifyless._cli.common import key_values, out_file, out_folder, read_store
+from verifyless._cli.common import console, key_values, out_file, out_folder, read_store
 from verifyless._cli.data import bench_dataset
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError, TaskError
@@ -40,7 +39,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Measure critics, selectors and arms from stored runs and pool files.",
 )
-console = Console()
 
 _STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
 _OUT = typer.Option(None, "--out", callback=out_folder, help="folder for the markdown report and PNG plots")

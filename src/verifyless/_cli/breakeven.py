@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import out_folder
+from verifyless._cli.common import console, out_folder
 from verifyless.builtin import worlds_dir
 from verifyless.errors import ConfigError
 from verifyless.offline.breakeven import CostModel, breakeven_grid
@@ -63,9 +63,6 @@ def breakeven_command(
     """Headroom captured, verifications-to-reach and break-even verification cost vs critic Dir-3, N and k."""
     import time
 
-    from rich.console import Console
-
-    console = Console()
     started = time.monotonic()
     loaded = _load(worlds, task)
     cost = CostModel(tokens, usd_per_mtok, usd_per_hour)

@@ -18,8 +18,10 @@ from rich.console import Console
 from verifyless.errors import ConfigError
 from verifyless.report.reader import ReadOnlyStore, open_readonly
 
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# The one output and error console of every command. Tables fit the terminal (160 columns when piped);
+# printed lines are never broken by rich, so paths and commands in them can be copied whole.
+console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=True)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)
 
 
 def read_store(path: Path) -> ReadOnlyStore:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from verifyless._cli.common import console
 from verifyless.components import COMPONENTS, registry_of
 
 
@@ -21,8 +21,8 @@ def components_command(
     for k, registry in registries.items():
         for c in registry.components():
             table.add_row(k, c.name, registry.name_key, c.help)
-    Console().print(table)
-    Console().print("Options of each: docs/configuration.md (Reference), or `verifyless run --help`.", highlight=False)
+    console.print(table)
+    console.print("Options of each: docs/configuration.md (Reference), or `verifyless run --help`.", highlight=False)
 
 
 __all__ = ["components_command"]

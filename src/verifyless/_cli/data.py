@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from verifyless._cli.common import out_folder
+from verifyless._cli.common import console, out_folder
 from verifyless.config import DEFAULT_STORE
 from verifyless.critic_data.build import build_from_runs, synthesize_dataset
 from verifyless.critic_data.collect import CollectSettings
@@ -35,7 +34,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Critic data: collect verified parent -> child outcomes, label them, add teacher critiques.",
 )
-console = Console()
 
 _STORE = typer.Option(Path("runs/data.db"), "--store", help="run store the collection is recorded in")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import out_file, read_store
+from verifyless._cli.common import console, out_file, read_store
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.report.export import export_run
@@ -23,7 +23,6 @@ def export_command(
     store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store (opened read-only)"),
 ) -> None:
     """Export every node of RUN (lineage, idea, summary, band, diff, screening, metrics, costs)."""
-    from rich.console import Console
 
     if fmt not in ("jsonl", "parquet"):
         raise ConfigError(f"--format {fmt!r}: choose jsonl or parquet")
@@ -31,4 +30,4 @@ def export_command(
         rid = st.resolve_run(run_id)
         nodes, calls = export_run(st, rid, out, fmt, include_test=include_test, inline_calls=inline_calls)  # type: ignore[arg-type]
     hidden = "with hidden test scores" if include_test else "no hidden test scores"
-    Console().print(f"trace: [bold]{nodes}[/] ({hidden}); calls: {calls}", highlight=False)
+    console.print(f"trace: [bold]{nodes}[/] ({hidden}); calls: {calls}", highlight=False)

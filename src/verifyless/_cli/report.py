@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import out_folder, read_store
+from verifyless._cli.common import console, out_folder, read_store
 from verifyless.config import DEFAULT_STORE
 from verifyless.report.render import write_report
 
@@ -24,12 +24,10 @@ def report_command(
     store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store"),
 ) -> None:
     """Write RUN's report: one HTML file that opens offline, plus the figures as PNGs."""
-    from rich.console import Console
 
     with read_store(store) as st:
         rid = st.resolve_run(run_id)
         files = write_report(st, rid, out or default_out(rid))
-    console = Console()
     console.print(f"report: [bold]{files.html}[/] (open it in a browser; it needs no network)", highlight=False)
     if files.figures:
         console.print(f"figures: {', '.join(str(p) for p in files.figures)}", highlight=False)

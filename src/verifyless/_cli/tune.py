@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from verifyless._cli.common import key_values, out_file
+from verifyless._cli.common import console, key_values, out_file
 from verifyless.critic_data.dataset import load_critic_dataset
 from verifyless.errors import ConfigError
 from verifyless.model import build_model
@@ -29,7 +27,6 @@ from verifyless.prompts import template_text
 from verifyless.report.text import percent
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Tune screener prompts on a critic dataset.")
-console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 @app.command("screener")
