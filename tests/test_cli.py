@@ -353,3 +353,12 @@ def test_show_reports_the_ensemble_submission(tmp_path):
     assert "c1, root" in line and "2.5" in line and "3.5 evaluator s" in line
     detail = json.loads(cli("show", run_id, "--store", str(tmp_path / "e.db"), "--json").stdout)
     assert detail["submission"]["members"] == ["c1", "root"] and detail["submission"]["seconds"] == 3.5
+
+
+def test_printed_lines_are_never_broken_so_paths_copy_whole():
+    from verifyless._cli import common
+
+    for console in (common.console, common.err):
+        with console.capture() as captured:
+            console.print("path " + "/very/long/folder" * 30 + " and more words " * 10)
+        assert captured.get().count("\n") == 1, "rich broke a printed line"

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from verifyless._cli.bench import app as bench_app
 from verifyless._cli.bench import collect_pools_command
-from verifyless._cli.common import err, read_store
+from verifyless._cli.common import console, err, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
 from verifyless._cli.demo import run_demo
@@ -73,8 +72,6 @@ from verifyless.wiring import build_engine
 app = typer.Typer(
     add_completion=True, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
 )
-# Piped output (CI logs, tests, `| grep`) gets wide lines instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 _CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import read_store
+from verifyless._cli.common import console, read_store
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.ui.app import create_app
@@ -22,7 +22,6 @@ def ui_command(
     host: str = typer.Option(LOOPBACK, "--host", help="interface to bind (default: this machine only)"),
 ) -> None:
     """Serve a read-only dashboard of the run store (runs, live progress, reports, comparisons)."""
-    from rich.console import Console
 
     try:
         import uvicorn
@@ -34,17 +33,16 @@ def ui_command(
     if not 0 < port < 65536:
         raise ConfigError(f"--port {port} is not a TCP port; pick one between 1 and 65535")
     _check_free(host, port)
-    out = Console()
     shown = f"[{host}]" if ":" in host else host
-    out.print(f"verifyless dashboard (read-only) of {store} at [bold]http://{shown}:{port}/[/]")
+    console.print(f"verifyless dashboard (read-only) of {store} at [bold]http://{shown}:{port}/[/]")
     if host == LOOPBACK:
-        out.print(
+        console.print(
             f"bound to {LOOPBACK}: only this machine can open it (ssh -L {port}:{LOOPBACK}:{port} to reach it "
             "from elsewhere). Stop with Ctrl-C.",
             highlight=False,
         )
     else:
-        out.print(
+        console.print(
             f"[yellow]bound to {host}: anyone who can reach this address can read these runs "
             "(ideas, code, logs). There is no login.[/]",
             highlight=False,
@@ -52,7 +50,7 @@ def ui_command(
     if store.exists():
         read_store(store).close()  # a store that does not open fails here, in one line; a read-only one says so
     else:
-        out.print(
+        console.print(
             f"[yellow]{store} does not exist yet; runs appear once `verifyless run --store {store}` starts.[/]",
             highlight=False,
         )
