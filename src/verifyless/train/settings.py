@@ -41,15 +41,20 @@ class LoRASettings(StrictOptions):
     target_modules: str | list[str] = Field("all-linear", description="modules that get LoRA (ours: all linear)")
 
 
-class CommonSettings(LoRASettings):
+class RunSettings(StrictOptions):
+    """Where a training run runs, how it is seeded and how many checkpoints it keeps (critics and policy alike)."""
+
+    save_total_limit: int = Field(2, ge=1, description="checkpoints kept")
+    seed: int = Field(0, description="seed of the data order, the LoRA initialisation and the sampling")
+    device: str = Field("auto", description="auto | cpu | cuda")
+    dtype: str = Field("auto", description="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
+
+
+class CommonSettings(LoRASettings, RunSettings):
     batch_size: int = Field(4, ge=1, description="examples per device step (ours)")
     grad_accum: int = Field(1, ge=1, description="gradient accumulation steps (ours)")
     max_steps: int = Field(-1, description="stop after this many optimizer steps; -1 = run all epochs")
     save_steps: int = Field(50, ge=1, description="checkpoint every this many steps")
-    save_total_limit: int = Field(2, ge=1, description="checkpoints kept")
-    seed: int = 0
-    device: str = Field("auto", description="auto | cpu | cuda")
-    dtype: str = Field("auto", description="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
     max_prompt_tokens: int | None = Field(None, ge=16, description="drop examples whose prompt is longer")
 
 
@@ -145,6 +150,7 @@ __all__ = [
     "CommonSettings",
     "GRPOSettings",
     "LoRASettings",
+    "RunSettings",
     "SFTSettings",
     "grpo_accumulation",
     "load_settings",

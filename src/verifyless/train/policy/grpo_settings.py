@@ -13,10 +13,10 @@ from typing import Any, cast
 
 from pydantic import Field
 
-from verifyless.train.settings import LoRASettings, settings_from
+from verifyless.train.settings import LoRASettings, RunSettings, settings_from
 
 
-class PolicySettings(LoRASettings):
+class PolicySettings(LoRASettings, RunSettings):
     """One policy GRPO run's optimiser, sampling and LoRA settings (LoRA dropout 0: one model samples and scores)."""
 
     generations: int = Field(
@@ -35,10 +35,6 @@ class PolicySettings(LoRASettings):
     skip_equal_reward_groups: bool = Field(True, description="groups whose rewards are all equal are dropped")
     lora_dropout: float = Field(0.0, ge=0, lt=1, description="ours: 0, so sampling and scoring see one model")
     save_every: int = Field(1, ge=1, description="checkpoint every this many steps")
-    save_total_limit: int = Field(2, ge=1, description="checkpoints kept")
-    seed: int = 0
-    device: str = Field("auto", description="auto | cpu | cuda")
-    dtype: str = Field("auto", description="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
 
 
 def load_policy_settings(path: Path | None = None, **overrides: Any) -> PolicySettings:
