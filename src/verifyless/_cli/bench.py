@@ -41,6 +41,8 @@ app = typer.Typer(
 )
 
 _STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
+_RUNS = typer.Argument(None, help="run ids (or unique prefixes)")
+_LABEL = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)")
 _OUT = typer.Option(None, "--out", callback=out_folder, help="folder for the markdown report and PNG plots")
 
 
@@ -65,7 +67,7 @@ def _write(out: Path | None, name: str, text: str) -> None:
 
 @app.command("critic")
 def critic(
-    runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
+    runs: list[str] = _RUNS,
     store: Path = _STORE,
     out: Path | None = _OUT,
     min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
@@ -234,8 +236,8 @@ def _arms(st: Any, runs: list[str], labels: list[str]) -> dict[str, list[str]]:
 
 @app.command("compare")
 def compare(
-    runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
-    label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)"),
+    runs: list[str] = _RUNS,
+    label: list[str] = _LABEL,
     store: Path = _STORE,
     out: Path | None = _OUT,
     target: str = typer.Option("test", help="test (hidden, reported) | validation"),
@@ -335,8 +337,8 @@ def _plot_curves(curves: dict[str, list[Any]], out: Path, by: str, n_boot: int, 
 
 @app.command("curves")
 def curves_cmd(
-    runs: list[str] = typer.Argument(None, help="run ids (or unique prefixes)"),
-    label: list[str] = typer.Option([], "--label", help="ARM=RUN; repeat"),
+    runs: list[str] = _RUNS,
+    label: list[str] = _LABEL,
     store: Path = _STORE,
     out: Path = typer.Option(Path("bench-out"), "--out", callback=out_folder, help="folder for PNGs"),
     by: str = typer.Option("verifications", help="verifications | seconds"),
