@@ -29,7 +29,7 @@ from rich.table import Table
 
 from verifyless._cli.bench import app as bench_app
 from verifyless._cli.bench import collect_pools_command
-from verifyless._cli.common import console, err, read_store
+from verifyless._cli.common import STORE, console, err, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
 from verifyless._cli.demo import run_demo
@@ -436,7 +436,7 @@ def _print_links(run_id: str, store: Path) -> None:
 
 @app.command()
 def runs(
-    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+    store: Path = STORE,
     as_json: bool = typer.Option(False, "--json", help="print a JSON list (for scripts)"),
 ) -> None:
     """List runs in the store (a missing default store means no runs yet)."""
@@ -477,7 +477,7 @@ def runs(
 @app.command()
 def show(
     run_id: str,
-    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+    store: Path = STORE,
     nodes: int = typer.Option(15, help="how many verified nodes to list"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
 ) -> None:
@@ -551,7 +551,7 @@ def show(
 
 
 @app.command()
-def replay(run_id: str, store: Path = typer.Option(DEFAULT_STORE, "--store")) -> None:
+def replay(run_id: str, store: Path = STORE) -> None:
     """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
 
     A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every

@@ -18,9 +18,8 @@ import typer
 from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
-from verifyless._cli.common import console, key_values, out_file, out_folder, read_store
+from verifyless._cli.common import STORE, console, key_values, out_file, out_folder, read_store
 from verifyless._cli.data import bench_dataset
-from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError, TaskError
 from verifyless.metrics import critic as m
 from verifyless.model import build_model
@@ -40,7 +39,6 @@ app = typer.Typer(
     help="Measure critics, selectors and arms from stored runs and pool files.",
 )
 
-_STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")
 _RUNS = typer.Argument(None, help="run ids (or unique prefixes)")
 _LABEL = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)")
 _OUT = typer.Option(None, "--out", callback=out_folder, help="folder for the markdown report and PNG plots")
@@ -68,7 +66,7 @@ def _write(out: Path | None, name: str, text: str) -> None:
 @app.command("critic")
 def critic(
     runs: list[str] = _RUNS,
-    store: Path = _STORE,
+    store: Path = STORE,
     out: Path | None = _OUT,
     min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
     bins: int = typer.Option(10, help="reliability-diagram bins"),
@@ -146,7 +144,7 @@ def critic(
 @app.command("selection")
 def selection(
     runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"),
-    store: Path = _STORE,
+    store: Path = STORE,
     out: Path | None = _OUT,
     target: str = typer.Option("validation", help="validation | test (hidden, reporting only)"),
     min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range"),
@@ -238,7 +236,7 @@ def _arms(st: Any, runs: list[str], labels: list[str]) -> dict[str, list[str]]:
 def compare(
     runs: list[str] = _RUNS,
     label: list[str] = _LABEL,
-    store: Path = _STORE,
+    store: Path = STORE,
     out: Path | None = _OUT,
     target: str = typer.Option("test", help="test (hidden, reported) | validation"),
     scheme: str = typer.Option("bounded", help="bounded | airs | raw normalisation"),
@@ -339,7 +337,7 @@ def _plot_curves(curves: dict[str, list[Any]], out: Path, by: str, n_boot: int, 
 def curves_cmd(
     runs: list[str] = _RUNS,
     label: list[str] = _LABEL,
-    store: Path = _STORE,
+    store: Path = STORE,
     out: Path = typer.Option(Path("bench-out"), "--out", callback=out_folder, help="folder for PNGs"),
     by: str = typer.Option("verifications", help="verifications | seconds"),
     n_boot: int = typer.Option(2000),

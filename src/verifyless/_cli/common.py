@@ -15,6 +15,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.report.reader import ReadOnlyStore, open_readonly
 
@@ -22,6 +23,8 @@ from verifyless.report.reader import ReadOnlyStore, open_readonly
 # printed lines are never broken by rich, so paths and commands in them can be copied whole.
 console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=True)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)
+
+STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")  # the --store of the commands that read runs
 
 
 def read_store(path: Path) -> ReadOnlyStore:

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import console, out_folder, read_store
-from verifyless.config import DEFAULT_STORE
+from verifyless._cli.common import STORE, console, out_folder, read_store
 from verifyless.report.render import write_report
 
 DEFAULT_OUT = Path("reports")
@@ -21,7 +20,7 @@ def default_out(run_id: str) -> Path:
 def report_command(
     run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
     out: Path | None = typer.Option(None, "--out", callback=out_folder, help="output folder (default: reports/RUN)"),
-    store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store"),
+    store: Path = STORE,
 ) -> None:
     """Write RUN's report: one HTML file that opens offline, plus the figures as PNGs."""
 
