@@ -362,3 +362,20 @@ def test_printed_lines_are_never_broken_so_paths_copy_whole():
         with console.capture() as captured:
             console.print("path " + "/very/long/folder" * 30 + " and more words " * 10)
         assert captured.get().count("\n") == 1, "rich broke a printed line"
+
+
+def test_every_command_option_and_argument_says_what_it_is():
+    import typer
+
+    from verifyless._cli.app import app
+
+    missing = []
+
+    def walk(command, path):
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+        if not getattr(command, "commands", None):
+            missing.extend(f"{' '.join(path)} {p.name}" for p in command.params if not getattr(p, "help", None))
+
+    walk(typer.main.get_command(app), ["verifyless"])
+    assert not missing, f"parameters without help text in --help: {missing}"

@@ -69,6 +69,8 @@ from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
 
 # add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
+_RUN_ID = typer.Argument(..., help="run id (or a unique prefix)", show_default=False)
+
 app = typer.Typer(
     add_completion=True, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
 )
@@ -289,10 +291,10 @@ def run(
     screener: str | None = typer.Option(None, "--screener", "-c", help=" | ".join(SCREENERS)),
     budget: int | None = typer.Option(None, "--budget", "-b", help="verification budget"),
     config: Path | None = typer.Option(None, "--config", help="run.yaml"),
-    seed: int | None = typer.Option(None, "--seed"),
+    seed: int | None = typer.Option(None, "--seed", help="seed of every draw the run makes (default: from config)"),
     store: Path | None = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
     resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no pre-flight notes and no live progress line"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what the budget buys and exit (spends nothing)"),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
@@ -476,7 +478,7 @@ def runs(
 
 @app.command()
 def show(
-    run_id: str,
+    run_id: str = _RUN_ID,
     store: Path = STORE,
     nodes: int = typer.Option(15, help="how many verified nodes to list"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
@@ -551,7 +553,7 @@ def show(
 
 
 @app.command()
-def replay(run_id: str, store: Path = STORE) -> None:
+def replay(run_id: str = _RUN_ID, store: Path = STORE) -> None:
     """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
 
     A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every
@@ -575,7 +577,7 @@ def propose(
         help="scripted:FILE | openai:MODEL | env "
         "(default: the task's idea space, or env if VERIFYLESS_BASE_URL is set)",
     ),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the proposer's and implementer's draws"),
 ) -> None:
     """Propose N ideas for the task's baseline, implement them and summarise them."""
 
@@ -586,7 +588,7 @@ def propose(
 def demo(
     task: str = typer.Option("affairs_gbm", help="built-in task (one with a pool world under bench/worlds)"),
     budget: int = typer.Option(16, help="verifications per arm"),
-    store: Path = typer.Option(Path("runs/demo.db"), "--store"),
+    store: Path = typer.Option(Path("runs/demo.db"), "--store", help="run store for the demo's runs"),
 ) -> None:
     """The main job on embedded defaults: surrogate-screened search vs an unscreened run, same budget."""
 

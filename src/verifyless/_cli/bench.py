@@ -71,7 +71,7 @@ def critic(
     min_improving: int = typer.Option(3, help="improving children a parent needs for five-level labels"),
     bins: int = typer.Option(10, help="reliability-diagram bins"),
     repeats: int = typer.Option(5, help="subsamples per k for AUROC vs k"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="seed of the subsamples and the bootstrap"),
     dataset: Path | None = typer.Option(None, "--dataset", help="critic dataset: screen its bench split"),
     screener: str = typer.Option("critic", "--screener", help="with --dataset: registry screener name"),
     model: str | None = typer.Option(None, "--model", help="with --dataset: model spec for LLM screeners"),
@@ -241,7 +241,7 @@ def compare(
     target: str = typer.Option("test", help="test (hidden, reported) | validation"),
     scheme: str = typer.Option("bounded", help="bounded | airs | raw normalisation"),
     n_boot: int = typer.Option(2000, help="bootstrap resamples"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="seed of the bootstrap"),
 ) -> None:
     """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
 
@@ -340,8 +340,8 @@ def curves_cmd(
     store: Path = STORE,
     out: Path = typer.Option(Path("bench-out"), "--out", callback=out_folder, help="folder for PNGs"),
     by: str = typer.Option("verifications", help="verifications | seconds"),
-    n_boot: int = typer.Option(2000),
-    seed: int = typer.Option(0),
+    n_boot: int = typer.Option(2000, help="bootstrap resamples"),
+    seed: int = typer.Option(0, help="seed of the bootstrap"),
 ) -> None:
     """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
 
@@ -361,7 +361,7 @@ def collect_pools_command(
     parents: int = typer.Option(3, "--parents", help="evolution steps (one pool each)"),
     n: int = typer.Option(8, "--n", help="candidates per parent, all verified"),
     out: Path = typer.Option(..., "--out", callback=out_file, help="pool file to write (JSON lines)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the collection run"),
     store: Path | None = typer.Option(None, "--store", help="also record the run here"),
 ) -> None:
     """Collect pools of fully verified candidates for offline selector replay."""
@@ -402,7 +402,7 @@ def replay_pools(
     model: str | None = typer.Option(None, "--model", help="model spec for LLM screeners"),
     option: list[str] = typer.Option([], "--option", help="screener option KEY=VALUE (JSON values)"),
     target: str = typer.Option("validation", help="score the pick on validation or test"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="seed of the screeners' draws"),
     out: Path | None = _OUT,
 ) -> None:
     """Run screeners on stored pools (no verification) and report how good their picks were."""

@@ -103,7 +103,7 @@ def collect(
         None, "--out", callback=out_folder, help="dataset folder (default: runs/datasets/<task>-<run id>)"
     ),
     resume: str | None = typer.Option(None, "--resume", help="continue this collection run"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the collection run and of the bench split"),
     roles: str | None = typer.Option(None, "--roles", help="space (offline idea-space roles) or llm"),
     model: list[str] = typer.Option([], "--model", help="model spec for LLM roles, or ROLE=SPEC; repeatable"),
     config: Path | None = typer.Option(None, "--config", help="run config YAML for roles/models/executor"),
@@ -112,9 +112,9 @@ def collect(
     smoke: str | None = typer.Option(
         None, "--smoke", help="smoke-run children at this fidelity level first, or off (default: cheapest, LLM roles)"
     ),
-    max_verifications: int | None = typer.Option(None, "--budget-verifications"),
-    max_tokens: int | None = typer.Option(None, "--budget-tokens"),
-    max_cost: float | None = typer.Option(None, "--budget-cost"),
+    max_verifications: int | None = typer.Option(None, "--budget-verifications", help="cap on paid verifications"),
+    max_tokens: int | None = typer.Option(None, "--budget-tokens", help="cap on LLM tokens"),
+    max_cost: float | None = typer.Option(None, "--budget-cost", help="cap on LLM cost (US dollars)"),
     max_wall: float | None = typer.Option(None, "--budget-wall", help="seconds (this process)"),
     bench_fraction: float = typer.Option(0.12, "--bench-fraction", help="share of sft-mode rows held out as bench"),
     tolerance: float = typer.Option(0.0, "--tie-tolerance", help="|Delta| <= this counts as a tie (3-way)"),
@@ -148,8 +148,8 @@ def from_runs(
     runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"),
     store: Path = typer.Option(DEFAULT_STORE, "--store", help="run store holding the runs"),
     out: Path = typer.Option(..., "--out", callback=out_folder, help="dataset folder to write"),
-    seed: int = typer.Option(0, "--seed"),
-    bench_fraction: float = typer.Option(0.12, "--bench-fraction"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bench split"),
+    bench_fraction: float = typer.Option(0.12, "--bench-fraction", help="share of sft-mode rows held out as bench"),
     split_by: str = typer.Option("parent", "--split-by", help="parent, or task (no task in two splits)"),
     tolerance: float | None = typer.Option(
         None, "--tie-tolerance", help="|Delta| <= this ties (3-way); default: each run's own tie_tolerance (0 if none)"
@@ -184,10 +184,10 @@ def synthesize(
         None, "--out", callback=out_folder, help="output folder (default: DATASET-critiques)"
     ),
     samples: int = typer.Option(8, "--samples", help="critiques per stage"),
-    temperature: float = typer.Option(0.7, "--temperature"),
-    seed: int = typer.Option(0, "--seed"),
+    temperature: float = typer.Option(0.7, "--temperature", help="the teacher's sampling temperature"),
+    seed: int = typer.Option(0, "--seed", help="seed of the teacher's sampling"),
     split: list[str] = typer.Option(["sft", "bench"], "--split", help="splits to add critiques to; repeatable"),
-    concurrency: int = typer.Option(4, "--concurrency"),
+    concurrency: int = typer.Option(4, "--concurrency", help="teacher calls in flight at once"),
 ) -> None:
     """Teacher critiques by rejection sampling: sampled, revised (hint), guided (label revealed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

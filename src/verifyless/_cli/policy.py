@@ -63,7 +63,7 @@ def policy_grpo(
     model: list[str] = _MODELS,
     executor: str | None = typer.Option(None, "--executor", help="verification executor (default: local)"),
     config: Path | None = typer.Option(None, "--config", help="YAML file overriding policy GRPO settings"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the idea sampling and of the reward run"),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
 ) -> None:
     """Policy GRPO: LoRA on the proposer, rewards from verification and/or a critic (critic paper, Section 5)."""
