@@ -223,3 +223,25 @@ def test_an_exhausted_idea_space_ends_the_pool_cleanly(tmp_path: Path) -> None:
         assert st.budget(result.run_id).verifications == 2
         reused = [e.payload for e in st.events(result.run_id, kinds=["verification"]) if e.node_id == "g1"]
         assert reused[0]["reused_from"] == "root" and reused[0]["score"] == 3.0
+
+
+def test_a_failing_baseline_stops_collection_with_the_engines_diagnosis(tmp_path: Path) -> None:
+    import asyncio
+
+    from verifyless.critic_data.collect import Collector
+    from verifyless.engine.baseline import BaselineFailed
+    from verifyless.executors.local import LocalExecutor
+    from verifyless.roles.space import space_roles
+    from verifyless.task import load_task
+
+    task = load_task(TASK)
+    broken = task.__class__(**{**task.__dict__, "baseline_program": task.baseline_program + "\nraise SystemExit(3)\n"})
+    with RunStore(tmp_path / "x.db") as st:
+        collector = Collector(broken, space_roles(broken), LocalExecutor(), st, CollectSettings(parents=1, children=2))
+        with pytest.raises(BaselineFailed) as stopped:
+            asyncio.run(collector.run())
+        assert stopped.value.exit_code == 3
+        message = str(stopped.value)
+        assert "the program itself failed, and data collection needs a working starting solution" in message
+        assert "verifyless verify" in message and "allow_failed_baseline" not in message
+        assert _verifications(st, collector.run_id) == Counter({"root": 1}), "nothing paid after the baseline"

@@ -570,3 +570,25 @@ def test_policy_reuse_is_the_kernels_lookup_with_the_task_in_the_key(tmp_path: P
         charged = {e.node_id: e.charge is not None and e.charge.verifications > 0 for e in store.events(run_id)}
         assert again.state.verifications["c"] == v and {k: charged[k] for k in ("a", "c")} == {"a": True, "c": False}
         assert store.budget(run_id).verifications == 1
+
+
+def test_a_failing_baseline_stops_policy_training_with_the_engines_diagnosis(tmp_path: Path) -> None:
+    from verifyless.engine.baseline import BaselineFailed
+
+    broken = TASK.__class__(**{**TASK.__dict__, "baseline_program": TASK.baseline_program + "\nraise SystemExit(3)\n"})
+    critic = PointwiseCritic(ScriptedModel(function=_critic_reply), k=4)
+    with RunStore(tmp_path / "s.db") as store:
+        rewarder = PolicyRewarder(
+            [broken],
+            {broken.name: ChildMaker(broken, space_roles(broken))},
+            critic,
+            CountingExecutor(tmp_path),
+            store,
+            None,
+            RewardSettings(mode="critic-in-loop", parents=1, ideas=len(GROUP), votes=4),
+            random.Random(1),
+        )
+        with pytest.raises(BaselineFailed) as stopped:
+            asyncio.run(rewarder.prompts(0))
+        assert "the program itself failed, and policy training needs a working starting solution" in str(stopped.value)
+        assert "allow_failed_baseline" not in str(stopped.value)

@@ -61,6 +61,9 @@ _VERIFIED = frozenset(
 )
 
 
+BASELINE_IDEA = "the task's baseline program"  # the idea text of every run's root node
+
+
 class Operator(str, enum.Enum):
     """How a child was made from its parent."""
 
@@ -289,6 +292,7 @@ def _converter(annotation: str) -> Any:
 _RECORDS.update({"Idea": Idea, "Verification": Verification, "Evidence": Evidence})
 
 __all__ = [
+    "BASELINE_IDEA",
     "Candidate",
     "Evidence",
     "Idea",

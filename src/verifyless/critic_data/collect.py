@@ -66,9 +66,9 @@ from typing import Any, Literal
 
 from verifyless.child import ChildMaker
 from verifyless.critic_data.harvest import COLLECT_KIND
-from verifyless.errors import TaskError
+from verifyless.engine.baseline import check_baseline
 from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from, low_fidelity_for
-from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
 from verifyless.task.base import Task
 
@@ -419,7 +419,7 @@ __all__ = ["NO_CAPS", "BudgetStop", "CollectResult", "CollectSettings", "Collect
 async def _record_root(collector: Collector) -> ParentInfo:
     if "root" not in collector.state.candidates:
         program = collector.task.baseline_program
-        idea = Idea("the task's baseline program")
+        idea = Idea(BASELINE_IDEA)
         collector._check_llm_budget()
         summary = await collector.maker.summarize(program, idea)
         collector.ledger.record_candidate(
@@ -439,11 +439,5 @@ async def _record_root(collector: Collector) -> ParentInfo:
         await collector._verify("root", collector.task.baseline_program)
     else:
         collector.reused += 1
-    root = collector._parent("root")
-    if root.score is None:
-        v = collector.state.verifications["root"]
-        raise TaskError(
-            f"the baseline of task {collector.task.name!r} did not verify ({v.status.value}: "
-            f"{v.reason}); data collection needs a working starting solution"
-        )
-    return root
+    check_baseline(collector.task, collector.state.verifications["root"], allow_failed=False, needs="data collection")
+    return collector._parent("root")

@@ -66,19 +66,24 @@ def failure_source(task: Task, verification: Verification) -> str | None:
     return "program"
 
 
-def check_baseline(task: Task, verification: Verification, *, allow_failed: bool) -> None:
-    """Raise ``BaselineFailed`` for a failed baseline, unless it failed as a program and ``allow_failed``."""
+def check_baseline(task: Task, verification: Verification, *, allow_failed: bool, needs: str | None = None) -> None:
+    """Raise ``BaselineFailed`` for a failed baseline, unless it failed as a program and ``allow_failed``.
+
+    ``needs`` names a loop that cannot go on from a failed baseline (``"data collection"``, ``"policy
+    training"``): its message says so instead of offering ``engine.allow_failed_baseline``, which only a
+    search run reads.
+    """
     source = failure_source(task, verification)
     if source is None:
         return
     if source == "program" and allow_failed:
         log.warning("%s; searching on because engine.allow_failed_baseline is set", _what(task, verification))
         return
-    raise BaselineFailed(message(task, verification, source))
+    raise BaselineFailed(message(task, verification, source, needs=needs))
 
 
-def message(task: Task, verification: Verification, source: str) -> str:
-    """What failed, the evaluator's own last lines, and how to check it."""
+def message(task: Task, verification: Verification, source: str, *, needs: str | None = None) -> str:
+    """What failed, the evaluator's own last lines, and how to check it (``needs``: see ``check_baseline``)."""
     tail = "\n".join(verification.stderr_tail.strip().splitlines()[-6:])
     check = f"Check it with `verifyless verify {task_ref(task)}` (it verifies the baseline and prints the error)"
     if source == "evaluator":
@@ -86,6 +91,11 @@ def message(task: Task, verification: Verification, source: str) -> str:
             f"{_what(task, verification)}, in the task's evaluator rather than in the program: every candidate "
             "would fail the same way, so the run stopped after one verification. Fix the evaluator (it must "
             "return a dict of metrics holding the main metric). "
+        )
+    elif needs is not None:
+        head = (
+            f"{_what(task, verification)}: the program itself failed, and {needs} needs a working starting "
+            "solution. Fix the baseline. "
         )
     else:
         head = (

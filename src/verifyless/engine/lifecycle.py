@@ -25,7 +25,7 @@ from verifyless.errors import VerifylessError
 from verifyless.ledger import Ledger
 from verifyless.ledger.budget import EVALUATOR_SPENT, WALL_SPENT
 from verifyless.model.base import Model
-from verifyless.node import Candidate, Idea, Operator, Status, content_hash
+from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, content_hash
 from verifyless.roles.base import Roles
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.final import select_final as round_robin
@@ -136,7 +136,7 @@ class Lifecycle:
             id="root",
             parent_id=None,
             operator=Operator.BASELINE,
-            idea=Idea("the task's baseline program"),
+            idea=Idea(BASELINE_IDEA),
             program=program,
             program_hash=content_hash(program),
             round=0,

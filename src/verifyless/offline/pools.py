@@ -35,7 +35,17 @@ from typing import Any, Literal
 from verifyless.child import ChildMaker, status_for
 from verifyless.errors import ConfigError
 from verifyless.ledger import BudgetConfig, Ledger, candidate_from
-from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, Status, Verification, content_hash
+from verifyless.node import (
+    BASELINE_IDEA,
+    Candidate,
+    Evidence,
+    Idea,
+    Operator,
+    Screening,
+    Status,
+    Verification,
+    content_hash,
+)
 from verifyless.offline.compare import Estimate, bootstrap_ci
 from verifyless.offline.selection import Pool, SelectionSummary, summarize_selection
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, TaskBrief
@@ -172,7 +182,7 @@ async def collect_pools_async(
         ledger = _PoolLedger(task, sandbox, run_store, config, seed)
         brief = await roles.briefer.brief(task)
         maker = ChildMaker(task, roles)
-        base_idea = Idea("the task's baseline program")
+        base_idea = Idea(BASELINE_IDEA)
         root = _pool_candidate(
             "root", None, base_idea, task.baseline_program, await maker.summarize(task.baseline_program, None), 0
         )

@@ -77,11 +77,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from verifyless.child import ChildMaker
-from verifyless.errors import ConfigError, TaskError
+from verifyless.engine.baseline import check_baseline
+from verifyless.errors import ConfigError
 from verifyless.ledger import candidate_from
 from verifyless.ledger.paid import Smoke
 from verifyless.ledger.pilots import LowFidelity, PaidBook, run_in_sandbox, smoke_level
-from verifyless.node import Candidate, Evidence, Idea, Operator, Status, Verification, content_hash
+from verifyless.node import BASELINE_IDEA, Candidate, Evidence, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.roles.llm import LLMProposer
 from verifyless.roles.menu import idea_from_text, menu_text, parent_assignment
@@ -227,16 +228,12 @@ class PolicyRewarder:
     async def _root(self, task: Task) -> None:
         nid = self.roots[task.name]
         if not self.ledger.recorded(nid):
-            program, idea = task.baseline_program, Idea("the task's baseline program")
+            program, idea = task.baseline_program, Idea(BASELINE_IDEA)
             summary = await self.makers[task.name].summarize(program, idea)
             cand = Candidate(nid, None, Operator.BASELINE, idea, program, content_hash(program), summary)
             self.ledger.node(cand, Status.IMPLEMENTED, "", task=task.name)
         v, _ = await self.verifier.verify(nid, task)
-        if v.status is not Status.OK:
-            raise TaskError(
-                f"the baseline of task {task.name!r} did not verify ({v.status.value}: {v.reason}); "
-                "policy training needs a working starting solution"
-            )
+        check_baseline(task, v, allow_failed=False, needs="policy training")
 
     def _messages(self, task: Task, parent_id: str) -> tuple[dict[str, str], ...]:
         parent = self.ledger.parent_info(parent_id)
