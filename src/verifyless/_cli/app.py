@@ -29,7 +29,7 @@ from rich.table import Table
 
 from verifyless._cli.bench import app as bench_app
 from verifyless._cli.bench import collect_pools_command
-from verifyless._cli.common import STORE, console, err, read_store
+from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
 from verifyless._cli.demo import run_demo
@@ -69,8 +69,6 @@ from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
 
 # add_completion: `verifyless --install-completion` / `--show-completion` for bash, zsh, fish and PowerShell.
-_RUN_ID = typer.Argument(..., help="run id (or a unique prefix)", show_default=False)
-
 app = typer.Typer(
     add_completion=True, no_args_is_help=True, help="Screen candidate ideas before you pay to verify them."
 )
@@ -223,7 +221,7 @@ def tasks(
 
 @app.command()
 def verify(
-    task: str = typer.Argument(..., help="built-in task name or task folder"),
+    task: str = TASK,
     program: Path | None = typer.Argument(None, help="program file (default: the task's baseline)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     strict: bool = typer.Option(
@@ -478,7 +476,7 @@ def runs(
 
 @app.command()
 def show(
-    run_id: str = _RUN_ID,
+    run_id: str = RUN_ID,
     store: Path = STORE,
     nodes: int = typer.Option(15, help="how many verified nodes to list"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (for scripts)"),
@@ -553,7 +551,7 @@ def show(
 
 
 @app.command()
-def replay(run_id: str = _RUN_ID, store: Path = STORE) -> None:
+def replay(run_id: str = RUN_ID, store: Path = STORE) -> None:
     """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
 
     A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every

@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 
 from verifyless._cli.breakeven import breakeven_command
-from verifyless._cli.common import STORE, console, key_values, out_file, out_folder, read_store
+from verifyless._cli.common import STORE, TASK, console, key_values, out_file, out_folder, read_store
 from verifyless._cli.data import bench_dataset
 from verifyless.errors import ConfigError, TaskError
 from verifyless.metrics import critic as m
@@ -357,7 +357,7 @@ def curves_cmd(
 
 
 def collect_pools_command(
-    task: str = typer.Argument(..., help="built-in task name or task folder"),
+    task: str = TASK,
     parents: int = typer.Option(3, "--parents", help="evolution steps (one pool each)"),
     n: int = typer.Option(8, "--n", help="candidates per parent, all verified"),
     out: Path = typer.Option(..., "--out", callback=out_file, help="pool file to write (JSON lines)"),

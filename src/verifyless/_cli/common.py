@@ -24,7 +24,10 @@ from verifyless.report.reader import ReadOnlyStore, open_readonly
 console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=True)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)
 
+# Parameters several commands share, written once.
 STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")  # the --store of the commands that read runs
+RUN_ID = typer.Argument(..., help="run id (or a unique prefix)", show_default=False)
+TASK = typer.Argument(..., help="built-in task name or task folder", show_default=False)
 
 
 def read_store(path: Path) -> ReadOnlyStore:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import console, out_file, read_store
+from verifyless._cli.common import RUN_ID, console, out_file, read_store
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.report.export import export_run
 
 
 def export_command(
-    run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
+    run_id: str = RUN_ID,
     out: Path = typer.Option(
         ..., "--out", callback=out_file, help="node trace file; the LLM calls go beside it as NAME.calls.EXT"
     ),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from verifyless._cli.common import STORE, console, out_folder, read_store
+from verifyless._cli.common import RUN_ID, STORE, console, out_folder, read_store
 from verifyless.report.render import write_report
 
 DEFAULT_OUT = Path("reports")
@@ -18,7 +18,7 @@ def default_out(run_id: str) -> Path:
 
 
 def report_command(
-    run_id: str = typer.Argument(..., help="run id (or a unique prefix)"),
+    run_id: str = RUN_ID,
     out: Path | None = typer.Option(None, "--out", callback=out_folder, help="output folder (default: reports/RUN)"),
     store: Path = STORE,
 ) -> None:

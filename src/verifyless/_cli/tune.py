@@ -21,6 +21,7 @@ from verifyless._cli.common import console, key_values, out_file
 from verifyless.critic_data.dataset import load_critic_dataset
 from verifyless.errors import ConfigError
 from verifyless.model import build_model
+from verifyless.model.config import ENV_BASE_URL
 from verifyless.offline.tune.evaluate import CountingModel, make_target
 from verifyless.offline.tune.search import tune_prompt
 from verifyless.prompts import template_text
@@ -56,7 +57,7 @@ def screener_command(
 
     if not dataset.exists():
         raise ConfigError(f"no dataset at {dataset}; build one with `verifyless data collect` or `data from-runs`")
-    if model is None and os.environ.get("VERIFYLESS_BASE_URL"):
+    if model is None and os.environ.get(ENV_BASE_URL):
         model = "env"  # as the other commands: an endpoint in the environment is the default model
     if model is None:
         raise ConfigError(

@@ -33,13 +33,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from verifyless.node import Status
 from verifyless.report.text import dump, iso, num, redact
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.ttl import run_adapters
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task import load_task
 
-VERIFIED = ("ok", "failed", "timeout", "oom", "contract-violation", "invalid-metric")
+VERIFIED = frozenset(s.value for s in Status if s.verified)  # statuses of paid verifications, as stored
 KNOWN_KINDS = frozenset(
     {
         "config",
