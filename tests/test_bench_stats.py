@@ -311,6 +311,9 @@ def test_bench_cli_commands(tmp_path):
     res = runner.invoke(app, ["selection", *runs, "--store", str(tmp_path / "s.db")])
     assert res.exit_code == 0, res.output
     assert "Pearson" in res.output
+    for command in ("compare", "curves"):  # no runs is a usage error, not an empty table
+        res = runner.invoke(app, [command, "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / command)])
+        assert res.exit_code == 2 and "give run ids" in res.output, res.output
 
 
 def _minimise_store(path, *, second_verified: bool):

@@ -40,6 +40,8 @@ app = typer.Typer(
 )
 
 _RUNS = typer.Argument(None, help="run ids (or unique prefixes)")
+_N_BOOT = typer.Option(2000, help="bootstrap resamples")
+_BOOT_SEED = typer.Option(0, help="seed of the bootstrap")
 _LABEL = typer.Option([], "--label", help="ARM=RUN; repeat (unlabelled runs use their screener)")
 _OUT = typer.Option(None, "--out", callback=out_folder, help="folder for the markdown report and PNG plots")
 
@@ -215,8 +217,10 @@ def _task(name: str):
 
 
 def _arms(st: Any, runs: list[str], labels: list[str]) -> dict[str, list[str]]:
-    """arm -> run ids; ``--label ARM=RUN`` wins, else the run's configured screener name."""
+    """arm -> run ids; ``--label ARM=RUN`` wins, else the run's configured screener name (none: a usage error)."""
 
+    if not runs and not labels:
+        raise typer.BadParameter("give run ids and/or --label ARM=RUN")
     named: dict[str, str] = {}
     for item in labels:
         if "=" not in item:
@@ -240,15 +244,13 @@ def compare(
     out: Path | None = _OUT,
     target: str = typer.Option("test", help="test (hidden, reported) | validation"),
     scheme: str = typer.Option("bounded", help="bounded | airs | raw normalisation"),
-    n_boot: int = typer.Option(2000, help="bootstrap resamples"),
-    seed: int = typer.Option(0, help="seed of the bootstrap"),
+    n_boot: int = _N_BOOT,
+    seed: int = _BOOT_SEED,
 ) -> None:
     """Final normalised score per arm with CIs, probability of improvement and verifications-to-reach."""
 
     with read_store(store) as st:
         arms = _arms(st, list(runs or []), label)
-        if not arms:
-            raise typer.BadParameter("give run ids and/or --label ARM=RUN")
         tasks_of = {r: st.run(r).task for rs in arms.values() for r in rs}
         scores = {
             arm: _by_task({r: _final_score(st, r, target, scheme) for r in rs}, tasks_of) for arm, rs in arms.items()
@@ -340,8 +342,8 @@ def curves_cmd(
     store: Path = STORE,
     out: Path = typer.Option(Path("bench-out"), "--out", callback=out_folder, help="folder for PNGs"),
     by: str = typer.Option("verifications", help="verifications | seconds"),
-    n_boot: int = typer.Option(2000, help="bootstrap resamples"),
-    seed: int = typer.Option(0, help="seed of the bootstrap"),
+    n_boot: int = _N_BOOT,
+    seed: int = _BOOT_SEED,
 ) -> None:
     """Best-so-far validation fitness against verifications (or evaluator seconds), one PNG per task."""
 
