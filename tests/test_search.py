@@ -335,6 +335,8 @@ def test_registry_errors_name_the_fix():
         build_strategy("mcgs", STRATEGIES.validate("mcgs", {"tau_branch": "three"}), random.Random(0))
     with pytest.raises(ConfigError, match=r"'mcgs': c0 must be >= c_min, got c0=0.05, c_min=0.1; fix strategy.options"):
         STRATEGIES.validate("mcgs", {"c0": 0.05})
+    with pytest.raises(ConfigError, match=r"option w_horizon=-1: .*greater than or equal to 0"):
+        STRATEGIES.validate("mcgs", {"w_horizon": -1})
     with pytest.raises(ConfigError, match=r"'iid': unknown option 'x'; it takes no options, so remove it"):
         STRATEGIES.validate("iid", {"x": 1})
     with pytest.raises(ConfigError, match=r"option top_k=0: .*elite set.*fix strategy.options.top_k .*default 5"):
