@@ -10,9 +10,9 @@ Errors are ``ConfigError`` naming the key and the fix, never a pydantic dump.
 ``options`` is that component's typed options class (defined beside the component), so
 ``cfg.screener.options.k`` is checked when the config loads and has the component's one default; the
 options are stored and dumped as given (unset options stay unset, so later defaults still apply).
-``strategy`` is the same kind of union, its options the strategy's typed config. The unions are built from ``verifyless.components.COMPONENTS``, the
-one map from names to components; ``check_components`` runs the registries' checks first, for their one-line
-messages.
+``strategy`` is the same kind of union, its options the strategy's typed config. The unions are built
+from ``verifyless.components.COMPONENTS``, the one map from names to components; ``check_components`` runs
+the registries' checks first, for their one-line messages.
 """
 
 from __future__ import annotations

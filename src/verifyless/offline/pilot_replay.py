@@ -158,7 +158,7 @@ async def _replay_seconds(
     world = low.world
     base = world.baseline_index
     spent, pilots = world.points[base].seconds, 0
-    seconds, curve = [spent], [Step(base, base, world.fitness(base)).best]
+    seconds, curve = [spent], [Step.baseline(world).best]
     async with aclosing(greedy_steps(world, arm, n, seed, locality)) as steps:
         while spent < budget_s and (step := await anext(steps, None)) is not None:
             if isinstance(arm, PilotArm):

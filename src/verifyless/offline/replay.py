@@ -235,6 +235,12 @@ class Step:
     best_index: int
     best_fitness: float | None
 
+    @classmethod
+    def baseline(cls, world: World) -> Step:
+        """The state before the first step: the baseline verified and the incumbent."""
+        base = world.baseline_index
+        return cls(base, base, world.fitness(base))
+
     @property
     def best(self) -> float:
         """The incumbent's fitness for a best-so-far curve (-inf before any usable score)."""
@@ -278,9 +284,8 @@ async def greedy_steps(
 async def _replay(
     world: World, screener: Screener, budget: int, n: int, seed: int, locality: float, task: Task | None
 ) -> ReplayRun:
-    base = world.baseline_index
-    first = Step(base, base, world.fitness(base))
-    verified, curve, last = [base], [first.best], first
+    last = Step.baseline(world)
+    verified, curve = [last.index], [last.best]
     async with aclosing(greedy_steps(world, screener, n, seed, locality, task)) as steps:
         while len(verified) < budget and (step := await anext(steps, None)) is not None:
             verified.append(step.index)

@@ -1,9 +1,9 @@
 """The option records every screener's options build on (each screener's own class sits beside it).
 
-A screener's options are a ``verifyless.registry.StrictOptions`` model: unknown keys are rejected,
-each field carries its help text (rendered into docs/configuration.md by ``config_doc``). ``BaseOptions`` holds what every
-ranking screener takes, ``HealthOptions`` adds the reply-health checks of screeners that read model
-replies, ``LLMOptions`` the model choice and sampling of a one-model screener.
+A screener's options are a ``verifyless.registry.StrictOptions`` model: unknown keys are rejected, each
+field carries its help text (rendered into docs/configuration.md by ``config_doc``). ``BaseOptions`` holds
+what every ranking screener takes, ``HealthOptions`` adds the reply-health checks of screeners that read
+model replies, ``LLMOptions`` the model choice and sampling of a one-model screener.
 """
 
 from __future__ import annotations
