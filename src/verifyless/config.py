@@ -352,7 +352,7 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
             raise ConfigError("invalid configuration: " + problems[0].strip()) from None
         raise ConfigError("invalid configuration:\n" + "\n".join(problems)) from None
     b = cfg.budget
-    if all(v is None for v in (b.verifications, b.evaluator_seconds, b.tokens, b.cost, b.wall_seconds)):
+    if all(v is None for v in (b.verifications, b.evaluator_seconds, b.gpu_seconds, b.tokens, b.cost, b.wall_seconds)):
         raise ConfigError("budget: every cap is empty; set at least one, e.g. budget.verifications=30")
     if (
         b.cost is not None

@@ -134,6 +134,8 @@ class Verification(_Record):
     score_seconds: float = 0.0  # trusted scoring wall time
     overhead_seconds: float = 0.0  # workspace setup and teardown
     peak_memory_mb: float = 0.0
+    peak_gpu_memory_mb: float | None = None  # None: a CPU task, or no way to read GPU memory here
+    gpus: int = 0  # GPUs the verification held (its task's limits.gpus): GPU seconds = seconds x gpus
     stdout_tail: str = ""
     stderr_tail: str = ""
     program_hash: str = ""

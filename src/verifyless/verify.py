@@ -86,8 +86,13 @@ def verify(
     hide: Sequence[Path] = (),
     keep_workspace: bool = False,
     level: str = FULL_FIDELITY,
+    gpus: Sequence[int] = (),
 ) -> Verification:
-    """Verify ``program`` (full text) on ``task`` at fidelity ``level``; see the module docstring for the contract."""
+    """Verify ``program`` (full text) on ``task`` at fidelity ``level``; see the module docstring for the contract.
+
+    ``gpus``: the host GPU indices this verification holds (an executor's assignment) for a task with
+    ``limits.gpus > 0``; empty lets the sandbox use every GPU it sees.
+    """
     chosen = fidelity_level(task, level)
     started = time.monotonic()
     ws = _new_workspace(workspace_root)
@@ -101,11 +106,13 @@ def verify(
                 task.limits,
                 hide=(*_hidden_in_folder(task), *hide),
                 expose=(task.root,),
-                env={"PYTHONDONTWRITEBYTECODE": "1"},
+                env={"PYTHONDONTWRITEBYTECODE": "1", **_devices(task, gpus)},
             )
         else:
-            knob = {task.fidelity.env: chosen.knob} if chosen is not None and chosen.knob is not None else None
-            result = sandbox.run(argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide), env=knob)
+            knob = {task.fidelity.env: chosen.knob} if chosen is not None and chosen.knob is not None else {}
+            result = sandbox.run(
+                argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide), env={**knob, **_devices(task, gpus)}
+            )
         scoring_started = time.monotonic()
         status, reason, metrics, test_metrics = _judge(task, ws, result, chosen)
         score_seconds = time.monotonic() - scoring_started
@@ -127,11 +134,18 @@ def verify(
         score_seconds=score_seconds,
         overhead_seconds=setup_seconds + result.overhead_seconds + teardown_seconds,
         peak_memory_mb=result.peak_memory_mb,
+        peak_gpu_memory_mb=result.peak_gpu_memory_mb,
+        gpus=task.limits.gpus,
         stdout_tail=_clip(result.stdout_tail),
         stderr_tail=_clip(result.stderr_tail),
         program_hash=content_hash(program),
         fidelity=level,
     )
+
+
+def _devices(task: Task, gpus: Sequence[int]) -> dict[str, str]:
+    """``CUDA_VISIBLE_DEVICES`` for a GPU task given its GPUs (a CPU task's is emptied by the sandbox)."""
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)} if task.limits.gpus > 0 and gpus else {}
 
 
 def fidelity_level(task: Task, name: str) -> FidelityLevel | None:

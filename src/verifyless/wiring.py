@@ -137,7 +137,9 @@ def build_engine(
     if not replay:
         cfg = pin_memory_embedder(pin_endpoints(cfg))
     task = task or load_task(cfg.task)
-    ledger = Ledger(store, cfg.budget, task.metric, progress)  # the engine sets its run id when the run exists
+    ledger = Ledger(
+        store, cfg.budget, task.metric, progress, gpus=task.limits.gpus
+    )  # the engine sets its run id when the run exists
     models = build_models(cfg, store, lambda: ledger.run_id, replay=replay)
     roles = build_roles(cfg, task, models)
     hide = [Path(cfg.store).resolve().parent]

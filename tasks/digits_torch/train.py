@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+DEVICE = torch.device("cpu")  # main() picks CUDA when the task is given a GPU
 EPOCHS = 15
 BATCH = 64
 DROPOUT = 0.0
@@ -66,7 +67,7 @@ def fit(x, y):
     """Train on (x, y); return a function mapping inputs to (n, 10) class probabilities."""
     inputs = torch.tensor(prepare(x), dtype=torch.float32)
     targets = torch.tensor(y, dtype=torch.long)
-    net = make_network()
+    net = make_network().to(DEVICE)
     optimizer = make_optimizer(net.parameters())
     base_rates = [group["lr"] for group in optimizer.param_groups]
     generator = torch.Generator().manual_seed(0)
@@ -77,16 +78,16 @@ def fit(x, y):
         order = torch.randperm(len(inputs), generator=generator)
         for start in range(0, len(inputs), BATCH):
             batch = order[start:start + BATCH]
-            images = augment(inputs[batch].reshape(-1, 8, 8), generator).reshape(-1, 64)
+            images = augment(inputs[batch].reshape(-1, 8, 8), generator).reshape(-1, 64).to(DEVICE)
             optimizer.zero_grad()
-            objective(net(images), targets[batch], net).backward()
+            objective(net(images), targets[batch].to(DEVICE), net).backward()
             optimizer.step()
     net.eval()
 
     def predict_proba(x_new):
         with torch.no_grad():
-            logits = net(torch.tensor(prepare(x_new), dtype=torch.float32))
-        return torch.softmax(logits, dim=1).numpy()
+            logits = net(torch.tensor(prepare(x_new), dtype=torch.float32).to(DEVICE))
+        return torch.softmax(logits, dim=1).cpu().numpy()
 
     return predict_proba
 # EVOLVE-BLOCK-END
@@ -106,6 +107,9 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     np.random.seed(0)
+    # A verification given a GPU (task limits.gpus > 0) trains there; a CPU task never sees one.
+    if "DEVICE" in globals() and torch.cuda.is_available():
+        globals()["DEVICE"] = torch.device("cuda")
 
     # A cheaper fidelity level (task.yaml `fidelity:`) scales the passes over the data; unset: full fidelity.
     fraction = os.environ.get("VERIFYLESS_EPOCH_FRACTION")

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+DEVICE = torch.device("cpu")  # main() picks CUDA when the task is given a GPU
 HIDDEN = 16
 DEPTH = 1
 EPOCHS = 30
@@ -46,14 +47,14 @@ def make_optimizer(params):
 def fit(x, y):
     """Train on (x, y); return a function mapping inputs to class-1 probabilities."""
     stats = {"mean": x.mean(axis=0), "std": x.std(axis=0) + 1e-8}
-    inputs = torch.tensor(prepare(x, stats), dtype=torch.float32)
-    targets = torch.tensor(y, dtype=torch.float32).reshape(-1, 1)
-    net = make_network(inputs.shape[1])
+    inputs = torch.tensor(prepare(x, stats), dtype=torch.float32, device=DEVICE)
+    targets = torch.tensor(y, dtype=torch.float32, device=DEVICE).reshape(-1, 1)
+    net = make_network(inputs.shape[1]).to(DEVICE)
     optimizer = make_optimizer(net.parameters())
     loss_fn = nn.BCEWithLogitsLoss()
     order_rng = torch.Generator().manual_seed(0)
     for _ in range(EPOCHS):
-        order = torch.randperm(len(inputs), generator=order_rng)
+        order = torch.randperm(len(inputs), generator=order_rng).to(DEVICE)
         for start in range(0, len(inputs), BATCH):
             batch = order[start : start + BATCH]
             optimizer.zero_grad()
@@ -62,8 +63,8 @@ def fit(x, y):
 
     def predict_proba(x_new):
         with torch.no_grad():
-            logits = net(torch.tensor(prepare(x_new, stats), dtype=torch.float32))
-        return torch.sigmoid(logits).numpy().reshape(-1)
+            logits = net(torch.tensor(prepare(x_new, stats), dtype=torch.float32, device=DEVICE))
+        return torch.sigmoid(logits).cpu().numpy().reshape(-1)
 
     return predict_proba
 # EVOLVE-BLOCK-END
@@ -83,6 +84,9 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     np.random.seed(0)
+    # A verification given a GPU (task limits.gpus > 0) trains there; a CPU task never sees one.
+    if "DEVICE" in globals() and torch.cuda.is_available():
+        globals()["DEVICE"] = torch.device("cuda")
 
     # A cheaper fidelity level (task.yaml `fidelity:`) scales the passes over the data; unset: full fidelity.
     fraction = os.environ.get("VERIFYLESS_EPOCH_FRACTION")

@@ -57,6 +57,7 @@ from verifyless.models_wiring import check_models
 from verifyless.preflight import plan
 from verifyless.report.text import number
 from verifyless.roles.kinds import check_roles_fit
+from verifyless.sandbox.doctor import require_gpu, sandbox_report
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import fallback_line
@@ -238,7 +239,10 @@ def verify(
     if program is not None and not program.is_file():
         raise TaskError(f"program file {program} not found")
     text = program.read_text() if program else t.baseline_program
-    result = run_verify(t, text, LocalSandbox())
+    sandbox = LocalSandbox()
+    if t.limits.gpus > 0:
+        require_gpu(sandbox, t.limits, t.name)
+    result = run_verify(t, text, sandbox)
     if as_json:
         print(json.dumps({"task": t.name, **result.to_dict()}, indent=2))
         raise typer.Exit(_verify_exit(t, result, strict))
@@ -255,7 +259,8 @@ def verify(
     console.print(table)
     console.print(
         f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
-        f"{result.overhead_seconds:.3f}s · peak {result.peak_memory_mb:.0f} MB"
+        f"{result.overhead_seconds:.3f}s · peak {result.peak_memory_mb:.0f} MB host"
+        + (f", {result.peak_gpu_memory_mb:.0f} MB GPU" if result.peak_gpu_memory_mb is not None else "")
     )
     if result.status.value != "ok" and result.stderr_tail:
         console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
@@ -380,6 +385,8 @@ def _check_new_run(cfg) -> Any:
         raise ConfigError(f"task: {exc}") from None
     check_roles_fit(cfg.roles.kind, task)
     check_models(cfg)
+    if task.limits.gpus > 0 and cfg.executor.name == "local":  # a Ray cluster's GPUs are its workers' to check
+        require_gpu(LocalSandbox(), task.limits, task.name)
     return task
 
 
@@ -492,8 +499,9 @@ def show(
     if data["stop_reason"]:
         console.print(f"[red]stopped:[/] {data['stop_reason']}", highlight=False, soft_wrap=True)
     console.print(
-        f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s · tokens "
-        f"{b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}"
+        f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s"
+        + (f" · GPU {b['gpu_seconds']:.1f}s" if b.get("gpu_seconds") else "")
+        + f" · tokens {b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}"
     )
     table = Table(box=None, header_style="bold")
     for col in ("node", "parent", "operator", "status", "validation", "test", "idea"):
@@ -563,6 +571,24 @@ def replay(run_id: str = RUN_ID, store: Path = STORE) -> None:
     report = asyncio.run(replay_run(st, run_id))
     console.print(report.describe())
     raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
+
+
+@app.command()
+def doctor(
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="run the CUDA probe inside the sandbox (GPU hosts)"),
+    task: str | None = typer.Option(None, "--task", help="probe under this task's limits (memory, GPUs)"),
+) -> None:
+    """Say what the sandbox gives a candidate here: isolation, what it sees, memory limit, GPUs.
+
+    Where this host has an NVIDIA GPU and this interpreter a CUDA build of torch, a short probe runs a
+    CUDA matrix product inside the sandbox and prints the device, or the piece that is missing (exit 4).
+    """
+
+    limits = load_task(task).limits if task else None
+    report = sandbox_report(LocalSandbox(), probe=probe, **({"limits": limits} if limits else {}))
+    console.print("\n".join(report.lines()), highlight=False, soft_wrap=True)
+    if report.probe is not None and not report.probe.ok:
+        raise typer.Exit(4)
 
 
 @app.command()

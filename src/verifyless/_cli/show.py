@@ -12,6 +12,7 @@ from verifyless import datareport
 from verifyless.engine.health import stored_role_health
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
+from verifyless.report.views.runs import gpu_seconds
 from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
@@ -59,7 +60,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "run_id": run_id,
         "task": info.task,
         "status": info.status,
-        "budget": dataclasses.asdict(b),
+        "budget": {**dataclasses.asdict(b), "gpu_seconds": gpu_seconds(st, run_id)},
         "final": final[-1] if final else None,
         "submission": submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),

@@ -103,7 +103,7 @@ class Engine:
             raise ValueError("a ledger passed to the Engine is on its store and holds its progress callback")
         self.task, self.roles, self.config = task, roles, config
         self.store, self.peers = store, peers or Peers()
-        self.ledger = ledger or Ledger(store, config.budget, task.metric, progress)
+        self.ledger = ledger or Ledger(store, config.budget, task.metric, progress, gpus=task.limits.gpus)
         self.progress = self.ledger.progress
         self._model_failures = 0
         eng = config.engine

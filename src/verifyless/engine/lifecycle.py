@@ -23,7 +23,7 @@ from verifyless.engine.context import Programs
 from verifyless.engine.dispatch import Dispatch
 from verifyless.errors import VerifylessError
 from verifyless.ledger import Ledger
-from verifyless.ledger.budget import EVALUATOR_SPENT, WALL_SPENT
+from verifyless.ledger.budget import EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT
 from verifyless.model.base import Model
 from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, content_hash
 from verifyless.roles.base import Roles
@@ -193,7 +193,7 @@ class Lifecycle:
         if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
             return
         spent = self.ledger.gate.llm_stop_reason()
-        if spent in (EVALUATOR_SPENT, WALL_SPENT):
+        if spent in (EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT):
             reason = f"{spent} is spent: the members were not re-run (raise the cap and resume to score it)"
             log.info("ensemble submission skipped: %s", reason)
             skipped = {"members": list(ids), "status": SKIPPED, "reason": reason, "final_id": final_id}

@@ -24,7 +24,10 @@ from verifyless.verify import verify
 
 
 def _verify_remote(task: Task, program: str, hide: tuple[str, ...]) -> dict[str, Any]:
-    return verify(task, program, LocalSandbox(), hide=[Path(h) for h in hide]).to_dict()
+    import ray
+
+    gpus = [int(g) for g in ray.get_gpu_ids()] if task.limits.gpus > 0 else []  # the GPUs Ray gave this task
+    return verify(task, program, LocalSandbox(), hide=[Path(h) for h in hide], gpus=gpus).to_dict()
 
 
 class RayExecutorOptions(StrictOptions):
@@ -35,7 +38,9 @@ class RayExecutorOptions(StrictOptions):
         None, ge=1, description="verifications in flight at once (default: engine.verify_concurrency)"
     )
     num_cpus: float = Field(1.0, gt=0, description="CPUs declared per verification task")
-    num_gpus: float = Field(0.0, ge=0, description="GPUs declared per verification task")
+    num_gpus: float | None = Field(
+        None, ge=0, description="GPUs declared per verification task (default: the task's limits.gpus)"
+    )
     init_kwargs: dict[str, Any] = Field(default_factory=dict, description="extra keyword arguments of ray.init")
 
 
@@ -47,7 +52,7 @@ class RayExecutor:
         address: str | None = None,
         capacity: int = 2,
         num_cpus: float = 1.0,
-        num_gpus: float = 0.0,
+        num_gpus: float | None = None,
         hide: Sequence[Path] = (),
         init_kwargs: dict[str, Any] | None = None,
     ) -> None:
@@ -66,12 +71,14 @@ class RayExecutor:
         self.capacity = max(1, int(capacity))
         self.hide = tuple(str(p) for p in hide)
         self.sandbox: Sandbox | None = None  # the workers' sandboxes are theirs, not this machine's
-        self._remote = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_verify_remote)
+        self._num_gpus = num_gpus
+        self._remote = ray.remote(num_cpus=num_cpus, max_retries=0)(_verify_remote)
         self._slots = asyncio.Semaphore(self.capacity)
 
     async def verify(self, task: Task, program: str) -> Verification:
         async with self._slots:
-            ref = self._remote.remote(task, program, self.hide)
+            gpus = self._num_gpus if self._num_gpus is not None else task.limits.gpus
+            ref = self._remote.options(num_gpus=gpus).remote(task, program, self.hide)
             data = await asyncio.wrap_future(ref.future())
         return Verification.from_dict(data)
 

@@ -46,6 +46,11 @@ class BudgetConfig(StrictOptions):
         gt=0,
         description="seconds spent running programs: verifications, pilots, smoke runs and submission re-runs",
     )
+    gpu_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="GPU seconds: evaluator seconds times the GPUs each verification holds (the task's limits.gpus)",
+    )
     tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over all roles")
     cost: float | None = Field(None, gt=0, description="LLM cost, in the price table's currency")
     wall_seconds: float | None = Field(None, gt=0, description="wall-clock seconds since this process started the run")
@@ -69,17 +74,27 @@ class Slot:
             self._gate = None
 
 
-EVALUATOR_SPENT = "budget: evaluator seconds"  # stop reasons of the two caps that running programs spend
+EVALUATOR_SPENT = "budget: evaluator seconds"  # stop reasons of the caps that running programs spend
+GPU_SPENT = "budget: GPU seconds"
 WALL_SPENT = "budget: wall time"
 
 
 class BudgetGate:
-    """Reserves verification slots against ``caps``; ``used`` returns the ledger totals."""
+    """Reserves verification slots against ``caps``; ``used`` returns the ledger totals.
+
+    ``gpus``: the GPUs each of the run's verifications holds (its task's ``limits.gpus``); GPU seconds
+    spent are the evaluator seconds times that.
+    """
 
     def __init__(
-        self, caps: BudgetConfig, used: Callable[[], Budget], clock: Callable[[], float] = time.monotonic
+        self,
+        caps: BudgetConfig,
+        used: Callable[[], Budget],
+        clock: Callable[[], float] = time.monotonic,
+        gpus: int = 0,
     ) -> None:
         self.caps = caps
+        self.gpus = gpus
         self._used = used
         self._clock = clock
         self.started = clock()
@@ -102,6 +117,8 @@ class BudgetGate:
         used = used if used is not None else self._used()
         if b.evaluator_seconds is not None and used.evaluator_seconds >= b.evaluator_seconds:
             return EVALUATOR_SPENT
+        if b.gpu_seconds is not None and self.gpus and used.evaluator_seconds * self.gpus >= b.gpu_seconds:
+            return GPU_SPENT
         if b.tokens is not None and used.tokens_in + used.tokens_out >= b.tokens:
             return "budget: tokens"
         if b.cost is not None and used.cost >= b.cost:
@@ -145,5 +162,6 @@ class BudgetGate:
             "verifications": used.verifications,
             "cap": self.caps.verifications,
             "evaluator_seconds": round(used.evaluator_seconds, 2),
+            "gpu_seconds": round(used.evaluator_seconds * self.gpus, 2),
             "tokens": used.tokens_in + used.tokens_out,
         }

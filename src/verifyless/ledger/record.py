@@ -65,11 +65,13 @@ class Ledger:
         metric: Metric,
         progress: Progress | None = None,
         clock: Callable[[], float] = time.monotonic,
+        gpus: int = 0,
     ) -> None:
         self.store, self.metric = store, metric
         self.run_id: str | None = None
         self.state = RunState()
-        self.gate = BudgetGate(caps, lambda: Budget() if self.run_id is None else store.budget(self.run_id), clock)
+        used = lambda: Budget() if self.run_id is None else store.budget(self.run_id)  # noqa: E731
+        self.gate = BudgetGate(caps, used, clock, gpus=gpus)
         self.progress: Progress = progress or (lambda kind, data: None)
         self.watched = progress is not None
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import resource
 import signal
 import sys
@@ -124,12 +125,42 @@ def _make_target(target: str, is_dir: bool) -> None:
         os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
 
 
-def _bind(fd: int, target: str, is_dir: bool, mode: str) -> None:
-    """Bind the host path behind ``fd`` (an ``O_PATH`` descriptor) at ``target`` inside the new root."""
+def _bind(fd: int, target: str, is_dir: bool, mode: str, submounts: list[str]) -> None:
+    """Bind the host path behind ``fd`` (an ``O_PATH`` descriptor) at ``target`` inside the new root.
+
+    A read-only directory is bound recursively, so mounts below it (a driver folder the boot mounted
+    as its own squashfs, a container runtime's library mount) show their contents instead of an
+    empty mount point; each of those ``submounts`` (paths inside ``target``) is then made read-only
+    too, or detached when the kernel refuses that.
+    """
     _make_target(target, is_dir)
-    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND)
-    if mode != "dev":
-        _remount(target, readonly=mode == "ro")
+    recursive = MS_REC if mode == "ro" and is_dir else 0
+    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | recursive)
+    if mode == "dev":
+        return
+    _remount(target, readonly=mode == "ro")
+    for sub in submounts if recursive else ():
+        try:
+            _remount(sub, readonly=True)
+        except OSError:
+            _check(_libc.umount2(os.fsencode(sub), MNT_DETACH), f"umount2 {sub}")
+
+
+def mount_points() -> list[str]:
+    """Every mount point of this mount namespace (``/proc/self/mountinfo``, escapes decoded)."""
+    with open("/proc/self/mountinfo", "rb") as fh:
+        lines = fh.read().decode("utf-8", "surrogateescape").splitlines()
+    points = []
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def _below(points: list[str], path: str) -> list[str]:
+    """Mount points strictly inside ``path``, outermost first."""
+    return sorted((p for p in points if p != path and _under(p, path)), key=lambda p: p.count("/"))
 
 
 def _mask(target: str) -> None:
@@ -168,13 +199,14 @@ def setup_filesystem(spec: dict) -> None:
     sources = [(path, mode) for path, mode in spec["binds"] if mode != "dir" and os.path.lexists(path)]
     fds = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in sources]
     dirs = [os.path.isdir(f"/proc/self/fd/{fd}") for fd in fds]
+    points = mount_points()
     root = STAGING
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=755")
     for path in (p for p, mode in spec["binds"] if mode == "dir"):
         os.makedirs(root + path, mode=0o755, exist_ok=True)
     try:
         for (path, mode), fd, is_dir in zip(sources, fds, dirs, strict=False):
-            _bind(fd, root + path, is_dir, mode)
+            _bind(fd, root + path, is_dir, mode, [root + p for p in _below(points, os.path.realpath(path))])
     finally:
         for fd in fds:
             os.close(fd)
@@ -329,6 +361,13 @@ def main() -> int:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # if verifyless dies, so does the sandbox
     if os.getppid() != spec["parent_pid"]:
         return 1
+    if spec.get("cgroup_procs"):
+        try:  # join the run's memory cgroup before anything is forked: every process of the run inherits it
+            with open(spec["cgroup_procs"], "w") as fh:
+                fh.write("0")
+        except OSError as exc:
+            report(status_fd, {"error": f"cannot join the run's memory cgroup {spec['cgroup_procs']}: {exc}"})
+            return 125
     if spec["mode"] == "process":
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         return supervise(spec, status_fd)

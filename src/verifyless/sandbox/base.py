@@ -29,6 +29,8 @@ class ExecResult:
     stderr_tail: str
     overhead_seconds: float = 0.0
     network_isolated: bool = False
+    peak_gpu_memory_mb: float | None = None  # None: no GPU was given, or nothing could read its memory
+    memory_limit: str = ""  # how memory_mb was enforced ("cgroup2", "cgroup1", "watchdog", "rlimit-data")
 
 
 @runtime_checkable

@@ -25,8 +25,9 @@ Shown read-only:
 * ``expose``: extra directories the caller asks for.
 
 Shown read-write: the workspace. Devices: ``/dev/null``, ``zero``, ``full``,
-``random``, ``urandom`` (plus ``/dev/nvidia*`` when present, see the design
-note). The bootstrap adds a fresh ``/proc`` for the run's PID namespace, a
+``random``, ``urandom``; a run given GPUs also gets ``/dev/nvidia*``,
+``/dev/nvidia-caps/*`` and the driver's user-space libraries, file by file,
+wherever this host keeps them (``verifyless.sandbox.gpu``). The bootstrap adds a fresh ``/proc`` for the run's PID namespace, a
 private ``/dev/shm``, and an empty read-only ``/tmp``.
 
 Symlinks on the way to a listed path (``/lib -> usr/lib`` on merged-/usr
@@ -40,14 +41,14 @@ file).
 
 from __future__ import annotations
 
-import glob
 import os
-import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from verifyless.sandbox.gpu import DriverLibraries, gpu_devices
 
 SYSTEM_PATHS = (
     "/bin",
@@ -83,7 +84,6 @@ ETC_PATHS = (
     "/etc/mime.types",
 )
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-GPU_DEVICE_GLOB = "/dev/nvidia*"
 
 
 @dataclass(frozen=True)
@@ -118,12 +118,26 @@ def visible_sys_path(expose: Sequence[str] = ()) -> list[str]:
 
 
 def root_view(
-    workdir: Path, *, uid: int | None, expose: Sequence[str] = (), hide: Sequence[str] = (), gpu: bool = True
+    workdir: Path,
+    *,
+    uid: int | None,
+    expose: Sequence[str] = (),
+    hide: Sequence[str] = (),
+    gpu: DriverLibraries | None = None,
 ) -> RootView:
-    """The allowlisted view for one run (see the module docstring for the policy)."""
-    system_wanted, system_links = _system_part(gpu)
+    """The allowlisted view for one run (see the module docstring for the policy).
+
+    ``gpu``: the driver's libraries of a run given GPUs (``sandbox.gpu.host_driver_libraries()``); its
+    files are shown read-only one by one, with the symlinks that lead to them, and the GPU devices
+    are bound. None (a CPU run): no GPU device and no driver library is shown.
+    """
+    system_wanted, system_links = _system_part()
     links = dict(system_links)
     wanted = list(system_wanted)
+    if gpu is not None:
+        wanted += [(d, "dev") for d in gpu_devices()]
+        wanted += [(f, "ro") for f in gpu.files]
+        links.update(gpu.links)
     for path in expose:
         resolved = _resolve(path, links)
         if resolved is not None:
@@ -169,17 +183,16 @@ def _split(path: str, hidden: list[str], links: dict[str, str], budget: int = 25
     return entries
 
 
-@lru_cache(maxsize=2)
-def _system_part(gpu: bool) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    """The interpreter, system and /etc binds plus devices (resolved once per process)."""
+@lru_cache(maxsize=1)
+def _system_part() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The interpreter, system and /etc binds plus the basic devices (resolved once per process)."""
     links: dict[str, str] = {}
     wanted: list[tuple[str, str]] = []
     for path in [*interpreter_paths(), *SYSTEM_PATHS, *ETC_PATHS]:
         resolved = _resolve(path, links)
         if resolved is not None:
             wanted.append((resolved, "ro"))
-    devices = list(DEVICES) + (sorted(_gpu_devices()) if gpu else [])
-    wanted += [(d, "dev") for d in devices if os.path.exists(d)]
+    wanted += [(d, "dev") for d in DEVICES if os.path.exists(d)]
     return tuple(wanted), tuple(links.items())
 
 
@@ -225,10 +238,6 @@ def _maskable(path: str, ro: list[str], shown: list[str]) -> bool:
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _gpu_devices() -> list[str]:
-    return [d for d in glob.glob(GPU_DEVICE_GLOB) if stat.S_ISCHR(os.stat(d).st_mode)]
 
 
 def _etc_files(uid: int | None) -> dict[str, str]:

@@ -19,7 +19,7 @@ class Limits:
     """Per-verification resource limits for the untrusted step."""
 
     wall_seconds: float = 60.0
-    memory_mb: int = 2048  # address-space limit (RLIMIT_AS)
+    memory_mb: int = 2048  # resident host memory of the whole run (a memory cgroup, or the watchdog)
     cpu_seconds: float | None = None  # default: 2 x wall_seconds
     processes: int = 64  # RLIMIT_NPROC for the sandbox user
     output_bytes: int = 1_000_000  # cap on captured stdout+stderr each
@@ -27,6 +27,7 @@ class Limits:
     open_files: int = 256  # RLIMIT_NOFILE
     threads: int = 1  # OMP/MKL/OPENBLAS/torch thread variables
     workspace_mb: int = 512  # total bytes the workspace may hold afterwards
+    gpus: int = 0  # GPUs each verification holds (0: a CPU task, which sees no GPU)
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,7 @@ class LimitsSpec(_Strict):
     open_files: int = Field(default=Limits.open_files, gt=0)
     threads: int = Field(default=Limits.threads, gt=0)
     workspace_mb: int = Field(default=Limits.workspace_mb, gt=0)
+    gpus: int = Field(default=Limits.gpus, ge=0, le=64)
 
     def to_limits(self) -> Limits:
         return Limits(**self.model_dump())

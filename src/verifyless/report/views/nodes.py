@@ -318,6 +318,7 @@ class LogView:
     peak_memory_mb: float | None
     stdout_tail: str
     stderr_tail: str
+    peak_gpu_memory_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -407,6 +408,7 @@ def _detail(
                     num(p.get("peak_memory_mb")),
                     str(p.get("stdout_tail") or ""),
                     str(p.get("stderr_tail") or ""),
+                    num(p.get("peak_gpu_memory_mb")),
                 )
             )
     critiques, evidence, screened = _screening_of(screenings.get(node_id), node_id)

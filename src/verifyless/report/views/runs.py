@@ -184,6 +184,15 @@ class BudgetView:
     by_role: tuple[RoleUsage, ...]
 
 
+def gpu_seconds(store: RunStoreProtocol, run_id: str) -> float:
+    """GPU seconds the run's verifications spent: each one's charged seconds times the GPUs it held."""
+    return sum(
+        ev.charge.evaluator_seconds * int(ev.payload.get("gpus") or 0)
+        for ev in store.events(run_id, kinds=["verification"])
+        if ev.charge is not None
+    )
+
+
 def budget_view(store: RunStoreProtocol, run_id: str) -> BudgetView:
     """Totals, configured caps, charges grouped by event kind, and tokens/cost by role."""
     by_kind: dict[str, list[float]] = {}
@@ -221,6 +230,7 @@ def budget_view(store: RunStoreProtocol, run_id: str) -> BudgetView:
         "tokens_out": b.tokens_out,
         "cost": b.cost,
         "pilot_seconds": b.pilot_seconds,
+        "gpu_seconds": gpu_seconds(store, run_id),
     }
     caps = dict((store.run(run_id).config or {}).get("budget") or {})
     return BudgetView(total, caps, rows, usage)
