@@ -345,7 +345,7 @@ def test_conformance_process_mode(tmp_path):
     results = run_conformance(
         lambda: LocalSandbox(isolation="process"), tmp_path, hides_paths=False, isolates_network=False
     )
-    assert all(error is None for error in results.values()), results
+    assert all(error is None or error.startswith("skipped:") for error in results.values()), results
 
 
 # ------------------------------------------------------------------ the allowlisted root

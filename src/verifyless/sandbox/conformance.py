@@ -26,6 +26,7 @@ import socket
 import sys
 import tempfile
 import time
+import unittest
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -352,6 +353,37 @@ def check_no_network(sb: Sandbox, ws: Path) -> None:
     assert r.network_isolated, "a sandbox that blocks the network must report network_isolated=True"
 
 
+def check_address_space_is_not_memory(sb: Sandbox, ws: Path) -> None:
+    code = (
+        "import mmap\n"
+        "m = mmap.mmap(-1, 64 * 2**30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)  # MAP_NORESERVE\n"
+        "print('mapped')\n"
+    )
+    r = _py(sb, ws, code, Limits(wall_seconds=WALL, memory_mb=300))
+    _expect(r, "ok", "mapping 64 GB of address space it never touches (CUDA and JAX reserve this way)")
+
+
+def check_gpu(sb: Sandbox, ws: Path) -> None:
+    """Where a CUDA device and a CUDA build of torch are present: a GPU run trains on the GPU inside the sandbox.
+
+    Raises ``unittest.SkipTest`` (a skip under pytest and in ``run_conformance``) elsewhere.
+    """
+    from verifyless.sandbox.doctor import host_torch_cuda
+    from verifyless.sandbox.gpu import gpu_devices
+
+    if not any(d[len("/dev/nvidia") :].isdigit() for d in gpu_devices()) or not host_torch_cuda():
+        raise unittest.SkipTest("no CUDA device here (no /dev/nvidiaN, or torch is a CPU build)")
+    code = (
+        "import torch\n"
+        "assert torch.cuda.is_available(), 'CUDA is not available inside the sandbox'\n"
+        "x = torch.randn(1024, 1024, device='cuda')\n"
+        "print('device', torch.cuda.get_device_name(0), float((x @ x).abs().mean()))\n"
+    )
+    r = _py(sb, ws, code, Limits(wall_seconds=120, memory_mb=8192, gpus=1, processes=256))
+    _expect(r, "ok", "a CUDA matrix product with one GPU and an 8 GB memory limit")
+    assert "device" in r.stdout_tail, "the GPU run printed no device"
+
+
 BASIC = (
     check_ok_output,
     check_exit_code,
@@ -365,6 +397,7 @@ BASIC = (
     check_background_process_killed,
     check_output_cap,
     check_memory_bomb,
+    check_address_space_is_not_memory,
     check_file_size_limit,
     check_workspace_limit,
 )
@@ -382,16 +415,19 @@ def checks(*, hides_paths: bool = True, isolates_network: bool = True) -> list[C
         ]
     if isolates_network:
         fns.append(check_no_network)
+    fns.append(check_gpu)
     return [Check(fn.__name__.removeprefix("check_"), fn) for fn in fns]
 
 
 def run_conformance(factory: Callable[[], Sandbox], scratch: Path, **claims: bool) -> dict[str, str | None]:
-    """Run every applicable check; ``{check name: None if passed else the failure text}``."""
+    """Run every applicable check; ``{check name: None if passed, "skipped: why", or the failure text}``."""
     results: dict[str, str | None] = {}
     for check in checks(**claims):
         try:
             check(factory(), Path(scratch))
             results[check.name] = None
+        except unittest.SkipTest as exc:
+            results[check.name] = f"skipped: {exc}"
         except AssertionError as exc:
             results[check.name] = str(exc) or "assertion failed"
     return results
