@@ -518,6 +518,9 @@ def show(
         )
     console.print(table)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    peak = data["peak_memory"]
+    gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
+    console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
     console.print(data["data_report"], highlight=False, soft_wrap=True)
     for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
         what = (

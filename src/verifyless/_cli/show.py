@@ -45,6 +45,16 @@ def best_row(st, run_id: str) -> dict[str, Any] | None:
     return max(rows, key=lambda r: r["fitness"]) if rows else None
 
 
+def peak_memory(st, run_id: str) -> dict[str, float | None]:
+    """The largest peak host and GPU memory (MB) of the run's verifications (GPU: None for a CPU task)."""
+    host, gpu = 0.0, None
+    for ev in st.events(run_id, kinds=["verification"]):
+        host = max(host, float(ev.payload.get("peak_memory_mb") or 0.0))
+        if ev.payload.get("peak_gpu_memory_mb") is not None:
+            gpu = max(gpu or 0.0, float(ev.payload["peak_gpu_memory_mb"]))
+    return {"host_mb": host, "gpu_mb": gpu}
+
+
 def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
     info = st.run(run_id)
     b = st.budget(run_id)
@@ -61,6 +71,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "task": info.task,
         "status": info.status,
         "budget": {**dataclasses.asdict(b), "gpu_seconds": gpu_seconds(st, run_id)},
+        "peak_memory": peak_memory(st, run_id),
         "final": final[-1] if final else None,
         "submission": submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
