@@ -165,7 +165,8 @@ def test_the_script_cannot_see_the_hidden_labels(tmp_path):
 
 
 def test_a_failing_script_run_is_reported_not_raised(tmp_path):
-    task = dataclasses.replace(small_task(tmp_path, "x,y\n1,0\n"), limits=Limits(wall_seconds=20, memory_mb=16))
+    # three open files: the interpreter cannot even import its standard library
+    task = dataclasses.replace(small_task(tmp_path, "x,y\n1,0\n"), limits=Limits(wall_seconds=20, open_files=3))
     report = compute_data_report(task, SANDBOX, workspace_root=tmp_path)
     assert report.files == () and report.unavailable[0].startswith("the data report script failed in the sandbox")
 

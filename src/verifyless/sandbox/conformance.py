@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifyless.sandbox.base import ExecResult, Sandbox
+from verifyless.sandbox.doctor import host_torch_cuda
+from verifyless.sandbox.gpu import gpu_devices
 from verifyless.task.base import Limits
 
 # Generous: the checks that expect another limit to fire (memory, output, disk) must not time out first
@@ -368,9 +370,6 @@ def check_gpu(sb: Sandbox, ws: Path) -> None:
 
     Raises ``unittest.SkipTest`` (a skip under pytest and in ``run_conformance``) elsewhere.
     """
-    from verifyless.sandbox.doctor import host_torch_cuda
-    from verifyless.sandbox.gpu import gpu_devices
-
     if not any(d[len("/dev/nvidia") :].isdigit() for d in gpu_devices()) or not host_torch_cuda():
         raise unittest.SkipTest("no CUDA device here (no /dev/nvidiaN, or torch is a CPU build)")
     code = (

@@ -189,7 +189,7 @@ class LocalSandbox:
         drivers = host_driver_libraries() if limits.gpus > 0 else None
         if drivers is not None and "LD_LIBRARY_PATH" not in (env or {}):
             environment.update(loader_environment(drivers))
-        memory, group = self._memory_group(limits)
+        memory, group = _run_group(self.memory_mechanism, limits)
         spec = {
             "mode": mode,
             "argv": [str(a) for a in argv],
@@ -288,21 +288,6 @@ class LocalSandbox:
         finally:
             os.close(status_w)
         return proc, status_r
-
-    def _memory_group(self, limits: Limits) -> tuple[MemoryMechanism, RunGroup | None]:
-        """The mechanism for this run and, under a cgroup mechanism, the run's fresh group.
-
-        A group that cannot be made now (the cgroup filesystem changed since the probe) falls back to
-        the watchdog for this run, with a warning: the run is still bounded.
-        """
-        memory = self.memory_mechanism
-        if memory not in ("cgroup1", "cgroup2"):
-            return memory, None
-        try:
-            return memory, RunGroup.create(limits.memory_mb, limits.processes, 2 if memory == "cgroup2" else 1)
-        except OSError as exc:
-            log.warning("cannot make this run's memory cgroup (%s); bounding its memory with the watchdog", exc)
-            return "watchdog", None
 
     def _watch(
         self,
@@ -435,6 +420,21 @@ def _probe(mode: Isolation) -> bool:
             os.close(status_r)
             os.close(status_w)
     return _probe_cache[mode]
+
+
+def _run_group(memory: MemoryMechanism, limits: Limits) -> tuple[MemoryMechanism, RunGroup | None]:
+    """The mechanism for one run and, under a cgroup mechanism, the run's fresh group.
+
+    A group that cannot be made now (the cgroup filesystem changed since the probe) falls back to
+    the watchdog for this run, with a warning: the run is still bounded.
+    """
+    if memory not in ("cgroup1", "cgroup2"):
+        return memory, None
+    try:
+        return memory, RunGroup.create(limits.memory_mb, limits.processes, 2 if memory == "cgroup2" else 1)
+    except OSError as exc:
+        log.warning("cannot make this run's memory cgroup (%s); bounding its memory with the watchdog", exc)
+        return "watchdog", None
 
 
 def _trial(mode: Isolation) -> bool:
