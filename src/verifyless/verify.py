@@ -28,8 +28,8 @@ holding a symlink that leads outside it, or a FIFO/socket/device, is also a
 CONTRACT_VIOLATION: the trusted scorer would otherwise read host files (the
 hidden labels) or block. A scorer that raises ``InvalidSubmission`` (wrong columns, rows or ids)
 makes a CONTRACT_VIOLATION with its message. Only a broken sandbox raises ``SandboxUnavailable``;
-a broken task (scorer file that does not load, missing public data) raises
-``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
+a broken task (scorer file that does not load, missing public data, a scorer that raises ``TaskError``
+because its own hidden files are gone) raises ``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
 """
 
 from __future__ import annotations
@@ -390,7 +390,7 @@ def _run_scorer(task: Task, ws: Path, level: FidelityLevel | None = None) -> tup
         extra = {"level": level.name} if level is not None and _takes_level(fn) else {}
         try:
             return fn(outdir, list(task.hidden_data), public, **extra), None
-        except InvalidSubmission:
+        except (InvalidSubmission, TaskError):  # a broken submission, or the scorer's own files are gone
             raise
         except Exception as exc:  # the scorer choked on candidate output: a candidate failure
             return None, f"scorer raised {type(exc).__name__}: {exc}"

@@ -183,6 +183,7 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     spec = _sidecar(root)
     frames = _read_public(layout, spec)
     grading = _grading(layout, spec, frames)
+    _check_answers(layout, grading, frames["test"])
     settings = _settings(spec, grading, frames["train"])
     cache = split_competition(layout, grading, settings, frames)
     program_name, program = _program(root, spec)
@@ -259,6 +260,31 @@ def _grading(layout: Layout, spec: CompetitionSpec, frames: dict[str, Any]) -> G
     if metric_def(metric).output == "value":
         raise TaskError(f"metric {metric!r} scores numbers, but this submission has one probability column per class")
     return Grading(metric, id_column, columns, label)
+
+
+def _check_answers(layout: Layout, grading: Grading, test: Any) -> None:
+    """The private answers hold one row per test id and the columns the grader reads; else a ``TaskError``.
+
+    They are the trusted side's own file: a missing or short one is the task's problem, found here rather than
+    blamed on every candidate whose submission cannot be graded against it.
+    """
+    path = layout.answers
+    if not path.is_file():
+        raise TaskError(
+            f"{path}: the competition's private answers are missing; the hidden test is graded against them "
+            "(MLE-bench's prepare step writes them)"
+        )
+    answers = _read_csv(path, {grading.id_column: str})
+    readable = all(c in answers.columns for c in grading.columns) or grading.label_column in answers.columns
+    if grading.id_column not in answers.columns or not readable:
+        wanted = [grading.id_column, *grading.columns]
+        raise TaskError(f"{path}: the private answers lack the columns {wanted[:8]} (they have {list(answers.columns)[:8]})")
+    expected, got = set(test[grading.id_column].astype(str)), set(answers[grading.id_column].astype(str))
+    if expected - got or len(answers) != len(expected):
+        raise TaskError(
+            f"{path}: the private answers hold {len(expected & got)} of test.csv's {len(expected)} ids "
+            f"({len(answers)} rows); they need exactly one row per test id"
+        )
 
 
 def _label_column(train: Any, test: Any, columns: tuple[str, ...]) -> str | None:
@@ -502,14 +528,8 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
     ``hidden`` is the task's hidden data: the split's hidden folder (held-out labels, grading.json), then the
     private answers.
     """
-    import pandas as pd
-
-    folder, answers_path = Path(hidden[0]), Path(hidden[1])
-    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
-    ids = {grading.id_column: str}
-    submission = _read_submission(Path(outdir) / SUBMISSION, ids)
-    held, answers = pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
+    grading, held, answers = _read_hidden(hidden)
+    submission = _read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
     held_ids = list(held[grading.id_column].astype(str))
     expected = held_ids + list(answers[grading.id_column].astype(str))
     check_submission(submission, expected, grading, metric_def(grading.metric))
@@ -519,6 +539,31 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
         f"val_{name}": grade(submission[in_held], held, grading),
         f"test_{name}": grade(submission[~in_held], answers, grading),
     }
+
+
+def _read_hidden(hidden: list[Path]) -> tuple[Grading, Any, Any]:
+    """The grading, the held-out answers and the private answers; ``TaskError`` naming a hidden file that is gone.
+
+    The loader checked them, so a file missing here vanished after loading: the task's problem, never the
+    candidate's.
+    """
+    import pandas as pd
+
+    folder, answers_path = Path(hidden[0]), Path(hidden[1])
+    try:
+        grading = _grading_info(folder)
+        ids = {grading.id_column: str}
+        return grading, pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
+    except OSError as exc:
+        raise TaskError(
+            f"the task's hidden file {getattr(exc, 'filename', None) or exc} cannot be read ({type(exc).__name__}); "
+            "it was there when the task loaded: restore it, then load the task again"
+        ) from None
+
+
+def _grading_info(folder: Path) -> Grading:
+    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
+    return Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
 
 
 def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
@@ -539,8 +584,7 @@ def floor_score(task: Task) -> float:
     import pandas as pd
 
     folder = Path(task.hidden_data[0])
-    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
+    grading = _grading_info(folder)
     ids = {grading.id_column: str}
     train = pd.read_csv(task.public_data[0], dtype=ids)
     held = pd.read_csv(folder / "val_answers.csv", dtype=ids)
