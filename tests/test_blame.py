@@ -69,9 +69,9 @@ def test_an_openevolve_evaluator_is_blamed_only_when_the_program_is_nowhere_in_t
     assert failure_source(task, theirs) == "evaluator"
 
 
-def competition(base: Path) -> Path:
+def competition(base: Path, name: str = "random-acts-of-pizza") -> Path:
     """A small MLE-bench folder (binary AUC) whose answers the tests may remove or shorten."""
-    root = base / "random-acts-of-pizza"
+    root = base / name
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True)
     private.mkdir(parents=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,8 +43,17 @@ from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.program import Band, BandError, split, syntax_error
 from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
 from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
-from verifyless.task.tabular.grading import Grading, check_submission, grade, known_metrics, metric_def
-from verifyless.task.tabular.split import SplitSettings, split_rows
+from verifyless.task.tabular.grading import (
+    Grading,
+    MetricDef,
+    Output,
+    check_submission,
+    grade,
+    known_metrics,
+    metric_def,
+    own_grade,
+)
+from verifyless.task.tabular.split import FeatureKinds, SplitSettings, feature_kinds, split_rows
 from verifyless.yamlfile import yaml_problem
 
 HERE = Path(__file__).resolve().parent
@@ -51,9 +61,10 @@ BASELINE = HERE / "baseline.py"
 SPACE = HERE / "space.yaml"
 SCORER = HERE / "score.py"
 SIDECAR = "verifyless.yaml"
+OWN_GRADER = "grade.py"  # MLE-bench's grade(submission, answers) -> float, in the competition folder
 SPEC_FILE = "verifyless_task.json"  # the public file that tells a program the submission's shape
 SUBMISSION = "submission.csv"
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: verifyless_task.json names the feature columns by kind
 RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
 
 # The graders of MLE-bench lite (mlebench/competitions/ID/config.yaml, grader.name), by competition id.
@@ -96,12 +107,25 @@ class SplitSpec(_Strict):
     time: str | None = Field(None, description="hold out the latest rows by this column")
 
 
+class GraderSpec(_Strict):
+    """How a competition's own ``grade.py`` scores (``grader:`` in ``verifyless.yaml``)."""
+
+    file: str = Field(OWN_GRADER, description="Python file in the competition folder")
+    function: str = Field("grade", description="grade(submission, answers) -> float")
+    name: str = Field("score", pattern=r"^[A-Za-z][A-Za-z0-9_]*$", description="metric name (val_<name>, test_<name>)")
+    direction: Literal["maximize", "minimize"] = Field(description="whether higher or lower scores are better")
+    output: Output = Field(description="what each prediction is: probability, label or value")
+    lower: float | None = None
+    upper: float | None = None
+
+
 class CompetitionSpec(_Strict):
     """``verifyless.yaml`` beside a competition's ``prepared/`` folder (all keys optional)."""
 
     name: str | None = None
     description: str = ""
     metric: str | None = Field(None, description="registry metric or MLE-bench grader name")
+    grader: GraderSpec | None = Field(None, description="the competition's own grade.py and how it scores")
     id: str | None = Field(None, description="id column (default: the sample submission's first column)")
     target: str | None = Field(None, description="train column of labels when the submission has one column per class")
     split: SplitSpec = Field(default_factory=SplitSpec)
@@ -117,7 +141,7 @@ class CompetitionSpec(_Strict):
 class Layout:
     """Where a prepared competition's parts are."""
 
-    root: Path  # the folder the user named
+    root: Path  # the competition folder: the one holding prepared/ (also when the user named prepared/ itself)
     public: Path
     private: Path
     sample: Path
@@ -131,11 +155,12 @@ def find_layout(root: Path) -> Layout | None:
     public, private = prepared / "public", prepared / "private"
     if not (public.is_dir() and private.is_dir()):
         return None
-    config = _mlebench_config(root)
+    home = root.parent if prepared == root and root.name == "prepared" else root  # the sidecar and grade.py are here
+    config = _mlebench_config(home)
     sample = _sample_submission(public, config)
     if sample is None:
         return None
-    return Layout(root, public, private, sample, _answers(private, config), config)
+    return Layout(home, public, private, sample, _answers(private, config), config)
 
 
 def is_competition(root: Path) -> bool:
@@ -180,14 +205,16 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     layout = find_layout(root)
     if layout is None:
         raise TaskError(f"{root} is not an MLE-bench prepared folder (prepared/public + prepared/private)")
-    spec = _sidecar(root)
+    spec = _sidecar(layout.root)
     frames = _read_public(layout, spec)
     grading = _grading(layout, spec, frames)
     _check_answers(layout, grading, frames["test"])
+    _check_own_grader(layout, grading, frames["sample"])
     settings = _settings(spec, grading, frames["train"])
-    cache = split_competition(layout, grading, settings, frames)
-    program_name, program = _program(root, spec)
-    space = _space(spec, program, program_name, check_space)
+    kinds = _kinds(spec, grading, frames)
+    cache = split_competition(layout, grading, settings, frames, kinds)
+    program_name, program = _program(layout.root, spec)
+    space = _space(spec, program, program_name, check_space, kinds)
     return _task(layout, spec, grading, cache, program_name, program, space)
 
 
@@ -243,23 +270,66 @@ def _read_csv(path: Path, dtype: dict[str, Any]) -> Any:
 
 
 def _grading(layout: Layout, spec: CompetitionSpec, frames: dict[str, Any]) -> Grading:
-    metric = _metric_name(layout, spec)
+    grader, own = _own_grader(layout, spec)
+    metric = own.name if own else _metric_name(layout, spec)
     sample, train = frames["sample"], frames["train"]
     id_column = spec.id or str(sample.columns[0])
     columns = tuple(str(c) for c in sample.columns if c != id_column)
     if not columns:
         raise TaskError(f"{layout.sample} has no prediction column besides the id column {id_column!r}")
     if all(c in train.columns for c in columns) and spec.target is None:
-        return Grading(metric, id_column, columns)
+        return Grading(metric, id_column, columns, None, grader, own)
     label = spec.target or _label_column(train, frames["test"], columns)
     if label is None or label not in train.columns:
         raise TaskError(
             f"{layout.public}/train.csv holds neither the sample submission's columns {list(columns)[:6]} nor a "
             f"label column whose values are their names; set 'target:' in {SIDECAR} to the column of labels"
         )
-    if metric_def(metric).output == "value":
+    if (own or metric_def(metric)).output == "value":
         raise TaskError(f"metric {metric!r} scores numbers, but this submission has one probability column per class")
-    return Grading(metric, id_column, columns, label)
+    return Grading(metric, id_column, columns, label, grader, own)
+
+
+def _own_grader(layout: Layout, spec: CompetitionSpec) -> tuple[str | None, MetricDef | None]:
+    """``("FILE:FUNCTION", its metric)`` when the competition brings its own grader, else ``(None, None)``."""
+    g = spec.grader
+    if g is None:
+        if (layout.root / OWN_GRADER).is_file() and spec.metric is None:
+            raise TaskError(
+                f"{layout.root / OWN_GRADER}: say how it scores in {SIDECAR}: grader: {{direction: maximize or "
+                "minimize, output: probability, label or value}} (or name a built-in 'metric:' to leave it unused)"
+            )
+        return None, None
+    if spec.metric is not None:
+        raise TaskError(f"{SIDECAR}: both 'metric' and 'grader' given; keep one (grader: the folder's own grade.py)")
+    path = (layout.root / g.file).resolve()
+    if not path.is_relative_to(layout.root.resolve()) or not path.is_file():
+        raise TaskError(f"{SIDECAR}: grader.file: {g.file!r} not found in {layout.root}; fix the path")
+    best = g.upper if g.direction == "maximize" else g.lower
+    own = MetricDef(g.name, g.direction, g.output, best, g.lower, g.upper, f"{g.file}:{g.function}")
+    return f"{path}:{g.function}", own
+
+
+def _check_own_grader(layout: Layout, grading: Grading, sample: Any) -> None:
+    """The own grader scores the sample submission against the private answers to a finite number; a grader
+    that cannot is the task's problem, found at load rather than blamed on every candidate."""
+    import math
+
+    if grading.grader is None:
+        return
+    answers = _read_csv(layout.answers, {grading.id_column: str})
+    name = f"{Path(grading.grader.rpartition(':')[0]).name}: {grading.grader.rpartition(':')[2]}()"
+    try:
+        value = own_grade(grading.grader, sample, answers)
+    except TaskError:
+        raise
+    except Exception as exc:
+        raise TaskError(
+            f"{name} fails on the sample submission against the private answers ({type(exc).__name__}: {exc}); "
+            "fix the grader"
+        ) from None
+    if not math.isfinite(value):
+        raise TaskError(f"{name} gives the sample submission {value}, not a finite number; fix the grader")
 
 
 def _check_answers(layout: Layout, grading: Grading, test: Any) -> None:
@@ -276,9 +346,11 @@ def _check_answers(layout: Layout, grading: Grading, test: Any) -> None:
         )
     answers = _read_csv(path, {grading.id_column: str})
     readable = all(c in answers.columns for c in grading.columns) or grading.label_column in answers.columns
-    if grading.id_column not in answers.columns or not readable:
+    if grading.id_column not in answers.columns or not (readable or grading.grader):
         wanted = [grading.id_column, *grading.columns]
-        raise TaskError(f"{path}: the private answers lack the columns {wanted[:8]} (they have {list(answers.columns)[:8]})")
+        raise TaskError(
+            f"{path}: the private answers lack the columns {wanted[:8]} (they have {list(answers.columns)[:8]})"
+        )
     expected, got = set(test[grading.id_column].astype(str)), set(answers[grading.id_column].astype(str))
     if expected - got or len(answers) != len(expected):
         raise TaskError(
@@ -302,20 +374,27 @@ def _metric_name(layout: Layout, spec: CompetitionSpec) -> str:
     name = spec.metric or grader or MLEBENCH_GRADERS.get(_competition_id(layout))
     if name is None:
         raise TaskError(
-            f"cannot tell the metric of competition {layout.root.name!r}: add a {SIDECAR} with 'metric: NAME' "
+            f"cannot tell the metric of competition {_competition_id(layout)!r}: add a {SIDECAR} with 'metric: NAME' "
             f"(one of {known_metrics()}), or copy MLE-bench's config.yaml for it into {layout.root}"
         )
     try:
         return metric_def(str(name)).name
     except KeyError:
         raise TaskError(
-            f"metric {name!r} of competition {layout.root.name!r} is not supported; use one of {known_metrics()}"
+            f"metric {name!r} of competition {_competition_id(layout)!r} is not supported; use one of {known_metrics()}"
         ) from None
 
 
 def _competition_id(layout: Layout) -> str:
-    root = layout.root.parent if layout.root.name == "prepared" else layout.root
-    return str(layout.config.get("id") or root.name)
+    return str(layout.config.get("id") or layout.root.name)
+
+
+def _kinds(spec: CompetitionSpec, grading: Grading, frames: dict[str, Any]) -> FeatureKinds:
+    """The feature columns by kind: test.csv's columns less the id, the answers and the group of a group split
+    (held-out groups are unseen, so their names teach nothing)."""
+    answers = (*grading.columns, *([grading.label_column] if grading.label_column else []))
+    exclude = (grading.id_column, *answers, *([spec.split.group] if spec.split.group else []))
+    return feature_kinds(frames["train"], frames["test"], exclude)
 
 
 def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSettings:
@@ -324,7 +403,7 @@ def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSetti
         if column is not None and column not in train.columns:
             raise TaskError(f"{SIDECAR}: split.{key}: train.csv has no column {column!r}; name one of its columns")
     labels = grading.label_column or grading.columns[0]
-    output = metric_def(grading.metric).output
+    output = grading.definition.output
     return SplitSettings(
         fraction=spec.split.validation,
         seed=spec.split.seed,
@@ -346,7 +425,9 @@ def cache_root() -> Path:
     return Path(base, "verifyless").resolve()
 
 
-def split_competition(layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any]) -> Path:
+def split_competition(
+    layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any], kinds: FeatureKinds
+) -> Path:
     """The cache folder of this competition's split (made once; the same bytes and settings reuse it)."""
     key = _split_key(layout, grading, settings)
     dest = cache_root() / "competitions" / f"{_competition_id(layout)}-{key}"
@@ -355,7 +436,7 @@ def split_competition(layout: Layout, grading: Grading, settings: SplitSettings,
     tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
     try:
         shutil.rmtree(tmp, ignore_errors=True)
-        _write_split(tmp, layout, grading, settings, frames)
+        _write_split(tmp, layout, grading, settings, frames, kinds)
         (tmp / "done").write_text("ok\n")
         if dest.exists():
             shutil.rmtree(dest)
@@ -377,7 +458,9 @@ def _split_key(layout: Layout, grading: Grading, settings: SplitSettings) -> str
     return digest.hexdigest()[:16]
 
 
-def _write_split(tmp: Path, layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any]) -> None:
+def _write_split(
+    tmp: Path, layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any], kinds: FeatureKinds
+) -> None:
     import pandas as pd
 
     train, test, sample = frames["train"], frames["test"], frames["sample"]
@@ -398,20 +481,43 @@ def _write_split(tmp: Path, layout: Layout, grading: Grading, settings: SplitSet
     defaults = {c: sample[c].iloc[0] for c in grading.columns}
     extra = pd.DataFrame({id_col: held_rows[id_col], **defaults})
     combined = pd.concat([sample, extra]).set_index(id_col).loc[inputs[id_col]].reset_index()
-    truth = [grading.label_column] if grading.label_column else list(grading.columns)
     (tmp / "public").mkdir(parents=True)
     (tmp / "hidden").mkdir()
     train.iloc[kept].to_csv(tmp / "public" / "train.csv", index=False)
     inputs.to_csv(tmp / "public" / "test.csv", index=False)
     combined[list(sample.columns)].to_csv(tmp / "public" / layout.sample.name, index=False)
-    held_rows[[id_col, *truth]].to_csv(tmp / "hidden" / "val_answers.csv", index=False)
+    _held_answers(held_rows, grading, layout.answers).to_csv(tmp / "hidden" / "val_answers.csv", index=False)
     info = _spec_json(grading, layout.sample.name)
-    (tmp / "public" / SPEC_FILE).write_text(json.dumps(info, indent=1) + "\n")
-    (tmp / "hidden" / "grading.json").write_text(json.dumps(info, indent=1) + "\n")
+    (tmp / "public" / SPEC_FILE).write_text(json.dumps({**info, "features": kinds.to_json()}, indent=1) + "\n")
+    own = {"grader": grading.grader, "lower": grading.definition.lower, "upper": grading.definition.upper}
+    (tmp / "hidden" / "grading.json").write_text(json.dumps({**info, **own}, indent=1) + "\n")
+
+
+def _held_answers(held_rows: Any, grading: Grading, answers: Path) -> Any:
+    """The held-out rows' answers: their label or prediction columns; for an own grader, in the private
+    answers' shape (its columns from train.csv, or one 0/1 column per class from the label column)."""
+    import pandas as pd
+
+    id_col = grading.id_column
+    if grading.grader is None:
+        truth = [grading.label_column] if grading.label_column else list(grading.columns)
+        return held_rows[[id_col, *truth]]
+    shaped = pd.DataFrame({id_col: held_rows[id_col]})
+    for column in (str(c) for c in pd.read_csv(answers, nrows=0).columns if c != id_col):
+        if column in held_rows.columns:
+            shaped[column] = held_rows[column]
+        elif grading.label_column and column in grading.columns:
+            shaped[column] = (held_rows[grading.label_column].astype(str) == column).astype(int)
+        else:
+            raise TaskError(
+                f"{answers}: column {column!r} of the private answers is not in train.csv, so the held-out "
+                "validation rows cannot be given to the grader in the same shape; add it to train.csv"
+            )
+    return shaped
 
 
 def _spec_json(grading: Grading, sample_name: str) -> dict[str, Any]:
-    metric = metric_def(grading.metric)
+    metric = grading.definition
     return {
         "metric": metric.name,
         "direction": metric.direction,
@@ -441,14 +547,16 @@ def _program(root: Path, spec: CompetitionSpec) -> tuple[str, str]:
     return ("solution.py" if not spec.program else Path(spec.program).name), text
 
 
-def _space(spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck) -> IdeaSpace | None:
+def _space(
+    spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck, kinds: FeatureKinds
+) -> IdeaSpace | None:
     chosen = spec.idea_space
     if chosen is None and spec.program is None:
         chosen = "tabular"
     if chosen is None:
         return None
     if chosen == "tabular":
-        chosen = IdeaSpaceSpec.model_validate(yaml.safe_load(SPACE.read_text(encoding="utf-8")))
+        chosen = _tabular_space(kinds)
     assert isinstance(chosen, IdeaSpaceSpec)
     problems: list[str] = []
     space = check_space(chosen, program, name, problems)
@@ -457,10 +565,37 @@ def _space(spec: CompetitionSpec, program: str, name: str, check_space: SpaceChe
     return space
 
 
+def _tabular_space(kinds: FeatureKinds) -> IdeaSpaceSpec:
+    """The tabular baseline's space, less the encodings of column kinds this data has none of (moves that
+    cannot change a prediction would only tie their parents at full price)."""
+    space = IdeaSpaceSpec.model_validate(yaml.safe_load(SPACE.read_text(encoding="utf-8")))
+    for dim, columns in (("categorical", kinds.categorical), ("text", kinds.text)):
+        if not columns:
+            space = _fixed(space, dim)
+    return space
+
+
+def _fixed(space: IdeaSpaceSpec, dim: str) -> IdeaSpaceSpec:
+    """``space`` with dimension ``dim`` fixed at its baseline option: that option's code is written into the
+    template where ``{{dim}}`` stood alone on its line (indented to it), so every band renders as before."""
+    code = space.dimensions[dim].options[space.baseline[dim]].code
+    assert isinstance(code, str), "only a one-slot dimension can be fixed"
+
+    def indented(match: re.Match[str]) -> str:
+        return "\n".join(match.group(1) + line if line else line for line in code.splitlines())
+
+    alone = re.compile(rf"^([ \t]*)\{{\{{\s*{re.escape(dim)}\s*\}}\}}[ \t]*$", re.MULTILINE)
+    return IdeaSpaceSpec(
+        template=alone.sub(indented, space.template),
+        baseline={k: v for k, v in space.baseline.items() if k != dim},
+        dimensions={k: v for k, v in space.dimensions.items() if k != dim},
+    )
+
+
 def _statement(layout: Layout, grading: Grading, settings_fraction: float, program: str) -> str:
     description = layout.public / "description.md"
     head = description.read_text(encoding="utf-8") if description.is_file() else f"# {layout.root.name}\n"
-    metric = metric_def(grading.metric)
+    metric = grading.definition
     columns = [grading.id_column, *grading.columns]
     return (
         f"{head.rstrip()}\n\n## How verifyless runs this competition\n\n"
@@ -484,7 +619,7 @@ def _task(
     program: str,
     space: IdeaSpace | None,
 ) -> Task:
-    metric = metric_def(grading.metric)
+    metric = grading.definition
     others = sorted(
         p for p in layout.public.iterdir() if p.name not in {"train.csv", "test.csv", layout.sample.name, SPEC_FILE}
     )
@@ -532,7 +667,7 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
     submission = _read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
     held_ids = list(held[grading.id_column].astype(str))
     expected = held_ids + list(answers[grading.id_column].astype(str))
-    check_submission(submission, expected, grading, metric_def(grading.metric))
+    check_submission(submission, expected, grading, grading.definition)
     in_held = submission[grading.id_column].astype(str).isin(set(held_ids))
     name = grading.metric
     return {
@@ -563,7 +698,12 @@ def _read_hidden(hidden: list[Path]) -> tuple[Grading, Any, Any]:
 
 def _grading_info(folder: Path) -> Grading:
     info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    return Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
+    grader = info.get("grader")
+    own = None
+    if grader:
+        best = info["upper"] if info["direction"] == "maximize" else info["lower"]
+        own = MetricDef(info["metric"], info["direction"], info["output"], best, info["lower"], info["upper"], grader)
+    return Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"], grader, own)
 
 
 def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
@@ -595,7 +735,7 @@ def floor_score(task: Task) -> float:
 
 
 def _trivial_values(train: Any, grading: Grading) -> dict[str, Any]:
-    output = metric_def(grading.metric).output
+    output = grading.definition.output
     if grading.label_column:
         shares = train[grading.label_column].astype(str).value_counts(normalize=True)
         return {c: float(shares.get(c, 0.0)) for c in grading.columns}

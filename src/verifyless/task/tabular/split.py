@@ -4,6 +4,7 @@
 group column, or a seeded (stratified where every class has two rows) random share. The same frame,
 settings and seed always give the same split. ``infer_problem`` names the problem a target column
 poses (binary, multiclass or regression) and ``default_metric`` the metric a task gets for it.
+``feature_kinds`` sorts the input columns into numeric, categorical and free-text features.
 """
 
 from __future__ import annotations
@@ -18,6 +19,21 @@ if TYPE_CHECKING:
 
 Problem = Literal["binary", "multiclass", "regression"]
 MAX_CLASSES_FOR_INTEGERS = 10  # an integer column with at most this many values is a class label
+TEXT_WORDS = 3.0  # free text: at least this many words per value on average ...
+TEXT_DISTINCT = 0.3  # ... and at least this share of the values distinct
+
+
+@dataclass(frozen=True)
+class FeatureKinds:
+    """Input columns by kind; ``left_out`` are text columns that are neither categories nor free text (codes)."""
+
+    numeric: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"numeric": list(self.numeric), "categorical": list(self.categorical), "text": list(self.text)}
 
 
 @dataclass(frozen=True)
@@ -77,6 +93,38 @@ def _stratifiable(labels: pd.Series, fraction: float) -> bool:
     return bool(counts.min() >= 2 and round(fraction * len(labels)) >= len(counts))
 
 
+def feature_kinds(train: pd.DataFrame, test: pd.DataFrame, exclude: tuple[str, ...] = ()) -> FeatureKinds:
+    """The input columns (in both files, not in ``exclude``) by kind, judged on ``train``.
+
+    Numbers are numeric. Other columns are free text when their values average at least ``TEXT_WORDS`` words
+    and at least ``TEXT_DISTINCT`` of them are distinct (sentences, reviews, titles); else categorical when
+    they have at most ``max(50, rows / 20)`` distinct values; else left out (ids, codes, names).
+    """
+    import pandas as pd
+
+    shared = [str(c) for c in test.columns if c in train.columns and c not in exclude]
+    kinds: dict[str, list[str]] = {"numeric": [], "categorical": [], "text": [], "left_out": []}
+    for column in shared:
+        values = train[column]
+        if pd.api.types.is_numeric_dtype(values):
+            kinds["numeric"].append(column)
+        elif _free_text(values):
+            kinds["text"].append(column)
+        elif values.nunique() <= max(50, len(train) // 20):
+            kinds["categorical"].append(column)
+        else:
+            kinds["left_out"].append(column)
+    return FeatureKinds(**{k: tuple(v) for k, v in kinds.items()})
+
+
+def _free_text(values: pd.Series) -> bool:
+    present = values.dropna().astype(str)
+    if present.empty:
+        return False
+    words = float(present.str.split().str.len().mean())
+    return words >= TEXT_WORDS and present.nunique() >= TEXT_DISTINCT * len(present)
+
+
 def infer_problem(target: pd.Series, column: str) -> Problem:
     """The problem ``target`` poses; ``ConfigError`` when it has fewer than two distinct values."""
     import numpy as np
@@ -105,4 +153,4 @@ def default_metric(problem: Problem) -> str:
     return {"binary": "auc", "multiclass": "logloss", "regression": "rmse"}[problem]
 
 
-__all__ = ["Problem", "SplitSettings", "default_metric", "infer_problem", "split_rows"]
+__all__ = ["FeatureKinds", "Problem", "SplitSettings", "default_metric", "feature_kinds", "infer_problem", "split_rows"]
