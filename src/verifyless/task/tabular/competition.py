@@ -266,7 +266,17 @@ def _read_csv(path: Path, dtype: dict[str, Any]) -> Any:
     try:
         return pd.read_csv(path, dtype=dtype)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise TaskError(f"{path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
+        raise TaskError(f"{path} {unreadable_csv(exc)}") from None
+
+
+def unreadable_csv(exc: Exception) -> str:
+    """Why a CSV could not be read, and the fix (text that follows the file's name)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (
+            f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); it may be latin-1 or "
+            "Windows-1252: save it as UTF-8 (e.g. `iconv -f latin1 -t utf-8 IN.csv > OUT.csv`)"
+        )
+    return f"is not a readable CSV ({str(exc).splitlines()[0]}); fix the file"
 
 
 def _grading(layout: Layout, spec: CompetitionSpec, frames: dict[str, Any]) -> Grading:
@@ -600,13 +610,14 @@ def _statement(layout: Layout, grading: Grading, settings_fraction: float, progr
     return (
         f"{head.rstrip()}\n\n## How verifyless runs this competition\n\n"
         f"The program runs as `python {program} --data DATA --out OUT`. DATA holds train.csv, test.csv, "
-        f"{layout.sample.name}, {SPEC_FILE} (the submission's shape) and the other public files. Write "
+        f"{layout.sample.name}, {SPEC_FILE} (the submission's shape and the feature columns by kind: numeric, categorical, "
+        f"free text) and the other public files. Write "
         f"OUT/{SUBMISSION} with exactly the columns {columns[:8]} and one row per id of test.csv "
         f"(each prediction a {metric.output}). {settings_fraction:.0%} of the training rows are held out of "
         f"train.csv and appear unlabelled among the rows of test.csv: they give the validation score "
         f"`val_{metric.name}`; the other rows are graded against the private answers (`test_{metric.name}`, "
         f"reported only). Metric: {metric.description}, {metric.direction}d. A submission whose columns, rows "
-        "or ids differ from the sample submission's is rejected.\n"
+        "or ids differ from the sample submission's (or whose class probabilities do not sum to 1) is rejected.\n"
     )
 
 
@@ -755,4 +766,5 @@ __all__ = [
     "load_competition",
     "score_workspace",
     "split_competition",
+    "unreadable_csv",
 ]

@@ -57,7 +57,7 @@ def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int],
         raise ConfigError(f"only {n} rows to split; a task needs at least 20 labelled rows")
     positions = np.arange(n)
     if settings.time is not None:
-        order = _time_order(frame[settings.time])
+        order = _time_order(frame[settings.time], settings.time)
         cut = max(1, round(settings.fraction * n))
         held = sorted(order[n - cut :].tolist())
         return sorted(set(range(n)) - set(held)), held
@@ -77,14 +77,26 @@ def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int],
     return sorted(kept.tolist()), sorted(held.tolist())
 
 
-def _time_order(values: pd.Series) -> Any:
-    """Row positions from earliest to latest (numbers, then dates, then text; ties keep file order)."""
+def _time_order(values: pd.Series, column: str) -> Any:
+    """Row positions from earliest to latest (numbers, else dates; ties keep file order).
+
+    ``ConfigError`` naming the rows whose value is neither (or missing): rows that sort nowhere would otherwise
+    land silently on one side of the split.
+    """
     import pandas as pd
 
-    key = pd.to_numeric(values, errors="coerce")
-    if key.isna().any():
-        dates = pd.to_datetime(values, errors="coerce", format="mixed")
-        key = dates if not dates.isna().any() else values.astype(str)
+    numbers = pd.to_numeric(values, errors="coerce")
+    key = numbers
+    if numbers.isna().any():
+        dates = pd.to_datetime(values.astype("string"), errors="coerce", format="mixed")
+        key = dates if dates.notna().sum() > numbers.notna().sum() else numbers
+    bad = values[key.isna().to_numpy()]
+    if len(bad):
+        shown = ", ".join(f"row {i + 1} ({v!r})" for i, v in zip(bad.index[:5], bad.iloc[:5], strict=True))
+        raise ConfigError(
+            f"time column {column!r} has {len(bad)} value(s) that are neither numbers nor dates: {shown}; "
+            "fix or drop those rows (rows are counted from 1 after the header)"
+        )
     return key.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
 
 
