@@ -102,6 +102,7 @@ def test_task_new_on_a_text_only_csv_makes_a_task_that_learns(tmp_path):
     made = new_task(tmp_path / "authors", _request(tmp_path / "texts.csv", "author"), LocalSandbox())
     assert made.baseline.status is Status.OK and made.prepared.problem == "multiclass"
     assert made.anchors.reference is not None and made.anchors.reference < made.anchors.floor
+    assert "| text | free text |" in made.task.statement
 
 
 def _request(path: Path, target: str):

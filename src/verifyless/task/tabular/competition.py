@@ -212,7 +212,7 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     _check_own_grader(layout, grading, frames["sample"])
     settings = _settings(spec, grading, frames["train"])
     kinds = _kinds(spec, grading, frames)
-    cache = split_competition(layout, grading, settings, frames, kinds)
+    cache = split_competition(layout, grading, settings, frames, kinds, name=spec.name)
     program_name, program = _program(layout.root, spec)
     space = _space(spec, program, program_name, check_space, kinds)
     return _task(layout, spec, grading, cache, program_name, program, space)
@@ -260,11 +260,11 @@ def _read_public(layout: Layout, spec: CompetitionSpec) -> dict[str, Any]:
     return frames
 
 
-def _read_csv(path: Path, dtype: dict[str, Any]) -> Any:
+def _read_csv(path: Path, dtype: dict[str, Any], **options: Any) -> Any:
     import pandas as pd
 
     try:
-        return pd.read_csv(path, dtype=dtype)
+        return pd.read_csv(path, dtype=dtype, **options)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise TaskError(f"{path} {unreadable_csv(exc)}") from None
 
@@ -354,13 +354,12 @@ def _check_answers(layout: Layout, grading: Grading, test: Any) -> None:
             f"{path}: the competition's private answers are missing; the hidden test is graded against them "
             "(MLE-bench's prepare step writes them)"
         )
-    answers = _read_csv(path, {grading.id_column: str})
-    readable = all(c in answers.columns for c in grading.columns) or grading.label_column in answers.columns
-    if grading.id_column not in answers.columns or not (readable or grading.grader):
+    columns = list(_read_csv(path, {}, nrows=0).columns)
+    readable = all(c in columns for c in grading.columns) or grading.label_column in columns
+    if grading.id_column not in columns or not (readable or grading.grader):
         wanted = [grading.id_column, *grading.columns]
-        raise TaskError(
-            f"{path}: the private answers lack the columns {wanted[:8]} (they have {list(answers.columns)[:8]})"
-        )
+        raise TaskError(f"{path}: the private answers lack the columns {wanted[:8]} (they have {columns[:8]})")
+    answers = _read_csv(path, {grading.id_column: str}, usecols=[grading.id_column])
     expected, got = set(test[grading.id_column].astype(str)), set(answers[grading.id_column].astype(str))
     if expected - got or len(answers) != len(expected):
         raise TaskError(
@@ -436,11 +435,21 @@ def cache_root() -> Path:
 
 
 def split_competition(
-    layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any], kinds: FeatureKinds
+    layout: Layout,
+    grading: Grading,
+    settings: SplitSettings,
+    frames: dict[str, Any],
+    kinds: FeatureKinds,
+    *,
+    name: str | None = None,
 ) -> Path:
-    """The cache folder of this competition's split (made once; the same bytes and settings reuse it)."""
+    """The cache folder of this competition's split (made once; the same bytes and settings reuse it).
+
+    It is named by the task's ``name`` (the sidecar's, else the competition id) and a hash of the data, so a
+    folder written under a staging name and then renamed (``task new``) finds its split again.
+    """
     key = _split_key(layout, grading, settings)
-    dest = cache_root() / "competitions" / f"{_competition_id(layout)}-{key}"
+    dest = cache_root() / "competitions" / f"{name or _competition_id(layout)}-{key}"
     if (dest / "done").is_file():
         return dest
     tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")

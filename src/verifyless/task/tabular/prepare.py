@@ -25,7 +25,14 @@ import yaml
 from verifyless.errors import ConfigError
 from verifyless.task.tabular.competition import BASELINE, SIDECAR, unreadable_csv
 from verifyless.task.tabular.grading import known_metrics, metric_def
-from verifyless.task.tabular.split import Problem, SplitSettings, default_metric, infer_problem, split_rows
+from verifyless.task.tabular.split import (
+    Problem,
+    SplitSettings,
+    default_metric,
+    infer_problem,
+    is_free_text,
+    split_rows,
+)
 
 MIN_ROWS = 20
 MIN_CLASS_ROWS = 5  # a binary class needs rows in training, validation and the hidden test
@@ -352,7 +359,9 @@ def _column_line(values: Any, name: str, is_target: bool) -> str:
     import pandas as pd
 
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    kind = ("target, " if is_target else "") + ("numeric" if numeric else "categorical")
+    kind = ("target, " if is_target else "") + (
+        "numeric" if numeric else "free text" if is_free_text(values) else "categorical"
+    )
     if numeric and values.notna().any():
         summary = f"min {values.min():.4g}, mean {values.mean():.4g}, max {values.max():.4g}"
     else:

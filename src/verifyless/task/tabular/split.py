@@ -120,7 +120,7 @@ def feature_kinds(train: pd.DataFrame, test: pd.DataFrame, exclude: tuple[str, .
         values = train[column]
         if pd.api.types.is_numeric_dtype(values):
             kinds["numeric"].append(column)
-        elif _free_text(values):
+        elif is_free_text(values):
             kinds["text"].append(column)
         elif values.nunique() <= max(50, len(train) // 20):
             kinds["categorical"].append(column)
@@ -129,7 +129,8 @@ def feature_kinds(train: pd.DataFrame, test: pd.DataFrame, exclude: tuple[str, .
     return FeatureKinds(**{k: tuple(v) for k, v in kinds.items()})
 
 
-def _free_text(values: pd.Series) -> bool:
+def is_free_text(values: pd.Series) -> bool:
+    """Whether a column of text values is free text (``feature_kinds``'s rule), not categories or codes."""
     present = values.dropna().astype(str)
     if present.empty:
         return False
@@ -165,4 +166,13 @@ def default_metric(problem: Problem) -> str:
     return {"binary": "auc", "multiclass": "logloss", "regression": "rmse"}[problem]
 
 
-__all__ = ["FeatureKinds", "Problem", "SplitSettings", "default_metric", "feature_kinds", "infer_problem", "split_rows"]
+__all__ = [
+    "FeatureKinds",
+    "Problem",
+    "SplitSettings",
+    "default_metric",
+    "feature_kinds",
+    "infer_problem",
+    "is_free_text",
+    "split_rows",
+]
