@@ -3,6 +3,7 @@ program's; the trusted side failing to read its own hidden files is a task probl
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +114,14 @@ def test_hidden_files_that_vanish_after_loading_stop_verification_as_a_task_erro
     (root / "prepared" / "private" / "test.csv").unlink()
     with pytest.raises(TaskError, match="private/test.csv"):
         verify(task, task.baseline_program, LocalSandbox())
+
+
+def test_a_native_task_s_hidden_file_that_vanishes_after_loading_is_a_task_error(tmp_path):
+    root = tmp_path / "diabetes"
+    shutil.copytree(load_task("diabetes").root, root)
+    task = load_task(root)
+    (root / "hidden" / "test_targets.csv").unlink()
+    with pytest.raises(TaskError, match="test_targets.csv is gone"):
+        verify(task, task.baseline_program, LocalSandbox())
+    with pytest.raises(TaskError, match="test_targets.csv' not found"):
+        load_task(root)

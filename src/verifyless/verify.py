@@ -383,6 +383,11 @@ def _run_scorer(task: Task, ws: Path, level: FidelityLevel | None = None) -> tup
     """
     if not task.scorer:
         raise TaskError(f"task {task.name!r} has no scorer; set 'score: score.py:score' in its task.yaml")
+    gone = [p for p in task.hidden_data if not Path(p).exists()]
+    if gone:  # the trusted side's own files: a task problem, never the candidate's failure
+        raise TaskError(
+            f"task {task.name!r}: its hidden data {gone[0]} is gone (it was there when the task loaded); restore it"
+        )
     outdir, public = ws / "out", ws / "public"
     file, sep, func = task.scorer.partition(":")
     if sep and file.endswith(".py") and func.isidentifier():
