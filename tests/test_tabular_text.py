@@ -109,3 +109,13 @@ def _request(path: Path, target: str):
     from verifyless.task.tabular.prepare import Request
 
     return Request(path, target)
+
+
+def test_data_without_a_usable_column_is_refused_up_front_and_leaves_no_folder(tmp_path):
+    rng = np.random.default_rng(5)
+    codes = [f"K{n:06d}" for n in rng.permutation(10**6)[:120]]  # one distinct code per row: neither category nor text
+    pd.DataFrame({"code": codes, "y": rng.normal(size=120)}).to_csv(tmp_path / "codes.csv", index=False)
+    out = cli("task", "new", str(tmp_path / "t"), "--data", "codes.csv", "--target", "y", cwd=tmp_path)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "no column the tabular baseline can use" in out.stderr and "'code'" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "t").exists(), out.stderr

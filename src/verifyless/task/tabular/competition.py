@@ -212,6 +212,12 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     _check_own_grader(layout, grading, frames["sample"])
     settings = _settings(spec, grading, frames["train"])
     kinds = _kinds(spec, grading, frames)
+    tabular = spec.program is None or spec.idea_space == "tabular"  # the tabular baseline reads the features
+    if tabular and not (kinds.numeric or kinds.categorical or kinds.text):
+        raise TaskError(
+            f"{layout.public}: test.csv has no column the tabular baseline can use (numbers, categories or free "
+            f"text; left out: {list(kinds.left_out)[:6]}); name a program that reads them in {SIDECAR} (program:)"
+        )
     cache = split_competition(layout, grading, settings, frames, kinds, name=spec.name)
     program_name, program = _program(layout.root, spec)
     space = _space(spec, program, program_name, check_space, kinds)
