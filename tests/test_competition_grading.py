@@ -15,6 +15,7 @@ from sklearn import metrics
 from test_blame import competition
 from test_cli import cli
 from test_tabular_text import spooky_text_folder
+from verifyless.engine.baseline import check_baseline, failure_source
 from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.node import Status
 from verifyless.sandbox.local import LocalSandbox
@@ -131,3 +132,24 @@ def test_an_own_grader_that_fails_on_the_sample_submission_fails_the_task_at_loa
     (root / "verifyless.yaml").unlink()
     with pytest.raises(TaskError, match="grader: {direction: maximize or minimize, output:"):
         load_task(root)
+
+
+SHORT = """
+import argparse, json
+from pathlib import Path
+import pandas as pd
+ap = argparse.ArgumentParser(); ap.add_argument("--data"); ap.add_argument("--out"); a = ap.parse_args()
+# EVOLVE-BLOCK-START
+# EVOLVE-BLOCK-END
+data = Path(a.data); spec = json.loads((data / "verifyless_task.json").read_text())
+sample = pd.read_csv(data / spec["sample_submission"], dtype={spec["id"]: str})
+sample.iloc[:-3].to_csv(Path(a.out) / "submission.csv", index=False)
+"""
+
+
+def test_a_short_submission_is_the_candidate_s_failure_with_its_reason(tmp_path):
+    task = load_task(competition(tmp_path))
+    v = verify(task, SHORT, LocalSandbox())
+    assert v.status is Status.CONTRACT_VIOLATION and "rows; the sample submission has" in v.reason, v.reason
+    assert failure_source(task, v) == "program"
+    check_baseline(task, v, allow_failed=True)
