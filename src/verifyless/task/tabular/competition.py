@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -211,13 +212,7 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     _check_answers(layout, grading, frames["test"])
     _check_own_grader(layout, grading, frames["sample"])
     settings = _settings(spec, grading, frames["train"])
-    kinds = _kinds(spec, grading, frames)
-    tabular = spec.program is None or spec.idea_space == "tabular"  # the tabular baseline reads the features
-    if tabular and not (kinds.numeric or kinds.categorical or kinds.text):
-        raise TaskError(
-            f"{layout.public}: test.csv has no column the tabular baseline can use (numbers, categories or free "
-            f"text; left out: {list(kinds.left_out)[:6]}); name a program that reads them in {SIDECAR} (program:)"
-        )
+    kinds = _kinds(layout, spec, grading, frames)
     cache = split_competition(layout, grading, settings, frames, kinds, name=spec.name)
     program_name, program = _program(layout.root, spec)
     space = _space(spec, program, program_name, check_space, kinds)
@@ -329,12 +324,11 @@ def _own_grader(layout: Layout, spec: CompetitionSpec) -> tuple[str | None, Metr
 def _check_own_grader(layout: Layout, grading: Grading, sample: Any) -> None:
     """The own grader scores the sample submission against the private answers to a finite number; a grader
     that cannot is the task's problem, found at load rather than blamed on every candidate."""
-    import math
-
     if grading.grader is None:
         return
     answers = _read_csv(layout.answers, {grading.id_column: str})
-    name = f"{Path(grading.grader.rpartition(':')[0]).name}: {grading.grader.rpartition(':')[2]}()"
+    file, _, function = grading.grader.rpartition(":")
+    name = f"{Path(file).name}: {function}()"
     try:
         value = own_grade(grading.grader, sample, answers)
     except TaskError:
@@ -404,12 +398,20 @@ def _competition_id(layout: Layout) -> str:
     return str(layout.config.get("id") or layout.root.name)
 
 
-def _kinds(spec: CompetitionSpec, grading: Grading, frames: dict[str, Any]) -> FeatureKinds:
+def _kinds(layout: Layout, spec: CompetitionSpec, grading: Grading, frames: dict[str, Any]) -> FeatureKinds:
     """The feature columns by kind: test.csv's columns less the id, the answers and the group of a group split
-    (held-out groups are unseen, so their names teach nothing)."""
+    (held-out groups are unseen, so their names teach nothing). ``TaskError`` when the tabular baseline would
+    run (no ``program``, or ``idea_space: tabular``) and none is usable: every verification would fail."""
     answers = (*grading.columns, *([grading.label_column] if grading.label_column else []))
     exclude = (grading.id_column, *answers, *([spec.split.group] if spec.split.group else []))
-    return feature_kinds(frames["train"], frames["test"], exclude)
+    kinds = feature_kinds(frames["train"], frames["test"], exclude)
+    tabular = spec.program is None or spec.idea_space == "tabular"
+    if tabular and not (kinds.numeric or kinds.categorical or kinds.text):
+        raise TaskError(
+            f"{layout.public}: test.csv has no column the tabular baseline can use (numbers, categories or free "
+            f"text; left out: {list(kinds.left_out)[:6]}); name a program that reads them in {SIDECAR} (program:)"
+        )
+    return kinds
 
 
 def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSettings:
