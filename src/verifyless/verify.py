@@ -28,14 +28,13 @@ holding a symlink that leads outside it, or a FIFO/socket/device, is also a
 CONTRACT_VIOLATION: the trusted scorer would otherwise read host files (the
 hidden labels) or block. A scorer that raises ``InvalidSubmission`` (wrong columns, rows or ids)
 makes a CONTRACT_VIOLATION with its message. Only a broken sandbox raises ``SandboxUnavailable``;
-a broken task (scorer file that does not load, missing public data) raises
-``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
+a broken task (scorer file that does not load, missing public data, a scorer that raises ``TaskError``
+because its own hidden files are gone) raises ``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
 """
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import inspect
 import json
 import logging
@@ -50,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,7 @@ from verifyless.errors import InvalidSubmission, SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
 from verifyless.sandbox.base import ExecResult, Sandbox
 from verifyless.task.base import FULL_FIDELITY, HIDDEN_PREFIXES, FidelityLevel, Task
+from verifyless.task.pyfile import load_function
 
 log = logging.getLogger(__name__)
 
@@ -397,14 +397,19 @@ def _run_scorer(task: Task, ws: Path, level: FidelityLevel | None = None) -> tup
     """
     if not task.scorer:
         raise TaskError(f"task {task.name!r} has no scorer; set 'score: score.py:score' in its task.yaml")
+    gone = [p for p in task.hidden_data if not Path(p).exists()]
+    if gone:  # the trusted side's own files: a task problem, never the candidate's failure
+        raise TaskError(
+            f"task {task.name!r}: its hidden data {gone[0]} is gone (it was there when the task loaded); restore it"
+        )
     outdir, public = ws / "out", ws / "public"
     file, sep, func = task.scorer.partition(":")
     if sep and file.endswith(".py") and func.isidentifier():
-        fn = _load_function(task.root / file, func)
+        fn = load_function(task.root / file, func)
         extra = {"level": level.name} if level is not None and _takes_level(fn) else {}
         try:
             return fn(outdir, list(task.hidden_data), public, **extra), None
-        except InvalidSubmission:
+        except (InvalidSubmission, TaskError):  # a broken submission, or the scorer's own files are gone
             raise
         except Exception as exc:  # the scorer choked on candidate output: a candidate failure
             return None, f"scorer raised {type(exc).__name__}: {exc}"
@@ -441,35 +446,6 @@ def _run_scorer_command(task: Task, outdir: Path, public: Path) -> tuple[Any, st
         return json.loads(lines[-1]), None
     except (IndexError, json.JSONDecodeError):
         return None, "scorer command did not print a JSON object of metrics on its last stdout line"
-
-
-_scorers: dict[tuple[str, int, str], Callable[..., Any]] = {}
-
-
-def _load_function(path: Path, name: str) -> Callable[..., Any]:
-    """Import ``name`` from a task's scorer file (cached by path and mtime)."""
-    try:
-        key = (str(path.resolve()), path.stat().st_mtime_ns, name)
-    except OSError as exc:
-        raise TaskError(f"scorer file {path} cannot be read: {exc}") from exc
-    if key not in _scorers:
-        module_name = f"_verifyless_scorer_{content_hash(key[0])[:12]}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise TaskError(f"scorer file {path} cannot be imported")
-        module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(path.parent))  # let the scorer import helpers beside it
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise TaskError(f"scorer file {path} failed to import ({type(exc).__name__}: {exc}); fix the task") from exc
-        finally:
-            sys.path.remove(str(path.parent))
-        fn = getattr(module, name, None)
-        if not callable(fn):
-            raise TaskError(f"scorer file {path} defines no function {name!r}")
-        _scorers[key] = fn
-    return _scorers[key]
 
 
 def _read_openevolve_metrics(path: Path) -> tuple[Any, str | None]:

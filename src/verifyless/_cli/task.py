@@ -24,11 +24,14 @@ def new_command(
     data: Path = typer.Option(..., "--data", help="CSV file with the labelled rows"),
     target: str = typer.Option(..., "--target", help="the column to predict"),
     metric: str | None = typer.Option(
-        None, "--metric", help="auc, logloss, accuracy, f1, qwk, rmse, rmsle, mae, r2 (default: from the target)"
+        None,
+        "--metric",
+        help="auc, logloss, accuracy, f1, qwk, rmse, rmsle, mae, r2, gini, ap, mcc, balanced_accuracy, micro_f1, "
+        "mse, medae, mape, smape, pearson, spearman (default: auc, logloss or rmse, from the target)",
     ),
     id_column: str | None = typer.Option(None, "--id", help="column that identifies a row (default: row numbers)"),
     test: Path | None = typer.Option(
-        None, "--test", help="labelled CSV to use as the hidden test (default: hold out 20%% of --data)"
+        None, "--test", help="labelled CSV to use as the hidden test (default: hold out 20% of --data)"
     ),
     group: str | None = typer.Option(None, "--group", help="hold out whole groups of this column"),
     time: str | None = typer.Option(None, "--time", help="hold out the latest rows by this column"),

@@ -3,21 +3,31 @@
 Every run verifies the task's baseline first (node ``root``). When that fails,
 ``failure_source`` says where, from the stored ``Verification`` alone:
 
-* ``"evaluator"`` -- the failure is the task's, not the program's: an invalid
-  metric (the evaluator returned something that is not a mapping of finite
-  numbers, or missed the main metric, from output the program did write), a
-  scorer command that failed on written output, an OpenEvolve evaluator runner
-  without a metrics file, or a Python traceback whose last frame is outside
-  the program file (an evaluator that raises at import, or returns a float
+* ``"program"`` -- the baseline program failed as a program: a timeout, running
+  out of memory, a broken output contract, no output at all
+  (``verify.NO_OUTPUT``), output the trusted scorer raised on
+  (``verify.INVALID_OUTPUT``: the verification contract makes a scorer
+  exception on candidate output a candidate failure), or a traceback with a
+  frame anywhere in the program file. Most real bugs raise inside pandas,
+  scikit-learn or torch, so the *last* frame says nothing about blame. A
+  native or competition task whose run step starts the program itself
+  (the default ``{python} {program} ...``) has no other code in that
+  step, so its failures are the program's even when the stderr tail (the last
+  4 KB) has lost the program's frames. The run stops unless
+  ``engine.allow_failed_baseline`` is set; then it is logged at WARNING and
+  the search goes on from the failing baseline.
+* ``"evaluator"`` -- the failure is the task's: an invalid metric (the
+  evaluator returned something that is not a mapping of finite numbers, or
+  missed the main metric, from output the program did write), a scorer
+  command that failed on written output, an OpenEvolve evaluator runner
+  without a metrics file and no program frame in its traceback, or a
+  traceback that never passes through the program, from a run step the task
+  wraps around it (an evaluator that raises at import, or returns a float
   where a dict belongs). Every candidate would fail the same way, so the run
-  always stops.
-* ``"program"`` -- the baseline program failed as a program (its own
-  traceback, a timeout, running out of memory, a broken output contract), it
-  wrote no output at all (``verify.NO_OUTPUT``), or the trusted scorer raised
-  on its output (``verify.INVALID_OUTPUT``: the verification contract makes a
-  scorer exception on candidate output a candidate failure). The run stops
-  unless ``engine.allow_failed_baseline`` is set; then it is logged at WARNING
-  and the search goes on from the failing baseline.
+  always stops. The trusted scorer failing to read its own hidden files is
+  not judged here: a task loader checks them (a native ``data.hidden`` file,
+  a competition's private answers) and ``verify`` raises ``TaskError`` when
+  they vanish later.
 
 Limits: the classification reads the reason and the stderr tail. An
 evaluator that runs the program in its own subprocess and raises when it
@@ -42,7 +52,8 @@ log = logging.getLogger(__name__)
 __all__ = ["BaselineFailed", "check_baseline", "failure_source"]
 
 RUNNER_FILE = "_verifyless_oe_runner.py"
-_EVALUATOR_REASONS = ("scorer raised", "scorer command", "the scorer", "the evaluator")
+_SCORER_REASONS = ("scorer raised", "scorer command", "the scorer")  # the trusted side, after the program ran
+_EVALUATOR_REASONS = ("the evaluator",)  # an OpenEvolve runner, which may have run the program
 _FRAME = re.compile(r'File "([^"]+)", line \d+')
 
 
@@ -58,12 +69,27 @@ def failure_source(task: Task, verification: Verification) -> str | None:
         return "evaluator"
     if verification.status is not Status.FAILED or verification.reason.startswith((NO_OUTPUT, INVALID_OUTPUT)):
         return "program"
-    if verification.reason.startswith(_EVALUATOR_REASONS):
+    if verification.reason.startswith(_SCORER_REASONS):
         return "evaluator"
     frames = _FRAME.findall(verification.stderr_tail)
-    if frames and not frames[-1].endswith("/" + task.program_file):
+    if any(_in_program(task, frame) for frame in frames):
+        return "program"
+    if verification.reason.startswith(_EVALUATOR_REASONS):
+        return "evaluator"
+    if frames and not _program_starts_the_run(task):
         return "evaluator"
     return "program"
+
+
+def _in_program(task: Task, frame: str) -> bool:
+    return frame == task.program_file or frame.endswith("/" + task.program_file)
+
+
+def _program_starts_the_run(task: Task) -> bool:
+    """Whether the untrusted step is the program itself: a native or competition run command (default
+    ``{python} {program} ...``) whose first word after ``{python}`` is ``{program}``, not a task's own wrapper."""
+    words = [part for part in task.run_command if part != "{python}"] or ["{program}"]
+    return task.kind != "openevolve" and words[0] == "{program}"
 
 
 def check_baseline(task: Task, verification: Verification, *, allow_failed: bool, needs: str | None = None) -> None:

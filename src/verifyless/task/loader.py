@@ -112,14 +112,15 @@ def load_task(path: str | Path) -> Task:
 def discover_tasks(directory: str | Path) -> list[Task | TaskError]:
     """Every task folder directly inside ``directory`` (sorted by name), loaded or its error.
 
-    Sub-folders that look like neither kind of task are skipped silently.
+    Sub-folders that look like neither kind of task are skipped silently, and so is the ``prepared/`` folder
+    of a competition folder: it is that competition, not a task of its own.
     """
     base = Path(directory)
     if not base.is_dir():
         raise TaskError(f"{base} is not a directory; pass the folder that holds your task folders")
     found: list[Task | TaskError] = []
     for child in sorted(p for p in base.iterdir() if p.is_dir()):
-        if not is_task_folder(child):
+        if not is_task_folder(child) or (child.name == "prepared" and is_competition(base)):
             continue
         try:
             found.append(load_task(child))

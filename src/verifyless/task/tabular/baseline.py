@@ -2,10 +2,11 @@
 
 Run: python solution.py --data <public dir> --out <output dir>
 Reads train.csv, test.csv, the sample submission and verifyless_task.json (which names the id column,
-the prediction columns, the train column that holds the labels and the kind of value each prediction
-must be: a probability, a label or a number). Writes submission.csv with exactly the sample
-submission's columns and one row per test id. Only the region between the EVOLVE-BLOCK markers may
-change; it must define make_pipeline_for(kind, numeric, categorical) returning an unfitted estimator.
+the prediction columns, the train column that holds the labels, the kind of value each prediction
+must be: a probability, a label or a number, and the feature columns by kind: numeric, categorical
+and free text). Writes submission.csv with exactly the sample submission's columns and one row per
+test id. Only the region between the EVOLVE-BLOCK markers may change; it must define
+make_pipeline_for(kind, numeric, categorical, text) returning an unfitted estimator.
 """
 
 import argparse
@@ -18,6 +19,7 @@ import pandas as pd
 # EVOLVE-BLOCK-START
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.compose import ColumnTransformer
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, QuantileTransformer, StandardScaler
@@ -38,6 +40,11 @@ def categorical_steps():
     )
 
 
+def text_steps():
+    """Features of one free-text column."""
+    return TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), max_features=2000)
+
+
 def make_model(kind):
     """The estimator; kind is "regression" or "classification"."""
     if kind == "regression":
@@ -45,22 +52,26 @@ def make_model(kind):
     return LogisticRegression(C=1.0 / STRENGTH, max_iter=2000)
 
 
-def make_pipeline_for(kind, numeric, categorical):
-    """The whole unfitted pipeline for the given numeric and categorical column names."""
-    features = ColumnTransformer(
-        [("num", numeric_steps(), numeric), ("cat", categorical_steps(), categorical)],
-        sparse_threshold=0.0,
-    )
+def make_pipeline_for(kind, numeric, categorical, text):
+    """The whole unfitted pipeline for the given numeric, categorical and free-text column names."""
+    parts = [("num", numeric_steps(), numeric), ("cat", categorical_steps(), categorical)]
+    parts += [(f"text{i}", text_steps(), column) for i, column in enumerate(text)]
+    features = ColumnTransformer(parts, sparse_threshold=0.0)
     return make_pipeline(features, make_model(kind))
 # EVOLVE-BLOCK-END
 
 
-def feature_columns(train, test, spec):
-    """Numeric and categorical feature names: columns of both files except the id, free text left out."""
-    shared = [c for c in test.columns if c in train.columns and c != spec["id"]]
-    numeric = [c for c in shared if pd.api.types.is_numeric_dtype(train[c])]
-    categorical = [c for c in shared if c not in numeric and train[c].nunique() <= max(50, len(train) // 20)]
-    return numeric, categorical
+def feature_columns(spec):
+    """Numeric, categorical and free-text feature names, as verifyless_task.json lists them."""
+    features = spec["features"]
+    return features["numeric"], features["categorical"], features["text"]
+
+
+def inputs(frame, numeric, categorical, text):
+    """The feature columns of a frame; missing text is empty text."""
+    x = frame[numeric + categorical + text].copy()
+    x[text] = x[text].fillna("").astype(str)
+    return x
 
 
 def positive_column(classes):
@@ -69,13 +80,13 @@ def positive_column(classes):
     return labels.index("1") if "1" in labels else len(labels) - 1
 
 
-def predict_column(train, test, target, spec, numeric, categorical):
+def predict_column(train, test, target, spec, features):
     """One prediction column (or, for per-class submissions, a frame of class probabilities)."""
     kind = "regression" if spec["output"] == "value" else "classification"
     known = train[target].notna()
-    model = make_pipeline_for(kind, numeric, categorical)
-    model.fit(train.loc[known, numeric + categorical], train.loc[known, target])
-    x = test[numeric + categorical]
+    model = make_pipeline_for(kind, *features)
+    model.fit(inputs(train.loc[known], *features), train.loc[known, target])
+    x = inputs(test, *features)
     if spec["output"] == "value":
         predictions = model.predict(x)
         return np.maximum(predictions, 0) if train.loc[known, target].min() >= 0 else predictions
@@ -100,14 +111,14 @@ def main() -> None:
     ids = {spec["id"]: str}
     train = pd.read_csv(data / "train.csv", dtype=ids)
     test = pd.read_csv(data / "test.csv", dtype=ids)
-    numeric, categorical = feature_columns(train, test, spec)
+    features = feature_columns(spec)
     submission = pd.DataFrame({spec["id"]: test[spec["id"]]})
     if spec.get("label_column"):
-        probs = predict_column(train, test, spec["label_column"], spec, numeric, categorical)
+        probs = predict_column(train, test, spec["label_column"], spec, features)
         submission = pd.concat([submission, probs], axis=1)
     else:
         for column in spec["columns"]:
-            submission[column] = predict_column(train, test, column, spec, numeric, categorical)
+            submission[column] = predict_column(train, test, column, spec, features)
     submission.to_csv(out / "submission.csv", index=False)
 
 

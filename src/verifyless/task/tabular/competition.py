@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,8 +44,17 @@ from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.program import Band, BandError, split, syntax_error
 from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
 from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
-from verifyless.task.tabular.grading import Grading, check_submission, grade, known_metrics, metric_def
-from verifyless.task.tabular.split import SplitSettings, split_rows
+from verifyless.task.tabular.grading import (
+    Grading,
+    MetricDef,
+    Output,
+    check_submission,
+    grade,
+    known_metrics,
+    metric_def,
+    own_grade,
+)
+from verifyless.task.tabular.split import FeatureKinds, SplitSettings, feature_kinds, split_rows
 from verifyless.yamlfile import yaml_problem
 
 HERE = Path(__file__).resolve().parent
@@ -51,9 +62,10 @@ BASELINE = HERE / "baseline.py"
 SPACE = HERE / "space.yaml"
 SCORER = HERE / "score.py"
 SIDECAR = "verifyless.yaml"
+OWN_GRADER = "grade.py"  # MLE-bench's grade(submission, answers) -> float, in the competition folder
 SPEC_FILE = "verifyless_task.json"  # the public file that tells a program the submission's shape
 SUBMISSION = "submission.csv"
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"  # 2: verifyless_task.json names the feature columns by kind
 RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
 
 # The graders of MLE-bench lite (mlebench/competitions/ID/config.yaml, grader.name), by competition id.
@@ -96,12 +108,25 @@ class SplitSpec(_Strict):
     time: str | None = Field(None, description="hold out the latest rows by this column")
 
 
+class GraderSpec(_Strict):
+    """How a competition's own ``grade.py`` scores (``grader:`` in ``verifyless.yaml``)."""
+
+    file: str = Field(OWN_GRADER, description="Python file in the competition folder")
+    function: str = Field("grade", description="grade(submission, answers) -> float")
+    name: str = Field("score", pattern=r"^[A-Za-z][A-Za-z0-9_]*$", description="metric name (val_<name>, test_<name>)")
+    direction: Literal["maximize", "minimize"] = Field(description="whether higher or lower scores are better")
+    output: Output = Field(description="what each prediction is: probability, label or value")
+    lower: float | None = None
+    upper: float | None = None
+
+
 class CompetitionSpec(_Strict):
     """``verifyless.yaml`` beside a competition's ``prepared/`` folder (all keys optional)."""
 
     name: str | None = None
     description: str = ""
     metric: str | None = Field(None, description="registry metric or MLE-bench grader name")
+    grader: GraderSpec | None = Field(None, description="the competition's own grade.py and how it scores")
     id: str | None = Field(None, description="id column (default: the sample submission's first column)")
     target: str | None = Field(None, description="train column of labels when the submission has one column per class")
     split: SplitSpec = Field(default_factory=SplitSpec)
@@ -117,7 +142,7 @@ class CompetitionSpec(_Strict):
 class Layout:
     """Where a prepared competition's parts are."""
 
-    root: Path  # the folder the user named
+    root: Path  # the competition folder: the one holding prepared/ (also when the user named prepared/ itself)
     public: Path
     private: Path
     sample: Path
@@ -131,11 +156,12 @@ def find_layout(root: Path) -> Layout | None:
     public, private = prepared / "public", prepared / "private"
     if not (public.is_dir() and private.is_dir()):
         return None
-    config = _mlebench_config(root)
+    home = root.parent if prepared == root and root.name == "prepared" else root  # the sidecar and grade.py are here
+    config = _mlebench_config(home)
     sample = _sample_submission(public, config)
     if sample is None:
         return None
-    return Layout(root, public, private, sample, _answers(private, config), config)
+    return Layout(home, public, private, sample, _answers(private, config), config)
 
 
 def is_competition(root: Path) -> bool:
@@ -180,13 +206,16 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     layout = find_layout(root)
     if layout is None:
         raise TaskError(f"{root} is not an MLE-bench prepared folder (prepared/public + prepared/private)")
-    spec = _sidecar(root)
+    spec = _sidecar(layout.root)
     frames = _read_public(layout, spec)
     grading = _grading(layout, spec, frames)
+    _check_answers(layout, grading, frames["test"])
+    _check_own_grader(layout, grading, frames["sample"])
     settings = _settings(spec, grading, frames["train"])
-    cache = split_competition(layout, grading, settings, frames)
-    program_name, program = _program(root, spec)
-    space = _space(spec, program, program_name, check_space)
+    kinds = _kinds(layout, spec, grading, frames)
+    cache = split_competition(layout, grading, settings, frames, kinds, name=spec.name)
+    program_name, program = _program(layout.root, spec)
+    space = _space(spec, program, program_name, check_space, kinds)
     return _task(layout, spec, grading, cache, program_name, program, space)
 
 
@@ -232,33 +261,111 @@ def _read_public(layout: Layout, spec: CompetitionSpec) -> dict[str, Any]:
     return frames
 
 
-def _read_csv(path: Path, dtype: dict[str, Any]) -> Any:
+def _read_csv(path: Path, dtype: dict[str, Any], **options: Any) -> Any:
     import pandas as pd
 
     try:
-        return pd.read_csv(path, dtype=dtype)
+        return pd.read_csv(path, dtype=dtype, **options)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise TaskError(f"{path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
+        raise TaskError(f"{path} {unreadable_csv(exc)}") from None
+
+
+def unreadable_csv(exc: Exception) -> str:
+    """Why a CSV could not be read, and the fix (text that follows the file's name)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (
+            f"is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); it may be latin-1 or "
+            "Windows-1252: save it as UTF-8 (e.g. `iconv -f latin1 -t utf-8 IN.csv > OUT.csv`)"
+        )
+    return f"is not a readable CSV ({str(exc).splitlines()[0]}); fix the file"
 
 
 def _grading(layout: Layout, spec: CompetitionSpec, frames: dict[str, Any]) -> Grading:
-    metric = _metric_name(layout, spec)
+    grader, own = _own_grader(layout, spec)
+    metric = own.name if own else _metric_name(layout, spec)
     sample, train = frames["sample"], frames["train"]
     id_column = spec.id or str(sample.columns[0])
     columns = tuple(str(c) for c in sample.columns if c != id_column)
     if not columns:
         raise TaskError(f"{layout.sample} has no prediction column besides the id column {id_column!r}")
     if all(c in train.columns for c in columns) and spec.target is None:
-        return Grading(metric, id_column, columns)
+        return Grading(metric, id_column, columns, None, grader, own)
     label = spec.target or _label_column(train, frames["test"], columns)
     if label is None or label not in train.columns:
         raise TaskError(
             f"{layout.public}/train.csv holds neither the sample submission's columns {list(columns)[:6]} nor a "
             f"label column whose values are their names; set 'target:' in {SIDECAR} to the column of labels"
         )
-    if metric_def(metric).output == "value":
+    if (own or metric_def(metric)).output == "value":
         raise TaskError(f"metric {metric!r} scores numbers, but this submission has one probability column per class")
-    return Grading(metric, id_column, columns, label)
+    return Grading(metric, id_column, columns, label, grader, own)
+
+
+def _own_grader(layout: Layout, spec: CompetitionSpec) -> tuple[str | None, MetricDef | None]:
+    """``("FILE:FUNCTION", its metric)`` when the competition brings its own grader, else ``(None, None)``."""
+    g = spec.grader
+    if g is None:
+        if (layout.root / OWN_GRADER).is_file() and spec.metric is None:
+            raise TaskError(
+                f"{layout.root / OWN_GRADER}: say how it scores in {SIDECAR}: grader: {{direction: maximize or "
+                "minimize, output: probability, label or value}} (or name a built-in 'metric:' to leave it unused)"
+            )
+        return None, None
+    if spec.metric is not None:
+        raise TaskError(f"{SIDECAR}: both 'metric' and 'grader' given; keep one (grader: the folder's own grade.py)")
+    path = (layout.root / g.file).resolve()
+    if not path.is_relative_to(layout.root.resolve()) or not path.is_file():
+        raise TaskError(f"{SIDECAR}: grader.file: {g.file!r} not found in {layout.root}; fix the path")
+    best = g.upper if g.direction == "maximize" else g.lower
+    own = MetricDef(g.name, g.direction, g.output, best, g.lower, g.upper, f"{g.file}:{g.function}")
+    return f"{path}:{g.function}", own
+
+
+def _check_own_grader(layout: Layout, grading: Grading, sample: Any) -> None:
+    """The own grader scores the sample submission against the private answers to a finite number; a grader
+    that cannot is the task's problem, found at load rather than blamed on every candidate."""
+    if grading.grader is None:
+        return
+    answers = _read_csv(layout.answers, {grading.id_column: str})
+    file, _, function = grading.grader.rpartition(":")
+    name = f"{Path(file).name}: {function}()"
+    try:
+        value = own_grade(grading.grader, sample, answers)
+    except TaskError:
+        raise
+    except Exception as exc:
+        raise TaskError(
+            f"{name} fails on the sample submission against the private answers ({type(exc).__name__}: {exc}); "
+            "fix the grader"
+        ) from None
+    if not math.isfinite(value):
+        raise TaskError(f"{name} gives the sample submission {value}, not a finite number; fix the grader")
+
+
+def _check_answers(layout: Layout, grading: Grading, test: Any) -> None:
+    """The private answers hold one row per test id and the columns the grader reads; else a ``TaskError``.
+
+    They are the trusted side's own file: a missing or short one is the task's problem, found here rather than
+    blamed on every candidate whose submission cannot be graded against it.
+    """
+    path = layout.answers
+    if not path.is_file():
+        raise TaskError(
+            f"{path}: the competition's private answers are missing; the hidden test is graded against them "
+            "(MLE-bench's prepare step writes them)"
+        )
+    columns = list(_read_csv(path, {}, nrows=0).columns)
+    readable = all(c in columns for c in grading.columns) or grading.label_column in columns
+    if grading.id_column not in columns or not (readable or grading.grader):
+        wanted = [grading.id_column, *grading.columns]
+        raise TaskError(f"{path}: the private answers lack the columns {wanted[:8]} (they have {columns[:8]})")
+    answers = _read_csv(path, {grading.id_column: str}, usecols=[grading.id_column])
+    expected, got = set(test[grading.id_column].astype(str)), set(answers[grading.id_column].astype(str))
+    if expected - got or len(answers) != len(expected):
+        raise TaskError(
+            f"{path}: the private answers hold {len(expected & got)} of test.csv's {len(expected)} ids "
+            f"({len(answers)} rows); they need exactly one row per test id"
+        )
 
 
 def _label_column(train: Any, test: Any, columns: tuple[str, ...]) -> str | None:
@@ -276,20 +383,35 @@ def _metric_name(layout: Layout, spec: CompetitionSpec) -> str:
     name = spec.metric or grader or MLEBENCH_GRADERS.get(_competition_id(layout))
     if name is None:
         raise TaskError(
-            f"cannot tell the metric of competition {layout.root.name!r}: add a {SIDECAR} with 'metric: NAME' "
+            f"cannot tell the metric of competition {_competition_id(layout)!r}: add a {SIDECAR} with 'metric: NAME' "
             f"(one of {known_metrics()}), or copy MLE-bench's config.yaml for it into {layout.root}"
         )
     try:
         return metric_def(str(name)).name
     except KeyError:
         raise TaskError(
-            f"metric {name!r} of competition {layout.root.name!r} is not supported; use one of {known_metrics()}"
+            f"metric {name!r} of competition {_competition_id(layout)!r} is not supported; use one of {known_metrics()}"
         ) from None
 
 
 def _competition_id(layout: Layout) -> str:
-    root = layout.root.parent if layout.root.name == "prepared" else layout.root
-    return str(layout.config.get("id") or root.name)
+    return str(layout.config.get("id") or layout.root.name)
+
+
+def _kinds(layout: Layout, spec: CompetitionSpec, grading: Grading, frames: dict[str, Any]) -> FeatureKinds:
+    """The feature columns by kind: test.csv's columns less the id, the answers and the group of a group split
+    (held-out groups are unseen, so their names teach nothing). ``TaskError`` when the tabular baseline would
+    run (no ``program``, or ``idea_space: tabular``) and none is usable: every verification would fail."""
+    answers = (*grading.columns, *([grading.label_column] if grading.label_column else []))
+    exclude = (grading.id_column, *answers, *([spec.split.group] if spec.split.group else []))
+    kinds = feature_kinds(frames["train"], frames["test"], exclude)
+    tabular = spec.program is None or spec.idea_space == "tabular"
+    if tabular and not (kinds.numeric or kinds.categorical or kinds.text):
+        raise TaskError(
+            f"{layout.public}: test.csv has no column the tabular baseline can use (numbers, categories or free "
+            f"text; left out: {list(kinds.left_out)[:6]}); name a program that reads them in {SIDECAR} (program:)"
+        )
+    return kinds
 
 
 def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSettings:
@@ -298,7 +420,7 @@ def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSetti
         if column is not None and column not in train.columns:
             raise TaskError(f"{SIDECAR}: split.{key}: train.csv has no column {column!r}; name one of its columns")
     labels = grading.label_column or grading.columns[0]
-    output = metric_def(grading.metric).output
+    output = grading.definition.output
     return SplitSettings(
         fraction=spec.split.validation,
         seed=spec.split.seed,
@@ -320,16 +442,28 @@ def cache_root() -> Path:
     return Path(base, "verifyless").resolve()
 
 
-def split_competition(layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any]) -> Path:
-    """The cache folder of this competition's split (made once; the same bytes and settings reuse it)."""
+def split_competition(
+    layout: Layout,
+    grading: Grading,
+    settings: SplitSettings,
+    frames: dict[str, Any],
+    kinds: FeatureKinds,
+    *,
+    name: str | None = None,
+) -> Path:
+    """The cache folder of this competition's split (made once; the same bytes and settings reuse it).
+
+    It is named by the task's ``name`` (the sidecar's, else the competition id) and a hash of the data, so a
+    folder written under a staging name and then renamed (``task new``) finds its split again.
+    """
     key = _split_key(layout, grading, settings)
-    dest = cache_root() / "competitions" / f"{_competition_id(layout)}-{key}"
+    dest = cache_root() / "competitions" / f"{name or _competition_id(layout)}-{key}"
     if (dest / "done").is_file():
         return dest
     tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
     try:
         shutil.rmtree(tmp, ignore_errors=True)
-        _write_split(tmp, layout, grading, settings, frames)
+        _write_split(tmp, layout, grading, settings, frames, kinds)
         (tmp / "done").write_text("ok\n")
         if dest.exists():
             shutil.rmtree(dest)
@@ -351,7 +485,9 @@ def _split_key(layout: Layout, grading: Grading, settings: SplitSettings) -> str
     return digest.hexdigest()[:16]
 
 
-def _write_split(tmp: Path, layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any]) -> None:
+def _write_split(
+    tmp: Path, layout: Layout, grading: Grading, settings: SplitSettings, frames: dict[str, Any], kinds: FeatureKinds
+) -> None:
     import pandas as pd
 
     train, test, sample = frames["train"], frames["test"], frames["sample"]
@@ -372,20 +508,43 @@ def _write_split(tmp: Path, layout: Layout, grading: Grading, settings: SplitSet
     defaults = {c: sample[c].iloc[0] for c in grading.columns}
     extra = pd.DataFrame({id_col: held_rows[id_col], **defaults})
     combined = pd.concat([sample, extra]).set_index(id_col).loc[inputs[id_col]].reset_index()
-    truth = [grading.label_column] if grading.label_column else list(grading.columns)
     (tmp / "public").mkdir(parents=True)
     (tmp / "hidden").mkdir()
     train.iloc[kept].to_csv(tmp / "public" / "train.csv", index=False)
     inputs.to_csv(tmp / "public" / "test.csv", index=False)
     combined[list(sample.columns)].to_csv(tmp / "public" / layout.sample.name, index=False)
-    held_rows[[id_col, *truth]].to_csv(tmp / "hidden" / "val_answers.csv", index=False)
+    _held_answers(held_rows, grading, layout.answers).to_csv(tmp / "hidden" / "val_answers.csv", index=False)
     info = _spec_json(grading, layout.sample.name)
-    (tmp / "public" / SPEC_FILE).write_text(json.dumps(info, indent=1) + "\n")
-    (tmp / "hidden" / "grading.json").write_text(json.dumps(info, indent=1) + "\n")
+    (tmp / "public" / SPEC_FILE).write_text(json.dumps({**info, "features": kinds.to_json()}, indent=1) + "\n")
+    own = {"grader": grading.grader, "lower": grading.definition.lower, "upper": grading.definition.upper}
+    (tmp / "hidden" / "grading.json").write_text(json.dumps({**info, **own}, indent=1) + "\n")
+
+
+def _held_answers(held_rows: Any, grading: Grading, answers: Path) -> Any:
+    """The held-out rows' answers: their label or prediction columns; for an own grader, in the private
+    answers' shape (its columns from train.csv, or one 0/1 column per class from the label column)."""
+    import pandas as pd
+
+    id_col = grading.id_column
+    if grading.grader is None:
+        truth = [grading.label_column] if grading.label_column else list(grading.columns)
+        return held_rows[[id_col, *truth]]
+    shaped = pd.DataFrame({id_col: held_rows[id_col]})
+    for column in (str(c) for c in pd.read_csv(answers, nrows=0).columns if c != id_col):
+        if column in held_rows.columns:
+            shaped[column] = held_rows[column]
+        elif grading.label_column and column in grading.columns:
+            shaped[column] = (held_rows[grading.label_column].astype(str) == column).astype(int)
+        else:
+            raise TaskError(
+                f"{answers}: column {column!r} of the private answers is not in train.csv, so the held-out "
+                "validation rows cannot be given to the grader in the same shape; add it to train.csv"
+            )
+    return shaped
 
 
 def _spec_json(grading: Grading, sample_name: str) -> dict[str, Any]:
-    metric = metric_def(grading.metric)
+    metric = grading.definition
     return {
         "metric": metric.name,
         "direction": metric.direction,
@@ -415,14 +574,16 @@ def _program(root: Path, spec: CompetitionSpec) -> tuple[str, str]:
     return ("solution.py" if not spec.program else Path(spec.program).name), text
 
 
-def _space(spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck) -> IdeaSpace | None:
+def _space(
+    spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck, kinds: FeatureKinds
+) -> IdeaSpace | None:
     chosen = spec.idea_space
     if chosen is None and spec.program is None:
         chosen = "tabular"
     if chosen is None:
         return None
     if chosen == "tabular":
-        chosen = IdeaSpaceSpec.model_validate(yaml.safe_load(SPACE.read_text(encoding="utf-8")))
+        chosen = _tabular_space(kinds)
     assert isinstance(chosen, IdeaSpaceSpec)
     problems: list[str] = []
     space = check_space(chosen, program, name, problems)
@@ -431,21 +592,49 @@ def _space(spec: CompetitionSpec, program: str, name: str, check_space: SpaceChe
     return space
 
 
+def _tabular_space(kinds: FeatureKinds) -> IdeaSpaceSpec:
+    """The tabular baseline's space, less the encodings of column kinds this data has none of (moves that
+    cannot change a prediction would only tie their parents at full price)."""
+    space = IdeaSpaceSpec.model_validate(yaml.safe_load(SPACE.read_text(encoding="utf-8")))
+    for dim, columns in (("categorical", kinds.categorical), ("text", kinds.text)):
+        if not columns:
+            space = _fixed(space, dim)
+    return space
+
+
+def _fixed(space: IdeaSpaceSpec, dim: str) -> IdeaSpaceSpec:
+    """``space`` with dimension ``dim`` fixed at its baseline option: that option's code is written into the
+    template where ``{{dim}}`` stood alone on its line (indented to it), so every band renders as before."""
+    code = space.dimensions[dim].options[space.baseline[dim]].code
+    assert isinstance(code, str), "only a one-slot dimension can be fixed"
+
+    def indented(match: re.Match[str]) -> str:
+        return "\n".join(match.group(1) + line if line else line for line in code.splitlines())
+
+    alone = re.compile(rf"^([ \t]*)\{{\{{\s*{re.escape(dim)}\s*\}}\}}[ \t]*$", re.MULTILINE)
+    return IdeaSpaceSpec(
+        template=alone.sub(indented, space.template),
+        baseline={k: v for k, v in space.baseline.items() if k != dim},
+        dimensions={k: v for k, v in space.dimensions.items() if k != dim},
+    )
+
+
 def _statement(layout: Layout, grading: Grading, settings_fraction: float, program: str) -> str:
     description = layout.public / "description.md"
     head = description.read_text(encoding="utf-8") if description.is_file() else f"# {layout.root.name}\n"
-    metric = metric_def(grading.metric)
+    metric = grading.definition
     columns = [grading.id_column, *grading.columns]
     return (
         f"{head.rstrip()}\n\n## How verifyless runs this competition\n\n"
         f"The program runs as `python {program} --data DATA --out OUT`. DATA holds train.csv, test.csv, "
-        f"{layout.sample.name}, {SPEC_FILE} (the submission's shape) and the other public files. Write "
+        f"{layout.sample.name}, {SPEC_FILE} (the submission's shape and the feature columns by kind: numeric, categorical, "
+        f"free text) and the other public files. Write "
         f"OUT/{SUBMISSION} with exactly the columns {columns[:8]} and one row per id of test.csv "
         f"(each prediction a {metric.output}). {settings_fraction:.0%} of the training rows are held out of "
         f"train.csv and appear unlabelled among the rows of test.csv: they give the validation score "
         f"`val_{metric.name}`; the other rows are graded against the private answers (`test_{metric.name}`, "
         f"reported only). Metric: {metric.description}, {metric.direction}d. A submission whose columns, rows "
-        "or ids differ from the sample submission's is rejected.\n"
+        "or ids differ from the sample submission's (or whose class probabilities do not sum to 1) is rejected.\n"
     )
 
 
@@ -458,7 +647,7 @@ def _task(
     program: str,
     space: IdeaSpace | None,
 ) -> Task:
-    metric = metric_def(grading.metric)
+    metric = grading.definition
     others = sorted(
         p for p in layout.public.iterdir() if p.name not in {"train.csv", "test.csv", layout.sample.name, SPEC_FILE}
     )
@@ -502,23 +691,47 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
     ``hidden`` is the task's hidden data: the split's hidden folder (held-out labels, grading.json), then the
     private answers.
     """
-    import pandas as pd
-
-    folder, answers_path = Path(hidden[0]), Path(hidden[1])
-    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
-    ids = {grading.id_column: str}
-    submission = _read_submission(Path(outdir) / SUBMISSION, ids)
-    held, answers = pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
+    grading, held, answers = _read_hidden(hidden)
+    submission = _read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
     held_ids = list(held[grading.id_column].astype(str))
     expected = held_ids + list(answers[grading.id_column].astype(str))
-    check_submission(submission, expected, grading, metric_def(grading.metric))
+    check_submission(submission, expected, grading, grading.definition)
     in_held = submission[grading.id_column].astype(str).isin(set(held_ids))
     name = grading.metric
     return {
         f"val_{name}": grade(submission[in_held], held, grading),
         f"test_{name}": grade(submission[~in_held], answers, grading),
     }
+
+
+def _read_hidden(hidden: list[Path]) -> tuple[Grading, Any, Any]:
+    """The grading, the held-out answers and the private answers; ``TaskError`` naming a hidden file that is gone.
+
+    The loader checked them, so a file missing here vanished after loading: the task's problem, never the
+    candidate's.
+    """
+    import pandas as pd
+
+    folder, answers_path = Path(hidden[0]), Path(hidden[1])
+    try:
+        grading = _grading_info(folder)
+        ids = {grading.id_column: str}
+        return grading, pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
+    except OSError as exc:
+        raise TaskError(
+            f"the task's hidden file {getattr(exc, 'filename', None) or exc} cannot be read ({type(exc).__name__}); "
+            "it was there when the task loaded: restore it, then load the task again"
+        ) from None
+
+
+def _grading_info(folder: Path) -> Grading:
+    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
+    grader = info.get("grader")
+    own = None
+    if grader:
+        best = info["upper"] if info["direction"] == "maximize" else info["lower"]
+        own = MetricDef(info["metric"], info["direction"], info["output"], best, info["lower"], info["upper"], grader)
+    return Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"], grader, own)
 
 
 def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
@@ -539,8 +752,7 @@ def floor_score(task: Task) -> float:
     import pandas as pd
 
     folder = Path(task.hidden_data[0])
-    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    grading = Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"])
+    grading = _grading_info(folder)
     ids = {grading.id_column: str}
     train = pd.read_csv(task.public_data[0], dtype=ids)
     held = pd.read_csv(folder / "val_answers.csv", dtype=ids)
@@ -551,7 +763,7 @@ def floor_score(task: Task) -> float:
 
 
 def _trivial_values(train: Any, grading: Grading) -> dict[str, Any]:
-    output = metric_def(grading.metric).output
+    output = grading.definition.output
     if grading.label_column:
         shares = train[grading.label_column].astype(str).value_counts(normalize=True)
         return {c: float(shares.get(c, 0.0)) for c in grading.columns}
@@ -571,4 +783,5 @@ __all__ = [
     "load_competition",
     "score_workspace",
     "split_competition",
+    "unreadable_csv",
 ]

@@ -23,11 +23,20 @@ from typing import Any
 import yaml
 
 from verifyless.errors import ConfigError
-from verifyless.task.tabular.competition import BASELINE, SIDECAR
+from verifyless.task.tabular.competition import BASELINE, SIDECAR, unreadable_csv
 from verifyless.task.tabular.grading import known_metrics, metric_def
-from verifyless.task.tabular.split import Problem, SplitSettings, default_metric, infer_problem, split_rows
+from verifyless.task.tabular.split import (
+    Problem,
+    SplitSettings,
+    default_metric,
+    infer_problem,
+    is_free_text,
+    split_rows,
+)
 
 MIN_ROWS = 20
+MIN_CLASS_ROWS = 5  # a binary class needs rows in training, validation and the hidden test
+ID_NAMES = ("id", "row_id", "verifyless_id")  # an existing unique "id" column is the id; else the first free name
 
 
 @dataclass(frozen=True)
@@ -60,25 +69,32 @@ class Request:
     test_fraction: float = 0.2
 
 
-def prepare_task(dest: Path, request: Request) -> Prepared:
-    """Write the competition folder ``dest`` (which must not exist or be empty) from ``request``."""
-    _check_destination(dest)
+def prepare_task(dest: Path, request: Request, *, name: str | None = None) -> Prepared:
+    """Write the competition folder ``dest`` (which must not exist or be empty) from ``request``.
+
+    ``name`` is the task's name (default: the folder's), for a caller that writes into a staging folder.
+    """
+    check_destination(dest)
     frame = _read(request.data, "--data")
     frame, dropped = _labelled(frame, request)
     frame, id_column = _with_ids(frame, request.id_column, start=0, path=request.data)
     problem = request.problem or infer_problem(frame[request.target], request.target)
+    frame = _class_labels(frame, request.target, problem)
     metric = _metric(request, problem, frame[request.target])
     train, test = _hidden_test(frame, request, problem, id_column)
     columns, label_column = _submission_columns(frame[request.target], problem, metric, id_column)
     try:
-        _write(dest, train, test, request, id_column, columns, label_column, problem, metric, dropped)
+        _write(
+            dest, name or dest.name, train, test, request, id_column, columns, label_column, problem, metric, dropped
+        )
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
     return Prepared(dest, problem, metric, id_column, columns, len(train), len(test), dropped)
 
 
-def _check_destination(dest: Path) -> None:
+def check_destination(dest: Path) -> None:
+    """``ConfigError`` unless ``dest`` is absent or an empty folder."""
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ConfigError(f"{dest} already exists and is not an empty folder; choose a new folder for the task")
 
@@ -95,7 +111,7 @@ def _read(path: Path, flag: str) -> Any:
             f"{flag} {path} is empty; pass a CSV with a header line and at least {MIN_ROWS} rows"
         ) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{flag} {path} is not a readable CSV ({str(exc).splitlines()[0]}); fix the file") from None
+        raise ConfigError(f"{flag} {path} {unreadable_csv(exc)}") from None
     if frame.empty:
         raise ConfigError(f"{flag} {path} has no rows (only a header); a task needs at least {MIN_ROWS} labelled rows")
     if len(frame.columns) == 1:
@@ -125,11 +141,54 @@ def _labelled(frame: Any, request: Request) -> tuple[Any, int]:
         raise ConfigError(
             f"{request.data} has {int(known.sum())} rows with a {request.target!r} value; a task needs at least {MIN_ROWS}"
         )
-    return frame[known].reset_index(drop=True), int((~known).sum())
+    _check_finite(frame[request.target][known], request.target)
+    return frame[known], int((~known).sum())  # the index keeps each row's place in the file, for messages
+
+
+def _check_finite(target: Any, column: str) -> None:
+    import numpy as np
+    import pandas as pd
+
+    if not pd.api.types.is_numeric_dtype(target) or pd.api.types.is_bool_dtype(target):
+        return
+    bad = target[~np.isfinite(target.astype(float))]
+    if len(bad):
+        raise ConfigError(
+            f"target {column!r} has {len(bad)} value(s) that are not finite numbers (e.g. row {bad.index[0] + 1}: "
+            f"{bad.iloc[0]}); drop or fix those rows"
+        )
+
+
+def _class_labels(frame: Any, target: str, problem: Problem) -> Any:
+    """Class targets with every class in at least ``MIN_CLASS_ROWS`` rows (binary) and whole-number labels
+    written as integers (0.0/1.0 are the classes 0 and 1)."""
+    import pandas as pd
+
+    if problem == "regression":
+        return frame
+    labels = frame[target]
+    counts = labels.astype(str).value_counts()
+    if problem == "binary" and counts.min() < MIN_CLASS_ROWS:
+        rare, n = counts.index[-1], int(counts.iloc[-1])
+        raise ConfigError(
+            f"target {target!r} has class {rare!r} in only {n} row{'s' if n != 1 else ''}; each class needs at least "
+            f"{MIN_CLASS_ROWS} so that the training rows, the validation rows and the hidden test all hold it "
+            "(add rows of that class, or pass another --target)"
+        )
+    numeric = pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels)
+    if numeric and bool((labels == labels.round()).all()):
+        return frame.assign(**{target: labels.astype("int64")})
+    return frame
 
 
 def _with_ids(frame: Any, id_column: str | None, *, start: int, path: Path) -> tuple[Any, str]:
-    """``frame`` with its id column first (a new ``id`` column of row numbers when none is named)."""
+    """``frame`` with its id column first: the one named, else an existing ``id`` column with unique values, else
+    a new column of row numbers (``id``, or ``row_id`` when an ``id`` column is there but not unique)."""
+    existing = ID_NAMES[0]
+    if id_column is None and existing in frame.columns:
+        values = frame[existing]
+        if not (values.isna().any() or values.astype(str).duplicated().any()):
+            id_column = existing
     if id_column is not None:
         if id_column not in frame.columns:
             raise ConfigError(f"{path} has no id column {id_column!r}; pass an existing column as --id, or omit --id")
@@ -137,7 +196,7 @@ def _with_ids(frame: Any, id_column: str | None, *, start: int, path: Path) -> t
         if ids.isna().any() or ids.astype(str).duplicated().any():
             raise ConfigError(f"--id {id_column!r} has missing or repeated values in {path}; ids must be unique")
         return frame[[id_column, *(c for c in frame.columns if c != id_column)]], id_column
-    name = next(n for n in ("id", "row_id", "verifyless_id") if n not in frame.columns)
+    name = next(n for n in ID_NAMES if n not in frame.columns)
     frame = frame.copy()
     frame.insert(0, name, range(start, start + len(frame)))
     return frame, name
@@ -205,6 +264,7 @@ def _submission_columns(
 
 def _write(
     dest: Path,
+    name: str,
     train: Any,
     test: Any,
     request: Request,
@@ -228,7 +288,7 @@ def _write(
     (public / "description.md").write_text(describe(train, request, id_column, problem, metric, columns, dropped))
     shutil.copyfile(BASELINE, dest / "solution.py")
     sidecar = {
-        "name": dest.name,
+        "name": name,
         "description": f"Predict {target!r} of {request.data.name} ({problem}, {metric})",
         "metric": metric,
         "id": id_column,
@@ -299,7 +359,9 @@ def _column_line(values: Any, name: str, is_target: bool) -> str:
     import pandas as pd
 
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    kind = ("target, " if is_target else "") + ("numeric" if numeric else "categorical")
+    kind = ("target, " if is_target else "") + (
+        "numeric" if numeric else "free text" if is_free_text(values) else "categorical"
+    )
     if numeric and values.notna().any():
         summary = f"min {values.min():.4g}, mean {values.mean():.4g}, max {values.max():.4g}"
     else:
@@ -308,4 +370,4 @@ def _column_line(values: Any, name: str, is_target: bool) -> str:
     return f"| {name} | {kind} | {int(values.isna().sum())} | {values.nunique()} | {summary} |"
 
 
-__all__ = ["MIN_ROWS", "Prepared", "Request", "describe", "prepare_task"]
+__all__ = ["MIN_ROWS", "Prepared", "Request", "check_destination", "describe", "prepare_task"]

@@ -4,6 +4,7 @@
 group column, or a seeded (stratified where every class has two rows) random share. The same frame,
 settings and seed always give the same split. ``infer_problem`` names the problem a target column
 poses (binary, multiclass or regression) and ``default_metric`` the metric a task gets for it.
+``feature_kinds`` sorts the input columns into numeric, categorical and free-text features.
 """
 
 from __future__ import annotations
@@ -18,6 +19,21 @@ if TYPE_CHECKING:
 
 Problem = Literal["binary", "multiclass", "regression"]
 MAX_CLASSES_FOR_INTEGERS = 10  # an integer column with at most this many values is a class label
+TEXT_WORDS = 3.0  # free text: at least this many words per value on average ...
+TEXT_DISTINCT = 0.3  # ... and at least this share of the values distinct
+
+
+@dataclass(frozen=True)
+class FeatureKinds:
+    """Input columns by kind; ``left_out`` are text columns that are neither categories nor free text (codes)."""
+
+    numeric: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    text: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"numeric": list(self.numeric), "categorical": list(self.categorical), "text": list(self.text)}
 
 
 @dataclass(frozen=True)
@@ -41,7 +57,7 @@ def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int],
         raise ConfigError(f"only {n} rows to split; a task needs at least 20 labelled rows")
     positions = np.arange(n)
     if settings.time is not None:
-        order = _time_order(frame[settings.time])
+        order = _time_order(frame[settings.time], settings.time)
         cut = max(1, round(settings.fraction * n))
         held = sorted(order[n - cut :].tolist())
         return sorted(set(range(n)) - set(held)), held
@@ -61,20 +77,65 @@ def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int],
     return sorted(kept.tolist()), sorted(held.tolist())
 
 
-def _time_order(values: pd.Series) -> Any:
-    """Row positions from earliest to latest (numbers, then dates, then text; ties keep file order)."""
+def _time_order(values: pd.Series, column: str) -> Any:
+    """Row positions from earliest to latest (numbers, else dates; ties keep file order).
+
+    ``ConfigError`` naming the rows whose value is neither (or missing): rows that sort nowhere would otherwise
+    land silently on one side of the split.
+    """
     import pandas as pd
 
-    key = pd.to_numeric(values, errors="coerce")
-    if key.isna().any():
-        dates = pd.to_datetime(values, errors="coerce", format="mixed")
-        key = dates if not dates.isna().any() else values.astype(str)
+    numbers = pd.to_numeric(values, errors="coerce")
+    key = numbers
+    if numbers.isna().any():
+        dates = pd.to_datetime(values.astype("string"), errors="coerce", format="mixed")
+        key = dates if dates.notna().sum() > numbers.notna().sum() else numbers
+    bad = values[key.isna().to_numpy()]
+    if len(bad):
+        shown = ", ".join(f"row {i + 1} ({v!r})" for i, v in zip(bad.index[:5], bad.iloc[:5], strict=True))
+        raise ConfigError(
+            f"time column {column!r} has {len(bad)} value(s) that are neither numbers nor dates: {shown}; "
+            "fix or drop those rows (rows are counted from 1 after the header)"
+        )
     return key.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()
 
 
 def _stratifiable(labels: pd.Series, fraction: float) -> bool:
     counts = labels.astype(str).value_counts()
     return bool(counts.min() >= 2 and round(fraction * len(labels)) >= len(counts))
+
+
+def feature_kinds(train: pd.DataFrame, test: pd.DataFrame, exclude: tuple[str, ...] = ()) -> FeatureKinds:
+    """The input columns (in both files, not in ``exclude``) by kind, judged on ``train``.
+
+    Numbers are numeric. Other columns are free text when their values average at least ``TEXT_WORDS`` words
+    and at least ``TEXT_DISTINCT`` of them are distinct (sentences, reviews, titles); else categorical when
+    they have at most ``max(50, rows / 20)`` distinct values; else left out (ids, codes, names).
+    """
+    import pandas as pd
+
+    shared = [str(c) for c in test.columns if c in train.columns and c not in exclude]
+    kinds: dict[str, list[str]] = {"numeric": [], "categorical": [], "text": [], "left_out": []}
+    for column in shared:
+        values = train[column]
+        if pd.api.types.is_numeric_dtype(values):
+            kinds["numeric"].append(column)
+        elif is_free_text(values):
+            kinds["text"].append(column)
+        elif values.nunique() <= max(50, len(train) // 20):
+            kinds["categorical"].append(column)
+        else:
+            kinds["left_out"].append(column)
+    return FeatureKinds(**{k: tuple(v) for k, v in kinds.items()})
+
+
+def is_free_text(values: pd.Series) -> bool:
+    """Whether a column of text values is free text (``feature_kinds``'s rule), not categories or codes."""
+    present = values.dropna().astype(str)
+    if present.empty:
+        return False
+    words = float(present.str.split().str.len().mean())
+    return words >= TEXT_WORDS and present.nunique() >= TEXT_DISTINCT * len(present)
 
 
 def infer_problem(target: pd.Series, column: str) -> Problem:
@@ -105,4 +166,13 @@ def default_metric(problem: Problem) -> str:
     return {"binary": "auc", "multiclass": "logloss", "regression": "rmse"}[problem]
 
 
-__all__ = ["Problem", "SplitSettings", "default_metric", "infer_problem", "split_rows"]
+__all__ = [
+    "FeatureKinds",
+    "Problem",
+    "SplitSettings",
+    "default_metric",
+    "feature_kinds",
+    "infer_problem",
+    "is_free_text",
+    "split_rows",
+]
