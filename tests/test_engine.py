@@ -286,3 +286,23 @@ def test_a_budget_raised_on_resume_stretches_the_mcgs_schedules(tmp_path):
     after = rounds[ends[0] + 1]
     assert after["c"] > 0.1 and after["steps_left"] > 0  # ... and the raised budget reopened the anneal
     assert rounds[-1]["c"] == pytest.approx(0.1) and rounds[-1]["w"] == pytest.approx(0.2)
+
+
+def test_the_peek_oracle_runs_every_candidate_and_charges_one_verification_per_expansion(tmp_path):
+    """The RPM paper's oracle on the engine path (issue 47, item 4): N uncharged runs, the best pick charged."""
+    executor = FakeExecutor()
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, screener="peek", budget=7, executor=executor, **{"engine.repair_attempts": 0})
+        result = asyncio.run(engine.run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        charged = verification_events(store, result.run_id)
+        paid = store.budget(result.run_id).verifications
+    expansions = [s for s in screenings if s["screener"] == "peek"]
+    assert paid == len(charged) == 1 + len(expansions) == 7
+    assert all(len(s["to_verify"]) == 1 for s in expansions)
+    peeked = sum(len(s["ranking"]) for s in expansions)
+    assert peeked > len(expansions) and len(executor.calls) == 1 + peeked + len(expansions)  # run, then charged
+    for s in expansions:  # the pick is the best validation score of the pool (the loss is minimised)
+        ev = s["evidence"]
+        assert s["to_verify"][0] == max(ev, key=lambda cid: ev[cid]["rank_value"])
+        assert all(e["detail"]["peeked"] for e in ev.values())
