@@ -62,3 +62,34 @@ def test_presets_are_listed_and_printed_by_the_cli():
     assert out.exit_code == 0, out.output
     assert "preset mlevolve" in out.output and "submit_ensemble: true" in out.output
     assert preset_text("mlevolve").splitlines()[0] in out.output
+
+
+def test_the_critic_paper_preset_spends_exactly_the_papers_30_verifications(tmp_path):
+    """3 islands x 10 rounds, one verified idea per island round, no repairs; the baseline on top (item 3)."""
+    import asyncio
+    import random
+
+    from engine_fakes import FakeExecutor, fake_roles, fake_task
+    from verifyless.engine import Engine
+    from verifyless.screen.registry import build_screener
+    from verifyless.search.registry import build_strategy
+    from verifyless.store import RunStore
+
+    cfg = load_config(preset="critic-paper", overrides=["engine.candidates=4"])  # a random pick stands in
+    strategy = build_strategy("islands", cfg.strategy.options, random.Random(0))
+    with RunStore(tmp_path / "s.db") as store:
+        engine = Engine(
+            task=fake_task(),
+            roles=fake_roles(),
+            screener=build_screener("random", models={}, seed=0),
+            strategy=strategy,
+            executor=FakeExecutor(),
+            store=store,
+            config=cfg,
+        )
+        result = asyncio.run(engine.run())
+        paid = store.budget(result.run_id).verifications
+        screenings = list(store.events(result.run_id, kinds=["screening"]))
+    assert result.rounds == 30 and paid == 31 and len(screenings) == 30  # the 30 plus the baseline
+    assert all(len(ev.payload["to_verify"]) == 1 for ev in screenings)
+    assert strategy.generations == [10, 10, 10]
