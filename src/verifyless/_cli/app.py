@@ -520,6 +520,7 @@ def show(
     console.print(table)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
     console.print(data["data_report"], highlight=False, soft_wrap=True)
+    console.print(data["memory"], highlight=False, soft_wrap=True)
     for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
         what = (
             f"{a['folder']} ({a['tag'] or 'folder gone'})" if "folder" in a else f"v{a['version']} from {a['origin']}"
