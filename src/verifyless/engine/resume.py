@@ -22,7 +22,7 @@ a loaded snapshot's state (``Engine.adopt``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from verifyless.config import RunConfig
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Resume"]
 
 
-def replay_pace(strategy: object, round_payload: dict[str, Any]) -> None:
+def replay_pace(strategy: object, round_payload: Mapping[str, Any]) -> None:
     """Pace an annealing strategy as the logged round did before its ask is repeated (older logs: no pace)."""
     schedule = round_payload.get("schedule")
     if isinstance(strategy, PacedStrategy) and isinstance(schedule, dict):

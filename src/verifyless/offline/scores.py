@@ -108,7 +108,7 @@ Scheme = Literal["bounded", "airs", "raw"]
 
 def worst_observed(scores: Sequence[float | None], metric: Metric) -> float | None:
     """The worst finite raw score in ``scores`` in the metric's direction (AIRS-Bench's s_min; None: none ran)."""
-    ok = [float(v) for v in scores if not _failed(v)]
+    ok = [float(v) for v in scores if v is not None and math.isfinite(float(v))]
     return min(ok, key=metric.orient) if ok else None
 
 
