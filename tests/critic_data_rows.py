@@ -46,6 +46,7 @@ def row(
         "parent_hash": parent_hash if parent_hash is not None else f"h-{task}-{parent}",
         "child_hash": f"h-{child}",
         "created": "2026-12-01T00:00:00Z",
+        "data_report": "",
     }
 
 

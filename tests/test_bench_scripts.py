@@ -118,3 +118,12 @@ def test_pools_script_refuses_to_overwrite_a_shipped_world_without_out_or_force(
     err = capsys.readouterr().err
     assert "--out" in err and "--force" in err and str(world.name) in err
     assert world.read_bytes() == before
+
+
+def test_mcgs_anneal_quick_shows_the_paced_schedules_at_their_floors(capsys):
+    assert load("mcgs_anneal").main(["--quick", "--worlds", "diabetes"]) == 0
+    out = capsys.readouterr().out
+    paced = next(line for line in out.splitlines() if line.startswith("| diabetes | paced |"))
+    fixed = next(line for line in out.splitlines() if line.startswith("| diabetes | fixed-100 |"))
+    assert paced.rstrip(" |").endswith("0.10, 0.20") and not fixed.rstrip(" |").endswith("0.10, 0.20")
+    assert "| all |" in out

@@ -64,6 +64,20 @@ def test_airs_score_at_anchors():
     assert S.normalize_all([73.82, None], RMSE, DIABETES) == [pytest.approx(0.0), 0.0]
 
 
+def test_airs_s_min_is_the_worst_score_observed_across_agents():
+    """AIRS-Bench: s_min is the worst score any compared agent reached, not a fixed anchor (issue 47, item 7)."""
+    a = Anchors(floor=0.5, bound=1.0, sota=0.99)
+    finals = [0.9, 0.8, None, 0.95]  # a failed agent is not a score: it scores 0 and sets no s_min
+    worst = S.worst_observed(finals, ACC)
+    assert worst == 0.8 and S.worst_observed([None], ACC) is None
+    assert S.airs_score(0.8, a, s_min=worst) == pytest.approx(0.0)  # the worst agent scores 0
+    assert S.airs_score(0.99, a, s_min=worst) == pytest.approx(1.0)
+    assert S.normalize(0.9, ACC, a, "airs", s_min=worst) == pytest.approx(
+        (1 - math.log10(5)) / (2 - math.log10(5))  # phi(0.8) = log10(5)
+    )
+    assert S.worst_observed([40.0, 73.8, 55.0], RMSE) == 73.8  # minimised: the largest error is the worst
+
+
 # ---------------------------------------------------------------------- selection statistics
 
 
@@ -369,3 +383,43 @@ def test_selection_says_why_a_run_has_no_pools(tmp_path):
     assert "2 or more verified candidates" in text
     for hint in ("oracle", "verify_per_expansion", "audit_rate"):
         assert hint in text
+
+
+def test_subtree_labels_credit_a_candidate_for_what_was_built_on_it(tmp_path):
+    """RPM Section 4.2: a sibling is labelled by the best test score in its subtree (issue 47, item 7)."""
+    from verifyless.node import Candidate, Idea, Operator, Verification, content_hash
+    from verifyless.node import Status as S
+    from verifyless.store import RunStore
+
+    with RunStore(tmp_path / "t.db") as st:
+        run = st.create_run("toy", {"screener": {"name": "critic"}}, seed=0)
+        tree = [("root", None, 1.0), ("c1", "root", 1.2), ("c2", "root", 1.5), ("c1a", "c1", 1.3), ("c1aa", "c1a", 2.0)]
+        tree.append(("c2x", "c2", None))  # a failed child adds nothing to c2's subtree
+        for cid, parent, score in tree:
+            prog = f"x = {cid!r}\n"
+            st.add_candidate(
+                run, Candidate(cid, parent, Operator.IMPROVE, Idea(cid), prog, content_hash(prog)), status="implemented"
+            )
+            v = Verification(S.OK, score=score, test_score=score - 0.1) if score else Verification(S.FAILED, "x")
+            st.add_verification(run, cid, v, score)
+        st.append(run, "screening", {"screener": "critic", "ranking": ["c2", "c1"], "chosen": ["c2"], "round": 1})
+        own = SEL.pools_from_store(st, run, target="test")[0].scores
+        below = SEL.pools_from_store(st, run, target="subtree")[0].scores
+    assert own == pytest.approx({"c1": 1.1, "c2": 1.4})
+    assert below == pytest.approx({"c1": 1.9, "c2": 1.4})  # c1's grandchild reached 2.0 (test 1.9)
+    assert SEL.pairwise_accuracy([SEL.Pool("p", below, "c2", {"c2": 1.0, "c1": 0.0})]).accuracy == 0.0
+
+
+def test_bench_compare_airs_takes_s_min_from_every_agent_on_the_task(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from verifyless._cli import bench
+
+    toy = SimpleNamespace(metric=Metric("score", "maximize"), anchors=Anchors(floor=0.0, bound=2.0, sota=1.9))
+    monkeypatch.setattr(bench, "_task", lambda name: toy)
+    st, runs = _store_with_runs(tmp_path / "s.db")  # finals 1.5, 1.4, 1.1, 1.05 over four runs (two "agents")
+    with st:
+        worst = bench._worst_by_task(st, runs, "validation")
+        assert worst == {"toy": 1.05}
+        scores = [bench._final_score(st, r, "validation", "airs", worst["toy"]) for r in runs]
+    assert scores[-1] == pytest.approx(0.0) and all(0.0 < v < 1.0 for v in scores[:-1])

@@ -238,3 +238,71 @@ def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_erro
         with pytest.raises(ModelUnavailable, match="3 rounds in a row"):
             asyncio.run(dead.run())
         assert len(list(store.events(dead.run_id, kinds=["model_error"]))) == 3
+
+
+@pytest.mark.parametrize("budget", [3, 5, 12, 30])
+@pytest.mark.parametrize("pipeline", [True, False])
+def test_mcgs_schedules_reach_their_floors_by_the_last_round_at_any_budget(tmp_path, budget, pipeline):
+    """The engine paces MCGS by the verifications left: the last ask runs at c_min and w_min (issue 47, item 1)."""
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy="mcgs", budget=budget, **{"engine.pipeline": pipeline})
+        result = asyncio.run(engine.run())
+        rounds = [e.payload["schedule"] for e in store.events(result.run_id, kinds=["round"])]
+    assert rounds and rounds[-1]["c"] == pytest.approx(0.1) and rounds[-1]["w"] == pytest.approx(0.2)
+    progress = [r["progress"] for r in rounds]
+    assert progress == sorted(progress) and rounds[0]["c"] == pytest.approx(1.414)
+
+
+def test_mcgs_schedules_follow_evaluator_seconds_when_they_bind(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, strategy="mcgs", budget="null", **{"budget.evaluator_seconds": 0.12})
+        result = asyncio.run(engine.run())
+        rounds = [e.payload["schedule"] for e in store.events(result.run_id, kinds=["round"])]
+    assert len(rounds) >= 5 and rounds[-1]["c"] == pytest.approx(0.1) and rounds[-1]["w"] == pytest.approx(0.2)
+    assert rounds[0]["steps_left"] is not None and rounds[0]["c"] > 1.0
+
+
+def test_the_report_shows_the_mcgs_schedule_over_the_run(tmp_path):
+    from verifyless.report import views
+    from verifyless.report.render import report_html
+
+    with RunStore(tmp_path / "s.db") as store:
+        result = asyncio.run(make_engine(store, strategy="mcgs", budget=12).run())
+        points = views.series.schedule_series(store, result.run_id)
+        html = report_html(store, result.run_id, figures_dir="figures/")
+    assert points[0].c == pytest.approx(1.414) and points[-1].c == pytest.approx(0.1)
+    assert [p.w for p in points] == sorted((p.w for p in points), reverse=True)
+    assert all(p.branches >= 1.0 for p in points if p.t > 3)
+    assert "MCGS schedule" in html and "exp(H(&pi;" in html
+
+
+def test_a_budget_raised_on_resume_stretches_the_mcgs_schedules(tmp_path):
+    with RunStore(tmp_path / "s.db") as store:
+        first = asyncio.run(make_engine(store, strategy="mcgs", budget=8).run())
+        asyncio.run(make_engine(store, strategy="mcgs", budget=20).run(first.run_id))
+        rounds = [e.payload["schedule"] for e in store.events(first.run_id, kinds=["round"])]
+    ends = [i for i, r in enumerate(rounds) if r["c"] == pytest.approx(0.1)]
+    assert ends and ends[0] < len(rounds) - 1  # the first budget's floor was reached ...
+    after = rounds[ends[0] + 1]
+    assert after["c"] > 0.1 and after["steps_left"] > 0  # ... and the raised budget reopened the anneal
+    assert rounds[-1]["c"] == pytest.approx(0.1) and rounds[-1]["w"] == pytest.approx(0.2)
+
+
+def test_the_peek_oracle_runs_every_candidate_and_charges_one_verification_per_expansion(tmp_path):
+    """The RPM paper's oracle on the engine path (issue 47, item 4): N uncharged runs, the best pick charged."""
+    executor = FakeExecutor()
+    with RunStore(tmp_path / "s.db") as store:
+        engine = make_engine(store, screener="peek", budget=7, executor=executor, **{"engine.repair_attempts": 0})
+        result = asyncio.run(engine.run())
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        charged = verification_events(store, result.run_id)
+        paid = store.budget(result.run_id).verifications
+    expansions = [s for s in screenings if s["screener"] == "peek"]
+    assert paid == len(charged) == 1 + len(expansions) == 7
+    assert all(len(s["to_verify"]) == 1 for s in expansions)
+    peeked = sum(len(s["ranking"]) for s in expansions)
+    assert peeked > len(expansions) and len(executor.calls) == 1 + peeked + len(expansions)  # run, then charged
+    for s in expansions:  # the pick is the best validation score of the pool (the loss is minimised)
+        ev = s["evidence"]
+        assert s["to_verify"][0] == max(ev, key=lambda cid: ev[cid]["rank_value"])
+        assert all(e["detail"]["peeked"] for e in ev.values())

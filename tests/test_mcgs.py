@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from verifyless.node import Node, Operator, Status
 from verifyless.search.base import SearchView
-from verifyless.search.mcgs import MCGSConfig, MCGSStrategy, anneal, inverse_rank_sample
+from verifyless.search.mcgs import (
+    DEFAULT_HORIZON,
+    MCGSConfig,
+    MCGSStrategy,
+    anneal,
+    effective_branches,
+    inverse_rank_sample,
+)
 
 VIEW = SearchView()  # MCGS reads only told state; the view argument is not consulted
 
@@ -327,3 +334,42 @@ def test_a_run_whose_wall_time_is_spent_skips_the_ensemble_re_runs_and_says_why(
     assert event.payload["status"] == "skipped" and "budget: wall time" in event.payload["reason"]
     assert len(event.payload["members"]) >= 2 and (event.charge is None or event.charge.evaluator_seconds == 0)
     assert submission_line(event.payload).startswith("ensemble submission: skipped (budget: wall time")
+
+
+# ------------------------------------------------------- schedules paced by the run's budget
+def test_paced_schedules_reach_their_floors_at_the_last_ask():
+    """With no fixed horizon, c and w follow t / (t + steps_left): at the floor once no step is left."""
+    s = MCGSStrategy(random.Random(0))
+    s.tell(base())
+    for i in range(7):
+        s.tell(ok(f"d{i}", "root", float(i), Operator.DRAFT))
+    s.pace(3)
+    assert s.progress() == pytest.approx(7 / 10)
+    assert s.c() == pytest.approx(1.414 + (0.1 - 1.414) * 0.7) and s.w() == pytest.approx(1 + (0.2 - 1) * 0.7)
+    s.pace(0)
+    assert s.c() == pytest.approx(0.1) and s.w() == pytest.approx(0.2)
+    s.pace(93)  # a budget raised on resume stretches what is left of the anneal
+    assert s.progress() == pytest.approx(0.07)
+    s.pace(None)  # nothing paces it: the documented default length
+    assert s.progress() == pytest.approx(7 / DEFAULT_HORIZON)
+
+
+def test_a_fixed_horizon_ignores_the_pace():
+    s = MCGSStrategy(random.Random(0), MCGSConfig(horizon=100, w_horizon=10))
+    s.tell(base())
+    for i in range(5):
+        s.tell(ok(f"d{i}", "root", float(i), Operator.DRAFT))
+    s.pace(0)
+    assert s.progress(None, 100) == pytest.approx(0.05) and s.w() == pytest.approx(1 + (0.2 - 1) * 0.5)
+
+
+def test_effective_branches_is_exp_entropy():
+    assert effective_branches([]) == 0.0
+    assert effective_branches(["a"] * 5) == pytest.approx(1.0)
+    assert effective_branches(["a", "b", "c", "d"]) == pytest.approx(4.0)
+    s = MCGSStrategy(random.Random(2), MCGSConfig(num_drafts=2, tau_branch=10**6, tau_global=10**6))
+    s.tell(base())
+    s.tell(ok("a", "root", 1.0, Operator.DRAFT))
+    s.tell(ok("b", "root", 0.5, Operator.DRAFT))
+    s.ask(VIEW, 4)
+    assert 1.0 <= s.schedule()["branches"] <= 2.0

@@ -255,3 +255,21 @@ def test_a_new_run_stores_the_embedder_auto_meant(monkeypatch):
     assert pin_memory_embedder(load_config(None, ["strategy.name=mcgs"])).engine.memory_embedder == "hashing"
     no_memory = load_config(None, ["strategy.name=greedy"])
     assert pin_memory_embedder(no_memory).engine.memory_embedder == "auto"  # no memory, nothing to pin
+
+
+def test_show_says_when_the_memorys_dense_ranking_is_lexical(caplog, monkeypatch):
+    """Without MiniLM the 'dense' half ranks by shared words: said where it is chosen and by `show` (issue 47)."""
+    import logging
+
+    from verifyless._cli.show import memory_line
+    from verifyless.search import memory as mem
+
+    hashing = memory_line({"strategy": {"name": "mcgs"}, "engine": {"memory_embedder": "hashing"}})
+    assert hashing.startswith("memory: on (hashing)") and "lexical" in hashing
+    assert "semantic" in memory_line({"engine": {"memory": True, "memory_embedder": "minilm"}})
+    assert memory_line({"strategy": {"name": "greedy"}, "engine": {}}) == "memory: off"
+    monkeypatch.delenv("VERIFYLESS_MEMORY_EMBEDDER", raising=False)
+    monkeypatch.setattr(mem, "minilm_available", lambda: False)
+    with caplog.at_level(logging.INFO, logger="verifyless.search.memory"):
+        assert mem.auto_embedder() == "hashing"
+    assert "lexical" in caplog.text

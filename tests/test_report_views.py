@@ -313,16 +313,17 @@ def test_svg_figures_escape_every_string(synthetic):
     assert "<svg onload" not in tree and "&lt;svg onload" in tree and tree.count("<a href=") == len(g.nodes)
 
 
-def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
+def test_a_peek_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
     path = tmp_path / "o.db"
     budget, roles = {"verifications": 8}, {"models": {"default": "scripted:x.yaml"}}
     with RunStore(path) as st:
         runs = {}
         for key, name, score, seed, b in (
             ("critic", "critic", 2.0, 0, budget),
-            ("oracle", "oracle", 5.0, 0, budget),
+            ("oracle", "peek", 5.0, 0, budget),
+            ("charged", "oracle", 6.0, 0, budget),  # charges all N: about budget / N expansions, no ceiling
             ("random", "random", 9.0, 1, budget),
-            ("bigger", "oracle", 7.0, 0, {"verifications": 40}),  # same task and seed, another budget: not comparable
+            ("bigger", "peek", 7.0, 0, {"verifications": 40}),  # same task and seed, another budget: not comparable
         ):
             cfg = {"screener": {"name": name}, "budget": b, "roles": roles}
             rid = runs[key] = st.create_run("not-a-task", cfg, seed=seed)
@@ -334,8 +335,8 @@ def test_an_oracle_run_of_the_same_task_and_seed_is_the_ceiling(tmp_path):
     with open_readonly(path) as ro:
         c = views.curves.best_curve(ro, runs["critic"])
         assert c.ceiling == 5.0
-        assert c.ceiling_label.startswith("ceiling: oracle-screened run " + runs["oracle"])
-        assert "same task, seed, roles and budget" in c.ceiling_label
+        assert c.ceiling_label.startswith("ceiling: peek-oracle run " + runs["oracle"])
+        assert "charged only its pick" in c.ceiling_label and "same task, seed, roles and budget" in c.ceiling_label
         assert views.curves.best_curve(ro, runs["random"]).ceiling is None  # another seed: not comparable
         assert views.curves.best_curve(ro, other_roles).ceiling is None  # other models: not comparable
 

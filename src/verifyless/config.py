@@ -38,6 +38,7 @@ from verifyless.errors import ConfigError
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.model.ensemble import BanditOptions
+from verifyless.presets import load_preset
 from verifyless.registry import StrictOptions, error_text
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.screen.novelty import NoveltyOptions
@@ -252,9 +253,14 @@ class RunConfig(StrictOptions):
 
 
 def load_config(
-    path: Path | None = None, overrides: Sequence[str] = (), *, values: Mapping[str, Any] | None = None
+    path: Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    values: Mapping[str, Any] | None = None,
+    preset: str | None = None,
 ) -> RunConfig:
-    """Defaults, then ``path`` (YAML), then ``values``, then ``overrides``; later wins.
+    """Defaults, then ``preset`` (a paper's settings, ``verifyless.presets``), then ``path`` (YAML), then
+    ``values``, then ``overrides``; later wins.
 
     ``values`` maps dotted keys to typed values, set as they are (the CLI's flags: ``{"strategy.name":
     "islands", "budget.verifications": 30}``); ``overrides`` are the user's ``a.b=c`` strings, each value
@@ -263,6 +269,8 @@ def load_config(
     if isinstance(overrides, Mapping):
         raise TypeError("load_config: overrides are a.b=c strings; pass a mapping of typed values as values=")
     data: dict[str, Any] = RunConfig().model_dump(mode="json")
+    if preset is not None:
+        _merge(data, load_preset(preset))
     if path is not None:
         path = Path(path)
         if not path.is_file():

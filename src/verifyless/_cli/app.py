@@ -55,6 +55,7 @@ from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
 from verifyless.models_wiring import check_models
 from verifyless.preflight import plan
+from verifyless.presets import PRESETS, preset_text
 from verifyless.report.text import number
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.doctor import require_gpu, sandbox_report
@@ -294,6 +295,9 @@ def run(
     screener: str | None = typer.Option(None, "--screener", "-c", help=" | ".join(SCREENERS)),
     budget: int | None = typer.Option(None, "--budget", "-b", help="verification budget"),
     config: Path | None = typer.Option(None, "--config", help="run.yaml"),
+    preset: str | None = typer.Option(
+        None, "--preset", help=f"a paper's settings under --config and flags: {' | '.join(PRESETS)}"
+    ),
     seed: int | None = typer.Option(None, "--seed", help="seed of every draw the run makes (default: from config)"),
     store: Path | None = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),
     resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
@@ -316,7 +320,12 @@ def run(
         "store": store,
     }
     flags = {key: value for key, value in given.items() if value is not None}  # typed, set as they are
-    cfg = load_config(config, over, values=flags)
+    if preset is not None and resume is not None:
+        raise ConfigError("--preset starts a new run; a resumed run keeps the configuration it stored")
+    cfg = load_config(config, over, values=flags, preset=preset)
+    if dry_run and preset is not None:
+        console.print(f"preset {preset} (settings under --config, flags and overrides):", highlight=False)
+        console.print(preset_text(preset), highlight=False, soft_wrap=True, markup=False)
     loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
         console.print("\n".join(plan(cfg).lines()), highlight=False, soft_wrap=True)
@@ -522,6 +531,7 @@ def show(
     gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
     console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
     console.print(data["data_report"], highlight=False, soft_wrap=True)
+    console.print(data["memory"], highlight=False, soft_wrap=True)
     for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
         what = (
             f"{a['folder']} ({a['tag'] or 'folder gone'})" if "folder" in a else f"v{a['version']} from {a['origin']}"

@@ -27,7 +27,7 @@ from verifyless.offline import compare as cmp
 from verifyless.offline import plots, tables
 from verifyless.offline import selection as sel
 from verifyless.offline.pools import ScoreOracle, collect_pools, evaluate_screener, load_pools, save_pools
-from verifyless.offline.scores import best_scheme, normalize
+from verifyless.offline.scores import best_scheme, normalize, worst_observed
 from verifyless.offline.selection import SelectionSummary, fitness_sign
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.store import RunStore
@@ -148,7 +148,11 @@ def selection(
     runs: list[str] = typer.Argument(..., help="run ids (or unique prefixes)"),
     store: Path = STORE,
     out: Path | None = _OUT,
-    target: str = typer.Option("validation", help="validation | test (hidden, reporting only)"),
+    target: str = typer.Option(
+        "validation",
+        help="validation | test | subtree: the best test score in each candidate's subtree, the RPM paper's label "
+        "(test and subtree are hidden, reporting only)",
+    ),
     min_gap: float = typer.Option(0.01, help="drop sibling pairs closer than this share of the pool's range"),
 ) -> None:
     """Selection advantage and pairwise accuracy on pools with at least two verified candidates."""
@@ -159,7 +163,7 @@ def selection(
             run_id = st.resolve_run(run)
             s = sel.summarize_selection(sel.pools_from_store(st, run_id, target=target), min_gap=min_gap)  # type: ignore[arg-type]
             summaries[run_id] = s
-            final = _final_score(st, run_id, "test" if target == "test" else "validation", "bounded")
+            final = _final_score(st, run_id, "validation" if target == "validation" else "test", "bounded")
             if s.advantage is not None and math.isfinite(final):
                 advantages.append(s.advantage)
                 finals.append(final)
@@ -184,9 +188,34 @@ def selection(
 # ---------------------------------------------------------------------- compare and curves
 
 
-def _final_score(st: Any, run_id: str, target: str, scheme: str) -> float:
-    """The run's final node score, normalised with its task's anchors (raw oriented if the task cannot be loaded)."""
+def _final_score(st: Any, run_id: str, target: str, scheme: str, s_min: float | None = None) -> float:
+    """The run's final node score, normalised with its task's anchors (raw oriented if the task cannot be loaded).
 
+    ``s_min``: the AIRS scheme's worst score observed across the agents compared on the task (``_worst_by_task``).
+    """
+    raw, row = _final_raw(st, run_id, target)
+    task = _task(st.run(run_id).task)
+    if task is None:
+        fit = row.get("fitness")
+        return math.nan if raw is None or fit is None else (float(raw) if fit == row.get("score") else -float(raw))
+    chosen = scheme if scheme != "bounded" or best_scheme(task.anchors) == "bounded" else "raw"
+    return normalize(raw, task.metric, task.anchors, chosen, s_min=s_min)  # type: ignore[arg-type]
+
+
+def _worst_by_task(st: Any, run_ids: list[str], target: str) -> dict[str, float | None]:
+    """Per task, the worst final score any of the runs reached (AIRS-Bench's s_min: across all agents)."""
+    raws: dict[str, list[float | None]] = {}
+    for run_id in run_ids:
+        raws.setdefault(st.run(run_id).task, []).append(_final_raw(st, run_id, target)[0])
+    out: dict[str, float | None] = {}
+    for name, values in raws.items():
+        task = _task(name)
+        out[name] = None if task is None else worst_observed(values, task.metric)
+    return out
+
+
+def _final_raw(st: Any, run_id: str, target: str) -> tuple[float | None, dict[str, Any]]:
+    """The run's final node's raw score (validation or hidden test) and its node row."""
     rows = {r["node_id"]: r for r in st.node_rows(run_id)}
     final_id = None
     for ev in st.events(run_id, kinds=["final"]):
@@ -195,13 +224,7 @@ def _final_score(st: Any, run_id: str, target: str, scheme: str) -> float:
         ok = [r for r in rows.values() if r.get("fitness") is not None]
         final_id = max(ok, key=lambda r: r["fitness"])["node_id"] if ok else None
     row = rows.get(final_id or "", {})
-    raw = row.get("test_score" if target == "test" else "score")
-    task = _task(st.run(run_id).task)
-    if task is None:
-        fit = row.get("fitness")
-        return math.nan if raw is None or fit is None else (float(raw) if fit == row.get("score") else -float(raw))
-    chosen = scheme if scheme != "bounded" or best_scheme(task.anchors) == "bounded" else "raw"
-    return normalize(raw, task.metric, task.anchors, chosen)  # type: ignore[arg-type]
+    return row.get("test_score" if target == "test" else "score"), row
 
 
 _TASKS: dict[str, Any] = {}
@@ -252,8 +275,11 @@ def compare(
     with read_store(store) as st:
         arms = _arms(st, list(runs or []), label)
         tasks_of = {r: st.run(r).task for rs in arms.values() for r in rs}
+        every = [r for rs in arms.values() for r in rs]
+        worst = _worst_by_task(st, every, target) if scheme == "airs" else {}
         scores = {
-            arm: _by_task({r: _final_score(st, r, target, scheme) for r in rs}, tasks_of) for arm, rs in arms.items()
+            arm: _by_task({r: _final_score(st, r, target, scheme, worst.get(tasks_of[r])) for r in rs}, tasks_of)
+            for arm, rs in arms.items()
         }
         curves = {arm: [cmp.curve_from_store(st, r) for r in rs] for arm, rs in arms.items()}
         signs = {r: fitness_sign(st.node_rows(r)) for rs in arms.values() for r in rs}

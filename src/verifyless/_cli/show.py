@@ -17,6 +17,7 @@ from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
+from verifyless.search.memory import DENSE_KINDS
 from verifyless.search.submission import SKIPPED
 
 
@@ -85,7 +86,21 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
         "stop_reason": stop_reason(st, run_id),
         "data_report": data_report_line(st, run_id),
+        "memory": memory_line(info.config),
     }
+
+
+def memory_line(config: dict[str, Any]) -> str:
+    """How the run's search memory retrieved (from its stored configuration): off, or which rankings it fused."""
+    engine, strategy = config.get("engine") or {}, config.get("strategy") or {}
+    on = engine.get("memory")
+    if on is None:
+        on = strategy.get("name", "mcgs") == "mcgs"
+    if not on:
+        return "memory: off"
+    embedder = str(engine.get("memory_embedder") or "auto")
+    kind = DENSE_KINDS.get(embedder, "BM25 + the embedder 'auto' chose when the run started (not recorded)")
+    return f"memory: on ({embedder}): {kind}"
 
 
 def data_report_line(st, run_id: str) -> str:

@@ -62,6 +62,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from verifyless.child import ChildMaker
@@ -70,6 +71,7 @@ from verifyless.engine.baseline import check_baseline
 from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from, low_fidelity_for
 from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.task.base import Task
 
 log = logging.getLogger(__name__)
@@ -152,8 +154,11 @@ class Collector:
         smoke: str | None = None,
         llm_roles: bool = False,
         smoke_wall_seconds: float = 30.0,
+        data_report: bool = False,
+        hide: tuple[Path, ...] = (),
     ) -> None:
         self.task, self.roles, self.executor, self.store = task, roles, executor, store
+        self.data_report, self.hide = data_report, hide
         self.settings, self.caps = settings, caps
         self.progress = progress or (lambda kind, data: None)
         self.run_config = dict(run_config or {})
@@ -188,13 +193,16 @@ class Collector:
         else:
             self.ledger.run_id = run_id
             for ev in self.store.events(
-                run_id, kinds=["brief", "proposals", "node", "verification", "smoke", "status"]
+                run_id, kinds=["data_report", "brief", "proposals", "node", "verification", "smoke", "status"]
             ):
                 self.state.apply(ev)
         self.store.set_status(self.run_id, "running")
         parents: list[str] = []
         stopped = "finished"
         try:
+            if run_id is None and self.data_report:  # as a run does: the critic's prompt then carries it
+                sandbox = getattr(self.executor, "sandbox", None) or LocalSandbox()
+                await self.ledger.record_data_report(self.task, sandbox, hide=self.hide)
             await self._brief()
             root = await _record_root(self)
             parents.append(root.id or "root")
@@ -336,7 +344,7 @@ class Collector:
     async def _brief(self) -> None:
         if self.state.brief is None:
             self._check_llm_budget()
-            brief = await self.roles.briefer.brief(self.task)
+            brief = await self.roles.briefer.brief(self.task, data_report=self.state.data_report_text())
             self.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
 
     async def _proposals(

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verifyless.critic_data.schema import COLUMNS, SCHEMA_VERSION, SPLITS, STRATA, check_row, features
+from verifyless.critic_data.schema import COLUMNS, DEFAULTS, SCHEMA_VERSION, SPLITS, STRATA, check_row, features
 from verifyless.errors import ConfigError
 from verifyless.outcome import FIVE, THREE
 
@@ -170,8 +170,25 @@ def card_data(
         "models": sorted(set(models)),
         "dates": sorted({str(r["created"])[:10] for r in rows}),
         "settings": dict(settings),
+        "data_report": _data_report_use(rows),
         **dict(extra or {}),
     }
+
+
+def _data_report_line(use: Mapping[str, Any] | None) -> str:
+    if not use:
+        return "Data report in the critic prompts: not recorded (written before it was)."
+    return (
+        f"Data report in the critic prompts: {use['in_prompts']} ({use['rows_with']} rows with their run's report, "
+        f"{use['rows_without']} without); a critic trained on these rows is served the same prompt."
+    )
+
+
+def _data_report_use(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Whether the critic prompts of the rows carry their run's data report: rows with and without one."""
+    with_report = sum(bool(r.get("data_report")) for r in rows)
+    prompts = "all" if rows and with_report == len(rows) else "none" if not with_report else "some"
+    return {"in_prompts": prompts, "rows_with": with_report, "rows_without": len(rows) - with_report}
 
 
 def card_metadata(card: Mapping[str, Any]) -> dict[str, Any]:
@@ -240,6 +257,8 @@ def card_markdown(card: Mapping[str, Any]) -> str:
         "Columns: " + ", ".join(f"`{c}`" for c in card["columns"]) + ".",
         "See docs/design/critic-data.md for their meaning.",
         "",
+        _data_report_line(card.get("data_report")),
+        "",
         "## Settings",
         "",
         "```json",
@@ -304,7 +323,9 @@ def save_dataset(splits: Mapping[str, Rows], out: str | Path, card: Mapping[str,
         part = list(splits.get(name, []))
         for row in part:
             check_row(row)
-        dd[name] = Dataset.from_dict({c: [row[c] for row in part] for c in COLUMNS}, features=feats)
+        dd[name] = Dataset.from_dict(
+            {c: [row.get(c, DEFAULTS.get(c)) for row in part] for c in COLUMNS}, features=feats
+        )
     out.mkdir(parents=True, exist_ok=True)
     dd.save_to_disk(str(out), num_shards={name: 1 for name in dd})  # one shard: an empty split stays loadable
     (out / "parquet").mkdir(exist_ok=True)
@@ -344,7 +365,10 @@ def load_critic_dataset(path: str | Path) -> Any:
             f"{SCHEMA_VERSION}. Rebuild it: `verifyless data from-runs RUN... --store PATH --out DIR`"
         )
     dd = load_from_disk(str(path))
-    for name, ds in dd.items():
+    for name, ds in list(dd.items()):
+        for column, value in DEFAULTS.items():  # written before the column existed: its meaning is the default
+            if column not in ds.column_names:
+                dd[name] = ds = ds.add_column(column, [value] * len(ds))
         missing = [c for c in COLUMNS if c not in ds.column_names]
         if missing:
             raise ConfigError(

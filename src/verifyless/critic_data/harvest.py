@@ -82,6 +82,14 @@ def _brief(store: Any, run_id: str) -> tuple[str, list[str]]:
     return understanding, criteria
 
 
+def _data_report(store: Any, run_id: str) -> str:
+    """The run's data report as its prompts carried it ('' when it has none; ``RunState.data_report_text``)."""
+    text = ""
+    for ev in store.events(run_id, kinds=["data_report"]):
+        text = str(ev.payload.get("markdown") or "")
+    return text.strip()
+
+
 def run_source(store: Any, run_id: str) -> RunSource:
     info = store.run(run_id)
     config = dict(info.config)
@@ -102,6 +110,7 @@ def harvest_run(
     if higher is None:
         higher = _orientation(nodes.values())
     understanding, criteria = _brief(store, run_id)
+    data_report = _data_report(store, run_id)
     pairs = []
     for nid, row in nodes.items():
         parent = nodes.get(row.get("parent_id") or "")
@@ -138,6 +147,7 @@ def harvest_run(
                 "parent_hash": str(parent.get("program_hash") or ""),
                 "child_hash": str(child.get("program_hash") or ""),
                 "created": src.created,
+                "data_report": data_report,
             }
         )
     infeasible = {(src.task, f"{run_id}/{pid}"): n for pid, n in labelled.infeasible.items()}

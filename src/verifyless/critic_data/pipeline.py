@@ -130,6 +130,8 @@ def run_collection(
                 smoke=cfg.engine.smoke,
                 llm_roles=cfg.roles.kind == "llm",
                 smoke_wall_seconds=cfg.engine.smoke_wall_seconds,
+                data_report=cfg.engine.data_report,
+                hide=tuple(hide),
             )
             return asyncio.run(collector.run(resume))
         finally:

@@ -4,7 +4,9 @@
 (``PointwiseCritic.messages``, template ``prompts/screen/critic.md``) from the
 row, through the same ``screen_context`` / ``row_candidate`` pair the critic
 benchmark hands to screeners, so training, synthesis and screening read the
-same text. When the row's task can be loaded, its ``Task`` supplies the
+same text: a row's prompt equals, byte for byte, the prompt the run's critic was
+given for the same parent and child, the run's data report included (the row's
+``data_report`` column; '' for a run without one). When the row's task can be loaded, its ``Task`` supplies the
 statement and metric line; otherwise a stand-in built from the row's
 ``task_description`` and ``higher_is_better`` does (metric name "score").
 """
@@ -76,6 +78,7 @@ def screen_context(row: Mapping[str, Any], rng: random.Random | None = None) -> 
         brief=brief if (brief.understanding or brief.criteria) else None,
         summaries={parent.id or "": parent.summary},
         n_verify=1,
+        data_report=str(row.get("data_report") or ""),
     )
 
 

@@ -5,6 +5,10 @@ docs/design/critic-data.md). ``SCHEMA_VERSION`` is written into every row and in
 the dataset card; ``load_critic_dataset`` refuses (with a clear message) or
 migrates datasets written by another version.
 
+``data_report`` is the data report of the run the example came from (markdown, '' when the run had none):
+the critic's prompt for a row carries it exactly as the run's critic prompt did (``critic_data.prompt``).
+It was added to version 1 with a default (``DEFAULTS``): rows and datasets written before it read as ''.
+
 Columns beyond the shared contract (``source``, ``parent_hash``,
 ``child_hash``, ``created``) are provenance: where the example came from, and
 the program hashes the splitter uses so that no parent program lands in two
@@ -48,7 +52,11 @@ _SCHEMA: tuple[tuple[str, str], ...] = (
     ("parent_hash", "str"),
     ("child_hash", "str"),
     ("created", "str"),
+    ("data_report", "str"),
 )
+# Columns added to version 1 after datasets were written with it, with the value such a dataset means: a row
+# without a data report was made from a run without one, and its prompt had none (``critic_data.prompt``).
+DEFAULTS: dict[str, Any] = {"data_report": ""}
 COLUMNS: tuple[str, ...] = tuple(name for name, _ in _SCHEMA)
 STRING_COLUMNS: tuple[str, ...] = tuple(name for name, kind in _SCHEMA if kind == "str")
 FLOAT_COLUMNS: tuple[str, ...] = tuple(name for name, kind in _SCHEMA if kind == "float")
@@ -73,7 +81,7 @@ def features() -> Any:
 
 def check_row(row: Mapping[str, Any]) -> None:
     """Raise ValueError naming the first missing column or bad label of ``row``."""
-    missing = [c for c in COLUMNS if c not in row]
+    missing = [c for c in COLUMNS if c not in row and c not in DEFAULTS]
     if missing:
         raise ValueError(f"example {row.get('example_id')!r} lacks columns {missing}")
     if row["label3"] not in ("improve", "tie", "lose"):
@@ -82,4 +90,4 @@ def check_row(row: Mapping[str, Any]) -> None:
         raise ValueError(f"example {row['example_id']!r}: stratum {row['stratum']!r} is not one of {STRATA}")
 
 
-__all__ = ["COLUMNS", "SCHEMA_VERSION", "SPLITS", "STRATA", "check_row", "features"]
+__all__ = ["COLUMNS", "DEFAULTS", "SCHEMA_VERSION", "SPLITS", "STRATA", "check_row", "features"]

@@ -66,17 +66,28 @@ def propose_context(
     parent: ParentInfo,
     rng: random.Random,
 ) -> ProposeContext:
-    """Everything the proposer sees for one expansion; draws one seed from ``rng``."""
+    """Everything the proposer sees for one expansion; draws one seed from ``rng``.
+
+    Inspirations are the strategy's ``inspiration_ids`` that have a summary, each shown with its verified
+    validation score (the critic paper's proposer sees both).
+    """
+    shown = [n for n in exp.inspiration_ids if n in state.summaries]
     return ProposeContext(
         task=task,
         parent=parent,
         operator=exp.operator,
-        inspirations=tuple(state.summaries.get(n, "") for n in exp.inspiration_ids if n in state.summaries),
+        inspirations=tuple(state.summaries[n] for n in shown),
+        inspiration_scores=tuple(_score(state, n) for n in shown),
         memory=memory_snippets(memory, exp, parent),
         avoid=tuple(state.ideas[c].text for c in state.view.children.get(parent.id, ()) if c in state.ideas)[-50:],
         references=tuple(node_info(state, programs, n) for n in exp.reference_ids if n in state.programs),
         seed=rng.randrange(2**31),
     )
+
+
+def _score(state: RunState, node_id: str) -> float | None:
+    node = state.view.nodes.get(node_id)
+    return node.score if node is not None else None
 
 
 def memory_snippets(memory: Memory | None, exp: Expansion, parent: ParentInfo) -> tuple[str, ...]:

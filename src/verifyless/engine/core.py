@@ -61,7 +61,7 @@ from verifyless.model.base import Model
 from verifyless.node import Candidate, Idea, Status, content_hash
 from verifyless.roles.base import ParentInfo, RoleFailure, Roles
 from verifyless.screen.base import Screener
-from verifyless.search.base import Expansion, SearchStrategy
+from verifyless.search.base import Expansion, PacedStrategy, SearchStrategy
 from verifyless.search.memory import Memory
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
@@ -244,13 +244,17 @@ class Engine:
             if stop:
                 await self._drain(upto=r)
                 return stop
+            paced = self._pace()
             expansions = self.strategy.ask(self.state.view, eng.expansions_per_round)
             if not expansions:
                 await self._drain(upto=r)
                 if not self.strategy.ask(self.state.view, eng.expansions_per_round):
                     return "strategy-exhausted"
                 continue
-            self.ledger.emit("round", {"round": r, "expansions": [_expansion_dict(e) for e in expansions]})
+            record: dict[str, Any] = {"round": r, "expansions": [_expansion_dict(e) for e in expansions]}
+            if paced is not None:
+                record["schedule"] = paced.schedule()  # c(t), w(t) of this ask; branches including its picks
+            self.ledger.emit("round", record)
             if self.ledger.watched:
                 replies = {role: h.seen.to_dict() for role, h in self.role_health.items() if h.seen.total}
                 self.progress("round", {"round": r, "budget": self.ledger.budget_view(), "replies": replies})
@@ -261,6 +265,15 @@ class Engine:
             if idle >= eng.max_idle_rounds:
                 await self._drain(upto=r)
                 return f"stalled: {idle} rounds in a row produced nothing new to verify"
+
+    def _pace(self) -> PacedStrategy | None:
+        """Tell an annealing strategy how many verified steps the budget leaves after this ask (None: not one)."""
+        strategy = self.strategy
+        if not isinstance(strategy, PacedStrategy):
+            return None
+        eng = self.config.engine
+        strategy.pace(self.gate.steps_left(eng.expansions_per_round * eng.verify_per_expansion))
+        return strategy
 
     # ------------------------------------------------------------------ one expansion of one round
 

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifyless import datareport
 from verifyless.config import RunConfig
 from verifyless.engine.baseline import check_baseline
 from verifyless.engine.context import Programs
@@ -113,10 +112,7 @@ class Lifecycle:
         if self.ledger.state.last_seq or not self.config.engine.data_report:
             return
         sandbox = self.dispatch.executor.sandbox or LocalSandbox()
-        hide = (Path(self.config.store).resolve().parent,)
-        report, seconds = await asyncio.to_thread(datareport.report_for_run, self.task, sandbox, hide=hide)
-        blob = self.ledger.store.put_blob(report.to_json())
-        self.ledger.emit(datareport.EVENT, datareport.event_payload(report, blob, seconds))
+        await self.ledger.record_data_report(self.task, sandbox, hide=(Path(self.config.store).resolve().parent,))
 
     async def ensure_baseline(self) -> None:
         """Verify the task's baseline program as node ``root`` (round 0), once per run; stop if it failed.

@@ -22,7 +22,8 @@ a loaded snapshot's state (``Engine.adopt``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.engine.dispatch import Dispatch
@@ -32,10 +33,18 @@ from verifyless.engine.snapshot import Loaded, Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.ledger import Ledger
 from verifyless.node import Status
+from verifyless.search.base import PacedStrategy
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Resume"]
+
+
+def replay_pace(strategy: object, round_payload: Mapping[str, Any]) -> None:
+    """Pace an annealing strategy as the logged round did before its ask is repeated (older logs: no pace)."""
+    schedule = round_payload.get("schedule")
+    if isinstance(strategy, PacedStrategy) and isinstance(schedule, dict):
+        strategy.pace(schedule.get("steps_left"))
 
 
 class Resume:
@@ -83,6 +92,7 @@ class Resume:
                     break
                 told = state.apply(ev)
                 if ev.kind == "round":
+                    replay_pace(learners.strategy, ev.payload)
                     learners.strategy.ask(state.view, k)  # the strategy's own bookkeeping (and generator) moves on
                 elif told:
                     learners.tell(state, told)

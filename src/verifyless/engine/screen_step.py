@@ -23,7 +23,7 @@ from verifyless.engine.routing import select
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
 from verifyless.ledger import Ledger
-from verifyless.node import Candidate, Screening, Status
+from verifyless.node import Candidate, Screening, Status, Verification
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.agentic import pilot_records
 from verifyless.screen.base import ScreenContext, Screener, candidates_wanted
@@ -98,6 +98,10 @@ class ScreenStep:
             await self.dispatch.wait_for_executor()
             self.dispatch.dispatch(by_id[cid], (k,), screening.ranking.index(cid))
 
+    async def _peek(self, candidate: Candidate) -> Verification:
+        """Run ``candidate`` off the books for the ``peek`` oracle: no slot, no charge, no event."""
+        return await self.dispatch.executor.verify(self.task, candidate.program)
+
     async def _screen(self, r: int, rng: random.Random, parent: ParentInfo, pool: list[Candidate]) -> Screening:
         """The screener's ranking; a dead screener endpoint falls back to a seeded random pick or stops the run
         (``engine/fallback.py``: counted, shown, and never silent)."""
@@ -115,6 +119,7 @@ class ScreenStep:
             budget_left_s=self.ledger.gate.seconds_left(),
             program_of=self.programs.text,
             pilot=None if low is None else partial(low.pilot, round=r),
+            peek=self._peek,
         )
         try:
             return await self.screener.screen(ctx, pool)

@@ -135,6 +135,22 @@ class BudgetGate:
         cap = self.caps.verifications
         return NO_CAP if cap is None else cap - used.verifications - self.reserved
 
+    def steps_left(self, taking: int) -> int | None:
+        """Verifications the caps allow after ``taking`` more are committed (None: neither cap counts them).
+
+        The verification cap counts paid and in-flight verifications; under an evaluator-seconds cap the seconds
+        left become steps at the mean seconds per paid verification so far (the baseline's, at first). Where
+        both caps are set, the smaller count binds. The engine paces annealing strategies with it.
+        """
+        used, counts = self._used(), []
+        if self.caps.verifications is not None:
+            counts.append(self.caps.verifications - used.verifications - self.reserved - taking)
+        if self.caps.evaluator_seconds is not None and used.verifications > 0:
+            per_step = used.evaluator_seconds / used.verifications
+            left = max(0.0, self.caps.evaluator_seconds - used.evaluator_seconds)
+            counts.append((NO_CAP if per_step <= 0 else int(left // per_step)) - self.reserved - taking)
+        return max(0, min(counts)) if counts else None
+
     def seconds_left(self) -> float | None:
         """Evaluator seconds left under ``budget.evaluator_seconds`` (None: no such cap)."""
         cap = self.caps.evaluator_seconds

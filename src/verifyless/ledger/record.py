@@ -11,16 +11,20 @@ inherited from.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from verifyless import datareport
 from verifyless.ledger.budget import BudgetConfig, BudgetGate
 from verifyless.ledger.fold import RunState
 from verifyless.node import Candidate, Node, Status, Verification
+from verifyless.sandbox.base import Sandbox
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Budget, Charge, Event
-from verifyless.task.base import Metric
+from verifyless.task.base import Metric, Task
 
 __all__ = ["Ledger", "Progress"]
 
@@ -93,6 +97,17 @@ class Ledger:
     ) -> None:
         """Store an event that spends evaluator time outside a verification (e.g. an agentic ``pilot``)."""
         self.emit(kind, payload, node_id=node_id, charge=Charge(evaluator_seconds=evaluator_seconds))
+
+    async def record_data_report(self, task: Task, sandbox: Sandbox, hide: Sequence[Path] = ()) -> None:
+        """Compute the task's data report in ``sandbox`` (``hide`` masked) and store it as one event.
+
+        The one way a run (the engine) and a data collection put the report into their log, so the critic's
+        prompt carries it in both or in neither (``critic_data.prompt``). Framework code: its seconds are in
+        the event and charged to no budget; a report that could not be computed is stored too, saying why.
+        """
+        report, seconds = await asyncio.to_thread(datareport.report_for_run, task, sandbox, hide=hide)
+        blob = self.store.put_blob(report.to_json())
+        self.emit(datareport.EVENT, datareport.event_payload(report, blob, seconds))
 
     def record_candidate(self, cand: Candidate, status: Status, reason: str = "") -> None:
         """A ``node`` event; its program text is stored as a blob in the same transaction."""

@@ -5,9 +5,11 @@ Two schemes, both taking raw metric values plus the task's ``Metric`` and
 
 * **AIRS-style** (``airs_score``): ``phi(s) = -log10(|s - s_opt|)`` and
   ``NS = (phi(s) - phi(s_min)) / (phi(s_sota) - phi(s_min))`` with
-  ``s_opt = anchors.bound``, ``s_min = anchors.floor`` and ``s_sota =
-  anchors.sota`` (falling back to ``anchors.reference`` when no SOTA is
-  recorded). The log distance to the optimum makes the last steps towards
+  ``s_opt = anchors.bound`` and ``s_sota = anchors.sota`` (falling back to
+  ``anchors.reference`` when no SOTA is recorded). ``s_min`` is, as AIRS-Bench
+  defines it, the worst score observed across all the agents compared on the
+  task (``worst_observed``; ``bench compare --scheme airs`` passes it per
+  task); ``anchors.floor`` stands in only for a score normalised on its own. The log distance to the optimum makes the last steps towards
   the optimum count as much as the first ones. A score exactly at the
   optimum would give phi = inf, so ``|s - s_opt|`` is floored at ``eps``
   (1e-12). NS is not clipped: below 0 means worse than the floor, above 1
@@ -43,20 +45,26 @@ def phi(s: float, s_opt: float, eps: float = EPS) -> float:
     return -math.log10(max(abs(float(s) - float(s_opt)), eps))
 
 
-def airs_score(s: float | None, anchors: Anchors, *, clip: bool = False, eps: float = EPS) -> float:
-    """AIRS-Bench normalised score of one raw value (0 for a failed run)."""
+def airs_score(
+    s: float | None, anchors: Anchors, *, clip: bool = False, eps: float = EPS, s_min: float | None = None
+) -> float:
+    """AIRS-Bench normalised score of one raw value (0 for a failed run).
+
+    ``s_min``: the worst score observed across the agents compared (``worst_observed``); None: ``anchors.floor``.
+    """
     s_sota = anchors.sota if anchors.sota is not None else anchors.reference
-    if anchors.bound is None or anchors.floor is None or s_sota is None:
+    floor = anchors.floor if s_min is None else s_min
+    if anchors.bound is None or floor is None or s_sota is None:
         raise TaskError(
-            "the AIRS normalised score needs anchors bound (optimum), floor and sota (or reference); "
-            f"got {anchors}; add them under 'anchors:' in task.yaml"
+            "the AIRS normalised score needs anchors bound (optimum), sota (or reference) and the worst observed "
+            f"score (or the floor anchor); got {anchors}; add them under 'anchors:' in task.yaml"
         )
     if _failed(s):
         return 0.0
-    lo, hi = phi(anchors.floor, anchors.bound, eps), phi(s_sota, anchors.bound, eps)
+    lo, hi = phi(floor, anchors.bound, eps), phi(s_sota, anchors.bound, eps)
     if hi == lo:
         raise TaskError(
-            f"anchors floor ({anchors.floor}) and sota ({s_sota}) are equally far from the optimum; "
+            f"the worst score ({floor}) and sota ({s_sota}) are equally far from the optimum; "
             "the AIRS scale is undefined: fix the anchors in task.yaml"
         )
     ns = (phi(s, anchors.bound, eps) - lo) / (hi - lo)  # type: ignore[arg-type]
@@ -98,12 +106,23 @@ def bounded_score(s: float | None, anchors: Anchors, metric: Metric) -> float:
 Scheme = Literal["bounded", "airs", "raw"]
 
 
-def normalize(s: float | None, metric: Metric, anchors: Anchors, scheme: Scheme = "bounded") -> float:
-    """One raw score on the chosen scheme; ``raw`` returns the oriented value (NaN when failed)."""
+def worst_observed(scores: Sequence[float | None], metric: Metric) -> float | None:
+    """The worst finite raw score in ``scores`` in the metric's direction (AIRS-Bench's s_min; None: none ran)."""
+    ok = [float(v) for v in scores if v is not None and math.isfinite(float(v))]
+    return min(ok, key=metric.orient) if ok else None
+
+
+def normalize(
+    s: float | None, metric: Metric, anchors: Anchors, scheme: Scheme = "bounded", *, s_min: float | None = None
+) -> float:
+    """One raw score on the chosen scheme; ``raw`` returns the oriented value (NaN when failed).
+
+    ``s_min`` is the AIRS scheme's worst observed score (``worst_observed`` over every agent on the task).
+    """
     if scheme == "bounded":
         return bounded_score(s, anchors, metric)
     if scheme == "airs":
-        return airs_score(s, anchors)
+        return airs_score(s, anchors, s_min=s_min)
     if scheme == "raw":
         return math.nan if _failed(s) else metric.orient(float(s))  # type: ignore[arg-type]
     raise ValueError(f"unknown normalisation scheme {scheme!r}; use bounded, airs or raw")
@@ -122,4 +141,14 @@ def best_scheme(anchors: Anchors) -> Scheme:
     return "raw"
 
 
-__all__ = ["EPS", "Scheme", "airs_score", "best_scheme", "bounded_score", "normalize", "normalize_all", "phi"]
+__all__ = [
+    "EPS",
+    "Scheme",
+    "airs_score",
+    "best_scheme",
+    "bounded_score",
+    "normalize",
+    "normalize_all",
+    "phi",
+    "worst_observed",
+]

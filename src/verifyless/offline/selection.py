@@ -15,7 +15,9 @@ it instead). Pools in which nothing worked are skipped.
   pools are counted as ``degenerate`` and left out of the normalised mean.
 * regret = max - score(chosen); top-1 hit = the chosen one has the pool's
   best score (any of several tied best counts).
-* pairwise accuracy on sibling pairs: for every pair in a pool whose scores
+* pairwise accuracy on sibling pairs (label a pool's candidates by their own
+  validation or test score, or, as the RPM paper does, by the best test score
+  in each candidate's subtree: ``pools_from_store(target="subtree")``): for every pair in a pool whose scores
   differ by at least ``min_gap`` (default 0.01) of the pool's score range
   (max - min; pools with zero range contribute no pairs), the selector is
   right when its preference (rank value, higher = preferred) has the same
@@ -201,7 +203,10 @@ NO_POOLS_HINT = (
 )
 
 
-def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"] = "validation") -> list[Pool]:
+Target = Literal["validation", "test", "subtree"]
+
+
+def pools_from_store(store, run_id: str, *, target: Target = "validation") -> list[Pool]:
     """Pools from a run's ``screening`` events, keeping candidates with a finished verification.
 
     Only candidates the engine verified have scores, so a pool here holds the
@@ -210,10 +215,15 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
     ranked candidate; pools with fewer than two verified candidates are left
     out (they say nothing about selection). With ``target="test"`` the hidden
     test scores are oriented like the validation scores (the sign relating a
-    node's fitness to its raw score is the metric's direction).
+    node's fitness to its raw score is the metric's direction). With
+    ``target="subtree"`` a candidate's label is the best oriented test score
+    in its subtree (itself and every node below it along primary edges), the
+    RPM paper's offline label (its Section 4.2): it credits a candidate for what
+    the search later built on it, not only for its own score.
     """
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
     sign = fitness_sign(rows.values())
+    below = subtree_best(rows, sign) if target == "subtree" else {}
     pools = []
     for event in store.events(run_id, kinds=["screening"]):
         p = event.payload
@@ -224,7 +234,7 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
             row = rows.get(cid)
             if row is None or row.get("verified_seq") is None:
                 continue
-            scores[cid] = _oriented(row, target, sign)
+            scores[cid] = below.get(cid) if target == "subtree" else _oriented(row, target, sign)
         if len(scores) < MIN_VERIFIED or not ranking:
             continue
         values = {
@@ -236,6 +246,28 @@ def pools_from_store(store, run_id: str, *, target: Literal["validation", "test"
             Pool(f"r{p.get('round', '?')}:{event.seq}", scores, ranking[0] if ranking[0] in scores else None, values)
         )
     return pools
+
+
+def subtree_best(rows: Mapping[str, Mapping], sign: float) -> dict[str, float]:
+    """node id -> the best oriented test score among it and its primary descendants (absent: none has one)."""
+    children: dict[str, list[str]] = {}
+    for nid, row in rows.items():
+        parent = row.get("parent_id")
+        if parent in rows:
+            children.setdefault(str(parent), []).append(nid)
+    best: dict[str, float] = {}
+    for root in [n for n, r in rows.items() if r.get("parent_id") not in rows]:
+        order, stack = [], [root]
+        while stack:  # iterative depth-first walk; parents before children in ``order``
+            nid = stack.pop()
+            order.append(nid)
+            stack.extend(children.get(nid, ()))
+        for nid in reversed(order):  # children first, so each node sees its finished subtrees
+            own = _oriented(rows[nid], "test", sign)
+            values = [v for v in (own, *(best.get(c) for c in children.get(nid, ()))) if v is not None]
+            if values:
+                best[nid] = max(values)
+    return best
 
 
 def fitness_sign(rows: Iterable[Mapping]) -> float:
@@ -263,6 +295,7 @@ __all__ = [
     "Pool",
     "PoolStats",
     "SelectionSummary",
+    "Target",
     "correlation",
     "fill_failures",
     "fitness_sign",
@@ -271,5 +304,6 @@ __all__ = [
     "pool_stats",
     "pools_from_store",
     "selection_advantage",
+    "subtree_best",
     "summarize_selection",
 ]

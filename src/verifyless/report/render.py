@@ -70,6 +70,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "others": views.runs.other_events(store, run_id),
         "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "datarep": data_report_view(store, run_id),
+        "schedule": views.series.schedule_series(store, run_id, most=25),
         "href": href,
     }
 

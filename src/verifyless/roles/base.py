@@ -42,6 +42,7 @@ class ProposeContext:
     parent: ParentInfo
     operator: Operator = Operator.IMPROVE
     inspirations: tuple[str, ...] = ()  # neutral summaries of other good programs
+    inspiration_scores: tuple[float | None, ...] = ()  # their validation scores, in the same order (critic paper)
     memory: tuple[str, ...] = ()  # retrieved memory snippets
     avoid: tuple[str, ...] = ()  # ideas already drawn this round / tried before
     references: tuple[ParentInfo, ...] = ()  # MCGS context nodes (ancestors / other branches)

@@ -178,7 +178,10 @@ class LLMProposer:
             "inspirations": block(
                 "roles/propose",
                 "inspirations",
-                [f"### Solution {i}\n{s.strip()}" for i, s in enumerate(ctx.inspirations, 1)],
+                [
+                    f"### Solution {i}{_scored(task, ctx.inspiration_scores, i - 1)}\n{s.strip()}"
+                    for i, s in enumerate(ctx.inspirations, 1)
+                ],
             ),
             "references": block("roles/propose", "references", [_reference(task, r) for r in ctx.references]),
             "memory": block("roles/propose", "memory", [f"- {m.strip()}" for m in ctx.memory]),
@@ -210,6 +213,12 @@ class LLMProposer:
         if approach is None:
             return RoleFailure("parse-error", "the reply has no usable Approach section", raw=text[:_RAW_KEEP])
         return Idea(text=approach)
+
+
+def _scored(task: Task, scores: tuple[float | None, ...], i: int) -> str:
+    """`` (validation METRIC: X)`` for the i-th inspiration, '' where its score is unknown."""
+    score = scores[i] if i < len(scores) else None
+    return "" if score is None else f" (validation {task.metric.name}: {score_text(score)})"
 
 
 def _reference(task: Task, ref: ParentInfo) -> str:

@@ -59,6 +59,9 @@ class ScreenContext:
     (read back when it ran before); None where no sandbox can run it.
     ``data_report``: the run's data report as markdown (``verifyless.datareport``), '' when it has none;
     the critic and the judges put it in their prompts (an empty one leaves them as before).
+    ``peek``: ``await peek(candidate)`` runs a candidate's program off the books: neither charged nor recorded.
+    Only the ``peek`` oracle uses it (a measured ceiling, never a screener to compare at equal cost); None
+    where the engine does not offer it.
     """
 
     task: Task
@@ -73,6 +76,7 @@ class ScreenContext:
     program_of: Callable[[str], str] | None = None
     pilot: Callable[[Candidate, str], Awaitable[Verification]] | None = None
     data_report: str = ""
+    peek: Callable[[Candidate], Awaitable[Verification]] | None = None
 
 
 @runtime_checkable

@@ -3,17 +3,28 @@
 ``RandomScreener`` is the unguided agent: a uniform random order drawn from
 ``ctx.rng``, the first ``n_verify`` are verified. ``OracleScreener`` chooses
 every candidate, so the engine verifies (and charges) all of them and keeps
-the best validation score: the best-of-N validation oracle. A test oracle
-(keep the best *hidden test* score) is only for measurement and is an engine
-flag, because screeners never see hidden scores.
+the best validation score: best-of-N at N times the cost.
+
+``PeekOracle`` is the RPM paper's oracle: it executes every candidate off the
+books (``ScreenContext.peek``) and picks the best validation score; the engine
+then verifies and charges only the pick, so a run spends one verification per
+expansion and the other N - 1 executions are compute no budget counts. It is a
+ceiling for screeners under the same charged budget (the report draws it as
+one), never a screener to compare at equal cost. A test oracle (the best
+*hidden test* score) exists only offline, on verified pools
+(``bench replay-pools --screener test-oracle``): screeners never see hidden
+scores.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
 from collections.abc import Sequence
 
-from verifyless.node import Candidate, Evidence, Screening
+from verifyless.errors import ConfigError
+from verifyless.node import Candidate, Evidence, Screening, Status, Verification
 from verifyless.screen.base import ScreenContext, choose_top
 
 
@@ -48,4 +59,35 @@ class OracleScreener:
         return Screening(self.name, ids, ids, evidence, 0.0)
 
 
-__all__ = ["OracleScreener", "RandomScreener"]
+class PeekOracle:
+    """Best-of-N by validation score from uncharged executions (module docstring); the pick is then charged."""
+
+    def __init__(self, *, name: str = "peek") -> None:
+        self.name = name
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        if ctx.peek is None:
+            raise ConfigError("screener peek needs the engine's uncharged runs (ScreenContext.peek); none here")
+        started = time.monotonic()
+        results = await asyncio.gather(*(ctx.peek(c) for c in candidates))
+        fits = {c.id: _validation_fitness(ctx, v) for c, v in zip(candidates, results, strict=True)}
+        ranking = sorted(fits, key=lambda cid: -fits[cid])  # stable: ties keep the pool order
+        evidence = {
+            c.id: Evidence(
+                c.id,
+                rank_value=fits[c.id] if math.isfinite(fits[c.id]) else -1e300,
+                uncertainty=0.0,
+                detail={"peeked": True, "status": v.status.value, "unaccounted_seconds": round(v.seconds, 3)},
+            )
+            for c, v in zip(candidates, results, strict=True)
+        }
+        return choose_top(self.name, ranking, evidence, None, ctx, started)
+
+
+def _validation_fitness(ctx: ScreenContext, v: Verification) -> float:
+    """The oriented validation score of an uncharged run (-inf without one); hidden test scores are not read."""
+    ok = v.status is Status.OK and v.score is not None and math.isfinite(v.score)
+    return ctx.task.metric.orient(v.score) if ok else -math.inf  # type: ignore[arg-type]
+
+
+__all__ = ["OracleScreener", "PeekOracle", "RandomScreener"]

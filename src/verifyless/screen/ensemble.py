@@ -7,8 +7,10 @@ vote count, ties broken uniformly at random with ``ctx.rng`` as in the paper
 first, this project's earlier rule).
 
 ``Arbiter`` runs each member ``rollouts`` times (paper: 3), shows an arbiter
-model their anonymised reasoning and lets it pick (``[CHOICE] <candidate
-number>``). When the arbiter's reply does not parse, the majority of the
+model their anonymised reasoning next to the payload they judged (the task, the
+data report, the context nodes and each candidate's plan and program;
+``show="summary"`` gives neutral summaries instead) and lets it pick
+(``[CHOICE] <candidate number>``). When the arbiter's reply does not parse, the majority of the
 members' top choices decides and the fallback is recorded.
 
 Reply health: each candidate's ``detail["replies"]`` and ``detail["tokens"]``
@@ -201,6 +203,11 @@ class ArbiterOptions(MembersOptions):
     max_tokens: int | None = Field(None, ge=1, description="arbiter reply length cap")
     context_nodes: int | None = Field(None, ge=0, description="cap on context nodes shown to the arbiter")
     context_tokens: int | None = Field(8000, ge=0, description="token budget for the arbiter's context nodes")
+    show: Literal["code", "summary"] = Field(
+        "code",
+        description="candidates and context nodes as the members' judges saw them, plan plus program (the RPM "
+        "paper's arbiter payload), or as neutral summaries",
+    )
 
 
 @dataclass(eq=False, repr=False)
@@ -303,6 +310,7 @@ class Arbiter(_Members):
     temperature: float | None = None
     max_tokens: int | None = None
     n_verify: int | None = None
+    show: str = "code"
     name: str = "arbiter"
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
@@ -313,12 +321,14 @@ class Arbiter(_Members):
             f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}"
             for k, (_, _, s) in enumerate(poll.runs, 1)
         )
-        candidates_text = "\n\n".join(f"### Candidate {numbers[c.id]}\n{describe(c, 'summary')}" for c in candidates)
+        candidates_text = "\n\n".join(f"### Candidate {numbers[c.id]}\n{describe(c, self.show)}" for c in candidates)
+        context = collect_context(ctx, self.context_nodes, self.context_tokens)
         messages = prompts.messages(
             "screen/arbiter",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
-            context=format_context(collect_context(ctx, self.context_nodes, self.context_tokens)),
+            data_report=ctx.data_report.strip(),
+            context=format_context(context, with_code=self.show == "code"),
             candidates=candidates_text,
             reviews=reviews,
         )

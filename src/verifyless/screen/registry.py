@@ -45,7 +45,7 @@ from verifyless.registry import Component, Registry
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
 from verifyless.screen.agentic import AgenticRPM
 from verifyless.screen.base import Screener
-from verifyless.screen.baselines import OracleScreener, RandomScreener
+from verifyless.screen.baselines import OracleScreener, PeekOracle, RandomScreener
 from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
 from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
@@ -247,6 +247,10 @@ def _oracle(models, opts: OracleOptions, **_):
     return _construct(OracleScreener, "oracle", **_kwargs(opts))
 
 
+def _peek(models, opts: OracleOptions, **_):
+    return _construct(PeekOracle, "peek", **_kwargs(opts))
+
+
 def _pilot(models, opts: PilotOptions, **_):
     return _construct(PilotScreener, "pilot", **_kwargs(opts))
 
@@ -375,6 +379,12 @@ SCREENERS = Registry(
         Component("arbiter", _arbiter, ArbiterOptions, "an LLM arbiter reads the members' anonymised reasoning"),
         Component("random", _random, RandomOptions, "the unguided baseline: a random pick"),
         Component("oracle", _oracle, OracleOptions, "verifies every candidate (best-of-N validation oracle)"),
+        Component(
+            "peek",
+            _peek,
+            OracleOptions,
+            "a ceiling, not a screener: runs all N off the books, charges only the best validation pick",
+        ),
         Component("surrogate", _surrogate, _surrogate_options(), "no LLM: learns online from the run's paid outcomes"),
         Component("agentic", _agentic, _agentic_options(), "an agent runs sandboxed pilot experiments, a judge picks"),
         Component("pilot", _pilot, PilotOptions, "no LLM: successive halving on the task's cheaper fidelity levels"),

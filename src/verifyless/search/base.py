@@ -82,6 +82,20 @@ class EnsembleStrategy(SearchStrategy, Protocol):
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]: ...
 
 
+@runtime_checkable
+class PacedStrategy(SearchStrategy, Protocol):
+    """A strategy whose schedules follow the run's budget (MCGS's annealing).
+
+    Before each ask the engine calls ``pace`` with the verified steps the budget allows after the ones that
+    ask hands out (``BudgetGate.steps_left``; None: no cap counts steps); ``schedule`` is what the round event
+    records (plain numbers: where the schedules stand). A resume replays each logged round's ``pace``.
+    """
+
+    def pace(self, steps_left: int | None) -> None: ...
+
+    def schedule(self) -> dict[str, float | int | None]: ...
+
+
 class ToldState:
     """The told-node bookkeeping the built-in strategies share (greedy, islands, mcgs).
 

@@ -28,6 +28,10 @@ Definitions used below:
   branches. Telling an AGGREGATE node restarts the global count, so
   aggregation fires at most once per ``tau_global`` stagnant steps.
 
+Schedules: ``c(t)`` from ``c0`` to ``c_min`` and ``w(t)`` from 1 to ``w_min`` over the run. The engine
+paces the strategy before each ask (``pace``: the verified steps the budget leaves after that ask), so the
+progress ``t / (t + steps_left)`` reaches 1 at the run's last ask; a fixed ``horizon`` counts steps instead.
+
 Selection for each expansion: during the draft phase (fewer than ``num_drafts``
 root children) a DRAFT from the root. Otherwise with probability ``w(t)`` a UCT
 descent from the root, else an elite-guided draw from the global top
@@ -85,21 +89,39 @@ def inverse_rank_sample(rng: random.Random, ranked_ids: Sequence[str]) -> str:
     return rng.choices(list(ranked_ids), weights=weights, k=1)[0]
 
 
+def effective_branches(branches: Sequence[str]) -> float:
+    """exp of the Shannon entropy of how often each branch occurs in ``branches`` (0 for none)."""
+    if not branches:
+        return 0.0
+    n = len(branches)
+    counts: dict[str, int] = {}
+    for b in branches:
+        counts[b] = counts.get(b, 0) + 1
+    return math.exp(-sum(c / n * math.log(c / n) for c in counts.values()))
+
+
 Schedule = Literal["linear", "cosine"]
+DEFAULT_HORIZON = 100  # steps of the anneal for a strategy that no run paces (used outside the engine)
+ENTROPY_WINDOW = 10  # selections behind the reported effective branch count exp(H(pi_t))
 
 
 class MCGSConfig(StrictOptions):
     """Constants of progressive MCGS (MLEvolve); the rules that use them are in the module docstring."""
 
     c0: float = Field(1.414, ge=0.0, description="UCT exploration constant c(t) at t=0 (at least c_min)")
-    c_min: float = Field(0.1, ge=0.0, description="UCT exploration constant after horizon steps")
+    c_min: float = Field(0.1, ge=0.0, description="UCT exploration constant at the end of the anneal")
     schedule: Schedule = Field("linear", description="annealing of c(t) from c0 to c_min")
-    horizon: int = Field(100, ge=1, description="steps T of the anneal")
+    horizon: int | None = Field(
+        None,
+        ge=1,
+        description="steps T of the anneal; None: the run's budget (the engine paces the strategy before each ask, "
+        f"so c and w reach their floors at the run's last ask; {DEFAULT_HORIZON} steps where nothing paces it)",
+    )
     w_min: float = Field(
         0.2, ge=0.0, le=1.0, description="floor of the probability w(t) of UCT selection (w(0) = 1; else elites)"
     )
     w_schedule: Schedule = Field("linear", description="annealing of w(t) from 1 to w_min")
-    w_horizon: int | None = Field(None, ge=0, description="steps of the w(t) anneal (None: horizon)")
+    w_horizon: int | None = Field(None, ge=0, description="steps of the w(t) anneal (None: as c(t), see horizon)")
     top_k: int = Field(5, ge=1, description="size of the elite set for elite-guided sampling and the final ensemble")
     eps: float = Field(1e-6, gt=0.0, description="added to N in Q = W / (N + eps) and in the UCT denominator")
     tau_branch: int = Field(3, ge=1, description="steps without a better node before a branch counts as stagnant")
@@ -148,18 +170,56 @@ class MCGSStrategy(ToldState):
         # Incremental indexes so ask() stays O(top_k) instead of scanning every node.
         self._ok_ranked: list[tuple[float, int, str]] = []  # (-fitness, order, id) of usable non-root nodes
         self._buggy_leaves: dict[str, None] = {}  # buggy verified nodes with no verified child yet
+        self.steps_left: int | None = None  # set by pace(); None: no run paces this strategy
+        self._picks: list[str] = []  # branches of the last ENTROPY_WINDOW selections (measurement only)
 
     # ------------------------------------------------------------ schedules
+    def pace(self, steps_left: int | None) -> None:
+        """Say how many verified steps the run's budget allows after the ones the next ask hands out.
+
+        With ``horizon`` None the schedules then run over ``t + steps_left`` steps: the progress
+        ``t / (t + steps_left)`` is 1 at the run's last ask whatever the budget, and a budget raised on resume
+        stretches what is left of the anneal over the new steps. None: the run states no such count.
+        """
+        self.steps_left = None if steps_left is None else max(0, steps_left)
+
+    def progress(self, t: float | None = None, steps: int | None = None) -> float:
+        """How far the anneal is at step ``t`` (default: now), from 0 to 1.
+
+        ``steps``: a fixed anneal length (an explicit ``horizon``); else the paced run's length; else
+        ``DEFAULT_HORIZON``.
+        """
+        t = self.t if t is None else t
+        if steps is None and self.steps_left is not None:
+            total = self.t + self.steps_left
+            return 1.0 if total <= 0 else min(max(t / total, 0.0), 1.0)
+        steps = steps or DEFAULT_HORIZON
+        return min(max(t / steps, 0.0), 1.0)
+
     def c(self, t: float | None = None) -> float:
         """UCT exploration constant at step ``t`` (default: now)."""
-        t = self.t if t is None else t
-        return anneal(self.config.c0, self.config.c_min, t, self.config.horizon, self.config.schedule)
+        frac = self.progress(t, self.config.horizon)
+        return anneal(self.config.c0, self.config.c_min, frac, 1.0, self.config.schedule)
 
     def w(self, t: float | None = None) -> float:
         """Probability of UCT (vs elite-guided) selection at step ``t``."""
-        t = self.t if t is None else t
-        horizon = self.config.w_horizon or self.config.horizon
-        return anneal(1.0, self.config.w_min, t, horizon, self.config.w_schedule)
+        frac = self.progress(t, self.config.w_horizon or self.config.horizon)
+        return anneal(1.0, self.config.w_min, frac, 1.0, self.config.w_schedule)
+
+    def schedule(self) -> dict[str, float | int | None]:
+        """Where the anneal stands now, for the run's ``round`` events and the report.
+
+        ``branches`` is exp(H) of the branches chosen by the last ``ENTROPY_WINDOW`` UCT or elite selections
+        (MLEvolve's effective number of active branches; 0 before any selection).
+        """
+        return {
+            "t": self.t,
+            "steps_left": self.steps_left,
+            "progress": round(self.progress(None, self.config.horizon), 6),
+            "c": round(self.c(), 6),
+            "w": round(self.w(), 6),
+            "branches": round(effective_branches(self._picks), 6),
+        }
 
     def Q(self, node_id: str) -> float:
         return self.W.get(node_id, 0.0) / (self.N.get(node_id, 0) + self.config.eps)
@@ -248,6 +308,7 @@ class MCGSStrategy(ToldState):
                 target = inverse_rank_sample(rng, elites) if elites else self._uct_select(virtual)
                 how = "elite"
             virtual[target] = virtual.get(target, 0) + 1
+            self._picks = [*self._picks, self.branch_of.get(target) or target][-ENTROPY_WINDOW:]
             out.append(self._expansion_for(target, how))
         return out
 

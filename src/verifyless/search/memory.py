@@ -49,6 +49,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import itertools
+import logging
 import math
 import os
 import pickle
@@ -73,6 +74,8 @@ _STOPWORDS = frozenset(
     "the and for with that this from into are was were has have had but not its use using "
     "then than will can our their there when which while what also all any each".split()
 )
+
+log = logging.getLogger(__name__)
 
 
 def tokenize(text: str) -> list[str]:
@@ -338,7 +341,19 @@ def auto_embedder() -> str:
         raise ConfigError(
             f"VERIFYLESS_MEMORY_EMBEDDER={chosen!r} is not an embedder: use 'minilm' or 'hashing', or unset it"
         )
-    return "minilm" if minilm_available() else "hashing"
+    if minilm_available():
+        return "minilm"
+    log.info("memory: %s", DENSE_KINDS["hashing"])
+    return "hashing"
+
+
+# What the "dense" half of retrieval is with each embedder: said where it is chosen (``auto_embedder``) and by
+# ``verifyless show``. With hashing both halves of the hybrid rank by shared words.
+DENSE_KINDS = {
+    "minilm": "BM25 + all-MiniLM-L6-v2 sentence embeddings (semantic), fused by RRF",
+    "hashing": "BM25 + hashed word n-gram vectors, fused by RRF: both rankings are lexical (MiniLM is not installed "
+    "or not chosen, so no semantic match)",
+}
 
 
 def minilm_available() -> bool:

@@ -116,6 +116,7 @@ def keyword_rows(
                 "parent_hash": f"p{i}",
                 "child_hash": f"c{i}",
                 "created": "",
+                "data_report": "",
             }
         )
     return rows

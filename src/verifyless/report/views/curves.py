@@ -1,7 +1,7 @@
 """Best-so-far curves of runs: validation score against paid verifications, with the baseline and a ceiling.
 
 Pure reads of a run store (same rules as ``verifyless.report.views.runs``). The ceiling is the best final score of a
-comparable ``oracle``-screened run in the same store (``oracle_ceiling``), else the task's ``bound`` anchor.
+comparable ``peek``-oracle run in the same store (``oracle_ceiling``), else the task's ``bound`` anchor.
 Validation only: the hidden test score never enters a curve.
 """
 
@@ -140,11 +140,13 @@ CEILING_MATCH = ("roles", "budget")  # config blocks an oracle run must share wi
 
 
 def oracle_ceiling(store: RunStoreProtocol, info: Any) -> tuple[float | None, str]:
-    """The best final validation score of the store's ``oracle``-screened runs comparable with ``info``, if any.
+    """The best final validation score of the store's ``peek``-oracle runs comparable with ``info``, if any.
 
-    The oracle screener picks by true outcome, so its run is what perfect screening reaches with the same
-    proposals and budget. Comparable: the same task and seed, and equal ``roles`` (models) and ``budget``
-    config blocks; any other oracle run in the store is ignored. The label says which run it is.
+    The peek oracle runs all N candidates of an expansion off the books and has only the best validation pick
+    verified and charged (the RPM paper's oracle), so its run is what perfect screening reaches with the same
+    proposals and charged budget, at compute no budget counted. The ``oracle`` screener, which verifies and
+    charges all N, reaches about budget / N expansions and is no ceiling. Comparable: the same task and seed,
+    and equal ``roles`` (models) and ``budget`` config blocks. The label says which run it is and what it spent.
     """
     mine = info.config or {}
     best: Any = None
@@ -155,7 +157,7 @@ def oracle_ceiling(store: RunStoreProtocol, info: Any) -> tuple[float | None, st
             other.run_id == info.run_id
             or other.task != info.task
             or other.seed != info.seed
-            or (cfg.get("screener") or {}).get("name") != "oracle"
+            or (cfg.get("screener") or {}).get("name") != "peek"
             or any(cfg.get(key) != mine.get(key) for key in CEILING_MATCH)
         ):
             continue
@@ -164,7 +166,10 @@ def oracle_ceiling(store: RunStoreProtocol, info: Any) -> tuple[float | None, st
             best, source = node, other.run_id
     if best is None:
         return None, ""
-    return num(best.score), f"ceiling: oracle-screened run {source} (same task, seed, roles and budget)"
+    return num(best.score), (
+        f"ceiling: peek-oracle run {source} (ran all N candidates of each expansion, charged only its pick: "
+        "compute beyond the budget; same task, seed, roles and budget)"
+    )
 
 
 def compare_curves(store: RunStoreProtocol, run_ids: Sequence[str]) -> list[CurveView]:

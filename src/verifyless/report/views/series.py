@@ -83,3 +83,37 @@ def score_scatter(store: Any, run_id: str) -> ScoreScatter:
             ScorePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), num(p.get("score")), metrics)
         )
     return ScoreScatter(tuple(points), tuple(sorted(names)))
+
+
+@dataclass(frozen=True)
+class SchedulePoint:
+    """Where an annealing strategy (MCGS) stood at one round's ask: c(t), w(t) and the effective branches."""
+
+    round: int
+    t: int
+    progress: float
+    c: float
+    w: float
+    branches: float
+
+
+def schedule_series(store: Any, run_id: str, most: int = 0) -> tuple[SchedulePoint, ...]:
+    """The ``schedule`` of every ``round`` event that has one (MCGS runs; empty otherwise).
+
+    ``branches`` is exp(H) over the strategy's last selections (``search/mcgs.py``). ``most`` > 0 keeps at
+    most that many rounds, evenly spaced, the first and the last always included.
+    """
+    points = []
+    for ev in store.events(run_id, kinds=["round"]):
+        s = ev.payload.get("schedule")
+        if not isinstance(s, dict):
+            continue
+        values = [num(s.get(k)) for k in ("progress", "c", "w", "branches")]
+        if any(v is None for v in values):
+            continue
+        progress, c, w, branches = (float(v) for v in values)  # type: ignore[arg-type]
+        points.append(SchedulePoint(int(ev.payload.get("round", 0)), int(s.get("t", 0)), progress, c, w, branches))
+    if most <= 0 or len(points) <= most:
+        return tuple(points)
+    step = (len(points) - 1) / (most - 1)
+    return tuple(points[round(i * step)] for i in range(most))
