@@ -65,6 +65,7 @@ from verifyless.search.registry import STRATEGIES
 from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
 from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
+from verifyless.task.fingerprint import OVERRIDE, refuse_changed, stored_fingerprint
 from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
 
@@ -294,6 +295,9 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no pre-flight notes and no live progress line"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what the budget buys and exit (spends nothing)"),
+    allow_changed_task: bool = typer.Option(
+        False, OVERRIDE, help="--resume even if the task's files changed since the run was made"
+    ),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
@@ -327,6 +331,7 @@ def run(
         stored = stored_config(st, resume)
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
+        loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
         if changes:
             st.append(resume, "config_update", {"changes": changes})
     if not quiet:
@@ -366,6 +371,21 @@ def _print_interrupted(engine: Any, st) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _resumed_task(st, run_id: str, name: str, allow_changed: bool) -> Any:
+    """The task a resume continues on: ``name`` (the task argument, else the stored one), refused when it is
+    another task than the run's (exit 2) or when its files changed since the run was made (exit 3, unless
+    ``--allow-changed-task``)."""
+    task = load_task(name)
+    stored = st.run(run_id).task
+    if task.name != stored:
+        raise ConfigError(
+            f"run {run_id} is a run of task {stored!r}, not of {task.name!r}: leave the task argument out to resume "
+            f"it (a resumed run keeps its task), or start a new run of {task.name!r} without --resume"
+        )
+    refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
+    return task
 
 
 def _check_new_run(cfg) -> Any:
@@ -551,7 +571,13 @@ def show(
 
 
 @app.command()
-def replay(run_id: str = RUN_ID, store: Path = STORE) -> None:
+def replay(
+    run_id: str = RUN_ID,
+    store: Path = STORE,
+    allow_changed_task: bool = typer.Option(
+        False, OVERRIDE, help="replay even if the task's files changed since the run was made"
+    ),
+) -> None:
     """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
 
     A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every
@@ -560,7 +586,7 @@ def replay(run_id: str = RUN_ID, store: Path = STORE) -> None:
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
-    report = asyncio.run(replay_run(st, run_id))
+    report = asyncio.run(replay_run(st, run_id, allow_changed_task=allow_changed_task))
     console.print(report.describe())
     raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 

@@ -136,8 +136,20 @@ class RunStore(StoreReads, BlobStore):
 
     # ------------------------------------------------------------------ runs
 
-    def create_run(self, task: str, config: Mapping[str, Any], *, run_id: str | None = None, seed: int = 0) -> str:
-        """Register a run and write its ``config`` event (the run's first event); returns the run id."""
+    def create_run(
+        self,
+        task: str,
+        config: Mapping[str, Any],
+        *,
+        run_id: str | None = None,
+        seed: int = 0,
+        fingerprint: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Register a run and write its ``config`` event (the run's first event); returns the run id.
+
+        ``fingerprint`` (``Fingerprint.to_dict()`` of the task, ``verifyless.task.fingerprint``) is kept in that
+        event as ``task_fingerprint``, so a resume or a replay can tell whether the task changed since.
+        """
         run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
         now = time.time()
         config_json = self._dumps(config, "config")
@@ -148,7 +160,10 @@ class RunStore(StoreReads, BlobStore):
                 "INSERT INTO runs (run_id, task, created, status, config, seed, updated) VALUES (?,?,?,?,?,?,?)",
                 (run_id, task, now, "created", config_json, int(seed), now),
             )
-            self._insert(conn, run_id, "config", {"task": task, "seed": int(seed), "config": dict(config)}, None, None)
+            head = {"task": task, "seed": int(seed), "config": dict(config)}
+            if fingerprint is not None:
+                head["task_fingerprint"] = dict(fingerprint)
+            self._insert(conn, run_id, "config", head, None, None)
         self._known_runs.add(run_id)
         return run_id
 
