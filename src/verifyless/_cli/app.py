@@ -44,6 +44,7 @@ from verifyless._cli.show import (
     show_data,
     submission_line,
     submission_summary,
+    transfer_lines,
 )
 from verifyless._cli.task import app as task_app
 from verifyless._cli.train import app as train_app
@@ -56,6 +57,7 @@ from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessErro
 from verifyless.models_wiring import check_models
 from verifyless.preflight import plan
 from verifyless.report.text import number
+from verifyless.report.views.final import final_view
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, audit_line
@@ -427,9 +429,13 @@ def _print_result(result, st) -> None:
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
     table.add_row("baseline validation score", number(result.baseline_score, 6))
+    table.add_row("baseline hidden test score", number(result.baseline_test_score, 6))
     table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
     table.add_row("best node hidden test score", number(result.best_test_score, 6))
     console.print(table)
+    warning = final_view(st, result.run_id).transfer_warning
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
     if submission:
         console.print(submission_line(submission_summary(submission[-1])), highlight=False)
@@ -529,6 +535,8 @@ def show(
             (r.get("idea") or "")[:70],
         )
     console.print(table)
+    for line in transfer_lines(data["transfer"]):
+        console.print(line, highlight=False, soft_wrap=True)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
     console.print(data["data_report"], highlight=False, soft_wrap=True)
     for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights

@@ -12,6 +12,7 @@ from verifyless import datareport
 from verifyless.engine.health import stored_role_health
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
+from verifyless.report.views.final import final_view
 from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
@@ -71,9 +72,30 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         **peers_data(st, run_id),
         "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
+        "transfer": transfer_data(st, run_id),
         "stop_reason": stop_reason(st, run_id),
         "data_report": data_report_line(st, run_id),
     }
+
+
+def transfer_data(st, run_id: str) -> dict[str, Any]:
+    """The baseline and the returned node on validation and hidden test, and the warning when the validation gain
+    did not transfer (``FinalView.transfer_warning``)."""
+    f = final_view(st, run_id)
+    return {
+        "baseline": {"node_id": "root", "validation": f.baseline_score, "test": f.baseline_test_score},
+        "final": {"node_id": f.node_id, "validation": f.score, "test": f.test_score},
+        "warning": f.transfer_warning,
+    }
+
+
+def transfer_lines(data: dict[str, Any]) -> list[str]:
+    """``show``'s lines for ``transfer_data``: the two nodes side by side, then the warning if any."""
+    lines = [
+        f"{label} {node['node_id']}: validation {number(node['validation'], 6)} · hidden test {number(node['test'], 6)}"
+        for label, node in (("baseline", data["baseline"]), ("returned", data["final"]))
+    ]
+    return lines + ([f"[yellow]warning:[/] {data['warning']}"] if data["warning"] else [])
 
 
 def data_report_line(st, run_id: str) -> str:
@@ -156,4 +178,6 @@ __all__ = [
     "stop_reason",
     "submission_line",
     "submission_summary",
+    "transfer_data",
+    "transfer_lines",
 ]
