@@ -60,7 +60,7 @@ from verifyless.report.text import number
 from verifyless.report.views.final import final_view
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.local import LocalSandbox
-from verifyless.screen.audit import adaptive_line, audit_line
+from verifyless.screen.audit import adaptive_line, adaptive_state, audit_line, safety_net_state
 from verifyless.screen.base import fallback_line
 from verifyless.screen.registry import SCREENERS
 from verifyless.search.registry import STRATEGIES
@@ -432,6 +432,9 @@ def _print_result(result, st) -> None:
     table.add_row("baseline hidden test score", number(result.baseline_test_score, 6))
     table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
     table.add_row("best node hidden test score", number(result.best_test_score, 6))
+    safety_net = safety_net_state(adaptive_state(st, result.run_id))
+    if safety_net:
+        table.add_row("safety net (adaptive screening)", safety_net)
     console.print(table)
     warning = final_view(st, result.run_id).transfer_warning
     if warning:

@@ -353,6 +353,7 @@ class Engine:
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})
+            self.progress("screener_learn", {**record, "round": r})
 
 
 def _role_health(roles: Roles | None, config: RunConfig) -> dict[str, RoleHealth]:
