@@ -62,7 +62,7 @@ from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_line, adaptive_state, audit_line, safety_net_state
 from verifyless.screen.base import fallback_line
-from verifyless.screen.registry import SCREENERS
+from verifyless.screen.registry import SCREENERS, check_screener_fits
 from verifyless.search.registry import STRATEGIES
 from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
@@ -401,6 +401,7 @@ def _check_new_run(cfg) -> Any:
     except UnknownTask as exc:
         raise ConfigError(f"task: {exc}") from None
     check_roles_fit(cfg.roles.kind, task)
+    check_screener_fits(cfg.screener.name, cfg.screener.options, task)
     check_models(cfg)
     return task
 
