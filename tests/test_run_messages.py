@@ -43,3 +43,52 @@ def test_pilot_levels_the_task_lacks_are_refused(tmp_path, monkeypatch, capsys):
     args = ("run", str(builtin_tasks_dir() / "diabetes"), "-c", "pilot", "screener.options.levels=[tenth]")
     line = _one_line(in_process(monkeypatch, capsys, *args, "--store", str(tmp_path / "s.db"), "-q"), 2)
     assert "'tenth'" in line and "quarter_data, half_data" in line, line
+
+
+# ---------------------------------------------------------------------- item 10: store places and resumes
+
+
+@pytest.mark.parametrize("where", ["a-file/x.db", "/proc/nope/x.db"])
+def test_a_store_path_whose_folder_cannot_be_made_is_one_line(tmp_path, monkeypatch, capsys, where):
+    (tmp_path / "a-file").write_text("a file, not a folder")
+    store = where if where.startswith("/") else str(tmp_path / where)
+    task = toy_task(tmp_path, 1)
+    line = _one_line(in_process(monkeypatch, capsys, "run", str(task), "--store", store, "--budget", "1", "-q"), 5)
+    assert line.startswith("error: cannot make the store's folder") and "--store" in line, line
+
+
+def _paid_run(tmp_path, monkeypatch, capsys, budget: int = 2) -> tuple[str, str]:
+    from verifyless.store import RunStore
+
+    store = tmp_path / "s.db"
+    task = toy_task(tmp_path, 1)
+    out = in_process(monkeypatch, capsys, "run", str(task), "--budget", str(budget), "--store", str(store), "-q")
+    assert out.returncode == 0, out.stderr
+    with RunStore(store) as st:
+        return st.runs()[0].run_id, str(store)
+
+
+def test_a_resume_with_a_budget_below_what_was_paid_is_refused(tmp_path, monkeypatch, capsys):
+    run_id, store = _paid_run(tmp_path, monkeypatch, capsys, budget=2)
+    args = ("run", "--resume", run_id, "--budget", "1", "--store", store, "-q")
+    line = _one_line(in_process(monkeypatch, capsys, *args), 2)
+    assert f"run {run_id} has already paid 2 verifications" in line and "--budget 1" in line, line
+    assert "--budget 3" in line, "says what would continue it"
+
+
+def test_a_resume_on_a_read_only_store_says_so_and_not_recover(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from readonly_media import read_only_prefix
+    from test_cli import cli
+
+    run_id, store = _paid_run(tmp_path, monkeypatch, capsys, budget=1)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    shutil.copy(store, folder / "s.db")  # a WAL store without its -wal and -shm files, as a copy leaves it
+    prefix, reason = read_only_prefix(folder)
+    if prefix is None:
+        pytest.skip(reason)
+    out = cli("run", "--resume", run_id, "--budget", "2", "--store", str(folder / "s.db"), "-q", prefix=prefix)
+    line = _one_line(out, 5)
+    assert "read-only" in line and ".recover" not in line, line

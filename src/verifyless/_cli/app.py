@@ -77,7 +77,8 @@ app = typer.Typer(
 )
 
 
-_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, *_FULL}
 
 
 def main() -> None:
@@ -104,12 +105,13 @@ def main() -> None:
             raise
         # a default output place that cannot be written (a read-only folder, a full disk): the user's to fix
         where = f" {exc.filename}" if exc.filename else ""
-        err.print(
-            f"[bold red]error:[/] cannot write{where}: {exc.strerror}; free some space or choose a place you can write "
-            "to (--out, --store)",
-            highlight=False,
-            soft_wrap=True,
+        hint = (
+            "free some space, or choose another place (--out, --store)"
+            if exc.errno in _FULL
+            else "that place is not writable (read-only, or no permission): choose a place you can write to "
+            "(--out, --store)"
         )
+        err.print(f"[bold red]error:[/] cannot write{where}: {exc.strerror}; {hint}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except Exception as exc:  # usage errors (unknown option, missing argument) and the unexpected
         if _is_usage_error(exc):
@@ -281,7 +283,14 @@ def _verify_exit(task: Any, result: Any, strict: bool) -> int:
 def _open_store(path: Path, must_exist: bool = True):
     if must_exist and not path.exists():
         raise StoreError(f"no run store at {path}: start a run with `verifyless run TASK`, or pass --store")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in path.parents if p.exists()), None)
+        why = f"{blocker} is a file, not a folder" if blocker and not blocker.is_dir() else exc.strerror or str(exc)
+        raise StoreError(
+            f"cannot make the store's folder {path.parent}: {why}; pass --store with a path in a folder you can write"
+        ) from None
     return RunStore(path)
 
 
@@ -327,6 +336,7 @@ def run(
     if resume is not None:
         resume = st.resolve_run(resume)
         changes = resume_changes(flags, over)
+        _refuse_lower_caps(st, resume, changes)
         if not changes and st.run(resume).status == "finished":
             _print_finished(st, resume)
             return
@@ -373,6 +383,30 @@ def _print_interrupted(engine: Any, st) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+# budget.* caps a resume may raise, and what the run has spent of each (``store.budget``)
+_SPENT = {
+    "budget.verifications": ("verifications", "--budget", lambda b: b.verifications),
+    "budget.evaluator_seconds": ("evaluator seconds", "budget.evaluator_seconds=", lambda b: b.evaluator_seconds),
+    "budget.tokens": ("tokens", "budget.tokens=", lambda b: b.tokens_in + b.tokens_out),
+    "budget.cost": ("of LLM cost", "budget.cost=", lambda b: b.cost),
+}
+
+
+def _refuse_lower_caps(st, run_id: str, changes: dict[str, Any]) -> None:
+    """A cap given with ``--resume`` below what the run already spent is a ``ConfigError`` (a resume only raises
+    caps; it would otherwise stop at once and report "5 of 3 verifications paid")."""
+    budget = st.budget(run_id)
+    for key, (what, flag, spent_of) in _SPENT.items():
+        cap, spent = changes.get(key), spent_of(budget)
+        if cap is not None and cap < spent:
+            sep = "" if flag.endswith("=") else " "
+            more = int(spent) + 1 if key != "budget.cost" else round(spent * 2, 4)
+            raise ConfigError(
+                f"run {run_id} has already paid {number(spent, 6)} {what}; {flag}{sep}{cap} is below that and a resume "
+                f"can only raise a cap: pass more to continue it (e.g. {flag}{sep}{more})"
+            )
 
 
 def _resumed_task(st, run_id: str, name: str, allow_changed: bool) -> Any:
