@@ -92,3 +92,18 @@ def test_a_resume_on_a_read_only_store_says_so_and_not_recover(tmp_path, monkeyp
     out = cli("run", "--resume", run_id, "--budget", "2", "--store", str(folder / "s.db"), "-q", prefix=prefix)
     line = _one_line(out, 5)
     assert "read-only" in line and ".recover" not in line, line
+
+
+def test_tasks_lists_an_invalid_folder_by_name_with_every_problem_and_exits_3(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    toy_task(folder, 1)
+    (folder / "broken").mkdir()
+    (folder / "broken" / "task.yaml").write_text("name: broken\n")
+    out = in_process(monkeypatch, capsys, "tasks", str(folder))
+    assert out.returncode == 3, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[1].split()[:2] == ["broken", "invalid"], out.stdout
+    assert any("required key 'statement' is missing" in line for line in lines), out.stdout
+    assert any(line.split()[:2] == ["toy_transfer", "native"] for line in lines), "the valid ones are still listed"
+    assert "1 of 2 task folders" in out.stderr, out.stderr

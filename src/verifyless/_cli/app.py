@@ -66,7 +66,7 @@ from verifyless.screen.registry import SCREENERS, check_screener_fits
 from verifyless.search.registry import STRATEGIES
 from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
-from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
+from verifyless.task import InvalidTask, UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
 from verifyless.task.fingerprint import OVERRIDE, refuse_changed, stored_fingerprint
 from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
@@ -213,7 +213,11 @@ def tasks(
     console.print(f"[bold]{'task':<16} {'kind':<11} {'metric':<20} {'space':<6} description[/]", soft_wrap=True)
     for t in found:
         if isinstance(t, TaskError):
-            console.print(f"[red]{'invalid':<16}[/] {str(t).splitlines()[0]}", soft_wrap=True, highlight=False)
+            name = t.root.name if isinstance(t, InvalidTask) else "?"
+            head, *problems = str(t).splitlines()
+            console.print(f"[red]{name:<16} {'invalid':<11}[/] {head}", soft_wrap=True, highlight=False)
+            for line in problems:
+                console.print(f"{'':<16} {line}", soft_wrap=True, highlight=False)
             continue
         arrow = "↓" if t.metric.direction == "minimize" else "↑"
         metric = f"{t.metric.name} {arrow}"
@@ -221,6 +225,11 @@ def tasks(
             f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
             soft_wrap=True,
             highlight=False,
+        )
+    invalid = sum(isinstance(t, TaskError) for t in found)
+    if invalid:
+        raise TaskError(
+            f"{invalid} of {len(found)} task folders in {directory} are invalid: their problems are listed above"
         )
 
 
