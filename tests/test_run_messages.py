@@ -107,3 +107,17 @@ def test_tasks_lists_an_invalid_folder_by_name_with_every_problem_and_exits_3(tm
     assert any("required key 'statement' is missing" in line for line in lines), out.stdout
     assert any(line.split()[:2] == ["toy_transfer", "native"] for line in lines), "the valid ones are still listed"
     assert "1 of 2 task folders" in out.stderr, out.stderr
+
+
+DEAD = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+
+
+def test_a_dead_critic_endpoint_is_found_before_anything_is_paid(tmp_path, monkeypatch, capsys):
+    """Item 10: two verifications used to be paid before the dead endpoint showed; the probe finds it first."""
+    monkeypatch.setenv("VERIFYLESS_BASE_URL", DEAD)
+    monkeypatch.setenv("VERIFYLESS_MODEL", "m")
+    store = tmp_path / "s.db"
+    args = ("run", str(toy_task(tmp_path, 1)), "-c", "critic", "roles.models.critic=env", "--budget", "3")
+    line = _one_line(in_process(monkeypatch, capsys, *args, "--store", str(store), "-q"), 6)
+    assert f"roles.models.critic: the endpoint {DEAD} does not answer" in line and "nothing was paid" in line, line
+    assert not store.exists()

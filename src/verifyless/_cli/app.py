@@ -54,7 +54,7 @@ from verifyless._cli.ui import ui_command
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
-from verifyless.models_wiring import check_models
+from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.report.text import number
 from verifyless.report.views.final import final_view
@@ -353,6 +353,7 @@ def run(
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
         loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
+        probe_endpoints(cfg)
         if changes:
             st.append(resume, "config_update", {"changes": changes})
     if not quiet:
@@ -446,6 +447,7 @@ def _check_new_run(cfg) -> Any:
     check_roles_fit(cfg.roles.kind, task)
     check_screener_fits(cfg.screener.name, cfg.screener.options, task)
     check_models(cfg)
+    probe_endpoints(cfg)
     return task
 
 
