@@ -338,7 +338,7 @@ def run(
     cfg = load_config(config, over, values=flags)
     loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
-        console.print("\n".join(plan(cfg).lines()), highlight=False, soft_wrap=True)
+        console.print("\n".join(plan(cfg, loaded).lines()), highlight=False, soft_wrap=True)
         if dry_run:
             raise typer.Exit(0)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)

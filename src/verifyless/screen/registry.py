@@ -350,7 +350,7 @@ def check_screener_models(name: str, options: BaseModel | None, keys: Iterable[s
         _pick_model(keyed, opts.model, name)
     if name == "critic" and opts.tie_break_model:
         _pick_model(keyed, opts.tie_break_model, name)
-    for inner, inner_opts in _nested(name, opts):
+    for inner, inner_opts in nested_screeners(name, opts):
         check_screener_models(inner, inner_opts, keyed)
 
 
@@ -361,11 +361,11 @@ def check_screener_fits(name: str, options: BaseModel | None, task: Task) -> Non
     opts: Any = SCREENERS.typed(name, options)
     if name == "pilot":
         check_levels(task, opts.levels)
-    for inner, inner_opts in _nested(name, opts):
+    for inner, inner_opts in nested_screeners(name, opts):
         check_screener_fits(inner, inner_opts, task)
 
 
-def _nested(name: str, opts: Any) -> list[tuple[str, Any]]:
+def nested_screeners(name: str, opts: Any) -> list[tuple[str, Any]]:
     """The screeners ``name`` builds inside itself, as (name, typed options): an ensemble's or arbiter's
     members, a cascade's stages, adaptive's wrapped screener."""
     if name in ("ensemble", "arbiter"):
@@ -462,5 +462,6 @@ __all__ = [
     "build_screener",
     "check_screener_fits",
     "check_screener_models",
+    "nested_screeners",
     "options_model",
 ]
