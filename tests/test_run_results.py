@@ -101,3 +101,32 @@ def test_no_warning_when_the_hidden_test_improved_too(tmp_path, monkeypatch, cap
     assert "baseline hidden test score" in stdout and "did not transfer" not in stdout, stdout
     shown = in_process(monkeypatch, capsys, "show", run_id, "--store", store)
     assert "baseline root: validation 4 · hidden test 4" in shown.stdout and "did not transfer" not in shown.stdout
+
+
+def test_the_run_card_is_in_show_json_the_report_and_the_export(tmp_path, monkeypatch, capsys):
+    """Models and endpoints, the machine, wall and evaluator time, budgets and spend, the seed, the data splits
+    and what search could see, the task fingerprint: one record, the same in show --json, the report and export."""
+    from verifyless.task import load_task
+    from verifyless.task.fingerprint import task_fingerprint
+
+    stdout, run_id, store = _run(tmp_path, monkeypatch, capsys, test_target=1)
+    card = json.loads(in_process(monkeypatch, capsys, "show", run_id, "--store", store, "--json").stdout)["run_card"]
+    assert card["task"]["fingerprint"] == task_fingerprint(load_task(str(tmp_path / "toy_transfer"))).digest
+    assert card["data"]["public"] == ["public/readme.txt"] and card["data"]["hidden"] == []
+    assert "hidden test" in card["data"]["search_saw"]
+    assert card["budget"]["caps"]["verifications"] == 2 and card["budget"]["spent"]["verifications"] == 2
+    assert card["seed"] == 0 and card["screener"] == "surrogate" and card["strategy"] == "mcgs"
+    assert card["time"]["wall_seconds"] > 0 and card["time"]["evaluator_seconds"] > 0
+    (machine,) = card["machines"]
+    assert machine["cpus"] >= 1 and machine["python"] and machine["platform"]
+    assert card["models"] == {}, "space roles and the surrogate use no model"
+    report = tmp_path / "report"
+    assert in_process(monkeypatch, capsys, "report", run_id, "--store", store, "--out", str(report)).returncode == 0
+    assert (
+        'id="run-card"' in (report / "report.html").read_text()
+        and card["task"]["fingerprint"][:16] in (report / "report.html").read_text()
+    )
+    trace = tmp_path / "trace.jsonl"
+    assert in_process(monkeypatch, capsys, "export", run_id, "--store", store, "--out", str(trace)).returncode == 0
+    exported = json.loads((tmp_path / "trace.card.json").read_text())
+    assert exported["task"] == card["task"] and exported["budget"] == card["budget"]

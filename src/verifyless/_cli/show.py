@@ -12,6 +12,7 @@ from verifyless import datareport
 from verifyless.engine.health import stored_role_health
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
+from verifyless.report.views.card import run_card
 from verifyless.report.views.final import final_view
 from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
@@ -73,6 +74,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
         "transfer": transfer_data(st, run_id),
+        "run_card": run_card(st, run_id),
         "stop_reason": stop_reason(st, run_id),
         "data_report": data_report_line(st, run_id),
     }

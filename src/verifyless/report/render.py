@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from verifyless.release import release
 from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
 from verifyless.report import peers, svg, text, views
 from verifyless.report.views.data_report import data_report_view
@@ -42,12 +43,7 @@ def environment() -> Any:
 
 
 def version() -> str:
-    try:
-        from importlib.metadata import version as v
-
-        return v("verifyless")
-    except Exception:  # noqa: BLE001 - not installed (running from a source tree)
-        return "dev"
+    return release()
 
 
 def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
@@ -70,6 +66,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "others": views.runs.other_events(store, run_id),
         "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "datarep": data_report_view(store, run_id),
+        "card": views.card.run_card(store, run_id),
         "href": href,
     }
 

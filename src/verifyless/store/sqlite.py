@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import secrets
 import socket
 import sqlite3
@@ -29,6 +30,7 @@ from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Node, Status, Verification
+from verifyless.release import release
 from verifyless.store import fold, schema
 from verifyless.store.blobs import BlobStore
 from verifyless.store.reads import StoreReads
@@ -369,8 +371,26 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
 
 
 def _status_payload(status: str, reason: str | None) -> dict[str, Any]:
-    """A ``run_status`` payload: the status, the writer's pid and host, and the reason when there is one."""
+    """A ``run_status`` payload: the status, the writer's pid and host, the reason when there is one, and for
+    ``running`` the machine the run (or this part of it) runs on (``machine()``, for the run card)."""
     payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
     if reason:
         payload["reason"] = reason[:4000]
+    if status == "running":
+        payload["machine"] = machine()
     return payload
+
+
+def machine() -> dict[str, Any]:
+    """This machine as a run card names it: platform, Python, CPU count, memory, verifyless's version."""
+    try:
+        memory_gb: float | None = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):  # not POSIX
+        memory_gb = None
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "verifyless": release(),
+    }
