@@ -130,3 +130,31 @@ def test_the_run_card_is_in_show_json_the_report_and_the_export(tmp_path, monkey
     assert in_process(monkeypatch, capsys, "export", run_id, "--store", store, "--out", str(trace)).returncode == 0
     exported = json.loads((tmp_path / "trace.card.json").read_text())
     assert exported["task"] == card["task"] and exported["budget"] == card["budget"]
+
+
+def test_run_out_writes_the_returned_program_its_outputs_and_the_resolved_config(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from verifyless.store import RunStore
+
+    store, out = tmp_path / "s.db", tmp_path / "best"
+    task = toy_task(tmp_path, 1)
+    args = ("run", str(task), "--budget", "2", "--store", str(store), "-q", "--out", str(out))
+    done = in_process(monkeypatch, capsys, *args)
+    assert done.returncode == 0, done.stderr
+    with RunStore(store) as st:
+        run_id = st.runs()[0].run_id
+        final = next(e.payload["node_id"] for e in st.events(run_id, kinds=["final"]))
+        program = st.candidate(run_id, final).program
+    assert (out / "prog.py").read_text() == program and "A = 5" not in program, "the returned node, not the baseline"
+    value = (out / "submission" / "value.txt").read_text()
+    assert value == program.split("A = ")[1].split()[0], "the outputs of the returned program itself"
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["budget"]["verifications"] == 2 and config["task"] == str(task)
+    assert f"wrote {out}" in done.stdout, done.stdout
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    refused = in_process(
+        monkeypatch, capsys, "run", str(task), "--budget", "2", "--store", str(store), "--out", str(blocker)
+    )
+    assert refused.returncode == 2 and "--out" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

@@ -29,11 +29,12 @@ from rich.table import Table
 
 from verifyless._cli.bench import app as bench_app
 from verifyless._cli.bench import collect_pools_command
-from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, read_store
+from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, out_folder, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
 from verifyless._cli.demo import run_demo
 from verifyless._cli.export import export_command
+from verifyless._cli.outputs import write_outputs
 from verifyless._cli.progress import LiveProgress as _LiveProgress
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
@@ -318,6 +319,12 @@ def run(
     allow_changed_task: bool = typer.Option(
         False, OVERRIDE, help="--resume even if the task's files changed since the run was made"
     ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        callback=out_folder,
+        help="at the end, write the returned program, its output files (submission/) and the config into this folder",
+    ),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
@@ -360,11 +367,13 @@ def run(
         console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     started: dict[str, Any] = {}
     try:
-        result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded))
+        result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out))
     except KeyboardInterrupt:
         _print_interrupted(started.get("engine"), st)
         sys.exit(130)
     _print_result(result, st)
+    if "wrote" in started:
+        console.print(started["wrote"], highlight=False, soft_wrap=True)
 
 
 def _print_finished(st, run_id: str) -> None:
@@ -451,8 +460,8 @@ def _check_new_run(cfg) -> Any:
     return task
 
 
-async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None):
-    """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message) and run it."""
+async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None, out: Path | None = None):
+    """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message), run it, and write ``--out``."""
 
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, task=task, progress=progress)
@@ -460,7 +469,12 @@ async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None
     if progress and submits_ensemble(engine.strategy, engine.task):
         progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:
-        return await engine.run(resume)
+        result = await engine.run(resume)
+        if progress:
+            progress.close()
+        if out is not None:
+            started["wrote"] = await write_outputs(engine, st, result.run_id, result.best_id, out)
+        return result
     finally:
         if progress:
             progress.close()
