@@ -263,6 +263,7 @@ def test_an_output_place_that_cannot_be_written_is_one_clear_line(finished_run, 
     out = cli("report", run_id, "--store", store, prefix=in_folder)  # writes reports/RUN under the read-only cwd
     assert out.returncode == 1 and out.stderr.startswith("error: cannot write reports"), out.stderr
     assert "Read-only file system" in out.stderr and "unexpected" not in out.stderr, out.stderr
+    assert "is not writable" in out.stderr and "free some space" not in out.stderr, "a read-only place is no full disk"
 
 
 def test_an_unreadable_store_gets_one_error_line_once(tmp_path):

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from verifyless.config import RunConfig
-from verifyless.errors import ConfigError
+from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.guards import Guards
 from verifyless.model import build_model
 from verifyless.model.base import Model
 from verifyless.model.cache import ResponseCache
 from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, OPENAI_URL, parse_spec
 from verifyless.model.ensemble import ModelEnsemble
+from verifyless.model.probe import unreachable
 from verifyless.roles.kinds import CHILD_ROLE_KEYS, ROLE_KINDS
 from verifyless.screen.registry import check_screener_models
 from verifyless.store import Charge, RunStoreProtocol
@@ -162,6 +163,24 @@ def check_models(cfg: RunConfig) -> None:
                 raise ConfigError(
                     f"roles.models.{role}: scripted model file {config.script!r} does not exist; pass "
                     "scripted:<path to .yaml or .json> (in a --config file, relative to that file's folder)"
+                )
+
+
+def probe_endpoints(cfg: RunConfig) -> None:
+    """``ModelUnavailable`` (exit 6) naming the first ``roles.models`` endpoint where nothing answers
+    (``model.probe.unreachable``), so that a run finds a dead endpoint before it pays for a verification.
+    Scripted and local models have no endpoint."""
+    for role, spec in model_specs(cfg).items():
+        for one in spec if isinstance(spec, list) else [spec]:
+            config = parse_spec(_pinned(one))
+            if config.provider != "openai":
+                continue
+            url = config.base_url or OPENAI_URL
+            why = unreachable(url)
+            if why:
+                raise ModelUnavailable(
+                    f"roles.models.{role}: the endpoint {url} does not answer ({why}); start it or fix "
+                    f"roles.models.{role}, then run again (nothing was paid)"
                 )
 
 

@@ -29,11 +29,12 @@ from rich.table import Table
 
 from verifyless._cli.bench import app as bench_app
 from verifyless._cli.bench import collect_pools_command
-from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, read_store
+from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, out_folder, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
 from verifyless._cli.demo import run_demo
 from verifyless._cli.export import export_command
+from verifyless._cli.outputs import write_outputs
 from verifyless._cli.progress import LiveProgress as _LiveProgress
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
@@ -44,6 +45,7 @@ from verifyless._cli.show import (
     show_data,
     submission_line,
     submission_summary,
+    transfer_lines,
 )
 from verifyless._cli.task import app as task_app
 from verifyless._cli.train import app as train_app
@@ -53,20 +55,22 @@ from verifyless._cli.ui import ui_command
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
-from verifyless.models_wiring import check_models
+from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.presets import PRESETS, preset_text
 from verifyless.report.text import number
+from verifyless.report.views.final import final_view
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.doctor import require_gpu, sandbox_report
 from verifyless.sandbox.local import LocalSandbox
-from verifyless.screen.audit import adaptive_line, audit_line
+from verifyless.screen.audit import adaptive_line, adaptive_state, audit_line, safety_net_state
 from verifyless.screen.base import fallback_line
-from verifyless.screen.registry import SCREENERS
+from verifyless.screen.registry import SCREENERS, check_screener_fits
 from verifyless.search.registry import STRATEGIES
 from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
-from verifyless.task import UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
+from verifyless.task import InvalidTask, UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
+from verifyless.task.fingerprint import OVERRIDE, refuse_changed, stored_fingerprint
 from verifyless.verify import verify as run_verify
 from verifyless.wiring import build_engine
 
@@ -76,7 +80,8 @@ app = typer.Typer(
 )
 
 
-_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, *_FULL}
 
 
 def main() -> None:
@@ -103,12 +108,13 @@ def main() -> None:
             raise
         # a default output place that cannot be written (a read-only folder, a full disk): the user's to fix
         where = f" {exc.filename}" if exc.filename else ""
-        err.print(
-            f"[bold red]error:[/] cannot write{where}: {exc.strerror}; free some space or choose a place you can write "
-            "to (--out, --store)",
-            highlight=False,
-            soft_wrap=True,
+        hint = (
+            "free some space, or choose another place (--out, --store)"
+            if exc.errno in _FULL
+            else "that place is not writable (read-only, or no permission): choose a place you can write to "
+            "(--out, --store)"
         )
+        err.print(f"[bold red]error:[/] cannot write{where}: {exc.strerror}; {hint}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except Exception as exc:  # usage errors (unknown option, missing argument) and the unexpected
         if _is_usage_error(exc):
@@ -210,7 +216,11 @@ def tasks(
     console.print(f"[bold]{'task':<16} {'kind':<11} {'metric':<20} {'space':<6} description[/]", soft_wrap=True)
     for t in found:
         if isinstance(t, TaskError):
-            console.print(f"[red]{'invalid':<16}[/] {str(t).splitlines()[0]}", soft_wrap=True, highlight=False)
+            name = t.root.name if isinstance(t, InvalidTask) else "?"
+            head, *problems = str(t).splitlines()
+            console.print(f"[red]{name:<16} {'invalid':<11}[/] {head}", soft_wrap=True, highlight=False)
+            for line in problems:
+                console.print(f"{'':<16} {line}", soft_wrap=True, highlight=False)
             continue
         arrow = "↓" if t.metric.direction == "minimize" else "↑"
         metric = f"{t.metric.name} {arrow}"
@@ -218,6 +228,11 @@ def tasks(
             f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
             soft_wrap=True,
             highlight=False,
+        )
+    invalid = sum(isinstance(t, TaskError) for t in found)
+    if invalid:
+        raise TaskError(
+            f"{invalid} of {len(found)} task folders in {directory} are invalid: their problems are listed above"
         )
 
 
@@ -284,7 +299,14 @@ def _verify_exit(task: Any, result: Any, strict: bool) -> int:
 def _open_store(path: Path, must_exist: bool = True):
     if must_exist and not path.exists():
         raise StoreError(f"no run store at {path}: start a run with `verifyless run TASK`, or pass --store")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in path.parents if p.exists()), None)
+        why = f"{blocker} is a file, not a folder" if blocker and not blocker.is_dir() else exc.strerror or str(exc)
+        raise StoreError(
+            f"cannot make the store's folder {path.parent}: {why}; pass --store with a path in a folder you can write"
+        ) from None
     return RunStore(path)
 
 
@@ -303,6 +325,15 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="continue this run id (or unique prefix)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no pre-flight notes and no live progress line"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what the budget buys and exit (spends nothing)"),
+    allow_changed_task: bool = typer.Option(
+        False, OVERRIDE, help="--resume even if the task's files changed since the run was made"
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        callback=out_folder,
+        help="at the end, write the returned program, its output files (submission/) and the config into this folder",
+    ),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
     """Run the search: propose, screen, verify, learn, until the budget is spent."""
@@ -328,30 +359,35 @@ def run(
         console.print(preset_text(preset), highlight=False, soft_wrap=True, markup=False)
     loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
-        console.print("\n".join(plan(cfg).lines()), highlight=False, soft_wrap=True)
+        console.print("\n".join(plan(cfg, loaded).lines()), highlight=False, soft_wrap=True)
         if dry_run:
             raise typer.Exit(0)
     st = _open_store(Path(cfg.store), must_exist=resume is not None)
     if resume is not None:
         resume = st.resolve_run(resume)
         changes = resume_changes(flags, over)
+        _refuse_lower_caps(st, resume, changes)
         if not changes and st.run(resume).status == "finished":
             _print_finished(st, resume)
             return
         stored = stored_config(st, resume)
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
+        loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
+        probe_endpoints(cfg)
         if changes:
             st.append(resume, "config_update", {"changes": changes})
     if not quiet:
         console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     started: dict[str, Any] = {}
     try:
-        result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded))
+        result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out))
     except KeyboardInterrupt:
         _print_interrupted(started.get("engine"), st)
         sys.exit(130)
     _print_result(result, st)
+    if "wrote" in started:
+        console.print(started["wrote"], highlight=False, soft_wrap=True)
 
 
 def _print_finished(st, run_id: str) -> None:
@@ -382,6 +418,45 @@ def _print_interrupted(engine: Any, st) -> None:
     )
 
 
+# budget.* caps a resume may raise, and what the run has spent of each (``store.budget``)
+_SPENT = {
+    "budget.verifications": ("verifications", "--budget", lambda b: b.verifications),
+    "budget.evaluator_seconds": ("evaluator seconds", "budget.evaluator_seconds=", lambda b: b.evaluator_seconds),
+    "budget.tokens": ("tokens", "budget.tokens=", lambda b: b.tokens_in + b.tokens_out),
+    "budget.cost": ("of LLM cost", "budget.cost=", lambda b: b.cost),
+}
+
+
+def _refuse_lower_caps(st, run_id: str, changes: dict[str, Any]) -> None:
+    """A cap given with ``--resume`` below what the run already spent is a ``ConfigError`` (a resume only raises
+    caps; it would otherwise stop at once and report "5 of 3 verifications paid")."""
+    budget = st.budget(run_id)
+    for key, (what, flag, spent_of) in _SPENT.items():
+        cap, spent = changes.get(key), spent_of(budget)
+        if cap is not None and cap < spent:
+            sep = "" if flag.endswith("=") else " "
+            more = int(spent) + 1 if key != "budget.cost" else round(spent * 2, 4)
+            raise ConfigError(
+                f"run {run_id} has already paid {number(spent, 6)} {what}; {flag}{sep}{cap} is below that and a resume "
+                f"can only raise a cap: pass more to continue it (e.g. {flag}{sep}{more})"
+            )
+
+
+def _resumed_task(st, run_id: str, name: str, allow_changed: bool) -> Any:
+    """The task a resume continues on: ``name`` (the task argument, else the stored one), refused when it is
+    another task than the run's (exit 2) or when its files changed since the run was made (exit 3, unless
+    ``--allow-changed-task``)."""
+    task = load_task(name)
+    stored = st.run(run_id).task
+    if task.name != stored:
+        raise ConfigError(
+            f"run {run_id} is a run of task {stored!r}, not of {task.name!r}: leave the task argument out to resume "
+            f"it (a resumed run keeps its task), or start a new run of {task.name!r} without --resume"
+        )
+    refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
+    return task
+
+
 def _check_new_run(cfg) -> Any:
     """The task of a new run, loaded, and its models checked (``models_wiring.check_models``), as a dry run does too.
 
@@ -393,14 +468,16 @@ def _check_new_run(cfg) -> Any:
     except UnknownTask as exc:
         raise ConfigError(f"task: {exc}") from None
     check_roles_fit(cfg.roles.kind, task)
+    check_screener_fits(cfg.screener.name, cfg.screener.options, task)
     check_models(cfg)
     if task.limits.gpus > 0 and cfg.executor.name == "local":  # a Ray cluster's GPUs are its workers' to check
         require_gpu(LocalSandbox(), task.limits, task.name)
+    probe_endpoints(cfg)
     return task
 
 
-async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None):
-    """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message) and run it."""
+async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None, out: Path | None = None):
+    """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message), run it, and write ``--out``."""
 
     progress = None if quiet else _LiveProgress(console, cap=cfg.budget.verifications)
     engine = build_engine(cfg, st, task=task, progress=progress)
@@ -408,7 +485,12 @@ async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None
     if progress and submits_ensemble(engine.strategy, engine.task):
         progress.finish += ", then scoring the top-K ensemble submission (re-runs its members)"
     try:
-        return await engine.run(resume)
+        result = await engine.run(resume)
+        if progress:
+            progress.close()
+        if out is not None:
+            started["wrote"] = await write_outputs(engine, st, result.run_id, result.best_id, out)
+        return result
     finally:
         if progress:
             progress.close()
@@ -423,9 +505,16 @@ def _print_result(result, st) -> None:
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
     table.add_row("baseline validation score", number(result.baseline_score, 6))
+    table.add_row("baseline hidden test score", number(result.baseline_test_score, 6))
     table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
     table.add_row("best node hidden test score", number(result.best_test_score, 6))
+    safety_net = safety_net_state(adaptive_state(st, result.run_id))
+    if safety_net:
+        table.add_row("safety net (adaptive screening)", safety_net)
     console.print(table)
+    warning = final_view(st, result.run_id).transfer_warning
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
     if submission:
         console.print(submission_line(submission_summary(submission[-1])), highlight=False)
@@ -526,6 +615,8 @@ def show(
             (r.get("idea") or "")[:70],
         )
     console.print(table)
+    for line in transfer_lines(data["transfer"]):
+        console.print(line, highlight=False, soft_wrap=True)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
     peak = data["peak_memory"]
     gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
@@ -572,7 +663,13 @@ def show(
 
 
 @app.command()
-def replay(run_id: str = RUN_ID, store: Path = STORE) -> None:
+def replay(
+    run_id: str = RUN_ID,
+    store: Path = STORE,
+    allow_changed_task: bool = typer.Option(
+        False, OVERRIDE, help="replay even if the task's files changed since the run was made"
+    ),
+) -> None:
     """Re-execute a run's decisions from stored outcomes and cached LLM replies, with no endpoint.
 
     A resumed run is replayed part by part, each from the log as its resume saw it. Exit 0 when every
@@ -581,7 +678,7 @@ def replay(run_id: str = RUN_ID, store: Path = STORE) -> None:
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
-    report = asyncio.run(replay_run(st, run_id))
+    report = asyncio.run(replay_run(st, run_id, allow_changed_task=allow_changed_task))
     console.print(report.describe())
     raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 

@@ -28,6 +28,8 @@ def export_command(
         raise ConfigError(f"--format {fmt!r}: choose jsonl or parquet")
     with read_store(store) as st:
         rid = st.resolve_run(run_id)
-        nodes, calls = export_run(st, rid, out, fmt, include_test=include_test, inline_calls=inline_calls)  # type: ignore[arg-type]
+        done = export_run(st, rid, out, fmt, include_test=include_test, inline_calls=inline_calls)  # type: ignore[arg-type]
     hidden = "with hidden test scores" if include_test else "no hidden test scores"
-    console.print(f"trace: [bold]{nodes}[/] ({hidden}); calls: {calls}", highlight=False)
+    console.print(
+        f"trace: [bold]{done.nodes}[/] ({hidden}); calls: {done.calls}; run card: {done.card}", highlight=False
+    )

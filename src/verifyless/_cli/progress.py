@@ -7,9 +7,21 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
-from verifyless.screen.audit import LiveAudit, audit_segment
+from verifyless.screen.audit import LiveAudit, audit_segment, state_change_lines
 from verifyless.screen.health import reply_stats
+
+
+class _TwoLines(Progress):
+    """rich's ``Progress`` drawing the description (round, parse rates, audit) on its own line, folded to the
+    terminal's width, above the bar, count, best score and ETA: at 80 columns nothing is cut to an ellipsis."""
+
+    def get_renderables(self) -> Any:
+        for task in self.tasks:
+            yield Text(task.description, style="bold", overflow="fold")
+        yield self.make_tasks_table(self.tasks)
 
 
 class LiveProgress:
@@ -23,14 +35,11 @@ class LiveProgress:
     """
 
     def __init__(self, out: Console, cap: int | None = None, clock: Any = None) -> None:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
         self.out = out
         self.cap = cap
         self.clock = clock or time.monotonic
         self.started = self.clock()
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"),
+        self.bar = _TwoLines(
             BarColumn(),
             TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[info]}"),
@@ -60,6 +69,9 @@ class LiveProgress:
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
             self._update(budget)
+        if kind == "screener_learn":
+            for line in state_change_lines(data):
+                self.out.print(f"  {line}", highlight=False, soft_wrap=True)
         if kind == "screener_fallback":
             self.fallbacks = f" · screener fell back {data['fallbacks']}/{data['screenings']}"
             self.out.print(  # the reason is in the stored event and the library's WARNING

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifyless.config import apply_changes, with_absent_options
+from verifyless.config import apply_changes, stored_config, with_absent_options
 from verifyless.errors import VerifylessError
 from verifyless.node import Verification, content_hash
 from verifyless.store import RunStore
 from verifyless.store.records import Item
+from verifyless.task import load_task
 from verifyless.task.base import Task
+from verifyless.task.fingerprint import refuse_changed, stored_fingerprint
 from verifyless.wiring import build_engine
 
 
@@ -119,7 +121,7 @@ def segments(store: Any, run_id: str) -> list[Segment]:
     return out
 
 
-async def replay_run(store: Any, run_id: str) -> ReplayReport:
+async def replay_run(store: Any, run_id: str, *, allow_changed_task: bool = False) -> ReplayReport:
     """Replay every part of ``run_id`` and compare its decisions with the stored ones.
 
     A run that was resumed is replayed part by part: each resumed part starts from the original log
@@ -129,7 +131,12 @@ async def replay_run(store: Any, run_id: str) -> ReplayReport:
     verification it stored, and every node both made. The part that finished is compared whole,
     final node included. Exact for ``engine.verify_concurrency=1``; with more, an interruption may
     fall between verifications that finish out of order, which reads as a difference.
+
+    A task whose files changed since the run was made is refused first (``TaskError`` naming the changed
+    parts; ``allow_changed_task`` replays anyway, and the replay will most likely differ).
     """
+    task = load_task(str(stored_config(store, run_id)["task"]))
+    refuse_changed(stored_fingerprint(store, run_id), task, run_id=run_id, action="replay", allow=allow_changed_task)
     by_hash: dict[str, Verification] = {}
     for ev in store.events(run_id, kinds=["verification"]):
         v = Verification.from_dict(ev.payload)
@@ -140,7 +147,7 @@ async def replay_run(store: Any, run_id: str) -> ReplayReport:
     compared, replay_final, diffs = 0, None, []
     parts = segments(store, run_id)
     for k, seg in enumerate(parts):
-        n, final, found = await _replay_segment(store, run_id, seg, by_hash)
+        n, final, found = await _replay_segment(store, run_id, seg, by_hash, task)
         label = f"part {k + 1} of {len(parts)}: " if len(parts) > 1 else ""
         compared += n
         diffs += [label + d for d in found]
@@ -151,7 +158,7 @@ async def replay_run(store: Any, run_id: str) -> ReplayReport:
 
 
 async def _replay_segment(
-    store: Any, run_id: str, seg: Segment, by_hash: dict[str, Verification]
+    store: Any, run_id: str, seg: Segment, by_hash: dict[str, Verification], task: Task
 ) -> tuple[int, str | None, list[str]]:
     """(facts compared, the replay's final node, differences) for one part of the run."""
 
@@ -171,7 +178,7 @@ async def _replay_segment(
             executor = StoredVerifications(
                 by_hash, cfg.engine.verify_concurrency, stop_outside=None if seg.complete else own
             )
-            engine = build_engine(cfg, replay_store, replay=True, replay_executor=executor)
+            engine = build_engine(cfg, replay_store, task=task, replay=True, replay_executor=executor)
             try:
                 result = await engine.run(run_id if resumed else None)
                 final = result.best_id
@@ -201,7 +208,13 @@ def copy_prefix(source: Any, target: Any, run_id: str, before: int) -> None:
     """Copy ``run_id``'s events with seq < ``before`` (programs and charges included) into ``target``."""
     events = list(source.events(run_id))
     head = events[0].payload  # the config event, written by create_run
-    target.create_run(head["task"], head["config"], run_id=run_id, seed=int(head.get("seed", 0)))
+    target.create_run(
+        head["task"],
+        head["config"],
+        run_id=run_id,
+        seed=int(head.get("seed", 0)),
+        fingerprint=head.get("task_fingerprint"),
+    )
     items = []
     for ev in events[1:]:
         if ev.seq >= before:

@@ -12,6 +12,8 @@ from verifyless import datareport
 from verifyless.engine.health import stored_role_health
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
+from verifyless.report.views.card import run_card
+from verifyless.report.views.final import final_view
 from verifyless.report.views.runs import gpu_seconds
 from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
@@ -84,6 +86,8 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         **peers_data(st, run_id),
         "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
         "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
+        "transfer": transfer_data(st, run_id),
+        "run_card": run_card(st, run_id),
         "stop_reason": stop_reason(st, run_id),
         "data_report": data_report_line(st, run_id),
         "memory": memory_line(info.config),
@@ -101,6 +105,26 @@ def memory_line(config: dict[str, Any]) -> str:
     embedder = str(engine.get("memory_embedder") or "auto")
     kind = DENSE_KINDS.get(embedder, "BM25 + the embedder 'auto' chose when the run started (not recorded)")
     return f"memory: on ({embedder}): {kind}"
+
+
+def transfer_data(st, run_id: str) -> dict[str, Any]:
+    """The baseline and the returned node on validation and hidden test, and the warning when the validation gain
+    did not transfer (``FinalView.transfer_warning``)."""
+    f = final_view(st, run_id)
+    return {
+        "baseline": {"node_id": "root", "validation": f.baseline_score, "test": f.baseline_test_score},
+        "final": {"node_id": f.node_id, "validation": f.score, "test": f.test_score},
+        "warning": f.transfer_warning,
+    }
+
+
+def transfer_lines(data: dict[str, Any]) -> list[str]:
+    """``show``'s lines for ``transfer_data``: the two nodes side by side, then the warning if any."""
+    lines = [
+        f"{label} {node['node_id']}: validation {number(node['validation'], 6)} · hidden test {number(node['test'], 6)}"
+        for label, node in (("baseline", data["baseline"]), ("returned", data["final"]))
+    ]
+    return lines + ([f"[yellow]warning:[/] {data['warning']}"] if data["warning"] else [])
 
 
 def data_report_line(st, run_id: str) -> str:
@@ -183,4 +207,6 @@ __all__ = [
     "stop_reason",
     "submission_line",
     "submission_summary",
+    "transfer_data",
+    "transfer_lines",
 ]

@@ -65,6 +65,7 @@ from verifyless.search.base import Expansion, PacedStrategy, SearchStrategy
 from verifyless.search.memory import Memory
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
+from verifyless.task.fingerprint import task_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,10 @@ class Engine:
     async def run(self, run_id: str | None = None, *, from_snapshot: bool = True) -> RunResult:
         """Start a new run, or continue ``run_id`` (resume) from its stored events."""
         self.run_id = run_id or self.store.create_run(
-            self.task.name, self.config.model_dump(mode="json"), seed=self.config.seed
+            self.task.name,
+            self.config.model_dump(mode="json"),
+            seed=self.config.seed,
+            fingerprint=task_fingerprint(self.task).to_dict(),
         )
         if run_id is not None:
             self.resume.restore(from_snapshot=from_snapshot)
@@ -362,6 +366,7 @@ class Engine:
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
             self.ledger.emit("screener_learn", {**record, "round": r})
+            self.progress("screener_learn", {**record, "round": r})
 
 
 def _role_health(roles: Roles | None, config: RunConfig) -> dict[str, RoleHealth]:

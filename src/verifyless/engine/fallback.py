@@ -50,12 +50,18 @@ def screener_failed(
         raise ModelUnavailable(
             f"the screener {name!r} {never}: {streak} screenings in a row fell back to a seeded random pick (its "
             f"endpoint failed; a run screened at random is no {name} run); last error: {exc}. Fix its endpoint "
-            f"(roles.models), then continue with `verifyless run --resume {ledger.run_id}`; "
+            f"(roles.models), then continue with `verifyless run --resume {ledger.run_id}{_store_flag(ledger)}`; "
             "engine.max_screener_fallbacks=null falls back for ever"
         ) from exc
     order = [c.id for c in pool]
     rng.shuffle(order)
     return fallback_screening(name, order, eng.verify_per_expansion)
+
+
+def _store_flag(ledger: Ledger) -> str:
+    """`` --store PATH`` of the run's store, for a resume command to paste (empty when the store has no path)."""
+    path = getattr(ledger.store, "path", None)
+    return f" --store {path}" if path else ""
 
 
 def check_answered(ledger: Ledger, eng: EngineConfig, name: str) -> None:

@@ -53,6 +53,7 @@ class RunResult:
     verifications: int
     rounds: int
     stopped: str
+    baseline_test_score: float | None = None  # hidden: reporting only, beside best_test_score
 
 
 def mark_stopped(store: RunStoreProtocol, run_id: str, exc: BaseException) -> None:
@@ -216,6 +217,7 @@ class Lifecycle:
             best_score=best.get("score"),
             best_test_score=best.get("test_score"),
             baseline_score=rows.get("root", {}).get("score"),
+            baseline_test_score=rows.get("root", {}).get("test_score"),
             verifications=self.ledger.gate.used().verifications,
             rounds=self.ledger.state.rounds_done,
             stopped=stopped,

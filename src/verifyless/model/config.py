@@ -54,6 +54,9 @@ class ModelConfig(StrictOptions):
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
     max_tokens: int | None = Field(None, ge=1)
+    context_tokens: int | None = Field(
+        None, ge=1, description="the model's context window in tokens (the pre-flight warns when a prompt exceeds it)"
+    )
     seed: int | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields sent with each request")
     max_n: int | None = Field(None, ge=1, description="largest n the endpoint accepts (1 for servers that reject n>1)")

@@ -1,7 +1,7 @@
 """Trace export: every node of a run as one flat, versioned record (JSONL or Parquet).
 
-``export_run(store, run_id, out, fmt)`` writes one row per node, in creation order, and a companion
-file of the run's LLM calls (``<out>.calls.jsonl`` / ``.calls.parquet``). Both load with
+``export_run(store, run_id, out, fmt)`` writes one row per node, in creation order, a companion
+file of the run's LLM calls (``<out>.calls.jsonl`` / ``.calls.parquet``) and the run card (``<out>.card.json``). Both load with
 ``datasets.load_dataset("json" | "parquet", data_files=...)``; the schema (``SCHEMA_VERSION``) is
 documented in docs/design/trace-export.md. OpenEvolve's ``evolution_trace`` is the anchor: lineage,
 the idea, the code change, the evaluation, plus what verifyless adds (the neutral summary, the
@@ -20,15 +20,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from verifyless.errors import ConfigError
 from verifyless.program import BandError, extract
+from verifyless.report.views.card import run_card
 from verifyless.report.views.nodes import node_details
 from verifyless.task.base import HIDDEN_PREFIXES
 from verifyless.task.loader import load_task
 
-__all__ = ["SCHEMA_VERSION", "call_rows", "export_run", "node_rows"]
+__all__ = ["SCHEMA_VERSION", "Exported", "call_rows", "export_run", "node_rows"]
 
 SCHEMA_VERSION = 1
 Format = Literal["jsonl", "parquet"]
@@ -112,16 +113,29 @@ def export_run(
     *,
     include_test: bool = False,
     inline_calls: bool = False,
-) -> tuple[Path, Path]:
-    """Write the node trace to ``out`` and the calls beside it; returns both paths."""
+) -> Exported:
+    """Write the node trace to ``out``, the calls and the run card (``views.card.run_card``) beside it."""
     nodes = list(node_rows(store, run_id, include_test=include_test))
     calls = list(call_rows(store, run_id, inline=inline_calls))
-    calls_path = out.with_name(out.name.removesuffix(out.suffix) + f".calls{out.suffix or '.' + fmt}")
+    stem = out.name.removesuffix(out.suffix)
+    calls_path = out.with_name(stem + f".calls{out.suffix or '.' + fmt}")
+    card_path = out.with_name(stem + ".card.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     writer = _write_parquet if fmt == "parquet" else _write_jsonl
     writer(nodes, out)
     writer(calls, calls_path)
-    return out, calls_path
+    tmp = card_path.with_name(card_path.name + ".tmp")
+    tmp.write_text(json.dumps(run_card(store, run_id), indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.replace(card_path)
+    return Exported(out, calls_path, card_path)
+
+
+class Exported(NamedTuple):
+    """The files ``export_run`` wrote."""
+
+    nodes: Path
+    calls: Path
+    card: Path
 
 
 def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:

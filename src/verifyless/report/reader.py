@@ -26,14 +26,13 @@ Limits: the file must exist; a store written by a newer verifyless (higher
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from pathlib import Path
 
 from verifyless.errors import StoreError
 from verifyless.store import RunStore
-from verifyless.store.schema import inspect_store
+from verifyless.store.schema import inspect_store, read_only_reason
 
 
 class ReadOnlyStore(RunStore):
@@ -100,11 +99,8 @@ def _probe(uri: str, busy_timeout: float) -> sqlite3.Connection:
 
 
 def store_writable(path: Path) -> bool:
-    """Whether this process may write ``path`` and create files beside it (its ``-wal`` and ``-shm``).
-
-    ``os.access`` answers for the real user and counts a read-only mount (EROFS) as not writable.
-    """
-    return os.access(path, os.W_OK) and os.access(path.resolve().parent, os.W_OK | os.X_OK)
+    """Whether this process may write ``path`` and create files beside it (``store.schema.read_only_reason``)."""
+    return not read_only_reason(path)
 
 
 def open_readonly(path: str | Path) -> ReadOnlyStore:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from verifyless.release import release
 from verifyless.report import figures as drawing  # matplotlib itself is imported only when drawing
 from verifyless.report import peers, svg, text, views
 from verifyless.report.views.data_report import data_report_view
@@ -42,12 +43,7 @@ def environment() -> Any:
 
 
 def version() -> str:
-    try:
-        from importlib.metadata import version as v
-
-        return v("verifyless")
-    except Exception:  # noqa: BLE001 - not installed (running from a source tree)
-        return "dev"
+    return release()
 
 
 def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
@@ -71,6 +67,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "peers": peers.peers_lines(peers.novelty_rates(store, run_id), peers.model_shares(store, run_id)),
         "datarep": data_report_view(store, run_id),
         "schedule": views.series.schedule_series(store, run_id, most=25),
+        "card": views.card.run_card(store, run_id),
         "href": href,
     }
 

@@ -108,6 +108,12 @@ def curves_svg(curves: Sequence[CurveView], *, width: int = 640, height: int = 3
             f'<text x="{left + 26}" y="{y + 4}" class="legend">{_e(c.label)}: final {number(c.final, 4)}, '
             f"baseline {number(c.baseline, 4)}</text>"
         )
+    for c in curves:
+        for x, label in c.markers:  # the safety net's state changes, after that many verifications
+            out.append(
+                f'<line x1="{sx(x + 0.5):.1f}" x2="{sx(x + 0.5):.1f}" y1="{top}" y2="{top + plot_h}" class="marker"/>'
+                f'<text x="{sx(x + 0.5) + 3:.1f}" y="{top + 12}" class="tick">{_e(label)}</text>'
+            )
     ceilings = {c.ceiling for c in curves if c.ceiling is not None}
     for ceil in ceilings:
         label = next(c.ceiling_label for c in curves if c.ceiling == ceil)

@@ -98,6 +98,7 @@ live audit of any screener (``screen/audit.py``); the bets are
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import random
 import time
@@ -113,6 +114,8 @@ from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import LearningScreener, OutcomeObserver, ScreenContext, Screener
 from verifyless.screen.bets import Bets
 from verifyless.screen.options import BaseOptions
+
+log = logging.getLogger(__name__)
 
 State = Literal["trial", "on", "off"]
 
@@ -304,6 +307,7 @@ class AdaptiveRule:
             self.reason += f"; {n} candidate{'s' if n > 1 else ''} per expansion from now on (picks are random)"
             decision |= {"reason": self.reason, "candidates": n}
         self.decisions.append(decision)
+        log.info("safety net: %s", self.reason)
         return True
 
     def summary(self) -> str:

@@ -65,6 +65,9 @@ __all__ = [
     "adaptive_audit",
     "adaptive_line",
     "adaptive_state",
+    "safety_net_state",
+    "state_change_lines",
+    "state_changes",
     "audit_from_store",
     "audit_line",
     "audit_segment",
@@ -310,6 +313,28 @@ def adaptive_line(audit: ScreenerAudit | Mapping[str, Any] | None) -> str:
     row = audit.row() if isinstance(audit, ScreenerAudit) else audit
     state = (row or {}).get("adaptive")
     return f"adaptive screening {state['state']}: {state['reason']}" if state else ""
+
+
+def state_changes(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The state decisions (trial -> on, -> off: ``state``, ``reason``, the evidence) an ``adaptive`` screener's
+    ``screener_learn`` record holds; none for other records (k changes are not state changes)."""
+    decisions = (record.get("adaptive") or {}).get("decisions") or ()
+    return [d for d in decisions if "state" in d]
+
+
+def state_change_lines(record: Mapping[str, Any]) -> list[str]:
+    """``safety net: <reason>``, one per ``state_changes`` of the record, for the run's output."""
+    return [f"safety net: {d['reason']}" for d in state_changes(record)]
+
+
+def safety_net_state(state: Mapping[str, Any] | None) -> str:
+    """The end-of-run table's cell for ``adaptive_state``: ``off since verification 6``, ``on since ...``,
+    ``trial (no decision)``; '' for a run without an adaptive screener."""
+    if not state:
+        return ""
+    if state.get("state") in ("on", "off") and state.get("decided_at") is not None:
+        return f"{state['state']} since verification {state['decided_at']}"
+    return f"{state.get('state')} (no decision)"
 
 
 def audit_line(audit: ScreenerAudit | Mapping[str, Any]) -> str:

@@ -41,11 +41,13 @@ from typing import Any
 
 from pydantic import Field
 
+from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Screening, Status, Verification
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.options import BaseOptions
+from verifyless.task.base import Task
 
-__all__ = ["PilotOptions", "PilotScreener", "survivors"]
+__all__ = ["PilotOptions", "PilotScreener", "check_levels", "survivors"]
 
 
 class PilotOptions(BaseOptions):
@@ -58,6 +60,24 @@ class PilotOptions(BaseOptions):
     min_survivors: int | None = Field(
         None, ge=1, description="at least this many go up each level (default: the engine's verify_per_expansion)"
     )
+
+
+def check_levels(task: Task, levels: Sequence[str] | None) -> None:
+    """A ``ConfigError`` when ``task`` has none of the fidelity levels the pilot screener would pilot at
+    (``levels``; None: every level the task declares). Without one it could only pick the first candidate."""
+    declared = tuple(level.name for level in task.fidelity.levels)
+    if not declared:
+        raise ConfigError(
+            f"screener 'pilot' pilots candidates at a task's cheaper fidelity levels, and task {task.name!r} declares "
+            "no fidelity levels: add a `fidelity:` block to its task.yaml (e.g. a data_fraction level; "
+            "docs/design/task-format.md), or choose another screener (e.g. -c surrogate)"
+        )
+    unknown = [name for name in levels or () if name not in declared]
+    if unknown:
+        raise ConfigError(
+            f"screener.options.levels: {', '.join(map(repr, unknown))} not a fidelity level of task {task.name!r}; "
+            f"it declares {', '.join(declared)}"
+        )
 
 
 def survivors(n: int, eta: int, min_survivors: int) -> int:

@@ -50,12 +50,13 @@ from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
 from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
 from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
-from verifyless.screen.pilot import PilotOptions, PilotScreener
+from verifyless.screen.pilot import PilotOptions, PilotScreener, check_levels
 from verifyless.screen.probcritic import LabelProbCritic
 from verifyless.screen.reward import RewardModelCritic, RewardModelOptions
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
 from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
+from verifyless.task.base import Task
 
 ScreenerFactory = Callable[..., Screener]
 
@@ -251,7 +252,9 @@ def _peek(models, opts: OracleOptions, **_):
     return _construct(PeekOracle, "peek", **_kwargs(opts))
 
 
-def _pilot(models, opts: PilotOptions, **_):
+def _pilot(models, opts: PilotOptions, task: Task | None = None, **_):
+    if task is not None:
+        check_levels(task, opts.levels)
     return _construct(PilotScreener, "pilot", **_kwargs(opts))
 
 
@@ -351,15 +354,31 @@ def check_screener_models(name: str, options: BaseModel | None, keys: Iterable[s
         _pick_model(keyed, opts.model, name)
     if name == "critic" and opts.tie_break_model:
         _pick_model(keyed, opts.tie_break_model, name)
-    nested: list[tuple[str, Any]] = []
-    if name in ("ensemble", "arbiter"):
-        nested = list(_member_specs(opts, name))
-    elif name == "cascade":
-        nested = [(stage, SCREENERS.validate(stage, raw)) for stage, raw in _cascade_stages(opts)]
-    elif name == "adaptive":
-        nested = [(opts.screener, SCREENERS.validate(opts.screener, opts.options))]
-    for inner, inner_opts in nested:
+    for inner, inner_opts in nested_screeners(name, opts):
         check_screener_models(inner, inner_opts, keyed)
+
+
+def check_screener_fits(name: str, options: BaseModel | None, task: Task) -> None:
+    """The ``ConfigError`` that screener ``name`` (or one it nests) gives on ``task`` when it cannot screen it:
+    ``pilot`` on a task without the fidelity levels it pilots at. Checked before a run's store exists (the CLI's
+    pre-flight) and again when the screener is built."""
+    opts: Any = SCREENERS.typed(name, options)
+    if name == "pilot":
+        check_levels(task, opts.levels)
+    for inner, inner_opts in nested_screeners(name, opts):
+        check_screener_fits(inner, inner_opts, task)
+
+
+def nested_screeners(name: str, opts: Any) -> list[tuple[str, Any]]:
+    """The screeners ``name`` builds inside itself, as (name, typed options): an ensemble's or arbiter's
+    members, a cascade's stages, adaptive's wrapped screener."""
+    if name in ("ensemble", "arbiter"):
+        return list(_member_specs(opts, name))
+    if name == "cascade":
+        return [(stage, SCREENERS.validate(stage, raw)) for stage, raw in _cascade_stages(opts)]
+    if name == "adaptive":
+        return [(opts.screener, SCREENERS.validate(opts.screener, opts.options))]
+    return []
 
 
 def _critic_probs_options() -> type[BaseModel]:
@@ -451,6 +470,8 @@ __all__ = [
     "SCREENERS",
     "ScreenerFactory",
     "build_screener",
+    "check_screener_fits",
     "check_screener_models",
+    "nested_screeners",
     "options_model",
 ]

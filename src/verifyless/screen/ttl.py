@@ -293,10 +293,20 @@ def run_adapters(config: Mapping[str, Any], learned: Sequence[Mapping[str, Any]]
                 tag = None
             out.append({"role": role, "folder": str(folder), "tag": tag})
     out.extend(recorded_critic(config))
-    if learned:
-        origin = next((r.get("adapter_origin") for r in learned if "adapter_origin" in r), None)
-        out.append({"role": "critic-ttl", "origin": origin, "version": int(learned[-1].get("adapter_version") or 0)})
+    ttl = [r for r in (_adapter_record(r) for r in learned) if r is not None]
+    if ttl:
+        origin = next((r.get("adapter_origin") for r in ttl if "adapter_origin" in r), None)
+        out.append({"role": "critic-ttl", "origin": origin, "version": int(ttl[-1].get("adapter_version") or 0)})
     return out
+
+
+def _adapter_record(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The test-time critic's part of a ``screener_learn`` record: the record itself, or its ``inner`` one when a
+    wrapper (``adaptive``) forwarded it; None for a screener that keeps no adapter (the surrogate, ``adaptive``)."""
+    if "adapter_version" in record:
+        return record
+    inner = record.get("inner")
+    return _adapter_record(inner) if isinstance(inner, Mapping) else None
 
 
 __all__ = [

@@ -20,7 +20,15 @@ from verifyless.store.records import Budget, Charge, Event, RunInfo
 class RunStoreProtocol(Protocol):
     """The run store's faces used above the store layer (see the module docstring)."""
 
-    def create_run(self, task: str, config: Mapping[str, Any], *, run_id: str | None = None, seed: int = 0) -> str: ...
+    def create_run(
+        self,
+        task: str,
+        config: Mapping[str, Any],
+        *,
+        run_id: str | None = None,
+        seed: int = 0,
+        fingerprint: Mapping[str, Any] | None = None,
+    ) -> str: ...
 
     def set_status(self, run_id: str, status: str, *, reason: str | None = None) -> int: ...
 

@@ -8,6 +8,7 @@ every migration in order, each in its own transaction together with the
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -140,6 +141,13 @@ def inspect_store(conn: sqlite3.Connection, path: Path) -> tuple[int, set[str]]:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as exc:
+        unwritable = read_only_reason(path)
+        if unwritable and ("readonly" in str(exc) or "unable to open" in str(exc)):
+            raise StoreError(
+                f"run store {path} is read-only here ({unwritable}), and this command writes to it (SQLite says: "
+                f"{exc}): make the file and its folder writable, or copy the store to a place you can write and "
+                "pass --store (runs, show, report and export read it where it is)"
+            ) from exc
         raise StoreError(
             f"{path} is not a readable verifyless run store (SQLite says: {exc}). "
             "If it is another file, choose a different store path; if it is a damaged store, "
@@ -152,6 +160,19 @@ def inspect_store(conn: sqlite3.Connection, path: Path) -> tuple[int, set[str]]:
             "(pip install -U verifyless) or open a different store."
         )
     return version, tables
+
+
+def read_only_reason(path: Path) -> str:
+    """Why this process cannot write the store at ``path`` and create files beside it (its ``-wal`` and ``-shm``);
+    '' when it can. ``os.access`` answers for the real user and counts a read-only mount (EROFS) as not writable.
+    SQLite fails to open a WAL store whose -wal/-shm it cannot make with a message that reads like damage."""
+    path = Path(path)
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is not writable"
+    folder = path.resolve().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is not writable"
+    return ""
 
 
 def prepare(conn: sqlite3.Connection, path: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import secrets
 import socket
 import sqlite3
@@ -29,6 +30,7 @@ from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.node import Candidate, Node, Status, Verification
+from verifyless.release import release
 from verifyless.store import fold, schema
 from verifyless.store.blobs import BlobStore
 from verifyless.store.reads import StoreReads
@@ -136,8 +138,20 @@ class RunStore(StoreReads, BlobStore):
 
     # ------------------------------------------------------------------ runs
 
-    def create_run(self, task: str, config: Mapping[str, Any], *, run_id: str | None = None, seed: int = 0) -> str:
-        """Register a run and write its ``config`` event (the run's first event); returns the run id."""
+    def create_run(
+        self,
+        task: str,
+        config: Mapping[str, Any],
+        *,
+        run_id: str | None = None,
+        seed: int = 0,
+        fingerprint: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Register a run and write its ``config`` event (the run's first event); returns the run id.
+
+        ``fingerprint`` (``Fingerprint.to_dict()`` of the task, ``verifyless.task.fingerprint``) is kept in that
+        event as ``task_fingerprint``, so a resume or a replay can tell whether the task changed since.
+        """
         run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
         now = time.time()
         config_json = self._dumps(config, "config")
@@ -148,7 +162,10 @@ class RunStore(StoreReads, BlobStore):
                 "INSERT INTO runs (run_id, task, created, status, config, seed, updated) VALUES (?,?,?,?,?,?,?)",
                 (run_id, task, now, "created", config_json, int(seed), now),
             )
-            self._insert(conn, run_id, "config", {"task": task, "seed": int(seed), "config": dict(config)}, None, None)
+            head = {"task": task, "seed": int(seed), "config": dict(config)}
+            if fingerprint is not None:
+                head["task_fingerprint"] = dict(fingerprint)
+            self._insert(conn, run_id, "config", head, None, None)
         self._known_runs.add(run_id)
         return run_id
 
@@ -354,8 +371,26 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
 
 
 def _status_payload(status: str, reason: str | None) -> dict[str, Any]:
-    """A ``run_status`` payload: the status, the writer's pid and host, and the reason when there is one."""
+    """A ``run_status`` payload: the status, the writer's pid and host, the reason when there is one, and for
+    ``running`` the machine the run (or this part of it) runs on (``machine()``, for the run card)."""
     payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
     if reason:
         payload["reason"] = reason[:4000]
+    if status == "running":
+        payload["machine"] = machine()
     return payload
+
+
+def machine() -> dict[str, Any]:
+    """This machine as a run card names it: platform, Python, CPU count, memory, verifyless's version."""
+    try:
+        memory_gb: float | None = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):  # not POSIX
+        memory_gb = None
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "verifyless": release(),
+    }

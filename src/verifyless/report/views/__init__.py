@@ -1,7 +1,7 @@
 """The run views every report and dashboard page is drawn from: pure functions of a (read-only) run store.
 
 One module per job: ``runs`` (the runs list, a run's summary and budget, events no view draws), ``curves``
-(best-so-far curves), ``progress`` (live progress and ETA), ``final`` (the returned node and submission),
+(best-so-far curves), ``card`` (the run card), ``progress`` (live progress and ETA), ``final`` (the returned node and submission),
 ``critic`` (critic calibration and the screener audit), ``nodes`` (graph, rounds, node pages), ``calls`` (LLM
 calls), ``series`` (per-round series), ``pilots`` (low-fidelity pilots) and ``data_report`` (the task's data
 report as the run stored it). Each returns frozen records of plain values; nothing here renders, writes or imports
@@ -10,6 +10,18 @@ same numbers.
 """
 
 from verifyless.report.views import runs  # noqa: I001  (first: its siblings import from it)
-from verifyless.report.views import calls, critic, curves, data_report, final, nodes, pilots, progress, series
+from verifyless.report.views import calls, card, critic, curves, data_report, final, nodes, pilots, progress, series
 
-__all__ = ["calls", "critic", "curves", "data_report", "final", "nodes", "pilots", "progress", "runs", "series"]
+__all__ = [
+    "calls",
+    "card",
+    "critic",
+    "curves",
+    "data_report",
+    "final",
+    "nodes",
+    "pilots",
+    "progress",
+    "runs",
+    "series",
+]

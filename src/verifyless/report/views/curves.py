@@ -14,6 +14,7 @@ from typing import Any
 
 from verifyless.report.text import num
 from verifyless.report.views.runs import best_node, direction_of, task_meta
+from verifyless.screen.audit import state_changes
 from verifyless.store.protocol import RunStoreProtocol
 
 __all__ = ["CEILING_MATCH", "CurvePoint", "CurveView", "best_curve", "compare_curves", "oracle_ceiling", "y_extent"]
@@ -46,6 +47,7 @@ class CurveView:
     ceiling: float | None = None
     ceiling_label: str = ""
     y_range: tuple[float, float] | None = None  # set when several curves share one y axis (``compare_curves``)
+    markers: tuple[tuple[int, str], ...] = ()  # (verifications so far, label): the safety net's state changes
 
     @property
     def final(self) -> float | None:
@@ -93,8 +95,11 @@ def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -
     best: tuple[float | None, str | None] = (None, None)
     total, compute, baseline = 0.0, 0.0, None
     points: list[CurvePoint] = []
+    markers: list[tuple[int, str]] = []
     for ev in store.events(run_id):
         compute += ev.charge.evaluator_seconds if ev.charge else 0.0
+        if ev.kind == "screener_learn":
+            markers += [(len(points), f"safety net {d['state']}") for d in state_changes(ev.payload)]
         if ev.kind != "verification":
             continue
         p = ev.payload
@@ -133,6 +138,7 @@ def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -
         baseline,
         ceiling,
         ceiling_label,
+        markers=tuple(markers),
     )
 
 

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from verifyless.report.text import num
+from verifyless.report.text import num, number
 from verifyless.store.protocol import RunStoreProtocol
 
-__all__ = ["FinalView", "SubmissionView", "final_view", "submission_view"]
+__all__ = ["FinalView", "SubmissionView", "final_view", "submission_view", "transfer_warning"]
 
 
 def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -71,6 +71,34 @@ class FinalView:
     baseline_test_score: float | None
     selection: Mapping[str, Any] | None = None
     submission: SubmissionView | None = None  # the ensemble submission, when the run made one
+    maximize: bool | None = None  # the metric's direction, read from the baseline's oriented fitness (None: unknown)
+
+    @property
+    def transfer_warning(self) -> str | None:
+        """One line when the validation gain did not transfer: the returned node beats the baseline on validation
+        (what search optimised) but is worse on the hidden test; None otherwise or when a score is missing."""
+        return transfer_warning(
+            (self.baseline_score, self.baseline_test_score), (self.score, self.test_score), self.maximize
+        )
+
+
+def transfer_warning(
+    baseline: tuple[float | None, float | None], final: tuple[float | None, float | None], maximize: bool | None
+) -> str | None:
+    """The warning of ``FinalView.transfer_warning`` from (validation, hidden test) pairs of the baseline and the
+    returned node."""
+    (base_val, base_test), (val, test) = baseline, final
+    if maximize is None or base_val is None or base_test is None or val is None or test is None:
+        return None
+    sign = 1.0 if maximize else -1.0
+    if sign * (val - base_val) <= 0 or sign * (test - base_test) >= 0:
+        return None
+    worse = f", {abs(test - base_test) / abs(base_test):.0%} worse" if base_test else ""
+    return (
+        f"the validation gain did not transfer: the returned node beats the baseline on validation "
+        f"({number(base_val, 6)} -> {number(val, 6)}) but is worse on the hidden test ({number(base_test, 6)} -> "
+        f"{number(test, 6)}{worse}); it may overfit the validation split: check it before you use it"
+    )
 
 
 def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
@@ -102,4 +130,13 @@ def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
         num(root.get("test_score")),
         selection,
         submission,
+        _maximize(root),
     )
+
+
+def _maximize(row: Mapping[str, Any]) -> bool | None:
+    """The metric's direction from a verified row: its fitness is the score oriented so that higher is better."""
+    score, fitness = num(row.get("score")), num(row.get("fitness"))
+    if score is None or fitness is None or score == 0:
+        return None
+    return fitness == score
