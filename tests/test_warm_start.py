@@ -233,5 +233,45 @@ def test_a_head_of_another_task_is_refused_unless_forced(tmp_path):
         build_screener("critic-rm", models={}, options=SCREENERS.validate("critic-rm", options), task=other)
     forced = SCREENERS.validate("critic-rm", {**options, "force": True})
     assert build_screener("critic-rm", models={}, options=forced, task=other) is not None
-    same = build_screener("critic-rm", models={}, options=SCREENERS.validate("critic-rm", options), task=load_task(str(DATA_TASK)))
+    same = build_screener(
+        "critic-rm", models={}, options=SCREENERS.validate("critic-rm", options), task=load_task(str(DATA_TASK))
+    )
     assert same is not None
+
+
+def train_cli(db: Path, out: Path, *args: str):
+    from typer.testing import CliRunner
+
+    from verifyless._cli.app import app
+
+    argv = ["train", "critic-rm", str(DATA_TASK), "--store", str(db), "--out", str(out), "--encoder", "hashing"]
+    return CliRunner().invoke(app, [*argv, *args])
+
+
+def test_train_critic_rm_warns_on_few_pairs_and_ends_with_a_verdict(tmp_path):
+    db = tmp_path / "runs.db"
+    run(config(db, DATA_TASK, 0, 24, "screener.name=random"))
+    result = train_cli(db, tmp_path / "rm")
+    assert result.exit_code == 0, result.output
+    pairs = int(result.output.split(" pairs from 1 runs")[0].rsplit("(", 1)[1])
+    assert pairs < 20 and f"warning: only {pairs} pairs: fewer than 20" in result.output
+    verdict_line = next(x for x in result.output.splitlines() if x.startswith("verdict: "))
+    assert verdict_line.startswith(("verdict: helps", "verdict: no better than random", "verdict: too little data"))
+
+
+def test_train_critic_rm_refuses_another_tasks_runs_unless_forced_and_says_when_its_head_is_worse_than_random(tmp_path):
+    inverted = copy_task(tmp_path / "inv", "data_task")  # the same name, but its program scores -(2A + B - C)
+    program = inverted / "initial_program.py"
+    program.write_text(program.read_text().replace("return 2 * A + B - C", "return -(2 * A + B - C)"))
+    db = tmp_path / "runs.db"
+    theirs = run(config(db, inverted, 0, 16, "screener.name=random"))[0]
+    ours = run(config(db, DATA_TASK, 1, 16, "screener.name=random"))[0]
+    refused = train_cli(db, tmp_path / "rm", "--runs", f"{theirs},{ours}")
+    assert refused.exit_code != 0 and "not runs of task 'data_task'" in str(refused.exception)
+    assert "--force" in str(refused.exception)
+    plain = train_cli(db, tmp_path / "rm")  # without --runs: only this task's runs, by identity not by name
+    assert plain.exit_code == 0 and "pairs from 1 runs" in plain.output, plain.output
+    forced = train_cli(db, tmp_path / "rm", "--runs", f"{theirs},{ours}", "--force")
+    assert forced.exit_code == 0, forced.output
+    line = next(x for x in forced.output.splitlines() if x.startswith("verdict: "))
+    assert line.startswith("verdict: no better than random") and "worse than random on its held-out pairs" in line

@@ -8,8 +8,11 @@
 2. **Held-out check.** With two or more runs, the newest run is the bench (``split_by_run``: its pairs whose
    parent or child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
    is scored on it (Dir-3 and sibling pairwise accuracy, ``evaluate``) against the prior (predicting the train
-   split's class shares: Dir-3 of the majority class, pairwise 0.5). With one run there is no honest bench and
-   the card says so.
+   split's class shares: Dir-3 of the majority class, pairwise 0.5). With one run, every other parent's children
+   are the bench (``check_split``; pairs sharing a program with training dropped). ``verdict`` reads the check:
+   "helps" (pairwise interval above 0.5), "no better than random" (the interval reaches 0.5 or lies below it,
+   which is said), or "too little data to tell (N pairs)" (fewer than ``MIN_CHECK`` held-out sibling pairs),
+   with a warning below ``WARN_PAIRS`` training pairs.
 3. **Artifact.** The head is fitted again on every pair and saved (``screen.reward.save_head``) with a card
    (task, runs, rows per label, settings, the held-out metrics, seconds); its tag is what runs record.
 
@@ -27,6 +30,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,6 +175,65 @@ def _public(s: Scores) -> dict[str, Any]:
     return {k: v for k, v in asdict(s).items() if k not in ("hits", "pair_hits")}
 
 
+# ------------------------------------------------------------------ verdict
+
+
+MIN_PAIRS = 4  # fewer pairs: no head at all (the run starts cold)
+WARN_PAIRS = 20  # fewer: a head is fitted, with a warning that it is mostly noise
+MIN_CHECK = 8  # fewer held-out sibling pairs: "too little data to tell"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a held-out check says about a head: ``word`` is "helps", "no better than random" or "too little data to
+    tell"; ``line`` says it with the numbers; ``warning`` is the minimum-data warning (None when there are enough)."""
+
+    word: str
+    line: str
+    warning: str | None = None
+    pairwise: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+def verdict(check: dict[str, Any] | None, rows: int) -> Verdict:
+    """The verdict on a head fitted on ``rows`` pairs whose held-out check is ``check`` (``train.reward.held_out``)."""
+    warning = (
+        f"only {rows} pairs: fewer than {WARN_PAIRS} make a head that is mostly noise; run the task longer or again"
+        if rows < WARN_PAIRS
+        else None
+    )
+    trained = (check or {}).get("trained") or {}
+    n, value = int(trained.get("pairs") or 0), trained.get("pairwise")
+    low, high = trained.get("pairwise_ci") or (None, None)
+    if value is None or n < MIN_CHECK or low is None or high is None:
+        why = (check or {}).get("note") or f"{n} held-out sibling pairs, fewer than {MIN_CHECK}"
+        return Verdict(
+            f"too little data to tell ({rows} pairs)", f"too little data to tell ({rows} pairs: {why})", warning
+        )
+    said = f"held-out pairwise {value:.2f} [{low:.2f}, {high:.2f}] over {n} sibling pairs (random: 0.5)"
+    if low > 0.5:
+        word = "helps"
+    elif high < 0.5:
+        word, said = "no better than random", said + ": worse than random on its held-out pairs"
+    else:
+        word = "no better than random"
+    return Verdict(word, f"{word}: {said}", warning, value, low, high)
+
+
+def check_split(pairs: Sequence[TextPair]) -> PairSplit | None:
+    """The held-out split of a warm start: the newest run as bench; with one run, every other parent's children."""
+    groups = list(dict.fromkeys(p.group for p in pairs))
+    if len(groups) > 1:
+        return split_by_run(pairs, [groups[-1]])
+    parents = list(dict.fromkeys(p.parent_key for p in pairs))
+    if len(parents) < 2:
+        return None
+    by_parent = [dataclasses.replace(p, group=p.parent_key) for p in pairs]
+    split = split_by_run(by_parent, parents[1::2])
+    return dataclasses.replace(split, how="one run: every other parent's children held out")
+
+
 # ------------------------------------------------------------------ from a store
 
 
@@ -242,8 +305,8 @@ def train_from_store(
         )
     featurizer = PairFeaturizer(encoder or make_text_encoder(settings.encoder), settings.features)  # type: ignore[arg-type]
     _encode_all(featurizer, pairs, progress)
-    groups = [g for g in dict.fromkeys(p.group for p in pairs)]
-    check = held_out(featurizer, split_by_run(pairs, [groups[-1]]), settings) if len(groups) > 1 else None
+    split = check_split(pairs)
+    check = held_out(featurizer, split, settings) if split is not None else None
     head = fit_head(featurizer, pairs, settings, progress=progress)
     card = {
         "kind": "critic-rm",
@@ -256,7 +319,8 @@ def train_from_store(
         "encoder_detail": ENCODERS.get(settings.encoder, settings.encoder),
         "features": settings.features,
         "settings": asdict(settings),
-        "held_out": check or "none: one run only, so no run is left to bench on",
+        "held_out": check or "none: one run with a single parent, so nothing is left to bench on",
+        "verdict": asdict(verdict(check, len(pairs))),
         "seconds": time.monotonic() - started,
     }
     tag = save_head(out, head_arrays(head), card)
@@ -275,6 +339,12 @@ def _encode_all(featurizer: PairFeaturizer, pairs: Sequence[TextPair], progress:
 
 __all__ = [
     "ENCODERS",
+    "MIN_CHECK",
+    "MIN_PAIRS",
+    "WARN_PAIRS",
+    "Verdict",
+    "check_split",
+    "verdict",
     "HeadSettings",
     "Scores",
     "WarmStart",

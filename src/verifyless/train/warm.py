@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifyless.errors import ConfigError
-from verifyless.offline.world_pairs import PairSplit, TextPair, split_by_run
 from verifyless.screen.features import TextEncoder, make_text_encoder
 from verifyless.screen.reward import (
     HeadSettings,
@@ -42,61 +41,7 @@ from verifyless.screen.reward import (
 )
 from verifyless.task.base import Task
 from verifyless.task.identity import identity_of, same_task
-from verifyless.train.reward import held_out, pairs_from_runs
-
-MIN_PAIRS = 4  # fewer pairs: no head at all (the run starts cold)
-WARN_PAIRS = 20  # fewer: a head is fitted, with a warning that it is mostly noise
-MIN_CHECK = 8  # fewer held-out sibling pairs: "too little data to tell"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a held-out check says about a head: ``word`` is "helps", "no better than random" or "too little data to
-    tell"; ``line`` says it with the numbers; ``warning`` is the minimum-data warning (None when there are enough)."""
-
-    word: str
-    line: str
-    warning: str | None = None
-    pairwise: float | None = None
-    low: float | None = None
-    high: float | None = None
-
-
-def verdict(check: dict[str, Any] | None, rows: int) -> Verdict:
-    """The verdict on a head fitted on ``rows`` pairs whose held-out check is ``check`` (``train.reward.held_out``)."""
-    warning = (
-        f"only {rows} training pairs (fewer than {WARN_PAIRS}): a head this small is mostly noise; run the task "
-        "longer (--budget) or again before trusting it"
-        if rows < WARN_PAIRS
-        else None
-    )
-    trained = (check or {}).get("trained") or {}
-    n, value = int(trained.get("pairs") or 0), trained.get("pairwise")
-    low, high = trained.get("pairwise_ci") or (None, None)
-    if value is None or n < MIN_CHECK or low is None or high is None:
-        why = (check or {}).get("note") or f"{n} held-out sibling pairs, fewer than {MIN_CHECK}"
-        return Verdict(f"too little data to tell ({rows} pairs)", f"too little data to tell ({rows} pairs: {why})", warning)
-    said = f"held-out pairwise {value:.2f} [{low:.2f}, {high:.2f}] over {n} sibling pairs (random: 0.5)"
-    if low > 0.5:
-        word = "helps"
-    elif high < 0.5:
-        word, said = "no better than random", said + ": worse than random on its held-out pairs"
-    else:
-        word = "no better than random"
-    return Verdict(word, f"{word}: {said}", warning, value, low, high)
-
-
-def check_split(pairs: Sequence[TextPair]) -> PairSplit | None:
-    """The held-out split of a warm start: the newest run as bench; with one run, every other parent's children."""
-    groups = list(dict.fromkeys(p.group for p in pairs))
-    if len(groups) > 1:
-        return split_by_run(pairs, [groups[-1]])
-    parents = list(dict.fromkeys(p.parent_key for p in pairs))
-    if len(parents) < 2:
-        return None
-    by_parent = [dataclasses.replace(p, group=p.parent_key) for p in pairs]
-    split = split_by_run(by_parent, parents[1::2])
-    return dataclasses.replace(split, how="one run: every other parent's children held out")
+from verifyless.train.reward import MIN_PAIRS, check_split, held_out, pairs_from_runs, verdict
 
 
 def earlier_runs(store: Any, task: Task) -> list[str]:
@@ -182,14 +127,4 @@ def load_warm(store: Any, digest: str) -> WarmHead:
     return warm
 
 
-__all__ = [
-    "MIN_CHECK",
-    "MIN_PAIRS",
-    "WARN_PAIRS",
-    "Verdict",
-    "check_split",
-    "earlier_runs",
-    "load_warm",
-    "verdict",
-    "warm_head",
-]
+__all__ = ["earlier_runs", "load_warm", "warm_head"]
