@@ -181,7 +181,7 @@ def _union(kind: str) -> Any:
 
 
 if TYPE_CHECKING:  # one record per name at run time; its shape, for the type checker
-    ScreenerConfig = _Component
+    ScreenerConfig = _ScreenerComponent
     ExecutorConfig = _Component
     StrategyConfig = _Component
 else:

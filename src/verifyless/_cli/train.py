@@ -18,13 +18,13 @@ from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError, StoreError, VerifylessError
 from verifyless.model.local import local_models
 from verifyless.store import RunStore
-from verifyless.train.grpo import train_critic_grpo
 from verifyless.task import load_task
 from verifyless.task.identity import identity_of, same_task
+from verifyless.train.grpo import train_critic_grpo
 from verifyless.train.reward import HeadSettings, train_from_store, verdict
-from verifyless.train.warm import earlier_runs
 from verifyless.train.settings import load_settings
 from verifyless.train.sft import train_critic_sft
+from verifyless.train.warm import earlier_runs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critics (SFT, GRPO) on critic datasets.")
 # Options the two critic trainers share.

@@ -25,12 +25,12 @@ tied has a two-way head (P(tie) = 0).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any

@@ -24,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from verifyless.errors import ConfigError
