@@ -275,3 +275,47 @@ def test_train_critic_rm_refuses_another_tasks_runs_unless_forced_and_says_when_
     assert forced.exit_code == 0, forced.output
     line = next(x for x in forced.output.splitlines() if x.startswith("verdict: "))
     assert line.startswith("verdict: no better than random") and "worse than random on its held-out pairs" in line
+
+
+def data_task_world(flat: bool = False):
+    """The whole idea space of ``data_task`` as a pool world, with its known scores (score = 2A + B - C; a negative
+    C fails); ``flat``: every working point scores the same, so no screener can beat random."""
+    from itertools import product
+
+    from verifyless.offline.worlds import World, WorldPoint
+
+    task = load_task(str(DATA_TASK))
+    space = task.idea_space
+    assert space is not None
+    dims = {d: tuple(o.name for o in options) for d, options in space.dimensions.items()}
+    value = {"a0": 0, "a1": 1, "a2": 2, "a3": 3, "b0": 0, "b1": 1, "b2": 2, "c0": 0, "c1": 1}
+    points = []
+    for combo in product(*dims.values()):
+        a = dict(zip(dims, combo, strict=True))
+        score = 1.0 if flat else float(2 * value[a["a"]] + value[a["b"]] - value.get(a["c"], 0))
+        failed = a["c"] == "cneg"
+        points.append(
+            WorldPoint(a, "failed" if failed else "ok", None if failed else score, None if failed else score, 1.0)
+        )
+    baseline = dict(space.baseline)
+    points.sort(key=lambda p: p.assignment != baseline)  # the baseline first
+    world = World("data_task", "maximize", dims, baseline, tuple(points), metric="combined_score")
+    return world, task
+
+
+def test_the_demo_comparison_computes_its_verdict_from_the_runs(tmp_path):
+    from verifyless._cli.demo import WORLD_ARMS, demo_comparison
+
+    world, task = data_task_world(flat=True)  # nothing to gain: every seed ties random
+    flat = demo_comparison(world, task, budget=8, candidates=4, seeds=6, encoder="hashing")
+    assert flat.rows[WORLD_ARMS[1]].p_beat == (0.5, 0.5, 0.5)
+    assert flat.verdict.startswith("No clear win for screening here")
+    world, task = data_task_world()  # A two or three is a big win, a negative C a loss: easy to learn
+    steep = demo_comparison(world, task, budget=8, candidates=4, seeds=12, encoder="hashing")
+    warmed, oracle = steep.rows[WORLD_ARMS[1]], steep.rows[WORLD_ARMS[2]]
+    assert steep.warm_line.startswith("warm start: critic-rm from 2 earlier runs")
+    assert oracle.p_beat is not None and oracle.p_beat[1] > 0.5  # the ceiling beats random here
+    p = warmed.p_beat
+    assert p is not None
+    expected = "Screening wins here" if p[1] > 0.5 else "Screening LOSES" if p[2] < 0.5 else "No clear win"
+    assert steep.verdict.startswith(expected) and f"{p[0]:.2f} [{p[1]:.2f}, {p[2]:.2f}]" in steep.verdict

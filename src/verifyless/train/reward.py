@@ -5,11 +5,12 @@
 1. **Data.** Every verified parent -> child pair of the task's runs in the store (``data.harvest``: the same
    pairs ``data from-runs`` makes), as ``offline.world_pairs.TextPair``: the two neutral summaries the critic
    reads, ``label3`` at the run's tie tolerance (or ``tie``), program hashes as content keys, the run as group.
-2. **Held-out check.** With two or more runs, the newest run is the bench (``split_by_run``: its pairs whose
-   parent or child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
+2. **Held-out check.** With two or more runs, the newest run is the bench (``split_new_children``: its pairs whose
+   child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
    is scored on it (Dir-3 and sibling pairwise accuracy, ``evaluate``) against the prior (predicting the train
    split's class shares: Dir-3 of the majority class, pairwise 0.5). With one run, every other parent's children
-   are the bench (``check_split``; pairs sharing a program with training dropped). ``verdict`` reads the check:
+   are the bench (``check_split``: pairs whose child training holds are dropped; a shared parent stays, as every
+   run starts from the same baseline). ``verdict`` reads the check:
    "helps" (pairwise interval above 0.5), "no better than random" (the interval reaches 0.5 or lies below it,
    which is said), or "too little data to tell (N pairs)" (fewer than ``MIN_CHECK`` held-out sibling pairs),
    with a warning below ``WARN_PAIRS`` training pairs.
@@ -40,7 +41,7 @@ import numpy as np
 from verifyless.critic_data.harvest import harvest_runs
 from verifyless.errors import ConfigError
 from verifyless.offline.compare import bootstrap_ci
-from verifyless.offline.world_pairs import PairSplit, TextPair, leaks, split_by_run
+from verifyless.offline.world_pairs import PairSplit, TextPair
 from verifyless.outcome import THREE
 from verifyless.screen.features import TextEncoder, make_text_encoder
 from verifyless.screen.reward import HeadSettings, PairFeaturizer, RewardHead, head_arrays, save_head
@@ -147,9 +148,10 @@ def paired_gain(trained: Sequence[float], base: Sequence[float], seed: int = 0) 
 def held_out(
     featurizer: PairFeaturizer, split: PairSplit, settings: HeadSettings, *, progress: Progress = _no_progress
 ) -> dict[str, Any]:
-    """Fit on ``split.train``, score trained and prior on ``split.bench``; a JSON-ready summary."""
-    if leaks(split):
-        raise AssertionError(f"split {split.how} shares content across train and bench")
+    """Fit on ``split.train``, score trained and prior on ``split.bench``; a JSON-ready summary. No bench child may
+    occur in training (``split_new_children``; a shared parent is the context both siblings are ranked against)."""
+    if {p.child_key for p in split.bench} & split.keys("train"):
+        raise AssertionError(f"split {split.how} benches children that training holds")
     sizes = {
         "split": split.how,
         "train_rows": len(split.train),
@@ -221,17 +223,31 @@ def verdict(check: dict[str, Any] | None, rows: int) -> Verdict:
     return Verdict(word, f"{word}: {said}", warning, value, low, high)
 
 
+def split_new_children(pairs: Sequence[TextPair], bench_groups: Sequence[str], how: str) -> PairSplit:
+    """Train on every group but ``bench_groups``; bench on those groups' pairs whose *child* never occurs in training.
+
+    A parent may occur on both sides: it is the context both siblings are ranked against, and every run of a task
+    starts from the same baseline, so ``split_by_run``'s rule (neither end seen) leaves a later run almost nothing
+    to bench on. A child seen in training is dropped (the head could have memorised its outcome)."""
+    held = set(bench_groups)
+    train = tuple(p for p in pairs if p.group not in held)
+    seen = {k for p in train for k in (p.parent_key, p.child_key)}
+    later = [p for p in pairs if p.group in held]
+    bench = tuple(p for p in later if p.child_key not in seen)
+    return PairSplit(train, bench, len(later) - len(bench), how)
+
+
 def check_split(pairs: Sequence[TextPair]) -> PairSplit | None:
-    """The held-out split of a warm start: the newest run as bench; with one run, every other parent's children."""
+    """The held-out split of a head fitted on ``pairs``: the newest run as bench; with one run, every other
+    parent's children (``split_new_children``); None when there is nothing to hold out."""
     groups = list(dict.fromkeys(p.group for p in pairs))
     if len(groups) > 1:
-        return split_by_run(pairs, [groups[-1]])
+        return split_new_children(pairs, [groups[-1]], f"newest run {groups[-1]} held out (new children only)")
     parents = list(dict.fromkeys(p.parent_key for p in pairs))
     if len(parents) < 2:
         return None
     by_parent = [dataclasses.replace(p, group=p.parent_key) for p in pairs]
-    split = split_by_run(by_parent, parents[1::2])
-    return dataclasses.replace(split, how="one run: every other parent's children held out")
+    return split_new_children(by_parent, parents[1::2], "one run: every other parent's new children held out")
 
 
 # ------------------------------------------------------------------ from a store
@@ -344,6 +360,7 @@ __all__ = [
     "WARN_PAIRS",
     "Verdict",
     "check_split",
+    "split_new_children",
     "verdict",
     "HeadSettings",
     "Scores",
