@@ -15,6 +15,8 @@ its held-out verdict printed), then per seed (0 .. seeds - 1) the arms:
 * ``cold``: critic-rm with no earlier run, refitting on the run's own paid outcomes only;
 * ``warm 2`` / ``warm 10``: critic-rm warm-started from 2 / 10 earlier runs, refitting in the run;
 * each bare ("fixed": always screening) and under ``adaptive`` (default options: the product's default screener);
+* ``surrogate``: the previous default screener (fitness mode), bare and under adaptive, for the choice of the
+  default's inner screener;
 * ``across``: a head fitted on the *other* worlds' 10 earlier runs, under adaptive (the harmful case a
   ``screener.options.force=true`` would allow; the warm start never picks it up).
 
@@ -38,6 +40,7 @@ from pathlib import Path
 from verifyless.builtin import worlds_dir
 from verifyless.offline.worlds import load_worlds, world_paths
 from verifyless.screen.features import make_text_encoder
+from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.reward import HeadSettings, PairFeaturizer, WarmHead, arrays_tag, fit_head
 from verifyless.store import RunStore
 from verifyless.task.loader import load_task
@@ -66,6 +69,19 @@ def across_head(stores: dict[str, Path], world: str, encoder: CachedEncoder) -> 
     head = replace(head, tag=arrays_tag("across", head))
     labelled = tuple(pairs)  # TextPair has parent_text, child_text and label
     return WarmHead(head, labelled, "bench-across")  # type: ignore[arg-type]
+
+
+def surrogate_arm(*, adaptive: bool):
+    """The previous default screener, ``surrogate`` (fitness mode, as the registry builds it), bare or adaptive."""
+
+    def make(book, seed):
+        if adaptive:
+            return build_screener(
+                "adaptive", models={}, options=SCREENERS.validate("adaptive", {"screener": "surrogate"})
+            )
+        return build_screener("surrogate", models={}, seed=seed)
+
+    return make
 
 
 def target(arm: str, s: ArmSummary, random: ArmSummary) -> str:
@@ -132,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for label, head in heads.items():
                 arms[f"{label} fixed"] = critic_arm(head, encoder, adaptive=False)
                 arms[f"{label} adaptive"] = critic_arm(head, encoder, adaptive=True)
+            arms["surrogate fixed"] = surrogate_arm(adaptive=False)
+            arms["surrogate adaptive"] = surrogate_arm(adaptive=True)
             arms["across adaptive"] = critic_arm(
                 across_head(stores[max(args.earlier)], name, encoder), encoder, adaptive=True
             )

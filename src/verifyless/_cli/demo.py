@@ -23,6 +23,7 @@ verdict line is computed from P(warm-started beats random) and its interval, nev
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +106,7 @@ async def run_demo(
     metric = engine.task.metric
     console.print(_runs_table(store_path, results, metric, task, budget))
     _audit_part(console, store_path, results, budget, metric)
-    verdict = _evidence_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
+    verdict = await _evidence_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
     console.print(
         f"metric: {metric.name} ({metric.direction}); store: {store_path}; "
         f"inspect with `verifyless show RUN --store {store_path}`"
@@ -200,7 +201,7 @@ def demo_comparison(
     return Comparison(rows, line, verdict_line(warmed, random, oracle))
 
 
-def _evidence_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
+async def _evidence_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
     """Part 2 on the task's pool world; prints the table and the computed verdict, returns the verdict."""
 
     path = worlds / f"{task}.jsonl"
@@ -212,7 +213,8 @@ def _evidence_part(console: Any, task: str, budget: int, candidates: int, seeds:
         return "no world"
     world, spec = load_worlds([path])[task], load_task(task)
     console.print(f"part 2: {seeds} seeds per arm on the pool world of {task} (the engine path) ...")
-    result = demo_comparison(world, spec, budget=budget, candidates=candidates, seeds=seeds)
+    # the engine runs of part 2 start their own event loops: off this one
+    result = await asyncio.to_thread(demo_comparison, world, spec, budget=budget, candidates=candidates, seeds=seeds)
     console.print(f"on the world, {result.warm_line}", highlight=False, soft_wrap=True)
     table = Table(
         title=f"part 2: {seeds} engine runs per arm on the pool world of {task} ({len(world)} configurations "
