@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from verifyless._cli.replay import replay_run
+from verifyless._cli.show import learned_critic_line, show_data
 from verifyless.config import RunConfig, load_config, stored_config
 from verifyless.errors import ConfigError
 from verifyless.outcome import Outcome
@@ -105,6 +106,11 @@ def test_a_second_run_warm_starts_from_the_first_and_records_the_tag_and_the_pai
         assert line.startswith(f"warm start: critic-rm from 1 earlier run, {len(event['pairs'])} pairs, ")
         assert "warning: only" in line  # a dozen verifications make far fewer pairs than a head needs
         assert {t.split("+")[0] for t in tags(store, second)} == {event["tag"]}  # every screening used it
+        shown = show_data(store, second, 3)["learned_critic"]
+        assert show_data(store, first, 3)["learned_critic"]["start"]["tag"] == COLD
+    assert shown["start"]["tag"] == event["tag"] and shown["pairs"] == len(event["pairs"])
+    assert shown["heads"][0] == event["tag"] and shown["pairwise"] is not None  # the audit's live pairwise
+    assert learned_critic_line(shown).startswith("learned critic: warm start: critic-rm from 1 earlier run")
 
 
 def test_a_run_of_another_task_or_another_baseline_does_not_pick_it_up_and_warm_start_false_turns_it_off(tmp_path):
