@@ -15,6 +15,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # every command-line run of an mcgs search would load MiniLM for its memory (about 5 s of CPU each); the tests that
 # are about MiniLM ask for it by name (engine.memory_embedder / Memory(embedder="minilm"))
 os.environ.setdefault("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
+# the default screener (adaptive around critic-rm) encodes summaries with MiniLM (about 7 s to import and load per
+# process); the tests about MiniLM ask for it by name (screener.options.options.encoder=minilm)
+os.environ.setdefault("VERIFYLESS_CRITIC_ENCODER", "hashing")
 # competition tasks keep their validation split in a cache folder: the tests' own, never the user's
 os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
 sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends

@@ -214,7 +214,7 @@ def test_read_only_store_opens_for_runs_show_and_bench(finished_run, tmp_path, h
         header = listing.stdout.splitlines()[0].split()
         assert header[:4] == ["run", "task", "strategy", "screener"]
         row = next(line for line in listing.stdout.splitlines() if run_id in line).split()
-        assert row[2:4] == ["mcgs", "surrogate"], row
+        assert row[2:4] == ["mcgs", "adaptive"], row  # the default screener (issue 45)
         notes = [line for line in listing.stderr.splitlines() if line]
         assert len(notes) == 1 and "cannot be written here" in notes[0], listing.stderr
         assert ("immutable" in notes[0]) == (journal == "wal"), "a rollback-journal store needs no -shm"

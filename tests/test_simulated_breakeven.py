@@ -124,17 +124,15 @@ def test_breakeven_grid_and_command(tmp_path: Path) -> None:
 
 
 def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
-    from verifyless._cli.demo import _verdict
-    from verifyless.offline.breakeven import ArmRow
-    from verifyless.offline.compare import Estimate
+    from verifyless.train.learned_worlds import ArmSummary, verdict_line
 
-    def row(p: Estimate | None, reach: float) -> ArmRow:
-        return ArmRow("a", Estimate(0.5, 0.4, 0.6, 1), None, p, Estimate(reach, reach, reach, 1), 5, 5)
+    def row(p: tuple[float, float, float] | None, reach: float) -> ArmSummary:
+        return ArmSummary("warm-started", 16, 30, 0.5, reach, p)
 
-    oracle = row(Estimate(0.9, 0.8, 1.0, 1), 0.3)
-    assert "wins" in _verdict(row(Estimate(0.8, 0.6, 0.95, 1), 0.5), oracle, 16)
-    assert "LOSES" in _verdict(row(Estimate(0.3, 0.1, 0.45, 1), 0.9), oracle, 16)
-    assert "No clear win" in _verdict(row(Estimate(0.55, 0.4, 0.7, 1), 0.8), oracle, 16)
+    random, oracle = row(None, 12.0), row((0.9, 0.8, 1.0), 5.0)
+    assert verdict_line(row((0.8, 0.6, 0.95), 8.0), random, oracle).startswith("Screening wins here")
+    assert verdict_line(row((0.3, 0.1, 0.45), 14.0), random, oracle).startswith("Screening LOSES to random here")
+    assert verdict_line(row((0.55, 0.4, 0.7), 11.0), random, oracle).startswith("No clear win for screening here")
 
 
 def test_perfect_judge_tournament_and_cascade_pick_the_pool_best() -> None:

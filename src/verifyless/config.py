@@ -154,12 +154,22 @@ class _Component(StrictOptions):
         return options.model_dump(mode="json", exclude_unset=True)
 
 
+class _ScreenerComponent(_Component):
+    """The screener section: a component, plus the warm start switch of a critic learnt from paid outcomes."""
+
+    warm_start: bool = Field(
+        True,
+        description="a critic-rm without a path starts from a head fitted on the store's earlier runs of the same "
+        "task (seconds; recorded in the run); false: it starts cold and learns from this run only",
+    )
+
+
 def _choice(kind: str, name: str, options: type) -> type[BaseModel]:
     """The config record of one component: ``name`` fixed to ``name``, ``options`` of its own options class."""
     tag: Any = Literal[name]
     return create_model(
         f"{kind.title()}_{name.replace('-', '_')}",
-        __base__=_Component,
+        __base__=_ScreenerComponent if kind == "screener" else _Component,
         name=(tag, Field(description=f"registered name of the {kind}")),
         options=(options, Field(default_factory=options, description=f"options of {kind} {name!r} (below)")),
     )
@@ -172,7 +182,7 @@ def _union(kind: str) -> Any:
 
 
 if TYPE_CHECKING:  # one record per name at run time; its shape, for the type checker
-    ScreenerConfig = _Component
+    ScreenerConfig = _ScreenerComponent
     ExecutorConfig = _Component
     StrategyConfig = _Component
 else:
@@ -182,7 +192,9 @@ else:
 
 # The component each chosen-by-name section gets when it names none.
 DEFAULT_STORE = Path("runs/verifyless.db")  # the run store every command opens when --store is not given
-DEFAULT_COMPONENT = {"screener": "surrogate", "strategy": "mcgs", "executor": "local"}
+# The default screener is adaptive screening around critic-rm (warm-started from the store's earlier runs of the
+# task, refitted in the run): docs/design/screening.md, "The default screener".
+DEFAULT_COMPONENT = {"screener": "adaptive", "strategy": "mcgs", "executor": "local"}
 
 
 def _default(kind: str) -> Any:
@@ -408,12 +420,26 @@ ABSENT_IN_STORED = {
     "engine.data_report": False,
     "engine.on_screener_error": "fallback",
     "engine.max_screener_fallbacks": None,  # such runs fell back for ever, silently
+    "screener.warm_start": False,  # no critic learnt from earlier runs existed (issue 45)
 }
+OLD_ADAPTIVE_INNER = "critic"  # adaptive's wrapped screener when a configuration stored before issue 45 named none
+
+
+def _old_adaptive(screener: Any) -> Any:
+    """A stored screener section from before ``warm_start`` existed: an ``adaptive`` one naming no wrapped screener
+    wrapped the LLM critic then (the default is critic-rm now)."""
+    if not isinstance(screener, Mapping) or "warm_start" in screener or screener.get("name") != "adaptive":
+        return screener
+    options = dict(screener.get("options") or {})
+    options.setdefault("screener", OLD_ADAPTIVE_INNER)
+    return {**screener, "options": options}
 
 
 def with_absent_options(data: Mapping[str, Any]) -> dict[str, Any]:
     """A stored configuration with every option of ``ABSENT_IN_STORED`` it lacks set to its old behaviour."""
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+    if "screener" in out:
+        out["screener"] = _old_adaptive(out["screener"])
     for key, value in ABSENT_IN_STORED.items():
         section, name = key.split(".")
         part = out.setdefault(section, {})

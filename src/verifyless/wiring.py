@@ -10,10 +10,12 @@ recorders read from it (``models_wiring.RunIdOf``); the engine gets the ledger a
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
+import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from verifyless.config import RunConfig
 from verifyless.engine import Engine, Peers
@@ -32,16 +34,72 @@ from verifyless.models_wiring import (
     pin_endpoints,
 )
 from verifyless.screen.novelty import NoveltyGate
+from verifyless.screen.registry import SCREENERS
 from verifyless.screen.registry import build_screener as _build_screener
+from verifyless.screen.reward import COLD, RewardModelOptions, WarmHead, resolve_encoder
 from verifyless.search.memory import Memory, auto_embedder
 from verifyless.search.registry import build_strategy as _build_strategy
+from verifyless.store import RunStore
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task import load_task
 from verifyless.task.base import Task
 from verifyless.train.ttl_learner import LoRALearner
+from verifyless.train.warm import load_warm, warm_head
+
+log = logging.getLogger(__name__)
 
 
-def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None) -> Any:
+def _silent(kind: str, data: dict[str, Any]) -> None:
+    return None
+
+
+def learned_critic_options(cfg: RunConfig) -> RewardModelOptions | None:
+    """The options of the ``critic-rm`` the screener is or wraps (``adaptive``'s inner), else None."""
+    opts: Any = cfg.screener.options
+    if cfg.screener.name == "critic-rm":
+        return typing.cast(RewardModelOptions, opts)
+    if cfg.screener.name == "adaptive" and opts.screener == "critic-rm":
+        return typing.cast(RewardModelOptions, SCREENERS.validate("critic-rm", opts.options))
+    return None
+
+
+class WarmStart(NamedTuple):
+    """What the composition root resolved for a ``critic-rm`` learnt in the run: its starting head (None: cold)
+    and the line that says so (None when nothing is to be said: a resume, a fixed head, another screener)."""
+
+    head: WarmHead | None
+    line: str | None
+
+
+def resolve_warm_start(cfg: RunConfig, store: RunStoreProtocol, task: Task) -> WarmStart:
+    """A new run fits its warm start (``train/warm.py``); a run that recorded one reloads it from the store."""
+    opts = learned_critic_options(cfg)
+    if opts is None or opts.path is not None or opts.warm == COLD:
+        return WarmStart(None, None)
+    if opts.warm is not None:  # recorded by the run: reloaded, never fitted again
+        return WarmStart(recorded_warm(cfg, store, opts.warm), None)
+    if not cfg.screener.warm_start:
+        return WarmStart(None, "warm start: off (screener.warm_start: false); critic-rm starts cold")
+    head, line = warm_head(store, task, encoder=resolve_encoder(opts.encoder), C=opts.C, tie=cfg.tie_tolerance)
+    return WarmStart(head, line)
+
+
+def recorded_warm(cfg: RunConfig, store: RunStoreProtocol, digest: str) -> WarmHead:
+    """The warm start blob ``digest`` from ``store``, else from the run's own store file ``cfg.store`` (a replay
+    writes into a temporary store and reads what it replays from the original)."""
+    try:
+        return load_warm(store, digest)
+    except ConfigError:
+        origin = Path(cfg.store)
+        if not origin.is_file() or origin.resolve() == Path(str(getattr(store, "path", ""))).resolve():
+            raise
+    with RunStore(origin) as original:
+        return load_warm(original, digest)
+
+
+def build_screener(
+    cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: Any = None, warm: WarmHead | None = None
+) -> Any:
     with constructor_errors(f"screener {cfg.screener.name!r}", "screener.options"):
         return _build_screener(
             cfg.screener.name,
@@ -52,6 +110,7 @@ def build_screener(cfg: RunConfig, task: Task, models: dict[str, Any], sandbox: 
             sandbox=sandbox,
             learner=LoRALearner,
             threshold=cfg.engine.uncertainty_threshold,
+            warm=warm,
         )
 
 
@@ -147,7 +206,11 @@ def build_engine(
         cfg.executor.name, cfg.executor.options, hide=hide, capacity=cfg.engine.verify_concurrency
     )
     final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
-    screener = build_screener(cfg, task, models, executor.sandbox)
+    warm = resolve_warm_start(cfg, store, task)
+    screener = build_screener(cfg, task, models, executor.sandbox, warm.head)
+    if warm.line is not None:
+        log.info("%s", warm.line)
+        (progress or _silent)("warm_start", {"line": warm.line})
     cfg = pinned(cfg, screener)
     ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
     return Engine(
@@ -167,6 +230,7 @@ def build_engine(
 
 
 __all__ = [
+    "WarmStart",
     "build_engine",
     "build_final_judge",
     "build_guards",
@@ -177,7 +241,9 @@ __all__ = [
     "build_screener",
     "build_strategy",
     "constructor_errors",
+    "learned_critic_options",
     "memory_enabled",
     "pin_memory_embedder",
     "pinned",
+    "resolve_warm_start",
 ]

@@ -40,6 +40,7 @@ from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
+    learned_critic_line,
     peers_text,
     run_row,
     show_data,
@@ -651,6 +652,8 @@ def show(
             "replies parsed: "
             + ", ".join(f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in health.items())
         )
+    if data["learned_critic"]:
+        console.print(learned_critic_line(data["learned_critic"]), highlight=False, soft_wrap=True)
     if data["screener_audit"]:
         console.print(audit_line(data["screener_audit"]), highlight=False)
         if adaptive_line(data["screener_audit"]):

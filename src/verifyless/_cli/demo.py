@@ -1,33 +1,31 @@
-"""``make demo``: the main job on a headroom task, against an unscreened run and the oracle ceiling.
+"""``make demo``: the loop a user runs -- earlier runs of a task, then a run that warm-starts from them -- against
+an unscreened run, then the evidence over many seeds with the oracle ceiling.
 
-Part 1, real runs (the main job): two engine runs on the same built-in task,
-seed, verification budget and N candidates per expansion, with the offline
-idea-space roles (no API key, no network), greedy search, the local sandbox
-and the SQLite store:
+Part 1, real runs (no API key, no network: the offline idea-space roles, greedy search, the local sandbox and
+the SQLite store), all on the same built-in task, budget and N candidates per expansion:
 
-* **screened**: the surrogate screener (fitness mode: a Gaussian process on
-  the options of each design, learnt from paid outcomes) picks which of the N
-  candidates per expansion is verified;
-* **unscreened**: a uniform random pick (the unguided agent).
+* **two earlier runs** with the default screener (``verifyless run TASK`` twice: adaptive screening around
+  ``critic-rm``; the first starts cold, the second warm-starts from the first);
+* **warm-started**: a third run with the default screener, which fits critic-rm on the two earlier runs at its
+  start (``train/warm.py``; the line it prints says from what and with which held-out verdict), refits on its own
+  paid outcomes, and is screened under the adaptive safety net;
+* **unscreened (random)**: the same seed and budget with a uniform random pick (the unguided agent).
 
-Part 2, replays (the evidence): one run per arm is an anecdote, so the same
-comparison is replayed on the task's pool world (``verifyless/builtin/worlds/TASK.jsonl``:
-configurations verified once, see ``verifyless.offline.worlds``) for many seeds,
-adding the best-of-N oracle, which verifies the best of each pool: the
-ceiling any screener could reach. Both parts report verifications-to-reach
-the random arm's final score; when the screened arm does not beat random the
-demo says so.
+Then the warm-started run's audited accuracy (``screen/audit.py``), what adaptive screening decided and why, and
+its matched-budget result against random, "no win" included.
 
-Part 1 also runs **adaptive** screening (``screener: adaptive`` around the same
-surrogate, ``screen/adaptive.py``) on the same budget, then prints the screened
-run's audited accuracy (``screen/audit.py``), what adaptive screening decided
-and why (its stored ``screener_learn`` records), and its matched-budget result
-against random, "no win" included.
+Part 2, the evidence (``demo_comparison``): one run per arm is an anecdote, so the same comparison runs on the
+task's pool world (``verifyless/builtin/worlds/TASK.jsonl``: configurations verified once) through the real engine
+(``train/learned_worlds.py``): two earlier world runs, the product's warm start on them, then for many seeds the
+warm-started adaptive critic-rm, random, and the best-of-N oracle (the ceiling any screener could reach). The
+verdict line is computed from P(warm-started beats random) and its interval, never written in advance.
 """
 
 from __future__ import annotations
 
-import math
+import asyncio
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +33,33 @@ from rich.table import Table
 
 from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
-from verifyless.offline.breakeven import compare_arms, oracle_factory, random_factory, summarize, surrogate_factory
 from verifyless.offline.compare import curve_from_store, reach_final
-from verifyless.offline.worlds import load_worlds, normalizer
+from verifyless.offline.worlds import World, load_worlds
 from verifyless.report.text import number
 from verifyless.screen.audit import audit_from_store, audit_line
+from verifyless.screen.features import make_text_encoder
+from verifyless.screen.reward import resolve_encoder
 from verifyless.store import RunStore
 from verifyless.task import load_task
+from verifyless.task.base import Task
+from verifyless.train.learned_worlds import (
+    ArmSummary,
+    CachedEncoder,
+    critic_arm,
+    earlier_store,
+    oracle_arm,
+    random_arm,
+    run_arms,
+    summarize,
+    verdict_line,
+    warm_from,
+)
 from verifyless.wiring import build_engine
 
-ARMS = (
-    ("screened (surrogate)", "surrogate"),
-    ("unscreened (random)", "random"),
-    ("adaptive (surrogate)", "adaptive"),
-)
+EARLIER = ("earlier run 1", "earlier run 2")
+WARM, RANDOM = "warm-started (adaptive critic-rm)", "unscreened (random)"
+# (arm, screener: None = the default one, seed offset): the earlier runs use other seeds than the compared pair
+ARMS = ((EARLIER[0], None, 100), (EARLIER[1], None, 101), (WARM, None, 0), (RANDOM, "random", 0))
 
 
 def default_worlds_dir() -> Path:
@@ -69,22 +80,21 @@ async def run_demo(
 ) -> dict[str, Any]:
     store_path.parent.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
+    if store_path.exists():  # the earlier runs must be this demo's own: a store of other runs would warm it too
+        store_path.unlink()
     with RunStore(store_path) as store:
-        for arm, screener in ARMS:
+        for arm, screener, offset in ARMS:
             values: dict[str, Any] = {
                 "task": task,
-                "seed": seed,
-                "screener.name": screener,
+                "seed": seed + offset,
                 "strategy.name": "greedy",
                 "budget.verifications": budget,
                 "engine.candidates": candidates,
                 "engine.memory": False,
                 "store": store_path,
             }
-            if screener == "surrogate":
-                values["screener.options.rank_by"] = "fitness"
-            if screener == "adaptive":
-                values.update({"screener.options.screener": "surrogate", "screener.options.options.rank_by": "fitness"})
+            if screener is not None:
+                values["screener.name"] = screener
             cfg = load_config(values=values)
             console.print(f"[bold]{arm}[/]: {task}, {budget} verifications, {candidates} candidates per expansion")
             engine = build_engine(cfg, store, progress=_Dots(console))
@@ -96,7 +106,7 @@ async def run_demo(
     metric = engine.task.metric
     console.print(_runs_table(store_path, results, metric, task, budget))
     _audit_part(console, store_path, results, budget, metric)
-    verdict = _replay_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
+    verdict = await _evidence_part(console, task, budget, candidates, replay_seeds, worlds or default_worlds_dir())
     console.print(
         f"metric: {metric.name} ({metric.direction}); store: {store_path}; "
         f"inspect with `verifyless show RUN --store {store_path}`"
@@ -119,7 +129,7 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
         table.add_column(col, justify="left" if col == "arm" else "right")
     with RunStore(store_path) as store:
         curves = {arm: curve_from_store(store, r.run_id) for arm, r in results.items()}
-    reference = curves[ARMS[1][0]]
+    reference = curves[RANDOM]
     for arm, r in results.items():
         hit = reach_final(curves[arm], reference).verifications
         table.add_row(
@@ -135,13 +145,15 @@ def _runs_table(store_path: Path, results: dict[str, Any], metric: Any, task: st
 
 
 def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget: int, metric: Any) -> None:
-    """The screened run's audited accuracy, what adaptive screening decided and why, and its matched result."""
+    """The warm-started run's audited accuracy, what adaptive screening decided and why, and its matched result."""
 
-    screened, unscreened, adaptive = (results[arm] for arm, _ in ARMS)
+    adaptive, unscreened = results[WARM], results[RANDOM]
     with RunStore(store_path) as store:
-        audit = audit_from_store(store, screened.run_id)
+        audit = audit_from_store(store, adaptive.run_id)
         learned = [e.payload.get("adaptive") or {} for e in store.events(adaptive.run_id, kinds=["screener_learn"])]
-    console.print(f"screened run, {audit_line(audit)}", highlight=False)
+        warm = [e.payload.get("line") for e in store.events(adaptive.run_id, kinds=["warm_start"])]
+    console.print(warm[0] if warm else "warm start: none (the earlier runs held too few pairs)", highlight=False)
+    console.print(f"warm-started run, {audit_line(audit)}", highlight=False)
     none_yet = "no paid outcome has reached the screener yet"
     last = learned[-1] if learned else {"state": "trial", "reason": none_yet}
     decisions = [m["decision"] for m in learned if "decision" in m]
@@ -161,74 +173,74 @@ def _matched(adaptive: float | None, unscreened: float | None, budget: int, spen
     return head + ": no win (random is better)"
 
 
-def _replay_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
-    """Replays on the pool world; prints the table and the plain verdict, returns the verdict."""
+@dataclass(frozen=True)
+class Comparison:
+    """Part 2's numbers: per arm at the budget (``learned_worlds.ArmSummary``), the warm start's line, the verdict."""
 
-    paths = sorted(worlds.glob(f"{task}.jsonl")) + sorted(worlds.glob(f"{task}.*.jsonl"))
+    rows: dict[str, ArmSummary]
+    warm_line: str
+    verdict: str
+
+
+WORLD_ARMS = ("unscreened (random)", "warm-started (adaptive critic-rm)", "oracle ceiling (best of N)")
+
+
+def demo_comparison(
+    world: World, task: Task, *, budget: int, candidates: int, seeds: int, earlier: int = 2, encoder: str = "auto"
+) -> Comparison:
+    """Part 2 on ``world``: ``earlier`` earlier world runs, the product's warm start on them, then random, the
+    warm-started adaptive critic-rm and the oracle on ``seeds`` seeds; the verdict is computed from the result."""
+    text = CachedEncoder(make_text_encoder(resolve_encoder(encoder)))  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory(prefix="verifyless-demo-") as tmp:
+        path = earlier_store(world, task, Path(tmp) / "earlier.db", earlier, budget=budget, n=candidates)
+        warm, line = warm_from(path, task, text)
+    arms = dict(zip(WORLD_ARMS, (random_arm, critic_arm(warm, text, adaptive=True), oracle_arm), strict=True))
+    runs = run_arms(world, task, arms, range(seeds), budget=budget, n=candidates)
+    rows = summarize(world, task, runs, budget, reference=WORLD_ARMS[0])
+    random, warmed, oracle = (rows[a] for a in WORLD_ARMS)
+    return Comparison(rows, line, verdict_line(warmed, random, oracle))
+
+
+async def _evidence_part(console: Any, task: str, budget: int, candidates: int, seeds: int, worlds: Path) -> str:
+    """Part 2 on the task's pool world; prints the table and the computed verdict, returns the verdict."""
+
     path = worlds / f"{task}.jsonl"
-    if not paths:
+    if not path.is_file():
         console.print(
-            f"(no pool world at {path}: the replay comparison and the oracle ceiling are skipped; "
+            f"(no pool world at {path}: the evidence over many seeds and the oracle ceiling are skipped; "
             f"collect one with `python bench/pools.py {task}`)"
         )
         return "no world"
-    world, spec = load_worlds(paths)[task], load_task(task)
-    arms = {
-        "unscreened (random)": random_factory,
-        "screened (surrogate)": surrogate_factory(None),
-        "oracle ceiling (best of N)": oracle_factory,
-    }
-    runs = compare_arms(world, arms, budget=budget, n_candidates=candidates, seeds=range(seeds), task=spec)
-    renamed = {
-        "random": runs["unscreened (random)"],
-        "surrogate": runs["screened (surrogate)"],
-        "oracle": runs["oracle ceiling (best of N)"],
-    }
-    rows = {r.arm: r for r in summarize({task: renamed}, {task: normalizer(world, spec)}, budget=budget)}
+    world, spec = load_worlds([path])[task], load_task(task)
+    console.print(f"part 2: {seeds} seeds per arm on the pool world of {task} (the engine path) ...")
+    # the engine runs of part 2 start their own event loops: off this one
+    result = await asyncio.to_thread(demo_comparison, world, spec, budget=budget, candidates=candidates, seeds=seeds)
+    console.print(f"on the world, {result.warm_line}", highlight=False, soft_wrap=True)
     table = Table(
-        title=f"part 2: {seeds} replays per arm on the pool world of {task} ({len(world)} configurations "
+        title=f"part 2: {seeds} engine runs per arm on the pool world of {task} ({len(world)} configurations "
         f"verified once), budget {budget}, N={candidates}",
         header_style="bold",
     )
     for col in (
         "arm",
         "normalised final score",
-        "P(beats random)",
-        "verifications to reach random's final / budget",
-        "reached",
+        "P(beats random) [95 %]",
+        "verifications to reach random's final",
+        "adaptive: off / on",
     ):
         table.add_column(col, justify="left" if col == "arm" else "right")
-    for label, key in (
-        ("unscreened (random)", "random"),
-        ("screened (surrogate)", "surrogate"),
-        ("oracle ceiling (best of N)", "oracle"),
-    ):
-        r = rows[key]
-        table.add_row(
-            label,
-            str(r.score),
-            "-" if r.p_improve is None else str(r.p_improve),
-            "-" if r.reach is None else str(r.reach),
-            f"{r.reached}/{r.pairs}",
-        )
+    for arm in WORLD_ARMS:
+        r = result.rows[arm]
+        p = "-" if r.p_beat is None else f"{r.p_beat[0]:.2f} [{r.p_beat[1]:.2f}, {r.p_beat[2]:.2f}]"
+        state = "-" if r.off is None or r.on is None else f"{100 * r.off:.0f}% / {100 * r.on:.0f}%"
+        table.add_row(arm, f"{r.final:.3f}", p, f"{r.reach:.1f} of {budget}", state)
     console.print(table)
-    verdict = _verdict(rows["surrogate"], rows["oracle"], budget)
-    console.print(verdict)
-    return verdict
-
-
-def _verdict(screened: Any, oracle: Any, budget: int) -> str:
-    p = screened.p_improve
-    reach = screened.reach.value * budget if screened.reach is not None else math.nan
-    base = (
-        f"screened reached random's final score in {reach:.1f} of {budget} verifications on average "
-        f"(oracle ceiling {oracle.reach.value * budget:.1f}); P(screened beats random) = {p}."
+    colour = (
+        "green" if result.verdict.startswith("Screening wins") else "red" if "LOSES" in result.verdict else "yellow"
     )
-    if p is not None and p.low is not None and p.low > 0.5:
-        return "[bold green]Screening wins here:[/] " + base
-    if p is not None and p.high is not None and p.high < 0.5:
-        return "[bold red]Screening LOSES to random here:[/] " + base
-    return "[bold yellow]No clear win for screening here[/] (the interval includes 0.5): " + base
+    head, _, rest = result.verdict.partition(":")
+    console.print(f"[bold {colour}]{head}:[/]{rest}", highlight=False, soft_wrap=True)
+    return result.verdict
 
 
 class _Dots:

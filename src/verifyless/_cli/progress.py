@@ -62,6 +62,9 @@ class LiveProgress:
             self.bar.start()
             self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")
             return
+        if kind == "warm_start":  # the composition root's one line about critic-rm's starting head
+            self.out.print(data["line"], highlight=False, soft_wrap=True)
+            return
         if kind == "resume":
             paid = f"{data['verifications']} of {data['cap']}" if data.get("cap") is not None else data["verifications"]
             self.out.print(f"resuming at round {data['round']}: {paid} verifications paid", highlight=False)

@@ -15,13 +15,16 @@ from rich.table import Table
 from verifyless._cli.common import console, out_folder, quiet
 from verifyless._cli.policy import register as _register_policy
 from verifyless.config import DEFAULT_STORE
-from verifyless.errors import StoreError
+from verifyless.errors import ConfigError, StoreError, VerifylessError
 from verifyless.model.local import local_models
 from verifyless.store import RunStore
+from verifyless.task import load_task
+from verifyless.task.identity import identity_of, same_task
 from verifyless.train.grpo import train_critic_grpo
-from verifyless.train.reward import HeadSettings, train_from_store
+from verifyless.train.reward import HeadSettings, train_from_store, verdict
 from verifyless.train.settings import load_settings
 from verifyless.train.sft import train_critic_sft
+from verifyless.train.warm import earlier_runs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train critics (SFT, GRPO) on critic datasets.")
 # Options the two critic trainers share.
@@ -108,9 +111,12 @@ def critic_rm(
     ),
     c: float = typer.Option(0.1, "--C", help="inverse L2 strength of the logistic head"),
     encoder: str = typer.Option("minilm", "--encoder", help="text encoder: minilm (default) or hashing (no torch)"),
+    force: bool = typer.Option(False, "--force", help="train on --runs of another task (heads do not transfer)"),
 ) -> None:
     """Warm start: a reward-model critic (frozen MiniLM + logistic head) from TASK's earlier runs; use it with
-    `verifyless run TASK --screener critic-rm screener.options.path=OUT`."""
+    `verifyless run TASK --screener critic-rm screener.options.path=OUT`. (A plain `verifyless run TASK` already
+    warm-starts from the store's earlier runs of TASK, without this command.) Ends with a verdict on the head's
+    held-out pairs: helps, no better than random, or too little data to tell."""
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -131,17 +137,50 @@ def critic_rm(
 
         settings = HeadSettings(C=c, encoder=encoder)
         chosen = runs.split(",") if runs else None
-        result = train_from_store(st, task, out, runs=chosen, tie=tie_tolerance, settings=settings, progress=progress)
+        loaded = _loaded_task(task)
+        if chosen and loaded is not None:
+            _check_runs(st, [st.resolve_run(r) for r in chosen], loaded, force)
+        elif loaded is not None:  # every run of this task (task.identity.same_task), not every run of its name
+            chosen = earlier_runs(st, loaded) or None
+        identity = identity_of(loaded).to_dict() if loaded is not None else None
+        result = train_from_store(
+            st, task, out, runs=chosen, tie=tie_tolerance, settings=settings, progress=progress, task_identity=identity
+        )
     console.print(
         f"critic saved to [bold]{result.out}[/] as {result.tag} ({result.rows} pairs from "
         f"{len(result.runs)} runs, {result.seconds:.0f} s)"
     )
     console.print(_held_out_line(result.held_out), highlight=False)
+    judged = verdict(result.held_out, result.rows)
+    if judged.warning:
+        console.print(f"[yellow]warning:[/] {judged.warning}", highlight=False)
+    colour = {"helps": "green"}.get(judged.word, "yellow" if judged.word.startswith("too little") else "red")
+    said = judged.line.replace(judged.word, f"[bold {colour}]{judged.word}[/]", 1)
+    console.print(f"verdict: {said}", highlight=False, soft_wrap=True)
+
+
+def _loaded_task(task: str) -> Any:
+    """TASK loaded, for its identity (None when it no longer loads: the card then records its name only)."""
+    try:
+        return load_task(task)
+    except VerifylessError:
+        return None
+
+
+def _check_runs(st: Any, run_ids: list[str], task: Any, force: bool) -> None:
+    """``--runs`` of another task (``task.identity.same_task``) are refused unless ``--force``."""
+    other = [r for r in run_ids if not same_task(st, st.run(r), task)]
+    if other and not force:
+        names = ", ".join(f"{r} ({st.run(r).task})" for r in other)
+        raise ConfigError(
+            f"runs {names} are not runs of task {task.name!r}: a critic trained on another task ranked worse than "
+            "random (docs/benchmarks.md); leave them out, or pass --force to train on them anyway"
+        )
 
 
 def _held_out_line(check: dict[str, Any] | None) -> str:
     if check is None:
-        return "held-out check: none (one run only: train on two runs or more to bench on the newest)"
+        return "held-out check: none (one run with one parent: train on more runs to bench on the newest)"
     if "trained" not in check:
         return f"held-out check ({check['split']}): {check['note']} ({check['dropped']} pairs dropped as seen)"
     t, b = check["trained"], check["base"]

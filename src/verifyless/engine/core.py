@@ -214,6 +214,9 @@ class Engine:
         )
         if run_id is not None:
             self.resume.restore(from_snapshot=from_snapshot)
+        else:  # what the screener resolved before the run existed (critic-rm's warm start), stored first
+            for kind, payload in getattr(self.screener, "start_events", list)():
+                self.ledger.emit(kind, payload)
         self.store.set_status(self.run_id, "running")
         self.progress("start", {"run_id": self.run_id, "task": self.task.name})
         if run_id is not None:

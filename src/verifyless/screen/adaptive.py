@@ -130,7 +130,10 @@ __all__ = [
 class AdaptiveOptions(BaseOptions):
     """Options of screener ``adaptive`` (``AdaptiveScreener``); the rule is in ``screen/adaptive.py``."""
 
-    screener: str = Field("critic", description="the wrapped screener's name")
+    screener: str = Field(
+        "critic-rm",
+        description="the wrapped screener's name (default: critic-rm, the head learnt from this task's paid outcomes)",
+    )
     options: dict[str, Any] = Field(default_factory=dict, description="the wrapped screener's options")
     rule: Literal["betting"] = Field(
         "betting",
@@ -399,6 +402,18 @@ class AdaptiveScreener:
     def state(self) -> State:
         return self.rule.state
 
+    def start_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """The wrapped screener's events for the start of a new run (``critic-rm``'s warm start), if any."""
+        events = getattr(self.inner, "start_events", None)
+        return list(events()) if events is not None else []
+
+    @property
+    def pins(self) -> dict[str, Any]:
+        """The wrapped screener's ``pins`` (options it resolved when built), written into ``options`` so the run's
+        configuration records them one level down; {} when it has none."""
+        inner = getattr(self.inner, "pins", None)
+        return {"options": {**self.options.options, **inner}} if inner else {}
+
     @property
     def reason(self) -> str:
         return self.rule.reason
@@ -469,7 +484,8 @@ class AdaptiveScreener:
     @property
     def learns(self) -> bool:
         """Whether the inner screener learns from paid outcomes (then ``holdout`` of them are kept from it)."""
-        return isinstance(self.inner, OutcomeObserver | LearningScreener)
+        # a screener may say it does not learn although it can observe (critic-rm with a fixed head)
+        return isinstance(self.inner, OutcomeObserver | LearningScreener) and getattr(self.inner, "learns", True)
 
     @property
     def guarded(self) -> bool:

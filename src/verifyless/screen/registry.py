@@ -52,11 +52,12 @@ from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions,
 from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
 from verifyless.screen.pilot import PilotOptions, PilotScreener, check_levels
 from verifyless.screen.probcritic import LabelProbCritic
-from verifyless.screen.reward import RewardModelCritic, RewardModelOptions
+from verifyless.screen.reward import COLD, RewardModelCritic, RewardModelOptions
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
 from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
 from verifyless.task.base import Task
+from verifyless.task.identity import identity_of
 
 ScreenerFactory = Callable[..., Screener]
 
@@ -323,8 +324,17 @@ def _critic_probs(models, opts: LocalCriticOptions, *, threshold: float = 0.25, 
     return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
 
 
-def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, **_):
-    return _construct(RewardModelCritic, "critic-rm", route_threshold=threshold, **_kwargs(opts))
+def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, task: Any = None, warm=None, **_):
+    options = _kwargs(opts)
+    digest = options.pop("warm")
+    if digest not in (None, COLD) and (warm is None or warm.digest != digest):
+        raise ConfigError(
+            f"the run recorded its critic-rm warm start as blob {digest[:16]}..., which was not handed to the "
+            "screener: build the run through verifyless.wiring with the run store that holds it"
+        )
+    identity = identity_of(task) if isinstance(task, Task) else None
+    head = None if digest == COLD else warm  # None: a new run, which starts from what it was handed
+    return _construct(RewardModelCritic, "critic-rm", route_threshold=threshold, task=identity, warm=head, **options)
 
 
 def _adaptive(models, opts: AdaptiveOptions, **extra):
@@ -438,6 +448,7 @@ def build_screener(
     task: Any = None,
     learner: Any = None,
     threshold: float = 0.25,
+    warm: Any = None,
 ) -> Screener:
     """The screener registered as ``name``, built from ``models`` and its typed ``options`` (not mutated).
 
@@ -455,11 +466,13 @@ def build_screener(
     screening time instead. An LLM screener gets its reply-health options in its constructor and builds its
     ``ReplyHealth`` tracker there (``.health``); the others have none (``ReplyHealth.for_screener``).
     ``screener.options.verify_uncertain`` / ``route_threshold`` are a ``ConfigError`` naming the
-    engine's switch that replaced them (``REMOVED``).
+    engine's switch that replaced them (``REMOVED``). ``warm`` is the ``screen.reward.WarmHead`` a
+    ``critic-rm`` learnt in the run starts from (the composition root fits or reloads it from the run store,
+    ``train/warm.py``), None for a cold start.
     """
     component = SCREENERS.get(name)
     opts = SCREENERS.typed(name, options)
-    extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold}
+    extra = {"sandbox": sandbox, "seed": seed, "task": task, "learner": learner, "threshold": threshold, "warm": warm}
     screener: Screener = component.factory(models, opts, **extra)
     return screener
 

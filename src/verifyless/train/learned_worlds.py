@@ -1,0 +1,226 @@
+"""critic-rm as a user meets it, measured on a pool world through the real engine (issue 45).
+
+Used by ``make demo`` (part 2) and ``bench/learned_critic.py``; everything runs on ``offline/world_engine.py``
+(``verifyless``'s own ``Engine``, a real SQLite store, the world answering each verification):
+
+1. **Earlier runs** (``earlier_store``): ``runs`` greedy runs with the random pick (seeds 1000 +), each stored in one
+   run store, as a user's earlier runs of the task would be.
+2. **Warm start** (``train.warm.warm_head``): the product's own fit on that store, with its held-out verdict.
+3. **Arms** (``critic_arm``, ``random_arm``, ``oracle_arm``): per seed a fresh screener -- ``critic-rm`` starting
+   from the warm head or cold, refitting on the run's paid outcomes, bare or under ``adaptive`` (default options);
+   the random pick; the best-of-N oracle (``BestOfPool``: the pool's best world score, the ceiling).
+4. **Summary** (``summarize``): per arm and budget, the mean normalised final, the verifications to reach the
+   paired random run's final (a run that never does counts as the budget), P(beat random) over seeds (a tie is a
+   half) with a 95 % bootstrap interval, adaptive's decisions, and the refits' CPU seconds against the seconds the
+   world's verifications took when they were collected (``WorldPoint.seconds``: what a real run would wait).
+5. **Verdict** (``verdict_line``): computed from the interval, never written in advance.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verifyless.node import Candidate, Evidence, Screening
+from verifyless.offline.compare import bootstrap_ci
+from verifyless.offline.world_engine import WorldBook, WorldRun, world_run
+from verifyless.offline.worlds import World, normalizer
+from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
+from verifyless.screen.base import ScreenContext, choose_top
+from verifyless.screen.baselines import RandomScreener
+from verifyless.screen.features import TextEncoder
+from verifyless.screen.reward import RewardModelCritic, WarmHead, learned_critic
+from verifyless.store import RunStore
+from verifyless.task.base import Task
+from verifyless.train.warm import warm_head
+
+Factory = Callable[[WorldBook, int], Any]  # (the run's book, seed) -> a fresh screener
+
+
+class CachedEncoder:
+    """A text encoder that remembers every text it encoded, shared by the many runs of a comparison (speed only:
+    the same text gives the same row either way)."""
+
+    def __init__(self, inner: TextEncoder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.rows: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        new = [t for t in dict.fromkeys(texts) if t not in self.rows]
+        if new:
+            self.rows.update(zip(new, self.inner.encode(new), strict=True))
+        return np.array([self.rows[t] for t in texts]).reshape(len(texts), self.dim)
+
+
+class BestOfPool:
+    """The best-of-N oracle on a world: verifies the candidate whose point scores best (a failed point last)."""
+
+    name = "oracle"
+
+    def __init__(self, book: WorldBook) -> None:
+        self.book = book
+
+    def value(self, program: str) -> float:
+        i = self.book.locate(program)
+        fit = None if i is None else self.book.world.fitness(i)
+        return -math.inf if fit is None else fit
+
+    async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        started = time.monotonic()
+        values = {c.id: self.value(c.program) for c in candidates}
+        ranking = sorted(values, key=lambda cid: -values[cid])
+        evidence = {cid: Evidence(cid, values[cid] if math.isfinite(values[cid]) else -1e300) for cid in ranking}
+        return choose_top(self.name, ranking, evidence, None, ctx, started)
+
+
+def earlier_store(
+    world: World, task: Task, path: Path, runs: int, *, budget: int, n: int, first_seed: int = 1000
+) -> Path:
+    """``runs`` greedy random-pick engine runs of ``task`` on ``world``, stored in ``path`` (a user's earlier runs)."""
+    for i in range(runs):
+        book = WorldBook(world, task)
+        world_run(world, task, RandomScreener(), book=book, budget=budget, n=n, seed=first_seed + i, store=path)
+    return path
+
+
+def warm_from(path: Path, task: Task, encoder: TextEncoder) -> tuple[WarmHead | None, str]:
+    """The product's warm start (``train.warm.warm_head``) on the earlier runs stored in ``path``."""
+    with RunStore(path) as store:
+        return warm_head(store, task, encoder=encoder.name, text_encoder=encoder)
+
+
+def critic_arm(warm: WarmHead | None, encoder: TextEncoder, *, adaptive: bool) -> Factory:
+    """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive (default options)."""
+
+    def make(book: WorldBook, seed: int) -> Any:
+        critic = RewardModelCritic(warm=warm, encoder=encoder.name, text_encoder=encoder)
+        return AdaptiveScreener(critic, AdaptiveOptions()) if adaptive else critic
+
+    return make
+
+
+def random_arm(book: WorldBook, seed: int) -> Any:
+    return RandomScreener()
+
+
+def oracle_arm(book: WorldBook, seed: int) -> Any:
+    return BestOfPool(book)
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """One engine run of one arm: its curve (and adaptive's state), refit CPU seconds and the world seconds of what
+    it verified."""
+
+    run: WorldRun
+    refit_s: float = 0.0
+    verify_s: float = 0.0
+
+
+def run_arms(
+    world: World, task: Task, arms: Mapping[str, Factory], seeds: Sequence[int], *, budget: int, n: int
+) -> dict[str, list[ArmRun]]:
+    """Every arm on every seed, ``budget`` verifications, N = ``n`` (module docstring)."""
+    out: dict[str, list[ArmRun]] = {name: [] for name in arms}
+    for seed in seeds:
+        for name, make in arms.items():
+            book = WorldBook(world, task)
+            screener = make(book, seed)
+            run = world_run(world, task, screener, book=book, budget=budget, n=n, seed=seed)
+            critic = learned_critic(screener)
+            seconds = sum(world.points[i].seconds for i in book.verified)
+            out[name].append(ArmRun(run, critic.refit_seconds if critic else 0.0, seconds))
+    return out
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    """One arm at one budget (module docstring): normalised final, reach, P(beat random) [95 %], decisions."""
+
+    arm: str
+    budget: int
+    runs: int
+    final: float
+    reach: float
+    p_beat: tuple[float, float, float] | None
+    off_by_24: float | None = None
+    off: float | None = None
+    on: float | None = None
+    refit_share: float = 0.0
+    refit_s: float = 0.0
+
+
+def _win(a: float, b: float) -> float:
+    return 1.0 if a > b + 1e-12 else 0.5 if abs(a - b) <= 1e-12 else 0.0
+
+
+def summarize(
+    world: World, task: Task | None, runs: Mapping[str, list[ArmRun]], budget: int, *, reference: str = "random"
+) -> dict[str, ArmSummary]:
+    """Per arm at ``budget`` (runs paired with ``reference`` by position, i.e. by seed)."""
+    norm = normalizer(world, task)
+    base = [r.run for r in runs[reference]]
+    out = {}
+    for arm, rs in runs.items():
+        finals = [norm(r.run.at(budget)) for r in rs]
+        reach = [min(r.run.reach(b.at(budget)) or budget, budget) for r, b in zip(rs, base, strict=True)]
+        p = None
+        if arm != reference:
+            wins = bootstrap_ci([_win(r.run.at(budget), b.at(budget)) for r, b in zip(rs, base, strict=True)])
+            p = (wins.value, wins.low if wins.low is not None else wins.value, wins.high or wins.value)
+        states = [r.run for r in rs if r.run.state is not None]
+        decided = [(s.state, s.decided_at or 0) for s in states]
+        refit, verify = sum(r.refit_s for r in rs), sum(r.verify_s for r in rs)
+        out[arm] = ArmSummary(
+            arm,
+            budget,
+            len(rs),
+            float(np.mean(finals)),
+            float(np.mean(reach)),
+            p,
+            float(np.mean([st == "off" and at <= 24 for st, at in decided])) if decided else None,
+            float(np.mean([st == "off" and at <= budget for st, at in decided])) if decided else None,
+            float(np.mean([st == "on" and at <= budget for st, at in decided])) if decided else None,
+            refit / (refit + verify) if refit + verify > 0 else 0.0,
+            refit / max(1, len(rs)),
+        )
+    return out
+
+
+def verdict_line(arm: ArmSummary, random: ArmSummary, oracle: ArmSummary | None = None) -> str:
+    """The plain verdict on ``arm`` against random, from its P(beat random) interval (module docstring)."""
+    if arm.p_beat is None:
+        return f"{arm.arm}: no comparison with random"
+    p, lo, hi = arm.p_beat
+    ceiling = f"; the oracle ceiling reaches it in {oracle.reach:.1f}" if oracle is not None else ""
+    said = (
+        f"P({arm.arm} beats random) = {p:.2f} [{lo:.2f}, {hi:.2f}] over {arm.runs} seeds; it reaches random's "
+        f"final score in {arm.reach:.1f} of {arm.budget} verifications (random {random.reach:.1f}){ceiling}"
+    )
+    if lo > 0.5:
+        return f"Screening wins here: {said}."
+    if hi < 0.5:
+        return f"Screening LOSES to random here: {said}."
+    return f"No clear win for screening here (the interval includes 0.5): {said}."
+
+
+__all__ = [
+    "ArmRun",
+    "ArmSummary",
+    "BestOfPool",
+    "CachedEncoder",
+    "critic_arm",
+    "earlier_store",
+    "oracle_arm",
+    "random_arm",
+    "run_arms",
+    "summarize",
+    "verdict_line",
+    "warm_from",
+]
