@@ -325,3 +325,16 @@ def test_the_demo_comparison_computes_its_verdict_from_the_runs(tmp_path):
     assert p is not None
     expected = "Screening wins here" if p[1] > 0.5 else "Screening LOSES" if p[2] < 0.5 else "No clear win"
     assert steep.verdict.startswith(expected) and f"{p[0]:.2f} [{p[1]:.2f}, {p[2]:.2f}]" in steep.verdict
+
+
+def test_changed_data_under_the_same_name_is_another_task_by_its_fingerprint(tmp_path):
+    """Same name, same baseline program, other evaluator bytes: the fingerprint tells them apart (issue 45 + 46)."""
+    db = tmp_path / "runs.db"
+    run(config(db, seed=0, budget=12))
+    changed = copy_task(tmp_path / "c", "data_task")
+    evaluator = changed / "evaluator.py"
+    evaluator.write_text(evaluator.read_text() + "\n# scored differently from now on\n")
+    with RunStore(db) as store:
+        (first,) = store.runs()
+        assert same_task(store, first, load_task(str(DATA_TASK)))
+        assert not same_task(store, first, load_task(str(changed)))

@@ -4,8 +4,8 @@ The composition root (``wiring.build_engine``) calls ``warm_head`` for a new run
 ``critic-rm`` without a ``path`` (the default screener is ``adaptive`` around it) unless ``screener.warm_start`` is
 false:
 
-1. **Earlier runs**: every run in the store of the same task (``task.identity.same_task``: today the task's name
-   and baseline program; the task fingerprint later), search runs and data collections, oldest first.
+1. **Earlier runs**: every run in the store of the same task (``task.identity.same_task``: the task fingerprint,
+   or for runs stored before fingerprints the task's name and baseline program), search runs and data collections, oldest first.
 2. **Pairs**: their verified parent -> child pairs (``train.reward.pairs_from_runs``, the pairs ``train critic-rm``
    and ``data from-runs`` use). Fewer than ``MIN_PAIRS`` or a single label: no head, the run starts cold.
 3. **Held-out check** (``check_split``): with two runs or more the newest is the bench, as ``train critic-rm``
