@@ -115,7 +115,7 @@ def test_the_run_card_is_in_show_json_the_report_and_the_export(tmp_path, monkey
     assert card["data"]["public"] == ["public/readme.txt"] and card["data"]["hidden"] == []
     assert "hidden test" in card["data"]["search_saw"]
     assert card["budget"]["caps"]["verifications"] == 2 and card["budget"]["spent"]["verifications"] == 2
-    assert card["seed"] == 0 and card["screener"] == "surrogate" and card["strategy"] == "mcgs"
+    assert card["seed"] == 0 and card["screener"] == "adaptive" and card["strategy"] == "mcgs"
     assert card["time"]["wall_seconds"] > 0 and card["time"]["evaluator_seconds"] > 0
     (machine,) = card["machines"]
     assert machine["cpus"] >= 1 and machine["python"] and machine["platform"]

@@ -53,38 +53,7 @@ class RunStore(StoreReads, BlobStore):
         self._lock = threading.RLock()
         self._known_runs: set[str] = set()
         self._node_cache: dict[str, tuple[int, dict[str, Node]]] = {}  # run_id -> (max updated_seq seen, nodes)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the folder for the run store {self.path}: {exc}") from exc
-        try:
-            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=busy_timeout)
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}. Check the path and its permissions."
-            ) from exc
-        try:
-            schema.prepare(conn, self.path)
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreError(
-                    f"{self.path}: SQLite refused WAL mode (got {mode!r}); the store needs a local "
-                    "filesystem that supports shared memory (not NFS)."
-                )
-            # FULL: the WAL is fsynced at every commit, so a paid result survives power loss,
-            # not only a killed process (NORMAL in WAL mode only survives the latter).
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StoreError(
-                f"{self.path} is not a usable verifyless run store (SQLite says: {exc}). "
-                "Move the file aside or choose another store path."
-            ) from exc
-        except StoreError:
-            conn.close()
-            raise
+        conn = _connect(self.path, busy_timeout)
         self._conn: sqlite3.Connection | None = conn
 
     # ------------------------------------------------------------------ lifecycle
@@ -353,6 +322,42 @@ class RunStore(StoreReads, BlobStore):
             return fold.dumps(value)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{what} is not JSON-serialisable ({exc}); convert records with .to_dict()") from exc
+
+
+def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    """Open (or create) the store at ``path``: schema checked or made, WAL, full sync, a busy timeout; one-line
+    ``StoreError``s naming the fix for a folder that cannot be made, a file that is no store, or no WAL."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder for the run store {path}: {exc}") from exc
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the run store {path}: {exc}. Check the path and its permissions.") from exc
+    try:
+        schema.prepare(conn, path)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(
+                f"{path}: SQLite refused WAL mode (got {mode!r}); the store needs a local "
+                "filesystem that supports shared memory (not NFS)."
+            )
+        # FULL: the WAL is fsynced at every commit, so a paid result survives power loss,
+        # not only a killed process (NORMAL in WAL mode only survives the latter).
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(
+            f"{path} is not a usable verifyless run store (SQLite says: {exc}). "
+            "Move the file aside or choose another store path."
+        ) from exc
+    except StoreError:
+        conn.close()
+        raise
+    return conn
 
 
 def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
