@@ -268,7 +268,7 @@ def test_replay_exits_9_when_a_decision_differs(tmp_path):
     run_id = out.stdout.split("verifyless show ")[1].split()[0]
     program = task / "initial_program.py"
     program.write_text(program.read_text() + "\n# changed after the run\n")
-    refused = cli("replay", run_id, "--store", store)  # the task's fingerprint changed (issue 46)
-    assert refused.returncode == 3 and "--allow-changed-task" in refused.stderr, refused.stdout + refused.stderr
+    refused = cli("replay", run_id, "--store", store)  # the task's fingerprint names the change first (exit 3)
+    assert refused.returncode == 3 and "(program)" in refused.stderr, refused.stdout + refused.stderr
     replayed = cli("replay", run_id, "--store", store, "--allow-changed-task")
     assert replayed.returncode == 9 and "never verified" in replayed.stderr, replayed.stdout + replayed.stderr

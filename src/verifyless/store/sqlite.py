@@ -23,7 +23,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -252,23 +252,7 @@ class RunStore(StoreReads, BlobStore):
             payload = payload.to_dict()
         payload = dict(payload)
         if kind == fold.NODE:
-            pid = payload.get("id")
-            if node_id is None:
-                node_id = pid
-            if not node_id or (pid is not None and pid != node_id):
-                raise StoreError(
-                    f"node event needs a node id (payload id {pid!r}, node_id {node_id!r}); they must agree"
-                )
-            payload["id"] = node_id
-            if "program" in payload:
-                program = payload.pop("program")
-                digest = self._put_blob(conn, program)
-                if payload.get("program_hash") and payload["program_hash"] != digest:
-                    raise StoreError(
-                        f"node {node_id!r}: program_hash {payload['program_hash'][:12]} does not match the "
-                        f"program text (sha256 {digest[:12]}); compute it with verifyless.node.content_hash"
-                    )
-                payload["program_hash"] = digest
+            node_id = _node_payload(payload, node_id, lambda program: self._put_blob(conn, program))
         elif kind in fold.VIEW_KINDS and not node_id:
             raise StoreError(f"a {kind!r} event needs node_id=...")
         text = self._dumps(payload, f"{kind} payload")
@@ -358,6 +342,26 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _node_payload(payload: dict[str, Any], node_id: str | None, put_blob: Callable[[Any], str]) -> str:
+    """Check a ``node`` event's id (the payload's and the argument must agree) and move its ``program`` text to a
+    blob (``put_blob``), keeping its hash; changes ``payload`` in place and returns the node id."""
+    pid = payload.get("id")
+    if node_id is None:
+        node_id = pid
+    if not node_id or (pid is not None and pid != node_id):
+        raise StoreError(f"node event needs a node id (payload id {pid!r}, node_id {node_id!r}); they must agree")
+    payload["id"] = node_id
+    if "program" in payload:
+        digest = put_blob(payload.pop("program"))
+        if payload.get("program_hash") and payload["program_hash"] != digest:
+            raise StoreError(
+                f"node {node_id!r}: program_hash {payload['program_hash'][:12]} does not match the "
+                f"program text (sha256 {digest[:12]}); compute it with verifyless.node.content_hash"
+            )
+        payload["program_hash"] = digest
+    return str(node_id)
 
 
 def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
