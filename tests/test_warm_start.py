@@ -21,10 +21,12 @@ import numpy as np
 import pytest
 
 from verifyless._cli.replay import replay_run
-from verifyless._cli.show import learned_critic_line, show_data
+from verifyless._cli.show import show_data
 from verifyless.config import RunConfig, load_config, stored_config
 from verifyless.errors import ConfigError
 from verifyless.outcome import Outcome
+from verifyless.report.render import write_report
+from verifyless.report.views.learned import learned_critic_line
 from verifyless.screen.reward import COLD, RewardModelCritic, learned_critic, refit_points
 from verifyless.store import RunStore
 from verifyless.task import load_task
@@ -108,6 +110,8 @@ def test_a_second_run_warm_starts_from_the_first_and_records_the_tag_and_the_pai
         assert {t.split("+")[0] for t in tags(store, second)} == {event["tag"]}  # every screening used it
         shown = show_data(store, second, 3)["learned_critic"]
         assert show_data(store, first, 3)["learned_critic"]["start"]["tag"] == COLD
+        html = write_report(store, second, tmp_path / "report", figures=False).html.read_text()
+    assert 'id="learned-critic"' in html and "warm start: critic-rm from 1 earlier run" in html  # report + dashboard
     assert shown["start"]["tag"] == event["tag"] and shown["pairs"] == len(event["pairs"])
     assert shown["heads"][0] == event["tag"] and shown["pairwise"] is not None  # the audit's live pairwise
     assert learned_critic_line(shown).startswith("learned critic: warm start: critic-rm from 1 earlier run")

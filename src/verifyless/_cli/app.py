@@ -40,7 +40,6 @@ from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
-    learned_critic_line,
     peers_text,
     run_row,
     show_data,
@@ -61,6 +60,7 @@ from verifyless.preflight import plan
 from verifyless.presets import PRESETS, preset_text
 from verifyless.report.text import number
 from verifyless.report.views.final import final_view
+from verifyless.report.views.learned import learned_critic_line
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.doctor import require_gpu, sandbox_report
 from verifyless.sandbox.local import LocalSandbox

@@ -14,8 +14,8 @@ from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, nove
 from verifyless.report.text import number
 from verifyless.report.views.card import run_card
 from verifyless.report.views.final import final_view
+from verifyless.report.views.learned import learned_critic_data, screener_audit
 from verifyless.report.views.runs import gpu_seconds
-from verifyless.screen.audit import audit_from_store
 from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
@@ -128,50 +128,6 @@ def transfer_lines(data: dict[str, Any]) -> list[str]:
     return lines + ([f"[yellow]warning:[/] {data['warning']}"] if data["warning"] else [])
 
 
-def learned_critic_data(st, run_id: str, config: Any) -> dict[str, Any] | None:
-    """A critic-rm learnt in the run (issue 45): how it started (the ``warm_start`` event, or cold), the heads its
-    screenings used in order (``<start>+N``: refitted on the run's first N paid pairs), and its live pairwise
-    accuracy on the run's own paid sibling pairs (the audit's, ranked before the outcomes were known); None for
-    any other screener."""
-    screener = (config or {}).get("screener") or {}
-    options = screener.get("options") or {}
-    inner = options if screener.get("name") == "critic-rm" else options.get("options") or {}
-    wraps = screener.get("name") == "critic-rm" or (
-        screener.get("name") == "adaptive" and options.get("screener", "critic-rm") == "critic-rm"
-    )
-    if not wraps or inner.get("path") or "warm" not in inner:
-        return None
-    warm = [e.payload for e in st.events(run_id, kinds=["warm_start"])]
-    heads: list[str] = []
-    for e in st.events(run_id, kinds=["screening"]):
-        for ev in (e.payload.get("evidence") or {}).values():
-            tag = (ev.get("detail") or {}).get("weights")
-            if tag and (not heads or heads[-1] != tag) and tag not in heads:
-                heads.append(tag)
-    audit = screener_audit(st, run_id)
-    start = warm[0] if warm else {"line": "cold start: no earlier run of the task to learn from", "tag": "cold"}
-    return {
-        "start": {k: start.get(k) for k in ("line", "tag", "runs", "verdict")},
-        "pairs": len(start.get("pairs") or ()),
-        "heads": heads,
-        "refits": sum("+" in h for h in heads),
-        "pairwise": (audit or {}).get("pairwise"),
-    }
-
-
-def learned_critic_line(data: dict[str, Any]) -> str:
-    """``show``'s line about a critic learnt in the run."""
-    pw = data.get("pairwise") or {}
-    live = "-" if pw.get("value") is None else f"{pw['value']:.2f}"
-    if pw.get("low") is not None and pw.get("high") is not None:
-        live += f" [{pw['low']:.2f}, {pw['high']:.2f}]"
-    last = data["heads"][-1] if data["heads"] else "none yet"
-    return (
-        f"learned critic: {data['start']['line']}; {data['refits']} refits in the run (last head {last}); live "
-        f"pairwise accuracy on this run's paid sibling pairs {live} n={pw.get('n', 0)}"
-    )
-
-
 def data_report_line(st, run_id: str) -> str:
     """One line about the run's data report: computed from which files, or what could not be computed."""
     stored = [e.payload for e in st.events(run_id, kinds=[datareport.EVENT])]
@@ -186,13 +142,6 @@ def peers_data(st, run_id: str) -> dict[str, Any]:
         "novelty": rates.to_dict() if rates else None,
         "ensembles": [m.to_dict() for m in model_shares(st, run_id)],
     }
-
-
-def screener_audit(st, run_id: str) -> dict[str, Any] | None:
-    """The online audit of the screener (``screen/audit.py``); None before the first screening."""
-
-    audit = audit_from_store(st, run_id)
-    return audit.row() if audit.screenings else None
 
 
 def stop_reason(st, run_id: str) -> str | None:
@@ -247,9 +196,6 @@ __all__ = [
     "peers_text",
     "reply_health",
     "run_row",
-    "screener_audit",
-    "learned_critic_data",
-    "learned_critic_line",
     "show_data",
     "stop_reason",
     "submission_line",

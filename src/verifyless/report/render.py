@@ -46,6 +46,11 @@ def version() -> str:
     return release()
 
 
+def _learned_line(store: RunStoreProtocol, run_id: str) -> str | None:
+    data = views.learned.learned_critic_data(store, run_id)
+    return views.learned.learned_critic_line(data) if data else None
+
+
 def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) -> dict[str, Any]:
     """Everything the run page (report or dashboard) renders, as template variables."""
     f = views.final.final_view(store, run_id)
@@ -68,6 +73,7 @@ def run_views(store: RunStoreProtocol, run_id: str, href: Callable[[str], str]) 
         "datarep": data_report_view(store, run_id),
         "schedule": views.series.schedule_series(store, run_id, most=25),
         "card": views.card.run_card(store, run_id),
+        "learned": _learned_line(store, run_id),
         "href": href,
     }
 
