@@ -132,3 +132,19 @@ def test_a_failing_baseline_leaves_no_folder(tmp_path, monkeypatch):
 def test_help_shows_a_plain_percent_sign():
     out = cli("task", "new", "--help")
     assert "20%" in out.stdout and "20%%" not in out.stdout, out.stdout
+
+
+def test_a_wide_file_gets_a_capped_column_table_in_its_statement(tmp_path):
+    """Issue 46 item 5: the statement every prompt carries lists at most MAX_DESCRIBED_COLUMNS columns."""
+    from verifyless.task.tabular.prepare import MAX_DESCRIBED_COLUMNS, describe
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(40, 200)), columns=[f"f{i}" for i in range(200)])
+    frame["colour"] = ["red", "blue"] * 20
+    frame["y"] = rng.normal(size=40)
+    frame.insert(0, "id", range(40))
+    text = describe(frame, Request(tmp_path / "wide.csv", "y"), "id", "regression", "rmse", ("y",), 0)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith(("| column", "| ---"))]
+    assert len(rows) == MAX_DESCRIBED_COLUMNS and rows[0].startswith("| y | target, numeric")
+    assert "... and 142 more columns (1 categorical, 141 numeric)" in text
+    assert len(text) < 10_000

@@ -36,6 +36,7 @@ from verifyless.task.tabular.split import (
 
 MIN_ROWS = 20
 MIN_CLASS_ROWS = 5  # a binary class needs rows in training, validation and the hidden test
+MAX_DESCRIBED_COLUMNS = 60  # the statement's column table stops here: every LLM prompt carries the statement
 ID_NAMES = ("id", "row_id", "verifyless_id")  # an existing unique "id" column is the id; else the first free name
 
 
@@ -332,7 +333,11 @@ def _answers(test: Any, id_column: str, target: str, columns: tuple[str, ...], l
 def describe(
     train: Any, request: Request, id_column: str, problem: Problem, metric: str, columns: tuple[str, ...], dropped: int
 ) -> str:
-    """The statement: the task in one paragraph, then a summary of every column of the training rows."""
+    """The statement: the task in one paragraph, then a summary of the training rows' columns.
+
+    The table lists the target and at most ``MAX_DESCRIBED_COLUMNS`` columns in all; the rest are counted by kind
+    in one line (a 5,000-column file once made a 340 KB statement and 172k prompt tokens per critic call).
+    """
     spec = metric_def(metric)
     lines = [
         f"# {request.target} from {request.data.name}",
@@ -351,7 +356,16 @@ def describe(
         "| column | type | missing | distinct | summary |",
         "| --- | --- | ---: | ---: | --- |",
     ]
-    lines += [_column_line(train[c], c, c == request.target) for c in train.columns if c != id_column]
+    shown = [request.target] + [c for c in train.columns if c not in (id_column, request.target)]
+    lines += [_column_line(train[c], c, c == request.target) for c in shown[:MAX_DESCRIBED_COLUMNS]]
+    rest = shown[MAX_DESCRIBED_COLUMNS:]
+    if rest:
+        kinds: dict[str, int] = {}
+        for c in rest:
+            kind = _column_kind(train[c])
+            kinds[kind] = kinds.get(kind, 0) + 1
+        counted = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        lines += ["", f"... and {len(rest)} more columns ({counted}), not listed to keep the statement short."]
     return "\n".join(lines) + "\n"
 
 
@@ -359,15 +373,21 @@ def _column_line(values: Any, name: str, is_target: bool) -> str:
     import pandas as pd
 
     numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    kind = ("target, " if is_target else "") + (
-        "numeric" if numeric else "free text" if is_free_text(values) else "categorical"
-    )
+    kind = ("target, " if is_target else "") + _column_kind(values)
     if numeric and values.notna().any():
         summary = f"min {values.min():.4g}, mean {values.mean():.4g}, max {values.max():.4g}"
     else:
         top = values.astype(str).value_counts().head(4)
         summary = ", ".join(f"{k} ({v})" for k, v in top.items()).replace("|", "/")
     return f"| {name} | {kind} | {int(values.isna().sum())} | {values.nunique()} | {summary} |"
+
+
+def _column_kind(values: Any) -> str:
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        return "numeric"
+    return "free text" if is_free_text(values) else "categorical"
 
 
 __all__ = ["MIN_ROWS", "Prepared", "Request", "check_destination", "describe", "prepare_task"]
