@@ -219,3 +219,29 @@ def test_collect_pools_pays_a_repeated_program_once(tmp_path):
     first, second = pools[0].candidates
     assert first.program_hash == second.program_hash and first.score == second.score
     assert [ev.node_id for ev in reused] == [second.id] and reused[0].payload["reused_from"] == first.id
+
+
+def test_replay_pools_finds_a_folder_task_by_its_recorded_folder_or_by_task(tmp_path):
+    """Issue 46 item 10: pools collected from a task folder (not a built-in name) are replayable."""
+    import dataclasses
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from verifyless._cli.bench import app
+    from verifyless.task import load_task
+
+    folder = tmp_path / "my_diabetes"
+    shutil.copytree(load_task("diabetes").root, folder)
+    (folder / "task.yaml").write_text((folder / "task.yaml").read_text().replace("name: diabetes", "name: my_diabetes"))
+    pools = [dataclasses.replace(p, task="my_diabetes", task_folder=str(folder)) for p in _synthetic(4, 3)]
+    path = save_pools(pools, tmp_path / "pools.jsonl")
+    runner = CliRunner()
+    recorded = runner.invoke(app, ["replay-pools", str(path), "--screener", "random"])
+    assert recorded.exit_code == 0, recorded.output
+    moved = tmp_path / "moved"
+    folder.rename(moved)
+    gone = runner.invoke(app, ["replay-pools", str(path), "--screener", "random"])
+    assert gone.exit_code != 0 and "name its folder with --task" in str(gone.exception or gone.output)
+    named = runner.invoke(app, ["replay-pools", str(path), "--screener", "random", "--task", str(moved)])
+    assert named.exit_code == 0, named.output

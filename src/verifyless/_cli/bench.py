@@ -431,18 +431,24 @@ def replay_pools(
     option: list[str] = typer.Option([], "--option", help="screener option KEY=VALUE (JSON values)"),
     target: str = typer.Option("validation", help="score the pick on validation or test"),
     seed: int = typer.Option(0, help="seed of the screeners' draws"),
+    task: str | None = typer.Option(
+        None,
+        "--task",
+        help="the pools' task folder or name (default: the folder recorded at collection, else the name)",
+    ),
     out: Path | None = _OUT,
 ) -> None:
     """Run screeners on stored pools (no verification) and report how good their picks were."""
 
     pools = load_pools(file)
+    tasks = {pools[0].task: load_task(task)} if task else None
     summaries: dict[str, SelectionSummary] = {}
     for name in screener:
         if name in ("test-oracle", "validation-oracle"):
             scr: Any = ScoreOracle.from_pools(pools, "test" if name == "test-oracle" else "validation")
         else:
             scr = _registry_screener(name, model, option, seed)
-        rep = evaluate_screener(pools, scr, target=target, seed=seed)
+        rep = evaluate_screener(pools, scr, target=target, seed=seed, tasks=tasks)
         summaries[name] = rep.summary
         if rep.normalized_ci is not None:
             console.print(f"{name}: normalised advantage {rep.normalized_ci}")

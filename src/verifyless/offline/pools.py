@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verifyless.child import ChildMaker, status_for
-from verifyless.errors import ConfigError
+from verifyless.errors import ConfigError, TaskError
 from verifyless.ledger import BudgetConfig, Ledger, candidate_from
 from verifyless.node import (
     BASELINE_IDEA,
@@ -102,6 +102,7 @@ class PoolRecord:
     seed: int = 0
     understanding: str = ""
     criteria: tuple[str, ...] = ()
+    task_folder: str = ""  # the task's folder when collected (a folder task cannot be found by its name); "" before
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,6 +113,19 @@ class PoolRecord:
         d["candidates"] = tuple(PoolCandidate(**c) for c in d.get("candidates", ()))
         d["criteria"] = tuple(d.get("criteria", ()))
         return cls(**d)
+
+
+def _pool_task(pool: PoolRecord) -> Task:
+    """The task a pool was collected on: its recorded folder where it still exists, else the task's name."""
+    if pool.task_folder and Path(pool.task_folder).is_dir():
+        return load_task(pool.task_folder)
+    try:
+        return load_task(pool.task)
+    except TaskError as exc:
+        where = f" (collected from {pool.task_folder}, which is gone)" if pool.task_folder else ""
+        raise TaskError(
+            f"the pools' task {pool.task!r} cannot be loaded{where}: {exc}; name its folder with --task"
+        ) from None
 
 
 def save_pools(pools: Iterable[PoolRecord], path: str | Path) -> Path:
@@ -274,6 +288,7 @@ def _member(task: Task, cand: Candidate, v: Verification, proposal: Idea) -> Poo
 def _pool_record(task: Task, step: int, parent: Any, members: list[PoolCandidate], seed: int, brief: Any) -> PoolRecord:
     return PoolRecord(
         task=task.name,
+        task_folder=str(task.root),
         pool_id=f"{task.name}:s{step}",
         step=step,
         parent_id=parent.id or "root",
@@ -435,7 +450,7 @@ async def evaluate_screener_async(
         if not cands:
             continue
         if pool.task not in loaded:
-            loaded[pool.task] = load_task(pool.task)
+            loaded[pool.task] = _pool_task(pool)
         parent = ParentInfo(
             id=pool.parent_id, program=pool.parent_program, score=pool.parent_score, summary=pool.parent_summary
         )
