@@ -133,11 +133,12 @@ def fake_engine(
     task: Task | None = None,
     strategy: Any = None,
     executor: Any = None,
+    roles: Roles | None = None,
 ) -> Any:
     """An ``Engine`` over the fakes: ``fake_task()``, ``fake_roles()``, greedy (``Random(0)``), ``FakeExecutor``."""
     return Engine(
         task=task or fake_task(),
-        roles=fake_roles(),
+        roles=roles or fake_roles(),
         screener=screener,
         strategy=strategy or build_strategy("greedy", None, random.Random(0)),
         executor=executor or FakeExecutor(),

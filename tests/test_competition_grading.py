@@ -14,14 +14,15 @@ from sklearn import metrics
 
 from test_blame import competition
 from test_cli import cli
+from test_tabular_tasks import metric_inputs
 from test_tabular_text import spooky_text_folder
 from verifyless.engine.baseline import check_baseline, failure_source
 from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.node import Status
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task import load_task
-from verifyless.task.tabular.competition import score_workspace
 from verifyless.task.tabular.grading import Grading, grade, metric_def
+from verifyless.task.tabular.score import score_workspace
 from verifyless.verify import verify
 
 
@@ -58,12 +59,7 @@ def test_a_competition_is_listed_and_loaded_under_its_own_name(tmp_path):
 
 
 def test_the_common_mlebench_metrics_grade_like_their_references():
-    ids = [str(i) for i in range(8)]
-    y = np.array([0, 1, 1, 0, 1, 0, 1, 1])
-    p = np.array([0.2, 0.7, 0.6, 0.4, 0.9, 0.1, 0.3, 0.8])
-    labels = np.array([0, 1, 2, 2, 1, 0, 1, 2])
-    guess = np.array([0, 1, 2, 1, 1, 0, 2, 2])
-    value, estimate = np.array([1.0, 2, 3, 4, 5, 6, 7, 8]), np.array([1.5, 2, 2.5, 4, 6, 6, 7, 9])
+    ids, y, p, labels, guess, value, estimate = metric_inputs()
     cases = {
         "normalized-gini": (y, p, 2 * metrics.roc_auc_score(y, p) - 1),
         "average-precision": (y, p, metrics.average_precision_score(y, p)),

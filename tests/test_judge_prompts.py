@@ -8,10 +8,12 @@ data report). The proposer: each inspiration with its verified validation score 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import re
 
 from fakes import TASK, SampleFnModel
+from test_ensemble import cands
 from test_roles_llm import PROGRAM, make_task, replies
 from test_roles_llm import FakeModel as RoleModel
 from verifyless.node import Candidate, Idea, Operator
@@ -33,16 +35,13 @@ def _ctx() -> ScreenContext:
 
 def _cands() -> list[Candidate]:
     return [
-        Candidate(
-            id=c,
-            parent_id="p",
-            operator=Operator.IMPROVE,
-            idea=Idea(f"plan {c}: add gradient boosting"),
-            program=f"x = 2  # program of {c}\n",
-            program_hash=c,
-            summary=f"summary of {c}",
+        dataclasses.replace(
+            c,
+            idea=Idea(f"plan {c.id}: add gradient boosting"),
+            program=f"x = 2  # program of {c.id}\n",
+            summary=f"summary of {c.id}",
         )
-        for c in ("a", "b")
+        for c in cands("a", "b")
     ]
 
 
@@ -86,9 +85,8 @@ def test_proposer_inspirations_carry_their_validation_scores():
 
 
 def test_the_engine_hands_the_proposer_each_inspirations_score(tmp_path):
-    from engine_fakes import FakeExecutor, Proposer, fake_roles, fake_task
+    from engine_fakes import Proposer, fake_engine, fake_roles
     from verifyless.config import load_config
-    from verifyless.engine import Engine
     from verifyless.screen.registry import build_screener
     from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
@@ -104,14 +102,12 @@ def test_the_engine_hands_the_proposer_each_inspirations_score(tmp_path):
     roles = type(roles)(roles.briefer, Recording(), roles.implementer, roles.summarizer)
     cfg = load_config(overrides=["strategy.name=islands", "budget.verifications=10", "engine.candidates=3"])
     with RunStore(tmp_path / "s.db") as store:
-        engine = Engine(
-            task=fake_task(),
-            roles=roles,
-            screener=build_screener("random", models={}, seed=0),
+        engine = fake_engine(
+            store,
+            cfg,
+            build_screener("random", models={}, seed=0),
             strategy=build_strategy("islands", cfg.strategy.options, random.Random(0)),
-            executor=FakeExecutor(),
-            store=store,
-            config=cfg,
+            roles=roles,
         )
         asyncio.run(engine.run())
         scores = {n.id: n.score for n in engine.state.view.nodes.values()}

@@ -21,9 +21,10 @@ from verifyless.errors import ConfigError, TaskError
 from verifyless.node import Status
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task import discover_tasks, load_task
-from verifyless.task.tabular.competition import MLEBENCH_GRADERS, score_workspace
+from verifyless.task.tabular.competition import MLEBENCH_GRADERS
 from verifyless.task.tabular.grading import Grading, grade, metric_def
 from verifyless.task.tabular.prepare import Request, prepare_task
+from verifyless.task.tabular.score import score_workspace
 from verifyless.verify import verify
 
 SANDBOX = LocalSandbox()
@@ -336,6 +337,20 @@ def test_builtin_competition_runs_a_budget_3_search(tmp_path, name):
     assert "verifications" in out.stdout and "best node hidden test score" in out.stdout, out.stdout
 
 
+def metric_inputs() -> tuple:
+    """Small inputs every metric is checked on: ids, binary truth and probabilities, three-class labels and
+    guesses, and a regression's values and estimates (shared with test_competition_grading)."""
+    return (
+        [str(i) for i in range(8)],
+        np.array([0, 1, 1, 0, 1, 0, 1, 1]),
+        np.array([0.2, 0.7, 0.6, 0.4, 0.9, 0.1, 0.3, 0.8]),
+        np.array([0, 1, 2, 2, 1, 0, 1, 2]),
+        np.array([0, 1, 2, 1, 1, 0, 2, 2]),
+        np.array([1.0, 2, 3, 4, 5, 6, 7, 8]),
+        np.array([1.5, 2, 2.5, 4, 6, 6, 7, 9]),
+    )
+
+
 def test_every_mlebench_lite_grader_and_registry_metric_grades_like_scikit_learn():
     from sklearn import metrics
 
@@ -347,12 +362,7 @@ def test_every_mlebench_lite_grader_and_registry_metric_grades_like_scikit_learn
         "rmsle",
         "qwk",
     }
-    ids = [str(i) for i in range(8)]
-    y = np.array([0, 1, 1, 0, 1, 0, 1, 1])
-    p = np.array([0.2, 0.7, 0.6, 0.4, 0.9, 0.1, 0.3, 0.8])
-    labels = np.array([0, 1, 2, 2, 1, 0, 1, 2])
-    guess = np.array([0, 1, 2, 1, 1, 0, 2, 2])
-    value, estimate = np.array([1.0, 2, 3, 4, 5, 6, 7, 8]), np.array([1.5, 2, 2.5, 4, 6, 6, 7, 9])
+    ids, y, p, labels, guess, value, estimate = metric_inputs()
     cases = {
         "auc-roc": (y, p, metrics.roc_auc_score(y, p)),
         "log-loss": (y, p, metrics.log_loss(y, p)),

@@ -55,12 +55,18 @@ def test_a_large_file_is_hashed_in_chunks_to_the_same_digest(tmp_path):
     assert file_hash(tmp_path / "absent.bin") == "missing"
 
 
-def test_a_run_records_its_task_fingerprint_and_an_older_store_has_none(diabetes, tmp_path, monkeypatch, capsys):
+def _one_paid_run(task: Path, tmp_path: Path, monkeypatch, capsys) -> tuple[Path, str]:
+    """A one-verification run of ``task`` from the CLI: the store and the run's id."""
     store = tmp_path / "s.db"
-    out = in_process(monkeypatch, capsys, "run", str(diabetes), "--budget", "1", "--store", str(store), "-q")
+    out = in_process(monkeypatch, capsys, "run", str(task), "--budget", "1", "--store", str(store), "-q")
     assert out.returncode == 0, out.stderr
     with RunStore(store) as st:
-        run_id = st.runs()[0].run_id
+        return store, st.runs()[0].run_id
+
+
+def test_a_run_records_its_task_fingerprint_and_an_older_store_has_none(diabetes, tmp_path, monkeypatch, capsys):
+    store, run_id = _one_paid_run(diabetes, tmp_path, monkeypatch, capsys)
+    with RunStore(store) as st:
         assert stored_fingerprint(st, run_id) == task_fingerprint(load_task(str(diabetes)))
     old = tmp_path / "old.db"
     shutil.copy(FIXTURES / "store-0.1-diabetes-critic.db", old)
@@ -72,11 +78,8 @@ def test_a_resume_or_replay_after_the_data_changed_is_refused_naming_the_file(di
     """The issue's repro: truncate train.csv between a run and its resume -> one line naming the file and the override;
     nothing is written. With ``--allow-changed-task`` the resume goes on. A task argument naming another task is
     refused too (item 10)."""
-    store = tmp_path / "s.db"
-    out = in_process(monkeypatch, capsys, "run", str(diabetes), "--budget", "1", "--store", str(store), "-q")
-    assert out.returncode == 0, out.stderr
+    store, run_id = _one_paid_run(diabetes, tmp_path, monkeypatch, capsys)
     with RunStore(store) as st:
-        run_id = st.runs()[0].run_id
         events = len(list(st.events(run_id)))
     out = in_process(monkeypatch, capsys, "run", "sunspots", "--resume", run_id, "--budget", "2", "--store", str(store))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

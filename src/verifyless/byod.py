@@ -28,9 +28,10 @@ from verifyless.node import Verification
 from verifyless.sandbox.base import Sandbox
 from verifyless.task import load_task
 from verifyless.task.base import Anchors, Task
-from verifyless.task.tabular.competition import SIDECAR, floor_score
+from verifyless.task.tabular.competition import SIDECAR
 from verifyless.task.tabular.grading import metric_def
 from verifyless.task.tabular.prepare import Prepared, Request, check_destination, prepare_task
+from verifyless.task.tabular.score import floor_score
 from verifyless.verify import verify
 
 __all__ = ["NewTask", "new_task"]

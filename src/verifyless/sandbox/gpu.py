@@ -59,8 +59,13 @@ def gpu_indices(devices: Iterable[str] | None = None) -> list[int]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return indices
-    wanted = [int(v) for v in visible.split(",") if v.strip().isdigit()]
+    wanted = parse_visible(visible)
     return [i for i in wanted if i in indices] if indices else wanted
+
+
+def parse_visible(text: str) -> list[int]:
+    """The indices a ``CUDA_VISIBLE_DEVICES`` value names (UUIDs and other entries are not indices: left out)."""
+    return [int(v) for v in text.split(",") if v.strip().isdigit()]
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,7 @@ __all__ = [
     "loader_cache_paths",
     "gpu_devices",
     "gpu_indices",
+    "parse_visible",
     "gpu_memory_used",
     "parse_memory_used",
     "loader_environment",

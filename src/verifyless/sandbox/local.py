@@ -49,7 +49,13 @@ from typing import Literal
 
 from verifyless.errors import SandboxUnavailable
 from verifyless.sandbox.base import ExecResult, ExecStatus
-from verifyless.sandbox.gpu import gpu_indices, gpu_memory_used, host_driver_libraries, loader_environment
+from verifyless.sandbox.gpu import (
+    gpu_indices,
+    gpu_memory_used,
+    host_driver_libraries,
+    loader_environment,
+    parse_visible,
+)
 from verifyless.sandbox.memory import (
     WATCHDOG_SECONDS,
     MemoryChoice,
@@ -551,7 +557,7 @@ def _gpus_of(env: Mapping[str, str], limits: Limits) -> list[int]:
     named = env.get("CUDA_VISIBLE_DEVICES")
     if named is None:
         return gpu_indices()
-    return [int(v) for v in named.split(",") if v.strip().isdigit()]
+    return parse_visible(named)
 
 
 def _read_report(fd: int) -> dict:

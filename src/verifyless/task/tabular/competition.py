@@ -40,7 +40,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from verifyless.errors import InvalidSubmission, TaskError
+from verifyless.errors import TaskError
 from verifyless.program import Band, BandError, split, syntax_error
 from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
 from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
@@ -48,8 +48,6 @@ from verifyless.task.tabular.grading import (
     Grading,
     MetricDef,
     Output,
-    check_submission,
-    grade,
     known_metrics,
     metric_def,
     own_grade,
@@ -685,103 +683,14 @@ def _task(
 # ------------------------------------------------------------------ trusted scoring
 
 
-def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
-    """``val_<metric>`` and ``test_<metric>`` of ``outdir/submission.csv``; ``InvalidSubmission`` when malformed.
-
-    ``hidden`` is the task's hidden data: the split's hidden folder (held-out labels, grading.json), then the
-    private answers.
-    """
-    grading, held, answers = _read_hidden(hidden)
-    submission = _read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
-    held_ids = list(held[grading.id_column].astype(str))
-    expected = held_ids + list(answers[grading.id_column].astype(str))
-    check_submission(submission, expected, grading, grading.definition)
-    in_held = submission[grading.id_column].astype(str).isin(set(held_ids))
-    name = grading.metric
-    return {
-        f"val_{name}": grade(submission[in_held], held, grading),
-        f"test_{name}": grade(submission[~in_held], answers, grading),
-    }
-
-
-def _read_hidden(hidden: list[Path]) -> tuple[Grading, Any, Any]:
-    """The grading, the held-out answers and the private answers; ``TaskError`` naming a hidden file that is gone.
-
-    The loader checked them, so a file missing here vanished after loading: the task's problem, never the
-    candidate's.
-    """
-    import pandas as pd
-
-    folder, answers_path = Path(hidden[0]), Path(hidden[1])
-    try:
-        grading = _grading_info(folder)
-        ids = {grading.id_column: str}
-        return grading, pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
-    except OSError as exc:
-        raise TaskError(
-            f"the task's hidden file {getattr(exc, 'filename', None) or exc} cannot be read ({type(exc).__name__}); "
-            "it was there when the task loaded: restore it, then load the task again"
-        ) from None
-
-
-def _grading_info(folder: Path) -> Grading:
-    info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
-    grader = info.get("grader")
-    own = None
-    if grader:
-        best = info["upper"] if info["direction"] == "maximize" else info["lower"]
-        own = MetricDef(info["metric"], info["direction"], info["output"], best, info["lower"], info["upper"], grader)
-    return Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"], grader, own)
-
-
-def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
-    import pandas as pd
-
-    if not path.is_file():
-        raise InvalidSubmission(
-            f"no {SUBMISSION} in the output folder; write one row per id of test.csv with the sample submission's columns"
-        )
-    try:
-        return pd.read_csv(path, dtype=ids)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise InvalidSubmission(f"{SUBMISSION} is not a readable CSV ({str(exc).splitlines()[0]})") from None
-
-
-def floor_score(task: Task) -> float:
-    """The validation score of a trivial predictor (class shares, the majority label or the mean of train.csv)."""
-    import pandas as pd
-
-    folder = Path(task.hidden_data[0])
-    grading = _grading_info(folder)
-    ids = {grading.id_column: str}
-    train = pd.read_csv(task.public_data[0], dtype=ids)
-    held = pd.read_csv(folder / "val_answers.csv", dtype=ids)
-    trivial = pd.DataFrame({grading.id_column: held[grading.id_column]})
-    for column, value in _trivial_values(train, grading).items():
-        trivial[column] = value
-    return grade(trivial, held, grading)
-
-
-def _trivial_values(train: Any, grading: Grading) -> dict[str, Any]:
-    output = grading.definition.output
-    if grading.label_column:
-        shares = train[grading.label_column].astype(str).value_counts(normalize=True)
-        return {c: float(shares.get(c, 0.0)) for c in grading.columns}
-    if output == "label":
-        return {c: train[c].mode().iloc[0] for c in grading.columns}
-    return {c: float(train[c].mean()) for c in grading.columns}
-
-
 __all__ = [
     "MLEBENCH_GRADERS",
     "CompetitionSpec",
     "Layout",
     "cache_root",
     "find_layout",
-    "floor_score",
     "is_competition",
     "load_competition",
-    "score_workspace",
     "split_competition",
     "unreadable_csv",
 ]
