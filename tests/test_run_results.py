@@ -88,7 +88,7 @@ def test_the_end_of_run_table_and_show_warn_when_the_validation_gain_did_not_tra
     assert "the validation gain did not transfer" in shown.stdout, shown.stdout
     data = json.loads(in_process(monkeypatch, capsys, "show", run_id, "--store", store, "--json").stdout)
     transfer = data["transfer"]
-    assert transfer["baseline"] == {"node_id": "root", "validation": 4.0, "test": 4.0}, transfer
+    assert transfer["baseline"] == {"node_id": "root", "validation": 4.0, "selection": None, "test": 4.0}, transfer
     assert transfer["final"]["validation"] < 4 and transfer["final"]["test"] > 4, transfer
     assert "did not transfer" in transfer["warning"]
     out = in_process(monkeypatch, capsys, "report", run_id, "--store", store, "--out", str(tmp_path / "report"))

@@ -110,6 +110,13 @@ class EngineConfig(StrictOptions):
     final_selection: int | None = Field(
         None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)"
     )
+    selection_pool: int = Field(
+        5,
+        ge=0,
+        description="where the task holds out a selection split (task new does), re-rank the top-N validation nodes "
+        "and the baseline by their score on it and return the best: evidence search never optimised (0: off; "
+        "final_selection, when on, decides instead)",
+    )
     snapshot_every: int = Field(
         50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)"
     )
@@ -421,6 +428,7 @@ ABSENT_IN_STORED = {
     "engine.on_screener_error": "fallback",
     "engine.max_screener_fallbacks": None,  # such runs fell back for ever, silently
     "screener.warm_start": False,  # no critic learnt from earlier runs existed (issue 45)
+    "engine.selection_pool": 0,  # the final node was the strategy's (issue 46)
 }
 OLD_ADAPTIVE_INNER = "critic"  # adaptive's wrapped screener when a configuration stored before issue 45 named none
 

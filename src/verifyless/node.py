@@ -118,7 +118,8 @@ class Verification(_Record):
     """The outcome of one paid verification.
 
     ``metrics`` are validation metrics (search may see them). ``test_metrics``
-    are hidden-test metrics: reported only, never shown to search.
+    are hidden metrics, never shown to search: the hidden test's (reported only) and the task's selection
+    metric when it has one (``Task.selection_metric``: used only to choose the final node).
     ``score`` / ``test_score`` are the main metric's raw values (None unless OK).
     ``fidelity`` names the task's fidelity level it ran at (``"full"`` unless a cheaper level was
     asked for; payloads stored before the field existed load as ``"full"``).

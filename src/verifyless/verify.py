@@ -464,12 +464,13 @@ def _read_openevolve_metrics(path: Path) -> tuple[Any, str | None]:
 
 
 def split_metrics(task: Task, raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
-    """``(validation, test)``: test names go to ``test`` (finite numbers only), the rest to validation.
+    """``(validation, hidden)``: test names and the selection metric go to ``hidden`` (finite numbers only), the
+    rest to validation.
 
     Required validation metrics are kept as returned (``check_metrics`` judges
     them); optional extras are kept only when they are finite numbers.
     """
-    test_names = set(task.test_metrics)
+    test_names = {*task.test_metrics, *([task.selection_metric] if task.selection_metric else [])}
     required = set(required_metrics(task))
     validation: dict[str, Any] = {}
     test: dict[str, float] = {}

@@ -42,6 +42,7 @@ from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
     peers_text,
     run_row,
+    selection_line,
     show_data,
     submission_line,
     submission_summary,
@@ -505,15 +506,23 @@ def _print_result(result, st) -> None:
     table.add_row("stopped", result.stopped)
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
+    final = final_view(st, result.run_id)
     table.add_row("baseline validation score", number(result.baseline_score, 6))
+    if final.selection_metric:
+        table.add_row("baseline selection-split score", number(final.baseline_selection_score, 6))
     table.add_row("baseline hidden test score", number(result.baseline_test_score, 6))
     table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
+    if final.selection_metric:
+        table.add_row("best node selection-split score", number(final.selection_score, 6))
     table.add_row("best node hidden test score", number(result.best_test_score, 6))
     safety_net = safety_net_state(adaptive_state(st, result.run_id))
     if safety_net:
         table.add_row("safety net (adaptive screening)", safety_net)
     console.print(table)
-    warning = final_view(st, result.run_id).transfer_warning
+    held = final.held_out
+    if held:
+        console.print(selection_line(final.node_id, held), highlight=False, soft_wrap=True)
+    warning = final.transfer_warning
     if warning:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]

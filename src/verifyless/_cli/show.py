@@ -6,6 +6,7 @@ Pure reads of a (read-only) store; ``_cli/app.py`` owns the commands and the pri
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from verifyless import datareport
@@ -112,20 +113,47 @@ def transfer_data(st, run_id: str) -> dict[str, Any]:
     """The baseline and the returned node on validation and hidden test, and the warning when the validation gain
     did not transfer (``FinalView.transfer_warning``)."""
     f = final_view(st, run_id)
+    held = f.held_out or {}
     return {
-        "baseline": {"node_id": "root", "validation": f.baseline_score, "test": f.baseline_test_score},
-        "final": {"node_id": f.node_id, "validation": f.score, "test": f.test_score},
+        "baseline": {
+            "node_id": "root",
+            "validation": f.baseline_score,
+            "selection": f.baseline_selection_score,
+            "test": f.baseline_test_score,
+        },
+        "final": {"node_id": f.node_id, "validation": f.score, "selection": f.selection_score, "test": f.test_score},
+        "selection_metric": f.selection_metric,
+        "chosen_on_selection": {k: held.get(k) for k in ("pool", "eligible", "strategy_best")} if held else None,
         "warning": f.transfer_warning,
     }
 
 
 def transfer_lines(data: dict[str, Any]) -> list[str]:
     """``show``'s lines for ``transfer_data``: the two nodes side by side, then the warning if any."""
+    held = data.get("selection_metric")
     lines = [
-        f"{label} {node['node_id']}: validation {number(node['validation'], 6)} · hidden test {number(node['test'], 6)}"
+        f"{label} {node['node_id']}: validation {number(node['validation'], 6)}"
+        + (f" · selection split {number(node.get('selection'), 6)}" if held else "")
+        + f" · hidden test {number(node['test'], 6)}"
         for label, node in (("baseline", data["baseline"]), ("returned", data["final"]))
     ]
+    chosen = data.get("chosen_on_selection")
+    if chosen:
+        lines.append(selection_line(data["final"]["node_id"], chosen))
     return lines + ([f"[yellow]warning:[/] {data['warning']}"] if data["warning"] else [])
+
+
+def selection_line(winner: str | None, held: Mapping[str, Any]) -> str:
+    """One line on how the final node was chosen on the selection split (rows search never optimised); ``held``
+    has the ``selection_split`` event's ``pool``, ``eligible`` and ``strategy_best``."""
+    best = held.get("strategy_best")
+    verdict = (
+        "kept the strategy's pick" if winner == best else f"returned {winner} instead of the strategy's pick {best}"
+    )
+    return (
+        f"final node chosen on the selection split: {verdict} ({len(held.get('eligible') or ())} of "
+        f"{len(held.get('pool') or ())} top nodes were not worse than the baseline on validation)"
+    )
 
 
 def data_report_line(st, run_id: str) -> str:
@@ -200,6 +228,7 @@ __all__ = [
     "stop_reason",
     "submission_line",
     "submission_summary",
+    "selection_line",
     "transfer_data",
     "transfer_lines",
 ]

@@ -37,6 +37,14 @@ def new_command(
     time: str | None = typer.Option(None, "--time", help="hold out the latest rows by this column"),
     seed: int = typer.Option(0, "--seed", help="seed of the random splits"),
     kind: str | None = typer.Option(None, "--kind", help="binary, multiclass or regression (default: inferred)"),
+    selection: float = typer.Option(
+        0.2,
+        "--selection",
+        min=0.0,
+        max=0.6,
+        help="share of the public rows held out, apart from validation, to choose the final node on rows search "
+        "never optimised (0: none)",
+    ),
 ) -> None:
     """Make a task from a CSV: splits, hidden labels, scorer, baseline and anchors; then `verify` and `run` it."""
     if kind is not None and kind not in KINDS:
@@ -44,12 +52,13 @@ def new_command(
     if group is not None and time is not None:
         raise ConfigError("--group and --time both given; hold out by one of them")
     problem: Literal["binary", "multiclass", "regression"] | None = kind  # type: ignore[assignment]
-    request = Request(data, target, metric, id_column, test, group, time, seed, problem)
+    request = Request(data, target, metric, id_column, test, group, time, seed, problem, selection=selection)
     made = new_task(folder, request, LocalSandbox())
     p, a, v = made.prepared, made.anchors, made.baseline
     console.print(
         f"wrote {folder}: {p.problem} task, metric {p.metric} ({made.task.metric.direction}), "
-        f"{p.train_rows} public rows (20% of them held out for validation), {p.test_rows} hidden test rows",
+        f"{p.train_rows} public rows (20% of them held out for validation{_selection_note(selection)}), "
+        f"{p.test_rows} hidden test rows",
         highlight=False,
         soft_wrap=True,
     )
@@ -67,3 +76,7 @@ def new_command(
             soft_wrap=True,
         )
     console.print(f"next: verifyless verify {folder}   verifyless run {folder}", highlight=False, soft_wrap=True)
+
+
+def _selection_note(share: float) -> str:
+    return f", {share:.0%} for choosing the final node" if share else ""

@@ -232,7 +232,8 @@ class Engine:
             await self.dispatch.cancel()
             raise
         final_id = await life.select_final(self.strategy.final(self.state.view))
-        self.ledger.emit("final", {"node_id": final_id, "stopped": stopped})
+        chosen_on = {"selection_metric": self.task.selection_metric} if self.task.selection_metric else {}
+        self.ledger.emit("final", {"node_id": final_id, "stopped": stopped, **chosen_on})
         await life.submit_ensemble(self.strategy, final_id)
         check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
         self.store.set_status(self.run_id, "finished")

@@ -27,6 +27,7 @@ from verifyless.model.base import Model
 from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, content_hash
 from verifyless.roles.base import Roles
 from verifyless.sandbox.local import LocalSandbox
+from verifyless.screen.final import choose_on_held_out
 from verifyless.screen.final import select_final as round_robin
 from verifyless.search.base import SearchStrategy
 from verifyless.search.submission import SKIPPED, ensemble_members, ensemble_submission
@@ -144,10 +145,12 @@ class Lifecycle:
         await self.tell(0)
 
     async def select_final(self, best_id: str | None) -> str | None:
-        """Optional end-of-run step: a judged round-robin over the top-N validation nodes (RPM paper)."""
+        """The run's final node: a judged round-robin over the top-N validation nodes when
+        ``engine.final_selection`` is on (RPM paper), else the choice on the task's selection split (when it has
+        one and ``engine.selection_pool`` > 0), else the strategy's ``best_id``."""
         top_n = self.config.engine.final_selection
         if top_n is None or self.final_judge is None:
-            return best_id
+            return self.choose_on_selection_split(best_id)
         state = self.ledger.state
         selection = await round_robin(
             state.view.nodes.values(),
@@ -169,6 +172,21 @@ class Lifecycle:
             },
         )
         return selection.winner or best_id
+
+    def choose_on_selection_split(self, best_id: str | None) -> str | None:
+        """The final node by the task's selection metric (``screen.final.choose_on_held_out``: among the top
+        ``engine.selection_pool`` validation nodes, the baseline and ``best_id``, those not worse than the baseline
+        on validation), logged as ``selection_split``. The scores were measured when each node was verified, so
+        this costs nothing. ``best_id`` when the task has no selection metric or no eligible node has a score."""
+        name, top_n = self.task.selection_metric, self.config.engine.selection_pool
+        if name is None or top_n == 0:
+            return best_id
+        state = self.ledger.state
+        scores = {i: v.test_metrics[name] for i, v in state.verifications.items() if name in v.test_metrics}
+        choice = choose_on_held_out(state.view.nodes.values(), scores, self.task.metric.orient, top_n, keep=(best_id,))
+        pool = {"pool": list(choice.pool), "eligible": list(choice.eligible), "scores": dict(choice.scores)}
+        self.ledger.emit("selection_split", {"metric": name, **pool, "winner": choice.winner, "strategy_best": best_id})
+        return choice.winner or best_id
 
     async def submit_ensemble(self, strategy: SearchStrategy, final_id: str | None) -> None:
         """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).

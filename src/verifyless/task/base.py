@@ -184,6 +184,9 @@ class Task:
     scorer: str | None = None  # "file.py:function" relative to root, or a command template
     validation_metrics: tuple[str, ...] = ()
     test_metrics: tuple[str, ...] = ()  # declared; a scorer key named with HIDDEN_PREFIXES is hidden test too
+    # A score on rows search never optimised (a held-out selection split, or repeated scoring), kept hidden like
+    # the test metrics and used only to choose the final node among the best by validation (engine.selection_pool).
+    selection_metric: str | None = None
     limits: Limits = field(default_factory=Limits)
     stochastic: bool = False
     idea_space: IdeaSpace | None = None

@@ -192,6 +192,12 @@ def _load_native(root: Path) -> Task:
             f"({', '.join(p + '*' for p in HIDDEN_PREFIXES)} are never shown to search); list them in "
             "metrics.test, or rename the validation metric (e.g. 'val_...')"
         )
+    selection = spec.metrics.selection
+    if selection is not None and (selection in validation or selection in spec.metrics.test):
+        problems.append(
+            f"{fname}: metrics.selection: {selection!r} is also a validation or test metric; the selection score "
+            "must be its own scorer key (e.g. 'sel_score'), measured on rows neither search nor the test uses"
+        )
     both = sorted(set(validation) & set(spec.metrics.test))
     if both:
         problems.append(
@@ -229,6 +235,7 @@ def _load_native(root: Path) -> Task:
         scorer=spec.score,
         validation_metrics=validation,
         test_metrics=tuple(spec.metrics.test),
+        selection_metric=spec.metrics.selection,
         limits=spec.limits.to_limits(),
         stochastic=spec.stochastic,
         idea_space=space,

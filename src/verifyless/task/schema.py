@@ -61,6 +61,9 @@ class MetricSpec(_Strict):
 class MetricsSpec(_Strict):
     validation: list[str] = Field(default_factory=list)
     test: list[str] = Field(default_factory=list)
+    # A scorer key measured on rows search never optimised (a held-out selection split, repeated or
+    # cross-validated scoring): hidden from search, used to choose the final node (engine.selection_pool).
+    selection: str | None = None
 
 
 class AnchorsSpec(_Strict):

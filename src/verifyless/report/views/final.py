@@ -72,6 +72,18 @@ class FinalView:
     selection: Mapping[str, Any] | None = None
     submission: SubmissionView | None = None  # the ensemble submission, when the run made one
     maximize: bool | None = None  # the metric's direction, read from the baseline's oriented fitness (None: unknown)
+    # The task's selection split (hidden from search): its metric, the returned node's and the baseline's score on
+    # it, and the ``selection_split`` choice (pool, scores, winner, strategy_best) when the run made one.
+    selection_metric: str | None = None
+    selection_score: float | None = None
+    baseline_selection_score: float | None = None
+    held_out: Mapping[str, Any] | None = None
+
+    @property
+    def changed_pick(self) -> bool:
+        """Whether the selection split overruled the strategy's pick."""
+        held = self.held_out or {}
+        return bool(held.get("winner")) and held.get("winner") != held.get("strategy_best")
 
     @property
     def transfer_warning(self) -> str | None:
@@ -106,11 +118,14 @@ def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
     final: Mapping[str, Any] = {}
     selection = None
     submission = None
-    for ev in store.events(run_id, kinds=["final", "final_selection", "submission"]):
+    held_out = None
+    for ev in store.events(run_id, kinds=["final", "final_selection", "submission", "selection_split"]):
         if ev.kind == "final":
             final = ev.payload
         elif ev.kind == "submission":
             submission = submission_view(ev.payload)
+        elif ev.kind == "selection_split":
+            held_out = dict(ev.payload)
         else:
             selection = {k: v for k, v in ev.payload.items() if k != "matches"} | {
                 "matches": len(ev.payload.get("matches") or [])
@@ -119,6 +134,7 @@ def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
     node_id = final.get("node_id") if final else (_best(rows.values()) or {}).get("node_id")
     row = rows.get(node_id or "", {})
     root = rows.get("root", {})
+    name = final.get("selection_metric") or (held_out or {}).get("metric")
     return FinalView(
         node_id,
         str(final.get("stopped", "" if final else "(running: best so far)")),
@@ -131,7 +147,15 @@ def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
         selection,
         submission,
         _maximize(root),
+        name,
+        _hidden(row, name),
+        _hidden(root, name),
+        held_out,
     )
+
+
+def _hidden(row: Mapping[str, Any], name: str | None) -> float | None:
+    return num((row.get("test_metrics") or {}).get(name)) if name else None
 
 
 def _maximize(row: Mapping[str, Any]) -> bool | None:

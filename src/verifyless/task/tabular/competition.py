@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from verifyless.errors import TaskError
 from verifyless.program import Band, BandError, split, syntax_error
@@ -52,7 +52,7 @@ from verifyless.task.tabular.grading import (
     metric_def,
     own_grade,
 )
-from verifyless.task.tabular.split import FeatureKinds, SplitSettings, feature_kinds, split_rows
+from verifyless.task.tabular.split import FeatureKinds, SplitSettings, feature_kinds, split_held
 from verifyless.yamlfile import yaml_problem
 
 HERE = Path(__file__).resolve().parent
@@ -63,6 +63,8 @@ SIDECAR = "verifyless.yaml"
 OWN_GRADER = "grade.py"  # MLE-bench's grade(submission, answers) -> float, in the competition folder
 SPEC_FILE = "verifyless_task.json"  # the public file that tells a program the submission's shape
 SUBMISSION = "submission.csv"
+VAL_ANSWERS = "val_answers.csv"  # the hidden folder's validation answers ...
+SEL_ANSWERS = "sel_answers.csv"  # ... and the selection split's, when the task holds one out
 CACHE_VERSION = "2"  # 2: verifyless_task.json names the feature columns by kind
 RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
 
@@ -104,6 +106,21 @@ class SplitSpec(_Strict):
     seed: int = Field(0, description="seed of the random (stratified) split")
     group: str | None = Field(None, description="hold out whole groups of this column")
     time: str | None = Field(None, description="hold out the latest rows by this column")
+    selection: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="share of the public training rows held out to choose the final node (never shown to search)",
+    )
+
+    @model_validator(mode="after")
+    def _shares(self) -> SplitSpec:
+        if self.validation + self.selection >= 1:
+            raise ValueError(
+                f"validation ({self.validation:g}) + selection ({self.selection:g}) hold out every training row; "
+                "keep their sum below 1"
+            )
+        return self
 
 
 class GraderSpec(_Strict):
@@ -425,6 +442,7 @@ def _settings(spec: CompetitionSpec, grading: Grading, train: Any) -> SplitSetti
         group=spec.split.group,
         time=spec.split.time,
         stratify=labels if output != "value" else None,
+        selection=spec.split.selection,
     )
 
 
@@ -475,7 +493,9 @@ def split_competition(
 
 
 def _split_key(layout: Layout, grading: Grading, settings: SplitSettings) -> str:
-    digest = hashlib.sha256(f"{CACHE_VERSION}|{grading}|{settings}|{layout.sample.name}".encode())
+    # A split without a selection share keeps the key it had before the share existed (its cache is reused).
+    described = repr(settings).replace(", selection=0.0)", ")")
+    digest = hashlib.sha256(f"{CACHE_VERSION}|{grading}|{described}|{layout.sample.name}".encode())
     for path in (layout.public / "train.csv", layout.public / "test.csv", layout.sample):
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -489,8 +509,8 @@ def _write_split(
     import pandas as pd
 
     train, test, sample = frames["train"], frames["test"], frames["sample"]
-    kept, held = split_rows(train, settings)
-    held_rows = train.iloc[held]
+    kept, validation, selection = split_held(train, settings)
+    held_rows = train.iloc[validation + selection]
     missing = [c for c in test.columns if c not in train.columns]
     if missing:
         raise TaskError(f"test.csv has column(s) {missing[:6]} that train.csv lacks; the held-out rows need them")
@@ -511,7 +531,9 @@ def _write_split(
     train.iloc[kept].to_csv(tmp / "public" / "train.csv", index=False)
     inputs.to_csv(tmp / "public" / "test.csv", index=False)
     combined[list(sample.columns)].to_csv(tmp / "public" / layout.sample.name, index=False)
-    _held_answers(held_rows, grading, layout.answers).to_csv(tmp / "hidden" / "val_answers.csv", index=False)
+    _held_answers(train.iloc[validation], grading, layout.answers).to_csv(tmp / "hidden" / VAL_ANSWERS, index=False)
+    if selection:
+        _held_answers(train.iloc[selection], grading, layout.answers).to_csv(tmp / "hidden" / SEL_ANSWERS, index=False)
     info = _spec_json(grading, layout.sample.name)
     (tmp / "public" / SPEC_FILE).write_text(json.dumps({**info, "features": kinds.to_json()}, indent=1) + "\n")
     own = {"grader": grading.grader, "lower": grading.definition.lower, "upper": grading.definition.upper}
@@ -617,7 +639,7 @@ def _fixed(space: IdeaSpaceSpec, dim: str) -> IdeaSpaceSpec:
     )
 
 
-def _statement(layout: Layout, grading: Grading, settings_fraction: float, program: str) -> str:
+def _statement(layout: Layout, grading: Grading, split: SplitSpec, program: str) -> str:
     description = layout.public / "description.md"
     head = description.read_text(encoding="utf-8") if description.is_file() else f"# {layout.root.name}\n"
     metric = grading.definition
@@ -628,11 +650,20 @@ def _statement(layout: Layout, grading: Grading, settings_fraction: float, progr
         f"{layout.sample.name}, {SPEC_FILE} (the submission's shape and the feature columns by kind: numeric, categorical, "
         f"free text) and the other public files. Write "
         f"OUT/{SUBMISSION} with exactly the columns {columns[:8]} and one row per id of test.csv "
-        f"(each prediction a {metric.output}). {settings_fraction:.0%} of the training rows are held out of "
+        f"(each prediction a {metric.output}). {split.validation:.0%} of the training rows are held out of "
         f"train.csv and appear unlabelled among the rows of test.csv: they give the validation score "
-        f"`val_{metric.name}`; the other rows are graded against the private answers (`test_{metric.name}`, "
-        f"reported only). Metric: {metric.description}, {metric.direction}d. A submission whose columns, rows "
+        f"`val_{metric.name}`; {_selection_sentence(split)}the other rows are graded against the private answers "
+        f"(`test_{metric.name}`, reported only). Metric: {metric.description}, {metric.direction}d. A submission whose columns, rows "
         "or ids differ from the sample submission's (or whose class probabilities do not sum to 1) is rejected.\n"
+    )
+
+
+def _selection_sentence(split: SplitSpec) -> str:
+    if not split.selection:
+        return ""
+    return (
+        f"another {split.selection:.0%} are held out the same way to choose the final node among the best by "
+        "validation (their score is never shown to the search); "
     )
 
 
@@ -655,7 +686,7 @@ def _task(
         name=spec.name or _competition_id(layout),
         root=layout.root.resolve(),
         kind="competition",
-        statement=_statement(layout, grading, spec.split.validation, program_name),
+        statement=_statement(layout, grading, spec.split, program_name),
         program_file=program_name,
         baseline_program=program,
         band=Band(),
@@ -667,6 +698,7 @@ def _task(
         scorer=f"{SCORER}:score",
         validation_metrics=(f"val_{metric.name}",),
         test_metrics=(f"test_{metric.name}",),
+        selection_metric=f"sel_{metric.name}" if spec.split.selection else None,
         limits=spec.limits.to_limits(),
         stochastic=spec.stochastic,
         idea_space=space,

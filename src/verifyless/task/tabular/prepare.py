@@ -68,6 +68,7 @@ class Request:
     seed: int = 0
     problem: Problem | None = None
     test_fraction: float = 0.2
+    selection: float = 0.2  # of the public rows, held out to choose the final node (0: no selection split)
 
 
 def prepare_task(dest: Path, request: Request, *, name: str | None = None) -> Prepared:
@@ -294,7 +295,13 @@ def _write(
         "metric": metric,
         "id": id_column,
         **({"target": label_column} if label_column else {}),
-        "split": {"validation": 0.2, "seed": request.seed, "group": request.group, "time": request.time},
+        "split": {
+            "validation": 0.2,
+            "selection": request.selection,
+            "seed": request.seed,
+            "group": request.group,
+            "time": request.time,
+        },
         "program": "solution.py",
         "idea_space": "tabular",
     }

@@ -1,7 +1,8 @@
 """The trusted scorer of competition tasks: ``verify`` loads this file like a task folder's ``score.py``.
 
 It runs outside the sandbox after the candidate exits: ``score_workspace`` grades the workspace's
-submission.csv on the held-out validation answers and on the private answers; ``floor_score`` is a trivial
+submission.csv on the held-out validation answers, on the selection split's when the task holds one out
+(``sel_<metric>``, hidden from search like the test score), and on the private answers; ``floor_score`` is a trivial
 predictor's validation score (the normalisation anchor ``task new`` writes). The loader
 (``competition.load_competition``) checked every hidden file, so one that is gone here vanished after loading.
 """
@@ -14,36 +15,37 @@ from typing import Any
 
 from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.task.base import Task
-from verifyless.task.tabular.competition import SUBMISSION
+from verifyless.task.tabular.competition import SEL_ANSWERS, SUBMISSION, VAL_ANSWERS
 from verifyless.task.tabular.grading import Grading, MetricDef, check_submission, grade
 
 
 def score(outdir: Path, hidden: list[Path], public: Path) -> dict[str, float]:
-    """``val_<metric>`` and ``test_<metric>`` of the workspace's submission.csv (``public`` is not read)."""
+    """``val_<metric>``, ``test_<metric>`` (and ``sel_<metric>``) of the workspace's submission.csv (``public`` is
+    not read)."""
     return score_workspace(outdir, hidden)
 
 
 def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
-    """``val_<metric>`` and ``test_<metric>`` of ``outdir/submission.csv``; ``InvalidSubmission`` when malformed.
+    """``val_<metric>``, ``test_<metric>`` and, where the split holds a selection share, ``sel_<metric>`` of
+    ``outdir/submission.csv``; ``InvalidSubmission`` when malformed.
 
     ``hidden`` is the task's hidden data: the split's hidden folder (held-out labels, grading.json), then the
     private answers.
     """
-    grading, held, answers = _read_hidden(hidden)
+    grading, parts = _read_hidden(hidden)
     submission = _read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
-    held_ids = list(held[grading.id_column].astype(str))
-    expected = held_ids + list(answers[grading.id_column].astype(str))
-    check_submission(submission, expected, grading, grading.definition)
-    in_held = submission[grading.id_column].astype(str).isin(set(held_ids))
-    name = grading.metric
+    ids = {prefix: list(part[grading.id_column].astype(str)) for prefix, part in parts.items()}
+    check_submission(submission, [i for part in ids.values() for i in part], grading, grading.definition)
+    submitted = submission[grading.id_column].astype(str)
     return {
-        f"val_{name}": grade(submission[in_held], held, grading),
-        f"test_{name}": grade(submission[~in_held], answers, grading),
+        f"{prefix}_{grading.metric}": grade(submission[submitted.isin(set(ids[prefix]))], part, grading)
+        for prefix, part in parts.items()
     }
 
 
-def _read_hidden(hidden: list[Path]) -> tuple[Grading, Any, Any]:
-    """The grading, the held-out answers and the private answers; ``TaskError`` naming a hidden file that is gone.
+def _read_hidden(hidden: list[Path]) -> tuple[Grading, dict[str, Any]]:
+    """The grading and the answers by metric prefix (``val``, ``sel`` when present, ``test``: the private
+    answers); ``TaskError`` naming a hidden file that is gone.
 
     The loader checked them, so a file missing here vanished after loading: the task's problem, never the
     candidate's.
@@ -54,7 +56,10 @@ def _read_hidden(hidden: list[Path]) -> tuple[Grading, Any, Any]:
     try:
         grading = _grading_info(folder)
         ids = {grading.id_column: str}
-        return grading, pd.read_csv(folder / "val_answers.csv", dtype=ids), pd.read_csv(answers_path, dtype=ids)
+        parts = {"val": pd.read_csv(folder / VAL_ANSWERS, dtype=ids)}
+        if (folder / SEL_ANSWERS).is_file():
+            parts["sel"] = pd.read_csv(folder / SEL_ANSWERS, dtype=ids)
+        return grading, {**parts, "test": pd.read_csv(answers_path, dtype=ids)}
     except OSError as exc:
         raise TaskError(
             f"the task's hidden file {getattr(exc, 'filename', None) or exc} cannot be read ({type(exc).__name__}); "
@@ -93,7 +98,7 @@ def floor_score(task: Task) -> float:
     grading = _grading_info(folder)
     ids = {grading.id_column: str}
     train = pd.read_csv(task.public_data[0], dtype=ids)
-    held = pd.read_csv(folder / "val_answers.csv", dtype=ids)
+    held = pd.read_csv(folder / VAL_ANSWERS, dtype=ids)
     trivial = pd.DataFrame({grading.id_column: held[grading.id_column]})
     for column, value in _trivial_values(train, grading).items():
         trivial[column] = value

@@ -9,7 +9,7 @@ poses (binary, multiclass or regression) and ``default_metric`` the metric a tas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from verifyless.errors import ConfigError
@@ -45,6 +45,7 @@ class SplitSettings:
     group: str | None = None
     time: str | None = None
     stratify: str | None = None  # a label column to stratify a random split by
+    selection: float = 0.0  # a further share of all rows held out to choose the final node (0: none)
 
 
 def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int], list[int]]:
@@ -75,6 +76,25 @@ def split_rows(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int],
             ShuffleSplit(n_splits=1, test_size=settings.fraction, random_state=settings.seed).split(positions)
         )
     return sorted(kept.tolist()), sorted(held.tolist())
+
+
+def split_held(frame: pd.DataFrame, settings: SplitSettings) -> tuple[list[int], list[int], list[int]]:
+    """``(kept, validation, selection)`` row positions of ``frame``, each sorted.
+
+    ``settings.fraction + settings.selection`` of the rows are held out as ``split_rows`` does (the latest, whole
+    groups, or a seeded stratified share); then ``selection / (fraction + selection)`` of those are set apart,
+    at random (stratified, whole groups where the split is by group) but never by time, so that validation and
+    selection rows come from the same period and neither is systematically closer to the hidden test. With
+    ``selection == 0`` this is ``split_rows`` with an empty selection.
+    """
+    if settings.selection <= 0:
+        kept, held = split_rows(frame, settings)
+        return kept, held, []
+    share = settings.fraction + settings.selection
+    kept, held = split_rows(frame, replace(settings, fraction=share))
+    inner = replace(settings, fraction=settings.selection / share, time=None)
+    validation, selection = split_rows(frame.iloc[held].reset_index(drop=True), inner)
+    return kept, [held[i] for i in validation], [held[i] for i in selection]
 
 
 def _time_order(values: pd.Series, column: str) -> Any:
@@ -174,5 +194,6 @@ __all__ = [
     "feature_kinds",
     "infer_problem",
     "is_free_text",
+    "split_held",
     "split_rows",
 ]
