@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_tabular_tasks import spooky_folder
+from test_tabular_tasks import cache, spooky_folder  # noqa: F401  (cache: each test's own split cache, autouse)
 from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task import KINDS, Task, kind_of, load_task
@@ -106,13 +106,6 @@ CASES = {
     "openevolve": Case(openevolve_folder, lambda task: task.baseline_program),
     "competition": Case(spooky_folder, lambda task: COMPETITION_PROGRAM),
 }
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("VERIFYLESS_CACHE_DIR", str(folder))
-    return folder
 
 
 def workspace(task: Task, program: str, ws: Path) -> Path:

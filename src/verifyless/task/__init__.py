@@ -11,16 +11,7 @@ from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Limits, M
 
 # The loader imports verifyless.program, which imports task.base; loading it
 # lazily keeps `import verifyless.program` free of an import cycle.
-_LOADER_NAMES = (
-    "KINDS",
-    "InvalidTask",
-    "UnknownTask",
-    "builtin_tasks_dir",
-    "discover_tasks",
-    "is_task_folder",
-    "kind_of",
-    "load_task",
-)
+_LOADER_NAMES = tuple(loader.__all__)
 
 
 def __getattr__(name: str):
@@ -29,20 +20,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'verifyless.task' has no attribute {name!r}")
 
 
-__all__ = [
-    "Anchors",
-    "Band",
-    "KINDS",
-    "IdeaOption",
-    "IdeaSpace",
-    "InvalidTask",
-    "Limits",
-    "Metric",
-    "Task",
-    "UnknownTask",
-    "builtin_tasks_dir",
-    "discover_tasks",
-    "is_task_folder",
-    "kind_of",
-    "load_task",
-]
+__all__ = ["Anchors", "Band", "IdeaOption", "IdeaSpace", "Limits", "Metric", "Task", *loader.__all__]

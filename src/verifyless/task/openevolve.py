@@ -25,17 +25,8 @@ import yaml
 from pydantic import ValidationError
 
 from verifyless.errors import TaskError
+from verifyless.task import folder
 from verifyless.task.base import Band, Fidelity, FidelityLevel, Metric, Task
-from verifyless.task.folder import (
-    InvalidTask,
-    check_space,
-    inside,
-    read_anchors,
-    read_idea_space,
-    read_program,
-    read_yaml,
-    top_level_functions,
-)
 from verifyless.task.kind import Judgement, Step
 from verifyless.task.schema import SidecarSpec, explain
 
@@ -123,7 +114,7 @@ def _load_openevolve(root: Path) -> Task:
     program_path = root / OPENEVOLVE_PROGRAM
     evaluator_path = root / OPENEVOLVE_EVALUATOR
     band = Band()
-    program_text = read_program(program_path, band, SIDECAR, problems)
+    program_text = folder.read_program(program_path, band, SIDECAR, problems)
 
     cascade: tuple[str, ...] = ()
     try:
@@ -131,7 +122,7 @@ def _load_openevolve(root: Path) -> Task:
     except SyntaxError as exc:
         problems.append(f"{OPENEVOLVE_EVALUATOR}: line {exc.lineno}: {exc.msg}; the evaluator must be valid Python")
     else:
-        defined = top_level_functions(tree)
+        defined = folder.top_level_functions(tree)
         cascade = tuple(s for s in CASCADE_STAGES if s in defined)
         if "evaluate" not in defined and not cascade:
             problems.append(
@@ -141,7 +132,7 @@ def _load_openevolve(root: Path) -> Task:
 
     sidecar = SidecarSpec()
     if (root / SIDECAR).is_file():
-        data = read_yaml(root / SIDECAR, problems)
+        data = folder.read_yaml(root / SIDECAR, problems)
         if data is not None:
             try:
                 sidecar = SidecarSpec.model_validate(data)
@@ -151,12 +142,12 @@ def _load_openevolve(root: Path) -> Task:
     statement = _openevolve_statement(root, sidecar, problems)
     space = None
     if sidecar.idea_space is not None:
-        space = read_idea_space(sidecar.idea_space, SIDECAR, "idea_space", problems)
+        space = folder.read_idea_space(sidecar.idea_space, SIDECAR, "idea_space", problems)
         if space is not None and program_text is not None:
-            check_space(space, program_text, band, OPENEVOLVE_PROGRAM, SIDECAR, "idea_space", problems)
+            folder.check_space(space, program_text, band, OPENEVOLVE_PROGRAM, SIDECAR, "idea_space", problems)
 
     if problems:
-        raise InvalidTask(root, problems)
+        raise folder.InvalidTask(root, problems)
     assert program_text is not None
     description = sidecar.description or next(
         (ln.strip("# ").strip() for ln in statement.splitlines() if ln.strip()), ""
@@ -170,7 +161,7 @@ def _load_openevolve(root: Path) -> Task:
         baseline_program=program_text,
         band=band,
         metric=Metric("combined_score", "maximize"),
-        anchors=read_anchors(sidecar.anchors),
+        anchors=folder.read_anchors(sidecar.anchors),
         validation_metrics=("combined_score",),
         limits=sidecar.limits.to_limits(),
         stochastic=sidecar.stochastic,
@@ -186,7 +177,7 @@ def _load_openevolve(root: Path) -> Task:
 def _openevolve_statement(root: Path, sidecar: SidecarSpec, problems: list[str]) -> str:
     """Sidecar statement file, else config.yaml's system message, else README.md, else a generic line."""
     if sidecar.statement:
-        path = inside(root, sidecar.statement, "statement", SIDECAR, problems)
+        path = folder.inside(root, sidecar.statement, "statement", SIDECAR, problems)
         return path.read_text(encoding="utf-8") if path else ""
     config = root / "config.yaml"
     if config.is_file():
