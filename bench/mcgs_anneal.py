@@ -34,6 +34,7 @@ import numpy as np
 from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
 from verifyless.engine import Engine
+from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline.world_engine import WorldBook, WorldExecutor, WorldProposer
 from verifyless.offline.worlds import World, load_worlds, normalizer, world_paths
 from verifyless.roles.space import space_roles
@@ -99,12 +100,6 @@ async def _one(world: World, arm: str, seed: int, args: argparse.Namespace, path
     )
 
 
-def _ci(diffs: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    means = [rng.choice(diffs, size=len(diffs), replace=True).mean() for _ in range(2000)]
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -151,8 +146,10 @@ def main(argv: list[str] | None = None) -> int:
             d = np.array(
                 [getattr(p, field) - getattr(f, field) for k in keys for p, f in zip(*_pair(table, k), strict=True)]
             )
-            lo, hi = _ci(d)
-            cells.append(f"{d.mean():+.4f} [{lo:+.4f}, {hi:+.4f}]")
+            est = bootstrap(d)  # the 95% percentile bootstrap of the mean, 2000 resamples, seed 0
+            cells.append(
+                f"{d.mean():+.4f} [{est.low:+.4f}, {est.high:+.4f}]" if est.low is not None else f"{d.mean():+.4f}"
+            )
         print(f"| {name} | {cells[0]} | {cells[1]} |")
     return 0
 

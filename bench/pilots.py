@@ -69,6 +69,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from verifyless.builtin import worlds_dir
+from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline.worlds import World, load_world, make_program
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.pilot import survivors
@@ -329,7 +330,7 @@ def replays(name: str, level: str, budgets: list[float], seeds: int, ratio: floa
                 replay_seconds(low, arm_factory(arm, low, charge, s), budget_s=max(budgets) * unit, seed=s)
                 for s in range(seeds)
             ]
-            cells = "".join(f"{_ci([norm(r.best_at(b * unit)) for r in runs]):>22}" for b in budgets)
+            cells = "".join(f"{bootstrap([norm(r.best_at(b * unit)) for r in runs])!s:>22}" for b in budgets)
             verifs = statistics.fmean(r.verifications_at(max(budgets) * unit) for r in runs)
             pilots = statistics.fmean(r.pilots for r in runs)
             cap = max(budgets) * unit
@@ -339,12 +340,6 @@ def replays(name: str, level: str, budgets: list[float], seeds: int, ratio: floa
             reach = [t for t in reach if math.isfinite(t)]
             print(f"    {arm:<20}{cells}{verifs:>12.1f}{pilots:>8.1f}{median:>11}{len(reach):>6}/{seeds}")
     sys.stdout.flush()
-
-
-def _ci(values: list[float]) -> str:
-    mean = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
-    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,9 +9,11 @@ import pytest
 from scipy.stats import norm, pearsonr, spearmanr
 
 from verifyless.errors import TaskError
+from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline import compare as C
 from verifyless.offline import scores as S
 from verifyless.offline import selection as SEL
+from verifyless.screen.audit import estimate
 from verifyless.task.base import Anchors, Metric
 
 RMSE = Metric("val_rmse", "minimize", lower=0)
@@ -423,3 +425,13 @@ def test_bench_compare_airs_takes_s_min_from_every_agent_on_the_task(tmp_path, m
         assert worst == {"toy": 1.05}
         scores = [bench._final_score(st, r, "validation", "airs", worst["toy"]) for r in runs]
     assert scores[-1] == pytest.approx(0.0) and all(0.0 < v < 1.0 for v in scores[:-1])
+
+
+def test_one_bootstrap_serves_the_audit_and_the_arm_comparisons():
+    x = np.random.default_rng(7).normal(size=25)
+    rng = np.random.default_rng(3)  # row i of the one draw is the i-th resample of a loop of draws
+    loop = [float(np.median(x[rng.integers(0, x.size, x.size)])) for _ in range(300)]
+    lo, hi = np.quantile(loop, [(1 - 0.95) / 2, 1 - (1 - 0.95) / 2])
+    assert bootstrap(x, np.median, n_boot=300, seed=3) == C.Estimate(float(np.median(x)), lo, hi, 25)
+    assert estimate(list(x), resamples=2000, seed=4) == C.bootstrap_ci(x, seed=4)
+    assert estimate([]).value is None and estimate([]).text() == "- n=0"

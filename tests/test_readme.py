@@ -157,3 +157,10 @@ def test_the_readme_screener_table_lists_every_registered_screener():
     table = text.split("## Screeners", 1)[1].split("\n\n", 2)[1]
     listed = set(re.findall(r"`([a-z-]+)`", "\n".join(line.split("|")[1] for line in table.splitlines()[2:])))
     assert set(SCREENERS) <= listed, f"missing from the README screener table: {sorted(set(SCREENERS) - listed)}"
+
+
+def test_the_design_note_index_lists_every_note_once():
+    notes = sorted(p.name for p in (ROOT / "docs" / "design").glob("*.md") if p.name != "README.md")
+    index = (ROOT / "docs" / "design" / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `([\w-]+\.md)` \|", index, flags=re.MULTILINE)
+    assert sorted(listed) == notes

@@ -3,13 +3,16 @@
 ``verify(task, program, sandbox)`` follows docs/design/verification-contract.md:
 
 1. a fresh workspace ``WS`` holds the program, ``WS/public/`` (copies of the
-   public data) and an empty ``WS/out/``; OpenEvolve tasks also get a
-   runner script (their evaluator runs from the task folder itself);
-2. the untrusted step runs in the sandbox with the task folder, the hidden
-   data and the caller's ``hide`` paths masked (OpenEvolve: the task folder
-   is shown read-only at its own path, hidden data and dotfiles masked);
-3. the trusted scorer (native tasks) reads ``WS/out`` plus the hidden data in
-   this process, or the runner's ``WS/out/metrics.json`` is read (OpenEvolve);
+   public data) and an empty ``WS/out/``; the task's kind (``task.loader.kind_of``,
+   contract in ``task.kind.TaskKind``) then ``prepare``s the untrusted step (OpenEvolve
+   tasks also get a runner script: their evaluator runs from the task folder itself);
+2. the untrusted step runs in the sandbox with what the kind masks (native and
+   competition: the task folder and the hidden data; OpenEvolve: the task folder is
+   shown read-only at its own path, hidden data and dotfiles masked) and the
+   caller's ``hide`` paths;
+3. the kind ``judge``s the workspace on the trusted side: the scorer reads ``WS/out``
+   plus the hidden data in this process (native, competition), or the runner's
+   ``WS/out/metrics.json`` is read (OpenEvolve);
 4. metrics are validated; the workspace is deleted unless ``keep_workspace``.
 
 ``level`` picks one of the task's fidelity levels (``task.fidelity``; default
@@ -35,18 +38,13 @@ because its own hidden files are gone) raises ``TaskError``. ``metrics``/``score
 from __future__ import annotations
 
 import csv
-import inspect
-import json
 import logging
 import math
 import numbers
 import os
 import random
-import shlex
 import shutil
 import stat
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -57,14 +55,11 @@ from verifyless.errors import InvalidSubmission, SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
 from verifyless.sandbox.base import ExecResult, Sandbox
 from verifyless.task.base import FULL_FIDELITY, HIDDEN_PREFIXES, FidelityLevel, Task
-from verifyless.task.pyfile import load_function
+from verifyless.task.kind import Step
+from verifyless.task.loader import kind_of
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RUN = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
-RUNNER = Path(__file__).parent / "sandbox" / "_oe_runner.py"
-RUNNER_NAME = "_verifyless_oe_runner.py"
-OE_METRICS = "metrics.json"
 TAIL_BYTES = 4096
 
 _EXEC_STATUS = {
@@ -97,22 +92,16 @@ def verify(
     started = time.monotonic()
     ws = _new_workspace(workspace_root)
     try:
-        argv = _materialise(task, program, ws, chosen)
+        step = _materialise(task, program, ws, chosen)
         setup_seconds = time.monotonic() - started
-        if task.kind == "openevolve":  # the folder is shown read-only, its hidden files masked
-            result = sandbox.run(
-                argv,
-                ws,
-                task.limits,
-                hide=(*_hidden_in_folder(task), *hide),
-                expose=(task.root,),
-                env={"PYTHONDONTWRITEBYTECODE": "1", **_devices(task, gpus)},
-            )
-        else:
-            knob = {task.fidelity.env: chosen.knob} if chosen is not None and chosen.knob is not None else {}
-            result = sandbox.run(
-                argv, ws, task.limits, hide=(task.root, *task.hidden_data, *hide), env={**knob, **_devices(task, gpus)}
-            )
+        result = sandbox.run(
+            list(step.argv),
+            ws,
+            task.limits,
+            hide=(*step.hide, *hide),
+            expose=step.expose,
+            env={**step.env, **_devices(task, gpus)},
+        )
         scoring_started = time.monotonic()
         status, reason, metrics, test_metrics = _judge(task, ws, result, chosen)
         score_seconds = time.monotonic() - scoring_started
@@ -227,36 +216,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _materialise(task: Task, program: str, ws: Path, level: FidelityLevel | None = None) -> list[str]:
-    """Fill the workspace (at ``level``'s fidelity; None is full); return the argv of the untrusted step."""
+def _materialise(task: Task, program: str, ws: Path, level: FidelityLevel | None = None) -> Step:
+    """Fill the workspace (at ``level``'s fidelity; None is full); return the untrusted step the task's kind makes."""
     public, out = ws / "public", ws / "out"
     copy_public_data(task, public)
     out.mkdir(exist_ok=True)
     if level is not None and level.data_fraction is not None:
         _subsample_targets(task, public, level)
     (ws / task.program_file).write_text(program, encoding="utf-8")
-
-    if task.kind == "openevolve":
-        if task.evaluator is None:
-            raise TaskError(f"task {task.name!r} is an OpenEvolve task without an evaluator path")
-        shutil.copy2(RUNNER, ws / RUNNER_NAME)
-        return [
-            sys.executable,
-            str(ws / RUNNER_NAME),
-            str(task.evaluator),
-            str(ws / task.program_file),
-            str(out / OE_METRICS),
-            *(task.cascade[: level.stages] if level is not None and level.stages else task.cascade),
-        ]
-    values = {
-        "python": sys.executable,
-        "program": str(ws / task.program_file),
-        "public": str(public),
-        "workdir": str(ws),
-        "outdir": str(out),
-        "fidelity": (level.knob if level is not None and level.knob is not None else task.fidelity.full) or "",
-    }
-    return [part.format_map(values) for part in (task.run_command or DEFAULT_RUN)]
+    return kind_of(task).prepare(task, ws, level)
 
 
 def _subsample_targets(task: Task, public: Path, level: FidelityLevel) -> None:
@@ -310,17 +278,6 @@ def copy_public_data(task: Task, public: Path) -> None:
             shutil.copy2(src, public / src.name)
 
 
-def _hidden_in_folder(task: Task) -> list[Path]:
-    """OpenEvolve: what of the task folder the run must not see (hidden data, dotfiles at any depth)."""
-    hidden = [Path(p) for p in task.hidden_data]
-    for dirpath, dirnames, filenames in os.walk(task.root):
-        for name in [*dirnames, *filenames]:
-            if name.startswith("."):
-                hidden.append(Path(dirpath, name))
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-    return hidden
-
-
 # ------------------------------------------------------------------ judging
 
 
@@ -334,14 +291,11 @@ def _judge(
     unsafe = unsafe_entry(ws)
     if unsafe:
         return Status.CONTRACT_VIOLATION, unsafe, {}, {}
-    if task.kind == "openevolve":
-        raw, failure = _read_openevolve_metrics(ws / "out" / OE_METRICS)
-    else:
-        try:
-            raw, failure = _run_scorer(task, ws, level)
-        except InvalidSubmission as exc:  # the candidate's output broke the submission contract
-            return Status.CONTRACT_VIOLATION, f"invalid submission: {exc}", {}, {}
-    silent = task.kind != "openevolve" and not any((ws / "out").iterdir())
+    try:
+        judged = kind_of(task).judge(task, ws, level)
+    except InvalidSubmission as exc:  # the candidate's output broke the submission contract
+        return Status.CONTRACT_VIOLATION, f"invalid submission: {exc}", {}, {}
+    raw, failure, silent = judged.raw, judged.failure, judged.silent
     if failure:
         return Status.FAILED, _output_failure(failure, silent), {}, {}
     if not isinstance(raw, Mapping):
@@ -386,78 +340,6 @@ def unsafe_entry(ws: Path) -> str | None:
             elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 return f"workspace entry {rel} is not a regular file or directory (FIFO, socket or device)"
     return None
-
-
-def _run_scorer(task: Task, ws: Path, level: FidelityLevel | None = None) -> tuple[Any, str | None]:
-    """Trusted scoring of a native task: ``(raw metrics, None)`` or ``(None, failure reason)``.
-
-    A scorer function with a ``level`` parameter is told the cheaper level's name (the only trusted channel:
-    the knob reaches the sandboxed program, whose workspace the candidate can write); at full fidelity it is
-    called exactly as before, without ``level``.
-    """
-    if not task.scorer:
-        raise TaskError(f"task {task.name!r} has no scorer; set 'score: score.py:score' in its task.yaml")
-    gone = [p for p in task.hidden_data if not Path(p).exists()]
-    if gone:  # the trusted side's own files: a task problem, never the candidate's failure
-        raise TaskError(
-            f"task {task.name!r}: its hidden data {gone[0]} is gone (it was there when the task loaded); restore it"
-        )
-    outdir, public = ws / "out", ws / "public"
-    file, sep, func = task.scorer.partition(":")
-    if sep and file.endswith(".py") and func.isidentifier():
-        fn = load_function(task.root / file, func)
-        extra = {"level": level.name} if level is not None and _takes_level(fn) else {}
-        try:
-            return fn(outdir, list(task.hidden_data), public, **extra), None
-        except (InvalidSubmission, TaskError):  # a broken submission, or the scorer's own files are gone
-            raise
-        except Exception as exc:  # the scorer choked on candidate output: a candidate failure
-            return None, f"scorer raised {type(exc).__name__}: {exc}"
-    return _run_scorer_command(task, outdir, public)
-
-
-def _takes_level(fn: Any) -> bool:
-    try:
-        return "level" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _run_scorer_command(task: Task, outdir: Path, public: Path) -> tuple[Any, str | None]:
-    hidden = [str(p) for p in task.hidden_data]
-    values = {"outdir": str(outdir), "public": str(public), "hidden": " ".join(hidden), "python": sys.executable}
-    argv: list[str] = []
-    for part in shlex.split(task.scorer or ""):
-        argv.extend(hidden if part == "{hidden}" else [part.format_map(values)])
-    timeout = max(60.0, task.limits.wall_seconds)
-    try:
-        done = subprocess.run(argv, cwd=task.root, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError as exc:
-        raise TaskError(
-            f"task {task.name!r}: scorer command {argv[0]!r} not found; fix 'score' in its task.yaml"
-        ) from exc
-    except subprocess.TimeoutExpired:
-        return None, f"scorer command did not finish within {timeout:g}s"
-    if done.returncode != 0:
-        last = next((ln for ln in reversed(done.stderr.splitlines()) if ln.strip()), "")
-        return None, f"scorer command exited with code {done.returncode}: {last}".rstrip(": ")
-    lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
-    try:
-        return json.loads(lines[-1]), None
-    except (IndexError, json.JSONDecodeError):
-        return None, "scorer command did not print a JSON object of metrics on its last stdout line"
-
-
-def _read_openevolve_metrics(path: Path) -> tuple[Any, str | None]:
-    if not path.is_file():
-        return None, "the evaluator runner wrote no metrics file"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"the evaluator's metrics file is unreadable: {exc}"
-    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
-        return None, "the evaluator's metrics file has no 'metrics' object"
-    return data["metrics"], None
 
 
 # ------------------------------------------------------------------ metrics

@@ -28,31 +28,9 @@ from typing import Any
 
 import numpy as np
 
-N_BOOT = 2000
-LEVEL = 0.95
+from verifyless.metrics.bootstrap import LEVEL, N_BOOT, Estimate, bootstrap, percentile_interval
 
 ArmScores = Mapping[str, Sequence[float]]  # task -> one value per run
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with a percentile bootstrap interval (``low``/``high`` None when it cannot vary)."""
-
-    value: float
-    low: float | None
-    high: float | None
-    n: int
-
-    def __str__(self) -> str:
-        if self.low is None:
-            return f"{self.value:.3f}"
-        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
-
-
-def _interval(samples: np.ndarray, level: float) -> tuple[float, float]:
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(samples, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
 
 
 def bootstrap_ci(
@@ -63,18 +41,10 @@ def bootstrap_ci(
     level: float = LEVEL,
     seed: int = 0,
 ) -> Estimate:
-    """Percentile bootstrap CI of ``stat`` over i.i.d. ``values`` (resampled with replacement)."""
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
+    """Percentile bootstrap CI of ``stat`` over i.i.d. ``values`` (``metrics.bootstrap.bootstrap``); ValueError when empty."""
+    if len(values) == 0:
         raise ValueError("bootstrap_ci needs at least one value")
-    point = float(stat(x))
-    if x.size == 1:
-        return Estimate(point, None, None, 1)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
-    boots = np.array([stat(x[row]) for row in idx]) if stat is not np.mean else x[idx].mean(axis=1)
-    lo, hi = _interval(boots, level)
-    return Estimate(point, lo, hi, int(x.size))
+    return bootstrap(values, stat, n_boot=n_boot, level=level, seed=seed)
 
 
 def _tasks(scores: ArmScores) -> list[str]:
@@ -95,7 +65,7 @@ def arm_score(scores: ArmScores, *, n_boot: int = N_BOOT, level: float = LEVEL, 
     boots = np.zeros(n_boot)
     for a in arrays:
         boots += a[rng.integers(0, a.size, size=(n_boot, a.size))].mean(axis=1)
-    lo, hi = _interval(boots / len(arrays), level)
+    lo, hi = percentile_interval(boots / len(arrays), level)
     return Estimate(point, lo, hi, n)
 
 
@@ -123,7 +93,7 @@ def probability_of_improvement(
     n = sum(len(a[t]) + len(b[t]) for t in tasks)
     if all(len(a[t]) == 1 and len(b[t]) == 1 for t in tasks):
         return Estimate(point / len(tasks), None, None, n)
-    lo, hi = _interval(boots / len(tasks), level)
+    lo, hi = percentile_interval(boots / len(tasks), level)
     return Estimate(point / len(tasks), lo, hi, n)
 
 

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from verifyless.metrics.bootstrap import Estimate, bootstrap
 from verifyless.metrics.critic import CriticRecord, critic_records_from_store, vote_uncertainty
 from verifyless.node import Status
 from verifyless.outcome import pair_outcome, reward_label
@@ -76,28 +77,6 @@ __all__ = [
     "selection_advantages",
     "u_calibration_gap",
 ]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A mean over ``n`` units with a bootstrap interval (None when there are too few units)."""
-
-    value: float | None
-    low: float | None
-    high: float | None
-    n: int
-
-    def row(self) -> dict[str, Any]:
-        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n}
-
-    def text(self, scale: float = 1.0, digits: int = 2) -> str:
-        """``0.61 [0.52, 0.70] n=40``, or ``- n=0``."""
-        if self.value is None:
-            return f"- n={self.n}"
-        value = f"{scale * self.value:.{digits}f}"
-        if self.low is None or self.high is None:
-            return f"{value} n={self.n}"
-        return f"{value} [{scale * self.low:.{digits}f}, {scale * self.high:.{digits}f}] n={self.n}"
 
 
 @dataclass(frozen=True)
@@ -207,19 +186,9 @@ class ScreenerAudit:
 
 
 def estimate(values: Sequence[float], *, statistic: Any = None, resamples: int = BOOTSTRAP, seed: int = 0) -> Estimate:
-    """Mean of ``values`` (or ``statistic(array)``) with a percentile bootstrap interval at ``LEVEL``."""
-    data = np.asarray(values, dtype=float)
-    stat = statistic or (lambda a: float(np.mean(a)))
-    n = len(data)
-    if n == 0:
-        return Estimate(None, None, None, 0)
-    value = float(stat(data))
-    if n < 2:
-        return Estimate(value, None, None, n)
-    rng = np.random.default_rng(seed)
-    draws = np.array([stat(data[rng.integers(0, n, n)]) for _ in range(resamples)], dtype=float)
-    tail = 100 * (1 - LEVEL) / 2
-    return Estimate(value, float(np.percentile(draws, tail)), float(np.percentile(draws, 100 - tail)), n)
+    """Mean of ``values`` (or ``statistic(array)``) with a percentile bootstrap interval at ``LEVEL``
+    (``metrics.bootstrap.bootstrap``; ``value`` None for no values)."""
+    return bootstrap(values, statistic, n_boot=resamples, level=LEVEL, seed=seed)
 
 
 def _by_screening(siblings: Iterable[SiblingOutcome]) -> list[list[SiblingOutcome]]:

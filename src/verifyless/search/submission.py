@@ -37,7 +37,8 @@ from verifyless.node import Status
 from verifyless.sandbox.base import Sandbox
 from verifyless.search.base import EnsembleStrategy, SearchStrategy, SearchView
 from verifyless.task.base import Task
-from verifyless.verify import _run_scorer, check_metrics, split_metrics, verify
+from verifyless.task.loader import kind_of
+from verifyless.verify import check_metrics, split_metrics, verify
 
 SKIPPED = "skipped"  # a submission's status when the run's time budget left no room to re-run its members
 
@@ -145,8 +146,8 @@ def _combine_and_score(
                 member_runs=tuple(runs),
             )
         np.savetxt(ws / "out" / name, np.mean(arrays, axis=0), fmt="%.10g")
-    raw, failure = _run_scorer(task, ws)
-    problem = failure
+    judged = kind_of(task).judge(task, ws, None)  # the trusted side, as for one candidate's workspace
+    raw, problem = judged.raw, judged.failure
     metrics: dict[str, Any] = {}
     test: dict[str, float] = {}
     if raw is not None:

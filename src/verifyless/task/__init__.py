@@ -1,9 +1,9 @@
 """Tasks: the frozen ``Task`` record and the loaders that build it from folders.
 
-``load_task(path_or_builtin_name)`` loads one folder (native ``task.yaml`` or
-an OpenEvolve folder); ``discover_tasks(dir)`` loads every task folder in a
-directory, keeping errors as values; ``builtin_tasks_dir()`` is where the
-shipped tasks live. See ``docs/design/task-format.md``.
+``load_task(path_or_builtin_name)`` loads one folder with the first task kind that detects it (native
+``task.yaml``, an OpenEvolve folder, an MLE-bench competition; ``task.kind`` states the contract and
+``kind_of(task)`` finds a task's kind); ``discover_tasks(dir)`` loads every task folder in a directory, keeping
+errors as values; ``builtin_tasks_dir()`` is where the shipped tasks live. See ``docs/design/task-format.md``.
 """
 
 from verifyless.task import loader
@@ -11,7 +11,7 @@ from verifyless.task.base import Anchors, Band, IdeaOption, IdeaSpace, Limits, M
 
 # The loader imports verifyless.program, which imports task.base; loading it
 # lazily keeps `import verifyless.program` free of an import cycle.
-_LOADER_NAMES = ("InvalidTask", "UnknownTask", "builtin_tasks_dir", "discover_tasks", "is_task_folder", "load_task")
+_LOADER_NAMES = tuple(loader.__all__)
 
 
 def __getattr__(name: str):
@@ -20,18 +20,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'verifyless.task' has no attribute {name!r}")
 
 
-__all__ = [
-    "Anchors",
-    "Band",
-    "IdeaOption",
-    "IdeaSpace",
-    "InvalidTask",
-    "Limits",
-    "Metric",
-    "Task",
-    "UnknownTask",
-    "builtin_tasks_dir",
-    "discover_tasks",
-    "is_task_folder",
-    "load_task",
-]
+__all__ = ["Anchors", "Band", "IdeaOption", "IdeaSpace", "Limits", "Metric", "Task", *loader.__all__]

@@ -161,17 +161,19 @@ class Fidelity:
 class Task:
     """A loaded, validated task.
 
+    ``kind`` names the task kind that loaded it (``task.loader.KINDS``; contract in ``task.kind``), through which
+    ``verify`` prepares and judges it; the name is stored with runs, so it stays a plain string.
     ``kind == "openevolve"``: ``evaluator`` is the folder's ``evaluator.py``
     which runs *inside* the sandbox together with the program (no hidden-data
     separation). ``kind == "native"``: ``run_command`` is the untrusted step and
     ``scorer`` the trusted step, run outside the sandbox after the candidate exits.
     ``kind == "competition"`` (an MLE-bench prepared folder, ``verifyless.task.tabular``) is verified
-    exactly like a native task; its public data and held-out labels live in a kept split folder.
+    like a native task; its public data and held-out labels live in a kept split folder.
     """
 
     name: str
     root: Path
-    kind: Literal["native", "openevolve", "competition"]
+    kind: str  # "native", "openevolve" or "competition": a TaskKind.name
     statement: str
     program_file: str  # file name inside the workspace, e.g. "solution.py"
     baseline_program: str  # full text of the baseline program

@@ -173,7 +173,8 @@ def summarize(
         p = None
         if arm != reference:
             wins = bootstrap_ci([_win(r.run.at(budget), b.at(budget)) for r, b in zip(rs, base, strict=True)])
-            p = (wins.value, wins.low if wins.low is not None else wins.value, wins.high or wins.value)
+            share = float(wins.value or 0.0)  # never None: bootstrap_ci refuses an empty list
+            p = (share, wins.low if wins.low is not None else share, wins.high or share)
         states = [r.run for r in rs if r.run.state is not None]
         decided = [(s.state, s.decided_at or 0) for s in states]
         refit, verify = sum(r.refit_s for r in rs), sum(r.verify_s for r in rs)

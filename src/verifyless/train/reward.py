@@ -120,7 +120,7 @@ def score(
     pw = bootstrap_ci(pair_hits, seed=seed) if pair_hits else None
     return Scores(
         len(hits),
-        d.value if d else math.nan,
+        d.value if d and d.value is not None else math.nan,
         (d.low, d.high) if d else (None, None),
         len(pair_hits),
         pw.value if pw else None,
