@@ -61,7 +61,7 @@ from verifyless.offline.worlds import World, load_worlds, world_paths
 from verifyless.outcome import THREE
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.features import MiniLMTextEncoder
-from verifyless.screen.reward import PairFeaturizer, RewardHead, RewardModelCritic, save_head
+from verifyless.screen.reward import PairFeaturizer, RewardHead, RewardModelCritic, RewardModelOptions, save_head
 from verifyless.task import load_task
 from verifyless.train.reward import HeadSettings, fit_head, head_arrays, paired_gain, prior_probs, score
 
@@ -207,7 +207,7 @@ class TextArm:
 
 def saved_critic(head: RewardHead, folder: Path, encoder: Any) -> RewardModelCritic:
     save_head(folder, head_arrays(head), {"features": head.features, "encoder": head.encoder})
-    return RewardModelCritic(str(folder), encoder=encoder)
+    return RewardModelCritic(RewardModelOptions(path=str(folder), encoder=encoder))
 
 
 def search(d: WorldData, heads: dict[str, RewardHead], encoder: Any, args: Any) -> dict[int, dict[str, Any]]:

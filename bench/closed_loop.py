@@ -34,6 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from verifyless.screen.critic import CriticOptions
+
 ROOT = Path(__file__).resolve().parents[1]
 TASK = str(ROOT / "tests" / "data_task")
 
@@ -117,7 +119,7 @@ def bench_row(tiny: Path, adapter: Path | None, rows: list[dict[str, Any]]) -> d
     from verifyless.screen.critic import PointwiseCritic
 
     config = make_config(provider="local", model=str(tiny), device="cpu", adapter=str(adapter) if adapter else None)
-    critic = PointwiseCritic(build_model(config), k=2, max_tokens=24)
+    critic = PointwiseCritic(build_model(config), CriticOptions(k=2, max_tokens=24))
     records = run_critic_bench(rows, critic, repeats=1).records
 
     def cell(metric: str) -> str:

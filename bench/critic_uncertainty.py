@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from verifyless.screen.critic import CriticOptions
+from verifyless.screen.probcritic import LabelProbOptions
+
 
 def load_rows(datasets: list[Path], splits: list[str], limit: int, per_dataset: int = 0) -> list[dict[str, Any]]:
     from verifyless.critic_data import load_critic_dataset
@@ -76,9 +79,12 @@ def critics(model: Any, k: int, max_tokens: int) -> list[tuple[str, Any]]:
     from verifyless.screen.probcritic import LabelProbCritic
 
     return [
-        (f"k-vote k={k}", PointwiseCritic(model, k=k, temperature=0.7, max_tokens=max_tokens)),
-        ("probs r=0", LabelProbCritic(model, reasoning_samples=0)),
-        ("probs r=1", LabelProbCritic(model, reasoning_samples=1, temperature=0.7, max_tokens=max_tokens)),
+        (f"k-vote k={k}", PointwiseCritic(model, CriticOptions(k=k, temperature=0.7, max_tokens=max_tokens))),
+        ("probs r=0", LabelProbCritic(model, LabelProbOptions(reasoning_samples=0))),
+        (
+            "probs r=1",
+            LabelProbCritic(model, LabelProbOptions(reasoning_samples=1, temperature=0.7, max_tokens=max_tokens)),
+        ),
     ]
 
 

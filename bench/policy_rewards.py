@@ -50,7 +50,7 @@ from verifyless.executors.local import LocalExecutor
 from verifyless.model.base import ModelRequest
 from verifyless.model.scripted import ScriptedModel
 from verifyless.roles.space import space_roles
-from verifyless.screen.critic import PointwiseCritic
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.train.policy.contract import VerificationBudgetSpent
@@ -150,7 +150,7 @@ async def _run_arm(
         seed=args.seed,
     )
     critic = PointwiseCritic(
-        ScriptedModel(function=KnownQualityCritic(args.accuracy, args.rho, args.seed)), k=args.votes
+        ScriptedModel(function=KnownQualityCritic(args.accuracy, args.rho, args.seed)), CriticOptions(k=args.votes)
     )
     executor = LocalExecutor(capacity=args.workers, hide=[tmp])
     makers = {task.name: ChildMaker(task, space_roles(task))}

@@ -28,8 +28,9 @@ from verifyless.screen.audit import (
     pairwise_hits,
     selection_advantages,
 )
-from verifyless.screen.baselines import RandomScreener
+from verifyless.screen.baselines import RandomOptions, RandomScreener
 from verifyless.screen.bets import Bets
+from verifyless.screen.critic import CriticOptions
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
@@ -39,7 +40,7 @@ class Counting(RandomScreener):
     """A critic at chance (a uniform shuffle) that counts its calls."""
 
     def __init__(self):
-        super().__init__(name="chance")
+        super().__init__(RandomOptions(name="chance"))
         self.calls = 0
 
     async def screen(self, ctx, candidates):
@@ -505,7 +506,7 @@ def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, 
     critic = CriticAtAccuracy(_truth, accuracy, seed=1, invert=invert)
     with TestServer(critic) as server:
         model = build_model(make_config(model="critic", base_url=server.base_url))
-        screener = _adaptive(PointwiseCritic(model, k=3))
+        screener = _adaptive(PointwiseCritic(model, CriticOptions(k=3)))
         with RunStore(tmp_path / "s.db") as store:
             asyncio.run(_engine(store, screener, budget=40, executor=Unbounded()).run())
     assert critic.calls > 0

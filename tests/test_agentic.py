@@ -21,8 +21,9 @@ from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall
 from verifyless.node import Candidate, Idea, Operator, content_hash
 from verifyless.roles.base import ParentInfo
 from verifyless.sandbox.base import ExecResult, Sandbox
-from verifyless.screen.agentic import AgenticRPM, parse_feedback, pilot_records, pilot_seconds
+from verifyless.screen.agentic import AgenticOptions, AgenticRPM, parse_feedback, pilot_records, pilot_seconds
 from verifyless.screen.base import ScreenContext
+from verifyless.screen.registry import SCREENERS
 from verifyless.task.base import Band, Limits, Metric, Task
 
 SECRET = "SECRET-LABELS-4242"
@@ -210,10 +211,11 @@ def _ctx(task: Task, seed: int = 0, **kwargs) -> ScreenContext:
     )
 
 
-def _rpm(model: FakeModel, **kwargs) -> AgenticRPM:
-    kwargs.setdefault("pilot_limits", Limits(wall_seconds=5.0))
-    kwargs.setdefault("device", "CPU only (test)")  # detect_device is tested on its own below
-    return AgenticRPM(model, SANDBOX, **kwargs)
+def _rpm(model: FakeModel, clock=None, **options) -> AgenticRPM:
+    options.setdefault("pilot_limits", {"wall_seconds": 5.0})
+    options.setdefault("device", "CPU only (test)")  # detect_device is tested on its own below
+    opts = SCREENERS.validate("agentic", options)  # as the configuration checks them
+    return AgenticRPM(model, SANDBOX, opts) if clock is None else AgenticRPM(model, SANDBOX, opts, clock=clock)
 
 
 def _screen(rpm: AgenticRPM, task: Task, seed: int = 0, n: int = 3):
@@ -272,7 +274,7 @@ def test_stops_when_real_time_left_is_below_theta(task: Task) -> None:
 
 def test_hung_pilot_is_killed_at_the_remaining_budget(task: Task) -> None:
     model = FakeModel(python_then_submit("while True:\n    pass\n"))
-    _, screening = _screen(_rpm(model, budget_s=0.8, theta_s=0.0, pilot_limits=Limits(wall_seconds=5.0)), task)
+    _, screening = _screen(_rpm(model, budget_s=0.8, theta_s=0.0, pilot_limits={"wall_seconds": 5.0}), task)
     detail = screening.evidence[screening.ranking[0]].detail
     (pilot,) = detail["pilots"]
     assert pilot["status"] == "timeout"
@@ -283,7 +285,7 @@ def test_hung_pilot_is_killed_at_the_remaining_budget(task: Task) -> None:
 
 def test_hung_pilot_is_killed_at_the_per_pilot_cap(task: Task) -> None:
     model = FakeModel(python_then_submit("while True:\n    pass\n"))
-    _, screening = _screen(_rpm(model, pilot_limits=Limits(wall_seconds=0.5)), task)
+    _, screening = _screen(_rpm(model, pilot_limits={"wall_seconds": 0.5}), task)
     (pilot,) = screening.evidence[screening.ranking[0]].detail["pilots"]
     assert pilot["status"] == "timeout" and pilot["timeout_s"] == pytest.approx(0.5)
     assert pilot["seconds"] >= 0.4
@@ -343,7 +345,7 @@ def test_hidden_data_is_not_reachable_from_a_pilot(task: Task) -> None:
             hides.append(tuple(hide))
             return SANDBOX.run(argv, workdir, limits, env=env, hide=hide)
 
-    rpm = AgenticRPM(model, Recording(), pilot_limits=Limits(wall_seconds=5.0), device="CPU only (test)")
+    rpm = AgenticRPM(model, Recording(), AgenticOptions(pilot_limits={"wall_seconds": 5.0}, device="CPU only (test)"))
     screening = asyncio.run(rpm.screen(_ctx(task), _candidates(task)))
     pilots = screening.evidence[screening.ranking[0]].detail["pilots"]
     assert len(pilots) == 2
@@ -526,7 +528,10 @@ def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Pat
     ticks = itertools.count(step=50.0)  # every pilot takes 50 s of (fake) real time
     model = FakeModel(python_then_submit(), feedback="[NEXT] compare again")
     screener = AgenticRPM(
-        model, SANDBOX, pilot_limits=Limits(wall_seconds=5.0), clock=lambda: next(ticks), device="CPU only (test)"
+        model,
+        SANDBOX,
+        AgenticOptions(pilot_limits={"wall_seconds": 5.0}, device="CPU only (test)"),
+        clock=lambda: next(ticks),
     )
     cfg = load_config(
         overrides=[
@@ -569,5 +574,5 @@ def test_pairwise_knockout_runs_one_investigation_per_match(task: Task) -> None:
 
 
 def test_pairwise_option_is_validated(task: Task) -> None:
-    with pytest.raises(ConfigError, match="matches must be one of"):
+    with pytest.raises(ConfigError, match="matches=.league."):
         _rpm(FakeModel(python_then_submit()), matches="league")

@@ -11,8 +11,8 @@ from fakes import SampleFnModel
 from test_critic import VERDICT, make_ctx
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Idea, Operator
-from verifyless.screen.cascade import CriticThenJudge, confident_lose
-from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
+from verifyless.screen.cascade import CascadeOptions, CriticThenJudge, confident_lose
+from verifyless.screen.critic import CriticOptions, PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
 from verifyless.screen.registry import SCREENERS, build_screener, options_model
 from verifyless.screen.tournament import PairwiseRPM
@@ -59,8 +59,8 @@ QUALITY = {"a": 3, "b": 8, "c": 9, "d": 7, "e": 2, "f": 9, "g": 1}
 
 def cascade(m: int = 3, **kw) -> tuple[CriticThenJudge, SampleFnModel]:
     judge = SampleFnModel(judge_fn, "judge")
-    critic = PointwiseCritic(SampleFnModel(critic_fn(LABELS), "critic"), k=4)
-    return CriticThenJudge(critic, PairwiseRPM(judge), m=m, **kw), judge
+    critic = PointwiseCritic(SampleFnModel(critic_fn(LABELS), "critic"), CriticOptions(k=4))
+    return CriticThenJudge(critic, PairwiseRPM(judge), CascadeOptions(m=m, **kw)), judge
 
 
 def run(screener, seed=0):
@@ -105,9 +105,11 @@ def test_confident_lose_is_dropped_even_when_m_has_room() -> None:
 
 def test_all_confident_lose_passes_the_critics_best_alone() -> None:
     judge = SampleFnModel(judge_fn, "judge")
-    critic = PointwiseCritic(SampleFnModel(critic_fn({c: ["Lose"] for c in "xyz"}), "critic"), k=2)
+    critic = PointwiseCritic(SampleFnModel(critic_fn({c: ["Lose"] for c in "xyz"}), "critic"), CriticOptions(k=2))
     s = asyncio.run(
-        CriticThenJudge(critic, PairwiseRPM(judge), m=2).screen(make_ctx(0), [cand("x", 1), cand("y", 2), cand("z", 3)])
+        CriticThenJudge(critic, PairwiseRPM(judge), CascadeOptions(m=2)).screen(
+            make_ctx(0), [cand("x", 1), cand("y", 2), cand("z", 3)]
+        )
     )
     assert judge.requests == [] and len(s.evidence["x"].detail["sent_to_tournament"]) == 1
     assert s.evidence["x"].detail["all_confident_lose"] is True and len(s.chosen) == 1
@@ -121,7 +123,9 @@ def test_cascade_by_name_with_stage_options() -> None:
         models={"critic": critic_model, "judge": judge},
         options=SCREENERS.validate("cascade", {"m": 2, "critic": {"k": 4}, "tournament": {"context_tokens": 1000}}),
     )
-    assert isinstance(s, CriticThenJudge) and s.m == 2 and s.critic.k == 4 and s.tournament.context_tokens == 1000
+    assert (
+        isinstance(s, CriticThenJudge) and s.options.m == 2 and s.critic.k == 4 and s.tournament.context_tokens == 1000
+    )
     assert s.critic.model is critic_model and s.tournament.model is judge
     assert s.health.model == "critic, judge" and s.health.screener == "cascade"
     with pytest.raises(ConfigError, match="screener.options.m"):

@@ -16,7 +16,7 @@ from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
+from verifyless.screen.critic import CriticOptions, PointwiseCritic, evidence_from_critiques
 from verifyless.screen.ranking import route
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.task.base import Band, Metric, Task
@@ -83,7 +83,7 @@ def run(screener, ctx, cands):
 def test_ranks_by_average_label_and_verifies_the_best() -> None:
     plan = {"a": ["SmallWin"], "b": ["BigWin", "MediumWin"], "c": ["Lose", "Tie"], "d": ["Tie"]}
     model = FakeModel(scripted(plan))
-    s = run(PointwiseCritic(model, k=4), make_ctx(), [cand(x) for x in "abcd"])
+    s = run(PointwiseCritic(model, CriticOptions(k=4)), make_ctx(), [cand(x) for x in "abcd"])
     assert s.ranking == ("b", "a", "d", "c")
     assert s.chosen == ("b",)
     assert s.evidence["b"].rank_value == pytest.approx(3.5)
@@ -99,7 +99,7 @@ def test_k_samples_concurrent_requests_and_temperature() -> None:
     assert [r.n for r in model.requests] == [16, 16]
     assert all(r.temperature == 0.7 and r.role == "critic" for r in model.requests)
     chunked = FakeModel(scripted({"a": ["Tie"]}))
-    s = run(PointwiseCritic(chunked, k=10, samples_per_request=4), make_ctx(), [cand("a")])
+    s = run(PointwiseCritic(chunked, CriticOptions(k=10, samples_per_request=4)), make_ctx(), [cand("a")])
     assert [(r.n, r.sample_offset) for r in chunked.requests] == [(4, 0), (4, 4), (2, 8)]
     assert s.evidence["a"].n_valid == 10
 
@@ -108,8 +108,12 @@ def test_ties_broken_by_rng_reproducibly() -> None:
     plan = {x: ["MediumWin"] for x in "abc"}
     tops = set()
     for seed in range(20):
-        first = run(PointwiseCritic(FakeModel(scripted(plan)), k=2), make_ctx(seed), [cand(x) for x in "abc"])
-        again = run(PointwiseCritic(FakeModel(scripted(plan)), k=2), make_ctx(seed), [cand(x) for x in "abc"])
+        first = run(
+            PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=2)), make_ctx(seed), [cand(x) for x in "abc"]
+        )
+        again = run(
+            PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=2)), make_ctx(seed), [cand(x) for x in "abc"]
+        )
         assert first.ranking == again.ranking
         tops.add(first.chosen[0])
     assert tops == {"a", "b", "c"}
@@ -118,7 +122,7 @@ def test_ties_broken_by_rng_reproducibly() -> None:
 def test_uncertainty_and_routing_threshold() -> None:
     # 12 improve / 4 lose of 16 -> u = 0.25 (routed); 13 / 3 -> u = 0.1875 (kept)
     plan = {"edge": ["SmallWin"] * 12 + ["Lose"] * 4, "sure": ["SmallWin"] * 13 + ["Lose"] * 3, "best": ["BigWin"]}
-    critic = PointwiseCritic(FakeModel(scripted(plan)), k=16)
+    critic = PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=16))
     s = run(critic, make_ctx(), [cand(x) for x in ("edge", "sure", "best")])
     assert s.evidence["edge"].uncertainty == pytest.approx(0.25)
     assert s.evidence["sure"].uncertainty == pytest.approx(0.1875)
@@ -139,7 +143,7 @@ def routed(screening, threshold: float = 0.25) -> tuple[str, ...]:
 
 def test_verify_uncertain_adds_the_uncertain_candidates() -> None:
     plan = {"edge": ["SmallWin"] * 12 + ["Lose"] * 4, "sure": ["Lose"], "best": ["BigWin"], "split": ["Tie", "Lose"]}
-    critic = PointwiseCritic(FakeModel(scripted(plan)), k=16, route_threshold=0.25)
+    critic = PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=16), route_threshold=0.25)
     s = run(critic, make_ctx(), [cand(x) for x in ("sure", "edge", "split", "best")])
     chosen = routed(s)
     assert s.chosen == ("best",) and chosen[0] == "best"
@@ -149,7 +153,7 @@ def test_verify_uncertain_adds_the_uncertain_candidates() -> None:
 
 def test_candidate_without_valid_sample_ranks_last_and_is_uncertain() -> None:
     plan = {"junk": ["junk"], "bad": ["Lose"], "ok": ["Tie", "junk"]}
-    critic = PointwiseCritic(FakeModel(scripted(plan)), k=4)
+    critic = PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=4))
     s = run(critic, make_ctx(), [cand("junk"), cand("bad"), cand("ok")])
     assert s.ranking == ("ok", "bad", "junk")
     e = s.evidence["junk"]
@@ -165,7 +169,7 @@ def test_candidate_without_valid_sample_ranks_last_and_is_uncertain() -> None:
 def test_prompt_carries_brief_and_falls_back_to_statement() -> None:
     brief = TaskBrief(understanding="Digits are 8x8 grey images.", criteria=("Feature quality", "Overfitting risk"))
     model = FakeModel(scripted({"a": ["Tie"]}))
-    run(PointwiseCritic(model, k=1), make_ctx(brief=brief), [cand("a")])
+    run(PointwiseCritic(model, CriticOptions(k=1)), make_ctx(brief=brief), [cand("a")])
     user = model.requests[0].messages[-1].content
     for text in (
         "Predict the digit class.",
@@ -180,7 +184,7 @@ def test_prompt_carries_brief_and_falls_back_to_statement() -> None:
     ):
         assert text in user
     bare = FakeModel(scripted({"a": ["Tie"]}))
-    run(PointwiseCritic(bare, k=1), make_ctx(brief=None), [cand("a")])
+    run(PointwiseCritic(bare, CriticOptions(k=1)), make_ctx(brief=None), [cand("a")])
     user = bare.requests[0].messages[-1].content
     assert "rely on the task statement" in user and "Feature quality" not in user
 

@@ -131,7 +131,7 @@ def test_critic_messages_are_the_pointwise_critics_own_prompt() -> None:
 
     r = row("diabetes", "root", "c1", "improve")
     msgs = critic_messages(r)
-    ref = PointwiseCritic(model=None).messages(screen_context(r), row_candidate(r))  # type: ignore[arg-type]
+    ref = PointwiseCritic(None).messages(screen_context(r), row_candidate(r))  # type: ignore[arg-type]
     assert msgs == [{"role": m.role, "content": m.content} for m in ref]
     user = msgs[-1]["content"]
     assert "parent root of diabetes" in user and "c1: a changed model" in user and "1. model capacity" in user

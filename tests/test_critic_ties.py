@@ -11,7 +11,7 @@ import pytest
 from fakes import SampleFnModel
 from test_critic import VERDICT, cand, make_ctx, scripted
 from verifyless.errors import ConfigError
-from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
+from verifyless.screen.critic import CriticOptions, PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
 from verifyless.screen.ranking import route
 from verifyless.screen.registry import SCREENERS, build_screener
@@ -35,7 +35,7 @@ def test_unparsed_critiques_count_in_the_vote_denominator() -> None:
 
 def test_one_parsed_bigwin_among_unparsed_does_not_win() -> None:
     plan = {"lucky": ["BigWin"] + ["junk"] * 15, "steady": ["Tie"], "mixed": ["SmallWin", "Lose"]}
-    s = run(PointwiseCritic(SampleFnModel(scripted(plan)), k=16), make_ctx(), [cand(x) for x in plan])
+    s = run(PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=16)), make_ctx(), [cand(x) for x in plan])
     assert s.evidence["lucky"].rank_value == pytest.approx(0.25)
     assert s.ranking[0] in {"steady", "mixed"} and s.ranking[-1] == "lucky"
     assert s.evidence["lucky"].uncertainty == pytest.approx(1 - 1 / 16)
@@ -46,7 +46,7 @@ def test_votes_tie_break_prefers_the_higher_tier_share_for_every_seed() -> None:
     for seed in range(12):
         for rule in ("auto", "votes"):
             s = run(
-                PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break=rule),
+                PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=2, tie_break=rule)),
                 make_ctx(seed),
                 [cand(x) for x in ("flat", "low", "spread")],
             )
@@ -54,7 +54,7 @@ def test_votes_tie_break_prefers_the_higher_tier_share_for_every_seed() -> None:
             assert s.evidence["spread"].rank_value == s.evidence["flat"].rank_value
     tops = Counter(
         run(
-            PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="none"),
+            PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=2, tie_break="none")),
             make_ctx(seed),
             [cand(x) for x in ("flat", "low", "spread")],
         ).ranking[0]
@@ -84,13 +84,15 @@ def test_label_probability_mass_breaks_ties_between_identical_votes() -> None:
     }
     for seed in range(10):
         s = run(
-            PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4), make_ctx(seed), [cand(x) for x in "abc"]
+            PointwiseCritic(LabelScoringModel(scripted(plan), probs), CriticOptions(k=4)),
+            make_ctx(seed),
+            [cand(x) for x in "abc"],
         )
         assert s.ranking == ("b", "a", "c")  # expected ranks 3.95, 3.55, 3.4
         assert s.evidence["b"].detail["label_probs"]["BigWin"] == 0.95
     tops = {
         run(
-            PointwiseCritic(LabelScoringModel(scripted(plan), probs), k=4, tie_break="votes"),
+            PointwiseCritic(LabelScoringModel(scripted(plan), probs), CriticOptions(k=4, tie_break="votes")),
             make_ctx(seed),
             [cand(x) for x in "abc"],
         ).ranking[0]
@@ -110,7 +112,7 @@ def test_three_way_verdict_probabilities_through_a_cache_wrapper(tmp_path) -> No
     }  # as the local model scores the verdict words
     cached = CachedModel(LabelScoringModel(scripted(plan), probs), ResponseCache(tmp_path / "cache.db"))
     for seed in range(6):
-        s = run(PointwiseCritic(cached, k=2), make_ctx(seed), [cand(x) for x in "abc"])
+        s = run(PointwiseCritic(cached, CriticOptions(k=2)), make_ctx(seed), [cand(x) for x in "abc"])
         assert s.ranking == ("b", "a", "c")  # mass on improve, then on tie
         assert s.evidence["a"].detail["label_probs"] == probs["a"]
 
@@ -140,7 +142,7 @@ def test_an_in_process_label_probe_is_asked_for_the_verdict_words_through_a_cach
     }
     inner = LabelProbingModel(scripted(plan), probs)
     s = run(
-        PointwiseCritic(CachedModel(inner, ResponseCache(tmp_path / "cache.db")), k=2),
+        PointwiseCritic(CachedModel(inner, ResponseCache(tmp_path / "cache.db")), CriticOptions(k=2)),
         make_ctx(0),
         [cand(x) for x in "abc"],
     )
@@ -165,7 +167,7 @@ def test_pairwise_tie_break_plays_the_tied_within_its_token_budget() -> None:
     for seed in range(4):
         judge = SampleFnModel(quality_judge, "judge")
         s = run(
-            PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge),
+            PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=2, tie_break="pairwise"), judge=judge),
             make_ctx(seed),
             cands,
         )
@@ -177,18 +179,20 @@ def test_pairwise_tie_break_plays_the_tied_within_its_token_budget() -> None:
         assert stats.total == 10 + len(judge.requests) and stats.parsed == stats.total  # judge replies counted too
     # a budget for one match plays only two of the tied (the first two in votes-then-rng order)
     judge = SampleFnModel(quality_judge, "judge")
-    critic = PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge)
+    critic = PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=2, tie_break="pairwise"), judge=judge)
     s = run(critic, make_ctx(1), cands)
     per_match = s.evidence["a"].detail["tie_break"]["match_tokens_estimate"]
     critic = PointwiseCritic(
-        SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=judge, tie_break_tokens=per_match
+        SampleFnModel(scripted(plan)), CriticOptions(k=2, tie_break="pairwise", tie_break_tokens=per_match), judge=judge
     )
     s = run(critic, make_ctx(1), cands)
     assert len(s.evidence["a"].detail["tie_break"]["played"]) == 2
     # no budget: no judge call at all, votes-then-rng order stays
     silent = SampleFnModel(quality_judge, "judge")
     s = run(
-        PointwiseCritic(SampleFnModel(scripted(plan)), k=2, tie_break="pairwise", judge=silent, tie_break_tokens=0),
+        PointwiseCritic(
+            SampleFnModel(scripted(plan)), CriticOptions(k=2, tie_break="pairwise", tie_break_tokens=0), judge=silent
+        ),
         make_ctx(1),
         cands,
     )

@@ -14,9 +14,9 @@ from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Idea, Node, Operator, Screening, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.baselines import OracleScreener, RandomScreener
-from verifyless.screen.critic import PointwiseCritic
-from verifyless.screen.ensemble import Arbiter, MajorityVote
+from verifyless.screen.baselines import OracleScreener, RandomOptions, RandomScreener
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
+from verifyless.screen.ensemble import Arbiter, MajorityVote, PollOptions
 from verifyless.screen.final import select_final
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.tournament import PairwiseRPM
@@ -74,7 +74,7 @@ def run(screener, c, items):
 
 def test_majority_vote_counts_top_choices() -> None:
     members = [FixedScreener(["a", "b", "c"]), FixedScreener(["a", "c", "b"]), FixedScreener(["b", "c", "a"])]
-    s = run(MajorityVote(members, rollouts=1), ctx(n_verify=2), cands("a", "b", "c"))
+    s = run(MajorityVote(members, PollOptions(rollouts=1)), ctx(n_verify=2), cands("a", "b", "c"))
     assert s.ranking == ("a", "b", "c")  # a: 2 votes; b: 1 vote; c: 0 votes
     assert s.chosen == ("a", "b")
     assert s.evidence["a"].detail["top_votes"] == 2
@@ -85,10 +85,10 @@ def test_majority_vote_counts_top_choices() -> None:
 
 def test_majority_vote_rollouts_use_distinct_reproducible_rngs() -> None:
     member = FixedScreener(["a", "b"])
-    run(MajorityVote([member], rollouts=3), ctx(seed=4), cands("a", "b"))
+    run(MajorityVote([member], PollOptions(rollouts=3)), ctx(seed=4), cands("a", "b"))
     assert len(member.rngs) == 3 and len({r.random() for r in member.rngs}) == 3
-    r1 = run(MajorityVote([RandomScreener()], rollouts=3), ctx(seed=9), cands(*"abcdef"))
-    r2 = run(MajorityVote([RandomScreener()], rollouts=3), ctx(seed=9), cands(*"abcdef"))
+    r1 = run(MajorityVote([RandomScreener()], PollOptions(rollouts=3)), ctx(seed=9), cands(*"abcdef"))
+    r2 = run(MajorityVote([RandomScreener()], PollOptions(rollouts=3)), ctx(seed=9), cands(*"abcdef"))
     assert r1.ranking == r2.ranking and len(r1.evidence["a"].detail["ballots"]) == 3
 
 
@@ -97,8 +97,8 @@ def test_majority_vote_ties_are_uniformly_random_over_seeds() -> None:
     members = [FixedScreener(["a", "b", "c"]), FixedScreener(["b", "a", "c"]), FixedScreener(["c", "a", "b"])]
     tops = Counter()
     for seed in range(300):
-        s = run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c"))
-        again = run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c"))
+        s = run(MajorityVote(members, PollOptions(rollouts=1)), ctx(seed), cands("a", "b", "c"))
+        again = run(MajorityVote(members, PollOptions(rollouts=1)), ctx(seed), cands("a", "b", "c"))
         assert s.ranking == again.ranking  # reproducible for a seed
         tops[s.ranking[0]] += 1
     assert set(tops) == {"a", "b", "c"}
@@ -106,16 +106,17 @@ def test_majority_vote_ties_are_uniformly_random_over_seeds() -> None:
     # a candidate with more votes is never outranked by a random draw
     members = [FixedScreener(["a", "b", "c"]), FixedScreener(["a", "c", "b"]), FixedScreener(["b", "c", "a"])]
     assert {
-        run(MajorityVote(members, rollouts=1), ctx(seed), cands("a", "b", "c")).ranking[:2] for seed in range(20)
+        run(MajorityVote(members, PollOptions(rollouts=1)), ctx(seed), cands("a", "b", "c")).ranking[:2]
+        for seed in range(20)
     } == {("a", "b")}
 
 
 def test_majority_vote_position_tie_break_option() -> None:
     members = [FixedScreener(["a", "b", "c"]), FixedScreener(["b", "a", "c"]), FixedScreener(["c", "a", "b"])]
-    s = run(MajorityVote(members, rollouts=1, tie_break="position"), ctx(0), cands("a", "b", "c"))
+    s = run(MajorityVote(members, PollOptions(rollouts=1, tie_break="position")), ctx(0), cands("a", "b", "c"))
     assert s.ranking == ("a", "b", "c")  # equal votes: the better mean position wins
     with pytest.raises(ValueError, match="tie_break"):
-        MajorityVote(members, tie_break="coin")
+        MajorityVote(members, PollOptions(tie_break="coin"))
 
 
 def test_majority_vote_over_models_with_tournaments() -> None:
@@ -150,7 +151,7 @@ def critic_member(label_for: dict[str, str], name: str) -> PointwiseCritic:
         cid = re.search(r"ID=(\w+)", request.messages[-1].content).group(1)
         return f"As {name} I think so.\n" + verdicts[label_for[cid]]
 
-    return PointwiseCritic(FakeModel(fn, name), k=2)
+    return PointwiseCritic(FakeModel(fn, name), CriticOptions(k=2))
 
 
 def test_arbiter_overrides_majority_and_sees_anonymised_reasoning() -> None:
@@ -190,7 +191,7 @@ def test_random_screener_is_uniform_and_reproducible() -> None:
     assert (
         run(RandomScreener(), ctx(5), cands(*"abcd")).ranking == run(RandomScreener(), ctx(5), cands(*"abcd")).ranking
     )
-    assert len(run(RandomScreener(n_verify=2), ctx(), cands(*"abcd")).chosen) == 2
+    assert len(run(RandomScreener(RandomOptions(n_verify=2)), ctx(), cands(*"abcd")).chosen) == 2
 
 
 def test_oracle_chooses_every_candidate() -> None:

@@ -20,7 +20,7 @@ from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.roles.llm import LLMProposer
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.ensemble import Arbiter
+from verifyless.screen.ensemble import Arbiter, ArbiterSettings
 from verifyless.screen.tournament import PairwiseRPM
 
 
@@ -59,13 +59,13 @@ def test_the_pairwise_prompt_has_a_pi_a_five_point_rubric_tolerance_and_gap_find
 def test_the_arbiter_sees_the_plans_programs_and_data_report_its_members_judged():
     member = PairwiseRPM(SampleFnModel(lambda r, i: "[CHOICE] A --- fine", "m"))
     arbiter_model = SampleFnModel(lambda r, i: "[CHOICE] 2 --- the second", "arb")
-    s = asyncio.run(Arbiter(arbiter_model, [member], rollouts=1).screen(_ctx(), _cands()))
+    s = asyncio.run(Arbiter(arbiter_model, [member], ArbiterSettings(rollouts=1)).screen(_ctx(), _cands()))
     assert s.chosen == ("b",)
     prompt = arbiter_model.requests[0].messages[-1].content
     for part in ("plan a: add gradient boosting", "# program of b", "282 rows, 10 numeric columns"):
         assert part in prompt
     summary_only = SampleFnModel(lambda r, i: "[CHOICE] 1 --- first", "arb2")
-    asyncio.run(Arbiter(summary_only, [member], rollouts=1, show="summary").screen(_ctx(), _cands()))
+    asyncio.run(Arbiter(summary_only, [member], ArbiterSettings(rollouts=1, show="summary")).screen(_ctx(), _cands()))
     text = summary_only.requests[0].messages[-1].content
     assert "summary of a" in text and "# program of a" not in text
 

@@ -14,7 +14,7 @@ from verifyless.critic_data.harvest import harvest_runs
 from verifyless.model.scripted import ScriptedModel, last_user_text
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.offline.benchmark import run_critic_bench, write_report
-from verifyless.screen.critic import PointwiseCritic
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.store import RunStore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scripted"
@@ -99,7 +99,7 @@ def test_critic_bench_metrics_per_stratum(tmp_path: Path) -> None:
         row("toy", "q", "los1", "lose", label5="Lose", stratum="revised"),
         row("toy", "q", "los2", "improve", label5="BigWin", stratum="guided"),
     ]
-    rep = run_critic_bench(rows, PointwiseCritic(_critic_model(), k=4))
+    rep = run_critic_bench(rows, PointwiseCritic(_critic_model(), CriticOptions(k=4)))
     all_ = rep.groups["all"]
     assert (all_.improve_accuracy, all_.dir3, all_.ladder5) == (0.5, 0.5, 0.5)
     assert all_.f1 == 0.5  # precision 1/2, recall 1/2

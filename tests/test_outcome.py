@@ -21,7 +21,7 @@ from verifyless.metrics.critic import critic_records_from_store
 from verifyless.node import Candidate, Idea, Operator, Status, Verification
 from verifyless.outcome import Outcome, improved, label3, outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
-from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener
 from verifyless.screen.ttl import TestTimeCritic
 from verifyless.task.base import Band, Metric, Task
 from verifyless.train.policy.verifying import improves
@@ -80,7 +80,7 @@ def test_dataset_labels_agree() -> None:
 
 
 def test_surrogate_learns_the_same_labels() -> None:
-    surrogate = SurrogateScreener(rank_by="improve")
+    surrogate = SurrogateScreener(SurrogateOptions(rank_by="improve"))
     for o in _outcomes().values():
         surrogate.observe(o)
     assert {e.candidate_id: e.label for e in surrogate.examples} == {cid: paid for cid, (_, _, paid) in CASES.items()}

@@ -9,7 +9,7 @@ from test_pilots import fake_run, levelled_task
 from verifyless.ledger import LowFidelity
 from verifyless.outcome import Outcome, label3, pair_outcome, reward_label
 from verifyless.screen.base import OutcomeObserver, PilotObserver
-from verifyless.screen.pilot import PilotScreener
+from verifyless.screen.pilot import PilotOptions, PilotScreener
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.store import RunStore
 
@@ -18,7 +18,7 @@ class RecordingPilot(PilotScreener):
     """The pilot screener, recording what the engine's learners hand it."""
 
     def __init__(self) -> None:
-        super().__init__(eta=2, levels=("tiny", "half"))
+        super().__init__(PilotOptions(eta=2, levels=("tiny", "half")))
         self.low: list[Outcome] = []
         self.full: list[Outcome] = []
 

@@ -16,7 +16,7 @@ from verifyless.ledger import BudgetConfig, Ledger, LowFidelity, RunState, verif
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.pilot import PilotScreener, survivors
+from verifyless.screen.pilot import PilotOptions, PilotScreener, survivors
 from verifyless.store import RunStore
 from verifyless.task.base import Fidelity, FidelityLevel
 
@@ -109,7 +109,7 @@ def test_successive_halving_sends_exactly_the_configured_number_of_survivors_up_
             for c in pool:
                 ledger.record_candidate(c, Status.IMPLEMENTED)
             ctx = ScreenContext(task, ParentInfo(None, PROGRAM), random.Random(0), n_verify=1, pilot=low.pilot)
-            screening = asyncio.run(PilotScreener(eta=eta, min_survivors=floor).screen(ctx, pool))
+            screening = asyncio.run(PilotScreener(PilotOptions(eta=eta, min_survivors=floor)).screen(ctx, pool))
         per_level = [sum(1 for _, lv in calls if lv == level) for level in ("tiny", "half")]
         assert per_level == expected, (eta, floor, n)
         rounds = screening.evidence[screening.ranking[0]].detail["rounds"]
@@ -157,7 +157,7 @@ def run_screening(ledger: Ledger, run) -> object:
             ledger.record_candidate(c, Status.IMPLEMENTED)
     low = LowFidelity(ledger, task, run)
     ctx = ScreenContext(task, ParentInfo(None, PROGRAM), random.Random(0), n_verify=1, pilot=low.pilot)
-    return asyncio.run(PilotScreener(eta=2).screen(ctx, pool))
+    return asyncio.run(PilotScreener(PilotOptions(eta=2)).screen(ctx, pool))
 
 
 def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_and_charges_nothing_twice(tmp_path):
@@ -290,9 +290,9 @@ def test_the_levels_past_the_evaluator_seconds_left_are_skipped(tmp_path):
         low = LowFidelity(ledger, task, fake_run(calls))
         parent = ParentInfo(None, PROGRAM)
         ctx = ScreenContext(task, parent, random.Random(0), n_verify=1, budget_left_s=1.0, pilot=low.pilot)
-        screening = asyncio.run(PilotScreener(eta=2).screen(ctx, pool))
+        screening = asyncio.run(PilotScreener(PilotOptions(eta=2)).screen(ctx, pool))
         spent = dataclasses.replace(ctx, budget_left_s=0.0)
-        none = asyncio.run(PilotScreener(eta=2).screen(spent, pool))
+        none = asyncio.run(PilotScreener(PilotOptions(eta=2)).screen(spent, pool))
     assert [lv for _, lv in calls] == ["tiny"] * 8  # 8 x 0.25 s spent the 1 s left: level two never ran
     rounds = screening.evidence[screening.ranking[0]].detail["rounds"]
     assert rounds[1] == {"level": "half", "piloted": 0, "survivors": 4, "skipped": "budget"}

@@ -27,7 +27,7 @@ from verifyless.roles import space_reader
 from verifyless.roles.base import ParentInfo
 from verifyless.roles.menu import idea_from_text
 from verifyless.roles.space import space_roles
-from verifyless.screen.critic import PointwiseCritic
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.base import IdeaOption, IdeaSpace
@@ -74,7 +74,7 @@ class CountingExecutor:
 
 def _rewarder(store: RunStore, executor: Any, run_id: str | None = None, **settings: Any) -> PolicyRewarder:
     values = {"mode": "critic-in-loop", "parents": 1, "ideas": len(GROUP), "votes": 4, **settings}
-    critic = PointwiseCritic(ScriptedModel(function=_critic_reply), k=values["votes"])
+    critic = PointwiseCritic(ScriptedModel(function=_critic_reply), CriticOptions(k=values["votes"]))
     makers = {TASK.name: ChildMaker(TASK, space_roles(TASK))}
     return PolicyRewarder([TASK], makers, critic, executor, store, run_id, RewardSettings(**values), random.Random(1))
 
@@ -576,7 +576,7 @@ def test_a_failing_baseline_stops_policy_training_with_the_engines_diagnosis(tmp
     from verifyless.engine.baseline import BaselineFailed
 
     broken = TASK.__class__(**{**TASK.__dict__, "baseline_program": TASK.baseline_program + "\nraise SystemExit(3)\n"})
-    critic = PointwiseCritic(ScriptedModel(function=_critic_reply), k=4)
+    critic = PointwiseCritic(ScriptedModel(function=_critic_reply), CriticOptions(k=4))
     with RunStore(tmp_path / "s.db") as store:
         rewarder = PolicyRewarder(
             [broken],

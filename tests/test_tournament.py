@@ -13,7 +13,7 @@ from verifyless.node import Candidate, Idea, Node, Operator, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import SCREENERS, build_screener
-from verifyless.screen.tournament import PairwiseRPM, collect_context
+from verifyless.screen.tournament import PairwiseRPM, TournamentOptions, collect_context
 
 
 def FakeModel(fn, name: str = "fake-judge") -> SampleFnModel:
@@ -96,7 +96,7 @@ def test_position_bias_cancels_into_rng_ties() -> None:
 
 def test_without_both_orders_a_biased_judge_wins_by_position() -> None:
     always_a = FakeModel(lambda r, i: "[CHOICE] A")
-    s = play(PairwiseRPM(always_a, both_orders=False), [cand("x", 1), cand("y", 9)], seed=0)
+    s = play(PairwiseRPM(always_a, TournamentOptions(both_orders=False)), [cand("x", 1), cand("y", 9)], seed=0)
     (match,) = s.evidence["x"].detail["matches"]
     assert match["decided_by"] == "votes" and len(match["samples"]) == 1
     assert s.ranking[0] == match["pair"][0]
@@ -164,7 +164,7 @@ def test_bfs_context_collects_executed_non_buggy_nodes_up_to_k() -> None:
 def test_context_and_code_reach_the_judge() -> None:
     judge = FakeModel(perfect)
     play(
-        PairwiseRPM(judge, context_nodes=2, show="code"),
+        PairwiseRPM(judge, TournamentOptions(context_nodes=2, show="code")),
         [cand("x", 1), cand("y", 2)],
         context=ctx(nodes=graph(), summaries={"p": "parent summary text"}),
     )
@@ -183,7 +183,7 @@ def test_registry_builds_tournament() -> None:
         models={"judge": judge},
         options=SCREENERS.validate("tournament", {"context_nodes": 4, "show": "code"}),
     )
-    assert isinstance(rpm, PairwiseRPM) and rpm.model is judge and rpm.context_nodes == 4
+    assert isinstance(rpm, PairwiseRPM) and rpm.model is judge and rpm.options.context_nodes == 4
 
 
 def test_default_prompt_shows_both_candidates_code_and_context_code_within_a_token_budget() -> None:
@@ -200,10 +200,10 @@ def test_default_prompt_shows_both_candidates_code_and_context_code_within_a_tok
     assert s.evidence["y"].detail["context_ids"][0] == "p"
     # K is as many nodes as fit the budget: one node's block is ~25 tokens here
     small = FakeModel(perfect)
-    play(PairwiseRPM(small, context_tokens=60), [cand("x", 1), cand("y", 2)], context=context)
+    play(PairwiseRPM(small, TournamentOptions(context_tokens=60)), [cand("x", 1), cand("y", 2)], context=context)
     assert small.requests[0].messages[-1].content.count("(validation score:") == 2
     summaries = FakeModel(perfect)
-    play(PairwiseRPM(summaries, show="summary"), [cand("x", 1), cand("y", 2)], context=context)
+    play(PairwiseRPM(summaries, TournamentOptions(show="summary")), [cand("x", 1), cand("y", 2)], context=context)
     text = summaries.requests[0].messages[-1].content
     assert "ID=x Q=1" in text and "model = 'mx'" not in text
 

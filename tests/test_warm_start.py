@@ -27,7 +27,7 @@ from verifyless.errors import ConfigError
 from verifyless.outcome import Outcome
 from verifyless.report.render import write_report
 from verifyless.report.views.learned import learned_critic_line
-from verifyless.screen.reward import COLD, RewardModelCritic, learned_critic, refit_points
+from verifyless.screen.reward import COLD, RewardModelCritic, RewardModelOptions, learned_critic, refit_points
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.identity import same_task
@@ -197,7 +197,10 @@ def outcome(i: int, label: str) -> Outcome:
 def test_the_refit_schedule_is_fixed_by_the_pairs_told_so_two_critics_told_the_same_fit_the_same_heads():
     assert refit_points(4, 30) == [4, 6, 8, 10, 12, 15, 18, 22, 27]
     told = [outcome(i, ("improve", "lose", "tie")[i % 3]) for i in range(20)]
-    one, two = RewardModelCritic(encoder="hashing"), RewardModelCritic(encoder="hashing")
+    one, two = (
+        RewardModelCritic(RewardModelOptions(encoder="hashing")),
+        RewardModelCritic(RewardModelOptions(encoder="hashing")),
+    )
     assert one.current() is None  # cold
     for i, o in enumerate(told):
         one.observe(o)

@@ -11,7 +11,7 @@ import pytest
 
 from verifyless.offline.replay import OracleArm, RandomArm, draw_pool, replay_many, replay_run
 from verifyless.offline.worlds import collect_world, load_world, synthetic_world, world_best
-from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener
 
 PROGRAM = """import argparse
 from pathlib import Path
@@ -157,7 +157,7 @@ def test_oracle_beats_random_and_fitness_surrogate_learns_the_landscape() -> Non
 
     rand = mean_final(lambda w, s: RandomArm())
     oracle = mean_final(lambda w, s: OracleArm(w))
-    surrogate = mean_final(lambda w, s: SurrogateScreener(seed=s, rank_by="fitness"))
+    surrogate = mean_final(lambda w, s: SurrogateScreener(SurrogateOptions(rank_by="fitness"), seed=s))
     assert oracle <= world_best(world) + 1e-9
     assert oracle > rand + 0.5
     assert surrogate > rand + 0.25 * (oracle - rand)

@@ -61,7 +61,8 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
             yield f"| `{key}.name` | one of {names} | `{json.dumps(default.name)}` | {desc} |"
             yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name}, checked when loaded (below) |"
             continue
-        yield f"| `{key}` | {_type(field.annotation)} | {_default(default)} | {desc} |"
+        shown = "(required)" if field.is_required() else _default(default)
+        yield f"| `{key}` | {_type(field.annotation)} | {shown} | {desc} |"
 
 
 def _choices(annotation: Any) -> list[str]:

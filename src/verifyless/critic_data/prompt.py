@@ -22,7 +22,7 @@ from typing import Any
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import PointwiseCritic
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.task import load_task
 
 
@@ -101,7 +101,7 @@ def critic_messages(row: Mapping[str, Any], prompt: str = "critic") -> list[dict
     ``prompt`` names the template under ``prompts/screen/``: ``critic`` (the soft rubric, the default) or
     ``freestyle`` (free reasoning, the paper's App. H ablation).
     """
-    critic = PointwiseCritic(model=None, prompt=prompt)  # type: ignore[arg-type]  # messages() never calls the model
+    critic = PointwiseCritic(None, CriticOptions(prompt=prompt))  # type: ignore[arg-type]  # messages() never calls it
     messages = critic.messages(screen_context(row), row_candidate(row))
     return [{"role": m.role, "content": m.content} for m in messages]
 

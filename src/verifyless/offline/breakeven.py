@@ -36,7 +36,7 @@ from verifyless.offline.compare import Estimate, arm_score, bootstrap_ci, probab
 from verifyless.offline.replay import ArmFactory, IIDArm, OracleArm, RandomArm, ReplayRun, replay_many
 from verifyless.offline.simulated import PRESETS, CriticSpec, critic_factory
 from verifyless.offline.worlds import World, normalizer
-from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener
 
 N_BOOT = 2000
 
@@ -55,7 +55,8 @@ def oracle_factory(world: World, seed: int) -> OracleArm:
 
 def surrogate_factory(world: World | None, *, rank_by: str = "fitness", explore: float = 1.0) -> ArmFactory:
     """The real ``SurrogateScreener`` (fresh per run, seeded by the run), replayed as it is (it is a Screener)."""
-    return lambda w, s: SurrogateScreener(seed=s, rank_by=rank_by, explore=explore)
+    options = SurrogateOptions(rank_by=rank_by, explore=explore)  # type: ignore[arg-type]  # checked by pydantic
+    return lambda w, s: SurrogateScreener(options, seed=s)
 
 
 def standard_arms(world: World, *, legacy_surrogate: bool = False) -> dict[str, ArmFactory]:

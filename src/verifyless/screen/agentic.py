@@ -62,19 +62,19 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from verifyless import prompts
-from verifyless.errors import ConfigError
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
 from verifyless.node import Candidate, Evidence, Operator, Screening
 from verifyless.sandbox.base import Sandbox
-from verifyless.screen.agentic_knockout import MATCH_MODES, knockout
+from verifyless.screen.agentic_knockout import knockout
 from verifyless.screen.agentic_view import (
-    SHOW_MODES,
     CandidateView,
     describe_parent,
     describe_workspace,
@@ -83,7 +83,8 @@ from verifyless.screen.agentic_view import (
     prepare_workspace,
 )
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.health import ReplyHealth
+from verifyless.screen.health import watch
+from verifyless.screen.options import HealthOptions
 from verifyless.screen.prompting import metric_line, parse_choice
 from verifyless.task.base import Limits, Task
 
@@ -197,6 +198,43 @@ def pilot_records(screening: Screening) -> list[dict[str, Any]]:
     return out
 
 
+class AgenticOptions(HealthOptions):
+    """Options of screener ``agentic`` (``AgenticRPM``): the one place their defaults are written."""
+
+    model: str | None = Field(None, description="key in roles.models of the pilot agent's model")
+    budget_s: float = Field(300.0, gt=0.0, description="real seconds of pilot execution per investigation")
+    overstatement: float = Field(9.0, gt=0.0, description="the agent is told this many times the real figures")
+    theta_s: float = Field(60.0, ge=0.0, description="stop once fewer real seconds than this are left")
+    max_pilots: int = Field(30, ge=1, description="stop after this many submitted findings (the paper's N)")
+    pilot_limits: dict[str, Any] | None = Field(
+        None, description="limits of each pilot run, as a task's limits (default: the task's); wall_seconds caps one"
+    )
+    python: str | None = Field(None, description="interpreter of python pilots (default: the one running verifyless)")
+    max_turns: int | None = Field(
+        None, ge=1, description="agent turns per investigation (default: 3 x max_pilots + 10)"
+    )
+    max_idle_turns: int = Field(3, ge=1, description="stop after this many replies in a row without a tool call")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature (None: the model's)")
+    tail_chars: int = Field(2000, ge=0, description="characters of each pilot's stdout and stderr tail shown back")
+    program_chars: int = Field(12000, ge=0, description="characters of each candidate's program shown")
+    show: Literal["code", "summary"] = Field("code", description="candidates as plan plus code, or plan plus summary")
+    context_tokens: int = Field(8000, ge=0, description="token budget of the context nodes shown")
+    device: str | None = Field(None, description="the hardware line shown (default: the detected GPU or CPU cores)")
+    workspace_root: str | None = Field(None, description="folder of the scratch pilot workspaces (default: temp)")
+    matches: Literal["pool", "pairwise"] = Field(
+        "pool", description="pool: one investigation of the whole pool; pairwise: the paper's knockout of pairs"
+    )
+
+    @field_validator("pilot_limits")
+    @classmethod
+    def _known_limits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        known = {f.name for f in dataclasses.fields(Limits)}
+        unknown = sorted(set(value or {}) - known)
+        if unknown:
+            raise ValueError(f"pilot_limits has no {unknown}: use {sorted(known)}")
+        return value
+
+
 class AgenticRPM:
     """Screener that runs sandboxed pilot experiments before choosing (see module doc).
 
@@ -218,54 +256,25 @@ class AgenticRPM:
         self,
         model: Model,
         sandbox: Sandbox,
-        budget_s: float = 300.0,
-        overstatement: float = 9.0,
-        theta_s: float = 60.0,
-        max_pilots: int = 30,
-        pilot_limits: Limits | Mapping[str, Any] | None = None,
+        options: AgenticOptions | None = None,
+        *,
         feedback_model: Model | None = None,
         final_model: Model | None = None,
         clock: Callable[[], float] = time.monotonic,
-        *,
-        n_verify: int | None = None,
-        python: str | None = None,
-        max_turns: int | None = None,
-        max_idle_turns: int = 3,
-        temperature: float | None = None,
-        tail_chars: int = 2000,
-        program_chars: int = 12000,
-        show: str = "code",
-        context_tokens: int = 8000,
-        device: str | None = None,
-        workspace_root: str | Path | None = None,
-        matches: str = "pool",
-        min_parse_rate: float = 0.5,
-        max_unparsed_screenings: int = 3,
     ) -> None:
-        _check_options(budget_s, overstatement, theta_s, max_pilots, show, context_tokens, matches)
-        self.matches = matches
+        self.options = opts = options or AgenticOptions()
+        self.name = opts.name or "agentic"
         self.model = model
         self.sandbox = sandbox
-        self.budget_s = float(budget_s)
-        self.overstatement = float(overstatement)
-        self.theta_s = float(theta_s)
-        self.max_pilots = int(max_pilots)
-        self.pilot_limits = Limits(**pilot_limits) if isinstance(pilot_limits, Mapping) else pilot_limits
+        self.pilot_limits = Limits(**opts.pilot_limits) if opts.pilot_limits is not None else None
         self.feedback_model = feedback_model or model
         self.final_model = final_model or model
         self.clock = clock
-        self.n_verify = n_verify
-        self.python = python or sys.executable
-        self.max_turns = max_turns if max_turns is not None else 3 * self.max_pilots + 10
-        self.max_idle_turns = max_idle_turns
-        self.temperature = temperature
-        self.tail_chars = tail_chars
-        self.view = CandidateView(show=show, program_chars=program_chars, context_tokens=context_tokens)
-        self.device = device
-        self.workspace_root = Path(workspace_root) if workspace_root else None
-        self.health = ReplyHealth.watching(
-            self, min_parse_rate, max_unparsed_screenings
-        )  # its limits: screen/health.py
+        self.python = opts.python or sys.executable
+        self.max_turns = opts.max_turns if opts.max_turns is not None else 3 * opts.max_pilots + 10
+        self.view = CandidateView(show=opts.show, program_chars=opts.program_chars, context_tokens=opts.context_tokens)
+        self.workspace_root = Path(opts.workspace_root) if opts.workspace_root else None
+        self.health = watch(self)  # screen/health.py
 
     # ------------------------------------------------------------------ screen
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
@@ -277,18 +286,22 @@ class AgenticRPM:
         elif all(c.operator is Operator.DEBUG for c in candidates):
             chosen_index = ctx.rng.randrange(len(candidates))
             detail = {"choice_source": "random (debug step)", "pilots": [], "pilot_seconds": 0.0}
-        elif self.matches == "pairwise":
+        elif self.options.matches == "pairwise":
             chosen_index, detail = await knockout(self._choose, ctx, candidates)
         else:
             chosen_index, detail = await self._choose(ctx, candidates)
-        n_verify = ctx.n_verify if self.n_verify is None else self.n_verify
+        n_verify = ctx.n_verify if self.options.n_verify is None else self.options.n_verify
         rest = [ids.index(cid) for cid in detail.get("runners_up", [])]
         return _screening(self.name, ctx, ids, chosen_index, detail, n_verify, time.perf_counter() - started, rest)
 
     async def _choose(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> tuple[int, dict[str, Any]]:
         wall_start = self.clock()
         context = self.view.context(ctx)
-        limit = self.budget_s if ctx.budget_left_s is None else max(0.0, min(self.budget_s, ctx.budget_left_s))
+        limit = (
+            self.options.budget_s
+            if ctx.budget_left_s is None
+            else max(0.0, min(self.options.budget_s, ctx.budget_left_s))
+        )
         workspace = prepare_workspace(ctx, candidates, self.workspace_root)
         try:
             session = await self._investigate(ctx, candidates, workspace, context, limit)
@@ -307,9 +320,9 @@ class AgenticRPM:
             "findings": list(session.findings),
             "feedback": list(session.feedback),
             "turns": session.turns,
-            "budget_s": self.budget_s,
+            "budget_s": self.options.budget_s,
             "run_budget_left_s": ctx.budget_left_s,
-            "stated_budget_s": limit * self.overstatement,
+            "stated_budget_s": limit * self.options.overstatement,
             "device": self._device(ctx.task),
             "context_nodes": [node_id for node_id, _ in context],
             "wall_seconds": self.clock() - wall_start,
@@ -320,10 +333,10 @@ class AgenticRPM:
         return self.pilot_limits or task.limits
 
     def _device(self, task: Task) -> str:
-        return self.device if self.device is not None else detect_device(self._limits(task))
+        return self.options.device if self.options.device is not None else detect_device(self._limits(task))
 
     def _stated(self, seconds: float) -> str:
-        return f"{max(0.0, seconds) * self.overstatement:.0f}"
+        return f"{max(0.0, seconds) * self.options.overstatement:.0f}"
 
     # ------------------------------------------------------------------ the agent loop
     async def _investigate(
@@ -344,19 +357,22 @@ class AgenticRPM:
             context=format_context_nodes(context),
             candidates=self.view.describe(ctx.task, candidates),
             stated_budget=self._stated(limit),
-            max_pilots=str(self.max_pilots),
+            max_pilots=str(self.options.max_pilots),
             pilot_cap=f"{limits.wall_seconds:.0f}",
             device=self._device(ctx.task),
         )
         session = _Session(messages=list(messages), limit_s=limit)
-        if limit < self.theta_s:
+        if limit < self.options.theta_s:
             session.stop_reason = "run budget below theta"  # nothing affordable: no pilot is started
             return session
         while session.turns < self.max_turns:
             session.turns += 1
             reply = await self.model.generate(
                 ModelRequest(
-                    tuple(session.messages), role="agentic-pilot", tools=PILOT_TOOLS, temperature=self.temperature
+                    tuple(session.messages),
+                    role="agentic-pilot",
+                    tools=PILOT_TOOLS,
+                    temperature=self.options.temperature,
                 )
             )
             choice = reply.choices[0] if reply.choices else None
@@ -364,7 +380,7 @@ class AgenticRPM:
             session.messages.append(Message("assistant", text, tool_calls=tuple(calls)))
             if not calls:
                 session.idle += 1
-                if session.idle >= self.max_idle_turns:
+                if session.idle >= self.options.max_idle_turns:
                     session.stop_reason = "agent stopped calling tools"
                     break
                 session.messages.append(Message("user", _NUDGE))
@@ -383,8 +399,8 @@ class AgenticRPM:
 
     def _after_turn(self, session: _Session) -> bool:
         """Apply the stop rules that follow a turn's tool calls; True when the loop ends."""
-        out_of_time = session.remaining < self.theta_s
-        out_of_pilots = len(session.findings) >= self.max_pilots
+        out_of_time = session.remaining < self.options.theta_s
+        out_of_pilots = len(session.findings) >= self.options.max_pilots
         if out_of_time or out_of_pilots:
             if session.unsubmitted and not session.last_call:
                 session.last_call = True
@@ -418,7 +434,7 @@ class AgenticRPM:
         session.used += run.seconds
         session.unsubmitted += 1
         session.pending = False
-        return report(run, self._stated(session.remaining), max(0, self.max_pilots - len(session.findings)))
+        return report(run, self._stated(session.remaining), max(0, self.options.max_pilots - len(session.findings)))
 
     async def _run_pilot(
         self, task: Task, workspace: Path, tool: str, code: str, index: int, remaining: float
@@ -452,8 +468,8 @@ class AgenticRPM:
             returncode=result.returncode,
             seconds=seconds,
             timeout_s=timeout,
-            stdout_tail=result.stdout_tail[-self.tail_chars :],
-            stderr_tail=result.stderr_tail[-self.tail_chars :],
+            stdout_tail=result.stdout_tail[-self.options.tail_chars :],
+            stderr_tail=result.stderr_tail[-self.options.tail_chars :],
             device=self._device(task),
         )
 
@@ -469,7 +485,7 @@ class AgenticRPM:
             time_left=self._stated(session.remaining),
         )
         reply = await self.feedback_model.generate(
-            ModelRequest(messages, role="agentic-feedback", temperature=self.temperature)
+            ModelRequest(messages, role="agentic-feedback", temperature=self.options.temperature)
         )
         decision, text = parse_feedback(reply.text)
         return decision, text, reply.text
@@ -488,7 +504,7 @@ class AgenticRPM:
             n=str(len(candidates)),
         )
         reply = await self.final_model.generate(
-            ModelRequest(messages, role="agentic-final", temperature=self.temperature)
+            ModelRequest(messages, role="agentic-final", temperature=self.options.temperature)
         )
         picked = parse_choice(reply.text, [str(i) for i in range(1, len(candidates) + 1)])
         if picked is None:
@@ -497,23 +513,6 @@ class AgenticRPM:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _check_options(
-    budget_s: float, overstatement: float, theta_s: float, max_pilots: int, show: str, context_tokens: int, matches: str
-) -> None:
-    if budget_s <= 0 or overstatement <= 0 or theta_s < 0 or max_pilots < 1:
-        raise ConfigError(
-            "agentic RPM needs budget_s > 0, overstatement > 0, theta_s >= 0 and max_pilots >= 1 "
-            f"(got {budget_s}, {overstatement}, {theta_s}, {max_pilots}); fix the screener options"
-        )
-    if show not in SHOW_MODES or context_tokens < 0:
-        raise ConfigError(
-            f"agentic RPM needs show in {SHOW_MODES} and context_tokens >= 0 "
-            f"(got {show!r}, {context_tokens}); fix the screener options"
-        )
-    if matches not in MATCH_MODES:
-        raise ConfigError(f"agentic RPM option matches must be one of {MATCH_MODES}, got {matches!r}")
 
 
 def _screening(
@@ -611,7 +610,16 @@ def _digest(pilots: Sequence[PilotRun], per_pilot: int = 600) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["AgenticRPM", "PILOT_TOOLS", "PilotRun", "detect_device", "parse_feedback", "pilot_records", "pilot_seconds"]
+__all__ = [
+    "AgenticOptions",
+    "AgenticRPM",
+    "PILOT_TOOLS",
+    "PilotRun",
+    "detect_device",
+    "parse_feedback",
+    "pilot_records",
+    "pilot_seconds",
+]
 
 
 async def _submit_findings(
@@ -624,9 +632,9 @@ async def _submit_findings(
         )
     session.findings.append(findings.strip())
     session.unsubmitted = 0
-    if len(session.findings) >= rpm.max_pilots:
+    if len(session.findings) >= rpm.options.max_pilots:
         session.stop_reason = "max pilots reached"
-    elif session.remaining < rpm.theta_s:
+    elif session.remaining < rpm.options.theta_s:
         session.stop_reason = "time below theta"
     elif session.last_call:
         session.stop_reason = "last call"

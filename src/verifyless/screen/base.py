@@ -81,7 +81,8 @@ class ScreenContext:
 
 @runtime_checkable
 class Screener(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # recorded in screening events (an attribute or, from options, a property)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening: ...
 

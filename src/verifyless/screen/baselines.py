@@ -23,17 +23,25 @@ import math
 import time
 from collections.abc import Sequence
 
+from pydantic import Field
+
 from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Screening, Status, Verification
 from verifyless.screen.base import ScreenContext, choose_top
+from verifyless.screen.options import BaseOptions, StrictOptions
+
+
+class RandomOptions(BaseOptions):
+    pass
 
 
 class RandomScreener:
     """Uniform random ranking; ``chosen`` = first ``n_verify`` (this object's, else ``ctx.n_verify``)."""
 
-    def __init__(self, *, n_verify: int | None = None, name: str = "random") -> None:
-        self.n_verify = n_verify
-        self.name = name
+    def __init__(self, options: RandomOptions | None = None) -> None:
+        self.options = options or RandomOptions()
+        self.name = self.options.name or "random"
+        self.n_verify = self.options.n_verify
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
@@ -47,11 +55,16 @@ class RandomScreener:
         return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 
 
+class OracleOptions(StrictOptions):
+    name: str | None = Field(None, description="the name recorded in screening events")
+
+
 class OracleScreener:
     """Choose all candidates (validation oracle); ranking keeps the input order."""
 
-    def __init__(self, *, name: str = "oracle") -> None:
-        self.name = name
+    def __init__(self, options: OracleOptions | None = None) -> None:
+        self.options = options or OracleOptions()
+        self.name = self.options.name or "oracle"
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         ids = tuple(c.id for c in candidates)
@@ -62,8 +75,9 @@ class OracleScreener:
 class PeekOracle:
     """Best-of-N by validation score from uncharged executions (module docstring); the pick is then charged."""
 
-    def __init__(self, *, name: str = "peek") -> None:
-        self.name = name
+    def __init__(self, options: OracleOptions | None = None) -> None:
+        self.options = options or OracleOptions()
+        self.name = self.options.name or "peek"
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         if ctx.peek is None:
@@ -90,4 +104,4 @@ def _validation_fitness(ctx: ScreenContext, v: Verification) -> float:
     return ctx.task.metric.orient(v.score) if ok else -math.inf  # type: ignore[arg-type]
 
 
-__all__ = ["OracleScreener", "PeekOracle", "RandomScreener"]
+__all__ = ["OracleOptions", "OracleScreener", "PeekOracle", "RandomOptions", "RandomScreener"]

@@ -40,7 +40,7 @@ from pydantic import Field
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener, choose_top
 from verifyless.screen.critic import PointwiseCritic
-from verifyless.screen.health import ReplyHealth, replies_detail
+from verifyless.screen.health import replies_detail, watch
 from verifyless.screen.options import HealthOptions
 from verifyless.screen.ranking import route
 from verifyless.screen.tournament import PairwiseRPM
@@ -92,28 +92,16 @@ class CriticThenJudge:
     """The cascade screener; see the module docstring."""
 
     def __init__(
-        self,
-        critic: PointwiseCritic,
-        tournament: PairwiseRPM | Screener,
-        m: int = 4,
-        *,
-        drop_confident_lose: bool = True,
-        n_verify: int | None = None,
-        name: str = "cascade",
-        min_parse_rate: float = 0.5,
-        max_unparsed_screenings: int = 3,
+        self, critic: PointwiseCritic, tournament: PairwiseRPM | Screener, options: CascadeOptions | None = None
     ) -> None:
-        """``min_parse_rate`` / ``max_unparsed_screenings``: the reply-health limits of ``health`` (``screen/health.py``)."""
-        if m < 1:
-            raise ValueError(f"cascade m must be >= 1, got {m}")
+        """Built from its options whole (``CascadeOptions``; their stage specs were built into ``critic`` and
+        ``tournament`` by the registry); the reply-health limits there watch ``health`` (``screen/health.py``)."""
         self.critic = critic
         self.tournament = tournament
         self.stages = [critic, tournament]
-        self.m = m
-        self.drop_confident_lose = drop_confident_lose
-        self.n_verify = n_verify
-        self.name = name
-        self.health = ReplyHealth.watching(self, min_parse_rate, max_unparsed_screenings)
+        self.options = options or CascadeOptions()
+        self.name = self.options.name or "cascade"
+        self.health = watch(self)
 
     def shortlist(self, critic: Screening) -> tuple[list[str], list[str], bool]:
         """``(sent to the tournament, dropped as confident Lose, all were confident Lose)``."""
@@ -121,9 +109,9 @@ class CriticThenJudge:
         dropped = [
             cid
             for cid in critic.ranking
-            if self.drop_confident_lose and confident_lose(critic.evidence[cid], threshold)
+            if self.options.drop_confident_lose and confident_lose(critic.evidence[cid], threshold)
         ]
-        kept = [cid for cid in critic.ranking if cid not in dropped][: self.m]
+        kept = [cid for cid in critic.ranking if cid not in dropped][: self.options.m]
         if kept or not critic.ranking:
             return kept, dropped, False
         return [critic.ranking[0]], [cid for cid in dropped if cid != critic.ranking[0]], True
@@ -150,7 +138,7 @@ class CriticThenJudge:
         evidence = {
             cid: self._evidence(cid, ranking, critic, judged, sent, dropped, stage_tokens, all_lose) for cid in ranking
         }
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        return choose_top(self.name, ranking, evidence, self.options.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(

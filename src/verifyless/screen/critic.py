@@ -61,7 +61,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -83,7 +83,7 @@ from verifyless.screen.prompting import (
     tag_values,
 )
 from verifyless.screen.ranking import order_by_value, route
-from verifyless.screen.tournament import PairwiseRPM
+from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
 from verifyless.screen.verdicts import TIER_TAG, VERDICT_TAG, VERDICTS, verdict_probs
 
 # Index = rank value used for averaging (Lose=0 ... BigWin=4).
@@ -386,10 +386,11 @@ class CriticOptions(LLMOptions):
 class PointwiseCritic(WatchesReplies):
     """Rank candidates by the mean five-way label of k sampled critiques.
 
-    ``k`` critiques per candidate (paper: 16 at temperature 0.7) are requested
-    as ``n=k`` in one request, or in chunks of ``samples_per_request`` with
-    increasing ``sample_offset``; all candidates run concurrently. The top
-    ``n_verify`` (this object's, else ``ctx.n_verify``) are chosen. Evidence
+    Built from its options whole (``CriticOptions``: the defaults live there
+    only). ``k`` critiques per candidate (paper: 16 at temperature 0.7) are
+    requested as ``n=k`` in one request, or in chunks of ``samples_per_request``
+    with increasing ``sample_offset``; all candidates run concurrently. The top
+    ``n_verify`` (the options', else ``ctx.n_verify``) are chosen. Evidence
     with ``u >= route_threshold`` (the engine's ``engine.uncertainty_threshold``
     when built from config) is marked ``uncertain``; sending it to verification
     is the engine's one routing switch, ``engine.verify_uncertain``.
@@ -414,31 +415,30 @@ class PointwiseCritic(WatchesReplies):
     """
 
     model: Model
-    k: int = K
-    temperature: float = TEMPERATURE
-    route_threshold: float = 0.25
-    n_verify: int | None = None
+    options: CriticOptions = dataclasses.field(default_factory=CriticOptions)
     _: KW_ONLY
-    samples_per_request: int | None = None
-    max_tokens: int | None = None
-    prompt: str = "critic"
-    tie_break: str = "auto"
+    route_threshold: float = 0.25
     judge: Model | None = None
-    tie_break_tokens: int = 20000
-    prompt_file: str | None = None
     template: Template | None = None
-    name: str = "critic"
+    default_name: ClassVar[str] = "critic"
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ValueError(f"critic k must be >= 1, got {self.k}")
-        if self.samples_per_request is not None and self.samples_per_request < 1:
-            raise ValueError("samples_per_request must be >= 1 (or None for one request of n=k)")
-        if self.tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
-        if self.template is None and self.prompt_file:
-            self.template = load_prompt_file(self.prompt_file, "critic", PLACEHOLDERS, MARKERS)
+        if self.template is None and self.options.prompt_file:
+            self.template = load_prompt_file(self.options.prompt_file, "critic", PLACEHOLDERS, MARKERS)
         super().__post_init__()
+
+    @property
+    def name(self) -> str:
+        """The name recorded in screening events: ``options.name``, else the screener's own."""
+        return self.options.name or self.default_name
+
+    @property
+    def k(self) -> int:
+        return self.options.k
+
+    @property
+    def tie_break(self) -> str:
+        return self.options.tie_break
 
     def route(self, evidence: Evidence) -> bool:
         return route(evidence.uncertainty, self.route_threshold)
@@ -465,25 +465,25 @@ class PointwiseCritic(WatchesReplies):
             "understanding": understanding,
             "criteria": criteria,
         }
-        return messages(self.template or load_template(f"screen/{self.prompt}"), values)
+        return messages(self.template or load_template(f"screen/{self.options.prompt}"), values)
 
     async def sample(self, ctx: ScreenContext, candidate: Candidate) -> tuple[list[str], int]:
         """k raw critique texts for one candidate and the tokens they cost."""
         messages = self.messages(ctx, candidate)
-        chunk = self.samples_per_request or self.k
+        chunk = self.options.samples_per_request or self.options.k
         replies = await asyncio.gather(
             *(
                 self.model.generate(
                     ModelRequest(
                         messages=messages,
                         role="critic",
-                        temperature=self.temperature,
-                        max_tokens=self.max_tokens,
-                        n=min(chunk, self.k - start),
+                        temperature=self.options.temperature,
+                        max_tokens=self.options.max_tokens,
+                        n=min(chunk, self.options.k - start),
                         sample_offset=start,
                     )
                 )
-                for start in range(0, self.k, chunk)
+                for start in range(0, self.options.k, chunk)
             )
         )
         tokens = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in replies)
@@ -496,7 +496,7 @@ class PointwiseCritic(WatchesReplies):
     async def _evidence(self, ctx: ScreenContext, candidate: Candidate) -> Evidence:
         texts, tokens = await self.sample(ctx, candidate)
         probs = None
-        scorer = label_scorer(self.model) if self.tie_break in ("auto", "probs") else None
+        scorer = label_scorer(self.model) if self.options.tie_break in ("auto", "probs") else None
         if scorer is not None:
             probs = await scorer(self.messages(ctx, candidate))
         return evidence_from_critiques(candidate.id, texts, self.route_threshold, label_probs=probs, tokens=tokens)
@@ -506,10 +506,10 @@ class PointwiseCritic(WatchesReplies):
         found = await asyncio.gather(*(self._evidence(ctx, c) for c in candidates))
         evidence = {c.id: e for c, e in zip(candidates, found, strict=False)}
         ids = [c.id for c in candidates]
-        ranking = order_by_evidence(evidence, ids, ctx.rng, self.tie_break)
-        if self.tie_break == "pairwise":
+        ranking = order_by_evidence(evidence, ids, ctx.rng, self.options.tie_break)
+        if self.options.tie_break == "pairwise":
             ranking, evidence = await self._pairwise(ctx, candidates, evidence, ranking)
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        return choose_top(self.name, ranking, evidence, self.options.n_verify, ctx, started)
 
     async def _pairwise(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], evidence: dict[str, Evidence], ranking: list[str]
@@ -522,13 +522,15 @@ class PointwiseCritic(WatchesReplies):
         by_id = {c.id: c for c in candidates}
         judge = PairwiseRPM(
             self.judge or self.model,
-            show="summary",
-            context_tokens=self.tie_break_tokens // 4,
-            max_tokens=self.max_tokens,
-            name=f"{self.name}-tie-break",
+            TournamentOptions(
+                show="summary",
+                context_tokens=self.options.tie_break_tokens // 4,
+                max_tokens=self.options.max_tokens,
+                name=f"{self.name}-tie-break",
+            ),
         )
         per_match = judge.estimate_match_tokens(ctx, by_id[group[0]], by_id[group[1]])
-        fits = group_that_fits(len(group), per_match, self.tie_break_tokens)
+        fits = group_that_fits(len(group), per_match, self.options.tie_break_tokens)
         played = group[:fits] if fits >= 2 else []
         info: dict[str, Any] = {"rule": "pairwise", "tied": group, "played": played, "match_tokens_estimate": per_match}
         if len(played) < 2:
@@ -568,6 +570,7 @@ __all__ = [
     "LABEL_RANK",
     "MARKERS",
     "PLACEHOLDERS",
+    "CriticOptions",
     "PointwiseCritic",
     "TIE_BREAKS",
     "Verdict",

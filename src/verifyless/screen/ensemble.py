@@ -30,8 +30,8 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -153,51 +153,32 @@ class Poll:
         }
 
 
-def _check_members(screener: str, members: Sequence[Screener], rollouts: int, tie_break: str) -> None:
-    """``ValueError`` unless there is a member, ``rollouts`` is at least one and ``tie_break`` is known."""
-    if not members:
-        raise ValueError(f"{screener} needs at least one member screener")
-    if rollouts < 1:
-        raise ValueError(f"rollouts must be >= 1, got {rollouts}")
-    if tie_break not in TIE_BREAKS:
-        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+class PollOptions(HealthOptions):
+    """What an ensemble or an arbiter polls its members with (its ``members`` are built by the registry)."""
 
-
-class _Members(WatchesReplies):
-    """What both ensembles check when built: their member list (field ``_member_field``), rollouts, tie-break;
-    then ``WatchesReplies`` builds their reply ``health`` tracker from its limits (``screen/health.py``)."""
-
-    _member_field: ClassVar[str] = "members"
-    name: str
-    rollouts: int
-    tie_break: str
-
-    def __post_init__(self) -> None:
-        members = list(getattr(self, self._member_field))
-        _check_members(type(self).__name__, members, self.rollouts, self.tie_break)
-        setattr(self, self._member_field, members)
-        super().__post_init__()
-
-
-class MembersOptions(HealthOptions):
-    """Options shared by ``ensemble`` (``MajorityVote``) and ``arbiter`` (``Arbiter``)."""
-
-    members: list[str | dict[str, Any]] = Field(
-        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs"
-    )
-    member: str = Field("tournament", description="screener built for each model key in members")
-    member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
     rollouts: int = Field(3, ge=1, description="runs per member (paper: 3)")
     tie_break: Literal["random", "position"] = Field(
         "random", description="equal votes: random (the paper) or mean position first"
     )
 
 
+class MembersOptions(PollOptions):
+    """Options shared by ``ensemble`` (``MajorityVote``) and ``arbiter`` (``Arbiter``): the poll, and the members."""
+
+    members: list[str | dict[str, Any]] = Field(
+        ..., min_length=1, description="model keys (each built as `member`) or {screener: name, ...options} specs"
+    )
+    member: str = Field("tournament", description="screener built for each model key in members")
+    member_options: dict[str, Any] = Field(default_factory=dict, description="options for members given as keys")
+
+
 class EnsembleOptions(MembersOptions):
     pass
 
 
-class ArbiterOptions(MembersOptions):
+class ArbiterSettings(PollOptions):
+    """What the ``Arbiter`` itself reads: the poll, its model key and how it shows the members' reasoning."""
+
     model: str | None = Field(None, description="model key of the arbiter (default: 'arbiter', else 'default')")
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="arbiter sampling temperature")
     max_tokens: int | None = Field(None, ge=1, description="arbiter reply length cap")
@@ -208,6 +189,32 @@ class ArbiterOptions(MembersOptions):
         description="candidates and context nodes as the members' judges saw them, plan plus program (the RPM "
         "paper's arbiter payload), or as neutral summaries",
     )
+
+
+class ArbiterOptions(MembersOptions, ArbiterSettings):
+    pass
+
+
+class _Members(WatchesReplies):
+    """What both ensembles check when built: a member list (field ``_member_field``); then ``WatchesReplies``
+    builds their reply ``health`` tracker from their options' limits (``screen/health.py``)."""
+
+    _member_field: ClassVar[str] = "members"
+    default_name: ClassVar[str] = "ensemble"
+    if TYPE_CHECKING:  # each ensemble declares its options field, in its own place
+        options: PollOptions
+
+    def __post_init__(self) -> None:
+        members = list(getattr(self, self._member_field))
+        if not members:
+            raise ValueError(f"{type(self).__name__} needs at least one member screener")
+        setattr(self, self._member_field, members)
+        super().__post_init__()
+
+    @property
+    def name(self) -> str:
+        """The name recorded in screening events: ``options.name``, else the screener's own."""
+        return self.options.name or self.default_name
 
 
 @dataclass(eq=False, repr=False)
@@ -223,14 +230,10 @@ class MajorityVote(_Members):
 
     _member_field: ClassVar[str] = "screeners"
     screeners: Sequence[Screener]
-    rollouts: int = 3
-    _: KW_ONLY
-    tie_break: str = "random"
-    n_verify: int | None = None
-    name: str = "ensemble"
+    options: PollOptions = field(default_factory=PollOptions)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
-        poll = await Poll.take(ctx, candidates, self.screeners, self.rollouts, self.tie_break)
+        poll = await Poll.take(ctx, candidates, self.screeners, self.options.rollouts, self.options.tie_break)
         ballots = [{"member": i, "rollout": r, "ranking": list(s.ranking)} for i, r, s in poll.runs]
         evidence = {}
         for cid in poll.ids:
@@ -244,7 +247,7 @@ class MajorityVote(_Members):
                 n_invalid=sum(s.evidence[cid].n_invalid for _, _, s in poll.runs if cid in s.evidence),
                 detail={**poll.detail(cid), "ballots": ballots, "replies": replies, "tokens": tokens},
             )
-        return choose_top(self.name, poll.ranking, evidence, self.n_verify, ctx, poll.started)
+        return choose_top(self.name, poll.ranking, evidence, self.options.n_verify, ctx, poll.started)
 
 
 # ------------------------------------------------------------------ arbiter
@@ -300,40 +303,39 @@ class Arbiter(_Members):
     ``detail["fallback"]`` is True on every candidate's evidence.
     """
 
+    default_name: ClassVar[str] = "arbiter"
     model: Model
     members: Sequence[Screener]
-    _: KW_ONLY
-    rollouts: int = 3
-    tie_break: str = "random"
-    context_nodes: int | None = None
-    context_tokens: int | None = 8000
-    temperature: float | None = None
-    max_tokens: int | None = None
-    n_verify: int | None = None
-    show: str = "code"
-    name: str = "arbiter"
+    options: ArbiterSettings = field(default_factory=ArbiterSettings)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
-        poll = await Poll.take(ctx, candidates, self.members, self.rollouts, self.tie_break)
+        poll = await Poll.take(ctx, candidates, self.members, self.options.rollouts, self.options.tie_break)
         numbers = {cid: n for n, cid in enumerate(poll.ids, 1)}
         names = [self.model.name] + [n for m in self.members for n in _member_names(m)]
         reviews = "\n\n".join(
             f"### Reviewer {k}\n{anonymise(reasoning_text(s, numbers), names)}"
             for k, (_, _, s) in enumerate(poll.runs, 1)
         )
-        candidates_text = "\n\n".join(f"### Candidate {numbers[c.id]}\n{describe(c, self.show)}" for c in candidates)
-        context = collect_context(ctx, self.context_nodes, self.context_tokens)
+        candidates_text = "\n\n".join(
+            f"### Candidate {numbers[c.id]}\n{describe(c, self.options.show)}" for c in candidates
+        )
+        context = collect_context(ctx, self.options.context_nodes, self.options.context_tokens)
         messages = prompts.messages(
             "screen/arbiter",
             task=ctx.task.statement.strip(),
             metric=metric_line(ctx.task),
             data_report=ctx.data_report.strip(),
-            context=format_context(context, with_code=self.show == "code"),
+            context=format_context(context, with_code=self.options.show == "code"),
             candidates=candidates_text,
             reviews=reviews,
         )
         reply = await self.model.generate(
-            ModelRequest(messages=messages, role="arbiter", temperature=self.temperature, max_tokens=self.max_tokens)
+            ModelRequest(
+                messages=messages,
+                role="arbiter",
+                temperature=self.options.temperature,
+                max_tokens=self.options.max_tokens,
+            )
         )
         pick = parse_choice(reply.text, [str(n) for n in numbers.values()])
         by_number = {str(n): cid for cid, n in numbers.items()}
@@ -349,7 +351,7 @@ class Arbiter(_Members):
         }
         own_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
         evidence = {cid: self._evidence(cid, poll, ranking, numbers, shared, own_tokens) for cid in poll.ids}
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, poll.started)
+        return choose_top(self.name, ranking, evidence, self.options.n_verify, ctx, poll.started)
 
     @staticmethod
     def _evidence(
@@ -385,8 +387,13 @@ class Arbiter(_Members):
 
 __all__ = [
     "Arbiter",
+    "ArbiterOptions",
+    "ArbiterSettings",
+    "EnsembleOptions",
     "MajorityVote",
+    "MembersOptions",
     "Poll",
+    "PollOptions",
     "TIE_BREAKS",
     "anonymise",
     "member_replies",

@@ -256,17 +256,23 @@ __all__ = [
     "model_names",
     "replies_detail",
     "reply_stats",
+    "watch",
 ]
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
 class WatchesReplies:
-    """Base of an LLM screener dataclass: its reply-health limits (keyword-only) and the ``health`` tracker
-    built from them once every field is set. A subclass with a ``__post_init__`` of its own calls this one last."""
+    """Base of an LLM screener dataclass: the ``health`` tracker built from the reply-health limits of its
+    ``options`` (a ``HealthOptions``) once every field is set. A subclass with a ``__post_init__`` of its own
+    calls this one last."""
 
-    min_parse_rate: float = 0.5
-    max_unparsed_screenings: int = 3
     health: ReplyHealth = field(init=False)
 
     def __post_init__(self) -> None:
-        self.health = ReplyHealth.watching(self, self.min_parse_rate, self.max_unparsed_screenings)
+        self.health = watch(self)
+
+
+def watch(screener: Any) -> ReplyHealth:
+    """The ``ReplyHealth`` of ``screener`` from the reply-health limits of its ``options`` (a ``HealthOptions``)."""
+    options = screener.options
+    return ReplyHealth.watching(screener, options.min_parse_rate, options.max_unparsed_screenings)

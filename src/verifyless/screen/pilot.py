@@ -88,29 +88,20 @@ def survivors(n: int, eta: int, min_survivors: int) -> int:
 class PilotScreener:
     """Successive halving over the pool at cheaper fidelity levels (see the module docstring)."""
 
-    def __init__(
-        self,
-        eta: int = 2,
-        levels: Sequence[str] | None = None,
-        min_survivors: int | None = None,
-        n_verify: int | None = None,
-        name: str | None = None,
-    ) -> None:
-        if eta < 2:
-            raise ValueError("pilot: eta must be at least 2")
-        self.eta, self.levels, self.min_survivors = eta, tuple(levels) if levels else None, min_survivors
-        self.n_verify, self.name = n_verify, name or "pilot"
+    def __init__(self, options: PilotOptions | None = None) -> None:
+        self.options = options or PilotOptions()
+        self.name = self.options.name or "pilot"
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.monotonic()
-        n_verify = self.n_verify if self.n_verify is not None else ctx.n_verify
-        levels = self.levels if self.levels is not None else tuple(lv.name for lv in ctx.task.fidelity.levels)
+        n_verify = self.options.n_verify if self.options.n_verify is not None else ctx.n_verify
+        levels = self.options.levels or tuple(lv.name for lv in ctx.task.fidelity.levels)
         ids = [c.id for c in candidates]
         reason = _no_pilots(ctx, levels, len(candidates))
         if reason:
             evidence = {cid: Evidence(cid, float(-k), detail={"reason": reason}) for k, cid in enumerate(ids)}
             return Screening(self.name, tuple(ids), tuple(ids[:n_verify]), evidence, time.monotonic() - started)
-        floor = self.min_survivors if self.min_survivors is not None else max(1, n_verify)
+        floor = self.options.min_survivors if self.options.min_survivors is not None else max(1, n_verify)
         alive = list(candidates)
         dropped: list[list[str]] = []
         results: dict[str, list[dict[str, Any]]] = {cid: [] for cid in ids}
@@ -126,7 +117,7 @@ class PilotScreener:
             for c, v in scored:
                 results[c.id].append(_record(level, v))
             order = sorted(range(len(scored)), key=lambda k: (-_value(ctx, scored[k][1]), k))
-            keep = survivors(len(alive), self.eta, floor)
+            keep = survivors(len(alive), self.options.eta, floor)
             rounds.append({"level": level, "piloted": len(alive), "survivors": keep})
             dropped.append([scored[k][0].id for k in order[keep:]])
             alive = [scored[k][0] for k in order[:keep]]

@@ -30,11 +30,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import Field
+
 from verifyless.errors import ConfigError
 from verifyless.model.scores import find_label_scorer
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, choose_top
-from verifyless.screen.critic import TEMPERATURE, PointwiseCritic, parse_verdict
+from verifyless.screen.critic import TEMPERATURE, CriticOptions, PointwiseCritic, parse_verdict
+from verifyless.screen.options import LocalCriticOptions
 from verifyless.screen.ranking import order_by_value, route
 from verifyless.screen.verdicts import VERDICT_TAG, VERDICTS, verdict_score
 
@@ -83,39 +86,46 @@ def evidence_from_probs(
     )
 
 
-class LabelProbCritic(PointwiseCritic):
-    """The pointwise critic's prompt, scored by verdict probabilities (see the module docstring)."""
+class LabelProbOptions(LocalCriticOptions):
+    """Options of screener ``critic-probs`` (``LabelProbCritic``): the one place their defaults are written."""
 
-    def __init__(
-        self,
-        model: Any,
-        reasoning_samples: int = 0,
-        temperature: float = TEMPERATURE,
-        route_threshold: float = 0.25,
-        n_verify: int | None = None,
-        *,
-        max_tokens: int | None = None,
-        prompt: str = "critic",
-        name: str = "critic-probs",
-        min_parse_rate: float = 0.5,
-        max_unparsed_screenings: int = 3,
-    ) -> None:
-        if reasoning_samples < 0:
-            raise ValueError("reasoning_samples must be >= 0")
-        super().__init__(
-            model,
-            k=max(1, reasoning_samples),
-            temperature=temperature,
-            route_threshold=route_threshold,
-            n_verify=n_verify,
-            max_tokens=max_tokens,
-            prompt=prompt,
-            name=name,
-            min_parse_rate=min_parse_rate,
-            max_unparsed_screenings=max_unparsed_screenings,
+    reasoning_samples: int = Field(
+        0, ge=0, description="critiques written before each verdict probe (0: probe right after the prompt)"
+    )
+    temperature: float = Field(
+        TEMPERATURE, ge=0.0, le=2.0, description=f"sampling temperature of the critiques (paper: {TEMPERATURE})"
+    )
+    max_tokens: int | None = Field(None, ge=1, description="critique length cap (None: the model's)")
+    prompt: str = Field("critic", description="prompt template name under roles/prompts/ (the critic's)")
+
+    def critic_options(self) -> CriticOptions:
+        """The pointwise critic these options drive: one sample per reasoning (at least one), same prompt."""
+        return CriticOptions(
+            k=max(1, self.reasoning_samples),
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            prompt=self.prompt,
+            n_verify=self.n_verify,
+            name=self.name or "critic-probs",
+            min_parse_rate=self.min_parse_rate,
+            max_unparsed_screenings=self.max_unparsed_screenings,
         )
-        self.reasoning_samples = reasoning_samples
+
+
+class LabelProbCritic(PointwiseCritic):
+    """The pointwise critic's prompt, scored by verdict probabilities (see the module docstring).
+
+    Built from its options whole (``LabelProbOptions``); ``options`` holds the pointwise critic they drive
+    (``LabelProbOptions.critic_options``) and ``probs_options`` the options as given."""
+
+    def __init__(self, model: Any, options: LabelProbOptions | None = None, *, route_threshold: float = 0.25) -> None:
+        self.probs_options = options or LabelProbOptions()
+        super().__init__(model, self.probs_options.critic_options(), route_threshold=route_threshold)
         self.scorer = find_scorer(model)
+
+    @property
+    def reasoning_samples(self) -> int:
+        return self.probs_options.reasoning_samples
 
     async def evidence(self, ctx: ScreenContext, candidate: Candidate) -> Evidence:
         messages = self.messages(ctx, candidate)
@@ -132,7 +142,7 @@ class LabelProbCritic(PointwiseCritic):
         evidence = {e.candidate_id: e for e in found}
         ids = [c.id for c in candidates]
         ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        return choose_top(self.name, ranking, evidence, self.options.n_verify, ctx, started)
 
 
-__all__ = ["LabelProbCritic", "evidence_from_probs", "find_scorer", "reasoning_prefix"]
+__all__ = ["LabelProbCritic", "LabelProbOptions", "evidence_from_probs", "find_scorer", "reasoning_prefix"]

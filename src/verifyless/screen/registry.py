@@ -12,12 +12,14 @@ one line of help. An unknown name or option, a value of the wrong type or out of
 ``build_screener``), or a missing model is a ``ConfigError`` (CLI exit code 2) whose message
 names the option, what is wrong and how to fix it; a screener constructor's own ``ValueError`` is
 converted the same way; an option that moved (``REMOVED``) names its replacement.
-The options of ``surrogate`` and ``agentic`` (other modules) are derived from
-their constructors' signatures, so they stay in step with those classes.
+Every screener takes its options whole (``PointwiseCritic(model, CriticOptions(...))``, as TRL's
+``Trainer(args=...)``): each option's default is written once, in its options model beside the
+screener, and what a factory adds is what the options cannot hold (models, the sandbox, the run's
+seed and task, the engine's uncertainty threshold, nested screeners built from the options' specs).
 
-Every LLM screener also takes the reply-health options ``min_parse_rate`` and
-``max_unparsed_screenings``, in its constructor, and builds the run's ``ReplyHealth``
-tracker from them as ``.health`` (see ``screen/health.py``).
+Every LLM screener's options carry the reply-health options ``min_parse_rate`` and
+``max_unparsed_screenings``; it builds the run's ``ReplyHealth`` tracker from them as ``.health``
+(see ``screen/health.py``).
 
 Names: ``critic``, ``tournament``, ``cascade``, ``ensemble``, ``arbiter``,
 ``random``, ``oracle``, ``surrogate``, ``agentic``, ``pilot``, ``critic-ttl``, ``critic-probs``, ``critic-rm`` and ``adaptive`` (a wrapper)
@@ -31,76 +33,32 @@ are either a model key (built as ``options["member"]``, default
 
 from __future__ import annotations
 
-import inspect
-import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Model
 from verifyless.registry import Component, Registry
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
-from verifyless.screen.agentic import AgenticRPM
+from verifyless.screen.agentic import AgenticOptions, AgenticRPM
 from verifyless.screen.base import Screener
-from verifyless.screen.baselines import OracleScreener, PeekOracle, RandomScreener
+from verifyless.screen.baselines import OracleOptions, OracleScreener, PeekOracle, RandomOptions, RandomScreener
 from verifyless.screen.cascade import CascadeOptions, CriticThenJudge
 from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.screen.ensemble import Arbiter, ArbiterOptions, EnsembleOptions, MajorityVote, MembersOptions
-from verifyless.screen.options import BaseOptions, HealthOptions, LocalCriticOptions, StrictOptions
 from verifyless.screen.pilot import PilotOptions, PilotScreener, check_levels
-from verifyless.screen.probcritic import LabelProbCritic
+from verifyless.screen.probcritic import LabelProbCritic, LabelProbOptions
 from verifyless.screen.reward import COLD, RewardModelCritic, RewardModelOptions
-from verifyless.screen.surrogate import SurrogateScreener
+from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener
 from verifyless.screen.tournament import PairwiseRPM, TournamentOptions
-from verifyless.screen.ttl import LEARNER_OPTIONS, TestTimeCritic, TestTimeCriticOptions
+from verifyless.screen.ttl import TestTimeCritic, TestTimeCriticOptions
 from verifyless.task.base import Task
 from verifyless.task.identity import identity_of
 
 ScreenerFactory = Callable[..., Screener]
-
-
-# ------------------------------------------------------------------ typed options (the rest sit beside their screeners)
-
-
-class RandomOptions(BaseOptions):
-    pass
-
-
-class OracleOptions(StrictOptions):
-    name: str | None = Field(None, description="the name recorded in screening events")
-
-
-_PLAIN = (int, float, str, bool, type(None))
-
-
-def _plain(annotation: Any) -> bool:
-    origin = typing.get_origin(annotation)
-    if origin is Literal:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return all(_plain(a) for a in typing.get_args(annotation))
-    return annotation in _PLAIN
-
-
-def options_from_signature(cls: type, skip: tuple[str, ...], base: type[BaseModel] = StrictOptions) -> type[BaseModel]:
-    """A strict options model from ``cls.__init__``: plain-typed keyword parameters keep their type; the
-    rest (mappings, objects) accept any value and leave checking to the constructor."""
-    init = typing.cast(Any, cls).__init__
-    try:
-        hints = typing.get_type_hints(init)
-    except Exception:  # an annotation that cannot be resolved here: fall back to Any
-        hints = {}
-    fields: dict[str, Any] = {}
-    for pname, param in inspect.signature(init).parameters.items():
-        if pname == "self" or pname in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        hint = hints.get(pname, Any)
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (hint if _plain(hint) else Any, Field(default, description=f"see {cls.__name__}"))
-    return create_model(f"{cls.__name__}Options", __base__=base, **fields)
 
 
 # Options that moved: one routing switch for every screener, the engine's.
@@ -143,29 +101,6 @@ def _pick_model(models: Mapping[str, Model], key: str | None, screener: str) -> 
     raise _no_model(screener, key, models)
 
 
-HEALTH_OPTIONS = ("min_parse_rate", "max_unparsed_screenings")  # HealthOptions; every LLM screener takes them
-
-_NOT_ARGS = {
-    "model",
-    "members",
-    "member",
-    "member_options",
-    "tie_break_model",
-    "critic",
-    "tournament",
-    "then",
-    "pilot",
-}
-
-
-def _kwargs(opts: BaseModel, *, only_set: bool = False) -> dict[str, Any]:
-    """Constructor keyword arguments from validated options (registry-only fields and an unset name dropped)."""
-    data = opts.model_dump(exclude_unset=only_set)
-    if data.get("name") is None:
-        data.pop("name", None)
-    return {k: v for k, v in data.items() if k not in _NOT_ARGS}
-
-
 def _construct(cls: Callable[..., Screener], screener: str, *args: Any, **options: Any) -> Screener:
     try:
         return cls(*args, **options)
@@ -180,12 +115,12 @@ def _critic(models, opts: CriticOptions, *, threshold: float = 0.25, **_):
     elif opts.tie_break == "pairwise":
         judge = models.get("judge")
     model = _pick_model(models, opts.model, "critic")
-    return _construct(PointwiseCritic, "critic", model, judge=judge, route_threshold=threshold, **_kwargs(opts))
+    return _construct(PointwiseCritic, "critic", model, opts, judge=judge, route_threshold=threshold)
 
 
 def _tournament(models, opts: TournamentOptions, **_):
     model = _pick_model(models, opts.model, "tournament")
-    return _construct(PairwiseRPM, "tournament", model, **_kwargs(opts))
+    return _construct(PairwiseRPM, "tournament", model, opts)
 
 
 def _member_specs(opts: MembersOptions, screener: str) -> list[tuple[str, BaseModel]]:
@@ -212,13 +147,13 @@ def _members(models, opts: MembersOptions, screener: str, **extra) -> list[Scree
 
 def _ensemble(models, opts: EnsembleOptions, **extra):
     members = _members(models, opts, "ensemble", **extra)
-    return _construct(MajorityVote, "ensemble", members, **_kwargs(opts))
+    return _construct(MajorityVote, "ensemble", members, opts)
 
 
 def _arbiter(models, opts: ArbiterOptions, **extra):
     members = _members(models, opts, "arbiter", **extra)
     model = _pick_model(models, opts.model, "arbiter")
-    return _construct(Arbiter, "arbiter", model, members, **_kwargs(opts))
+    return _construct(Arbiter, "arbiter", model, members, opts)
 
 
 def _cascade_stages(opts: CascadeOptions) -> list[tuple[str, dict[str, Any]]]:
@@ -238,54 +173,38 @@ def _cascade(models, opts: CascadeOptions, **extra):
                 + str(exc).replace("screener.options.", f"screener.options.{stage}.")
             ) from None
     critic, tournament = stages
-    return _construct(CriticThenJudge, "cascade", critic, tournament, **_kwargs(opts))
+    return _construct(CriticThenJudge, "cascade", critic, tournament, opts)
 
 
 def _random(models, opts: RandomOptions, **_):
-    return _construct(RandomScreener, "random", **_kwargs(opts))
+    return _construct(RandomScreener, "random", opts)
 
 
 def _oracle(models, opts: OracleOptions, **_):
-    return _construct(OracleScreener, "oracle", **_kwargs(opts))
+    return _construct(OracleScreener, "oracle", opts)
 
 
 def _peek(models, opts: OracleOptions, **_):
-    return _construct(PeekOracle, "peek", **_kwargs(opts))
+    return _construct(PeekOracle, "peek", opts)
 
 
 def _pilot(models, opts: PilotOptions, task: Task | None = None, **_):
     if task is not None:
         check_levels(task, opts.levels)
-    return _construct(PilotScreener, "pilot", **_kwargs(opts))
+    return _construct(PilotScreener, "pilot", opts)
 
 
-def _surrogate(models, opts: BaseModel, *, seed: int = 0, **_):
-    # Fitness ranking is the default for runs (docs/benchmarks.md, "Evidence on pool worlds"); rank_by=delta keeps
-    # the previous behaviour.
-    return _construct(SurrogateScreener, "surrogate", seed, **{"rank_by": "fitness", **_kwargs(opts, only_set=True)})
+def _surrogate(models, opts: SurrogateOptions, *, seed: int = 0, **_):
+    return _construct(SurrogateScreener, "surrogate", opts, seed=seed)
 
 
-def _agentic(models, opts: _AgenticBase, *, sandbox=None, **_):
+def _agentic(models, opts: AgenticOptions, *, sandbox=None, **_):
     if sandbox is None:
         raise ConfigError(
             "screener 'agentic' runs pilot experiments and needs a sandbox; pass sandbox= from the engine"
         )
-
     model = _pick_model(models, opts.model, "agentic")
-    return _construct(AgenticRPM, "agentic", model, sandbox, **_kwargs(opts, only_set=True))
-
-
-def _surrogate_options() -> type[BaseModel]:
-    return options_from_signature(SurrogateScreener, skip=("seed",))
-
-
-class _AgenticBase(HealthOptions):
-    model: str | None = Field(None, description="key in roles.models of the pilot agent's model")
-
-
-def _agentic_options() -> type[BaseModel]:
-    skip = ("model", "sandbox", "clock", "feedback_model", "final_model", "n_verify", *HEALTH_OPTIONS)
-    return options_from_signature(AgenticRPM, skip=skip, base=_AgenticBase)
+    return _construct(AgenticRPM, "agentic", model, sandbox, opts)
 
 
 def _critic_ttl(
@@ -304,29 +223,21 @@ def _critic_ttl(
             "(or pass learner=verifyless.train.ttl_learner.LoRALearner to build_screener)"
         )
     model = _pick_model(models, opts.model, "critic-ttl")
-    options = _kwargs(opts)
-    learner_options = {k: options.pop(k) for k in LEARNER_OPTIONS}  # the sampling options are the critic's too
-    learner_options.update(temperature=options["temperature"], max_tokens=options["max_tokens"])
-    critic_options = {k: options.pop(k) for k in ("k", "temperature", "max_tokens", "n_verify")}
-    critic_options["name"] = options.pop("name", "critic-ttl")
-    options["seed"] = seed if options["seed"] is None else options["seed"]
     try:
-        built = learner(model, **learner_options)
+        built = learner(model, **opts.learner_options())
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"bad options for screener 'critic-ttl': {exc}; see docs/design/screening.md") from exc
-    critic = _construct(PointwiseCritic, "critic-ttl", model, route_threshold=threshold, **critic_options)
-    return _construct(TestTimeCritic, "critic-ttl", critic, built, task=task, **options)
+    critic = _construct(PointwiseCritic, "critic-ttl", model, opts.critic_options(), route_threshold=threshold)
+    return _construct(TestTimeCritic, "critic-ttl", critic, built, opts, seed=seed, task=task)
 
 
-def _critic_probs(models, opts: LocalCriticOptions, *, threshold: float = 0.25, **_):
+def _critic_probs(models, opts: LabelProbOptions, *, threshold: float = 0.25, **_):
     model = _pick_model(models, opts.model, "critic-probs")
-    options = _kwargs(opts, only_set=True)
-    return _construct(LabelProbCritic, "critic-probs", model, route_threshold=threshold, **options)
+    return _construct(LabelProbCritic, "critic-probs", model, opts, route_threshold=threshold)
 
 
 def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, task: Any = None, warm=None, **_):
-    options = _kwargs(opts)
-    digest = options.pop("warm")
+    digest = opts.warm
     if digest not in (None, COLD) and (warm is None or warm.digest != digest):
         raise ConfigError(
             f"the run recorded its critic-rm warm start as blob {digest[:16]}..., which was not handed to the "
@@ -334,7 +245,7 @@ def _critic_rm(models, opts: RewardModelOptions, *, threshold: float = 0.25, tas
         )
     identity = identity_of(task) if isinstance(task, Task) else None
     head = None if digest == COLD else warm  # None: a new run, which starts from what it was handed
-    return _construct(RewardModelCritic, "critic-rm", route_threshold=threshold, task=identity, warm=head, **options)
+    return _construct(RewardModelCritic, "critic-rm", opts, route_threshold=threshold, task=identity, warm=head)
 
 
 def _adaptive(models, opts: AdaptiveOptions, **extra):
@@ -391,11 +302,6 @@ def nested_screeners(name: str, opts: Any) -> list[tuple[str, Any]]:
     return []
 
 
-def _critic_probs_options() -> type[BaseModel]:
-    skip = ("model", "route_threshold", *HEALTH_OPTIONS)  # the health options keep the base's checks
-    return options_from_signature(LabelProbCritic, skip=skip, base=LocalCriticOptions)
-
-
 SCREENERS = Registry(
     "screener",
     [
@@ -414,15 +320,13 @@ SCREENERS = Registry(
             OracleOptions,
             "a ceiling, not a screener: runs all N off the books, charges only the best validation pick",
         ),
-        Component("surrogate", _surrogate, _surrogate_options(), "no LLM: learns online from the run's paid outcomes"),
-        Component("agentic", _agentic, _agentic_options(), "an agent runs sandboxed pilot experiments, a judge picks"),
+        Component("surrogate", _surrogate, SurrogateOptions, "no LLM: learns online from the run's paid outcomes"),
+        Component("agentic", _agentic, AgenticOptions, "an agent runs sandboxed pilot experiments, a judge picks"),
         Component("pilot", _pilot, PilotOptions, "no LLM: successive halving on the task's cheaper fidelity levels"),
         Component(
             "critic-ttl", _critic_ttl, TestTimeCriticOptions, "the critic on a local model that learns in the run"
         ),
-        Component(
-            "critic-probs", _critic_probs, _critic_probs_options(), "ranks on the critic's verdict probabilities"
-        ),
+        Component("critic-probs", _critic_probs, LabelProbOptions, "ranks on the critic's verdict probabilities"),
         Component("critic-rm", _critic_rm, RewardModelOptions, "no LLM: a head trained on earlier runs' paid outcomes"),
         Component(
             "adaptive", _adaptive, AdaptiveOptions, "wraps a screener; screens only while paid outcomes say it helps"

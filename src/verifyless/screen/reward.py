@@ -406,35 +406,31 @@ class RewardModelCritic:
 
     def __init__(
         self,
-        path: str | None = None,
+        options: RewardModelOptions | None = None,
         *,
-        weights: str | None = None,
         warm: WarmHead | None = None,
-        refit: bool = True,
-        min_pairs: int = 4,
-        encoder: str = "auto",
-        C: float = 0.1,
         task: TaskIdentity | None = None,
-        force: bool = False,
-        n_verify: int | None = None,
-        name: str = "critic-rm",
         route_threshold: float = 0.25,
         text_encoder: TextEncoder | None = None,
     ) -> None:
-        self.name, self.n_verify, self.route_threshold = name, n_verify, route_threshold
-        self.warm, self.min_pairs = warm, min_pairs
+        """Built from its options whole (``RewardModelOptions``); ``warm`` is the head the options' ``warm`` digest
+        names (resolved by the composition root), ``task`` the run's task, ``route_threshold`` the engine's."""
+        self.options = opts = options or RewardModelOptions()
+        path, weights = opts.path, opts.weights
+        self.name, self.n_verify, self.route_threshold = opts.name or "critic-rm", opts.n_verify, route_threshold
+        self.warm, self.min_pairs = warm, opts.min_pairs
         self.head: RewardHead | None = load_head(path) if path is not None else warm.head if warm else None
         if path is not None and self.head is not None:
-            _check_task(path, self.head, task, force)
+            _check_task(path, self.head, task, opts.force)
         if weights is not None and self.head is not None and weights != self.head.tag:
             where = repr(path) if path is not None else "the warm start"
             raise ConfigError(
                 f"the reward-model critic at {where} is {self.head.tag}, but the run recorded {weights}: "
                 "restore that artifact, or start a new run"
             )
-        kind = self.head.encoder if self.head is not None else resolve_encoder(encoder)
-        self.refit = refit and path is None  # a folder's head is used as it is
-        self.settings = HeadSettings(C=C, encoder=kind)
+        kind = self.head.encoder if self.head is not None else resolve_encoder(opts.encoder)
+        self.refit = opts.refit and path is None  # a folder's head is used as it is
+        self.settings = HeadSettings(C=opts.C, encoder=kind)
         text = text_encoder or make_text_encoder(kind)  # type: ignore[arg-type]
         if self.head is not None and text.dim != self.head.coef.shape[1]:
             raise ConfigError(

@@ -20,8 +20,7 @@ argmax, and when it is ``improve`` the tier comes from ``P(improve)``
 regressor on the signed Delta would mostly fit noise; the tiers keep the
 five-label ladder usable for reports without pretending to know more.
 
-Fitness mode (``rank_by="fitness"``, what the screener registry builds for
-runs): no classifier is fitted; ``FitnessModel`` (a Gaussian process on the
+Fitness mode (``rank_by="fitness"``, the default): no classifier is fitted; ``FitnessModel`` (a Gaussian process on the
 options and option pairs of each design, ``features.option_tokens``) learns
 the fitness of designs from every verified child and its parent, and the
 pool is ranked by ``mean + explore * sd``. Evidence still carries three-way
@@ -43,11 +42,11 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
-from verifyless.errors import ConfigError
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.outcome import Outcome, reward_label
 from verifyless.screen.base import ScreenContext
@@ -58,6 +57,7 @@ from verifyless.screen.features import (
     make_text_encoder,
     option_tokens,
 )
+from verifyless.screen.options import BaseOptions
 
 LABELS: tuple[str, str, str] = ("improve", "tie", "lose")
 COLD_START = "cold start"
@@ -176,52 +176,52 @@ class FitnessModel:
         return mu * scale + mean, np.sqrt(var) * scale
 
 
+class SurrogateOptions(BaseOptions):
+    """Options of screener ``surrogate`` (``SurrogateScreener``): the one place their defaults are written."""
+
+    rank_by: Literal["fitness", "delta", "improve"] = Field(
+        "fitness",
+        description="fitness: a Gaussian process on the designs' options, ranked by mean + explore x sd (measured "
+        "best on pool worlds, docs/benchmarks.md); delta: a classifier plus a ridge on the change in fitness; "
+        "improve: the classifier's P(improve)",
+    )
+    min_examples: int = Field(
+        4, ge=2, description="paid outcomes (of two labels, or two designs) before the model ranks; until then random"
+    )
+    features: FeatureKind = Field(
+        "hashing", description="candidate text features of delta/improve: hashing, minilm or auto (minilm if installed)"
+    )
+    C: float = Field(4.0, gt=0.0, description="inverse L2 strength of the delta/improve logistic regression")
+    explore: float = Field(1.0, ge=0.0, description="fitness: the UCB weight of the predictive standard deviation")
+    pair_weight: float = Field(
+        0.5, ge=0.0, description="fitness: the weight of shared option pairs against shared options in the kernel"
+    )
+
+
 class SurrogateScreener:
     """Online probabilistic critic over candidate features (implements ``OutcomeObserver``).
 
-    ``features``: ``"hashing"`` (default), ``"minilm"`` or ``"auto"`` (see
-    ``verifyless.screen.features``). ``n_verify``: how many to choose; None
-    uses ``ctx.n_verify``. ``C`` is the inverse L2 strength of the logistic
-    regression. ``seed`` fixes the estimator's ``random_state``; together with
-    ``ctx.rng`` (tie-breaks and cold-start shuffles) a run is deterministic.
+    Built from its options whole (``SurrogateOptions``). ``n_verify``: how many to choose; None uses
+    ``ctx.n_verify``. ``seed`` (the run's) fixes the estimator's ``random_state``; together with ``ctx.rng``
+    (tie-breaks and cold-start shuffles) a run is deterministic.
     """
 
-    name = "surrogate"
-
-    def __init__(
-        self,
-        seed: int = 0,
-        min_examples: int = 4,
-        features: FeatureKind = "hashing",
-        n_verify: int | None = None,
-        C: float = 4.0,
-        rank_by: str = "delta",
-        explore: float = 1.0,
-        pair_weight: float = 0.5,
-    ) -> None:
-        if min_examples < 2:
-            raise ConfigError(
-                f"surrogate min_examples must be at least 2 (got {min_examples}): a classifier needs two classes"
-            )
-        if rank_by not in ("delta", "improve", "fitness"):
-            raise ConfigError(f"surrogate rank_by must be 'fitness', 'delta' or 'improve', got {rank_by!r}")
-        if explore < 0:
-            raise ConfigError(f"surrogate explore must be >= 0 (a UCB weight), got {explore}")
-        self.rank_by = rank_by
-        self.explore = explore
-        self.pair_weight = pair_weight
-        self.fitness_model = FitnessModel()
+    def __init__(self, options: SurrogateOptions | None = None, *, seed: int = 0) -> None:
+        self.options = options or SurrogateOptions()
+        self.name = self.options.name or "surrogate"
         self.seed = seed
-        self.min_examples = min_examples
-        self.n_verify = n_verify
-        self.C = C
-        self.featurizer = CandidateFeaturizer(make_text_encoder(features))
+        self.fitness_model = FitnessModel()
+        self.featurizer = CandidateFeaturizer(make_text_encoder(self.options.features))
         self.features = self.featurizer.text.name
         self._examples: list[Example] = []
         self._rows: list[np.ndarray] = []
         self._model: Any = None
         self._regressor: Any = None
         self._fitted_on = 0  # number of examples the current model has seen
+
+    @property
+    def rank_by(self) -> str:
+        return self.options.rank_by
 
     # ------------------------------------------------------------------ learning
     @property
@@ -233,7 +233,7 @@ class SurrogateScreener:
         candidate = outcome.candidate
         if candidate is None:
             raise ValueError(f"outcome {outcome.child_id} has no candidate: the surrogate learns from its features")
-        if self.rank_by == "fitness":
+        if self.options.rank_by == "fitness":
             self._observe_fitness(candidate, outcome)
             return
         label = reward_label(outcome)
@@ -244,25 +244,27 @@ class SurrogateScreener:
 
     def _observe_fitness(self, candidate: Candidate, outcome: Outcome) -> None:
         """Fitness mode: store the child's design and outcome, and the parent's design when it is known."""
-        self.fitness_model.add(option_tokens(candidate, pair_weight=self.pair_weight), outcome.child_fitness)
+        self.fitness_model.add(option_tokens(candidate, pair_weight=self.options.pair_weight), outcome.child_fitness)
         parent = candidate.idea.params.get("parent_assignment") if candidate.idea.params else None
         if isinstance(parent, dict) and parent and outcome.parent_fitness is not None:
-            self.fitness_model.add(assignment_tokens(parent, pair_weight=self.pair_weight), outcome.parent_fitness)
+            self.fitness_model.add(
+                assignment_tokens(parent, pair_weight=self.options.pair_weight), outcome.parent_fitness
+            )
         label = reward_label(outcome)
         if label is not None:
             self._examples.append(Example(candidate.id, label, _change(outcome)))
 
     def _ready(self) -> bool:
-        if self.rank_by == "fitness":
-            return len(self.fitness_model) >= self.min_examples and self.fitness_model.usable
-        return len(self._examples) >= self.min_examples and len({e.label for e in self._examples}) >= 2
+        if self.options.rank_by == "fitness":
+            return len(self.fitness_model) >= self.options.min_examples and self.fitness_model.usable
+        return len(self._examples) >= self.options.min_examples and len({e.label for e in self._examples}) >= 2
 
     def _fit(self) -> None:
         if self._model is not None and self._fitted_on == len(self._examples):
             return
         from sklearn.linear_model import LogisticRegression
 
-        model = LogisticRegression(C=self.C, max_iter=2000, random_state=self.seed)
+        model = LogisticRegression(C=self.options.C, max_iter=2000, random_state=self.seed)
         rows = np.vstack(self._rows)
         model.fit(rows, [e.label for e in self._examples])
         self._model = model
@@ -276,7 +278,7 @@ class SurrogateScreener:
         (one parent, so child fitness and Delta order alike) by expected Delta
         uses that magnitude, which the three-way classifier throws away.
         """
-        if self.rank_by != "delta":
+        if self.options.rank_by != "delta":
             return None
         from sklearn.linear_model import Ridge
 
@@ -293,7 +295,7 @@ class SurrogateScreener:
         if not self._ready():
             raise RuntimeError(
                 f"the surrogate has {len(self._examples)} outcomes of "
-                f"{len({e.label for e in self._examples})} labels; it needs {self.min_examples} "
+                f"{len({e.label for e in self._examples})} labels; it needs {self.options.min_examples} "
                 "outcomes and two labels before it can predict"
             )
         self._fit()
@@ -313,9 +315,9 @@ class SurrogateScreener:
         self, ctx: ScreenContext, candidates: Sequence[Candidate]
     ) -> tuple[list[str], dict[str, Evidence]]:
         """UCB order: predicted fitness + ``explore`` x its standard deviation (seeded shuffle breaks ties)."""
-        tokens = [option_tokens(c, pair_weight=self.pair_weight) for c in candidates]
+        tokens = [option_tokens(c, pair_weight=self.options.pair_weight) for c in candidates]
         mu, sd = self.fitness_model.predict(tokens)
-        ucb = mu + self.explore * sd
+        ucb = mu + self.options.explore * sd
         parent = self._parent_fitness(candidates)
         order = list(range(len(candidates)))
         ctx.rng.shuffle(order)
@@ -336,7 +338,7 @@ class SurrogateScreener:
                     "rank_by": "fitness",
                     "mean": float(mu[i]),
                     "sd": float(sd[i]),
-                    "explore": self.explore,
+                    "explore": self.options.explore,
                     "n_designs": len(self.fitness_model),
                 },
             )
@@ -346,12 +348,12 @@ class SurrogateScreener:
         for c in candidates:
             parent = c.idea.params.get("parent_assignment") if c.idea.params else None
             if isinstance(parent, dict) and parent:
-                return self.fitness_model.known(assignment_tokens(parent, pair_weight=self.pair_weight))
+                return self.fitness_model.known(assignment_tokens(parent, pair_weight=self.options.pair_weight))
         return None
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
         started = time.perf_counter()
-        n_verify = ctx.n_verify if self.n_verify is None else self.n_verify
+        n_verify = ctx.n_verify if self.options.n_verify is None else self.options.n_verify
         ids = [c.id for c in candidates]
         if not self._ready():
             ranking = list(ids)
@@ -364,13 +366,13 @@ class SurrogateScreener:
                     uncertainty=1.0,
                     detail={
                         "mode": COLD_START,
-                        "reason": f"{COLD_START}: {seen} of {self.min_examples} outcomes, "
+                        "reason": f"{COLD_START}: {seen} of {self.options.min_examples} outcomes, "
                         f"{len({e.label for e in self._examples})} distinct labels; random order",
                     },
                 )
                 for pos, cid in enumerate(ranking)
             }
-        elif self.rank_by == "fitness":
+        elif self.options.rank_by == "fitness":
             ranking, evidence = self._rank_by_fitness(ctx, candidates)
         else:
             votes = self.predict(candidates)
@@ -412,4 +414,4 @@ class SurrogateScreener:
         )
 
 
-__all__ = ["COLD_START", "Example", "FitnessModel", "LABELS", "SurrogateScreener", "five_way"]
+__all__ = ["COLD_START", "Example", "FitnessModel", "LABELS", "SurrogateOptions", "SurrogateScreener", "five_way"]

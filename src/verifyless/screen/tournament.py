@@ -153,11 +153,11 @@ class TournamentOptions(LLMOptions):
 class PairwiseRPM(WatchesReplies):
     """Knockout tournament judged by an LLM over pairs of candidates.
 
-    ``show`` is ``"code"`` (plan + program, the default) or ``"summary"``.
-    Context: as many BFS nodes as fit ``context_tokens`` (default 24000,
-    estimated at 4 characters per token), capped at ``context_nodes`` when
-    set. ``chosen`` is the top ``n_verify`` of the ranking (this object's
-    value, else ``ctx.n_verify``). The prompt is ``prompts/screen/pairwise.md``,
+    Built from its options whole (``TournamentOptions``, where the defaults
+    live). ``show`` is ``"code"`` (plan + program) or ``"summary"``.
+    Context: as many BFS nodes as fit ``context_tokens`` (estimated at 4
+    characters per token), capped at ``context_nodes`` when set. ``chosen`` is
+    the top ``n_verify`` of the ranking (the options', else ``ctx.n_verify``). The prompt is ``prompts/screen/pairwise.md``,
     or ``prompt_file`` when given (checked by ``load_prompt_file``), or
     ``template``, an in-memory ``prompts.Template``, which wins over both.
     The run's data report (``ctx.data_report``) fills ``{{data_report}}``;
@@ -165,24 +165,23 @@ class PairwiseRPM(WatchesReplies):
     """
 
     model: Model
-    context_nodes: int | None = None
-    both_orders: bool = True
-    show: Literal["summary", "code"] = "code"
+    options: TournamentOptions = field(default_factory=TournamentOptions)
     _: KW_ONLY
-    context_tokens: int | None = 24000
-    temperature: float | None = None
-    max_tokens: int | None = None
-    n_verify: int | None = None
-    prompt_file: str | None = None
     template: Template | None = None
-    name: str = "tournament"
 
     def __post_init__(self) -> None:
-        if self.show not in ("summary", "code"):
-            raise ValueError(f"show must be 'summary' or 'code', got {self.show!r}")
-        if self.template is None and self.prompt_file:
-            self.template = load_prompt_file(self.prompt_file, "tournament", PLACEHOLDERS, MARKERS)
+        if self.template is None and self.options.prompt_file:
+            self.template = load_prompt_file(self.options.prompt_file, "tournament", PLACEHOLDERS, MARKERS)
         super().__post_init__()
+
+    @property
+    def name(self) -> str:
+        """The name recorded in screening events: ``options.name``, else ``tournament``."""
+        return self.options.name or "tournament"
+
+    @property
+    def context_tokens(self) -> int | None:
+        return self.options.context_tokens
 
     def messages(self, ctx: ScreenContext, context: Sequence[ContextNode], a: Candidate, b: Candidate):
         values = {
@@ -190,8 +189,8 @@ class PairwiseRPM(WatchesReplies):
             "metric": metric_line(ctx.task),
             "data_report": ctx.data_report.strip(),
             "context": format_context(context),
-            "candidate_a": describe(a, self.show),
-            "candidate_b": describe(b, self.show),
+            "candidate_a": describe(a, self.options.show),
+            "candidate_b": describe(b, self.options.show),
         }
         return messages(self.template or load_template("screen/pairwise"), values)
 
@@ -200,8 +199,8 @@ class PairwiseRPM(WatchesReplies):
             ModelRequest(
                 messages=self.messages(ctx, context, first, second),
                 role="judge",
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                temperature=self.options.temperature,
+                max_tokens=self.options.max_tokens,
                 sample_offset=offset,
             )
         )
@@ -219,13 +218,13 @@ class PairwiseRPM(WatchesReplies):
 
     def context(self, ctx: ScreenContext) -> list[ContextNode]:
         """The context nodes every match of this screening shows."""
-        return collect_context(ctx, self.context_nodes, self.context_tokens)
+        return collect_context(ctx, self.options.context_nodes, self.options.context_tokens)
 
     def estimate_match_tokens(self, ctx: ScreenContext, a: Candidate, b: Candidate) -> int:
         """Tokens one match between ``a`` and ``b`` costs on its first pass (prompt estimate + reply cap)."""
         prompt = sum(estimate_tokens(m.content) for m in self.messages(ctx, self.context(ctx), a, b))
-        calls = 2 if self.both_orders else 1
-        return calls * (prompt + (self.max_tokens or DEFAULT_COMPLETION_TOKENS))
+        calls = 2 if self.options.both_orders else 1
+        return calls * (prompt + (self.options.max_tokens or DEFAULT_COMPLETION_TOKENS))
 
     async def match(
         self,
@@ -245,7 +244,7 @@ class PairwiseRPM(WatchesReplies):
         if coin is None:
             coin = ctx.rng.random()
         result = Match(round=rnd, pair=(a.id, b.id), votes={a.id: 0, b.id: 0})
-        orders = [(a, b), (b, a)] if self.both_orders else [(a, b)]
+        orders = [(a, b), (b, a)] if self.options.both_orders else [(a, b)]
         for offset in (0, 1):  # a first pass, then one more pass only when undecided
             samples = await asyncio.gather(*(self._ask(ctx, context, x, y, offset) for x, y in orders))
             for s in samples:
@@ -292,7 +291,7 @@ class PairwiseRPM(WatchesReplies):
             ranking.remove(alive[0])
             ranking.insert(0, alive[0])
         evidence = {cid: self._evidence(cid, eliminated.get(cid, 0), matches, [n.id for n in context]) for cid in ids}
-        return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
+        return choose_top(self.name, ranking, evidence, self.options.n_verify, ctx, started)
 
     @staticmethod
     def _evidence(cid: str, survived: int, matches: Sequence[Match], context_ids: Sequence[str]) -> Evidence:

@@ -60,8 +60,8 @@ from verifyless.node import Candidate, Idea, Operator, Screening
 from verifyless.outcome import Outcome, label3
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
-from verifyless.screen.critic import TEMPERATURE, K, PointwiseCritic, parse_verdict
-from verifyless.screen.health import ReplyHealth
+from verifyless.screen.critic import TEMPERATURE, CriticOptions, K, PointwiseCritic, parse_verdict
+from verifyless.screen.health import watch
 from verifyless.screen.learner import AdapterLearner, Lesson
 from verifyless.screen.options import LocalCriticOptions
 from verifyless.screen.reward import recorded_critic
@@ -103,6 +103,20 @@ class TestTimeCriticOptions(LocalCriticOptions):
     )
     adapter_root: str | None = Field(None, description="folder of the adapter versions (keep it beside the store)")
     seed: int | None = Field(None, description="seed of the learning draws (default: the run's seed)")
+
+    def critic_options(self) -> CriticOptions:
+        """The pointwise critic that screens: its k samples at the learner's temperature and length."""
+        return CriticOptions(
+            k=self.k,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            n_verify=self.n_verify,
+            name=self.name or "critic-ttl",
+        )
+
+    def learner_options(self) -> dict[str, Any]:
+        """The keyword arguments of the learner (``LEARNER_OPTIONS``, plus the sampling both share)."""
+        return {k: getattr(self, k) for k in (*LEARNER_OPTIONS, "temperature", "max_tokens")}
 
 
 LEARNER_OPTIONS = (
@@ -150,27 +164,24 @@ class TestTimeCritic:
         self,
         critic: PointwiseCritic,
         learner: AdapterLearner,
-        mode: str = "sdft",
+        options: TestTimeCriticOptions | None = None,
         *,
-        every: int = 2,
-        pairs_per_update: int | None = None,
         seed: int = 0,
         task: Any = None,
-        min_parse_rate: float = 0.5,
-        max_unparsed_screenings: int = 3,
     ) -> None:
-        """``critic`` screens (its model is the one ``learner`` trains an adapter of) and names the screenings;
-        ``min_parse_rate`` / ``max_unparsed_screenings`` are the reply-health limits of ``health``."""
-        if mode not in ("sdft", "grpo"):
-            raise ConfigError(f"critic-ttl mode must be 'sdft' or 'grpo', got {mode!r}")
-        self.name, self.mode, self.every, self.seed = critic.name, mode, every, seed
-        self.pairs_per_update = pairs_per_update
+        """``critic`` screens (its model is the one ``learner`` trains an adapter of; both were built from these
+        ``options``, ``critic_options`` and the ``LEARNER_OPTIONS``) and names the screenings; ``seed`` is the
+        run's, used unless the options set one; the options' reply-health limits watch ``health``."""
+        self.options = options or TestTimeCriticOptions()
+        self.name, self.mode, self.every = critic.name, self.options.mode, self.options.every
+        self.seed = self.options.seed if self.options.seed is not None else seed
+        self.pairs_per_update = self.options.pairs_per_update
         self.learner = learner
         self.critic = critic
         self.pending: list[Outcome] = []
         self._ctx: ScreenContext | None = None
         self.task = task  # prompts before the first screening (e.g. learning right after a resume)
-        self.health = ReplyHealth.watching(self, min_parse_rate, max_unparsed_screenings)
+        self.health = watch(self)
 
     @property
     def version(self) -> int:

@@ -35,7 +35,7 @@ from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveScreener
 from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.features import TextEncoder
-from verifyless.screen.reward import RewardModelCritic, WarmHead, learned_critic
+from verifyless.screen.reward import RewardModelCritic, RewardModelOptions, WarmHead, learned_critic
 from verifyless.store import RunStore
 from verifyless.task.base import Task
 from verifyless.train.warm import warm_head
@@ -99,7 +99,8 @@ def critic_arm(warm: WarmHead | None, encoder: TextEncoder, *, adaptive: bool) -
     """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive (default options)."""
 
     def make(book: WorldBook, seed: int) -> Any:
-        critic = RewardModelCritic(warm=warm, encoder=encoder.name, text_encoder=encoder)
+        options = RewardModelOptions(encoder=encoder.name)  # type: ignore[arg-type]  # a TextEncoder's kind
+        critic = RewardModelCritic(options, warm=warm, text_encoder=encoder)
         return AdaptiveScreener(critic, AdaptiveOptions()) if adaptive else critic
 
     return make

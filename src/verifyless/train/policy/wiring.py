@@ -28,7 +28,7 @@ from verifyless.executors.registry import build_executor
 from verifyless.model import build_model
 from verifyless.model.cache import ResponseCache
 from verifyless.models_wiring import RunIdOf, build_guards, build_models, build_roles, call_recorder
-from verifyless.screen.critic import PointwiseCritic
+from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.train.policy.rewards import PolicyRewarder
@@ -174,7 +174,7 @@ def _critic(spec: str | None, settings: RewardSettings, store: Any, path: Path, 
         return None
 
     model = build_model(spec, cache=ResponseCache(path), recorder=call_recorder(store, run_id))
-    return PointwiseCritic(model, k=settings.votes, route_threshold=settings.threshold)
+    return PointwiseCritic(model, CriticOptions(k=settings.votes), route_threshold=settings.threshold)
 
 
 __all__ = ["BuiltRewarder", "build_rewarder"]
