@@ -10,6 +10,7 @@ from typing import Any
 
 from verifyless import datareport
 from verifyless.engine.health import stored_role_health
+from verifyless.events import DataReported
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
 from verifyless.report.views.card import run_card
@@ -130,7 +131,7 @@ def transfer_lines(data: dict[str, Any]) -> list[str]:
 
 def data_report_line(st, run_id: str) -> str:
     """One line about the run's data report: computed from which files, or what could not be computed."""
-    stored = [e.payload for e in st.events(run_id, kinds=[datareport.EVENT])]
+    stored = [e.record for e in st.events(run_id, DataReported)]
     return datareport.status_line(stored[-1] if stored else None)
 
 
