@@ -351,7 +351,7 @@ class NodeRecorded(EventRecord):
         return out
 
     @classmethod
-    def parse(cls, payload: Mapping[str, Any]) -> NodeRecorded:  # type: ignore[override]
+    def parse(cls, payload: Mapping[str, Any]) -> NodeRecorded:
         idea = payload.get("idea") or {}
         idea = {"text": idea} if isinstance(idea, str) else {"text": "", **idea}
         fixed = {"program": "", "parent_id": None, "program_hash": "", **payload, "idea": idea}
@@ -417,7 +417,7 @@ class Verified(EventRecord):
     reused_from: str | None = _spec(None, omit=True)
 
     @classmethod
-    def parse(cls, payload: Mapping[str, Any]) -> Verified:  # type: ignore[override]
+    def parse(cls, payload: Mapping[str, Any]) -> Verified:
         status_of(payload.get("status"))  # a clear error for a missing or unknown status
         return super().parse(payload)
 
@@ -495,7 +495,7 @@ class Screened(EventRecord):
     round: int = 0
 
     @classmethod
-    def parse(cls, payload: Mapping[str, Any]) -> Screened:  # type: ignore[override]
+    def parse(cls, payload: Mapping[str, Any]) -> Screened:
         fixed = {"ranking": (), "chosen": (), "screener": "", **payload}
         if "to_verify" not in fixed:
             fixed["to_verify"] = fixed["chosen"]
@@ -709,7 +709,7 @@ class Unrecognised(EventRecord):
         return dict(self.extra)
 
     @classmethod
-    def parse(cls, payload: Mapping[str, Any]) -> Unrecognised:  # type: ignore[override]
+    def parse(cls, payload: Mapping[str, Any]) -> Unrecognised:
         return cls(extra=dict(payload))
 
 

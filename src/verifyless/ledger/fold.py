@@ -140,7 +140,7 @@ class RunState:
             case ScreenerLearned() as r:
                 self.learn_records.append(r.learned | {"round": r.round})
             case ProposalsLogged() as r:
-                self.proposals[str(r.key)] = list(r.items)
+                self.proposals[str(r.key)] = [dict(i) for i in r.items]
         self.last_seq = max(self.last_seq, event.seq)
         return told
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from verifyless.errors import ConfigError
-from verifyless.events import LowFidelityRan, SmokeRan
+from verifyless.events import EventRecord, LowFidelityRan, SmokeRan
 from verifyless.executors.base import Executor
 from verifyless.ledger.paid import REPAIRABLE
 from verifyless.node import Candidate, Status, Verification
@@ -60,9 +60,7 @@ class PaidBook(Protocol):
     @property
     def state(self) -> Any: ...
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
-    ) -> Any: ...
+    def emit(self, record: EventRecord, node_id: str | None = None, charge: Charge | None = None) -> Any: ...
 
     def set_status(self, node_id: str, status: Status, reason: str) -> None: ...
 

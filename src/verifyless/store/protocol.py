@@ -52,7 +52,7 @@ class RunStoreProtocol(Protocol):
 
     @overload
     def events(
-        self, run_id: str, first: type[R], *types: type[R], after: int = 0, node_id: str | None = None
+        self, run_id: str, first: type[R], /, *types: type[R], after: int = 0, node_id: str | None = None
     ) -> Iterator[Event[R]]: ...
 
     def runs(self) -> list[RunInfo]: ...

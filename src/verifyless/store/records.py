@@ -10,7 +10,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from verifyless.events import EventRecord, kind_of, parse_event
 
-R = TypeVar("R", bound=EventRecord, covariant=True)
+R = TypeVar("R", bound=EventRecord)
 
 
 @dataclass(frozen=True, slots=True)

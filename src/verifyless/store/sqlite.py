@@ -219,7 +219,7 @@ class RunStore(StoreReads, BlobStore):
 
     @overload
     def events(
-        self, run_id: str, first: type[R], *types: type[R], after: int = 0, node_id: str | None = None
+        self, run_id: str, first: type[R], /, *types: type[R], after: int = 0, node_id: str | None = None
     ) -> Iterator[Event[R]]: ...
 
     def events(
