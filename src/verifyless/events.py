@@ -27,6 +27,7 @@ into the payload, e.g. ``Verified.verification``).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
@@ -107,16 +108,8 @@ def _dict(raw: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-able copy: records as dicts, enums as values, tuples as lists."""
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, Status):
-        return value.value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    """A JSON-able copy (records as their ``to_dict``, enums as values, tuples as lists), as the store decodes it."""
+    return json.loads(json.dumps(value, default=lambda obj: obj.to_dict()))
 
 
 KINDS: dict[str, type[EventRecord]] = {}  # kind string -> its record class (policy kinds once imported)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from verifyless.errors import StoreError
 from verifyless.events import (
@@ -46,7 +46,6 @@ from verifyless.store.blobs import BlobStore
 from verifyless.store.reads import StoreReads
 from verifyless.store.records import Charge, Event, Item
 
-R = TypeVar("R", bound=EventRecord)
 _PAGE = 2000  # events are read in pages so the lock is never held while a caller iterates
 
 
@@ -212,16 +211,6 @@ class RunStore(StoreReads, BlobStore):
         """Log a finished verification with its oriented ``fitness``; charges 1 verification + seconds by default."""
         return self.append(run_id, Verified(verification, fitness), node_id=node_id, charge=charge)
 
-    @overload
-    def events(
-        self, run_id: str, *, kinds: Iterable[str] | None = None, after: int = 0, node_id: str | None = None
-    ) -> Iterator[Event[EventRecord]]: ...
-
-    @overload
-    def events(
-        self, run_id: str, first: type[R], /, *types: type[R], after: int = 0, node_id: str | None = None
-    ) -> Iterator[Event[R]]: ...
-
     def events(
         self,
         run_id: str,
@@ -232,7 +221,7 @@ class RunStore(StoreReads, BlobStore):
     ) -> Iterator[Event[Any]]:
         """Committed events of a run with ``seq > after`` in seq order, optionally of the record classes ``types``
         (each event's ``record`` is then one of them) and of one node. ``kinds`` filters by kind string instead,
-        for tools that read raw kinds (tests, exports)."""
+        for tools that read raw kinds (tests, exports). ``RunStoreProtocol.events`` states the typed overloads."""
         parsers = {t.KIND: t for t in types}
         if types:
             kinds = list(parsers)
