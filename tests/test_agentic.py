@@ -425,11 +425,11 @@ def test_pilot_records_carry_seconds_device_and_outcome(task: Task) -> None:
     )
     _, screening = _screen(_rpm(model, device="GPU: Test Card 80GB"), task)
     records = pilot_records(screening)
-    assert [(r["index"], r["tool"], r["outcome"], r["device"]) for r in records] == [
+    assert [(r.index, r.tool, r.outcome, r.device) for r in records] == [
         (1, "python", "ok", "GPU: Test Card 80GB"),
         (2, "python", "failed", "GPU: Test Card 80GB"),
     ]
-    assert sum(r["seconds"] for r in records) == pytest.approx(pilot_seconds(screening))
+    assert sum(r.seconds for r in records) == pytest.approx(pilot_seconds(screening))
     first = [r for r in model.requests if r.role == "agentic-pilot"][0].messages[1].content
     assert "Hardware: GPU: Test Card 80GB." in first
 

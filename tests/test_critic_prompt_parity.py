@@ -11,12 +11,12 @@ import asyncio
 from pathlib import Path
 
 from test_datareport_run import Recorder, config
-from verifyless import datareport
 from verifyless.critic_data.collect import CollectSettings
 from verifyless.critic_data.dataset import card_data, card_markdown, load_critic_dataset, save_dataset
 from verifyless.critic_data.harvest import harvest_run
 from verifyless.critic_data.pipeline import CollectWiring, run_collection
 from verifyless.critic_data.prompt import critic_messages
+from verifyless.events import DataReported
 from verifyless.ledger import BudgetConfig
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
@@ -48,8 +48,8 @@ def test_a_training_rows_prompt_is_the_runs_prompt_byte_for_byte(tmp_path):
     store, run_id, requests = _run_with_critic(tmp_path)
     with store:
         rows = harvest_run(store, run_id, min_improving=0).rows
-        report = store.events(run_id, kinds=[datareport.EVENT])
-        markdown = str(next(iter(report)).payload["markdown"]).strip()
+        report = store.events(run_id, DataReported)
+        markdown = str(next(iter(report)).record.markdown).strip()
     assert rows and markdown
     for row in rows:
         assert row["data_report"] == markdown
@@ -88,5 +88,5 @@ def test_a_collection_stores_the_data_report_as_a_run_does(tmp_path):
         CollectWiring(models=[f"scripted:{SCRIPTS / 'diabetes.yaml'}"]),
     )
     with RunStore(db) as st:
-        (event,) = st.events(result.run_id, kinds=[datareport.EVENT])
-        assert event.payload["markdown"] and not event.charge
+        (event,) = st.events(result.run_id, DataReported)
+        assert event.record.markdown and not event.charge

@@ -181,15 +181,18 @@ def test_malformed_script_output_is_rejected():
 
 
 def test_show_counts_public_files_that_are_not_tables_apart_from_real_gaps():
+    import dataclasses
+
     from verifyless.datareport import NOT_A_TABLE, SCRIPT, status_line
+    from verifyless.events import DataReported
 
     assert NOT_A_TABLE in SCRIPT.read_text()  # the sandboxed script writes exactly this text
-    payload = {
-        "files": ["train.csv", "test.csv"],
-        "unavailable": [f"description.md: {NOT_A_TABLE}", "target y: not in train.csv"],
-        "seconds": 0.1,
-    }
+    payload = DataReported(
+        files=("train.csv", "test.csv"),
+        unavailable=(f"description.md: {NOT_A_TABLE}", "target y: not in train.csv"),
+        seconds=0.1,
+    )
     line = status_line(payload)
     assert "1 other file(s) not tables (description.md)" in line
     assert line.endswith("; not computed: target y: not in train.csv") and "description.md: not a CSV" not in line
-    assert "not computed" not in status_line({**payload, "unavailable": payload["unavailable"][:1]})
+    assert "not computed" not in status_line(dataclasses.replace(payload, unavailable=payload.unavailable[:1]))

@@ -11,7 +11,8 @@ from verifyless import datareport
 from verifyless._cli.replay import replay_run
 from verifyless._cli.show import show_data
 from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
-from verifyless.datareport import DataReport, event_payload, report_for_run, status_line
+from verifyless.datareport import DataReport, event_record, report_for_run, status_line
+from verifyless.events import DataReported
 from verifyless.report.render import report_html
 from verifyless.report.views.data_report import data_report_view
 from verifyless.sandbox.local import LocalSandbox
@@ -91,7 +92,7 @@ def user_text(request) -> str:
 
 
 def stored_reports(store, run_id):
-    return list(store.events(run_id, kinds=[datareport.EVENT]))
+    return list(store.events(run_id, DataReported))
 
 
 def test_a_new_run_computes_the_report_in_the_sandbox_once_and_every_prompt_gets_it(tmp_path, monkeypatch):
@@ -124,7 +125,7 @@ def test_a_new_run_computes_the_report_in_the_sandbox_once_and_every_prompt_gets
         assert data_report_view(store, run_id).markdown == event.payload["markdown"]
         html = report_html(store, run_id, figures_dir="figures/")
         assert '<h2 id="data">Data report</h2>' in html and "| bmi |" in html and "Data report for diabetes" in html
-        assert status_line(event.payload).startswith("data report: computed from 3 file(s)")
+        assert status_line(event.record).startswith("data report: computed from 3 file(s)")
         # a replay computes it again (a new run): the same bytes, so every cached reply keyed by prompt hits
         monkeypatch.setattr(datareport, "_cache", {})
         replayed = asyncio.run(replay_run(store, run_id))
@@ -197,8 +198,8 @@ def test_an_openevolve_task_stores_what_could_not_be_computed_and_the_critic_see
         assert event.payload["files"] == [] and event.payload["unavailable"][0].startswith("no public data")
         assert "### Not computed" in event.payload["markdown"]
         assert critic and all("duplicate rows were not computed" in user_text(r) for r in critic)
-        assert status_line(event.payload).startswith("data report: not computed")
-        assert show_data(store, run_id, 5)["data_report"] == status_line(event.payload)  # the line `show` prints
+        assert status_line(event.record).startswith("data report: not computed")
+        assert show_data(store, run_id, 5)["data_report"] == status_line(event.record)  # the line `show` prints
         assert not any(datareport.SCRIPT_NAME in " ".join(c["argv"]) for c in spy.calls)  # nothing to run
 
 
@@ -208,6 +209,6 @@ def test_a_report_that_fails_is_data_not_an_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(datareport, "data_report", broken)
     report, seconds = report_for_run(load_task("diabetes"), LocalSandbox())
-    payload = event_payload(report, "blob", seconds)
-    assert payload["files"] == [] and "RuntimeError: sandbox gone" in payload["unavailable"][0]
-    assert "### Not computed" in payload["markdown"] and "sandbox gone" in status_line(payload)
+    record = event_record(report, "blob", seconds)
+    assert record.files == () and "RuntimeError: sandbox gone" in record.unavailable[0]
+    assert "### Not computed" in record.markdown and "sandbox gone" in status_line(record)

@@ -17,7 +17,7 @@ deterministic: the same public files give byte-identical ``to_json()``; it is co
 as a blob. ``render_markdown`` is the text a prompt or the report includes.
 
 In a run (``engine.data_report``, docs/design/screening.md): ``report_for_run`` computes it once at a new
-run's start and never raises; ``event_payload`` is the stored ``data_report`` event (the blob hash and the
+run's start and never raises; ``event_record`` is the stored ``data_report`` event (the blob hash and the
 markdown every prompt of the run uses); ``status_line`` is what ``show`` prints about it.
 """
 
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from verifyless.events import DataReported
 from verifyless.node import content_hash
 from verifyless.sandbox.base import Sandbox
 from verifyless.task.base import Task
@@ -224,8 +225,6 @@ def task_data_hash(task: Task) -> str:
 
 # ------------------------------------------------------------------ in a run
 
-EVENT = "data_report"  # the run store's event kind; its payload is ``event_payload``'s
-
 
 def report_for_run(task: Task, sandbox: Sandbox, *, hide: Sequence[Path] = ()) -> tuple[DataReport, float]:
     """The report a run starts with and the seconds it took; never raises (an error is a ``Not computed`` line).
@@ -240,31 +239,31 @@ def report_for_run(task: Task, sandbox: Sandbox, *, hide: Sequence[Path] = ()) -
     return report, time.monotonic() - started
 
 
-def event_payload(report: DataReport, blob: str, seconds: float) -> dict[str, Any]:
+def event_record(report: DataReport, blob: str, seconds: float) -> DataReported:
     """The ``data_report`` event: the blob of ``report.to_json()``, the markdown every prompt of the run uses
     (stored, so a resume shows the models the same bytes), what was computed and what was not."""
-    return {
-        "blob": blob,
-        "content_hash": report.content_hash,
-        "files": [f.name for f in report.files],
-        "target": report.target.column if report.target else None,
-        "unavailable": list(report.unavailable),
-        "hidden_visible": list(report.hidden_visible),
-        "seconds": seconds,
-        "markdown": render_markdown(report),
-    }
+    return DataReported(
+        blob=blob,
+        content_hash=report.content_hash,
+        files=tuple(f.name for f in report.files),
+        target=report.target.column if report.target else None,
+        unavailable=tuple(report.unavailable),
+        hidden_visible=tuple(report.hidden_visible),
+        seconds=seconds,
+        markdown=render_markdown(report),
+    )
 
 
-def status_line(payload: Mapping[str, Any] | None) -> str:
+def status_line(stored: DataReported | None) -> str:
     """One line about a run's data report (``show``): computed from which files, or what was missing."""
-    if payload is None:
+    if stored is None:
         return "data report: none (the run predates it or engine.data_report was off)"
-    files = payload.get("files") or []
-    unavailable = payload.get("unavailable") or []
-    seconds = f"{float(payload.get('seconds') or 0.0):.1f} s in the sandbox"
+    files = list(stored.files or ())
+    unavailable = list(stored.unavailable or ())
+    seconds = f"{float(stored.seconds or 0.0):.1f} s in the sandbox"
     if not files:
         return f"data report: not computed ({seconds}): {'; '.join(unavailable) or 'no reason stored'}"
-    target = f", target {payload['target']}" if payload.get("target") else ""
+    target = f", target {stored.target}" if stored.target else ""
     head = f"data report: computed from {len(files)} file(s) ({', '.join(files)}{target}; {seconds})"
     # public files that are not tables (a description, a task card) are expected, not a gap in the report
     texts = [str(u) for u in unavailable]
@@ -471,13 +470,12 @@ __all__ = [
     "Association",
     "ColumnSummary",
     "DataReport",
-    "EVENT",
     "FileSummary",
     "Shift",
     "TargetSummary",
     "compute_data_report",
     "data_report",
-    "event_payload",
+    "event_record",
     "parse_report",
     "render_markdown",
     "report_for_run",

@@ -18,6 +18,7 @@ from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.errors import ConfigError, ModelUnavailable
+from verifyless.events import LlmCalled, ModelChosen
 from verifyless.guards import Guards
 from verifyless.model import build_model
 from verifyless.model.base import Model
@@ -234,7 +235,7 @@ def choice_recorder(store: RunStoreProtocol, run_id: RunIdOf, ensemble: str) -> 
     def record(choice: Any) -> None:
         run = run_id()
         if run is not None:
-            store.append(run, "model_choice", {**choice.to_dict(), "ensemble": ensemble})
+            store.append(run, ModelChosen.parse({**choice.to_dict(), "ensemble": ensemble}))
 
     return record
 
@@ -246,24 +247,24 @@ def call_recorder(store: RunStoreProtocol, run_id: RunIdOf) -> Callable[[Any], N
         run = run_id()
         if run is None:
             return
-        payload = {
-            "role": rec.role,
-            "model": rec.model,
-            "prompt_hash": rec.prompt_hash,
-            "prompt_tokens": rec.usage.prompt_tokens,
-            "completion_tokens": rec.usage.completion_tokens,
-            "cost": rec.usage.cost,
-            "cached": rec.cached,
-            "latency_s": rec.latency_s,
-            "n": rec.n,
-            "error": rec.error,
-        }
+        record = LlmCalled(
+            role=rec.role,
+            model=rec.model,
+            prompt_hash=rec.prompt_hash,
+            prompt_tokens=rec.usage.prompt_tokens,
+            completion_tokens=rec.usage.completion_tokens,
+            cost=rec.usage.cost,
+            cached=rec.cached,
+            latency_s=rec.latency_s,
+            n=rec.n,
+            error=rec.error,
+        )
         charge = (
             None
             if rec.cached
             else Charge(tokens_in=rec.usage.prompt_tokens, tokens_out=rec.usage.completion_tokens, cost=rec.usage.cost)
         )
-        store.append(run, "llm_call", payload, charge=charge)
+        store.append(run, record, charge=charge)
 
     return record
 

@@ -521,7 +521,8 @@ def _print_result(result, st) -> None:
     console.print(table)
     held = final.held_out
     if held:
-        console.print(selection_line(final.node_id, held), highlight=False, soft_wrap=True)
+        line = selection_line(final.node_id, held.strategy_best, len(held.pool), len(held.eligible))
+        console.print(line, highlight=False, soft_wrap=True)
     warning = final.transfer_warning
     if warning:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)

@@ -6,11 +6,11 @@ Pure reads of a (read-only) store; ``_cli/app.py`` owns the commands and the pri
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from verifyless import datareport
 from verifyless.engine.health import stored_role_health
+from verifyless.events import DataReported
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
 from verifyless.report.views.card import run_card
@@ -113,7 +113,7 @@ def transfer_data(st, run_id: str) -> dict[str, Any]:
     """The baseline and the returned node on validation and hidden test, and the warning when the validation gain
     did not transfer (``FinalView.transfer_warning``)."""
     f = final_view(st, run_id)
-    held = f.held_out or {}
+    held = f.held_out
     return {
         "baseline": {
             "node_id": "root",
@@ -123,7 +123,13 @@ def transfer_data(st, run_id: str) -> dict[str, Any]:
         },
         "final": {"node_id": f.node_id, "validation": f.score, "selection": f.selection_score, "test": f.test_score},
         "selection_metric": f.selection_metric,
-        "chosen_on_selection": {k: held.get(k) for k in ("pool", "eligible", "strategy_best")} if held else None,
+        "chosen_on_selection": {
+            "pool": list(held.pool),
+            "eligible": list(held.eligible),
+            "strategy_best": held.strategy_best,
+        }
+        if held
+        else None,
         "warning": f.transfer_warning,
     }
 
@@ -139,26 +145,31 @@ def transfer_lines(data: dict[str, Any]) -> list[str]:
     ]
     chosen = data.get("chosen_on_selection")
     if chosen:
-        lines.append(selection_line(data["final"]["node_id"], chosen))
+        lines.append(
+            selection_line(
+                data["final"]["node_id"], chosen["strategy_best"], len(chosen["pool"]), len(chosen["eligible"])
+            )
+        )
     return lines + ([f"[yellow]warning:[/] {data['warning']}"] if data["warning"] else [])
 
 
-def selection_line(winner: str | None, held: Mapping[str, Any]) -> str:
-    """One line on how the final node was chosen on the selection split (rows search never optimised); ``held``
-    has the ``selection_split`` event's ``pool``, ``eligible`` and ``strategy_best``."""
-    best = held.get("strategy_best")
+def selection_line(winner: str | None, strategy_best: str | None, pool: int, eligible: int) -> str:
+    """One line on how the final node was chosen on the selection split (rows search never optimised): the
+    winner, the strategy's pick, and how many of the pool's nodes were not worse than the baseline on validation."""
     verdict = (
-        "kept the strategy's pick" if winner == best else f"returned {winner} instead of the strategy's pick {best}"
+        "kept the strategy's pick"
+        if winner == strategy_best
+        else f"returned {winner} instead of the strategy's pick {strategy_best}"
     )
     return (
-        f"final node chosen on the selection split: {verdict} ({len(held.get('eligible') or ())} of "
-        f"{len(held.get('pool') or ())} top nodes were not worse than the baseline on validation)"
+        f"final node chosen on the selection split: {verdict} ({eligible} of {pool} top nodes were not worse than "
+        "the baseline on validation)"
     )
 
 
 def data_report_line(st, run_id: str) -> str:
     """One line about the run's data report: computed from which files, or what could not be computed."""
-    stored = [e.payload for e in st.events(run_id, kinds=[datareport.EVENT])]
+    stored = [e.record for e in st.events(run_id, DataReported)]
     return datareport.status_line(stored[-1] if stored else None)
 
 

@@ -68,6 +68,7 @@ from typing import Any, Literal
 from verifyless.child import ChildMaker
 from verifyless.critic_data.harvest import COLLECT_KIND
 from verifyless.engine.baseline import check_baseline
+from verifyless.events import BriefLogged, ProposalsLogged
 from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from, low_fidelity_for
 from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
@@ -345,7 +346,7 @@ class Collector:
         if self.state.brief is None:
             self._check_llm_budget()
             brief = await self.roles.briefer.brief(self.task, data_report=self.state.data_report_text())
-            self.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+            self.ledger.emit(BriefLogged(brief.understanding, tuple(brief.criteria)))
 
     async def _proposals(
         self, key: str, parent: ParentInfo, n: int, avoid: tuple[str, ...] = ()
@@ -360,8 +361,7 @@ class Collector:
                 seed=_seed(self.settings.seed, key),
             )
             items = list(await self.maker.propose(ctx, n))[:n]
-            payload = {"key": key, "parent_id": parent.id, "items": [_item_to(i) for i in items]}
-            self.ledger.emit("proposals", payload)
+            self.ledger.emit(ProposalsLogged(key, parent.id, tuple(_item_to(i) for i in items)))
         return [_item_from(i) for i in self.state.proposals[key]]
 
     def _parent(self, nid: str) -> ParentInfo:

@@ -54,6 +54,7 @@ from verifyless.engine.screen_step import ScreenStep
 from verifyless.engine.snapshot import Loaded, Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
+from verifyless.events import Finalised, ModelFailed, RoundStarted, ScreenerLearned, Told
 from verifyless.executors.base import Executor
 from verifyless.guards import Guards
 from verifyless.ledger import BudgetGate, Ledger, RunState, candidate_from
@@ -215,8 +216,8 @@ class Engine:
         if run_id is not None:
             self.resume.restore(from_snapshot=from_snapshot)
         else:  # what the screener resolved before the run existed (critic-rm's warm start), stored first
-            for kind, payload in getattr(self.screener, "start_events", list)():
-                self.ledger.emit(kind, payload)
+            for record in getattr(self.screener, "start_events", list)():
+                self.ledger.emit(record)
         self.store.set_status(self.run_id, "running")
         self.progress("start", {"run_id": self.run_id, "task": self.task.name})
         if run_id is not None:
@@ -232,8 +233,7 @@ class Engine:
             await self.dispatch.cancel()
             raise
         final_id = await life.select_final(self.strategy.final(self.state.view))
-        chosen_on = {"selection_metric": self.task.selection_metric} if self.task.selection_metric else {}
-        self.ledger.emit("final", {"node_id": final_id, "stopped": stopped, **chosen_on})
+        self.ledger.emit(Finalised(final_id, stopped, self.task.selection_metric))
         await life.submit_ensemble(self.strategy, final_id)
         check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
         self.store.set_status(self.run_id, "finished")
@@ -259,10 +259,8 @@ class Engine:
                 if not self.strategy.ask(self.state.view, eng.expansions_per_round):
                     return "strategy-exhausted"
                 continue
-            record: dict[str, Any] = {"round": r, "expansions": [_expansion_dict(e) for e in expansions]}
-            if paced is not None:
-                record["schedule"] = paced.schedule()  # c(t), w(t) of this ask; branches including its picks
-            self.ledger.emit("round", record)
+            schedule = paced.schedule() if paced is not None else None  # c(t), w(t) of this ask
+            self.ledger.emit(RoundStarted(r, tuple(_expansion_dict(e) for e in expansions), schedule))
             if self.ledger.watched:
                 replies = {role: h.seen.to_dict() for role, h in self.role_health.items() if h.seen.total}
                 self.progress("round", {"round": r, "budget": self.ledger.budget_view(), "replies": replies})
@@ -344,7 +342,7 @@ class Engine:
 
     def _model_failed(self, r: int, reason: str) -> None:
         """Log an endpoint failure; three rounds in a row without a usable proposer stop the run with the error."""
-        self.ledger.emit("model_error", {"round": r, "reason": reason[:2000]})
+        self.ledger.emit(ModelFailed(r, reason[:2000]))
         self.progress("model_error", {"round": r, "reason": reason})
         self._model_failures += 1
         log.warning("round %d: %s (%d in a row)", r, reason, self._model_failures)
@@ -364,12 +362,12 @@ class Engine:
         """Tell round ``r``'s queued nodes as one batch (a ``tell`` event), feed the learners and the
         ensembles, and store what a learning screener learned from the round."""
         node_ids = self.tells.take(r)
-        told = self.ledger.emit("tell", {"round": r, "node_ids": node_ids})
+        told = self.ledger.emit(Told(r, tuple(node_ids)))
         self.learners.tell(self.state, told)
         self.peers.observe(told, self.state.view.nodes, self.config.tie_tolerance)
         record = await self.learners.learn(self.learners.outcomes(self.state, node_ids), r)
         if record is not None:
-            self.ledger.emit("screener_learn", {**record, "round": r})
+            self.ledger.emit(ScreenerLearned(r, extra={k: v for k, v in record.items() if k != "round"}))
             self.progress("screener_learn", {**record, "round": r})
 
 

@@ -30,6 +30,7 @@ from verifyless.child import ChildMaker
 from verifyless.config import RunConfig
 from verifyless.engine.context import Programs
 from verifyless.engine.tells import TellOrder, TellQueue
+from verifyless.events import NoveltyJudged
 from verifyless.executors.base import Executor
 from verifyless.ledger import Ledger, LowFidelity, Slot, candidate_from, low_fidelity_for, verify_with_repairs
 from verifyless.model.ensemble import call_owner
@@ -111,7 +112,7 @@ class Dispatch:
         gate.rng = random.Random(f"{self.seed}:novelty:{r}")
         verdicts = await gate.check(pool, self.archive())
         for v in verdicts:
-            self.ledger.emit("novelty", {**v.to_dict(), "round": r}, node_id=v.candidate_id)
+            self.ledger.emit(NoveltyJudged.parse({**v.to_dict(), "round": r}), node_id=v.candidate_id)
             if v.outcome == "rejected":
                 self.ledger.set_status(v.candidate_id, Status.NOT_NOVEL, v.reason)
                 self.tells.add(r, TellOrder.DUPLICATE, (v.candidate_id,), v.candidate_id)

@@ -18,6 +18,7 @@ import random
 from verifyless.config import EngineConfig
 from verifyless.engine.lifecycle import mark_stopped
 from verifyless.errors import ModelUnavailable
+from verifyless.events import ScreenerFellBack
 from verifyless.ledger import Ledger
 from verifyless.node import Candidate, Screening
 from verifyless.screen.base import fallback_screening
@@ -37,12 +38,10 @@ def screener_failed(
             f"the screener {name!r} failed in round {r} and engine.on_screener_error=stop: {exc}"
         ) from exc
     before = ledger.state.fallback_count()
-    payload = {"round": r, "screener": name, "reason": str(exc)[:2000]}
-    ledger.emit(
-        "screener_fallback", {**payload, "fallbacks": before.fallbacks + 1, "screenings": before.screenings + 1}
-    )
+    reason = str(exc)[:2000]
+    ledger.emit(ScreenerFellBack(r, name, reason, before.fallbacks + 1, before.screenings + 1))
     counts = ledger.state.fallback_count()  # this fallback folded in
-    ledger.progress("screener_fallback", {**payload, **counts.to_dict()})
+    ledger.progress("screener_fallback", {"round": r, "screener": name, "reason": reason, **counts.to_dict()})
     log.warning("round %d: screener %s unavailable, falling back to a seeded random pick: %s", r, name, exc)
     streak = counts.streak
     if eng.max_screener_fallbacks is not None and streak >= eng.max_screener_fallbacks:

@@ -21,6 +21,7 @@ from verifyless.engine.baseline import check_baseline
 from verifyless.engine.context import Programs
 from verifyless.engine.dispatch import Dispatch
 from verifyless.errors import VerifylessError
+from verifyless.events import BriefLogged, FinalSelected, SelectionSplitChosen, Submitted
 from verifyless.ledger import Ledger
 from verifyless.ledger.budget import EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT
 from verifyless.model.base import Model
@@ -100,7 +101,7 @@ class Lifecycle:
         state = self.ledger.state
         if state.brief is None:
             brief = await self.roles.briefer.brief(self.task, data_report=state.data_report_text())
-            self.ledger.emit("brief", {"understanding": brief.understanding, "criteria": list(brief.criteria)})
+            self.ledger.emit(BriefLogged(brief.understanding, tuple(brief.criteria)))
 
     async def ensure_data_report(self) -> None:
         """Compute the task's data report at the start of a new run, as one event.
@@ -162,14 +163,13 @@ class Lifecycle:
             data_report=state.data_report_text(),
         )
         self.ledger.emit(
-            "final_selection",
-            {
-                "winner": selection.winner,
-                "pool": list(selection.pool),
-                "points": dict(selection.points),
-                "strategy_best": best_id,
-                "matches": [dict(m) for m in selection.matches],
-            },
+            FinalSelected(
+                selection.winner,
+                tuple(selection.pool),
+                dict(selection.points),
+                best_id,
+                tuple(dict(m) for m in selection.matches),
+            )
         )
         return selection.winner or best_id
 
@@ -184,8 +184,9 @@ class Lifecycle:
         state = self.ledger.state
         scores = {i: v.test_metrics[name] for i, v in state.verifications.items() if name in v.test_metrics}
         choice = choose_on_held_out(state.view.nodes.values(), scores, self.task.metric.orient, top_n, keep=(best_id,))
-        pool = {"pool": list(choice.pool), "eligible": list(choice.eligible), "scores": dict(choice.scores)}
-        self.ledger.emit("selection_split", {"metric": name, **pool, "winner": choice.winner, "strategy_best": best_id})
+        self.ledger.emit(
+            SelectionSplitChosen(name, choice.pool, choice.eligible, dict(choice.scores), choice.winner, best_id)
+        )
         return choice.winner or best_id
 
     async def submit_ensemble(self, strategy: SearchStrategy, final_id: str | None) -> None:
@@ -203,16 +204,17 @@ class Lifecycle:
         sandbox = executor.sandbox
         if not ids or sandbox is None:
             return
-        events = self.ledger.store.events(self.ledger.rid, kinds=["submission"])
-        scored = [e.payload.get("members") for e in events if e.payload.get("status") != SKIPPED]
-        if scored and scored[-1] == ids:  # a resume that changed nothing: the same members were scored already
+        events = self.ledger.store.events(self.ledger.rid, Submitted)
+        scored = [e.record.members for e in events if e.record.status != SKIPPED]
+        if scored and list(scored[-1]) == list(
+            ids
+        ):  # a resume that changed nothing: the same members were scored already
             return
         spent = self.ledger.gate.llm_stop_reason()
         if spent in (EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT):
             reason = f"{spent} is spent: the members were not re-run (raise the cap and resume to score it)"
             log.info("ensemble submission skipped: %s", reason)
-            skipped = {"members": list(ids), "status": SKIPPED, "reason": reason, "final_id": final_id}
-            self.ledger.emit("submission", {**skipped, "beats_final": None})
+            self.ledger.emit(Submitted(tuple(ids), SKIPPED, reason, final_id=final_id, beats_final=None))
             return
         members = [(i, self.programs.text(i)) for i in ids]
         sub = await asyncio.to_thread(
@@ -222,8 +224,8 @@ class Lifecycle:
         beats = None
         if sub.score is not None and final is not None and final.fitness is not None:
             beats = self.task.metric.orient(sub.score) > final.fitness
-        payload = {**sub.to_dict(), "final_id": final_id, "beats_final": beats}
-        self.ledger.emit("submission", payload, charge=Charge(evaluator_seconds=sub.seconds))
+        record = Submitted.parse({**sub.to_dict(), "final_id": final_id, "beats_final": beats})
+        self.ledger.emit(record, charge=Charge(evaluator_seconds=sub.seconds))
 
     def result(self, final_id: str | None, stopped: str) -> RunResult:
         """The run's summary, read from the store's node view."""

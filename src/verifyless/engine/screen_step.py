@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import random
 from functools import partial
-from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.engine.context import Programs
@@ -22,6 +21,7 @@ from verifyless.engine.fallback import screener_failed
 from verifyless.engine.routing import select
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
+from verifyless.events import Screened
 from verifyless.ledger import Ledger
 from verifyless.node import Candidate, Screening, Status, Verification
 from verifyless.roles.base import ParentInfo
@@ -75,11 +75,8 @@ class ScreenStep:
             audit_rate=eng.audit_rate,
             rng=rng,
         )
-        record = screening.to_dict()
-        self.ledger.emit(
-            "screening", {**record, "to_verify": list(routed.to_verify), "audited": list(routed.audited), "round": r}
-        )
-        self._after_screening(r, screening, record, list(routed.to_verify))
+        self.ledger.emit(Screened(screening, tuple(routed.to_verify), tuple(routed.audited), r))
+        self._after_screening(r, screening, list(routed.to_verify))
         if routed.uncertain:
             log.info(
                 "round %d: routed %s to verification (vote uncertainty >= %s)",
@@ -126,7 +123,7 @@ class ScreenStep:
         except ModelUnavailable as exc:
             return screener_failed(self.ledger, eng, self.name, r, rng, pool, exc)
 
-    def _after_screening(self, r: int, screening: Screening, record: dict[str, Any], to_verify: list[str]) -> None:
+    def _after_screening(self, r: int, screening: Screening, to_verify: list[str]) -> None:
         """After a screening is stored: check reply health, charge pilot seconds, show progress.
 
         ``reply_health.observe`` warns on a low parse rate and raises ``UnparseableReplies`` (the run stops)
@@ -134,14 +131,15 @@ class ScreenStep:
         one ``pilot`` event each, charged so the budget gate sees them.
         """
         self.reply_health.observe(screening)
-        for pilot in pilot_records(screening):
-            self.ledger.emit(
-                "pilot",
-                {**pilot, "round": r},
-                charge=Charge(evaluator_seconds=pilot["seconds"], pilot_seconds=pilot["seconds"]),
-            )
+        for pilot in pilot_records(screening, r):
+            self.ledger.emit(pilot, charge=Charge(evaluator_seconds=pilot.seconds, pilot_seconds=pilot.seconds))
         if self.ledger.watched:
             self.ledger.progress(
                 "screening",
-                {"round": r, "screener": screening.screener, "chosen": to_verify, "evidence": record["evidence"]},
+                {
+                    "round": r,
+                    "screener": screening.screener,
+                    "chosen": to_verify,
+                    "evidence": screening.to_dict()["evidence"],
+                },
             )

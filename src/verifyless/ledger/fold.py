@@ -14,10 +14,25 @@ read on demand) and no hidden test score reaches a ``Node``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, KeysView, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless.events import (
+    BriefLogged,
+    DataReported,
+    EventRecord,
+    LowFidelityRan,
+    NodeRecorded,
+    ProposalsLogged,
+    RoundStarted,
+    Screened,
+    ScreenerFellBack,
+    ScreenerLearned,
+    StatusChanged,
+    Told,
+    Verified,
+)
 from verifyless.ledger.packed import Packed
 from verifyless.node import Candidate, Idea, Node, Status, Verification
 from verifyless.roles.base import TaskBrief
@@ -95,57 +110,67 @@ class RunState:
         """The stored ``pilot_run`` / ``smoke`` result of program ``digest`` at ``level``, or None (never a full outcome)."""
         return self.__dict__.setdefault("low_fidelity", {}).get((digest, kind, level))  # older snapshots lack it
 
-    def apply(self, event: Event) -> list[Node]:
+    def apply(self, event: Event[EventRecord]) -> list[Node]:
         """Fold one event into the state; returns the nodes a ``tell`` event told (else ``[]``)."""
-        handler = _HANDLERS.get(event.kind)
-        told = handler(self, event) if handler is not None else None
+        told: list[Node] = []
+        node_id = event.node_id or ""
+        match event.record:
+            case BriefLogged() as r:
+                self.brief = TaskBrief(r.understanding, tuple(r.criteria))
+            case DataReported() as r:
+                self.data_report = str(r.markdown)
+            case RoundStarted() as r:
+                self.rounds_done = max(self.rounds_done, int(r.round))
+            case NodeRecorded() as r:
+                self._node(r)
+            case StatusChanged() as r:
+                self.staged[node_id] = self.staged[node_id].replace(status=r.status, reason=r.reason)
+            case ScreenerFellBack() as r:
+                self.fallback_count().feed(r)
+            case Screened() as r:
+                self._screening(r)
+            case Verified() as r:
+                self._verification(node_id, r)
+            case LowFidelityRan() as r:  # pilot_run and smoke
+                v = r.verification
+                digest = v.program_hash or self.candidates[node_id].program_hash
+                self.__dict__.setdefault("low_fidelity", {})[(digest, r.KIND, str(r.level))] = v
+            case Told() as r:
+                told = self._tell(r)
+            case ScreenerLearned() as r:
+                self.learn_records.append(r.learned | {"round": r.round})
+            case ProposalsLogged() as r:
+                self.proposals[str(r.key)] = [dict(i) for i in r.items]
         self.last_seq = max(self.last_seq, event.seq)
-        return told or []
+        return told
 
-    # ------------------------------------------------------------------ handlers (one per event kind)
-
-    def _brief(self, ev: Event) -> None:
-        self.brief = TaskBrief(ev.payload["understanding"], tuple(ev.payload["criteria"]))
-
-    def _data_report(self, ev: Event) -> None:
-        self.data_report = str(ev.payload["markdown"])
+    # ------------------------------------------------------------------ handlers of the larger kinds
 
     def data_report_text(self) -> str:
         """The markdown prompts include ('' when the run has no report; older snapshots lack the field)."""
         return (self.__dict__.get("data_report") or "").strip()
 
-    def _round(self, ev: Event) -> None:
-        self.rounds_done = max(self.rounds_done, int(ev.payload["round"]))
-
-    def _node(self, ev: Event) -> None:
-        p = ev.payload
-        cand = Candidate.from_dict({**p, "program": ""})
-        status, reason = Status(p.get("status", "implemented")), p.get("reason", "")
+    def _node(self, r: NodeRecorded) -> None:
+        cand = r.candidate
         self.candidates[cand.id] = cand
-        if p.get("task"):
-            self.scopes[cand.id] = str(p["task"])
+        if r.task:
+            self.scopes[cand.id] = str(r.task)
         if cand.summary:
             self.summary_by_hash.setdefault(cand.program_hash, cand.summary)
         self.staged[cand.id] = Node(
             id=cand.id,
             parent_id=cand.parent_id,
             operator=cand.operator,
-            status=status,
+            status=r.status if r.status is not None else Status.IMPLEMENTED,
             idea=cand.idea.text,
             program_hash=cand.program_hash,
             reference_ids=cand.reference_ids,
             round=cand.round,
             island=cand.island,
             tags=cand.idea.tags,
-            reason=reason,
+            reason=r.reason or "",
             code_length=cand.code_length or None,
         )  # the MAP-Elites length feature
-
-    def _status(self, ev: Event) -> None:
-        node_id = ev.node_id or ""
-        self.staged[node_id] = self.staged[node_id].replace(
-            status=Status(ev.payload["status"]), reason=ev.payload["reason"]
-        )
 
     @property
     def screener_fallbacks(self) -> tuple[int, int]:
@@ -157,47 +182,31 @@ class RunState:
         """The screenings' fallback counts (a state from a snapshot older than the field counts from there on)."""
         return self.__dict__.setdefault("fallbacks", FallbackCount())
 
-    def _fallback(self, ev: Event) -> None:
-        self.fallback_count().feed(ev.kind, ev.payload)
-
-    def _screening(self, ev: Event) -> None:
-        self.fallback_count().feed(ev.kind, ev.payload)
-        for cid in ev.payload.get("to_verify", ev.payload.get("chosen", [])):
+    def _screening(self, r: Screened) -> None:
+        self.fallback_count().feed(r)
+        for cid in r.to_verify:
             if cid not in self.chosen:
                 self.chosen[cid] = self.n_chosen
                 self.n_chosen += 1
 
-    def _verification(self, ev: Event) -> None:
-        node_id = ev.node_id or ""
-        p = ev.payload
-        v = Verification.from_dict(p)
+    def _verification(self, node_id: str, r: Verified) -> None:
+        v = r.verification
         self.verifications[node_id] = v
         digest = v.program_hash or self.candidates[node_id].program_hash
         self.verified_by_hash.setdefault(reuse_key(digest, self.scopes.get(node_id, "")), node_id)
         self.staged[node_id] = self.staged[node_id].replace(
-            status=v.status, fitness=p.get("fitness"), score=v.score, metrics=dict(v.metrics), reason=v.reason
+            status=v.status, fitness=r.fitness, score=v.score, metrics=dict(v.metrics), reason=v.reason
         )
 
-    def _low_fidelity(self, ev: Event) -> None:
-        v = Verification.from_dict(ev.payload)
-        digest = v.program_hash or self.candidates[ev.node_id or ""].program_hash
-        self.__dict__.setdefault("low_fidelity", {})[(digest, ev.kind, str(ev.payload["level"]))] = v
-
-    def _tell(self, ev: Event) -> list[Node]:
-        self.told_round = max(self.told_round, int(ev.payload["round"]))
+    def _tell(self, r: Told) -> list[Node]:
+        self.told_round = max(self.told_round, int(r.round))
         told = []
-        for nid in ev.payload["node_ids"]:
+        for nid in r.node_ids:
             node = self.staged.pop(nid)
             self.chosen.pop(nid, None)
             self.view.add(node)
             told.append(node)
         return told
-
-    def _learn(self, ev: Event) -> None:
-        self.learn_records.append(dict(ev.payload))
-
-    def _proposals(self, ev: Event) -> None:
-        self.proposals[str(ev.payload["key"])] = list(ev.payload["items"])
 
 
 def reuse_key(digest: str, scope: str = "") -> str:
@@ -230,20 +239,3 @@ class _Column(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-
-_HANDLERS: dict[str, Callable[[RunState, Event], Any]] = {
-    "brief": RunState._brief,
-    "data_report": RunState._data_report,
-    "round": RunState._round,
-    "node": RunState._node,
-    "status": RunState._status,
-    "screening": RunState._screening,
-    "screener_fallback": RunState._fallback,
-    "verification": RunState._verification,
-    "tell": RunState._tell,
-    "screener_learn": RunState._learn,
-    "proposals": RunState._proposals,
-    "pilot_run": RunState._low_fidelity,
-    "smoke": RunState._low_fidelity,
-}

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from verifyless.errors import ConfigError
+from verifyless.events import EventRecord, LowFidelityRan, SmokeRan
 from verifyless.executors.base import Executor
 from verifyless.ledger.paid import REPAIRABLE
 from verifyless.node import Candidate, Status, Verification
@@ -59,9 +60,7 @@ class PaidBook(Protocol):
     @property
     def state(self) -> Any: ...
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
-    ) -> Any: ...
+    def emit(self, record: EventRecord, node_id: str | None = None, charge: Charge | None = None) -> Any: ...
 
     def set_status(self, node_id: str, status: Status, reason: str) -> None: ...
 
@@ -114,29 +113,30 @@ class LowFidelity:
 
     async def pilot(self, cand: Candidate, level: str, round: int = 0) -> Verification:
         """``cand`` at ``level``: read back when this program ran there before, else paid and stored."""
-        return await self._paid("pilot_run", cand, level, self.task, round)
+        return await self._paid(LowFidelityRan, cand, level, self.task, round)
 
     async def smoke(self, cand: Candidate, level: str) -> Verification | None:
         """A smoke run of ``cand`` at ``level``; its result when it stops the candidate (status stored), else None."""
-        v = self.ledger.state.low_fidelity_result(cand.program_hash, "pilot_run", level)
+        v = self.ledger.state.low_fidelity_result(cand.program_hash, LowFidelityRan.KIND, level)
         if v is None:  # a pilot of this program at this level already answers the smoke question, unpaid
             wall = min(self.task.limits.wall_seconds, self.smoke_wall_seconds)
             short = dataclasses.replace(self.task, limits=dataclasses.replace(self.task.limits, wall_seconds=wall))
-            v = await self._paid("smoke", cand, level, short, cand.round)
+            v = await self._paid(SmokeRan, cand, level, short, cand.round)
         if v.status not in SMOKE_STOPS:
             return None
         self.ledger.set_status(cand.id, v.status, f"smoke run at level {level!r}: {v.reason}"[:2000])
         return v
 
-    async def _paid(self, kind: str, cand: Candidate, level: str, task: Task, round: int) -> Verification:
-        known = self.ledger.state.low_fidelity_result(cand.program_hash, kind, level)
+    async def _paid(
+        self, kind: type[LowFidelityRan], cand: Candidate, level: str, task: Task, round: int
+    ) -> Verification:
+        known = self.ledger.state.low_fidelity_result(cand.program_hash, kind.KIND, level)
         if known is not None:
             return known
         v = await self.run(task, cand.program, level)
         v = v.replace(fidelity=level, program_hash=v.program_hash or cand.program_hash)
-        payload = {**v.to_dict(), "level": level, "round": round, "low_fidelity": True}
         charge = Charge(evaluator_seconds=v.seconds, pilot_seconds=v.seconds)
-        self.ledger.emit(kind, payload, node_id=cand.id, charge=charge)
+        self.ledger.emit(kind(v, level, round), node_id=cand.id, charge=charge)
         return v
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from verifyless import datareport
+from verifyless.events import EventRecord, NodeRecorded, StatusChanged, Verified
 from verifyless.ledger.budget import BudgetConfig, BudgetGate
 from verifyless.ledger.fold import RunState
 from verifyless.node import Candidate, Node, Status, Verification
@@ -35,23 +37,22 @@ def append_and_fold(
     store: RunStoreProtocol,
     run_id: str,
     state: RunState,
-    kind: str,
-    payload: dict[str, Any],
+    record: EventRecord,
     *,
     node_id: str | None = None,
     charge: Charge | bool | None = None,
 ) -> list[Node]:
-    """The single write path: append one event (committed, with its charge, on return), then fold it
+    """The single write path: append one event record (committed, with its charge, on return), then fold it
     into ``state``; returns the nodes a ``tell`` told. ``charge=False`` stores a verification
     uncharged (a reused result); a ``node`` event's program text goes to the blob store, not the fold."""
     if charge is None:
-        seq = store.append(run_id, kind, payload, node_id=node_id)
+        seq = store.append(run_id, record, node_id=node_id)
     else:
-        seq = store.append(run_id, kind, payload, node_id=node_id, charge=charge)
-    if kind == "node":
-        payload = {k: v for k, v in payload.items() if k != "program"}
+        seq = store.append(run_id, record, node_id=node_id, charge=charge)
+    if isinstance(record, NodeRecorded) and record.candidate.program:
+        record = replace(record, candidate=record.candidate.replace(program=""))
     stored = charge if isinstance(charge, Charge) else None
-    return state.apply(Event(seq, run_id, time.time(), kind, node_id, payload, stored))
+    return state.apply(Event.of(seq, run_id, record, node_id=node_id, charge=stored))
 
 
 class Ledger:
@@ -86,17 +87,9 @@ class Ledger:
             raise RuntimeError("the ledger has no run yet: create or resume one first")
         return self.run_id
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | None = None
-    ) -> list[Node]:
-        """Append one event (durable on return), then apply it; returns the nodes a ``tell`` told."""
-        return append_and_fold(self.store, self.rid, self.state, kind, payload, node_id=node_id, charge=charge)
-
-    def charge(
-        self, kind: str, payload: dict[str, Any], *, evaluator_seconds: float = 0.0, node_id: str | None = None
-    ) -> None:
-        """Store an event that spends evaluator time outside a verification (e.g. an agentic ``pilot``)."""
-        self.emit(kind, payload, node_id=node_id, charge=Charge(evaluator_seconds=evaluator_seconds))
+    def emit(self, record: EventRecord, node_id: str | None = None, charge: Charge | None = None) -> list[Node]:
+        """Append one event record (durable on return), then apply it; returns the nodes a ``tell`` told."""
+        return append_and_fold(self.store, self.rid, self.state, record, node_id=node_id, charge=charge)
 
     async def record_data_report(self, task: Task, sandbox: Sandbox, hide: Sequence[Path] = ()) -> None:
         """Compute the task's data report in ``sandbox`` (``hide`` masked) and store it as one event.
@@ -107,26 +100,20 @@ class Ledger:
         """
         report, seconds = await asyncio.to_thread(datareport.report_for_run, task, sandbox, hide=hide)
         blob = self.store.put_blob(report.to_json())
-        self.emit(datareport.EVENT, datareport.event_payload(report, blob, seconds))
+        self.emit(datareport.event_record(report, blob, seconds))
 
     def record_candidate(self, cand: Candidate, status: Status, reason: str = "") -> None:
         """A ``node`` event; its program text is stored as a blob in the same transaction."""
-        payload = cand.to_dict()
-        if not cand.program:
-            payload.pop("program")
-        payload.update(status=status.value, reason=reason)
-        warning = getattr(cand.summary, "warning", "")  # an out-of-range summary's tag (roles/llm.py Summary)
-        if warning:
-            payload["summary_warning"] = warning
-        self.emit("node", payload, node_id=cand.id)
+        warning = str(getattr(cand.summary, "warning", ""))  # an out-of-range summary's tag (roles/llm.py Summary)
+        self.emit(NodeRecorded(cand, status=status, reason=reason, summary_warning=warning), node_id=cand.id)
 
     def set_status(self, node_id: str, status: Status, reason: str) -> None:
-        self.emit("status", {"status": status.value, "reason": reason}, node_id=node_id)
+        self.emit(StatusChanged(status, reason), node_id=node_id)
 
     def record_verification(self, node_id: str, v: Verification) -> None:
         """The verification of ``node_id`` with its charge (1 verification + its seconds), in one transaction."""
-        payload = self._payload(v)
-        self.emit("verification", payload, node_id=node_id, charge=Charge(verifications=1, evaluator_seconds=v.seconds))
+        record = self._record(v)
+        self.emit(record, node_id=node_id, charge=Charge(verifications=1, evaluator_seconds=v.seconds))
         if self.watched:
             self.progress(
                 "verification",
@@ -134,7 +121,7 @@ class Ledger:
                     "node_id": node_id,
                     "status": v.status.value,
                     "score": v.score,
-                    "fitness": payload["fitness"],
+                    "fitness": record.fitness,
                     "parent_fitness": self._parent_fitness(node_id),
                     "budget": self.budget_view(),
                 },
@@ -148,13 +135,13 @@ class Ledger:
 
     def record_reused(self, node_id: str, source: str, v: Verification) -> None:
         """A result read back by program hash: a ``verification`` event naming ``reused_from``, charged nothing."""
-        self.emit("verification", {**self._payload(v), "reused_from": source}, node_id=node_id)
+        self.emit(replace(self._record(v), reused_from=source), node_id=node_id)
 
     def budget_view(self) -> dict[str, Any]:
         """Spent and capped amounts with the best score so far, for progress display."""
         best = self.state.view.best
         return {**self.gate.summary(), "best": best.score if best else None}
 
-    def _payload(self, v: Verification) -> dict[str, Any]:
+    def _record(self, v: Verification) -> Verified:
         fitness = self.metric.orient(v.score) if v.status is Status.OK and v.score is not None else None
-        return {**v.to_dict(), "fitness": fitness}
+        return Verified(v, fitness)

@@ -108,6 +108,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from verifyless.events import EventRecord
 from verifyless.node import Candidate, Evidence, Idea, Operator, Screening, content_hash
 from verifyless.outcome import Outcome
 from verifyless.roles.base import ParentInfo
@@ -402,7 +403,7 @@ class AdaptiveScreener:
     def state(self) -> State:
         return self.rule.state
 
-    def start_events(self) -> list[tuple[str, dict[str, Any]]]:
+    def start_events(self) -> list[EventRecord]:
         """The wrapped screener's events for the start of a new run (``critic-rm``'s warm start), if any."""
         events = getattr(self.inner, "start_events", None)
         return list(events()) if events is not None else []

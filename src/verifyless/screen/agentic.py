@@ -70,6 +70,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from verifyless import prompts
+from verifyless.events import PilotRan
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
 from verifyless.node import Candidate, Evidence, Operator, Screening
 from verifyless.sandbox.base import Sandbox
@@ -175,8 +176,8 @@ def pilot_seconds(screening: Screening) -> float:
     return float(sum(float(ev.detail.get("pilot_seconds", 0.0)) for ev in screening.evidence.values()))
 
 
-def pilot_records(screening: Screening) -> list[dict[str, Any]]:
-    """One small record per pilot experiment in ``screening``: index, tool, seconds, device, outcome, reason.
+def pilot_records(screening: Screening, round: int = 0) -> list[PilotRan]:
+    """One ``PilotRan`` record per pilot experiment in ``screening`` (of round ``round``).
 
     Empty for other screeners. The engine appends each as a ``pilot`` event
     charged as evaluator seconds; the full pilot (code, output tails) stays in
@@ -186,14 +187,15 @@ def pilot_records(screening: Screening) -> list[dict[str, Any]]:
     for ev in screening.evidence.values():
         for run in ev.detail.get("pilots", ()):
             out.append(
-                {
-                    "index": run["index"],
-                    "tool": run["tool"],
-                    "seconds": float(run["seconds"]),
-                    "device": run.get("device", ""),
-                    "outcome": run["status"],
-                    "reason": run.get("reason", ""),
-                }
+                PilotRan(
+                    index=run["index"],
+                    tool=run["tool"],
+                    seconds=float(run["seconds"]),
+                    device=run.get("device", ""),
+                    outcome=run["status"],
+                    reason=run.get("reason", ""),
+                    round=round,
+                )
             )
     return out
 

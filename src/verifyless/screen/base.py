@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from verifyless.events import EventRecord, Screened, ScreenerFellBack
 from verifyless.node import Candidate, Evidence, Node, Screening, Verification
 from verifyless.outcome import Outcome
 from verifyless.roles.base import ParentInfo, TaskBrief
@@ -149,7 +150,7 @@ def fell_back(screener: str) -> bool:
 class FallbackCount:
     """How often a run's screener answered and how often the engine fell back to a random pick instead.
 
-    Fed the run's ``screening`` and ``screener_fallback`` events in log order (``feed``): a fallback event
+    Fed the run's ``Screened`` and ``ScreenerFellBack`` records in log order (``feed``): a fallback event
     counts one fallback (also the one that stopped a run, which stores no screening), a screening that is
     not a fallback (``fell_back``) one answer. ``streak``: fallbacks in a row since the last answer.
     """
@@ -162,11 +163,11 @@ class FallbackCount:
     def screenings(self) -> int:
         return self.answered + self.fallbacks
 
-    def feed(self, kind: str, payload: Mapping[str, Any]) -> None:
-        if kind == "screener_fallback":
+    def feed(self, record: EventRecord) -> None:
+        if isinstance(record, ScreenerFellBack):
             self.fallbacks += 1
             self.streak += 1
-        elif kind == "screening" and not fell_back(str(payload.get("screener", ""))):
+        elif isinstance(record, Screened) and not fell_back(str(record.screening.screener)):
             self.answered += 1
             self.streak = 0
 
@@ -174,8 +175,8 @@ class FallbackCount:
     def of_run(cls, store: Any, run_id: str) -> FallbackCount:
         """The counts of a stored run (``store.events``)."""
         counts = cls()
-        for ev in store.events(run_id, kinds=["screening", "screener_fallback"]):
-            counts.feed(ev.kind, ev.payload)
+        for ev in store.events(run_id, Screened, ScreenerFellBack):
+            counts.feed(ev.record)
         return counts
 
     def to_dict(self) -> dict[str, int]:

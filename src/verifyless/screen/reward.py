@@ -50,6 +50,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from verifyless.errors import ConfigError
+from verifyless.events import EventRecord, WarmStarted
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.outcome import THREE, Outcome, reward_label
 from verifyless.screen.base import ScreenContext, choose_top
@@ -321,20 +322,20 @@ class WarmHead:
         return cls(head, pairs, digest, record)
 
 
-def warm_event(warm: WarmHead) -> dict[str, Any]:
-    """The ``warm_start`` event's payload: what the head is and what it was fitted on (the texts stay in the blob)."""
+def warm_event(warm: WarmHead) -> WarmStarted:
+    """The ``warm_start`` event: what the head is and what it was fitted on (the texts stay in the blob)."""
     r = warm.record
     keep = ("run_id", "parent", "child", "label", "delta")
-    return {
-        "tag": warm.tag,
-        "blob": warm.digest,
-        "runs": list(r.get("runs", [])),
-        "pairs": [{k: p.get(k) for k in keep} for p in r.get("pairs", [])],
-        "held_out": r.get("held_out"),
-        "verdict": r.get("verdict"),
-        "line": r.get("line"),
-        "seconds": r.get("seconds"),
-    }
+    return WarmStarted(
+        tag=warm.tag,
+        blob=warm.digest,
+        runs=tuple(r.get("runs", [])),
+        pairs=tuple({k: p.get(k) for k in keep} for p in r.get("pairs", [])),
+        held_out=r.get("held_out"),
+        verdict=r.get("verdict"),
+        line=r.get("line"),
+        seconds=r.get("seconds"),
+    )
 
 
 def head_record(head: RewardHead) -> dict[str, Any]:
@@ -446,9 +447,9 @@ class RewardModelCritic:
         if path is None:
             self.pins = {"warm": warm.digest if warm else COLD, "encoder": kind}
 
-    def start_events(self) -> list[tuple[str, dict[str, Any]]]:
+    def start_events(self) -> list[EventRecord]:
         """Events a new run stores before its first round: the warm start, when there is one (``warm_event``)."""
-        return [("warm_start", warm_event(self.warm))] if self.warm is not None else []
+        return [warm_event(self.warm)] if self.warm is not None else []
 
     # ------------------------------------------------------------------ learning in the run
 

@@ -16,14 +16,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from verifyless.errors import StoreError
+from verifyless.events import (
+    EventRecord,
+    LlmCalled,
+    NodeRecorded,
+    PilotRan,
+    StatusChanged,
+    Verified,
+    kind_of,
+    parse_event,
+)
 from verifyless.node import Node, Operator, Status
 from verifyless.store.records import Charge
 
-# Event kinds that change the nodes view; every other kind is only logged.
-NODE = "node"
-STATUS = "status"
-VERIFICATION = "verification"
-VIEW_KINDS = (NODE, STATUS, VERIFICATION)
+# Records that change the nodes view; every other kind is only logged.
+VIEW_RECORDS: tuple[type[EventRecord], ...] = (NodeRecorded, StatusChanged, Verified)
+VIEW_KINDS = tuple(t.KIND for t in VIEW_RECORDS)
+CHARGED_KINDS = (Verified.KIND, LlmCalled.KIND, PilotRan.KIND)  # what ``charge=True`` can derive a charge from
 LEDGER_COLUMNS = ("verifications", "evaluator_seconds", "tokens_in", "tokens_out", "cost", "pilot_seconds")
 
 COLUMNS = (
@@ -68,94 +77,77 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _status(raw: Any, where: str) -> str:
+def parsed(kind: str, payload: Mapping[str, Any], node_id: str | None) -> EventRecord:
+    """The record of an event being stored or replayed; a payload that does not parse is a ``StoreError``."""
     try:
-        return Status(raw).value
-    except ValueError:
-        raise StoreError(f"{where}: unknown status {raw!r}; use one of {[s.value for s in Status]}") from None
+        return parse_event(kind, payload)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreError(f"{kind} event for {node_id!r}: {exc}") from None
 
 
-def node_row(run_id: str, node_id: str, payload: Mapping[str, Any], seq: int) -> dict[str, Any]:
-    """A full nodes row for a ``node`` event (payload = Candidate.to_dict() without the program, + optional status)."""
-    where = f"node event for {node_id!r}"
-    try:
-        operator = Operator(payload.get("operator", Operator.DRAFT.value)).value
-    except ValueError:
-        raise StoreError(f"{where}: unknown operator {payload.get('operator')!r}") from None
-    idea = payload.get("idea") or {}
-    if isinstance(idea, str):
-        idea = {"text": idea}
-    program_hash = str(payload.get("program_hash") or "")
-    default_status = Status.IMPLEMENTED if program_hash else Status.PROPOSED
-    tags = payload.get("tags", idea.get("tags", ()))
+def node_row(run_id: str, node_id: str, record: NodeRecorded, seq: int) -> dict[str, Any]:
+    """A full nodes row for a ``node`` event."""
+    cand = record.candidate
     return {
         "run_id": run_id,
         "node_id": node_id,
-        "parent_id": payload.get("parent_id"),
-        "operator": operator,
-        "status": _status(payload.get("status", default_status.value), where),
+        "parent_id": cand.parent_id,
+        "operator": cand.operator.value,
+        "status": record.default_status.value,
         "score": None,
         "fitness": None,
         "test_score": None,
-        "round": int(payload.get("round", 0)),
-        "island": int(payload.get("island", 0)),
-        "idea": str(idea.get("text", "")),
-        "summary": str(payload.get("summary", "")),
-        "program_hash": program_hash,
-        "reference_ids": dumps(list(payload.get("reference_ids", ()))),
-        "tags": dumps(list(tags)),
+        "round": int(cand.round),
+        "island": int(cand.island),
+        "idea": str(cand.idea.text),
+        "summary": str(cand.summary),
+        "program_hash": cand.program_hash,
+        "reference_ids": dumps(list(cand.reference_ids)),
+        "tags": dumps(list(record.node_tags)),
         "metrics": "{}",
         "test_metrics": "{}",
-        "reason": str(payload.get("reason", "")),
+        "reason": record.reason or "",
         "verified_seq": None,
         "created_seq": seq,
         "updated_seq": seq,
     }
 
 
-def merge_node(old: Mapping[str, Any], new: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+def merge_node(old: Mapping[str, Any], new: Mapping[str, Any], record: NodeRecorded) -> dict[str, Any]:
     """A repeated ``node`` event: replace the candidate fields, keep outcome fields and created_seq."""
     row = dict(old)
     for name in _CANDIDATE_COLUMNS:
         row[name] = new[name]
-    if "status" in payload:
+    if record.status is not None:
         row["status"] = new["status"]
-    if "reason" in payload:
+    if record.reason is not None:
         row["reason"] = new["reason"]
     row["updated_seq"] = new["updated_seq"]
     return row
 
 
-def changes(kind: str, payload: Mapping[str, Any], seq: int, node_id: str) -> dict[str, Any]:
+def changes(record: EventRecord, seq: int, node_id: str) -> dict[str, Any]:
     """Column updates that a ``status`` or ``verification`` event makes to an existing row."""
-    where = f"{kind} event for {node_id!r}"
-    if kind == STATUS:
-        if "status" not in payload:
-            raise StoreError(f"{where}: payload needs a 'status' key (and optionally 'reason')")
-        return {
-            "status": _status(payload["status"], where),
-            "reason": str(payload.get("reason", "")),
-            "updated_seq": seq,
-        }
-    if kind == VERIFICATION:
-        status = _status(payload.get("status"), where)
-        ok = status == Status.OK.value
+    if isinstance(record, StatusChanged):
+        return {"status": record.status.value, "reason": str(record.reason), "updated_seq": seq}
+    if isinstance(record, Verified):
+        v = record.verification
         update: dict[str, Any] = {
-            "status": status,
-            "reason": str(payload.get("reason", "")),
-            "score": _num(payload.get("score")),
+            "status": v.status.value,
+            "reason": str(v.reason),
+            "score": _num(v.score),
             # Fitness is meaningful only for a usable score (see Node.fitness).
-            "fitness": _num(payload.get("fitness")) if ok else None,
-            "test_score": _num(payload.get("test_score")),
-            "metrics": dumps(dict(payload.get("metrics") or {})),
-            "test_metrics": dumps(dict(payload.get("test_metrics") or {})),
+            "fitness": _num(record.fitness) if v.status is Status.OK else None,
+            "test_score": _num(v.test_score),
+            "metrics": dumps(dict(v.metrics or {})),
+            "test_metrics": dumps(dict(v.test_metrics or {})),
             "verified_seq": seq,
             "updated_seq": seq,
         }
-        if payload.get("program_hash"):
-            update["program_hash"] = str(payload["program_hash"])
+        if v.program_hash:
+            update["program_hash"] = str(v.program_hash)
         return update
-    raise StoreError(f"internal error: {kind!r} does not change the nodes view")
+    raise StoreError(f"internal error: {kind_of(record)!r} does not change the nodes view")
 
 
 def _num(value: Any) -> float | None:
@@ -243,25 +235,24 @@ def decode_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve_charge(kind: str, payload: Mapping[str, Any], charge: Charge | bool | None) -> Charge | None:
-    """The ledger charge of one event: ``True`` derives it from the payload (see RunStore.append)."""
+def resolve_charge(kind: str, record: EventRecord | None, charge: Charge | bool | None) -> Charge | None:
+    """The ledger charge of one event: ``True`` derives it from the record (see RunStore.append)."""
     if charge is None or charge is False:
         return None
     if isinstance(charge, Charge):
         return None if charge.empty else charge
     if charge is not True:
         raise StoreError(f"charge must be a Charge, True or None, got {charge!r}")
-    if kind == VERIFICATION:
-        seconds = sum(float(payload.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
-        return Charge(verifications=1, evaluator_seconds=seconds)
-    if kind == "llm_call":
+    if isinstance(record, Verified):
+        return Charge(verifications=1, evaluator_seconds=record.verification.seconds)
+    if isinstance(record, LlmCalled):
         return Charge(
-            tokens_in=int(payload.get("prompt_tokens") or 0),
-            tokens_out=int(payload.get("completion_tokens") or 0),
-            cost=float(payload.get("cost") or 0.0),
+            tokens_in=int(record.prompt_tokens or 0),
+            tokens_out=int(record.completion_tokens or 0),
+            cost=float(record.cost or 0.0),
         )
-    if kind == "pilot":
-        return Charge(pilot_seconds=float(payload.get("seconds") or 0.0))
+    if isinstance(record, PilotRan):
+        return Charge(pilot_seconds=float(record.seconds or 0.0))
     raise StoreError(f"charge=True cannot derive a charge for a {kind!r} event; pass Charge(...) explicitly")
 
 
@@ -276,12 +267,13 @@ def replay(run_id: str, events: Iterable[tuple]) -> tuple[dict[str, dict[str, An
     n_events = 0
     for seq, kind, node_id, text, charge in events:
         n_events += 1
-        if kind == NODE:
-            payload = json.loads(text)
-            new = node_row(run_id, node_id, payload, seq)
-            rows[node_id] = merge_node(rows[node_id], new, payload) if node_id in rows else new
+        if kind == NodeRecorded.KIND:
+            record = parsed(kind, json.loads(text), node_id)
+            assert isinstance(record, NodeRecorded)
+            new = node_row(run_id, node_id, record, seq)
+            rows[node_id] = merge_node(rows[node_id], new, record) if node_id in rows else new
         elif kind in VIEW_KINDS and node_id in rows:
-            rows[node_id].update(changes(kind, json.loads(text), seq, node_id))
+            rows[node_id].update(changes(parsed(kind, json.loads(text), node_id), seq, node_id))
         if charge:
             cost = Charge.from_dict(json.loads(charge))
             ledger[seq] = (run_id, kind, node_id, *(getattr(cost, c) for c in LEDGER_COLUMNS))

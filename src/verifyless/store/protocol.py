@@ -10,10 +10,13 @@ and committed before ``append`` returns; views (``runs``, ``nodes``, ``node_rows
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
+from verifyless.events import EventRecord
 from verifyless.node import Node
 from verifyless.store.records import Budget, Charge, Event, RunInfo
+
+R = TypeVar("R", bound=EventRecord)
 
 
 @runtime_checkable
@@ -35,16 +38,22 @@ class RunStoreProtocol(Protocol):
     def append(
         self,
         run_id: str,
-        kind: str,
-        payload: Mapping[str, Any],
+        record: EventRecord | str,
+        payload: Mapping[str, Any] | None = None,
         *,
         node_id: str | None = None,
         charge: Charge | bool | None = None,
     ) -> int: ...
 
+    @overload
     def events(
-        self, run_id: str, kinds: Iterable[str] | None = None, after: int = 0, *, node_id: str | None = None
-    ) -> Iterator[Event]: ...
+        self, run_id: str, *, kinds: Iterable[str] | None = None, after: int = 0, node_id: str | None = None
+    ) -> Iterator[Event[EventRecord]]: ...
+
+    @overload
+    def events(
+        self, run_id: str, first: type[R], /, *types: type[R], after: int = 0, node_id: str | None = None
+    ) -> Iterator[Event[R]]: ...
 
     def runs(self) -> list[RunInfo]: ...
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import StoreError
+from verifyless.events import ConfigUpdated, NodeRecorded, RunStatusChanged, VerificationStarted, Verified, parse_event
 from verifyless.node import Candidate, Node
 from verifyless.store import fold
 from verifyless.store.records import Budget, RebuildReport, RunInfo
@@ -82,18 +83,18 @@ class StoreReads:
         another host, or a store written before pids were stored, keeps ``running``.
         """
         config, status = json.loads(r[5]), r[3]
-        last_status: Mapping[str, Any] = {}
+        last: RunStatusChanged | None = None
         for kind, payload in self._read(
-            "SELECT kind, payload FROM events WHERE run_id = ? AND kind IN ('config_update', 'run_status') ORDER BY seq",
-            (r[0],),
+            "SELECT kind, payload FROM events WHERE run_id = ? AND kind IN (?, ?) ORDER BY seq",
+            (r[0], ConfigUpdated.KIND, RunStatusChanged.KIND),
         ):
-            data = json.loads(payload)
-            if kind == "config_update":
-                for key, value in (data.get("changes") or {}).items():
+            record = parse_event(kind, json.loads(payload))
+            if isinstance(record, ConfigUpdated):
+                for key, value in (record.changes or {}).items():
                     _set_dotted(config, key, value)
-            else:
-                last_status = data
-        if status == "running" and _writer_gone(last_status):
+            elif isinstance(record, RunStatusChanged):
+                last = record
+        if status == "running" and last is not None and _writer_gone(last):
             status = "interrupted"
         return RunInfo(
             run_id=r[0],
@@ -178,13 +179,12 @@ class StoreReads:
         """Rebuild the latest logged ``Candidate`` for ``node_id``, program text included."""
         rows = self._read(
             "SELECT payload FROM events WHERE run_id = ? AND node_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
-            (run_id, node_id, fold.NODE),
+            (run_id, node_id, NodeRecorded.KIND),
         )
         if not rows:
             raise StoreError(f"no node {node_id!r} in run {run_id!r}")
-        payload = json.loads(rows[0][0])
-        program = self.get_text(payload["program_hash"]) if payload.get("program_hash") else ""
-        return Candidate.from_dict(payload | {"program": program})
+        cand = NodeRecorded.parse(json.loads(rows[0][0])).candidate
+        return cand.replace(program=self.get_text(cand.program_hash) if cand.program_hash else "")
 
     def verified_hashes(self, run_id: str) -> set[str]:
         """Program hashes of nodes with a finished verification (for dedup before paying again)."""
@@ -202,11 +202,10 @@ class StoreReads:
         """
         pending: dict[str, int] = {}
         for seq, kind, node_id in self._read(
-            "SELECT seq, kind, node_id FROM events WHERE run_id = ? AND kind IN ('verification_started', "
-            "'verification') ORDER BY seq",
-            (run_id,),
+            "SELECT seq, kind, node_id FROM events WHERE run_id = ? AND kind IN (?, ?) ORDER BY seq",
+            (run_id, VerificationStarted.KIND, Verified.KIND),
         ):
-            if kind == "verification_started":
+            if kind == VerificationStarted.KIND:
                 pending[node_id] = seq
             else:
                 pending.pop(node_id, None)
@@ -295,9 +294,9 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     node[last] = value
 
 
-def _writer_gone(status: Mapping[str, Any]) -> bool:
+def _writer_gone(status: RunStatusChanged) -> bool:
     """Whether the process that stored this ``running`` status is known to be dead (same host, pid gone)."""
-    pid, host = status.get("pid"), status.get("host")
+    pid, host = status.pid, status.host
     if not isinstance(pid, int) or host != socket.gethostname():
         return False
     try:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, NamedTuple
+from functools import cached_property
+from typing import Any, Generic, NamedTuple, TypeVar, cast
+
+from verifyless.events import EventRecord, kind_of, parse_event
+
+R = TypeVar("R", bound=EventRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +46,14 @@ class Budget(Charge):
     """Totals of a run's ledger (everything charged so far): a ``Charge``'s fields, summed over the log."""
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One committed entry of the append-only log.
+@dataclass(frozen=True)
+class Event(Generic[R]):
+    """One committed entry of the append-only log: its envelope and its typed ``record``.
 
-    ``payload`` is the decoded JSON object; treat it as read-only.
-    ``charge`` is what the event charged to the ledger, or None.
+    ``record`` is the event's ``verifyless.events`` record (parsed on first use, so a reader that only counts
+    events pays nothing; ``parser`` is the record class asked for, else the kind's registered one).
+    ``payload`` is the stored JSON object, for the store itself and for tests; code above the store reads
+    ``record`` (tests/test_events.py checks that). ``charge`` is what the event charged to the ledger, or None.
     """
 
     seq: int
@@ -55,13 +63,30 @@ class Event:
     node_id: str | None
     payload: Mapping[str, Any]
     charge: Charge | None = None
+    parser: type[EventRecord] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def record(self) -> R:
+        """The typed record of this event (``Unrecognised`` for a kind no record claims)."""
+        if self.parser is not None:
+            return cast(R, self.parser.parse(self.payload))
+        return cast(R, parse_event(self.kind, self.payload))
+
+    @classmethod
+    def of(
+        cls, seq: int, run_id: str, record: R, *, node_id: str | None = None, charge: Charge | None = None
+    ) -> Event[R]:
+        """The envelope of ``record`` just appended as ``seq`` (its record already known: nothing is parsed)."""
+        event: Event[R] = cls(seq, run_id, time.time(), kind_of(record), node_id, record.payload(), charge)
+        event.__dict__["record"] = record
+        return event
 
 
 class Item(NamedTuple):
-    """One event for ``RunStore.append_many``; a plain ``(kind, payload)`` tuple also works."""
+    """One event for ``RunStore.append_many`` (a record, or a raw kind and payload); a plain tuple also works."""
 
-    kind: str
-    payload: Mapping[str, Any]
+    kind: EventRecord | str
+    payload: Mapping[str, Any] | None = None
     node_id: str | None = None
     charge: Charge | bool | None = None
 

@@ -23,12 +23,22 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from verifyless.errors import StoreError
+from verifyless.events import (
+    EventRecord,
+    NodeRecorded,
+    RunCreated,
+    RunStatusChanged,
+    Verified,
+    kind_of,
+    status_of,
+    store_program,
+)
 from verifyless.node import Candidate, Node, Status, Verification
 from verifyless.release import release
 from verifyless.store import fold, schema
@@ -131,10 +141,8 @@ class RunStore(StoreReads, BlobStore):
                 "INSERT INTO runs (run_id, task, created, status, config, seed, updated) VALUES (?,?,?,?,?,?,?)",
                 (run_id, task, now, "created", config_json, int(seed), now),
             )
-            head = {"task": task, "seed": int(seed), "config": dict(config)}
-            if fingerprint is not None:
-                head["task_fingerprint"] = dict(fingerprint)
-            self._insert(conn, run_id, "config", head, None, None)
+            head = RunCreated(task, int(seed), dict(config), None if fingerprint is None else dict(fingerprint))
+            self._insert(conn, run_id, head, None, None, None)
         self._known_runs.add(run_id)
         return run_id
 
@@ -144,10 +152,10 @@ class RunStore(StoreReads, BlobStore):
         The event holds the writer's pid and host (a reader then shows a dead writer's ``running`` run as
         ``interrupted``) and ``reason`` when given (why a ``failed`` run stopped, for ``show``).
         """
-        payload = _status_payload(status, reason)
+        record = _status_record(status, reason)
         with self._write() as conn:
             self._require_run(conn, run_id)
-            seq = self._insert(conn, run_id, "run_status", payload, None, None)
+            seq = self._insert(conn, run_id, record, None, None, None)
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
 
@@ -164,22 +172,24 @@ class RunStore(StoreReads, BlobStore):
     def append(
         self,
         run_id: str,
-        kind: str,
-        payload: Mapping[str, Any],
+        record: EventRecord | str,
+        payload: Mapping[str, Any] | None = None,
         *,
         node_id: str | None = None,
         charge: Charge | bool | None = None,
     ) -> int:
         """Append one event (and its view update, blob, ledger charge) in one transaction; returns its seq after COMMIT.
 
-        ``charge=True`` derives the charge from the payload for ``verification``
+        ``record`` is a ``verifyless.events`` record; a raw ``(kind, payload)`` (a kind string and its JSON
+        object) is accepted too, for importers and tests that write what older code wrote.
+        ``charge=True`` derives the charge from the record for ``verification``
         (1 verification + its seconds), ``llm_call`` (tokens, cost) and ``pilot``
         (``seconds``) events. A ``node`` payload may carry ``program`` text: it
         is stored as a blob and left out of the logged payload.
         """
         with self._write() as conn:
             self._require_run(conn, run_id)
-            return self._insert(conn, run_id, kind, payload, node_id, charge)
+            return self._insert(conn, run_id, record, payload, node_id, charge)
 
     def append_many(self, run_id: str, items: Iterable[Item | tuple]) -> list[int]:
         """Append several events in ONE transaction (all or none); returns their seqs in order."""
@@ -189,22 +199,32 @@ class RunStore(StoreReads, BlobStore):
 
     def add_candidate(self, run_id: str, candidate: Candidate, *, status: Status | str | None = None) -> int:
         """Log a ``node`` event for ``candidate`` (program stored as a blob); returns seq."""
-        payload = candidate.to_dict()
-        if status is not None:
-            payload["status"] = status.value if isinstance(status, Status) else str(status)
-        return self.append(run_id, fold.NODE, payload, node_id=candidate.id)
+        try:
+            stated = None if status is None else status_of(status)
+        except ValueError as exc:
+            raise StoreError(f"node event for {candidate.id!r}: {exc}") from None
+        return self.append(run_id, NodeRecorded(candidate, status=stated), node_id=candidate.id)
 
     def add_verification(
         self, run_id: str, node_id: str, verification: Verification, fitness: float | None, *, charge: bool = True
     ) -> int:
         """Log a finished verification with its oriented ``fitness``; charges 1 verification + seconds by default."""
-        payload = verification.to_dict() | {"fitness": fitness}
-        return self.append(run_id, fold.VERIFICATION, payload, node_id=node_id, charge=charge)
+        return self.append(run_id, Verified(verification, fitness), node_id=node_id, charge=charge)
 
     def events(
-        self, run_id: str, kinds: Iterable[str] | None = None, after: int = 0, *, node_id: str | None = None
-    ) -> Iterator[Event]:
-        """Committed events of a run with ``seq > after`` in seq order, optionally filtered by kind and node."""
+        self,
+        run_id: str,
+        *types: type[EventRecord],
+        kinds: Iterable[str] | None = None,
+        after: int = 0,
+        node_id: str | None = None,
+    ) -> Iterator[Event[Any]]:
+        """Committed events of a run with ``seq > after`` in seq order, optionally of the record classes ``types``
+        (each event's ``record`` is then one of them) and of one node. ``kinds`` filters by kind string instead,
+        for tools that read raw kinds (tests, exports). ``RunStoreProtocol.events`` states the typed overloads."""
+        parsers = {t.KIND: t for t in types}
+        if types:
+            kinds = list(parsers)
         kinds = [kinds] if isinstance(kinds, str) else (list(kinds) if kinds is not None else None)
         where = "run_id = ? AND seq > ?"
         extra: list[Any] = []
@@ -232,6 +252,7 @@ class RunStore(StoreReads, BlobStore):
                     nid,
                     json.loads(payload),
                     Charge.from_dict(json.loads(charge)) if charge else None,
+                    parsers.get(kind),
                 )
             if len(rows) < _PAGE:
                 return
@@ -241,29 +262,35 @@ class RunStore(StoreReads, BlobStore):
         self,
         conn: sqlite3.Connection,
         run_id: str,
-        kind: str,
-        payload: Mapping[str, Any],
+        record: EventRecord | str,
+        payload: Mapping[str, Any] | None,
         node_id: str | None,
         charge: Charge | bool | None,
     ) -> int:
+        if isinstance(record, EventRecord):
+            kind, payload = kind_of(record), record.payload()
+        else:
+            kind = record
         if not isinstance(kind, str) or not kind:
             raise StoreError(f"event kind must be a non-empty string, got {kind!r}")
-        if hasattr(payload, "to_dict"):
+        if payload is not None and hasattr(payload, "to_dict"):
             payload = payload.to_dict()
-        payload = dict(payload)
-        if kind == fold.NODE:
-            node_id = _node_payload(payload, node_id, lambda program: self._put_blob(conn, program))
+        payload = dict(payload or {})
+        if kind == NodeRecorded.KIND:
+            node_id = store_program(payload, node_id, lambda program: self._put_blob(conn, program))
         elif kind in fold.VIEW_KINDS and not node_id:
             raise StoreError(f"a {kind!r} event needs node_id=...")
         text = self._dumps(payload, f"{kind} payload")
         decoded = json.loads(text)  # the view folds exactly what the log holds
-        cost = fold.resolve_charge(kind, decoded, charge)
+        derive = charge is True and kind in fold.CHARGED_KINDS
+        parsed = fold.parsed(kind, decoded, node_id) if kind in fold.VIEW_KINDS or derive else None
+        cost = fold.resolve_charge(kind, parsed, charge)
         seq = conn.execute(
             "INSERT INTO events (run_id, ts, kind, node_id, payload, charge) VALUES (?,?,?,?,?,?)",
             (run_id, time.time(), kind, node_id, text, fold.dumps(cost.to_dict()) if cost else None),
         ).lastrowid
-        if kind in fold.VIEW_KINDS:
-            self._apply(conn, run_id, kind, node_id, decoded, seq)  # type: ignore[arg-type]
+        if parsed is not None and kind in fold.VIEW_KINDS:
+            self._apply(conn, run_id, parsed, node_id, seq)  # type: ignore[arg-type]
         if cost:
             conn.execute(
                 f"INSERT INTO ledger (seq, run_id, kind, node_id, {', '.join(fold.LEDGER_COLUMNS)}) "
@@ -272,11 +299,9 @@ class RunStore(StoreReads, BlobStore):
             )
         return int(seq)  # type: ignore[arg-type]
 
-    def _apply(
-        self, conn: sqlite3.Connection, run_id: str, kind: str, node_id: str, payload: dict[str, Any], seq: int
-    ) -> None:
-        if kind == fold.NODE:
-            new = fold.node_row(run_id, node_id, payload, seq)
+    def _apply(self, conn: sqlite3.Connection, run_id: str, record: EventRecord, node_id: str, seq: int) -> None:
+        if isinstance(record, NodeRecorded):
+            new = fold.node_row(run_id, node_id, record, seq)
             cur = conn.execute(
                 f"SELECT {', '.join(fold.COLUMNS)} FROM nodes WHERE run_id = ? AND node_id = ?", (run_id, node_id)
             )
@@ -287,17 +312,17 @@ class RunStore(StoreReads, BlobStore):
                     tuple(new[c] for c in fold.COLUMNS),
                 )
                 return
-            row = fold.merge_node(dict(zip(fold.COLUMNS, old, strict=False)), new, payload)
+            row = fold.merge_node(dict(zip(fold.COLUMNS, old, strict=False)), new, record)
             update = {c: row[c] for c in fold.COLUMNS[2:]}
         else:
-            update = fold.changes(kind, payload, seq, node_id)
+            update = fold.changes(record, seq, node_id)
         cur = conn.execute(
             f"UPDATE nodes SET {', '.join(f'{c} = ?' for c in update)} WHERE run_id = ? AND node_id = ?",
             (*update.values(), run_id, node_id),
         )
         if cur.rowcount == 0:
             raise StoreError(
-                f"{kind} event for unknown node {node_id!r} in run {run_id}; append its 'node' event first"
+                f"{kind_of(record)} event for unknown node {node_id!r} in run {run_id}; append its 'node' event first"
             )
 
     @staticmethod
@@ -344,26 +369,6 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return conn
 
 
-def _node_payload(payload: dict[str, Any], node_id: str | None, put_blob: Callable[[Any], str]) -> str:
-    """Check a ``node`` event's id (the payload's and the argument must agree) and move its ``program`` text to a
-    blob (``put_blob``), keeping its hash; changes ``payload`` in place and returns the node id."""
-    pid = payload.get("id")
-    if node_id is None:
-        node_id = pid
-    if not node_id or (pid is not None and pid != node_id):
-        raise StoreError(f"node event needs a node id (payload id {pid!r}, node_id {node_id!r}); they must agree")
-    payload["id"] = node_id
-    if "program" in payload:
-        digest = put_blob(payload.pop("program"))
-        if payload.get("program_hash") and payload["program_hash"] != digest:
-            raise StoreError(
-                f"node {node_id!r}: program_hash {payload['program_hash'][:12]} does not match the "
-                f"program text (sha256 {digest[:12]}); compute it with verifyless.node.content_hash"
-            )
-        payload["program_hash"] = digest
-    return str(node_id)
-
-
 def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     """A ``StoreError`` with SQLite's message and what to do about it."""
     text = str(exc)
@@ -379,15 +384,16 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"run store {path}: {text}. {hint}")
 
 
-def _status_payload(status: str, reason: str | None) -> dict[str, Any]:
-    """A ``run_status`` payload: the status, the writer's pid and host, the reason when there is one, and for
-    ``running`` the machine the run (or this part of it) runs on (``machine()``, for the run card)."""
-    payload: dict[str, Any] = {"status": str(status), "pid": os.getpid(), "host": socket.gethostname()}
-    if reason:
-        payload["reason"] = reason[:4000]
-    if status == "running":
-        payload["machine"] = machine()
-    return payload
+def _status_record(status: str, reason: str | None) -> RunStatusChanged:
+    """A ``run_status`` record: the status, the writer's pid and host, the reason when there is one, and for
+    ``running`` this machine (``machine``)."""
+    return RunStatusChanged(
+        str(status),
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        reason=reason[:4000] if reason else None,
+        machine=machine() if status == "running" else None,
+    )
 
 
 def machine() -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from verifyless.errors import TaskError
+from verifyless.events import RunCreated
 from verifyless.task.base import Task
 
 VERSION = "task-fingerprint-1"  # bump when what is hashed changes: older digests then never match by accident
@@ -92,13 +93,13 @@ def file_hash(path: Path) -> str:
 
 
 class _Events(Protocol):
-    def events(self, run_id: str, kinds: Any = None) -> Iterator[Any]: ...
+    def events(self, run_id: str, first: type[RunCreated], /) -> Iterator[Any]: ...
 
 
 def stored_fingerprint(store: _Events, run_id: str) -> Fingerprint | None:
     """The fingerprint a run recorded when it was made; None for a run stored before fingerprints existed."""
-    for ev in store.events(run_id, kinds=["config"]):
-        data = ev.payload.get("task_fingerprint")
+    for ev in store.events(run_id, RunCreated):
+        data = ev.record.task_fingerprint
         return Fingerprint.from_dict(data) if data else None
     return None
 

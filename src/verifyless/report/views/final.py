@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verifyless.events import Finalised, FinalSelected, SelectionSplitChosen, Submitted
 from verifyless.report.text import num, number
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -42,18 +43,18 @@ class SubmissionView:
     beats_final: bool | None = None  # validation: better than the final node (None: unknown, e.g. an older run)
 
 
-def submission_view(payload: Mapping[str, Any]) -> SubmissionView:
-    """A ``submission`` event's payload as a ``SubmissionView``."""
+def submission_view(record: Submitted) -> SubmissionView:
+    """A ``submission`` event's record as a ``SubmissionView``."""
     return SubmissionView(
-        tuple(str(m) for m in payload.get("members") or ()),
-        tuple(str(m) for m in payload.get("combined") or ()),
-        str(payload.get("combine", "")),
-        str(payload.get("status", "")),
-        str(payload.get("reason", "")),
-        num(payload.get("score")),
-        num(payload.get("test_score")),
-        num(payload.get("seconds")) or 0.0,
-        payload.get("beats_final") if isinstance(payload.get("beats_final"), bool) else None,
+        tuple(str(m) for m in record.members),
+        tuple(str(m) for m in record.combined),
+        record.combine,
+        record.status,
+        record.reason,
+        num(record.score),
+        num(record.test_score),
+        num(record.seconds) or 0.0,
+        record.beats_final if isinstance(record.beats_final, bool) else None,
     )
 
 
@@ -77,13 +78,13 @@ class FinalView:
     selection_metric: str | None = None
     selection_score: float | None = None
     baseline_selection_score: float | None = None
-    held_out: Mapping[str, Any] | None = None
+    held_out: SelectionSplitChosen | None = None
 
     @property
     def changed_pick(self) -> bool:
         """Whether the selection split overruled the strategy's pick."""
-        held = self.held_out or {}
-        return bool(held.get("winner")) and held.get("winner") != held.get("strategy_best")
+        held = self.held_out
+        return held is not None and bool(held.winner) and held.winner != held.strategy_best
 
     @property
     def transfer_warning(self) -> str | None:
@@ -115,29 +116,34 @@ def transfer_warning(
 
 def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
     """From the ``final`` event (or, while running, the best validation node so far)."""
-    final: Mapping[str, Any] = {}
+    final: Finalised | None = None
     selection = None
     submission = None
     held_out = None
-    for ev in store.events(run_id, kinds=["final", "final_selection", "submission", "selection_split"]):
-        if ev.kind == "final":
-            final = ev.payload
-        elif ev.kind == "submission":
-            submission = submission_view(ev.payload)
-        elif ev.kind == "selection_split":
-            held_out = dict(ev.payload)
-        else:
-            selection = {k: v for k, v in ev.payload.items() if k != "matches"} | {
-                "matches": len(ev.payload.get("matches") or [])
-            }
+    for ev in store.events(run_id, Finalised, FinalSelected, Submitted, SelectionSplitChosen):
+        match ev.record:
+            case Finalised() as record:
+                final = record
+            case Submitted() as record:
+                submission = submission_view(record)
+            case SelectionSplitChosen() as record:
+                held_out = record
+            case FinalSelected() as record:
+                selection = {
+                    "winner": record.winner,
+                    "pool": list(record.pool),
+                    "points": dict(record.points),
+                    "strategy_best": record.strategy_best,
+                    "matches": len(record.matches),
+                }
     rows = {r["node_id"]: r for r in store.node_rows(run_id)}
-    node_id = final.get("node_id") if final else (_best(rows.values()) or {}).get("node_id")
+    node_id = final.node_id if final else (_best(rows.values()) or {}).get("node_id")
     row = rows.get(node_id or "", {})
     root = rows.get("root", {})
-    name = final.get("selection_metric") or (held_out or {}).get("metric")
+    name = (final.selection_metric if final else None) or (held_out.metric if held_out else None)
     return FinalView(
         node_id,
-        str(final.get("stopped", "" if final else "(running: best so far)")),
+        final.stopped if final else "(running: best so far)",
         num(row.get("score")),
         dict(row.get("metrics") or {}),
         num(row.get("test_score")),

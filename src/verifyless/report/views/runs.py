@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from verifyless.events import BriefLogged, Finalised, ScreenerLearned
 from verifyless.node import Status
 from verifyless.report.text import dump, iso, num, redact
 from verifyless.screen.base import FallbackCount
@@ -256,26 +257,27 @@ class RunSummary:
 def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
     info = store.run(run_id)
     counts: dict[str, int] = {}
-    brief: Mapping[str, Any] = {}
+    brief = BriefLogged("")
     stopped, last = "", 0
     learned: list[Mapping[str, Any]] = []
     fallbacks = FallbackCount()
-    for ev in store.events(run_id, kinds=None):
+    for ev in store.events(run_id):
         counts[ev.kind] = counts.get(ev.kind, 0) + 1
         last = ev.seq
-        fallbacks.feed(ev.kind, ev.payload)
-        if ev.kind == "screener_learn":
-            learned.append(ev.payload)
-        if ev.kind == "brief":
-            brief = ev.payload
-        elif ev.kind == "final":
-            stopped = str(ev.payload.get("stopped", ""))
+        record = ev.record
+        fallbacks.feed(record)
+        if isinstance(record, ScreenerLearned):
+            learned.append(record.payload())
+        elif isinstance(record, BriefLogged):
+            brief = record
+        elif isinstance(record, Finalised):
+            stopped = str(record.stopped or "")
     meta = task_meta(info.task)
     return RunSummary(
         row=run_row(store, run_id),
         config_json=json.dumps(redact(info.config), indent=2, default=str),
-        brief_understanding=str(brief.get("understanding", "")),
-        brief_criteria=tuple(str(c) for c in brief.get("criteria", ()) or ()),
+        brief_understanding=str(brief.understanding or ""),
+        brief_criteria=tuple(str(c) for c in brief.criteria or ()),
         metric=str(meta.get("metric", "score")),
         direction=direction_of(store, run_id),
         stopped=stopped,
@@ -308,10 +310,10 @@ def other_events(
 ) -> list[GenericEvent]:
     """Events of kinds the views do not draw (e.g. pilot, learn, snapshot, memory), as redacted JSON text."""
     out = []
-    for ev in store.events(run_id, kinds=None):
+    for ev in store.events(run_id):
         if ev.kind in known:
             continue
-        out.append(GenericEvent(ev.seq, ev.kind, ev.node_id or "", iso(ev.ts), dump(ev.payload, 2000)))
+        out.append(GenericEvent(ev.seq, ev.kind, ev.node_id or "", iso(ev.ts), dump(ev.record.payload(), 2000)))
         if len(out) >= limit:
             break
     return out

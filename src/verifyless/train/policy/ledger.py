@@ -33,18 +33,20 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from verifyless.errors import ConfigError
+from verifyless.events import BriefLogged, EventRecord, LowFidelityRan, NodeRecorded, SmokeRan, StatusChanged, Verified
 from verifyless.ledger import RunState, append_and_fold
 from verifyless.node import Candidate, Evidence, Idea, Operator, Status, Verification
 from verifyless.roles.base import ParentInfo, TaskBrief
 from verifyless.store import Charge
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.train.policy.contract import IdeaReward, PolicyPrompt, StepStats
+from verifyless.train.policy.events import PolicyCritic, PolicyIdea, PolicyPrompted, PolicyStep
 from verifyless.train.policy.settings import RewardSettings
 
 POLICY_KIND = "policy-grpo"
-_KINDS = (
-    *("brief", "node", "verification", "smoke", "pilot_run", "status"),  # the kernel's fold
-    *("policy_prompt", "policy_critic", "policy_idea", "policy_step"),  # the policy log
+_RECORDS = (
+    *(BriefLogged, NodeRecorded, Verified, SmokeRan, LowFidelityRan, StatusChanged),  # the kernel's fold
+    *(PolicyPrompted, PolicyCritic, PolicyIdea, PolicyStep),  # the policy log
 )
 
 
@@ -64,17 +66,19 @@ class PolicyLog:
     steps: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
-def prompt_to(prompt: PolicyPrompt) -> dict[str, Any]:
-    return {**asdict(prompt), "messages": [dict(m) for m in prompt.messages]}
+def prompt_to(prompt: PolicyPrompt) -> PolicyPrompted:
+    return PolicyPrompted(
+        prompt.key, prompt.step, prompt.task, prompt.parent_id, tuple(dict(m) for m in prompt.messages)
+    )
 
 
-def prompt_from(data: Mapping[str, Any]) -> PolicyPrompt:
+def prompt_from(record: PolicyPrompted) -> PolicyPrompt:
     return PolicyPrompt(
-        key=str(data["key"]),
-        step=int(data["step"]),
-        task=str(data["task"]),
-        parent_id=str(data["parent_id"]),
-        messages=tuple(dict(m) for m in data["messages"]),
+        key=str(record.key),
+        step=int(record.step),
+        task=str(record.task),
+        parent_id=str(record.parent_id),
+        messages=tuple(dict(m) for m in record.messages),
     )
 
 
@@ -134,73 +138,65 @@ class PolicyLedger:
 
     def _read(self) -> None:
         log = self.log
-        for ev in self.store.events(self.run_id, kinds=list(_KINDS)):
+        for ev in self.store.events(self.run_id, *_RECORDS):
             self.state.apply(ev)
-            p = ev.payload
-            if ev.kind == "brief":
-                log.briefs[str(p.get("task", ""))] = TaskBrief(str(p["understanding"]), tuple(p["criteria"]))
-            elif ev.kind == "policy_prompt":
-                log.prompts[str(p["key"])] = prompt_from(p)
-            elif ev.kind == "policy_critic":
-                log.critic[str(ev.node_id)] = Evidence.from_dict(p["evidence"])
-            elif ev.kind == "policy_idea":
-                log.ideas[(str(p["key"]), int(p["index"]))] = dict(p)
-            elif ev.kind == "policy_step":
-                log.steps[int(p["step"])] = dict(p)
+            match ev.record:
+                case BriefLogged() as r:
+                    log.briefs[str(r.task)] = TaskBrief(str(r.understanding), tuple(r.criteria))
+                case PolicyPrompted() as r:
+                    log.prompts[str(r.key)] = prompt_from(r)
+                case PolicyCritic() as r:
+                    log.critic[str(ev.node_id)] = r.evidence
+                case PolicyIdea() as r:
+                    log.ideas[(str(r.key), int(r.index))] = r.payload()
+                case PolicyStep() as r:
+                    log.steps[int(r.step)] = r.payload()
 
     # ------------------------------------------------------------------ writing
 
-    def emit(
-        self, kind: str, payload: dict[str, Any], node_id: str | None = None, charge: Charge | bool | None = None
-    ) -> None:
+    def emit(self, record: EventRecord, node_id: str | None = None, charge: Charge | bool | None = None) -> None:
         """Every write goes through the kernel's one write path (durable, then folded into ``state``)."""
-        append_and_fold(self.store, self.run_id, self.state, kind, payload, node_id=node_id, charge=charge)
+        append_and_fold(self.store, self.run_id, self.state, record, node_id=node_id, charge=charge)
 
     def set_status(self, node_id: str, status: Status, reason: str) -> None:
         """A ``status`` event: a smoke run stopped node ``node_id`` (``LowFidelity.smoke``)."""
-        self.emit("status", {"status": status.value, "reason": reason}, node_id=node_id)
+        self.emit(StatusChanged(status, reason), node_id=node_id)
 
     def brief(self, task: str, brief: TaskBrief) -> None:
-        payload = {"task": task, "understanding": brief.understanding, "criteria": list(brief.criteria)}
-        self.emit("brief", payload)
+        self.emit(BriefLogged(brief.understanding, tuple(brief.criteria), task=task))
         self.log.briefs[task] = brief
 
-    def node(self, cand: Candidate, status: Status, reason: str, **extra: Any) -> None:
-        """Log a ``node`` event (program stored as a blob); ``made(cand.id)`` reads its status back."""
-        payload = cand.to_dict()
-        if not cand.program:
-            payload.pop("program")
-        payload.update(status=status.value, reason=reason[:2000], **extra)
-        self.emit("node", payload, node_id=cand.id)
+    def node(self, cand: Candidate, status: Status, reason: str, task: str = "", **extra: Any) -> None:
+        """Log a ``node`` event (program stored as a blob; ``extra``: more keys, e.g. ``key``, ``repair_of``);
+        ``made(cand.id)`` reads its status back."""
+        record = NodeRecorded(cand, status=status, reason=reason[:2000], task=task, extra=extra)
+        self.emit(record, node_id=cand.id)
 
     def verification(self, nid: str, v: Verification, fitness: float | None, reused_from: str | None = None) -> None:
         """Record a verification; charged (1 verification + its seconds) unless it reuses an earlier result."""
-        payload: dict[str, Any] = {**v.to_dict(), "fitness": fitness}
-        charge: Charge | bool = False
-        if reused_from is None:
-            charge = Charge(verifications=1, evaluator_seconds=v.seconds)
-        else:
-            payload["reused_from"] = reused_from
-        self.emit("verification", payload, node_id=nid, charge=charge)
+        charge: Charge | bool = (
+            False if reused_from is not None else Charge(verifications=1, evaluator_seconds=v.seconds)
+        )
+        self.emit(Verified(v, fitness, reused_from), node_id=nid, charge=charge)
 
     def prompt(self, prompt: PolicyPrompt) -> None:
-        self.emit("policy_prompt", prompt_to(prompt))
+        self.emit(prompt_to(prompt))
         self.log.prompts[prompt.key] = prompt
 
     def critic(self, nid: str, evidence: Evidence) -> None:
-        self.emit("policy_critic", {"evidence": evidence.to_dict()}, node_id=nid)
+        self.emit(PolicyCritic(evidence), node_id=nid)
         self.log.critic[nid] = evidence
 
     def idea(self, reward: IdeaReward, **extra: Any) -> IdeaReward:
-        payload = {**asdict(reward), "votes": dict(reward.votes), **extra}
-        self.emit("policy_idea", payload, node_id=reward.node_id or None)
-        self.log.ideas[(reward.key, reward.index)] = payload
+        record = PolicyIdea.parse({**asdict(reward), "votes": dict(reward.votes), **extra})
+        self.emit(record, node_id=reward.node_id or None)
+        self.log.ideas[(reward.key, reward.index)] = record.payload()
         return reward
 
     def step(self, stats: StepStats, parents: list[str], **extra: Any) -> None:
-        payload = {**asdict(stats), "parents": list(parents), **extra}
-        self.emit("policy_step", payload)
-        self.log.steps[stats.step] = payload
+        record = PolicyStep.parse({**asdict(stats), "parents": list(parents), **extra})
+        self.emit(record)
+        self.log.steps[stats.step] = record.payload()
 
     # ------------------------------------------------------------------ reading
 

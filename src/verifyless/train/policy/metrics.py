@@ -21,6 +21,7 @@ from typing import Any
 
 from verifyless.screen.ranking import route
 from verifyless.train.policy.contract import StepStats
+from verifyless.train.policy.events import PolicyIdea
 
 Payload = Mapping[str, Any]
 
@@ -146,7 +147,7 @@ class Audit:
 
 def audit_run(store: Any, run_id: str) -> Audit:
     """Read a run's ``policy_idea`` events and tabulate the critic's verdict against the verifier's outcome."""
-    ideas = [dict(ev.payload) for ev in store.events(run_id, kinds=["policy_idea"])]
+    ideas = [ev.record.payload() for ev in store.events(run_id, PolicyIdea)]
     threshold = float(store.run(run_id).config.get("settings", {}).get("threshold", 0.25))
     sources: dict[str, int] = {}
     for p in ideas:
