@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import cli
 from sklearn.datasets import load_diabetes
 
-from test_cli import cli
 from verifyless.byod import new_task
 from verifyless.errors import ConfigError
 from verifyless.sandbox.local import LocalSandbox

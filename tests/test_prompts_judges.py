@@ -12,10 +12,11 @@ import dataclasses
 import random
 import re
 
+from ensemble_pool import cands
 from fakes import TASK, SampleFnModel
-from test_ensemble import cands
-from test_roles_llm import PROGRAM, make_task, replies
-from test_roles_llm import FakeModel as RoleModel
+from role_models import PROGRAM, make_task, replies
+from role_models import FakeModel as RoleModel
+
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, ProposeContext
 from verifyless.roles.llm import LLMProposer
@@ -85,11 +86,11 @@ def test_proposer_inspirations_carry_their_validation_scores():
 
 
 def test_the_engine_hands_the_proposer_each_inspirations_score(tmp_path):
-    from engine_fakes import Proposer, fake_engine, fake_roles
     from verifyless.config import load_config
     from verifyless.screen.registry import build_screener
     from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
+    from verifyless.testing import Proposer, fake_engine, fake_roles
 
     seen: list[ProposeContext] = []
 

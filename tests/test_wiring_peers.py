@@ -7,12 +7,12 @@ from pathlib import Path
 
 import yaml
 
-from engine_fakes import FakeExecutor, fake_task
 from verifyless.config import load_config
 from verifyless.node import Status
 from verifyless.report.peers import model_shares, novelty_rates
 from verifyless.report.render import run_views
 from verifyless.store import RunStore
+from verifyless.testing import FakeExecutor, fake_task
 from verifyless.wiring import build_engine
 
 BRIEF = "## Task understanding\nPick a.\n\n[CRITERIA]\n1. closeness of a to the optimum\n2. simplicity\n3. robustness\n4. runtime\n"

@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
+from cli_runs import cli, in_process
 from readonly_media import read_only_prefix, unprivileged_prefix
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def cli(
-    *args: str, cwd=None, timeout: int = 240, prefix: list[str] | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """``verifyless ARGS`` in a subprocess; ``env`` adds variables to this process's environment."""
-    return subprocess.run(
-        [*(prefix or []), sys.executable, "-m", "verifyless", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        env=None if env is None else {**os.environ, **env},
-    )
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -96,24 +79,6 @@ def test_a_config_file_with_a_yaml_typo_is_one_line_naming_the_line_and_column(t
     config.write_bytes(b"\xff\xfeengine: {}\n")  # saved as UTF-16 by an editor
     out = in_process(monkeypatch, capsys, "run", "diabetes", "--config", str(config), "--store", str(tmp_path / "s.db"))
     assert out.returncode == 2 and "is not UTF-8 text" in out.stderr, out.stderr
-
-
-def in_process(monkeypatch, capsys, *args: str) -> subprocess.CompletedProcess:
-    """``verifyless ARGS`` through ``main()`` here: its exit status, stdout and stderr (the environment restored)."""
-    from verifyless._cli.app import main
-
-    monkeypatch.setattr(sys, "argv", ["verifyless", *args])
-    saved = dict(os.environ)
-    try:
-        main()
-        code = 0
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 1
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
 
 
 @pytest.mark.parametrize(
@@ -345,7 +310,7 @@ def _budget(done: int) -> dict:
 
 
 def test_show_reports_the_ensemble_submission(tmp_path):
-    from test_report_views import _with_submission
+    from report_fixtures import _with_submission
 
     run_id = _with_submission(tmp_path / "e.db")
     shown = cli("show", run_id, "--store", str(tmp_path / "e.db"))

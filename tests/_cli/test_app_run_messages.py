@@ -4,9 +4,8 @@ items 7 and 10). Real CLI runs (in this process, ``test_cli.in_process``) on rea
 from __future__ import annotations
 
 import pytest
-
-from test_cli import in_process
-from test_run_results import toy_task
+from cli_runs import in_process
+from task_folders import toy_task
 
 
 def _one_line(out, code: int) -> str:
@@ -79,8 +78,8 @@ def test_a_resume_with_a_budget_below_what_was_paid_is_refused(tmp_path, monkeyp
 def test_a_resume_on_a_read_only_store_says_so_and_not_recover(tmp_path, monkeypatch, capsys):
     import shutil
 
+    from cli_runs import cli
     from readonly_media import read_only_prefix
-    from test_cli import cli
 
     run_id, store = _paid_run(tmp_path, monkeypatch, capsys, budget=1)
     folder = tmp_path / "ro"

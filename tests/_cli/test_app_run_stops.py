@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from child_signals import with_default_sigint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED = f"roles.models.default=scripted:{ROOT / 'examples/scripted/diabetes.yaml'}"
 PROGRAM = "# EVOLVE-BLOCK-START\ndef f():\n    return 1.0\n# EVOLVE-BLOCK-END\n"
 GOOD_EVALUATOR = (
@@ -168,12 +167,13 @@ class _SilentImplementer:
 def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tmp_path, caplog):
     import asyncio
 
-    from engine_fakes import Briefer, Proposer, Summarizer
-    from test_engine import make_engine
+    from engine_runs import make_engine
+
     from verifyless.engine.health import stored_role_health
     from verifyless.errors import ParseError
     from verifyless.roles.base import Roles
     from verifyless.store import RunStore
+    from verifyless.testing import Briefer, Proposer, Summarizer
 
     roles = Roles(Briefer(), Proposer(), _SilentImplementer(), Summarizer())
     with RunStore(tmp_path / "s.db") as store:

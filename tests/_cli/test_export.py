@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store-0.1-diabetes-critic.db"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "store-0.1-diabetes-critic.db"
 RUN = "20261201-191950-67a390"
 HIDDEN = "48.4608"  # the baseline's hidden test RMSE in the fixture (48.46089...)
 

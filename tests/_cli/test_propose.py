@@ -13,7 +13,7 @@ from verifyless._cli.propose import propose_for_baseline
 from verifyless.model.scripted import ScriptedModel
 from verifyless.model.testserver import TestServer
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
+SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 
 def _propose(task: str, model: str | None, n: int = 3):

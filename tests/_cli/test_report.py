@@ -10,7 +10,7 @@ from pathlib import Path
 
 from report_fixtures import cached_build
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

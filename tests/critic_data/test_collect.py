@@ -20,8 +20,8 @@ from verifyless.critic_data.pipeline import CollectWiring, run_collection
 from verifyless.ledger import BudgetConfig
 from verifyless.store import RunStore
 
-TASK = str(Path(__file__).parent / "data_task")
-ROOT = Path(__file__).resolve().parents[1]
+TASK = str(Path(__file__).parents[1] / "data_task")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _verifications(store: RunStore, run_id: str) -> Counter[str]:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from critic_data_rows import many, row
+
 from verifyless.critic_data import critic_messages, load_critic_dataset
 from verifyless.critic_data.dataset import balance, balance_bench, card_data, save_dataset, split_rows, splits_of
 from verifyless.errors import ConfigError

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from test_datareport_run import Recorder, config
+from scripted_runs import Recorder, config
+
 from verifyless import datareport
 from verifyless.critic_data.collect import CollectSettings
 from verifyless.critic_data.dataset import card_data, card_markdown, load_critic_dataset, save_dataset
@@ -21,7 +22,7 @@ from verifyless.ledger import BudgetConfig
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
+SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 
 def _run_with_critic(tmp_path: Path, *extra: str):

@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from critic_data_rows import row
+
 from verifyless.critic_data import critic_messages, load_critic_dataset
 from verifyless.critic_data.build import synthesize_dataset
 from verifyless.critic_data.dataset import card_data, save_dataset

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "closed_loop.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "closed_loop.py"
 
 
 @pytest.mark.slow  # bench/closed_loop.py end to end (~30 s); its parts run in test_train_critic (SFT, GRPO) and test_critic_rm (a trained critic in a run)

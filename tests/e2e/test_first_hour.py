@@ -7,15 +7,14 @@ import asyncio
 import io
 import json
 import logging
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import cli
 from rich.console import Console
+from task_folders import MINIMAL, minimal_task
 
-from engine_fakes import fake_engine
-from test_cli import cli
 from verifyless._cli.show import run_row, show_data
 from verifyless.config import load_config
 from verifyless.engine.baseline import check_baseline, failure_source
@@ -29,9 +28,10 @@ from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.baselines import RandomScreener
 from verifyless.store import RunStore
 from verifyless.task import load_task
+from verifyless.testing import fake_engine
 from verifyless.verify import verify
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens on the discard port: every connection is refused at once
 
 
@@ -176,28 +176,6 @@ def test_verify_says_the_program_wrote_no_output_not_the_evaluator(tmp_path):
 
 
 # ---------------------------------------------------------------------- 3. hidden metrics of a minimal task.yaml
-
-MINIMAL = """name: tiny_diabetes
-statement: statement.md
-program: solution.py
-metric: {name: val_rmse, direction: minimize}
-data:
-  public: [public/train.csv, public/val_inputs.csv, public/test_inputs.csv]
-  hidden: [hidden/val_targets.csv, hidden/test_targets.csv]
-score: score.py:score
-"""
-
-
-def minimal_task(tmp_path: Path) -> Path:
-    """A copy of diabetes whose task.yaml holds only the required keys (no ``metrics:`` block)."""
-    root = tmp_path / "tiny"
-    root.mkdir()
-    for name in ("public", "hidden"):
-        shutil.copytree(ROOT / "tasks" / "diabetes" / name, root / name)
-    for name in ("statement.md", "solution.py", "score.py"):
-        shutil.copy(ROOT / "tasks" / "diabetes" / name, root / name)
-    (root / "task.yaml").write_text(MINIMAL)
-    return root
 
 
 def test_undeclared_test_metrics_of_a_minimal_task_yaml_stay_hidden(tmp_path, caplog):

@@ -12,7 +12,7 @@ from verifyless.model.testserver import TestServer
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
-SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "scripted" / "circle_packing.yaml"
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "scripted" / "circle_packing.yaml"
 KEY = "sk-test-never-stored-0123456789"
 
 
@@ -59,7 +59,7 @@ def test_run_over_http_records_usage_keeps_the_key_out_and_replays_without_the_e
     assert report.equal, report.describe()
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_roles_block() -> dict:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 # command prefix -> why it is not run here
@@ -34,7 +34,7 @@ SKIPPED = {
     "verifyless train policy-grpo": "trains a SmolLM2 policy for minutes (GPU machine)",
     "verifyless run bench/tasks/policy_space": "needs the skipped policy adapter and its policy-run.yaml",
     "verifyless train critic-rm diabetes": "needs the diabetes runs above in runs/warm.db (minutes of verification); "
-    "tests/test_critic_rm.py runs the same runs -> train -> screened run on tests/data_task",
+    "tests/screen/test_reward.py runs the same runs -> train -> screened run on tests/data_task",
     "verifyless run diabetes --strategy greedy --screener critic-rm": "needs the skipped critic-rm artifact",
     "verifyless show RUN --store runs/warm.db": "needs the skipped critic-rm run",
 }

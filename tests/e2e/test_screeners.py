@@ -12,7 +12,7 @@ from verifyless.screen.health import health_by_screener
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
+SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 SCREENERS = [
     ("critic", ["screener.options.k=4", "engine.final_selection=3", "budget.verifications=4"]),

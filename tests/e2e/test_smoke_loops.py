@@ -25,7 +25,8 @@ from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
 
 TASK = dataclasses.replace(
-    load_task(str(Path(__file__).parent / "data_task")), fidelity=Fidelity(levels=(FidelityLevel("quick", knob="1"),))
+    load_task(str(Path(__file__).parents[1] / "data_task")),
+    fidelity=Fidelity(levels=(FidelityLevel("quick", knob="1"),)),
 )
 
 

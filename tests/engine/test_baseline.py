@@ -6,11 +6,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import cli
+from competitions import competition
 
-from test_cli import cli
 from verifyless.engine.baseline import BaselineFailed, check_baseline, failure_source
 from verifyless.errors import TaskError
 from verifyless.node import Status, Verification
@@ -68,24 +68,6 @@ def test_an_openevolve_evaluator_is_blamed_only_when_the_program_is_nowhere_in_t
     assert failure_source(task, Verification(status=Status.FAILED, reason="ValueError", stderr_tail=mine)) == "program"
     theirs = Verification(status=Status.FAILED, reason="ValueError", stderr_tail=LIBRARY_ONLY)
     assert failure_source(task, theirs) == "evaluator"
-
-
-def competition(base: Path, name: str = "random-acts-of-pizza") -> Path:
-    """A small MLE-bench folder (binary AUC) whose answers the tests may remove or shorten."""
-    root = base / name
-    public, private = root / "prepared" / "public", root / "prepared" / "private"
-    public.mkdir(parents=True)
-    private.mkdir(parents=True)
-    rng = np.random.default_rng(3)
-    x = rng.normal(size=120)
-    y = (x + rng.normal(scale=0.5, size=120) > 0).astype(int)
-    ids = [f"r{i:03d}" for i in range(120)]
-    pd.DataFrame({"id": ids[:80], "x": x[:80], "label": y[:80]}).to_csv(public / "train.csv", index=False)
-    pd.DataFrame({"id": ids[80:], "x": x[80:]}).to_csv(public / "test.csv", index=False)
-    pd.DataFrame({"id": ids[80:], "label": 0.5}).to_csv(public / "sample_submission.csv", index=False)
-    pd.DataFrame({"id": ids[80:], "label": y[80:]}).to_csv(private / "test.csv", index=False)
-    (root / "verifyless.yaml").write_text("metric: auc\n")
-    return root
 
 
 def test_a_competition_without_its_private_answers_fails_to_load_in_one_line(tmp_path):

@@ -13,41 +13,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from engine_runs import make_engine, verification_events
 
-from engine_fakes import FakeExecutor, fake_roles, fake_task
-from verifyless.config import load_config
-from verifyless.engine import Engine
-from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
-
-
-def make_engine(
-    store, *, strategy="greedy", screener="random", budget=10, executor=None, memory=None, roles=None, **over
-):
-    from verifyless.screen.registry import build_screener
-
-    overrides = [
-        f"strategy.name={strategy}",
-        f"screener.name={screener}",
-        f"budget.verifications={budget}",
-        "engine.candidates=4",
-        *[f"{k}={v}" for k, v in over.items()],
-    ]
-    cfg = load_config(overrides=overrides)
-    return Engine(
-        task=fake_task(),
-        roles=roles or fake_roles(),
-        screener=build_screener(screener, models={}, seed=0),
-        strategy=build_strategy(strategy, None, random.Random(cfg.seed)),
-        executor=executor or FakeExecutor(),
-        store=store,
-        config=cfg,
-        memory=memory,
-    )
-
-
-def verification_events(store, run_id):
-    return list(store.events(run_id, kinds=["verification"]))
+from verifyless.testing import FakeExecutor, fake_roles
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "islands", "mcgs", "linear"])
@@ -160,7 +129,7 @@ def test_resume_after_an_interruption_loses_nothing_and_charges_nothing_twice(tm
 CRASH_SCRIPT = r"""
 import asyncio, random, sys
 sys.path.insert(0, {tests!r})
-from engine_fakes import FakeExecutor, fake_roles, fake_task
+from verifyless.testing import FakeExecutor, fake_roles, fake_task
 from verifyless.config import load_config
 from verifyless.engine import Engine
 from verifyless.screen.registry import build_screener
@@ -205,8 +174,8 @@ def test_kill_minus_nine_then_resume(tmp_path):
 
 
 def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_error(tmp_path):
-    from engine_fakes import Implementer, Proposer
     from verifyless.errors import ModelUnavailable
+    from verifyless.testing import Implementer, Proposer
 
     class Flaky(Implementer):
         def __init__(self):

@@ -10,9 +10,8 @@ import shutil
 from collections import Counter
 
 import pytest
+from engine_runs import make_engine, verification_events
 
-from engine_fakes import FakeExecutor, Implementer, Proposer, fake_engine, fake_roles
-from test_engine import make_engine, verification_events
 from verifyless.config import BudgetConfig, load_config
 from verifyless.engine import BudgetGate
 from verifyless.engine.routing import select
@@ -23,6 +22,7 @@ from verifyless.screen.base import LearningScreener
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.ranking import route
 from verifyless.store import Charge, RunStore
+from verifyless.testing import FakeExecutor, Implementer, Proposer, fake_engine, fake_roles
 
 
 def _screening(evidence: dict[str, Evidence]) -> Screening:
@@ -472,7 +472,7 @@ def test_issue_25_an_openevolve_evaluator_that_raises_at_import_stops_after_the_
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     task = tmp_path / "broken"
     shutil.copytree(root / "tasks" / "circle_packing", task)
     evaluator = task / "evaluator.py"

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from engine_fakes import fake_engine
-from test_pilots import fake_run, levelled_task
+from pilot_runs import fake_run, levelled_task
+
 from verifyless.ledger import LowFidelity
 from verifyless.outcome import Outcome, label3, pair_outcome, reward_label
 from verifyless.screen.base import OutcomeObserver, PilotObserver
 from verifyless.screen.pilot import PilotScreener
 from verifyless.screen.surrogate import SurrogateScreener
 from verifyless.store import RunStore
+from verifyless.testing import fake_engine
 
 
 class RecordingPilot(PilotScreener):

@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from engine_fakes import PROGRAM, fake_task
 from verifyless.ledger import BudgetConfig, BudgetGate, Ledger, RunState, candidate_from, verify_with_repairs
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.store import RunStore
+from verifyless.testing import PROGRAM, fake_task
 
 
 def _cand(cid: str, a: int, parent: str | None = None) -> Candidate:

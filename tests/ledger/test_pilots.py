@@ -11,47 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine_fakes import PROGRAM, fake_engine, fake_task, value
+from pilot_runs import _cand, _ledger, fake_run, levelled_task, run_screening
+
 from verifyless.ledger import BudgetConfig, Ledger, LowFidelity, RunState, verify_with_repairs
-from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.node import Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.pilot import PilotScreener, survivors
 from verifyless.store import RunStore
-from verifyless.task.base import Fidelity, FidelityLevel
+from verifyless.testing import PROGRAM, fake_engine, fake_task, value
 
-HERE = Path(__file__).parent
-
-
-def levelled_task():
-    levels = (FidelityLevel("tiny", knob="0.1"), FidelityLevel("half", knob="0.5"))
-    return dataclasses.replace(fake_task(), fidelity=Fidelity(levels=levels, full="1"))
-
-
-def _cand(cid: str, a: int, idea: str | None = None) -> Candidate:
-    program = PROGRAM.replace("a = 0", f"a = {a}")
-    return Candidate(cid, None, Operator.IMPROVE, Idea(idea or f"set a to {a}"), program, content_hash(program))
-
-
-def fake_run(calls: list[tuple[int, str]], crash_odd: bool = False, crash_at: str = "tiny"):
-    """A ``RunAt``: loss (a - 13)^2 plus level noise; odd a crashes at level ``crash_at`` when ``crash_odd``."""
-
-    async def run(task, program, level):
-        a = value(program)
-        calls.append((a, level))
-        if crash_odd and a % 2 and level == crash_at:
-            return Verification(Status.FAILED, "odd a", stderr_tail="ValueError: odd", run_seconds=0.5)
-        noise = {"tiny": 7.0, "half": 2.0}.get(level, 0.0) * ((a * 37) % 5 - 2)
-        loss = float((a - 13) ** 2) + noise
-        return Verification(Status.OK, "", {"loss": loss}, {}, loss, None, run_seconds=0.25)
-
-    return run
-
-
-def _ledger(store: RunStore) -> Ledger:
-    ledger = Ledger(store, BudgetConfig(verifications=None), fake_task().metric)
-    ledger.run_id = store.create_run("fake", {})
-    return ledger
+HERE = Path(__file__).parents[1]  # tests/
 
 
 def test_a_candidate_that_crashes_at_smoke_level_is_never_fully_verified_and_is_repaired_keeping_its_idea(tmp_path):
@@ -130,7 +100,7 @@ def test_without_a_sandbox_the_pool_keeps_its_order():
 _CHILD = """
 import asyncio, random, sys, time
 sys.path.insert(0, {tests!r})
-from test_pilots import _cand, _ledger, fake_run, levelled_task, run_screening
+from pilot_runs import _cand, _ledger, fake_run, levelled_task, run_screening
 from verifyless.store import RunStore
 
 calls = []
@@ -148,23 +118,14 @@ with RunStore({db!r}) as store:
 """
 
 
-def run_screening(ledger: Ledger, run) -> object:
-    """The pilot screening of a fixed pool of 8 (eta 2, two levels), candidates recorded once."""
-    task = levelled_task()
-    pool = [_cand(f"c{k}", 4 + 2 * k) for k in range(8)]
-    for c in pool:
-        if c.id not in ledger.state.staged:
-            ledger.record_candidate(c, Status.IMPLEMENTED)
-    low = LowFidelity(ledger, task, run)
-    ctx = ScreenContext(task, ParentInfo(None, PROGRAM), random.Random(0), n_verify=1, pilot=low.pilot)
-    return asyncio.run(PilotScreener(eta=2).screen(ctx, pool))
-
-
 def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_and_charges_nothing_twice(tmp_path):
     db = tmp_path / "s.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent / "src"), str(HERE)])}
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD.format(tests=str(HERE), db=str(db))], stdout=subprocess.PIPE, env=env, text=True
+        [sys.executable, "-c", _CHILD.format(tests=str(HERE / "support"), db=str(db))],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "mid-pilot"
@@ -192,12 +153,12 @@ def test_pilots_are_charged_and_recorded_and_a_kill_9_mid_pilot_loses_nothing_an
 
 
 def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at_smoke_level(tmp_path):
-    from engine_fakes import FakeExecutor
     from verifyless.config import load_config
     from verifyless.report.render import write_report
     from verifyless.report.views.curves import best_curve
     from verifyless.report.views.pilots import low_fidelity_view
     from verifyless.screen.registry import SCREENERS, build_screener
+    from verifyless.testing import FakeExecutor
 
     task = levelled_task()
     overrides = ["screener.name=pilot", "budget.verifications=8", "engine.candidates=6", "engine.smoke=tiny"]
@@ -252,9 +213,10 @@ def test_an_engine_run_pilots_its_pools_and_never_fully_verifies_what_crashed_at
 def test_cascade_critic_then_pilot_pilots_exactly_the_critics_m_and_orders_the_top_by_pilots():
     import re
 
+    from cascade_pool import LABELS, QUALITY, cand, critic_fn
+    from critic_screens import make_ctx
     from fakes import SampleFnModel
-    from test_cascade import LABELS, QUALITY, cand, critic_fn
-    from test_critic import make_ctx
+
     from verifyless.screen.registry import SCREENERS, build_screener
 
     critic_model = SampleFnModel(critic_fn(LABELS), "critic")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "verifyless"
+SRC = Path(__file__).resolve().parents[2] / "src" / "verifyless"
 LIMIT = 300
 # Known offenders being split by their owners this session; remove an entry once it fits (the test says when).
 PENDING: set[str] = set()  # classes allowed over the limit for now (none)

@@ -258,7 +258,8 @@ def test_a_server_without_logprobs_fails_the_probe_clearly() -> None:
 def test_label_probability_critic_probes_are_cached_replayed_and_recorded(
     provider: str, tiny: Path, model: LocalModel, tmp_path: Path
 ) -> None:
-    from test_train_ttl import candidate, context
+    from ttl_pool import candidate, context
+
     from verifyless.model.scripted import ScriptedModel
     from verifyless.model.testserver import TestServer
     from verifyless.screen.registry import SCREENERS, build_screener

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from critic_data_rows import row
 from typer.testing import CliRunner
 
-from critic_data_rows import row
 from verifyless._cli.app import app
 from verifyless.critic_data.dataset import card_data, load_critic_dataset, save_dataset
 from verifyless.critic_data.harvest import harvest_runs
@@ -17,7 +17,7 @@ from verifyless.offline.benchmark import run_critic_bench, write_report
 from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scripted"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 
 def _node(store: RunStore, run_id: str, nid: str, parent: str | None, status: str, score: float | None) -> None:

@@ -42,7 +42,7 @@ def test_attach_refuses_a_level_world_that_misses_points(tmp_path: Path) -> None
 
 
 def test_collect_level_measures_every_world_point_and_resumes(tmp_path: Path) -> None:
-    task = load_task(str(Path(__file__).parent / "data_task"))
+    task = load_task(str(Path(__file__).parents[1] / "data_task"))
     task = dataclasses.replace(task, fidelity=Fidelity(levels=(FidelityLevel("quick", knob="1"),)))
     world = collect_world(task, tmp_path / "w.jsonl", n=4, seed=1)
     path = tmp_path / "w.quick.jsonl"

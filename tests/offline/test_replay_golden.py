@@ -24,7 +24,7 @@ from verifyless.offline.replay import ArmFactory, replay_many
 from verifyless.offline.simulated import PRESETS, CascadeScreener, SimulatedJudge, TieBrokenCritic, TournamentScreener
 from verifyless.offline.worlds import World, load_world, synthetic_world
 
-GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "replay_golden.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "fixtures" / "replay_golden.json").read_text())
 SEEDS, BUDGET, N = (0, 1, 2), 12, 4
 
 

@@ -11,8 +11,8 @@ import asyncio
 import math
 
 import pytest
+from bench_modules import load
 
-from test_bench_scripts import load
 from verifyless.builtin import worlds_dir
 from verifyless.node import Status
 from verifyless.offline.simulated import PRESETS

@@ -19,7 +19,7 @@ from verifyless.offline.world_pairs import balance, by_world, compact_prompt, wo
 from verifyless.offline.worlds import synthetic_world
 from verifyless.outcome import THREE, label3, pair_outcome
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def load_bench():

@@ -194,7 +194,7 @@ def test_kill_9_mid_collection_then_resume_pays_each_configuration_once(tmp_path
     from verifyless.task import load_task
 
     folder, path, db = _toy_task(tmp_path), tmp_path / "w" / "toy.jsonl", tmp_path / "ledger.db"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-c", _COLLECT, str(folder), str(path), str(db)], env=env)
     run_id = "world-toy_world-s1"
     deadline = time.monotonic() + 60

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from readonly_media import read_only_prefix
+
 from verifyless.errors import StoreError
 from verifyless.report.reader import open_readonly
 from verifyless.store import SCHEMA_VERSION, RunStore

@@ -6,14 +6,12 @@ import math
 import re
 
 import pytest
+from report_fixtures import PAYLOADS, SECRET, _candidate, _verify, _with_submission, cached_build
 
-from report_fixtures import PAYLOADS, SECRET, cached_build
 from verifyless.errors import StoreError
-from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.report import text, views
 from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
-from verifyless.store.records import Charge
 
 
 @pytest.fixture(scope="module")
@@ -139,40 +137,6 @@ def test_secrets_are_redacted(fx):
 
 
 # ---------------------------------------------------------------------- synthetic events through the real store
-
-
-def _candidate(st, run_id, cid, parent, program, refs=()):
-    operator = Operator.REFERENCE if refs else Operator.IMPROVE
-    st.add_candidate(
-        run_id,
-        Candidate(
-            cid,
-            parent,
-            operator,
-            Idea(f"idea {cid}"),
-            program,
-            content_hash(program),
-            summary=f"summary {cid}",
-            reference_ids=tuple(refs),
-            round=1,
-        ),
-    )
-
-
-def _verify(st, run_id, cid, score, program):
-    st.add_verification(
-        run_id,
-        cid,
-        Verification(
-            Status.OK,
-            metrics={"m": score},
-            score=score,
-            test_score=score - 1,
-            run_seconds=1.0,
-            program_hash=content_hash(program),
-        ),
-        score,
-    )
 
 
 @pytest.fixture()
@@ -437,30 +401,6 @@ def test_tied_rank_values_show_the_tie_break_that_decided(tmp_path):
     by_id = {c.id: c for c in r.candidates}
     assert by_id["c3"].tie_break == "", "no tie, nothing to show"
     assert by_id["c1"].tie_break.startswith("votes: 0.5") and by_id["c2"].tie_break.startswith("votes: 0,"), by_id
-
-
-def _with_submission(path):
-    with RunStore(path) as st:
-        rid = st.create_run("not-a-task", {"screener": {"name": "critic"}, "strategy": {"name": "mcgs"}})
-        for cid, score in (("root", 1.0), ("c1", 2.0)):
-            _candidate(st, rid, cid, None if cid == "root" else "root", f"a = {cid!r}\n")
-            _verify(st, rid, cid, score, f"a = {cid!r}\n")
-        st.append(rid, "final", {"node_id": "c1", "stopped": "budget"})
-        submission = {
-            "members": ["c1", "root"],
-            "combined": ["c1", "root"],
-            "status": "ok",
-            "reason": "",
-            "score": 2.5,
-            "test_score": 2.25,
-            "seconds": 3.5,
-            "combine": "mean",
-            "metrics": {"m": 2.5},
-            "test_metrics": {"m": 2.25},
-            "member_runs": [],
-        }
-        st.append(rid, "submission", submission, charge=Charge(evaluator_seconds=3.5))
-    return rid
 
 
 def test_the_ensemble_submission_is_in_the_final_view_and_the_report(tmp_path):

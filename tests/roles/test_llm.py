@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
+from role_models import PROGRAM, FakeModel, make_task, replies
 
 from verifyless.errors import ConfigError, ParseError
-from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
+from verifyless.model.base import Message, Usage
 from verifyless.node import Idea, Operator
 from verifyless.program import extract, fixed_region_violation, split
 from verifyless.prompts import TemplateError, fill, load_template
@@ -26,80 +25,11 @@ from verifyless.roles.base import (
 )
 from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, Summary, llm_roles
 from verifyless.roles.options import LLMRoleOptions
-from verifyless.task.base import Band, Metric, Task
-
-PROGRAM = '''import numpy as np
-
-
-def load(path):
-    return np.load(path)
-
-# EVOLVE-BLOCK-START
-def model(xs):
-    """Baseline: the mean."""
-    total = 0.0
-    for v in xs:
-        total += v
-    return total / len(xs)
-# EVOLVE-BLOCK-END
-
-if __name__ == "__main__":
-    print(f"{model([1.0, 2.0, 3.0])}")
-'''
+from verifyless.task.base import Band
 
 NEW_BAND = "def model(xs):\n    return float(np.median(xs))"
 IDEA = Idea("Replace the mean with the median so that outliers in the inputs stop dragging the prediction.")
 MY_PROMPTS = ("brief", "propose", "implement", "implement_diff", "repair", "summarize")
-
-
-def make_task(**changes) -> Task:
-    base = dict(
-        name="toy",
-        root=Path("/tmp"),
-        kind="native",
-        statement="Predict the centre of a noisy sample. Keep {braces} literal.",
-        program_file="solution.py",
-        baseline_program=PROGRAM,
-        band=Band(),
-        metric=Metric("mae", "minimize"),
-    )
-    base.update(changes)
-    return Task(**base)
-
-
-class FakeModel:
-    """A Model whose replies come from ``respond(request)``; records every request."""
-
-    def __init__(self, respond: Callable[[ModelRequest], str | None], delay: float = 0.0) -> None:
-        self.name = "fake"
-        self.respond = respond
-        self.delay = delay
-        self.requests: list[ModelRequest] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-
-    async def generate(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            await asyncio.sleep(self.delay)
-            text = self.respond(request)
-        finally:
-            self.in_flight -= 1
-        choices = () if text is None else (Choice(text),)
-        return ModelReply(choices=choices, usage=Usage(100, 20, 0.5), model=self.name)
-
-
-def replies(*texts: str | None) -> Callable[[ModelRequest], str | None]:
-    queue = list(texts)
-
-    def respond(_: ModelRequest) -> str | None:
-        if not queue:
-            raise AssertionError("the fake model ran out of scripted replies")
-        return queue.pop(0)
-
-    return respond
 
 
 def run(coro):
@@ -535,12 +465,12 @@ def test_the_engine_records_a_summary_length_warning_on_the_node_event(tmp_path)
     import dataclasses
     import random as _random
 
-    from engine_fakes import FakeExecutor, fake_roles, fake_task
     from verifyless.config import load_config
     from verifyless.engine import Engine
     from verifyless.screen.registry import build_screener
     from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
+    from verifyless.testing import FakeExecutor, fake_roles, fake_task
 
     class ShortSummaries:
         async def summarize(self, task, program, idea=None):

@@ -24,7 +24,7 @@ SANDBOX = LocalSandbox()
 ISOLATED = SANDBOX.isolation != "process"
 needs_isolation = pytest.mark.skipif(not ISOLATED, reason="namespaces unavailable: process mode hides nothing")
 LIMITS = Limits(wall_seconds=4.0, memory_mb=1024, processes=32, output_bytes=100_000, file_size_mb=4, workspace_mb=16)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_py(tmp_path: Path, code: str, limits: Limits = LIMITS, **kw):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import io
 
+from adaptive_world import Inverted, Unbounded, _adaptive, _engine
 from rich.console import Console
 
-from test_adaptive import Inverted, Unbounded, _adaptive, _engine
 from verifyless._cli.app import _print_result
 from verifyless._cli.progress import LiveProgress
 from verifyless._cli.show import show_data

@@ -518,9 +518,9 @@ def test_detect_device_names_a_gpu_from_nvidia_smi_or_the_cpu_cores(tmp_path: Pa
 
 
 def test_engine_charges_pilot_seconds_to_the_runs_evaluator_budget(tmp_path: Path) -> None:
-    from engine_fakes import fake_engine, fake_task
     from verifyless.config import load_config
     from verifyless.store import RunStore
+    from verifyless.testing import fake_engine, fake_task
 
     (tmp_path / "task").mkdir()
     ticks = itertools.count(step=50.0)  # every pilot takes 50 s of (fake) real time

@@ -6,11 +6,11 @@ import asyncio
 import re
 
 import pytest
-
+from cascade_pool import LABELS, QUALITY, cand, critic_fn
+from critic_screens import VERDICT, make_ctx
 from fakes import SampleFnModel
-from test_critic import VERDICT, make_ctx
+
 from verifyless.errors import ConfigError
-from verifyless.node import Candidate, Idea, Operator
 from verifyless.screen.cascade import CriticThenJudge, confident_lose
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
@@ -18,43 +18,11 @@ from verifyless.screen.registry import SCREENERS, build_screener, options_model
 from verifyless.screen.tournament import PairwiseRPM
 
 
-def cand(cid: str, q: int) -> Candidate:
-    return Candidate(
-        id=cid,
-        parent_id="p",
-        operator=Operator.IMPROVE,
-        idea=Idea(f"plan {cid}"),
-        program=f"model = '{cid}'  # Q{q}\n",
-        program_hash=cid,
-        summary=f"Child ID={cid}; a forest.",
-    )
-
-
-def critic_fn(labels: dict[str, list[str]]):
-    def fn(request, i):
-        cid = re.search(r"ID=(\w+)", request.messages[-1].content).group(1)
-        return "Criteria...\n" + VERDICT[labels[cid][i % len(labels[cid])]]
-
-    return fn
-
-
 def judge_fn(request, i):
     text = request.messages[-1].content
     qa = int(re.search(r"## Candidate A\n.*?# Q(\d)", text, re.S).group(1))
     qb = int(re.search(r"## Candidate B\n.*?# Q(\d)", text, re.S).group(1))
     return "[CHOICE] A" if qa > qb else "[CHOICE] B"
-
-
-LABELS = {
-    "a": ["BigWin"],
-    "b": ["BigWin", "MediumWin"],
-    "c": ["MediumWin"],
-    "d": ["SmallWin", "Tie"],
-    "e": ["Tie"],
-    "f": ["Lose"],
-    "g": ["Lose"],
-}
-QUALITY = {"a": 3, "b": 8, "c": 9, "d": 7, "e": 2, "f": 9, "g": 1}
 
 
 def cascade(m: int = 3, **kw) -> tuple[CriticThenJudge, SampleFnModel]:

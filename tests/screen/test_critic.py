@@ -4,76 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
-from pathlib import Path
 
 import pytest
-
+from critic_screens import VERDICT, cand, make_ctx, scripted
 from fakes import SampleFnModel
+
 from verifyless.engine.routing import select
 from verifyless.errors import ConfigError
-from verifyless.model.base import ModelRequest
-from verifyless.node import Candidate, Idea, Operator
-from verifyless.roles.base import ParentInfo, TaskBrief
-from verifyless.screen.base import ScreenContext
+from verifyless.roles.base import TaskBrief
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.ranking import route
 from verifyless.screen.registry import SCREENERS, build_screener
-from verifyless.task.base import Band, Metric, Task
-
-VERDICT = {
-    "BigWin": "[IMPROVEMENT] improve --- r\n[WINTIER] big --- r",
-    "MediumWin": "[IMPROVEMENT] improve --- r\n[WINTIER] medium --- r",
-    "SmallWin": "[IMPROVEMENT] improve --- r\n[WINTIER] small --- r",
-    "Tie": "[IMPROVEMENT] tie --- r\n[WINTIER] NA --- r",
-    "Lose": "[IMPROVEMENT] lose --- r\n[WINTIER] NA --- r",
-    "junk": "I cannot decide.",
-}
 
 
 def FakeModel(fn, name: str = "fake-critic") -> SampleFnModel:
     return SampleFnModel(fn, name)
-
-
-def make_task() -> Task:
-    return Task(
-        name="toy",
-        root=Path("."),
-        kind="native",
-        statement="Predict the digit class.",
-        program_file="solution.py",
-        baseline_program="print(1)\n",
-        band=Band(),
-        metric=Metric("accuracy", "maximize"),
-    )
-
-
-def make_ctx(seed: int = 0, brief: TaskBrief | None = None, n_verify: int = 1) -> ScreenContext:
-    parent = ParentInfo(id="p", program="print(1)\n", score=0.5, summary="Parent: a logistic regression.")
-    return ScreenContext(task=make_task(), parent=parent, rng=random.Random(seed), brief=brief, n_verify=n_verify)
-
-
-def cand(cid: str) -> Candidate:
-    return Candidate(
-        id=cid,
-        parent_id="p",
-        operator=Operator.IMPROVE,
-        idea=Idea(f"idea {cid}"),
-        program="print(2)\n",
-        program_hash=cid,
-        summary=f"Child ID={cid}; uses a forest.",
-    )
-
-
-def scripted(plan: dict[str, list[str]]):
-    """plan[cid][i] is the label of sample i (cycled)."""
-
-    def fn(request: ModelRequest, i: int) -> str:
-        cid = re.search(r"ID=(\w+)", request.messages[-1].content).group(1)
-        labels = plan[cid]
-        return "Criterion analysis...\n" + VERDICT[labels[i % len(labels)]]
-
-    return fn
 
 
 def run(screener, ctx, cands):

@@ -7,9 +7,9 @@ import re
 from collections import Counter
 
 import pytest
-
+from critic_screens import VERDICT, cand, make_ctx, scripted
 from fakes import SampleFnModel
-from test_critic import VERDICT, cand, make_ctx, scripted
+
 from verifyless.errors import ConfigError
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats

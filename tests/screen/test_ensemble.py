@@ -8,10 +8,11 @@ import re
 from collections import Counter
 
 import pytest
-
+from ensemble_pool import cands
 from fakes import TASK, SampleFnModel
+
 from verifyless.errors import ConfigError
-from verifyless.node import Candidate, Evidence, Idea, Node, Operator, Screening, Status
+from verifyless.node import Evidence, Node, Operator, Screening, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.baselines import OracleScreener, RandomScreener
@@ -47,22 +48,6 @@ def ctx(seed: int = 0, n_verify: int = 1) -> ScreenContext:
     return ScreenContext(
         task=TASK, parent=ParentInfo(id="p", program="x = 1\n"), rng=random.Random(seed), n_verify=n_verify
     )
-
-
-def cands(*ids: str, q: dict[str, int] | None = None) -> list[Candidate]:
-    q = q or {}
-    return [
-        Candidate(
-            id=c,
-            parent_id="p",
-            operator=Operator.IMPROVE,
-            idea=Idea(f"plan {c}"),
-            program=f"x = 2  # Q={q.get(c, 0)}\n",
-            program_hash=c,
-            summary=f"ID={c} Q={q.get(c, 0)}",
-        )
-        for c in ids
-    ]
 
 
 def run(screener, c, items):

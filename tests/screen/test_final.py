@@ -18,7 +18,6 @@ import pytest
 import yaml
 from sklearn.datasets import load_diabetes
 
-from engine_fakes import FakeExecutor, fake_engine, fake_task, value
 from verifyless._cli.show import transfer_data, transfer_lines
 from verifyless.config import load_config, with_absent_options
 from verifyless.node import Node, Operator, Status, Verification
@@ -30,6 +29,7 @@ from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.tabular.prepare import Request, prepare_task
 from verifyless.task.tabular.split import SplitSettings, split_held, split_rows
+from verifyless.testing import FakeExecutor, fake_engine, fake_task, value
 from verifyless.verify import verify
 
 
@@ -136,7 +136,8 @@ def test_task_new_with_selection_zero_keeps_the_split_and_metrics_of_before(tmp_
 
 
 def test_a_native_task_declares_a_selection_metric_apart_from_validation_and_test(tmp_path):
-    from test_first_hour import minimal_task
+    from task_folders import minimal_task
+
     from verifyless.errors import TaskError
 
     root = minimal_task(tmp_path)

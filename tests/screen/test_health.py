@@ -21,7 +21,7 @@ from verifyless.screen.prompting import parse_choice
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
+SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 AB = ("A", "B")
 CHOICE_CASES = [

@@ -39,7 +39,7 @@ from verifyless.store import RunStore
 from verifyless.train.reward import HeadSettings, fit_head, head_arrays, score, sibling_pairs, train_from_store
 from verifyless.wiring import build_engine
 
-DATA_TASK = Path(__file__).resolve().parent / "data_task"
+DATA_TASK = Path(__file__).resolve().parents[1] / "data_task"
 HASHING = HeadSettings(encoder="hashing", C=1.0)
 
 

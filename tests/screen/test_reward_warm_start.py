@@ -33,7 +33,7 @@ from verifyless.task import load_task
 from verifyless.task.identity import same_task
 from verifyless.wiring import build_engine
 
-DATA_TASK = Path(__file__).resolve().parent / "data_task"
+DATA_TASK = Path(__file__).resolve().parents[1] / "data_task"
 
 
 def config(store: Path, task: Path = DATA_TASK, seed: int = 0, budget: int = 10, *extra: str) -> RunConfig:
@@ -138,7 +138,7 @@ def test_a_run_of_another_task_or_another_baseline_does_not_pick_it_up_and_warm_
 KILL_SCRIPT = """
 import asyncio, sys
 sys.path.insert(0, {tests!r})
-from test_warm_start import config, run
+from test_reward_warm_start import config, run
 run(config({db!r}, seed=1, budget=60))
 """
 

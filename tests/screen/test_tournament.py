@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 from fakes import TASK, SampleFnModel
+
 from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Node, Operator, Status
 from verifyless.roles.base import ParentInfo

@@ -23,11 +23,11 @@ import pytest
 
 pytest.importorskip("peft")
 
+from ttl_pool import candidate, context
+
 from verifyless.model import build_model, make_config  # noqa: E402
-from verifyless.node import Candidate, Idea, Operator, Status, Verification  # noqa: E402
+from verifyless.node import Status, Verification  # noqa: E402
 from verifyless.outcome import Outcome, label3, verified_outcome  # noqa: E402
-from verifyless.roles.base import ParentInfo, TaskBrief  # noqa: E402
-from verifyless.screen.base import ScreenContext  # noqa: E402
 from verifyless.screen.registry import SCREENERS  # noqa: E402
 from verifyless.screen.registry import build_screener as registry_build  # noqa: E402
 from verifyless.screen.ttl import TestTimeCritic, group_advantages  # noqa: E402
@@ -52,18 +52,6 @@ def tiny(request: pytest.FixtureRequest) -> Path:
     return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
 
 
-def context() -> ScreenContext:
-    from verifyless.critic_data.prompt import task_for
-
-    task = task_for({"task": "keyword", "task_description": "Improve the score.", "higher_is_better": True})
-    return ScreenContext(
-        task=task,
-        parent=ParentInfo(id="p0", program="", summary="The parent model."),
-        rng=random.Random(0),
-        brief=TaskBrief("", ("what the change does",)),
-    )
-
-
 def outcome(i: int, keyword: str, child_score: float) -> Outcome:
     return verified_outcome(
         "p0",
@@ -75,18 +63,6 @@ def outcome(i: int, keyword: str, child_score: float) -> Outcome:
         parent_summary="The parent model.",
         child_summary=f"The child will {keyword} it.",
         idea=keyword,
-    )
-
-
-def candidate(i: int, keyword: str) -> Candidate:
-    return Candidate(
-        id=f"c{i}",
-        parent_id="p0",
-        operator=Operator.IMPROVE,
-        idea=Idea(keyword),
-        program="",
-        program_hash="",
-        summary=f"The child will {keyword} it.",
     )
 
 
@@ -222,8 +198,8 @@ def test_label_probability_critic_ranks_by_the_verdict_distribution(tiny: Path) 
 CHILD = textwrap.dedent("""
     import asyncio, json, os, sys, torch
     torch.set_num_threads(1)
-    sys.path.insert(0, {tests!r})
-    import test_train_ttl as t
+    sys.path[:0] = [{tests!r}, {support!r}]
+    import test_ttl as t
     from pathlib import Path
     from safetensors.torch import save_file
     screener = t.ttl(Path({tiny!r}), Path({root!r}))
@@ -242,7 +218,12 @@ def test_resume_after_kill_minus_nine_uses_the_same_adapter_version(tiny: Path, 
 
     records, state, root = tmp_path / "records.jsonl", tmp_path / "state.safetensors", tmp_path / "adapters"
     script = CHILD.format(
-        tests=str(Path(__file__).parent), tiny=str(tiny), root=str(root), records=str(records), state=str(state)
+        tests=str(Path(__file__).parent),
+        support=str(Path(__file__).parents[1] / "support"),
+        tiny=str(tiny),
+        root=str(root),
+        records=str(records),
+        state=str(state),
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
@@ -280,10 +261,10 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
     tiny: Path, tmp_path: Path
 ) -> None:
     """The real engine drives ``critic-ttl``: one adapter version per round with new pairs, restored on resume."""
-    from engine_fakes import fake_engine, fake_task
     from verifyless.config import load_config
     from verifyless.engine import Engine
     from verifyless.store import RunStore
+    from verifyless.testing import fake_engine, fake_task
 
     def engine(store: RunStore) -> Engine:
         model = build_model(make_config(provider="local", model=str(tiny), device="cpu"))
@@ -317,8 +298,8 @@ def test_a_run_with_test_time_learning_adapts_its_critic_and_resume_reloads_the_
 TTL_RUN = r"""
 import asyncio, random, sys, torch
 torch.set_num_threads(1)
-sys.path.insert(0, {tests!r})
-from test_train_ttl import ttl_engine
+sys.path[:0] = [{tests!r}, {support!r}]
+from test_ttl import ttl_engine
 from verifyless.store import RunStore
 asyncio.run(ttl_engine(RunStore({db!r}), {tiny!r}, {root!r}).run())
 """
@@ -326,10 +307,10 @@ asyncio.run(ttl_engine(RunStore({db!r}), {tiny!r}, {root!r}).run())
 
 def ttl_engine(store: object, tiny: str, root: str) -> object:
     """A real engine run (fake task, roles and executor; verification takes 0.3 s) screened by critic-ttl."""
-    from engine_fakes import FakeExecutor, fake_roles, fake_task
     from verifyless.config import load_config
     from verifyless.engine import Engine
     from verifyless.search.registry import build_strategy
+    from verifyless.testing import FakeExecutor, fake_roles, fake_task
 
     model = build_model(make_config(provider="local", model=tiny, device="cpu"))
     # The tiny critic forgets the format as it learns; this test is about versions, not verdicts.
@@ -361,7 +342,13 @@ def test_a_ttl_run_killed_with_kill_minus_nine_resumes_with_the_stored_adapter_v
     from verifyless.store import RunStore
 
     db, root = tmp_path / "s.db", tmp_path / "adapters"
-    script = TTL_RUN.format(tests=str(Path(__file__).parent), db=str(db), tiny=str(tiny), root=str(root))
+    script = TTL_RUN.format(
+        tests=str(Path(__file__).parent),
+        support=str(Path(__file__).parents[1] / "support"),
+        db=str(db),
+        tiny=str(tiny),
+        root=str(root),
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 120
@@ -579,6 +566,7 @@ def test_label_probability_critic_with_reasoning_reads_after_each_critique_cut_b
 def test_the_critic_benchmark_scores_critic_probs_on_its_probabilities_and_its_5_ladder_is_na(tiny: Path) -> None:
     """bench critic on critic-probs: predictions are the argmax of label_probs, not the sampled critiques."""
     from critic_data_rows import row
+
     from verifyless.metrics.critic import record_from_evidence
     from verifyless.node import Evidence
     from verifyless.offline.benchmark import run_critic_bench

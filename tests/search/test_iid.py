@@ -41,12 +41,12 @@ def test_the_iid_strategy_expands_the_seed_every_time_on_the_real_engine(tmp_pat
     import asyncio
     import random
 
-    from engine_fakes import FakeExecutor, fake_roles, fake_task
     from verifyless.config import load_config
     from verifyless.engine import Engine
     from verifyless.screen.baselines import RandomScreener
     from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
+    from verifyless.testing import FakeExecutor, fake_roles, fake_task
 
     cfg = load_config(overrides=["strategy.name=iid", "budget.verifications=10", "engine.candidates=4"])
     with RunStore(tmp_path / "s.db") as store:

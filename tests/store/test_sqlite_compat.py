@@ -21,9 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store-0.1-diabetes-critic.db"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "store-0.1-diabetes-critic.db"
 RUN = "20261201-191950-67a390"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # The old store's configuration says ``auto`` for the memory's embedder (the key did not exist), which meant MiniLM

@@ -6,7 +6,7 @@ store. ``hostile_script`` rewrites the script so that ideas, summaries,
 critiques and the programs' stdout/stderr carry markup payloads that call
 ``window.__xss(...)`` if they ever run.
 
-Also runnable: ``python tests/report_fixtures.py live STORE GATE`` starts a
+Also runnable: ``python tests/support/report_fixtures.py live STORE GATE`` starts a
 run that pauses after the baseline's verification until the file GATE exists
 (the browser test uses it to watch progress advance deterministically).
 """
@@ -21,7 +21,11 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
+from verifyless.store import RunStore
+from verifyless.store.records import Charge
+
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "scripted" / "circle_packing.yaml"
 PAYLOADS = (
     '<script>window.__xss && window.__xss("script")</script>',
@@ -127,3 +131,61 @@ class _Gate:
 if __name__ == "__main__" and sys.argv[1:2] == ["live"]:
     store_arg, gate_arg = Path(sys.argv[2]), Path(sys.argv[3])
     print(asyncio.run(_run(store_arg, overrides(store_arg, SCRIPT, 3), progress=_Gate(gate_arg))), flush=True)
+
+
+def _candidate(st, run_id, cid, parent, program, refs=()):
+    operator = Operator.REFERENCE if refs else Operator.IMPROVE
+    st.add_candidate(
+        run_id,
+        Candidate(
+            cid,
+            parent,
+            operator,
+            Idea(f"idea {cid}"),
+            program,
+            content_hash(program),
+            summary=f"summary {cid}",
+            reference_ids=tuple(refs),
+            round=1,
+        ),
+    )
+
+
+def _verify(st, run_id, cid, score, program):
+    st.add_verification(
+        run_id,
+        cid,
+        Verification(
+            Status.OK,
+            metrics={"m": score},
+            score=score,
+            test_score=score - 1,
+            run_seconds=1.0,
+            program_hash=content_hash(program),
+        ),
+        score,
+    )
+
+
+def _with_submission(path):
+    with RunStore(path) as st:
+        rid = st.create_run("not-a-task", {"screener": {"name": "critic"}, "strategy": {"name": "mcgs"}})
+        for cid, score in (("root", 1.0), ("c1", 2.0)):
+            _candidate(st, rid, cid, None if cid == "root" else "root", f"a = {cid!r}\n")
+            _verify(st, rid, cid, score, f"a = {cid!r}\n")
+        st.append(rid, "final", {"node_id": "c1", "stopped": "budget"})
+        submission = {
+            "members": ["c1", "root"],
+            "combined": ["c1", "root"],
+            "status": "ok",
+            "reason": "",
+            "score": 2.5,
+            "test_score": 2.25,
+            "seconds": 3.5,
+            "combine": "mean",
+            "metrics": {"m": 2.5},
+            "test_metrics": {"m": 2.25},
+            "member_runs": [],
+        }
+        st.append(rid, "submission", submission, charge=Charge(evaluator_seconds=3.5))
+    return rid

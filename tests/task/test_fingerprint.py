@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_runs import in_process
 
-from test_cli import in_process
 from verifyless.store import RunStore
 from verifyless.task import builtin_tasks_dir, load_task
 from verifyless.task.fingerprint import Fingerprint, file_hash, stored_fingerprint, task_fingerprint
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @pytest.fixture()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-
 from report_fixtures import PAYLOADS, SECRET, cached_build
+
 from verifyless.report import views
 from verifyless.report.reader import open_readonly
 

@@ -18,7 +18,6 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-
 from report_fixtures import PAYLOADS, SECRET, cached_build
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -31,7 +30,7 @@ ARGS = [
     "--disable-quic",
     "--no-first-run",
 ]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')"
@@ -161,9 +160,15 @@ def test_a_run_started_now_appears_and_its_progress_advances_without_reload(serv
     known = page.locator("#runs tbody tr").count()
     page.evaluate("window.__marker = 'no reload'")
     gate = fx["folder"] / "gate"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "support")]))
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "report_fixtures.py"), "live", str(fx["ui_store"]), str(gate)],
+        [
+            sys.executable,
+            str(ROOT / "tests" / "support" / "report_fixtures.py"),
+            "live",
+            str(fx["ui_store"]),
+            str(gate),
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from critic_data_rows import many
 from typer.testing import CliRunner
 
-from critic_data_rows import many
 from verifyless._cli.app import app
 from verifyless.critic_data.dataset import card_data, save_dataset
 from verifyless.errors import ConfigError

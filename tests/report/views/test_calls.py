@@ -7,8 +7,8 @@ Stores come from the real engine (``report_fixtures``: scripted LLM roles on
 from __future__ import annotations
 
 import pytest
-
 from report_fixtures import PAYLOADS, SECRET, cached_build
+
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.report import views
 from verifyless.report.reader import open_readonly

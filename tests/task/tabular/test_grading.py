@@ -9,13 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import cli
+from competitions import competition, metric_inputs, spooky_text_folder
 from scipy import stats
 from sklearn import metrics
 
-from test_blame import competition
-from test_cli import cli
-from test_tabular_tasks import metric_inputs
-from test_tabular_text import spooky_text_folder
 from verifyless.engine.baseline import check_baseline, failure_source
 from verifyless.errors import InvalidSubmission, TaskError
 from verifyless.node import Status

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from competitions import metric_inputs
 from sklearn.datasets import load_diabetes, load_iris
 
 from verifyless.byod import new_task
@@ -335,20 +336,6 @@ def test_builtin_competition_runs_a_budget_3_search(tmp_path, name):
     )
     assert out.returncode == 0, out.stderr + out.stdout
     assert "verifications" in out.stdout and "best node hidden test score" in out.stdout, out.stdout
-
-
-def metric_inputs() -> tuple:
-    """Small inputs every metric is checked on: ids, binary truth and probabilities, three-class labels and
-    guesses, and a regression's values and estimates (shared with test_competition_grading)."""
-    return (
-        [str(i) for i in range(8)],
-        np.array([0, 1, 1, 0, 1, 0, 1, 1]),
-        np.array([0.2, 0.7, 0.6, 0.4, 0.9, 0.1, 0.3, 0.8]),
-        np.array([0, 1, 2, 2, 1, 0, 1, 2]),
-        np.array([0, 1, 2, 1, 1, 0, 2, 2]),
-        np.array([1.0, 2, 3, 4, 5, 6, 7, 8]),
-        np.array([1.5, 2, 2.5, 4, 6, 6, 7, 9]),
-    )
 
 
 def test_every_mlebench_lite_grader_and_registry_metric_grades_like_scikit_learn():

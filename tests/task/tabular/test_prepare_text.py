@@ -11,60 +11,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import cli
+from competitions import sentences, spooky_text_folder
 
-from test_cli import cli
 from verifyless.byod import new_task
 from verifyless.node import Status
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.task import load_task
 from verifyless.verify import verify
 
-AUTHORS = {
-    "EAP": "raven dark chamber whisper tomb silent dream ghastly".split(),
-    "HPL": "ancient eldritch cyclopean horror abyss unnamable cosmic sea".split(),
-    "MWS": "heart tender mountain lake sorrow friend creature life".split(),
-}
-COMMON = "the a of and in was upon that it i".split()
-
 
 @pytest.fixture(autouse=True)
 def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("VERIFYLESS_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
-
-
-def sentences(n: int, seed: int) -> tuple[list[str], list[str]]:
-    rng = np.random.default_rng(seed)
-    authors = [str(a) for a in rng.choice(sorted(AUTHORS), size=n)]
-    texts = []
-    for author in authors:
-        words = [str(w) for w in rng.choice(AUTHORS[author] + COMMON * 2, size=int(rng.integers(6, 14)))]
-        texts.append(" ".join(words).capitalize() + ".")
-    return texts, authors
-
-
-def spooky_text_folder(base: Path, rows: int = 150, tests: int = 60) -> Path:
-    """spooky-author-identification in MLE-bench's layout: id, text and author, nothing else."""
-    root = base / "spooky-author-identification"
-    public, private = root / "prepared" / "public", root / "prepared" / "private"
-    public.mkdir(parents=True)
-    private.mkdir(parents=True)
-    texts, authors = sentences(rows + tests, seed=7)
-    ids = [f"id{i:05d}" for i in range(rows + tests)]
-    pd.DataFrame({"id": ids[:rows], "text": texts[:rows], "author": authors[:rows]}).to_csv(
-        public / "train.csv", index=False
-    )
-    pd.DataFrame({"id": ids[rows:], "text": texts[rows:]}).to_csv(public / "test.csv", index=False)
-    classes = sorted(AUTHORS)
-    pd.DataFrame({"id": ids[rows:], **{c: round(1 / 3, 6) for c in classes}}).to_csv(
-        public / "sample_submission.csv", index=False
-    )
-    truth = np.array(authors[rows:])
-    pd.DataFrame({"id": ids[rows:], **{c: (truth == c).astype(int) for c in classes}}).to_csv(
-        private / "test.csv", index=False
-    )
-    (public / "description.md").write_text("# Spooky Author Identification\n\nWho wrote each sentence?\n")
-    return root
 
 
 def test_the_baseline_learns_from_the_text_of_a_text_only_competition(tmp_path):

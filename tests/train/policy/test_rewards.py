@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fakes import TASK as LLM_TASK
+
 from verifyless.child import ChildMaker
 from verifyless.executors.local import LocalExecutor
 from verifyless.model.base import ModelRequest
@@ -36,7 +36,7 @@ from verifyless.train.policy.metrics import audit_run
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
 
-TASK = load_task(str(Path(__file__).parent / "data_task"))
+TASK = load_task(str(Path(__file__).parents[2] / "data_task"))
 # Baseline a1 b1 c0 scores 3: a3 -> 7 (improve), a0 -> 1, b2 -> 4 (improve), c1 -> 2, cneg crashes.
 GROUP = ["Set A higher: a3.", "Use a0 instead.", "Try b2.", "Penalise more with c1.", "Use cneg.", "no idea here"]
 
@@ -261,7 +261,7 @@ def test_build_rewarder_wires_a_scripted_critic_and_resumes_with_the_stored_sett
     from verifyless.errors import ConfigError
     from verifyless.train.policy.wiring import build_rewarder
 
-    db, task = tmp_path / "w.db", str(Path(__file__).parent / "data_task")
+    db, task = tmp_path / "w.db", str(Path(__file__).parents[2] / "data_task")
     with pytest.raises(ConfigError, match="needs a critic model"):
         build_rewarder([task], db, mode="critic-only")
     critic = f"scripted:{_critic_file(tmp_path)}"
@@ -299,8 +299,8 @@ def test_kill_9_mid_scoring_then_resume_pays_each_child_once(tmp_path: Path) -> 
     import sys
     import time
 
-    db, task = tmp_path / "k9.db", str(Path(__file__).parent / "data_task")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
+    db, task = tmp_path / "k9.db", str(Path(__file__).parents[2] / "data_task")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src"), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD, task, str(db), *GROUP], env=env, stdout=subprocess.PIPE, text=True
     )
@@ -367,7 +367,7 @@ def test_bench_quick_runs_every_arm_on_the_same_cap(capsys: pytest.CaptureFixtur
     import importlib.util
     import sys
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "policy_rewards.py"
+    path = Path(__file__).resolve().parents[3] / "bench" / "policy_rewards.py"
     spec = importlib.util.spec_from_file_location("bench_policy_rewards", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -477,7 +477,7 @@ def test_build_rewarder_with_llm_roles_uses_the_policy_text_as_the_idea(tmp_path
 
     script = tmp_path / "llm.yaml"
     script.write_text(_LLM_SCRIPT, encoding="utf-8")
-    spec, task = f"scripted:{script}", str(Path(__file__).parent / "data_task")
+    spec, task = f"scripted:{script}", str(Path(__file__).parents[2] / "data_task")
     with build_rewarder([task], tmp_path / "llm.db", parents=1, ideas=2, votes=2, models=[spec], critic=spec) as built:
         (prompt,) = asyncio.run(built.rewarder.prompts(0))
         assert "Options you can choose from" not in prompt.messages[-1]["content"]  # LLM roles: no option menu

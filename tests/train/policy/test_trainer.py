@@ -23,13 +23,14 @@ import pytest
 pytest.importorskip("peft")
 
 from policy_world import GOOD, OPTIONS, WorldRewarder, answers, world_messages  # noqa: E402
+
 from verifyless.errors import ConfigError  # noqa: E402
 from verifyless.screen.ttl import group_advantages  # noqa: E402
 from verifyless.train.policy.grpo_settings import load_policy_settings  # noqa: E402
 from verifyless.train.policy.loss import grpo_terms  # noqa: E402
 from verifyless.train.policy.trainer import PolicyTrainer  # noqa: E402
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[2]  # tests/
 TASK = str(TESTS / "data_task")
 CONFIG = "learning_rate: 0.02\nbeta: 0.1\nlora_r: 8\nlora_alpha: 16\nmax_completion_length: 24\ntemperature: 1.0\n"
 CRITIC = """rules:
