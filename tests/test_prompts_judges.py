@@ -13,9 +13,7 @@ import random
 import re
 
 from ensemble_pool import cands
-from fakes import TASK, SampleFnModel
-from role_models import PROGRAM, make_task, replies
-from role_models import FakeModel as RoleModel
+from role_models import PROGRAM, make_task
 
 from verifyless.node import Candidate, Idea, Operator
 from verifyless.roles.base import ParentInfo, ProposeContext
@@ -23,6 +21,8 @@ from verifyless.roles.llm import LLMProposer
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.ensemble import Arbiter
 from verifyless.screen.tournament import PairwiseRPM
+from verifyless.testing import TASK, SampleFnModel, replies
+from verifyless.testing import ReplyModel as RoleModel
 
 
 def _ctx() -> ScreenContext:

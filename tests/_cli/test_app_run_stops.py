@@ -167,13 +167,11 @@ class _SilentImplementer:
 def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tmp_path, caplog):
     import asyncio
 
-    from engine_runs import make_engine
-
     from verifyless.engine.health import stored_role_health
     from verifyless.errors import ParseError
     from verifyless.roles.base import Roles
     from verifyless.store import RunStore
-    from verifyless.testing import Briefer, Proposer, Summarizer
+    from verifyless.testing import Briefer, Proposer, Summarizer, make_engine
 
     roles = Roles(Briefer(), Proposer(), _SilentImplementer(), Summarizer())
     with RunStore(tmp_path / "s.db") as store:

@@ -13,10 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from engine_runs import make_engine, verification_events
 
 from verifyless.store import RunStore
-from verifyless.testing import FakeExecutor, fake_roles
+from verifyless.testing import FakeExecutor, fake_roles, make_engine, verification_events
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "islands", "mcgs", "linear"])

@@ -10,7 +10,6 @@ import shutil
 from collections import Counter
 
 import pytest
-from engine_runs import make_engine, verification_events
 
 from verifyless.config import BudgetConfig, load_config
 from verifyless.engine import BudgetGate
@@ -22,7 +21,15 @@ from verifyless.screen.base import LearningScreener
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.ranking import route
 from verifyless.store import Charge, RunStore
-from verifyless.testing import FakeExecutor, Implementer, Proposer, fake_engine, fake_roles
+from verifyless.testing import (
+    FakeExecutor,
+    Implementer,
+    Proposer,
+    fake_engine,
+    fake_roles,
+    make_engine,
+    verification_events,
+)
 
 
 def _screening(evidence: dict[str, Evidence]) -> Screening:

@@ -215,9 +215,9 @@ def test_cascade_critic_then_pilot_pilots_exactly_the_critics_m_and_orders_the_t
 
     from cascade_pool import LABELS, QUALITY, cand, critic_fn
     from critic_screens import make_ctx
-    from fakes import SampleFnModel
 
     from verifyless.screen.registry import SCREENERS, build_screener
+    from verifyless.testing import SampleFnModel
 
     critic_model = SampleFnModel(critic_fn(LABELS), "critic")
     options = {"m": 3, "critic": {"k": 4}, "then": "pilot", "pilot": {"eta": 2, "levels": ["lo"]}}

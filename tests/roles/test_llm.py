@@ -6,7 +6,7 @@ import asyncio
 import re
 
 import pytest
-from role_models import PROGRAM, FakeModel, make_task, replies
+from role_models import PROGRAM, make_task
 
 from verifyless.errors import ConfigError, ParseError
 from verifyless.model.base import Message, Usage
@@ -26,6 +26,8 @@ from verifyless.roles.base import (
 from verifyless.roles.llm import LLMBriefer, LLMImplementer, LLMProposer, LLMSummarizer, Summary, llm_roles
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.task.base import Band
+from verifyless.testing import ReplyModel as FakeModel
+from verifyless.testing import replies
 
 NEW_BAND = "def model(xs):\n    return float(np.median(xs))"
 IDEA = Idea("Replace the mean with the median so that outliers in the inputs stop dragging the prediction.")

@@ -8,7 +8,6 @@ import re
 import pytest
 from cascade_pool import LABELS, QUALITY, cand, critic_fn
 from critic_screens import VERDICT, make_ctx
-from fakes import SampleFnModel
 
 from verifyless.errors import ConfigError
 from verifyless.screen.cascade import CriticThenJudge, confident_lose
@@ -16,6 +15,7 @@ from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
 from verifyless.screen.registry import SCREENERS, build_screener, options_model
 from verifyless.screen.tournament import PairwiseRPM
+from verifyless.testing import SampleFnModel
 
 
 def judge_fn(request, i):

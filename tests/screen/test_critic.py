@@ -7,7 +7,6 @@ import random
 
 import pytest
 from critic_screens import VERDICT, cand, make_ctx, scripted
-from fakes import SampleFnModel
 
 from verifyless.engine.routing import select
 from verifyless.errors import ConfigError
@@ -15,6 +14,7 @@ from verifyless.roles.base import TaskBrief
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.ranking import route
 from verifyless.screen.registry import SCREENERS, build_screener
+from verifyless.testing import SampleFnModel
 
 
 def FakeModel(fn, name: str = "fake-critic") -> SampleFnModel:

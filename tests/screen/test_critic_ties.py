@@ -8,13 +8,13 @@ from collections import Counter
 
 import pytest
 from critic_screens import VERDICT, cand, make_ctx, scripted
-from fakes import SampleFnModel
 
 from verifyless.errors import ConfigError
 from verifyless.screen.critic import PointwiseCritic, evidence_from_critiques
 from verifyless.screen.health import reply_stats
 from verifyless.screen.ranking import route
 from verifyless.screen.registry import SCREENERS, build_screener
+from verifyless.testing import SampleFnModel
 
 
 def run(screener, ctx, cands):

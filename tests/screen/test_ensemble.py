@@ -9,7 +9,6 @@ from collections import Counter
 
 import pytest
 from ensemble_pool import cands
-from fakes import TASK, SampleFnModel
 
 from verifyless.errors import ConfigError
 from verifyless.node import Evidence, Node, Operator, Screening, Status
@@ -21,6 +20,7 @@ from verifyless.screen.ensemble import Arbiter, MajorityVote
 from verifyless.screen.final import select_final
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.tournament import PairwiseRPM
+from verifyless.testing import TASK, SampleFnModel
 
 
 def FakeModel(fn, name: str = "fake") -> SampleFnModel:

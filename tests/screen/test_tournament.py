@@ -7,14 +7,13 @@ import random
 import re
 from collections import Counter
 
-from fakes import TASK, SampleFnModel
-
 from verifyless.model.base import ModelRequest
 from verifyless.node import Candidate, Idea, Node, Operator, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import SCREENERS, build_screener
 from verifyless.screen.tournament import PairwiseRPM, collect_context
+from verifyless.testing import TASK, SampleFnModel
 
 
 def FakeModel(fn, name: str = "fake-judge") -> SampleFnModel:

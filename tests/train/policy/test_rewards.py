@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import TASK as LLM_TASK
 
 from verifyless.child import ChildMaker
 from verifyless.executors.local import LocalExecutor
@@ -31,6 +30,7 @@ from verifyless.screen.critic import PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.base import IdeaOption, IdeaSpace
+from verifyless.testing import TASK as LLM_TASK
 from verifyless.train.policy.contract import Rewarder, VerificationBudgetSpent
 from verifyless.train.policy.metrics import audit_run
 from verifyless.train.policy.rewards import PolicyRewarder
