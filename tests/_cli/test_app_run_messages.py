@@ -1,5 +1,5 @@
 """Configuration and store problems of ``verifyless run`` are one clear line before anything is paid (issue 46,
-items 7 and 10). Real CLI runs (in this process, ``test_cli.in_process``) on real tasks and SQLite stores."""
+items 7 and 10). Real CLI runs (in this process, ``cli_runs.in_process``) on real tasks and SQLite stores."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def test_a_failing_baseline_program_stops_the_run_and_names_the_override(tmp_pat
     assert "ZeroDivisionError" in stopped.stderr
 
 
-@pytest.mark.slow  # covered by test_engine_rooms::test_a_repair_never_takes_a_slot_after_the_budget_is_spent
+@pytest.mark.slow  # covered by engine/test_core_rooms.py::test_a_repair_never_takes_a_slot_after_the_budget_is_spent
 def test_a_failing_baseline_program_runs_on_when_allowed(tmp_path):
     allowed = cli(*_failing_baseline_run(tmp_path), "engine.allow_failed_baseline=true")
     assert allowed.returncode == 0, allowed.stderr
@@ -202,7 +202,7 @@ def test_show_lists_the_parse_rate_of_the_child_making_roles(finished_run):
     assert set(data["role_health"]) == {"proposer", "implementer"}
 
 
-@pytest.mark.slow  # covered by test_engine's resume after an interruption, test_cli's resume + replay, Ctrl-C above
+@pytest.mark.slow  # covered by engine/test_core.py's resume after an interruption, _cli/test_app.py's resume + replay, Ctrl-C above
 def test_an_interrupted_run_resumes_where_it_stopped_and_replays_identically(tmp_path):
     store = tmp_path / "s.db"
     proc = _start_run(store, 24)
@@ -241,7 +241,7 @@ def test_resume_of_a_finished_run_says_so_at_once_and_the_raised_cap_is_shown(fi
         assert st.run(run_id).config["budget"]["verifications"] == 4
 
 
-@pytest.mark.slow  # covered by test_store's run whose writer died reads as interrupted (the same reader code)
+@pytest.mark.slow  # covered by store/test_sqlite.py's run whose writer died reads as interrupted (the same reader code)
 def test_runs_shows_a_run_whose_process_was_killed_as_interrupted(tmp_path):
     store = tmp_path / "s.db"
     proc = _start_run(store, 400)

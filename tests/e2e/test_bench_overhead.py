@@ -22,7 +22,7 @@ def _rows(table: str) -> dict[str, list[str]]:
     return rows
 
 
-@pytest.mark.slow  # a bench script end to end; the engine loop it times is tested in test_engine
+@pytest.mark.slow  # a bench script end to end; the engine loop it times is tested in engine/test_core.py
 def test_quick_run_prints_a_verifyless_row_with_positive_throughput(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(

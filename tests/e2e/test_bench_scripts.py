@@ -56,7 +56,7 @@ def test_scale_restore_rebuilds_every_node(tmp_path):
         store.close()
 
 
-@pytest.mark.slow  # a bench script end to end; the engine paths it drives are tested in test_engine and test_screeners_e2e
+@pytest.mark.slow  # a bench script end to end; the engine paths it drives are tested in engine/test_core.py and e2e/test_screeners.py
 def test_efficiency_quick_runs_every_arm_on_the_real_sandbox(capsys, tmp_path):
     from verifyless.store import RunStore
 

@@ -13,7 +13,7 @@ pytest.importorskip("peft")
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "closed_loop.py"
 
 
-@pytest.mark.slow  # bench/closed_loop.py end to end (~30 s); its parts run in test_train_critic (SFT, GRPO) and test_critic_rm (a trained critic in a run)
+@pytest.mark.slow  # bench/closed_loop.py end to end (~30 s); its parts run in train/test_sft.py (SFT, GRPO) and screen/test_reward.py (a trained critic in a run)
 def test_the_closed_loop_hands_one_adapter_from_training_to_the_screening_runs(tmp_path: Path) -> None:
     import torch
 

@@ -24,8 +24,8 @@ README = ROOT / "README.md"
 
 # command prefix -> why it is not run here
 SKIPPED = {
-    "verifyless verify path/to/openevolve_folder": "placeholder paths (the OpenEvolve folder is tested in test_cli)",
-    "verifyless ui": "serves until stopped (its start-up and port checks are in test_report_cli)",
+    "verifyless verify path/to/openevolve_folder": "placeholder paths (the OpenEvolve folder is tested in _cli/test_app.py)",
+    "verifyless ui": "serves until stopped (its start-up and port checks are in _cli/test_report.py)",
     "verifyless run diabetes roles.kind=llm --screener critic": "needs an LLM endpoint (VERIFYLESS_BASE_URL)",
     "verifyless tune screener": "needs an LLM endpoint (--model openai:MODEL)",
     "verifyless run diabetes -c critic --config run.yaml": "needs the tuned prompt of the skipped tune command",

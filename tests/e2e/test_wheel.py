@@ -97,7 +97,7 @@ def test_the_installed_wheel_is_not_the_checkout(wheel_env, tmp_path):
     assert str(ROOT) not in where.stdout and "site-packages" in where.stdout
 
 
-@pytest.mark.slow  # installs from the package index; the checkout's `tasks` and `verify` are in test_cli, test_readme
+@pytest.mark.slow  # installs from the package index; the checkout's `tasks` and `verify` are in _cli/test_app.py, e2e/test_readme.py
 def test_the_wheel_lists_and_verifies_the_built_in_tasks(wheel_env, tmp_path):
     listed = run_installed(wheel_env, "tasks", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr

@@ -218,7 +218,7 @@ def test_strategy_exhausted_stop(tmp_path):
 
 def test_a_dead_screener_falls_back_to_a_seeded_random_pick(tmp_path, caplog):
     """With the stops lifted (``engine.max_screener_fallbacks=null``) every round falls back, counted and logged;
-    the stops themselves are tested in test_first_hour.py."""
+    the stops themselves are tested in e2e/test_first_hour.py."""
 
     class Dead:
         name = "critic"

@@ -81,7 +81,7 @@ def test_rank_auc_is_one_when_improve_rows_rank_above_lose_rows():
     assert module.rank_auc([1.0, 1.0, 1.0], rows) == 0.5
 
 
-@pytest.mark.slow  # a bench script end to end; the data builder is tested above, training in test_train_critic
+@pytest.mark.slow  # a bench script end to end; the data builder is tested above, training in train/test_sft.py
 def test_quick_run_reports_a_curve_with_cis_and_a_matched_search(tmp_path, capsys):
     result = load_bench().main(["--quick", "--out", str(tmp_path)])
     out = capsys.readouterr().out

@@ -1,7 +1,7 @@
 """The adaptive screener's state is visible (issue 46, item 6): one line per state change on the run's output, the
 state in the end-of-run table, no test-time adapter line for a screener without one, and a progress line that
 is not cut at 80 columns. The real engine, adaptive screener and SQLite store; the harmful inner screener and the
-task are test_adaptive's."""
+task are ``adaptive_world``'s (tests/support)."""
 
 from __future__ import annotations
 

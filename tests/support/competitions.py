@@ -28,7 +28,7 @@ def competition(base: Path, name: str = "random-acts-of-pizza") -> Path:
 
 def metric_inputs() -> tuple:
     """Small inputs every metric is checked on: ids, binary truth and probabilities, three-class labels and
-    guesses, and a regression's values and estimates (shared with test_competition_grading)."""
+    guesses, and a regression's values and estimates (shared by task/tabular/test_prepare.py and test_grading.py)."""
     return (
         [str(i) for i in range(8)],
         np.array([0, 1, 1, 0, 1, 0, 1, 1]),
