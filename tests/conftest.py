@@ -20,7 +20,7 @@ os.environ.setdefault("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
 os.environ.setdefault("VERIFYLESS_CRITIC_ENCODER", "hashing")
 # competition tasks keep their validation split in a cache folder: the tests' own, never the user's
 os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
-sys.path.insert(0, str(Path(__file__).parent))  # tests/engine_fakes.py and friends
+sys.path.insert(0, str(Path(__file__).parent / "support"))  # helpers the test modules share (tests/README.md)
 
 import json  # noqa: E402
 

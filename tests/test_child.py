@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from engine_fakes import fake_roles, fake_task
 from verifyless.child import ChildMaker, status_for
 from verifyless.errors import ModelUnavailable
 from verifyless.node import Idea, Status, content_hash
 from verifyless.roles.base import Implementation, ParentInfo, RoleFailure, Roles
 from verifyless.task.base import Band
+from verifyless.testing import fake_roles, fake_task
 
 LINES_PROGRAM = "import sys\nx = 1\na = 0\nprint(a)\nprint(x)\n"
 

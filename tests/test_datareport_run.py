@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from scripted_runs import Recorder, config
 
 from verifyless import datareport
 from verifyless._cli.replay import replay_run
@@ -20,22 +21,7 @@ from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.wiring import build_engine
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "examples" / "scripted"
 ISOLATED = LocalSandbox().isolation != "process"  # process mode hides nothing (test_datareport.py shows it)
-
-
-class Recorder:
-    """Delegates to a model and keeps every request it was sent."""
-
-    def __init__(self, inner):
-        self.inner, self.requests = inner, []
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    async def generate(self, request):
-        self.requests.append(request)
-        return await self.inner.generate(request)
 
 
 class SpySandbox:
@@ -50,24 +36,6 @@ class SpySandbox:
     def run(self, argv, workdir, limits, *, env=None, hide=(), expose=()):
         self.calls.append({"argv": list(argv), "limits": limits, "hide": [Path(p) for p in hide]})
         return self.inner.run(argv, workdir, limits, env=env, hide=hide, expose=expose)
-
-
-def config(tmp_path: Path, task: str = "diabetes", *extra: str):
-    return load_config(
-        overrides=[
-            f"task={task}",
-            "screener.name=critic",
-            "screener.options.k=2",
-            "budget.verifications=2",
-            "engine.candidates=2",
-            "strategy.name=greedy",
-            "strategy.options.num_drafts=1",
-            f"store={tmp_path / 's.db'}",
-            "roles.kind=llm",
-            f"roles.models.default=scripted:{SCRIPTS / f'{task}.yaml'}",
-            *extra,
-        ]
-    )
 
 
 def run(cfg, store, run_id=None):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from test_cli import cli
+from cli_runs import cli
+
 from verifyless.config import load_config
 from verifyless.preflight import COMPLETION_TOKENS, PROMPT_TOKENS, plan
 from verifyless.store import RunStore

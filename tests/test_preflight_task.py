@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import shutil
 
-from test_cli import in_process
+from cli_runs import in_process
+
 from verifyless.config import load_config
 from verifyless.preflight import PROMPT_TOKENS, plan, prompt_tokens
 from verifyless.task import builtin_tasks_dir, load_task

@@ -69,11 +69,11 @@ def test_the_critic_paper_preset_spends_exactly_the_papers_30_verifications(tmp_
     import asyncio
     import random
 
-    from engine_fakes import FakeExecutor, fake_roles, fake_task
     from verifyless.engine import Engine
     from verifyless.screen.registry import build_screener
     from verifyless.search.registry import build_strategy
     from verifyless.store import RunStore
+    from verifyless.testing import FakeExecutor, fake_roles, fake_task
 
     cfg = load_config(preset="critic-paper", overrides=["engine.candidates=4"])  # a random pick stands in
     strategy = build_strategy("islands", cfg.strategy.options, random.Random(0))

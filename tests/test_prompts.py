@@ -157,6 +157,7 @@ def test_a_variant_that_changes_its_placeholders_is_rejected_naming_the_file() -
 def test_the_freestyle_critic_prompt_is_package_data_the_critic_renders_without_a_rubric() -> None:
     """App. H's freestyle critic: the critic's inputs and verdict tags, but no criterion-by-criterion rubric."""
     from critic_data_rows import row
+
     from verifyless.critic_data import critic_messages
 
     example = row("keyword", "p0", "c0", "improve", label5="BigWin", delta=0.5)

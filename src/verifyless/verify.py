@@ -170,7 +170,7 @@ def new_workspace(root: Path | None) -> Path:
         ) from exc
 
 
-_new_workspace = new_workspace  # the older private name (tests/test_workspace_sweep.py)
+_new_workspace = new_workspace  # the older private name (tests/test_verify_workspace_sweep.py)
 
 
 def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path]:

@@ -1,0 +1,64 @@
+"""Every screener by name through configuration, on a built-in task, with scripted LLM roles and the real sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from verifyless.config import load_config
+from verifyless.screen.health import health_by_screener
+from verifyless.store import RunStore
+from verifyless.wiring import build_engine
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
+
+SCREENERS = [
+    ("critic", ["screener.options.k=4", "engine.final_selection=3", "budget.verifications=4"]),
+    ("tournament", ["screener.options.context_nodes=3"]),
+    ("cascade", ["screener.options.m=2", "screener.options.critic={k: 3}"]),
+    ("ensemble", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
+    ("arbiter", ["screener.options.members=[{screener: critic, k: 3}, {screener: tournament}]"]),
+    ("agentic", ["screener.options.budget_s=20", "screener.options.theta_s=1", "screener.options.max_pilots=2"]),
+    ("surrogate", []),
+    ("random", []),
+    ("oracle", []),
+]
+
+
+@pytest.mark.parametrize("name, options", SCREENERS, ids=[s for s, _ in SCREENERS])
+def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
+    cfg = load_config(
+        overrides=[
+            "task=circle_packing",
+            f"screener.name={name}",
+            "budget.verifications=3",
+            "engine.candidates=3",
+            "strategy.name=greedy",
+            "strategy.options.num_drafts=1",
+            f"store={tmp_path / 's.db'}",
+            "roles.kind=llm",
+            f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
+            *options,
+        ]
+    )
+    with RunStore(cfg.store) as store:
+        engine = build_engine(cfg, store)
+        try:
+            result = asyncio.run(engine.run())
+        finally:
+            engine.executor.close()
+        assert result.verifications == cfg.budget.verifications
+        if cfg.engine.final_selection:
+            (final,) = [e.payload for e in store.events(result.run_id, kinds=["final_selection"])]
+            assert final["winner"] == result.best_id and len(final["matches"]) == 30
+        screenings = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
+        assert screenings and all(s["screener"] for s in screenings)
+        assert all(set(s["chosen"]) <= set(s["ranking"]) for s in screenings)
+        if name not in ("random", "oracle", "surrogate"):  # every LLM screener records its replies' parse health
+            assert health_by_screener(screenings)[name]["total"] > 0
+        calls = [e.payload["role"] for e in store.events(result.run_id, kinds=["llm_call"])]
+        assert {"brief", "proposer", "implementer", "summarizer"} <= set(calls)
+        statuses = {r["status"] for r in store.node_rows(result.run_id)}
+        assert "ok" in statuses

@@ -1,0 +1,41 @@
+"""Runs of built-in tasks with scripted LLM roles (examples/scripted/<task>.yaml), and a model wrapper that records what it was sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifyless.config import load_config
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
+
+
+class Recorder:
+    """Delegates to a model and keeps every request it was sent."""
+
+    def __init__(self, inner):
+        self.inner, self.requests = inner, []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def generate(self, request):
+        self.requests.append(request)
+        return await self.inner.generate(request)
+
+
+def config(tmp_path: Path, task: str = "diabetes", *extra: str):
+    return load_config(
+        overrides=[
+            f"task={task}",
+            "screener.name=critic",
+            "screener.options.k=2",
+            "budget.verifications=2",
+            "engine.candidates=2",
+            "strategy.name=greedy",
+            "strategy.options.num_drafts=1",
+            f"store={tmp_path / 's.db'}",
+            "roles.kind=llm",
+            f"roles.models.default=scripted:{SCRIPTS / f'{task}.yaml'}",
+            *extra,
+        ]
+    )
