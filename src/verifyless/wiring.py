@@ -246,6 +246,7 @@ def build_engine(
     run = resolved.config
     ledger = Ledger(store, cfg.budget, task.metric, progress, gpus=task.limits.gpus)  # run id set when the run exists
     models = build_models(run, store, lambda: ledger.run_id, replay=replay)
+    roles = build_roles(cfg, task, models)
     executor = replay_executor or build_executor(
         cfg.executor.name,
         cfg.executor.options,
@@ -258,7 +259,7 @@ def build_engine(
         (progress or _silent)("warm_start", {"line": resolved.warm.line})
     return Engine(
         task=task,
-        roles=build_roles(cfg, task, models),
+        roles=roles,
         screener=screener,
         strategy=build_strategy(cfg),
         executor=executor,
