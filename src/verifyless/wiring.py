@@ -1,10 +1,17 @@
-"""The composition root: build an Engine from a RunConfig.
+"""The composition root: build an Engine from a RunConfig, read top to bottom.
+
+``build_engine`` does two things in order. First ``resolve`` settles, before anything is built, what the
+validated configuration leaves to the run's start: the model specs that read the environment (pinned to a
+model name and base URL), ``engine.memory_embedder: auto``, a learnt ``critic-rm``'s warm start, encoder or
+weights, and which ``roles.models`` keys the final-selection and novelty judges use. The answer is one frozen
+``Resolved``; the validated configuration is never changed after that. Then every part is built once, in
+order, from the configuration and ``Resolved``: the ledger (which owns the run's id, read by the model call
+recorders: ``models_wiring.RunIdOf``), the models, roles, executor, screener (``critic-ttl``'s torch learner
+injected from ``train/``), strategy, memory, guards and ``Peers``; the engine gets them all, with
+``Resolved.config`` (the configuration with what was resolved written in) as the configuration the run stores.
 
 The parts shared with the other loops (models, roles, guards) come from ``verifyless.models_wiring``;
-this module adds the screener (injecting ``critic-ttl``'s torch learner from ``train/``), the strategy,
-the executor, the novelty gate and the run's ``Ledger``, and nothing below it imports it. Every part is
-passed to its constructor: the ledger is built first and owns the run's id, which the model call
-recorders read from it (``models_wiring.RunIdOf``); the engine gets the ledger and the ``Peers``.
+nothing below this module imports it.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import logging
 import random
 import typing
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,13 +38,14 @@ from verifyless.models_wiring import (
     build_models,
     build_roles,
     check_final_judge,
+    model_specs,
     novelty_judge_key,
     pin_endpoints,
 )
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import SCREENERS
 from verifyless.screen.registry import build_screener as _build_screener
-from verifyless.screen.reward import COLD, RewardModelOptions, WarmHead, resolve_encoder
+from verifyless.screen.reward import COLD, RewardModelOptions, WarmHead, critic_pins, resolve_encoder
 from verifyless.search.memory import Memory, auto_embedder
 from verifyless.search.registry import build_strategy as _build_strategy
 from verifyless.store import RunStore
@@ -114,14 +123,17 @@ def build_screener(
         )
 
 
-def pinned(cfg: RunConfig, screener: Any) -> RunConfig:
-    """``cfg`` with the screener's ``pins`` (options it resolved when built: ``critic-rm``'s weights tag) written
-    into its options, so the run's stored config records them and a resume or replay checks them."""
-    pins = getattr(screener, "pins", None)  # optional: only a screener that resolves options when built has it
-    if not pins:
-        return cfg
-    options = cfg.screener.options.model_copy(update=dict(pins))
-    return cfg.model_copy(update={"screener": cfg.screener.model_copy(update={"options": options})})
+def screener_pins(cfg: RunConfig, warm: WarmHead | None) -> dict[str, Any]:
+    """What a learnt ``critic-rm`` (the screener, or ``adaptive``'s inner) resolves when the run starts
+    (``screen.reward.critic_pins``), as an update of ``screener.options`` (one level down for ``adaptive``);
+    {} for every other screener."""
+    opts = learned_critic_options(cfg)
+    if opts is None:
+        return {}
+    pins = critic_pins(opts, warm)
+    if cfg.screener.name == "adaptive":
+        return {"options": {**cfg.screener.options.options, **pins}}  # type: ignore[attr-defined]
+    return pins
 
 
 def build_strategy(cfg: RunConfig) -> Any:
@@ -138,16 +150,13 @@ def constructor_errors(what: str, key: str) -> Iterator[None]:
         raise ConfigError(f"{what}: {exc}; fix {key} (see docs/configuration.md)") from exc
 
 
-def build_novelty(cfg: RunConfig, task: Task, models: dict[str, Any]) -> NoveltyGate | None:
-    """The ``novelty:`` section as a gate (None when off); its judge is ``novelty.judge_model``, else the
-    ``novelty_judge`` role key, else ``default``."""
-    opts = cfg.novelty
-    if not opts.enabled:
+def build_novelty(cfg: RunConfig, task: Task, models: dict[str, Any], judge_key: str | None) -> NoveltyGate | None:
+    """The ``novelty:`` section as a gate (None when off); its judge is ``models[judge_key]`` (``Resolved.novelty_judge``)."""
+    if not cfg.novelty.enabled:
         return None
-    key = novelty_judge_key(cfg, models)
-    judge = models[key] if key is not None else None
+    judge = models[judge_key] if judge_key is not None else None
     with constructor_errors("the novelty gate", "novelty"):
-        return NoveltyGate(task, opts, judge=judge)
+        return NoveltyGate(task, cfg.novelty, judge=judge)
 
 
 def memory_enabled(cfg: RunConfig) -> bool:
@@ -170,12 +179,51 @@ def build_memory(cfg: RunConfig, task: Task) -> Memory | None:
     return Memory(embedder=cfg.engine.memory_embedder, task_text=f"{task.name}\n{task.description}\n{task.statement}")
 
 
-def build_final_judge(cfg: RunConfig, models: dict[str, Any]) -> Any:
-    """The model judging ``engine.final_selection`` (the ``judge`` key, else ``default``); None when it is off."""
+def final_judge_key(cfg: RunConfig, keys: set[str]) -> str | None:
+    """The ``roles.models`` key judging ``engine.final_selection`` (``judge``, else ``default``; None when it is
+    off); a ConfigError when neither is among ``keys``."""
     if cfg.engine.final_selection is None:
         return None
-    check_final_judge(cfg, models)
-    return models.get("judge") or models["default"]
+    check_final_judge(cfg, keys)
+    return "judge" if "judge" in keys else "default"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What the composition root settled from a validated configuration before it built anything (``resolve``).
+
+    ``config`` is the configuration the run stores: the validated one with the endpoint pins
+    (``models_wiring.pin_endpoints``), the memory embedder ``auto`` stood for (``pin_memory_embedder``) and the
+    learnt critic's pins (``screener_pins``) written in, so a resume or replay reads them back from the stored
+    configuration (runs stored before this record existed hold the same pins there). ``warm`` is the critic's
+    starting head and its line; ``final_judge`` and ``novelty_judge`` the ``roles.models`` keys of those judges
+    (None: no such judge).
+    """
+
+    config: RunConfig
+    warm: WarmStart
+    final_judge: str | None
+    novelty_judge: str | None
+
+
+def resolve(cfg: RunConfig, store: RunStoreProtocol, task: Task, *, replay: bool = False) -> Resolved:
+    """``Resolved`` for ``cfg`` (validated) in ``store`` on ``task``; ``cfg`` itself is left as it is.
+
+    A new run or a resume pins its endpoints and memory embedder (a no-op on a stored configuration, which holds
+    them); a replay takes the stored ones as they are. A missing final-selection or novelty judge is a
+    ConfigError here, before a model, executor or screener is built.
+    """
+    pinned = cfg if replay else pin_memory_embedder(pin_endpoints(cfg))
+    keys = set(model_specs(pinned))
+    final_judge = final_judge_key(pinned, keys)
+    novelty_judge = novelty_judge_key(pinned, keys)
+    warm = resolve_warm_start(pinned, store, task)
+    pins = screener_pins(pinned, warm.head)
+    if pins:
+        options = pinned.screener.options.model_copy(update=pins)
+        screener = pinned.screener.model_copy(update={"options": options})
+        pinned = pinned.model_copy(update={"screener": screener})
+    return Resolved(pinned, warm, final_judge, novelty_judge)
 
 
 def build_engine(
@@ -187,32 +235,28 @@ def build_engine(
     replay_executor: Executor | None = None,
     replay: bool = False,
 ) -> Engine:
-    """Everything an Engine needs, from configuration alone.
+    """Everything an Engine needs, from configuration alone: ``resolve`` first, then each part once.
 
-    A new run's model specs that read the environment are pinned first (``models_wiring.pin_endpoints``): the
-    configuration the run stores names each model and base URL (never a key), so replay and resume need
-    no endpoint variables.
+    The models are built from the pinned specs (the configuration the run stores names each model and base
+    URL, never a key, so replay and resume need no endpoint variables); the screener from ``cfg``'s own
+    options and the resolved warm head, so that a critic's recorded ``weights`` are checked against its folder.
     """
-    if not replay:
-        cfg = pin_memory_embedder(pin_endpoints(cfg))
     task = task or load_task(cfg.task)
-    ledger = Ledger(
-        store, cfg.budget, task.metric, progress, gpus=task.limits.gpus
-    )  # the engine sets its run id when the run exists
-    models = build_models(cfg, store, lambda: ledger.run_id, replay=replay)
+    resolved = resolve(cfg, store, task, replay=replay)
+    run = resolved.config
+    ledger = Ledger(store, cfg.budget, task.metric, progress, gpus=task.limits.gpus)  # run id set when the run exists
+    models = build_models(run, store, lambda: ledger.run_id, replay=replay)
     roles = build_roles(cfg, task, models)
-    hide = [Path(cfg.store).resolve().parent]
     executor = replay_executor or build_executor(
-        cfg.executor.name, cfg.executor.options, hide=hide, capacity=cfg.engine.verify_concurrency
+        cfg.executor.name,
+        cfg.executor.options,
+        hide=[Path(cfg.store).resolve().parent],
+        capacity=cfg.engine.verify_concurrency,
     )
-    final_judge = build_final_judge(cfg, models)  # a missing judge fails before the screener is built
-    warm = resolve_warm_start(cfg, store, task)
-    screener = build_screener(cfg, task, models, executor.sandbox, warm.head)
-    if warm.line is not None:
-        log.info("%s", warm.line)
-        (progress or _silent)("warm_start", {"line": warm.line})
-    cfg = pinned(cfg, screener)
-    ensembles = {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)}
+    screener = build_screener(cfg, task, models, executor.sandbox, resolved.warm.head)
+    if resolved.warm.line is not None:
+        log.info("%s", resolved.warm.line)
+        (progress or _silent)("warm_start", {"line": resolved.warm.line})
     return Engine(
         task=task,
         roles=roles,
@@ -220,19 +264,22 @@ def build_engine(
         strategy=build_strategy(cfg),
         executor=executor,
         store=store,
-        config=cfg,
-        memory=build_memory(cfg, task),
-        final_judge=final_judge,
+        config=run,
+        memory=build_memory(run, task),
+        final_judge=models[resolved.final_judge] if resolved.final_judge is not None else None,
         guards=build_guards(cfg, models),
-        peers=Peers(build_novelty(cfg, task, models), ensembles),
+        peers=Peers(
+            build_novelty(cfg, task, models, resolved.novelty_judge),
+            {key: m for key, m in models.items() if isinstance(m, ModelEnsemble)},
+        ),
         ledger=ledger,
     )
 
 
 __all__ = [
+    "Resolved",
     "WarmStart",
     "build_engine",
-    "build_final_judge",
     "build_guards",
     "build_memory",
     "build_models",
@@ -241,9 +288,11 @@ __all__ = [
     "build_screener",
     "build_strategy",
     "constructor_errors",
+    "final_judge_key",
     "learned_critic_options",
     "memory_enabled",
     "pin_memory_embedder",
-    "pinned",
+    "resolve",
     "resolve_warm_start",
+    "screener_pins",
 ]

@@ -409,13 +409,6 @@ class AdaptiveScreener:
         return list(events()) if events is not None else []
 
     @property
-    def pins(self) -> dict[str, Any]:
-        """The wrapped screener's ``pins`` (options it resolved when built), written into ``options`` so the run's
-        configuration records them one level down; {} when it has none."""
-        inner = getattr(self.inner, "pins", None)
-        return {"options": {**self.options.options, **inner}} if inner else {}
-
-    @property
     def reason(self) -> str:
         return self.rule.reason
 

@@ -12,7 +12,7 @@ Per candidate the evidence is the distribution as ``votes``, u = 1 - max P (rout
 ``rank_value`` = 2 P(improve) + P(tie) (as ``critic-probs``), one "vote" (``n_valid = 1``: the readout is
 deterministic, so there is no k), and ``detail`` with ``label_probs``, ``scoring: "reward-model"`` and
 ``weights``, the artifact's tag ``<folder>@<sha256 prefix of head.npz>``. The tag is recorded in the run's config
-(``pins``, filled in by the composition root) and shown by ``verifyless show``; a run resumed or replayed on an
+(``critic_pins``, resolved by the composition root before the run is created) and shown by ``verifyless show``; a run resumed or replayed on an
 artifact whose weights changed is a ``ConfigError``.
 
 Artifact folder: ``head.npz`` (``classes``, ``coef``, ``intercept``, ``mean``, ``scale``) and ``card.json`` (feature
@@ -401,6 +401,17 @@ def resolve_encoder(kind: str) -> str:
     return "minilm" if MiniLMTextEncoder.available() else "hashing"
 
 
+def critic_pins(options: RewardModelOptions, warm: WarmHead | None) -> dict[str, Any]:
+    """The options a ``critic-rm`` built from ``options`` (and the warm head ``warm``) resolves, as its run records
+    them: ``weights`` (the folder's ``head_tag``) for a trained head at ``path``; else ``warm`` (the warm head's
+    digest, or ``cold``) and ``encoder`` (the warm head's, else ``resolve_encoder``'s). The composition root asks
+    for them before it builds anything (``wiring.resolve``); the critic keeps the same dict as ``pins``."""
+    if options.path is not None:
+        return {"weights": head_tag(options.path)}
+    encoder = warm.head.encoder if warm is not None else resolve_encoder(options.encoder)
+    return {"warm": warm.digest if warm is not None else COLD, "encoder": encoder}
+
+
 class RewardModelCritic:
     """Ranks candidates by a head's P(improve/tie/lose) of the parent -> child texts (module docstring): a trained
     head from ``path``, or a head learnt in the run (warm-started or cold, refitted on the run's paid outcomes)."""
@@ -443,9 +454,7 @@ class RewardModelCritic:
         self.own: list[TextLabel] = []  # the run's paid pairs, in tell order
         self.fitted_on = 0  # own pairs the current head was fitted on
         self.refits: list[dict[str, Any]] = []  # per refit: pairs, seconds
-        self.pins: dict[str, Any] = {"weights": self.head.tag} if path is not None and self.head else {}
-        if path is None:
-            self.pins = {"warm": warm.digest if warm else COLD, "encoder": kind}
+        self.pins = critic_pins(opts, warm)
 
     def start_events(self) -> list[EventRecord]:
         """Events a new run stores before its first round: the warm start, when there is one (``warm_event``)."""
@@ -582,6 +591,7 @@ __all__ = [
     "TextLabel",
     "WarmHead",
     "arrays_tag",
+    "critic_pins",
     "fit_head",
     "head_arrays",
     "head_record",
