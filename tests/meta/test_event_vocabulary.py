@@ -59,10 +59,7 @@ LEGACY: dict[str, int] = {
     "report/views/critic.py": 2,
     "report/views/learned.py": 4,
     "report/views/nodes.py": 11,
-    "report/views/pilots.py": 10,
     "report/views/progress.py": 9,
-    "report/views/runs.py": 5,
-    "report/views/series.py": 8,
     "screen/audit.py": 4,
     "train/policy/evaluate.py": 2,
 }
