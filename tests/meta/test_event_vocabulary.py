@@ -55,11 +55,7 @@ LEGACY: dict[str, int] = {
     "report/export.py": 4,
     "report/peers.py": 4,
     "report/views/calls.py": 6,
-    "report/views/card.py": 6,
-    "report/views/critic.py": 2,
-    "report/views/learned.py": 4,
     "report/views/nodes.py": 11,
-    "report/views/progress.py": 9,
     "screen/audit.py": 4,
     "train/policy/evaluate.py": 2,
 }
