@@ -52,7 +52,7 @@ LEGACY: dict[str, int] = {
     "metrics/critic.py": 3,
     "offline/selection.py": 2,
     "offline/world_engine.py": 4,
-    "report/views/nodes.py": 11,
+    "report/views/nodes.py": 4,
     "screen/audit.py": 4,
     "train/policy/evaluate.py": 2,
 }
