@@ -181,8 +181,8 @@ def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
     for ev in store.events(run_id, kinds=["pilot"]):
         pilot_events.setdefault(int(ev.payload.get("round", -1) or -1), []).append(redact(dict(ev.payload)))
     out = []
-    for ev in store.events(run_id, Screened):
-        record, screening = ev.record, ev.record.screening
+    for screened in store.events(run_id, Screened):
+        record, screening = screened.record, screened.record.screening
         ranking = [str(c) for c in screening.ranking]
         chosen, audited, to_verify = set(screening.chosen), set(record.audited), set(record.to_verify)
         evidence = _evidence(record)
@@ -201,7 +201,7 @@ def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
         extra = dict(record.extra)  # the payload keys the record does not know
         out.append(
             RoundView(
-                ev.seq,
+                screened.seq,
                 r,
                 str(screening.screener),
                 parent,
