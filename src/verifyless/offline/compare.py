@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from verifyless.events import Verified
 from verifyless.metrics.bootstrap import LEVEL, N_BOOT, Estimate, bootstrap, percentile_interval
+from verifyless.metrics.curve import best_so_far
 
 ArmScores = Mapping[str, Sequence[float]]  # task -> one value per run
 
@@ -122,36 +124,35 @@ class Curve:
 
 
 def curve_from_events(run_id: str, task: str, events: Sequence[Any]) -> Curve:
-    """A curve from ``verification`` events (``Event`` objects or dicts with ``payload``/``charge``)."""
-    best, best_test, total = -math.inf, math.nan, 0.0
+    """A curve from ``verification`` events (store ``Event`` objects, or dicts with ``payload`` and ``charge``),
+    folded by ``verifyless.metrics.curve.best_so_far``."""
+    steps = best_so_far(_verification(ev) for ev in events)
     xs: list[int] = []
     secs: list[float] = []
     bests: list[float] = []
     tests: list[float] = []
-    for ev in events:
-        payload = ev.payload if hasattr(ev, "payload") else ev["payload"]
-        charge = ev.charge if hasattr(ev, "charge") else ev.get("charge")
-        if charge is not None:
-            total += float(
-                getattr(charge, "evaluator_seconds", 0.0)
-                if not isinstance(charge, Mapping)
-                else charge.get("evaluator_seconds", 0.0)
-            )
-        else:
-            total += sum(float(payload.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
-        fit = payload.get("fitness")
-        if payload.get("status") == "ok" and fit is not None and math.isfinite(fit) and fit > best:
-            best, best_test = float(fit), payload.get("test_score")
-        xs.append(len(xs) + 1)
-        secs.append(total)
-        bests.append(best if best > -math.inf else math.nan)
+    for step in steps:
+        best_test = step.best.verification.test_score if step.best is not None else None
+        xs.append(step.x)
+        secs.append(step.seconds)
+        bests.append(step.best_fitness)
         tests.append(math.nan if best_test is None else float(best_test))
     return Curve(run_id, task, np.array(xs, dtype=int), np.array(secs), np.array(bests), np.array(tests))
 
 
+def _verification(ev: Any) -> tuple[str | None, Verified, float | None]:
+    """(node id, record, charged evaluator seconds or None) of a store ``Event`` or a ``{payload, charge}`` dict."""
+    if isinstance(ev, Mapping):
+        charge = ev.get("charge")
+        charged = None if charge is None else float(charge.get("evaluator_seconds", 0.0))
+        return ev.get("node_id"), Verified.parse(ev["payload"]), charged
+    charged = None if ev.charge is None else float(ev.charge.evaluator_seconds)
+    return ev.node_id, ev.record, charged
+
+
 def curve_from_store(store: Any, run_id: str) -> Curve:
     """The best-so-far curve of one stored run (every ``verification`` event, in commit order)."""
-    return curve_from_events(run_id, store.run(run_id).task, list(store.events(run_id, kinds=["verification"])))
+    return curve_from_events(run_id, store.run(run_id).task, list(store.events(run_id, Verified)))
 
 
 @dataclass(frozen=True)

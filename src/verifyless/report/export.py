@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from verifyless.errors import ConfigError
+from verifyless.events import LlmCalled
 from verifyless.program import BandError, extract
 from verifyless.report.views.card import run_card
 from verifyless.report.views.nodes import node_details
@@ -83,21 +84,21 @@ def _validation(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def call_rows(store: Any, run_id: str, *, inline: bool = False) -> Iterator[dict[str, Any]]:
     """Every ``llm_call`` event of the run: role, model, tokens, cost, prompt hash (+ prompt and reply if ``inline``)."""
     cached = _cache_rows(store, run_id) if inline else {}
-    for ev in store.events(run_id, kinds=["llm_call"]):
-        p = ev.payload
+    for ev in store.events(run_id, LlmCalled):
+        p = ev.record
         row: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "run_id": run_id,
             "seq": ev.seq,
             "node_id": ev.node_id,
-            "role": str(p.get("role") or ""),
-            "model": str(p.get("model") or ""),
-            "prompt_hash": str(p.get("prompt_hash") or ""),
-            "prompt_tokens": int(p.get("prompt_tokens") or 0),
-            "completion_tokens": int(p.get("completion_tokens") or 0),
-            "cost": float(p.get("cost") or 0.0),
-            "cached": bool(p.get("cached")),
-            "error": str(p.get("error") or ""),
+            "role": str(p.role or ""),
+            "model": str(p.model or ""),
+            "prompt_hash": str(p.prompt_hash or ""),
+            "prompt_tokens": int(p.prompt_tokens or 0),
+            "completion_tokens": int(p.completion_tokens or 0),
+            "cost": float(p.cost or 0.0),
+            "cached": bool(p.cached),
+            "error": str(p.error or ""),
         }
         if inline:
             request, replies = cached.get(row["prompt_hash"], ("", []))
@@ -178,9 +179,9 @@ def _band_text(program: str, band: Any) -> str | None:
 
 def _calls_by_node(store: Any, run_id: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for ev in store.events(run_id, kinds=["llm_call"]):
+    for ev in store.events(run_id, LlmCalled):
         if ev.node_id:
-            out.setdefault(ev.node_id, []).append(str(ev.payload.get("prompt_hash") or ""))
+            out.setdefault(ev.node_id, []).append(str(ev.record.prompt_hash or ""))
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from verifyless.events import ModelChosen, NoveltyJudged
 from verifyless.node import Node
 from verifyless.outcome import Outcome, improved
 from verifyless.store.protocol import RunStoreProtocol
@@ -85,25 +86,25 @@ def peers_lines(novelty: NoveltyRates | None, shares: list[ModelShare]) -> list[
 
 
 def novelty_rates(store: RunStoreProtocol, run_id: str) -> NoveltyRates | None:
-    verdicts = [e.payload for e in store.events(run_id, kinds=["novelty"])]
+    verdicts = [e.record for e in store.events(run_id, NoveltyJudged)]
     if not verdicts:
         return None
     better = _improved_by_node(store, run_id)
-    audited = [str(v["candidate_id"]) for v in verdicts if v.get("outcome") == "audited"]
-    rejected = sum(v.get("outcome") == "rejected" for v in verdicts)
+    audited = [str(v.candidate_id) for v in verdicts if v.outcome == "audited"]
+    rejected = sum(v.outcome == "rejected" for v in verdicts)
     return NoveltyRates(len(verdicts), rejected, len(audited), sum(better.get(c, False) for c in audited))
 
 
 def model_shares(store: RunStoreProtocol, run_id: str) -> list[ModelShare]:
-    choices = [e.payload for e in store.events(run_id, kinds=["model_choice"])]
+    choices = [e.record for e in store.events(run_id, ModelChosen)]
     if not choices:
         return []
     better = _improved_by_node(store, run_id)
     tally: dict[tuple[str, str], list[int]] = {}
     totals: dict[str, int] = {}
     for c in choices:
-        role = str(c.get("ensemble") or c.get("role", ""))  # the roles.models key (a request role before)
-        model, owner = str(c.get("model", "")), str(c.get("owner", ""))
+        role = str(c.ensemble or c.role)  # the roles.models key (a request role before)
+        model, owner = str(c.model), str(c.owner)
         counts = tally.setdefault((role, model), [0, 0, 0])
         counts[0] += 1
         totals[role] = totals.get(role, 0) + 1

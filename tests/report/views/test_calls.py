@@ -96,7 +96,11 @@ def islands(tmp_path):
         _node(st, rid, "b", "root", 1, 3.0)
         _node(st, rid, "b1", "b", 1, 4.0)
         _node(st, rid, "b2", "b", 1)  # never verified
-        st.append(rid, "llm_call", {"role": "proposer", "prompt_hash": "f" * 64, "prompt_tokens": 5, "cached": False})
+        st.append(
+            rid,
+            "llm_call",
+            {"role": "proposer", "model": "m", "prompt_hash": "f" * 64, "prompt_tokens": 5, "cached": False},
+        )
         st.append(rid, "final", {"node_id": "b1", "stopped": "budget"})
     with open_readonly(path) as ro:
         yield ro, rid

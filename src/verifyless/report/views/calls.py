@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verifyless.events import LlmCalled, NodeRecorded, RoundStarted
 from verifyless.report.text import num, redact
 
 MIN_IDEA = 12
@@ -82,29 +83,29 @@ class _Group:
 
 def run_calls(store: Any, run_id: str) -> list[CallView]:
     """Every ``llm_call`` event of the run in seq order, joined with its cache entry (see module docstring)."""
-    events = list(store.events(run_id, kinds=["llm_call"]))
-    groups = _cache_groups(store, {str(ev.payload.get("prompt_hash") or "") for ev in events})
+    events = list(store.events(run_id, LlmCalled))
+    groups = _cache_groups(store, {str(ev.record.prompt_hash or "") for ev in events})
     start = next(iter(store.events(run_id)), None)
     start_ts = start.ts if start is not None else 0.0
     taken: set[tuple[str, int]] = set()
     out = []
     for ev in events:
-        p = ev.payload
-        p_hash = str(p.get("prompt_hash") or "")
+        p: LlmCalled = ev.record
+        p_hash = str(p.prompt_hash or "")
         group = _take(p_hash, groups.get(p_hash, []), taken, start_ts, ev.ts)
         out.append(
             CallView(
                 seq=ev.seq,
-                role=str(p.get("role", "")),
-                model=str(p.get("model", "")),
-                prompt_hash=str(p.get("prompt_hash") or ""),
-                prompt_tokens=int(p.get("prompt_tokens") or 0),
-                completion_tokens=int(p.get("completion_tokens") or 0),
-                cost=num(p.get("cost")) or 0.0,
-                cached=bool(p.get("cached")),
-                latency_s=num(p.get("latency_s")) or 0.0,
-                n=int(p.get("n") or 1),
-                error=str(p.get("error") or ""),
+                role=str(p.role),
+                model=str(p.model),
+                prompt_hash=p_hash,
+                prompt_tokens=int(p.prompt_tokens or 0),
+                completion_tokens=int(p.completion_tokens or 0),
+                cost=num(p.cost) or 0.0,
+                cached=bool(p.cached),
+                latency_s=num(p.latency_s) or 0.0,
+                n=int(p.n or 1),
+                error=str(p.error or ""),
                 messages=group.messages if group else (),
                 replies=group.replies if group else (),
             )
@@ -223,9 +224,9 @@ class _Rounds:
     """The seqs of the run's ``round`` events and of each node's ``node`` event (read once)."""
 
     def __init__(self, store: Any, run_id: str) -> None:
-        self.rounds = [(ev.seq, int(ev.payload.get("round", -1) or 0)) for ev in store.events(run_id, kinds=["round"])]
+        self.rounds = [(ev.seq, int(ev.record.round or 0)) for ev in store.events(run_id, RoundStarted)]
         self.made: dict[str, int] = {}
-        for ev in store.events(run_id, kinds=["node"]):
+        for ev in store.events(run_id, NodeRecorded):  # only the seq and node id: the record is not parsed
             self.made.setdefault(str(ev.node_id), ev.seq)
 
     def window(self, node_id: str, round_no: int) -> tuple[int, float]:

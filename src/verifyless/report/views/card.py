@@ -16,8 +16,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from verifyless.events import RunStatusChanged
 from verifyless.report.text import redact
 from verifyless.store.protocol import RunStoreProtocol
+from verifyless.store.records import Event
 from verifyless.task.fingerprint import stored_fingerprint
 
 __all__ = ["SEARCH_SAW", "run_card"]
@@ -34,7 +36,7 @@ def run_card(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
     config: Mapping[str, Any] = info.config or {}
     fingerprint = stored_fingerprint(store, run_id)
     parts = fingerprint.parts if fingerprint else {}
-    statuses = list(store.events(run_id, kinds=["run_status"]))
+    statuses = list(store.events(run_id, RunStatusChanged))
     return redact(
         {
             "run_id": run_id,
@@ -64,18 +66,19 @@ def _models(config: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k): v for k, v in sorted(models.items())}
 
 
-def _machines(statuses: list[Any]) -> list[dict[str, Any]]:
+def _machines(statuses: list[Event[RunStatusChanged]]) -> list[dict[str, Any]]:
     """The distinct machines the run's ``running`` statuses recorded, with their host, in order."""
     seen: list[dict[str, Any]] = []
     for ev in statuses:
-        if ev.payload.get("status") == "running" and ev.payload.get("machine"):
-            entry = {"host": ev.payload.get("host"), **ev.payload["machine"]}
+        record = ev.record
+        if record.status == "running" and record.machine:
+            entry = {"host": record.host, **record.machine}
             if entry not in seen:
                 seen.append(entry)
     return seen
 
 
-def _wall(statuses: list[Any]) -> float:
+def _wall(statuses: list[Event[RunStatusChanged]]) -> float:
     """Seconds the run ran: from each ``running`` status to the status after it (a part still running counts
     nothing yet)."""
     total, started = 0.0, None
@@ -83,6 +86,6 @@ def _wall(statuses: list[Any]) -> float:
         if started is not None:
             total += ev.ts - started
             started = None
-        if ev.payload.get("status") == "running":
+        if ev.record.status == "running":
             started = ev.ts
     return total

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifyless.events import Screened
 from verifyless.metrics.critic import breakdown, calibration, critic_metrics, critic_records_from_store
 from verifyless.outcome import FIVE, THREE
 from verifyless.screen.audit import ScreenerAudit, audit_from_store
@@ -58,7 +59,7 @@ def critic_view(store: RunStoreProtocol, run_id: str) -> CriticView | None:
         return None
     m = critic_metrics(records)
     cal = calibration(records)
-    audited = {cid for ev in store.events(run_id, kinds=["screening"]) for cid in ev.payload.get("audited") or ()}
+    audited = {cid for ev in store.events(run_id, Screened) for cid in ev.record.audited}
     audits = tuple(
         AuditRow(r.candidate_id, r.pred3, r.true3, dict(r.votes)) for r in records if r.candidate_id in audited
     )

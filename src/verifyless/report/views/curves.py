@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from verifyless.events import ScreenerLearned, Verified
+from verifyless.metrics.curve import best_so_far
 from verifyless.report.text import num
 from verifyless.report.views.runs import best_node, direction_of, task_meta
 from verifyless.screen.audit import state_changes
@@ -87,44 +89,43 @@ def y_extent(curves: Sequence[CurveView]) -> tuple[float, float] | None:
     return min(values), max(values)
 
 
+_READ = (ScreenerLearned.KIND, Verified.KIND)
+
+
 def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -> CurveView:
-    """One point per ``verification`` event in commit order; the ceiling is the task's ``bound`` anchor if any."""
+    """One point per ``verification`` event in commit order (``verifyless.metrics.curve.best_so_far``); the ceiling
+    is the task's ``bound`` anchor if any."""
     info = store.run(run_id)
     meta = task_meta(info.task)
-    best_fit = -math.inf
-    best: tuple[float | None, str | None] = (None, None)
-    total, compute, baseline = 0.0, 0.0, None
-    points: list[CurvePoint] = []
+    compute, baseline = 0.0, None
+    verified: list[tuple[str | None, Verified, float | None]] = []
+    computes: list[float] = []  # every charged evaluator second up to each verification
     markers: list[tuple[int, str]] = []
-    for ev in store.events(run_id):
+    for ev in store.events(run_id):  # every event: pilots and smoke runs are charged evaluator seconds too
         compute += ev.charge.evaluator_seconds if ev.charge else 0.0
-        if ev.kind == "screener_learn":
-            markers += [(len(points), f"safety net {d['state']}") for d in state_changes(ev.payload)]
-        if ev.kind != "verification":
+        if ev.kind not in _READ:  # parse only what is read
             continue
-        p = ev.payload
-        total += (
-            ev.charge.evaluator_seconds
-            if ev.charge
-            else sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
+        match ev.record:
+            case ScreenerLearned() as learned:
+                markers += [(len(verified), f"safety net {d['state']}") for d in state_changes(learned.learned)]
+            case Verified() as record:
+                verified.append((ev.node_id, record, ev.charge.evaluator_seconds if ev.charge else None))
+                computes.append(compute)
+                if ev.node_id == "root" and baseline is None:
+                    baseline = num(record.verification.score)
+    points = [
+        CurvePoint(
+            step.x,
+            str(step.node_id),
+            step.verification.verification.status.value,
+            num(step.verification.verification.score),
+            num(step.best.verification.score) if step.best is not None else None,
+            step.best_node,
+            round(step.seconds, 6),
+            round(spent, 6),
         )
-        fit, score = num(p.get("fitness")), num(p.get("score"))
-        if ev.node_id == "root" and baseline is None:
-            baseline = score
-        if p.get("status") == "ok" and fit is not None and fit > best_fit:
-            best_fit, best = fit, (score, ev.node_id)
-        points.append(
-            CurvePoint(
-                len(points) + 1,
-                str(ev.node_id),
-                str(p.get("status", "")),
-                score,
-                best[0],
-                best[1],
-                round(total, 6),
-                round(compute, 6),
-            )
-        )
+        for step, spent in zip(best_so_far(verified), computes, strict=True)
+    ]
     ceiling, ceiling_label = oracle_ceiling(store, info)
     if ceiling is None and num(meta.get("bound")) is not None:
         ceiling, ceiling_label = num(meta.get("bound")), "task bound (best achievable)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from verifyless.events import Screened, WarmStarted
 from verifyless.screen.audit import audit_from_store
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -33,11 +34,11 @@ def learned_critic_data(st: RunStoreProtocol, run_id: str, config: Any = None) -
     )
     if not wraps or inner.get("path") or "warm" not in inner:
         return None
-    warm = [e.payload for e in st.events(run_id, kinds=["warm_start"])]
+    warm = [_start(e.record) for e in st.events(run_id, WarmStarted)]
     heads: list[str] = []
-    for e in st.events(run_id, kinds=["screening"]):
-        for ev in (e.payload.get("evidence") or {}).values():
-            tag = (ev.get("detail") or {}).get("weights")
+    for e in st.events(run_id, Screened):
+        for evidence in (e.record.screening.evidence or {}).values():
+            tag = (evidence.detail or {}).get("weights")
             if tag and (not heads or heads[-1] != tag) and tag not in heads:
                 heads.append(tag)
     audit = screener_audit(st, run_id)
@@ -48,6 +49,17 @@ def learned_critic_data(st: RunStoreProtocol, run_id: str, config: Any = None) -
         "heads": heads,
         "refits": sum("+" in h for h in heads),
         "pairwise": (audit or {}).get("pairwise"),
+    }
+
+
+def _start(record: WarmStarted) -> dict[str, Any]:
+    """What ``learned_critic_data`` shows of a ``warm_start`` record (lists as they were stored)."""
+    return {
+        "line": record.line,
+        "tag": record.tag,
+        "runs": list(record.runs),
+        "verdict": record.verdict,
+        "pairs": list(record.pairs),
     }
 
 

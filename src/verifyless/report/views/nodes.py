@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from verifyless.errors import StoreError
+from verifyless.events import Screened, Verified
 from verifyless.node import Evidence
 from verifyless.report.text import diff_lines, dump, num, redact, short
 from verifyless.report.views.runs import VERIFIED
@@ -166,7 +167,9 @@ class RoundView:
     extra: str  # payload keys this view does not draw
 
 
-_KNOWN_PAYLOAD = frozenset({"screener", "ranking", "chosen", "evidence", "seconds", "to_verify", "audited", "round"})
+def _evidence(record: Screened) -> dict[str, Mapping[str, Any]]:
+    """The screening's evidence per candidate, as the plain dicts it was stored as (``Evidence.to_dict``)."""
+    return {str(cid): e.to_dict() for cid, e in (record.screening.evidence or {}).items()}
 
 
 def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
@@ -178,12 +181,11 @@ def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
     for ev in store.events(run_id, kinds=["pilot"]):
         pilot_events.setdefault(int(ev.payload.get("round", -1) or -1), []).append(redact(dict(ev.payload)))
     out = []
-    for ev in store.events(run_id, kinds=["screening"]):
-        p = ev.payload
-        ranking = [str(c) for c in p.get("ranking") or ()]
-        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ())
-        to_verify = set(p.get("to_verify", p.get("chosen")) or ())
-        evidence = p.get("evidence") or {}
+    for screened in store.events(run_id, Screened):
+        record, screening = screened.record, screened.record.screening
+        ranking = [str(c) for c in screening.ranking]
+        chosen, audited, to_verify = set(screening.chosen), set(record.audited), set(record.to_verify)
+        evidence = _evidence(record)
         cands = tuple(
             _candidate(
                 cid, i + 1, evidence.get(cid) or {}, rows.get(cid, {}), cid in chosen, cid in audited, cid in to_verify
@@ -192,18 +194,18 @@ def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
         )
         cands = _with_tie_breaks(cands, evidence, tie_rule)
         bracket, pilots, findings = _bracket_and_pilots(evidence)
-        r = int(p.get("round", 0) or 0)
+        r = int(record.round or 0)
         if not pilots:  # the engine's `pilot` events summarise the evidence's pilots: add them only when absent
             pilots += tuple(pilot_events.get(r, ()))
         parent = rows.get(ranking[0], {}).get("parent_id") if ranking else None
-        extra = {k: v for k, v in p.items() if k not in _KNOWN_PAYLOAD}
+        extra = dict(record.extra)  # the payload keys the record does not know
         out.append(
             RoundView(
-                ev.seq,
+                screened.seq,
                 r,
-                str(p.get("screener", "")),
+                str(screening.screener),
                 parent,
-                num(p.get("seconds")),
+                num(screening.seconds),
                 cands,
                 bracket,
                 pilots,
@@ -365,13 +367,13 @@ def node_details(store: RunStoreProtocol, run_id: str) -> list[NodeDetail]:
     return [_detail(store, run_id, nid, rows, screenings) for nid in rows]
 
 
-def screenings_by_node(store: RunStoreProtocol, run_id: str, only: str | None = None) -> dict[str, Mapping[str, Any]]:
-    """Node id -> payload of the first ``screening`` whose ranking holds it."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for ev in store.events(run_id, kinds=["screening"]):
-        for cid in ev.payload.get("ranking") or ():
+def screenings_by_node(store: RunStoreProtocol, run_id: str, only: str | None = None) -> dict[str, Screened]:
+    """Node id -> the first ``screening`` whose ranking holds it."""
+    out: dict[str, Screened] = {}
+    for ev in store.events(run_id, Screened):
+        for cid in ev.record.screening.ranking:
             if (only is None or cid == only) and cid not in out:
-                out[str(cid)] = ev.payload
+                out[str(cid)] = ev.record
         if only is not None and only in out:
             break
     return out
@@ -382,7 +384,7 @@ def _detail(
     run_id: str,
     node_id: str,
     rows: Mapping[str, Mapping[str, Any]],
-    screenings: Mapping[str, Mapping[str, Any]],
+    screenings: Mapping[str, Screened],
 ) -> NodeDetail:
     row = rows[node_id]
     program = _program(store, row)
@@ -395,20 +397,20 @@ def _detail(
     logs, events = [], []
     for ev in store.events(run_id, node_id=node_id):
         events.append((ev.seq, ev.kind, dump(_without_program(ev.payload), 3000)))
-        if ev.kind == "verification":
-            p = ev.payload
-            seconds = sum(float(p.get(k) or 0.0) for k in ("run_seconds", "score_seconds", "overhead_seconds"))
+        record = ev.record if ev.kind == Verified.KIND else None  # parse only what is read
+        if isinstance(record, Verified):
+            v = record.verification
             logs.append(
                 LogView(
                     ev.seq,
-                    str(p.get("status", "")),
-                    str(p.get("reason", "")),
-                    num(p.get("score")),
-                    seconds,
-                    num(p.get("peak_memory_mb")),
-                    str(p.get("stdout_tail") or ""),
-                    str(p.get("stderr_tail") or ""),
-                    num(p.get("peak_gpu_memory_mb")),
+                    v.status.value,
+                    str(v.reason),
+                    num(v.score),
+                    float(v.seconds),
+                    num(v.peak_memory_mb),
+                    str(v.stdout_tail or ""),
+                    str(v.stderr_tail or ""),
+                    num(v.peak_gpu_memory_mb),
                 )
             )
     critiques, evidence, screened = _screening_of(screenings.get(node_id), node_id)
@@ -453,16 +455,16 @@ def _without_program(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     return {k: v for k, v in payload.items() if k != "program"}
 
 
-def _screening_of(payload: Mapping[str, Any] | None, node_id: str) -> tuple[tuple[str, ...], str, str]:
-    if payload is None:
+def _screening_of(record: Screened | None, node_id: str) -> tuple[tuple[str, ...], str, str]:
+    if record is None:
         return (), "", ""
-    evidence = (payload.get("evidence") or {}).get(node_id)
-    ranking = list(payload.get("ranking") or ())
+    evidence = _evidence(record).get(node_id)
+    ranking = list(record.screening.ranking)
     critiques = tuple(str(c) for d in _details(evidence or {}) for c in d.get("critiques") or ())
-    chosen = node_id in (payload.get("to_verify") or payload.get("chosen") or ())
-    audited = node_id in (payload.get("audited") or ())
+    chosen = node_id in (record.to_verify or record.screening.chosen)
+    audited = node_id in record.audited
     where = (
-        f"round {payload.get('round', '?')} by {payload.get('screener', '?')}: ranked "
+        f"round {record.round} by {record.screening.screener}: ranked "
         f"{ranking.index(node_id) + 1} of {len(ranking)}, "
         f"{'audited' if audited else 'chosen' if chosen else 'not chosen'}"
     )

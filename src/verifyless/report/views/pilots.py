@@ -14,10 +14,10 @@ passed ones included (None while the run paid no full verification).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verifyless.events import LowFidelityRan, Screened, SmokeRan, Verified
 from verifyless.node import Status
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -60,15 +60,16 @@ class LowFidelityView:
 def low_fidelity_view(store: RunStoreProtocol, run_id: str) -> LowFidelityView:
     """The run's pilots (count, seconds, rounds level by level) and smoke runs (stops, estimated saving)."""
     pilots, smokes, full, levels = [], [], [], []
-    for ev in store.events(run_id, kinds=["pilot_run", "smoke", "verification", "screening"]):
-        if ev.kind == "pilot_run":
-            pilots.append(_seconds(ev.charge))
-        elif ev.kind == "smoke":
-            smokes.append((str(ev.payload.get("status")), _seconds(ev.charge)))
-        elif ev.kind == "verification" and ev.charge is not None and ev.charge.verifications:
-            full.append(float(ev.charge.evaluator_seconds))
-        elif ev.kind == "screening":
-            levels += _pilot_levels(ev.payload)
+    for ev in store.events(run_id, LowFidelityRan, SmokeRan, Verified, Screened):
+        match ev.record:
+            case SmokeRan() as smoke:  # before LowFidelityRan: a smoke run is one of its kind
+                smokes.append((smoke.verification.status.value, _seconds(ev.charge)))
+            case LowFidelityRan():
+                pilots.append(_seconds(ev.charge))
+            case Verified() if ev.charge is not None and ev.charge.verifications:
+                full.append(float(ev.charge.evaluator_seconds))
+            case Screened() as screened:
+                levels += _pilot_levels(screened)
     stops = sum(1 for status, _ in smokes if status in _STOP_VALUES)
     smoke_seconds = sum(s for _, s in smokes)
     median = statistics.median(full) if full else None
@@ -90,11 +91,11 @@ def _seconds(charge: Any) -> float:
     return float(charge.evaluator_seconds) if charge is not None else 0.0
 
 
-def _pilot_levels(payload: Mapping[str, Any]) -> list[PilotLevel]:
+def _pilot_levels(screened: Screened) -> list[PilotLevel]:
     """The ``rounds`` record of a pilot screening (on one candidate's evidence), as rows; [] for other screenings."""
-    for ev in (payload.get("evidence") or {}).values():
-        rounds = (ev.get("detail") or {}).get("rounds") if isinstance(ev, dict) else None
+    for evidence in (screened.screening.evidence or {}).values():
+        rounds = (evidence.detail or {}).get("rounds")
         if rounds:
-            r = int(payload.get("round", 0) or 0)
+            r = int(screened.round or 0)
             return [PilotLevel(r, str(x["level"]), int(x["piloted"]), int(x["survivors"])) for x in rounds]
     return []

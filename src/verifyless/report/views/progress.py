@@ -7,10 +7,19 @@ since. Pure reads of a run store, frozen records of plain values.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from verifyless.events import (
+    EventRecord,
+    LlmCalled,
+    RoundStarted,
+    RunStatusChanged,
+    Screened,
+    StatusChanged,
+    Told,
+    Verified,
+)
 from verifyless.report.text import redact
 from verifyless.report.views.runs import run_row
 from verifyless.store.protocol import RunStoreProtocol
@@ -63,11 +72,13 @@ def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progr
         last = ev.seq
         if ev.charge is not None and ev.charge.verifications > 0:  # paid ones only: a reuse is instant
             verified_at = [*verified_at, ev.ts][-ETA_WINDOW:]
-        if ev.kind == "round":
-            rounds = max(rounds, int(ev.payload.get("round", 0) or 0))
-        if ev.kind not in ("llm_call", "tell"):
-            tail.append((ev.seq, ev.kind, ev.node_id or "", _event_line(ev.kind, ev.payload)))
-            tail = tail[-recent:]
+        if ev.kind in _QUIET:
+            continue
+        record = ev.record
+        if isinstance(record, RoundStarted):
+            rounds = max(rounds, int(record.round or 0))
+        tail.append((ev.seq, ev.kind, ev.node_id or "", _event_line(record)))
+        tail = tail[-recent:]
     return Progress(
         run_id,
         row.status,
@@ -84,12 +95,21 @@ def progress(store: RunStoreProtocol, run_id: str, recent: int = 8, since: Progr
     )
 
 
-def _event_line(kind: str, p: Mapping[str, Any]) -> str:
-    if kind == "verification":
-        return f"{p.get('status', '')} {p.get('score') if p.get('score') is not None else ''}".strip()
-    if kind == "screening":
-        return f"{p.get('screener', '')} chose {', '.join(map(str, p.get('to_verify', p.get('chosen', []))))}"
-    if kind in ("status", "run_status"):
-        return str(p.get("status", ""))
-    text = json.dumps(redact(p), default=str, ensure_ascii=False)
+# not in the tail (too many: they would push everything else out), nor parsed
+_QUIET = frozenset(t.KIND for t in (LlmCalled, Told))
+
+
+def _event_line(record: EventRecord) -> str:
+    """One short line about an event: a verification's status and score, a screening's pick, a status, else the
+    record's payload as JSON (redacted, cut at 160 characters)."""
+    match record:
+        case Verified(verification=v):
+            return f"{v.status.value} {v.score if v.score is not None else ''}".strip()
+        case Screened() as screened:
+            return f"{screened.screening.screener} chose {', '.join(map(str, screened.to_verify))}"
+        case StatusChanged(status=status):
+            return status.value
+        case RunStatusChanged(status=status):
+            return str(status)
+    text = json.dumps(redact(record.payload()), default=str, ensure_ascii=False)
     return text if len(text) < 160 else text[:157] + "..."

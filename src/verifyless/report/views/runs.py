@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from verifyless.events import BriefLogged, Finalised, ScreenerLearned
+from verifyless.events import BriefLogged, Finalised, ScreenerLearned, Verified
 from verifyless.node import Status
 from verifyless.report.text import dump, iso, num, redact
 from verifyless.screen.base import FallbackCount
@@ -68,8 +68,8 @@ KNOWN_KINDS = frozenset(
 
 def direction_of(store: RunStoreProtocol, run_id: str) -> str:
     """``maximize`` / ``minimize`` from a stored ok verification (fitness = +-score), else ``maximize``."""
-    for ev in store.events(run_id, kinds=["verification"]):
-        score, fit = num(ev.payload.get("score")), num(ev.payload.get("fitness"))
+    for ev in store.events(run_id, Verified):
+        score, fit = num(ev.record.verification.score), num(ev.record.fitness)
         if score is not None and fit is not None and score != 0:
             return "minimize" if fit == -score and fit != score else "maximize"
     return "maximize"
@@ -188,8 +188,8 @@ class BudgetView:
 def gpu_seconds(store: RunStoreProtocol, run_id: str) -> float:
     """GPU seconds the run's verifications spent: each one's charged seconds times the GPUs it held."""
     return sum(
-        ev.charge.evaluator_seconds * int(ev.payload.get("gpus") or 0)
-        for ev in store.events(run_id, kinds=["verification"])
+        ev.charge.evaluator_seconds * int(ev.record.verification.gpus or 0)
+        for ev in store.events(run_id, Verified)
         if ev.charge is not None
     )
 

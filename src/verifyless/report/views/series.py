@@ -7,9 +7,11 @@ dashboard shows hidden test scores only in the final box and node pages).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verifyless.events import LlmCalled, RoundStarted, Verified
 from verifyless.report.text import num
 
 
@@ -41,8 +43,8 @@ def usage_series(store: Any, run_id: str) -> UsageSeries:
     calls = tokens_in = tokens_out = 0
     cost = 0.0
     points = [UsagePoint(0, "", 0, 0, 0, 0.0)]
-    for ev in store.events(run_id, kinds=["llm_call", "verification"]):
-        if ev.kind == "llm_call":
+    for ev in store.events(run_id, LlmCalled, Verified):
+        if ev.kind == LlmCalled.KIND:  # counted from its charge: the record is not read
             calls += 1
             if ev.charge is not None:
                 tokens_in += int(ev.charge.tokens_in or 0)
@@ -75,13 +77,11 @@ def score_scatter(store: Any, run_id: str) -> ScoreScatter:
     """One point per ``verification`` event (failed ones with ``score=None``); metrics from ``metrics`` only."""
     points: list[ScorePoint] = []
     names: set[str] = set()
-    for ev in store.events(run_id, kinds=["verification"]):
-        p = ev.payload
-        metrics = {str(k): v for k, v in ((k, num(v)) for k, v in (p.get("metrics") or {}).items()) if v is not None}
+    for ev in store.events(run_id, Verified):
+        v = ev.record.verification
+        metrics = {str(k): x for k, x in ((k, num(x)) for k, x in (v.metrics or {}).items()) if x is not None}
         names.update(metrics)
-        points.append(
-            ScorePoint(len(points) + 1, str(ev.node_id), str(p.get("status", "")), num(p.get("score")), metrics)
-        )
+        points.append(ScorePoint(len(points) + 1, str(ev.node_id), v.status.value, num(v.score), metrics))
     return ScoreScatter(tuple(points), tuple(sorted(names)))
 
 
@@ -104,15 +104,15 @@ def schedule_series(store: Any, run_id: str, most: int = 0) -> tuple[SchedulePoi
     most that many rounds, evenly spaced, the first and the last always included.
     """
     points = []
-    for ev in store.events(run_id, kinds=["round"]):
-        s = ev.payload.get("schedule")
-        if not isinstance(s, dict):
+    for ev in store.events(run_id, RoundStarted):
+        s = ev.record.schedule
+        if not isinstance(s, Mapping):
             continue
         values = [num(s.get(k)) for k in ("progress", "c", "w", "branches")]
         if any(v is None for v in values):
             continue
         progress, c, w, branches = (float(v) for v in values)  # type: ignore[arg-type]
-        points.append(SchedulePoint(int(ev.payload.get("round", 0)), int(s.get("t", 0)), progress, c, w, branches))
+        points.append(SchedulePoint(int(ev.record.round), int(s.get("t", 0)), progress, c, w, branches))
     if most <= 0 or len(points) <= most:
         return tuple(points)
     step = (len(points) - 1) / (most - 1)
