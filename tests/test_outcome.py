@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from verifyless.critic_data.labels import label_pairs
+from verifyless.events import Screened
 from verifyless.metrics.critic import critic_records_from_store
 from verifyless.node import Candidate, Idea, Operator, Status, Verification
 from verifyless.outcome import Outcome, improved, label3, outcome_of, reward_label
@@ -106,7 +107,7 @@ def test_test_time_critic_learns_from_the_labelled_outcomes_only(tmp_path: Path)
 
 @dataclass
 class _Event:
-    payload: dict[str, Any]
+    record: Screened
 
 
 @dataclass
@@ -128,10 +129,14 @@ class _Store:
     def run(self, run_id: str) -> _Run:
         return _Run()
 
-    def events(self, run_id: str, kinds: list[str]) -> list[_Event]:
+    def events(self, run_id: str, *types: type) -> list[_Event]:
+        assert types == (Screened,), types
         votes = {"improve": 1.0, "tie": 0.0, "lose": 0.0}
-        evidence = {r["node_id"]: {"votes": votes, "n_valid": 1} for r in self.rows[1:]}
-        return [_Event({"screener": "critic", "evidence": evidence})]
+        evidence = {
+            r["node_id"]: {"candidate_id": r["node_id"], "rank_value": 0.0, "votes": votes, "n_valid": 1}
+            for r in self.rows[1:]
+        }
+        return [_Event(Screened.parse({"screener": "critic", "evidence": evidence}))]
 
 
 def test_critic_metrics_use_the_runs_tie_tolerance() -> None:

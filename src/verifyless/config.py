@@ -35,6 +35,7 @@ from pydantic import (
 
 from verifyless.components import COMPONENTS
 from verifyless.errors import ConfigError
+from verifyless.events import ConfigUpdated, RunCreated
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.model.ensemble import BanditOptions
@@ -463,12 +464,13 @@ def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
     read as that version behaved (``with_absent_options``).
     """
     data: dict[str, Any] | None = None
-    for ev in store.events(run_id, kinds=["config", "config_update"]):
-        if ev.kind == "config":
-            data = dict(ev.payload["config"])
-        elif data is not None:
-            for key, value in ev.payload.get("changes", {}).items():
-                _set_dotted(data, key, value)
+    for ev in store.events(run_id, RunCreated, ConfigUpdated):
+        match ev.record:
+            case RunCreated(config=config):
+                data = dict(config)
+            case ConfigUpdated(changes=changes) if data is not None:
+                for key, value in changes.items():
+                    _set_dotted(data, key, value)
     if data is None:
         raise ConfigError(f"run {run_id} has no stored configuration")
     return with_absent_options(data)

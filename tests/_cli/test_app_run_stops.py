@@ -169,6 +169,7 @@ def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tm
 
     from verifyless.engine.health import stored_role_health
     from verifyless.errors import ParseError
+    from verifyless.events import NodeRecorded
     from verifyless.roles.base import Roles
     from verifyless.store import RunStore
     from verifyless.testing import Briefer, Proposer, Summarizer, make_engine
@@ -187,7 +188,7 @@ def test_an_implementer_that_never_writes_code_stops_the_run_with_exit_code_7(tm
         )
         run_id = engine.run_id
         assert store.run(run_id).status == "failed"
-        nodes = [e.payload for e in store.events(run_id, kinds=["node"])]
+        nodes = [e.record for e in store.events(run_id, NodeRecorded)]
         assert len(nodes) == 1 + 8, "stopped in round 2, at its second child (4 per round)"
         health = stored_role_health(nodes)
         assert health["implementer"] == {"parsed": 0, "total": 8, "rate": 0.0}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from verifyless.config import load_config
+from verifyless.events import Screened
 from verifyless.screen.health import health_by_screener
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
@@ -57,7 +58,8 @@ def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
         assert screenings and all(s["screener"] for s in screenings)
         assert all(set(s["chosen"]) <= set(s["ranking"]) for s in screenings)
         if name not in ("random", "oracle", "surrogate"):  # every LLM screener records its replies' parse health
-            assert health_by_screener(screenings)[name]["total"] > 0
+            stored = [e.record.screening for e in store.events(result.run_id, Screened)]
+            assert health_by_screener(stored)[name]["total"] > 0
         calls = [e.payload["role"] for e in store.events(result.run_id, kinds=["llm_call"])]
         assert {"brief", "proposer", "implementer", "summarizer"} <= set(calls)
         statuses = {r["status"] for r in store.node_rows(result.run_id)}

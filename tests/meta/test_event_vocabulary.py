@@ -38,23 +38,9 @@ WRITE_CALLS = {"emit", "append", "append_many", "append_and_fold"}
 
 # readers still on raw kinds/payloads (issue 48: to convert); the number is their findings today
 LEGACY: dict[str, int] = {
-    "_cli/app.py": 5,
-    "_cli/bench.py": 2,
-    "_cli/demo.py": 5,
-    "_cli/progress.py": 6,
+    "_cli/app.py": 1,
     "_cli/replay.py": 23,
-    "_cli/show.py": 18,
-    "config.py": 5,
-    "critic_data/collect.py": 7,
-    "critic_data/harvest.py": 5,
-    "engine/ensembles.py": 6,
-    "engine/resume.py": 2,
-    "metrics/critic.py": 3,
-    "offline/selection.py": 2,
-    "offline/world_engine.py": 4,
     "report/views/nodes.py": 4,
-    "screen/audit.py": 4,
-    "train/policy/evaluate.py": 2,
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from verifyless.config import load_config
 from verifyless.errors import UnparseableReplies
+from verifyless.events import Screened
 from verifyless.node import Evidence, Screening
 from verifyless.screen.critic import parse_verdict
 from verifyless.screen.health import ReplyHealth, health_by_screener, replies_detail, reply_stats
@@ -120,16 +121,17 @@ def test_tracker_warns_below_the_rate_and_stops_after_three_silent_screenings(ca
 
 
 def test_stats_read_stored_dicts_and_agentic_evidence() -> None:
-    stored = screening(2, 4).to_dict()
-    assert reply_stats(stored["evidence"]).parsed == 2 and reply_stats(stored["evidence"]).total == 4
+    stored = Screening.from_dict(screening(2, 4).to_dict())  # as the store reads it back
+    raw = screening(2, 4).to_dict()["evidence"]
+    assert reply_stats(raw).parsed == 2 and reply_stats(raw).total == 4
     agentic = {
         "a": {"detail": {"choice_source": "random (unparseable final reply)", "final_reply": "hmm"}},
         "b": {"detail": {"chosen": False}},
     }
     assert (reply_stats(agentic).parsed, reply_stats(agentic).total, reply_stats(agentic).example) == (0, 1, "hmm")
     table = health_by_screener(
-        [stored, stored, {"screener": "random", "evidence": {}}],
-        {"matches": [{"choice": "A"}, {"choice": None, "raw": "x"}]},
+        [stored, stored, Screening("random", (), ())],
+        [{"choice": "A"}, {"choice": None, "raw": "x"}],
     )
     assert table == {
         "tournament": {"parsed": 4, "total": 8, "rate": 0.5, "screenings": 2},
@@ -172,7 +174,8 @@ def test_judges_in_their_own_format_parse_in_a_whole_run(tmp_path, reply) -> Non
         finally:
             engine.executor.close()
         payloads = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
-    health = health_by_screener(payloads)["tournament"]
+        screenings = [e.record.screening for e in store.events(result.run_id, Screened)]
+    health = health_by_screener(screenings)["tournament"]
     assert health["total"] > 0 and health["parsed"] == health["total"]
     samples = [
         s for p in payloads for ev in p["evidence"].values() for m in ev["detail"]["matches"] for s in m["samples"]
@@ -237,5 +240,5 @@ def test_a_critic_that_never_parses_stops_the_run_within_three_screenings(tmp_pa
         finally:
             engine.executor.close()
         (run,) = store.runs()
-        payloads = [e.payload for e in store.events(run.run_id, kinds=["screening"])]
-    assert len(payloads) == 3 and health_by_screener(payloads)["critic"]["parsed"] == 0
+        screenings = [e.record.screening for e in store.events(run.run_id, Screened)]
+    assert len(screenings) == 3 and health_by_screener(screenings)["critic"]["parsed"] == 0

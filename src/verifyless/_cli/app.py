@@ -56,6 +56,7 @@ from verifyless._cli.ui import ui_command
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
+from verifyless.events import Finalised, Submitted
 from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.presets import PRESETS, preset_text
@@ -394,8 +395,8 @@ def run(
 
 def _print_finished(st, run_id: str) -> None:
     """``--resume`` of a finished run with no raised cap: nothing to do, say so and how to go on."""
-    final = [e.payload for e in st.events(run_id, kinds=["final"])]
-    stopped = final[-1].get("stopped", "?") if final else "?"
+    final = [e.record for e in st.events(run_id, Finalised)]
+    stopped = (final[-1].stopped or "?") if final else "?"
     console.print(
         f"run {run_id} is finished (stopped: {stopped}; {st.budget(run_id).verifications} verifications); "
         f"nothing to resume. To go on, raise a cap: verifyless run --resume {run_id} --budget N --store {st.path}",
@@ -526,7 +527,7 @@ def _print_result(result, st) -> None:
     warning = final.transfer_warning
     if warning:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    submission = [e.payload for e in st.events(result.run_id, kinds=["submission"])]
+    submission = [e.record for e in st.events(result.run_id, Submitted)]
     if submission:
         console.print(submission_line(submission_summary(submission[-1])), highlight=False)
     console.print(

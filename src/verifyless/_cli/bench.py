@@ -21,6 +21,7 @@ from verifyless._cli.breakeven import breakeven_command
 from verifyless._cli.common import STORE, TASK, console, key_values, out_file, out_folder, read_store
 from verifyless._cli.data import bench_dataset
 from verifyless.errors import ConfigError, TaskError
+from verifyless.events import Finalised
 from verifyless.metrics import critic as m
 from verifyless.model import build_model
 from verifyless.offline import compare as cmp
@@ -218,8 +219,8 @@ def _final_raw(st: Any, run_id: str, target: str) -> tuple[float | None, dict[st
     """The run's final node's raw score (validation or hidden test) and its node row."""
     rows = {r["node_id"]: r for r in st.node_rows(run_id)}
     final_id = None
-    for ev in st.events(run_id, kinds=["final"]):
-        final_id = ev.payload.get("node_id")
+    for ev in st.events(run_id, Finalised):
+        final_id = ev.record.node_id
     if final_id not in rows:
         ok = [r for r in rows.values() if r.get("fitness") is not None]
         final_id = max(ok, key=lambda r: r["fitness"])["node_id"] if ok else None

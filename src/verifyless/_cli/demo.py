@@ -33,6 +33,7 @@ from rich.table import Table
 
 from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
+from verifyless.events import ScreenerLearned, Verified, WarmStarted
 from verifyless.offline.compare import curve_from_store, reach_final
 from verifyless.offline.worlds import World, load_worlds
 from verifyless.report.text import number
@@ -150,8 +151,8 @@ def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget:
     adaptive, unscreened = results[WARM], results[RANDOM]
     with RunStore(store_path) as store:
         audit = audit_from_store(store, adaptive.run_id)
-        learned = [e.payload.get("adaptive") or {} for e in store.events(adaptive.run_id, kinds=["screener_learn"])]
-        warm = [e.payload.get("line") for e in store.events(adaptive.run_id, kinds=["warm_start"])]
+        learned = [e.record.adaptive or {} for e in store.events(adaptive.run_id, ScreenerLearned)]
+        warm = [e.record.line for e in store.events(adaptive.run_id, WarmStarted)]
     console.print(warm[0] if warm else "warm start: none (the earlier runs held too few pairs)", highlight=False)
     console.print(f"warm-started run, {audit_line(audit)}", highlight=False)
     none_yet = "no paid outcome has reached the screener yet"
@@ -248,6 +249,6 @@ class _Dots:
         self.console = console
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "verification":
+        if kind == Verified.KIND:  # the ledger's progress tag for a verification
             mark = "." if data["status"] == "ok" else "x"
             self.console.print(mark, end="")

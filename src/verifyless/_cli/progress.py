@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from verifyless.events import RoundStarted, Screened, ScreenerFellBack, ScreenerLearned, Verified, WarmStarted
 from verifyless.screen.audit import LiveAudit, audit_segment, state_change_lines
 from verifyless.screen.health import reply_stats
 
@@ -32,6 +33,9 @@ class LiveProgress:
     verifications left. Once the cap is reached the bar says the run is choosing its final node (and, for
     ``mcgs`` with ``submit_ensemble``, scoring the ensemble submission), which the progress events do not cover.
     ``clock``: seconds, injectable for tests (default ``time.monotonic``).
+
+    The ledger's and engine's progress tags for an event they just stored are that event's kind, so they are
+    matched against the record classes' ``KIND``; ``start`` and ``resume`` are progress-only tags.
     """
 
     def __init__(self, out: Console, cap: int | None = None, clock: Any = None) -> None:
@@ -62,7 +66,7 @@ class LiveProgress:
             self.bar.start()
             self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")
             return
-        if kind == "warm_start":  # the composition root's one line about critic-rm's starting head
+        if kind == WarmStarted.KIND:  # the composition root's one line about critic-rm's starting head
             self.out.print(data["line"], highlight=False, soft_wrap=True)
             return
         if kind == "resume":
@@ -72,28 +76,28 @@ class LiveProgress:
         budget = data.get("budget") or {}
         if self.task_id is not None and budget:
             self._update(budget)
-        if kind == "screener_learn":
+        if kind == ScreenerLearned.KIND:
             for line in state_change_lines(data):
                 self.out.print(f"  {line}", highlight=False, soft_wrap=True)
-        if kind == "screener_fallback":
+        if kind == ScreenerFellBack.KIND:
             self.fallbacks = f" · screener fell back {data['fallbacks']}/{data['screenings']}"
             self.out.print(  # the reason is in the stored event and the library's WARNING
                 f"  r{data['round']} screener fell back to a seeded random pick "
                 f"({data['fallbacks']} of {data['screenings']} screenings so far)",
                 highlight=False,
             )
-        if kind == "round" and self.task_id is not None:
+        if kind == RoundStarted.KIND and self.task_id is not None:
             short = _replies_text(data.get("replies"))
             audit = self.audit or self.live.segment()
             self.bar.update(self.task_id, description=f"round {data['round']}{short}{self.fallbacks}{audit}")
-        elif kind == "verification":
+        elif kind == Verified.KIND:
             self.live.verification(data)
             score = data.get("score")
             self.out.print(
                 f"  verified {data['node_id']:<10} {data['status']:<18} {'' if score is None else f'{score:.6g}'}",
                 highlight=False,
             )
-        elif kind == "screening":
+        elif kind == Screened.KIND:
             self.live.screening(data)
             ev = data.get("evidence", {})
             chosen = data.get("chosen", [])

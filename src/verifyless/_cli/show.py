@@ -10,7 +10,17 @@ from typing import Any
 
 from verifyless import datareport
 from verifyless.engine.health import stored_role_health
-from verifyless.events import DataReported
+from verifyless.events import (
+    DataReported,
+    Finalised,
+    FinalSelected,
+    NodeRecorded,
+    RunStatusChanged,
+    Screened,
+    ScreenerLearned,
+    Submitted,
+    Verified,
+)
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
 from verifyless.report.views.card import run_card
@@ -52,10 +62,11 @@ def best_row(st, run_id: str) -> dict[str, Any] | None:
 def peak_memory(st, run_id: str) -> dict[str, float | None]:
     """The largest peak host and GPU memory (MB) of the run's verifications (GPU: None for a CPU task)."""
     host, gpu = 0.0, None
-    for ev in st.events(run_id, kinds=["verification"]):
-        host = max(host, float(ev.payload.get("peak_memory_mb") or 0.0))
-        if ev.payload.get("peak_gpu_memory_mb") is not None:
-            gpu = max(gpu or 0.0, float(ev.payload["peak_gpu_memory_mb"]))
+    for ev in st.events(run_id, Verified):
+        v = ev.record.verification
+        host = max(host, float(v.peak_memory_mb or 0.0))
+        if v.peak_gpu_memory_mb is not None:
+            gpu = max(gpu or 0.0, float(v.peak_gpu_memory_mb))
     return {"host_mb": host, "gpu_mb": gpu}
 
 
@@ -68,15 +79,15 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
-    final = [e.payload for e in st.events(run_id, kinds=["final"])]
-    submission = [e.payload for e in st.events(run_id, kinds=["submission"])]
+    final = [e.record for e in st.events(run_id, Finalised)]
+    submission = [e.record for e in st.events(run_id, Submitted)]
     return {
         "run_id": run_id,
         "task": info.task,
         "status": info.status,
         "budget": {**dataclasses.asdict(b), "gpu_seconds": gpu_seconds(st, run_id)},
         "peak_memory": peak_memory(st, run_id),
-        "final": final[-1] if final else None,
+        "final": final[-1].payload() if final else None,
         "submission": submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
@@ -85,8 +96,8 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "screener_audit": screener_audit(st, run_id),
         "screener_fallbacks": FallbackCount.of_run(st, run_id).to_dict(),
         **peers_data(st, run_id),
-        "adapters": run_adapters(info.config, [e.payload for e in st.events(run_id, kinds=["screener_learn"])]),
-        "role_health": stored_role_health(e.payload for e in st.events(run_id, kinds=["node"])),
+        "adapters": run_adapters(info.config, [e.record.learned for e in st.events(run_id, ScreenerLearned)]),
+        "role_health": stored_role_health(e.record for e in st.events(run_id, NodeRecorded)),
         "transfer": transfer_data(st, run_id),
         "run_card": run_card(st, run_id),
         "stop_reason": stop_reason(st, run_id),
@@ -185,15 +196,17 @@ def peers_data(st, run_id: str) -> dict[str, Any]:
 
 def stop_reason(st, run_id: str) -> str | None:
     """Why a ``failed`` run stopped (stored with its status), or None."""
-    statuses = [e.payload for e in st.events(run_id, kinds=["run_status"])]
-    last = statuses[-1] if statuses else {}
-    return last.get("reason") if last.get("status") == "failed" else None
+    statuses = [e.record for e in st.events(run_id, RunStatusChanged)]
+    last = statuses[-1] if statuses else None
+    return last.reason if last is not None and last.status == "failed" else None
 
 
-def submission_summary(payload: dict[str, Any]) -> dict[str, Any]:
-    """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs."""
+def submission_summary(sub: Submitted) -> dict[str, Any]:
+    """The ensemble submission's members, score and cost (evaluator seconds), without the member re-runs: its stored
+    keys, None for those the stored event left out (``show --json`` has always shown them so)."""
     keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds", "beats_final")
-    return {k: payload.get(k) for k in keys}
+    stored = sub.payload()
+    return {k: stored.get(k) for k in keys}
 
 
 def submission_line(sub: dict[str, Any]) -> str:
@@ -214,9 +227,9 @@ def submission_line(sub: dict[str, Any]) -> str:
 def reply_health(st, run_id: str) -> dict[str, Any]:
     """Replies parsed / total per LLM screener (and the final round-robin), from the stored screenings."""
 
-    finals = [e.payload for e in st.events(run_id, kinds=["final_selection"])]
+    finals = [e.record for e in st.events(run_id, FinalSelected)]
     return health_by_screener(
-        (e.payload for e in st.events(run_id, kinds=["screening"])), finals[-1] if finals else None
+        (e.record.screening for e in st.events(run_id, Screened)), finals[-1].matches if finals else ()
     )
 
 

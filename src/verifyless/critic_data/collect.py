@@ -68,7 +68,15 @@ from typing import Any, Literal
 from verifyless.child import ChildMaker
 from verifyless.critic_data.harvest import COLLECT_KIND
 from verifyless.engine.baseline import check_baseline
-from verifyless.events import BriefLogged, ProposalsLogged
+from verifyless.events import (
+    BriefLogged,
+    DataReported,
+    NodeRecorded,
+    ProposalsLogged,
+    SmokeRan,
+    StatusChanged,
+    Verified,
+)
 from verifyless.ledger import BudgetConfig, Ledger, RunState, candidate_from, low_fidelity_for
 from verifyless.node import BASELINE_IDEA, Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.roles.base import ParentInfo, ProposeContext, RoleFailure, Roles
@@ -194,7 +202,7 @@ class Collector:
         else:
             self.ledger.run_id = run_id
             for ev in self.store.events(
-                run_id, kinds=["data_report", "brief", "proposals", "node", "verification", "smoke", "status"]
+                run_id, DataReported, BriefLogged, ProposalsLogged, NodeRecorded, Verified, SmokeRan, StatusChanged
             ):
                 self.state.apply(ev)
         self.store.set_status(self.run_id, "running")

@@ -28,6 +28,7 @@ from typing import Any
 
 from verifyless.critic_data.labels import MIN_IMPROVING, label_pairs
 from verifyless.critic_data.schema import SCHEMA_VERSION
+from verifyless.events import BriefLogged, DataReported
 from verifyless.task import load_task
 
 log = logging.getLogger(__name__)
@@ -76,17 +77,17 @@ def _orientation(rows: Iterable[Mapping[str, Any]]) -> bool:
 
 def _brief(store: Any, run_id: str) -> tuple[str, list[str]]:
     understanding, criteria = "", []
-    for ev in store.events(run_id, kinds=["brief"]):
-        understanding = str(ev.payload.get("understanding", ""))
-        criteria = [str(c) for c in ev.payload.get("criteria", [])]
+    for ev in store.events(run_id, BriefLogged):
+        understanding = str(ev.record.understanding)
+        criteria = [str(c) for c in ev.record.criteria]
     return understanding, criteria
 
 
 def _data_report(store: Any, run_id: str) -> str:
     """The run's data report as its prompts carried it ('' when it has none; ``RunState.data_report_text``)."""
     text = ""
-    for ev in store.events(run_id, kinds=["data_report"]):
-        text = str(ev.payload.get("markdown") or "")
+    for ev in store.events(run_id, DataReported):
+        text = str(ev.record.markdown or "")
     return text.strip()
 
 

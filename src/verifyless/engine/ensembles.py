@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from verifyless.events import ModelChosen, Told
 from verifyless.model.ensemble import ModelEnsemble, call_owner
 from verifyless.node import Node
 from verifyless.report.peers import node_improved
@@ -56,29 +56,30 @@ class Peers:
         """
         if not self.ensembles or run_id is None:
             return
-        for ev in store.events(run_id, kinds=["model_choice", "tell"]):
+        for ev in store.events(run_id, ModelChosen, Told):
             if until_seq is not None and ev.seq > until_seq:
                 break
-            if ev.kind == "tell":
-                told = [nodes[n] for n in ev.payload.get("node_ids", []) if n in nodes]
-                observe_ensembles(self.ensembles, told, nodes, tie)
-            elif (ensemble := self.ensembles.get(str(ev.payload.get("ensemble", "")))) is not None:
-                _choose_again(ensemble, ev.payload)
+            match ev.record:
+                case Told(node_ids=node_ids):
+                    told = [nodes[n] for n in node_ids if n in nodes]
+                    observe_ensembles(self.ensembles, told, nodes, tie)
+                case ModelChosen() as stored if (ensemble := self.ensembles.get(stored.ensemble)) is not None:
+                    _choose_again(ensemble, stored)
 
 
-def _choose_again(ensemble: ModelEnsemble, stored: Mapping[str, Any]) -> None:
-    token = call_owner.set(str(stored.get("owner", "")))
+def _choose_again(ensemble: ModelEnsemble, stored: ModelChosen) -> None:
+    token = call_owner.set(str(stored.owner))
     try:
-        choice = ensemble.choose(str(stored.get("role", "default")), replay=True)
+        choice = ensemble.choose(stored.role, replay=True)
     finally:
         call_owner.reset(token)
-    if choice.model != stored.get("model"):
+    if choice.model != stored.model:
         log.warning(
             "resume: ensemble %s chose %s for call %d, the run chose %s",
             ensemble.name,
             choice.model,
             choice.index,
-            stored.get("model"),
+            stored.model,
         )
 
 

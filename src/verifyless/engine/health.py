@@ -18,11 +18,12 @@ empty: nothing was proposed).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from verifyless.child import Made
 from verifyless.errors import ParseError
+from verifyless.events import NodeRecorded
 from verifyless.node import Idea, Status
 from verifyless.roles.base import RoleFailure
 from verifyless.screen.health import EXAMPLE_CHARS, ReplyHealth, ReplyStats
@@ -91,19 +92,19 @@ def made_stats(made: Made) -> ReplyStats:
     return ReplyStats(1, replies, EXPECTED["implementer"])
 
 
-def stored_role_health(nodes: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{role: {"parsed", "total", "rate"}}`` from stored ``node`` payloads (one reply per child, repairs apart).
+def stored_role_health(nodes: Iterable[NodeRecorded]) -> dict[str, dict[str, Any]]:
+    """``{role: {"parsed", "total", "rate"}}`` from a run's stored ``node`` records (one reply per child, repairs
+    apart; a record without its own status is skipped).
 
     Only roles that made a child appear; a node with an empty idea is a proposal that never parsed.
     """
     out: dict[str, ReplyStats] = {}
-    for payload in nodes:
-        status, node_id = payload.get("status"), str(payload.get("id", ""))
-        if status in (Status.MODEL_ERROR.value, None) or node_id == "root" or _REPAIR.search(node_id):
+    for record in nodes:
+        status, node_id = record.status, record.candidate.id
+        if status in (Status.MODEL_ERROR, None) or node_id == "root" or _REPAIR.search(node_id):
             continue
-        idea = (payload.get("idea") or {}).get("text", "")
-        role = "implementer" if idea else "proposer"
-        parsed = int(status != Status.PARSE_ERROR.value)
+        role = "implementer" if record.candidate.idea.text else "proposer"
+        parsed = int(status is not Status.PARSE_ERROR)
         out[role] = out.get(role, ReplyStats()) + ReplyStats(parsed, 1)
         if role == "implementer":
             out["proposer"] = out.get("proposer", ReplyStats()) + ReplyStats(1, 1)

@@ -22,8 +22,7 @@ a loaded snapshot's state (``Engine.adopt``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from verifyless.config import RunConfig
 from verifyless.engine.dispatch import Dispatch
@@ -31,6 +30,7 @@ from verifyless.engine.ensembles import Peers
 from verifyless.engine.learners import Learners
 from verifyless.engine.snapshot import Loaded, Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
+from verifyless.events import RoundStarted
 from verifyless.ledger import Ledger
 from verifyless.node import Status
 from verifyless.search.base import PacedStrategy
@@ -40,9 +40,9 @@ log = logging.getLogger(__name__)
 __all__ = ["Resume"]
 
 
-def replay_pace(strategy: object, round_payload: Mapping[str, Any]) -> None:
+def replay_pace(strategy: object, logged: RoundStarted) -> None:
     """Pace an annealing strategy as the logged round did before its ask is repeated (older logs: no pace)."""
-    schedule = round_payload.get("schedule")
+    schedule = logged.schedule
     if isinstance(strategy, PacedStrategy) and isinstance(schedule, dict):
         strategy.pace(schedule.get("steps_left"))
 
@@ -91,8 +91,8 @@ class Resume:
                 if until_seq is not None and ev.seq > until_seq:
                     break
                 told = state.apply(ev)
-                if ev.kind == "round":
-                    replay_pace(learners.strategy, ev.payload)
+                if isinstance(ev.record, RoundStarted):
+                    replay_pace(learners.strategy, ev.record)
                     learners.strategy.ask(state.view, k)  # the strategy's own bookkeeping (and generator) moves on
                 elif told:
                     learners.tell(state, told)

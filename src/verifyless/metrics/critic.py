@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from verifyless.events import Screened
 from verifyless.outcome import FIVE, MIN_IMPROVING, THREE, label_outcomes, pair_outcome, to_three
 
 KS: tuple[int, ...] = (1, 4, 8, 16, 32)
@@ -240,18 +241,18 @@ def critic_records_from_store(
     outcomes = {o.child_id: o for o in label_outcomes(pairs, min_improving=min_improving)}
     task = run.task
     records: dict[str, CriticRecord] = {}
-    for event in store.events(run_id, kinds=["screening"]):
-        screener = str(event.payload.get("screener", ""))
-        for cid, ev in (event.payload.get("evidence") or {}).items():
+    for event in store.events(run_id, Screened):
+        screening = event.record.screening
+        for cid, ev in screening.evidence.items():
             out = outcomes.get(cid)
             if out is None:
                 continue
             rec = record_from_evidence(
-                {**ev, "candidate_id": cid},
+                {**ev.to_dict(), "candidate_id": cid},
                 out.three,
                 out.five,
                 task=task,
-                stratum=screener,
+                stratum=screening.screener,
                 parent_id=out.parent_id,
                 delta=out.delta,
             )

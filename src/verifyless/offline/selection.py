@@ -33,6 +33,8 @@ from typing import Literal
 
 import numpy as np
 
+from verifyless.events import Screened
+
 MIN_GAP = 0.01
 
 
@@ -225,10 +227,10 @@ def pools_from_store(store, run_id: str, *, target: Target = "validation") -> li
     sign = fitness_sign(rows.values())
     below = subtree_best(rows, sign) if target == "subtree" else {}
     pools = []
-    for event in store.events(run_id, kinds=["screening"]):
-        p = event.payload
-        ranking = list(p.get("ranking") or [])
-        evidence = p.get("evidence") or {}
+    for event in store.events(run_id, Screened):
+        screening = event.record.screening
+        ranking = list(screening.ranking)
+        evidence = screening.evidence
         scores: dict[str, float | None] = {}
         for cid in ranking:
             row = rows.get(cid)
@@ -238,12 +240,12 @@ def pools_from_store(store, run_id: str, *, target: Target = "validation") -> li
         if len(scores) < MIN_VERIFIED or not ranking:
             continue
         values = {
-            cid: float((evidence.get(cid) or {}).get("rank_value", len(ranking) - i))
+            cid: float(evidence[cid].rank_value if cid in evidence else len(ranking) - i)
             for i, cid in enumerate(ranking)
             if cid in scores
         }
         pools.append(
-            Pool(f"r{p.get('round', '?')}:{event.seq}", scores, ranking[0] if ranking[0] in scores else None, values)
+            Pool(f"r{event.record.round}:{event.seq}", scores, ranking[0] if ranking[0] in scores else None, values)
         )
     return pools
 

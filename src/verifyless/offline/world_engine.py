@@ -37,6 +37,7 @@ from typing import Any
 
 from verifyless.config import load_config
 from verifyless.engine import Engine
+from verifyless.events import Screened, Verified
 from verifyless.node import Idea, Status, Verification, content_hash
 from verifyless.offline.replay import BestCurve, draw_pool
 from verifyless.offline.simulated import CriticSpec, SimulatedCritic
@@ -210,8 +211,8 @@ async def _run(
 
 def _result(st: RunStore, run_id: str, screener: Any) -> WorldRun:
     best, curve = -math.inf, []
-    for ev in st.events(run_id, kinds=["verification"]):
-        fit = ev.payload.get("fitness")
+    for ev in st.events(run_id, Verified):
+        fit = ev.record.fitness
         if fit is not None and math.isfinite(fit):
             best = max(best, float(fit))
         curve.append(best)
@@ -224,6 +225,6 @@ def _result(st: RunStore, run_id: str, screener: Any) -> WorldRun:
         len(curve),
         state=rule.state,
         decided_at=rule.decided_at,
-        audits=sum(bool(adaptive_audit(ev.payload)) for ev in st.events(run_id, kinds=["screening"])),
+        audits=sum(bool(adaptive_audit(ev.record.screening)) for ev in st.events(run_id, Screened)),
         canaries=rule.kinds.get("canary", 0),
     )

@@ -45,9 +45,10 @@ from typing import Any
 
 import numpy as np
 
+from verifyless.events import Screened, ScreenerLearned
 from verifyless.metrics.bootstrap import Estimate, bootstrap
 from verifyless.metrics.critic import CriticRecord, critic_records_from_store, vote_uncertainty
-from verifyless.node import Status
+from verifyless.node import Screening, Status
 from verifyless.outcome import pair_outcome, reward_label
 
 BOOTSTRAP = 1000
@@ -272,7 +273,7 @@ ADAPTIVE_KEYS = (
 
 def adaptive_state(store: Any, run_id: str) -> dict[str, Any] | None:
     """An ``adaptive`` screener's state as its last ``screener_learn`` record has it; None for other screeners."""
-    records = [e.payload.get("adaptive") for e in store.events(run_id, kinds=["screener_learn"])]
+    records = [e.record.adaptive for e in store.events(run_id, ScreenerLearned)]
     last = next((r for r in reversed(records) if r), None)
     return None if last is None else {k: last.get(k) for k in ADAPTIVE_KEYS}
 
@@ -380,13 +381,13 @@ def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
     tie = float((run.config or {}).get("tie_tolerance", 0.0))
     siblings: list[SiblingOutcome] = []
     screenings = audits = 0
-    for ev in store.events(run_id, kinds=["screening"]):
-        p = ev.payload
+    for ev in store.events(run_id, Screened):
+        screening = ev.record.screening
         screenings += 1
-        chosen, audited = set(p.get("chosen") or ()), set(p.get("audited") or ()) | adaptive_audit(p)
-        for rank, cid in enumerate(p.get("ranking") or ()):
+        chosen, audited = set(screening.chosen), set(ev.record.audited) | adaptive_audit(screening)
+        for rank, cid in enumerate(screening.ranking):
             row = rows.get(cid)
-            if cid not in (p.get("to_verify") or p.get("chosen") or ()) or row is None or not _verified(row):
+            if cid not in (ev.record.to_verify or screening.chosen) or row is None or not _verified(row):
                 continue
             audits += cid in audited
             role = "audited" if cid in audited else "chosen" if cid in chosen else "routed"
@@ -394,10 +395,10 @@ def _siblings(store: Any, run_id: str) -> tuple[list[SiblingOutcome], int, int]:
     return siblings, screenings, audits
 
 
-def adaptive_audit(payload: Mapping[str, Any]) -> set[str]:
+def adaptive_audit(screening: Screening) -> set[str]:
     """The random half of an ``adaptive`` screener's audited pair (its second choice), when it audited."""
-    chosen = list(payload.get("chosen") or ())
-    notes = [(ev.get("detail") or {}).get("adaptive") or {} for ev in (payload.get("evidence") or {}).values()]
+    chosen = list(screening.chosen)
+    notes = [(ev.detail or {}).get("adaptive") or {} for ev in screening.evidence.values()]
     return {chosen[1]} if len(chosen) == 2 and any(n.get("audited") for n in notes) else set()
 
 

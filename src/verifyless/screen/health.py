@@ -23,11 +23,12 @@ fallback after an endpoint failure) neither count nor reset the streak.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifyless.errors import UnparseableReplies
+from verifyless.node import Screening
 from verifyless.screen.base import Screener
 
 log = logging.getLogger(__name__)
@@ -114,22 +115,22 @@ def final_stats(matches: Iterable[Mapping[str, Any]]) -> ReplyStats:
 
 
 def health_by_screener(
-    screenings: Iterable[Mapping[str, Any]], final: Mapping[str, Any] | None = None
+    screenings: Iterable[Screening], final_matches: Sequence[Mapping[str, Any]] = ()
 ) -> dict[str, dict[str, Any]]:
-    """``{screener name: {"parsed", "total", "rate", "screenings"}}`` from stored event payloads.
+    """``{screener name: {"parsed", "total", "rate", "screenings"}}`` from a run's stored screenings.
 
-    Only screeners that made LLM replies appear; ``final`` (a ``final_selection``
-    payload) adds a ``final`` entry for the round-robin.
+    Only screeners that made LLM replies appear; ``final_matches`` (the matches of its ``final_selection``
+    event) add a ``final`` entry for the round-robin.
     """
     out: dict[str, tuple[ReplyStats, int]] = {}
-    for payload in screenings:
-        stats = reply_stats(payload.get("evidence") or {})
+    for screening in screenings:
+        stats = reply_stats(screening.evidence)
         if stats.total:
-            name = str(payload.get("screener", "?"))
+            name = screening.screener or "?"
             before, n = out.get(name, (ReplyStats(), 0))
             out[name] = (before + stats, n + 1)
-    if final and final.get("matches"):
-        out["final"] = (final_stats(final["matches"]), 1)
+    if final_matches:
+        out["final"] = (final_stats(final_matches), 1)
     return {name: {**s.to_dict(), "screenings": n} for name, (s, n) in out.items()}
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from verifyless.offline.compare import arm_score, probability_of_improvement
 from verifyless.task import load_task
 from verifyless.train.policy.contract import VerificationBudgetSpent
+from verifyless.train.policy.events import PolicyIdea
 from verifyless.train.policy.grpo_settings import PolicySettings
 from verifyless.train.policy.trainer import PolicyTrainer
 from verifyless.train.policy.wiring import build_rewarder
@@ -89,8 +90,8 @@ async def rollout(trainer: Any, rewarder: Any, steps: int) -> int:
 
 
 def stored_rewards(store: Any, run_id: str) -> list[dict[str, Any]]:
-    """Every idea reward the run stored (``policy_idea`` events), the budget-cut last step's included."""
-    return [dict(e.payload) for e in store.events(run_id, kinds=["policy_idea"])]
+    """Every idea reward the run stored (``policy_idea`` events, as stored), the budget-cut last step's included."""
+    return [e.record.payload() for e in store.events(run_id, PolicyIdea)]
 
 
 def summarise_run(
