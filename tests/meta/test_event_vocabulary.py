@@ -42,7 +42,6 @@ LEGACY: dict[str, int] = {
     "_cli/bench.py": 2,
     "_cli/demo.py": 5,
     "_cli/progress.py": 6,
-    "_cli/replay.py": 23,
     "_cli/show.py": 18,
     "config.py": 5,
     "critic_data/collect.py": 7,
