@@ -9,10 +9,10 @@ import pytest
 from scripted_runs import Recorder, config
 
 from verifyless import datareport
-from verifyless._cli.replay import replay_run
 from verifyless._cli.show import show_data
 from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_record, report_for_run, status_line
+from verifyless.engine.replay import replay_run
 from verifyless.events import DataReported
 from verifyless.report.render import report_html
 from verifyless.report.views.data_report import data_report_view
@@ -96,7 +96,7 @@ def test_a_new_run_computes_the_report_in_the_sandbox_once_and_every_prompt_gets
         assert status_line(event.record).startswith("data report: computed from 3 file(s)")
         # a replay computes it again (a new run): the same bytes, so every cached reply keyed by prompt hits
         monkeypatch.setattr(datareport, "_cache", {})
-        replayed = asyncio.run(replay_run(store, run_id))
+        replayed = asyncio.run(replay_run(store, run_id, build=build_engine))
         assert replayed.equal, replayed.describe()
 
 

@@ -19,8 +19,8 @@ import pytest
 from verifyless.critic_data.labels import label_pairs
 from verifyless.events import Screened
 from verifyless.metrics.critic import critic_records_from_store
-from verifyless.node import Candidate, Idea, Operator, Status, Verification
-from verifyless.outcome import Outcome, improved, label3, outcome_of, reward_label
+from verifyless.node import Candidate, Idea, Node, Operator, Status, Verification
+from verifyless.outcome import Outcome, improved, label3, node_improved, outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener
 from verifyless.screen.ttl import TestTimeCritic
@@ -173,3 +173,13 @@ def test_a_pending_pair_stored_in_the_older_shape_still_restores() -> None:
 def test_relabelling_with_another_tolerance_is_explicit() -> None:
     o = _outcomes()["gain-half-percent"]
     assert label3(o) == "tie" and label3(o, tie=0.0) == "improve"
+
+
+def test_node_improved_is_the_outcome_rule_over_node_rows():
+    parent = Node("p", None, Operator.DRAFT, Status.OK, fitness=-2.0)
+    better = Node("b", "p", Operator.IMPROVE, Status.OK, fitness=-1.0)
+    close = Node("c", "p", Operator.IMPROVE, Status.OK, fitness=-1.9)
+    failed = Node("f", "p", Operator.IMPROVE, Status.FAILED)
+    assert node_improved(better, parent, 0.0) and node_improved(close, parent, 0.0)
+    assert not node_improved(close, parent, 0.1)  # within the run's tie tolerance: a tie, not an improvement
+    assert not node_improved(failed, parent, 0.0) and not node_improved(parent, None, 0.0)

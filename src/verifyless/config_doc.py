@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from verifyless import docgen
 from verifyless.components import COMPONENTS
 from verifyless.config import RunConfig
 
@@ -99,24 +100,11 @@ def _component_rows() -> Iterator[str]:
 
 def updated(text: str) -> str:
     """``text`` with the generated part replaced (appended when the markers are missing)."""
-    block = f"{BEGIN}\n\n{render()}\n{END}"
-    if BEGIN in text and END in text:
-        return text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
-    return text.rstrip() + "\n\n" + block + "\n"
+    return docgen.splice(text, BEGIN, END, render())
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    current = DOC.read_text()
-    fresh = updated(current)
-    if "--check" in args:
-        if fresh != current:
-            print(f"{DOC} is stale: run `python -m verifyless.config_doc`", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(fresh)
-    print(f"wrote {DOC}")
-    return 0
+    return docgen.run(DOC, updated, "verifyless.config_doc", argv)
 
 
 if __name__ == "__main__":  # python -m verifyless.config_doc [--check]

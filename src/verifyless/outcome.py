@@ -260,6 +260,19 @@ def improved(outcome: Outcome, tie: float | None = None) -> bool:
     return reward_label(outcome, tie) == "improve"
 
 
+def node_improved(node: Node, parent: Node | None, tie: float) -> bool:
+    """Whether verified ``node`` improved on ``parent`` by the one outcome rule (``improved``), read from the store's
+    node rows: the pair's scores are the nodes' oriented fitnesses (higher is better), so the rule sees them as
+    they were told; a node without a parent (the baseline) never improved. Not a second rule: the novelty gate's
+    false-rejection rate and the ensembles' feedback use it where they hold ``Node`` rows, not ``Outcome``s."""
+    if parent is None:
+        return False
+    pair = Outcome(
+        parent.id, node.id, node.status.value, parent.fitness, node.fitness, parent.fitness, node.fitness, True, tie=tie
+    )
+    return improved(pair)
+
+
 def relative_delta(child_fitness: float, parent_fitness: float) -> float:
     """Signed relative improvement of a child over its parent (positive = better)."""
     diff = float(child_fitness) - float(parent_fitness)
@@ -394,6 +407,7 @@ __all__ = [
     "label3",
     "label_children",
     "label_outcomes",
+    "node_improved",
     "outcome_of",
     "pair_outcome",
     "parent_five_levels",

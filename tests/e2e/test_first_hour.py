@@ -261,7 +261,7 @@ def test_a_cost_cap_that_cannot_bind_is_refused_and_the_plan_reads_plainly():
 
 
 def test_replay_of_an_env_recipe_run_needs_no_endpoint_and_the_key_never_reaches_the_store(tmp_path, monkeypatch):
-    from verifyless._cli.replay import replay_run
+    from verifyless.engine.replay import replay_run
     from verifyless.model.scripted import ScriptedModel
     from verifyless.model.testserver import TestServer
     from verifyless.wiring import build_engine
@@ -291,7 +291,7 @@ def test_replay_of_an_env_recipe_run_needs_no_endpoint_and_the_key_never_reaches
         monkeypatch.delenv(name)
     monkeypatch.setenv("VERIFYLESS_BASE_URL", DEAD)  # a different endpoint now: the replay must not care
     with RunStore(db) as store:
-        report = asyncio.run(replay_run(store, result.run_id))
+        report = asyncio.run(replay_run(store, result.run_id, build=build_engine))
     assert report.equal, report.describe()
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from verifyless._cli.replay import replay_run
 from verifyless.config import load_config
+from verifyless.engine.replay import replay_run
 from verifyless.model.scripted import ScriptedModel
 from verifyless.model.testserver import TestServer
 from verifyless.store import RunStore
@@ -55,7 +55,7 @@ def test_run_over_http_records_usage_keeps_the_key_out_and_replays_without_the_e
     # The server is gone and the key unset: replay answers from the response cache and stored outcomes.
     monkeypatch.delenv("VERIFYLESS_API_KEY")
     with RunStore(db) as store:
-        report = asyncio.run(replay_run(store, result.run_id))
+        report = asyncio.run(replay_run(store, result.run_id, build=build_engine))
     assert report.equal, report.describe()
 
 

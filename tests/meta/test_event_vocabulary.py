@@ -38,8 +38,6 @@ WRITE_CALLS = {"emit", "append", "append_many", "append_and_fold"}
 
 # readers still on raw kinds/payloads (issue 48: to convert); the number is their findings today
 LEGACY: dict[str, int] = {
-    "_cli/app.py": 1,
-    "_cli/replay.py": 23,
     "report/views/nodes.py": 4,
 }
 

@@ -10,8 +10,8 @@ from report_fixtures import PAYLOADS, SECRET, _candidate, _verify, _with_submiss
 
 from verifyless.errors import StoreError
 from verifyless.report import text, views
-from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
+from verifyless.store.readonly import open_readonly
 
 
 @pytest.fixture(scope="module")
@@ -241,23 +241,6 @@ def test_reference_edges_audits_and_a_task_that_cannot_be_loaded(synthetic):
     assert c.ceiling is None and c.metric == "score" and [p.best_score for p in c.points] == [1.0, 2.0, 2.0]
     f = views.final.final_view(st, rid)  # no final event: the best so far
     assert f.node_id == "c1" and f.test_score == 1.0 and f.baseline_test_score == 0.0
-
-
-def test_reader_is_read_only_and_sees_new_commits(tmp_path):
-    path = tmp_path / "s.db"
-    with pytest.raises(StoreError, match="no run store"):
-        open_readonly(path)
-    with RunStore(path) as writer:
-        rid = writer.create_run("t", {})
-        with open_readonly(path) as ro:
-            before = views.progress.progress(ro, rid).last_seq
-            writer.append(rid, "note", {"x": 1})
-            assert views.progress.progress(ro, rid).last_seq > before
-            with pytest.raises(StoreError, match="readonly"):
-                ro.append(rid, "note", {"x": 2})
-    (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
-    with pytest.raises(StoreError):
-        open_readonly(tmp_path / "other.db")
 
 
 def test_svg_figures_escape_every_string(synthetic):

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verifyless._cli.replay import replay_run
 from verifyless._cli.show import show_data
 from verifyless.config import RunConfig, load_config, stored_config
+from verifyless.engine.replay import replay_run
 from verifyless.errors import ConfigError
 from verifyless.outcome import Outcome
 from verifyless.report.render import write_report
@@ -223,7 +223,7 @@ def test_replay_of_a_warm_started_run_that_refits_is_exact(tmp_path):
     second, _ = run(config(db, seed=1, budget=16))
     with RunStore(db) as store:
         assert any("+" in t for t in tags(store, second))  # it refitted within the run
-        report = asyncio.run(replay_run(store, second))
+        report = asyncio.run(replay_run(store, second, build=build_engine))
     assert report.equal, report.differences
 
 

@@ -6,6 +6,7 @@ import random
 from collections import Counter
 
 import pytest
+from diabetes_variants import diabetes_variants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -213,20 +214,6 @@ def test_draft_phase_debug_and_final_ensemble():
 # ------------------------------------------------------------------ top-K ensemble submission (MLEvolve)
 
 
-def _diabetes_variants():
-    from verifyless.task import load_task
-
-    task = load_task("diabetes")
-    base = task.baseline_program
-    strong = base.replace("STRENGTH = 1.0", "STRENGTH = 30.0")
-    knn = base.replace(
-        "    return Ridge(alpha=STRENGTH)",
-        "    from sklearn.neighbors import KNeighborsRegressor\n    return KNeighborsRegressor(n_neighbors=15)",
-    )
-    assert strong != base and knn != base
-    return task, [("root", base), ("s", strong), ("k", knn)]
-
-
 def _diabetes_mcgs_config(tmp_path, *extra: str):
     """A 4-verification mcgs run on diabetes (it declares an ensemble), random screening, no memory."""
     from verifyless.config import load_config
@@ -236,37 +223,10 @@ def _diabetes_mcgs_config(tmp_path, *extra: str):
     return load_config(overrides=[*base, *more, *extra])
 
 
-def test_top_k_ensemble_submission_averages_the_members_predictions(tmp_path):
-    import numpy as np
-
-    from verifyless.sandbox.local import LocalSandbox
-    from verifyless.search.submission import ensemble_submission
-    from verifyless.verify import verify
-
-    task, members = _diabetes_variants()
-    assert task.ensemble is not None and task.ensemble.files == ("val_predictions.csv", "test_predictions.csv")
-    sandbox = LocalSandbox()
-    sub = ensemble_submission(task, members, sandbox)
-    assert sub.status == "ok" and sub.combined == ("root", "s", "k")
-    assert [r["status"] for r in sub.member_runs] == ["ok"] * 3 and sub.seconds > 0
-    # The same average computed here from each member's own prediction file, scored against the hidden targets.
-    preds = []
-    for i, (_, program) in enumerate(members):
-        verify(task, program, sandbox, workspace_root=tmp_path / str(i), keep_workspace=True)
-        (ws,) = list((tmp_path / str(i)).iterdir())
-        preds.append(np.loadtxt(ws / "out" / "val_predictions.csv"))
-    truth = np.loadtxt(next(p for p in task.hidden_data if p.name == "val_targets.csv"), skiprows=1)
-    expected = float(np.sqrt(np.mean((np.mean(preds, axis=0) - truth) ** 2)))
-    assert sub.score == pytest.approx(expected, rel=1e-6) and sub.metrics["val_rmse"] == sub.score
-    assert sub.test_score == sub.test_metrics["test_rmse"] and "test_rmse" not in sub.metrics
-    singles = [float(np.sqrt(np.mean((p - truth) ** 2))) for p in preds]
-    assert sub.score not in singles  # an average, not one member's score
-
-
 def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_one(tmp_path):
     import asyncio
 
-    from verifyless.search.submission import ensemble_members
+    from verifyless.engine.submission import ensemble_members
     from verifyless.store import RunStore
     from verifyless.wiring import build_engine
 
@@ -295,13 +255,13 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     for s in (off, on):
         s.tell(base())
         s.tell(ok("a", "root", 1.0, Operator.DRAFT))
-    task, _ = _diabetes_variants()
+    task, _ = diabetes_variants()
     assert ensemble_members(on, task, VIEW) == ["a", "root"] and ensemble_members(off, task, VIEW) == []
     from dataclasses import replace
 
     assert ensemble_members(on, replace(task, ensemble=None), VIEW) == []
+    from verifyless.engine.submission import submits_ensemble
     from verifyless.search.greedy import GreedyStrategy
-    from verifyless.search.submission import submits_ensemble
 
     greedy = GreedyStrategy(random.Random(0))  # not an EnsembleStrategy: its runs submit one program
     assert [submits_ensemble(s, task) for s in (on, off, greedy)] == [True, False, False]

@@ -8,7 +8,7 @@ import pytest
 from report_fixtures import PAYLOADS, SECRET, cached_build
 
 from verifyless.report import views
-from verifyless.report.reader import open_readonly
+from verifyless.store.readonly import open_readonly
 
 pytest.importorskip("starlette", reason="the ui extra is not installed (pip install -e '.[ui]')")
 

@@ -143,8 +143,8 @@ def test_hostile_markup_is_shown_as_text_and_never_runs(server, fx, page, tmp_pa
         assert PAYLOADS[0] in page.locator(selector).first.inner_text(), selector
     injected = "document.querySelectorAll('img, [onerror], [onload], script:not([nonce])').length"
     assert page.evaluate(injected) == 0
-    from verifyless.report.reader import open_readonly
     from verifyless.report.render import write_report
+    from verifyless.store.readonly import open_readonly
 
     with open_readonly(fx["store"]) as st:
         report = write_report(st, rid, tmp_path / "r", figures=False).html
@@ -199,8 +199,8 @@ def test_a_run_started_now_appears_and_its_progress_advances_without_reload(serv
 
 
 def test_report_file_renders_offline_and_requests_nothing(fx, browser, tmp_path):
-    from verifyless.report.reader import open_readonly
     from verifyless.report.render import write_report
+    from verifyless.store.readonly import open_readonly
 
     with open_readonly(fx["store"]) as st:
         files = write_report(st, fx["plain"], tmp_path / "report")

@@ -37,7 +37,6 @@ from verifyless._cli.export import export_command
 from verifyless._cli.outputs import write_outputs
 from verifyless._cli.progress import LiveProgress as _LiveProgress
 from verifyless._cli.propose import propose_for_baseline
-from verifyless._cli.replay import ReplayDiverged, replay_run
 from verifyless._cli.report import default_out, report_command
 from verifyless._cli.show import (
     peers_text,
@@ -55,8 +54,10 @@ from verifyless._cli.tune import app as tune_app
 from verifyless._cli.ui import ui_command
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.baseline import failure_source
+from verifyless.engine.replay import ReplayDiverged, replay_run
+from verifyless.engine.submission import submits_ensemble
 from verifyless.errors import ConfigError, StoreError, TaskError, VerifylessError
-from verifyless.events import Finalised, Submitted
+from verifyless.events import ConfigUpdated, Finalised, Submitted
 from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.presets import PRESETS, preset_text
@@ -70,7 +71,6 @@ from verifyless.screen.audit import adaptive_line, adaptive_state, audit_line, s
 from verifyless.screen.base import fallback_line
 from verifyless.screen.registry import SCREENERS, check_screener_fits
 from verifyless.search.registry import STRATEGIES
-from verifyless.search.submission import submits_ensemble
 from verifyless.store import RunStore
 from verifyless.task import InvalidTask, UnknownTask, builtin_tasks_dir, discover_tasks, is_task_folder, load_task
 from verifyless.task.fingerprint import OVERRIDE, refuse_changed, stored_fingerprint
@@ -379,7 +379,7 @@ def run(
         loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
         probe_endpoints(cfg)
         if changes:
-            st.append(resume, "config_update", {"changes": changes})
+            st.append(resume, ConfigUpdated(changes))
     if not quiet:
         console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
     started: dict[str, Any] = {}
@@ -692,7 +692,7 @@ def replay(
 
     st = _open_store(store)
     run_id = st.resolve_run(run_id)
-    report = asyncio.run(replay_run(st, run_id, allow_changed_task=allow_changed_task))
+    report = asyncio.run(replay_run(st, run_id, build=build_engine, allow_changed_task=allow_changed_task))
     console.print(report.describe())
     raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
-from verifyless.report.reader import ReadOnlyStore, open_readonly
+from verifyless.store.readonly import ReadOnlyStore, open_readonly
 
 # The one output and error console of every command. Tables fit the terminal (160 columns when piped);
 # printed lines are never broken by rich, so paths and commands in them can be copied whole.
@@ -33,7 +33,7 @@ TASK = typer.Argument(..., help="built-in task name or task folder", show_defaul
 def read_store(path: Path) -> ReadOnlyStore:
     """The store opened read-only, for commands that only read; says on stderr (one line) when it is not writable.
 
-    A store on read-only media opens ``immutable`` (see ``verifyless.report.reader``).
+    A store on read-only media opens ``immutable`` (see ``verifyless.store.readonly``).
     """
     store = open_readonly(path)
     if store.notice:

@@ -10,6 +10,7 @@ from typing import Any
 
 from verifyless import datareport
 from verifyless.engine.health import stored_role_health
+from verifyless.engine.submission import SKIPPED
 from verifyless.events import (
     DataReported,
     Finalised,
@@ -31,7 +32,6 @@ from verifyless.screen.base import FallbackCount
 from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
 from verifyless.search.memory import DENSE_KINDS
-from verifyless.search.submission import SKIPPED
 
 
 def run_row(st, info) -> dict[str, Any]:

@@ -15,6 +15,8 @@ docs/design/engine.md for how an outcome flows through them):
 * ``ensembles`` -- ``Peers`` (the novelty gate and model ensembles wiring builds) and how ensembles learn;
 * ``snapshot``  -- periodic pickled state so resume replays only the log's tail;
 * ``resume``    -- ``Resume``: rebuild from the store and finish what a crash left open;
+* ``replay``    -- ``replay_run``: re-execute a stored run's decisions from its stored outcomes and compare;
+* ``submission`` -- the top-K ensemble submission that ends a run whose task declares how outputs combine;
 * ``context``   -- what the roles are shown about a parent.
 """
 

@@ -6,7 +6,7 @@ ensembles by ``roles.models`` key; ``wiring.build_engine`` passes it to the ``En
 ``observe_ensembles`` feeds each ensemble the outcomes of a told round: a call whose ``owner`` (the
 ``model_choice`` event's node id, set by the engine with ``ensemble.call_owner``, ``dispatch.owned``) is a
 told verified node gets that node's outcome; a proposer call owned by an expansion (``r<round>e<i>``) gets
-"did any child of the expansion improve". Improved is the one outcome rule (``report.peers.node_improved``,
+"did any child of the expansion improve". Improved is the one outcome rule (``outcome.node_improved``,
 the run's tie tolerance); cost is 0 (the bandit's ``cost_weight`` is not fed yet). On resume,
 ``Peers.restore`` replays the stored choices and tells into the fresh ensembles.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from verifyless.events import ModelChosen, Told
 from verifyless.model.ensemble import ModelEnsemble, call_owner
 from verifyless.node import Node
-from verifyless.report.peers import node_improved
+from verifyless.outcome import node_improved
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.store.protocol import RunStoreProtocol
 

@@ -20,6 +20,7 @@ from verifyless.config import RunConfig
 from verifyless.engine.baseline import check_baseline
 from verifyless.engine.context import Programs
 from verifyless.engine.dispatch import Dispatch
+from verifyless.engine.submission import SKIPPED, ensemble_members, ensemble_submission
 from verifyless.errors import VerifylessError
 from verifyless.events import BriefLogged, FinalSelected, SelectionSplitChosen, Submitted
 from verifyless.ledger import Ledger
@@ -31,7 +32,6 @@ from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.final import choose_on_held_out
 from verifyless.screen.final import select_final as round_robin
 from verifyless.search.base import SearchStrategy
-from verifyless.search.submission import SKIPPED, ensemble_members, ensemble_submission
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
@@ -190,7 +190,7 @@ class Lifecycle:
         return choice.winner or best_id
 
     async def submit_ensemble(self, strategy: SearchStrategy, final_id: str | None) -> None:
-        """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (search/submission.py).
+        """MLEvolve's top-K ensemble submission, where the task declares how outputs combine (engine/submission.py).
 
         The members (``strategy``'s choice) re-run in the executor's sandbox; one ``submission`` event, charged
         as evaluator seconds. Its ``beats_final`` says whether the ensemble's validation score is better than

@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from verifyless.events import ModelChosen, NoveltyJudged
-from verifyless.node import Node
-from verifyless.outcome import Outcome, improved
+from verifyless.outcome import node_improved
 from verifyless.store.protocol import RunStoreProtocol
 
 
@@ -129,18 +128,4 @@ def _improved_by_node(store: RunStoreProtocol, run_id: str) -> dict[str, bool]:
     return out
 
 
-def node_improved(node: Node, parent: Node | None, tie: float) -> bool:
-    """Whether verified ``node`` improved on ``parent`` by the one outcome rule (``outcome.improved``).
-
-    Fitness is oriented (higher is better), so the pair is built that way; a node without a parent (the
-    baseline) never improved.
-    """
-    if parent is None:
-        return False
-    pair = Outcome(
-        parent.id, node.id, node.status.value, parent.fitness, node.fitness, parent.fitness, node.fitness, True, tie=tie
-    )
-    return improved(pair)
-
-
-__all__ = ["ModelShare", "NoveltyRates", "model_shares", "node_improved", "novelty_rates", "peers_lines"]
+__all__ = ["ModelShare", "NoveltyRates", "model_shares", "novelty_rates", "peers_lines"]

@@ -70,7 +70,7 @@ class SearchStrategy(Protocol):
 
 @runtime_checkable
 class EnsembleStrategy(SearchStrategy, Protocol):
-    """A strategy that can end with a top-K ensemble submission (MCGS; ``search/submission.py``).
+    """A strategy that can end with a top-K ensemble submission (MCGS; ``engine/submission.py``).
 
     ``submits_ensemble`` is its option (off: the run submits one program); ``final_ensemble`` the ids to combine,
     best first.

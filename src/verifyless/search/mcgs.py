@@ -48,7 +48,7 @@ as virtual visits so that ``k`` expansions spread out.
 Final answer: ``final`` is the best validation node; ``final_ensemble`` the
 top ``top_k`` usable nodes, which the engine submits as one averaged ensemble
 when ``submit_ensemble`` is on and the task declares how outputs combine
-(MLEvolve's top-K submission; ``verifyless.search.submission``).
+(MLEvolve's top-K submission; ``verifyless.engine.submission``).
 
 Per-ask randomness is seeded from ``(seed, tells, asks since last tell)``.
 All state is plain data (picklable).
@@ -139,7 +139,7 @@ class MCGSConfig(StrictOptions):
     submit_ensemble: bool = Field(
         True,
         description="submit the top top_k nodes as one ensemble when the task declares how to combine outputs "
-        "(MLEvolve's final submission; search/submission.py); off: the best node alone",
+        "(MLEvolve's final submission; engine/submission.py); off: the best node alone",
     )
 
     @model_validator(mode="after")

@@ -45,8 +45,8 @@ from urllib.parse import quote
 
 from verifyless.errors import StoreError
 from verifyless.report import svg, text, views
-from verifyless.report.reader import open_readonly
 from verifyless.report.render import environment, report_html, run_views
+from verifyless.store.readonly import open_readonly
 from verifyless.ui.highlight import python_spans
 from verifyless.ui.lineage import lineage_view
 

@@ -11,8 +11,8 @@ from report_fixtures import PAYLOADS, SECRET, cached_build
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.report import views
-from verifyless.report.reader import open_readonly
 from verifyless.store import RunStore
+from verifyless.store.readonly import open_readonly
 from verifyless.ui.highlight import python_spans
 from verifyless.ui.lineage import lineage_view
 

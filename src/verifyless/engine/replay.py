@@ -8,24 +8,48 @@ final node. The replay writes into a temporary store; the original is only read.
 A resumed run is replayed part by part, each part from the original log as its
 resume saw it (``replay_run``). Exit code 9 (``ReplayDiverged``) when a decision
 differs.
+
+The engine is built by the caller's ``build`` (the composition root's ``verifyless.wiring.build_engine``, which
+sits above this layer): ``replay_run(store, run_id, build=build_engine)``. The stored events are read as typed
+records (``verifyless.events``); ``copy_prefix`` copies them as records, so the copy holds what a reader of the
+original sees.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from verifyless.config import apply_changes, stored_config, with_absent_options
-from verifyless.errors import VerifylessError
+from verifyless.config import RunConfig, apply_changes, stored_config, with_absent_options
+from verifyless.engine.core import Engine
+from verifyless.errors import StoreError, VerifylessError
+from verifyless.events import ConfigUpdated, Finalised, NodeRecorded, RunCreated, RunStatusChanged, Verified
+from verifyless.executors.base import Executor
 from verifyless.node import Verification, content_hash
 from verifyless.store import RunStore
+from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Item
 from verifyless.task import load_task
 from verifyless.task.base import Task
 from verifyless.task.fingerprint import refuse_changed, stored_fingerprint
-from verifyless.wiring import build_engine
+
+
+class EngineBuilder(Protocol):
+    """What builds the replayed engine: ``verifyless.wiring.build_engine``'s signature, the part replay uses."""
+
+    def __call__(
+        self,
+        cfg: RunConfig,
+        store: RunStoreProtocol,
+        *,
+        task: Task | None = None,
+        replay_executor: Executor | None = None,
+        replay: bool = False,
+    ) -> Engine: ...
 
 
 class ReplayDiverged(VerifylessError, exit_code=9):
@@ -108,11 +132,11 @@ class Segment:
         return seq >= self.start and (self.end is None or seq < self.end)
 
 
-def segments(store: Any, run_id: str) -> list[Segment]:
+def segments(store: RunStore, run_id: str) -> list[Segment]:
     """The run's parts: one for a run that never resumed, one more per resume."""
-    starts = [ev.seq for ev in store.events(run_id, kinds=["run_status"]) if ev.payload.get("status") == "running"]
+    starts = [ev.seq for ev in store.events(run_id, RunStatusChanged) if ev.record.status == "running"]
     bounds = [0, *starts[1:]]
-    finals = [ev.seq for ev in store.events(run_id, kinds=["final"])]
+    finals = [ev.seq for ev in store.events(run_id, Finalised)]
     out = []
     for i, lo in enumerate(bounds):
         hi = bounds[i + 1] if i + 1 < len(bounds) else None
@@ -121,7 +145,9 @@ def segments(store: Any, run_id: str) -> list[Segment]:
     return out
 
 
-async def replay_run(store: Any, run_id: str, *, allow_changed_task: bool = False) -> ReplayReport:
+async def replay_run(
+    store: RunStore, run_id: str, *, build: EngineBuilder, allow_changed_task: bool = False
+) -> ReplayReport:
     """Replay every part of ``run_id`` and compare its decisions with the stored ones.
 
     A run that was resumed is replayed part by part: each resumed part starts from the original log
@@ -133,21 +159,20 @@ async def replay_run(store: Any, run_id: str, *, allow_changed_task: bool = Fals
     fall between verifications that finish out of order, which reads as a difference.
 
     A task whose files changed since the run was made is refused first (``TaskError`` naming the changed
-    parts; ``allow_changed_task`` replays anyway, and the replay will most likely differ).
+    parts; ``allow_changed_task`` replays anyway, and the replay will most likely differ). ``build`` makes each
+    part's engine (``verifyless.wiring.build_engine``).
     """
     task = load_task(str(stored_config(store, run_id)["task"]))
     refuse_changed(stored_fingerprint(store, run_id), task, run_id=run_id, action="replay", allow=allow_changed_task)
     by_hash: dict[str, Verification] = {}
-    for ev in store.events(run_id, kinds=["verification"]):
-        v = Verification.from_dict(ev.payload)
+    for ev in store.events(run_id, Verified):
+        v = ev.record.verification
         by_hash.setdefault(v.program_hash, v)
-    original_final = next(
-        (ev.payload.get("node_id") for ev in reversed(list(store.events(run_id, kinds=["final"])))), None
-    )
+    original_final = next((ev.record.node_id for ev in reversed(list(store.events(run_id, Finalised)))), None)
     compared, replay_final, diffs = 0, None, []
     parts = segments(store, run_id)
     for k, seg in enumerate(parts):
-        n, final, found = await _replay_segment(store, run_id, seg, by_hash, task)
+        n, final, found = await _replay_segment(store, run_id, seg, by_hash, task, build)
         label = f"part {k + 1} of {len(parts)}: " if len(parts) > 1 else ""
         compared += n
         diffs += [label + d for d in found]
@@ -158,7 +183,7 @@ async def replay_run(store: Any, run_id: str, *, allow_changed_task: bool = Fals
 
 
 async def _replay_segment(
-    store: Any, run_id: str, seg: Segment, by_hash: dict[str, Verification], task: Task
+    store: RunStore, run_id: str, seg: Segment, by_hash: dict[str, Verification], task: Task, build: EngineBuilder
 ) -> tuple[int, str | None, list[str]]:
     """(facts compared, the replay's final node, differences) for one part of the run."""
 
@@ -178,7 +203,7 @@ async def _replay_segment(
             executor = StoredVerifications(
                 by_hash, cfg.engine.verify_concurrency, stop_outside=None if seg.complete else own
             )
-            engine = build_engine(cfg, replay_store, task=task, replay=True, replay_executor=executor)
+            engine = build(cfg, replay_store, task=task, replay=True, replay_executor=executor)
             try:
                 result = await engine.run(run_id if resumed else None)
                 final = result.best_id
@@ -192,41 +217,48 @@ async def _replay_segment(
     return _compare(mine, theirs, whole=seg.complete), final, _differences(mine, theirs, whole=seg.complete)
 
 
-def _config_before(store: Any, run_id: str, seq: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _config_before(store: RunStore, run_id: str, seq: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's first configuration and the changes (``config_update``) stored before ``seq``."""
     first: dict[str, Any] = {}
     changes: dict[str, Any] = {}
-    for ev in store.events(run_id, kinds=["config", "config_update"]):
-        if ev.kind == "config":
-            first = with_absent_options(ev.payload["config"])  # options newer than the run: as it ran
-        elif ev.seq < seq:
-            changes.update(ev.payload.get("changes") or {})
+    for ev in store.events(run_id, RunCreated, ConfigUpdated):
+        match ev.record:
+            case RunCreated() as created:
+                first = with_absent_options(created.config)  # options newer than the run: as it ran
+            case ConfigUpdated() as update if ev.seq < seq:
+                changes.update(update.changes or {})
     return first, changes
 
 
-def copy_prefix(source: Any, target: Any, run_id: str, before: int) -> None:
-    """Copy ``run_id``'s events with seq < ``before`` (programs and charges included) into ``target``."""
+def copy_prefix(source: RunStore, target: RunStore, run_id: str, before: int) -> None:
+    """Copy ``run_id``'s events with seq < ``before`` (programs and charges included) into ``target``.
+
+    Each event is copied as its record (``record.payload()``: the stored keys, defaults for keys an older store
+    lacked, unknown keys kept), so the copy folds exactly as the original does."""
     events = list(source.events(run_id))
-    head = events[0].payload  # the config event, written by create_run
+    head = events[0].record  # the config event, written by create_run
+    if not isinstance(head, RunCreated):
+        raise StoreError(f"run {run_id!r} does not start with its config event (found {events[0].kind!r})")
     target.create_run(
-        head["task"],
-        head["config"],
+        head.task,
+        dict(head.config),
         run_id=run_id,
-        seed=int(head.get("seed", 0)),
-        fingerprint=head.get("task_fingerprint"),
+        seed=int(head.seed),
+        fingerprint=None if head.task_fingerprint is None else dict(head.task_fingerprint),
     )
     items = []
     for ev in events[1:]:
         if ev.seq >= before:
             break
-        payload = dict(ev.payload)
-        if ev.kind == "node":
-            payload["program"] = source.get_text(payload["program_hash"])
-        items.append(Item(ev.kind, payload, ev.node_id, ev.charge or None))
+        record = ev.record
+        if isinstance(record, NodeRecorded):
+            program = source.get_text(record.candidate.program_hash)
+            record = dataclasses.replace(record, candidate=dataclasses.replace(record.candidate, program=program))
+        items.append(Item(record, None, ev.node_id, ev.charge or None))
     target.append_many(run_id, items)
 
 
-def _facts(store: Any, run_id: str, keep: Any) -> list[tuple]:
+def _facts(store: RunStore, run_id: str, keep: Callable[[int], bool]) -> list[tuple]:
     """Node and verification facts of the events ``keep(seq)`` selects, with verified hashes, keyed by node id.
 
     Sorted, not in log order: with pipelining, LLM work of round r+1 and the
@@ -234,14 +266,16 @@ def _facts(store: Any, run_id: str, keep: Any) -> list[tuple]:
     decisions (positional node ids, programs, outcomes) do not depend on it.
     """
     out: list[tuple[Any, ...]] = []
-    for ev in store.events(run_id, kinds=["node", "verification"]):
+    for ev in store.events(run_id, NodeRecorded, Verified):
         if not keep(ev.seq):
             continue
-        if ev.kind == "node":
-            out.append(("node", ev.node_id, ev.payload.get("program_hash"), ev.payload.get("status")))
-        else:
-            out.append(("verification", ev.node_id, ev.payload.get("status"), ev.payload.get("score")))
-            out.append(("verification-hash", ev.node_id, ev.payload.get("program_hash")))
+        match ev.record:
+            case NodeRecorded() as node:
+                status = None if node.status is None else node.status.value
+                out.append(("node", ev.node_id, node.candidate.program_hash or None, status))
+            case Verified(verification=v):
+                out.append(("verification", ev.node_id, v.status.value, v.score))
+                out.append(("verification-hash", ev.node_id, v.program_hash))
     return sorted(out, key=lambda t: (t[1] or "", t[0]))
 
 

@@ -12,8 +12,8 @@ import pytest
 from readonly_media import read_only_prefix
 
 from verifyless.errors import StoreError
-from verifyless.report.reader import open_readonly
 from verifyless.store import SCHEMA_VERSION, RunStore
+from verifyless.store.readonly import open_readonly
 
 
 def test_read_only_open_of_a_non_store_a_newer_store_and_a_foreign_database(tmp_path):
@@ -40,7 +40,7 @@ def test_read_only_open_of_a_non_store_a_newer_store_and_a_foreign_database(tmp_
 
 _READ = (
     "import sys\n"
-    "from verifyless.report.reader import open_readonly\n"
+    "from verifyless.store.readonly import open_readonly\n"
     "with open_readonly(sys.argv[1]) as st:\n"
     "    print(st.notice)\n"
     "    print(' '.join(sorted(r.run_id for r in st.runs())))\n"
@@ -69,3 +69,20 @@ def test_on_a_read_only_mount_a_wal_left_beside_the_store_is_not_read_and_the_no
     assert runs == "checkpointed", "the -wal's commit is not seen"
     with open_readonly(folder / "s.db") as st:  # where the folder is writable, mode=ro reads the -wal too
         assert st.notice is None and {r.run_id for r in st.runs()} == {"checkpointed", "in-the-wal"}
+
+
+def test_the_read_only_store_refuses_writes_and_sees_new_commits(tmp_path):
+    path = tmp_path / "s.db"
+    with pytest.raises(StoreError, match="no run store"):
+        open_readonly(path)
+    with RunStore(path) as writer:
+        rid = writer.create_run("t", {})
+        with open_readonly(path) as ro:
+            before = max(ev.seq for ev in ro.events(rid))
+            seq = writer.append(rid, "note", {"x": 1})
+            assert max(ev.seq for ev in ro.events(rid)) == seq > before
+            with pytest.raises(StoreError, match="readonly"):
+                ro.append(rid, "note", {"x": 2})
+    (tmp_path / "other.db").write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(StoreError):
+        open_readonly(tmp_path / "other.db")

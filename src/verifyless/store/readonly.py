@@ -31,8 +31,8 @@ import threading
 from pathlib import Path
 
 from verifyless.errors import StoreError
-from verifyless.store import RunStore
 from verifyless.store.schema import inspect_store, read_only_reason
+from verifyless.store.sqlite import RunStore
 
 
 class ReadOnlyStore(RunStore):
