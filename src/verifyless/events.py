@@ -684,10 +684,10 @@ class Submitted(EventRecord):
 
     members: tuple[str, ...] = _spec((), convert=_tuple)
     status: str = ""
-    reason: str = _spec("", omit=True)
+    reason: str = ""  # always written, as the writers before the records did ("" for an ok submission)
     score: float | None = _spec(None, omit=True)
     test_score: float | None = _spec(None, omit=True)
-    seconds: float = _spec(0.0, omit=True)
+    seconds: float = 0.0
     final_id: str | None = None
     beats_final: bool | None = None
     combined: tuple[str, ...] = _spec((), convert=_tuple, omit=True)  # the members whose re-run went in
