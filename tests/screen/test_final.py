@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from competitions import cache  # noqa: F401  (each test's own split cache, autouse)
 from sklearn.datasets import load_diabetes
 
 from verifyless._cli.show import transfer_data, transfer_lines
@@ -31,13 +32,6 @@ from verifyless.task.tabular.prepare import Request, prepare_task
 from verifyless.task.tabular.split import SplitSettings, split_held, split_rows
 from verifyless.testing import FakeExecutor, fake_engine, fake_task, value
 from verifyless.verify import verify
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("VERIFYLESS_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
 
 # ------------------------------------------------------------------ the split
 

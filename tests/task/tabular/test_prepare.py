@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from competitions import metric_inputs, spooky_folder
+from competitions import cache, metric_inputs, spooky_folder  # noqa: F401  (cache: autouse)
 from sklearn.datasets import load_diabetes, load_iris
 
 from verifyless.byod import new_task
@@ -29,13 +29,6 @@ from verifyless.task.tabular.score import score_workspace
 from verifyless.verify import verify
 
 SANDBOX = LocalSandbox()
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("VERIFYLESS_CACHE_DIR", str(folder))
-    return folder
 
 
 def cli(*args: str, env_cache: Path, timeout: int = 400) -> subprocess.CompletedProcess:
