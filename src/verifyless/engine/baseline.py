@@ -89,7 +89,7 @@ def _program_starts_the_run(task: Task) -> bool:
     """Whether the untrusted step is the program itself: a native or competition run command (default
     ``{python} {program} ...``) whose first word after ``{python}`` is ``{program}``, not a task's own wrapper."""
     words = [part for part in task.run_command if part != "{python}"] or ["{program}"]
-    return task.kind != "openevolve" and words[0] == "{program}"
+    return not task.evaluator_in_sandbox and words[0] == "{program}"
 
 
 def check_baseline(task: Task, verification: Verification, *, allow_failed: bool, needs: str | None = None) -> None:

@@ -162,7 +162,7 @@ class Guards:
             issues += static.policy(tree, task)
         if cfg.metric_write != "off":
             issues += static.metric_write(tree, _metric_names(task))
-        if cfg.leakage != "off" and task.kind != "openevolve":
+        if cfg.leakage != "off" and not task.evaluator_in_sandbox:
             issues += _leakage.leakage(tree, _leakage.evaluation_files(task.public_data))
         return issues
 
@@ -188,11 +188,11 @@ def _metric_names(task: Task) -> set[str]:
 
 
 @lru_cache(maxsize=64)
-def _local_modules_of(root: str, kind: str, program_file: str) -> frozenset[str]:
+def _local_modules_of(root: str, folder_copied: bool, program_file: str) -> frozenset[str]:
     from pathlib import Path
 
     names = {Path(program_file).stem}
-    if kind == "openevolve":  # the folder's files are copied into the workspace (sys.path[0])
+    if folder_copied:  # OpenEvolve: the folder's files are copied into the workspace (sys.path[0])
         for entry in Path(root).iterdir():
             if entry.name.startswith((".", "__")):
                 continue
@@ -202,4 +202,4 @@ def _local_modules_of(root: str, kind: str, program_file: str) -> frozenset[str]
 
 
 def _local_modules(task: Task) -> frozenset[str]:
-    return _local_modules_of(str(task.root), task.kind, task.program_file)
+    return _local_modules_of(str(task.root), task.evaluator_in_sandbox, task.program_file)

@@ -356,7 +356,7 @@ def understanding(task: Task) -> str:
         if task.band.lines
         else f"the lines between '{task.band.start_marker}' and '{task.band.end_marker}'"
     )
-    if task.kind == "openevolve":
+    if task.evaluator_in_sandbox:
         data = "No separate data files; the evaluator runs next to the program, so there is no hidden test split."
     else:
         visible = ", ".join(p.name for p in task.public_data) or "none"
@@ -386,7 +386,7 @@ def criteria(task: Task) -> tuple[str, ...]:
             out.append(
                 f"{dim}: is the child's choice of {what} better suited to this data and objective than the parent's?"
             )
-    if task.kind == "openevolve":
+    if task.evaluator_in_sandbox:
         out.append(
             f"Reliability: is the change likely to raise {task.metric.name} by design rather than by a lucky start?"
         )

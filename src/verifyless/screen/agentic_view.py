@@ -139,7 +139,7 @@ def prepare_workspace(ctx: ScreenContext, candidates: Sequence[Candidate], root_
         (root / f"candidate_{i}{suffix}").write_text(cand.program, encoding="utf-8")
     if ctx.parent.program:
         (root / f"parent{suffix}").write_text(ctx.parent.program, encoding="utf-8")
-    if task.kind == "openevolve" and task.evaluator is not None and task.evaluator.exists():
+    if task.evaluator_in_sandbox and task.evaluator is not None and task.evaluator.exists():
         shutil.copy2(task.evaluator, root / "evaluator.py")
     (root / "out").mkdir()
     return root

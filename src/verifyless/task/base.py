@@ -199,3 +199,9 @@ class Task:
     ensemble: Ensemble | None = None  # optional: how a top-K ensemble submission combines outputs
     target: Target | None = None  # optional: the declared target column and problem kind (data.target)
     fidelity: Fidelity = field(default_factory=Fidelity)  # optional cheaper levels (task.yaml `fidelity:`)
+
+    @property
+    def evaluator_in_sandbox(self) -> bool:
+        """Whether the evaluator runs next to the program, inside the sandbox (OpenEvolve folders): then there is
+        no trusted scorer, no hidden split and no hidden test score."""
+        return self.evaluator is not None
