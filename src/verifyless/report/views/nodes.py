@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from verifyless.errors import StoreError
-from verifyless.events import Screened, Verified
+from verifyless.events import PilotRan, Screened, Verified
 from verifyless.node import Evidence
 from verifyless.report.text import diff_lines, dump, num, redact, short
 from verifyless.report.views.runs import VERIFIED
@@ -178,8 +178,8 @@ def rounds_view(store: RunStoreProtocol, run_id: str) -> list[RoundView]:
     options = (store.run(run_id).config.get("screener") or {}).get("options") or {}
     tie_rule = str(options.get("tie_break", "auto"))
     pilot_events: dict[int, list[Mapping[str, Any]]] = {}
-    for ev in store.events(run_id, kinds=["pilot"]):
-        pilot_events.setdefault(int(ev.payload.get("round", -1) or -1), []).append(redact(dict(ev.payload)))
+    for pilot in store.events(run_id, PilotRan):
+        pilot_events.setdefault(pilot.record.round or -1, []).append(redact(pilot.record.payload()))
     out = []
     for screened in store.events(run_id, Screened):
         record, screening = screened.record, screened.record.screening
@@ -396,7 +396,7 @@ def _detail(
     )
     logs, events = [], []
     for ev in store.events(run_id, node_id=node_id):
-        events.append((ev.seq, ev.kind, dump(_without_program(ev.payload), 3000)))
+        events.append((ev.seq, ev.kind, dump(_without_program(ev.record.payload()), 3000)))
         record = ev.record if ev.kind == Verified.KIND else None  # parse only what is read
         if isinstance(record, Verified):
             v = record.verification
