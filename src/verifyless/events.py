@@ -563,7 +563,7 @@ class ScreenerFellBack(EventRecord):
 
     KIND: ClassVar[str] = "screener_fallback"
     EFFECT: ClassVar[str] = (
-        "the fold counts it (`RunState.fallback_count`); the round's screening that follows is the seeded random "
+        "the fold counts it (`RunState.fallbacks`); the round's screening that follows is the seeded random "
         "pick, named `<screener>-unavailable`"
     )
 

@@ -4,7 +4,7 @@ A screening whose screener raises ``ModelUnavailable`` (an endpoint that stayed 
 stops the run at once (``stop``, exit 6) or becomes a seeded random pick (``fallback``, the default): one
 ``screener_fallback`` event ``{round, screener, reason, fallbacks, screenings}`` (the counts with this one), a
 ``screener_fallback`` progress line, and a screening stored under the name ``<screener>-unavailable``
-(``screen.base.fallback_screening``), which ``RunState.fallback_count`` counts. A fallback is loud because a
+(``screen.base.fallback_screening``), which ``RunState.fallbacks`` counts. A fallback is loud because a
 "critic" run that fell back every round is a random run: ``max_screener_fallbacks`` (3) fallbacks in a row stop
 the run (exit 6; it resumes with ``--resume``), and a run that ends before that with a screener that never
 answered ends with exit 6 too (``check_answered``; its final node is chosen and stored first).
@@ -37,10 +37,10 @@ def screener_failed(
         raise ModelUnavailable(
             f"the screener {name!r} failed in round {r} and engine.on_screener_error=stop: {exc}"
         ) from exc
-    before = ledger.state.fallback_count()
+    before = ledger.state.fallbacks
     reason = str(exc)[:2000]
     ledger.emit(ScreenerFellBack(r, name, reason, before.fallbacks + 1, before.screenings + 1))
-    counts = ledger.state.fallback_count()  # this fallback folded in
+    counts = ledger.state.fallbacks  # this fallback folded in
     ledger.progress("screener_fallback", {"round": r, "screener": name, "reason": reason, **counts.to_dict()})
     log.warning("round %d: screener %s unavailable, falling back to a seeded random pick: %s", r, name, exc)
     streak = counts.streak
@@ -69,7 +69,7 @@ def check_answered(ledger: Ledger, eng: EngineConfig, name: str) -> None:
     The run's final node is already chosen and stored; the run is marked failed with the reason, as any
     ``ModelUnavailable`` stop is. Off with ``engine.max_screener_fallbacks=null``.
     """
-    counts = ledger.state.fallback_count()
+    counts = ledger.state.fallbacks
     if eng.max_screener_fallbacks is None or not counts.fallbacks or counts.answered:
         return
     exc = ModelUnavailable(

@@ -15,7 +15,7 @@ read on demand) and no hidden test score reaches a ``Node``.
 from __future__ import annotations
 
 from collections.abc import Iterator, KeysView, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from verifyless.events import (
@@ -108,7 +108,15 @@ class RunState:
 
     def low_fidelity_result(self, digest: str, kind: str, level: str) -> Verification | None:
         """The stored ``pilot_run`` / ``smoke`` result of program ``digest`` at ``level``, or None (never a full outcome)."""
-        return self.__dict__.setdefault("low_fidelity", {}).get((digest, kind, level))  # older snapshots lack it
+        return self.low_fidelity.get((digest, kind, level))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling a snapshot: a field added after the snapshot was written gets its default (a snapshot older
+        than ``low_fidelity``, ``data_report`` or ``fallbacks`` lacks it; counts then start from the snapshot on)."""
+        for f in fields(self):
+            if f.name not in state:
+                state[f.name] = f.default_factory() if f.default_factory is not MISSING else f.default
+        self.__dict__.update(state)
 
     def apply(self, event: Event[EventRecord]) -> list[Node]:
         """Fold one event into the state; returns the nodes a ``tell`` event told (else ``[]``)."""
@@ -126,7 +134,7 @@ class RunState:
             case StatusChanged() as r:
                 self.staged[node_id] = self.staged[node_id].replace(status=r.status, reason=r.reason)
             case ScreenerFellBack() as r:
-                self.fallback_count().feed(r)
+                self.fallbacks.feed(r)
             case Screened() as r:
                 self._screening(r)
             case Verified() as r:
@@ -134,7 +142,7 @@ class RunState:
             case LowFidelityRan() as r:  # pilot_run and smoke
                 v = r.verification
                 digest = v.program_hash or self.candidates[node_id].program_hash
-                self.__dict__.setdefault("low_fidelity", {})[(digest, r.KIND, str(r.level))] = v
+                self.low_fidelity[(digest, r.KIND, str(r.level))] = v
             case Told() as r:
                 told = self._tell(r)
             case ScreenerLearned() as r:
@@ -147,8 +155,8 @@ class RunState:
     # ------------------------------------------------------------------ handlers of the larger kinds
 
     def data_report_text(self) -> str:
-        """The markdown prompts include ('' when the run has no report; older snapshots lack the field)."""
-        return (self.__dict__.get("data_report") or "").strip()
+        """The markdown prompts include ('' when the run has no report)."""
+        return (self.data_report or "").strip()
 
     def _node(self, r: NodeRecorded) -> None:
         cand = r.candidate
@@ -175,15 +183,11 @@ class RunState:
     @property
     def screener_fallbacks(self) -> tuple[int, int]:
         """(screenings that fell back to a random pick, screenings) so far."""
-        counts = self.fallback_count()
+        counts = self.fallbacks
         return counts.fallbacks, counts.screenings
 
-    def fallback_count(self) -> FallbackCount:
-        """The screenings' fallback counts (a state from a snapshot older than the field counts from there on)."""
-        return self.__dict__.setdefault("fallbacks", FallbackCount())
-
     def _screening(self, r: Screened) -> None:
-        self.fallback_count().feed(r)
+        self.fallbacks.feed(r)
         for cid in r.to_verify:
             if cid not in self.chosen:
                 self.chosen[cid] = self.n_chosen
