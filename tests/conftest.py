@@ -21,6 +21,8 @@ os.environ.setdefault("VERIFYLESS_CRITIC_ENCODER", "hashing")
 # competition tasks keep their validation split in a cache folder: the tests' own, never the user's
 os.environ.setdefault("VERIFYLESS_CACHE_DIR", tempfile.mkdtemp(prefix="verifyless-test-cache-"))
 sys.path.insert(0, str(Path(__file__).parent / "support"))  # helpers the test modules share (tests/README.md)
+# shared fixtures: report_fixtures.fx (the built report runs, read-only), for every module that does not define its own
+pytest_plugins = ("report_fixtures",)
 
 import json  # noqa: E402
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from scripted_runs import run_to_end
+
 from verifyless.config import load_config
 from verifyless.engine.replay import replay_run
 from verifyless.model.scripted import ScriptedModel
@@ -37,11 +39,7 @@ def test_run_over_http_records_usage_keeps_the_key_out_and_replays_without_the_e
         monkeypatch.setenv("VERIFYLESS_API_KEY", KEY)
         monkeypatch.setenv("VERIFYLESS_MODEL", "tiny")
         with RunStore(db) as store:
-            engine = build_engine(cfg, store)
-            try:
-                result = asyncio.run(engine.run())
-            finally:
-                engine.executor.close()
+            result = run_to_end(cfg, store)
             calls = [e.payload for e in store.events(result.run_id, kinds=["llm_call"])]
             budget = store.budget(result.run_id)
         served = len(server.requests)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
+from scripted_runs import run_to_end
 
 from verifyless.config import load_config
 from verifyless.events import Screened
 from verifyless.screen.health import health_by_screener
 from verifyless.store import RunStore
-from verifyless.wiring import build_engine
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
@@ -45,11 +44,7 @@ def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
         ]
     )
     with RunStore(cfg.store) as store:
-        engine = build_engine(cfg, store)
-        try:
-            result = asyncio.run(engine.run())
-        finally:
-            engine.executor.close()
+        result = run_to_end(cfg, store)
         assert result.verifications == cfg.budget.verifications
         if cfg.engine.final_selection:
             (final,) = [e.payload for e in store.events(result.run_id, kinds=["final_selection"])]

@@ -6,19 +6,18 @@ import math
 import re
 
 import pytest
-from report_fixtures import PAYLOADS, SECRET, _candidate, _verify, _with_submission, cached_build
+from report_fixtures import (
+    PAYLOADS,
+    SECRET,
+    _candidate,
+    _verify,
+    _with_submission,
+)
 
 from verifyless.errors import StoreError
 from verifyless.report import text, views
 from verifyless.store import RunStore
 from verifyless.store.readonly import open_readonly
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    built = cached_build(tmp_path_factory)
-    with open_readonly(built["store"]) as st:
-        yield built, st
 
 
 def test_runs_list_newest_first_with_budget_and_best(fx):

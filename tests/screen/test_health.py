@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripted_runs import run_to_end
 
 from verifyless.config import load_config
 from verifyless.errors import UnparseableReplies
@@ -168,11 +169,7 @@ def overrides(tmp_path: Path, judge: Path, budget: int) -> list[str]:
 def test_judges_in_their_own_format_parse_in_a_whole_run(tmp_path, reply) -> None:
     cfg = load_config(overrides=overrides(tmp_path, judge_script(tmp_path, reply), budget=4))
     with RunStore(cfg.store) as store:
-        engine = build_engine(cfg, store)
-        try:
-            result = asyncio.run(engine.run())
-        finally:
-            engine.executor.close()
+        result = run_to_end(cfg, store)
         payloads = [e.payload for e in store.events(result.run_id, kinds=["screening"])]
         screenings = [e.record.screening for e in store.events(result.run_id, Screened)]
     health = health_by_screener(screenings)["tournament"]

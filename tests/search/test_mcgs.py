@@ -9,6 +9,7 @@ import pytest
 from diabetes_variants import diabetes_variants
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripted_runs import run_to_end
 
 from verifyless.node import Node, Operator, Status
 from verifyless.search.base import SearchView
@@ -224,19 +225,12 @@ def _diabetes_mcgs_config(tmp_path, *extra: str):
 
 
 def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_one(tmp_path):
-    import asyncio
-
     from verifyless.engine.submission import ensemble_members
     from verifyless.store import RunStore
-    from verifyless.wiring import build_engine
 
     cfg = _diabetes_mcgs_config(tmp_path)
     with RunStore(cfg.store) as store:
-        engine = build_engine(cfg, store)
-        try:
-            result = asyncio.run(engine.run())
-        finally:
-            engine.executor.close()
+        result = run_to_end(cfg, store)
         (sub,) = [e.payload for e in store.events(result.run_id, kinds=["submission"])]
         charged = sum(e.charge.evaluator_seconds for e in store.events(result.run_id, kinds=["submission"]))
         ok_nodes = [r for r in store.node_rows(result.run_id) if r["status"] == "ok"]

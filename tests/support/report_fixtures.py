@@ -19,10 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.store import RunStore
+from verifyless.store.readonly import open_readonly
 from verifyless.store.records import Charge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,3 +191,11 @@ def _with_submission(path):
         }
         st.append(rid, "submission", submission, charge=Charge(evaluator_seconds=3.5))
     return rid
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    """``(built, store)``: the runs of ``cached_build`` and a read-only store on them, once per test module."""
+    built = cached_build(tmp_path_factory)
+    with open_readonly(built["store"]) as st:
+        yield built, st

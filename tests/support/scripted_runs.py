@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from verifyless.config import load_config
+from verifyless.wiring import build_engine
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
@@ -39,3 +41,13 @@ def config(tmp_path: Path, task: str = "diabetes", *extra: str):
             *extra,
         ]
     )
+
+
+def run_to_end(cfg, store):
+    """Build ``cfg``'s engine on ``store`` (``wiring.build_engine``), run it to its end and close its executor;
+    the ``RunResult``."""
+    engine = build_engine(cfg, store)
+    try:
+        return asyncio.run(engine.run())
+    finally:
+        engine.executor.close()

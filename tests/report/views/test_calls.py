@@ -7,7 +7,7 @@ Stores come from the real engine (``report_fixtures``: scripted LLM roles on
 from __future__ import annotations
 
 import pytest
-from report_fixtures import PAYLOADS, SECRET, cached_build
+from report_fixtures import PAYLOADS, SECRET
 
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.report import views
@@ -15,13 +15,6 @@ from verifyless.store import RunStore
 from verifyless.store.readonly import open_readonly
 from verifyless.ui.highlight import python_spans
 from verifyless.ui.lineage import lineage_view
-
-
-@pytest.fixture(scope="module")
-def fx(tmp_path_factory):
-    built = cached_build(tmp_path_factory)
-    with open_readonly(built["store"]) as st:
-        yield built, st
 
 
 def test_every_node_gets_the_proposer_implementer_and_summarizer_calls_that_made_it(fx):
