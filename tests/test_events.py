@@ -94,6 +94,23 @@ def test_payloads_written_by_older_code_parse():
     assert isinstance(other, ev.Unrecognised) and other.kind == "memory" and other.payload() == {"obj": 1}
 
 
+def test_keys_a_newer_version_wrote_are_kept_nested_ones_included():
+    newer = {
+        **Screening("critic", ("a",), ("a",), {"a": Evidence("a", 1.0)}).to_dict(),
+        "to_verify": ["a"],
+        "mood": "calm",
+    }
+    newer["evidence"]["a"] |= {"calibrated": 0.7, "extra": {"x": 1}}
+    record = ev.Screened.parse(newer)
+    assert record.extra == {"mood": "calm"}
+    assert record.screening.evidence["a"].extra == {"calibrated": 0.7, "extra": {"x": 1}}
+    assert record.payload() == {**newer, "audited": [], "round": 0}  # nothing lost on the way back
+    assert (
+        Evidence("b", 0.0).to_dict().keys() >= {"candidate_id", "detail"}
+        and "extra" not in Evidence("b", 0.0).to_dict()
+    )
+
+
 def test_bad_payloads_name_what_is_wrong():
     with pytest.raises(ValueError, match="unknown status 'great'"):
         ev.StatusChanged.parse({"status": "great"})

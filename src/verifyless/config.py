@@ -17,6 +17,7 @@ the registries' checks first, for their one-line messages.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
@@ -35,12 +36,12 @@ from pydantic import (
 
 from verifyless.components import COMPONENTS
 from verifyless.errors import ConfigError
-from verifyless.events import ConfigUpdated, RunCreated
+from verifyless.events import ConfigResolved, ConfigUpdated, RunCreated
 from verifyless.guards.config import GuardsConfig
 from verifyless.ledger.budget import BudgetConfig  # the budget lives with the kernel for paid work
 from verifyless.model.ensemble import BanditOptions
 from verifyless.presets import load_preset
-from verifyless.registry import StrictOptions, error_text
+from verifyless.registry import NOT_ADDED, StrictOptions, added_later, error_text, stored_default
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.screen.novelty import NoveltyOptions
 from verifyless.search.islands import IslandsConfig
@@ -111,8 +112,9 @@ class EngineConfig(StrictOptions):
     final_selection: int | None = Field(
         None, ge=2, description="top-N validation nodes for an end-of-run judged round-robin (needs a judge model)"
     )
-    selection_pool: int = Field(
+    selection_pool: int = added_later(
         5,
+        stored=0,  # the final node was the strategy's (issue 46)
         ge=0,
         description="where the task holds out a selection split (task new does), re-rank the top-N validation nodes "
         "and the baseline by their score on it and return the best: evidence search never optimised (0: off; "
@@ -121,8 +123,9 @@ class EngineConfig(StrictOptions):
     snapshot_every: int = Field(
         50, ge=0, description="rounds between resume snapshots of the engine state (0: never; resume replays all)"
     )
-    data_report: bool = Field(
+    data_report: bool = added_later(
         True,
+        stored=False,
         description="compute the task's data report once, in the sandbox, at the start of a new run and give it to "
         "the brief, the critic and the judges (a resumed run keeps the one it stored, or none)",
     )
@@ -137,14 +140,16 @@ class EngineConfig(StrictOptions):
     max_unparsed_replies: int = Field(
         10, ge=1, description="stop the run (exit 7) after this many children in a row whose role reply never parsed"
     )
-    on_screener_error: Literal["fallback", "stop"] = Field(
+    on_screener_error: Literal["fallback", "stop"] = added_later(
         "fallback",
+        stored="fallback",
         description="when the screener's model endpoint fails (retries exhausted): fallback = a seeded random pick "
         "for that expansion, counted (a screener_fallback event; the live line, runs, show and the report show the "
         "count); stop = stop the run at once (exit 6)",
     )
-    max_screener_fallbacks: int | None = Field(
+    max_screener_fallbacks: int | None = added_later(
         3,
+        stored=None,  # such runs fell back for ever, silently
         ge=1,
         description="with fallback: stop the run (exit 6) after this many screenings in a row fell back, and end a "
         "run whose screener never answered with exit 6; None: fall back for ever",
@@ -165,8 +170,9 @@ class _Component(StrictOptions):
 class _ScreenerComponent(_Component):
     """The screener section: a component, plus the warm start switch of a critic learnt from paid outcomes."""
 
-    warm_start: bool = Field(
+    warm_start: bool = added_later(
         True,
+        stored=False,  # no critic learnt from earlier runs existed (issue 45)
         description="a critic-rm without a path starts from a head fitted on the store's earlier runs of the same "
         "task (seconds; recorded in the run); false: it starts cold and learns from this run only",
     )
@@ -422,15 +428,6 @@ def check_components(data: Mapping[str, Any]) -> None:
 
 
 RESUMABLE_KEYS = ("budget.", "engine.max_rounds", "engine.max_idle_rounds")
-# Options added after runs were stored, with the value that reproduces what such a run did before they existed:
-# a stored configuration that lacks one is read with this value, not with today's default.
-ABSENT_IN_STORED = {
-    "engine.data_report": False,
-    "engine.on_screener_error": "fallback",
-    "engine.max_screener_fallbacks": None,  # such runs fell back for ever, silently
-    "screener.warm_start": False,  # no critic learnt from earlier runs existed (issue 45)
-    "engine.selection_pool": 0,  # the final node was the strategy's (issue 46)
-}
 OLD_ADAPTIVE_INNER = "critic"  # adaptive's wrapped screener when a configuration stored before issue 45 named none
 
 
@@ -444,12 +441,28 @@ def _old_adaptive(screener: Any) -> Any:
     return {**screener, "options": options}
 
 
+def added_options() -> dict[str, Any]:
+    """``section.option`` -> its stored value, for every option of a ``RunConfig`` section declared with
+    ``added_later`` (the options added after runs were stored, each with the value that reproduces such a run)."""
+    out: dict[str, Any] = {}
+    for section, field in RunConfig.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if not isinstance(default, BaseModel):
+            continue
+        for name, option in type(default).model_fields.items():
+            stored = stored_default(option)
+            if stored is not NOT_ADDED:
+                out[f"{section}.{name}"] = stored
+    return out
+
+
 def with_absent_options(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored configuration with every option of ``ABSENT_IN_STORED`` it lacks set to its old behaviour."""
+    """A stored configuration with every option added later (``added_options``) that it lacks set to its stored
+    value: the run reads as it behaved, not with today's defaults."""
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
     if "screener" in out:
         out["screener"] = _old_adaptive(out["screener"])
-    for key, value in ABSENT_IN_STORED.items():
+    for key, value in added_options().items():
         section, name = key.split(".")
         part = out.setdefault(section, {})
         if isinstance(part, dict) and name not in part:
@@ -458,19 +471,18 @@ def with_absent_options(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def stored_config(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
-    """A run's configuration as stored: its first event plus every later ``config_update``.
-
-    (A ``config_update`` records e.g. a budget raised on resume.) Options the run's version did not have
-    read as that version behaved (``with_absent_options``).
+    """A run's configuration in force: its first event (the configuration as given), what was resolved when it
+    started (``config_resolved``: pinned endpoints, embedder, critic) and every later ``config_update`` (e.g. a
+    budget raised on resume). Options the run's version did not have read as that version behaved
+    (``with_absent_options``). Runs stored before ``config_resolved`` existed hold their pins in the first event.
     """
     data: dict[str, Any] | None = None
-    for ev in store.events(run_id, RunCreated, ConfigUpdated):
+    for ev in store.events(run_id, RunCreated, ConfigResolved, ConfigUpdated):
         match ev.record:
             case RunCreated(config=config):
-                data = dict(config)
-            case ConfigUpdated(changes=changes) if data is not None:
-                for key, value in changes.items():
-                    _set_dotted(data, key, value)
+                data = copy.deepcopy(dict(config))
+            case ConfigResolved() | ConfigUpdated() as change if data is not None:
+                change.apply_to(data)
     if data is None:
         raise ConfigError(f"run {run_id} has no stored configuration")
     return with_absent_options(data)
@@ -539,7 +551,6 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 
 __all__ = [
-    "ABSENT_IN_STORED",
     "BudgetConfig",
     "DEFAULT_COMPONENT",
     "EngineConfig",
@@ -548,6 +559,7 @@ __all__ = [
     "RunConfig",
     "ScreenerConfig",
     "StrategyConfig",
+    "added_options",
     "apply_changes",
     "check_components",
     "load_config",

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from verifyless import docgen
 from verifyless.components import COMPONENTS
 from verifyless.config import RunConfig
+from verifyless.registry import NOT_ADDED, stored_default
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m verifyless.config_doc) -->"
 END = "<!-- END GENERATED REFERENCE -->"
@@ -51,7 +53,7 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
         key = f"{prefix}{name}"
         sub = field.annotation if isinstance(field.annotation, type) else None
         default = field.default if field.default_factory is None else field.default_factory()  # type: ignore[call-arg]
-        desc = (field.description or "").replace("|", "\\|")
+        desc = (field.description or "").replace("|", "\\|") + _stored_note(field)
         if sub is not None and issubclass(sub, BaseModel):
             yield f"| `{key}` | section | | {desc} |"
             yield from _model_rows(sub, f"{key}.")
@@ -61,9 +63,24 @@ def _model_rows(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
             names = ", ".join(choices)
             yield f"| `{key}.name` | one of {names} | `{json.dumps(default.name)}` | {desc} |"
             yield f"| `{key}.options` | mapping | `{{}}` | options of the chosen {name}, checked when loaded (below) |"
+            yield from _shared_rows(type(default), key)
             continue
         shown = "(required)" if field.is_required() else _default(default)
         yield f"| `{key}` | {_type(field.annotation)} | {shown} | {desc} |"
+
+
+def _stored_note(field: FieldInfo) -> str:
+    """`` (a run stored before this option: `x`)`` for an option declared with ``added_later``, else ``""``."""
+    stored = stored_default(field)
+    return "" if stored is NOT_ADDED else f" (a run stored before this option: {_default(stored)})"
+
+
+def _shared_rows(member: type[BaseModel], key: str) -> Iterator[str]:
+    """The rows of a component section's own fields beside ``name`` and ``options`` (``screener.warm_start``)."""
+    for name, field in member.model_fields.items():
+        if name not in ("name", "options"):
+            desc = (field.description or "").replace("|", "\\|") + _stored_note(field)
+            yield f"| `{key}.{name}` | {_type(field.annotation)} | {_default(field.default)} | {desc} |"
 
 
 def _choices(annotation: Any) -> list[str]:

@@ -40,6 +40,7 @@ R = TypeVar("R", bound="EventRecord")
 __all__ = [
     "KINDS",
     "BriefLogged",
+    "ConfigResolved",
     "ConfigUpdated",
     "DataReported",
     "EventRecord",
@@ -229,6 +230,43 @@ class ConfigUpdated(EventRecord):
     EFFECT: ClassVar[str] = "logged; `stored_config` and `RunInfo.config` apply it"
 
     changes: Mapping[str, Any] = _spec(factory=dict, convert=_dict)
+
+    def apply_to(self, config: dict[str, Any]) -> None:
+        """Set each changed option (dotted key) on ``config``, a stored configuration (nested dicts), in place."""
+        _set_options(config, self.changes)
+
+
+@dataclass(frozen=True)
+class ConfigResolved(EventRecord):
+    """``{pins}``: once, first after ``config``, what the composition root settled when a new run started
+    (``wiring.resolve``): dotted option keys to the values the run used where its configuration left the choice to
+    the start (``roles.models.<role>``: an endpoint read from the environment, pinned to a model name and base URL,
+    never a key; ``engine.memory_embedder`` for ``auto``; a learnt ``critic-rm``'s ``warm``, ``encoder`` or
+    ``weights`` under ``screener.options``); ``{}`` when the configuration named every choice. The ``config``
+    event keeps the configuration as given. Runs stored before 2026-12-05 have no such event: their ``config``
+    holds the same values written in."""
+
+    KIND: ClassVar[str] = "config_resolved"
+    EFFECT: ClassVar[str] = (
+        "`stored_config` and `RunInfo.config` apply it (before any `config_update`), so resume and replay reach the "
+        "same endpoints, embedder and critic; `show` and the run card list it"
+    )
+
+    pins: Mapping[str, Any] = _spec(factory=dict, convert=_dict)
+
+    def apply_to(self, config: dict[str, Any]) -> None:
+        """Set each pinned option (dotted key) on ``config``, a stored configuration (nested dicts), in place."""
+        _set_options(config, self.pins)
+
+
+def _set_options(config: dict[str, Any], options: Mapping[str, Any]) -> None:
+    """``config["a"]["b"] = value`` for each ``"a.b": value`` of ``options`` (missing sections made)."""
+    for key, value in options.items():
+        *path, last = key.split(".")
+        node = config
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
 
 
 @dataclass(frozen=True)

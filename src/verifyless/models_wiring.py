@@ -185,20 +185,22 @@ def probe_endpoints(cfg: RunConfig) -> None:
                 )
 
 
-def pin_endpoints(cfg: RunConfig) -> RunConfig:
-    """``cfg`` with every model spec that reads the environment written out: model name and base URL.
+def endpoint_pins(cfg: RunConfig) -> dict[str, Any]:
+    """``roles.models.<role>`` -> the pinned spec, for every model spec of ``cfg`` that reads the environment.
 
     ``env``, ``openai:MODEL`` and an ``openai`` mapping without ``base_url`` take their endpoint from
     ``VERIFYLESS_BASE_URL`` / ``VERIFYLESS_MODEL`` when the run starts; the pinned spec (``{provider:
-    openai, model, base_url}`` plus the mapping's own settings) is what the run stores, so ``replay`` and
-    ``--resume`` reach the same endpoint and response cache with no variable set. The key is never
-    written: a spec holds only the *name* of its variable (``api_key_env``). Idempotent; the implied
-    ``default`` (``model_specs``) is written out too.
+    openai, model, base_url}`` plus the mapping's own settings) is what the run records (``wiring.resolve``),
+    so ``replay`` and ``--resume`` reach the same endpoint and response cache with no variable set. The key is
+    never written: a spec holds only the *name* of its variable (``api_key_env``). A spec already pinned pins to
+    itself and is left out, so a stored configuration has no pins; the implied ``default`` (``model_specs``) is
+    pinned too.
     """
     if cfg.roles.kind != "llm" and not cfg.roles.models:
-        return cfg
-    pinned = {role: _pinned(spec) for role, spec in model_specs(cfg).items()}
-    return cfg.model_copy(update={"roles": cfg.roles.model_copy(update={"models": pinned})})
+        return {}
+    given = cfg.roles.models
+    pins = {role: _pinned(spec) for role, spec in model_specs(cfg).items()}
+    return {f"roles.models.{role}": spec for role, spec in pins.items() if spec != given.get(role)}
 
 
 def _pinned(spec: Any) -> Any:
@@ -298,5 +300,5 @@ __all__ = [
     "model_keys_used",
     "model_specs",
     "novelty_judge_key",
-    "pin_endpoints",
+    "endpoint_pins",
 ]

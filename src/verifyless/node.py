@@ -157,6 +157,8 @@ class Evidence(_Record):
     ``uncertainty``: ``1 - max(votes)``; 1.0 when nothing valid was produced.
     ``detail``: screener-specific extras (the critic's raw critiques and per-sample labels, the
     tournament's matches, the agentic judge's pilot records and findings, the surrogate's features).
+    ``extra``: keys a stored evidence entry holds that this version does not know (written by a newer one),
+    kept and written back beside the known ones, so reading and copying a run loses nothing.
     """
 
     candidate_id: str
@@ -167,6 +169,7 @@ class Evidence(_Record):
     n_valid: int = 0
     n_invalid: int = 0
     detail: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +251,9 @@ class Node(_Record):
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name != _EXTRA}
+        out.update(_plain(getattr(value, _EXTRA, {})))  # unknown keys a record kept, back where they were
+        return out
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, Mapping):
@@ -263,14 +268,19 @@ def _build(cls: type, data: Mapping[str, Any]) -> Any:
     if converters is None:  # computed once per record class: resume builds hundreds of thousands of records
         converters = _CONVERTERS[cls] = {f.name: _converter(str(f.type)) for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
+    unknown: dict[str, Any] = {}
     for name, raw in data.items():
         convert = converters.get(name, _SKIP)
-        if convert is _SKIP:
-            continue  # forward compatible: ignore unknown keys
+        if convert is _SKIP or name == _EXTRA:
+            unknown[name] = raw  # forward compatible: kept by a record with ``extra``, else ignored
+            continue
         kwargs[name] = raw if convert is None or raw is None else convert(raw)
+    if unknown and _EXTRA in converters:
+        kwargs[_EXTRA] = unknown
     return cls(**kwargs)
 
 
+_EXTRA = "extra"  # the field of a record (``Evidence``) that keeps the keys it does not know
 _SKIP = object()
 _CONVERTERS: dict[type, dict[str, Any]] = {}
 _RECORDS: dict[str, type] = {}

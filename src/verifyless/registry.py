@@ -29,11 +29,31 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
 from verifyless.errors import ConfigError
 
 REQUIRED = object()  # the "default" of an option that has none (``option_fields``)
+NOT_ADDED = object()  # ``stored_default`` of an option every stored run has (not declared with ``added_later``)
+_STORED = "stored_default"  # the key ``added_later`` writes into a field's ``json_schema_extra``
+
+
+def added_later(default: Any, *, stored: Any, **kwargs: Any) -> Any:
+    """``Field(default, **kwargs)`` for an option added after runs were stored with the options it joined.
+
+    ``stored`` is the value that reproduces what such a run did before the option existed: a stored configuration
+    that lacks the option reads it with ``stored`` (``verifyless.config.stored_config``), a new run with
+    ``default``; the configuration reference shows both. One declaration holds both values, so an option's old
+    behaviour lives beside its help, not in a list elsewhere.
+    """
+    return Field(default, json_schema_extra={_STORED: stored}, **kwargs)
+
+
+def stored_default(field: FieldInfo) -> Any:
+    """The value ``field`` takes in a stored configuration that lacks it (``added_later``), else ``NOT_ADDED``."""
+    extra = field.json_schema_extra
+    return extra.get(_STORED, NOT_ADDED) if isinstance(extra, dict) else NOT_ADDED
 
 
 class StrictOptions(BaseModel):
@@ -222,4 +242,14 @@ def _either(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-__all__ = ["REQUIRED", "Component", "Registry", "StrictOptions", "error_text", "option_fields"]
+__all__ = [
+    "NOT_ADDED",
+    "REQUIRED",
+    "Component",
+    "Registry",
+    "StrictOptions",
+    "added_later",
+    "error_text",
+    "option_fields",
+    "stored_default",
+]

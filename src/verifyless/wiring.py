@@ -7,8 +7,9 @@ weights, and which ``roles.models`` keys the final-selection and novelty judges 
 ``Resolved``; the validated configuration is never changed after that. Then every part is built once, in
 order, from the configuration and ``Resolved``: the ledger (which owns the run's id, read by the model call
 recorders: ``models_wiring.RunIdOf``), the models, roles, executor, screener (``critic-ttl``'s torch learner
-injected from ``train/``), strategy, memory, guards and ``Peers``; the engine gets them all, with
-``Resolved.config`` (the configuration with what was resolved written in) as the configuration the run stores.
+injected from ``train/``), strategy, memory, guards and ``Peers``; the engine gets them all, with the
+validated configuration and ``Resolved.pins``: a new run stores the configuration as given and, beside it, what
+was resolved (the ``config_resolved`` event), never one written into the other.
 
 The parts shared with the other loops (models, roles, guards) come from ``verifyless.models_wiring``;
 nothing below this module imports it.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from verifyless.config import RunConfig
+from verifyless.config import RunConfig, apply_changes
 from verifyless.engine import Engine, Peers
 from verifyless.errors import ConfigError
 from verifyless.executors.base import Executor
@@ -38,9 +39,9 @@ from verifyless.models_wiring import (
     build_models,
     build_roles,
     check_final_judge,
+    endpoint_pins,
     model_specs,
     novelty_judge_key,
-    pin_endpoints,
 )
 from verifyless.screen.novelty import NoveltyGate
 from verifyless.screen.registry import SCREENERS
@@ -125,15 +126,13 @@ def build_screener(
 
 def screener_pins(cfg: RunConfig, warm: WarmHead | None) -> dict[str, Any]:
     """What a learnt ``critic-rm`` (the screener, or ``adaptive``'s inner) resolves when the run starts
-    (``screen.reward.critic_pins``), as an update of ``screener.options`` (one level down for ``adaptive``);
-    {} for every other screener."""
+    (``screen.reward.critic_pins``) and its options do not already say, as dotted keys under ``screener.options``
+    (``screener.options.options`` for ``adaptive``); {} for every other screener and for a stored configuration."""
     opts = learned_critic_options(cfg)
     if opts is None:
         return {}
-    pins = critic_pins(opts, warm)
-    if cfg.screener.name == "adaptive":
-        return {"options": {**cfg.screener.options.options, **pins}}  # type: ignore[attr-defined]
-    return pins
+    prefix = "screener.options.options." if cfg.screener.name == "adaptive" else "screener.options."
+    return {prefix + key: value for key, value in critic_pins(opts, warm).items() if getattr(opts, key) != value}
 
 
 def build_strategy(cfg: RunConfig) -> Any:
@@ -163,13 +162,12 @@ def memory_enabled(cfg: RunConfig) -> bool:
     return cfg.engine.memory if cfg.engine.memory is not None else cfg.strategy.name == "mcgs"
 
 
-def pin_memory_embedder(cfg: RunConfig) -> RunConfig:
-    """``engine.memory_embedder: auto`` becomes the embedder it means here (``auto_embedder``), so the
-    configuration a run stores says which one it used and its replay uses the same one anywhere."""
+def memory_pin(cfg: RunConfig) -> dict[str, Any]:
+    """``engine.memory_embedder: auto`` -> the embedder it means here (``auto_embedder``), so the run records which
+    one it used and its replay uses the same one anywhere; {} when the memory is off or names its embedder."""
     if cfg.engine.memory_embedder != "auto" or not memory_enabled(cfg):
-        return cfg
-    engine = cfg.engine.model_copy(update={"memory_embedder": auto_embedder()})
-    return cfg.model_copy(update={"engine": engine})
+        return {}
+    return {"engine.memory_embedder": auto_embedder()}
 
 
 def build_memory(cfg: RunConfig, task: Task) -> Memory | None:
@@ -192,15 +190,18 @@ def final_judge_key(cfg: RunConfig, keys: set[str]) -> str | None:
 class Resolved:
     """What the composition root settled from a validated configuration before it built anything (``resolve``).
 
-    ``config`` is the configuration the run stores: the validated one with the endpoint pins
-    (``models_wiring.pin_endpoints``), the memory embedder ``auto`` stood for (``pin_memory_embedder``) and the
-    learnt critic's pins (``screener_pins``) written in, so a resume or replay reads them back from the stored
-    configuration (runs stored before this record existed hold the same pins there). ``warm`` is the critic's
-    starting head and its line; ``final_judge`` and ``novelty_judge`` the ``roles.models`` keys of those judges
-    (None: no such judge).
+    ``pins`` maps dotted option keys to what the start decided where the configuration left it open: the endpoint
+    pins (``models_wiring.endpoint_pins``), the memory embedder ``auto`` stood for (``memory_pin``) and the learnt
+    critic's pins (``screener_pins``). A new run stores them beside its configuration (the ``config_resolved``
+    event), and ``config.stored_config`` applies them, so a resume or replay starts from a configuration that
+    resolves to no pins at all (runs stored before that event hold the same pins inside their configuration).
+    ``config`` is the validated configuration with the pins applied: the one the models and the memory are built
+    from. ``warm`` is the critic's starting head and its line; ``final_judge`` and ``novelty_judge`` the
+    ``roles.models`` keys of those judges (None: no such judge).
     """
 
     config: RunConfig
+    pins: dict[str, Any]
     warm: WarmStart
     final_judge: str | None
     novelty_judge: str | None
@@ -209,21 +210,23 @@ class Resolved:
 def resolve(cfg: RunConfig, store: RunStoreProtocol, task: Task, *, replay: bool = False) -> Resolved:
     """``Resolved`` for ``cfg`` (validated) in ``store`` on ``task``; ``cfg`` itself is left as it is.
 
-    A new run or a resume pins its endpoints and memory embedder (a no-op on a stored configuration, which holds
-    them); a replay takes the stored ones as they are. A missing final-selection or novelty judge is a
-    ConfigError here, before a model, executor or screener is built.
+    A new run pins its endpoints and memory embedder (nothing to pin on a stored configuration, which holds them);
+    a replay takes the stored ones as they are. A missing final-selection or novelty judge is a ConfigError here,
+    before a model, executor or screener is built.
     """
-    pinned = cfg if replay else pin_memory_embedder(pin_endpoints(cfg))
+    pins = {} if replay else {**endpoint_pins(cfg), **memory_pin(cfg)}
+    pinned = with_pins(cfg, pins)
     keys = set(model_specs(pinned))
     final_judge = final_judge_key(pinned, keys)
     novelty_judge = novelty_judge_key(pinned, keys)
     warm = resolve_warm_start(pinned, store, task)
-    pins = screener_pins(pinned, warm.head)
-    if pins:
-        options = pinned.screener.options.model_copy(update=pins)
-        screener = pinned.screener.model_copy(update={"options": options})
-        pinned = pinned.model_copy(update={"screener": screener})
-    return Resolved(pinned, warm, final_judge, novelty_judge)
+    critic = screener_pins(pinned, warm.head)
+    return Resolved(with_pins(pinned, critic), {**pins, **critic}, warm, final_judge, novelty_judge)
+
+
+def with_pins(cfg: RunConfig, pins: dict[str, Any]) -> RunConfig:
+    """``cfg`` with each pinned option (dotted key) set, validated again (as a resume reads a stored run)."""
+    return apply_changes(cfg.model_dump(mode="json"), pins) if pins else cfg
 
 
 def build_engine(
@@ -237,8 +240,8 @@ def build_engine(
 ) -> Engine:
     """Everything an Engine needs, from configuration alone: ``resolve`` first, then each part once.
 
-    The models are built from the pinned specs (the configuration the run stores names each model and base
-    URL, never a key, so replay and resume need no endpoint variables); the screener from ``cfg``'s own
+    The models are built from the pinned specs (the run records each model and base URL, never a key, so replay
+    and resume need no endpoint variables); the screener from ``cfg``'s own
     options and the resolved warm head, so that a critic's recorded ``weights`` are checked against its folder.
     """
     task = task or load_task(cfg.task)
@@ -264,7 +267,8 @@ def build_engine(
         strategy=build_strategy(cfg),
         executor=executor,
         store=store,
-        config=run,
+        config=cfg,
+        resolved=resolved.pins,
         memory=build_memory(run, task),
         final_judge=models[resolved.final_judge] if resolved.final_judge is not None else None,
         guards=build_guards(cfg, models),
@@ -291,8 +295,9 @@ __all__ = [
     "final_judge_key",
     "learned_critic_options",
     "memory_enabled",
-    "pin_memory_embedder",
+    "memory_pin",
     "resolve",
     "resolve_warm_start",
+    "with_pins",
     "screener_pins",
 ]

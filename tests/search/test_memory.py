@@ -20,7 +20,7 @@ from verifyless.search.memory import (
     tokenize,
 )
 from verifyless.task import load_task
-from verifyless.wiring import build_memory, pin_memory_embedder
+from verifyless.wiring import build_memory, memory_pin
 
 RECORDS = [
     MemoryRecord(
@@ -252,9 +252,10 @@ def test_the_run_config_chooses_the_memory_embedder_whatever_the_environment(mon
 
 def test_a_new_run_stores_the_embedder_auto_meant(monkeypatch):
     monkeypatch.setenv("VERIFYLESS_MEMORY_EMBEDDER", "hashing")
-    assert pin_memory_embedder(load_config(None, ["strategy.name=mcgs"])).engine.memory_embedder == "hashing"
-    no_memory = load_config(None, ["strategy.name=greedy"])
-    assert pin_memory_embedder(no_memory).engine.memory_embedder == "auto"  # no memory, nothing to pin
+    assert memory_pin(load_config(None, ["strategy.name=mcgs"])) == {"engine.memory_embedder": "hashing"}
+    assert memory_pin(load_config(None, ["strategy.name=greedy"])) == {}  # no memory, nothing to pin
+    named = load_config(None, ["strategy.name=mcgs", "engine.memory_embedder=minilm"])
+    assert memory_pin(named) == {}  # the configuration names its embedder: nothing left to the start
 
 
 def test_show_says_when_the_memorys_dense_ranking_is_lexical(caplog, monkeypatch):

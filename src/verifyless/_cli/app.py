@@ -635,6 +635,8 @@ def show(
     console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
     console.print(data["data_report"], highlight=False, soft_wrap=True)
     console.print(data["memory"], highlight=False, soft_wrap=True)
+    if data["resolved"]:
+        console.print(data["resolved"], highlight=False, soft_wrap=True)
     for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
         what = (
             f"{a['folder']} ({a['tag'] or 'folder gone'})" if "folder" in a else f"v{a['version']} from {a['origin']}"

@@ -24,7 +24,7 @@ from verifyless.events import (
 )
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
-from verifyless.report.views.card import run_card
+from verifyless.report.views.card import resolved_line, resolved_pins, run_card
 from verifyless.report.views.final import final_view
 from verifyless.report.views.learned import learned_critic_data, screener_audit
 from verifyless.report.views.runs import gpu_seconds
@@ -103,6 +103,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "stop_reason": stop_reason(st, run_id),
         "data_report": data_report_line(st, run_id),
         "memory": memory_line(info.config),
+        "resolved": resolved_line(resolved_pins(st, run_id)),
         "learned_critic": learned_critic_data(st, run_id, info.config),
     }
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from verifyless.child import ChildMaker, Made
@@ -54,7 +54,7 @@ from verifyless.engine.screen_step import ScreenStep
 from verifyless.engine.snapshot import Loaded, Snapshots
 from verifyless.engine.tells import TellOrder, TellQueue
 from verifyless.errors import ModelUnavailable
-from verifyless.events import Finalised, ModelFailed, RoundStarted, ScreenerLearned, Told
+from verifyless.events import ConfigResolved, Finalised, ModelFailed, RoundStarted, ScreenerLearned, Told
 from verifyless.executors.base import Executor
 from verifyless.guards import Guards
 from verifyless.ledger import BudgetGate, Ledger, RunState, candidate_from
@@ -78,7 +78,9 @@ class Engine:
 
     All collaborators are passed in (``verifyless.wiring.build_engine`` builds them from a ``RunConfig``).
     ``memory`` is optional (MLEvolve-style hybrid retrieval); ``progress`` receives ``(kind, data)`` for live
-    display. ``peers`` holds the novelty gate and the model ensembles (``engine/ensembles.py``; none by
+    display. ``config`` is the run's configuration as validated and ``resolved`` what the composition root settled
+    at the start (``wiring.Resolved.pins``: dotted keys to values); a new run stores them as its ``config`` and
+    ``config_resolved`` events. ``peers`` holds the novelty gate and the model ensembles (``engine/ensembles.py``; none by
     default). What the run stores and pays for goes through ``self.ledger`` (``state`` and ``gate`` are its
     fold and budget gate): pass ``ledger`` to share it with what was built before the engine (wiring's model
     call recorders read the run's id from it), else the engine builds one on ``store`` with ``progress``.
@@ -94,6 +96,7 @@ class Engine:
         executor: Executor,
         store: RunStoreProtocol,
         config: RunConfig,
+        resolved: Mapping[str, Any] | None = None,
         memory: Memory | None = None,
         progress: ProgressFn | None = None,
         final_judge: Model | None = None,
@@ -103,7 +106,7 @@ class Engine:
     ) -> None:
         if ledger is not None and (ledger.store is not store or progress is not None):
             raise ValueError("a ledger passed to the Engine is on its store and holds its progress callback")
-        self.task, self.roles, self.config = task, roles, config
+        self.task, self.roles, self.config, self.resolved = task, roles, config, dict(resolved or {})
         self.store, self.peers = store, peers or Peers()
         self.ledger = ledger or Ledger(store, config.budget, task.metric, progress, gpus=task.limits.gpus)
         self.progress = self.ledger.progress
@@ -215,7 +218,8 @@ class Engine:
         )
         if run_id is not None:
             self.resume.restore(from_snapshot=from_snapshot)
-        else:  # what the screener resolved before the run existed (critic-rm's warm start), stored first
+        else:  # what was resolved before the run existed (pins, critic-rm's warm start), stored first
+            self.ledger.emit(ConfigResolved(self.resolved))  # {}: the configuration named every choice
             for record in getattr(self.screener, "start_events", list)():
                 self.ledger.emit(record)
         self.store.set_status(self.run_id, "running")

@@ -106,13 +106,15 @@ class Lifecycle:
     async def ensure_data_report(self) -> None:
         """Compute the task's data report at the start of a new run, as one event.
 
-        Only a run whose log is still empty computes it: a resumed run keeps what its log holds, the stored
-        report or none (a run stored before the option existed), so its prompts keep their bytes. The script
+        Only a run that has neither a report nor a brief yet computes it (a new run, or one stopped before its
+        first report was stored): a resumed run keeps what its log holds, the stored report or none (a run
+        stored before the option existed reads it as off), so its prompts keep their bytes. The script
         runs in the executor's sandbox (a local one where the executor has none) with the task folder, the
         hidden data and the run store masked; it is framework code, so its seconds are recorded in the event
         and charged to no budget. A report that could not be computed is stored too: it says why.
         """
-        if self.ledger.state.last_seq or not self.config.engine.data_report:
+        state = self.ledger.state
+        if state.data_report is not None or state.brief is not None or not self.config.engine.data_report:
             return
         sandbox = self.dispatch.executor.sandbox or LocalSandbox()
         await self.ledger.record_data_report(self.task, sandbox, hide=(Path(self.config.store).resolve().parent,))

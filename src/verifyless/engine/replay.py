@@ -17,6 +17,7 @@ original sees.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import tempfile
 from collections.abc import Callable
@@ -27,7 +28,15 @@ from typing import Any, Protocol
 from verifyless.config import RunConfig, apply_changes, stored_config, with_absent_options
 from verifyless.engine.core import Engine
 from verifyless.errors import StoreError, VerifylessError
-from verifyless.events import ConfigUpdated, Finalised, NodeRecorded, RunCreated, RunStatusChanged, Verified
+from verifyless.events import (
+    ConfigResolved,
+    ConfigUpdated,
+    Finalised,
+    NodeRecorded,
+    RunCreated,
+    RunStatusChanged,
+    Verified,
+)
 from verifyless.executors.base import Executor
 from verifyless.node import Verification, content_hash
 from verifyless.store import RunStore
@@ -218,16 +227,19 @@ async def _replay_segment(
 
 
 def _config_before(store: RunStore, run_id: str, seq: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The run's first configuration and the changes (``config_update``) stored before ``seq``."""
+    """The run's first configuration with what was resolved at its start (``config_resolved``), and the changes
+    (``config_update``) stored before ``seq``."""
     first: dict[str, Any] = {}
     changes: dict[str, Any] = {}
-    for ev in store.events(run_id, RunCreated, ConfigUpdated):
+    for ev in store.events(run_id, RunCreated, ConfigResolved, ConfigUpdated):
         match ev.record:
             case RunCreated() as created:
-                first = with_absent_options(created.config)  # options newer than the run: as it ran
+                first = copy.deepcopy(dict(created.config))
+            case ConfigResolved() as resolved:
+                resolved.apply_to(first)
             case ConfigUpdated() as update if ev.seq < seq:
                 changes.update(update.changes or {})
-    return first, changes
+    return with_absent_options(first), changes  # options newer than the run: as it ran
 
 
 def copy_prefix(source: RunStore, target: RunStore, run_id: str, before: int) -> None:

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import StoreError
-from verifyless.events import ConfigUpdated, NodeRecorded, RunStatusChanged, VerificationStarted, Verified, parse_event
+from verifyless.events import (
+    ConfigResolved,
+    ConfigUpdated,
+    NodeRecorded,
+    RunStatusChanged,
+    VerificationStarted,
+    Verified,
+    parse_event,
+)
 from verifyless.node import Candidate, Node
 from verifyless.store import fold
 from verifyless.store.records import Budget, RebuildReport, RunInfo
@@ -75,9 +83,11 @@ class StoreReads:
         raise self._unknown_run(prefix, ids)
 
     def _run_info(self, r: tuple) -> RunInfo:
-        """One run's row, its config with every ``config_update`` applied and a dead writer's run interrupted.
+        """One run's row, its config with what was resolved at its start and every ``config_update`` applied, and a
+        dead writer's run interrupted.
 
-        ``config`` is the configuration in force (a budget raised on resume included), not the first one.
+        ``config`` is the configuration in force (the pinned endpoints and a budget raised on resume included), not
+        the one given.
         A ``running`` run whose writer process (pid and host stored with the status) no longer exists on
         this host is reported ``interrupted`` (killed with -9, or the machine restarted); a writer on
         another host, or a store written before pids were stored, keeps ``running``.
@@ -85,13 +95,12 @@ class StoreReads:
         config, status = json.loads(r[5]), r[3]
         last: RunStatusChanged | None = None
         for kind, payload in self._read(
-            "SELECT kind, payload FROM events WHERE run_id = ? AND kind IN (?, ?) ORDER BY seq",
-            (r[0], ConfigUpdated.KIND, RunStatusChanged.KIND),
+            "SELECT kind, payload FROM events WHERE run_id = ? AND kind IN (?, ?, ?) ORDER BY seq",
+            (r[0], ConfigResolved.KIND, ConfigUpdated.KIND, RunStatusChanged.KIND),
         ):
             record = parse_event(kind, json.loads(payload))
-            if isinstance(record, ConfigUpdated):
-                for key, value in (record.changes or {}).items():
-                    _set_dotted(config, key, value)
+            if isinstance(record, ConfigResolved | ConfigUpdated):
+                record.apply_to(config)
             elif isinstance(record, RunStatusChanged):
                 last = record
         if status == "running" and last is not None and _writer_gone(last):
@@ -283,15 +292,6 @@ class StoreReads:
     def integrity_check(self) -> str:
         """SQLite's ``PRAGMA integrity_check`` result ('ok' when the file is sound)."""
         return "; ".join(r[0] for r in self._read("PRAGMA integrity_check"))
-
-
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    """``data["a"]["b"] = value`` for ``key == "a.b"`` (as ``verifyless.config`` applies a change)."""
-    *path, last = key.split(".")
-    node = data
-    for part in path:
-        node = node.setdefault(part, {})
-    node[last] = value
 
 
 def _writer_gone(status: RunStatusChanged) -> bool:

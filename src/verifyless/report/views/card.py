@@ -5,7 +5,8 @@ key: the store holds none, and the card is redacted again), the machines it ran 
 records one; a resumed run may list several), wall time (the sum of its parts, from each ``running`` status to
 the next status) and evaluator time, its budget caps and what it spent, the seed, the task's fingerprint and data
 files (public: what search could read; hidden: only the trusted scorer read them), and the screener and
-strategy. ``show --json`` (``run_card``), the report (section "Run card") and ``export`` (``<out>.card.json``)
+strategy, and what its start resolved (``resolved``: the ``config_resolved`` event's pins, null for runs stored
+before 2026-12-05). ``show --json`` (``run_card``), the report (section "Run card") and ``export`` (``<out>.card.json``)
 carry the same record. Runs stored before 2026-12-04 have no fingerprint and no machine: those fields are
 null / empty.
 """
@@ -16,13 +17,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from verifyless.events import RunStatusChanged
+from verifyless.events import ConfigResolved, RunStatusChanged
 from verifyless.report.text import redact
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Event
 from verifyless.task.fingerprint import stored_fingerprint
 
-__all__ = ["SEARCH_SAW", "run_card"]
+__all__ = ["SEARCH_SAW", "resolved_line", "resolved_pins", "run_card"]
 
 SEARCH_SAW = (
     "the public data files, the task statement and validation scores; never the hidden data files or a hidden test "
@@ -44,6 +45,7 @@ def run_card(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
             "strategy": (config.get("strategy") or {}).get("name"),
             "screener": (config.get("screener") or {}).get("name"),
             "models": _models(config),
+            "resolved": resolved_pins(store, run_id),
             "machines": _machines(statuses),
             "time": {
                 "wall_seconds": round(_wall(statuses), 3),
@@ -58,6 +60,29 @@ def run_card(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
             },
         }
     )
+
+
+def resolved_pins(store: RunStoreProtocol, run_id: str) -> dict[str, Any] | None:
+    """What ``run_id``'s start resolved (its ``config_resolved`` event: dotted option keys to values); None for a
+    run stored before the event existed (its configuration holds the same values written in)."""
+    found = [dict(ev.record.pins) for ev in store.events(run_id, ConfigResolved)]
+    return found[0] if found else None
+
+
+def resolved_line(pins: Mapping[str, Any] | None) -> str | None:
+    """One line naming what the run's start resolved (``resolved_pins``): a pinned model as ``model at base_url``;
+    None for a run stored before it was recorded apart."""
+    if pins is None:
+        return None
+    if not pins:
+        return "resolved at the start: nothing (the configuration named every choice)"
+    return "resolved at the start: " + "; ".join(f"{key} = {_pinned_text(value)}" for key, value in pins.items())
+
+
+def _pinned_text(value: Any) -> str:
+    if isinstance(value, Mapping) and "model" in value:
+        return f"{value['model']} at {value.get('base_url') or 'the default endpoint'}"
+    return str(value)
 
 
 def _models(config: Mapping[str, Any]) -> dict[str, Any]:

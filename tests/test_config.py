@@ -1,0 +1,36 @@
+"""Options added after runs were stored: one declaration (``registry.added_later``) holds the default a new run
+gets and the value a stored configuration that lacks the option is read with."""
+
+from __future__ import annotations
+
+from verifyless.config import RunConfig, added_options, with_absent_options
+from verifyless.config_doc import render
+
+
+def test_each_option_added_later_declares_the_value_older_runs_read():
+    assert added_options() == {
+        "screener.warm_start": False,  # no critic learnt from earlier runs existed
+        "engine.selection_pool": 0,  # the final node was the strategy's
+        "engine.data_report": False,
+        "engine.on_screener_error": "fallback",
+        "engine.max_screener_fallbacks": None,  # they fell back for ever
+    }
+    fresh = RunConfig()
+    assert (fresh.engine.selection_pool, fresh.engine.data_report, fresh.screener.warm_start) == (5, True, True)
+
+
+def test_a_stored_configuration_reads_what_it_lacks_as_it_ran_and_keeps_what_it_has():
+    stored = RunConfig().model_dump(mode="json")
+    del stored["engine"]["selection_pool"], stored["engine"]["data_report"], stored["screener"]["warm_start"]
+    stored["engine"]["max_screener_fallbacks"] = 7
+    read = RunConfig.model_validate(with_absent_options(stored))
+    assert (read.engine.selection_pool, read.engine.data_report, read.screener.warm_start) == (0, False, False)
+    assert read.engine.max_screener_fallbacks == 7  # stored: kept, not replaced by the old behaviour
+    assert stored["engine"].get("selection_pool") is None  # the stored mapping itself is left as it was
+
+
+def test_the_reference_shows_both_values():
+    rows = {line.split("|")[1].strip(): line for line in render().splitlines() if line.startswith("| `")}
+    assert "(a run stored before this option: `0`)" in rows["`engine.selection_pool`"]
+    assert "(a run stored before this option: `false`)" in rows["`screener.warm_start`"]
+    assert "stored before" not in rows["`engine.candidates`"]
