@@ -237,7 +237,10 @@ def smoke_savings(budget: int, seed: int) -> None:
     import tempfile
 
     from verifyless.config import load_config
+    from verifyless.events import SmokeRan
+    from verifyless.node import Status
     from verifyless.store import RunStore
+    from verifyless.testing import verification_events
     from verifyless.wiring import build_engine
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -262,11 +265,11 @@ def smoke_savings(budget: int, seed: int) -> None:
                     result = asyncio.run(engine.run())
                 finally:
                     engine.executor.close()
-                events = list(store.events(result.run_id))
+                smokes = list(store.events(result.run_id, SmokeRan))
+                verified = [e.record.verification for e in verification_events(store, result.run_id)]
                 b = store.budget(result.run_id)
-            smokes = [e for e in events if e.kind == "smoke"]
-            stops = sum(1 for e in smokes if e.payload["status"] != "ok" and e.payload["status"] != "timeout")
-            failed = sum(1 for e in events if e.kind == "verification" and e.payload["status"] == "failed")
+            stops = sum(e.record.verification.status not in (Status.OK, Status.TIMEOUT) for e in smokes)
+            failed = sum(v.status is Status.FAILED for v in verified)
             print(
                 f"  smoke {smoke or 'auto (cheapest level)':<22} full verifications {b.verifications:>2} "
                 f"(failed {failed}), evaluator s {b.evaluator_seconds:6.1f}, smoke runs {len(smokes)} "
