@@ -67,7 +67,9 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from _scripted import rewritten
 from verifyless.builtin import worlds_dir
 from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline.worlds import World, load_world, make_program
@@ -213,22 +215,15 @@ def _choose(name: str, pool: list[Measured], levels: list[str], rng: random.Rand
 
 def crashing_script(out: str, every: int = 3) -> str:
     """examples/scripted/diabetes.yaml with every ``every``-th implementer reply crashing in ``fit``; its path."""
-    from pathlib import Path
-
-    import yaml
-
-    source = Path(__file__).resolve().parents[1] / "examples" / "scripted" / "diabetes.yaml"
-    script = yaml.safe_load(source.read_text())
-    for rule in script["rules"]:
-        if rule.get("role") == "implementer":
-            rule["replies"] = [
-                r.replace("def fit(x, y):\n", "def fit(x, y):\n    raise RuntimeError('scripted crash')\n", 1)
-                if k % every == 0
-                else r
-                for k, r in enumerate(rule["replies"])
-            ]
-    Path(out).write_text(yaml.safe_dump(script))
-    return out
+    crash = "def fit(x, y):\n    raise RuntimeError('scripted crash')\n"
+    return str(
+        rewritten(
+            Path(out),
+            lambda replies: [
+                r.replace("def fit(x, y):\n", crash, 1) if k % every == 0 else r for k, r in enumerate(replies)
+            ],
+        )
+    )
 
 
 def smoke_savings(budget: int, seed: int) -> None:
