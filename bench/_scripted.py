@@ -1,5 +1,6 @@
-"""Variants of the shipped scripted run for benches: ``examples/scripted/diabetes.yaml`` with its implementer
-replies rewritten (a model that crashes now and then, one that regularises too hard, one that re-tries).
+"""Scripted LLM runs for benches: variants of the shipped script ``examples/scripted/diabetes.yaml`` with its
+implementer replies rewritten (a model that crashes now and then, one that regularises too hard, one that
+re-tries), and a run of a configuration to its end, timed.
 
 Benches import it by name (``from _scripted import rewritten``): a bench runs as ``python bench/<name>.py``,
 which puts ``bench/`` first on ``sys.path``.
@@ -7,10 +8,17 @@ which puts ``bench/`` first on ``sys.path``.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+
+from verifyless.config import RunConfig
+from verifyless.engine import RunResult
+from verifyless.store import RunStore
+from verifyless.wiring import build_engine
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "scripted" / "diabetes.yaml"
 
@@ -28,3 +36,15 @@ def rewritten(
         data["name"] = name
     out.write_text(yaml.safe_dump(data))
     return out
+
+
+def run_timed(cfg: RunConfig, store: RunStore) -> tuple[RunResult, float]:
+    """Build ``cfg``'s engine on ``store`` (``wiring.build_engine``), run it to its end and close its executor;
+    the result and the run's wall seconds (the build not included)."""
+    engine = build_engine(cfg, store)
+    started = time.perf_counter()
+    try:
+        result = asyncio.run(engine.run())
+    finally:
+        engine.executor.close()
+    return result, time.perf_counter() - started

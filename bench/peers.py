@@ -23,17 +23,14 @@ Prints one JSON object; numbers are from one run each (seed 0), not averages.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import tempfile
-import time
 from pathlib import Path
 
-from _scripted import SCRIPT, rewritten
+from _scripted import SCRIPT, rewritten, run_timed
 from verifyless.config import load_config
 from verifyless.report.peers import model_shares, novelty_rates
 from verifyless.store import RunStore
-from verifyless.wiring import build_engine
 
 
 def weak_copy(path: Path) -> Path:
@@ -56,13 +53,8 @@ def one_run(db: Path, overrides: list[str]) -> tuple[RunStore, str, float]:
     common = ["task=diabetes", "strategy.name=greedy", "screener.name=random", "roles.kind=llm", f"store={db}"]
     cfg = load_config(overrides=common + overrides)
     store = RunStore(db)
-    engine = build_engine(cfg, store)
-    started = time.perf_counter()
-    try:
-        result = asyncio.run(engine.run())
-    finally:
-        engine.executor.close()
-    return store, result.run_id, time.perf_counter() - started
+    result, seconds = run_timed(cfg, store)
+    return store, result.run_id, seconds
 
 
 def main() -> None:

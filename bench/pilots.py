@@ -69,7 +69,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _scripted import rewritten
+from _scripted import rewritten, run_timed
 from verifyless.builtin import worlds_dir
 from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline.worlds import World, load_world, make_program
@@ -228,7 +228,6 @@ def crashing_script(out: str, every: int = 3) -> str:
 
 def smoke_savings(budget: int, seed: int) -> None:
     """Two scripted LLM runs on diabetes, smoke runs off and on (see the module docstring)."""
-    import asyncio
     import tempfile
 
     from verifyless.config import load_config
@@ -236,7 +235,6 @@ def smoke_savings(budget: int, seed: int) -> None:
     from verifyless.node import Status
     from verifyless.store import RunStore
     from verifyless.testing import verification_events
-    from verifyless.wiring import build_engine
 
     with tempfile.TemporaryDirectory() as tmp:
         script = crashing_script(f"{tmp}/crashing.yaml")
@@ -255,11 +253,7 @@ def smoke_savings(budget: int, seed: int) -> None:
                 *([f"engine.smoke={smoke}"] if smoke else []),
             ]
             with RunStore(db) as store:
-                engine = build_engine(load_config(overrides=overrides), store)
-                try:
-                    result = asyncio.run(engine.run())
-                finally:
-                    engine.executor.close()
+                result, _ = run_timed(load_config(overrides=overrides), store)
                 smokes = list(store.events(result.run_id, SmokeRan))
                 verified = [e.record.verification for e in verification_events(store, result.run_id)]
                 b = store.budget(result.run_id)
