@@ -23,32 +23,21 @@ Prints one JSON object; numbers are from one run each (seed 0), not averages.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import tempfile
-import time
 from pathlib import Path
 
-import yaml
-
+from _scripted import SCRIPT, rewritten, run_timed
 from verifyless.config import load_config
 from verifyless.report.peers import model_shares, novelty_rates
 from verifyless.store import RunStore
-from verifyless.wiring import build_engine
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "examples" / "scripted" / "diabetes.yaml"
 
 
 def weak_copy(path: Path) -> Path:
     """The example script with ``STRENGTH = 1e5`` in every implementer reply (named ``weak``)."""
-    data = yaml.safe_load(SCRIPT.read_text())
-    for rule in data["rules"]:
-        if rule["role"] == "implementer":
-            rule["replies"] = [r.replace("STRENGTH = 1.0", "STRENGTH = 1e5") for r in rule["replies"]]
-    data["name"] = "weak"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return rewritten(
+        path, lambda replies: [r.replace("STRENGTH = 1.0", "STRENGTH = 1e5") for r in replies], name="weak"
+    )
 
 
 def retry_copy(path: Path) -> Path:
@@ -57,25 +46,15 @@ def retry_copy(path: Path) -> Path:
     A model that re-tries what it already tried: the copy has another hash (so the exact-duplicate check
     lets it through) and the gate should reject it.
     """
-    data = yaml.safe_load(SCRIPT.read_text())
-    for rule in data["rules"]:
-        if rule["role"] == "implementer":
-            rule["replies"] = [x for r in rule["replies"] for x in (r, r.replace(" = ", "  =  "))]
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return rewritten(path, lambda replies: [x for r in replies for x in (r, r.replace(" = ", "  =  "))])
 
 
 def one_run(db: Path, overrides: list[str]) -> tuple[RunStore, str, float]:
     common = ["task=diabetes", "strategy.name=greedy", "screener.name=random", "roles.kind=llm", f"store={db}"]
     cfg = load_config(overrides=common + overrides)
     store = RunStore(db)
-    engine = build_engine(cfg, store)
-    started = time.perf_counter()
-    try:
-        result = asyncio.run(engine.run())
-    finally:
-        engine.executor.close()
-    return store, result.run_id, time.perf_counter() - started
+    result, seconds = run_timed(cfg, store)
+    return store, result.run_id, seconds
 
 
 def main() -> None:

@@ -67,7 +67,9 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from _scripted import rewritten, run_timed
 from verifyless.builtin import worlds_dir
 from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline.worlds import World, load_world, make_program
@@ -213,32 +215,26 @@ def _choose(name: str, pool: list[Measured], levels: list[str], rng: random.Rand
 
 def crashing_script(out: str, every: int = 3) -> str:
     """examples/scripted/diabetes.yaml with every ``every``-th implementer reply crashing in ``fit``; its path."""
-    from pathlib import Path
-
-    import yaml
-
-    source = Path(__file__).resolve().parents[1] / "examples" / "scripted" / "diabetes.yaml"
-    script = yaml.safe_load(source.read_text())
-    for rule in script["rules"]:
-        if rule.get("role") == "implementer":
-            rule["replies"] = [
-                r.replace("def fit(x, y):\n", "def fit(x, y):\n    raise RuntimeError('scripted crash')\n", 1)
-                if k % every == 0
-                else r
-                for k, r in enumerate(rule["replies"])
-            ]
-    Path(out).write_text(yaml.safe_dump(script))
-    return out
+    crash = "def fit(x, y):\n    raise RuntimeError('scripted crash')\n"
+    return str(
+        rewritten(
+            Path(out),
+            lambda replies: [
+                r.replace("def fit(x, y):\n", crash, 1) if k % every == 0 else r for k, r in enumerate(replies)
+            ],
+        )
+    )
 
 
 def smoke_savings(budget: int, seed: int) -> None:
     """Two scripted LLM runs on diabetes, smoke runs off and on (see the module docstring)."""
-    import asyncio
     import tempfile
 
     from verifyless.config import load_config
+    from verifyless.events import SmokeRan
+    from verifyless.node import Status
     from verifyless.store import RunStore
-    from verifyless.wiring import build_engine
+    from verifyless.testing import verification_events
 
     with tempfile.TemporaryDirectory() as tmp:
         script = crashing_script(f"{tmp}/crashing.yaml")
@@ -257,16 +253,12 @@ def smoke_savings(budget: int, seed: int) -> None:
                 *([f"engine.smoke={smoke}"] if smoke else []),
             ]
             with RunStore(db) as store:
-                engine = build_engine(load_config(overrides=overrides), store)
-                try:
-                    result = asyncio.run(engine.run())
-                finally:
-                    engine.executor.close()
-                events = list(store.events(result.run_id))
+                result, _ = run_timed(load_config(overrides=overrides), store)
+                smokes = list(store.events(result.run_id, SmokeRan))
+                verified = [e.record.verification for e in verification_events(store, result.run_id)]
                 b = store.budget(result.run_id)
-            smokes = [e for e in events if e.kind == "smoke"]
-            stops = sum(1 for e in smokes if e.payload["status"] != "ok" and e.payload["status"] != "timeout")
-            failed = sum(1 for e in events if e.kind == "verification" and e.payload["status"] == "failed")
+            stops = sum(e.record.verification.status not in (Status.OK, Status.TIMEOUT) for e in smokes)
+            failed = sum(v.status is Status.FAILED for v in verified)
             print(
                 f"  smoke {smoke or 'auto (cheapest level)':<22} full verifications {b.verifications:>2} "
                 f"(failed {failed}), evaluator s {b.evaluator_seconds:6.1f}, smoke runs {len(smokes)} "

@@ -7,6 +7,12 @@ about the engine's scheduling, not about CPU contention. The executor has
 capacity 1 (one verifier). Utilisation = seconds the verifier was busy /
 wall seconds of the whole run (brief, baseline and final drain included).
 
+The task, the briefer, implementer and summarizer and the executor are the
+package's fakes (``verifyless.testing``), the executor scoring |a - 40| from
+the program text (nothing fails) after its sleep and recording when it was
+busy; the proposer (distinct steps around the parent's a) and the screener
+(random) are this script's, because they sleep.
+
 With ``engine.pipeline=false`` a round's model work waits for the previous
 round's verification, so the verifier idles ``llm / (llm + verify)`` of the
 time (2/3 busy with the defaults). With ``engine.pipeline=true`` round r's
@@ -26,55 +32,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import re
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verifyless.config import load_config
-from verifyless.engine import Engine
-from verifyless.node import Idea, Status, Verification, content_hash
-from verifyless.program import extract, replace
-from verifyless.roles.base import Implementation, RoleFailure, Roles, TaskBrief
+from verifyless.node import Idea
 from verifyless.screen.baselines import RandomScreener
-from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
-from verifyless.task.base import Band, Metric, Task
+from verifyless.testing import FakeExecutor, fake_engine, fake_roles, value
 
-PROGRAM = "# EVOLVE-BLOCK-START\nx = 0\n# EVOLVE-BLOCK-END\nprint(x)\n"
-TARGET = 40  # hidden optimum of the toy problem; score = |x - TARGET| (minimise)
-
-
-def toy_task() -> Task:
-    """A one-constant task; the band holds ``x = <int>``."""
-    return Task(
-        name="pipeline-toy",
-        root=Path("/nonexistent-pipeline-toy"),
-        kind="native",
-        statement="Choose x.",
-        program_file="p.py",
-        baseline_program=PROGRAM,
-        band=Band(),
-        metric=Metric("distance", "minimize"),
-        validation_metrics=("distance",),
-        test_metrics=("test_distance",),
-    )
+TARGET = 40  # hidden optimum of the bench's problem; score = |a - TARGET| (minimise), no program fails
 
 
-def _x(program: str) -> int:
-    return int(re.search(r"x = (-?\d+)", extract(program, Band())).group(1))
-
-
-class _Briefer:
-    async def brief(self, task, data_report=""):
-        return TaskBrief("choose x", ("distance of x to the hidden target",))
+def distance(a: int) -> float:
+    """The bench's loss on the fake task: how far a is from ``TARGET``."""
+    return float(abs(a - TARGET))
 
 
 class _SlowProposer:
-    """Proposes steps around the parent's x after ``delay`` seconds of simulated model time."""
+    """Proposes distinct steps around the parent's a after ``delay`` seconds of simulated model time."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
@@ -82,24 +62,11 @@ class _SlowProposer:
     async def propose(self, ctx, n):
         await asyncio.sleep(self.delay)
         rng = random.Random(ctx.seed)
-        base = _x(ctx.parent.program)
+        base = value(ctx.parent.program)
         return [
-            Idea(f"move x from {base} to {base + d}", {"x": base + d})
+            Idea(f"move a from {base} to {base + d}", {"a": base + d})
             for d in rng.sample([d for d in range(-9, 10) if d], n)
         ]
-
-
-class _Implementer:
-    async def implement(self, task, parent, idea):
-        return Implementation(replace(parent.program, task.band, f"x = {idea.params['x']}\n"))
-
-    async def repair(self, task, program, idea, error):
-        return Implementation(None, RoleFailure("guard-failed", "the toy task never needs repairs"))
-
-
-class _Summarizer:
-    async def summarize(self, task, program, idea=None):
-        return f"sets x to {_x(program)}"
 
 
 class _SlowScreener:
@@ -115,45 +82,14 @@ class _SlowScreener:
         return await self.inner.screen(ctx, candidates)
 
 
-class TimedExecutor:
-    """One-slot verifier that sleeps ``delay`` seconds per verification and records busy intervals."""
-
-    name = "timed"
-    capacity = 1
-    sandbox = None  # nothing runs: it sleeps
-    hide: tuple[str, ...] = ()
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.intervals: list[tuple[float, float]] = []
-
-    async def verify(self, task, program):
-        start = time.monotonic()
-        await asyncio.sleep(self.delay)
-        self.intervals.append((start, time.monotonic()))
-        d = float(abs(_x(program) - TARGET))
-        return Verification(
-            Status.OK,
-            "",
-            {"distance": d},
-            {"test_distance": d},
-            d,
-            d,
-            run_seconds=self.delay,
-            program_hash=content_hash(program),
-        )
-
-    def busy(self) -> float:
-        """Union length of the busy intervals (they cannot overlap at capacity 1, but be safe)."""
-        total, end = 0.0, -1.0
-        for a, b in sorted(self.intervals):
-            if b > end:
-                total += b - max(a, end)
-                end = b
-        return total
-
-    def close(self) -> None:
-        """Nothing to release."""
+def busy(spans: Sequence[tuple[float, float]]) -> float:
+    """Union length of the verifier's busy spans (they cannot overlap at capacity 1, but be safe)."""
+    total, end = 0.0, -1.0
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
 
 
 @dataclass(frozen=True)
@@ -178,25 +114,18 @@ async def run_mode(pipeline: bool, *, llm: float, verify: float, budget: int, ca
             "engine.memory=false",
         ]
     )
-    executor = TimedExecutor(verify)
-    engine = Engine(
-        task=toy_task(),
-        roles=Roles(_Briefer(), _SlowProposer(llm / 2), _Implementer(), _Summarizer()),
-        screener=_SlowScreener(llm / 2),
-        strategy=build_strategy("greedy", None, random.Random(cfg.seed)),
-        executor=executor,
-        store=store,
-        config=cfg,
-    )
+    executor = FakeExecutor(capacity=1, delay=verify, loss=distance, fails_at=None)
+    roles = replace(fake_roles(fix=False), proposer=_SlowProposer(llm / 2))
+    engine = fake_engine(store, cfg, _SlowScreener(llm / 2), roles=roles, executor=executor)
     start = time.monotonic()
     result = await engine.run()
     wall = time.monotonic() - start
-    busy = executor.busy()
+    busy_s = busy(executor.spans)
     return Row(
         "pipelined" if pipeline else "sequential",
         wall,
-        busy,
-        busy / wall,
+        busy_s,
+        busy_s / wall,
         result.verifications,
         result.rounds,
         result.best_score,

@@ -53,6 +53,7 @@ from verifyless.roles.space import space_roles
 from verifyless.screen.critic import CriticOptions, PointwiseCritic
 from verifyless.store import RunStore
 from verifyless.task import load_task
+from verifyless.testing import verification_events
 from verifyless.train.policy.contract import VerificationBudgetSpent
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
@@ -181,7 +182,7 @@ def _row(arm: str, steps: int, store: RunStore, rewarder: PolicyRewarder, wall: 
     rewarded = sum(p["source"] != "invalid" for p in done)
     paid = int(store.budget(rewarder.run_id).verifications)
     verified = sum(p["improved"] is not None for p in done)
-    reused = sum("reused_from" in e.payload for e in store.events(rewarder.run_id, kinds=["verification"]))
+    reused = sum(e.record.reused_from is not None for e in verification_events(store, rewarder.run_id))
     return Row(
         arm,
         steps,

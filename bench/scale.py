@@ -64,7 +64,7 @@ from verifyless.screen.baselines import RandomScreener
 from verifyless.search.memory import Memory, MemoryRecord
 from verifyless.search.registry import build_strategy
 from verifyless.store import RunStore
-from verifyless.task.base import Band, Metric, Task
+from verifyless.testing import fake_engine
 
 STRATEGIES = ("mcgs", "greedy", "islands")
 NAN = float("nan")
@@ -125,21 +125,6 @@ _ERRORS = [
     "ZeroDivisionError: float division by zero",
     "TimeoutError: step exceeded 60 s",
 ]
-
-
-def scale_task() -> Task:
-    return Task(
-        name="scale-synthetic",
-        root=Path("/nonexistent-scale"),
-        kind="native",
-        statement="synthetic",
-        program_file="p.py",
-        baseline_program="# EVOLVE-BLOCK-START\nx = 0\n# EVOLVE-BLOCK-END\n",
-        band=Band(),
-        metric=Metric("loss", "minimize"),
-        validation_metrics=("loss",),
-        test_metrics=("test_loss",),
-    )
 
 
 def idea_text(rng: random.Random) -> str:
@@ -242,16 +227,14 @@ def restore(
 
 
 def scale_engine(store: RunStore, run_id: str, strategy: str, memory: bool | None = None) -> Engine:
+    """An engine over the package's fakes that only restores the synthetic run (nothing is proposed or run)."""
     memory = strategy == "mcgs" if memory is None else memory
     cfg = load_config(overrides=[f"strategy.name={strategy}", "screener.name=random"])
-    engine = Engine(
-        task=scale_task(),
-        roles=None,
-        screener=RandomScreener(),  # type: ignore[arg-type]
+    engine = fake_engine(
+        store,
+        cfg,
+        RandomScreener(),
         strategy=build_strategy(strategy, None, random.Random(cfg.seed)),
-        executor=None,
-        store=store,
-        config=cfg,
         memory=Memory(embedder="hashing") if memory else None,
     )
     engine.run_id = run_id

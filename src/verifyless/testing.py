@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import random
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "fake_task",
     "make_engine",
     "replies",
+    "squared_distance",
     "value",
     "verification_events",
 ]
@@ -130,36 +132,55 @@ def fake_roles(fix: bool = True) -> Roles:
     return Roles(Briefer(), Proposer(), Implementer(fix), Summarizer())
 
 
+def squared_distance(a: int) -> float:
+    """The fake task's loss: (a - 13)^2."""
+    return float((a - 13) ** 2)
+
+
 class FakeExecutor:
     """Scores a fake-task program without running it: loss (a - 13)^2, test loss 0.5 more; a == 3 fails.
 
     ``capacity`` verifications may run at once, each taking ``delay`` seconds; ``calls`` holds the hash of
-    every program it was asked to verify, in order.
+    every program it was asked to verify, in order, and ``spans`` the (start, end) ``time.monotonic()`` of
+    every verification, in the order they finished. ``loss`` (a function of a) and ``fails_at`` (the a that
+    fails; None: none does) set another one-constant problem; the defaults are the fake task's.
     """
 
     name = "fake"
     sandbox = None  # nothing runs here: no ensemble submission, the data report in a local sandbox
     hide: tuple[str, ...] = ()
 
-    def __init__(self, capacity: int = 1, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        capacity: int = 1,
+        delay: float = 0.0,
+        *,
+        loss: Callable[[int], float] = squared_distance,
+        fails_at: int | None = 3,
+    ) -> None:
         self.capacity = capacity
         self.delay = delay
+        self.loss = loss
+        self.fails_at = fails_at
         self.calls: list[str] = []
+        self.spans: list[tuple[float, float]] = []
 
     async def verify(self, task: Task, program: str) -> Verification:
         self.calls.append(content_hash(program))
+        start = time.monotonic()
         if self.delay:
             await asyncio.sleep(self.delay)
+        self.spans.append((start, time.monotonic()))
         a = value(program)
-        if a == 3:
+        if a == self.fails_at:
             return Verification(
                 Status.FAILED,
-                "a must not be 3",
+                f"a must not be {a}",
                 program_hash=content_hash(program),
-                stderr_tail="ValueError: a must not be 3",
+                stderr_tail=f"ValueError: a must not be {a}",
                 run_seconds=0.01,
             )
-        loss = float((a - 13) ** 2)
+        loss = self.loss(a)
         return Verification(
             Status.OK,
             "",
@@ -184,8 +205,10 @@ def fake_engine(
     strategy: Any = None,
     executor: Any = None,
     roles: Roles | None = None,
+    memory: Any = None,
 ) -> Engine:
-    """An ``Engine`` over the fakes: ``fake_task()``, ``fake_roles()``, greedy (``Random(0)``), ``FakeExecutor``."""
+    """An ``Engine`` over the fakes: ``fake_task()``, ``fake_roles()``, greedy (``Random(0)``), ``FakeExecutor``;
+    no memory unless ``memory`` is given."""
     return Engine(
         task=task or fake_task(),
         roles=roles or fake_roles(),
@@ -194,6 +217,7 @@ def fake_engine(
         executor=executor or FakeExecutor(),
         store=store,
         config=config,
+        memory=memory,
     )
 
 

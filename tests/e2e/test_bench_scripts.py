@@ -23,7 +23,7 @@ def test_pipeline_quick_reports_both_modes_on_the_same_budget(capsys):
         assert r.verifications == 6 and r.rounds == 5, "both modes must spend the same budget, one per round"
         assert r.busy_s >= 6 * 0.1 * 0.99  # six sleeps of 0.1 s each (a lower bound, whatever the load)
         assert 0.0 < r.utilisation <= 1.0 and r.wall_s >= r.busy_s
-        assert r.best_score is not None and r.best_score <= 40  # never worse than the baseline (x = 0)
+        assert r.best_score is not None and r.best_score <= 40  # never worse than the baseline (a = 0)
 
 
 def test_scale_quick_reports_every_strategy_and_retrieval(capsys):

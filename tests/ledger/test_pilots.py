@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench_modules import load
 from pilot_runs import _cand, _ledger, fake_run, levelled_task, run_screening
 
 from verifyless.ledger import BudgetConfig, Ledger, LowFidelity, RunState, verify_with_repairs
@@ -262,13 +263,7 @@ def test_the_levels_past_the_evaluator_seconds_left_are_skipped(tmp_path):
 
 
 def test_the_pilot_bench_ranks_and_replays_as_documented():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_pilots", HERE.parent / "bench" / "pilots.py")
-    bench = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules["bench_pilots"] = bench  # dataclasses look their module up
-    spec.loader.exec_module(bench)
+    bench = load("pilots")
     assert abs(bench.spearman([1, 2, 3, 4], [10, 20, 30, 40]) - 1.0) < 1e-9
     assert abs(bench.spearman([1, 2, 3], [3, 2, 1]) + 1.0) < 1e-9
     assert bench.spearman([1, 2], [1, 2]) is None and bench.spearman([1, 1, 1], [1, 2, 3]) is None

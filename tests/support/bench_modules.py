@@ -10,6 +10,10 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def load(name: str):
+    """``bench/<name>.py`` as the module ``bench_<name>``. Benches import their shared ``bench/_*.py`` modules by
+    name, as a script run finds them; ``bench/`` goes last on ``sys.path`` so it shadows nothing."""
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_modules import load
 
 from verifyless.child import ChildMaker
 from verifyless.executors.local import LocalExecutor
@@ -364,16 +365,7 @@ def test_scoring_works_across_event_loops(tmp_path: Path) -> None:
 
 
 def test_bench_quick_runs_every_arm_on_the_same_cap(capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[3] / "bench" / "policy_rewards.py"
-    spec = importlib.util.spec_from_file_location("bench_policy_rewards", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    rows = {r.arm: r for r in module.main(["--quick"])}
+    rows = {r.arm: r for r in load("policy_rewards").main(["--quick"])}
     assert "| critic-in-loop |" in capsys.readouterr().out
     assert rows["verify-all"].paid == 10 and rows["critic-only"].paid == 1  # the cap; the baseline only
     assert rows["critic-in-loop"].steps >= rows["verify-all"].steps and rows["verify-all"].reward_accuracy == 1.0
