@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from verifyless.events import ScreenerLearned
 from verifyless.screen.critic import CriticOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +164,7 @@ def screened_run(tiny: Path, adapter: Path, out: Path, screener: str) -> dict[st
     with RunStore(cfg.store) as store:
         result = asyncio.run(build_engine(cfg, store).run())
         records = critic_records_from_store(store, result.run_id)
-        learned = [e.payload for e in store.events(result.run_id, kinds=["screener_learn"])]
+        learned = [e.record.learned for e in store.events(result.run_id, ScreenerLearned)]
         adapters = run_adapters(store.run(result.run_id).config, learned)
     return {"run_id": result.run_id, "audited": critic_metrics(records), "adapters": adapters}
 

@@ -34,6 +34,7 @@ import numpy as np
 from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
 from verifyless.engine import Engine
+from verifyless.events import RoundStarted
 from verifyless.metrics.bootstrap import bootstrap
 from verifyless.offline.world_engine import WorldBook, WorldExecutor, WorldProposer
 from verifyless.offline.worlds import World, load_worlds, normalizer, world_paths
@@ -79,11 +80,11 @@ async def _one(world: World, arm: str, seed: int, args: argparse.Namespace, path
             config=cfg,
         )
         result = await engine.run()
-        rounds = [ev.payload for ev in st.events(result.run_id, kinds=["round"])]
-    notes = [e.get("note", "") for r in rounds for e in r.get("expansions", [])]
+        rounds = [ev.record for ev in st.events(result.run_id, RoundStarted)]
+    notes = [e.get("note", "") for r in rounds for e in r.expansions]
     picks = [n for n in notes if n.startswith(("uct", "elite"))]
     elite = sum(n.startswith("elite") for n in picks) / max(1, len(picks))
-    schedules = [r["schedule"] for r in rounds if "schedule" in r and r["schedule"]["branches"] > 0]
+    schedules = [r.schedule for r in rounds if r.schedule and r.schedule["branches"] > 0]
     norm = normalizer(world, task)
     val, test = (
         0.0 if score is None else norm(world.orient(score))  # type: ignore[arg-type]
@@ -95,8 +96,8 @@ async def _one(world: World, arm: str, seed: int, args: argparse.Namespace, path
         elite,
         schedules[len(schedules) // 2]["branches"] if schedules else 0.0,
         schedules[-1]["branches"] if schedules else 0.0,
-        rounds[-1]["schedule"]["c"],
-        rounds[-1]["schedule"]["w"],
+        rounds[-1].schedule["c"],
+        rounds[-1].schedule["w"],
     )
 
 

@@ -371,10 +371,11 @@ def _arm_verifyless(args: argparse.Namespace, screened: bool = False) -> dict[st
             wall = time.perf_counter() - run_started
         finally:
             engine.executor.close()
-        from verifyless.testing import verification_events  # after the set-up clock: not a cost of the run
+        from verifyless.events import LlmCalled  # after the set-up clock: not a cost of the run
+        from verifyless.testing import verification_events
 
         verifications = [e.record.verification for e in verification_events(store, result.run_id)]
-        calls = sum(1 for _ in store.events(result.run_id, kinds=["llm_call"]))
+        calls = sum(1 for _ in store.events(result.run_id, LlmCalled))
         isolation = getattr(getattr(engine.executor, "sandbox", None), "isolation", "?")
     evals = [float(v.metrics.get("eval_seconds", 0.0)) for v in verifications]
     seconds = [v.seconds for v in verifications]

@@ -60,6 +60,7 @@ def tiny_policy(task: str, out: Path) -> str:
 
 
 def train_mode(mode: str, args: argparse.Namespace, policy: str, critic: Path, settings: Any) -> dict[str, Any]:
+    from verifyless.train.policy.events import PolicyIdea
     from verifyless.train.policy.trainer import PolicyTrainer
     from verifyless.train.policy.wiring import build_rewarder
 
@@ -72,7 +73,7 @@ def train_mode(mode: str, args: argparse.Namespace, policy: str, critic: Path, s
     ) as built:  # fmt: skip
         trainer = PolicyTrainer(built.rewarder, base=policy, out=work / "train", settings=settings)
         result = asyncio.run(trainer.train(args.steps))
-        ideas = [e.payload for e in built.store.events(built.run_id, kinds=["policy_idea"])]
+        ideas = [e.record.payload() for e in built.store.events(built.run_id, PolicyIdea)]
         paid = built.store.budget(built.run_id).verifications
     rewarded = sum(1 for p in ideas if p["source"] != "invalid")
     verified = sum(1 for p in ideas if p.get("improved") is not None)

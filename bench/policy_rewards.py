@@ -55,6 +55,7 @@ from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.testing import verification_events
 from verifyless.train.policy.contract import VerificationBudgetSpent
+from verifyless.train.policy.events import PolicyIdea
 from verifyless.train.policy.rewards import PolicyRewarder
 from verifyless.train.policy.settings import RewardSettings
 
@@ -170,7 +171,7 @@ async def _run_arm(
 
 
 def _row(arm: str, steps: int, store: RunStore, rewarder: PolicyRewarder, wall: float) -> Row:
-    ideas = [e.payload for e in store.events(rewarder.run_id, kinds=["policy_idea"])]
+    ideas = [e.record.payload() for e in store.events(rewarder.run_id, PolicyIdea)]
     done = [p for p in ideas if int(str(p["key"])[1:].split("/")[0]) < steps]
     summaries = rewarder.ledger.state.summaries  # node id -> its neutral summary (the kernel's fold)
     right = 0

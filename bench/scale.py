@@ -59,6 +59,7 @@ from typing import Any
 
 from verifyless.config import load_config
 from verifyless.engine import Engine
+from verifyless.events import RoundStarted
 from verifyless.node import Candidate, Idea, Operator, Status, Verification, content_hash
 from verifyless.screen.baselines import RandomScreener
 from verifyless.search.memory import Memory, MemoryRecord
@@ -245,7 +246,7 @@ def take_snapshot(path: Path, run_id: str, strategy: str, tail_rounds: int) -> t
     """Snapshot the run as it stood ``tail_rounds`` rounds before its end (what a live run's last periodic
     snapshot would hold); returns (seconds to pickle and store it, its size in bytes, events after it)."""
     with RunStore(path) as store:
-        rounds = [ev.seq for ev in store.events(run_id, kinds=["round"])]
+        rounds = [ev.seq for ev in store.events(run_id, RoundStarted)]
         cutoff = rounds[-tail_rounds] - 1 if len(rounds) >= tail_rounds else 0
         engine = scale_engine(store, run_id, strategy)
         engine.resume.restore(from_snapshot=False, until_seq=cutoff)
