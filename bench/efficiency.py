@@ -73,6 +73,7 @@ import numpy as np
 from verifyless.builtin import worlds_dir
 from verifyless.config import load_config
 from verifyless.node import Evidence, Screening, Status, Verification, content_hash
+from verifyless.offline import breakeven
 from verifyless.offline.compare import (
     Estimate,
     arm_score,
@@ -251,33 +252,10 @@ def by_task(rows: Sequence[RunRow], arm: str) -> dict[str, list[float]]:
 
 
 def headroom(rows: Sequence[RunRow], arm: str, seed: int = 0, n_boot: int = N_BOOT) -> Estimate | None:
-    """(arm - random) / (oracle - random) on task-averaged means; None when oracle does not beat random."""
+    """``offline.breakeven.headroom`` over the tasks every one of arm, random and oracle ran."""
     groups = {a: by_task(rows, a) for a in (arm, "random", "oracle")}
     tasks = sorted(set.intersection(*(set(g) for g in groups.values())))
-    if not tasks:
-        return None
-
-    def ratio(means: dict[str, float]) -> float:
-        gap = means["oracle"] - means["random"]
-        return (means[arm] - means["random"]) / gap if gap > 1e-12 else math.nan
-
-    point = ratio({a: float(np.mean([np.mean(groups[a][t]) for t in tasks])) for a in groups})
-    if not math.isfinite(point):
-        return None
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        means = {}
-        for a, g in groups.items():
-            per = [np.mean(rng.choice(np.asarray(g[t]), size=len(g[t]))) for t in tasks]
-            means[a] = float(np.mean(per))
-        boots.append(ratio(means))
-    boots = np.asarray(boots)
-    boots = boots[np.isfinite(boots)]
-    if boots.size < n_boot // 2 or all(len(groups[a][t]) == 1 for a in groups for t in tasks):
-        return Estimate(point, None, None, len(tasks))
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return Estimate(point, float(lo), float(hi), len(tasks))
+    return breakeven.headroom(groups, arm, tasks, seed, n_boot) if tasks else None
 
 
 def to_baseline(rows: Sequence[RunRow], arm: str, budget: int) -> tuple[float | None, int, int]:

@@ -146,7 +146,7 @@ def summarize(
             ArmRow(
                 arm=a,
                 score=arm_score(scores[a], n_boot=n_boot, seed=seed),
-                headroom=_headroom(scores, a, tasks, seed, n_boot),
+                headroom=headroom(scores, a, tasks, seed, n_boot),
                 p_improve=None
                 if a == "random" or "random" not in scores
                 else probability_of_improvement(scores[a], scores["random"], n_boot=n_boot, seed=seed),
@@ -159,10 +159,20 @@ def summarize(
     return rows
 
 
-def _headroom(
-    scores: Mapping[str, Mapping[str, list[float]]], arm: str, tasks: Sequence[str], seed: int, n_boot: int
+def headroom(
+    scores: Mapping[str, Mapping[str, Sequence[float]]],
+    arm: str,
+    tasks: Sequence[str],
+    seed: int = 0,
+    n_boot: int = N_BOOT,
 ) -> Estimate | None:
-    """(arm - random) / (oracle - random) on task-averaged means, task-stratified bootstrap (None if undefined)."""
+    """How much of the gap from random to oracle ``arm`` closes: (arm - random) / (oracle - random) on the
+    task-averaged means of ``scores[arm][task]`` (one score per run), with a task-stratified bootstrap interval.
+
+    None for the random and oracle arms themselves, when either is missing, or when oracle does not beat random
+    (the ratio is undefined); the interval is None when it cannot vary (every arm has one run per task) or when
+    fewer than half the resamples give a defined ratio.
+    """
     if arm in ("random", "oracle") or "random" not in scores or "oracle" not in scores:
         return None
     groups = {k: scores[k] for k in (arm, "random", "oracle")}
@@ -184,7 +194,7 @@ def _headroom(
         boots.append(ratio(means))
     b = np.asarray(boots)
     b = b[np.isfinite(b)]
-    if b.size < n_boot // 2:
+    if b.size < n_boot // 2 or all(len(g[t]) == 1 for g in groups.values() for t in tasks):
         return Estimate(point, None, None, len(tasks))
     lo, hi = np.quantile(b, [0.025, 0.975])
     return Estimate(point, float(lo), float(hi), len(tasks))
@@ -318,6 +328,7 @@ __all__ = [
     "CostModel",
     "breakeven_grid",
     "compare_arms",
+    "headroom",
     "iid_factory",
     "oracle_factory",
     "random_factory",
