@@ -287,10 +287,10 @@ def test_live_progress_knows_the_cap_from_the_start_and_shows_an_eta():
 
     from rich.console import Console
 
-    from verifyless._cli.app import _LiveProgress
+    from verifyless._cli.progress import LiveProgress
 
     clock = _Clock()
-    live = _LiveProgress(Console(file=io.StringIO(), width=160), cap=4, clock=clock)
+    live = LiveProgress(Console(file=io.StringIO(), width=160), cap=4, clock=clock)
     live("start", {"run_id": "r", "task": "t"})
     (task,) = live.bar.tasks
     assert task.total == 4 and task.fields["count"] == "0/4", "never '0/None'"

@@ -262,9 +262,9 @@ def _round_descriptions(events):
 
     from rich.console import Console
 
-    from verifyless._cli.app import _LiveProgress
+    from verifyless._cli.progress import LiveProgress
 
-    live = _LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
+    live = LiveProgress(Console(file=io.StringIO(), width=200), cap=40)
     descriptions = []
     for kind, data in events:
         live(kind, data)

@@ -11,8 +11,8 @@ import io
 from adaptive_world import Inverted, Unbounded, _adaptive, _engine
 from rich.console import Console
 
-from verifyless._cli.app import _print_result
 from verifyless._cli.progress import LiveProgress
+from verifyless._cli.run import print_result
 from verifyless._cli.show import show_data
 from verifyless.report.svg import curves_svg
 from verifyless.report.views.curves import best_curve
@@ -40,7 +40,7 @@ def test_each_state_change_is_one_line_and_the_end_of_run_table_and_show_say_the
     changes = [d for d in screener.decisions if "state" in d]
     assert len(lines) == len(changes) == 1, out.getvalue()
     assert lines[0].startswith("  safety net: screening is ") and "switched off at verification" in lines[0], lines
-    _print_result(result, store)
+    print_result(result, store)
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.strip().startswith("safety net"))
     assert f"off since verification {screener.rule.decided_at}" in row, table

@@ -1,6 +1,7 @@
 """What ``runs`` and ``show`` read from a store: one run's row, one run's summary, and the lines they print.
 
-Pure reads of a (read-only) store; ``_cli/app.py`` owns the commands and the printing.
+The readers are pure reads of a (read-only) store (``show_data`` is ``show --json``'s record); ``print_show``
+prints that record as ``show``'s text. ``_cli/app.py`` owns the commands and their options.
 """
 
 from __future__ import annotations
@@ -8,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rich.table import Table
+
 from verifyless import datareport
+from verifyless._cli.common import console
 from verifyless.engine.health import stored_role_health
 from verifyless.engine.submission import SKIPPED
 from verifyless.events import (
@@ -26,9 +30,10 @@ from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, nove
 from verifyless.report.text import number
 from verifyless.report.views.card import resolved_line, resolved_pins, run_card
 from verifyless.report.views.final import final_view
-from verifyless.report.views.learned import learned_critic_data, screener_audit
+from verifyless.report.views.learned import learned_critic_data, learned_critic_line, screener_audit
 from verifyless.report.views.runs import gpu_seconds
-from verifyless.screen.base import FallbackCount
+from verifyless.screen.audit import adaptive_line, audit_line
+from verifyless.screen.base import FallbackCount, fallback_line
 from verifyless.screen.health import health_by_screener
 from verifyless.screen.ttl import run_adapters
 from verifyless.search.memory import DENSE_KINDS
@@ -242,11 +247,87 @@ def peers_text(data: dict[str, Any]) -> list[str]:
     return peers_lines(novelty, [ModelShare(**m) for m in data["ensembles"]])
 
 
+def print_show(data: dict[str, Any]) -> None:
+    """``show``'s text: ``show_data``'s record as the run's header, its best nodes, and one line per finding."""
+    b = data["budget"]
+    console.print(f"[bold]{data['run_id']}[/]  task {data['task']}  status {data['status']}")
+    if data["stop_reason"]:
+        console.print(f"[red]stopped:[/] {data['stop_reason']}", highlight=False, soft_wrap=True)
+    console.print(
+        f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s"
+        + (f" · GPU {b['gpu_seconds']:.1f}s" if b.get("gpu_seconds") else "")
+        + f" · tokens {b['tokens_in'] + b['tokens_out']} · cost {b['cost']:.4f}"
+    )
+    table = Table(box=None, header_style="bold")
+    for col in ("node", "parent", "operator", "status", "validation", "test", "idea"):
+        table.add_column(col)
+    for r in data["best_nodes"]:
+        table.add_row(
+            r["node_id"],
+            r.get("parent_id") or "",
+            r["operator"],
+            r["status"],
+            number(r.get("score"), 6),
+            number(r.get("test_score"), 6),
+            (r.get("idea") or "")[:70],
+        )
+    console.print(table)
+    for line in transfer_lines(data["transfer"]):
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    peak = data["peak_memory"]
+    gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
+    console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
+    console.print(data["data_report"], highlight=False, soft_wrap=True)
+    console.print(data["memory"], highlight=False, soft_wrap=True)
+    if data["resolved"]:
+        console.print(data["resolved"], highlight=False, soft_wrap=True)
+    for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
+        what = (
+            f"{a['folder']} ({a['tag'] or 'folder gone'})" if "folder" in a else f"v{a['version']} from {a['origin']}"
+        )
+        console.print(f"adapter {a['role']}: {what}", highlight=False)
+    if data["submission"]:
+        console.print(submission_line(data["submission"]), highlight=False)
+    if data["llm_calls"]:
+        calls = Table(box=None, header_style="bold", title="LLM calls")
+        for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):
+            calls.add_column(col)
+        for c in data["llm_calls"]:
+            calls.add_row(
+                str(c["role"]),
+                str(c["model"]),
+                str(c["calls"]),
+                str(c["cached"]),
+                str(c["prompt_tokens"]),
+                str(c["completion_tokens"]),
+                f"{c['cost'] or 0:.4f}",
+            )
+        console.print(calls)
+    health = {**data["reply_health"], **data["role_health"]}
+    if health:
+        console.print(
+            "replies parsed: "
+            + ", ".join(f"{name} {h['parsed']}/{h['total']} ({100 * h['rate']:.0f}%)" for name, h in health.items())
+        )
+    if data["learned_critic"]:
+        console.print(learned_critic_line(data["learned_critic"]), highlight=False, soft_wrap=True)
+    if data["screener_audit"]:
+        console.print(audit_line(data["screener_audit"]), highlight=False)
+        if adaptive_line(data["screener_audit"]):
+            console.print(adaptive_line(data["screener_audit"]), highlight=False)
+    if fallback_line(**data["screener_fallbacks"]):
+        console.print(f"[red]{fallback_line(**data['screener_fallbacks'])}[/]", highlight=False, soft_wrap=True)
+    for line in peers_text(data):
+        console.print(line, highlight=False)
+
+
 __all__ = [
     "best_row",
     "data_report_line",
     "peers_data",
     "peers_text",
+    "print_show",
     "reply_health",
     "run_row",
     "show_data",
