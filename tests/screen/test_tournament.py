@@ -7,8 +7,10 @@ import random
 import re
 from collections import Counter
 
+from cascade_pool import child
+
 from verifyless.model.base import ModelRequest
-from verifyless.node import Candidate, Idea, Node, Operator, Status
+from verifyless.node import Candidate, Node, Operator, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import SCREENERS, build_screener
@@ -32,15 +34,7 @@ def ctx(seed=0, nodes=None, summaries=None, n_verify=1, parent="p") -> ScreenCon
 
 
 def cand(cid: str, quality: int) -> Candidate:
-    return Candidate(
-        id=cid,
-        parent_id="p",
-        operator=Operator.IMPROVE,
-        idea=Idea(f"plan {cid}"),
-        program=f"model = 'm{cid}'  # Q={quality}\n",
-        program_hash=cid,
-        summary=f"ID={cid} Q={quality}",
-    )
+    return child(cid, f"model = 'm{cid}'  # Q={quality}\n", f"ID={cid} Q={quality}")
 
 
 def quality(request: ModelRequest, letter: str) -> int:
