@@ -8,9 +8,10 @@ import re
 from collections import Counter
 
 from cascade_pool import child
+from context_nodes import scored_node
 
 from verifyless.model.base import ModelRequest
-from verifyless.node import Candidate, Node, Operator, Status
+from verifyless.node import Candidate, Node, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import SCREENERS, build_screener
@@ -116,15 +117,7 @@ def test_unparseable_judge_falls_back_to_rng_and_counts_invalid() -> None:
 
 def graph() -> dict[str, Node]:
     def node(nid, parent, status=Status.OK, score=0.5):
-        return Node(
-            id=nid,
-            parent_id=parent,
-            operator=Operator.IMPROVE,
-            status=status,
-            score=score if status is Status.OK else None,
-            fitness=score if status is Status.OK else None,
-            idea=f"idea {nid}",
-        )
+        return scored_node(nid, parent, score, status=status)
 
     nodes = [
         node("root", None, score=0.3),
