@@ -18,22 +18,15 @@ from verifyless.critic_data.synthesize import SynthesisSettings, strata_report, 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.cache import CachedModel, ResponseCache
 from verifyless.model.scripted import ScriptedModel, last_user_text
+from verifyless.outcome import to_three
 from verifyless.screen.critic import parse_verdict
 
-TAGS = {
-    "BigWin": ("improve", "big"),
-    "MediumWin": ("improve", "medium"),
-    "SmallWin": ("improve", "small"),
-    "Tie": ("tie", "NA"),
-    "Lose": ("lose", "NA"),
-    "improve": ("improve", "small"),
-    "tie": ("tie", "NA"),
-    "lose": ("lose", "NA"),
-}
+# the win tier a teacher writes for each label; every other label is written with tier NA
+TIER = {"BigWin": "big", "MediumWin": "medium", "SmallWin": "small", "improve": "small"}
 
 
 def critique(label: str) -> str:
-    imp, tier = TAGS[label]
+    imp, tier = to_three(label), TIER.get(label, "NA")
     return (
         "Criterion 1 (model capacity): the child is better on this criterion.\n"
         "Criterion 2 (regularisation): about equal.\nWeights: capacity high, regularisation low.\n"

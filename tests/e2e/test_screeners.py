@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from scripted_runs import run_to_end
+from scripted_runs import run_to_end, scripted_overrides
 
 from verifyless.config import load_config
 from verifyless.events import Screened
 from verifyless.screen.health import health_by_screener
 from verifyless.store import RunStore
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 SCREENERS = [
     ("critic", ["screener.options.k=4", "engine.final_selection=3", "budget.verifications=4"]),
@@ -29,20 +25,8 @@ SCREENERS = [
 
 @pytest.mark.parametrize("name, options", SCREENERS, ids=[s for s, _ in SCREENERS])
 def test_screener_runs_by_name_with_scripted_llm_roles(tmp_path, name, options):
-    cfg = load_config(
-        overrides=[
-            "task=circle_packing",
-            f"screener.name={name}",
-            "budget.verifications=3",
-            "engine.candidates=3",
-            "strategy.name=greedy",
-            "strategy.options.num_drafts=1",
-            f"store={tmp_path / 's.db'}",
-            "roles.kind=llm",
-            f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
-            *options,
-        ]
-    )
+    overrides = scripted_overrides(tmp_path, "circle_packing", budget=3, candidates=3)
+    cfg = load_config(overrides=[*overrides, f"screener.name={name}", *options])
     with RunStore(cfg.store) as store:
         result = run_to_end(cfg, store)
         assert result.verifications == cfg.budget.verifications

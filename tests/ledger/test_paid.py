@@ -34,6 +34,20 @@ def test_reserve_is_the_check_and_a_released_slot_can_be_taken_again(tmp_path):
         assert gate.reserved == 1 and gate.reserve() is not None
 
 
+def failing_verify(ledger: Ledger):
+    """A ``verify`` for ``verify_with_repairs`` that records each child on ``ledger`` as implemented and then as
+    failed (``boom``), inside the slot it is given."""
+
+    async def verify(c, slot, attempt):
+        async with slot:
+            ledger.record_candidate(c, Status.IMPLEMENTED)
+            v = Verification(Status.FAILED, "boom", program_hash=c.program_hash)
+            ledger.record_verification(c.id, v)
+        return v
+
+    return verify
+
+
 def test_the_chain_reserves_before_each_repair_and_gives_back_the_slot_of_a_failed_repair(tmp_path):
     with RunStore(tmp_path / "s.db") as store:
         ledger = Ledger(store, BudgetConfig(verifications=3), fake_task().metric)
@@ -41,12 +55,7 @@ def test_the_chain_reserves_before_each_repair_and_gives_back_the_slot_of_a_fail
         gate = ledger.gate
         seen_reserved: list[int] = []
 
-        async def verify(c, slot, attempt):
-            async with slot:
-                ledger.record_candidate(c, Status.IMPLEMENTED)
-                v = Verification(Status.FAILED, "boom", program_hash=c.program_hash)
-                ledger.record_verification(c.id, v)
-            return v
+        verify = failing_verify(ledger)
 
         async def repair(current, v, attempt):
             seen_reserved.append(gate.reserved)  # the repair's slot is already held while the model is asked
@@ -68,12 +77,7 @@ def test_no_repair_is_asked_for_when_the_budget_is_spent(tmp_path):
         ledger.run_id = store.create_run("fake", {})
         asked: list[int] = []
 
-        async def verify(c, slot, attempt):
-            async with slot:
-                ledger.record_candidate(c, Status.IMPLEMENTED)
-                v = Verification(Status.FAILED, "boom", program_hash=c.program_hash)
-                ledger.record_verification(c.id, v)
-            return v
+        verify = failing_verify(ledger)
 
         async def repair(current, v, attempt):
             asked.append(attempt)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_lm import tiny_lm
 
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
@@ -29,17 +30,13 @@ from verifyless.model import (  # noqa: E402
 )
 from verifyless.model.local import LocalModel, adapter_tag, local_models  # noqa: E402
 from verifyless.screen.verdicts import VERDICT_TAG, VERDICTS, verdict_probs, verdict_score  # noqa: E402
-from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 
 USER = (Message("system", "You review ideas."), Message("user", "Compare A and B."))
 
 
 @pytest.fixture(scope="module")
 def tiny(request: pytest.FixtureRequest) -> Path:
-    import torch
-
-    torch.set_num_threads(1)
-    return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
+    return tiny_lm(request.config)
 
 
 @pytest.fixture(scope="module")

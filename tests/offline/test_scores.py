@@ -213,8 +213,20 @@ def test_curve_band_forward_fills_shorter_runs():
 # ---------------------------------------------------------------------- store, plots, tables, CLI
 
 
+def _add_toy_candidate(st, run: str, cid: str) -> None:
+    """Record ``cid`` in ``run`` as implemented: the root when it is ``root``, else an improvement of the root; its
+    program names it."""
+    from verifyless.node import Candidate, Idea, Operator, content_hash
+
+    prog = f"x = {cid!r}\n"
+    parent = None if cid == "root" else "root"
+    st.add_candidate(
+        run, Candidate(cid, parent, Operator.IMPROVE, Idea(cid), prog, content_hash(prog)), status="implemented"
+    )
+
+
 def _store_with_runs(path):
-    from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
+    from verifyless.node import Screening, Status, Verification
     from verifyless.screen.critic import evidence_from_critiques
     from verifyless.store import RunStore
 
@@ -231,13 +243,8 @@ def _store_with_runs(path):
     ):
         run = st.create_run("toy", {"screener": {"name": screener}}, seed=seed)
         ids = ["root", "c1", "c2"]
-        for i, (cid, fit) in enumerate(zip(ids, fits, strict=False)):
-            prog = f"x = {cid!r}\n"
-            st.add_candidate(
-                run,
-                Candidate(cid, None if i == 0 else "root", Operator.IMPROVE, Idea(cid), prog, content_hash(prog)),
-                status="implemented",
-            )
+        for cid, fit in zip(ids, fits, strict=False):
+            _add_toy_candidate(st, run, cid)
             st.add_verification(
                 run, cid, Verification(Status.OK, score=fit, test_score=fit - 0.1, run_seconds=1.0), fit
             )
@@ -334,20 +341,15 @@ def test_bench_cli_commands(tmp_path):
 
 def _minimise_store(path, *, second_verified: bool):
     """Two runs (arms critic and random) of an unloadable minimise task: fitness = -score; one pool each."""
-    from verifyless.node import Candidate, Idea, Operator, Screening, Status, Verification, content_hash
+    from verifyless.node import Screening, Status, Verification
     from verifyless.store import RunStore
 
     st = RunStore(path)
     runs = []
     for seed, (screener, rmses) in enumerate([("critic", [60.0, 50.79, 55.0]), ("random", [60.0, 58.0, 57.0])]):
         run = st.create_run("toy_rmse", {"screener": {"name": screener}}, seed=seed)
-        for i, (cid, rmse) in enumerate(zip(["root", "c1", "c2"], rmses, strict=True)):
-            prog = f"x = {cid!r}\n"
-            st.add_candidate(
-                run,
-                Candidate(cid, None if i == 0 else "root", Operator.IMPROVE, Idea(cid), prog, content_hash(prog)),
-                status="implemented",
-            )
+        for cid, rmse in zip(["root", "c1", "c2"], rmses, strict=True):
+            _add_toy_candidate(st, run, cid)
             if cid != "c2" or second_verified:
                 st.add_verification(run, cid, Verification(Status.OK, score=rmse, run_seconds=1.0), -rmse)
         st.append(run, "screening", {**Screening(screener, ("c1", "c2"), ("c1",), {}).to_dict(), "round": 1})

@@ -8,19 +8,17 @@ import json
 import os
 import random
 import shlex
-import signal
-import subprocess
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from context_nodes import scored_node
 
 from verifyless.errors import ConfigError
 from verifyless.model.base import Choice, ModelReply, ModelRequest, ToolCall
 from verifyless.node import Candidate, Idea, Operator, content_hash
 from verifyless.roles.base import ParentInfo
-from verifyless.sandbox.base import ExecResult, Sandbox
+from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.agentic import AgenticOptions, AgenticRPM, parse_feedback, pilot_records, pilot_seconds
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import SCREENERS
@@ -29,78 +27,7 @@ from verifyless.task.base import Band, Limits, Metric, Task
 SECRET = "SECRET-LABELS-4242"
 
 
-# ---------------------------------------------------------------------- a sandbox for the tests
-
-
-class _UnshareSandbox:
-    """Fallback used only while ``verifyless.sandbox.local`` is unavailable.
-
-    Hides paths by mounting an empty tmpfs over directories and /dev/null over
-    files inside a private mount namespace (needs root or user namespaces).
-    """
-
-    name = "test-unshare"
-
-    def __init__(self) -> None:
-        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
-        self.can_hide = probe.returncode == 0
-
-    def run(
-        self,
-        argv: Sequence[str],
-        workdir: Path,
-        limits: Limits,
-        *,
-        env: Mapping[str, str] | None = None,
-        hide: Sequence[Path] = (),
-    ) -> ExecResult:
-        q = shlex.quote
-        lines = ["set -e"]
-        for path in map(q, map(str, hide)):
-            # Tested inside the namespace: an earlier mask may already cover a later path.
-            lines.append(
-                f"if [ -d {path} ]; then mount -t tmpfs -o ro,size=16k none {path}; "
-                f"elif [ -e {path} ]; then mount --bind /dev/null {path}; fi"
-            )
-        lines.append("exec " + " ".join(q(a) for a in argv))
-        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines)]
-        if not self.can_hide:
-            cmd = list(argv)
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=workdir,
-            env={"PATH": os.environ["PATH"], **(env or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = proc.communicate(timeout=limits.wall_seconds)
-            status = "ok" if proc.returncode == 0 else "failed"
-            reason = "" if status == "ok" else f"exit code {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            status, reason = "timeout", f"killed after {limits.wall_seconds:.1f} s"
-        return ExecResult(status, reason, proc.returncode, time.monotonic() - start, 0.0, out[-4000:], err[-4000:])
-
-
-def _make_sandbox() -> tuple[Sandbox, bool]:
-    """The real LocalSandbox when it is importable, else the fallback; and whether hiding works."""
-    if os.environ.get("VERIFYLESS_TEST_FALLBACK_SANDBOX"):
-        box = _UnshareSandbox()
-        return box, box.can_hide
-    try:
-        from verifyless.sandbox.local import LocalSandbox
-    except ImportError:
-        box = _UnshareSandbox()
-        return box, box.can_hide
-    return LocalSandbox(), True
-
-
-SANDBOX, CAN_HIDE = _make_sandbox()
+SANDBOX = LocalSandbox()
 
 
 # ---------------------------------------------------------------------- a scripted model
@@ -317,7 +244,6 @@ def test_unparseable_final_reply_falls_back_to_the_run_rng(task: Task) -> None:
     assert screening.evidence[cands[expected].id].detail["choice_source"] == "random (unparseable final reply)"
 
 
-@pytest.mark.skipif(not CAN_HIDE, reason="this sandbox backend cannot hide paths here")
 def test_hidden_data_is_not_reachable_from_a_pilot(task: Task) -> None:
     hidden = task.hidden_data[0]
     code = (
@@ -457,15 +383,7 @@ def test_judge_sees_plan_code_and_context_nodes_within_a_token_budget(task: Task
     from verifyless.node import Node, Status
 
     def node(nid: str, parent: str | None, score: float | None, status: Status = Status.OK) -> Node:
-        return Node(
-            id=nid,
-            parent_id=parent,
-            operator=Operator.IMPROVE,
-            status=status,
-            score=score,
-            fitness=None if score is None else -score,
-            idea=f"idea of {nid}",
-        )
+        return scored_node(nid, parent, score, status=status, minimise=True)  # validation rmse
 
     nodes = {
         n.id: n

@@ -101,15 +101,20 @@ def test_label_probability_mass_breaks_ties_between_identical_votes() -> None:
     assert len(tops) > 1  # votes alone cannot separate them
 
 
+# every sample says BigWin for all three; only the three-way verdict probabilities (as a local model scores the
+# verdict words) separate them: b has the most mass on improve, a and c tie on it and a has more on tie
+ALL_BIG_WINS = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}
+THREE_WAY_PROBS = {
+    "a": {"improve": 0.6, "tie": 0.3, "lose": 0.1},
+    "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
+    "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3},
+}
+
+
 def test_three_way_verdict_probabilities_through_a_cache_wrapper(tmp_path) -> None:
     from verifyless.model.cache import CachedModel, ResponseCache
 
-    plan = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}
-    probs = {
-        "a": {"improve": 0.6, "tie": 0.3, "lose": 0.1},
-        "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
-        "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3},
-    }  # as the local model scores the verdict words
+    plan, probs = ALL_BIG_WINS, THREE_WAY_PROBS
     cached = CachedModel(LabelScoringModel(scripted(plan), probs), ResponseCache(tmp_path / "cache.db"))
     for seed in range(6):
         s = run(PointwiseCritic(cached, CriticOptions(k=2)), make_ctx(seed), [cand(x) for x in "abc"])
@@ -134,12 +139,7 @@ class LabelProbingModel(SampleFnModel):
 def test_an_in_process_label_probe_is_asked_for_the_verdict_words_through_a_cache_wrapper(tmp_path) -> None:
     from verifyless.model.cache import CachedModel, ResponseCache
 
-    plan = {"a": ["BigWin"], "b": ["BigWin"], "c": ["BigWin"]}
-    probs = {
-        "a": {"improve": 0.6, "tie": 0.3, "lose": 0.1},
-        "b": {"improve": 0.8, "tie": 0.1, "lose": 0.1},
-        "c": {"improve": 0.6, "tie": 0.1, "lose": 0.3},
-    }
+    plan, probs = ALL_BIG_WINS, THREE_WAY_PROBS
     inner = LabelProbingModel(scripted(plan), probs)
     s = run(
         PointwiseCritic(CachedModel(inner, ResponseCache(tmp_path / "cache.db")), CriticOptions(k=2)),

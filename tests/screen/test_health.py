@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scripted_runs import run_to_end
+from scripted_runs import config, run_to_end, scripted_overrides
 
 from verifyless.config import load_config
 from verifyless.errors import UnparseableReplies
@@ -22,8 +22,6 @@ from verifyless.screen.health import ReplyHealth, health_by_screener, replies_de
 from verifyless.screen.prompting import parse_choice
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "examples" / "scripted"
 
 AB = ("A", "B")
 CHOICE_CASES = [
@@ -147,18 +145,8 @@ def judge_script(tmp_path: Path, reply: str) -> Path:
 
 
 def overrides(tmp_path: Path, judge: Path, budget: int) -> list[str]:
-    return [
-        "task=circle_packing",
-        "screener.name=tournament",
-        f"budget.verifications={budget}",
-        "engine.candidates=3",
-        "strategy.name=greedy",
-        "strategy.options.num_drafts=1",
-        f"store={tmp_path / 's.db'}",
-        "roles.kind=llm",
-        f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
-        f"roles.models.judge=scripted:{judge}",
-    ]
+    common = scripted_overrides(tmp_path, "circle_packing", budget=budget, candidates=3)
+    return [*common, "screener.name=tournament", f"roles.models.judge=scripted:{judge}"]
 
 
 @pytest.mark.parametrize(
@@ -214,21 +202,7 @@ def test_a_critic_that_never_parses_stops_the_run_within_three_screenings(tmp_pa
             }
         )
     )
-    cfg = load_config(
-        overrides=[
-            "task=circle_packing",
-            "screener.name=critic",
-            "screener.options.k=2",
-            "budget.verifications=12",
-            "engine.candidates=2",
-            "strategy.name=greedy",
-            "strategy.options.num_drafts=1",
-            f"store={tmp_path / 's.db'}",
-            "roles.kind=llm",
-            f"roles.models.default=scripted:{SCRIPTS / 'circle_packing.yaml'}",
-            f"roles.models.critic=scripted:{critic}",
-        ]
-    )
+    cfg = config(tmp_path, "circle_packing", "budget.verifications=12", f"roles.models.critic=scripted:{critic}")
     with RunStore(cfg.store) as store:
         engine = build_engine(cfg, store)
         try:

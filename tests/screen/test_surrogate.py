@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from verifyless.outcome import outcome_of, reward_label
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import OutcomeObserver, ScreenContext
 from verifyless.screen.surrogate import SurrogateOptions, SurrogateScreener, five_way
-from verifyless.task.base import Band, Metric, Task
+from verifyless.testing import TASK
 
 MODELS = ["ridge", "lasso", "tree", "knn", "forest", "svm"]
 SCALERS = ["standard", "minmax", "none"]
@@ -34,22 +33,9 @@ def _seen(cand: Candidate, parent_fitness: float | None, v: Verification):
     return outcome_of(parent_fitness, cand, v, higher_is_better=True)
 
 
-def _task() -> Task:
-    return Task(
-        name="toy",
-        root=Path("/nonexistent"),
-        kind="native",
-        statement="predict y",
-        program_file="solution.py",
-        baseline_program="x = 1\n",
-        band=Band(),
-        metric=Metric("r2", "maximize"),
-    )
-
-
 def _ctx(seed: int = 0, n_verify: int = 1) -> ScreenContext:
     return ScreenContext(
-        task=_task(),
+        task=TASK,
         parent=ParentInfo(id="p", program="x = 1\n", score=0.5),
         rng=random.Random(seed),
         n_verify=n_verify,

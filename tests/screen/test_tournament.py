@@ -7,8 +7,11 @@ import random
 import re
 from collections import Counter
 
+from cascade_pool import child
+from context_nodes import scored_node
+
 from verifyless.model.base import ModelRequest
-from verifyless.node import Candidate, Idea, Node, Operator, Status
+from verifyless.node import Candidate, Node, Status
 from verifyless.roles.base import ParentInfo
 from verifyless.screen.base import ScreenContext
 from verifyless.screen.registry import SCREENERS, build_screener
@@ -32,15 +35,7 @@ def ctx(seed=0, nodes=None, summaries=None, n_verify=1, parent="p") -> ScreenCon
 
 
 def cand(cid: str, quality: int) -> Candidate:
-    return Candidate(
-        id=cid,
-        parent_id="p",
-        operator=Operator.IMPROVE,
-        idea=Idea(f"plan {cid}"),
-        program=f"model = 'm{cid}'  # Q={quality}\n",
-        program_hash=cid,
-        summary=f"ID={cid} Q={quality}",
-    )
+    return child(cid, f"model = 'm{cid}'  # Q={quality}\n", f"ID={cid} Q={quality}")
 
 
 def quality(request: ModelRequest, letter: str) -> int:
@@ -122,15 +117,7 @@ def test_unparseable_judge_falls_back_to_rng_and_counts_invalid() -> None:
 
 def graph() -> dict[str, Node]:
     def node(nid, parent, status=Status.OK, score=0.5):
-        return Node(
-            id=nid,
-            parent_id=parent,
-            operator=Operator.IMPROVE,
-            status=status,
-            score=score if status is Status.OK else None,
-            fitness=score if status is Status.OK else None,
-            idea=f"idea {nid}",
-        )
+        return scored_node(nid, parent, score, status=status)
 
     nodes = [
         node("root", None, score=0.3),

@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tiny_lm import tiny_lm
 
 pytest.importorskip("peft")
 
@@ -32,7 +33,6 @@ from verifyless.screen.registry import SCREENERS  # noqa: E402
 from verifyless.screen.registry import build_screener as registry_build  # noqa: E402
 from verifyless.screen.ttl import TestTimeCritic, group_advantages  # noqa: E402
 from verifyless.screen.verdicts import five_way_probs, verdict_score  # noqa: E402
-from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 from verifyless.train.ttl_learner import LoRALearner, reverse_kl  # noqa: E402
 
 
@@ -46,10 +46,7 @@ OPTIONS = dict(k=2, max_tokens=12, lora_r=4, lora_alpha=8, learning_rate=1e-2, r
 
 @pytest.fixture(scope="module")
 def tiny(request: pytest.FixtureRequest) -> Path:
-    import torch
-
-    torch.set_num_threads(1)
-    return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
+    return tiny_lm(request.config)
 
 
 def outcome(i: int, keyword: str, child_score: float) -> Outcome:

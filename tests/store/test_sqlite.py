@@ -284,34 +284,11 @@ def test_ledger_totals(store, run_id):
     store.add_candidate(run_id, make_candidate("c1"))
     store.add_verification(run_id, "c1", ok_verification(0.5), fitness=0.5)  # 1 verification, 2.75 s
     store.add_verification(run_id, "c1", ok_verification(0.6), fitness=0.6, charge=False)  # replayed, not paid
-    store.append(
-        run_id,
-        "llm_call",
-        {
-            "role": "critic",
-            "model": "m",
-            "prompt_tokens": 100,
-            "completion_tokens": 20,
-            "cost": 0.01,
-            "cached": False,
-            "latency": 0.5,
-        },
-        charge=True,
-    )
-    store.append(
-        run_id,
-        "llm_call",
-        {
-            "role": "critic",
-            "model": "m",
-            "prompt_tokens": 50,
-            "completion_tokens": 5,
-            "cost": 0.0,
-            "cached": True,
-            "latency_s": 0.0,
-        },
-        charge=True,
-    )
+    critic_call = {"role": "critic", "model": "m"}
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "cost": 0.01, "cached": False, "latency": 0.5}
+    store.append(run_id, "llm_call", {**critic_call, **usage}, charge=True)
+    usage = {"prompt_tokens": 50, "completion_tokens": 5, "cost": 0.0, "cached": True, "latency_s": 0.0}
+    store.append(run_id, "llm_call", {**critic_call, **usage}, charge=True)
     store.append(run_id, "pilot", {"seconds": 12.5}, charge=True)
     store.append(run_id, "memory", {"note": "x"}, charge=Charge(cost=0.5, tokens_in=1))
     store.append(run_id, "memory", {"note": "y"}, charge=Charge())  # empty charge writes no ledger row

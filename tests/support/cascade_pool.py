@@ -9,16 +9,21 @@ from critic_screens import VERDICT
 from verifyless.node import Candidate, Idea, Operator
 
 
-def cand(cid: str, q: int) -> Candidate:
+def child(cid: str, program: str, summary: str) -> Candidate:
+    """An improvement of parent ``p`` with id and program hash ``cid`` and idea ``plan <cid>``."""
     return Candidate(
         id=cid,
         parent_id="p",
         operator=Operator.IMPROVE,
         idea=Idea(f"plan {cid}"),
-        program=f"model = '{cid}'  # Q{q}\n",
+        program=program,
         program_hash=cid,
-        summary=f"Child ID={cid}; a forest.",
+        summary=summary,
     )
+
+
+def cand(cid: str, q: int) -> Candidate:
+    return child(cid, f"model = '{cid}'  # Q{q}\n", f"Child ID={cid}; a forest.")
 
 
 def critic_fn(labels: dict[str, list[str]]):

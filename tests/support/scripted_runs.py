@@ -25,22 +25,27 @@ class Recorder:
         return await self.inner.generate(request)
 
 
+def scripted_overrides(tmp_path: Path, task: str, *, budget: int, candidates: int) -> list[str]:
+    """Config overrides for a greedy run (one draft) of built-in ``task`` with every role played by the scripted
+    model of examples/scripted/<task>.yaml, ``budget`` verifications, ``candidates`` per round, its store in
+    ``tmp_path``. No screener: callers add theirs."""
+    return [
+        f"task={task}",
+        f"budget.verifications={budget}",
+        f"engine.candidates={candidates}",
+        "strategy.name=greedy",
+        "strategy.options.num_drafts=1",
+        f"store={tmp_path / 's.db'}",
+        "roles.kind=llm",
+        f"roles.models.default=scripted:{SCRIPTS / f'{task}.yaml'}",
+    ]
+
+
 def config(tmp_path: Path, task: str = "diabetes", *extra: str):
-    return load_config(
-        overrides=[
-            f"task={task}",
-            "screener.name=critic",
-            "screener.options.k=2",
-            "budget.verifications=2",
-            "engine.candidates=2",
-            "strategy.name=greedy",
-            "strategy.options.num_drafts=1",
-            f"store={tmp_path / 's.db'}",
-            "roles.kind=llm",
-            f"roles.models.default=scripted:{SCRIPTS / f'{task}.yaml'}",
-            *extra,
-        ]
-    )
+    """Two verifications of ``task``, two candidates a round, screened by the critic (k=2); ``extra`` overrides
+    come last and win."""
+    overrides = scripted_overrides(tmp_path, task, budget=2, candidates=2)
+    return load_config(overrides=[*overrides, "screener.name=critic", "screener.options.k=2", *extra])
 
 
 def run_to_end(cfg, store):

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_lm import tiny_lm
 
 pytest.importorskip("trl")
 pytest.importorskip("peft")
@@ -20,17 +21,13 @@ from verifyless.train.critic_rows import keyword_dataset, load_dataset, messages
 from verifyless.train.grpo import train_critic_grpo, verdict_reward  # noqa: E402
 from verifyless.train.settings import grpo_accumulation, load_settings  # noqa: E402
 from verifyless.train.sft import train_critic_sft  # noqa: E402
-from verifyless.train.tiny import cached_tiny_lm  # noqa: E402
 
 SMALL = dict(lora_r=8, lora_alpha=16, save_steps=3, grad_accum=1)  # one step per batch, as these tests count
 
 
 @pytest.fixture(scope="module")
 def tiny(request: pytest.FixtureRequest) -> Path:
-    import torch
-
-    torch.set_num_threads(1)
-    return cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"))
+    return tiny_lm(request.config)
 
 
 @pytest.fixture(scope="module")
@@ -233,10 +230,7 @@ def test_grpo_learns_the_keyword_on_a_balanced_split(request: pytest.FixtureRequ
     highest-entropy tenth of the completion tokens is trained (the verdict): with unbalanced steps or all
     tokens trained, the tiny LoRA moved the verdict bias (or broke the format) instead (measured). About 60 s.
     """
-    import torch
-
-    torch.set_num_threads(1)
-    tiny = cached_tiny_lm(request.config.cache.mkdir("verifyless-tiny-lm"), reads=True)
+    tiny = tiny_lm(request.config, reads=True)
     data = keyword_dataset(
         tmp_path / "balanced",
         n={"sft": 4, "grpo": 32, "bench": 16},

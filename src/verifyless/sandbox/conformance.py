@@ -352,6 +352,7 @@ def check_no_network(sb: Sandbox, ws: Path) -> None:
         server.close()
     _expect(r, "ok", "connecting to a loopback server")
     assert "CONNECTED" not in r.stdout_tail and not reached, "the candidate reached the host network"
+    assert "blocked" in r.stdout_tail, f"the connection neither succeeded nor failed: {r.stdout_tail[-400:]!r}"
     assert r.network_isolated, "a sandbox that blocks the network must report network_isolated=True"
 
 
