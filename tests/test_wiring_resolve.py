@@ -128,3 +128,8 @@ def test_the_line_names_each_pin_and_is_absent_for_runs_stored_before_the_event(
     )
     assert resolved_line({}) == "resolved at the start: nothing (the configuration named every choice)"
     assert resolved_line(None) is None
+    digest = "ab12" * 16
+    assert (
+        resolved_line({"screener.options.warm": digest})
+        == "resolved at the start: screener.options.warm = ab12ab12ab12"
+    )

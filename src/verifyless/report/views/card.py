@@ -14,6 +14,7 @@ null / empty.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,8 +71,8 @@ def resolved_pins(store: RunStoreProtocol, run_id: str) -> dict[str, Any] | None
 
 
 def resolved_line(pins: Mapping[str, Any] | None) -> str | None:
-    """One line naming what the run's start resolved (``resolved_pins``): a pinned model as ``model at base_url``;
-    None for a run stored before it was recorded apart."""
+    """One line naming what the run's start resolved (``resolved_pins``): a pinned model as ``model at base_url``, a
+    digest by its first 12 digits (the run card keeps it whole); None for a run stored before it was recorded apart."""
     if pins is None:
         return None
     if not pins:
@@ -80,9 +81,15 @@ def resolved_line(pins: Mapping[str, Any] | None) -> str | None:
 
 
 def _pinned_text(value: Any) -> str:
+    """A pinned value as the line shows it: a model spec as ``model at base_url``, a digest by its first 12 digits."""
     if isinstance(value, Mapping) and "model" in value:
         return f"{value['model']} at {value.get('base_url') or 'the default endpoint'}"
+    if isinstance(value, str) and _DIGEST.fullmatch(value):
+        return value[:12]
     return str(value)
+
+
+_DIGEST = re.compile(r"[0-9a-f]{40,}")  # a sha256 (the warm start's blob) or another long hex digest
 
 
 def _models(config: Mapping[str, Any]) -> dict[str, Any]:
