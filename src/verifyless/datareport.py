@@ -257,7 +257,10 @@ def event_record(report: DataReport, blob: str, seconds: float) -> DataReported:
 def status_line(stored: DataReported | None) -> str:
     """One line about a run's data report (``show``): computed from which files, or what was missing."""
     if stored is None:
-        return "data report: none (the run predates it or engine.data_report was off)"
+        return (
+            "data report: none (the run predates it, engine.data_report was off, or it was a warm-started critic-rm "
+            "run made before 2026-12-05, which skipped it)"
+        )
     files = list(stored.files or ())
     unavailable = list(stored.unavailable or ())
     seconds = f"{float(stored.seconds or 0.0):.1f} s in the sandbox"
