@@ -28,7 +28,7 @@ from verifyless.events import (
 )
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
 from verifyless.report.text import number
-from verifyless.report.views.card import resolved_line, resolved_pins, run_card
+from verifyless.report.views.card import resolved_line, run_card
 from verifyless.report.views.final import final_view
 from verifyless.report.views.learned import learned_critic_data, learned_critic_line, screener_audit
 from verifyless.report.views.runs import gpu_seconds
@@ -86,6 +86,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
     keep = ("node_id", "parent_id", "operator", "status", "score", "test_score", "idea")
     final = [e.record for e in st.events(run_id, Finalised)]
     submission = [e.record for e in st.events(run_id, Submitted)]
+    card = run_card(st, run_id)
     return {
         "run_id": run_id,
         "task": info.task,
@@ -104,11 +105,11 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "adapters": run_adapters(info.config, [e.record.learned for e in st.events(run_id, ScreenerLearned)]),
         "role_health": stored_role_health(e.record for e in st.events(run_id, NodeRecorded)),
         "transfer": transfer_data(st, run_id),
-        "run_card": run_card(st, run_id),
+        "run_card": card,
         "stop_reason": stop_reason(st, run_id),
         "data_report": data_report_line(st, run_id),
         "memory": memory_line(info.config),
-        "resolved": resolved_line(resolved_pins(st, run_id)),
+        "resolved": resolved_line(card["resolved"]),  # the card's pins, redacted
         "learned_critic": learned_critic_data(st, run_id, info.config),
     }
 
