@@ -3,8 +3,11 @@ gets and the value a stored configuration that lacks the option is read with."""
 
 from __future__ import annotations
 
-from verifyless.config import RunConfig, added_options, with_absent_options
+import pytest
+
+from verifyless.config import RunConfig, added_options, load_config, with_absent_options
 from verifyless.config_doc import render
+from verifyless.errors import ConfigError
 
 
 def test_each_option_added_later_declares_the_value_older_runs_read():
@@ -34,3 +37,10 @@ def test_the_reference_shows_both_values():
     assert "(a run stored before this option: `0`)" in rows["`engine.selection_pool`"]
     assert "(a run stored before this option: `false`)" in rows["`screener.warm_start`"]
     assert "stored before" not in rows["`engine.candidates`"]
+
+
+def test_a_bad_section_option_is_named_by_the_key_the_user_wrote():
+    with pytest.raises(
+        ConfigError, match=r"^invalid configuration: screener\.warm_start: Input should be a valid boolean"
+    ):
+        load_config(overrides=["screener.warm_start=maybe"])

@@ -370,6 +370,12 @@ def _option_paths(value: Any, under: Any) -> Any:
     return value
 
 
+def _user_path(loc: Sequence[Any]) -> Sequence[Any]:
+    """A pydantic error's location as the user's key: a component section's union tag (the component's name,
+    ``("screener", "adaptive", "warm_start")``) is not a key the user wrote, so it is left out."""
+    return (loc[0], *loc[2:]) if len(loc) > 2 and loc[0] in DEFAULT_COMPONENT else loc
+
+
 def validate(data: Mapping[str, Any]) -> RunConfig:
     check_components(data)
     try:
@@ -377,7 +383,7 @@ def validate(data: Mapping[str, Any]) -> RunConfig:
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            where = ".".join(str(p) for p in _user_path(err["loc"])) or "(top level)"
             msg = error_text(err)
             if err["type"] == "extra_forbidden":
                 msg = "unknown key; check the spelling (see `verifyless run --help` and docs/configuration.md)"
