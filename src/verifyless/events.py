@@ -54,6 +54,7 @@ __all__ = [
     "NoveltyJudged",
     "PilotRan",
     "ProposalsLogged",
+    "ReplyParsed",
     "RoundStarted",
     "RunCreated",
     "RunStatusChanged",
@@ -650,6 +651,22 @@ class LlmCalled(EventRecord):
     latency_s: float = 0.0
     n: int = 1
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplyParsed(EventRecord):
+    """``{role, model, outcome, reason}``: whether a reply an LLM role asked for could be read (``first``: the
+    first reply; ``reminder``: after a short format reminder; ``never``: not at all, ``reason`` says why).
+    Aggregated per role by ``reply_parsing(run_id)``; runs stored before it have none."""
+
+    KIND: ClassVar[str] = "reply_parsed"
+    NODE_ID: ClassVar[str] = "optional"
+    EFFECT: ClassVar[str] = "none; aggregated by `reply_parsing(run_id)`"
+
+    role: str
+    model: str
+    outcome: str
+    reason: str = _spec("", omit=True)
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import Any
 
 from verifyless.config import RunConfig
 from verifyless.errors import ConfigError, ModelUnavailable
-from verifyless.events import LlmCalled, ModelChosen
+from verifyless.events import LlmCalled, ModelChosen, ReplyParsed
 from verifyless.guards import Guards
 from verifyless.model import build_model
-from verifyless.model.base import Model
+from verifyless.model.base import Model, ParseRecord
 from verifyless.model.cache import ResponseCache
 from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, OPENAI_URL, parse_spec
 from verifyless.model.ensemble import ModelEnsemble
@@ -93,7 +93,11 @@ def build_models(cfg: RunConfig, store: RunStoreProtocol, run_id: RunIdOf, *, re
         key = repr(spec)
         if key not in built:
             built[key] = build_model(
-                spec, cache=cache, recorder=recorder, cache_mode="replay" if replay else "readwrite"
+                spec,
+                cache=cache,
+                recorder=recorder,
+                cache_mode="replay" if replay else "readwrite",
+                on_parse=parse_recorder(store, run_id),
             )
         return built[key]
 
@@ -212,6 +216,8 @@ def _pinned(spec: Any) -> Any:
         return spec
     config = parse_spec(spec)
     fields = dict(spec) if isinstance(spec, Mapping) else {}
+    if spec == "env":  # what the optional variables set (VERIFYLESS_CONTEXT_TOKENS, VERIFYLESS_LABEL_PROBE)
+        fields |= config.model_dump(include={"context_tokens", "label_probe"}, exclude_defaults=True)
     return {**fields, "provider": "openai", "model": config.model, "base_url": config.base_url or OPENAI_URL}
 
 
@@ -271,6 +277,17 @@ def call_recorder(store: RunStoreProtocol, run_id: RunIdOf) -> Callable[[Any], N
     return record
 
 
+def parse_recorder(store: RunStoreProtocol, run_id: RunIdOf) -> Callable[[ParseRecord], None]:
+    """A ``ParseRecord`` sink that stores ``reply_parsed`` events (nothing before the run exists)."""
+
+    def record(rec: ParseRecord) -> None:
+        run = run_id()
+        if run is not None:
+            store.append(run, ReplyParsed(role=rec.role, model=rec.model, outcome=rec.outcome, reason=rec.reason))
+
+    return record
+
+
 def build_roles(cfg: RunConfig, task: Task, models: dict[str, Any]) -> Any:
     """The child-making roles of ``cfg.roles.kind`` (``roles/kinds.ROLE_KINDS``) for ``task``."""
     return ROLE_KINDS.get(cfg.roles.kind).factory(cfg.roles, task, models, cfg.seed)
@@ -297,6 +314,7 @@ __all__ = [
     "check_model_keys",
     "check_models",
     "choice_recorder",
+    "parse_recorder",
     "model_keys_used",
     "model_specs",
     "novelty_judge_key",

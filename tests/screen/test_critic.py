@@ -98,7 +98,7 @@ def test_verify_uncertain_adds_the_uncertain_candidates() -> None:
 
 def test_candidate_without_valid_sample_ranks_last_and_is_uncertain() -> None:
     plan = {"junk": ["junk"], "bad": ["Lose"], "ok": ["Tie", "junk"]}
-    critic = PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=4))
+    critic = PointwiseCritic(FakeModel(scripted(plan)), CriticOptions(k=4, format_reminders=0))
     s = run(critic, make_ctx(), [cand("junk"), cand("bad"), cand("ok")])
     assert s.ranking == ("ok", "bad", "junk")
     e = s.evidence["junk"]

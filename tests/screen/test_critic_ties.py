@@ -35,7 +35,11 @@ def test_unparsed_critiques_count_in_the_vote_denominator() -> None:
 
 def test_one_parsed_bigwin_among_unparsed_does_not_win() -> None:
     plan = {"lucky": ["BigWin"] + ["junk"] * 15, "steady": ["Tie"], "mixed": ["SmallWin", "Lose"]}
-    s = run(PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=16)), make_ctx(), [cand(x) for x in plan])
+    s = run(
+        PointwiseCritic(SampleFnModel(scripted(plan)), CriticOptions(k=16, format_reminders=0)),
+        make_ctx(),
+        [cand(x) for x in plan],
+    )
     assert s.evidence["lucky"].rank_value == pytest.approx(0.25)
     assert s.ranking[0] in {"steady", "mixed"} and s.ranking[-1] == "lucky"
     assert s.evidence["lucky"].uncertainty == pytest.approx(1 - 1 / 16)

@@ -163,7 +163,12 @@ def test_arbiter_falls_back_to_majority_on_parse_failure() -> None:
     s = run(Arbiter(arbiter_model, members), ctx(), cands("a", "b", "c"))
     assert s.ranking == ("b", "a", "c")
     assert all(e.detail["fallback"] is True for e in s.evidence.values())
-    assert s.evidence["b"].detail["arbiter_raw"] == "Hard to say. [CHOICE] 7"
+    # one format reminder (the default), then the majority: both replies are kept
+    assert s.evidence["b"].detail["arbiter_raw"] == "Hard to say. [CHOICE] 7\nHard to say. [CHOICE] 7"
+    assert (
+        len(arbiter_model.requests) == 2
+        and "could not read your choice" in arbiter_model.requests[1].messages[-1].content
+    )
     assert s.evidence["b"].n_invalid == 1
 
 

@@ -220,7 +220,7 @@ def test_far_candidates_and_exact_copies_never_reach_the_judge(task, base):
 
 
 def test_a_judge_in_an_unexpected_format_warns_then_stops_the_run(task, base, caplog):
-    g, _ = judge_gate(task, ["Looks new to me!"] * 4, max_unparsed_replies=3)
+    g, _ = judge_gate(task, ["Looks new to me!"] * 4, max_unparsed_replies=3, format_reminders=0)
     archive = [ArchiveProgram("root", base)]
     with caplog.at_level(logging.WARNING, logger="verifyless.screen.health"):
         (verdict,) = check(g, [cand("c1", boosting(base))], archive)
@@ -232,7 +232,7 @@ def test_a_judge_in_an_unexpected_format_warns_then_stops_the_run(task, base, ca
 
 def test_a_parsed_reply_resets_the_unparsed_streak(task, base):
     replies = ["??", "??", "[NOVELTY] NOVEL", "??", "??"]
-    g, _ = judge_gate(task, replies, max_unparsed_replies=3)
+    g, _ = judge_gate(task, replies, max_unparsed_replies=3, format_reminders=0)
     candidates = [cand(f"c{i}", tagged(boosting(base), word)) for i, word in enumerate(("ab", "cd", "ef", "gh", "ij"))]
     verdicts = check(g, candidates, [ArchiveProgram("root", base)])
     assert [v.judge for v in verdicts] == ["unparsed", "unparsed", "novel", "unparsed", "unparsed"]

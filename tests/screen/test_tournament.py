@@ -211,4 +211,5 @@ def test_replies_and_tokens_are_counted_once_per_match() -> None:
     assert sum(e.detail["tokens"] for e in s.evidence.values()) > 0
     bad = play(PairwiseRPM(FakeModel(lambda r, i: "Both good.")), cands[:2], seed=2)
     stats = reply_stats(bad.evidence)
-    assert (stats.parsed, stats.total, stats.example) == (0, 4, "Both good.")
+    # each unreadable reply was sent back once with the format reminder; the record keeps both replies
+    assert (stats.parsed, stats.total, stats.example) == (0, 4, "Both good. Both good.")

@@ -37,6 +37,7 @@ from verifyless._cli.export import export_command
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.report import report_command
 from verifyless._cli.run import open_store, print_links, start_run
+from verifyless._cli.serve import serve_command
 from verifyless._cli.show import (
     print_show,
     run_row,
@@ -465,6 +466,7 @@ app.command("export")(export_command)
 app.command("components")(components_command)
 app.add_typer(train_app, name="train", help="Train critics (SFT, GRPO) on critic datasets.")
 app.command("models")(models_command)
+app.command("serve")(serve_command)
 app.add_typer(tune_app, name="tune", help="Tune screener prompts on a critic dataset's dev slice.")
 
 if __name__ == "__main__":  # pragma: no cover

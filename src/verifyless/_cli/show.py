@@ -31,7 +31,7 @@ from verifyless.report.text import number
 from verifyless.report.views.card import resolved_line, run_card
 from verifyless.report.views.final import final_view
 from verifyless.report.views.learned import learned_critic_data, learned_critic_line, screener_audit
-from verifyless.report.views.runs import gpu_seconds
+from verifyless.report.views.runs import PARSE_OUTCOMES, gpu_seconds, reply_parsing
 from verifyless.screen.audit import adaptive_line, audit_line
 from verifyless.screen.base import FallbackCount, fallback_line
 from verifyless.screen.health import health_by_screener
@@ -97,7 +97,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "submission": submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
-        "llm_calls": st.llm_usage(run_id),
+        "llm_calls": llm_calls(st, run_id),
         "reply_health": reply_health(st, run_id),
         "screener_audit": screener_audit(st, run_id),
         "screener_fallbacks": FallbackCount.of_run(st, run_id).to_dict(),
@@ -112,6 +112,12 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "resolved": resolved_line(card["resolved"]),  # the card's pins, redacted
         "learned_critic": learned_critic_data(st, run_id, info.config),
     }
+
+
+def llm_calls(st, run_id: str) -> list[dict[str, Any]]:
+    """``llm_usage`` rows, each with ``parsed``: ``{first, reminder, never}`` replies of that role and model."""
+    parsing = reply_parsing(st, run_id)
+    return [{**row, "parsed": parsing.get((str(row["role"]), str(row["model"])), {})} for row in st.llm_usage(run_id)]
 
 
 def memory_line(config: dict[str, Any]) -> str:
@@ -292,9 +298,13 @@ def print_show(data: dict[str, Any]) -> None:
         console.print(submission_line(data["submission"]), highlight=False)
     if data["llm_calls"]:
         calls = Table(box=None, header_style="bold", title="LLM calls")
-        for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost"):
+        for col in ("role", "model", "calls", "cached", "tokens in", "tokens out", "cost", "seconds"):
             calls.add_column(col)
+        parsed = any(c.get("parsed") for c in data["llm_calls"])
+        if parsed:
+            calls.add_column("parsed first/reminder/never")
         for c in data["llm_calls"]:
+            shares = "/".join(str((c.get("parsed") or {}).get(k, 0)) for k in PARSE_OUTCOMES) if c.get("parsed") else ""
             calls.add_row(
                 str(c["role"]),
                 str(c["model"]),
@@ -303,6 +313,8 @@ def print_show(data: dict[str, Any]) -> None:
                 str(c["prompt_tokens"]),
                 str(c["completion_tokens"]),
                 f"{c['cost'] or 0:.4f}",
+                f"{c.get('latency') or 0:.1f}",
+                *([shares] if parsed else []),
             )
         console.print(calls)
     health = {**data["reply_health"], **data["role_health"]}

@@ -112,3 +112,32 @@ def wrapped(model: object) -> Iterator[object]:
             return
         yield seen
         seen = getattr(seen, "inner", None)
+
+
+ParseOutcome = Literal["first", "reminder", "never"]
+
+
+@dataclass(frozen=True)
+class ParseRecord:
+    """Whether a role could read the reply it asked ``model`` for: on the ``first`` reply, after a format
+    ``reminder``, or ``never`` (``reason`` says why). Holds no reply text."""
+
+    role: str
+    model: str
+    outcome: ParseOutcome
+    reason: str = ""
+
+
+@runtime_checkable
+class ParseObserver(Protocol):
+    """A model wrapper that takes ``ParseRecord``s (``RecordedModel``, which hands them to the run log)."""
+
+    def parsed(self, record: ParseRecord) -> None: ...
+
+
+def note_parse(model: object, role: str, outcome: ParseOutcome, reason: str = "") -> None:
+    """Tell the first ``ParseObserver`` along ``model``'s wrapper chain how a reply parsed; a no-op without one."""
+    for m in wrapped(model):
+        if isinstance(m, ParseObserver):
+            m.parsed(ParseRecord(role, str(getattr(model, "name", "")), outcome, " ".join(reason.split())[:300]))
+            return

@@ -39,6 +39,7 @@ from verifyless.model.base import (
     Model,
     ModelReply,
     ModelRequest,
+    ParseRecord,
     ToolCall,
     Usage,
     wrapped,
@@ -350,11 +351,20 @@ _Reply = TypeVar("_Reply", ModelReply, LabelScore)
 
 
 class RecordedModel(_Wrapper):
-    """Wrap a model and hand a ``CallRecord`` to ``recorder`` after every call, failed ones included."""
+    """Wrap a model and hand a ``CallRecord`` to ``recorder`` after every call, failed ones included.
 
-    def __init__(self, inner: Model, recorder: Recorder) -> None:
+    It is also the ``ParseObserver`` of the models it wraps: the ``ParseRecord`` a role notes after reading a
+    reply (``model.base.note_parse``) goes to ``on_parse`` (dropped when there is none).
+    """
+
+    def __init__(self, inner: Model, recorder: Recorder, on_parse: Callable[[ParseRecord], None] | None = None) -> None:
         super().__init__(inner)
         self.recorder = recorder
+        self.on_parse = on_parse
+
+    def parsed(self, record: ParseRecord) -> None:
+        if self.on_parse is not None:
+            self.on_parse(record)
 
     def __repr__(self) -> str:
         return f"RecordedModel({self.inner!r})"

@@ -8,7 +8,8 @@ Spec strings accepted by ``parse_spec`` (and so by ``build_model``):
   ``VERIFYLESS_BASE_URL`` (default: api.openai.com), key from
   ``VERIFYLESS_API_KEY`` or ``OPENAI_API_KEY``;
 * ``"env"`` -- base URL, key and model all from ``VERIFYLESS_BASE_URL``,
-  ``VERIFYLESS_API_KEY``, ``VERIFYLESS_MODEL``.
+  ``VERIFYLESS_API_KEY``, ``VERIFYLESS_MODEL``; optionally ``VERIFYLESS_CONTEXT_TOKENS`` (the context window)
+  and ``VERIFYLESS_LABEL_PROBE`` (``completions`` for llama.cpp servers; ``verifyless serve`` prints both).
 
 The config holds the *name* of the key's env var, never the key.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -28,6 +29,8 @@ DEFAULT_KEY_ENV = "VERIFYLESS_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
 ENV_BASE_URL = "VERIFYLESS_BASE_URL"
 ENV_MODEL = "VERIFYLESS_MODEL"
+ENV_CONTEXT = "VERIFYLESS_CONTEXT_TOKENS"  # optional, for 'env': the server's context window
+ENV_LABEL_PROBE = "VERIFYLESS_LABEL_PROBE"  # optional, for 'env': chat | completions
 OPENAI_URL = "https://api.openai.com/v1"  # the endpoint of an openai spec without base_url
 
 
@@ -58,6 +61,17 @@ class ModelConfig(StrictOptions):
         None, ge=1, description="the model's context window in tokens (the pre-flight warns when a prompt exceeds it)"
     )
     seed: int | None = None
+    label_probe: Literal["chat", "completions"] = Field(
+        "chat",
+        description="how label probes reach the server: chat (a prefilled assistant turn continued, vLLM/SGLang) "
+        "or completions (the chat rendered with probe_template and sent raw to /v1/completions, for servers "
+        "that ignore continue_final_message: llama.cpp, llama-cpp-python)",
+    )
+    probe_template: str = Field(
+        "chatml",
+        description="label_probe: completions: 'chatml' (Qwen, SmolLM2, ...) or a Jinja chat-template file "
+        "(Hugging Face style: messages, add_generation_prompt)",
+    )
     extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields sent with each request")
     max_n: int | None = Field(None, ge=1, description="largest n the endpoint accepts (1 for servers that reject n>1)")
     concurrency: int = Field(8, ge=1, description="max requests in flight per endpoint")
@@ -128,8 +142,16 @@ class ModelConfig(StrictOptions):
                 f"model spec 'env' needs {' and '.join(missing)}; e.g. export {ENV_BASE_URL}=http://localhost:8000/v1 "
                 f"{ENV_MODEL}=Qwen/Qwen3-8B (and {DEFAULT_KEY_ENV} if the server wants a key)"
             )
+        settings: dict[str, Any] = {}
+        if os.environ.get(ENV_CONTEXT):
+            settings["context_tokens"] = os.environ[ENV_CONTEXT]
+        if os.environ.get(ENV_LABEL_PROBE):
+            settings["label_probe"] = os.environ[ENV_LABEL_PROBE]
         return make_config(
-            provider="openai", base_url=os.environ[ENV_BASE_URL], model=os.environ[ENV_MODEL], **overrides
+            provider="openai",
+            base_url=os.environ[ENV_BASE_URL],
+            model=os.environ[ENV_MODEL],
+            **(settings | overrides),
         )
 
 

@@ -30,12 +30,13 @@ import re
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
 from verifyless.model.config import OPENAI_URL
 from verifyless.model.scores import LabelScore, probe_request, probs_from_top_logprobs, uniform
+from verifyless.model.templates import render_raw_prompt
 from verifyless.model.wire import messages_to_wire, tools_to_wire
 
 log = logging.getLogger(__name__)
@@ -122,6 +123,29 @@ def parse_label_probe(text: str, labels: Sequence[str]) -> tuple[dict[str, float
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     return (
         probs_from_top_logprobs(top, labels),
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        str(data.get("model") or ""),
+    )
+
+
+def parse_completion_probe(text: str, labels: Sequence[str]) -> tuple[dict[str, float] | None, int, int, str]:
+    """Like ``parse_label_probe`` for a ``/v1/completions`` reply: ``choices[0].logprobs.top_logprobs[0]``
+    is a mapping from token to log-probability (the legacy completions format)."""
+    data = _json_body(text)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedReply("reply has no choices")
+    top = (choices[0].get("logprobs") or {}).get("top_logprobs") or []
+    if not top or not isinstance(top[0], dict):
+        raise ModelUnavailable(
+            "the endpoint returned no top_logprobs for a /v1/completions label probe; the label-probability "
+            "critic needs a server that returns logprobs (llama.cpp, vLLM); use screener 'critic' for others"
+        )
+    entries = [{"token": token, "logprob": logprob} for token, logprob in top[0].items()]
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return (
+        probs_from_top_logprobs(entries, labels),
         int(usage.get("prompt_tokens") or 0),
         int(usage.get("completion_tokens") or 0),
         str(data.get("model") or ""),
@@ -258,7 +282,7 @@ class OpenAIModel:
         }
 
     def cache_identity(self, request: ModelRequest) -> dict[str, Any]:
-        return {
+        identity = {
             "endpoint": self.endpoint.rstrip("/"),
             "model": self.name,
             "messages": messages_to_wire(request.messages),
@@ -267,6 +291,10 @@ class OpenAIModel:
             "extra_body": dict(self.config.extra_body),
             **self._resolved(request),
         }
+        prefilled = bool(request.messages) and request.messages[-1].role == "assistant"
+        if prefilled and self.config.label_probe == "completions":  # a probe read another way is another sample
+            identity["probe_api"] = {"completions": self.config.probe_template}
+        return identity
 
     # -- calling ---------------------------------------------------------------
     def _client_for_loop(self) -> Any:
@@ -333,11 +361,19 @@ class OpenAIModel:
         assistant turns.
         """
         request = probe_request(messages, prefix, tag, role)
-        body = self._payload(request, 1, 0)
-        body.update(logprobs=True, top_logprobs=PROBE_TOP_LOGPROBS)
-        probs, prompt_tokens, completion_tokens, model = await self._call(
-            body, role, parse=functools.partial(parse_label_probe, labels=labels), extra=PROBE_EXTRA
-        )
+        if self.config.label_probe == "completions":
+            prompt = render_raw_prompt(request.messages, self.config.probe_template)
+            body = {"model": self.name, "prompt": prompt, "max_tokens": 1, "temperature": 0.0}
+            body["logprobs"] = PROBE_TOP_LOGPROBS
+            probs, prompt_tokens, completion_tokens, model = await self._call(
+                body, role, parse=functools.partial(parse_completion_probe, labels=labels), api="completions"
+            )
+        else:
+            body = self._payload(request, 1, 0)
+            body.update(logprobs=True, top_logprobs=PROBE_TOP_LOGPROBS)
+            probs, prompt_tokens, completion_tokens, model = await self._call(
+                body, role, parse=functools.partial(parse_label_probe, labels=labels), extra=PROBE_EXTRA
+            )
         if probs is None:
             log.warning("model %s: no label among the top %d tokens; using uniform", self.name, PROBE_TOP_LOGPROBS)
         prices = self.config.price_for(model or self.name)
@@ -351,6 +387,7 @@ class OpenAIModel:
         *,
         parse: Callable[[str], Any] = parse_completion,
         extra: Mapping[str, Any] | None = None,
+        api: Literal["chat", "completions"] = "chat",
     ) -> Any:
         """One logical call with retries. Returns ``parse(body text)``: by default
         (choices, prompt tokens, completion tokens, model).
@@ -369,8 +406,9 @@ class OpenAIModel:
         while True:
             hint: float | None = None
             try:
+                create = (client.chat.completions if api == "chat" else client.completions).with_raw_response.create
                 async with limiter:
-                    raw = await client.chat.completions.with_raw_response.create(
+                    raw = await create(
                         **body,
                         extra_body={**cfg.extra_body, **(extra or {})} or None,
                         timeout=cfg.timeout_s,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from verifyless.model.base import Model
+from verifyless.model.base import Model, ParseRecord
 from verifyless.model.cache import CachedModel, RecordedModel, Recorder, ResponseCache
 from verifyless.model.config import ModelConfig, parse_spec
 from verifyless.model.local import LocalModel
@@ -67,16 +67,18 @@ def build_model(
     cache: ResponseCache | None = None,
     recorder: Recorder | None = None,
     cache_mode: Literal["readwrite", "replay"] = "readwrite",
+    on_parse: Callable[[ParseRecord], None] | None = None,
 ) -> Model:
     """Build the ``Model`` for ``spec``, wrapped as ``RecordedModel(CachedModel(provider))``.
 
     ``cache`` is a ``ResponseCache`` (or None); ``recorder`` receives a
-    ``CallRecord`` per call (cache hits and failures included).
+    ``CallRecord`` per call (cache hits and failures included), and ``on_parse`` the
+    ``ParseRecord`` a role notes for each reply it read (``model.base.note_parse``).
     """
     config = parse_spec(spec)
     model: Model = PROVIDERS.get(config.provider).factory(config)
     if cache is not None:
         model = CachedModel(model, cache, mode=cache_mode)
     if recorder is not None:
-        model = RecordedModel(model, recorder)
+        model = RecordedModel(model, recorder, on_parse)
     return model

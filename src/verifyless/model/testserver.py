@@ -30,6 +30,9 @@ and its ``top_logprobs`` (OpenAI format), continuing the last assistant message
 when it sends vLLM's ``continue_final_message: true`` (with
 ``add_generation_prompt: false``; both true is a 400, as in vLLM). Without
 ``logprobs=`` the field is ignored, like a server that does not support it.
+With ``raw_logprobs=fn`` (``fn(prompt, k) -> ([(token, logprob), ...], prompt
+tokens)``) it also serves ``POST /v1/completions`` in the legacy format
+llama.cpp's servers use (``top_logprobs`` as token -> logprob mappings).
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ class Fault:
 
 Responder = Callable[[ModelRequest], Any]
 LogprobSource = Callable[[list[dict[str, Any]], bool, int], tuple[list[tuple[str, float]], int]]
+RawLogprobSource = Callable[[str, int], tuple[list[tuple[str, float]], int]]
 
 
 class CriticAtAccuracy:
@@ -211,9 +215,11 @@ class TestServer:
         ignore_n: bool = False,
         latency_s: float = 0.0,
         logprobs: LogprobSource | None = None,
+        raw_logprobs: RawLogprobSource | None = None,
     ) -> None:
         self.responder = responder
         self.logprobs = logprobs
+        self.raw_logprobs = raw_logprobs
         self.api_key = api_key
         self.models = models
         self.ignore_n = ignore_n
@@ -344,6 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self.path.rstrip("/") == "/v1/completions" and owner.raw_logprobs is not None:
+            return self._raw_logprob_reply(owner, json.loads(raw))
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._error(404, f"no route {self.path}", "not_found")
         owner._enter()
@@ -425,6 +433,23 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "truncated":
             text = text[: len(text) // 2]
         self._send(200, text)
+
+    def _raw_logprob_reply(self, owner: TestServer, body: dict[str, Any]) -> None:
+        """A legacy ``/v1/completions`` reply (as llama.cpp serves it): one token and ``top_logprobs`` as
+        a list of ``{token: logprob}`` mappings, from ``owner.raw_logprobs(prompt, k)``."""
+        with owner._lock:
+            owner.requests.append(body)
+        assert owner.raw_logprobs is not None
+        top, prompt_tokens = owner.raw_logprobs(str(body.get("prompt", "")), int(body.get("logprobs") or 1))
+        choice = {
+            "index": 0,
+            "text": top[0][0],
+            "logprobs": {"tokens": [top[0][0]], "top_logprobs": [dict(top)]},
+            "finish_reason": "length",
+        }
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1}
+        data = {"id": "cmpl-1", "object": "text_completion", "choices": [choice], "usage": usage}
+        self._send(200, json.dumps({**data, "model": body.get("model", "logprobs")}).encode())
 
     def _logprob_reply(self, owner: TestServer, body: dict[str, Any]) -> None:
         """One greedy token with its top_logprobs (OpenAI format), from ``owner.logprobs``."""

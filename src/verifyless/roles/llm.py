@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from verifyless.errors import ConfigError, ParseError
-from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage
+from verifyless.model.asking import ask_parsed
+from verifyless.model.base import Message, Model, ModelReply, ModelRequest, Usage, note_parse
 from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
 from verifyless.prompts import block, messages, render
@@ -95,30 +96,30 @@ class LLMBriefer:
             "resources": f"Public data files: {files}.\nPer-run limits: {values['limits']}.",
             "data_report": data_report.strip(),
         }
-        conversation = list(messages("roles/brief", values))
-        error: ParseError | None = None
-        text = ""
-        for _ in range(2):
-            reply = await self.model.generate(
-                ModelRequest(messages=tuple(conversation), role="brief", temperature=self.temperature)
-            )
-            text = _first_choice(reply) or ""
+        problem: list[ParseError] = []
+
+        def read(text: str) -> tuple[str, tuple[str, ...]] | None:
             try:
-                understanding, criteria = parse.parse_brief(text)
+                return parse.parse_brief(text)
             except ParseError as exc:
-                error = exc
-                conversation += [
-                    Message("assistant", text),
-                    Message("user", render("roles/brief", "retry", {"problem": exc})),
-                ]
-                continue
-            result = TaskBrief(understanding=understanding, criteria=criteria)
-            self._memo[key] = result
-            return result
-        raise ParseError(
-            f"the briefer's reply for task {task.name!r} could not be parsed twice ({error}); "
-            f"check the 'brief' model. Reply began: {text[:400]!r}"
+                problem.append(exc)
+                return None
+
+        asked = await ask_parsed(
+            self.model,
+            ModelRequest(messages=messages("roles/brief", values), role="brief", temperature=self.temperature),
+            read,
+            lambda _: render("roles/brief", "retry", {"problem": problem[-1]}),
         )
+        if asked.value is None:
+            raise ParseError(
+                f"the briefer's reply for task {task.name!r} could not be parsed twice ({problem[-1]}); "
+                f"check the 'brief' model. Reply began: {asked.text[:400]!r}"
+            )
+        understanding, criteria = asked.value
+        result = TaskBrief(understanding=understanding, criteria=criteria)
+        self._memo[key] = result
+        return result
 
 
 # ---------------------------------------------------------------- proposer
@@ -143,6 +144,7 @@ class LLMProposer:
     mode: Literal["independent", "waves"] = "independent"
     wave_size: int = 4
     max_avoid: int = 24
+    format_reminders: int = 1
 
     def __post_init__(self) -> None:
         if self.wave_size < 1:
@@ -205,14 +207,13 @@ class LLMProposer:
         request = ModelRequest(
             messages=self.render(ctx, avoid), role="proposer", temperature=self.temperature, seed=ctx.seed + i
         )
-        reply = await self.model.generate(request)
-        text = _first_choice(reply)
-        if text is None:
+        reminder = render("roles/propose", "retry")
+        asked = await ask_parsed(self.model, request, parse.extract_approach, reminder, reminders=self.format_reminders)
+        if asked.empty:
             return RoleFailure("model-error", "the model returned no choices")
-        approach = parse.extract_approach(text)
-        if approach is None:
-            return RoleFailure("parse-error", "the reply has no usable Approach section", raw=text[:_RAW_KEEP])
-        return Idea(text=approach)
+        if asked.value is None:
+            return RoleFailure("parse-error", "the reply has no usable Approach section", raw=asked.text[:_RAW_KEEP])
+        return Idea(text=asked.value)
 
 
 def _scored(task: Task, scores: tuple[float | None, ...], i: int) -> str:
@@ -323,10 +324,12 @@ class LLMImplementer:
                 continue
             outcome = self._child(task, base, text)
             if isinstance(outcome, str):
+                note_parse(self.model, role, "first" if attempt == 1 else "reminder")
                 return Implementation(outcome, None, attempt, usage)
             failure = outcome
             problem = render(retry_prompt, "retry", {"problem": failure.reason, "code_lang": code_lang(task)})
             conversation += [Message("assistant", text), Message("user", problem)]
+        note_parse(self.model, role, "never", f"{failure.kind}: {failure.reason}")
         return Implementation(None, failure, self.max_attempts, usage)
 
     def _child(self, task: Task, base: str, text: str) -> str | RoleFailure:
@@ -490,7 +493,7 @@ class LLMSummarizer:
     async def _describe(self, task: Task, program: str, idea: Idea | None) -> str:
         conversation = list(self.render(task, program, idea))
         seen: list[str] = []
-        for _ in range(2):
+        for attempt in range(2):
             self.calls += 1
             reply = await self.model.generate(
                 ModelRequest(messages=tuple(conversation), role="summarizer", temperature=self.temperature)
@@ -498,11 +501,13 @@ class LLMSummarizer:
             text = parse.clean_summary(_first_choice(reply) or "")
             words = len(text.split())
             if self.min_words <= words <= self.max_words:
+                note_parse(self.model, "summarizer", "first" if attempt == 0 else "reminder")
                 return Summary(text)
             if text:
                 seen.append(text)
             values = {"words": words, "min_words": self.min_words, "max_words": self.max_words}
             conversation += [Message("assistant", text), Message("user", render("roles/summarize", "retry", values))]
+        note_parse(self.model, "summarizer", "never", f"{len(seen[-1].split()) if seen else 0} words")
         if not seen:
             raise ParseError(
                 f"the summarizer returned an empty summary twice for task {task.name!r}; check the 'summarizer' model"
@@ -555,6 +560,7 @@ def llm_roles(
             mode=opts.proposer_mode,
             wave_size=opts.wave_size,
             max_avoid=opts.max_avoid,
+            format_reminders=opts.format_reminders,
         ),
         implementer=LLMImplementer(
             pick["implementer"],

@@ -32,6 +32,9 @@ class LLMRoleOptions(StrictOptions):
     brief_temperature: float = Field(0.3, ge=0.0, le=2.0, description="temperature of the one-off task brief")
     implementer_temperature: float = Field(0.2, ge=0.0, le=2.0, description="temperature of implement and repair")
     max_attempts: int = Field(3, ge=1, le=10, description="implementer replies per child, the first included")
+    format_reminders: int = Field(
+        1, ge=0, le=5, description="times a proposal without a readable idea is sent back with a format reminder"
+    )
 
     @model_validator(mode="after")
     def _word_range(self) -> LLMRoleOptions:

@@ -71,6 +71,7 @@ from pydantic import Field, field_validator
 
 from verifyless import prompts
 from verifyless.events import PilotRan
+from verifyless.model.asking import ask_parsed
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
 from verifyless.node import Candidate, Evidence, Operator, Screening
 from verifyless.sandbox.base import Sandbox
@@ -486,11 +487,15 @@ class AgenticRPM:
             findings=_numbered(session.findings),
             time_left=self._stated(session.remaining),
         )
-        reply = await self.feedback_model.generate(
-            ModelRequest(messages, role="agentic-feedback", temperature=self.options.temperature)
+        reply = await ask_parsed(
+            self.feedback_model,
+            ModelRequest(messages, role="agentic-feedback", temperature=self.options.temperature),
+            lambda text: parse_feedback(text) if parse_feedback(text)[0] != "none" else None,
+            prompts.render("screen/reminders", "agentic_feedback"),
+            reminders=self.options.format_reminders,
         )
-        decision, text = parse_feedback(reply.text)
-        return decision, text, reply.text
+        decision, text = reply.value or ("none", "")
+        return decision, text, "\n".join(reply.texts)
 
     async def _final(
         self, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, context: Sequence[tuple[str, str]]
@@ -505,13 +510,18 @@ class AgenticRPM:
             pilots=_digest(session.pilots),
             n=str(len(candidates)),
         )
-        reply = await self.final_model.generate(
-            ModelRequest(messages, role="agentic-final", temperature=self.options.temperature)
+        numbers = [str(i) for i in range(1, len(candidates) + 1)]
+        reply = await ask_parsed(
+            self.final_model,
+            ModelRequest(messages, role="agentic-final", temperature=self.options.temperature),
+            lambda text: parse_choice(text, numbers),
+            prompts.render("screen/reminders", "agentic_final", {"n": str(len(candidates))}),
+            reminders=self.options.format_reminders,
         )
-        picked = parse_choice(reply.text, [str(i) for i in range(1, len(candidates) + 1)])
-        if picked is None:
-            return ctx.rng.randrange(len(candidates)), "random (unparseable final reply)", reply.text
-        return int(picked) - 1, "model", reply.text
+        raw = "\n".join(reply.texts)
+        if reply.value is None:
+            return ctx.rng.randrange(len(candidates)), "random (unparseable final reply)", raw
+        return int(reply.value) - 1, "model", raw
 
 
 # ---------------------------------------------------------------------- helpers

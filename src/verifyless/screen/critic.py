@@ -66,9 +66,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from verifyless.metrics.critic import vote_shares, vote_uncertainty
-from verifyless.model.base import Model, ModelRequest, wrapped
+from verifyless.model.asking import ask_parsed
+from verifyless.model.base import Message, Model, ModelRequest, note_parse, wrapped
 from verifyless.node import Candidate, Evidence, Screening
-from verifyless.prompts import Template, load_template, messages
+from verifyless.prompts import Template, load_template, messages, render
 from verifyless.roles.parse import clean_reply
 from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.health import WatchesReplies, replies_detail
@@ -487,7 +488,35 @@ class PointwiseCritic(WatchesReplies):
             )
         )
         tokens = sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in replies)
-        return [choice.text for reply in replies for choice in reply.choices], tokens
+        texts = [choice.text for reply in replies for choice in reply.choices]
+        reminded = await asyncio.gather(*(self._remind(messages, i, text) for i, text in enumerate(texts)))
+        tokens += sum(t for _, t in reminded)
+        return [text for text, _ in reminded], tokens
+
+    async def _remind(self, messages: tuple[Message, ...], index: int, text: str) -> tuple[str, int]:
+        """Sample ``index``'s text, sent back with the format reminder while it has no verdict; its extra tokens.
+
+        The reminded conversation keeps the sample's index, so each sample is cached and replayed on its own.
+        """
+        if parse_verdict(text) is not None:
+            note_parse(self.model, "critic", "first")
+            return text, 0
+        if self.options.format_reminders == 0:
+            note_parse(self.model, "critic", "never", f"no verdict: {text[-200:]!r}")
+            return text, 0
+        reminder = render("screen/reminders", "critic")
+        request = ModelRequest(
+            messages=(*messages, Message("assistant", text), Message("user", reminder)),
+            role="critic",
+            temperature=self.options.temperature,
+            max_tokens=self.options.max_tokens,
+            sample_offset=index,
+        )
+        reminders = self.options.format_reminders - 1
+        asked = await ask_parsed(self.model, request, parse_verdict, reminder, reminders=reminders, reminded=True)
+        used = asked.usage.prompt_tokens + asked.usage.completion_tokens
+        # The first reply's reasoning and the reminded verdict together are the critique.
+        return (text + "\n" + asked.text if asked.value is not None else text), used
 
     async def critiques(self, ctx: ScreenContext, candidate: Candidate) -> list[str]:
         """k raw critique texts for one candidate."""

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field
 
 from verifyless import prompts
+from verifyless.model.asking import ask_parsed
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening
 from verifyless.screen.base import ScreenContext, Screener, choose_top
@@ -329,15 +330,19 @@ class Arbiter(_Members):
             candidates=candidates_text,
             reviews=reviews,
         )
-        reply = await self.model.generate(
+        reply = await ask_parsed(
+            self.model,
             ModelRequest(
                 messages=messages,
                 role="arbiter",
                 temperature=self.options.temperature,
                 max_tokens=self.options.max_tokens,
-            )
+            ),
+            lambda text: parse_choice(text, [str(n) for n in numbers.values()]),
+            prompts.render("screen/reminders", "arbiter"),
+            reminders=self.options.format_reminders,
         )
-        pick = parse_choice(reply.text, [str(n) for n in numbers.values()])
+        pick = reply.value
         by_number = {str(n): cid for cid, n in numbers.items()}
         ranking = list(poll.ranking)
         fallback = pick is None
@@ -345,7 +350,7 @@ class Arbiter(_Members):
             ranking.remove(by_number[pick])
             ranking.insert(0, by_number[pick])
         shared: dict[str, Any] = {
-            "arbiter_raw": reply.text,
+            "arbiter_raw": "\n".join(reply.texts),
             "arbiter_pick": by_number.get(pick or ""),
             "fallback": fallback,
         }

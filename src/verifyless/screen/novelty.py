@@ -49,15 +49,16 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from verifyless.errors import ModelUnavailable
+from verifyless.model.asking import ask_parsed
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, content_hash
-from verifyless.prompts import messages
+from verifyless.prompts import messages, render
 from verifyless.registry import StrictOptions
 from verifyless.roles.parse import clean_reply
 from verifyless.roles.render import band_or_program, code_lang
@@ -79,6 +80,9 @@ class NoveltyOptions(StrictOptions):
     """Options of the novelty gate (the ``novelty:`` section of a run's config)."""
 
     enabled: bool = Field(False, description="run the gate between implementation and screening")
+    format_reminders: int = Field(
+        1, ge=0, description="times an unreadable judge reply is sent back with a format reminder (each costs a call)"
+    )
     embed: Literal["band", "diff"] = Field(
         "diff",
         description="diff: embed the lines changed against the parent's band (is this change already tried?); "
@@ -335,13 +339,20 @@ class NoveltyGate:
     async def _ask_judge(self, cand: Candidate, nearest: ArchiveProgram, cosine: float) -> tuple[JudgeAnswer, str]:
         assert self.judge is not None
         try:
-            reply = (await self.judge.generate(self.request(cand, nearest, cosine))).text
+            asked = await ask_parsed(
+                self.judge,
+                self.request(cand, nearest, cosine),
+                parse_judge,
+                render("screen/reminders", "novelty"),
+                reminders=self.options.format_reminders,
+            )
         except ModelUnavailable as exc:
             log.warning("novelty judge unavailable for %s (%s); the candidate is accepted", cand.id, exc)
             return "error", str(exc)
-        answer = parse_judge(reply)
-        self.health.observe_reply(cand.id, reply, answer is not None)
-        return answer or "unparsed", reply
+        reply = "\n".join(asked.texts)
+        self.health.observe_reply(cand.id, reply, asked.value is not None)
+        answer = cast(JudgeAnswer, asked.value or "unparsed")
+        return answer, reply
 
     def request(self, cand: Candidate, nearest: ArchiveProgram, cosine: float) -> ModelRequest:
         """The judge's request for ``cand`` against its nearest program."""

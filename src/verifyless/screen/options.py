@@ -25,6 +25,12 @@ class HealthOptions(BaseOptions):
     max_unparsed_screenings: int = Field(
         3, ge=1, description="stop the run (exit code 8) after this many screenings in a row in which no reply parsed"
     )
+    format_reminders: int = Field(
+        1,
+        ge=0,
+        description="times an unreadable reply is sent back with a short format reminder before it counts "
+        "as unparsed (0: never; each costs one call)",
+    )
 
 
 class LLMOptions(HealthOptions):

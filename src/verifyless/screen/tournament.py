@@ -29,9 +29,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from verifyless.model.asking import ask_parsed
 from verifyless.model.base import Model, ModelRequest
 from verifyless.node import Candidate, Evidence, Screening, Status
-from verifyless.prompts import Template, load_template, messages
+from verifyless.prompts import Template, load_template, messages, render
 from verifyless.screen.base import ContextNode, ScreenContext, choose_top
 from verifyless.screen.health import WatchesReplies, replies_detail
 from verifyless.screen.options import LLMOptions
@@ -195,22 +196,27 @@ class PairwiseRPM(WatchesReplies):
         return messages(self.template or load_template("screen/pairwise"), values)
 
     async def _ask(self, ctx, context, first: Candidate, second: Candidate, offset: int) -> dict[str, Any]:
-        reply = await self.model.generate(
-            ModelRequest(
-                messages=self.messages(ctx, context, first, second),
-                role="judge",
-                temperature=self.options.temperature,
-                max_tokens=self.options.max_tokens,
-                sample_offset=offset,
-            )
+        request = ModelRequest(
+            messages=self.messages(ctx, context, first, second),
+            role="judge",
+            temperature=self.options.temperature,
+            max_tokens=self.options.max_tokens,
+            sample_offset=offset,
         )
-        letter = parse_choice(reply.text, ("A", "B"))
+        reply = await ask_parsed(
+            self.model,
+            request,
+            lambda text: parse_choice(text, ("A", "B")),
+            render("screen/reminders", "pairwise"),
+            reminders=self.options.format_reminders,
+        )
+        letter = reply.value
         picked = {"A": first.id, "B": second.id}.get(letter or "")
         tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
         return {
             "order": [first.id, second.id],
             "offset": offset,
-            "raw": reply.text,
+            "raw": "\n".join(reply.texts),
             "choice": letter,
             "picked": picked,
             "tokens": tokens,

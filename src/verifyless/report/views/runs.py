@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from verifyless.events import BriefLogged, Finalised, ScreenerLearned, Verified
+from verifyless.events import BriefLogged, Finalised, ReplyParsed, ScreenerLearned, Verified
 from verifyless.node import Status
 from verifyless.report.text import dump, iso, num, redact
 from verifyless.screen.base import FallbackCount
@@ -175,6 +175,27 @@ class RoleUsage:
     completion_tokens: int
     cost: float
     latency: float
+    parsed: Mapping[str, int] = field(default_factory=dict)  # outcome -> replies (`reply_parsing`)
+
+    @property
+    def parse_line(self) -> str:
+        """``first/after reminder/never`` counts, or '' when the role noted none (older runs, offline roles)."""
+        if not self.parsed:
+            return ""
+        return "/".join(str(self.parsed.get(k, 0)) for k in PARSE_OUTCOMES)
+
+
+PARSE_OUTCOMES = ("first", "reminder", "never")
+
+
+def reply_parsing(store: RunStoreProtocol, run_id: str) -> dict[tuple[str, str], dict[str, int]]:
+    """``{(role, model): {outcome: replies}}`` from the run's ``reply_parsed`` events: how often each role read
+    its reply on the first try, after a format reminder, or never. Empty for runs stored before it existed."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for ev in store.events(run_id, ReplyParsed):
+        counts = out.setdefault((ev.record.role, ev.record.model), dict.fromkeys(PARSE_OUTCOMES, 0))
+        counts[ev.record.outcome] = counts.get(ev.record.outcome, 0) + 1
+    return out
 
 
 @dataclass(frozen=True)
@@ -210,6 +231,7 @@ def budget_view(store: RunStoreProtocol, run_id: str) -> BudgetView:
         BudgetRow(k, int(a[0]), int(a[1]), float(a[2]), int(a[3]), int(a[4]), float(a[5]), float(a[6]))
         for k, a in sorted(by_kind.items())
     )
+    parsing = reply_parsing(store, run_id)
     usage = tuple(
         RoleUsage(
             str(u["role"] or "?"),
@@ -220,6 +242,7 @@ def budget_view(store: RunStoreProtocol, run_id: str) -> BudgetView:
             int(u["completion_tokens"] or 0),
             float(u["cost"] or 0.0),
             float(u["latency"] or 0.0),
+            parsing.get((str(u["role"]), str(u["model"])), {}),
         )
         for u in store.llm_usage(run_id)
     )
