@@ -23,7 +23,7 @@ from verifyless.guards import Guards
 from verifyless.model import build_model
 from verifyless.model.base import Model, ParseRecord
 from verifyless.model.cache import ResponseCache
-from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, OPENAI_URL, parse_spec
+from verifyless.model.config import ENV_BASE_URL, ENV_MODEL, ENV_SETTINGS, OPENAI_URL, parse_spec
 from verifyless.model.ensemble import ModelEnsemble
 from verifyless.model.probe import unreachable
 from verifyless.roles.kinds import CHILD_ROLE_KEYS, ROLE_KINDS
@@ -216,8 +216,8 @@ def _pinned(spec: Any) -> Any:
         return spec
     config = parse_spec(spec)
     fields = dict(spec) if isinstance(spec, Mapping) else {}
-    if spec == "env":  # what the optional variables set (VERIFYLESS_CONTEXT_TOKENS, VERIFYLESS_LABEL_PROBE)
-        fields |= config.model_dump(include={"context_tokens", "label_probe"}, exclude_defaults=True)
+    if spec == "env":  # what the optional variables set (model.config.ENV_SETTINGS)
+        fields |= config.model_dump(include=set(ENV_SETTINGS.values()), exclude_defaults=True)
     return {**fields, "provider": "openai", "model": config.model, "base_url": config.base_url or OPENAI_URL}
 
 

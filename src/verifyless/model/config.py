@@ -8,8 +8,9 @@ Spec strings accepted by ``parse_spec`` (and so by ``build_model``):
   ``VERIFYLESS_BASE_URL`` (default: api.openai.com), key from
   ``VERIFYLESS_API_KEY`` or ``OPENAI_API_KEY``;
 * ``"env"`` -- base URL, key and model all from ``VERIFYLESS_BASE_URL``,
-  ``VERIFYLESS_API_KEY``, ``VERIFYLESS_MODEL``; optionally ``VERIFYLESS_CONTEXT_TOKENS`` (the context window)
-  and ``VERIFYLESS_LABEL_PROBE`` (``completions`` for llama.cpp servers; ``verifyless serve`` prints both).
+  ``VERIFYLESS_API_KEY``, ``VERIFYLESS_MODEL``; optionally the settings in ``ENV_SETTINGS``
+  (``VERIFYLESS_CONTEXT_TOKENS``, ``VERIFYLESS_LABEL_PROBE``, ``VERIFYLESS_CONCURRENCY``, ``VERIFYLESS_TIMEOUT_S``;
+  ``verifyless serve`` prints the ones its server needs).
 
 The config holds the *name* of the key's env var, never the key.
 """
@@ -29,8 +30,14 @@ DEFAULT_KEY_ENV = "VERIFYLESS_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
 ENV_BASE_URL = "VERIFYLESS_BASE_URL"
 ENV_MODEL = "VERIFYLESS_MODEL"
-ENV_CONTEXT = "VERIFYLESS_CONTEXT_TOKENS"  # optional, for 'env': the server's context window
-ENV_LABEL_PROBE = "VERIFYLESS_LABEL_PROBE"  # optional, for 'env': chat | completions
+# Optional settings of the 'env' spec, read with it (``verifyless serve`` prints the ones its server needs).
+ENV_SETTINGS = {
+    "VERIFYLESS_CONTEXT_TOKENS": "context_tokens",  # the server's context window
+    "VERIFYLESS_LABEL_PROBE": "label_probe",  # chat | completions
+    "VERIFYLESS_CONCURRENCY": "concurrency",  # requests in flight (1 for a one-slot llama.cpp server)
+    "VERIFYLESS_TIMEOUT_S": "timeout_s",  # per request (a CPU-served model takes minutes per reply)
+    "VERIFYLESS_MAX_TOKENS": "max_tokens",  # the ceiling of every reply (config.cap_tokens)
+}
 OPENAI_URL = "https://api.openai.com/v1"  # the endpoint of an openai spec without base_url
 
 
@@ -56,7 +63,12 @@ class ModelConfig(StrictOptions):
     dtype: str = Field("auto", description="local provider: auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16")
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="reply length cap of every call to this model: the default where a role sets none, and the "
+        "ceiling of a role's own cap (see cap_tokens)",
+    )
     context_tokens: int | None = Field(
         None, ge=1, description="the model's context window in tokens (the pre-flight warns when a prompt exceeds it)"
     )
@@ -142,17 +154,21 @@ class ModelConfig(StrictOptions):
                 f"model spec 'env' needs {' and '.join(missing)}; e.g. export {ENV_BASE_URL}=http://localhost:8000/v1 "
                 f"{ENV_MODEL}=Qwen/Qwen3-8B (and {DEFAULT_KEY_ENV} if the server wants a key)"
             )
-        settings: dict[str, Any] = {}
-        if os.environ.get(ENV_CONTEXT):
-            settings["context_tokens"] = os.environ[ENV_CONTEXT]
-        if os.environ.get(ENV_LABEL_PROBE):
-            settings["label_probe"] = os.environ[ENV_LABEL_PROBE]
+        settings = {name: os.environ[var] for var, name in ENV_SETTINGS.items() if os.environ.get(var)}
         return make_config(
             provider="openai",
             base_url=os.environ[ENV_BASE_URL],
             model=os.environ[ENV_MODEL],
             **(settings | overrides),
         )
+
+
+def cap_tokens(requested: int | None, configured: int | None) -> int | None:
+    """The reply cap a call is sent with: the smaller of the role's (``requested``) and the model's
+    (``configured``), whichever is set. A model's ``max_tokens`` is a ceiling, so a server that must answer
+    short (a CPU-served model) caps every role, while a role's own smaller cap still applies."""
+    caps = [c for c in (requested, configured) if c is not None]
+    return min(caps) if caps else None
 
 
 def make_config(**fields: Any) -> ModelConfig:

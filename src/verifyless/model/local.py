@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from verifyless.errors import ConfigError, ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Usage
+from verifyless.model.config import cap_tokens
 from verifyless.model.openai_compat import messages_to_wire, tools_to_wire
 from verifyless.model.scores import LabelScore, prefill_text
 
@@ -486,7 +487,7 @@ class LocalModel:
         return {
             "temperature": pick(request.temperature, c.temperature if c else None),
             "top_p": pick(request.top_p, c.top_p if c else None),
-            "max_tokens": pick(request.max_tokens, c.max_tokens if c else None),
+            "max_tokens": cap_tokens(request.max_tokens, c.max_tokens if c else None),
             "seed": pick(request.seed, c.seed if c else None),
         }
 

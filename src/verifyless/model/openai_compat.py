@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from verifyless.errors import ModelUnavailable
 from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, ToolCall, Usage
-from verifyless.model.config import OPENAI_URL
+from verifyless.model.config import OPENAI_URL, cap_tokens
 from verifyless.model.scores import LabelScore, probe_request, probs_from_top_logprobs, uniform
 from verifyless.model.templates import render_raw_prompt
 from verifyless.model.wire import messages_to_wire, tools_to_wire
@@ -277,7 +277,7 @@ class OpenAIModel:
         return {
             "temperature": request.temperature if request.temperature is not None else c.temperature,
             "top_p": request.top_p if request.top_p is not None else c.top_p,
-            "max_tokens": request.max_tokens if request.max_tokens is not None else c.max_tokens,
+            "max_tokens": cap_tokens(request.max_tokens, c.max_tokens),
             "seed": request.seed if request.seed is not None else c.seed,
         }
 

@@ -349,6 +349,10 @@ class LocalServer:
             "VERIFYLESS_BASE_URL": self.base_url,
             "VERIFYLESS_MODEL": self.model.name,
             "VERIFYLESS_CONTEXT_TOKENS": str(self.context_tokens or self.model.context_tokens),
+            "VERIFYLESS_LABEL_PROBE": "completions",  # llama-cpp-python ignores continue_final_message
+            "VERIFYLESS_CONCURRENCY": "1",  # one slot: requests queue in the client, where their timeout waits
+            "VERIFYLESS_TIMEOUT_S": "900",  # a long reply on one CPU thread takes minutes
+            "VERIFYLESS_MAX_TOKENS": "1024",  # every reply's ceiling (a 0.5B model can ramble for thousands)
         }
 
     def start(self, python: Path, gguf: Path) -> LocalServer:

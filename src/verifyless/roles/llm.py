@@ -78,9 +78,10 @@ class LLMBriefer:
     resources when not empty; without it the prompt is as before.
     """
 
-    def __init__(self, model: Model, temperature: float = 0.3) -> None:
+    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = 1536) -> None:
         self.model = model
         self.temperature = temperature
+        self.max_tokens = max_tokens
         self._memo: dict[tuple[str, str], TaskBrief] = {}
 
     async def brief(self, task: Task, data_report: str = "") -> TaskBrief:
@@ -107,7 +108,12 @@ class LLMBriefer:
 
         asked = await ask_parsed(
             self.model,
-            ModelRequest(messages=messages("roles/brief", values), role="brief", temperature=self.temperature),
+            ModelRequest(
+                messages=messages("roles/brief", values),
+                role="brief",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+            ),
             read,
             lambda _: render("roles/brief", "retry", {"problem": problem[-1]}),
         )
@@ -145,6 +151,7 @@ class LLMProposer:
     wave_size: int = 4
     max_avoid: int = 24
     format_reminders: int = 1
+    max_tokens: int | None = 768
 
     def __post_init__(self) -> None:
         if self.wave_size < 1:
@@ -205,7 +212,11 @@ class LLMProposer:
 
     async def _draw(self, ctx: ProposeContext, i: int, avoid: tuple[str, ...]) -> Idea | RoleFailure:
         request = ModelRequest(
-            messages=self.render(ctx, avoid), role="proposer", temperature=self.temperature, seed=ctx.seed + i
+            messages=self.render(ctx, avoid),
+            role="proposer",
+            temperature=self.temperature,
+            seed=ctx.seed + i,
+            max_tokens=self.max_tokens,
         )
         reminder = render("roles/propose", "retry")
         asked = await ask_parsed(self.model, request, parse.extract_approach, reminder, reminders=self.format_reminders)
@@ -260,6 +271,7 @@ class LLMImplementer:
     mode: Literal["full", "diff"] = "full"
     max_attempts: int = 3
     temperature: float = 0.2
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("full", "diff"):
@@ -315,7 +327,9 @@ class LLMImplementer:
         failure = RoleFailure("model-error", "no attempt was made")
         for attempt in range(1, self.max_attempts + 1):
             reply = await self.model.generate(
-                ModelRequest(messages=tuple(conversation), role=role, temperature=self.temperature)
+                ModelRequest(
+                    messages=tuple(conversation), role=role, temperature=self.temperature, max_tokens=self.max_tokens
+                )
             )
             usage = usage + reply.usage
             text = _first_choice(reply)
@@ -446,13 +460,21 @@ class LLMSummarizer:
     ``warnings[program hash]`` and logged). An empty reply twice raises ``ParseError``.
     """
 
-    def __init__(self, model: Model, temperature: float = 0.4, min_words: int = 120, max_words: int = 200) -> None:
+    def __init__(
+        self,
+        model: Model,
+        temperature: float = 0.4,
+        min_words: int = 120,
+        max_words: int = 200,
+        max_tokens: int | None = 768,
+    ) -> None:
         if not 1 <= min_words <= max_words:
             raise ConfigError(f"summarizer needs 1 <= min_words <= max_words, got {min_words}, {max_words}")
         self.model = model
         self.temperature = temperature
         self.min_words = min_words
         self.max_words = max_words
+        self.max_tokens = max_tokens
         self._cache: dict[tuple[str, str], str] = {}
         self._pending: dict[tuple[str, str], asyncio.Future[str]] = {}
         self.calls = 0  # model requests made (cache hits make none)
@@ -496,7 +518,12 @@ class LLMSummarizer:
         for attempt in range(2):
             self.calls += 1
             reply = await self.model.generate(
-                ModelRequest(messages=tuple(conversation), role="summarizer", temperature=self.temperature)
+                ModelRequest(
+                    messages=tuple(conversation),
+                    role="summarizer",
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                )
             )
             text = parse.clean_summary(_first_choice(reply) or "")
             words = len(text.split())
@@ -553,7 +580,7 @@ def llm_roles(
     else:
         pick = dict.fromkeys(_ROLE_KEYS, models)
     return Roles(
-        briefer=LLMBriefer(pick["brief"], temperature=opts.brief_temperature),
+        briefer=LLMBriefer(pick["brief"], temperature=opts.brief_temperature, max_tokens=opts.brief_max_tokens),
         proposer=LLMProposer(
             pick["proposer"],
             temperature=opts.proposer_temperature,
@@ -561,18 +588,21 @@ def llm_roles(
             wave_size=opts.wave_size,
             max_avoid=opts.max_avoid,
             format_reminders=opts.format_reminders,
+            max_tokens=opts.proposer_max_tokens,
         ),
         implementer=LLMImplementer(
             pick["implementer"],
             mode=implement_mode,
             max_attempts=opts.max_attempts,
             temperature=opts.implementer_temperature,
+            max_tokens=opts.implementer_max_tokens,
         ),
         summarizer=LLMSummarizer(
             pick["summarizer"],
             temperature=opts.summarizer_temperature,
             min_words=opts.summary_min_words,
             max_words=opts.summary_max_words,
+            max_tokens=opts.summarizer_max_tokens,
         ),
     )
 
