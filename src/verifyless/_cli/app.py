@@ -302,6 +302,11 @@ def run(
     allow_changed_task: bool = typer.Option(
         False, OVERRIDE, help="--resume even if the task's files changed since the run was made"
     ),
+    take_over: bool = typer.Option(
+        False,
+        "--take-over",
+        help="--resume a run held by a process on another machine that is gone (one on this machine is checked)",
+    ),
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -326,6 +331,7 @@ def run(
         allow_changed_task=allow_changed_task,
         out=out,
         overrides=overrides,
+        take_over=take_over,
     )
 
 

@@ -209,13 +209,23 @@ class Engine:
     # ------------------------------------------------------------------ the run
 
     async def run(self, run_id: str | None = None, *, from_snapshot: bool = True) -> RunResult:
-        """Start a new run, or continue ``run_id`` (resume) from its stored events."""
+        """Start a new run, or continue ``run_id`` (resume) from its stored events.
+
+        The run is held (its lease in the store) from its first read to its last write: a second process that
+        resumes it meanwhile is refused (``RunHeld``) instead of paying for it too.
+        """
         self.run_id = run_id or self.store.create_run(
             self.task.name,
             self.config.model_dump(mode="json"),
             seed=self.config.seed,
             fingerprint=task_fingerprint(self.task).to_dict(),
         )
+        with self.store.holding(self.run_id):
+            return await self._run(run_id, from_snapshot)
+
+    async def _run(self, run_id: str | None, from_snapshot: bool) -> RunResult:
+        """``run``'s body, once the run is held."""
+        assert self.run_id is not None
         if run_id is not None:
             self.resume.restore(from_snapshot=from_snapshot)
         else:  # what was resolved before the run existed (pins, critic-rm's warm start), stored first

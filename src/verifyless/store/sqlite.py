@@ -6,6 +6,9 @@ Contract:
   view, any blob it carried and its ledger charge are on disk together or not
   at all (see docs/design/store-schema.md for what this does not cover).
 - Events are never updated or deleted (SQL triggers abort such statements).
+- A run is paid for by one live process at a time: ``holding(run_id)`` takes the run's lease for a block
+  (``RunHeld`` when another live process holds it; ``store/lease.py``), and while this store holds it every
+  write to the run first checks that the lease is still its own.
 - One ``RunStore`` may be shared by the threads of one process: a re-entrant
   lock serialises use of its single connection. Other processes may open the
   same file (WAL readers do not block the writer; writers wait up to
@@ -24,7 +27,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,7 @@ from verifyless.events import (
 )
 from verifyless.node import Candidate, Node, Status, Verification
 from verifyless.release import release
-from verifyless.store import fold, schema
+from verifyless.store import fold, lease, schema
 from verifyless.store.blobs import BlobStore
 from verifyless.store.reads import StoreReads
 from verifyless.store.records import Charge, Event, Item
@@ -63,14 +66,21 @@ class RunStore(StoreReads, BlobStore):
         self._lock = threading.RLock()
         self._known_runs: set[str] = set()
         self._node_cache: dict[str, tuple[int, dict[str, Node]]] = {}  # run_id -> (max updated_seq seen, nodes)
+        self._held: dict[str, lease.Holder] = {}  # the runs whose lease this store holds
         conn = _connect(self.path, busy_timeout)
         self._conn: sqlite3.Connection | None = conn
 
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Close the connection; later calls raise StoreError. Idempotent."""
+        """Let go of every lease this store holds and close the connection; later calls raise StoreError.
+        Idempotent."""
         with self._lock:
+            for run_id in list(self._held):
+                try:
+                    self.release(run_id)
+                except StoreError:  # a lease left behind binds nobody once this process is gone
+                    pass
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -154,10 +164,17 @@ class RunStore(StoreReads, BlobStore):
         """
         record = _status_record(status, reason)
         with self._write() as conn:
-            self._require_run(conn, run_id)
+            self._writable(conn, run_id)
             seq = self._insert(conn, run_id, record, None, None, None)
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
+
+    def _writable(self, conn: sqlite3.Connection, run_id: str) -> None:
+        """Before a write to ``run_id``: ``RunHeld`` when this store's lease on it was taken over meanwhile (its
+        writes stop), ``StoreError`` for an unknown run."""
+        if run_id in self._held:
+            lease.check(conn, self._held[run_id])
+        self._require_run(conn, run_id)
 
     def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None:
         if run_id in self._known_runs:
@@ -166,6 +183,53 @@ class RunStore(StoreReads, BlobStore):
             ids = [r[0] for r in conn.execute("SELECT run_id FROM runs")]
             raise self._unknown_run(run_id, ids)
         self._known_runs.add(run_id)
+
+    # ------------------------------------------------------------------ leases
+
+    def hold(self, run_id: str, *, take_over: bool = False) -> lease.Holder:
+        """Take the run's lease for this process (nothing when this store holds it already) and return it.
+
+        ``RunHeld`` names the holder when another process holds it and is not gone (``lease.take``);
+        ``take_over`` takes it from a holder on another host, which cannot be checked from here.
+        """
+        with self._write() as conn:
+            if run_id in self._held:
+                lease.check(conn, self._held[run_id])
+                return self._held[run_id]
+            self._require_run(conn, run_id)
+            held = lease.take(conn, run_id, self.path, take_over=take_over)
+        self._held[run_id] = held
+        return held
+
+    def release(self, run_id: str) -> None:
+        """Give back this store's lease on ``run_id`` (nothing when it holds none, or it was taken over)."""
+        held = self._held.pop(run_id, None)
+        if held is not None:
+            with self._write() as conn:
+                lease.give_back(conn, held)
+
+    def holding(self, run_id: str, *, take_over: bool = False) -> AbstractContextManager[lease.Holder]:
+        """``hold`` the run for a ``with`` block and ``release`` it at the block's end, however it ends; a block
+        inside another one of the same store keeps the outer block's lease."""
+        return self._holding(run_id, take_over)
+
+    @contextmanager
+    def _holding(self, run_id: str, take_over: bool) -> Iterator[lease.Holder]:
+        outer = run_id in self._held
+        held = self.hold(run_id, take_over=take_over)
+        try:
+            yield held
+        finally:
+            if not outer:
+                self.release(run_id)
+
+    def holder(self, run_id: str) -> lease.Holder | None:
+        """Who holds ``run_id``'s lease now (its holder may be gone: ``lease.gone``); None when nobody does."""
+        with self._lock:
+            try:
+                return lease.read(self._db(), run_id)
+            except sqlite3.OperationalError:  # a read-only store from before leases (schema version 2)
+                return None
 
     # ------------------------------------------------------------------ events
 
@@ -188,13 +252,13 @@ class RunStore(StoreReads, BlobStore):
         is stored as a blob and left out of the logged payload.
         """
         with self._write() as conn:
-            self._require_run(conn, run_id)
+            self._writable(conn, run_id)
             return self._insert(conn, run_id, record, payload, node_id, charge)
 
     def append_many(self, run_id: str, items: Iterable[Item | tuple]) -> list[int]:
         """Append several events in ONE transaction (all or none); returns their seqs in order."""
         with self._write() as conn:
-            self._require_run(conn, run_id)
+            self._writable(conn, run_id)
             return [self._insert(conn, run_id, *(it if isinstance(it, Item) else Item(*it))) for it in items]
 
     def add_candidate(self, run_id: str, candidate: Candidate, *, status: Status | str | None = None) -> int:
