@@ -78,6 +78,8 @@ def start_run(
     flags = {key: value for key, value in given.items() if value is not None}  # typed, set as they are
     if preset is not None and resume is not None:
         raise ConfigError("--preset starts a new run; a resumed run keeps the configuration it stored")
+    if take_over and resume is None:
+        raise ConfigError("--take-over goes with --resume RUN: it takes over a run held by a gone process on another host")
     cfg = load_config(config, over, values=flags, preset=preset)
     if dry_run and preset is not None:
         console.print(f"preset {preset} (settings under --config, flags and overrides):", highlight=False)
@@ -87,8 +89,6 @@ def start_run(
         console.print("\n".join(plan(cfg, loaded).lines()), highlight=False, soft_wrap=True)
         if dry_run:
             raise typer.Exit(0)
-    if take_over and resume is None:
-        raise ConfigError("--take-over goes with --resume RUN: it takes over a run whose process on another machine is gone")
     st = open_store(Path(cfg.store), must_exist=resume is not None)
     with ExitStack() as held:
         if resume is not None:
