@@ -1,5 +1,5 @@
-"""Task folders written by tests: a toy task whose validation gain does or does not transfer, a slow toy task, and a
-minimal copy of diabetes."""
+"""Task folders written by tests: a toy task whose validation gain does or does not transfer, one whose scorer hangs,
+a slow toy task, and a minimal copy of diabetes."""
 
 from __future__ import annotations
 
@@ -62,6 +62,31 @@ def toy_task(root: Path, test_target: int) -> Path:
     (folder / "score.py").write_text(SCORER.replace("TEST_TARGET", str(test_target)))
     (folder / "statement.md").write_text("Write a number.")
     (folder / "task.yaml").write_text(textwrap.dedent(TASK))
+    return folder
+
+
+HANGING_SCORER = """import time
+from pathlib import Path
+
+
+def score(outdir, hidden, public):
+    value = float(Path(outdir, "value.txt").read_text())
+    if value != SPARED:
+        time.sleep(10**6)  # a trusted scorer that hangs
+    return {"val_err": abs(value - 1), "test_err": abs(value - 1)}
+"""
+
+
+def hanging_scorer_task(root: Path, *, spared: int | None = None, command: bool = False) -> Path:
+    """``toy_task`` whose scorer sleeps for ever, except on the value ``spared`` (the baseline writes 5), under
+    ``limits.score_seconds: 1``; ``command``: a scorer command that sleeps for ever instead of a function."""
+    folder = toy_task(root, 1)
+    (folder / "score.py").write_text(HANGING_SCORER.replace("SPARED", repr(spared)))
+    task = (folder / "task.yaml").read_text().replace("threads: 1}", "threads: 1, score_seconds: 1}")
+    if command:
+        (folder / "hang.py").write_text("import time\ntime.sleep(10**6)\n")
+        task = task.replace('score: "score.py:score"', 'score: "{python} hang.py {outdir}"')
+    (folder / "task.yaml").write_text(task)
     return folder
 
 
