@@ -88,7 +88,9 @@ def test_two_processes_never_pay_for_one_run_under_kill_minus_9(tmp_path):
 
     last = [_start(*resume, cwd=tmp_path) for _ in range(2)]
     outs = [p.communicate(timeout=180) for p in last]
-    finished = [p for p, (out, _) in zip(last, outs, strict=True) if p.returncode == 0 and "budget: verifications" in out]
+    finished = [
+        p for p, (out, _) in zip(last, outs, strict=True) if p.returncode == 0 and "budget: verifications" in out
+    ]
     assert len(finished) == 1, [(p.returncode, err[-500:]) for p, (_, err) in zip(last, outs, strict=True)]
     other = next(p for p in last if p is not finished[0])
     other_out, other_err = outs[last.index(other)]

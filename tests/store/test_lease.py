@@ -169,7 +169,9 @@ def test_two_processes_racing_for_a_run_get_it_once(db, tmp_path):
     script.write_text(HOLD_SCRIPT)
     start = str(time.time() + 1.5)
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(path), run_id, start, "1"], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), run_id, start, "1"], stdout=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     lines = sorted(p.communicate(timeout=60)[0].strip() for p in procs)

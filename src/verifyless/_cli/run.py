@@ -79,7 +79,9 @@ def start_run(
     if preset is not None and resume is not None:
         raise ConfigError("--preset starts a new run; a resumed run keeps the configuration it stored")
     if take_over and resume is None:
-        raise ConfigError("--take-over goes with --resume RUN: it takes over a run held by a gone process on another host")
+        raise ConfigError(
+            "--take-over goes with --resume RUN: it takes over a run held by a gone process on another host"
+        )
     cfg = load_config(config, over, values=flags, preset=preset)
     if dry_run and preset is not None:
         console.print(f"preset {preset} (settings under --config, flags and overrides):", highlight=False)

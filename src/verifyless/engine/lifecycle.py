@@ -35,6 +35,7 @@ from verifyless.search.base import SearchStrategy
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
+from verifyless.task.fingerprint import task_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,15 @@ class Lifecycle:
     ) -> None:
         self.task, self.roles, self.config, self.ledger = task, roles, config, ledger
         self.dispatch, self.programs, self.final_judge, self.tell = dispatch, programs, final_judge, tell
+
+    def new_run(self) -> str:
+        """Register a new run of the task in the store (its config and the task's fingerprint); its id."""
+        return self.ledger.store.create_run(
+            self.task.name,
+            self.config.model_dump(mode="json"),
+            seed=self.config.seed,
+            fingerprint=task_fingerprint(self.task).to_dict(),
+        )
 
     def mark_stopped(self, exc: BaseException) -> None:
         """``mark_stopped`` for this run."""

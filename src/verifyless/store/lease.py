@@ -20,13 +20,17 @@ import os
 import secrets
 import socket
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from verifyless.errors import RunHeld
+from verifyless.errors import RunHeld, StoreError
 
-__all__ = ["Holder", "check", "gone", "give_back", "process_start", "read", "take", "this_process"]
+__all__ = ["Holder", "Leases", "check", "gone", "give_back", "process_start", "read", "take", "this_process"]
 
 
 @dataclass(frozen=True)
@@ -148,3 +152,77 @@ def _refusal(held: Holder, store: Path) -> str:
         f"{head}; one process at a time pays for a run. Wait for it to end (watch it: verifyless show {held.run_id} "
         f"--store {store}), or stop it (kill {held.pid}) and resume"
     )
+
+
+class Leases:
+    """The lease methods of ``RunStore`` (a base class; uses its connection, lock and transactions)."""
+
+    path: Path
+    _lock: threading.RLock
+    _held: dict[str, Holder]  # the runs whose lease this store holds
+
+    if TYPE_CHECKING:  # provided by RunStore
+
+        def _db(self) -> sqlite3.Connection: ...
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+        def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None: ...
+
+    def hold(self, run_id: str, *, take_over: bool = False) -> Holder:
+        """Take the run's lease for this process (nothing when this store holds it already) and return it.
+
+        ``RunHeld`` names the holder when another process holds it and is not gone (``take``); ``take_over`` takes
+        it from a holder on another host, which cannot be checked from here.
+        """
+        with self._write() as conn:
+            if run_id in self._held:
+                check(conn, self._held[run_id])
+                return self._held[run_id]
+            self._require_run(conn, run_id)
+            held = take(conn, run_id, self.path, take_over=take_over)
+        self._held[run_id] = held
+        return held
+
+    def release(self, run_id: str) -> None:
+        """Give back this store's lease on ``run_id`` (nothing when it holds none, or it was taken over)."""
+        held = self._held.pop(run_id, None)
+        if held is not None:
+            with self._write() as conn:
+                give_back(conn, held)
+
+    def release_all(self) -> None:
+        """Give back every lease this store holds, as far as the store lets it (``close`` calls it)."""
+        for run_id in list(self._held):
+            try:
+                self.release(run_id)
+            except StoreError:  # a lease left behind binds nobody once this process is gone
+                pass
+
+    def holding(self, run_id: str, *, take_over: bool = False) -> AbstractContextManager[Holder]:
+        """``hold`` the run for a ``with`` block and ``release`` it at the block's end, however it ends; a block
+        inside another one of the same store keeps the outer block's lease."""
+        return self._holding(run_id, take_over)
+
+    @contextmanager
+    def _holding(self, run_id: str, take_over: bool) -> Iterator[Holder]:
+        outer = run_id in self._held
+        held = self.hold(run_id, take_over=take_over)
+        try:
+            yield held
+        finally:
+            if not outer:
+                self.release(run_id)
+
+    def holder(self, run_id: str) -> Holder | None:
+        """Who holds ``run_id``'s lease now (its holder may be gone: ``gone``); None when nobody does."""
+        with self._lock:
+            try:
+                return read(self._db(), run_id)
+            except sqlite3.OperationalError:  # a read-only store from before leases (schema version 2)
+                return None
+
+    def _writable(self, conn: sqlite3.Connection, run_id: str) -> None:
+        """Before a write to ``run_id``: ``RunHeld`` when this store's lease on it was taken over meanwhile (its
+        writes stop), ``StoreError`` for an unknown run."""
+        if run_id in self._held:
+            check(conn, self._held[run_id])
+        self._require_run(conn, run_id)

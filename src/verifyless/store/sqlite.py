@@ -27,7 +27,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +44,16 @@ from verifyless.events import (
 )
 from verifyless.node import Candidate, Node, Status, Verification
 from verifyless.release import release
-from verifyless.store import fold, lease, schema
+from verifyless.store import fold, schema
 from verifyless.store.blobs import BlobStore
+from verifyless.store.lease import Holder, Leases
 from verifyless.store.reads import StoreReads
 from verifyless.store.records import Charge, Event, Item
 
 _PAGE = 2000  # events are read in pages so the lock is never held while a caller iterates
 
 
-class RunStore(StoreReads, BlobStore):
+class RunStore(StoreReads, BlobStore, Leases):
     """Append-only event log + materialised views for runs, on one SQLite file.
 
     ``path``: the database file (created with its folder if missing).
@@ -66,7 +67,7 @@ class RunStore(StoreReads, BlobStore):
         self._lock = threading.RLock()
         self._known_runs: set[str] = set()
         self._node_cache: dict[str, tuple[int, dict[str, Node]]] = {}  # run_id -> (max updated_seq seen, nodes)
-        self._held: dict[str, lease.Holder] = {}  # the runs whose lease this store holds
+        self._held: dict[str, Holder] = {}  # the runs whose lease this store holds
         conn = _connect(self.path, busy_timeout)
         self._conn: sqlite3.Connection | None = conn
 
@@ -76,11 +77,7 @@ class RunStore(StoreReads, BlobStore):
         """Let go of every lease this store holds and close the connection; later calls raise StoreError.
         Idempotent."""
         with self._lock:
-            for run_id in list(self._held):
-                try:
-                    self.release(run_id)
-                except StoreError:  # a lease left behind binds nobody once this process is gone
-                    pass
+            self.release_all()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -169,13 +166,6 @@ class RunStore(StoreReads, BlobStore):
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
 
-    def _writable(self, conn: sqlite3.Connection, run_id: str) -> None:
-        """Before a write to ``run_id``: ``RunHeld`` when this store's lease on it was taken over meanwhile (its
-        writes stop), ``StoreError`` for an unknown run."""
-        if run_id in self._held:
-            lease.check(conn, self._held[run_id])
-        self._require_run(conn, run_id)
-
     def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None:
         if run_id in self._known_runs:
             return
@@ -183,53 +173,6 @@ class RunStore(StoreReads, BlobStore):
             ids = [r[0] for r in conn.execute("SELECT run_id FROM runs")]
             raise self._unknown_run(run_id, ids)
         self._known_runs.add(run_id)
-
-    # ------------------------------------------------------------------ leases
-
-    def hold(self, run_id: str, *, take_over: bool = False) -> lease.Holder:
-        """Take the run's lease for this process (nothing when this store holds it already) and return it.
-
-        ``RunHeld`` names the holder when another process holds it and is not gone (``lease.take``);
-        ``take_over`` takes it from a holder on another host, which cannot be checked from here.
-        """
-        with self._write() as conn:
-            if run_id in self._held:
-                lease.check(conn, self._held[run_id])
-                return self._held[run_id]
-            self._require_run(conn, run_id)
-            held = lease.take(conn, run_id, self.path, take_over=take_over)
-        self._held[run_id] = held
-        return held
-
-    def release(self, run_id: str) -> None:
-        """Give back this store's lease on ``run_id`` (nothing when it holds none, or it was taken over)."""
-        held = self._held.pop(run_id, None)
-        if held is not None:
-            with self._write() as conn:
-                lease.give_back(conn, held)
-
-    def holding(self, run_id: str, *, take_over: bool = False) -> AbstractContextManager[lease.Holder]:
-        """``hold`` the run for a ``with`` block and ``release`` it at the block's end, however it ends; a block
-        inside another one of the same store keeps the outer block's lease."""
-        return self._holding(run_id, take_over)
-
-    @contextmanager
-    def _holding(self, run_id: str, take_over: bool) -> Iterator[lease.Holder]:
-        outer = run_id in self._held
-        held = self.hold(run_id, take_over=take_over)
-        try:
-            yield held
-        finally:
-            if not outer:
-                self.release(run_id)
-
-    def holder(self, run_id: str) -> lease.Holder | None:
-        """Who holds ``run_id``'s lease now (its holder may be gone: ``lease.gone``); None when nobody does."""
-        with self._lock:
-            try:
-                return lease.read(self._db(), run_id)
-            except sqlite3.OperationalError:  # a read-only store from before leases (schema version 2)
-                return None
 
     # ------------------------------------------------------------------ events
 
