@@ -236,7 +236,8 @@ def verify(
     """Run one verification in the sandbox and print status and metrics.
 
     Exit 0 when the verification ran, whatever the program's status (``--strict``: 1 when it failed);
-    3 when the failure is the evaluator's (it raised outside the program, or returned no dict of metrics).
+    3 when the failure is the evaluator's (it raised outside the program, returned no dict of metrics, or its scorer
+    ran past limits.score_seconds).
     """
 
     t = load_task(task)
