@@ -56,6 +56,11 @@ class UnparseableReplies(VerifylessError, exit_code=8):
     """
 
 
+class RunHeld(VerifylessError, exit_code=10):
+    """Another live process holds the run (its lease in the store, ``store/lease.py``): one process at a time pays
+    for a run. The message names the holder (pid, host, since when) and how to go on."""
+
+
 class InvalidSubmission(Exception):
     """A candidate's output breaks the task's submission contract (wrong columns, rows or ids; values of the
     wrong kind). Not a ``VerifylessError``: it is a candidate failure. A trusted scorer raises it with one line

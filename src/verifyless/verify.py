@@ -32,7 +32,8 @@ CONTRACT_VIOLATION: the trusted scorer would otherwise read host files (the
 hidden labels) or block. A scorer that raises ``InvalidSubmission`` (wrong columns, rows or ids)
 makes a CONTRACT_VIOLATION with its message. Only a broken sandbox raises ``SandboxUnavailable``;
 a broken task (scorer file that does not load, missing public data, a scorer that raises ``TaskError``
-because its own hidden files are gone) raises ``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
+because its own hidden files are gone, a scorer still running at ``limits.score_seconds``: ``ScorerTimedOut``)
+raises ``TaskError``. ``metrics``/``score`` are filled only when the status is OK.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cli_runs import cli, in_process
 from readonly_media import read_only_prefix, unprivileged_prefix
+from task_folders import hanging_scorer_task
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,6 +94,16 @@ def test_bad_input_in_a_real_process(args, code, message):
     assert out.returncode == code, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.endswith("\n"), f"not one line: {out.stderr!r}"
+
+
+@pytest.mark.parametrize("command", [False, True], ids=["function", "command"])
+def test_verify_stops_a_scorer_that_hangs_at_its_limit_exit_3_naming_it(tmp_path, command):
+    """Issue 54, item 4: such a scorer used to hang ``verify`` for ever."""
+    folder = hanging_scorer_task(tmp_path, command=command)
+    out = cli("verify", str(folder), timeout=120)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 3 and len(lines) == 1, out.stderr
+    assert "its trusted scorer " in lines[0] and " did not finish within 1s (limits.score_seconds)" in lines[0]
 
 
 def test_tasks_lists_every_builtin_task():

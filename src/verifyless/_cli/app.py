@@ -237,7 +237,8 @@ def verify(
     """Run one verification in the sandbox and print status and metrics.
 
     Exit 0 when the verification ran, whatever the program's status (``--strict``: 1 when it failed);
-    3 when the failure is the evaluator's (it raised outside the program, or returned no dict of metrics).
+    3 when the failure is the evaluator's (it raised outside the program, returned no dict of metrics, or its scorer
+    ran past limits.score_seconds).
     """
 
     t = load_task(task)
@@ -303,6 +304,11 @@ def run(
     allow_changed_task: bool = typer.Option(
         False, OVERRIDE, help="--resume even if the task's files changed since the run was made"
     ),
+    take_over: bool = typer.Option(
+        False,
+        "--take-over",
+        help="--resume a run held by a process on another machine that is gone (one on this machine is checked)",
+    ),
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -327,6 +333,7 @@ def run(
         allow_changed_task=allow_changed_task,
         out=out,
         overrides=overrides,
+        take_over=take_over,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ def start_run(
     allow_changed_task: bool,
     out: Path | None,
     overrides: list[str] | None,
+    take_over: bool = False,
 ) -> None:
     """``verifyless run`` with its options as given (app.py's ``run`` documents each)."""
 
@@ -76,6 +78,10 @@ def start_run(
     flags = {key: value for key, value in given.items() if value is not None}  # typed, set as they are
     if preset is not None and resume is not None:
         raise ConfigError("--preset starts a new run; a resumed run keeps the configuration it stored")
+    if take_over and resume is None:
+        raise ConfigError(
+            "--take-over goes with --resume RUN: it takes over a run held by a gone process on another host"
+        )
     cfg = load_config(config, over, values=flags, preset=preset)
     if dry_run and preset is not None:
         console.print(f"preset {preset} (settings under --config, flags and overrides):", highlight=False)
@@ -86,28 +92,31 @@ def start_run(
         if dry_run:
             raise typer.Exit(0)
     st = open_store(Path(cfg.store), must_exist=resume is not None)
-    if resume is not None:
-        resume = st.resolve_run(resume)
-        changes = resume_changes(flags, over)
-        _refuse_lower_caps(st, resume, changes)
-        if not changes and st.run(resume).status == "finished":
-            _print_finished(st, resume)
-            return
-        stored = stored_config(st, resume)
-        # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
-        cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
-        loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
-        probe_endpoints(cfg)
-        if changes:
-            st.append(resume, ConfigUpdated(changes))
-    if not quiet:
-        console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
-    started: dict[str, Any] = {}
-    try:
-        result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out))
-    except KeyboardInterrupt:
-        _print_interrupted(started.get("engine"), st)
-        sys.exit(130)
+    with ExitStack() as held:
+        if resume is not None:
+            resume = st.resolve_run(resume)
+            held.enter_context(st.holding(resume, take_over=take_over))  # one process at a time pays for a run
+            changes = resume_changes(flags, over)
+            _refuse_lower_caps(st, resume, changes)
+            if not changes and st.run(resume).status == "finished":
+                _print_finished(st, resume)
+                return
+            stored = stored_config(st, resume)
+            # The store that holds the run (and its response cache) is the one just opened, wherever it was first
+            # run from.
+            cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
+            loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
+            probe_endpoints(cfg)
+            if changes:
+                st.append(resume, ConfigUpdated(changes))
+        if not quiet:
+            console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
+        started: dict[str, Any] = {}
+        try:
+            result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out))
+        except KeyboardInterrupt:
+            _print_interrupted(started.get("engine"), st)
+            sys.exit(130)
     print_result(result, st)
     if "wrote" in started:
         console.print(started["wrote"], highlight=False, soft_wrap=True)

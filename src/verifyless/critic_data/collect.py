@@ -194,22 +194,28 @@ class Collector:
     # ------------------------------------------------------------------ public
 
     async def run(self, run_id: str | None = None) -> CollectResult:
-        """Start a new collection, or resume ``run_id`` from its log."""
+        """Start a new collection, or resume ``run_id`` from its log; held (the store's lease) while it runs, so a
+        second process that resumes it meanwhile is refused (``RunHeld``)."""
         if run_id is None:
             caps = self.caps.model_dump()
             config = {"kind": COLLECT_KIND, **asdict(self.settings), "caps": caps, **self.run_config}
             self.ledger.run_id = self.store.create_run(self.task.name, config, seed=self.settings.seed)
         else:
             self.ledger.run_id = run_id
+        with self.store.holding(self.run_id):
+            return await self._run(resumed=run_id is not None)
+
+    async def _run(self, *, resumed: bool) -> CollectResult:
+        if resumed:
             for ev in self.store.events(
-                run_id, DataReported, BriefLogged, ProposalsLogged, NodeRecorded, Verified, SmokeRan, StatusChanged
+                self.run_id, DataReported, BriefLogged, ProposalsLogged, NodeRecorded, Verified, SmokeRan, StatusChanged
             ):
                 self.state.apply(ev)
         self.store.set_status(self.run_id, "running")
         parents: list[str] = []
         stopped = "finished"
         try:
-            if run_id is None and self.data_report:  # as a run does: the critic's prompt then carries it
+            if not resumed and self.data_report:  # as a run does: the critic's prompt then carries it
                 sandbox = getattr(self.executor, "sandbox", None) or LocalSandbox()
                 await self.ledger.record_data_report(self.task, sandbox, hide=self.hide)
             await self._brief()

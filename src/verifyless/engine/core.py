@@ -66,7 +66,6 @@ from verifyless.search.base import Expansion, PacedStrategy, SearchStrategy
 from verifyless.search.memory import Memory
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
-from verifyless.task.fingerprint import task_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -209,22 +208,21 @@ class Engine:
     # ------------------------------------------------------------------ the run
 
     async def run(self, run_id: str | None = None, *, from_snapshot: bool = True) -> RunResult:
-        """Start a new run, or continue ``run_id`` (resume) from its stored events."""
-        self.run_id = run_id or self.store.create_run(
-            self.task.name,
-            self.config.model_dump(mode="json"),
-            seed=self.config.seed,
-            fingerprint=task_fingerprint(self.task).to_dict(),
-        )
-        if run_id is not None:
+        """Start a new run, or continue ``run_id`` (resume) from its stored events, holding it (``store.holding``)."""
+        self.run_id = rid = run_id or self.lifecycle.new_run()
+        with self.store.holding(rid):
+            return await self._run(rid, resumed=run_id is not None, from_snapshot=from_snapshot)
+
+    async def _run(self, rid: str, *, resumed: bool, from_snapshot: bool) -> RunResult:
+        if resumed:
             self.resume.restore(from_snapshot=from_snapshot)
         else:  # what was resolved before the run existed (pins, critic-rm's warm start), stored first
             self.ledger.emit(ConfigResolved(self.resolved))  # {}: the configuration named every choice
             for record in getattr(self.screener, "start_events", list)():
                 self.ledger.emit(record)
-        self.store.set_status(self.run_id, "running")
-        self.progress("start", {"run_id": self.run_id, "task": self.task.name})
-        if run_id is not None:
+        self.store.set_status(rid, "running")
+        self.progress("start", {"run_id": rid, "task": self.task.name})
+        if resumed:
             self.resume.announce()
         life = self.lifecycle
         try:
@@ -240,7 +238,7 @@ class Engine:
         self.ledger.emit(Finalised(final_id, stopped, self.task.selection_metric))
         await life.submit_ensemble(self.strategy, final_id)
         check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
-        self.store.set_status(self.run_id, "finished")
+        self.store.set_status(rid, "finished")
         return life.result(final_id, stopped)
 
     async def _loop(self) -> str:

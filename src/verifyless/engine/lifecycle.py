@@ -21,7 +21,7 @@ from verifyless.engine.baseline import check_baseline
 from verifyless.engine.context import Programs
 from verifyless.engine.dispatch import Dispatch
 from verifyless.engine.submission import SKIPPED, ensemble_members, ensemble_submission
-from verifyless.errors import VerifylessError
+from verifyless.errors import RunHeld, VerifylessError
 from verifyless.events import BriefLogged, FinalSelected, SelectionSplitChosen, Submitted
 from verifyless.ledger import Ledger
 from verifyless.ledger.budget import EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT
@@ -35,6 +35,7 @@ from verifyless.search.base import SearchStrategy
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
+from verifyless.task.fingerprint import task_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,9 @@ class RunResult:
 def mark_stopped(store: RunStoreProtocol, run_id: str, exc: BaseException) -> None:
     """Store why run ``run_id`` stopped early: ``failed`` with the reason for a ``VerifylessError`` (a failed
     baseline, a dead endpoint, replies that never parse); ``interrupted`` for Ctrl-C, a kill or a crash.
-    Either way the run resumes from its events."""
+    Either way the run resumes from its events. Nothing for ``RunHeld``: the run is another process's now."""
+    if isinstance(exc, RunHeld):
+        return
     if isinstance(exc, VerifylessError):
         reason = f"{type(exc).__name__} (exit {exc.exit_code}): {exc}"
         store.set_status(run_id, "failed", reason=reason)
@@ -90,6 +93,15 @@ class Lifecycle:
     ) -> None:
         self.task, self.roles, self.config, self.ledger = task, roles, config, ledger
         self.dispatch, self.programs, self.final_judge, self.tell = dispatch, programs, final_judge, tell
+
+    def new_run(self) -> str:
+        """Register a new run of the task in the store (its config and the task's fingerprint); its id."""
+        return self.ledger.store.create_run(
+            self.task.name,
+            self.config.model_dump(mode="json"),
+            seed=self.config.seed,
+            fingerprint=task_fingerprint(self.task).to_dict(),
+        )
 
     def mark_stopped(self, exc: BaseException) -> None:
         """``mark_stopped`` for this run."""

@@ -10,10 +10,12 @@ and committed before ``append`` returns; views (``runs``, ``nodes``, ``node_rows
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from verifyless.events import EventRecord
 from verifyless.node import Node
+from verifyless.store.lease import Holder
 from verifyless.store.records import Budget, Charge, Event, RunInfo
 
 R = TypeVar("R", bound=EventRecord)
@@ -34,6 +36,8 @@ class RunStoreProtocol(Protocol):
     ) -> str: ...
 
     def set_status(self, run_id: str, status: str, *, reason: str | None = None) -> int: ...
+
+    def holding(self, run_id: str, *, take_over: bool = False) -> AbstractContextManager[Holder]: ...
 
     def append(
         self,

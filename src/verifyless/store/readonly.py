@@ -44,6 +44,7 @@ class ReadOnlyStore(RunStore):
         self._lock = threading.RLock()
         self._known_runs: set[str] = set()
         self._node_cache = {}
+        self._held = {}  # a reader holds no lease
         self.notice: str | None = None
         if not self.path.is_file():
             raise StoreError(f"no run store at {self.path}: start a run with `verifyless run TASK`, or pass --store")

@@ -124,9 +124,23 @@ CREATE TABLE snapshots (
 );
 """
 
+_V3 = """
+-- Who pays for a run now: one live process at a time (store/lease.py). A row is state, not a fact: it is
+-- replaced when a gone holder's run is taken and deleted when its holder lets go.
+CREATE TABLE leases (
+    run_id   TEXT PRIMARY KEY REFERENCES runs(run_id),
+    pid      INTEGER NOT NULL,
+    host     TEXT NOT NULL,
+    started  TEXT NOT NULL,          -- the holder's process start time ('' where unknown)
+    since    REAL NOT NULL,
+    token    TEXT NOT NULL
+);
+"""
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
+    3: lambda conn: _run_script(conn, _V3),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -6,6 +6,9 @@ Contract:
   view, any blob it carried and its ledger charge are on disk together or not
   at all (see docs/design/store-schema.md for what this does not cover).
 - Events are never updated or deleted (SQL triggers abort such statements).
+- A run is paid for by one live process at a time: ``holding(run_id)`` takes the run's lease for a block
+  (``RunHeld`` when another live process holds it; ``store/lease.py``), and while this store holds it every
+  write to the run first checks that the lease is still its own.
 - One ``RunStore`` may be shared by the threads of one process: a re-entrant
   lock serialises use of its single connection. Other processes may open the
   same file (WAL readers do not block the writer; writers wait up to
@@ -43,13 +46,14 @@ from verifyless.node import Candidate, Node, Status, Verification
 from verifyless.release import release
 from verifyless.store import fold, schema
 from verifyless.store.blobs import BlobStore
+from verifyless.store.lease import Holder, Leases
 from verifyless.store.reads import StoreReads
 from verifyless.store.records import Charge, Event, Item
 
 _PAGE = 2000  # events are read in pages so the lock is never held while a caller iterates
 
 
-class RunStore(StoreReads, BlobStore):
+class RunStore(StoreReads, BlobStore, Leases):
     """Append-only event log + materialised views for runs, on one SQLite file.
 
     ``path``: the database file (created with its folder if missing).
@@ -63,14 +67,17 @@ class RunStore(StoreReads, BlobStore):
         self._lock = threading.RLock()
         self._known_runs: set[str] = set()
         self._node_cache: dict[str, tuple[int, dict[str, Node]]] = {}  # run_id -> (max updated_seq seen, nodes)
+        self._held: dict[str, Holder] = {}  # the runs whose lease this store holds
         conn = _connect(self.path, busy_timeout)
         self._conn: sqlite3.Connection | None = conn
 
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Close the connection; later calls raise StoreError. Idempotent."""
+        """Let go of every lease this store holds and close the connection; later calls raise StoreError.
+        Idempotent."""
         with self._lock:
+            self.release_all()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -154,7 +161,7 @@ class RunStore(StoreReads, BlobStore):
         """
         record = _status_record(status, reason)
         with self._write() as conn:
-            self._require_run(conn, run_id)
+            self._writable(conn, run_id)
             seq = self._insert(conn, run_id, record, None, None, None)
             conn.execute("UPDATE runs SET status = ?, updated = ? WHERE run_id = ?", (str(status), time.time(), run_id))
         return seq
@@ -188,13 +195,13 @@ class RunStore(StoreReads, BlobStore):
         is stored as a blob and left out of the logged payload.
         """
         with self._write() as conn:
-            self._require_run(conn, run_id)
+            self._writable(conn, run_id)
             return self._insert(conn, run_id, record, payload, node_id, charge)
 
     def append_many(self, run_id: str, items: Iterable[Item | tuple]) -> list[int]:
         """Append several events in ONE transaction (all or none); returns their seqs in order."""
         with self._write() as conn:
-            self._require_run(conn, run_id)
+            self._writable(conn, run_id)
             return [self._insert(conn, run_id, *(it if isinstance(it, Item) else Item(*it))) for it in items]
 
     def add_candidate(self, run_id: str, candidate: Candidate, *, status: Status | str | None = None) -> int:

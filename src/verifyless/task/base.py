@@ -16,7 +16,7 @@ from verifyless.program import Band
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-verification resource limits for the untrusted step."""
+    """Per-verification resource limits: of the untrusted step, and ``score_seconds`` of the trusted scorer."""
 
     wall_seconds: float = 60.0
     memory_mb: int = 2048  # resident host memory of the whole run (a memory cgroup, or the watchdog)
@@ -28,6 +28,12 @@ class Limits:
     threads: int = 1  # OMP/MKL/OPENBLAS/torch thread variables
     workspace_mb: int = 512  # total bytes the workspace may hold afterwards
     gpus: int = 0  # GPUs each verification holds (0: a CPU task, which sees no GPU)
+    score_seconds: float | None = None  # the trusted scorer's time limit, any scorer kind; default max(60, wall)
+
+    @property
+    def scorer_seconds(self) -> float:
+        """How long the trusted scorer may take: ``score_seconds``, else the larger of 60 s and ``wall_seconds``."""
+        return self.score_seconds if self.score_seconds is not None else max(60.0, self.wall_seconds)
 
 
 @dataclass(frozen=True)

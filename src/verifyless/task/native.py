@@ -3,7 +3,8 @@
 The folder holds a statement, a program with an editable band, public and hidden data, a run command (the
 untrusted step, run in the sandbox with the task folder and the hidden data masked) and a trusted scorer: a
 ``file.py:function`` called in this process as ``function(outdir, hidden, public[, level])``, or a command
-template whose last stdout line is a JSON object of metrics. ``NATIVE`` is this kind (``task.kind``).
+template whose last stdout line is a JSON object of metrics. Either kind has ``limits.scorer_seconds`` to finish
+(``ScorerTimedOut``, a ``TaskError``, after it). ``NATIVE`` is this kind (``task.kind``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shlex
 import string
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -126,17 +128,49 @@ def check_hidden(task: Task) -> None:
         )
 
 
-def call_scorer(fn: Any, task: Task, ws: Path, **extra: Any) -> tuple[Any, str | None]:
-    """``fn(outdir, hidden, public, **extra)`` on the trusted side; an exception on candidate output is a failure.
+class ScorerTimedOut(TaskError):
+    """The task's trusted scorer ran past its time limit (``limits.score_seconds``): the evaluator's failure, never
+    the candidate's (exit 3). Nothing of the verification is stored, so nothing is paid for it."""
 
-    ``InvalidSubmission`` (a broken submission) and ``TaskError`` (the scorer's own files are gone) pass through.
+
+def call_scorer(fn: Any, task: Task, ws: Path, **extra: Any) -> tuple[Any, str | None]:
+    """``fn(outdir, hidden, public, **extra)`` on the trusted side, within ``limits.scorer_seconds``; an exception on
+    candidate output is a failure.
+
+    ``InvalidSubmission`` (a broken submission) and ``TaskError`` (the scorer's own files are gone) pass through; a
+    scorer still running at its limit raises ``ScorerTimedOut``. A function cannot be stopped from outside: it runs
+    in a daemon thread, which is left behind at the limit (the run stops; the process ends without waiting for it).
     """
-    try:
-        return fn(ws / "out", list(task.hidden_data), ws / "public", **extra), None
-    except (InvalidSubmission, TaskError):
-        raise
-    except Exception as exc:  # the scorer choked on candidate output: a candidate failure
-        return None, f"scorer raised {type(exc).__name__}: {exc}"
+    outcome: list[tuple[Any, BaseException | None]] = []
+
+    def call() -> None:
+        try:
+            outcome.append((fn(ws / "out", list(task.hidden_data), ws / "public", **extra), None))
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome.append((None, exc))
+
+    limit = task.limits.scorer_seconds
+    worker = threading.Thread(target=call, name=f"scorer of {task.name}", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if not outcome:
+        raise ScorerTimedOut(_overran(task, limit))
+    value, raised = outcome[0]
+    if raised is None:
+        return value, None
+    if isinstance(raised, InvalidSubmission | TaskError) or not isinstance(raised, Exception):
+        raise raised
+    return None, f"scorer raised {type(raised).__name__}: {raised}"  # it choked on candidate output: the candidate's
+
+
+def _overran(task: Task, limit: float) -> str:
+    """The one line a scorer past its limit gets: which scorer, which limit, what to do."""
+    return (
+        f"task {task.name!r}: its trusted scorer {task.scorer or '(none)'} did not finish within {limit:g}s "
+        "(limits.score_seconds): the evaluator failed, not the program. Fix the scorer so that it finishes on any "
+        "output, or raise limits.score_seconds in its task.yaml (verifyless.yaml for a competition); a run stopped "
+        "by this keeps every verification it paid for: resume it then"
+    )
 
 
 def _takes_level(fn: Any) -> bool:
@@ -152,15 +186,15 @@ def _run_scorer_command(task: Task, outdir: Path, public: Path) -> tuple[Any, st
     argv: list[str] = []
     for part in shlex.split(task.scorer or ""):
         argv.extend(hidden if part == "{hidden}" else [part.format_map(values)])
-    timeout = max(60.0, task.limits.wall_seconds)
+    timeout = task.limits.scorer_seconds
     try:
         done = subprocess.run(argv, cwd=task.root, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError as exc:
         raise TaskError(
             f"task {task.name!r}: scorer command {argv[0]!r} not found; fix 'score' in its task.yaml"
         ) from exc
-    except subprocess.TimeoutExpired:
-        return None, f"scorer command did not finish within {timeout:g}s"
+    except subprocess.TimeoutExpired:  # subprocess.run killed it
+        raise ScorerTimedOut(_overran(task, timeout)) from None
     if done.returncode != 0:
         last = next((ln for ln in reversed(done.stderr.splitlines()) if ln.strip()), "")
         return None, f"scorer command exited with code {done.returncode}: {last}".rstrip(": ")
@@ -386,6 +420,7 @@ __all__ = [
     "DEFAULT_ARGV",
     "NATIVE",
     "NativeKind",
+    "ScorerTimedOut",
     "call_scorer",
     "check_hidden",
     "run_scorer",

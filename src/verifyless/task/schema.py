@@ -129,6 +129,7 @@ class LimitsSpec(_Strict):
     threads: int = Field(default=Limits.threads, gt=0)
     workspace_mb: int = Field(default=Limits.workspace_mb, gt=0)
     gpus: int = Field(default=Limits.gpus, ge=0, le=64)
+    score_seconds: float | None = Field(default=None, gt=0)
 
     def to_limits(self) -> Limits:
         return Limits(**self.model_dump())

@@ -148,6 +148,7 @@ class PolicyRewarder:
         self._by_name = {t.name: t for t in self.tasks}
         self.roots = {t.name: f"t{i}-root" for i, t in enumerate(self.tasks)}  # task -> its baseline node
         self.run_id, self.settings, self.draw_seed = open_policy_run(store, run_id, names, settings, rng, run_config)
+        store.hold(self.run_id)  # one process at a time pays for a run (RunHeld); let go when the store closes
         if self.settings.mode != "verify-all" and critic is None:
             raise ConfigError(f"mode {self.settings.mode} needs a critic; pass one or use mode verify-all")
         self.ledger = PolicyLedger(store, self.run_id)
