@@ -390,32 +390,29 @@ _UNDERSTANDING_HEAD = re.compile(
 def parse_brief(text: str, min_criteria: int = 4, max_criteria: int = 10) -> tuple[str, tuple[str, ...]]:
     """``(understanding, criteria)`` from a briefer reply; raises ``ParseError``.
 
-    The criteria are the numbered or bulleted items after the last heading
-    that names criteria (``[CRITERIA]``, ``## Task-specific criteria``, ...);
-    indented continuation lines join their item. The understanding is what
-    precedes that heading, minus its own heading. Fewer than ``min_criteria``
-    items is an error; items past ``max_criteria`` are dropped.
+    The criteria are the numbered or bulleted items under every heading that
+    names criteria (``[CRITERIA]``, ``## Task-specific criteria``, ...), in
+    order, repeats dropped: a real model split its ten criteria over two
+    ``[CRITERIA]`` tags, and one that restates the format first gives a block
+    with no items. Indented continuation lines join their item. The
+    understanding is what precedes the first criteria heading that has items,
+    minus its own heading. Fewer than ``min_criteria`` items is an error;
+    items past ``max_criteria`` are dropped.
     """
     lines = clean_reply(text).split("\n")
     heads = [i for i, line in enumerate(lines) if _CRITERIA_HEAD.match(line.strip())]
     if not heads:
         raise ParseError("the reply has no criteria heading: expected a '[CRITERIA]' line followed by a numbered list")
-    head = heads[-1]
+    blocks = [(head, _criteria_items(lines[head + 1 :])) for head in heads]
+    items: list[str] = []
+    for _, found in blocks:
+        items += [item for item in found if item not in items]
+    head = next((h for h, found in blocks if found), heads[-1])
     before = lines[:head]
     marks = [i for i, line in enumerate(before) if _UNDERSTANDING_HEAD.match(line.strip())]
     if marks:  # drop any preamble and the heading itself
         before = before[marks[0] + 1 :]
-    understanding = "\n".join(before).strip()
-    items: list[str] = []
-    for line in lines[head + 1 :]:
-        s = line.strip()
-        if _MD_HEADING.match(s) or _TAG_LINE.match(s):
-            break
-        m = _ITEM.match(line)
-        if m:
-            items.append(m.group("text").strip())
-        elif s and items and (line[:1] in (" ", "\t")):
-            items[-1] += " " + s
+    understanding = "\n".join(line for line in before if not _CRITERIA_HEAD.match(line.strip())).strip()
     if len(items) < min_criteria:
         raise ParseError(
             f"found {len(items)} criteria under the criteria heading, need at least {min_criteria}: "
@@ -424,6 +421,21 @@ def parse_brief(text: str, min_criteria: int = 4, max_criteria: int = 10) -> tup
     if not understanding:
         raise ParseError("the task understanding before the criteria heading is empty")
     return understanding, tuple(items[:max_criteria])
+
+
+def _criteria_items(lines: list[str]) -> list[str]:
+    """The numbered or bulleted items at the top of ``lines``, up to the next heading or tag line."""
+    items: list[str] = []
+    for line in lines:
+        s = line.strip()
+        if _MD_HEADING.match(s) or _TAG_LINE.match(s):
+            break
+        m = _ITEM.match(line)
+        if m:
+            items.append(m.group("text").strip())
+        elif s and items and (line[:1] in (" ", "\t")):
+            items[-1] += " " + s
+    return items
 
 
 def clean_summary(text: str) -> str:

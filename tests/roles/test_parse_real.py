@@ -1,0 +1,53 @@
+"""Replies real models gave, read as they should be (issue 53).
+
+``tests/fixtures/real_replies.yaml`` holds each reply verbatim with the role, the model and what went wrong
+before its fix; ``expect`` says what reading it must give. Every role's entries are checked here through the
+parser that role uses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from verifyless.roles import parse
+from verifyless.screen.critic import parse_verdict
+from verifyless.screen.prompting import parse_choice
+
+REPLIES = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "real_replies.yaml").read_text())
+
+
+def _check(entry: dict[str, Any]) -> None:
+    expect, reply = entry["expect"], entry["reply"]
+    role = entry["role"]
+    if role == "brief":
+        understanding, criteria = parse.parse_brief(reply)
+        assert len(criteria) == expect["criteria"]
+        assert understanding.startswith(expect["understanding_starts"])
+        assert "[CRITERIA]" not in understanding
+    elif role == "proposer":
+        approach = parse.extract_approach(reply)
+        assert (approach is not None) == expect["parsed"]
+        for word in expect.get("contains", []):
+            assert approach is not None and word in approach
+    elif role == "critic":
+        verdict = parse_verdict(reply)
+        assert (verdict.label if verdict else None) == expect["label"]
+    elif role in ("judge", "arbiter", "agentic-final"):
+        assert parse_choice(reply, expect["options"]) == expect["choice"]
+    elif role == "implementer":
+        block = parse.pick_code_block(reply)
+        assert (block is not None) == expect["code"]
+        for word in expect.get("contains", []):
+            assert block is not None and word in block
+    else:  # pragma: no cover - a new role needs its reader here
+        raise AssertionError(f"no reader for role {role!r}")
+
+
+@pytest.mark.parametrize("entry", REPLIES, ids=[f"{e['role']}-{i}" for i, e in enumerate(REPLIES)])
+def test_a_real_reply_is_read_as_expected(entry: dict[str, Any]) -> None:
+    assert {"role", "model", "problem", "expect", "reply"} <= set(entry), "each entry says who said it and what broke"
+    _check(entry)
