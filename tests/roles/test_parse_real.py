@@ -28,8 +28,10 @@ def _check(entry: dict[str, Any]) -> None:
         assert len(criteria) == expect["criteria"]
         assert understanding.startswith(expect["understanding_starts"])
         assert "[CRITERIA]" not in understanding
-    elif role == "proposer":
+    elif role == "proposer":  # as LLMProposer reads it: an Approach that does not repeat the prompt
         approach = parse.extract_approach(reply)
+        if approach is not None and parse.echoes(approach, expect.get("prompt_tail", "")):
+            approach = None
         assert (approach is not None) == expect["parsed"]
         for word in expect.get("contains", []):
             assert approach is not None and word in approach
@@ -51,3 +53,10 @@ def _check(entry: dict[str, Any]) -> None:
 def test_a_real_reply_is_read_as_expected(entry: dict[str, Any]) -> None:
     assert {"role", "model", "problem", "expect", "reply"} <= set(entry), "each entry says who said it and what broke"
     _check(entry)
+
+
+def test_an_echo_is_a_copy_of_the_prompt_not_a_shared_phrase() -> None:
+    prompt = "## Approach\nThe change, stated concretely, and why it should improve `val_rmse` (lower is better)."
+    assert parse.echoes("The change, stated concretely, and why it should improve val_rmse (lower is better).", prompt)
+    idea = "Replace Ridge with a gradient-boosted tree model; it should improve val_rmse by fitting interactions."
+    assert not parse.echoes(idea, prompt) and not parse.echoes("improve", prompt)

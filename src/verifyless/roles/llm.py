@@ -219,11 +219,21 @@ class LLMProposer:
             max_tokens=self.max_tokens,
         )
         reminder = render("roles/propose", "retry")
-        asked = await ask_parsed(self.model, request, parse.extract_approach, reminder, reminders=self.format_reminders)
+        prompt = "\n".join(m.content for m in request.messages)
+
+        def read(text: str) -> str | None:  # an approach that only repeats the prompt is no idea
+            approach = parse.extract_approach(text)
+            return None if approach is None or parse.echoes(approach, prompt) else approach
+
+        asked = await ask_parsed(self.model, request, read, reminder, reminders=self.format_reminders)
         if asked.empty:
             return RoleFailure("model-error", "the model returned no choices")
         if asked.value is None:
-            return RoleFailure("parse-error", "the reply has no usable Approach section", raw=asked.text[:_RAW_KEEP])
+            return RoleFailure(
+                "parse-error",
+                "the reply has no usable Approach section (none, or one that repeats the prompt)",
+                raw=asked.text[:_RAW_KEEP],
+            )
         return Idea(text=asked.value)
 
 

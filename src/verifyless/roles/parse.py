@@ -438,6 +438,22 @@ def _criteria_items(lines: list[str]) -> list[str]:
     return items
 
 
+def echoes(text: str, prompt: str, n: int = 4, share: float = 0.8) -> bool:
+    """True when ``text`` mostly repeats ``prompt``: at least ``share`` of its word ``n``-grams occur in it.
+
+    Small models answer a format instruction by copying it (a real 0.5B proposer replied "## Approach / The
+    change, stated concretely, and why it should improve `val_rmse` ..." word for word): such a reply is not
+    an answer. Texts shorter than ``n`` words never echo.
+    """
+    words = lambda s: re.findall(r"[a-z0-9_]+", s.lower())
+    mine, theirs = words(text), words(prompt)
+    if len(mine) < n:
+        return False
+    grams = {tuple(theirs[i : i + n]) for i in range(len(theirs) - n + 1)}
+    own = [tuple(mine[i : i + n]) for i in range(len(mine) - n + 1)]
+    return sum(g in grams for g in own) >= share * len(own)
+
+
 def clean_summary(text: str) -> str:
     """A summarizer reply without code blocks and without a leading "Summary:" label."""
     text = strip_code_blocks(text).strip()
@@ -465,6 +481,7 @@ __all__ = [
     "code_blocks",
     "extract_approach",
     "has_search_replace",
+    "echoes",
     "parse_brief",
     "parse_search_replace",
     "pick_code_block",
