@@ -220,7 +220,7 @@ def bench_arms(args: argparse.Namespace, folder: Path) -> None:
                 dir3, pair, n = critic_accuracy(store, run_id)
                 b = store.budget(run_id)
                 ok = sum(
-                    1 for e in store.events(run_id, Verified) if e.record.verification.status is Status.VERIFIED_OK
+                    1 for e in store.events(run_id, Verified) if e.record.verification.status is Status.OK
                 )
                 rows.append(
                     [
@@ -232,7 +232,7 @@ def bench_arms(args: argparse.Namespace, folder: Path) -> None:
                         "-" if dir3 is None else f"{100 * dir3:.0f} ({n})",
                         "-" if pair is None else f"{100 * pair:.0f}",
                         str(ok),
-                        str(len(store.events(run_id, LlmCalled))),
+                        str(sum(1 for _ in store.events(run_id, LlmCalled))),
                         str(b.tokens_in + b.tokens_out),
                         f"{wall:.0f}",
                         f"{b.evaluator_seconds:.0f}",

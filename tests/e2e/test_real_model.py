@@ -59,7 +59,7 @@ def test_every_llm_role_on_a_real_model_makes_a_child_that_verifies(server, tmp_
     assert "Traceback" not in done.stdout + done.stderr
     with RunStore(store) as st:
         (run,) = [r.run_id for r in st.runs()]
-        verified = {e.node_id for e in st.events(run, Verified) if e.record.verification.status is Status.VERIFIED_OK}
+        verified = {e.node_id for e in st.events(run, Verified) if e.record.verification.status is Status.OK}
         children = {e.node_id for e in st.events(run, NodeRecorded) if e.node_id != "root"}
         roles = {e.record.role for e in st.events(run, ReplyParsed)}
     assert verified & children, "no child the model implemented verified ok"

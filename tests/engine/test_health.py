@@ -27,3 +27,15 @@ def test_role_health_counts_children_and_skips_the_root_repairs_model_errors_and
         "proposer": {"parsed": 2, "total": 3, "rate": 2 / 3},
         "implementer": {"parsed": 1, "total": 2, "rate": 0.5},
     }
+
+
+def test_a_run_whose_model_made_nothing_that_verified_says_so_in_one_line() -> None:
+    from verifyless.engine.health import weak_model_line
+
+    made = {"root": Status.OK, "n1": Status.PARSE_ERROR, "n2": Status.GUARD_FAILED, "n3": Status.PARSE_ERROR}
+    line = weak_model_line(made, llm=True)
+    assert line is not None and "\n" not in line
+    assert line.startswith("no child the model wrote verified ok (3 made: 2 parse-error, 1 guard-failed)")
+    assert weak_model_line({**made, "n4": Status.OK}, llm=True) is None  # one child verified: useful
+    assert weak_model_line(made, llm=False) is None  # the idea-space roles are not a model
+    assert weak_model_line({"root": Status.OK}, llm=True) is None  # nothing made yet: nothing to judge

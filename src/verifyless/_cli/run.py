@@ -24,9 +24,10 @@ from verifyless._cli.show import (
     submission_summary,
 )
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
+from verifyless.engine.health import weak_model_line
 from verifyless.engine.submission import submits_ensemble
 from verifyless.errors import ConfigError, StoreError
-from verifyless.events import ConfigUpdated, Finalised, Submitted
+from verifyless.events import ConfigUpdated, Finalised, LlmCalled, Submitted
 from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.presets import preset_text
@@ -267,6 +268,9 @@ def print_result(result, st) -> None:
     if held:
         line = selection_line(final.node_id, held.strategy_best, len(held.pool), len(held.eligible))
         console.print(line, highlight=False, soft_wrap=True)
+    weak = weak_model_line({n.id: n.status for n in st.nodes(result.run_id)}, bool(st.events(result.run_id, LlmCalled)))
+    if weak:
+        console.print(f"[yellow]warning:[/] {weak.replace('RUN', result.run_id)}", highlight=False, soft_wrap=True)
     warning = final.transfer_warning
     if warning:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)

@@ -18,7 +18,7 @@ empty: nothing was proposed).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from verifyless.child import Made
@@ -28,7 +28,7 @@ from verifyless.node import Idea, Status
 from verifyless.roles.base import RoleFailure
 from verifyless.screen.health import EXAMPLE_CHARS, ReplyHealth, ReplyStats
 
-__all__ = ["EXPECTED", "RoleHealth", "made_stats", "proposal_stats", "stored_role_health"]
+__all__ = ["EXPECTED", "RoleHealth", "made_stats", "proposal_stats", "stored_role_health", "weak_model_line"]
 _REPAIR = re.compile(r"f\d+$")  # repair nodes (``<id>f<k>``) are recorded only when their reply parsed
 
 EXPECTED = {
@@ -114,3 +114,25 @@ def stored_role_health(nodes: Iterable[NodeRecorded]) -> dict[str, dict[str, Any
 def _clip(text: str) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= EXAMPLE_CHARS else "..." + text[-EXAMPLE_CHARS:]
+
+
+def weak_model_line(statuses: Mapping[str, Status], llm: bool) -> str | None:
+    """One line when an LLM-driven run made children but none of them verified ok; None otherwise.
+
+    ``statuses`` are the run's nodes' current statuses by id (the store's node view). The line counts the
+    children by what stopped them (unreadable replies, a broken band contract, a crash, a timeout, a screen
+    that never sent them to verification, ...), so the user sees whether the model could not follow the format
+    or wrote code that does not run, and what to try. Runs without LLM roles, and runs that made no child (a
+    budget spent on the baseline), get None.
+    """
+    made = {node: status for node, status in statuses.items() if node != "root"}
+    if not llm or not made or Status.OK in made.values():
+        return None
+    counts: dict[str, int] = {}
+    for status in made.values():
+        counts[status.value] = counts.get(status.value, 0) + 1
+    why = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (
+        f"no child the model wrote verified ok ({len(made)} made: {why}); the model may be too weak for this "
+        "task or its reply format: try a larger model, or `verifyless show RUN` for each child's reason"
+    )
