@@ -277,6 +277,8 @@ def test_implementer_all_attempts_bad_is_guard_failed() -> None:
     assert result.failure.kind == "guard-failed" and "marker" in result.failure.reason
     assert result.failure.raw == bad and result.usage == Usage(300, 60, 1.5)
     assert len(model.requests[2].messages) == 6
+    # each retry samples hotter (a real 0.5B model repeated the same unchanged band at 0.2)
+    assert [r.temperature for r in model.requests] == pytest.approx([0.2, 0.5, 0.8])
 
 
 def test_implementer_syntax_error_feedback() -> None:

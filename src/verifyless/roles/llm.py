@@ -338,7 +338,10 @@ class LLMImplementer:
         for attempt in range(1, self.max_attempts + 1):
             reply = await self.model.generate(
                 ModelRequest(
-                    messages=tuple(conversation), role=role, temperature=self.temperature, max_tokens=self.max_tokens
+                    messages=tuple(conversation),
+                    role=role,
+                    temperature=self.retry_temperature(attempt),
+                    max_tokens=self.max_tokens,
                 )
             )
             usage = usage + reply.usage
@@ -355,6 +358,18 @@ class LLMImplementer:
             conversation += [Message("assistant", text), Message("user", problem)]
         note_parse(self.model, role, "never", f"{failure.kind}: {failure.reason}")
         return Implementation(None, failure, self.max_attempts, usage)
+
+    def retry_temperature(self, attempt: int) -> float:
+        """``temperature`` for the first reply, then 0.3 higher per retry, at most 1.0 (never below it).
+
+        A real 0.5B model sent the unchanged band back three times at 0.2 though each retry said "nothing was
+        changed": near-greedy decoding of a near-identical conversation repeats itself.
+        """
+        return (
+            self.temperature
+            if attempt == 1
+            else max(self.temperature, min(1.0, self.temperature + 0.3 * (attempt - 1)))
+        )
 
     def _child(self, task: Task, base: str, text: str) -> str | RoleFailure:
         """The checked child program for one reply, or why there is none."""
