@@ -219,9 +219,7 @@ def bench_arms(args: argparse.Namespace, folder: Path) -> None:
                 to_random = reach(curve, base.final).verifications if base is not None else None
                 dir3, pair, n = critic_accuracy(store, run_id)
                 b = store.budget(run_id)
-                ok = sum(
-                    1 for e in store.events(run_id, Verified) if e.record.verification.status is Status.OK
-                )
+                ok = sum(1 for e in store.events(run_id, Verified) if e.record.verification.status is Status.OK)
                 rows.append(
                     [
                         task,

@@ -58,3 +58,33 @@ def test_a_prompt_longer_than_a_model_s_context_is_a_warning(tmp_path, monkeypat
     out = in_process(monkeypatch, capsys, "run", str(big.root), "roles.kind=llm", spec, "--dry-run", "--budget", "5")
     assert out.returncode == 0, out.stderr
     assert "rendered" in out.stdout and "warning:" in out.stdout and "context" in out.stdout, out.stdout
+
+
+def test_the_context_a_server_states_is_read_when_the_spec_gives_none(tmp_path, monkeypatch):
+    """Issue 53: vLLM states ``max_model_len`` in ``GET /models``; the pre-flight warns from it, for the implied
+    ``env`` spec too, before anything is paid."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "small", "max_model_len": 2048}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("VERIFYLESS_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+        monkeypatch.setenv("VERIFYLESS_MODEL", "small")
+        cfg = load_config(values={"budget.verifications": 7, "roles.kind": "llm", "screener.name": "random"})
+        warnings = plan(cfg, _big_task(tmp_path)).warnings
+    finally:
+        server.shutdown()
+    assert any("roles.models.default" in w and "2,048" in w for w in warnings), warnings

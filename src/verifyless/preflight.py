@@ -42,7 +42,9 @@ from typing import Any
 from verifyless.config import RunConfig
 from verifyless.config import priced as any_priced
 from verifyless.errors import ConfigError
-from verifyless.model.config import parse_spec
+from verifyless.model.config import OPENAI_URL, parse_spec
+from verifyless.model.probe import context_window
+from verifyless.models_wiring import model_specs
 from verifyless.node import Idea
 from verifyless.program import BandError
 from verifyless.roles.base import ParentInfo
@@ -181,19 +183,29 @@ def _screener_calls(name: str, options: Any, n: float, per_round: int) -> tuple[
 
 
 def _context_warnings(cfg: RunConfig, per_prompt: int) -> list[str]:
-    """A warning per model whose ``context_tokens`` a prompt of ``per_prompt`` tokens and its reply exceed."""
+    """A warning per model whose context a prompt of ``per_prompt`` tokens and its reply exceed.
+
+    The context is the spec's ``context_tokens``, else what its server states (``model.probe.context_window``,
+    asked of endpoints other than OpenAI's); the models include the implied ``default`` (the ``env`` spec).
+    """
     out = []
-    for role, spec in cfg.roles.models.items():
+    try:
+        specs = model_specs(cfg)
+    except ConfigError:
+        specs = dict(cfg.roles.models)
+    for role, spec in specs.items():
         for one in spec if isinstance(spec, list) else [spec]:
             try:
                 config = parse_spec(one)
             except (ConfigError, ValueError, TypeError):
                 continue
             context, reply = config.context_tokens, config.max_tokens or COMPLETION_TOKENS
+            if context is None and config.provider == "openai" and config.base_url not in (None, OPENAI_URL):
+                context = context_window(str(config.base_url), config.model)
             if context is not None and per_prompt + reply > context:
                 out.append(
                     f"roles.models.{role}: a prompt of this task is about {per_prompt:,} tokens, which with a "
-                    f"{reply:,}-token reply exceeds the model's context of {context:,} tokens (context_tokens): "
+                    f"{reply:,}-token reply exceeds the model's context of {context:,} tokens: "
                     "shorten the task's statement (e.g. its column table) or use a model with a longer context"
                 )
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import httpx
 
-__all__ = ["unreachable"]
+__all__ = ["context_window", "unreachable"]
 
 
 def unreachable(base_url: str, timeout: float = 10.0) -> str | None:
@@ -24,4 +24,27 @@ def unreachable(base_url: str, timeout: float = 10.0) -> str | None:
         return f"cannot connect: {exc}"
     except httpx.HTTPError:
         return None  # something answered, if oddly: the run's own calls will say more
+    return None
+
+
+def context_window(base_url: str, model: str, timeout: float = 3.0) -> int | None:
+    """The context window the server at ``base_url`` states for ``model`` in ``GET /models``, else None.
+
+    Read where servers say it: vLLM's ``max_model_len``, ``context_length`` (LM Studio, OpenRouter and
+    others), llama.cpp's ``meta.n_ctx_train``. Servers that state none (OpenAI, llama-cpp-python) and any
+    failure give None; ``context_tokens`` (or ``VERIFYLESS_CONTEXT_TOKENS``) states it by hand.
+    """
+    try:
+        data = httpx.get(base_url.rstrip("/") + "/models", timeout=timeout).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    entries = data.get("data") if isinstance(data, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or entry.get("id") != model:
+            continue
+        meta = entry.get("meta")
+        train = meta.get("n_ctx_train") if isinstance(meta, dict) else None
+        for value in (entry.get("max_model_len"), entry.get("context_length"), train):
+            if isinstance(value, int) and value > 0:
+                return value
     return None
