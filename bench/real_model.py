@@ -153,10 +153,12 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def bench_roles(args: argparse.Namespace, folder: Path) -> None:
-    store_path = folder / "roles.db"
+    store_path = folder / f"roles-{args.only.replace(',', '-') or 'all'}.db"
     runs = []
     with endpoint(args.model):
         for name, extra in ROLE_RUNS.items():
+            if args.only and name not in args.only.split(","):
+                continue
             cfg = config(args.task, store_path, 0, args.budget, args.candidates, extra)
             run_id, wall = run_one(cfg)
             runs.append(run_id)
@@ -267,6 +269,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=None, help="N per expansion (roles: 2, arms: 4)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--keep", type=Path, default=None, help="keep the stores in this folder")
+    parser.add_argument("--only", default="", help=f"roles: comma-separated runs of {', '.join(ROLE_RUNS)}")
     args = parser.parse_args()
     args.budget = args.budget or (3 if args.what == "roles" else 12)
     args.candidates = args.candidates or (2 if args.what == "roles" else 4)
