@@ -43,7 +43,7 @@ def test_every_llm_role_on_a_real_model_makes_a_child_that_verifies(server, tmp_
         "greedy",
         "--screener",
         "critic",
-        "screener.options.k=2",
+        "screener.options.k=1",
         "engine.candidates=3",
         "--budget",
         "4",
