@@ -87,13 +87,16 @@ def endpoint(name: str) -> Iterator[dict[str, str]]:
 
 
 def config(task: str, store: Path, seed: int, budget: int, candidates: int, extra: dict[str, Any]) -> Any:
-    """A user's run configuration: LLM roles on the served model, greedy search, ``extra`` merged over it."""
+    """A user's run configuration: LLM roles on the served model, greedy search improving the baseline from the
+    first round (no drafts: a 0.5B model asked for a fresh solution copied the baseline unchanged), ``extra``
+    merged over it."""
     values: dict[str, Any] = {
         "task": task,
         "seed": seed,
         "store": str(store),
         "roles.kind": "llm",
         "strategy.name": "greedy",
+        "strategy.options": {"num_drafts": 0},  # improve from the start: a fresh draft is beyond a 0.5B model
         "budget.verifications": budget,
         "engine.candidates": candidates,
     }

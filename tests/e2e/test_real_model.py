@@ -41,6 +41,7 @@ def test_every_llm_role_on_a_real_model_makes_a_child_that_verifies(server, tmp_
         "roles.kind=llm",
         "--strategy",
         "greedy",
+        "strategy.options.num_drafts=0",
         "--screener",
         "critic",
         "screener.options.k=1",
