@@ -72,7 +72,7 @@ from pydantic import Field, field_validator
 from verifyless import prompts
 from verifyless.events import PilotRan
 from verifyless.model.asking import ask_parsed
-from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall
+from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall, note_parse
 from verifyless.node import Candidate, Evidence, Operator, Screening
 from verifyless.sandbox.base import Sandbox
 from verifyless.screen.agentic_knockout import knockout
@@ -385,9 +385,12 @@ class AgenticRPM:
                 session.idle += 1
                 if session.idle >= self.options.max_idle_turns:
                     session.stop_reason = "agent stopped calling tools"
+                    note_parse(self.model, "agentic-pilot", "never", f"no tool call: {text[-200:]!r}")
                     break
                 session.messages.append(Message("user", _NUDGE))
                 continue
+            # a turn with tool calls is a reply the agent could act on: first try, or after the nudge
+            note_parse(self.model, "agentic-pilot", "reminder" if session.idle else "first")
             session.idle = 0
             for call in calls:
                 result = await self._handle(ctx, candidates, workspace, session, call)
