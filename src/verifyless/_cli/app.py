@@ -43,6 +43,7 @@ from verifyless._cli.show import (
     show_data,
 )
 from verifyless._cli.task import app as task_app
+from verifyless._cli.terminal import shown
 from verifyless._cli.train import app as train_app
 from verifyless._cli.train import models_command
 from verifyless._cli.tune import app as tune_app
@@ -82,7 +83,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # Typer returns (not raises) the code of ``typer.Exit`` and Ctrl-C (130)
     except VerifylessError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {shown(exc)}", highlight=False, soft_wrap=True)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
         sys.exit(exc.exit_code)
@@ -106,12 +107,12 @@ def main() -> None:
         sys.exit(1)
     except Exception as exc:  # usage errors (unknown option, missing argument) and the unexpected
         if _is_usage_error(exc):
-            err.print(f"[bold red]error:[/] {_usage_line(exc)}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {shown(_usage_line(exc))}", highlight=False, soft_wrap=True)
             sys.exit(2)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
         err.print(
-            f"[bold red]unexpected error:[/] {type(exc).__name__}: {exc}\n"
+            f"[bold red]unexpected error:[/] {type(exc).__name__}: {shown(exc)}\n"
             "Re-run with VERIFYLESS_DEBUG=1 for the traceback, and please report it.",
             highlight=False,
         )
@@ -206,9 +207,9 @@ def tasks(
         if isinstance(t, TaskError):
             name = t.root.name if isinstance(t, InvalidTask) else "?"
             head, *problems = str(t).splitlines()
-            console.print(f"[red]{name:<16} {'invalid':<11}[/] {head}", soft_wrap=True, highlight=False)
+            console.print(f"[red]{shown(name):<16} {'invalid':<11}[/] {shown(head)}", soft_wrap=True, highlight=False)
             for line in problems:
-                console.print(f"{'':<16} {line}", soft_wrap=True, highlight=False)
+                console.print(f"{'':<16} {line}", soft_wrap=True, highlight=False, markup=False)
             continue
         arrow = "↓" if t.metric.direction == "minimize" else "↑"
         metric = f"{t.metric.name} {arrow}"
@@ -216,6 +217,7 @@ def tasks(
             f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
             soft_wrap=True,
             highlight=False,
+            markup=False,
         )
     invalid = sum(isinstance(t, TaskError) for t in found)
     if invalid:
@@ -251,15 +253,15 @@ def verify(
         print(json.dumps({"task": t.name, **result.to_dict()}, indent=2))
         raise typer.Exit(_verify_exit(t, result, strict))
     colour = "green" if result.status.value == "ok" else "red"
-    console.print(f"[bold]{t.name}[/]: [{colour}]{result.status.value}[/] {result.reason}")
+    console.print(f"[bold]{shown(t.name)}[/]: [{colour}]{result.status.value}[/] {shown(result.reason)}")
     table = Table(box=None)
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("split")
     for k, v in result.metrics.items():
-        table.add_row(k, f"{v:.6g}", "validation")
+        table.add_row(shown(k), f"{v:.6g}", "validation")
     for k, v in result.test_metrics.items():
-        table.add_row(k, f"{v:.6g}", "hidden test")
+        table.add_row(shown(k), f"{v:.6g}", "hidden test")
     console.print(table)
     console.print(
         f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
@@ -267,7 +269,7 @@ def verify(
         + (f", {result.peak_gpu_memory_mb:.0f} MB GPU" if result.peak_gpu_memory_mb is not None else "")
     )
     if result.status.value != "ok" and result.stderr_tail:
-        console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
+        console.print(result.stderr_tail[-1500:], style="dim", highlight=False, markup=False)
     raise typer.Exit(_verify_exit(t, result, strict))
 
 
@@ -403,7 +405,7 @@ def replay(
     st = open_store(store)
     run_id = st.resolve_run(run_id)
     report = asyncio.run(replay_run(st, run_id, build=build_engine, allow_changed_task=allow_changed_task))
-    console.print(report.describe())
+    console.print(report.describe(), highlight=False, markup=False)
     raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 
 
