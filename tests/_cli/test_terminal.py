@@ -47,7 +47,7 @@ def test_verify_shows_what_a_candidate_wrote_to_stderr_literally(tmp_path, monke
 def test_an_error_message_quoting_untrusted_text_is_one_literal_line(tmp_path, monkeypatch, capsys):
     folder = toy_task(tmp_path, 1)
     out = in_process(monkeypatch, capsys, "verify", str(folder), str(tmp_path / "no[/]such\x1b[2J.py"))
-    assert out.returncode == 3
+    assert out.returncode == 2
     assert "no[/]such\\x1b[2J.py not found" in out.stderr and "\x1b" not in out.stderr
 
 

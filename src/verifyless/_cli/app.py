@@ -2,7 +2,8 @@
 
 Exit codes: 0 success (``verify``: the verification ran, whatever the program's
 status; ``--strict``: 1 when the program failed); 1 unexpected error; 2 bad
-configuration or arguments; 3 bad task folder, or a run whose baseline failed
+configuration or arguments (a task, program or folder argument that names
+nothing included); 3 bad task folder, or a run whose baseline failed
 (in the evaluator always; as a program unless ``engine.allow_failed_baseline``);
 4 sandbox unavailable; 5 store problem; 6 model endpoint unusable; 7 an LLM
 reply that never parsed (a proposer or implementer with
@@ -51,7 +52,7 @@ from verifyless._cli.ui import ui_command
 from verifyless.config import DEFAULT_STORE
 from verifyless.engine.baseline import failure_source
 from verifyless.engine.replay import ReplayDiverged, replay_run
-from verifyless.errors import TaskError, VerifylessError
+from verifyless.errors import ConfigError, TaskError, VerifylessError
 from verifyless.presets import PRESETS
 from verifyless.report.text import number
 from verifyless.sandbox.doctor import require_gpu, sandbox_report
@@ -193,7 +194,7 @@ def tasks(
 
     directory = directory or builtin_tasks_dir()
     if not directory.is_dir():
-        raise TaskError(f"{directory} is not a folder: pass a folder that holds task folders")
+        raise ConfigError(f"{directory} is not a folder: pass a folder that holds task folders")
     found = discover_tasks(directory)
     if not found and is_task_folder(directory):
         found = [load_task(str(directory))]  # an invalid folder raises with all its problems
@@ -243,7 +244,7 @@ def verify(
 
     t = load_task(task)
     if program is not None and not program.is_file():
-        raise TaskError(f"program file {program} not found")
+        raise ConfigError(f"program file {program} not found; pass the path of a Python program file")
     text = program.read_text() if program else t.baseline_program
     sandbox = LocalSandbox()
     if t.limits.gpus > 0:

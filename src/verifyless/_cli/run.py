@@ -37,7 +37,7 @@ from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_state, safety_net_state
 from verifyless.screen.registry import check_screener_fits
 from verifyless.store import RunStore
-from verifyless.task import UnknownTask, load_task
+from verifyless.task import load_task
 from verifyless.task.fingerprint import refuse_changed, stored_fingerprint
 from verifyless.wiring import build_engine
 
@@ -197,13 +197,10 @@ def _resumed_task(st, run_id: str, name: str, allow_changed: bool) -> Any:
 def _check_new_run(cfg) -> Any:
     """The task of a new run, loaded, and its models checked (``models_wiring.check_models``), as a dry run does too.
 
-    A misspelled task name is a configuration error (exit 2) naming close matches; a broken task folder stays
-    a task error (exit 3).
+    A task argument that names nothing (a misspelt name, a folder that is not there) is bad input (``MissingTask``,
+    exit 2; a misspelt name's message names close matches); a broken task folder is a task error (exit 3).
     """
-    try:
-        task = load_task(cfg.task)
-    except UnknownTask as exc:
-        raise ConfigError(f"task: {exc}") from None
+    task = load_task(cfg.task)
     check_roles_fit(cfg.roles.kind, task)
     check_screener_fits(cfg.screener.name, cfg.screener.options, task)
     check_models(cfg)
