@@ -39,6 +39,7 @@ from verifyless.screen.registry import check_screener_fits
 from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.fingerprint import refuse_changed, stored_fingerprint
+from verifyless.task.home import load_run_task
 from verifyless.wiring import build_engine
 
 
@@ -90,13 +91,16 @@ def start_run(
         resume = st.resolve_run(resume)
         changes = resume_changes(flags, over)
         _refuse_lower_caps(st, resume, changes)
+        given = load_task(task) if task is not None else None  # TASK with --resume: checked even for a finished run
+        if given is not None:
+            _refuse_other_task(st, resume, given)
         if not changes and st.run(resume).status == "finished":
             _print_finished(st, resume)
             return
         stored = stored_config(st, resume)
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
-        loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
+        loaded = _resumed_task(st, resume, given, allow_changed_task)
         probe_endpoints(cfg)
         if changes:
             st.append(resume, ConfigUpdated(changes))
@@ -179,19 +183,23 @@ def _refuse_lower_caps(st, run_id: str, changes: dict[str, Any]) -> None:
             )
 
 
-def _resumed_task(st, run_id: str, name: str, allow_changed: bool) -> Any:
-    """The task a resume continues on: ``name`` (the task argument, else the stored one), refused when it is
-    another task than the run's (exit 2) or when its files changed since the run was made (exit 3, unless
-    ``--allow-changed-task``)."""
-    task = load_task(name)
+def _resumed_task(st, run_id: str, given: Any, allow_changed: bool) -> Any:
+    """The task a resume continues on: ``given`` (the task argument, loaded; already checked to be the run's task),
+    else the run's own, found where the run was made (``task.home``); refused when its files changed since the run
+    was made (exit 3, unless ``--allow-changed-task``)."""
+    task = given if given is not None else load_run_task(st, run_id)
+    refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
+    return task
+
+
+def _refuse_other_task(st, run_id: str, task: Any) -> None:
+    """``ConfigError`` (exit 2) when the task argument given with ``--resume`` is another task than the run's."""
     stored = st.run(run_id).task
     if task.name != stored:
         raise ConfigError(
             f"run {run_id} is a run of task {stored!r}, not of {task.name!r}: leave the task argument out to resume "
             f"it (a resumed run keeps its task), or start a new run of {task.name!r} without --resume"
         )
-    refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
-    return task
 
 
 def _check_new_run(cfg) -> Any:

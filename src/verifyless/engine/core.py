@@ -66,7 +66,7 @@ from verifyless.search.base import Expansion, PacedStrategy, SearchStrategy
 from verifyless.search.memory import Memory
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
-from verifyless.task.fingerprint import task_fingerprint
+from verifyless.task.home import recorded
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ class Engine:
             self.task.name,
             self.config.model_dump(mode="json"),
             seed=self.config.seed,
-            fingerprint=task_fingerprint(self.task).to_dict(),
+            **recorded(self.task),  # its fingerprint, folder and metric
         )
         if run_id is not None:
             self.resume.restore(from_snapshot=from_snapshot)
