@@ -33,7 +33,7 @@ from verifyless._cli.bench import collect_pools_command
 from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, out_folder, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
-from verifyless._cli.demo import run_demo
+from verifyless._cli.demo import run_demo, world_tasks
 from verifyless._cli.export import export_command
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.report import report_command
@@ -447,11 +447,14 @@ def propose(
 
 @app.command()
 def demo(
-    task: str = typer.Option("affairs_gbm", help="built-in task (one with a pool world under bench/worlds)"),
+    task: str = typer.Option(
+        "affairs_gbm", help=f"built-in task with a pool world, for part 2: {', '.join(world_tasks())}"
+    ),
     budget: int = typer.Option(16, help="verifications per arm"),
     store: Path = typer.Option(Path("runs/demo.db"), "--store", help="run store for the demo's runs"),
 ) -> None:
-    """The main job on embedded defaults: surrogate-screened search vs an unscreened run, same budget."""
+    """The main job on embedded defaults: warm-started adaptive screening (critic-rm) against an unscreened run at
+    the same budget, then the same comparison over many seeds on the task's pool world, with the oracle ceiling."""
 
     asyncio.run(run_demo(task=task, budget=budget, store_path=store, console=console))
 
