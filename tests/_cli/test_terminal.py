@@ -4,6 +4,9 @@ rich markup in candidate text is shown literally, at the one boundary (``_cli/te
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 
 from cli_runs import in_process
 from rich.text import Text
@@ -66,3 +69,35 @@ def test_show_prints_an_llm_idea_and_a_stop_reason_literally(tmp_path, monkeypat
     assert out.returncode == 0, out.stderr
     assert not any(c in out.stdout for c in RAW)
     assert out.stdout.count("\\x1b[2J\\x1b]0;pwned\\x07 [bold]BOLD[/bold] [/]") == 2  # the idea and the reason
+
+
+def test_a_run_whose_reader_goes_away_finishes_and_is_not_marked_interrupted(tmp_path):
+    """``verifyless run ... | head``: rich's SystemExit(1) on the broken pipe stopped the run where it printed and
+    left it interrupted. The pipe here has no reader from the start, so the very first line breaks it."""
+    folder = toy_task(tmp_path, 1)
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "verifyless",
+                "run",
+                str(folder),
+                "--budget",
+                "2",
+                "--store",
+                str(tmp_path / "s.db"),
+            ],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    with RunStore(tmp_path / "s.db") as st:
+        (info,) = st.runs()
+        assert info.status == "finished" and st.budget(info.run_id).verifications == 2

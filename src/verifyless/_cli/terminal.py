@@ -14,10 +14,16 @@ markup (a stray closing tag even raises). Two defences, one helper each:
   (``f"[red]{shown(reason)}[/]"``); printing a whole untrusted line with ``markup=False`` does the same.
 
 The HTML report and the dashboard escape on their own (Jinja autoescape: docs/design/report-and-ui.md).
+
+A reader that goes away (``verifyless run ... | head``) is the third thing a terminal can do to a command:
+``TerminalConsole`` then goes on without output (``on_broken_pipe``) instead of rich's ``SystemExit(1)`` from inside
+whatever printed, which stopped a run mid-way or after it finished, before its status was written, and left it
+marked interrupted.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -43,6 +49,20 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_escape, text.replace("\r\n", "\n"))
 
 
+def _reader_gone(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at ``/dev/null``: its reader went away, so what is still written, and what
+    Python flushes at exit, goes nowhere instead of raising ``BrokenPipeError`` again."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's StringIO): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 def shown(text: object) -> str:
     """``str(text)`` safe inside a rich markup string: control characters visible, markup shown literally."""
     return escape(visible(str(text)))
@@ -55,6 +75,11 @@ class TerminalConsole(Console):
     segments of anything else (a ``Text`` built elsewhere, a log record) are checked as they are written. rich's
     own cursor moves (control segments: the live progress display) pass unchanged.
     """
+
+    def on_broken_pipe(self) -> None:
+        """The reader went away: print nothing more and let the command finish its work (module docstring)."""
+        self.quiet = True
+        _reader_gone(self.file)
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(visible(text), **kwargs)
