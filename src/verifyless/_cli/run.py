@@ -22,6 +22,7 @@ from verifyless._cli.show import (
     submission_line,
     submission_summary,
 )
+from verifyless._cli.terminal import shown
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.submission import submits_ensemble
 from verifyless.errors import ConfigError, StoreError
@@ -91,16 +92,16 @@ def start_run(
         resume = st.resolve_run(resume)
         changes = resume_changes(flags, over)
         _refuse_lower_caps(st, resume, changes)
-        given = load_task(task) if task is not None else None  # TASK with --resume: checked even for a finished run
-        if given is not None:
-            _refuse_other_task(st, resume, given)
+        named = load_task(task) if task is not None else None  # TASK with --resume: checked even for a finished run
+        if named is not None:
+            _refuse_other_task(st, resume, named)
         if not changes and st.run(resume).status == "finished":
             _print_finished(st, resume)
             return
         stored = stored_config(st, resume)
         # The store that holds the run (and its response cache) is the one just opened, wherever it was first run from.
         cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
-        loaded = _resumed_task(st, resume, given, allow_changed_task)
+        loaded = _resumed_task(st, resume, named, allow_changed_task)
         probe_endpoints(cfg)
         if changes:
             st.append(resume, ConfigUpdated(changes))
@@ -183,11 +184,11 @@ def _refuse_lower_caps(st, run_id: str, changes: dict[str, Any]) -> None:
             )
 
 
-def _resumed_task(st, run_id: str, given: Any, allow_changed: bool) -> Any:
-    """The task a resume continues on: ``given`` (the task argument, loaded; already checked to be the run's task),
+def _resumed_task(st, run_id: str, named: Any, allow_changed: bool) -> Any:
+    """The task a resume continues on: ``named`` (the task argument, loaded; already checked to be the run's task),
     else the run's own, found where the run was made (``task.home``); refused when its files changed since the run
     was made (exit 3, unless ``--allow-changed-task``)."""
-    task = given if given is not None else load_run_task(st, run_id)
+    task = named if named is not None else load_run_task(st, run_id)
     refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
     return task
 
@@ -243,7 +244,7 @@ def print_result(result, st) -> None:
     table = Table(title=f"run {result.run_id}", box=None)
     table.add_column("")
     table.add_column("value", justify="right")
-    table.add_row("stopped", result.stopped)
+    table.add_row("stopped", shown(result.stopped))
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
     final = final_view(st, result.run_id)
