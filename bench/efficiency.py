@@ -40,7 +40,7 @@ validation score of the run's final node unless ``--target test``):
   never reached it are counted separately.
 
 Replay mode (``--replay``): instead of real engine runs, every arm is
-replayed on the pool worlds (``bench/worlds/*.jsonl``, see
+replayed on the pool worlds (``src/verifyless/builtin/worlds/*.jsonl``, see
 ``verifyless.offline.worlds``): the same greedy search, N candidates drawn near
 the incumbent from configurations verified once; arms random, surrogate (the
 real ``SurrogateScreener``, fitness mode), ``surrogate-delta`` (its previous

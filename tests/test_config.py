@@ -44,3 +44,12 @@ def test_a_bad_section_option_is_named_by_the_key_the_user_wrote():
         ConfigError, match=r"^invalid configuration: screener\.warm_start: Input should be a valid boolean"
     ):
         load_config(overrides=["screener.warm_start=maybe"])
+
+
+def test_verifying_more_candidates_per_expansion_than_it_makes_is_refused_naming_both():
+    """Issue 54, item 10: ``engine.verify_per_expansion`` above ``engine.candidates`` was accepted silently."""
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides=["engine.candidates=2", "engine.verify_per_expansion=3"])
+    message = str(info.value)
+    assert "engine.verify_per_expansion=3 is above engine.candidates=2" in message and "\n" not in message
+    assert load_config(overrides=["engine.candidates=2", "engine.verify_per_expansion=2"]).engine.candidates == 2

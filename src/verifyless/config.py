@@ -73,7 +73,9 @@ class EngineConfig(StrictOptions):
 
     candidates: int = Field(8, ge=1, description="N candidates made per expansion")
     expansions_per_round: int = Field(1, ge=1, description="expansions the strategy is asked for per round")
-    verify_per_expansion: int = Field(1, ge=1, description="how many of the N the screener may send to verification")
+    verify_per_expansion: int = Field(
+        1, ge=1, description="how many of the N the screener may send to verification (at most engine.candidates)"
+    )
     llm_concurrency: int = Field(8, ge=1, description="LLM calls in flight at once, over all roles")
     verify_concurrency: int = Field(1, ge=1, description="verifications in flight at once")
     pipeline: bool = Field(True, description="overlap LLM work of round r+1 with verification of round r")
@@ -307,7 +309,24 @@ def load_config(
         _merge(data, relative_to(loaded, path.resolve().parent))
     for key, value in _dotted(values, overrides):
         _set_dotted(data, key, value)
-    return validate(data)
+    cfg = validate(data)
+    _check_pool(cfg.engine)
+    return cfg
+
+
+def _check_pool(engine: EngineConfig) -> None:
+    """``ConfigError`` when a new run would send more candidates of an expansion to verification than it makes.
+
+    Checked where a configuration is made, not where a stored one is read: a run stored with such a pair still
+    resumes and replays as it ran (every candidate verified).
+    """
+    per, made = engine.verify_per_expansion, engine.candidates
+    if per > made:
+        raise ConfigError(
+            f"engine.verify_per_expansion={per} is above engine.candidates={made}: an expansion makes {made} "
+            f"candidates, so at most {made} can go to verification; lower engine.verify_per_expansion or raise "
+            "engine.candidates"
+        )
 
 
 PATH_OPTIONS = ("prompt_file", "adapter_root")  # screener options (at any depth) that name a file or folder

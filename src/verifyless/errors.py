@@ -8,6 +8,8 @@ prints ``str(exc)`` without a traceback and exits with ``exit_code``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class VerifylessError(Exception):
     """Base class. ``exit_code`` is what the CLI returns for this error.
@@ -29,7 +31,8 @@ class ConfigError(VerifylessError, exit_code=2):
 
 
 class TaskError(VerifylessError, exit_code=3):
-    """A task folder is missing or malformed."""
+    """A task folder is malformed, or its evaluator failed (a task argument that names no folder at all is bad input:
+    ``task.loader.MissingTask``, exit 2)."""
 
 
 class SandboxUnavailable(VerifylessError, exit_code=4):
@@ -66,3 +69,11 @@ class InvalidSubmission(Exception):
     wrong kind). Not a ``VerifylessError``: it is a candidate failure. A trusted scorer raises it with one line
     saying what is wrong; ``verify`` records the candidate as ``contract-violation`` with that reason (MLE-bench's
     ``InvalidSubmissionError``, where such a submission simply gets no score)."""
+
+
+def listed(names: Iterable[object], limit: int = 12) -> str:
+    """Names for a one-line message: all of them (``'a', 'b'``), or the first ``limit`` and how many more, so a
+    message never drops names silently."""
+    items = [repr(str(n)) for n in names]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more

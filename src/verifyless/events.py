@@ -206,21 +206,28 @@ def _spec_of(f: dataclasses.Field[Any]) -> _Spec:
 
 @dataclass(frozen=True)
 class RunCreated(EventRecord):
-    """``{task, seed, config, task_fingerprint}``: the run's first event, written by ``create_run``.
-    ``task_fingerprint`` (``{digest, parts}``: ``verifyless.task.fingerprint``, a sha256 of the task's program,
-    run command, scorer, metric, statement, idea space and every data file's bytes, and one hash per part) is
-    absent in stores made before 2026-12-04 and in runs not made by the engine (None)."""
+    """``{task, seed, config, task_fingerprint, task_root, task_metric}``: the run's first event, written by
+    ``create_run``. ``task_fingerprint`` (``{digest, parts}``: ``verifyless.task.fingerprint``, a sha256 of the task's
+    program, run command, scorer, metric, statement, idea space and every data file's bytes, and one hash per part)
+    is absent in stores made before 2026-12-04 and in runs not made by the engine (None). ``task_root`` (the task
+    folder's absolute path, where resume, replay and reports find the task from any folder) and ``task_metric``
+    (``{name, direction}``, what reports label scores with) are absent before 2026-12-07 (None: the ``task`` of the
+    configuration, as typed, is loaded instead)."""
 
     KIND: ClassVar[str] = "config"
     EFFECT: ClassVar[str] = (
         "`stored_fingerprint(store, run_id)` reads the fingerprint; `run --resume` and `replay` refuse a task whose "
-        "fingerprint differs, naming the changed parts (exit 3; `--allow-changed-task` goes on)"
+        "fingerprint differs, naming the changed parts (exit 3; `--allow-changed-task` goes on); `task.home` reads "
+        "`task_root` and `task_metric`: resume, replay, report and export load the task from `task_root` while it "
+        "exists (else from `config.task` as typed), and reports label scores with `task_metric`"
     )
 
     task: str
     seed: int = _spec(0)
     config: Mapping[str, Any] = _spec(factory=dict, convert=_dict)
     task_fingerprint: Mapping[str, Any] | None = _spec(None, omit=True, convert=_dict)
+    task_root: str | None = _spec(None, omit=True)
+    task_metric: Mapping[str, Any] | None = _spec(None, omit=True, convert=_dict)
 
 
 @dataclass(frozen=True)

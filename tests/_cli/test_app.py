@@ -18,9 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (("verify", "/no/such/task"), 3, "/no/such/task"),
-        (("verify", "diabetes", "/no/such/program.py"), 3, "not found"),
-        (("tasks", "/no/such/folder"), 3, "not a folder"),
+        (("verify", "/no/such/task"), 2, "/no/such/task"),
+        (("verify", "diabetis"), 2, "did you mean 'diabetes'"),
+        (("run", "/no/such/task"), 2, "/no/such/task"),
+        (("verify", "diabetes", "/no/such/program.py"), 2, "not found"),
+        (("tasks", "/no/such/folder"), 2, "not a folder"),
         (("runs", "--store", "/no/such/store.db"), 5, "no run store"),
         (("show", "nope", "--store", "/no/such/store.db"), 5, "no run store"),
         (("run", "diabetes", "engine.candidatez=3"), 2, "engine.candidatez"),

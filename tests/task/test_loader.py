@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from verifyless.errors import TaskError
-from verifyless.task import InvalidTask, Task, builtin_tasks_dir, discover_tasks, load_task
+from verifyless.task import InvalidTask, MissingTask, Task, UnknownTask, builtin_tasks_dir, discover_tasks, load_task
 
 PROGRAM = """import sys
 
@@ -307,6 +307,51 @@ def test_openevolve_problems(tmp_path: Path) -> None:
     message = str(info.value)
     assert "defines neither evaluate(program_path)" in message
     assert "verifyless.yaml: descripton: unknown key 'descripton'" in message
+
+
+@pytest.mark.parametrize("file", ["task.yaml", "solution.py", "statement.md", "score.py"])
+def test_a_file_that_is_not_utf8_is_an_invalid_task_naming_it(tmp_path: Path, file: str) -> None:
+    """Issue 54, item 8: a non-UTF-8 byte was an unexpected UnicodeDecodeError (exit 1)."""
+    root = make_task(tmp_path / "t")
+    (root / file).write_bytes((root / file).read_bytes() + b"# caf\xe9\n")
+    with pytest.raises(InvalidTask) as info:
+        load_task(root)
+    assert f"{file}: not UTF-8 text" in str(info.value) and "save it as UTF-8" in str(info.value)
+    assert info.value.exit_code == 3 and len(info.value.problems) == 1
+
+
+def test_an_openevolve_evaluator_that_is_not_utf8_is_one_problem(tmp_path: Path) -> None:
+    root = _openevolve(tmp_path / "oe", "def evaluate(p):\n    return {'combined_score': 1.0}\n")
+    (root / "evaluator.py").write_bytes(b"# \xfe\n" + (root / "evaluator.py").read_bytes())
+    with pytest.raises(InvalidTask) as info:
+        load_task(root)
+    assert info.value.problems == ("evaluator.py: not UTF-8 text (byte 2: 0xfe); save it as UTF-8",)
+
+
+def test_a_task_argument_that_names_nothing_is_bad_input(tmp_path: Path) -> None:
+    """Issue 54, item 10: a missing folder exited 3 while a misspelt built-in exited 2; both are bad input."""
+    for name in (str(tmp_path / "gone"), "diabetis"):
+        with pytest.raises(MissingTask) as info:
+            load_task(name)
+        assert info.value.exit_code == 2
+    with pytest.raises(UnknownTask, match="did you mean 'diabetes'"):
+        load_task("diabetis")
+
+
+def test_a_near_miss_is_told_what_it_lacks(tmp_path: Path) -> None:
+    """Issue 54, item 10: a competition folder without its sample submission was told to add a task.yaml."""
+    public, private = tmp_path / "comp" / "prepared" / "public", tmp_path / "comp" / "prepared" / "private"
+    public.mkdir(parents=True)
+    private.mkdir(parents=True)
+    with pytest.raises(TaskError) as info:
+        load_task(tmp_path / "comp")
+    assert "has no sample submission; add sample_submission.csv" in str(info.value)
+    assert "task.yaml" not in str(info.value)
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "initial_program.py").write_text(PROGRAM)
+    with pytest.raises(TaskError, match="has initial_program.py but no evaluator.py"):
+        load_task(half)
 
 
 def test_not_a_task_folder_and_unknown_builtin(tmp_path: Path) -> None:

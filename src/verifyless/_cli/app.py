@@ -2,7 +2,8 @@
 
 Exit codes: 0 success (``verify``: the verification ran, whatever the program's
 status; ``--strict``: 1 when the program failed); 1 unexpected error; 2 bad
-configuration or arguments; 3 bad task folder, or a run whose baseline failed
+configuration or arguments (a task, program or folder argument that names
+nothing included); 3 bad task folder, or a run whose baseline failed
 (in the evaluator always; as a program unless ``engine.allow_failed_baseline``);
 4 sandbox unavailable; 5 store problem; 6 model endpoint unusable; 7 an LLM
 reply that never parsed (a proposer or implementer with
@@ -32,7 +33,7 @@ from verifyless._cli.bench import collect_pools_command
 from verifyless._cli.common import RUN_ID, STORE, TASK, console, err, out_folder, read_store
 from verifyless._cli.components import components_command
 from verifyless._cli.data import app as data_app
-from verifyless._cli.demo import run_demo
+from verifyless._cli.demo import run_demo, world_tasks
 from verifyless._cli.export import export_command
 from verifyless._cli.propose import propose_for_baseline
 from verifyless._cli.report import report_command
@@ -44,6 +45,7 @@ from verifyless._cli.show import (
     show_data,
 )
 from verifyless._cli.task import app as task_app
+from verifyless._cli.terminal import shown
 from verifyless._cli.train import app as train_app
 from verifyless._cli.train import models_command
 from verifyless._cli.tune import app as tune_app
@@ -51,7 +53,7 @@ from verifyless._cli.ui import ui_command
 from verifyless.config import DEFAULT_STORE
 from verifyless.engine.baseline import failure_source
 from verifyless.engine.replay import ReplayDiverged, replay_run
-from verifyless.errors import TaskError, VerifylessError
+from verifyless.errors import ConfigError, TaskError, VerifylessError
 from verifyless.presets import PRESETS
 from verifyless.report.text import number
 from verifyless.sandbox.doctor import require_gpu, sandbox_report
@@ -83,7 +85,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # Typer returns (not raises) the code of ``typer.Exit`` and Ctrl-C (130)
     except VerifylessError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {shown(exc)}", highlight=False, soft_wrap=True)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
         sys.exit(exc.exit_code)
@@ -107,12 +109,12 @@ def main() -> None:
         sys.exit(1)
     except Exception as exc:  # usage errors (unknown option, missing argument) and the unexpected
         if _is_usage_error(exc):
-            err.print(f"[bold red]error:[/] {_usage_line(exc)}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {shown(_usage_line(exc))}", highlight=False, soft_wrap=True)
             sys.exit(2)
         if os.environ.get("VERIFYLESS_DEBUG"):
             raise
         err.print(
-            f"[bold red]unexpected error:[/] {type(exc).__name__}: {exc}\n"
+            f"[bold red]unexpected error:[/] {type(exc).__name__}: {shown(exc)}\n"
             "Re-run with VERIFYLESS_DEBUG=1 for the traceback, and please report it.",
             highlight=False,
         )
@@ -193,7 +195,7 @@ def tasks(
 
     directory = directory or builtin_tasks_dir()
     if not directory.is_dir():
-        raise TaskError(f"{directory} is not a folder: pass a folder that holds task folders")
+        raise ConfigError(f"{directory} is not a folder: pass a folder that holds task folders")
     found = discover_tasks(directory)
     if not found and is_task_folder(directory):
         found = [load_task(str(directory))]  # an invalid folder raises with all its problems
@@ -207,9 +209,9 @@ def tasks(
         if isinstance(t, TaskError):
             name = t.root.name if isinstance(t, InvalidTask) else "?"
             head, *problems = str(t).splitlines()
-            console.print(f"[red]{name:<16} {'invalid':<11}[/] {head}", soft_wrap=True, highlight=False)
+            console.print(f"[red]{shown(name):<16} {'invalid':<11}[/] {shown(head)}", soft_wrap=True, highlight=False)
             for line in problems:
-                console.print(f"{'':<16} {line}", soft_wrap=True, highlight=False)
+                console.print(f"{'':<16} {line}", soft_wrap=True, highlight=False, markup=False)
             continue
         arrow = "↓" if t.metric.direction == "minimize" else "↑"
         metric = f"{t.metric.name} {arrow}"
@@ -217,6 +219,7 @@ def tasks(
             f"{t.name:<16} {t.kind:<11} {metric:<20} {'yes' if t.idea_space else 'no':<6} {t.description}",
             soft_wrap=True,
             highlight=False,
+            markup=False,
         )
     invalid = sum(isinstance(t, TaskError) for t in found)
     if invalid:
@@ -243,7 +246,7 @@ def verify(
 
     t = load_task(task)
     if program is not None and not program.is_file():
-        raise TaskError(f"program file {program} not found")
+        raise ConfigError(f"program file {program} not found; pass the path of a Python program file")
     text = program.read_text() if program else t.baseline_program
     sandbox = LocalSandbox()
     if t.limits.gpus > 0:
@@ -253,15 +256,15 @@ def verify(
         print(json.dumps({"task": t.name, **result.to_dict()}, indent=2))
         raise typer.Exit(_verify_exit(t, result, strict))
     colour = "green" if result.status.value == "ok" else "red"
-    console.print(f"[bold]{t.name}[/]: [{colour}]{result.status.value}[/] {result.reason}")
+    console.print(f"[bold]{shown(t.name)}[/]: [{colour}]{result.status.value}[/] {shown(result.reason)}")
     table = Table(box=None)
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("split")
     for k, v in result.metrics.items():
-        table.add_row(k, f"{v:.6g}", "validation")
+        table.add_row(shown(k), f"{v:.6g}", "validation")
     for k, v in result.test_metrics.items():
-        table.add_row(k, f"{v:.6g}", "hidden test")
+        table.add_row(shown(k), f"{v:.6g}", "hidden test")
     console.print(table)
     console.print(
         f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
@@ -269,7 +272,7 @@ def verify(
         + (f", {result.peak_gpu_memory_mb:.0f} MB GPU" if result.peak_gpu_memory_mb is not None else "")
     )
     if result.status.value != "ok" and result.stderr_tail:
-        console.print("[dim]" + result.stderr_tail[-1500:] + "[/]", highlight=False)
+        console.print(result.stderr_tail[-1500:], style="dim", highlight=False, markup=False)
     raise typer.Exit(_verify_exit(t, result, strict))
 
 
@@ -411,7 +414,7 @@ def replay(
     st = open_store(store)
     run_id = st.resolve_run(run_id)
     report = asyncio.run(replay_run(st, run_id, build=build_engine, allow_changed_task=allow_changed_task))
-    console.print(report.describe())
+    console.print(report.describe(), highlight=False, markup=False)
     raise typer.Exit(0 if report.equal else ReplayDiverged.exit_code)
 
 
@@ -452,11 +455,14 @@ def propose(
 
 @app.command()
 def demo(
-    task: str = typer.Option("affairs_gbm", help="built-in task (one with a pool world under bench/worlds)"),
+    task: str = typer.Option(
+        "affairs_gbm", help=f"built-in task with a pool world, for part 2: {', '.join(world_tasks())}"
+    ),
     budget: int = typer.Option(16, help="verifications per arm"),
     store: Path = typer.Option(Path("runs/demo.db"), "--store", help="run store for the demo's runs"),
 ) -> None:
-    """The main job on embedded defaults: surrogate-screened search vs an unscreened run, same budget."""
+    """The main job on embedded defaults: warm-started adaptive screening (critic-rm) against an unscreened run at
+    the same budget, then the same comparison over many seeds on the task's pool world, with the oracle ceiling."""
 
     asyncio.run(run_demo(task=task, budget=budget, store_path=store, console=console))
 

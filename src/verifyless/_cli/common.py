@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
+from verifyless._cli.terminal import TerminalConsole
 from verifyless.config import DEFAULT_STORE
 from verifyless.errors import ConfigError
 from verifyless.store.readonly import ReadOnlyStore, open_readonly
 
 # The one output and error console of every command. Tables fit the terminal (160 columns when piped);
-# printed lines are never broken by rich, so paths and commands in them can be copied whole.
-console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=True)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)
+# printed lines are never broken by rich, so paths and commands in them can be copied whole. Neither writes a
+# control character it did not make (``_cli/terminal.py``: candidate output never reaches the terminal raw).
+console = TerminalConsole(width=None if sys.stdout.isatty() else 160, soft_wrap=True)
+err = TerminalConsole(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)
 
 # Parameters several commands share, written once.
 STORE = typer.Option(DEFAULT_STORE, "--store", help="run store")  # the --store of the commands that read runs

@@ -68,6 +68,11 @@ def default_worlds_dir() -> Path:
     return worlds_dir()
 
 
+def world_tasks() -> list[str]:
+    """The built-in tasks that have a pool world (``verifyless/builtin/worlds/TASK.jsonl``), which part 2 replays."""
+    return sorted(p.stem for p in worlds_dir().glob("*.jsonl") if "." not in p.stem)
+
+
 async def run_demo(
     *,
     task: str,

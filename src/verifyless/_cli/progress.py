@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from verifyless._cli.terminal import shown
 from verifyless.events import RoundStarted, Screened, ScreenerFellBack, ScreenerLearned, Verified, WarmStarted
 from verifyless.screen.audit import LiveAudit, audit_segment, state_change_lines
 from verifyless.screen.health import reply_stats
@@ -61,7 +62,7 @@ class LiveProgress:
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
-            self.out.print(f"run [bold]{data['run_id']}[/] on task [bold]{data['task']}[/]")
+            self.out.print(f"run [bold]{data['run_id']}[/] on task [bold]{shown(data['task'])}[/]")
             self.started = self.clock()
             self.bar.start()
             self.task_id = self.bar.add_task("verifications", total=self.cap, info="", count=self._count(0), eta="")

@@ -6,6 +6,7 @@ import asyncio
 import os
 from typing import Any
 
+from verifyless._cli.terminal import shown
 from verifyless.model import build_model
 from verifyless.node import Idea, Operator
 from verifyless.program import band_diff
@@ -50,14 +51,14 @@ async def propose_for_baseline(task_ref: str, *, n: int, model: str | None, seed
         }
 
     results = await asyncio.gather(*(build(i) for i in ideas))
-    console.print(f"[bold]{task.name}[/]: {len(results)} ideas from {source}\n")
+    console.print(f"[bold]{shown(task.name)}[/]: {len(results)} ideas from {shown(source)}\n")
     for k, r in enumerate(results, 1):
         console.rule(f"idea {k}")
         if r.get("idea"):
-            console.print(r["idea"], highlight=False)
+            console.print(r["idea"], highlight=False, markup=False)
         if r.get("failure"):
-            console.print(f"[red]{r['failure']}[/]", highlight=False)
+            console.print(f"[red]{shown(r['failure'])}[/]", highlight=False)
             continue
         console.print(r["diff"], highlight=False, markup=False)
-        console.print(f"[italic]{r['summary']}[/]", highlight=False)
+        console.print(f"[italic]{shown(r['summary'])}[/]", highlight=False)
     return results

@@ -23,6 +23,7 @@ from verifyless._cli.show import (
     submission_line,
     submission_summary,
 )
+from verifyless._cli.terminal import shown
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.health import weak_model_line
 from verifyless.engine.submission import submits_ensemble
@@ -39,8 +40,9 @@ from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.audit import adaptive_state, safety_net_state
 from verifyless.screen.registry import check_screener_fits
 from verifyless.store import RunStore
-from verifyless.task import UnknownTask, load_task
+from verifyless.task import load_task
 from verifyless.task.fingerprint import refuse_changed, stored_fingerprint
+from verifyless.task.home import load_run_task
 from verifyless.wiring import build_engine
 
 
@@ -99,6 +101,9 @@ def start_run(
             held.enter_context(st.holding(resume, take_over=take_over))  # one process at a time pays for a run
             changes = resume_changes(flags, over)
             _refuse_lower_caps(st, resume, changes)
+            named = load_task(task) if task is not None else None  # TASK with --resume: checked even when finished
+            if named is not None:
+                _refuse_other_task(st, resume, named)
             if not changes and st.run(resume).status == "finished":
                 _print_finished(st, resume)
                 return
@@ -106,7 +111,7 @@ def start_run(
             # The store that holds the run (and its response cache) is the one just opened, wherever it was first
             # run from.
             cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
-            loaded = _resumed_task(st, resume, task or cfg.task, allow_changed_task)
+            loaded = _resumed_task(st, resume, named, allow_changed_task)
             probe_endpoints(cfg)
             if changes:
                 st.append(resume, ConfigUpdated(changes))
@@ -189,31 +194,32 @@ def _refuse_lower_caps(st, run_id: str, changes: dict[str, Any]) -> None:
             )
 
 
-def _resumed_task(st, run_id: str, name: str, allow_changed: bool) -> Any:
-    """The task a resume continues on: ``name`` (the task argument, else the stored one), refused when it is
-    another task than the run's (exit 2) or when its files changed since the run was made (exit 3, unless
-    ``--allow-changed-task``)."""
-    task = load_task(name)
+def _resumed_task(st, run_id: str, named: Any, allow_changed: bool) -> Any:
+    """The task a resume continues on: ``named`` (the task argument, loaded; already checked to be the run's task),
+    else the run's own, found where the run was made (``task.home``); refused when its files changed since the run
+    was made (exit 3, unless ``--allow-changed-task``)."""
+    task = named if named is not None else load_run_task(st, run_id)
+    refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
+    return task
+
+
+def _refuse_other_task(st, run_id: str, task: Any) -> None:
+    """``ConfigError`` (exit 2) when the task argument given with ``--resume`` is another task than the run's."""
     stored = st.run(run_id).task
     if task.name != stored:
         raise ConfigError(
             f"run {run_id} is a run of task {stored!r}, not of {task.name!r}: leave the task argument out to resume "
             f"it (a resumed run keeps its task), or start a new run of {task.name!r} without --resume"
         )
-    refuse_changed(stored_fingerprint(st, run_id), task, run_id=run_id, action="resume", allow=allow_changed)
-    return task
 
 
 def _check_new_run(cfg) -> Any:
     """The task of a new run, loaded, and its models checked (``models_wiring.check_models``), as a dry run does too.
 
-    A misspelled task name is a configuration error (exit 2) naming close matches; a broken task folder stays
-    a task error (exit 3).
+    A task argument that names nothing (a misspelt name, a folder that is not there) is bad input (``MissingTask``,
+    exit 2; a misspelt name's message names close matches); a broken task folder is a task error (exit 3).
     """
-    try:
-        task = load_task(cfg.task)
-    except UnknownTask as exc:
-        raise ConfigError(f"task: {exc}") from None
+    task = load_task(cfg.task)
     check_roles_fit(cfg.roles.kind, task)
     check_screener_fits(cfg.screener.name, cfg.screener.options, task)
     check_models(cfg)
@@ -248,7 +254,7 @@ def print_result(result, st) -> None:
     table = Table(title=f"run {result.run_id}", box=None)
     table.add_column("")
     table.add_column("value", justify="right")
-    table.add_row("stopped", result.stopped)
+    table.add_row("stopped", shown(result.stopped))
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
     final = final_view(st, result.run_id)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from verifyless import datareport
 from verifyless._cli.common import console
+from verifyless._cli.terminal import shown
 from verifyless.engine.health import stored_role_health
 from verifyless.engine.submission import SKIPPED
 from verifyless.events import (
@@ -257,9 +258,9 @@ def peers_text(data: dict[str, Any]) -> list[str]:
 def print_show(data: dict[str, Any]) -> None:
     """``show``'s text: ``show_data``'s record as the run's header, its best nodes, and one line per finding."""
     b = data["budget"]
-    console.print(f"[bold]{data['run_id']}[/]  task {data['task']}  status {data['status']}")
+    console.print(f"[bold]{data['run_id']}[/]  task {shown(data['task'])}  status {data['status']}")
     if data["stop_reason"]:
-        console.print(f"[red]stopped:[/] {data['stop_reason']}", highlight=False, soft_wrap=True)
+        console.print(f"[red]stopped:[/] {shown(data['stop_reason'])}", highlight=False, soft_wrap=True)
     console.print(
         f"verifications {b['verifications']} · evaluator {b['evaluator_seconds']:.1f}s"
         + (f" · GPU {b['gpu_seconds']:.1f}s" if b.get("gpu_seconds") else "")
@@ -276,7 +277,7 @@ def print_show(data: dict[str, Any]) -> None:
             r["status"],
             number(r.get("score"), 6),
             number(r.get("test_score"), 6),
-            (r.get("idea") or "")[:70],
+            shown((r.get("idea") or "")[:70]),
         )
     console.print(table)
     for line in transfer_lines(data["transfer"]):
@@ -285,15 +286,15 @@ def print_show(data: dict[str, Any]) -> None:
     peak = data["peak_memory"]
     gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
     console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
-    console.print(data["data_report"], highlight=False, soft_wrap=True)
-    console.print(data["memory"], highlight=False, soft_wrap=True)
+    console.print(data["data_report"], highlight=False, soft_wrap=True, markup=False)
+    console.print(data["memory"], highlight=False, soft_wrap=True, markup=False)
     if data["resolved"]:
-        console.print(data["resolved"], highlight=False, soft_wrap=True)
+        console.print(data["resolved"], highlight=False, soft_wrap=True, markup=False)
     for a in data["adapters"]:  # the adapter each critic screened with, by the hash of its weights
         what = (
             f"{a['folder']} ({a['tag'] or 'folder gone'})" if "folder" in a else f"v{a['version']} from {a['origin']}"
         )
-        console.print(f"adapter {a['role']}: {what}", highlight=False)
+        console.print(f"adapter {a['role']}: {what}", highlight=False, markup=False)
     if data["submission"]:
         console.print(submission_line(data["submission"]), highlight=False)
     if data["llm_calls"]:

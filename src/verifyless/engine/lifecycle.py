@@ -35,7 +35,7 @@ from verifyless.search.base import SearchStrategy
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Charge
 from verifyless.task.base import Task
-from verifyless.task.fingerprint import task_fingerprint
+from verifyless.task.home import recorded
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +95,12 @@ class Lifecycle:
         self.dispatch, self.programs, self.final_judge, self.tell = dispatch, programs, final_judge, tell
 
     def new_run(self) -> str:
-        """Register a new run of the task in the store (its config and the task's fingerprint); its id."""
+        """Register a new run of the task in the store (its config, the task's fingerprint, folder and metric)."""
         return self.ledger.store.create_run(
             self.task.name,
             self.config.model_dump(mode="json"),
             seed=self.config.seed,
-            fingerprint=task_fingerprint(self.task).to_dict(),
+            **recorded(self.task),  # its fingerprint, folder and metric
         )
 
     def mark_stopped(self, exc: BaseException) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from verifyless.config import RunConfig, apply_changes, stored_config, with_absent_options
+from verifyless.config import RunConfig, apply_changes, with_absent_options
 from verifyless.engine.core import Engine
 from verifyless.errors import StoreError, VerifylessError
 from verifyless.events import (
@@ -42,9 +42,9 @@ from verifyless.node import Verification, content_hash
 from verifyless.store import RunStore
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.store.records import Item
-from verifyless.task import load_task
 from verifyless.task.base import Task
 from verifyless.task.fingerprint import refuse_changed, stored_fingerprint
+from verifyless.task.home import load_run_task
 
 
 class EngineBuilder(Protocol):
@@ -171,7 +171,7 @@ async def replay_run(
     parts; ``allow_changed_task`` replays anyway, and the replay will most likely differ). ``build`` makes each
     part's engine (``verifyless.wiring.build_engine``).
     """
-    task = load_task(str(stored_config(store, run_id)["task"]))
+    task = load_run_task(store, run_id)
     refuse_changed(stored_fingerprint(store, run_id), task, run_id=run_id, action="replay", allow=allow_changed_task)
     by_hash: dict[str, Verification] = {}
     for ev in store.events(run_id, Verified):
@@ -257,6 +257,8 @@ def copy_prefix(source: RunStore, target: RunStore, run_id: str, before: int) ->
         run_id=run_id,
         seed=int(head.seed),
         fingerprint=None if head.task_fingerprint is None else dict(head.task_fingerprint),
+        task_root=head.task_root,
+        task_metric=None if head.task_metric is None else dict(head.task_metric),
     )
     items = []
     for ev in events[1:]:

@@ -28,7 +28,7 @@ from verifyless.program import BandError, extract
 from verifyless.report.views.card import run_card
 from verifyless.report.views.nodes import node_details
 from verifyless.task.base import HIDDEN_PREFIXES
-from verifyless.task.loader import load_task
+from verifyless.task.home import load_run_task
 
 __all__ = ["SCHEMA_VERSION", "Exported", "call_rows", "export_run", "node_rows"]
 
@@ -39,7 +39,7 @@ Format = Literal["jsonl", "parquet"]
 def node_rows(store: Any, run_id: str, *, include_test: bool = False) -> Iterator[dict[str, Any]]:
     """One export row per node (creation order); see the module docstring for what is left out."""
     info = store.run(run_id)
-    band = _band(info.config)
+    band = _band(store, run_id)
     calls = _calls_by_node(store, run_id)
     for d in node_details(store, run_id):
         row: dict[str, Any] = {
@@ -160,10 +160,11 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     tmp.replace(path)
 
 
-def _band(config: Mapping[str, Any]) -> Any:
-    """The task's band, when the task still loads here (a moved task folder only costs the band column)."""
+def _band(store: Any, run_id: str) -> Any:
+    """The task's band, when the task still loads (a task folder gone from where the run was made only costs the band
+    column)."""
     try:
-        return load_task(str(config.get("task") or "")).band
+        return load_run_task(store, run_id).band
     except Exception:  # noqa: BLE001 - an export never fails because the task folder moved
         return None
 

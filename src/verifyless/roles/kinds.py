@@ -34,7 +34,7 @@ def check_roles_fit(kind: str, task: Task) -> None:
     if kind == "space" and task.idea_space is None:
         raise ConfigError(
             f"task {task.name!r} declares no idea_space, so roles.kind=space cannot make children: "
-            "use roles.kind=llm with a model, or add an idea_space to task.yaml"
+            f"use roles.kind=llm with a model, or add an idea_space to its {task.settings_file} ({task.root})"
         )
 
 

@@ -33,6 +33,8 @@ class RunStoreProtocol(Protocol):
         run_id: str | None = None,
         seed: int = 0,
         fingerprint: Mapping[str, Any] | None = None,
+        task_root: str | None = None,
+        task_metric: Mapping[str, Any] | None = None,
     ) -> str: ...
 
     def set_status(self, run_id: str, status: str, *, reason: str | None = None) -> int: ...

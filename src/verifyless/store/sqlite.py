@@ -132,11 +132,15 @@ class RunStore(StoreReads, BlobStore, Leases):
         run_id: str | None = None,
         seed: int = 0,
         fingerprint: Mapping[str, Any] | None = None,
+        task_root: str | None = None,
+        task_metric: Mapping[str, Any] | None = None,
     ) -> str:
         """Register a run and write its ``config`` event (the run's first event); returns the run id.
 
         ``fingerprint`` (``Fingerprint.to_dict()`` of the task, ``verifyless.task.fingerprint``) is kept in that
-        event as ``task_fingerprint``, so a resume or a replay can tell whether the task changed since.
+        event as ``task_fingerprint``, so a resume or a replay can tell whether the task changed since;
+        ``task_root`` (the task folder's absolute path) and ``task_metric`` (``{name, direction}``) say where the
+        task lives and what its scores are (``task.identity.task_home``).
         """
         run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
         now = time.time()
@@ -148,7 +152,14 @@ class RunStore(StoreReads, BlobStore, Leases):
                 "INSERT INTO runs (run_id, task, created, status, config, seed, updated) VALUES (?,?,?,?,?,?,?)",
                 (run_id, task, now, "created", config_json, int(seed), now),
             )
-            head = RunCreated(task, int(seed), dict(config), None if fingerprint is None else dict(fingerprint))
+            head = RunCreated(
+                task,
+                int(seed),
+                dict(config),
+                None if fingerprint is None else dict(fingerprint),
+                task_root,
+                None if task_metric is None else dict(task_metric),
+            )
             self._insert(conn, run_id, head, None, None, None)
         self._known_runs.add(run_id)
         return run_id

@@ -207,6 +207,12 @@ class Task:
     fidelity: Fidelity = field(default_factory=Fidelity)  # optional cheaper levels (task.yaml `fidelity:`)
 
     @property
+    def settings_file(self) -> str:
+        """The file a user edits to change this task's settings (idea space, anchors, limits): ``task.yaml`` in a
+        native folder, the ``verifyless.yaml`` sidecar in an OpenEvolve or competition folder."""
+        return "task.yaml" if self.kind == "native" else "verifyless.yaml"
+
+    @property
     def evaluator_in_sandbox(self) -> bool:
         """Whether the evaluator runs next to the program, inside the sandbox (OpenEvolve folders): then there is
         no trusted scorer, no hidden split and no hidden test score."""

@@ -31,9 +31,26 @@ class InvalidTask(TaskError):
         super().__init__("\n".join([head, *(f"  - {p}" for p in problems)]))
 
 
-def read_yaml(path: Path, problems: list[str]) -> Any:
+def read_text(path: Path, problems: list[str]) -> str | None:
+    """The text of ``path``; None, and a problem naming the file, where it is not UTF-8."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(not_utf8(path, exc))
+        return None
+
+
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """The problem line of a file that is not UTF-8 text: where the first bad byte is, and the fix."""
+    return f"{path.name}: not UTF-8 text (byte {exc.start}: {exc.object[exc.start]:#04x}); save it as UTF-8"
+
+
+def read_yaml(path: Path, problems: list[str]) -> Any:
+    text = read_text(path, problems)
+    if text is None:
+        return None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         problems.append(f"{path.name}: YAML syntax error at {yaml_problem(exc)}; fix the YAML syntax")
         return None
@@ -58,7 +75,9 @@ def inside(root: Path, rel: str, key: str, fname: str, problems: list[str]) -> P
 
 
 def read_program(path: Path, band: Band, fname: str, problems: list[str]) -> str | None:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, problems)
+    if text is None:
+        return None
     error = syntax_error(text, path.name)
     if error:
         problems.append(f"{path.name}: {error}; the baseline program must be valid Python")
@@ -172,6 +191,8 @@ __all__ = [
     "read_anchors",
     "read_idea_space",
     "read_program",
+    "not_utf8",
+    "read_text",
     "read_yaml",
     "top_level_functions",
 ]

@@ -26,6 +26,7 @@ from verifyless.task.folder import InvalidTask
 from verifyless.task.kind import TaskKind
 from verifyless.task.native import NATIVE
 from verifyless.task.openevolve import OPENEVOLVE, OPENEVOLVE_EVALUATOR, OPENEVOLVE_PROGRAM
+from verifyless.task.tabular.competition import missing_sample
 from verifyless.task.tabular.kind import COMPETITION
 
 KINDS: tuple[TaskKind, ...] = (NATIVE, OPENEVOLVE, COMPETITION)  # asked in this order
@@ -43,7 +44,12 @@ def _names() -> list[str]:
     return [kind.name for kind in KINDS]
 
 
-class UnknownTask(TaskError):
+class MissingTask(TaskError, exit_code=2):
+    """A task argument that names nothing: no such folder, and no built-in task of that name. Bad input to a
+    command (exit 2, like a misspelt option), unlike a task folder that exists and is malformed (exit 3)."""
+
+
+class UnknownTask(MissingTask):
     """A bare task name that is neither a folder here nor a built-in task; the message names close matches."""
 
     def __init__(self, name: str, known: list[str]):
@@ -66,10 +72,32 @@ def load_task(path: str | Path) -> Task:
     root = _locate(path)
     for kind in KINDS:
         if kind.detect(root):
-            return kind.load(root)
-    raise TaskError(
+            try:
+                return kind.load(root)
+            except UnicodeDecodeError as exc:  # a file no kind reads through ``folder.read_text``, which names it
+                bad = f"{exc.object[exc.start]:#04x}" if isinstance(exc.object, bytes) else "?"
+                raise InvalidTask(
+                    root, [f"a text file is not UTF-8 (byte {exc.start}: {bad}); save it as UTF-8"]
+                ) from None
+    raise TaskError(_not_a_task(root))
+
+
+def _not_a_task(root: Path) -> str:
+    """Why ``root`` is no task folder, pointing at the kind it comes closest to."""
+    near = missing_sample(root)
+    if near is not None:
+        return near
+    halves = [name for name in (OPENEVOLVE_PROGRAM, OPENEVOLVE_EVALUATOR) if (root / name).is_file()]
+    if len(halves) == 1:
+        lacking = OPENEVOLVE_EVALUATOR if halves[0] == OPENEVOLVE_PROGRAM else OPENEVOLVE_PROGRAM
+        return (
+            f"{root} has {halves[0]} but no {lacking}: an OpenEvolve folder needs both; add {lacking} "
+            "(or write a task.yaml, see docs/design/task-format.md)"
+        )
+    return (
         f"{root} is not a task folder: it has neither task.yaml nor {OPENEVOLVE_PROGRAM} + "
-        f"{OPENEVOLVE_EVALUATOR}; add a task.yaml (see docs/design/task-format.md)"
+        f"{OPENEVOLVE_EVALUATOR}, nor a competition's prepared/public + prepared/private; add a task.yaml "
+        "(see docs/design/task-format.md)"
     )
 
 
@@ -113,12 +141,13 @@ def _locate(path: str | Path) -> Path:
             sorted(p.name for p in builtin_tasks_dir().iterdir() if p.is_dir()) if builtin_tasks_dir().is_dir() else []
         )
         raise UnknownTask(text, known)
-    raise TaskError(f"task folder {candidate} does not exist; check the path")
+    raise MissingTask(f"task folder {candidate} does not exist; check the path")
 
 
 __all__ = [
     "KINDS",
     "InvalidTask",
+    "MissingTask",
     "UnknownTask",
     "builtin_tasks_dir",
     "discover_tasks",

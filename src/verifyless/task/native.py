@@ -40,6 +40,7 @@ from verifyless.task.folder import (
     read_anchors,
     read_idea_space,
     read_program,
+    read_text,
     read_yaml,
     top_level_functions,
 )
@@ -220,6 +221,7 @@ def _load_native(root: Path) -> Task:
         raise InvalidTask(root, explain(exc, fname, TaskSpec)) from None
 
     statement_path = inside(root, spec.statement, "statement", fname, problems)
+    statement = read_text(statement_path, problems) if statement_path else None
     program_path = inside(root, spec.program, "program", fname, problems)
     band = _band(spec)
     program_text = read_program(program_path, band, fname, problems) if program_path else None
@@ -269,12 +271,12 @@ def _load_native(root: Path) -> Task:
 
     if problems:
         raise InvalidTask(root, problems)
-    assert statement_path is not None and program_path is not None and program_text is not None
+    assert statement is not None and program_path is not None and program_text is not None
     return Task(
         name=spec.name,
         root=root,
         kind="native",
-        statement=statement_path.read_text(encoding="utf-8"),
+        statement=statement,
         program_file=Path(spec.program).name,
         baseline_program=program_text,
         band=band,
@@ -346,8 +348,11 @@ def _check_scorer(root: Path, score: str, fname: str, problems: list[str]) -> No
         path = inside(root, file, "score", fname, problems)
         if path is None:
             return
+        text = read_text(path, problems)
+        if text is None:
+            return
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=path.name)
+            tree = ast.parse(text, filename=path.name)
         except SyntaxError as exc:
             problems.append(f"{file}: line {exc.lineno}: {exc.msg}; the scorer must be valid Python")
             return

@@ -109,6 +109,23 @@ def _cascade_levels(cascade: tuple[str, ...]) -> Fidelity:
     return Fidelity(levels=levels)
 
 
+def _cascade(evaluator: str, problems: list[str]) -> tuple[str, ...]:
+    """The cascade stages the evaluator's source defines (a problem where it defines no entry point or no Python)."""
+    try:
+        tree = ast.parse(evaluator, filename=OPENEVOLVE_EVALUATOR)
+    except SyntaxError as exc:
+        problems.append(f"{OPENEVOLVE_EVALUATOR}: line {exc.lineno}: {exc.msg}; the evaluator must be valid Python")
+        return ()
+    defined = folder.top_level_functions(tree)
+    cascade = tuple(s for s in CASCADE_STAGES if s in defined)
+    if "evaluate" not in defined and not cascade:
+        problems.append(
+            f"{OPENEVOLVE_EVALUATOR}: defines neither evaluate(program_path) nor evaluate_stage1(program_path); "
+            "add one that returns a dict with 'combined_score'"
+        )
+    return cascade
+
+
 def _load_openevolve(root: Path) -> Task:
     problems: list[str] = []
     program_path = root / OPENEVOLVE_PROGRAM
@@ -116,19 +133,8 @@ def _load_openevolve(root: Path) -> Task:
     band = Band()
     program_text = folder.read_program(program_path, band, SIDECAR, problems)
 
-    cascade: tuple[str, ...] = ()
-    try:
-        tree = ast.parse(evaluator_path.read_text(encoding="utf-8"), filename=OPENEVOLVE_EVALUATOR)
-    except SyntaxError as exc:
-        problems.append(f"{OPENEVOLVE_EVALUATOR}: line {exc.lineno}: {exc.msg}; the evaluator must be valid Python")
-    else:
-        defined = folder.top_level_functions(tree)
-        cascade = tuple(s for s in CASCADE_STAGES if s in defined)
-        if "evaluate" not in defined and not cascade:
-            problems.append(
-                f"{OPENEVOLVE_EVALUATOR}: defines neither evaluate(program_path) nor evaluate_stage1(program_path); "
-                "add one that returns a dict with 'combined_score'"
-            )
+    evaluator = folder.read_text(evaluator_path, problems)
+    cascade = _cascade(evaluator, problems) if evaluator is not None else ()
 
     sidecar = SidecarSpec()
     if (root / SIDECAR).is_file():
@@ -178,7 +184,7 @@ def _openevolve_statement(root: Path, sidecar: SidecarSpec, problems: list[str])
     """Sidecar statement file, else config.yaml's system message, else README.md, else a generic line."""
     if sidecar.statement:
         path = folder.inside(root, sidecar.statement, "statement", SIDECAR, problems)
-        return path.read_text(encoding="utf-8") if path else ""
+        return (folder.read_text(path, problems) if path else None) or ""
     config = root / "config.yaml"
     if config.is_file():
         try:
@@ -191,7 +197,7 @@ def _openevolve_statement(root: Path, sidecar: SidecarSpec, problems: list[str])
             return message.strip()
     readme = root / "README.md"
     if readme.is_file():
-        return readme.read_text(encoding="utf-8")
+        return folder.read_text(readme, problems) or ""
     return f"Improve {OPENEVOLVE_PROGRAM} so that {OPENEVOLVE_EVALUATOR} reports a higher combined_score."
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import in_process
 from competitions import cache, metric_inputs, spooky_folder  # noqa: F401  (cache: autouse)
 from sklearn.datasets import load_diabetes, load_iris
 
@@ -129,6 +130,47 @@ def test_bad_csv_inputs_give_one_clear_line_and_exit_2(tmp_path):
         assert not (tmp_path / case.replace(" ", "_")).exists(), "nothing is written for bad input"
 
 
+def _misfit_inputs(tmp: Path) -> dict[str, tuple[list[str], str]]:
+    """Issue 54: a --kind the target cannot pose (item 7) and inputs whose messages pointed the wrong way (item 10)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=60), "z": rng.normal(size=60)})
+    frame.assign(y=["a", "b", "c"] * 20).to_csv(tmp / "labels.csv", index=False)
+    frame.assign(y=[0, 1, 2] * 20).to_csv(tmp / "three.csv", index=False)
+    frame.assign(y=rng.normal(size=60)).to_csv(tmp / "numbers.csv", index=False)
+    frame[[]].assign(y=[0, 1] * 30).to_csv(tmp / "target_only.csv", index=False)
+    pd.DataFrame(rng.normal(size=(30, 40)), columns=[f"c{i}" for i in range(40)]).to_csv(tmp / "wide.csv", index=False)
+    return {
+        "regression on labels": (["--data", str(tmp / "labels.csv"), "--kind", "regression"], "needs a numeric target"),
+        "binary on three classes": (["--data", str(tmp / "three.csv"), "--kind", "binary"], "has 3 distinct values"),
+        "multiclass on numbers": (["--data", str(tmp / "numbers.csv"), "--kind", "multiclass"], "not whole"),
+        "target only": (["--data", str(tmp / "target_only.csv")], "has no input column besides --target 'y'"),
+        "a folder as data": (["--data", str(tmp)], f"--data {tmp} is a folder; pass the CSV file"),
+        "many columns": (["--data", str(tmp / "wide.csv")], "its 40 columns are 'c0', 'c1', "),
+    }
+
+
+MISFITS = (
+    "regression on labels",
+    "binary on three classes",
+    "multiclass on numbers",
+    "target only",
+    "a folder as data",
+    "many columns",
+)
+
+
+@pytest.mark.parametrize("case", MISFITS)
+def test_task_new_refuses_input_that_cannot_make_the_task_asked_for(tmp_path, monkeypatch, capsys, case):
+    args, message = _misfit_inputs(tmp_path)[case]
+    folder = tmp_path / "made"
+    out = in_process(monkeypatch, capsys, "task", "new", str(folder), *args, "--target", "y")
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert ".partial-" not in out.stderr and not folder.exists()
+    if case == "many columns":
+        assert "'c29' and 10 more" in out.stderr  # the columns left out are counted, never dropped silently
+
+
 def test_the_command_line_makes_verifies_and_lists_a_task(tmp_path):
     folder = tmp_path / "tasks" / "flowers"
     made = cli(
@@ -165,6 +207,17 @@ def test_the_command_line_makes_verifies_and_lists_a_task(tmp_path):
 
 
 # ------------------------------------------------------------------ MLE-bench folders
+
+
+def test_private_answers_lacking_a_column_name_only_the_missing_ones(tmp_path):
+    """Issue 54, item 10: the message listed the present id column as missing too."""
+    root = spooky_folder(tmp_path)
+    answers = root / "prepared" / "private" / "test.csv"
+    pd.read_csv(answers).drop(columns=["HPL"]).to_csv(answers, index=False)
+    with pytest.raises(TaskError) as info:
+        load_task(root)
+    message = str(info.value)
+    assert "lack the column(s) 'HPL' (or the label column 'author'); they have 'id', 'EAP', 'MWS'" in message, message
 
 
 def test_an_mlebench_folder_loads_unchanged_with_the_competitions_grader(tmp_path):

@@ -15,7 +15,7 @@ from typing import Any
 from verifyless.events import ScreenerLearned, Verified
 from verifyless.metrics.curve import best_so_far
 from verifyless.report.text import num
-from verifyless.report.views.runs import best_node, direction_of, task_meta
+from verifyless.report.views.runs import best_node, direction_of, run_task_meta
 from verifyless.screen.audit import state_changes
 from verifyless.store.protocol import RunStoreProtocol
 
@@ -96,7 +96,7 @@ def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -
     """One point per ``verification`` event in commit order (``verifyless.metrics.curve.best_so_far``); the ceiling
     is the task's ``bound`` anchor if any."""
     info = store.run(run_id)
-    meta = task_meta(info.task)
+    meta = run_task_meta(store, run_id)
     compute, baseline = 0.0, None
     verified: list[tuple[str | None, Verified, float | None]] = []
     computes: list[float] = []  # every charged evaluator second up to each verification
@@ -134,7 +134,7 @@ def best_curve(store: RunStoreProtocol, run_id: str, label: str | None = None) -
         run_id,
         name,
         str(meta.get("metric", "score")),
-        direction_of(store, run_id),
+        str(meta.get("direction") or direction_of(store, run_id)),
         tuple(points),
         baseline,
         ceiling,

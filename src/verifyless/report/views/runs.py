@@ -40,6 +40,7 @@ from verifyless.screen.base import FallbackCount
 from verifyless.screen.ttl import run_adapters
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task import load_task
+from verifyless.task.home import task_home
 
 VERIFIED = frozenset(s.value for s in Status if s.verified)  # statuses of paid verifications, as stored
 KNOWN_KINDS = frozenset(
@@ -90,6 +91,16 @@ def task_meta(task: str) -> dict[str, Any]:
         "floor": t.anchors.floor,
         "description": t.description,
     }
+
+
+def run_task_meta(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
+    """``task_meta`` of a run's task, loaded from where the run was made (``task.home``), with the metric name and
+    direction the run stored, which label its scores even when the task cannot be loaded here."""
+    home = task_home(store, run_id)
+    meta = dict(task_meta(home.reference))
+    if home.metric is not None:
+        meta.update(metric=home.metric, direction=home.direction or meta.get("direction"))
+    return meta
 
 
 # ---------------------------------------------------------------------- runs
@@ -295,14 +306,14 @@ def run_summary(store: RunStoreProtocol, run_id: str) -> RunSummary:
             brief = record
         elif isinstance(record, Finalised):
             stopped = str(record.stopped or "")
-    meta = task_meta(info.task)
+    meta = run_task_meta(store, run_id)
     return RunSummary(
         row=run_row(store, run_id),
         config_json=json.dumps(redact(info.config), indent=2, default=str),
         brief_understanding=str(brief.understanding or ""),
         brief_criteria=tuple(str(c) for c in brief.criteria or ()),
         metric=str(meta.get("metric", "score")),
-        direction=direction_of(store, run_id),
+        direction=str(meta.get("direction") or direction_of(store, run_id)),
         stopped=stopped,
         event_counts=dict(sorted(counts.items())),
         last_seq=last,

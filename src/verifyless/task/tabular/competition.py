@@ -40,9 +40,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from verifyless.errors import TaskError
+from verifyless.errors import TaskError, listed
 from verifyless.program import Band, BandError, split, syntax_error
 from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
+from verifyless.task.folder import not_utf8
 from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
 from verifyless.task.tabular.grading import (
     Grading,
@@ -183,6 +184,20 @@ def is_competition(root: Path) -> bool:
     return find_layout(root) is not None
 
 
+def missing_sample(root: Path) -> str | None:
+    """What keeps ``root`` from being a competition folder when it has ``prepared/public`` and ``prepared/private``
+    but no sample submission (None when that is not the case): one line naming the file to add."""
+    prepared = root / "prepared" if (root / "prepared").is_dir() else root
+    public, private = prepared / "public", prepared / "private"
+    if not (public.is_dir() and private.is_dir()) or find_layout(root) is not None:
+        return None
+    return (
+        f"{root} looks like a competition folder ({public.relative_to(root.parent)} and "
+        f"{private.relative_to(root.parent)}) but {public} has no sample submission; add sample_submission.csv "
+        "(the id column and the prediction columns, one row per test id: MLE-bench's prepare step writes it)"
+    )
+
+
 def _mlebench_config(root: Path) -> dict[str, Any]:
     path = root / "config.yaml"
     try:
@@ -241,6 +256,8 @@ def _sidecar(root: Path) -> CompetitionSpec:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return CompetitionSpec.model_validate(data)
+    except UnicodeDecodeError as exc:
+        raise _invalid(root, [not_utf8(path, exc)]) from None
     except yaml.YAMLError as exc:
         raise TaskError(f"{path}: YAML syntax error at {yaml_problem(exc)}; fix the YAML syntax") from None
     except ValidationError as exc:
@@ -372,8 +389,12 @@ def _check_answers(layout: Layout, grading: Grading, test: Any) -> None:
     columns = list(_read_csv(path, {}, nrows=0).columns)
     readable = all(c in columns for c in grading.columns) or grading.label_column in columns
     if grading.id_column not in columns or not (readable or grading.grader):
-        wanted = [grading.id_column, *grading.columns]
-        raise TaskError(f"{path}: the private answers lack the columns {wanted[:8]} (they have {columns[:8]})")
+        wanted = [grading.id_column, *([] if readable or grading.grader else grading.columns)]
+        lacking = [c for c in wanted if c not in columns]
+        label = f" (or the label column {grading.label_column!r})" if grading.label_column and not readable else ""
+        raise TaskError(
+            f"{path}: the private answers lack the column(s) {listed(lacking)}{label}; they have {listed(columns)}"
+        )
     answers = _read_csv(path, {grading.id_column: str}, usecols=[grading.id_column])
     expected, got = set(test[grading.id_column].astype(str)), set(answers[grading.id_column].astype(str))
     if expected - got or len(answers) != len(expected):

@@ -15,6 +15,7 @@ Every problem with the input is a ``ConfigError`` of one line naming the fix.
 
 from __future__ import annotations
 
+import difflib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +23,15 @@ from typing import Any
 
 import yaml
 
-from verifyless.errors import ConfigError
+from verifyless.errors import ConfigError, listed
 from verifyless.task.tabular.competition import BASELINE, SIDECAR, unreadable_csv
 from verifyless.task.tabular.grading import known_metrics, metric_def
 from verifyless.task.tabular.split import (
     Problem,
     SplitSettings,
+    checked_problem,
     default_metric,
-    infer_problem,
+    feature_kinds,
     is_free_text,
     split_rows,
 )
@@ -80,7 +82,8 @@ def prepare_task(dest: Path, request: Request, *, name: str | None = None) -> Pr
     frame = _read(request.data, "--data")
     frame, dropped = _labelled(frame, request)
     frame, id_column = _with_ids(frame, request.id_column, start=0, path=request.data)
-    problem = request.problem or infer_problem(frame[request.target], request.target)
+    _check_features(frame, request, id_column)
+    problem = checked_problem(frame[request.target], request.target, request.problem)
     frame = _class_labels(frame, request.target, problem)
     metric = _metric(request, problem, frame[request.target])
     train, test = _hidden_test(frame, request, problem, id_column)
@@ -104,6 +107,8 @@ def check_destination(dest: Path) -> None:
 def _read(path: Path, flag: str) -> Any:
     import pandas as pd
 
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a folder; pass the CSV file with your data")
     if not path.is_file():
         raise ConfigError(f"{flag} {path}: no such file; pass the CSV file with your data")
     try:
@@ -131,9 +136,12 @@ def _read(path: Path, flag: str) -> Any:
 def _labelled(frame: Any, request: Request) -> tuple[Any, int]:
     """The rows with a target value, and how many had none."""
     if request.target not in frame.columns:
+        columns = [str(c) for c in frame.columns]
+        close = difflib.get_close_matches(request.target, columns, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConfigError(
-            f"{request.data} has no column {request.target!r}; its columns are {list(frame.columns)[:12]}; "
-            "pass one of them as --target"
+            f"{request.data} has no column {request.target!r}; {hint}its {len(columns)} columns are "
+            f"{listed(columns, 30)}; pass one of them as --target"
         )
     for flag, column in (("--group", request.group), ("--time", request.time)):
         if column is not None and (column not in frame.columns or column == request.target):
@@ -145,6 +153,20 @@ def _labelled(frame: Any, request: Request) -> tuple[Any, int]:
         )
     _check_finite(frame[request.target][known], request.target)
     return frame[known], int((~known).sum())  # the index keeps each row's place in the file, for messages
+
+
+def _check_features(frame: Any, request: Request, id_column: str) -> None:
+    """``ConfigError`` unless some column besides the target, the id and the group is an input the baseline can
+    use (numbers, categories or free text): without one every verification would fail."""
+    exclude = (request.target, id_column, *([request.group] if request.group else []))
+    kinds = feature_kinds(frame, frame, exclude)
+    if kinds.numeric or kinds.categorical or kinds.text:
+        return
+    left = f" (left out as ids or codes: {listed(kinds.left_out)})" if kinds.left_out else ""
+    raise ConfigError(
+        f"--data {request.data} has no input column besides --target {request.target!r}{left}; a task needs at "
+        "least one feature column (numbers, categories or free text) to predict from"
+    )
 
 
 def _check_finite(target: Any, column: str) -> None:
@@ -241,7 +263,7 @@ def _hidden_test(frame: Any, request: Request, problem: Problem, id_column: str)
         lacking = [c for c in frame.columns if c not in test.columns]
         if lacking:
             raise ConfigError(
-                f"--test {request.test} lacks the column(s) {lacking[:8]} of --data; give both the same columns"
+                f"--test {request.test} lacks the column(s) {listed(lacking)} of --data; give both the same columns"
             )
         if set(test[id_column].astype(str)) & set(frame[id_column].astype(str)):
             raise ConfigError(f"--test {request.test} repeats ids of --data in {id_column!r}; ids must be unique")

@@ -181,6 +181,43 @@ def infer_problem(target: pd.Series, column: str) -> Problem:
     return "multiclass" if integral and distinct <= MAX_CLASSES_FOR_INTEGERS else "regression"
 
 
+def checked_problem(target: pd.Series, column: str, problem: Problem | None) -> Problem:
+    """The problem a task of ``target`` poses: ``problem`` (``--kind``) when given and ``target`` can pose it, else
+    the inferred one; ``ConfigError`` (one line naming the fitting ``--kind``) when the target cannot pose it: a
+    regression needs numbers, a binary task two classes, a multiclass task labels (text or whole numbers)."""
+    inferred = infer_problem(target, column)
+    if problem is None or problem == inferred:
+        return inferred
+    misfit = _misfit(target.dropna(), column, problem)
+    if misfit:
+        raise ConfigError(f"--kind {problem} {misfit}; use --kind {inferred} (what it holds), or leave --kind out")
+    return problem
+
+
+def _misfit(values: pd.Series, column: str, problem: Problem) -> str | None:
+    """Why ``values`` cannot be the target of a ``problem`` task (None: they can)."""
+    import pandas as pd
+
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    if problem == "regression" and not numeric:
+        return f"needs a numeric target, but {column!r} holds {_example(values, 'values such as')}"
+    distinct = values.nunique()
+    if problem == "binary" and distinct != 2:
+        classes = sorted(values.unique().tolist(), key=str)
+        shown = ", ".join(str(v) for v in classes[:5]) + (", ..." if len(classes) > 5 else "")
+        return f"needs a target with two classes, but {column!r} has {distinct} distinct values ({shown})"
+    if problem == "multiclass" and numeric and not bool((values == values.round()).all()):
+        fractional = values[values != values.round()]
+        return f"needs class labels, but {column!r} holds numbers that are not whole, {_example(fractional, 'like')}"
+    return None
+
+
+def _example(values: pd.Series, lead: str) -> str:
+    """``lead`` and the first value, printed as its plain Python value (a numpy scalar as its number)."""
+    first = values.iloc[0]
+    return f"{lead} {first.item() if hasattr(first, 'item') else first!r}"
+
+
 def default_metric(problem: Problem) -> str:
     """AUC for binary, log loss for multiclass, RMSE for regression (the metric registry's names)."""
     return {"binary": "auc", "multiclass": "logloss", "regression": "rmse"}[problem]
@@ -189,6 +226,7 @@ def default_metric(problem: Problem) -> str:
 __all__ = [
     "FeatureKinds",
     "Problem",
+    "checked_problem",
     "SplitSettings",
     "default_metric",
     "feature_kinds",
