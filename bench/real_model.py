@@ -51,17 +51,28 @@ from verifyless.offline.compare import curve_from_store, reach
 from verifyless.store import RunStore
 from verifyless.wiring import build_engine
 
+# The child-making roles run on the model in `children` and `children-diff`; the screeners' runs make their
+# children from the task's idea space (no LLM), so every screener sees real candidates even where the model
+# could not implement an idea (the 0.5B model mostly could not), and only the screening is the model's.
+SPACE = {"roles": {"kind": "space", "models": {"default": "env"}}}
 ROLE_RUNS: dict[str, dict[str, Any]] = {
-    "critic": {"screener": {"name": "critic", "options": {"k": 2}}},
-    "critic-probs": {"screener": {"name": "critic-probs", "options": {}}, "roles": {"implement_mode": "diff"}},
-    "tournament": {"screener": {"name": "tournament", "options": {}}, "novelty": {"enabled": True, "judge": True}},
+    "children": {"screener": {"name": "critic", "options": {"k": 2}}},
+    "children-diff": {"screener": {"name": "random", "options": {}}, "roles": {"implement_mode": "diff"}},
+    "critic": {**SPACE, "screener": {"name": "critic", "options": {"k": 2}}},
+    "critic-probs": {**SPACE, "screener": {"name": "critic-probs", "options": {}}},
+    "tournament": {
+        **SPACE,
+        "screener": {"name": "tournament", "options": {}},
+        "novelty": {"enabled": True, "judge": True, "embedder": "hashing", "threshold": 0.9999, "judge_lower": 0.0},
+    },
     "arbiter": {
+        **SPACE,
         "screener": {
             "name": "arbiter",
             "options": {"members": ["default", "default"], "member": "critic", "member_options": {"k": 1}},
-        }
+        },
     },
-    "agentic": {"screener": {"name": "agentic", "options": {"max_pilots": 1}}},
+    "agentic": {**SPACE, "screener": {"name": "agentic", "options": {"max_pilots": 1}}},
 }
 ARMS: dict[str, dict[str, Any]] = {
     "random": {"screener": {"name": "random", "options": {}}},
