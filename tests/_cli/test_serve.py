@@ -17,4 +17,4 @@ def test_an_unknown_model_is_one_line_naming_the_catalogue(monkeypatch, capsys, 
 def test_the_help_says_what_the_first_call_costs(monkeypatch, capsys):
     out = in_process(monkeypatch, capsys, "serve", "--help")
     text = " ".join(out.stdout.replace("│", " ").split())
-    assert out.returncode == 0 and "sha256" in text and "30 minutes" in text
+    assert out.returncode == 0 and "sha256" in text and "30 minutes" in text and "6 minutes" in text

