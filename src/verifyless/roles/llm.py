@@ -15,6 +15,7 @@ Every request names its role (``brief``, ``proposer``, ``implementer``,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 from collections.abc import Mapping
@@ -78,7 +79,7 @@ class LLMBriefer:
     resources when not empty; without it the prompt is as before.
     """
 
-    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = 1536) -> None:
+    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = None) -> None:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -151,7 +152,7 @@ class LLMProposer:
     wave_size: int = 4
     max_avoid: int = 24
     format_reminders: int = 1
-    max_tokens: int | None = 768
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.wave_size < 1:
@@ -199,6 +200,18 @@ class LLMProposer:
         }
         return messages("roles/propose", values)
 
+    def instructions(self, ctx: ProposeContext) -> str:
+        """What a reply must not merely repeat: the prompt rendered for ``ctx`` without the ideas and solutions it
+        lists (an idea may restate one it is told to avoid or to build on; the format line it may not)."""
+        bare = dataclasses.replace(
+            ctx,
+            parent=dataclasses.replace(ctx.parent, idea=None),
+            inspirations=(),
+            memory=(),
+            references=(),
+        )
+        return "\n".join(m.content for m in self.render(bare))
+
     async def propose(self, ctx: ProposeContext, n: int) -> list[Idea | RoleFailure]:
         waves = self.mode == "waves"
         results: list[Idea | RoleFailure] = []
@@ -219,7 +232,7 @@ class LLMProposer:
             max_tokens=self.max_tokens,
         )
         reminder = render("roles/propose", "retry")
-        prompt = "\n".join(m.content for m in request.messages)
+        prompt = self.instructions(ctx)
 
         def read(text: str) -> str | None:  # an approach that only repeats the prompt is no idea
             approach = parse.extract_approach(text)
@@ -491,7 +504,7 @@ class LLMSummarizer:
         temperature: float = 0.4,
         min_words: int = 120,
         max_words: int = 200,
-        max_tokens: int | None = 768,
+        max_tokens: int | None = None,
     ) -> None:
         if not 1 <= min_words <= max_words:
             raise ConfigError(f"summarizer needs 1 <= min_words <= max_words, got {min_words}, {max_words}")

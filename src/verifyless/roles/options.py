@@ -32,13 +32,15 @@ class LLMRoleOptions(StrictOptions):
     brief_temperature: float = Field(0.3, ge=0.0, le=2.0, description="temperature of the one-off task brief")
     implementer_temperature: float = Field(0.2, ge=0.0, le=2.0, description="temperature of implement and repair")
     max_attempts: int = Field(3, ge=1, le=10, description="implementer replies per child, the first included")
-    brief_max_tokens: int | None = Field(1536, ge=1, description="reply cap of the brief (None: the model's)")
+    # Reply caps per role. None sends no cap of the role's own (the model's max_tokens, if any, applies): a cap
+    # is part of a request's cache identity, so a default here would make every stored run miss on replay.
+    brief_max_tokens: int | None = Field(None, ge=1, description="reply cap of the brief (None: the model's)")
     proposer_max_tokens: int | None = Field(
-        768, ge=1, description="reply cap of one proposal: a paragraph of prose, so a runaway reply stops early"
+        None, ge=1, description="reply cap of one proposal, e.g. 768 to stop a runaway reply early (None: the model's)"
     )
     implementer_max_tokens: int | None = Field(None, ge=1, description="reply cap of implement and repair")
     summarizer_max_tokens: int | None = Field(
-        768, ge=1, description="reply cap of a summary (paper: 120-200 words, about 300 tokens)"
+        None, ge=1, description="reply cap of a summary, e.g. 768 for 120-200 words (None: the model's)"
     )
     format_reminders: int = Field(
         1, ge=0, le=5, description="times a proposal without a readable idea is sent back with a format reminder"
