@@ -13,6 +13,7 @@ from rich.table import Table
 
 from verifyless import datareport
 from verifyless._cli.common import console
+from verifyless._cli.progress import REASON_CHARS
 from verifyless._cli.terminal import shown
 from verifyless.engine.health import stored_role_health
 from verifyless.engine.submission import SKIPPED
@@ -27,8 +28,9 @@ from verifyless.events import (
     Submitted,
     Verified,
 )
+from verifyless.node import Status
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
-from verifyless.report.text import number
+from verifyless.report.text import number, one_line
 from verifyless.report.views.card import resolved_line, run_card
 from verifyless.report.views.final import final_view
 from verifyless.report.views.learned import learned_critic_data, learned_critic_line, screener_audit
@@ -98,6 +100,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "submission": submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
+        "failed_nodes": failed_nodes(rows, nodes),
         "llm_calls": llm_calls(st, run_id),
         "reply_health": reply_health(st, run_id),
         "screener_audit": screener_audit(st, run_id),
@@ -113,6 +116,16 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "resolved": resolved_line(card["resolved"]),  # the card's pins, redacted
         "learned_critic": learned_critic_data(st, run_id, info.config),
     }
+
+
+def failed_nodes(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The last ``n`` nodes (in creation order) whose paid verification gave no score: id, status and the stored
+    reason (as ``export`` has it; ``show`` prints it as one clipped line)."""
+    failed = [r for r in rows if r.get("status") in _BUGGY]
+    return [{k: r.get(k) for k in ("node_id", "status", "reason")} for r in failed[-n:]] if n > 0 else []
+
+
+_BUGGY = {s.value for s in Status if s.buggy}
 
 
 def llm_calls(st, run_id: str) -> list[dict[str, Any]]:
@@ -283,6 +296,9 @@ def print_show(data: dict[str, Any]) -> None:
     for line in transfer_lines(data["transfer"]):
         console.print(line, highlight=False, soft_wrap=True)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    for r in data["failed_nodes"]:  # the reason quotes the program's stderr: one clipped line, escaped, no markup
+        line = f"  {r['node_id']} {r['status']}: {one_line(r.get('reason') or '(no reason stored)', REASON_CHARS)}"
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     peak = data["peak_memory"]
     gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
     console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
@@ -339,6 +355,7 @@ def print_show(data: dict[str, Any]) -> None:
 __all__ = [
     "best_row",
     "data_report_line",
+    "failed_nodes",
     "peers_data",
     "peers_text",
     "print_show",

@@ -6,7 +6,9 @@ The one home of the formatters that the report, the dashboard and the CLI share 
   ints and bools as they are, floats with ``digits`` significant digits;
 * ``percent(value)``: a fraction in 0..1 as a percentage with one decimal, ``-`` for None;
 * ``duration(seconds)``: ``1 min 35 s`` (the dashboard's ETA; ``ui.js`` draws the same words);
-* ``iso(ts)``: a Unix time as local ``YYYY-MM-DD HH:MM:SS``.
+* ``iso(ts)``: a Unix time as local ``YYYY-MM-DD HH:MM:SS``;
+* ``one_line(text, n)``: untrusted text (a failed node's reason, which quotes its program's stderr) as one short
+  line a terminal shows as it is: control characters written as visible escapes, cut to ``n`` characters.
 
 ``num`` reads a stored value as a finite float (or None); ``redact`` masks secret-looking keys and
 API-key-looking strings, and ``dump`` is redacted, bounded JSON text. Pure functions, no store access.
@@ -30,6 +32,7 @@ __all__ = [
     "iso",
     "num",
     "number",
+    "one_line",
     "percent",
     "redact",
     "short",
@@ -105,6 +108,21 @@ def short(text: str, n: int = 140) -> str:
     """``text`` on one line, cut to ``n`` characters with an ellipsis."""
     text = " ".join(str(text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# C0 and C1 control characters, DEL, and the invisible marks and overrides that reorder what a reader sees
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str, n: int = 120) -> str:
+    """``text`` on one line for a terminal: whitespace runs (newlines included) one space, every other control
+    character a visible escape (``\\x1b``, ``\\u202e``), cut to ``n`` characters with an ellipsis."""
+    return short(_CONTROL.sub(_escape, " ".join(str(text or "").split())), n)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def diff_lines(old: str, new: str, old_name: str = "parent", new_name: str = "node") -> list[tuple[str, str]]:
