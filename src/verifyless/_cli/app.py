@@ -263,8 +263,8 @@ def verify(
     table.add_column("split")
     for k, v in result.metrics.items():
         table.add_row(shown(k), f"{v:.6g}", "validation")
-    for k, v in result.test_metrics.items():
-        table.add_row(shown(k), f"{v:.6g}", "hidden test")
+    for k, v in result.test_metrics.items():  # the selection split's metric is hidden from search, not a test
+        table.add_row(shown(k), f"{v:.6g}", "selection split" if k == t.selection_metric else "hidden test")
     console.print(table)
     console.print(
         f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
@@ -358,7 +358,7 @@ def runs(
         print(json.dumps(rows, indent=2))
         return
     table = Table(box=None, header_style="bold")
-    for col in ("run", "task", "strategy", "screener", "status", "created", "verifications", "best"):
+    for col in ("run", "task", "strategy", "screener", "status", "created", "verifications", "best validation"):
         table.add_column(col)
     for r in rows:
         created = r["created"]

@@ -18,11 +18,7 @@ from verifyless._cli.common import console, err
 from verifyless._cli.outputs import write_outputs
 from verifyless._cli.progress import LiveProgress
 from verifyless._cli.report import default_out
-from verifyless._cli.show import (
-    selection_line,
-    submission_line,
-    submission_summary,
-)
+from verifyless._cli.show import submission_line, submission_summary
 from verifyless._cli.terminal import shown
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.health import weak_model_line
@@ -33,7 +29,7 @@ from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.presets import preset_text
 from verifyless.report.text import number
-from verifyless.report.views.final import final_view
+from verifyless.report.views.final import FinalView, final_view
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.doctor import require_gpu
 from verifyless.sandbox.local import LocalSandbox
@@ -257,23 +253,14 @@ def print_result(result, st) -> None:
     table.add_row("stopped", shown(result.stopped))
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
-    final = final_view(st, result.run_id)
-    table.add_row("baseline validation score", number(result.baseline_score, 6))
-    if final.selection_metric:
-        table.add_row("baseline selection-split score", number(final.baseline_selection_score, 6))
-    table.add_row("baseline hidden test score", number(result.baseline_test_score, 6))
-    table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
-    if final.selection_metric:
-        table.add_row("best node selection-split score", number(final.selection_score, 6))
-    table.add_row("best node hidden test score", number(result.best_test_score, 6))
     safety_net = safety_net_state(adaptive_state(st, result.run_id))
     if safety_net:
         table.add_row("safety net (adaptive screening)", safety_net)
     console.print(table)
-    held = final.held_out
-    if held:
-        line = selection_line(final.node_id, held.strategy_best, len(held.pool), len(held.eligible))
-        console.print(line, highlight=False, soft_wrap=True)
+    final = final_view(st, result.run_id)
+    console.print(scores_table(final))
+    if final.chosen_line:
+        console.print(final.chosen_line, highlight=False, soft_wrap=True)
     weak = weak_model_line({n.id: n.status for n in st.nodes(result.run_id)}, bool(st.events(result.run_id, LlmCalled)))
     if weak:
         console.print(f"[yellow]warning:[/] {weak.replace('RUN', result.run_id)}", highlight=False, soft_wrap=True)
@@ -287,6 +274,26 @@ def print_result(result, st) -> None:
         f"store: {st.path}   show it with: {show_command(result.run_id, st.path)}", highlight=False, soft_wrap=True
     )
     print_links(result.run_id, st.path)
+
+
+def scores_table(final: FinalView) -> Table:
+    """The baseline, the node the run returned and, when a final selection returned another one, the search
+    strategy's own pick (the best it found on validation): each on validation, the selection split (where the task
+    holds one out) and the hidden test, side by side."""
+    table = Table(box=None, header_style="bold")
+    held = final.selection_metric is not None
+    for col in ("score", "validation", *(["selection split"] if held else []), "hidden test"):
+        table.add_column(col, justify="left" if col == "score" else "right")
+    rows = [
+        ("baseline (root)", final.baseline_score, final.baseline_selection_score, final.baseline_test_score),
+        (f"returned node ({final.node_id})", final.score, final.selection_score, final.test_score),
+    ]
+    pick = final.strategy_pick
+    if pick is not None:
+        rows.append((f"strategy's pick ({pick.node_id})", pick.validation, pick.selection, pick.test))
+    for label, validation, selection, test in rows:
+        table.add_row(label, number(validation, 6), *([number(selection, 6)] if held else []), number(test, 6))
+    return table
 
 
 def show_command(run_id: str, store: Path) -> str:
