@@ -316,7 +316,14 @@ def run(
         None,
         "--out",
         callback=out_folder,
-        help="at the end, write the returned program, its output files (submission/) and the config into this folder",
+        help="at the end, write the returned program, its output files (submission/: for a competition, exactly "
+        "the sample submission's rows and columns) and a config.yaml that reruns the run into this folder",
+    ),
+    refit: bool = typer.Option(
+        False,
+        "--refit",
+        help="with --out, for a competition: refit the returned program on every public training row (validation "
+        "and selection rows included) before it predicts the submission",
     ),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
@@ -337,6 +344,7 @@ def run(
         out=out,
         overrides=overrides,
         take_over=take_over,
+        refit=refit,
     )
 
 

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from verifyless._cli.common import console, err
-from verifyless._cli.outputs import write_outputs
+from verifyless._cli.outputs import check_refit, write_outputs
 from verifyless._cli.progress import LiveProgress
 from verifyless._cli.report import default_out
 from verifyless._cli.show import submission_line, submission_summary
@@ -59,6 +59,7 @@ def start_run(
     out: Path | None,
     overrides: list[str] | None,
     take_over: bool = False,
+    refit: bool = False,
 ) -> None:
     """``verifyless run`` with its options as given (app.py's ``run`` documents each)."""
 
@@ -81,11 +82,17 @@ def start_run(
         raise ConfigError(
             "--take-over goes with --resume RUN: it takes over a run held by a gone process on another host"
         )
+    if refit and out is None:
+        raise ConfigError(
+            "--refit goes with --out DIR: it refits the returned program for the submission written there"
+        )
     cfg = load_config(config, over, values=flags, preset=preset)
     if dry_run and preset is not None:
         console.print(f"preset {preset} (settings under --config, flags and overrides):", highlight=False)
         console.print(preset_text(preset), highlight=False, soft_wrap=True, markup=False)
     loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
+    if refit and loaded is not None:
+        check_refit(loaded)
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
         console.print("\n".join(plan(cfg, loaded).lines()), highlight=False, soft_wrap=True)
         if dry_run:
@@ -108,6 +115,8 @@ def start_run(
             # run from.
             cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
             loaded = _resumed_task(st, resume, named, allow_changed_task)
+            if refit:
+                check_refit(loaded)
             probe_endpoints(cfg)
             if changes:
                 st.append(resume, ConfigUpdated(changes))
@@ -115,7 +124,7 @@ def start_run(
             console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
         started: dict[str, Any] = {}
         try:
-            result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out))
+            result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out, refit))
         except KeyboardInterrupt:
             _print_interrupted(started.get("engine"), st)
             sys.exit(130)
@@ -225,7 +234,9 @@ def _check_new_run(cfg) -> Any:
     return task
 
 
-async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None, out: Path | None = None):
+async def _run(
+    cfg, st, resume, quiet, started: dict[str, Any], task: Any = None, out: Path | None = None, refit: bool = False
+):
     """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message), run it, and write ``--out``."""
 
     progress = None if quiet else LiveProgress(console, cap=cfg.budget.verifications)
@@ -238,7 +249,7 @@ async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None
         if progress:
             progress.close()
         if out is not None:
-            started["wrote"] = await write_outputs(engine, st, result.run_id, result.best_id, out)
+            started["wrote"] = await write_outputs(engine, st, result.run_id, result.best_id, out, refit=refit)
         return result
     finally:
         if progress:

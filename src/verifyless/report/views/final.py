@@ -133,7 +133,8 @@ def selection_line(winner: str | None, strategy_best: str | None, pool: int, eli
     if winner is None:
         return f"final node: the strategy's pick {strategy_best}; no node had a score on {split} to choose by"
     compared = (
-        f"of the {pool} nodes considered (the best on validation and the baseline), {eligible} were no worse than "
+        f"of the {pool} nodes considered (the best on validation and the baseline), {eligible} "
+        f"{'was' if eligible == 1 else 'were'} no worse than "
         f"the baseline on validation, and {winner} scored best of them on {split}"
     )
     if winner == strategy_best:
