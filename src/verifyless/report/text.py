@@ -7,7 +7,8 @@ The one home of the formatters that the report, the dashboard and the CLI share 
 * ``percent(value)``: a fraction in 0..1 as a percentage with one decimal, ``-`` for None;
 * ``duration(seconds)``: ``1 min 35 s`` (the dashboard's ETA; ``ui.js`` draws the same words);
 * ``iso(ts)``: a Unix time as local ``YYYY-MM-DD HH:MM:SS``;
-* ``one_line(text, n)``: untrusted text (a failed node's reason, which quotes its program's stderr) as one short
+* ``visible(text)``: control characters (but newline and tab) as visible escapes, for anything bound for a
+  terminal; ``one_line(text, n)``: untrusted text (a failed node's reason, which quotes its program's stderr) as one short
   line a terminal shows as it is: control characters written as visible escapes, cut to ``n`` characters.
 
 ``num`` reads a stored value as a finite float (or None); ``redact`` masks secret-looking keys and
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "CONTROL",
     "REDACTED",
     "diff_lines",
     "dump",
@@ -36,6 +38,7 @@ __all__ = [
     "percent",
     "redact",
     "short",
+    "visible",
 ]
 
 REDACTED = "[redacted]"
@@ -110,14 +113,21 @@ def short(text: str, n: int = 140) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-# C0 and C1 control characters, DEL, and the invisible marks and overrides that reorder what a reader sees
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 but tab and newline, DEL, C1, and the invisible marks and overrides that reorder text (Trojan Source)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character but newline and tab written as a visible escape (``\\x1b``,
+    ``\\u202e``); ``\\r\\n`` is a newline. The command line's consoles apply it to all they print
+    (``_cli/terminal.py``)."""
+    return CONTROL.sub(_escape, text.replace("\r\n", "\n"))
 
 
 def one_line(text: str, n: int = 120) -> str:
     """``text`` on one line for a terminal: whitespace runs (newlines included) one space, every other control
-    character a visible escape (``\\x1b``, ``\\u202e``), cut to ``n`` characters with an ellipsis."""
-    return short(_CONTROL.sub(_escape, " ".join(str(text or "").split())), n)
+    character a visible escape (``visible``), cut to ``n`` characters with an ellipsis."""
+    return short(visible(" ".join(str(text or "").split())), n)
 
 
 def _escape(match: re.Match[str]) -> str:
