@@ -49,6 +49,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,14 +96,7 @@ def verify(
     try:
         step = _materialise(task, program, ws, chosen)
         setup_seconds = time.monotonic() - started
-        result = sandbox.run(
-            list(step.argv),
-            ws,
-            task.limits,
-            hide=(*step.hide, *hide),
-            expose=step.expose,
-            env={**step.env, **_devices(task, gpus)},
-        )
+        result = _run_step(task, step, sandbox, ws, hide, gpus)
         scoring_started = time.monotonic()
         status, reason, metrics, test_metrics = _judge(task, ws, result, chosen)
         score_seconds = time.monotonic() - scoring_started
@@ -131,6 +125,62 @@ def verify(
         program_hash=content_hash(program),
         fidelity=level,
     )
+
+
+def _run_step(
+    task: Task, step: Step, sandbox: Sandbox, ws: Path, hide: Sequence[Path], gpus: Sequence[int]
+) -> ExecResult:
+    """The untrusted step in the sandbox, with the kind's masks and the caller's ``hide`` paths."""
+    return sandbox.run(
+        list(step.argv),
+        ws,
+        task.limits,
+        hide=(*step.hide, *hide),
+        expose=step.expose,
+        env={**step.env, **_devices(task, gpus)},
+    )
+
+
+@dataclass(frozen=True)
+class Produced:
+    """What ``produce`` ran: the program's status and reason (mapped as a verification maps them), its wall seconds
+    and the tail of its stderr."""
+
+    status: Status
+    reason: str
+    seconds: float
+    stderr_tail: str = ""
+
+
+def produce(
+    task: Task,
+    program: str,
+    sandbox: Sandbox,
+    dest: Path,
+    *,
+    workspace_root: Path | None = None,
+    hide: Sequence[Path] = (),
+    gpus: Sequence[int] = (),
+) -> Produced:
+    """Run ``program`` once as a full-fidelity verification would (the same workspace, untrusted step and masks) and
+    copy what it wrote to ``out/`` into the folder ``dest`` (made when missing); nothing is scored.
+
+    For ``run --out``: verifications keep no outputs, and a refit runs the program on data no scorer grades. The
+    program's failure is the result's status (as ``verify`` maps it); so is an output entry the trusted side must
+    not read (a symlink out of the workspace: ``contract-violation``, nothing copied). The workspace is deleted.
+    """
+    ws = _new_workspace(workspace_root)
+    try:
+        result = _run_step(task, _materialise(task, program, ws), sandbox, ws, hide, gpus)
+        status, reason = _EXEC_STATUS[result.status], result.reason
+        unsafe = unsafe_entry(ws) if status is Status.OK else None
+        if unsafe:
+            status, reason = Status.CONTRACT_VIOLATION, unsafe
+        if status is Status.OK:
+            shutil.copytree(ws / "out", dest, dirs_exist_ok=True)
+        return Produced(status, reason, result.wall_seconds, _clip(result.stderr_tail))
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
 
 
 def _devices(task: Task, gpus: Sequence[int]) -> dict[str, str]:
@@ -433,10 +483,12 @@ def _clip(text: str) -> str:
 __all__ = [
     "INVALID_OUTPUT",
     "NO_OUTPUT",
+    "Produced",
     "check_metrics",
     "copy_public_data",
     "fidelity_level",
     "new_workspace",
+    "produce",
     "required_metrics",
     "split_metrics",
     "subsample_rows",

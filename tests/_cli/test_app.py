@@ -125,7 +125,7 @@ def test_verify_json_on_an_openevolve_folder():
 def test_run_show_runs_resume_and_replay(finished_copy):
     """The session's finished run (``verifyless run`` end to end): listed, shown by prefix, as JSON, replayed."""
     store, run_id = str(finished_copy.store), finished_copy.run_id
-    assert "best node" in finished_copy.stdout
+    assert "returned node (" in finished_copy.stdout
     listing = cli("runs", "--store", store)
     assert listing.returncode == 0 and "circle_packing" in listing.stdout
     assert listing.stdout.split("circle_packing")[0].split()[-1] == run_id

@@ -23,8 +23,8 @@ def _run(tmp_path, monkeypatch, capsys, test_target: int) -> tuple[str, str, str
 
 def test_the_end_of_run_table_and_show_warn_when_the_validation_gain_did_not_transfer(tmp_path, monkeypatch, capsys):
     stdout, run_id, store = _run(tmp_path, monkeypatch, capsys, test_target=9)
-    rows = {line.rsplit(maxsplit=1)[0].strip(): line.split()[-1] for line in stdout.splitlines() if line.strip()}
-    assert rows["baseline validation score"] == "4" and rows["baseline hidden test score"] == "4", stdout
+    baseline = next(line for line in stdout.splitlines() if line.strip().startswith("baseline (root)"))
+    assert baseline.split()[-2:] == ["4", "4"], stdout  # validation, hidden test
     assert (
         "warning: the validation gain did not transfer: the returned node beats the baseline on validation (4 -> "
         in stdout
@@ -44,7 +44,7 @@ def test_the_end_of_run_table_and_show_warn_when_the_validation_gain_did_not_tra
 
 def test_no_warning_when_the_hidden_test_improved_too(tmp_path, monkeypatch, capsys):
     stdout, run_id, store = _run(tmp_path, monkeypatch, capsys, test_target=1)
-    assert "baseline hidden test score" in stdout and "did not transfer" not in stdout, stdout
+    assert "hidden test" in stdout and "baseline (root)" in stdout and "did not transfer" not in stdout, stdout
     shown = in_process(monkeypatch, capsys, "show", run_id, "--store", store)
     assert "baseline root: validation 4 · hidden test 4" in shown.stdout and "did not transfer" not in shown.stdout
 

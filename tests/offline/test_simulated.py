@@ -123,18 +123,6 @@ def test_breakeven_grid_and_command(tmp_path: Path) -> None:
     assert bad.exit_code != 0 and "no world files" in str(bad.exception)  # main() prints it as one line
 
 
-def test_demo_verdict_says_plainly_when_screening_does_not_win() -> None:
-    from verifyless.train.learned_worlds import ArmSummary, verdict_line
-
-    def row(p: tuple[float, float, float] | None, reach: float) -> ArmSummary:
-        return ArmSummary("warm-started", 16, 30, 0.5, reach, p)
-
-    random, oracle = row(None, 12.0), row((0.9, 0.8, 1.0), 5.0)
-    assert verdict_line(row((0.8, 0.6, 0.95), 8.0), random, oracle).startswith("Screening wins here")
-    assert verdict_line(row((0.3, 0.1, 0.45), 14.0), random, oracle).startswith("Screening LOSES to random here")
-    assert verdict_line(row((0.55, 0.4, 0.7), 11.0), random, oracle).startswith("No clear win for screening here")
-
-
 def test_perfect_judge_tournament_and_cascade_pick_the_pool_best() -> None:
     from verifyless.offline.simulated import CascadeScreener, SimulatedJudge, TieBrokenCritic, TournamentScreener
 

@@ -412,15 +412,19 @@ def test_a_critic_of_known_accuracy_over_http_is_kept_or_switched_off(tmp_path, 
     assert state == "on" or (screener.rule.decided_at or 99) <= 24, screener.reason  # a harmful critic caught early
 
 
-def test_the_demo_says_no_win_plainly():
+def test_the_demo_names_its_one_seed_result_an_anecdote():
     from verifyless._cli.demo import _matched
     from verifyless.task.base import Metric
 
     up = Metric("auc", "maximize")
-    assert _matched(0.74, 0.75, 16, 16, up).endswith("no win (random is better)")
-    assert _matched(0.75, 0.75, 16, 16, up).endswith(": no win")
-    assert _matched(0.76, 0.75, 16, 16, up).endswith("adaptive wins")
-    assert _matched(0.1, 0.2, 16, 16, Metric("loss", "minimize")).endswith("adaptive wins")
+    assert _matched(0.74, 0.75, 16, 16, up).startswith("one seed per arm, an anecdote (part 2 below weighs many)")
+    assert _matched(0.74, 0.75, 16, 16, up).endswith(
+        "adaptive reached 0.74, random 0.75: random ended higher on this seed"
+    )
+    assert _matched(0.75, 0.75, 16, 16, up).endswith(": a tie on this seed")
+    assert _matched(0.76, 0.75, 16, 16, up).endswith("adaptive ended higher on this seed")
+    assert _matched(0.1, 0.2, 16, 16, Metric("loss", "minimize")).endswith("adaptive ended higher on this seed")
+    assert "win" not in _matched(0.74, 0.75, 16, 16, up)
 
 
 def test_the_audit_counts_the_adaptive_screeners_own_audits(tmp_path):

@@ -8,7 +8,6 @@ it beside the baseline's.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 from competitions import cache  # noqa: F401  (each test's own split cache, autouse)
+from selection_runs import held_out_run
 from sklearn.datasets import load_diabetes
 
 from verifyless._cli.show import transfer_data, transfer_lines
@@ -24,13 +24,11 @@ from verifyless.config import load_config, with_absent_options
 from verifyless.node import Node, Operator, Status, Verification
 from verifyless.report.views.final import final_view
 from verifyless.sandbox.local import LocalSandbox
-from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.final import choose_on_held_out
-from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.tabular.prepare import Request, prepare_task
 from verifyless.task.tabular.split import SplitSettings, split_held, split_rows
-from verifyless.testing import FakeExecutor, fake_engine, fake_task, value
+from verifyless.testing import fake_task
 from verifyless.verify import verify
 
 # ------------------------------------------------------------------ the split
@@ -146,27 +144,8 @@ def test_a_native_task_declares_a_selection_metric_apart_from_validation_and_tes
 # ------------------------------------------------------------------ the engine's final choice
 
 
-class HeldOutExecutor(FakeExecutor):
-    """The fake executor, plus a selection score whose optimum (a = 20) differs from validation's (a = 13)."""
-
-    async def verify(self, task, program):
-        v = await super().verify(task, program)
-        if v.status is not Status.OK:
-            return v
-        return dataclasses.replace(v, test_metrics={**v.test_metrics, "sel_loss": float((value(program) - 20) ** 2)})
-
-
-def _run(tmp_path: Path, *overrides: str) -> tuple[RunStore, str]:
-    task = dataclasses.replace(fake_task(), selection_metric="sel_loss")
-    cfg = load_config(overrides=["budget.verifications=8", "engine.candidates=3", *overrides])
-    store = RunStore(tmp_path / "s.db")
-    engine = fake_engine(store, cfg, RandomScreener(), task=task, executor=HeldOutExecutor())
-    result = asyncio.run(engine.run())
-    return store, result.best_id
-
-
 def test_the_run_returns_the_node_the_selection_split_chose_and_says_so(tmp_path):
-    store, best_id = _run(tmp_path)
+    store, best_id = held_out_run(tmp_path)
     with store:
         run_id = store.runs()[0].run_id
         [held] = [e.payload for e in store.events(run_id, kinds=["selection_split"])]
@@ -182,12 +161,16 @@ def test_the_run_returns_the_node_the_selection_split_chose_and_says_so(tmp_path
         assert data["final"]["selection"] == rows[best_id]["test_metrics"]["sel_loss"]
         assert data["baseline"]["selection"] == rows["root"]["test_metrics"]["sel_loss"]
         lines = "\n".join(transfer_lines(data))
-        assert "selection split" in lines and "final node chosen on the selection split" in lines
+        assert (
+            "selection split" in lines
+            and "final node: " in lines
+            and "scored best of them on the selection split" in lines
+        )
         assert final_view(store, run_id).selection_metric == "sel_loss"
 
 
 def test_selection_pool_zero_and_stored_runs_keep_the_strategys_pick(tmp_path):
-    store, _ = _run(tmp_path, "engine.selection_pool=0")
+    store, _ = held_out_run(tmp_path, "engine.selection_pool=0")
     with store:
         run_id = store.runs()[0].run_id
         assert not list(store.events(run_id, kinds=["selection_split"]))

@@ -321,17 +321,30 @@ def test_the_demo_comparison_computes_its_verdict_from_the_runs(tmp_path):
 
     world, task = data_task_world(flat=True)  # nothing to gain: every seed ties random
     flat = demo_comparison(world, task, budget=8, candidates=4, seeds=6, encoder="hashing")
-    assert flat.rows[WORLD_ARMS[1]].p_beat == (0.5, 0.5, 0.5)
-    assert flat.verdict.startswith("No clear win for screening here")
+    tied = flat.rows[WORLD_ARMS[1]]
+    assert tied.p_beat == (0.5, 0.5, 0.5) and tied.ties == 1.0 and tied.margin == (0.0, 0.0, 0.0)
+    assert flat.verdict.startswith("No clear win for screening here. Won: nothing beyond noise")
+    assert "the 100% of seeds that tied counted as half a win" in flat.verdict
     world, task = data_task_world()  # A two or three is a big win, a negative C a loss: easy to learn
     steep = demo_comparison(world, task, budget=8, candidates=4, seeds=12, encoder="hashing")
     warmed, oracle = steep.rows[WORLD_ARMS[1]], steep.rows[WORLD_ARMS[2]]
     assert steep.warm_line.startswith("warm start: critic-rm from 2 earlier runs")
     assert oracle.p_beat is not None and oracle.p_beat[1] > 0.5  # the ceiling beats random here
-    p = warmed.p_beat
-    assert p is not None
-    expected = "Screening wins here" if p[1] > 0.5 else "Screening LOSES" if p[2] < 0.5 else "No clear win"
+    p, margin, saved = warmed.p_beat, warmed.margin, warmed.saved
+    assert p is not None and margin is not None and saved is not None
+    expected = (
+        "Screening LOSES"
+        if margin[2] < 0
+        else "Screening wins here"
+        if margin[1] > 0
+        else "Screening is faster here, not better"
+        if saved[1] > 0
+        else "Screening is slower"
+        if saved[2] < 0
+        else "No clear win"
+    )
     assert steep.verdict.startswith(expected) and f"{p[0]:.2f} [{p[1]:.2f}, {p[2]:.2f}]" in steep.verdict
+    assert f"(margin {margin[0]:+.3f} [{margin[1]:+.3f}, {margin[2]:+.3f}])" in steep.verdict
 
 
 def test_changed_data_under_the_same_name_is_another_task_by_its_fingerprint(tmp_path):

@@ -263,8 +263,8 @@ def verify(
     table.add_column("split")
     for k, v in result.metrics.items():
         table.add_row(shown(k), f"{v:.6g}", "validation")
-    for k, v in result.test_metrics.items():
-        table.add_row(shown(k), f"{v:.6g}", "hidden test")
+    for k, v in result.test_metrics.items():  # the selection split's metric is hidden from search, not a test
+        table.add_row(shown(k), f"{v:.6g}", "selection split" if k == t.selection_metric else "hidden test")
     console.print(table)
     console.print(
         f"run {result.run_seconds:.2f}s · score {result.score_seconds:.2f}s · overhead "
@@ -316,7 +316,14 @@ def run(
         None,
         "--out",
         callback=out_folder,
-        help="at the end, write the returned program, its output files (submission/) and the config into this folder",
+        help="at the end, write the returned program, its output files (submission/: for a competition, exactly "
+        "the sample submission's rows and columns) and a config.yaml that reruns the run into this folder",
+    ),
+    refit: bool = typer.Option(
+        False,
+        "--refit",
+        help="with --out, for a competition: refit the returned program on every public training row (validation "
+        "and selection rows included) before it predicts the submission",
     ),
     overrides: list[str] = typer.Argument(None, help="dotted overrides, e.g. engine.candidates=4", show_default=False),
 ) -> None:
@@ -337,6 +344,7 @@ def run(
         out=out,
         overrides=overrides,
         take_over=take_over,
+        refit=refit,
     )
 
 
@@ -358,7 +366,7 @@ def runs(
         print(json.dumps(rows, indent=2))
         return
     table = Table(box=None, header_style="bold")
-    for col in ("run", "task", "strategy", "screener", "status", "created", "verifications", "best"):
+    for col in ("run", "task", "strategy", "screener", "status", "created", "verifications", "best validation"):
         table.add_column(col)
     for r in rows:
         created = r["created"]

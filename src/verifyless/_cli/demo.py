@@ -12,13 +12,15 @@ the SQLite store), all on the same built-in task, budget and N candidates per ex
 * **unscreened (random)**: the same seed and budget with a uniform random pick (the unguided agent).
 
 Then the warm-started run's audited accuracy (``screen/audit.py``), what adaptive screening decided and why, and
-its matched-budget result against random, "no win" included.
+its matched-budget result against random on its one seed, named as the anecdote it is.
 
 Part 2, the evidence (``demo_comparison``): one run per arm is an anecdote, so the same comparison runs on the
 task's pool world (``verifyless/builtin/worlds/TASK.jsonl``: configurations verified once) through the real engine
 (``train/learned_worlds.py``): two earlier world runs, the product's warm start on them, then for many seeds the
 warm-started adaptive critic-rm, random, and the best-of-N oracle (the ceiling any screener could reach). The
-verdict line is computed from P(warm-started beats random) and its interval, never written in advance.
+verdict (``learned_worlds.verdict_line``) says what was won and what was not, each with its interval over seeds:
+the verifications to reach random's final score and the final score's margin; reaching random's final sooner
+with a final no higher beyond noise is "faster, not better". The table's caption explains its columns.
 """
 
 from __future__ import annotations
@@ -166,17 +168,21 @@ def _audit_part(console: Any, store_path: Path, results: dict[str, Any], budget:
     how = "; ".join(f"verification {d['verifications']}: {d['state']}" for d in decisions) or "no decision yet"
     console.print(f"adaptive screening: ended {last['state']} ({how}); {last['reason']}", highlight=False)
     line = _matched(adaptive.best_score, unscreened.best_score, budget, adaptive.verifications, metric)
-    console.print(line, highlight=False)
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 def _matched(adaptive: float | None, unscreened: float | None, budget: int, spent: int, metric: Any) -> str:
-    """The matched-budget line: adaptive's best validation score against random's, win or no win."""
-    head = f"matched budget ({spent} of {budget} verifications each): adaptive {number(adaptive)} vs random {number(unscreened)}"
+    """The matched-budget line of part 1: adaptive's best validation score against random's on the one seed each
+    arm ran, named as the anecdote it is (part 2 weighs many seeds)."""
+    head = (
+        f"one seed per arm, an anecdote (part 2 below weighs many): at the matched budget ({spent} of {budget} "
+        f"verifications each) adaptive reached {number(adaptive)}, random {number(unscreened)}"
+    )
     if adaptive is None or unscreened is None or adaptive == unscreened:
-        return head + ": no win"
+        return head + ": a tie on this seed"
     if metric.orient(adaptive) > metric.orient(unscreened):
-        return head + ": adaptive wins"
-    return head + ": no win (random is better)"
+        return head + ": adaptive ended higher on this seed"
+    return head + ": random ended higher on this seed"
 
 
 @dataclass(frozen=True)
@@ -188,6 +194,12 @@ class Comparison:
     verdict: str
 
 
+PART2_CAPTION = (
+    "[95 %]: bootstrap intervals over seeds, each seed paired with random's run. P(beats random): the share of seeds "
+    "whose final score beats random's, a tie counting as half. adaptive: off / on: the share of seeds in which "
+    "adaptive screening's safety net had switched the critic off (its picks replaced by random ones) / confirmed it "
+    "on by the end of the budget; the other seeds were still on trial."
+)
 WORLD_ARMS = ("unscreened (random)", "warm-started (adaptive critic-rm)", "oracle ceiling (best of N)")
 
 
@@ -225,6 +237,8 @@ async def _evidence_part(console: Any, task: str, budget: int, candidates: int, 
     table = Table(
         title=f"part 2: {seeds} engine runs per arm on the pool world of {task} ({len(world)} configurations "
         f"verified once), budget {budget}, N={candidates}",
+        caption=PART2_CAPTION,
+        caption_justify="left",
         header_style="bold",
     )
     for col in (
@@ -239,13 +253,14 @@ async def _evidence_part(console: Any, task: str, budget: int, candidates: int, 
         r = result.rows[arm]
         p = "-" if r.p_beat is None else f"{r.p_beat[0]:.2f} [{r.p_beat[1]:.2f}, {r.p_beat[2]:.2f}]"
         state = "-" if r.off is None or r.on is None else f"{100 * r.off:.0f}% / {100 * r.on:.0f}%"
-        table.add_row(arm, f"{r.final:.3f}", p, f"{r.reach:.1f} of {budget}", state)
+        reach = f"{r.reach:.1f}" + (f" [{r.reach_ci[0]:.1f}, {r.reach_ci[1]:.1f}]" if r.reach_ci else "")
+        table.add_row(arm, f"{r.final:.3f}", p, f"{reach} of {budget}", state)
     console.print(table)
+    head, _, rest = result.verdict.partition(".")
     colour = (
-        "green" if result.verdict.startswith("Screening wins") else "red" if "LOSES" in result.verdict else "yellow"
+        "green" if head.startswith("Screening wins") else "red" if "LOSES" in head or "slower" in head else "yellow"
     )
-    head, _, rest = result.verdict.partition(":")
-    console.print(f"[bold {colour}]{head}:[/]{rest}", highlight=False, soft_wrap=True)
+    console.print(f"[bold {colour}]{head}.[/]{rest}", highlight=False, soft_wrap=True)
     return result.verdict
 
 

@@ -1,9 +1,21 @@
 """``verifyless run --out DIR``: what a run returned, written where a person can use it.
 
-``write_outputs`` writes ``DIR/<program file>`` (the final node's program, exactly as verified), ``DIR/submission/``
-(that program's output files, e.g. a competition's ``submission.csv``: the program runs once more in the sandbox,
-as a verification does, because verifications keep no outputs; that run is not charged to the run's budget) and
-``DIR/config.yaml`` (the configuration in force, every ``config_update`` applied).
+``write_outputs`` writes into ``DIR``:
+
+* ``<program file>``: the final node's program, exactly as verified;
+* ``submission/``: that program's output files. Verifications keep no outputs, so the program runs once more in
+  the sandbox (``verify.produce``; not charged to the run's budget). For a competition (an MLE-bench folder or a
+  ``task new`` folder) ``submission/submission.csv`` holds exactly the competition's sample submission's ids and
+  columns, in its order (``task.tabular.deliver``): the rows the run held out for validation and selection are
+  predicted during a run but are no part of the competition. With ``--refit`` the program is first refitted on
+  every public training row (those held-out rows included); should that run fail, the submission comes from the
+  program as verified and the line says why. The line names the submission's hidden test score either way (and the
+  node's as verified), so the gain of a refit can be read off (docs/design/task-format.md, "After a run").
+* ``config.yaml``: the configuration in force (every ``config_update`` applied), rewritten to rerun from any
+  folder (``rerun_config``): the task as an absolute path (a built-in by its name), the store absolute, other
+  relative paths made absolute against the folder the command runs in; a pin that only the run's store can honour
+  (the recorded critic-rm warm start, a blob of that store) is left out, with a comment that says what it was.
+  ``verifyless run --config DIR/config.yaml`` then starts a new run like it.
 """
 
 from __future__ import annotations
@@ -16,38 +28,128 @@ from typing import Any
 
 import yaml
 
-from verifyless.config import stored_config
+from verifyless.config import relative_to, stored_config
+from verifyless.errors import ConfigError, InvalidSubmission
+from verifyless.node import Status
+from verifyless.report.text import number, one_line
 from verifyless.sandbox.local import LocalSandbox
-from verifyless.verify import verify
+from verifyless.screen.reward import COLD
+from verifyless.task.base import Task
+from verifyless.task.loader import builtin_tasks_dir
+from verifyless.task.tabular.deliver import competition_submission, full_data_task, is_competition_task
+from verifyless.verify import Produced, produce
 
-__all__ = ["write_outputs"]
+__all__ = ["check_refit", "rerun_config", "write_outputs"]
+
+WARM_KEYS = ("screener.options.options.warm", "screener.options.warm")  # adaptive's inner critic-rm, a bare one
 
 
-async def write_outputs(engine: Any, st: Any, run_id: str, final_id: str | None, out: Path) -> str:
+def check_refit(task: Task) -> None:
+    """``ConfigError`` when ``--refit`` is asked for a task that has no public rows to refit on."""
+    if not is_competition_task(task):
+        raise ConfigError(
+            f"--refit refits on a competition's public rows; task {task.name!r} is a {task.kind} task, whose "
+            "program decides its own data: leave --refit out"
+        )
+
+
+async def write_outputs(engine: Any, st: Any, run_id: str, final_id: str | None, out: Path, refit: bool = False) -> str:
     """Write the run's returned program, its outputs and its configuration into ``out``; one line saying what."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(stored_config(st, run_id), sort_keys=False), encoding="utf-8")
+    task = engine.task
+    (out / "config.yaml").write_text(rerun_config(stored_config(st, run_id), task, Path(st.path), run_id))
     if final_id is None:
         return f"wrote {out}: config.yaml (the run returned no node)"
-    task, program = engine.task, st.candidate(run_id, final_id).program
+    program = st.candidate(run_id, final_id).program
     (out / Path(task.program_file).name).write_text(program, encoding="utf-8")
-    executor = engine.executor
+    verified = next((r.get("test_score") for r in st.node_rows(run_id) if r["node_id"] == final_id), None)
+    made = await asyncio.to_thread(_submission, engine.executor, task, program, out / "submission", refit, verified)
+    return f"wrote {out}: {Path(task.program_file).name} (node {final_id}), submission/ ({made}), config.yaml"
+
+
+def _submission(executor: Any, task: Task, program: str, dest: Path, refit: bool, verified: float | None) -> str:
+    """Run ``program`` for ``dest`` (refitted first when asked) and say what was written."""
     sandbox = getattr(executor, "sandbox", None) or LocalSandbox()
+    hide = tuple(Path(p) for p in executor.hide)
     with tempfile.TemporaryDirectory(prefix="verifyless-out-") as tmp:
-        done = await asyncio.to_thread(
-            verify,
-            task,
-            program,
-            sandbox,
-            workspace_root=Path(tmp),
-            hide=tuple(Path(p) for p in executor.hide),
-            keep_workspace=True,
-        )
-        produced = [ws / "out" for ws in Path(tmp).iterdir() if (ws / "out").is_dir()]
-        if produced:
-            shutil.copytree(produced[0], out / "submission", dirs_exist_ok=True)
-    files = sorted(p.name for p in (out / "submission").iterdir()) if (out / "submission").is_dir() else []
-    return (
-        f"wrote {out}: {Path(task.program_file).name} (node {final_id}), submission/ ({', '.join(files) or 'no files'}; "
-        f"re-run {done.status.value}, {done.run_seconds:.1f} s, not charged), config.yaml"
+
+        def run(on: Task, name: str) -> Produced:
+            return produce(on, program, sandbox, Path(tmp) / name, workspace_root=Path(tmp), hide=hide)
+
+        if not is_competition_task(task):
+            ran = run(task, "out")
+            if ran.status is Status.OK:
+                shutil.copytree(Path(tmp) / "out", dest, dirs_exist_ok=True)
+            files = sorted(p.name for p in dest.iterdir()) if dest.is_dir() else []
+            return f"{', '.join(files) or 'no files'}; {_ran(ran)}"
+        failed = ""
+        if refit:
+            ran = run(full_data_task(task), "refit")
+            ok, said = _deliver(task, ran, Path(tmp) / "refit", dest, "refitted on every public training row", verified)
+            if ok:
+                return said
+            failed = f"the refit gave {said}; instead "
+        ran = run(task, "out")
+        return failed + _deliver(task, ran, Path(tmp) / "out", dest, "as verified", verified)[1]
+
+
+def _deliver(
+    task: Task, ran: Produced, produced: Path, dest: Path, how: str, verified: float | None
+) -> tuple[bool, str]:
+    """The competition's submission from a finished run of the program (``how`` it was fitted): whether it was
+    written, and what was written or why nothing was."""
+    if ran.status is not Status.OK:
+        return False, f"no submission.csv ({_ran(ran)})"
+    try:
+        done = competition_submission(task, produced, dest)
+    except InvalidSubmission as exc:
+        return False, f"no submission.csv (invalid submission: {one_line(str(exc))}; {_ran(ran)})"
+    node = f"; the node as verified: {number(verified, 6)}" if how != "as verified" else ""
+    return True, (
+        f"submission.csv: the sample submission's {done.rows} rows from the program {how} (hidden test "
+        f"{number(done.test_score, 6)}{node}); {_ran(ran)}"
     )
+
+
+def _ran(ran: Produced) -> str:
+    reason = f": {one_line(ran.reason)}" if ran.reason else ""
+    return f"re-run {ran.status.value}{reason}, {ran.seconds:.1f} s, not charged"
+
+
+def rerun_config(stored: dict[str, Any], task: Task, store: Path, run_id: str, cwd: Path | None = None) -> str:
+    """``config.yaml``'s text: ``stored`` (run ``run_id``'s configuration in force, which names paths as they were
+    typed in ``cwd``, default the current folder) made to rerun from any folder (module docstring), with a header
+    comment saying so and naming each pin left out."""
+    data = relative_to(stored, (cwd or Path.cwd()).resolve())
+    data["store"] = str(Path(store).resolve())
+    data["task"] = _task_reference(task, str(stored.get("task") or task.name))
+    dropped = _drop_store_pins(data)
+    lines = [
+        f"# The configuration of run {run_id} (store {data['store']}), with every path absolute:",
+        "# `verifyless run --config THIS_FILE` starts a new run like it from any folder.",
+    ]
+    for key, digest in dropped:
+        lines.append(
+            f"# {key}: left out: the run warm-started critic-rm from blob {digest[:16]}... of its store, which a "
+            "new run cannot reuse; it fits its own from its store's earlier runs (set it to 'cold' to start cold)."
+        )
+    return "\n".join(lines) + "\n" + yaml.safe_dump(data, sort_keys=False)
+
+
+def _task_reference(task: Task, typed: str) -> str:
+    """The task as a new run names it: a built-in by its name, any other by its folder's absolute path."""
+    root = Path(task.root).resolve()
+    return typed if root.is_relative_to(builtin_tasks_dir().resolve()) else str(root)
+
+
+def _drop_store_pins(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Remove from ``data`` each recorded warm-start digest (``WARM_KEYS``); the dotted keys and digests removed."""
+    dropped = []
+    for key in WARM_KEYS:
+        *path, last = key.split(".")
+        node: Any = data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(last), str) and node[last] != COLD:
+            dropped.append((key, node.pop(last)))
+    return dropped

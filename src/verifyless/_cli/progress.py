@@ -1,4 +1,6 @@
-"""The live progress line of ``verifyless run``: budget bar, ETA, best score, parse rates and the screener's audit."""
+"""The live progress line of ``verifyless run``: budget bar, ETA, best score, parse rates and the screener's audit;
+a line per verification with its score, or, when it failed, its reason (one clipped line, control characters
+escaped: it quotes the program's stderr)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from rich.text import Text
 
 from verifyless._cli.terminal import shown
 from verifyless.events import RoundStarted, Screened, ScreenerFellBack, ScreenerLearned, Verified, WarmStarted
+from verifyless.report.text import one_line
 from verifyless.screen.audit import LiveAudit, audit_segment, state_change_lines
 from verifyless.screen.health import reply_stats
+
+REASON_CHARS = 100  # a failed verification's reason on its progress line and in ``show``: one short line
 
 
 class _TwoLines(Progress):
@@ -94,9 +99,9 @@ class LiveProgress:
         elif kind == Verified.KIND:
             self.live.verification(data)
             score = data.get("score")
+            outcome = f"{score:.6g}" if score is not None else one_line(data.get("reason") or "", REASON_CHARS)
             self.out.print(
-                f"  verified {data['node_id']:<10} {data['status']:<18} {'' if score is None else f'{score:.6g}'}",
-                highlight=False,
+                f"  verified {data['node_id']:<10} {data['status']:<18} {outcome}", highlight=False, markup=False
             )
         elif kind == Screened.KIND:
             self.live.screening(data)

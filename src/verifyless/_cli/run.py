@@ -15,14 +15,10 @@ import typer
 from rich.table import Table
 
 from verifyless._cli.common import console, err
-from verifyless._cli.outputs import write_outputs
+from verifyless._cli.outputs import check_refit, write_outputs
 from verifyless._cli.progress import LiveProgress
 from verifyless._cli.report import default_out
-from verifyless._cli.show import (
-    selection_line,
-    submission_line,
-    submission_summary,
-)
+from verifyless._cli.show import submission_line, submission_summary
 from verifyless._cli.terminal import shown
 from verifyless.config import DEFAULT_STORE, apply_changes, load_config, resume_changes, stored_config
 from verifyless.engine.health import weak_model_line
@@ -33,7 +29,7 @@ from verifyless.models_wiring import check_models, probe_endpoints
 from verifyless.preflight import plan
 from verifyless.presets import preset_text
 from verifyless.report.text import number
-from verifyless.report.views.final import final_view
+from verifyless.report.views.final import FinalView, final_view
 from verifyless.roles.kinds import check_roles_fit
 from verifyless.sandbox.doctor import require_gpu
 from verifyless.sandbox.local import LocalSandbox
@@ -63,6 +59,7 @@ def start_run(
     out: Path | None,
     overrides: list[str] | None,
     take_over: bool = False,
+    refit: bool = False,
 ) -> None:
     """``verifyless run`` with its options as given (app.py's ``run`` documents each)."""
 
@@ -85,11 +82,17 @@ def start_run(
         raise ConfigError(
             "--take-over goes with --resume RUN: it takes over a run held by a gone process on another host"
         )
+    if refit and out is None:
+        raise ConfigError(
+            "--refit goes with --out DIR: it refits the returned program for the submission written there"
+        )
     cfg = load_config(config, over, values=flags, preset=preset)
     if dry_run and preset is not None:
         console.print(f"preset {preset} (settings under --config, flags and overrides):", highlight=False)
         console.print(preset_text(preset), highlight=False, soft_wrap=True, markup=False)
     loaded = _check_new_run(cfg) if resume is None else None  # the task and the models, before the store exists
+    if refit and loaded is not None:
+        check_refit(loaded)
     if dry_run or (not quiet and resume is None):  # the pre-flight check, before the store is opened
         console.print("\n".join(plan(cfg, loaded).lines()), highlight=False, soft_wrap=True)
         if dry_run:
@@ -112,6 +115,8 @@ def start_run(
             # run from.
             cfg = apply_changes(stored, changes).model_copy(update={"store": st.path})
             loaded = _resumed_task(st, resume, named, allow_changed_task)
+            if refit:
+                check_refit(loaded)
             probe_endpoints(cfg)
             if changes:
                 st.append(resume, ConfigUpdated(changes))
@@ -119,7 +124,7 @@ def start_run(
             console.print(f"watch it live: verifyless ui --store {st.path}", highlight=False)
         started: dict[str, Any] = {}
         try:
-            result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out))
+            result = asyncio.run(_run(cfg, st, resume, quiet, started, loaded, out, refit))
         except KeyboardInterrupt:
             _print_interrupted(started.get("engine"), st)
             sys.exit(130)
@@ -229,7 +234,9 @@ def _check_new_run(cfg) -> Any:
     return task
 
 
-async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None, out: Path | None = None):
+async def _run(
+    cfg, st, resume, quiet, started: dict[str, Any], task: Any = None, out: Path | None = None, refit: bool = False
+):
     """Build the engine (kept in ``started["engine"]`` for the Ctrl-C message), run it, and write ``--out``."""
 
     progress = None if quiet else LiveProgress(console, cap=cfg.budget.verifications)
@@ -242,7 +249,7 @@ async def _run(cfg, st, resume, quiet, started: dict[str, Any], task: Any = None
         if progress:
             progress.close()
         if out is not None:
-            started["wrote"] = await write_outputs(engine, st, result.run_id, result.best_id, out)
+            started["wrote"] = await write_outputs(engine, st, result.run_id, result.best_id, out, refit=refit)
         return result
     finally:
         if progress:
@@ -257,23 +264,14 @@ def print_result(result, st) -> None:
     table.add_row("stopped", shown(result.stopped))
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
-    final = final_view(st, result.run_id)
-    table.add_row("baseline validation score", number(result.baseline_score, 6))
-    if final.selection_metric:
-        table.add_row("baseline selection-split score", number(final.baseline_selection_score, 6))
-    table.add_row("baseline hidden test score", number(result.baseline_test_score, 6))
-    table.add_row(f"best node ({result.best_id})", number(result.best_score, 6))
-    if final.selection_metric:
-        table.add_row("best node selection-split score", number(final.selection_score, 6))
-    table.add_row("best node hidden test score", number(result.best_test_score, 6))
     safety_net = safety_net_state(adaptive_state(st, result.run_id))
     if safety_net:
         table.add_row("safety net (adaptive screening)", safety_net)
     console.print(table)
-    held = final.held_out
-    if held:
-        line = selection_line(final.node_id, held.strategy_best, len(held.pool), len(held.eligible))
-        console.print(line, highlight=False, soft_wrap=True)
+    final = final_view(st, result.run_id)
+    console.print(scores_table(final))
+    if final.chosen_line:
+        console.print(final.chosen_line, highlight=False, soft_wrap=True)
     weak = weak_model_line({n.id: n.status for n in st.nodes(result.run_id)}, bool(st.events(result.run_id, LlmCalled)))
     if weak:
         console.print(f"[yellow]warning:[/] {weak.replace('RUN', result.run_id)}", highlight=False, soft_wrap=True)
@@ -287,6 +285,26 @@ def print_result(result, st) -> None:
         f"store: {st.path}   show it with: {show_command(result.run_id, st.path)}", highlight=False, soft_wrap=True
     )
     print_links(result.run_id, st.path)
+
+
+def scores_table(final: FinalView) -> Table:
+    """The baseline, the node the run returned and, when a final selection returned another one, the search
+    strategy's own pick (the best it found on validation): each on validation, the selection split (where the task
+    holds one out) and the hidden test, side by side."""
+    table = Table(box=None, header_style="bold")
+    held = final.selection_metric is not None
+    for col in ("score", "validation", *(["selection split"] if held else []), "hidden test"):
+        table.add_column(col, justify="left" if col == "score" else "right")
+    rows = [
+        ("baseline (root)", final.baseline_score, final.baseline_selection_score, final.baseline_test_score),
+        (f"returned node ({final.node_id})", final.score, final.selection_score, final.test_score),
+    ]
+    pick = final.strategy_pick
+    if pick is not None:
+        rows.append((f"strategy's pick ({pick.node_id})", pick.validation, pick.selection, pick.test))
+    for label, validation, selection, test in rows:
+        table.add_row(label, number(validation, 6), *([number(selection, 6)] if held else []), number(test, 6))
+    return table
 
 
 def show_command(run_id: str, store: Path) -> str:

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from verifyless import datareport
 from verifyless._cli.common import console
+from verifyless._cli.progress import REASON_CHARS
 from verifyless._cli.terminal import shown
 from verifyless.engine.health import stored_role_health
 from verifyless.engine.submission import SKIPPED
@@ -27,10 +28,11 @@ from verifyless.events import (
     Submitted,
     Verified,
 )
+from verifyless.node import Status
 from verifyless.report.peers import ModelShare, NoveltyRates, model_shares, novelty_rates, peers_lines
-from verifyless.report.text import number
+from verifyless.report.text import number, one_line
 from verifyless.report.views.card import resolved_line, run_card
-from verifyless.report.views.final import final_view
+from verifyless.report.views.final import final_view, selection_line
 from verifyless.report.views.learned import learned_critic_data, learned_critic_line, screener_audit
 from verifyless.report.views.runs import PARSE_OUTCOMES, gpu_seconds, reply_parsing
 from verifyless.screen.audit import adaptive_line, audit_line
@@ -98,6 +100,7 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "submission": submission_summary(submission[-1]) if submission else None,
         "statuses": dict(sorted(counts.items())),
         "best_nodes": [{k: r.get(k) for k in keep} for r in verified[:nodes]],
+        "failed_nodes": failed_nodes(rows, nodes),
         "llm_calls": llm_calls(st, run_id),
         "reply_health": reply_health(st, run_id),
         "screener_audit": screener_audit(st, run_id),
@@ -113,6 +116,16 @@ def show_data(st, run_id: str, nodes: int) -> dict[str, Any]:
         "resolved": resolved_line(card["resolved"]),  # the card's pins, redacted
         "learned_critic": learned_critic_data(st, run_id, info.config),
     }
+
+
+def failed_nodes(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The last ``n`` nodes (in creation order) whose paid verification gave no score: id, status and the stored
+    reason (as ``export`` has it; ``show`` prints it as one clipped line)."""
+    failed = [r for r in rows if r.get("status") in _BUGGY]
+    return [{k: r.get(k) for k in ("node_id", "status", "reason")} for r in failed[-n:]] if n > 0 else []
+
+
+_BUGGY = {s.value for s in Status if s.buggy}
 
 
 def llm_calls(st, run_id: str) -> list[dict[str, Any]]:
@@ -135,8 +148,9 @@ def memory_line(config: dict[str, Any]) -> str:
 
 
 def transfer_data(st, run_id: str) -> dict[str, Any]:
-    """The baseline and the returned node on validation and hidden test, and the warning when the validation gain
-    did not transfer (``FinalView.transfer_warning``)."""
+    """The baseline, the returned node and (when a final selection returned another node) the strategy's own pick
+    on validation, the selection split and the hidden test, and the warning when the validation gain did not
+    transfer (``FinalView.transfer_warning``)."""
     f = final_view(st, run_id)
     held = f.held_out
     return {
@@ -147,10 +161,12 @@ def transfer_data(st, run_id: str) -> dict[str, Any]:
             "test": f.baseline_test_score,
         },
         "final": {"node_id": f.node_id, "validation": f.score, "selection": f.selection_score, "test": f.test_score},
+        "strategy_pick": dataclasses.asdict(f.strategy_pick) if f.strategy_pick else None,
         "selection_metric": f.selection_metric,
         "chosen_on_selection": {
             "pool": list(held.pool),
             "eligible": list(held.eligible),
+            "winner": held.winner,
             "strategy_best": held.strategy_best,
         }
         if held
@@ -160,36 +176,23 @@ def transfer_data(st, run_id: str) -> dict[str, Any]:
 
 
 def transfer_lines(data: dict[str, Any]) -> list[str]:
-    """``show``'s lines for ``transfer_data``: the two nodes side by side, then the warning if any."""
+    """``show``'s lines for ``transfer_data``: the baseline, the returned node and the strategy's pick (when it is
+    another node) side by side, how the selection split chose, then the warning if any."""
     held = data.get("selection_metric")
+    nodes = [("baseline", data["baseline"]), ("returned", data["final"])]
+    if data.get("strategy_pick"):
+        nodes.append(("strategy's pick", data["strategy_pick"]))
     lines = [
         f"{label} {node['node_id']}: validation {number(node['validation'], 6)}"
         + (f" · selection split {number(node.get('selection'), 6)}" if held else "")
         + f" · hidden test {number(node['test'], 6)}"
-        for label, node in (("baseline", data["baseline"]), ("returned", data["final"]))
+        for label, node in nodes
     ]
     chosen = data.get("chosen_on_selection")
     if chosen:
-        lines.append(
-            selection_line(
-                data["final"]["node_id"], chosen["strategy_best"], len(chosen["pool"]), len(chosen["eligible"])
-            )
-        )
+        winner = chosen.get("winner", data["final"]["node_id"])
+        lines.append(selection_line(winner, chosen["strategy_best"], len(chosen["pool"]), len(chosen["eligible"])))
     return lines + ([f"[yellow]warning:[/] {data['warning']}"] if data["warning"] else [])
-
-
-def selection_line(winner: str | None, strategy_best: str | None, pool: int, eligible: int) -> str:
-    """One line on how the final node was chosen on the selection split (rows search never optimised): the
-    winner, the strategy's pick, and how many of the pool's nodes were not worse than the baseline on validation."""
-    verdict = (
-        "kept the strategy's pick"
-        if winner == strategy_best
-        else f"returned {winner} instead of the strategy's pick {strategy_best}"
-    )
-    return (
-        f"final node chosen on the selection split: {verdict} ({eligible} of {pool} top nodes were not worse than "
-        "the baseline on validation)"
-    )
 
 
 def data_report_line(st, run_id: str) -> str:
@@ -283,6 +286,9 @@ def print_show(data: dict[str, Any]) -> None:
     for line in transfer_lines(data["transfer"]):
         console.print(line, highlight=False, soft_wrap=True)
     console.print("statuses: " + ", ".join(f"{k} {v}" for k, v in data["statuses"].items()))
+    for r in data["failed_nodes"]:  # the reason quotes the program's stderr: one clipped line, escaped, no markup
+        line = f"  {r['node_id']} {r['status']}: {one_line(r.get('reason') or '(no reason stored)', REASON_CHARS)}"
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     peak = data["peak_memory"]
     gpu_peak = f", GPU {peak['gpu_mb']:.0f} MB" if peak["gpu_mb"] is not None else ""
     console.print(f"peak memory of a verification: host {peak['host_mb']:.0f} MB{gpu_peak}", highlight=False)
@@ -339,6 +345,7 @@ def print_show(data: dict[str, Any]) -> None:
 __all__ = [
     "best_row",
     "data_report_line",
+    "failed_nodes",
     "peers_data",
     "peers_text",
     "print_show",

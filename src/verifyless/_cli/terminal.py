@@ -5,7 +5,7 @@ quotes any of them) is untrusted: a program that writes ``\\x1b[2J\\x1b]0;pwned\
 and set the window title if it reached a terminal raw, and ``[bold]`` or ``[/]`` in it would be read as rich
 markup (a stray closing tag even raises). Two defences, one helper each:
 
-* ``visible(text)``: every control character but newline and tab (C0, DEL, C1, and the bidirectional overrides
+* ``visible(text)`` (``report.text.visible``, which ``report.text.one_line`` shares): every control character but newline and tab (C0, DEL, C1, and the bidirectional overrides
   that reorder what a reader sees) written as a visible escape (``\\x1b``, ``\\u202e``); ``\\r\\n`` is a newline.
   ``TerminalConsole`` applies it to every string it renders and to every segment it writes that is not rich's own
   cursor control, so no control character reaches the terminal through the command line's consoles, wherever the
@@ -24,7 +24,6 @@ marked interrupted.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,20 +32,9 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Text
 
+from verifyless.report.text import CONTROL, visible
+
 __all__ = ["TerminalConsole", "shown", "visible"]
-
-# C0 but tab and newline, DEL, C1, and the invisible marks and overrides that reorder text (Trojan Source)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """``text`` with every control character but newline and tab written as a visible escape (``\\x1b``)."""
-    return _CONTROL.sub(_escape, text.replace("\r\n", "\n"))
 
 
 def _reader_gone(stream: Any) -> None:
@@ -86,7 +74,7 @@ class TerminalConsole(Console):
 
     def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control or not _CONTROL.search(segment.text):
+            if segment.control or not CONTROL.search(segment.text):
                 yield segment
             else:
                 yield Segment(visible(segment.text), segment.style)

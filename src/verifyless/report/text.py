@@ -6,7 +6,10 @@ The one home of the formatters that the report, the dashboard and the CLI share 
   ints and bools as they are, floats with ``digits`` significant digits;
 * ``percent(value)``: a fraction in 0..1 as a percentage with one decimal, ``-`` for None;
 * ``duration(seconds)``: ``1 min 35 s`` (the dashboard's ETA; ``ui.js`` draws the same words);
-* ``iso(ts)``: a Unix time as local ``YYYY-MM-DD HH:MM:SS``.
+* ``iso(ts)``: a Unix time as local ``YYYY-MM-DD HH:MM:SS``;
+* ``visible(text)``: control characters (but newline and tab) as visible escapes, for anything bound for a
+  terminal; ``one_line(text, n)``: untrusted text (a failed node's reason, which quotes its program's stderr) as one short
+  line a terminal shows as it is: control characters written as visible escapes, cut to ``n`` characters.
 
 ``num`` reads a stored value as a finite float (or None); ``redact`` masks secret-looking keys and
 API-key-looking strings, and ``dump`` is redacted, bounded JSON text. Pure functions, no store access.
@@ -23,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "CONTROL",
     "REDACTED",
     "diff_lines",
     "dump",
@@ -30,9 +34,11 @@ __all__ = [
     "iso",
     "num",
     "number",
+    "one_line",
     "percent",
     "redact",
     "short",
+    "visible",
 ]
 
 REDACTED = "[redacted]"
@@ -105,6 +111,28 @@ def short(text: str, n: int = 140) -> str:
     """``text`` on one line, cut to ``n`` characters with an ellipsis."""
     text = " ".join(str(text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# C0 but tab and newline, DEL, C1, and the invisible marks and overrides that reorder text (Trojan Source)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character but newline and tab written as a visible escape (``\\x1b``,
+    ``\\u202e``); ``\\r\\n`` is a newline. The command line's consoles apply it to all they print
+    (``_cli/terminal.py``)."""
+    return CONTROL.sub(_escape, text.replace("\r\n", "\n"))
+
+
+def one_line(text: str, n: int = 120) -> str:
+    """``text`` on one line for a terminal: whitespace runs (newlines included) one space, every other control
+    character a visible escape (``visible``), cut to ``n`` characters with an ellipsis."""
+    return short(visible(" ".join(str(text or "").split())), n)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def diff_lines(old: str, new: str, old_name: str = "parent", new_name: str = "node") -> list[tuple[str, str]]:

@@ -10,10 +10,12 @@ Used by ``make demo`` (part 2) and ``bench/learned_critic.py``; everything runs 
    from the warm head or cold, refitting on the run's paid outcomes, bare or under ``adaptive`` (default options);
    the random pick; the best-of-N oracle (``BestOfPool``: the pool's best world score, the ceiling).
 4. **Summary** (``summarize``): per arm and budget, the mean normalised final, the verifications to reach the
-   paired random run's final (a run that never does counts as the budget), P(beat random) over seeds (a tie is a
-   half) with a 95 % bootstrap interval, adaptive's decisions, and the refits' CPU seconds against the seconds the
+   paired random run's final (a run that never does counts as the budget), and against random, paired by seed,
+   each with a 95 % bootstrap interval: P(beat random) (a tie is a half; the share of ties is kept), the final's
+   margin and the verifications saved; adaptive's decisions, and the refits' CPU seconds against the seconds the
    world's verifications took when they were collected (``WorldPoint.seconds``: what a real run would wait).
-5. **Verdict** (``verdict_line``): computed from the interval, never written in advance.
+5. **Verdict** (``verdict_line``): what was won and what was not, computed from the intervals, never written in
+   advance; reaching random's final sooner with a final no higher beyond noise is "faster, not better".
 """
 
 from __future__ import annotations
@@ -140,25 +142,47 @@ def run_arms(
     return out
 
 
+Interval = tuple[float, float, float]  # (mean, low, high): a 95 % bootstrap interval over seeds
+
+
 @dataclass(frozen=True)
 class ArmSummary:
-    """One arm at one budget (module docstring): normalised final, reach, P(beat random) [95 %], decisions."""
+    """One arm at one budget (module docstring): normalised final, reach, P(beat random) [95 %], decisions.
+
+    Against the reference arm (None for the reference itself), paired by seed, each a 95 % bootstrap interval:
+    ``p_beat`` (a tie is half a win; ``ties``: the share of seeds that tied), ``margin`` (this arm's normalised final
+    less the reference's) and ``saved`` (the verifications the reference took to reach its own final less this
+    arm's: positive is faster). ``reach_ci``: the interval of ``reach``.
+    """
 
     arm: str
     budget: int
     runs: int
     final: float
     reach: float
-    p_beat: tuple[float, float, float] | None
+    p_beat: Interval | None
     off_by_24: float | None = None
     off: float | None = None
     on: float | None = None
     refit_share: float = 0.0
     refit_s: float = 0.0
+    reach_ci: tuple[float, float] | None = None
+    margin: Interval | None = None
+    saved: Interval | None = None
+    ties: float | None = None
 
 
 def _win(a: float, b: float) -> float:
     return 1.0 if a > b + 1e-12 else 0.5 if abs(a - b) <= 1e-12 else 0.0
+
+
+def _interval(values: Sequence[float]) -> Interval:
+    """The mean of ``values`` with its 95 % bootstrap interval (the mean itself at both ends when it has none)."""
+    est = bootstrap_ci(list(values))
+    mean = float(est.value if est.value is not None else np.mean(values))
+    low = est.low if est.low is not None else mean
+    high = est.high if est.high is not None else mean
+    return (mean, float(low), float(high))
 
 
 def summarize(
@@ -167,49 +191,89 @@ def summarize(
     """Per arm at ``budget`` (runs paired with ``reference`` by position, i.e. by seed)."""
     norm = normalizer(world, task)
     base = [r.run for r in runs[reference]]
+    base_finals = [norm(b.at(budget)) for b in base]
+    base_reach = [min(b.reach(b.at(budget)) or budget, budget) for b in base]
     out = {}
     for arm, rs in runs.items():
         finals = [norm(r.run.at(budget)) for r in rs]
         reach = [min(r.run.reach(b.at(budget)) or budget, budget) for r, b in zip(rs, base, strict=True)]
-        p = None
-        if arm != reference:
-            wins = bootstrap_ci([_win(r.run.at(budget), b.at(budget)) for r, b in zip(rs, base, strict=True)])
-            share = float(wins.value or 0.0)  # never None: bootstrap_ci refuses an empty list
-            p = (share, wins.low if wins.low is not None else share, wins.high or share)
+        paired = arm != reference
+        wins = [_win(r.run.at(budget), b.at(budget)) for r, b in zip(rs, base, strict=True)]
         states = [r.run for r in rs if r.run.state is not None]
         decided = [(s.state, s.decided_at or 0) for s in states]
         refit, verify = sum(r.refit_s for r in rs), sum(r.verify_s for r in rs)
+        reach_ci = _interval(reach)
         out[arm] = ArmSummary(
             arm,
             budget,
             len(rs),
             float(np.mean(finals)),
             float(np.mean(reach)),
-            p,
+            _interval(wins) if paired else None,
             float(np.mean([st == "off" and at <= 24 for st, at in decided])) if decided else None,
             float(np.mean([st == "off" and at <= budget for st, at in decided])) if decided else None,
             float(np.mean([st == "on" and at <= budget for st, at in decided])) if decided else None,
             refit / (refit + verify) if refit + verify > 0 else 0.0,
             refit / max(1, len(rs)),
+            reach_ci[1:],
+            _interval([f - b for f, b in zip(finals, base_finals, strict=True)]) if paired else None,
+            _interval([b - r for r, b in zip(reach, base_reach, strict=True)]) if paired else None,
+            float(np.mean([w == 0.5 for w in wins])) if paired else None,
         )
     return out
 
 
 def verdict_line(arm: ArmSummary, random: ArmSummary, oracle: ArmSummary | None = None) -> str:
-    """The plain verdict on ``arm`` against random, from its P(beat random) interval (module docstring)."""
-    if arm.p_beat is None:
+    """The plain verdict on ``arm`` against random, computed from its intervals (never written in advance).
+
+    It says what was won and what was not, each with its interval: the verifications to reach random's final score
+    (``saved``) and the final score itself (``margin``). The head: a final score higher beyond noise is a win, lower
+    a loss; with neither, reaching random's final sooner is "faster, not better" (speed alone is no win), later is
+    "slower, and no better"; else no clear win. P(beats random) follows, with the share of ties it counts as half.
+    """
+    if arm.p_beat is None or arm.margin is None or arm.saved is None:
         return f"{arm.arm}: no comparison with random"
-    p, lo, hi = arm.p_beat
-    ceiling = f"; the oracle ceiling reaches it in {oracle.reach:.1f}" if oracle is not None else ""
-    said = (
-        f"P({arm.arm} beats random) = {p:.2f} [{lo:.2f}, {hi:.2f}] over {arm.runs} seeds; it reaches random's "
-        f"final score in {arm.reach:.1f} of {arm.budget} verifications (random {random.reach:.1f}){ceiling}"
+    speed, final = _speed_text(arm, random, oracle), _final_text(arm, random, oracle)
+    faster, slower = arm.saved[1] > 0, arm.saved[2] < 0
+    higher, lower = arm.margin[1] > 0, arm.margin[2] < 0
+    head = (
+        "Screening LOSES to random here"
+        if lower
+        else "Screening wins here"
+        if higher
+        else "Screening is faster here, not better"
+        if faster
+        else "Screening is slower here, and no better"
+        if slower
+        else "No clear win for screening here"
     )
-    if lo > 0.5:
-        return f"Screening wins here: {said}."
-    if hi < 0.5:
-        return f"Screening LOSES to random here: {said}."
-    return f"No clear win for screening here (the interval includes 0.5): {said}."
+    won = [text for text, ok in ((speed, faster), (final, higher)) if ok]
+    lost = [text for text, ok in ((speed, faster), (final, higher)) if not ok]
+    p, lo, hi = arm.p_beat
+    ties = f", the {arm.ties:.0%} of seeds that tied counted as half a win" if arm.ties else ""
+    return (
+        f"{head}. Won: {'; '.join(won) or 'nothing beyond noise'}. Not won: {'; '.join(lost) or 'nothing'}. "
+        f"P({arm.arm} beats random at the budget) = {p:.2f} [{lo:.2f}, {hi:.2f}] over {arm.runs} seeds{ties}."
+    )
+
+
+def _speed_text(arm: ArmSummary, random: ArmSummary, oracle: ArmSummary | None) -> str:
+    s, lo, hi = arm.saved or (0.0, 0.0, 0.0)
+    reach = f"{arm.reach:.1f}" + (f" [{arm.reach_ci[0]:.1f}, {arm.reach_ci[1]:.1f}]" if arm.reach_ci else "")
+    ceiling = f"; the oracle ceiling {oracle.reach:.1f}" if oracle is not None else ""
+    return (
+        f"verifications to reach random's final score: {reach} of {arm.budget} against random's {random.reach:.1f}"
+        f"{ceiling} ({s:+.1f} [{lo:+.1f}, {hi:+.1f}] saved)"
+    )
+
+
+def _final_text(arm: ArmSummary, random: ArmSummary, oracle: ArmSummary | None) -> str:
+    m, lo, hi = arm.margin or (0.0, 0.0, 0.0)
+    ceiling = f"; the oracle ceiling {oracle.final:.3f}" if oracle is not None else ""
+    return (
+        f"the final normalised score: {arm.final:.3f} against random's {random.final:.3f}{ceiling} "
+        f"(margin {m:+.3f} [{lo:+.3f}, {hi:+.3f}])"
+    )
 
 
 __all__ = [

@@ -15,7 +15,15 @@ from verifyless.events import Finalised, FinalSelected, SelectionSplitChosen, Su
 from verifyless.report.text import num, number
 from verifyless.store.protocol import RunStoreProtocol
 
-__all__ = ["FinalView", "SubmissionView", "final_view", "submission_view", "transfer_warning"]
+__all__ = [
+    "FinalView",
+    "NodeScores",
+    "SubmissionView",
+    "final_view",
+    "selection_line",
+    "submission_view",
+    "transfer_warning",
+]
 
 
 def _best(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -59,6 +67,17 @@ def submission_view(record: Submitted) -> SubmissionView:
 
 
 @dataclass(frozen=True)
+class NodeScores:
+    """One node's scores on each split: validation (what search saw), the selection split (None without one) and
+    the hidden test (reporting only)."""
+
+    node_id: str
+    validation: float | None
+    selection: float | None
+    test: float | None
+
+
+@dataclass(frozen=True)
 class FinalView:
     """The node the run returned, its validation outcome, and the hidden test score (reporting only)."""
 
@@ -79,6 +98,9 @@ class FinalView:
     selection_score: float | None = None
     baseline_selection_score: float | None = None
     held_out: SelectionSplitChosen | None = None
+    # The search strategy's own pick with its scores, when a final selection (the selection split, or a judge's
+    # ``final_selection``) returned another node; None when the returned node is the strategy's pick.
+    strategy_pick: NodeScores | None = None
 
     @property
     def changed_pick(self) -> bool:
@@ -87,12 +109,37 @@ class FinalView:
         return held is not None and bool(held.winner) and held.winner != held.strategy_best
 
     @property
+    def chosen_line(self) -> str | None:
+        """How the selection split chose the final node, in one line (``selection_line``); None without one."""
+        held = self.held_out
+        if held is None:
+            return None
+        return selection_line(held.winner, held.strategy_best, len(held.pool), len(held.eligible))
+
+    @property
     def transfer_warning(self) -> str | None:
         """One line when the validation gain did not transfer: the returned node beats the baseline on validation
         (what search optimised) but is worse on the hidden test; None otherwise or when a score is missing."""
         return transfer_warning(
             (self.baseline_score, self.baseline_test_score), (self.score, self.test_score), self.maximize
         )
+
+
+def selection_line(winner: str | None, strategy_best: str | None, pool: int, eligible: int) -> str:
+    """One line on how the final node was chosen on the selection split: which node, whether it is the search
+    strategy's pick, and what was compared (``pool`` nodes considered: the best on validation and the baseline;
+    ``eligible``: those no worse than the baseline on validation, compared on the selection split)."""
+    split = "the selection split (training rows held out that search never saw)"
+    if winner is None:
+        return f"final node: the strategy's pick {strategy_best}; no node had a score on {split} to choose by"
+    compared = (
+        f"of the {pool} nodes considered (the best on validation and the baseline), {eligible} "
+        f"{'was' if eligible == 1 else 'were'} no worse than "
+        f"the baseline on validation, and {winner} scored best of them on {split}"
+    )
+    if winner == strategy_best:
+        return f"final node: the strategy's pick {winner}, kept: {compared}"
+    return f"final node: {winner}, not the strategy's pick {strategy_best}: {compared}"
 
 
 def transfer_warning(
@@ -157,7 +204,23 @@ def final_view(store: RunStoreProtocol, run_id: str) -> FinalView:
         _hidden(row, name),
         _hidden(root, name),
         held_out,
+        _strategy_pick(node_id, held_out, selection, rows, name),
     )
+
+
+def _strategy_pick(
+    returned: str | None,
+    held_out: SelectionSplitChosen | None,
+    selection: Mapping[str, Any] | None,
+    rows: Mapping[str, Mapping[str, Any]],
+    name: str | None,
+) -> NodeScores | None:
+    """The strategy's own pick and its scores when the run returned another node (``FinalView.strategy_pick``)."""
+    pick = held_out.strategy_best if held_out is not None else (selection or {}).get("strategy_best")
+    if not pick or pick == returned or pick not in rows:
+        return None
+    row = rows[pick]
+    return NodeScores(str(pick), num(row.get("score")), _hidden(row, name), num(row.get("test_score")))
 
 
 def _hidden(row: Mapping[str, Any], name: str | None) -> float | None:

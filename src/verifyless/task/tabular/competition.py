@@ -245,7 +245,7 @@ def load_competition(root: Path, check_space: SpaceCheck) -> Task:
     kinds = _kinds(layout, spec, grading, frames)
     cache = split_competition(layout, grading, settings, frames, kinds, name=spec.name)
     program_name, program = _program(layout.root, spec)
-    space = _space(spec, program, program_name, check_space, kinds)
+    space = _space(spec, program, program_name, check_space, kinds, _train_rows(cache, grading.id_column))
     return _task(layout, spec, grading, cache, program_name, program, space)
 
 
@@ -615,8 +615,13 @@ def _program(root: Path, spec: CompetitionSpec) -> tuple[str, str]:
     return ("solution.py" if not spec.program else Path(spec.program).name), text
 
 
+def _train_rows(cache: Path, id_column: str) -> int:
+    """The rows of the split's ``train.csv``: the training rows a program sees."""
+    return len(_read_csv(cache / "public" / "train.csv", {id_column: str}, usecols=[id_column]))
+
+
 def _space(
-    spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck, kinds: FeatureKinds
+    spec: CompetitionSpec, program: str, name: str, check_space: SpaceCheck, kinds: FeatureKinds, rows: int
 ) -> IdeaSpace | None:
     chosen = spec.idea_space
     if chosen is None and spec.program is None:
@@ -624,7 +629,7 @@ def _space(
     if chosen is None:
         return None
     if chosen == "tabular":
-        chosen = _tabular_space(kinds)
+        chosen = _tabular_space(kinds, rows)
     assert isinstance(chosen, IdeaSpaceSpec)
     problems: list[str] = []
     space = check_space(chosen, program, name, problems)
@@ -633,11 +638,13 @@ def _space(
     return space
 
 
-def _tabular_space(kinds: FeatureKinds) -> IdeaSpaceSpec:
-    """The tabular baseline's space, less the encodings of column kinds this data has none of (moves that
-    cannot change a prediction would only tie their parents at full price)."""
-    space = IdeaSpaceSpec.model_validate(yaml.safe_load(SPACE.read_text(encoding="utf-8")))
-    for dim, columns in (("categorical", kinds.categorical), ("text", kinds.text)):
+def _tabular_space(kinds: FeatureKinds, rows: int) -> IdeaSpaceSpec:
+    """The tabular baseline's space for data with feature columns ``kinds`` and ``rows`` training rows: less the
+    encodings of column kinds this data has none of (moves that cannot change a prediction would only tie their
+    parents at full price), and with options bounded by the rows (``TRAIN_ROWS`` in ``space.yaml``: k-NN's k)."""
+    text = SPACE.read_text(encoding="utf-8").replace("TRAIN_ROWS", str(max(1, rows)))
+    space = IdeaSpaceSpec.model_validate(yaml.safe_load(text))
+    for dim, columns in (("numeric", kinds.numeric), ("categorical", kinds.categorical), ("text", kinds.text)):
         if not columns:
             space = _fixed(space, dim)
     return space

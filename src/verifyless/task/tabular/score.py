@@ -33,7 +33,7 @@ def score_workspace(outdir: Path, hidden: list[Path]) -> dict[str, float]:
     private answers.
     """
     grading, parts = _read_hidden(hidden)
-    submission = _read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
+    submission = read_submission(Path(outdir) / SUBMISSION, {grading.id_column: str})
     ids = {prefix: list(part[grading.id_column].astype(str)) for prefix, part in parts.items()}
     check_submission(submission, [i for part in ids.values() for i in part], grading, grading.definition)
     submitted = submission[grading.id_column].astype(str)
@@ -54,7 +54,7 @@ def _read_hidden(hidden: list[Path]) -> tuple[Grading, dict[str, Any]]:
 
     folder, answers_path = Path(hidden[0]), Path(hidden[1])
     try:
-        grading = _grading_info(folder)
+        grading = grading_info(folder)
         ids = {grading.id_column: str}
         parts = {"val": pd.read_csv(folder / VAL_ANSWERS, dtype=ids)}
         if (folder / SEL_ANSWERS).is_file():
@@ -67,7 +67,8 @@ def _read_hidden(hidden: list[Path]) -> tuple[Grading, dict[str, Any]]:
         ) from None
 
 
-def _grading_info(folder: Path) -> Grading:
+def grading_info(folder: Path) -> Grading:
+    """The ``Grading`` the split's hidden folder records (``grading.json``)."""
     info = json.loads((folder / "grading.json").read_text(encoding="utf-8"))
     grader = info.get("grader")
     own = None
@@ -77,7 +78,9 @@ def _grading_info(folder: Path) -> Grading:
     return Grading(info["metric"], info["id"], tuple(info["columns"]), info["label_column"], grader, own)
 
 
-def _read_submission(path: Path, ids: dict[str, Any]) -> Any:
+def read_submission(path: Path, ids: dict[str, Any]) -> Any:
+    """``path`` (a program's submission) as a frame with ``ids``' dtypes; ``InvalidSubmission`` when missing or
+    unreadable."""
     import pandas as pd
 
     if not path.is_file():
@@ -95,7 +98,7 @@ def floor_score(task: Task) -> float:
     import pandas as pd
 
     folder = Path(task.hidden_data[0])
-    grading = _grading_info(folder)
+    grading = grading_info(folder)
     ids = {grading.id_column: str}
     train = pd.read_csv(task.public_data[0], dtype=ids)
     held = pd.read_csv(folder / VAL_ANSWERS, dtype=ids)
@@ -115,4 +118,4 @@ def _trivial_values(train: Any, grading: Grading) -> dict[str, Any]:
     return {c: float(train[c].mean()) for c in grading.columns}
 
 
-__all__ = ["floor_score", "score", "score_workspace"]
+__all__ = ["floor_score", "grading_info", "read_submission", "score", "score_workspace"]
