@@ -170,9 +170,8 @@ def bench_roles(args: argparse.Namespace, folder: Path) -> None:
     store_path = folder / f"roles-{args.only.replace(',', '-') or 'all'}.db"
     runs = []
     with endpoint(args.model):
-        for name, extra in ROLE_RUNS.items():
-            if args.only and name not in args.only.split(","):
-                continue
+        for name in args.only.split(",") if args.only else ROLE_RUNS:  # in the order asked for
+            extra = ROLE_RUNS[name]
             cfg = config(args.task, store_path, 0, args.budget, args.candidates, extra)
             run_id, wall = run_one(cfg)
             runs.append(run_id)
