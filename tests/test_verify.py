@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from pathlib import Path
 
@@ -330,3 +332,13 @@ def test_openevolve_folder_is_shown_read_only_without_hidden_files(tmp_path):
         assert probed.status is Status.OK, probed.reason
         assert probed.metrics["value"] == 3.0, "the program wrote to the task folder or read a hidden file"
         assert (task.root / "target.txt").read_text() == "3"
+
+
+def test_a_hanging_openevolve_evaluator_is_not_blamed_on_the_program_alone(tmp_path):
+    """Issue 54 item 10: the evaluator runs in the program's process, so a timeout names both."""
+    hang = "import time\n\ndef evaluate(program_path):\n    time.sleep(60)\n    return {'combined_score': 1.0}\n"
+    task = openevolve_task(tmp_path, hang)
+    task = dataclasses.replace(task, limits=dataclasses.replace(task.limits, wall_seconds=2))
+    v = run(task, OE_PROGRAM, tmp_path)
+    assert v.status is Status.TIMEOUT
+    assert "evaluator.py ran together in one process, so either may have hung" in v.reason

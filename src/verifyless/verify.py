@@ -332,13 +332,24 @@ def copy_public_data(task: Task, public: Path) -> None:
 # ------------------------------------------------------------------ judging
 
 
+def _whose_hang(task: Task, status: Status) -> str:
+    """For an OpenEvolve task, a timeout cannot be laid on the program alone: its evaluator runs in the same
+    process (``task/openevolve.py``), and an evaluator that hangs times out every candidate, the baseline too."""
+    if status is not Status.TIMEOUT or task.evaluator is None:
+        return ""
+    return (
+        f" (the program and the task's {task.evaluator.name} ran together in one process, so either may have hung; "
+        "if the baseline times out too, check the evaluator)"
+    )
+
+
 def _judge(
     task: Task, ws: Path, result: ExecResult, level: FidelityLevel | None = None
 ) -> tuple[Status, str, dict[str, float], dict[str, float]]:
     status = _EXEC_STATUS[result.status]
     if status is not Status.OK:
         prefix = {"output-limit": "output limit: ", "disk-limit": "disk limit: "}.get(result.status, "")
-        return status, prefix + result.reason, {}, {}
+        return status, prefix + result.reason + _whose_hang(task, status), {}, {}
     unsafe = unsafe_entry(ws)
     if unsafe:
         return Status.CONTRACT_VIOLATION, unsafe, {}, {}
