@@ -15,6 +15,7 @@ import yaml
 
 from verifyless.roles import parse
 from verifyless.screen.critic import parse_verdict
+from verifyless.screen.novelty import parse_judge
 from verifyless.screen.prompting import parse_choice
 
 REPLIES = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "real_replies.yaml").read_text())
@@ -38,6 +39,8 @@ def _check(entry: dict[str, Any]) -> None:
     elif role == "critic":
         verdict = parse_verdict(reply)
         assert (verdict.label if verdict else None) == expect["label"]
+    elif role == "novelty_judge":
+        assert parse_judge(reply) == expect["answer"]
     elif role in ("judge", "arbiter", "agentic-final"):
         assert parse_choice(reply, expect["options"]) == expect["choice"]
     elif role == "implementer":

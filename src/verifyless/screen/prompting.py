@@ -92,12 +92,16 @@ def is_template_echo(rest: str) -> bool:
     """True for a restated format line such as ``A | B`` or ``improve/lose/tie``.
 
     One slash alone (``N/A``) is a value, not an echo; a pipe after the first
-    word, or two slashes, mark a menu of options.
+    word, or two slashes, mark a menu of options. So does a pipe anywhere
+    before the reason (``---``): a real 0.5B critic wrote ``improve 5% | lose
+    20% | tie --- ...``, the menu with numbers, which is no verdict.
     """
     rest = rest.lstrip(" \t:=-–—\"'([")
+    head = re.split(r"\s-{2,}|\s[—–]\s", rest, maxsplit=1)[0]
     return (
         re.match(r"^[\w#]+\s*[\])]?\s*\|\s*\w", rest) is not None
         or re.match(r"^\w+\s*/\s*\w+\s*/\s*\w", rest) is not None
+        or re.match(r"^[\w#][^|]*\|\s*\w", head) is not None
     )
 
 
