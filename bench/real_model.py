@@ -31,17 +31,16 @@ round) and weak; report what the table shows.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import itertools
 import math
 import os
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from _scripted import run_timed
 from verifyless.config import load_config
 from verifyless.events import LlmCalled, ReplyParsed, Screened, Verified
 from verifyless.metrics.critic import dir3_accuracy
@@ -49,7 +48,6 @@ from verifyless.model import served
 from verifyless.node import Status
 from verifyless.offline.compare import curve_from_store, reach
 from verifyless.store import RunStore
-from verifyless.wiring import build_engine
 
 # The child-making roles run on the model in `children` and `children-diff`; the screeners' runs make their
 # children from the task's idea space (no LLM), so every screener sees real candidates even where the model
@@ -119,13 +117,8 @@ def config(task: str, store: Path, seed: int, budget: int, candidates: int, extr
 def run_one(cfg: Any) -> tuple[str, float]:
     """Run ``cfg`` through the product's engine to its end; its run id and wall seconds."""
     with RunStore(Path(cfg.store)) as store:
-        engine = build_engine(cfg, store)
-        started = time.perf_counter()
-        try:
-            result = asyncio.run(engine.run())
-        finally:
-            engine.executor.close()
-        return result.run_id, time.perf_counter() - started
+        result, wall = run_timed(cfg, store)
+        return result.run_id, wall
 
 
 def role_rows(store: RunStore, runs: list[str]) -> list[list[str]]:

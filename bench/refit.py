@@ -25,13 +25,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _commands import cli  # noqa: E402
 from verifyless.report.views.final import final_view  # noqa: E402
 from verifyless.sandbox.local import LocalSandbox  # noqa: E402
 from verifyless.store import RunStore  # noqa: E402
@@ -40,12 +40,6 @@ from verifyless.task.tabular.deliver import competition_submission, full_data_ta
 from verifyless.verify import produce  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _cli(*args: str, env: dict[str, str]) -> None:
-    out = subprocess.run([sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise SystemExit(f"verifyless {' '.join(args)} failed ({out.returncode}): {out.stderr[-2000:]}")
 
 
 def _datasets(work: Path) -> dict[str, tuple[Path, list[str]]]:
@@ -112,12 +106,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
         os.environ["VERIFYLESS_CACHE_DIR"] = env["VERIFYLESS_CACHE_DIR"]  # load_task here finds the same split
         for name, (csv, flags) in _datasets(work).items():
             folder = work / csv.stem
-            _cli("task", "new", str(folder), "--data", str(csv), *flags, env=env)
+            cli("task", "new", str(folder), "--data", str(csv), *flags, env=env)
             task = load_task(folder)
             returned, verified = [], {}
             for seed in range(args.seeds):
                 store = work / f"{folder.name}-seed{seed}.db"
-                _cli("run", str(folder), "--budget", str(args.budget), "--seed", str(seed), "--store", str(store),
+                cli("run", str(folder), "--budget", str(args.budget), "--seed", str(seed), "--store", str(store),
                      "--quiet", env=env)  # fmt: skip
                 final, top = _programs(store, args.top)
                 returned.append(final)

@@ -22,23 +22,17 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _commands import cli  # noqa: E402
 from verifyless.report.views.final import final_view  # noqa: E402
 from verifyless.store import RunStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _cli(*args: str, env: dict[str, str]) -> None:
-    out = subprocess.run([sys.executable, "-m", "verifyless", *args], capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise SystemExit(f"verifyless {' '.join(args)} failed ({out.returncode}): {out.stderr[-2000:]}")
 
 
 def _datasets(work: Path) -> dict[str, tuple[Path, list[str]]]:
@@ -87,11 +81,11 @@ def main() -> None:
         for name, (csv, flags) in _datasets(work).items():
             for share in ("0", "0.2"):
                 folder = work / f"{csv.stem}-{share}"
-                _cli("task", "new", str(folder), "--data", str(csv), *flags, "--selection", share, env=env)
+                cli("task", "new", str(folder), "--data", str(csv), *flags, "--selection", share, env=env)
                 runs = []
                 for seed in range(args.seeds):
                     store = work / f"{folder.name}-seed{seed}.db"  # not with_suffix: "x-0.2" has one
-                    _cli("run", str(folder), "--budget", str(args.budget), "--seed", str(seed), "--store", str(store),
+                    cli("run", str(folder), "--budget", str(args.budget), "--seed", str(seed), "--store", str(store),
                          "--quiet", env=env)  # fmt: skip
                     runs.append(_one_run(store))
                 rows.append(

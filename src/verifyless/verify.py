@@ -55,6 +55,7 @@ from typing import Any
 
 from verifyless.errors import InvalidSubmission, SandboxUnavailable, TaskError
 from verifyless.node import Status, Verification, content_hash
+from verifyless.processes import alive
 from verifyless.sandbox.base import ExecResult, Sandbox
 from verifyless.task.base import FULL_FIDELITY, HIDDEN_PREFIXES, FidelityLevel, Task
 from verifyless.task.kind import Step
@@ -245,7 +246,7 @@ def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path
             except OSError:
                 continue
         else:
-            stale = pid != os.getpid() and not _alive(pid)
+            stale = pid != os.getpid() and not alive(pid)
         if stale:
             shutil.rmtree(ws, ignore_errors=True)
             removed.append(ws)
@@ -255,16 +256,6 @@ def sweep_stale_workspaces(base: Path, *, now: float | None = None) -> list[Path
 def _workspace_pid(name: str) -> int | None:
     head = name[len(WORKSPACE_PREFIX) :].split("-", 1)[0]
     return int(head) if head.isdigit() and "-" in name[len(WORKSPACE_PREFIX) :] else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
 
 
 def _materialise(task: Task, program: str, ws: Path, level: FidelityLevel | None = None) -> Step:

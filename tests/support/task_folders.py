@@ -31,8 +31,8 @@ def score(outdir, hidden, public):
 """
 
 
-TASK = """
-name: toy_transfer
+# What both toy tasks share: a program writing a number, a scorer comparing it, no data to speak of.
+TOY_HEADER = """
 statement: statement.md
 program: prog.py
 metric: {name: val_err, direction: minimize, lower: 0}
@@ -41,7 +41,13 @@ data: {public: [public/readme.txt]}
 run: "{python} {program} --out {outdir}"
 score: "score.py:score"
 limits: {wall_seconds: 30, threads: 1}
-idea_space:
+"""
+
+TASK = (
+    """
+name: toy_transfer"""
+    + TOY_HEADER
+    + """idea_space:
   baseline: {a: a5}
   dimensions:
     a:
@@ -50,6 +56,7 @@ idea_space:
   template: |
     A = {{a}}
 """
+)
 
 
 def toy_task(root: Path, test_target: int) -> Path:
@@ -104,17 +111,11 @@ time.sleep(SECONDS)
 Path(p.parse_args().out, "value.txt").write_text(str(A + B / 10))
 """
 
-SLOW_TASK = """
-name: slow_pick
-statement: statement.md
-program: prog.py
-metric: {name: val_err, direction: minimize, lower: 0}
-metrics: {validation: [val_err], test: [test_err]}
-data: {public: [public/readme.txt]}
-run: "{python} {program} --out {outdir}"
-score: "score.py:score"
-limits: {wall_seconds: 30, threads: 1}
-idea_space:
+SLOW_TASK = (
+    """
+name: slow_pick"""
+    + TOY_HEADER
+    + """idea_space:
   baseline: {a: a5, b: b5}
   dimensions:
     a: {description: the whole part, options: {OPTIONS_A}}
@@ -122,6 +123,7 @@ idea_space:
   template: |
     A, B = {{a}}, {{b}}
 """
+)
 
 
 def slow_task(root: Path, seconds: float) -> Path:

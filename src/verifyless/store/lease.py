@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verifyless.errors import RunHeld, StoreError
+from verifyless.processes import alive
 
 __all__ = ["Holder", "Leases", "check", "gone", "give_back", "process_start", "read", "take", "this_process"]
 
@@ -57,9 +58,9 @@ def process_start(pid: int) -> str | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except FileNotFoundError:
-        return None if Path("/proc/self/stat").exists() else ("" if _alive(pid) else None)
+        return None if Path("/proc/self/stat").exists() else ("" if alive(pid) else None)
     except OSError:
-        return "" if _alive(pid) else None
+        return "" if alive(pid) else None
     fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and parentheses
     if fields[0] == "Z":  # a zombie: killed, not yet reaped by its parent
         return None
@@ -71,16 +72,6 @@ def _boot_id() -> str:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
 
 
 def this_process(run_id: str) -> Holder:
