@@ -6,6 +6,7 @@ whose weights and engine this script prepares on first use)::
     .venv/bin/python bench/real_model.py roles [--model qwen2.5-coder-0.5b] [--budget 3] [--candidates 2]
     .venv/bin/python bench/real_model.py arms  [--model ...] [--tasks diabetes,breast_cancer] [--budget 12]
                                                [--candidates 4] [--seeds 3] [--arms random,critic,...]
+    .venv/bin/python bench/real_model.py table STORE.db ...   # the roles table over every run of stores
 
 Both drive the product's own path: ``wiring.build_engine`` on a configuration a user would write, every LLM role
 on one ``openai`` endpoint (the ``env`` spec with the settings ``verifyless serve`` prints), local sandboxed
@@ -266,7 +267,8 @@ def bench_arms(args: argparse.Namespace, folder: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=["roles", "arms"])
+    parser.add_argument("what", choices=["roles", "arms", "table"])
+    parser.add_argument("stores", nargs="*", type=Path, help="table: the stores whose runs to tabulate")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b", choices=sorted(served.CATALOG))
     parser.add_argument("--task", default="diabetes", help="roles: the task")
     parser.add_argument("--tasks", default="diabetes,breast_cancer", help="arms: comma-separated tasks")
@@ -277,6 +279,45 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="keep the stores in this folder")
     parser.add_argument("--only", default="", help=f"roles: comma-separated runs of {', '.join(ROLE_RUNS)}")
     args = parser.parse_args()
+    if args.what == "table":  # the per-role table over every run of stores written earlier
+        rows: dict[str, list[float]] = {}
+        for path in args.stores:
+            with RunStore(path) as store:
+                for row in role_rows(store, [r.run_id for r in store.runs()]):
+                    acc = rows.setdefault(row[0], [0.0] * 7)
+                    for i, v in enumerate((row[1], row[2], row[3], row[4], row[6], row[7])):
+                        acc[i] += float(v)
+                    acc[6] += float(row[1]) * (float(row[8]) if row[8] != "-" else 0.0)
+        out = []
+        for role, (n, first, rem, never, tin, tout, secs) in sorted(rows.items()):
+            total = first + rem + never
+            share = f"{100 * (first + rem) / total:.0f} %" if total else "-"
+            out.append(
+                [
+                    role,
+                    f"{n:.0f}",
+                    f"{first:.0f}",
+                    f"{rem:.0f}",
+                    f"{never:.0f}",
+                    share,
+                    f"{tin:.0f}",
+                    f"{tout:.0f}",
+                    f"{secs / n:.0f}" if n else "-",
+                ]
+            )
+        header = [
+            "role",
+            "calls",
+            "parsed first",
+            "after reminder",
+            "never",
+            "parsed",
+            "tokens in",
+            "tokens out",
+            "s/call",
+        ]
+        print(table(header, out))
+        return
     args.budget = args.budget or (3 if args.what == "roles" else 12)
     args.candidates = args.candidates or (2 if args.what == "roles" else 4)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
