@@ -15,7 +15,8 @@ verifications, one store per bench in a temporary folder (``--keep DIR`` keeps i
 * ``roles``: short runs, one per screener family, so every LLM role answers the real model: the brief,
   proposer, implementer (``full`` and ``diff``), summarizer, pointwise critic (k votes), label-probability
   critic (its probe through ``/v1/completions``), pairwise tournament, arbiter over two critics, agentic judge
-  (pilot agent, feedback and final pick) and the novelty judge. Prints, per role: calls, replies parsed on the
+  (pilot agent, feedback and final pick) and the novelty judge. A run the product stops (a judge that never
+  follows its format, exit 8) is reported in one line and the others go on. Prints, per role: calls, replies parsed on the
   first try / after a format reminder / never, tokens in and out, seconds per call.
 * ``arms``: the same budget per arm on each task and seed: ``random`` (N candidates, a random one verified),
   ``critic`` (the real model as a k=4 pointwise critic), ``default-cold`` (the default screener, adaptive around
@@ -43,6 +44,7 @@ from typing import Any
 
 from _scripted import run_timed
 from verifyless.config import load_config
+from verifyless.errors import VerifylessError
 from verifyless.events import LlmCalled, ReplyParsed, Screened, Verified
 from verifyless.metrics.critic import dir3_accuracy
 from verifyless.model import served
@@ -59,9 +61,10 @@ ROLE_RUNS: dict[str, dict[str, Any]] = {
     "children-diff": {"screener": {"name": "random", "options": {}}, "roles": {"implement_mode": "diff"}},
     "critic": {**SPACE, "screener": {"name": "critic", "options": {"k": 2}}},
     "critic-probs": {**SPACE, "screener": {"name": "critic-probs", "options": {}}},
-    "tournament": {
+    "tournament": {**SPACE, "screener": {"name": "tournament", "options": {}}},
+    "novelty": {
         **SPACE,
-        "screener": {"name": "tournament", "options": {}},
+        "screener": {"name": "random", "options": {}},
         "novelty": {"enabled": True, "judge": True, "embedder": "hashing", "threshold": 0.9999, "judge_lower": 0.0},
     },
     "arbiter": {
@@ -167,9 +170,15 @@ def bench_roles(args: argparse.Namespace, folder: Path) -> None:
         for name in args.only.split(",") if args.only else ROLE_RUNS:  # in the order asked for
             extra = ROLE_RUNS[name]
             cfg = config(args.task, store_path, 0, args.budget, args.candidates, extra)
-            run_id, wall = run_one(cfg)
+            try:
+                run_id, wall = run_one(cfg)
+            except VerifylessError as exc:  # e.g. a judge that never follows its format stops its run (exit 8)
+                print(f"{name}: stopped: {exc}", flush=True)
+                continue
             runs.append(run_id)
             print(f"{name}: run {run_id} in {wall:.0f} s", flush=True)
+    with RunStore(store_path) as store:  # a stopped run's replies count too
+        runs = [r.run_id for r in store.runs()]
     with RunStore(store_path) as store:
         rows = role_rows(store, runs)
     print(
