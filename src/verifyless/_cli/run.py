@@ -272,7 +272,8 @@ def print_result(result, st) -> None:
     console.print(scores_table(final))
     if final.chosen_line:
         console.print(final.chosen_line, highlight=False, soft_wrap=True)
-    weak = weak_model_line({n.id: n.status for n in st.nodes(result.run_id)}, bool(st.events(result.run_id, LlmCalled)))
+    llm = next(iter(st.events(result.run_id, LlmCalled)), None) is not None  # events() is a lazy iterator
+    weak = weak_model_line({n.id: n.status for n in st.nodes(result.run_id)}, llm)
     if weak:
         console.print(f"[yellow]warning:[/] {weak.replace('RUN', result.run_id)}", highlight=False, soft_wrap=True)
     warning = final.transfer_warning
