@@ -189,6 +189,8 @@ def parse_choice(text: str, options: Sequence[str]) -> str | None:
        ``answer``, ``pick``, ``selected``, ``selection`` or ``best`` key.
     3. A last line ``Winner: X`` (also ``Choice``, ``Answer``, ``Final answer``,
        ``Decision``, ``Verdict``, ``Selection``, ``Pick``).
+    4. A reply that is nothing but one option (``B``, ``**B**``, ``Candidate 2.``): a real 0.5B judge told to
+       "write exactly one letter after the tag" wrote the letter alone.
 
     Hidden reasoning (``<think>...</think>``) is ignored.
     """
@@ -203,6 +205,9 @@ def parse_choice(text: str, options: Sequence[str]) -> str | None:
     match = _LAST_LINE.match(last_line(text))
     if match and not is_template_echo(match.group("rest")):
         return option_word(match.group("rest"), allowed)
+    bare = clean_line(text.strip()).strip(" \t.!:")
+    if bare and "\n" not in bare and len(bare.split()) <= 2:
+        return option_word(bare, allowed)
     return None
 
 
