@@ -84,6 +84,17 @@ ARMS: dict[str, dict[str, Any]] = {
     "single": {"screener": {"name": "random", "options": {}}, "engine": {"candidates": 1}},
 }
 PARSE_OUTCOMES = ("first", "reminder", "never")
+ROLE_HEADER = [
+    "role",
+    "calls",
+    "parsed first",
+    "after reminder",
+    "never",
+    "parsed",
+    "tokens in",
+    "tokens out",
+    "s/call",
+]
 
 
 @contextlib.contextmanager
@@ -125,10 +136,11 @@ def run_one(cfg: Any) -> tuple[str, float]:
         return result.run_id, wall
 
 
-def role_rows(store: RunStore, runs: list[str]) -> list[list[str]]:
+def role_rows(runs: list[tuple[RunStore, str]]) -> list[list[str]]:
+    """One table row per role over ``runs`` (store, run id): calls, parse outcomes, tokens, seconds per call."""
     calls: dict[str, list[float]] = {}
     parsed: dict[str, dict[str, int]] = {}
-    for run in runs:
+    for store, run in runs:
         for ev in store.events(run, LlmCalled):
             r = ev.record
             acc = calls.setdefault(r.role, [0, 0, 0, 0.0])
@@ -180,13 +192,12 @@ def bench_roles(args: argparse.Namespace, folder: Path) -> None:
     with RunStore(store_path) as store:  # a stopped run's replies count too
         runs = [r.run_id for r in store.runs()]
     with RunStore(store_path) as store:
-        rows = role_rows(store, runs)
+        rows = role_rows([(store, run) for run in runs])
     print(
         f"\nEvery LLM role on {args.model} (task {args.task}, {len(runs)} runs, budget {args.budget}, "
         f"N = {args.candidates}):\n"
     )
-    header = ["role", "calls", "parsed first", "after reminder", "never", "parsed", "tokens in", "tokens out", "s/call"]
-    print(table(header, rows))
+    print(table(ROLE_HEADER, rows))
 
 
 def critic_accuracy(store: RunStore, run: str) -> tuple[float | None, float | None, int]:
@@ -289,43 +300,9 @@ def main() -> None:
     parser.add_argument("--only", default="", help=f"roles: comma-separated runs of {', '.join(ROLE_RUNS)}")
     args = parser.parse_args()
     if args.what == "table":  # the per-role table over every run of stores written earlier
-        rows: dict[str, list[float]] = {}
-        for path in args.stores:
-            with RunStore(path) as store:
-                for row in role_rows(store, [r.run_id for r in store.runs()]):
-                    acc = rows.setdefault(row[0], [0.0] * 7)
-                    for i, v in enumerate((row[1], row[2], row[3], row[4], row[6], row[7])):
-                        acc[i] += float(v)
-                    acc[6] += float(row[1]) * (float(row[8]) if row[8] != "-" else 0.0)
-        out = []
-        for role, (n, first, rem, never, tin, tout, secs) in sorted(rows.items()):
-            total = first + rem + never
-            share = f"{100 * (first + rem) / total:.0f} %" if total else "-"
-            out.append(
-                [
-                    role,
-                    f"{n:.0f}",
-                    f"{first:.0f}",
-                    f"{rem:.0f}",
-                    f"{never:.0f}",
-                    share,
-                    f"{tin:.0f}",
-                    f"{tout:.0f}",
-                    f"{secs / n:.0f}" if n else "-",
-                ]
-            )
-        header = [
-            "role",
-            "calls",
-            "parsed first",
-            "after reminder",
-            "never",
-            "parsed",
-            "tokens in",
-            "tokens out",
-            "s/call",
-        ]
-        print(table(header, out))
+        with contextlib.ExitStack() as opened:
+            stores = [opened.enter_context(RunStore(path)) for path in args.stores]
+            print(table(ROLE_HEADER, role_rows([(st, r.run_id) for st in stores for r in st.runs()])))
         return
     args.budget = args.budget or (3 if args.what == "roles" else 12)
     args.candidates = args.candidates or (2 if args.what == "roles" else 4)
