@@ -6,6 +6,7 @@ whose weights and engine this script prepares on first use)::
     .venv/bin/python bench/real_model.py roles [--model qwen2.5-coder-0.5b] [--budget 3] [--candidates 2]
     .venv/bin/python bench/real_model.py arms  [--model ...] [--tasks diabetes,breast_cancer] [--budget 12]
                                                [--candidates 4] [--seeds 3] [--arms random,critic,...]
+                                               [--k 4] [--children model|space]
     .venv/bin/python bench/real_model.py table STORE.db ...   # the roles table over every run of stores
 
 Both drive the product's own path: ``wiring.build_engine`` on a configuration a user would write, every LLM role
@@ -22,6 +23,8 @@ verifications, one store per bench in a temporary folder (``--keep DIR`` keeps i
   ``critic`` (the real model as a k=4 pointwise critic), ``default-cold`` (the default screener, adaptive around
   critic-rm, on a store with no earlier run), ``default-warm`` (the same, warm-started from an earlier real-model
   run of the task in the store), ``single`` (one candidate per round, no screening: the OpenEvolve shape).
+  ``--children space`` makes every arm's children from the task's idea space, so the model is only the
+  critic: the CPU-sized variant (a CPU-served 1.5B model takes one to three minutes per call).
   Prints the best validation score at 1/3, 2/3 and all of the budget, the verifications each arm needed to
   reach random's final (same task and seed), the critic's Dir-3 and pairwise accuracy on the children it
   screened whose outcome was paid for, LLM calls, tokens, wall and evaluator seconds.
@@ -78,7 +81,7 @@ ROLE_RUNS: dict[str, dict[str, Any]] = {
 }
 ARMS: dict[str, dict[str, Any]] = {
     "random": {"screener": {"name": "random", "options": {}}},
-    "critic": {"screener": {"name": "critic", "options": {"k": 4}}},
+    "critic": {"screener": {"name": "critic", "options": {}}},  # k from --k
     "default-cold": {},
     "default-warm": {},
     "single": {"screener": {"name": "random", "options": {}}, "engine": {"candidates": 1}},
@@ -226,6 +229,17 @@ def critic_accuracy(store: RunStore, run: str) -> tuple[float | None, float | No
     return dir3, (agree / pairs if pairs else None), len(true)
 
 
+def arm_extra(args: argparse.Namespace, arm: str) -> dict[str, Any]:
+    """The configuration ``arm`` merges over the user's: its screener (the critic with ``--k`` votes) and, with
+    ``--children space``, children made from the task's idea space so that the model is only the screener."""
+    extra = {section: dict(settings) for section, settings in ARMS[arm].items()}
+    if arm == "critic":
+        extra["screener"]["options"] = {"k": args.k}
+    if args.children == "space":
+        extra |= SPACE
+    return extra
+
+
 def bench_arms(args: argparse.Namespace, folder: Path) -> None:
     arms = args.arms.split(",")
     rows = []
@@ -234,9 +248,11 @@ def bench_arms(args: argparse.Namespace, folder: Path) -> None:
             results: dict[str, tuple[RunStore, str, float]] = {}
             for arm in arms:
                 store_path = folder / f"{task}-{seed}-{'warm' if arm == 'default-warm' else arm}.db"
-                if arm == "default-warm":  # an earlier real-model run of the task in the same store
-                    run_one(config(task, store_path, 1000 + seed, args.budget, args.candidates, ARMS["random"]))
-                cfg = config(task, store_path, seed, args.budget, args.candidates, ARMS[arm])
+                if arm == "default-warm":  # an earlier run of the task in the same store, its children as the arms'
+                    run_one(
+                        config(task, store_path, 1000 + seed, args.budget, args.candidates, arm_extra(args, "random"))
+                    )
+                cfg = config(task, store_path, seed, args.budget, args.candidates, arm_extra(args, arm))
                 run_id, wall = run_one(cfg)
                 results[arm] = (RunStore(store_path), run_id, wall)
                 print(f"{task} seed {seed} {arm}: {wall:.0f} s", flush=True)
@@ -281,7 +297,10 @@ def bench_arms(args: argparse.Namespace, folder: Path) -> None:
         "wall s",
         "evaluator s",
     ]
-    print(f"\nArms on {args.model}, budget {args.budget}, N = {args.candidates}:\n")
+    made = "the task's idea space" if args.children == "space" else "the model"
+    print(
+        f"\nArms on {args.model}, budget {args.budget}, N = {args.candidates}, critic k = {args.k}, children from {made}:\n"
+    )
     print(table(header, rows))
 
 
@@ -296,6 +315,13 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=None, help="verifications per run (roles: 3, arms: 12)")
     parser.add_argument("--candidates", type=int, default=None, help="N per expansion (roles: 2, arms: 4)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--k", type=int, default=4, help="arms: the critic arm's votes per candidate")
+    parser.add_argument(
+        "--children",
+        choices=["model", "space"],
+        default="model",
+        help="arms: who makes the children (space: the task's idea space, so the model only screens; a CPU budget)",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="keep the stores in this folder")
     parser.add_argument("--only", default="", help=f"roles: comma-separated runs of {', '.join(ROLE_RUNS)}")
     args = parser.parse_args()

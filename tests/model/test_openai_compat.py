@@ -93,7 +93,26 @@ def test_tool_calls_round_trip_through_http() -> None:
     seen = script.calls[1].request
     assert seen.tools[0].name == "python" and seen.tools[0].parameters["required"] == ["code"]
     assert seen.messages[2].tool_calls == (ToolCall(call.id, "python", call.arguments),)
+
     assert seen.messages[3].tool_call_id == call.id and seen.messages[3].content == "4\n"
+
+
+def test_tool_calls_left_in_the_text_by_the_server_are_read_as_calls() -> None:
+    """llama-cpp-python's server renders the tools into Qwen's template but returns the model's tagged call as
+    text; the client reads it as the call the agent acts on, and leaves any other text as it was."""
+    python = Tool("python", "Run Python code.", {"type": "object", "properties": {"code": {"type": "string"}}})
+    tagged = 'I will check.\n<tool_call>\n{"name": "python", "arguments": {"code": "print(1)"}}\n</tool_call>'
+    unknown = '<tool_call>\n{"name": "shell", "arguments": {"cmd": "ls"}}\n</tool_call>'
+    script = ScriptedModel(replies=[tagged, unknown, tagged])
+    with TestServer(script) as srv:
+        model = OpenAIModel(cfg(srv))
+        read, kept = (asyncio.run(model.generate(ModelRequest(messages=USER, tools=(python,)))) for _ in range(2))
+        plain = asyncio.run(model.generate(ModelRequest(messages=USER)))  # no tools offered: text as it came
+    (call,) = read.choices[0].tool_calls
+    assert call.name == "python" and json.loads(call.arguments) == {"code": "print(1)"}
+    assert read.choices[0].text == "I will check." and read.choices[0].finish_reason == "tool_calls"
+    assert kept.choices[0].tool_calls == () and kept.choices[0].text == unknown
+    assert plain.choices[0].tool_calls == () and plain.choices[0].text == tagged
 
 
 def test_concurrency_limit_per_endpoint_is_respected() -> None:

@@ -37,7 +37,7 @@ from verifyless.model.base import Choice, Message, ModelReply, ModelRequest, Too
 from verifyless.model.config import OPENAI_URL, cap_tokens
 from verifyless.model.scores import LabelScore, probe_request, probs_from_top_logprobs, uniform
 from verifyless.model.templates import render_raw_prompt
-from verifyless.model.wire import messages_to_wire, tools_to_wire
+from verifyless.model.wire import messages_to_wire, tool_calls_in_text, tools_to_wire
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,11 @@ def parse_completion(text: str) -> tuple[list[Choice], int, int, str]:
 
 PROBE_TOP_LOGPROBS = 20  # the most OpenAI and vLLM (default --max-logprobs) return per position
 PROBE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM / SGLang chat extras
+
+
+def _calls_from_text(choice: Choice, names: set[str]) -> Choice:
+    text, calls = tool_calls_in_text(choice.text, names)
+    return Choice(text=text, tool_calls=calls, finish_reason="tool_calls") if calls else choice
 
 
 def parse_label_probe(text: str, labels: Sequence[str]) -> tuple[dict[str, float] | None, int, int, str]:
@@ -344,6 +349,9 @@ class OpenAIModel:
                 completion_tokens += c
                 chunk = min(chunk, len(more))
             choices = choices[: request.n]
+        if request.tools:  # a server with no tool-call parser for the model leaves the calls in the text
+            names = {t.name for t in request.tools}
+            choices = [c if c.tool_calls else _calls_from_text(c, names) for c in choices]
         prices = self.config.price_for(model or self.name)
         cost = (prompt_tokens * prices.prompt_per_mtok + completion_tokens * prices.completion_per_mtok) / 1e6
         return ModelReply(tuple(choices), Usage(prompt_tokens, completion_tokens, cost), model or self.name)
