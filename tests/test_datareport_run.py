@@ -150,6 +150,24 @@ def test_without_the_report_prompts_are_as_before_and_a_resume_does_not_add_one(
         assert stored_reports(store, run_id) == []
 
 
+def test_screeners_can_be_given_the_papers_inputs_while_the_brief_keeps_the_report(tmp_path):
+    """engine.screener_data_report=false (the critic paper's Table 9): the brief reads the report, the critic reads
+    its five fields only, and the critic rows harvested from the run carry no report, as its critic saw none."""
+    from verifyless.critic_data.harvest import harvest_run
+
+    cfg = config(tmp_path, "diabetes", "engine.screener_data_report=false")
+    with RunStore(cfg.store) as store:
+        run_id, critic, brief, _ = run(cfg, store)
+        (event,) = stored_reports(store, run_id)
+        markdown = event.payload["markdown"].strip()
+        assert markdown in user_text(brief[0])
+        assert critic and not any("Data report" in user_text(r) for r in critic)
+        assert "\n\n## Parent (already evaluated)" in user_text(critic[0])
+        rows = harvest_run(store, run_id, min_improving=0).rows
+        assert rows and all(row["data_report"] == "" for row in rows)
+    assert with_absent_options({})["engine"]["screener_data_report"] is True  # stored runs: as they ran
+
+
 def test_a_stored_configuration_without_the_option_reads_it_as_off():
     assert with_absent_options({"engine": {"candidates": 4}})["engine"]["data_report"] is False
     assert with_absent_options({"engine": {"candidates": 4}})["engine"]["candidates"] == 4

@@ -90,7 +90,7 @@ def propose_context(
     )
 
 
-def tried_ideas(state: RunState, parent_id: str, tried: TriedIdeas = "proposed") -> tuple[str, ...]:
+def tried_ideas(state: RunState, parent_id: str | None, tried: TriedIdeas = "proposed") -> tuple[str, ...]:
     """The ideas of ``parent_id``'s children told so far, in tell order.
 
     ``proposed``: every child made from the parent, screened-out and failed-before-verification ones included

@@ -80,11 +80,19 @@ def overlay(data: dict[str, Any], extra: Mapping[str, Any]) -> None:
     any other mapping merges key by key."""
     for key, value in extra.items():
         here = data.get(key)
-        replaces = key in COMPONENT_SECTIONS and isinstance(here, dict) and isinstance(value, Mapping)
-        if replaces and value.get("name", here.get("name")) != here.get("name"):
+        if (
+            key in COMPONENT_SECTIONS
+            and isinstance(here, dict)
+            and isinstance(value, Mapping)
+            and _renames(here, value)
+        ):
             data[key] = dict(value)
         else:
             _merge(data, {key: value})
+
+
+def _renames(section: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+    return "name" in extra and extra["name"] != section.get("name")
 
 
 def _merge(data: dict[str, Any], extra: Mapping[str, Any]) -> None:
