@@ -10,7 +10,7 @@ from scripted_runs import Recorder, config
 
 from verifyless import datareport
 from verifyless._cli.show import show_data
-from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
+from verifyless.config import RunConfig, apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_record, report_for_run, status_line
 from verifyless.engine.replay import replay_run
 from verifyless.events import DataReported
@@ -165,7 +165,9 @@ def test_screeners_can_be_given_the_papers_inputs_while_the_brief_keeps_the_repo
         assert "\n\n## Parent (already evaluated)" in user_text(critic[0])
         rows = harvest_run(store, run_id, min_improving=0).rows
         assert rows and all(row["data_report"] == "" for row in rows)
-    assert with_absent_options({})["engine"]["screener_data_report"] is True  # stored runs: as they ran
+    older = RunConfig().model_dump(mode="json")
+    del older["engine"]["screener_data_report"]  # a run stored before the option: its screeners read the report
+    assert RunConfig.model_validate(with_absent_options(older)).engine.screener_data_report is True
 
 
 def test_a_stored_configuration_without_the_option_reads_it_as_off():

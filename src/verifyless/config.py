@@ -131,16 +131,14 @@ class EngineConfig(StrictOptions):
         description="compute the task's data report once, in the sandbox, at the start of a new run and give it to "
         "the brief, the critic and the judges (a resumed run keeps the one it stored, or none)",
     )
-    screener_data_report: bool = added_later(
+    screener_data_report: bool = Field(
         True,
-        stored=True,
         description="give the run's data report to the screeners and the final judge too (critic, judges, "
         "arbiter); false: only the brief reads it, as in the papers (the critic paper's critic reads five fields, "
         "Table 9; the RPM paper's judges read no static data report, Section 6)",
     )
-    tried_ideas: Literal["proposed", "verified"] = added_later(
+    tried_ideas: Literal["proposed", "verified"] = Field(
         "proposed",
-        stored="proposed",
         description="which earlier children of the parent the proposer is told were tried: proposed = every child "
         "made from it (screened-out ones included); verified = only those whose program was run, as the papers' "
         "proposers see only executed solutions, so screening arms with the same verified history get the same prompt",
