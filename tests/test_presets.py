@@ -25,7 +25,7 @@ def test_critic_paper_preset_is_the_papers_openevolve_setup():
 
 
 def test_aira_rpm_preset_is_greedy_with_a_pairwise_tournament_submitting_the_best_validation_node():
-    cfg = load_config(preset="aira-rpm")  # the paper's table: tests/test_preset_papers.py
+    cfg = load_config(preset="aira-rpm")  # the paper's table: tests/test_presets_papers.py
     assert cfg.strategy.name == "greedy" and cfg.strategy.options.debug_prob == 1.0
     assert cfg.screener.name == "tournament" and cfg.screener.options.show == "code"
     assert cfg.screener.options.context_nodes is None  # BFS context: as many nodes as fit
