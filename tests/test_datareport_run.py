@@ -10,7 +10,7 @@ from scripted_runs import Recorder, config
 
 from verifyless import datareport
 from verifyless._cli.show import show_data
-from verifyless.config import apply_changes, load_config, stored_config, with_absent_options
+from verifyless.config import RunConfig, apply_changes, load_config, stored_config, with_absent_options
 from verifyless.datareport import DataReport, event_record, report_for_run, status_line
 from verifyless.engine.replay import replay_run
 from verifyless.events import DataReported
@@ -148,6 +148,26 @@ def test_without_the_report_prompts_are_as_before_and_a_resume_does_not_add_one(
         more = apply_changes(stored_config(store, run_id), {"budget.verifications": 3, "engine.data_report": True})
         run(more, store, run_id)
         assert stored_reports(store, run_id) == []
+
+
+def test_screeners_can_be_given_the_papers_inputs_while_the_brief_keeps_the_report(tmp_path):
+    """engine.screener_data_report=false (the critic paper's Table 9): the brief reads the report, the critic reads
+    its five fields only, and the critic rows harvested from the run carry no report, as its critic saw none."""
+    from verifyless.critic_data.harvest import harvest_run
+
+    cfg = config(tmp_path, "diabetes", "engine.screener_data_report=false")
+    with RunStore(cfg.store) as store:
+        run_id, critic, brief, _ = run(cfg, store)
+        (event,) = stored_reports(store, run_id)
+        markdown = event.payload["markdown"].strip()
+        assert markdown in user_text(brief[0])
+        assert critic and not any("Data report" in user_text(r) for r in critic)
+        assert "\n\n## Parent (already evaluated)" in user_text(critic[0])
+        rows = harvest_run(store, run_id, min_improving=0).rows
+        assert rows and all(row["data_report"] == "" for row in rows)
+    older = RunConfig().model_dump(mode="json")
+    del older["engine"]["screener_data_report"]  # a run stored before the option: its screeners read the report
+    assert RunConfig.model_validate(with_absent_options(older)).engine.screener_data_report is True
 
 
 def test_a_stored_configuration_without_the_option_reads_it_as_off():

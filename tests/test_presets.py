@@ -24,12 +24,12 @@ def test_critic_paper_preset_is_the_papers_openevolve_setup():
     assert (llm.summary_min_words, llm.summary_max_words, llm.proposer_mode) == (120, 200, "independent")
 
 
-def test_aira_rpm_preset_is_greedy_with_a_pairwise_tournament_and_final_node_selection():
-    cfg = load_config(preset="aira-rpm")
+def test_aira_rpm_preset_is_greedy_with_a_pairwise_tournament_submitting_the_best_validation_node():
+    cfg = load_config(preset="aira-rpm")  # the paper's table: tests/test_presets_papers.py
     assert cfg.strategy.name == "greedy" and cfg.strategy.options.debug_prob == 1.0
     assert cfg.screener.name == "tournament" and cfg.screener.options.show == "code"
     assert cfg.screener.options.context_nodes is None  # BFS context: as many nodes as fit
-    assert cfg.engine.candidates == 15 and cfg.engine.final_selection == 5 and cfg.engine.repair_attempts == 0
+    assert cfg.engine.candidates == 15 and cfg.engine.final_selection is None and cfg.engine.repair_attempts == 0
 
 
 def test_mlevolve_preset_is_progressive_mcgs_with_memory_and_the_ensemble():

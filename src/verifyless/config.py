@@ -131,6 +131,18 @@ class EngineConfig(StrictOptions):
         description="compute the task's data report once, in the sandbox, at the start of a new run and give it to "
         "the brief, the critic and the judges (a resumed run keeps the one it stored, or none)",
     )
+    screener_data_report: bool = Field(
+        True,
+        description="give the run's data report to the screeners and the final judge too (critic, judges, "
+        "arbiter); false: only the brief reads it, as in the papers (the critic paper's critic reads five fields, "
+        "Table 9; the RPM paper's judges read no static data report, Section 6)",
+    )
+    tried_ideas: Literal["proposed", "verified"] = Field(
+        "proposed",
+        description="which earlier children of the parent the proposer is told were tried: proposed = every child "
+        "made from it (screened-out ones included); verified = only those whose program was run, as the papers' "
+        "proposers see only executed solutions, so screening arms with the same verified history get the same prompt",
+    )
     allow_failed_baseline: bool = Field(
         False,
         description="search on when the baseline program itself fails (a failing evaluator always stops the "
@@ -236,6 +248,11 @@ class RunConfig(StrictOptions):
         default_factory=lambda: _default("executor"),
         description="where verifications run (local: sandboxed subprocesses; ray: a Ray cluster)",
     )
+    preset: str | None = Field(
+        None,
+        description="the preset the configuration started from (set by --preset NAME[:VARIANT]; recorded for the "
+        "run card, it changes nothing by itself)",
+    )
     tie_tolerance: float = Field(
         0.0,
         ge=0.0,
@@ -309,6 +326,8 @@ def load_config(
         _merge(data, relative_to(loaded, path.resolve().parent))
     for key, value in _dotted(values, overrides):
         _set_dotted(data, key, value)
+    if preset is not None:
+        data["preset"] = preset
     cfg = validate(data)
     _check_pool(cfg.engine)
     return cfg

@@ -54,7 +54,7 @@ from verifyless.config import DEFAULT_STORE
 from verifyless.engine.baseline import failure_source
 from verifyless.engine.replay import ReplayDiverged, replay_run
 from verifyless.errors import ConfigError, TaskError, VerifylessError
-from verifyless.presets import PRESETS
+from verifyless.presets import preset_names
 from verifyless.report.text import number
 from verifyless.sandbox.doctor import require_gpu, sandbox_report
 from verifyless.sandbox.local import LocalSandbox
@@ -297,7 +297,7 @@ def run(
     budget: int | None = typer.Option(None, "--budget", "-b", help="verification budget"),
     config: Path | None = typer.Option(None, "--config", help="run.yaml"),
     preset: str | None = typer.Option(
-        None, "--preset", help=f"a paper's settings under --config and flags: {' | '.join(PRESETS)}"
+        None, "--preset", help=f"a paper's settings under --config and flags: {' | '.join(preset_names())}"
     ),
     seed: int | None = typer.Option(None, "--seed", help="seed of every draw the run makes (default: from config)"),
     store: Path | None = typer.Option(None, "--store", help=f"run store (default {DEFAULT_STORE})"),

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from verifyless._cli.common import console
 from verifyless.components import COMPONENTS, registry_of
-from verifyless.presets import PRESETS
+from verifyless.presets import PRESETS, VARIANTS
 
 
 def components_command(
@@ -27,10 +27,14 @@ def components_command(
     if kind in (None, "preset"):
         for name, help_text in PRESETS.items():
             table.add_row("preset", name, "run --preset", help_text)
+            for variant, variant_help in VARIANTS.get(name, {}).items():
+                table.add_row("preset", f"{name}:{variant}", "run --preset", variant_help)
     console.print(table)
     console.print("Options of each: docs/configuration.md (Reference), or `verifyless run --help`.", highlight=False)
     if kind in (None, "preset"):
-        console.print("Presets: docs/presets.md; `verifyless run --preset NAME --dry-run` prints one.", highlight=False)
+        console.print(
+            "Presets: docs/presets.md; `verifyless run --preset NAME[:VARIANT] --dry-run` prints one.", highlight=False
+        )
 
 
 __all__ = ["components_command"]

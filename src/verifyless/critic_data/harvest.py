@@ -91,6 +91,13 @@ def _data_report(store: Any, run_id: str) -> str:
     return text.strip()
 
 
+def _screeners_read_report(config: Mapping[str, Any]) -> bool:
+    """Whether the run's critic prompts carried its data report (``engine.screener_data_report``, on when the
+    configuration predates it): a row's critic prompt is what the run's critic read."""
+    engine = config.get("engine")
+    return not isinstance(engine, Mapping) or bool(engine.get("screener_data_report", True))
+
+
 def run_source(store: Any, run_id: str) -> RunSource:
     info = store.run(run_id)
     config = dict(info.config)
@@ -111,7 +118,7 @@ def harvest_run(
     if higher is None:
         higher = _orientation(nodes.values())
     understanding, criteria = _brief(store, run_id)
-    data_report = _data_report(store, run_id)
+    data_report = _data_report(store, run_id) if _screeners_read_report(src.config) else ""
     pairs = []
     for nid, row in nodes.items():
         parent = nodes.get(row.get("parent_id") or "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import OrderedDict
+from typing import Literal
 
 from verifyless.ledger.fold import RunState
 from verifyless.node import Operator, Status
@@ -14,7 +15,9 @@ from verifyless.search.memory import Memory
 from verifyless.store.protocol import RunStoreProtocol
 from verifyless.task.base import Task
 
-__all__ = ["Programs", "parent_info", "propose_context"]
+__all__ = ["Programs", "TriedIdeas", "parent_info", "propose_context", "tried_ideas"]
+
+TriedIdeas = Literal["proposed", "verified"]  # engine.tried_ideas
 
 
 class Programs:
@@ -65,11 +68,13 @@ def propose_context(
     exp: Expansion,
     parent: ParentInfo,
     rng: random.Random,
+    tried: TriedIdeas = "proposed",
 ) -> ProposeContext:
     """Everything the proposer sees for one expansion; draws one seed from ``rng``.
 
     Inspirations are the strategy's ``inspiration_ids`` that have a summary, each shown with its verified
-    validation score (the critic paper's proposer sees both).
+    validation score (the critic paper's proposer sees both). ``avoid`` lists the ideas of the parent's earlier
+    children (``tried_ideas``, ``engine.tried_ideas``).
     """
     shown = [n for n in exp.inspiration_ids if n in state.summaries]
     return ProposeContext(
@@ -79,10 +84,25 @@ def propose_context(
         inspirations=tuple(state.summaries[n] for n in shown),
         inspiration_scores=tuple(_score(state, n) for n in shown),
         memory=memory_snippets(memory, exp, parent),
-        avoid=tuple(state.ideas[c].text for c in state.view.children.get(parent.id, ()) if c in state.ideas)[-50:],
+        avoid=tried_ideas(state, parent.id, tried)[-50:],
         references=tuple(node_info(state, programs, n) for n in exp.reference_ids if n in state.programs),
         seed=rng.randrange(2**31),
     )
+
+
+def tried_ideas(state: RunState, parent_id: str | None, tried: TriedIdeas = "proposed") -> tuple[str, ...]:
+    """The ideas of ``parent_id``'s children told so far, in tell order.
+
+    ``proposed``: every child made from the parent, screened-out and failed-before-verification ones included
+    (the proposer is steered away from ideas a screener rejected). ``verified``: only children whose program was
+    run (a ``verified`` event, whatever its status): the papers' proposers see the population or tree of executed
+    solutions only, so two screening arms that verified the same children see the same list, however many
+    candidates each screened out.
+    """
+    children = state.view.children.get(parent_id, ())
+    if tried == "verified":
+        children = [c for c in children if c in state.verifications]
+    return tuple(state.ideas[c].text for c in children if c in state.ideas)
 
 
 def _score(state: RunState, node_id: str) -> float | None:

@@ -289,11 +289,10 @@ class Engine:
         """Ask -> make children -> screen -> route -> dispatch verification chains (told at the boundary)."""
         rng = random.Random(f"{self.config.seed}:{r}:{i}")
         parent = parent_info(self.state, self.programs, exp)
-        ctx = propose_context(self.task, self.state, self.programs, self.memory, exp, parent, rng)
+        eng = self.config.engine
+        ctx = propose_context(self.task, self.state, self.programs, self.memory, exp, parent, rng, eng.tried_ideas)
         try:
-            proposals = await owned(
-                f"r{r}e{i}", self.maker.propose(ctx, self.screen.wanted(self.config.engine.candidates))
-            )
+            proposals = await owned(f"r{r}e{i}", self.maker.propose(ctx, self.screen.wanted(eng.candidates)))
         except ModelUnavailable as exc:
             self._model_failed(r, f"proposer: {exc}")
             return

@@ -174,7 +174,7 @@ class Lifecycle:
             rng=random.Random(f"{self.config.seed}:final"),
             task=self.task,
             summaries=state.summaries,
-            data_report=state.data_report_text(),
+            data_report=state.data_report_text() if self.config.engine.screener_data_report else "",
         )
         self.ledger.emit(
             FinalSelected(

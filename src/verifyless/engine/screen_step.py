@@ -108,7 +108,7 @@ class ScreenStep:
             parent=parent,
             rng=rng,
             brief=state.brief,
-            data_report=state.data_report_text(),
+            data_report=state.data_report_text() if eng.screener_data_report else "",
             nodes={k: v for k, v in state.view.nodes.items() if v.status.verified},
             summaries=state.summaries,
             n_verify=eng.verify_per_expansion,

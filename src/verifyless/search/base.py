@@ -103,8 +103,15 @@ class ToldState:
     of its first verified tell (the deterministic tie-break); ``_tells`` /
     ``_asks``: tells so far and asks since the last tell, which seed each ask's
     generator (``_ask_rng``) with the one draw ``_seed`` taken from the
-    injected ``rng``. Plain data: a strategy built on it pickles (snapshots).
+    injected ``rng``. With ``verified_draws`` on, the generator follows the
+    verified tells only (their count and the asks since the last one), so two
+    runs that verified the same nodes draw the same, however many screened-out
+    candidates each was told. Plain data: a strategy built on it pickles
+    (snapshots).
     """
+
+    verified_draws = False  # set per instance by a strategy's option (a class default: older snapshots lack it)
+    _verified_asks = 0  # asks since the last verified tell
 
     def __init__(self, rng: random.Random) -> None:
         self._seed = rng.getrandbits(64)  # the only draw from the injected rng
@@ -122,12 +129,18 @@ class ToldState:
         if not node.status.verified or (known is not None and known.status.verified):
             return False
         self._order[node.id] = len(self._order)
+        self._verified_asks = 0
         return True
 
     def _ask_rng(self) -> random.Random:
-        """The generator of this ask: a function of (seed, tells, asks since the last tell)."""
-        rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
+        """The generator of this ask: a function of (seed, tells, asks since the last tell), or with
+        ``verified_draws`` of (seed, verified tells, asks since the last of them)."""
+        if self.verified_draws:
+            rng = random.Random(f"{self._seed}:verified {len(self._order)}:{self._verified_asks}")
+        else:
+            rng = random.Random(f"{self._seed}:{self._tells}:{self._asks}")
         self._asks += 1
+        self._verified_asks += 1
         return rng
 
     def _ranked(self, ids: Iterable[str]) -> list[str]:

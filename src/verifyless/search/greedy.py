@@ -7,7 +7,9 @@ Policy, read top to bottom in ``ask``:
 2. Debug: with probability ``debug_prob``, repair the most recently told buggy
    leaf (a verified node without a usable score and without verified
    children) whose run of consecutive debug steps is below ``max_debug_depth``.
-3. Otherwise improve the best validation node (the baseline counts).
+3. Otherwise improve the best validation node (the baseline counts, unless
+   ``baseline_counts`` is off: then only drafts and their descendants do, as
+   in AIRA-dojo on AIRS-Bench, which gives no baseline code).
 
 State is derived only from ``tell``; ``ask`` does not change what later asks
 return except through the per-ask random generator, which is seeded from
@@ -40,7 +42,14 @@ class GreedyConfig(StrictOptions):
         1.0,
         ge=0.0,
         le=1.0,
-        description="chance of debugging the newest buggy leaf instead of improving the best (AIDE: 1.0)",
+        description="chance of debugging the newest buggy leaf instead of improving the best (AIDE's shipped "
+        "config: 0.5)",
+    )
+    baseline_counts: bool = Field(
+        True,
+        description="the baseline is a node like any other: the best node to improve and the final answer may be it; "
+        "false: only drafts and their descendants count (AIRS-Bench gives no baseline code, AIRA-dojo starts from "
+        "drafts); the baseline is still verified once and drafts are written into its program file",
     )
 
 
@@ -65,6 +74,7 @@ class GreedyStrategy(ToldState):
         self._root_id: str | None = None
         self._drafts = 0
         self._buggy_leaves: dict[str, None] = {}  # buggy verified nodes with no verified child (kept on tell)
+        self._best_grown: str | None = None  # the best node that is not the baseline (kept when baseline_counts is off)
 
     # ------------------------------------------------------------------ tell
     def tell(self, node: Node) -> None:
@@ -79,6 +89,10 @@ class GreedyStrategy(ToldState):
                 self._buggy_leaves[node.id] = None
             if node.operator is Operator.DRAFT:
                 self._drafts += 1
+            if not self.config.baseline_counts and node.ok and node.operator is not Operator.BASELINE:
+                best = self._seen.nodes.get(self._best_grown or "")
+                if best is None or node.fitness > best.fitness:  # type: ignore[operator]
+                    self._best_grown = node.id  # the first of equals stays, as SearchView's best does
 
     # ------------------------------------------------------------------- ask
     def ask(self, view: SearchView, k: int) -> list[Expansion]:
@@ -94,12 +108,19 @@ class GreedyStrategy(ToldState):
             elif debuggable and rng.random() < self.config.debug_prob:
                 target = debuggable.pop(0)
                 out.append(Expansion(target, Operator.DEBUG, note="newest buggy leaf"))
-            elif self._seen.best_id is not None:
-                out.append(Expansion(self._seen.best_id, Operator.IMPROVE, note="best validation node"))
+            elif (best := self._best()) is not None:
+                out.append(Expansion(best, Operator.IMPROVE, note="best validation node"))
             else:
                 # Nothing usable yet (every draft buggy and past its debug limit): draft again.
                 out.append(Expansion(self._root_id, Operator.DRAFT, note="no valid node yet"))
         return out
+
+    def final(self, view: SearchView) -> str | None:
+        """The best validation node told so far (the baseline excluded when ``baseline_counts`` is off)."""
+        return self._best()
+
+    def _best(self) -> str | None:
+        return self._seen.best_id if self.config.baseline_counts else self._best_grown
 
     def _debuggable_leaves(self) -> list[str]:
         """Buggy verified leaves under the debug depth limit, newest first."""

@@ -75,6 +75,12 @@ class IslandsConfig(StrictOptions):
     island_capacity: int = Field(
         100, ge=1, description="members kept per island before the weakest non-elite is dropped"
     )
+    draws: Literal["tells", "verified"] = Field(
+        "tells",
+        description="what seeds each ask's draws of parents and inspirations besides the run's seed: tells = every "
+        "node told so far, screened-out ones included; verified = the verified ones only, so screening arms "
+        "that verified the same nodes draw the same (the critic paper's arms differ only in screening)",
+    )
 
     @model_validator(mode="after")
     def _ratios_sum_to_one(self) -> IslandsConfig:
@@ -103,6 +109,7 @@ class IslandsStrategy(ToldState):
     def __init__(self, rng: random.Random, config: IslandsConfig | None = None) -> None:
         self.config = config or IslandsConfig()
         super().__init__(rng)
+        self.verified_draws = self.config.draws == "verified"
         n = self.config.n_islands
         self.members: list[list[str]] = [[] for _ in range(n)]
         self.archives = [IncrementalArchive(self.config.features, self.config.bins) for _ in range(n)]

@@ -4,7 +4,8 @@
 key: the store holds none, and the card is redacted again), the machines it ran on (each ``running`` status
 records one; a resumed run may list several), wall time (the sum of its parts, from each ``running`` status to
 the next status) and evaluator time, its budget caps and what it spent, the seed, the task's fingerprint and data
-files (public: what search could read; hidden: only the trusted scorer read them), and the screener and
+files (public: what search could read; hidden: only the trusted scorer read them), the preset it started from
+(``--preset NAME[:VARIANT]``; null without one, and for runs stored before it was recorded), the screener and
 strategy, and what its start resolved (``resolved``: the ``config_resolved`` event's pins, null for runs stored
 before 2026-12-05). ``show --json`` (``run_card``), the report (section "Run card") and ``export`` (``<out>.card.json``)
 carry the same record. Runs stored before 2026-12-04 have no fingerprint and no machine: those fields are
@@ -43,6 +44,7 @@ def run_card(store: RunStoreProtocol, run_id: str) -> dict[str, Any]:
         {
             "run_id": run_id,
             "task": {"name": info.task, "fingerprint": fingerprint.digest if fingerprint else None},
+            "preset": config.get("preset"),
             "strategy": (config.get("strategy") or {}).get("name"),
             "screener": (config.get("screener") or {}).get("name"),
             "models": _models(config),
