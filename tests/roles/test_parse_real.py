@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+import json
+
 from verifyless.roles import parse
+from verifyless.screen.agentic import block_call
 from verifyless.screen.critic import parse_verdict
 from verifyless.screen.novelty import parse_judge
 from verifyless.screen.prompting import parse_choice
@@ -48,6 +51,11 @@ def _check(entry: dict[str, Any]) -> None:
         assert (block is not None) == expect["code"]
         for word in expect.get("contains", []):
             assert block is not None and word in block
+    elif role == "agentic-pilot":  # a reply without a tool call: its first python or bash block is the pilot
+        call = block_call(reply)
+        assert (call.name if call else None) == expect["tool"]
+        if call is not None:
+            assert expect["runs"] in json.loads(call.arguments)["command" if call.name == "bash" else "code"]
     else:  # pragma: no cover - a new role needs its reader here
         raise AssertionError(f"no reader for role {role!r}")
 

@@ -494,3 +494,21 @@ def test_pairwise_knockout_runs_one_investigation_per_match(task: Task) -> None:
 def test_pairwise_option_is_validated(task: Task) -> None:
     with pytest.raises(ConfigError, match="matches=.league."):
         _rpm(FakeModel(python_then_submit()), matches="league")
+
+
+def test_a_fenced_block_without_a_tool_call_runs_as_that_pilot(task: Task) -> None:
+    """Qwen2.5-Coder-1.5B on llama-cpp-python's server wrote its pilots as fenced blocks, never as tool calls
+    (docs/benchmarks.md): the first python or bash block runs as the call; prose and untagged blocks do not."""
+    turns: list[Turn] = [
+        "Here is how you can compare them:\n```\nnot a tagged block\n```\n```python\nprint('block ran')\n```",
+        [tool("submit_findings", findings="the block printed its line")],
+    ]
+    model = FakeModel(lambda i, _r: turns[min(i, 1)])
+    _, screening = _screen(_rpm(model), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    (pilot,) = detail["pilots"]
+    assert pilot["code"].strip() == "print('block ran')" and "block ran" in pilot["stdout_tail"]
+    assert detail["findings"] == ["the block printed its line"]
+    off = FakeModel(lambda i, _r: turns[0])
+    _, screening = _screen(_rpm(off, code_blocks_as_calls=False, max_idle_turns=2), task)
+    assert screening.evidence[screening.ranking[0]].detail["n_pilots"] == 0

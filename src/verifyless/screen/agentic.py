@@ -28,7 +28,10 @@ time < ``theta_s`` (checked before the first pilot too: a run whose budget
 is nearly spent runs none), once ``max_pilots`` findings have been submitted
 (the paper's ``len(s) >= N``), after ``max_turns``, or after
 ``max_idle_turns`` replies without a tool call; unsubmitted results get one
-last turn. A final call answers ``[CHOICE] <number>``; an unparseable reply
+last turn. A reply with no tool call whose first fenced ``python`` or ``bash``
+block is the pilot it describes runs that block as the call
+(``code_blocks_as_calls``; a small model served without a tool-call parser
+writes its actions so). A final call answers ``[CHOICE] <number>``; an unparseable reply
 falls back to ``ctx.rng`` (recorded as ``choice_source``).
 
 Ranking: chosen first, the rest in ``ctx.rng`` order; no votes, so every
@@ -74,6 +77,7 @@ from verifyless.events import PilotRan
 from verifyless.model.asking import ask_parsed
 from verifyless.model.base import Message, Model, ModelRequest, Tool, ToolCall, note_parse
 from verifyless.node import Candidate, Evidence, Operator, Screening
+from verifyless.roles.parse import code_blocks
 from verifyless.sandbox.base import Sandbox
 from verifyless.screen.agentic_knockout import knockout
 from verifyless.screen.agentic_view import (
@@ -127,6 +131,24 @@ _NUDGE = (
     "Please continue with a tool call: run a pilot with `python` or `bash`, "
     "or report what you measured with `submit_findings`."
 )
+_BLOCK_TOOL = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
+
+
+def block_call(text: str) -> ToolCall | None:
+    """The first fenced ``python`` or ``bash`` block of ``text`` as that tool's call (id ``block-call``), else None.
+
+    Code as the action, as smolagents' code agents and AIDE read their models' replies: Qwen2.5-Coder-1.5B,
+    offered the tools through a server with no tool-call parser, wrote every pilot it meant as a fenced block
+    and asked the user to run it. Only a block tagged with one of the two languages counts; its body runs in
+    the pilot sandbox like any other call.
+    """
+    for block in code_blocks(text):
+        tool = _BLOCK_TOOL.get(block.lang)
+        if tool and block.body.strip():
+            return ToolCall(id="block-call", name=tool, arguments=json.dumps({_ARGUMENT[tool]: block.body}))
+    return None
+
+
 _LAST_CALL = "No more pilot runs are possible. Call submit_findings now with what your latest experiments showed."
 
 
@@ -217,6 +239,9 @@ class AgenticOptions(HealthOptions):
         None, ge=1, description="agent turns per investigation (default: 3 x max_pilots + 10)"
     )
     max_idle_turns: int = Field(3, ge=1, description="stop after this many replies in a row without a tool call")
+    code_blocks_as_calls: bool = Field(
+        True, description="run a reply's first fenced python or bash block when it makes no tool call"
+    )
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="sampling temperature (None: the model's)")
     tail_chars: int = Field(2000, ge=0, description="characters of each pilot's stdout and stderr tail shown back")
     program_chars: int = Field(12000, ge=0, description="characters of each candidate's program shown")
@@ -380,6 +405,8 @@ class AgenticRPM:
             )
             choice = reply.choices[0] if reply.choices else None
             text, calls = (choice.text, choice.tool_calls) if choice else ("", ())
+            if not calls and self.options.code_blocks_as_calls and (block := block_call(text)) is not None:
+                calls = (block,)
             session.messages.append(Message("assistant", text, tool_calls=tuple(calls)))
             if not calls:
                 session.idle += 1
