@@ -46,6 +46,11 @@ Parser decisions (documented in docs/design/screening.md):
   synonyms such as "better", "worse" or "same" are not. Tiers accept
   big/medium/small, optionally followed by "win" (``BigWin``, ``big win``),
   and NA as ``NA``, ``N/A``, ``n.a.`` or ``none``.
+* Answer in place of the tag: without any IMPROVEMENT tag, a line that starts
+  with one verdict word in brackets (``[tie] tie | lose | tie --- ...``, as
+  Qwen2.5-Coder-1.5B wrote it) gives that word; a line that starts with a
+  bracketed tier word (``[small]``) gives the tier when no WINTIER tag does.
+  What follows the bracket on the line is ignored (often the menu echoed).
 * NA rule: improve needs a tier; improve with NA or with no WINTIER line is
   invalid. For tie and lose the tier is ignored (a stray tier or a missing
   WINTIER line does not invalidate the verdict).
@@ -181,6 +186,16 @@ def _verdict(improvement: tuple[str, str] | None, tier_found: tuple[str, str] | 
     return Verdict("improve", tier, improvement[1], tier_found[1])  # type: ignore[arg-type]
 
 
+_ANSWER_IN_TAG = re.compile(r"^\s*\[\s*([A-Za-z/.]+)\s*\]", re.MULTILINE)
+
+
+def _answer_in_tag(text: str, words: Mapping[str, str]) -> tuple[str, str] | None:
+    """(word, "") of the last line that starts with one of ``words`` in brackets, the answer written where the
+    tag belongs; None when no line does."""
+    found = [m.group(1).lower() for m in _ANSWER_IN_TAG.finditer(text) if m.group(1).lower() in words]
+    return (found[-1], "") if found else None
+
+
 def parse_verdict(text: str) -> Verdict | None:
     """Parse a critique's ``[IMPROVEMENT]`` and ``[WINTIER]`` lines; None if invalid.
 
@@ -192,6 +207,8 @@ def parse_verdict(text: str) -> Verdict | None:
     improvement = _last_value(text, "IMPROVEMENT")
     if improvement is not None:
         return _verdict(improvement, _last_value(text, _WINTIER))
+    if (improvement := _answer_in_tag(text, _IMPROVEMENT_WORDS)) is not None:
+        return _verdict(improvement, _last_value(text, _WINTIER) or _answer_in_tag(text, _TIER_WORDS))
     obj = final_json(text)
     word = json_value(obj, ("improvement", "verdict", "direction"))
     if word is None:
