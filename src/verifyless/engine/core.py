@@ -239,7 +239,7 @@ class Engine:
         await life.submit_ensemble(self.strategy, final_id)
         check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
         self.store.set_status(rid, "finished")
-        return life.result(final_id, stopped)
+        return life.result(final_id, stopped, self.strategy)
 
     async def _loop(self) -> str:
         eng = self.config.engine

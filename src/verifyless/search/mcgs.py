@@ -46,9 +46,11 @@ rarely picks them). Within one ask, expansions already handed out count
 as virtual visits so that ``k`` expansions spread out.
 
 Final answer: ``final`` is the best validation node; ``final_ensemble`` the
-top ``top_k`` usable nodes, which the engine submits as one averaged ensemble
-when ``submit_ensemble`` is on and the task declares how outputs combine
-(MLEvolve's top-K submission; ``verifyless.engine.submission``).
+top ``top_k`` usable nodes, which the engine submits as one ensemble
+when ``submit_ensemble`` is on and the task has a rule for combining its outputs
+that ``ensemble_tasks`` admits (MLEvolve's top-K submission;
+``verifyless.engine.submission``); with ``ensemble_answer`` the ensemble is the
+run's result.
 
 Per-ask randomness is seeded from ``(seed, tells, asks since last tell)``.
 All state is plain data (picklable).
@@ -140,6 +142,17 @@ class MCGSConfig(StrictOptions):
         True,
         description="submit the top top_k nodes as one ensemble when the task declares how to combine outputs "
         "(MLEvolve's final submission; engine/submission.py); off: the best node alone",
+    )
+    ensemble_tasks: Literal["declared", "all"] = Field(
+        "declared",
+        description="which tasks get the ensemble: declared = those whose task.yaml declares one without opt_in "
+        "(built-in: diabetes); all = every task whose outputs combine (opt_in rules too: the other built-in "
+        "prediction tasks, MLE-bench competitions), the others say why not and submit the best node",
+    )
+    ensemble_answer: bool = Field(
+        False,
+        description="report the ensemble's scores as the run's result (RunResult.answer = ensemble) when it "
+        "scored; off: the final node is the result and the ensemble is reported beside it",
     )
 
     @model_validator(mode="after")
@@ -404,6 +417,14 @@ class MCGSStrategy(ToldState):
     @property
     def submits_ensemble(self) -> bool:
         return self.config.submit_ensemble
+
+    @property
+    def ensemble_tasks(self) -> str:
+        return self.config.ensemble_tasks
+
+    @property
+    def ensemble_answer(self) -> bool:
+        return self.config.ensemble_answer
 
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]:
         """Ids of the top ``k`` (default ``top_k``) usable nodes (the baseline included), best first."""
