@@ -35,6 +35,7 @@ errors raise.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -280,7 +281,8 @@ class Engine:
         if not isinstance(strategy, PacedStrategy):
             return None
         eng = self.config.engine
-        strategy.pace(self.gate.steps_left(eng.expansions_per_round * eng.verify_per_expansion))
+        taking = eng.expansions_per_round * eng.verify_per_expansion
+        strategy.pace(self.gate.steps_left(taking, wall=strategy.paces_wall))
         return strategy
 
     # ------------------------------------------------------------------ one expansion of one round
@@ -323,7 +325,8 @@ class Engine:
                 or digest == content_hash(parent.program)
             )
 
-        made = await owned(cid, self.maker.make(parent, proposal, skip=known))
+        staged = dataclasses.replace(parent, operator=exp.operator)  # an implementer may code by stage
+        made = await owned(cid, self.maker.make(staged, proposal, skip=known))
         cand = candidate_from(
             made,
             id=cid,

@@ -99,6 +99,7 @@ class BudgetGate:
         self._clock = clock
         self.started = clock()
         self.reserved = 0
+        self._wall_mark: tuple[float, int] | None = None  # (clock, verifications) at the first wall-paced look
 
     def used(self) -> Budget:
         return self._used()
@@ -135,12 +136,15 @@ class BudgetGate:
         cap = self.caps.verifications
         return NO_CAP if cap is None else cap - used.verifications - self.reserved
 
-    def steps_left(self, taking: int) -> int | None:
-        """Verifications the caps allow after ``taking`` more are committed (None: neither cap counts them).
+    def steps_left(self, taking: int, wall: bool = False) -> int | None:
+        """Verifications the caps allow after ``taking`` more are committed (None: no cap counts them).
 
         The verification cap counts paid and in-flight verifications; under an evaluator-seconds cap the seconds
-        left become steps at the mean seconds per paid verification so far (the baseline's, at first). Where
-        both caps are set, the smaller count binds. The engine paces annealing strategies with it.
+        left become steps at the mean seconds per paid verification so far (the baseline's, at first). With
+        ``wall`` (a strategy that asks to be paced by wall time), a ``wall_seconds`` cap counts too: the wall
+        seconds left become steps at the mean wall seconds per verification paid since the first such look (LLM
+        time included, as the wall clock includes it; no count until one verification is paid after it). Where
+        several caps are set, the smallest count binds. The engine paces annealing strategies with it.
         """
         used, counts = self._used(), []
         if self.caps.verifications is not None:
@@ -149,7 +153,23 @@ class BudgetGate:
             per_step = used.evaluator_seconds / used.verifications
             left = max(0.0, self.caps.evaluator_seconds - used.evaluator_seconds)
             counts.append((NO_CAP if per_step <= 0 else int(left // per_step)) - self.reserved - taking)
+        if wall and self.caps.wall_seconds is not None:
+            by_wall = self._wall_steps(used.verifications, self.caps.wall_seconds)
+            if by_wall is not None:
+                counts.append(by_wall - self.reserved - taking)
         return max(0, min(counts)) if counts else None
+
+    def _wall_steps(self, verified: int, cap: float) -> int | None:
+        """Steps the wall-clock seconds left allow at this process's pace so far (None: no pace measured yet)."""
+        now = self._clock()
+        if self._wall_mark is None:
+            self._wall_mark = (now, verified)
+        since, before = self._wall_mark
+        if verified <= before:
+            return None
+        per_step = (now - since) / (verified - before)
+        left = max(0.0, cap - (now - self.started))
+        return NO_CAP if per_step <= 0 else int(left // per_step)
 
     def seconds_left(self) -> float | None:
         """Evaluator seconds left under ``budget.evaluator_seconds`` (None: no such cap)."""

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -29,7 +29,15 @@ from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
 from verifyless.prompts import block, messages, render
 from verifyless.roles import parse
-from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
+from verifyless.roles.base import (
+    Implementation,
+    Implementer,
+    ParentInfo,
+    ProposeContext,
+    RoleFailure,
+    Roles,
+    TaskBrief,
+)
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import (
     band_for,
@@ -42,6 +50,7 @@ from verifyless.roles.render import (
     direction_phrase,
     score_text,
 )
+from verifyless.roles.staged import StagedImplementer
 from verifyless.task.base import Task
 
 _RAW_KEEP = 4000  # characters of a failed reply kept on its RoleFailure
@@ -332,6 +341,29 @@ class LLMImplementer:
         retry = "roles/implement" if self.mode == "full" else "roles/implement_diff"
         return await self._chain(task, parent.program, opening, "implementer", retry)
 
+    async def implement_steps(self, task: Task, parent: ParentInfo, idea: Idea, steps: Sequence[str]) -> Implementation:
+        """MLEvolve's Stepwise coder: apply the plan ``steps`` one call each, in order, each on the band the
+        previous steps left (prompt ``roles/implement_step``, SEARCH/REPLACE edits, same checks and retries as
+        ``implement``); the first step that fails fails the whole child, named with its number. Usage and
+        attempts add up over the steps, so each step is charged as the LLM call(s) it made."""
+        program, usage, attempts = parent.program, Usage(), 0
+        plan = "\n".join(f"{k}. {step}" for k, step in enumerate(steps, 1))
+        for k, step in enumerate(steps, 1):
+            values = self._values(task, program, idea) | {"plan": plan, "step": step, "step_number": k}
+            try:
+                opening = messages("roles/implement_step", values | {"steps": len(steps)})
+            except BandError as exc:
+                failure = RoleFailure("guard-failed", f"the program has no usable band: {exc}")
+                return Implementation(None, failure, attempts, usage)
+            done = await self._chain(task, program, opening, "implementer", "roles/implement_diff")
+            usage, attempts = usage + done.usage, attempts + done.attempts
+            if done.failure is not None or done.program is None:
+                failure = done.failure or RoleFailure("model-error", "no program")
+                reason = f"step {k} of {len(steps)}: {failure.reason}"
+                return Implementation(None, RoleFailure(failure.kind, reason, failure.raw), attempts, usage)
+            program = done.program
+        return Implementation(program, None, attempts, usage)
+
     async def repair(self, task: Task, program: str, idea: Idea, error: str) -> Implementation:
         """Fix ``program`` for ``error`` while keeping ``idea``; same checks as ``implement``."""
         try:
@@ -597,7 +629,7 @@ _ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
 def llm_roles(
     models: Mapping[str, Model] | Model,
     *,
-    implement_mode: Literal["full", "diff"] = "full",
+    implement_mode: Literal["full", "diff", "stage"] = "full",
     options: LLMRoleOptions | None = None,
 ) -> Roles:
     """The four LLM roles, one model each, configured by ``options`` (``LLMRoleOptions`` defaults).
@@ -628,13 +660,7 @@ def llm_roles(
             format_reminders=opts.format_reminders,
             max_tokens=opts.proposer_max_tokens,
         ),
-        implementer=LLMImplementer(
-            pick["implementer"],
-            mode=implement_mode,
-            max_attempts=opts.max_attempts,
-            temperature=opts.implementer_temperature,
-            max_tokens=opts.implementer_max_tokens,
-        ),
+        implementer=_implementer(pick["implementer"], implement_mode, opts),
         summarizer=LLMSummarizer(
             pick["summarizer"],
             temperature=opts.summarizer_temperature,
@@ -643,6 +669,23 @@ def llm_roles(
             max_tokens=opts.summarizer_max_tokens,
         ),
     )
+
+
+def _implementer(model: Model, mode: Literal["full", "diff", "stage"], opts: LLMRoleOptions) -> Implementer:
+    """The implementer of ``mode``; ``stage`` codes in MLEvolve's modes by the expansion (``roles/staged.py``)."""
+
+    def one(mode: Literal["full", "diff"]) -> LLMImplementer:
+        return LLMImplementer(
+            model,
+            mode=mode,
+            max_attempts=opts.max_attempts,
+            temperature=opts.implementer_temperature,
+            max_tokens=opts.implementer_max_tokens,
+        )
+
+    if mode != "stage":
+        return one(mode)
+    return StagedImplementer(one("full"), one("diff"), max_steps=opts.stepwise_max_steps)
 
 
 __all__ = ["LLMBriefer", "LLMImplementer", "LLMProposer", "LLMSummarizer", "Summary", "llm_roles"]

@@ -32,6 +32,9 @@ class LLMRoleOptions(StrictOptions):
     brief_temperature: float = Field(0.3, ge=0.0, le=2.0, description="temperature of the one-off task brief")
     implementer_temperature: float = Field(0.2, ge=0.0, le=2.0, description="temperature of implement and repair")
     max_attempts: int = Field(3, ge=1, le=10, description="implementer replies per child, the first included")
+    stepwise_max_steps: int = Field(
+        4, ge=2, le=10, description="steps of a plan coded one call each (implement_mode=stage); the rest are merged"
+    )
     # Reply caps per role. None sends no cap of the role's own (the model's max_tokens, if any, applies): a cap
     # is part of a request's cache identity, so a default here would make every stored run miss on replay.
     brief_max_tokens: int | None = Field(None, ge=1, description="reply cap of the brief (None: the model's)")

@@ -96,7 +96,11 @@ class PacedStrategy(SearchStrategy, Protocol):
     Before each ask the engine calls ``pace`` with the verified steps the budget allows after the ones that
     ask hands out (``BudgetGate.steps_left``; None: no cap counts steps); ``schedule`` is what the round event
     records (plain numbers: where the schedules stand). A resume replays each logged round's ``pace``.
+    ``paces_wall``: the wall-clock cap (``budget.wall_seconds``) counts steps too (``steps_left(wall=True)``).
     """
+
+    @property
+    def paces_wall(self) -> bool: ...
 
     def pace(self, steps_left: int | None) -> None: ...
 

@@ -31,6 +31,8 @@ Definitions used below:
 Schedules: ``c(t)`` from ``c0`` to ``c_min`` and ``w(t)`` from 1 to ``w_min`` over the run. The engine
 paces the strategy before each ask (``pace``: the verified steps the budget leaves after that ask), so the
 progress ``t / (t + steps_left)`` reaches 1 at the run's last ask; a fixed ``horizon`` counts steps instead.
+The budget's verifications and evaluator seconds pace it; with ``wall_pacing`` a ``budget.wall_seconds`` cap
+does too (``BudgetGate.steps_left``: wall seconds left over the wall seconds per verification so far).
 
 Selection for each expansion: during the draft phase (fewer than ``num_drafts``
 root children) a DRAFT from the root. Otherwise with probability ``w(t)`` a UCT
@@ -124,6 +126,12 @@ class MCGSConfig(StrictOptions):
     )
     w_schedule: Schedule = Field("linear", description="annealing of w(t) from 1 to w_min")
     w_horizon: int | None = Field(None, ge=0, description="steps of the w(t) anneal (None: as c(t), see horizon)")
+    wall_pacing: bool = Field(
+        False,
+        description="a budget.wall_seconds cap paces the anneal too: the wall seconds left become steps at the "
+        "run's wall seconds per verification so far (MLEvolve anneals over its wall-clock budget); the schedule "
+        "then depends on timing, so such a run's choices are not replay-exact",
+    )
     top_k: int = Field(5, ge=1, description="size of the elite set for elite-guided sampling and the final ensemble")
     eps: float = Field(1e-6, gt=0.0, description="added to N in Q = W / (N + eps) and in the UCT denominator")
     tau_branch: int = Field(3, ge=1, description="steps without a better node before a branch counts as stagnant")
@@ -187,6 +195,10 @@ class MCGSStrategy(ToldState):
         self._picks: list[str] = []  # branches of the last ENTROPY_WINDOW selections (measurement only)
 
     # ------------------------------------------------------------ schedules
+    @property
+    def paces_wall(self) -> bool:
+        return self.config.wall_pacing
+
     def pace(self, steps_left: int | None) -> None:
         """Say how many verified steps the run's budget allows after the ones the next ask hands out.
 
