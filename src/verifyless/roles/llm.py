@@ -83,19 +83,32 @@ class LLMBriefer:
 
     A reply without a parseable criteria list gets one follow-up in the same
     conversation; if that fails too, ``ParseError`` is raised with an excerpt
-    of the reply. Results are memoised per (task name, statement hash).
+    of the reply. Results are memoised per (task name, statement hash, rounds).
     ``data_report`` (the run's data report, markdown) is shown after the
     resources when not empty; without it the prompt is as before.
+
+    ``rounds`` > 1 is the critic paper's multi-round probing (prompt ``roles/brief_probe``): one conversation in
+    which each of the first ``rounds - 1`` calls examines one side of the task, in the order the paper names them
+    (``PROBES``: the setup, the data, the evaluation metric, the modelling constraints), and the last call writes
+    the briefing from those notes. Every round is one model call (request role ``brief``), charged and cached as
+    any other; the rounds are bounded (at most ``len(PROBES) + 1``). The model reads the same materials as the
+    one-call brief and has no tools: the data report stands for looking at the data. ``rounds=1`` (default) is the
+    one call of ``roles/brief``, byte for byte as before.
     """
 
-    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = None) -> None:
+    PROBES = ("setup", "data", "metric", "constraints")
+
+    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = None, rounds: int = 1) -> None:
+        if not 1 <= rounds <= len(self.PROBES) + 1:
+            raise ConfigError(f"brief rounds must be between 1 and {len(self.PROBES) + 1}, got {rounds}")
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._memo: dict[tuple[str, str], TaskBrief] = {}
+        self.rounds = rounds
+        self._memo: dict[tuple[str, str, int], TaskBrief] = {}
 
     async def brief(self, task: Task, data_report: str = "") -> TaskBrief:
-        key = (task.name, content_hash(task.statement + task.baseline_program + data_report))
+        key = (task.name, content_hash(task.statement + task.baseline_program + data_report), self.rounds)
         if key in self._memo:
             return self._memo[key]
         values = _task_values(task)
@@ -107,6 +120,7 @@ class LLMBriefer:
             "resources": f"Public data files: {files}.\nPer-run limits: {values['limits']}.",
             "data_report": data_report.strip(),
         }
+        opening = messages("roles/brief", values) if self.rounds == 1 else await self._probe(values)
         problem: list[ParseError] = []
 
         def read(text: str) -> tuple[str, tuple[str, ...]] | None:
@@ -118,12 +132,7 @@ class LLMBriefer:
 
         asked = await ask_parsed(
             self.model,
-            ModelRequest(
-                messages=messages("roles/brief", values),
-                role="brief",
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-            ),
+            self._request(opening),
             read,
             lambda _: render("roles/brief", "retry", {"problem": problem[-1]}),
         )
@@ -136,6 +145,30 @@ class LLMBriefer:
         result = TaskBrief(understanding=understanding, criteria=criteria)
         self._memo[key] = result
         return result
+
+    def _request(self, conversation: Sequence[Message]) -> ModelRequest:
+        return ModelRequest(
+            messages=tuple(conversation), role="brief", temperature=self.temperature, max_tokens=self.max_tokens
+        )
+
+    async def _probe(self, values: dict[str, object]) -> list[Message]:
+        """The probing rounds (one call each, the notes kept in the conversation), then the request for the
+        briefing: the conversation the last round is asked with."""
+        probes = self.PROBES[: self.rounds - 1]
+        common = values | {"rounds": self.rounds}
+        conversation = list(
+            messages("roles/brief_probe", common | {"probe": render("roles/brief_probe", probes[0], common)})
+        )
+        for n, probe in enumerate(probes, 1):
+            if n > 1:
+                text = render("roles/brief_probe", probe, common)
+                conversation.append(
+                    Message("user", render("roles/brief_probe", "next", common | {"round": n, "probe": text}))
+                )
+            reply = await self.model.generate(self._request(conversation))
+            conversation.append(Message("assistant", _first_choice(reply) or "(no notes)"))
+        conversation.append(Message("user", render("roles/brief_probe", "final", common)))
+        return conversation
 
 
 # ---------------------------------------------------------------- proposer
@@ -650,7 +683,12 @@ def llm_roles(
     else:
         pick = dict.fromkeys(_ROLE_KEYS, models)
     return Roles(
-        briefer=LLMBriefer(pick["brief"], temperature=opts.brief_temperature, max_tokens=opts.brief_max_tokens),
+        briefer=LLMBriefer(
+            pick["brief"],
+            temperature=opts.brief_temperature,
+            max_tokens=opts.brief_max_tokens,
+            rounds=opts.brief_rounds,
+        ),
         proposer=LLMProposer(
             pick["proposer"],
             temperature=opts.proposer_temperature,
