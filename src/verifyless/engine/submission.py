@@ -110,8 +110,11 @@ def ensemble_submission(
     *,
     hide: Sequence[Path] = (),
     workspace_root: Path | None = None,
+    keep: Path | None = None,
 ) -> EnsembleSubmission:
-    """Re-run ``members`` (``(node id, program)``), average the declared outputs, score once (see module doc)."""
+    """Re-run ``members`` (``(node id, program)``), combine the declared outputs, score once (see module doc).
+
+    ``keep``: where to copy the combined output folder when the submission scored (``run --out``)."""
     if task.ensemble is None:
         raise ValueError(f"task {task.name!r} declares no 'ensemble' in its task.yaml; nothing to combine")
     started = time.monotonic()
@@ -143,7 +146,10 @@ def ensemble_submission(
                 seconds=time.monotonic() - started,
                 member_runs=tuple(runs),
             )
-        return _combine_and_score(task, ids, outs, runs, root / "combined", started)
+        sub = _combine_and_score(task, ids, outs, runs, root / "combined", started)
+        if keep is not None and sub.status == Status.OK.value:
+            shutil.copytree(root / "combined" / "out", keep, dirs_exist_ok=True)
+        return sub
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
