@@ -280,8 +280,7 @@ class Engine:
         strategy = self.strategy
         if not isinstance(strategy, PacedStrategy):
             return None
-        eng = self.config.engine
-        taking = eng.expansions_per_round * eng.verify_per_expansion
+        taking = self.config.engine.expansions_per_round * self.config.engine.verify_per_expansion
         strategy.pace(self.gate.steps_left(taking, wall=strategy.paces_wall))
         return strategy
 
