@@ -163,6 +163,23 @@ def test_a_wall_clock_cap_counts_steps_only_for_a_strategy_paced_by_wall_time(tm
         assert capped.steps_left(1, wall=True) == 5 - 3 - 1  # the smaller count binds
 
 
+def test_seconds_held_for_the_final_step_count_as_spent_for_the_search_only(tmp_path):
+    """Issue 56, item 3: a top-K ensemble that is the run's answer keeps its seconds out of the search."""
+    now = [100.0]
+    with RunStore(tmp_path / "s.db") as store:
+        run_id = store.create_run("t", {})
+        gate = _gate(store, run_id, clock=lambda: now[0], evaluator_seconds=10.0, wall_seconds=50.0)
+        for _ in range(2):
+            store.append(run_id, "llm_call", {"role": "x"}, charge=Charge(verifications=1, evaluator_seconds=3.0))
+        assert gate.stop_reason() is None and gate.steps_left(0) == 1  # 4 s left: one more 3 s verification
+        gate.hold = lambda used: 2 * used.evaluator_seconds / used.verifications  # two members at 3 s each
+        assert gate.stop_reason() == "budget: evaluator seconds" and gate.steps_left(0) == 0
+        assert gate.llm_stop_reason(final=True) is None  # the final step itself may spend what was held
+        now[0] = 146.0  # 46 s of 50 gone: the wall clock holds the same 6 s back
+        gate.caps = BudgetConfig(verifications=None, wall_seconds=50.0)
+        assert gate.stop_reason() == "budget: wall time" and gate.llm_stop_reason(final=True) is None
+
+
 def test_mcgs_with_wall_pacing_anneals_over_the_wall_clock_budget(tmp_path):
     from verifyless.config import load_config
     from verifyless.engine import Engine

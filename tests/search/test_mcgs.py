@@ -286,6 +286,29 @@ def test_the_ensemble_is_the_runs_answer_when_asked_and_a_task_without_predictio
     assert submission_line(event.payload).startswith("ensemble submission: none (task 'circle_packing'")
 
 
+def test_under_a_time_cap_the_search_leaves_room_for_the_ensemble_that_is_its_answer(tmp_path):
+    """Issue 56, item 3: with ``ensemble_answer`` the search stops while the ensemble's re-runs still fit the
+    evaluator-seconds cap, so the answer is scored; without it the search spends the cap and the ensemble is
+    skipped."""
+    from verifyless.store import RunStore
+
+    statuses = {}
+    for answer in (False, True):
+        cfg = _diabetes_mcgs_config(
+            tmp_path,
+            "budget.verifications=null",
+            "budget.evaluator_seconds=20",
+            f"strategy.options.ensemble_answer={str(answer).lower()}",
+            f"store={tmp_path / f'{answer}.db'}",
+        )
+        with RunStore(cfg.store) as store:
+            result = run_to_end(cfg, store)
+            (sub,) = [e.payload for e in store.events(result.run_id, kinds=["submission"])]
+        statuses[answer] = (sub["status"], result.answer, result.stopped)
+    assert statuses[False] == ("skipped", "node", "budget: evaluator seconds")
+    assert statuses[True] == ("ok", "ensemble", "budget: evaluator seconds")
+
+
 def test_a_run_whose_wall_time_is_spent_skips_the_ensemble_re_runs_and_says_why(tmp_path, monkeypatch):
     import asyncio
 

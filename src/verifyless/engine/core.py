@@ -35,10 +35,10 @@ errors raise.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from verifyless.child import ChildMaker, Made
@@ -153,6 +153,7 @@ class Engine:
             programs=self.programs,
             final_judge=final_judge,
             tell=self.tell_round,
+            strategy=lambda: self.strategy,
         )
         self.resume = Resume(
             config=config,
@@ -324,8 +325,7 @@ class Engine:
                 or digest == content_hash(parent.program)
             )
 
-        staged = dataclasses.replace(parent, operator=exp.operator)  # an implementer may code by stage
-        made = await owned(cid, self.maker.make(staged, proposal, skip=known))
+        made = await owned(cid, self.maker.make(replace(parent, operator=exp.operator), proposal, skip=known))
         cand = candidate_from(
             made,
             id=cid,

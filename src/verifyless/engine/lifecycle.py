@@ -39,7 +39,7 @@ from verifyless.screen.final import choose_on_held_out
 from verifyless.screen.final import select_final as round_robin
 from verifyless.search.base import EnsembleStrategy, SearchStrategy
 from verifyless.store.protocol import RunStoreProtocol
-from verifyless.store.records import Charge
+from verifyless.store.records import Budget, Charge
 from verifyless.task.base import Task
 from verifyless.task.home import recorded
 
@@ -101,9 +101,22 @@ class Lifecycle:
         programs: Programs,
         final_judge: Model | None,
         tell: TellRound,
+        strategy: Callable[[], SearchStrategy] | None = None,
     ) -> None:
         self.task, self.roles, self.config, self.ledger = task, roles, config, ledger
         self.dispatch, self.programs, self.final_judge, self.tell = dispatch, programs, final_judge, tell
+        self.strategy = strategy
+        ledger.gate.hold = self.ensemble_hold
+
+    def ensemble_hold(self, used: Budget) -> float:
+        """Evaluator seconds the search leaves for the top-K ensemble when it is the run's answer (the strategy's
+        ``ensemble_answer``): its members times the mean seconds per paid verification so far, so a run under a
+        time cap still scores its answer. 0 where the ensemble is not the answer (nothing changes there)."""
+        strategy = self.strategy() if self.strategy is not None else None
+        if not isinstance(strategy, EnsembleStrategy) or not strategy.ensemble_answer or not used.verifications:
+            return 0.0
+        members = ensemble_members(strategy, self.task, self.ledger.state.view)
+        return len(members) * used.evaluator_seconds / used.verifications
 
     def new_run(self) -> str:
         """Register a new run of the task in the store (its config, the task's fingerprint, folder and metric)."""
@@ -243,7 +256,7 @@ class Lifecycle:
             ids
         ):  # a resume that changed nothing: the same members were scored already
             return
-        spent = self.ledger.gate.llm_stop_reason()
+        spent = self.ledger.gate.llm_stop_reason(final=True)
         if spent in (EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT):
             reason = f"{spent} is spent: the members were not re-run (raise the cap and resume to score it)"
             log.info("ensemble submission skipped: %s", reason)
