@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from typer.testing import CliRunner
 
@@ -30,6 +32,39 @@ def test_aira_rpm_preset_is_greedy_with_a_pairwise_tournament_submitting_the_bes
     assert cfg.screener.name == "tournament" and cfg.screener.options.show == "code"
     assert cfg.screener.options.context_nodes is None  # BFS context: as many nodes as fit
     assert cfg.engine.candidates == 15 and cfg.engine.final_selection is None and cfg.engine.repair_attempts == 0
+
+
+# MLEvolve's values, each with where the paper states it (seeds/004: Sections 2.1-2.7 and 3).
+MLEVOLVE_PAPER = [
+    ("strategy.name", "mcgs", "2.1: progressive MCGS over a graph with reference edges"),
+    ("strategy.options.horizon", None, "2.1, Eqs. 3-4: c(t) and w(t) anneal over the run"),
+    ("strategy.options.wall_pacing", True, "3: the run's budget is wall-clock (12 h) as well as 500 steps"),
+    ("strategy.options.submit_ensemble", True, "2.6: the final submission is an ensemble of the top-K nodes"),
+    ("strategy.options.ensemble_tasks", "all", "2.6: the ensemble is the final answer on every task"),
+    ("strategy.options.ensemble_answer", True, "2.6: the submission (the run's answer) is the ensemble"),
+    ("roles.implement_mode", "stage", "2.3: Base / Stepwise / Diff coder modes chosen by stage"),
+    ("roles.llm.proposer_temperature", 1.0, "2.3: every agent at temperature 1.0"),
+    ("roles.llm.implementer_temperature", 1.0, "2.3: every agent at temperature 1.0"),
+    ("roles.llm.summarizer_temperature", 1.0, "2.3: every agent at temperature 1.0"),
+    ("roles.llm.brief_temperature", 1.0, "2.3: every agent at temperature 1.0"),
+    ("engine.candidates", 1, "2.3: each expansion makes one child, which is executed"),
+    ("screener.name", "random", "2.3: no screening (one candidate: the random pick is the child)"),
+    ("engine.memory", True, "2.5: retrospective memory"),
+    ("engine.repair_attempts", 3, "2.7: the Debug agent retries up to a limit (the limit is ours)"),
+    ("budget.verifications", 500, "3: at most 500 expansion steps per task"),
+]
+
+
+def _dotted(cfg, path: str):
+    value = cfg
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+@pytest.mark.parametrize(("path", "paper", "where"), MLEVOLVE_PAPER, ids=[p for p, _, _ in MLEVOLVE_PAPER])
+def test_mlevolve_preset_matches_the_papers_table(path, paper, where):
+    assert _dotted(load_config(preset="mlevolve"), path) == paper, where
 
 
 def test_mlevolve_preset_is_progressive_mcgs_with_memory_and_the_ensemble():
@@ -93,3 +128,32 @@ def test_the_critic_paper_preset_spends_exactly_the_papers_30_verifications(tmp_
     assert result.rounds == 30 and paid == 31 and len(screenings) == 30  # the 30 plus the baseline
     assert all(len(ev.payload["to_verify"]) == 1 for ev in screenings)
     assert strategy.generations == [10, 10, 10]
+
+
+def test_a_short_mlevolve_run_answers_with_its_ensemble_and_codes_by_stage(tmp_path):
+    """The preset end to end with the scripted model on diabetes (a small budget): drafts are coded as full
+    rewrites, the run's answer is the top-K ensemble, charged as evaluator seconds (issue 56, items 3 and 7)."""
+    from scripted_runs import Recorder, scripted_overrides
+
+    from verifyless.roles.staged import StagedImplementer
+    from verifyless.store import RunStore
+    from verifyless.wiring import build_engine
+
+    overrides = scripted_overrides(tmp_path, "diabetes", budget=5, candidates=1)
+    keep = [o for o in overrides if not o.startswith(("strategy.", "engine.candidates"))]
+    cfg = load_config(overrides=[*keep, "engine.memory_embedder=hashing"], preset="mlevolve")
+    with RunStore(cfg.store) as store:
+        engine = build_engine(cfg, store)
+        implementer = engine.roles.implementer
+        assert isinstance(implementer, StagedImplementer)
+        implementer.full.model = recorder = Recorder(implementer.full.model)
+        try:
+            result = asyncio.run(engine.run())
+        finally:
+            engine.executor.close()
+        (sub,) = [e for e in store.events(result.run_id, kinds=["submission"])]
+        drafts = [r for r in store.node_rows(result.run_id) if r["operator"] == "draft"]
+    assert result.answer == "ensemble" and result.answer_score == sub.payload["score"]
+    assert sub.payload["status"] == "ok" and sub.charge.evaluator_seconds == pytest.approx(sub.payload["seconds"])
+    assert drafts and len(recorder.requests) >= len(drafts)  # every draft went to the Base (full rewrite) coder
+    assert all(r.temperature == 1.0 for r in recorder.requests)

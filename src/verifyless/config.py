@@ -62,8 +62,11 @@ class RolesConfig(StrictOptions):
 
     kind: Literal["space", "llm"] = Field("space", description="space: the task's idea space; llm: language models")
     models: dict[str, Any] = Field(default_factory=dict, description="model spec per role key (default, critic, ...)")
-    implement_mode: Literal["full", "diff"] = Field(
-        "full", description="full: the implementer rewrites the band; diff: it returns search/replace edits"
+    implement_mode: Literal["full", "diff", "stage"] = Field(
+        "full",
+        description="full: the implementer rewrites the band; diff: it returns search/replace edits; stage: "
+        "MLEvolve's coder modes by the expansion's operator (draft: full; evolve/reference/aggregate: stepwise, one "
+        "edit call per step of the idea's plan; improve, debug, repairs: diff; roles/staged.py)",
     )
     llm: LLMRoleOptions = Field(default_factory=LLMRoleOptions, description="options of the LLM roles (kind: llm)")
 

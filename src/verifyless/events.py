@@ -738,8 +738,10 @@ class Finalised(EventRecord):
 class Submitted(EventRecord):
     """``EnsembleSubmission.to_dict()`` (members, combined, member_runs, status, metrics, test_metrics, score,
     test_score, seconds, combine) plus ``final_id`` and ``beats_final`` (its validation score is better than the
-    final node's; absent in stores made before 2026-12-04: None); ``status: skipped`` with a ``reason`` and no
-    charge when the run's evaluator-seconds or wall-time cap was spent."""
+    final node's; absent in stores made before 2026-12-04: None) and ``selection_score`` (the task's selection
+    metric; absent without a selection split); ``status: skipped`` with a ``reason`` and no charge when the run's
+    evaluator-seconds or wall-time cap was spent; ``status: unsupported`` with a ``reason``, no members and no
+    charge when the run asked for ensembles on every task and this task's outputs do not combine."""
 
     KIND: ClassVar[str] = "submission"
     EFFECT: ClassVar[str] = "none; charged `evaluator_seconds=seconds` (a top-K ensemble's re-runs and scoring)"
@@ -754,6 +756,7 @@ class Submitted(EventRecord):
     beats_final: bool | None = None
     combined: tuple[str, ...] = _spec((), convert=_tuple, omit=True)  # the members whose re-run went in
     combine: str = _spec("", omit=True)  # how outputs combined (e.g. mean); absent on a skipped submission
+    selection_score: float | None = _spec(None, omit=True)  # the task's selection metric, where it holds one out
 
 
 @dataclass(frozen=True)

@@ -146,3 +146,18 @@ def test_the_config_names_every_path_absolute_and_leaves_out_the_store_s_warm_st
     assert data["screener"]["options"]["options"] == {"encoder": "minilm"}
     (tmp_path / "config.yaml").write_text(text)
     assert load_config(tmp_path / "config.yaml").store == tmp_path.resolve() / "runs" / "s.db"
+
+
+def test_a_run_that_answers_with_its_ensemble_writes_the_combined_submission_too(tmp_path, monkeypatch, capsys):
+    """Issue 56, item 3: with the mlevolve preset's answer rule, ``--out`` holds the ensemble's combined
+    submission (the sample submission's rows) beside the final node's."""
+    root = competition(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    preset = ("--preset", "mlevolve", "roles.kind=space", "engine.memory_embedder=hashing")
+    args = ("run", root.name, "--budget", "4", "--store", "s.db", "-q", "--out", "out", *preset)
+    done = in_process(monkeypatch, capsys, *args)
+    assert done.returncode == 0, done.stderr
+    sample = root / "prepared" / "public" / "sample_submission.csv"
+    _same_shape(tmp_path / "out" / "ensemble" / "submission.csv", sample)
+    _same_shape(tmp_path / "out" / "submission" / "submission.csv", sample)
+    assert "ensemble/ (the run's answer: mean of " in done.stdout, done.stdout

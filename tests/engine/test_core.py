@@ -208,6 +208,25 @@ def test_model_failures_are_statuses_and_a_dead_endpoint_stops_with_a_clear_erro
         assert len(list(store.events(dead.run_id, kinds=["model_error"]))) == 3
 
 
+def test_the_implementer_is_told_each_childs_operator_so_it_can_code_by_stage(tmp_path):
+    """Issue 56, item 7: ``ParentInfo.operator`` is the expansion's operator (roles/staged.py reads it)."""
+    from verifyless.testing import Implementer
+
+    seen: list[tuple[str, str]] = []
+
+    class Recording(Implementer):
+        async def implement(self, task, parent, idea):
+            seen.append((parent.id, parent.operator.value))
+            return await super().implement(task, parent, idea)
+
+    with RunStore(tmp_path / "s.db") as store:
+        base = fake_roles()
+        roles = base.__class__(base.briefer, base.proposer, Recording(), base.summarizer)
+        result = asyncio.run(make_engine(store, strategy="mcgs", budget=8, roles=roles).run())
+        made = {(r["parent_id"], r["operator"]) for r in store.node_rows(result.run_id) if r["node_id"] != "root"}
+    assert seen and set(seen) <= made and {"draft", "improve"} <= {op for _, op in seen}
+
+
 @pytest.mark.parametrize("budget", [3, 5, 12, 30])
 @pytest.mark.parametrize("pipeline", [True, False])
 def test_mcgs_schedules_reach_their_floors_by_the_last_round_at_any_budget(tmp_path, budget, pipeline):

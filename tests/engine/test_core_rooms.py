@@ -145,6 +145,71 @@ def test_wall_clock_cap(tmp_path):
         assert gate.stop_reason() == "budget: wall time"
 
 
+def test_a_wall_clock_cap_counts_steps_only_for_a_strategy_paced_by_wall_time(tmp_path):
+    """Issue 56, item 7: the wall seconds left over the wall seconds per verification since the first look."""
+    now = [100.0]
+    with RunStore(tmp_path / "s.db") as store:
+        run_id = store.create_run("t", {})
+        gate = _gate(store, run_id, clock=lambda: now[0], wall_seconds=100.0)
+        store.append(run_id, "llm_call", {"role": "x"}, charge=Charge(verifications=1))
+        now[0] = 110.0
+        assert gate.steps_left(1) is None and gate.steps_left(1, wall=True) is None  # no pace measured yet
+        now[0] = 120.0  # two more verifications in the next 10 s: 5 s each, 80 s left
+        for _ in range(2):
+            store.append(run_id, "llm_call", {"role": "x"}, charge=Charge(verifications=1))
+        assert gate.steps_left(1, wall=True) == 80 // 5 - 1 and gate.steps_left(1) is None
+        capped = _gate(store, run_id, clock=lambda: now[0], wall_seconds=100.0, verifications=5)
+        capped._wall_mark = (110.0, 1)
+        assert capped.steps_left(1, wall=True) == 5 - 3 - 1  # the smaller count binds
+
+
+def test_seconds_held_for_the_final_step_count_as_spent_for_the_search_only(tmp_path):
+    """Issue 56, item 3: a top-K ensemble that is the run's answer keeps its seconds out of the search."""
+    now = [100.0]
+    with RunStore(tmp_path / "s.db") as store:
+        run_id = store.create_run("t", {})
+        gate = _gate(store, run_id, clock=lambda: now[0], evaluator_seconds=10.0, wall_seconds=50.0)
+        for _ in range(2):
+            store.append(run_id, "llm_call", {"role": "x"}, charge=Charge(verifications=1, evaluator_seconds=3.0))
+        assert gate.stop_reason() is None and gate.steps_left(0) == 1  # 4 s left: one more 3 s verification
+        gate.hold = lambda used: 2 * used.evaluator_seconds / used.verifications  # two members at 3 s each
+        assert gate.stop_reason() == "budget: evaluator seconds" and gate.steps_left(0) == 0
+        assert gate.llm_stop_reason(final=True) is None  # the final step itself may spend what was held
+        now[0] = 146.0  # 46 s of 50 gone: the wall clock holds the same 6 s back
+        gate.caps = BudgetConfig(verifications=None, wall_seconds=50.0)
+        assert gate.stop_reason() == "budget: wall time" and gate.llm_stop_reason(final=True) is None
+
+
+def test_mcgs_with_wall_pacing_anneals_over_the_wall_clock_budget(tmp_path):
+    from verifyless.config import load_config
+    from verifyless.engine import Engine
+    from verifyless.screen.registry import build_screener
+    from verifyless.search.mcgs import MCGSConfig
+    from verifyless.search.registry import build_strategy
+    from verifyless.testing import fake_task
+
+    cfg = load_config(overrides=["budget.verifications=null", "budget.wall_seconds=1.5", "engine.candidates=2"])
+    rounds = {}
+    for paced in (False, True):
+        with RunStore(tmp_path / f"{paced}.db") as store:
+            engine = Engine(
+                task=fake_task(),
+                roles=fake_roles(),
+                screener=build_screener("random", models={}, seed=0),
+                strategy=build_strategy("mcgs", MCGSConfig(wall_pacing=paced), random.Random(0)),
+                executor=FakeExecutor(delay=0.05),
+                store=store,
+                config=cfg,
+            )
+            result = asyncio.run(engine.run())
+            rounds[paced] = [e.payload["schedule"] for e in store.events(result.run_id, kinds=["round"])]
+        assert result.stopped == "budget: wall time"
+    assert all(r["steps_left"] is None for r in rounds[False])  # only the verification count paces by default
+    paced = [r for r in rounds[True] if r["steps_left"] is not None]
+    assert len(paced) >= 3 and paced[-1]["progress"] > 0.5 > paced[0]["progress"]
+    assert paced[-1]["c"] < rounds[False][-1]["c"]  # further down the anneal than the unpaced run at its end
+
+
 def test_evaluator_seconds_cap_stops_a_run(tmp_path):
     with RunStore(tmp_path / "s.db") as store:
         engine = make_engine(store, budget=1000, **{"budget.evaluator_seconds": 0.05})

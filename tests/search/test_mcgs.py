@@ -262,6 +262,53 @@ def test_mcgs_run_records_an_ensemble_submission_only_where_the_task_declares_on
     assert ensemble_members(greedy, task, VIEW) == []
 
 
+def test_the_ensemble_is_the_runs_answer_when_asked_and_a_task_without_predictions_says_why(tmp_path):
+    """Issue 56, item 3: with ``ensemble_answer`` the scored ensemble is the run's result; a task whose outputs do
+    not combine (circle_packing) records one ``unsupported`` submission and answers with its final node."""
+    from verifyless._cli.show import submission_line
+    from verifyless.store import RunStore
+
+    asked = ["strategy.options.ensemble_tasks=all", "strategy.options.ensemble_answer=true"]
+    cfg = _diabetes_mcgs_config(tmp_path, *asked)
+    with RunStore(cfg.store) as store:
+        result = run_to_end(cfg, store)
+        (sub,) = [e.payload for e in store.events(result.run_id, kinds=["submission"])]
+    assert sub["status"] == "ok" and result.answer == "ensemble"
+    assert (result.answer_score, result.answer_test_score) == (sub["score"], sub["test_score"])
+    cfg = _diabetes_mcgs_config(tmp_path, *asked, "task=circle_packing", f"store={tmp_path / 'c.db'}")
+    with RunStore(cfg.store) as store:
+        result = run_to_end(cfg, store)
+        events = list(store.events(result.run_id, kinds=["submission"]))
+    (event,) = events
+    assert event.payload["status"] == "unsupported" and event.payload["members"] == []
+    assert event.charge is None or event.charge.evaluator_seconds == 0
+    assert result.answer == "node" and result.answer_score == result.best_score
+    assert submission_line(event.payload).startswith("ensemble submission: none (task 'circle_packing'")
+
+
+def test_under_a_time_cap_the_search_leaves_room_for_the_ensemble_that_is_its_answer(tmp_path):
+    """Issue 56, item 3: with ``ensemble_answer`` the search stops while the ensemble's re-runs still fit the
+    evaluator-seconds cap, so the answer is scored; without it the search spends the cap and the ensemble is
+    skipped."""
+    from verifyless.store import RunStore
+
+    statuses = {}
+    for answer in (False, True):
+        cfg = _diabetes_mcgs_config(
+            tmp_path,
+            "budget.verifications=null",
+            "budget.evaluator_seconds=20",
+            f"strategy.options.ensemble_answer={str(answer).lower()}",
+            f"store={tmp_path / f'{answer}.db'}",
+        )
+        with RunStore(cfg.store) as store:
+            result = run_to_end(cfg, store)
+            (sub,) = [e.payload for e in store.events(result.run_id, kinds=["submission"])]
+        statuses[answer] = (sub["status"], result.answer, result.stopped)
+    assert statuses[False] == ("skipped", "node", "budget: evaluator seconds")
+    assert statuses[True] == ("ok", "ensemble", "budget: evaluator seconds")
+
+
 def test_a_run_whose_wall_time_is_spent_skips_the_ensemble_re_runs_and_says_why(tmp_path, monkeypatch):
     import asyncio
 

@@ -11,6 +11,10 @@
   every public training row (those held-out rows included); should that run fail, the submission comes from the
   program as verified and the line says why. The line names the submission's hidden test score either way (and the
   node's as verified), so the gain of a refit can be read off (docs/design/task-format.md, "After a run").
+* ``ensemble/``: where the run's answer is its top-K ensemble (mcgs ``ensemble_answer``, the mlevolve preset, and
+  the run's last ``submission`` scored), the members' combined output files: the members run once more in the
+  sandbox and their outputs are combined as in the run (``engine.submission.ensemble_submission``; not charged);
+  for a competition, ``ensemble/submission.csv`` holds the sample submission's rows, as ``submission/`` does.
 * ``config.yaml``: the configuration in force (every ``config_update`` applied), rewritten to rerun from any
   folder (``rerun_config``): the task as an absolute path (a built-in by its name), the store absolute, other
   relative paths made absolute against the folder the command runs in; a pin that only the run's store can honour
@@ -29,11 +33,14 @@ from typing import Any
 import yaml
 
 from verifyless.config import relative_to, stored_config
+from verifyless.engine.submission import ensemble_submission
 from verifyless.errors import ConfigError, InvalidSubmission
+from verifyless.events import Submitted
 from verifyless.node import Status
 from verifyless.report.text import number, one_line
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.reward import COLD
+from verifyless.search.base import EnsembleStrategy
 from verifyless.task.base import Task
 from verifyless.task.loader import builtin_tasks_dir
 from verifyless.task.tabular.deliver import competition_submission, full_data_task, is_competition_task
@@ -64,7 +71,38 @@ async def write_outputs(engine: Any, st: Any, run_id: str, final_id: str | None,
     (out / Path(task.program_file).name).write_text(program, encoding="utf-8")
     verified = next((r.get("test_score") for r in st.node_rows(run_id) if r["node_id"] == final_id), None)
     made = await asyncio.to_thread(_submission, engine.executor, task, program, out / "submission", refit, verified)
-    return f"wrote {out}: {Path(task.program_file).name} (node {final_id}), submission/ ({made}), config.yaml"
+    ensemble = await asyncio.to_thread(_ensemble, engine, st, run_id, out / "ensemble")
+    return f"wrote {out}: {Path(task.program_file).name} (node {final_id}), submission/ ({made}){ensemble}, config.yaml"
+
+
+def _ensemble(engine: Any, st: Any, run_id: str, dest: Path) -> str:
+    """``dest``: the combined outputs of the run's ensemble when it is the run's answer; what was written ('' when
+    the answer is the final node)."""
+    strategy, task = engine.strategy, engine.task
+    subs = [e.record for e in st.events(run_id, Submitted)]
+    if not (isinstance(strategy, EnsembleStrategy) and strategy.ensemble_answer and subs):
+        return ""
+    if subs[-1].status != Status.OK.value:
+        return ""
+    members = [(i, st.candidate(run_id, i).program) for i in subs[-1].combined]
+    sandbox = getattr(engine.executor, "sandbox", None) or LocalSandbox()
+    hide = tuple(Path(p) for p in engine.executor.hide)
+    with tempfile.TemporaryDirectory(prefix="verifyless-out-") as tmp:
+        combined = Path(tmp) / "combined"
+        sub = ensemble_submission(task, members, sandbox, hide=hide, keep=combined)
+        if sub.status != Status.OK.value:
+            return f", no ensemble/ (its re-run failed: {one_line(sub.reason)})"
+        if is_competition_task(task):
+            try:
+                competition_submission(task, combined, dest)
+            except InvalidSubmission as exc:
+                return f", no ensemble/ (invalid submission: {one_line(str(exc))})"
+        else:
+            shutil.copytree(combined, dest, dirs_exist_ok=True)
+    return (
+        f", ensemble/ (the run's answer: {sub.combine} of {len(sub.combined)} members, hidden test "
+        f"{number(sub.test_score, 6)}; re-run {sub.seconds:.1f} s, not charged)"
+    )
 
 
 def _submission(executor: Any, task: Task, program: str, dest: Path, refit: bool, verified: float | None) -> str:

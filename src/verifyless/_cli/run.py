@@ -264,6 +264,8 @@ def print_result(result, st) -> None:
     table.add_row("stopped", shown(result.stopped))
     table.add_row("rounds", str(result.rounds))
     table.add_row("verifications", str(result.verifications))
+    if result.answer != "node":  # the strategy asked for its ensemble as the run's answer, and it scored
+        table.add_row("answer", f"{result.answer} (validation {number(result.answer_score, 6)})")
     safety_net = safety_net_state(adaptive_state(st, result.run_id))
     if safety_net:
         table.add_row("safety net (adaptive screening)", safety_net)

@@ -16,7 +16,7 @@ from verifyless._cli.common import console
 from verifyless._cli.progress import REASON_CHARS
 from verifyless._cli.terminal import shown
 from verifyless.engine.health import stored_role_health
-from verifyless.engine.submission import SKIPPED
+from verifyless.engine.submission import SKIPPED, UNSUPPORTED
 from verifyless.events import (
     DataReported,
     Finalised,
@@ -223,13 +223,20 @@ def submission_summary(sub: Submitted) -> dict[str, Any]:
     keys, None for those the stored event left out (``show --json`` has always shown them so)."""
     keys = ("members", "combined", "combine", "status", "reason", "score", "test_score", "seconds", "beats_final")
     stored = sub.payload()
-    return {k: stored.get(k) for k in keys}
+    out = {k: stored.get(k) for k in keys}
+    if stored.get("selection_score") is not None:  # only where the task holds a selection split out
+        out["selection_score"] = stored["selection_score"]
+    return out
 
 
 def submission_line(sub: dict[str, Any]) -> str:
     """One line: the ensemble's members, validation score and cost, and whether it beats the final node."""
     if sub.get("status") == SKIPPED:
         return f"ensemble submission: skipped ({sub.get('reason')})"
+    if sub.get("status") == UNSUPPORTED:
+        return f"ensemble submission: none ({sub.get('reason')})"
+    held = sub.get("selection_score")
+    selection = "" if held is None else f" · selection split {number(held, 6)}"
     verdict: dict[Any, str] = {
         True: " (better than the final node)",
         False: " (worse than the final node: submit the node)",
@@ -237,7 +244,7 @@ def submission_line(sub: dict[str, Any]) -> str:
     return (
         f"ensemble submission: {sub['status']} · members {', '.join(sub.get('members') or [])} "
         f"({sub.get('combine')} of {len(sub.get('combined') or [])}) · validation {number(sub.get('score'), 6)}"
-        f"{verdict.get(sub.get('beats_final'), '')} · cost {sub.get('seconds') or 0:.1f} evaluator s"
+        f"{selection}{verdict.get(sub.get('beats_final'), '')} · cost {sub.get('seconds') or 0:.1f} evaluator s"
     )
 
 

@@ -38,6 +38,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from verifyless.child import ChildMaker, Made
@@ -152,6 +153,7 @@ class Engine:
             programs=self.programs,
             final_judge=final_judge,
             tell=self.tell_round,
+            strategy=lambda: self.strategy,
         )
         self.resume = Resume(
             config=config,
@@ -239,7 +241,7 @@ class Engine:
         await life.submit_ensemble(self.strategy, final_id)
         check_answered(self.ledger, self.config.engine, self.screen.name)  # never answered: exit 6
         self.store.set_status(rid, "finished")
-        return life.result(final_id, stopped)
+        return life.result(final_id, stopped, self.strategy)
 
     async def _loop(self) -> str:
         eng = self.config.engine
@@ -279,8 +281,8 @@ class Engine:
         strategy = self.strategy
         if not isinstance(strategy, PacedStrategy):
             return None
-        eng = self.config.engine
-        strategy.pace(self.gate.steps_left(eng.expansions_per_round * eng.verify_per_expansion))
+        taking = self.config.engine.expansions_per_round * self.config.engine.verify_per_expansion
+        strategy.pace(self.gate.steps_left(taking, wall=strategy.paces_wall))
         return strategy
 
     # ------------------------------------------------------------------ one expansion of one round
@@ -322,7 +324,7 @@ class Engine:
                 or digest == content_hash(parent.program)
             )
 
-        made = await owned(cid, self.maker.make(parent, proposal, skip=known))
+        made = await owned(cid, self.maker.make(replace(parent, operator=exp.operator), proposal, skip=known))
         cand = candidate_from(
             made,
             id=cid,

@@ -20,7 +20,13 @@ from verifyless.config import RunConfig
 from verifyless.engine.baseline import check_baseline
 from verifyless.engine.context import Programs
 from verifyless.engine.dispatch import Dispatch
-from verifyless.engine.submission import SKIPPED, ensemble_members, ensemble_submission
+from verifyless.engine.submission import (
+    SKIPPED,
+    UNSUPPORTED,
+    ensemble_members,
+    ensemble_submission,
+    no_ensemble_reason,
+)
 from verifyless.errors import RunHeld, VerifylessError
 from verifyless.events import BriefLogged, FinalSelected, SelectionSplitChosen, Submitted
 from verifyless.ledger import Ledger
@@ -31,9 +37,9 @@ from verifyless.roles.base import Roles
 from verifyless.sandbox.local import LocalSandbox
 from verifyless.screen.final import choose_on_held_out
 from verifyless.screen.final import select_final as round_robin
-from verifyless.search.base import SearchStrategy
+from verifyless.search.base import EnsembleStrategy, SearchStrategy
 from verifyless.store.protocol import RunStoreProtocol
-from verifyless.store.records import Charge
+from verifyless.store.records import Budget, Charge
 from verifyless.task.base import Task
 from verifyless.task.home import recorded
 
@@ -57,6 +63,11 @@ class RunResult:
     rounds: int
     stopped: str
     baseline_test_score: float | None = None  # hidden: reporting only, beside best_test_score
+    # The run's answer: "node" (the final node, best_*) or "ensemble" (the top-K ensemble submission, which
+    # scored, when the strategy's ``ensemble_answer`` asks for it); its validation and hidden test scores.
+    answer: str = "node"
+    answer_score: float | None = None
+    answer_test_score: float | None = None
 
 
 def mark_stopped(store: RunStoreProtocol, run_id: str, exc: BaseException) -> None:
@@ -90,9 +101,22 @@ class Lifecycle:
         programs: Programs,
         final_judge: Model | None,
         tell: TellRound,
+        strategy: Callable[[], SearchStrategy] | None = None,
     ) -> None:
         self.task, self.roles, self.config, self.ledger = task, roles, config, ledger
         self.dispatch, self.programs, self.final_judge, self.tell = dispatch, programs, final_judge, tell
+        self.strategy = strategy
+        ledger.gate.hold = self.ensemble_hold
+
+    def ensemble_hold(self, used: Budget) -> float:
+        """Evaluator seconds the search leaves for the top-K ensemble when it is the run's answer (the strategy's
+        ``ensemble_answer``): its members times the mean seconds per paid verification so far, so a run under a
+        time cap still scores its answer. 0 where the ensemble is not the answer (nothing changes there)."""
+        strategy = self.strategy() if self.strategy is not None else None
+        if not isinstance(strategy, EnsembleStrategy) or not strategy.ensemble_answer or not used.verifications:
+            return 0.0
+        members = ensemble_members(strategy, self.task, self.ledger.state.view)
+        return len(members) * used.evaluator_seconds / used.verifications
 
     def new_run(self) -> str:
         """Register a new run of the task in the store (its config, the task's fingerprint, folder and metric)."""
@@ -211,20 +235,28 @@ class Lifecycle:
         the final node's (None when either has none): averaging in weak members can make it worse, and then
         the final node is the better thing to submit. The re-runs spend evaluator seconds and wall time, so a
         run whose ``budget.evaluator_seconds`` or ``budget.wall_seconds`` is spent records the submission as
-        ``skipped`` (with why) instead of running past its cap; a resume with a raised cap scores it then.
+        ``skipped`` (with why) instead of running past its cap; a resume with a raised cap scores it then. A run
+        that asked for ensembles on every task (``ensemble_tasks: all``) on a task whose outputs do not combine
+        records ``unsupported`` with why, once, and its answer is the final node.
         """
+        events = list(self.ledger.store.events(self.ledger.rid, Submitted))
+        unsupported = no_ensemble_reason(strategy, self.task)
+        if unsupported:
+            log.info("ensemble submission: %s", unsupported)
+            if not any(e.record.status == UNSUPPORTED for e in events):
+                self.ledger.emit(Submitted((), UNSUPPORTED, unsupported, final_id=final_id, beats_final=None))
+            return
         ids = ensemble_members(strategy, self.task, self.ledger.state.view)
         executor = self.dispatch.executor
         sandbox = executor.sandbox
         if not ids or sandbox is None:
             return
-        events = self.ledger.store.events(self.ledger.rid, Submitted)
-        scored = [e.record.members for e in events if e.record.status != SKIPPED]
+        scored = [e.record.members for e in events if e.record.status not in (SKIPPED, UNSUPPORTED)]
         if scored and list(scored[-1]) == list(
             ids
         ):  # a resume that changed nothing: the same members were scored already
             return
-        spent = self.ledger.gate.llm_stop_reason()
+        spent = self.ledger.gate.llm_stop_reason(final=True)
         if spent in (EVALUATOR_SPENT, GPU_SPENT, WALL_SPENT):
             reason = f"{spent} is spent: the members were not re-run (raise the cap and resume to score it)"
             log.info("ensemble submission skipped: %s", reason)
@@ -241,10 +273,16 @@ class Lifecycle:
         record = Submitted.parse({**sub.to_dict(), "final_id": final_id, "beats_final": beats})
         self.ledger.emit(record, charge=Charge(evaluator_seconds=sub.seconds))
 
-    def result(self, final_id: str | None, stopped: str) -> RunResult:
-        """The run's summary, read from the store's node view."""
+    def result(self, final_id: str | None, stopped: str, strategy: SearchStrategy | None = None) -> RunResult:
+        """The run's summary, read from the store's node view; its answer is the ensemble submission when
+        ``strategy`` asks for it (``ensemble_answer``) and the run's last submission scored, else the final node."""
         rows = {r["node_id"]: r for r in self.ledger.store.node_rows(self.ledger.rid)}
         best = rows.get(final_id, {}) if final_id else {}
+        answer = ("node", best.get("score"), best.get("test_score"))
+        if isinstance(strategy, EnsembleStrategy) and strategy.ensemble_answer:
+            subs = [e.record for e in self.ledger.store.events(self.ledger.rid, Submitted)]
+            if subs and subs[-1].status == Status.OK.value and subs[-1].score is not None:
+                answer = ("ensemble", subs[-1].score, subs[-1].test_score)
         return RunResult(
             run_id=self.ledger.run_id or "",
             best_id=final_id,
@@ -255,4 +293,7 @@ class Lifecycle:
             verifications=self.ledger.gate.used().verifications,
             rounds=self.ledger.state.rounds_done,
             stopped=stopped,
+            answer=answer[0],
+            answer_score=answer[1],
+            answer_test_score=answer[2],
         )

@@ -1,24 +1,26 @@
 """Top-K ensemble submission (MLEvolve): the final answer combines the best K programs' outputs.
 
-A task opts in by declaring how outputs combine (``ensemble`` in task.yaml,
-``Task.ensemble``); only ``combine: mean`` exists: every named output file is
-read as numbers (``numpy.loadtxt``) and averaged element-wise over the members.
+A task says how its outputs combine in ``Task.ensemble`` (``task.base.Ensemble``): declared in task.yaml
+(``ensemble``), or given by its kind (an MLE-bench competition's ``submission.csv``, keyed by its id column).
+``combine: mean`` averages numbers (probabilities, values), ``vote`` keeps the most frequent label
+(``engine/combine.py``).
 
-``ensemble_submission(task, members, sandbox)`` re-runs each member program
-in a fresh workspace through the sandbox (outputs of the original
-verifications are not kept), averages the declared files of the members that
-ran OK into a new output folder, and scores that folder once with the task's
-trusted scorer. A member whose re-run fails is left out and recorded; a
-stochastic task's re-run may differ slightly from its first verification.
-The re-runs and the scoring are real execution time: the engine charges
-``seconds`` as evaluator seconds of the run (not as verifications) in the
-``submission`` event it records after the ``final`` one.
+``ensemble_submission(task, members, sandbox)`` re-runs each member program in a fresh workspace through the
+sandbox, the same ``verify`` path as any candidate (outputs of the original verifications are not kept; the
+untrusted program never sees hidden labels), combines the declared files of the members that ran OK into a new
+output folder, and scores that folder once with the task's trusted scorer: validation, the selection split where
+the task holds one out (``selection_score``) and the hidden test. A member whose re-run fails is left out and
+recorded; a stochastic task's re-run may differ slightly from its first verification. The re-runs and the scoring
+are real execution time: the engine charges ``seconds`` as evaluator seconds of the run (not as verifications:
+a verification cap counts search steps, as MLEvolve's 500 expansion steps do) in the ``submission`` event it
+records after the ``final`` one.
 
-``submits_ensemble(strategy, task)`` is the one rule for whether a run ends
-with an ensemble: the task must declare ``ensemble`` and the strategy be an
-``EnsembleStrategy`` whose option asks for one (MCGS, ``submit_ensemble``).
-``ensemble_members(strategy, task, view)`` adds that at least two usable
-nodes must exist.
+``submits_ensemble(strategy, task)`` is the one rule for whether a run ends with an ensemble: the strategy must be
+an ``EnsembleStrategy`` whose option asks for one (MCGS, ``submit_ensemble``) and the task have a rule that the
+strategy's ``ensemble_tasks`` admits (``declared``: rules without ``opt_in``; ``all``: any). ``no_ensemble_reason``
+says why a run that asked for ensembles on every task (``all``) submits its best node instead (a task whose kind
+writes no predictions, e.g. an OpenEvolve program). ``ensemble_members(strategy, task, view)`` adds that at least
+two usable nodes must exist.
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from verifyless.engine.combine import combine_file
 from verifyless.node import Status
 from verifyless.sandbox.base import Sandbox
 from verifyless.search.base import EnsembleStrategy, SearchStrategy, SearchView
@@ -41,6 +42,7 @@ from verifyless.task.loader import kind_of
 from verifyless.verify import check_metrics, split_metrics, verify
 
 SKIPPED = "skipped"  # a submission's status when the run's time budget left no room to re-run its members
+UNSUPPORTED = "unsupported"  # ... when the run asked for an ensemble but the task's outputs do not combine
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class EnsembleSubmission:
     seconds: float = 0.0
     member_runs: tuple[dict[str, Any], ...] = ()
     combine: str = "mean"
+    selection_score: float | None = None  # the task's selection metric (None: the task holds no selection split)
 
     @property
     def combined(self) -> tuple[str, ...]:
@@ -68,12 +71,28 @@ class EnsembleSubmission:
         out["combined"] = list(self.combined)
         out["members"] = list(self.members)
         out["member_runs"] = [dict(r) for r in self.member_runs]
+        if self.selection_score is None:
+            del out["selection_score"]  # absent, as in the events of stores made before it existed
         return out
 
 
 def submits_ensemble(strategy: SearchStrategy, task: Task) -> bool:
-    """Whether a run ends with an ensemble submission: the task declares how outputs combine, the strategy asks."""
-    return task.ensemble is not None and isinstance(strategy, EnsembleStrategy) and strategy.submits_ensemble
+    """Whether a run ends with an ensemble submission: the strategy asks and the task has a rule it admits."""
+    if not isinstance(strategy, EnsembleStrategy) or not strategy.submits_ensemble or task.ensemble is None:
+        return False
+    return not task.ensemble.opt_in or strategy.ensemble_tasks == "all"
+
+
+def no_ensemble_reason(strategy: SearchStrategy, task: Task) -> str | None:
+    """Why a run that asked for an ensemble on every task submits its best node alone (None: it did not ask,
+    or the task's outputs combine)."""
+    asked = isinstance(strategy, EnsembleStrategy) and strategy.submits_ensemble and strategy.ensemble_tasks == "all"
+    if not asked or task.ensemble is not None:
+        return None
+    return (
+        f"task {task.name!r} (kind {task.kind}) declares no outputs that combine (no 'ensemble' in its task.yaml, "
+        "and its kind writes no predictions): the run's answer is its final node"
+    )
 
 
 def ensemble_members(strategy: SearchStrategy, task: Task, view: SearchView) -> list[str]:
@@ -91,8 +110,11 @@ def ensemble_submission(
     *,
     hide: Sequence[Path] = (),
     workspace_root: Path | None = None,
+    keep: Path | None = None,
 ) -> EnsembleSubmission:
-    """Re-run ``members`` (``(node id, program)``), average the declared outputs, score once (see module doc)."""
+    """Re-run ``members`` (``(node id, program)``), combine the declared outputs, score once (see module doc).
+
+    ``keep``: where to copy the combined output folder when the submission scored (``run --out``)."""
     if task.ensemble is None:
         raise ValueError(f"task {task.name!r} declares no 'ensemble' in its task.yaml; nothing to combine")
     started = time.monotonic()
@@ -124,7 +146,10 @@ def ensemble_submission(
                 seconds=time.monotonic() - started,
                 member_runs=tuple(runs),
             )
-        return _combine_and_score(task, ids, outs, runs, root / "combined", started)
+        sub = _combine_and_score(task, ids, outs, runs, root / "combined", started)
+        if keep is not None and sub.status == Status.OK.value:
+            shutil.copytree(root / "combined" / "out", keep, dirs_exist_ok=True)
+        return sub
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -132,20 +157,16 @@ def ensemble_submission(
 def _combine_and_score(
     task: Task, ids: tuple[str, ...], outs: list[Path], runs: list[dict[str, Any]], ws: Path, started: float
 ) -> EnsembleSubmission:
-    assert task.ensemble is not None
+    rule = task.ensemble
+    assert rule is not None
     (ws / "out").mkdir(parents=True)
     shutil.copytree(outs[0] / "public", ws / "public")
-    for name in task.ensemble.files:
-        arrays = [np.loadtxt(member / "out" / name, ndmin=1) for member in outs]
-        if len({a.shape for a in arrays}) != 1:
+    for name in rule.files:
+        problem = combine_file(rule, name, [member / "out" for member in outs], ws / "out")
+        if problem:
             return EnsembleSubmission(
-                ids,
-                Status.FAILED.value,
-                f"members wrote {name} with different shapes",
-                seconds=time.monotonic() - started,
-                member_runs=tuple(runs),
+                ids, Status.FAILED.value, problem, seconds=time.monotonic() - started, member_runs=tuple(runs)
             )
-        np.savetxt(ws / "out" / name, np.mean(arrays, axis=0), fmt="%.10g")
     judged = kind_of(task).judge(task, ws, None)  # the trusted side, as for one candidate's workspace
     raw, problem = judged.raw, judged.failure
     metrics: dict[str, Any] = {}
@@ -166,8 +187,17 @@ def _combine_and_score(
         test_score=test_score,
         seconds=seconds,
         member_runs=tuple(runs),
-        combine=task.ensemble.combine,
+        combine=rule.combine,
+        selection_score=test.get(task.selection_metric) if task.selection_metric else None,
     )
 
 
-__all__ = ["SKIPPED", "EnsembleSubmission", "ensemble_members", "ensemble_submission", "submits_ensemble"]
+__all__ = [
+    "SKIPPED",
+    "UNSUPPORTED",
+    "EnsembleSubmission",
+    "ensemble_members",
+    "ensemble_submission",
+    "no_ensemble_reason",
+    "submits_ensemble",
+]

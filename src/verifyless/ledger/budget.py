@@ -99,6 +99,10 @@ class BudgetGate:
         self._clock = clock
         self.started = clock()
         self.reserved = 0
+        self._wall_mark: tuple[float, int] | None = None  # (clock, verifications) at the first wall-paced look
+        # Seconds the search leaves for the run's final step (a top-K ensemble that is the run's answer), given
+        # what was spent so far; None: nothing held back. The final step itself asks with ``final=True``.
+        self.hold: Callable[[Budget], float] | None = None
 
     def used(self) -> Budget:
         return self._used()
@@ -111,21 +115,29 @@ class BudgetGate:
             return "budget: verifications"
         return self.llm_stop_reason(used)
 
-    def llm_stop_reason(self, used: Budget | None = None) -> str | None:
-        """Why no new LLM work may start: every cap but the verification count (None while they have room)."""
+    def llm_stop_reason(self, used: Budget | None = None, final: bool = False) -> str | None:
+        """Why no new LLM work may start: every cap but the verification count (None while they have room).
+
+        The time caps (evaluator, GPU and wall seconds) count the seconds ``hold`` keeps for the run's final
+        step as spent, except for that step itself (``final``)."""
         b = self.caps
         used = used if used is not None else self._used()
-        if b.evaluator_seconds is not None and used.evaluator_seconds >= b.evaluator_seconds:
+        held = self.held(used, final)
+        if b.evaluator_seconds is not None and used.evaluator_seconds + held >= b.evaluator_seconds:
             return EVALUATOR_SPENT
-        if b.gpu_seconds is not None and self.gpus and used.evaluator_seconds * self.gpus >= b.gpu_seconds:
+        if b.gpu_seconds is not None and self.gpus and (used.evaluator_seconds + held) * self.gpus >= b.gpu_seconds:
             return GPU_SPENT
         if b.tokens is not None and used.tokens_in + used.tokens_out >= b.tokens:
             return "budget: tokens"
         if b.cost is not None and used.cost >= b.cost:
             return "budget: cost"
-        if b.wall_seconds is not None and self._clock() - self.started >= b.wall_seconds:
+        if b.wall_seconds is not None and self._clock() - self.started + held >= b.wall_seconds:
             return WALL_SPENT
         return None
+
+    def held(self, used: Budget, final: bool = False) -> float:
+        """Seconds kept for the run's final step (0 for that step itself, or when nothing is held)."""
+        return 0.0 if final or self.hold is None else max(0.0, self.hold(used))
 
     def slots_left(self) -> int:
         """Verifications that may still be reserved (0 once any cap is reached)."""
@@ -135,21 +147,40 @@ class BudgetGate:
         cap = self.caps.verifications
         return NO_CAP if cap is None else cap - used.verifications - self.reserved
 
-    def steps_left(self, taking: int) -> int | None:
-        """Verifications the caps allow after ``taking`` more are committed (None: neither cap counts them).
+    def steps_left(self, taking: int, wall: bool = False) -> int | None:
+        """Verifications the caps allow after ``taking`` more are committed (None: no cap counts them).
 
         The verification cap counts paid and in-flight verifications; under an evaluator-seconds cap the seconds
-        left become steps at the mean seconds per paid verification so far (the baseline's, at first). Where
-        both caps are set, the smaller count binds. The engine paces annealing strategies with it.
+        left become steps at the mean seconds per paid verification so far (the baseline's, at first). With
+        ``wall`` (a strategy that asks to be paced by wall time), a ``wall_seconds`` cap counts too: the wall
+        seconds left become steps at the mean wall seconds per verification paid since the first such look (LLM
+        time included, as the wall clock includes it; no count until one verification is paid after it). Where
+        several caps are set, the smallest count binds. The engine paces annealing strategies with it.
         """
         used, counts = self._used(), []
         if self.caps.verifications is not None:
             counts.append(self.caps.verifications - used.verifications - self.reserved - taking)
         if self.caps.evaluator_seconds is not None and used.verifications > 0:
             per_step = used.evaluator_seconds / used.verifications
-            left = max(0.0, self.caps.evaluator_seconds - used.evaluator_seconds)
+            left = max(0.0, self.caps.evaluator_seconds - used.evaluator_seconds - self.held(used))
             counts.append((NO_CAP if per_step <= 0 else int(left // per_step)) - self.reserved - taking)
+        if wall and self.caps.wall_seconds is not None:
+            by_wall = self._wall_steps(used.verifications, self.caps.wall_seconds - self.held(used))
+            if by_wall is not None:
+                counts.append(by_wall - self.reserved - taking)
         return max(0, min(counts)) if counts else None
+
+    def _wall_steps(self, verified: int, cap: float) -> int | None:
+        """Steps the wall-clock seconds left allow at this process's pace so far (None: no pace measured yet)."""
+        now = self._clock()
+        if self._wall_mark is None:
+            self._wall_mark = (now, verified)
+        since, before = self._wall_mark
+        if verified <= before:
+            return None
+        per_step = (now - since) / (verified - before)
+        left = max(0.0, cap - (now - self.started))
+        return NO_CAP if per_step <= 0 else int(left // per_step)
 
     def seconds_left(self) -> float | None:
         """Evaluator seconds left under ``budget.evaluator_seconds`` (None: no such cap)."""

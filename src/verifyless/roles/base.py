@@ -34,6 +34,9 @@ class ParentInfo:
     summary: str = ""
     idea: Idea | None = None
     error: str = ""  # for DEBUG: the failure reason / log tail
+    # The operator of the expansion the child is made in (set by the engine for the implementer, which may code by
+    # stage: roles/staged.py); None outside an engine expansion. Never rendered into a prompt.
+    operator: Operator | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -29,7 +29,15 @@ from verifyless.node import Idea, Operator, content_hash
 from verifyless.program import BandError, fixed_region_violation, replace, syntax_error
 from verifyless.prompts import block, messages, render
 from verifyless.roles import parse
-from verifyless.roles.base import Implementation, ParentInfo, ProposeContext, RoleFailure, Roles, TaskBrief
+from verifyless.roles.base import (
+    Implementation,
+    Implementer,
+    ParentInfo,
+    ProposeContext,
+    RoleFailure,
+    Roles,
+    TaskBrief,
+)
 from verifyless.roles.options import LLMRoleOptions
 from verifyless.roles.render import (
     band_for,
@@ -42,6 +50,7 @@ from verifyless.roles.render import (
     direction_phrase,
     score_text,
 )
+from verifyless.roles.staged import StagedImplementer
 from verifyless.task.base import Task
 
 _RAW_KEEP = 4000  # characters of a failed reply kept on its RoleFailure
@@ -74,19 +83,32 @@ class LLMBriefer:
 
     A reply without a parseable criteria list gets one follow-up in the same
     conversation; if that fails too, ``ParseError`` is raised with an excerpt
-    of the reply. Results are memoised per (task name, statement hash).
+    of the reply. Results are memoised per (task name, statement hash, rounds).
     ``data_report`` (the run's data report, markdown) is shown after the
     resources when not empty; without it the prompt is as before.
+
+    ``rounds`` > 1 is the critic paper's multi-round probing (prompt ``roles/brief_probe``): one conversation in
+    which each of the first ``rounds - 1`` calls examines one side of the task, in the order the paper names them
+    (``PROBES``: the setup, the data, the evaluation metric, the modelling constraints), and the last call writes
+    the briefing from those notes. Every round is one model call (request role ``brief``), charged and cached as
+    any other; the rounds are bounded (at most ``len(PROBES) + 1``). The model reads the same materials as the
+    one-call brief and has no tools: the data report stands for looking at the data. ``rounds=1`` (default) is the
+    one call of ``roles/brief``, byte for byte as before.
     """
 
-    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = None) -> None:
+    PROBES = ("setup", "data", "metric", "constraints")
+
+    def __init__(self, model: Model, temperature: float = 0.3, max_tokens: int | None = None, rounds: int = 1) -> None:
+        if not 1 <= rounds <= len(self.PROBES) + 1:
+            raise ConfigError(f"brief rounds must be between 1 and {len(self.PROBES) + 1}, got {rounds}")
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._memo: dict[tuple[str, str], TaskBrief] = {}
+        self.rounds = rounds
+        self._memo: dict[tuple[str, str, int], TaskBrief] = {}
 
     async def brief(self, task: Task, data_report: str = "") -> TaskBrief:
-        key = (task.name, content_hash(task.statement + task.baseline_program + data_report))
+        key = (task.name, content_hash(task.statement + task.baseline_program + data_report), self.rounds)
         if key in self._memo:
             return self._memo[key]
         values = _task_values(task)
@@ -98,6 +120,7 @@ class LLMBriefer:
             "resources": f"Public data files: {files}.\nPer-run limits: {values['limits']}.",
             "data_report": data_report.strip(),
         }
+        opening = messages("roles/brief", values) if self.rounds == 1 else await self._probe(values)
         problem: list[ParseError] = []
 
         def read(text: str) -> tuple[str, tuple[str, ...]] | None:
@@ -109,12 +132,7 @@ class LLMBriefer:
 
         asked = await ask_parsed(
             self.model,
-            ModelRequest(
-                messages=messages("roles/brief", values),
-                role="brief",
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-            ),
+            self._request(opening),
             read,
             lambda _: render("roles/brief", "retry", {"problem": problem[-1]}),
         )
@@ -127,6 +145,30 @@ class LLMBriefer:
         result = TaskBrief(understanding=understanding, criteria=criteria)
         self._memo[key] = result
         return result
+
+    def _request(self, conversation: Sequence[Message]) -> ModelRequest:
+        return ModelRequest(
+            messages=tuple(conversation), role="brief", temperature=self.temperature, max_tokens=self.max_tokens
+        )
+
+    async def _probe(self, values: dict[str, object]) -> list[Message]:
+        """The probing rounds (one call each, the notes kept in the conversation), then the request for the
+        briefing: the conversation the last round is asked with."""
+        probes = self.PROBES[: self.rounds - 1]
+        common = values | {"rounds": self.rounds}
+        conversation = list(
+            messages("roles/brief_probe", common | {"probe": render("roles/brief_probe", probes[0], common)})
+        )
+        for n, probe in enumerate(probes, 1):
+            if n > 1:
+                text = render("roles/brief_probe", probe, common)
+                conversation.append(
+                    Message("user", render("roles/brief_probe", "next", common | {"round": n, "probe": text}))
+                )
+            reply = await self.model.generate(self._request(conversation))
+            conversation.append(Message("assistant", _first_choice(reply) or "(no notes)"))
+        conversation.append(Message("user", render("roles/brief_probe", "final", common)))
+        return conversation
 
 
 # ---------------------------------------------------------------- proposer
@@ -331,6 +373,29 @@ class LLMImplementer:
             return Implementation(None, RoleFailure("guard-failed", f"the parent program has no usable band: {exc}"), 0)
         retry = "roles/implement" if self.mode == "full" else "roles/implement_diff"
         return await self._chain(task, parent.program, opening, "implementer", retry)
+
+    async def implement_steps(self, task: Task, parent: ParentInfo, idea: Idea, steps: Sequence[str]) -> Implementation:
+        """MLEvolve's Stepwise coder: apply the plan ``steps`` one call each, in order, each on the band the
+        previous steps left (prompt ``roles/implement_step``, SEARCH/REPLACE edits, same checks and retries as
+        ``implement``); the first step that fails fails the whole child, named with its number. Usage and
+        attempts add up over the steps, so each step is charged as the LLM call(s) it made."""
+        program, usage, attempts = parent.program, Usage(), 0
+        plan = "\n".join(f"{k}. {step}" for k, step in enumerate(steps, 1))
+        for k, step in enumerate(steps, 1):
+            values = self._values(task, program, idea) | {"plan": plan, "step": step, "step_number": k}
+            try:
+                opening = messages("roles/implement_step", values | {"steps": len(steps)})
+            except BandError as exc:
+                failure = RoleFailure("guard-failed", f"the program has no usable band: {exc}")
+                return Implementation(None, failure, attempts, usage)
+            done = await self._chain(task, program, opening, "implementer", "roles/implement_diff")
+            usage, attempts = usage + done.usage, attempts + done.attempts
+            if done.failure is not None or done.program is None:
+                failure = done.failure or RoleFailure("model-error", "no program")
+                reason = f"step {k} of {len(steps)}: {failure.reason}"
+                return Implementation(None, RoleFailure(failure.kind, reason, failure.raw), attempts, usage)
+            program = done.program
+        return Implementation(program, None, attempts, usage)
 
     async def repair(self, task: Task, program: str, idea: Idea, error: str) -> Implementation:
         """Fix ``program`` for ``error`` while keeping ``idea``; same checks as ``implement``."""
@@ -597,7 +662,7 @@ _ROLE_KEYS = ("brief", "proposer", "implementer", "summarizer")
 def llm_roles(
     models: Mapping[str, Model] | Model,
     *,
-    implement_mode: Literal["full", "diff"] = "full",
+    implement_mode: Literal["full", "diff", "stage"] = "full",
     options: LLMRoleOptions | None = None,
 ) -> Roles:
     """The four LLM roles, one model each, configured by ``options`` (``LLMRoleOptions`` defaults).
@@ -618,7 +683,12 @@ def llm_roles(
     else:
         pick = dict.fromkeys(_ROLE_KEYS, models)
     return Roles(
-        briefer=LLMBriefer(pick["brief"], temperature=opts.brief_temperature, max_tokens=opts.brief_max_tokens),
+        briefer=LLMBriefer(
+            pick["brief"],
+            temperature=opts.brief_temperature,
+            max_tokens=opts.brief_max_tokens,
+            rounds=opts.brief_rounds,
+        ),
         proposer=LLMProposer(
             pick["proposer"],
             temperature=opts.proposer_temperature,
@@ -628,13 +698,7 @@ def llm_roles(
             format_reminders=opts.format_reminders,
             max_tokens=opts.proposer_max_tokens,
         ),
-        implementer=LLMImplementer(
-            pick["implementer"],
-            mode=implement_mode,
-            max_attempts=opts.max_attempts,
-            temperature=opts.implementer_temperature,
-            max_tokens=opts.implementer_max_tokens,
-        ),
+        implementer=_implementer(pick["implementer"], implement_mode, opts),
         summarizer=LLMSummarizer(
             pick["summarizer"],
             temperature=opts.summarizer_temperature,
@@ -643,6 +707,23 @@ def llm_roles(
             max_tokens=opts.summarizer_max_tokens,
         ),
     )
+
+
+def _implementer(model: Model, mode: Literal["full", "diff", "stage"], opts: LLMRoleOptions) -> Implementer:
+    """The implementer of ``mode``; ``stage`` codes in MLEvolve's modes by the expansion (``roles/staged.py``)."""
+
+    def one(mode: Literal["full", "diff"]) -> LLMImplementer:
+        return LLMImplementer(
+            model,
+            mode=mode,
+            max_attempts=opts.max_attempts,
+            temperature=opts.implementer_temperature,
+            max_tokens=opts.implementer_max_tokens,
+        )
+
+    if mode != "stage":
+        return one(mode)
+    return StagedImplementer(one("full"), one("diff"), max_steps=opts.stepwise_max_steps)
 
 
 __all__ = ["LLMBriefer", "LLMImplementer", "LLMProposer", "LLMSummarizer", "Summary", "llm_roles"]

@@ -30,8 +30,18 @@ class LLMRoleOptions(StrictOptions):
     summary_min_words: int = Field(120, ge=1, description="shortest accepted summary, in words (paper: 120)")
     summary_max_words: int = Field(200, ge=1, description="longest accepted summary, in words (paper: 200)")
     brief_temperature: float = Field(0.3, ge=0.0, le=2.0, description="temperature of the one-off task brief")
+    brief_rounds: int = Field(
+        1,
+        ge=1,
+        le=5,
+        description="calls of the task brief: 1 asks once; n > 1 is the critic paper's multi-round probing, n - 1 "
+        "rounds examining the setup, the data, the metric and the constraints in turn, then the briefing",
+    )
     implementer_temperature: float = Field(0.2, ge=0.0, le=2.0, description="temperature of implement and repair")
     max_attempts: int = Field(3, ge=1, le=10, description="implementer replies per child, the first included")
+    stepwise_max_steps: int = Field(
+        4, ge=2, le=10, description="steps of a plan coded one call each (implement_mode=stage); the rest are merged"
+    )
     # Reply caps per role. None sends no cap of the role's own (the model's max_tokens, if any, applies): a cap
     # is part of a request's cache identity, so a default here would make every stored run miss on replay.
     brief_max_tokens: int | None = Field(None, ge=1, description="reply cap of the brief (None: the model's)")

@@ -72,12 +72,19 @@ class SearchStrategy(Protocol):
 class EnsembleStrategy(SearchStrategy, Protocol):
     """A strategy that can end with a top-K ensemble submission (MCGS; ``engine/submission.py``).
 
-    ``submits_ensemble`` is its option (off: the run submits one program); ``final_ensemble`` the ids to combine,
-    best first.
+    ``submits_ensemble`` is its option (off: the run submits one program); ``ensemble_tasks`` which task rules it
+    admits (``declared``: those without ``opt_in``; ``all``: any); ``ensemble_answer`` whether the ensemble is the
+    run's result; ``final_ensemble`` the ids to combine, best first.
     """
 
     @property
     def submits_ensemble(self) -> bool: ...
+
+    @property
+    def ensemble_tasks(self) -> str: ...
+
+    @property
+    def ensemble_answer(self) -> bool: ...
 
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]: ...
 
@@ -89,7 +96,11 @@ class PacedStrategy(SearchStrategy, Protocol):
     Before each ask the engine calls ``pace`` with the verified steps the budget allows after the ones that
     ask hands out (``BudgetGate.steps_left``; None: no cap counts steps); ``schedule`` is what the round event
     records (plain numbers: where the schedules stand). A resume replays each logged round's ``pace``.
+    ``paces_wall``: the wall-clock cap (``budget.wall_seconds``) counts steps too (``steps_left(wall=True)``).
     """
+
+    @property
+    def paces_wall(self) -> bool: ...
 
     def pace(self, steps_left: int | None) -> None: ...
 

@@ -31,6 +31,8 @@ Definitions used below:
 Schedules: ``c(t)`` from ``c0`` to ``c_min`` and ``w(t)`` from 1 to ``w_min`` over the run. The engine
 paces the strategy before each ask (``pace``: the verified steps the budget leaves after that ask), so the
 progress ``t / (t + steps_left)`` reaches 1 at the run's last ask; a fixed ``horizon`` counts steps instead.
+The budget's verifications and evaluator seconds pace it; with ``wall_pacing`` a ``budget.wall_seconds`` cap
+does too (``BudgetGate.steps_left``: wall seconds left over the wall seconds per verification so far).
 
 Selection for each expansion: during the draft phase (fewer than ``num_drafts``
 root children) a DRAFT from the root. Otherwise with probability ``w(t)`` a UCT
@@ -46,9 +48,11 @@ rarely picks them). Within one ask, expansions already handed out count
 as virtual visits so that ``k`` expansions spread out.
 
 Final answer: ``final`` is the best validation node; ``final_ensemble`` the
-top ``top_k`` usable nodes, which the engine submits as one averaged ensemble
-when ``submit_ensemble`` is on and the task declares how outputs combine
-(MLEvolve's top-K submission; ``verifyless.engine.submission``).
+top ``top_k`` usable nodes, which the engine submits as one ensemble
+when ``submit_ensemble`` is on and the task has a rule for combining its outputs
+that ``ensemble_tasks`` admits (MLEvolve's top-K submission;
+``verifyless.engine.submission``); with ``ensemble_answer`` the ensemble is the
+run's result.
 
 Per-ask randomness is seeded from ``(seed, tells, asks since last tell)``.
 All state is plain data (picklable).
@@ -122,6 +126,12 @@ class MCGSConfig(StrictOptions):
     )
     w_schedule: Schedule = Field("linear", description="annealing of w(t) from 1 to w_min")
     w_horizon: int | None = Field(None, ge=0, description="steps of the w(t) anneal (None: as c(t), see horizon)")
+    wall_pacing: bool = Field(
+        False,
+        description="a budget.wall_seconds cap paces the anneal too: the wall seconds left become steps at the "
+        "run's wall seconds per verification so far (MLEvolve anneals over its wall-clock budget); the schedule "
+        "then depends on timing, so such a run's choices are not replay-exact",
+    )
     top_k: int = Field(5, ge=1, description="size of the elite set for elite-guided sampling and the final ensemble")
     eps: float = Field(1e-6, gt=0.0, description="added to N in Q = W / (N + eps) and in the UCT denominator")
     tau_branch: int = Field(3, ge=1, description="steps without a better node before a branch counts as stagnant")
@@ -140,6 +150,17 @@ class MCGSConfig(StrictOptions):
         True,
         description="submit the top top_k nodes as one ensemble when the task declares how to combine outputs "
         "(MLEvolve's final submission; engine/submission.py); off: the best node alone",
+    )
+    ensemble_tasks: Literal["declared", "all"] = Field(
+        "declared",
+        description="which tasks get the ensemble: declared = those whose task.yaml declares one without opt_in "
+        "(built-in: diabetes); all = every task whose outputs combine (opt_in rules too: the other built-in "
+        "prediction tasks, MLE-bench competitions), the others say why not and submit the best node",
+    )
+    ensemble_answer: bool = Field(
+        False,
+        description="report the ensemble's scores as the run's result (RunResult.answer = ensemble) when it "
+        "scored; off: the final node is the result and the ensemble is reported beside it",
     )
 
     @model_validator(mode="after")
@@ -174,6 +195,10 @@ class MCGSStrategy(ToldState):
         self._picks: list[str] = []  # branches of the last ENTROPY_WINDOW selections (measurement only)
 
     # ------------------------------------------------------------ schedules
+    @property
+    def paces_wall(self) -> bool:
+        return self.config.wall_pacing
+
     def pace(self, steps_left: int | None) -> None:
         """Say how many verified steps the run's budget allows after the ones the next ask hands out.
 
@@ -404,6 +429,14 @@ class MCGSStrategy(ToldState):
     @property
     def submits_ensemble(self) -> bool:
         return self.config.submit_ensemble
+
+    @property
+    def ensemble_tasks(self) -> str:
+        return self.config.ensemble_tasks
+
+    @property
+    def ensemble_answer(self) -> bool:
+        return self.config.ensemble_answer
 
     def final_ensemble(self, view: SearchView, k: int | None = None) -> list[str]:
         """Ids of the top ``k`` (default ``top_k``) usable nodes (the baseline included), best first."""

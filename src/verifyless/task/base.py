@@ -89,15 +89,24 @@ class IdeaSpace:
 
 @dataclass(frozen=True)
 class Ensemble:
-    """How to combine the outputs of several programs into one submission (native tasks).
+    """How to combine the outputs of several programs into one submission (``engine/submission.py``).
 
-    ``combine="mean"``: each named file of ``files`` (in the output folder) is
-    read as numbers by every member and averaged element-wise; the trusted
-    scorer then scores the averaged folder like one candidate's.
+    Each named file of ``files`` (in the output folder) is read from every member and combined cell by cell:
+    ``combine="mean"`` averages numbers (probabilities, values), ``"vote"`` keeps the most frequent value (class
+    labels; a tie goes to the best-ranked member's value). Without ``key`` a file is numbers only (comma- or
+    space-separated, no header) and members are matched by position; with ``key`` it is a CSV with a header whose
+    rows are matched on the ``key`` columns (which every member must hold alike) and every other column is
+    combined. The trusted scorer then scores the combined folder like one candidate's.
+
+    ``opt_in``: used only when the strategy asks for ensembles on every task that can make one
+    (``strategy.options.ensemble_tasks=all``), so a rule a kind infers (a competition's ``submission.csv``) or a
+    built-in task declares for the mlevolve preset changes no run that did not ask.
     """
 
     files: tuple[str, ...]
-    combine: Literal["mean"] = "mean"
+    combine: Literal["mean", "vote"] = "mean"
+    key: tuple[str, ...] = ()
+    opt_in: bool = False
 
 
 @dataclass(frozen=True)

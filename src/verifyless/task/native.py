@@ -46,7 +46,15 @@ from verifyless.task.folder import (
 )
 from verifyless.task.kind import Judgement, Step
 from verifyless.task.pyfile import load_function
-from verifyless.task.schema import DEFAULT_RUN, RUN_PLACEHOLDERS, SCORE_PLACEHOLDERS, FidelitySpec, TaskSpec, explain
+from verifyless.task.schema import (
+    DEFAULT_RUN,
+    RUN_PLACEHOLDERS,
+    SCORE_PLACEHOLDERS,
+    EnsembleSpec,
+    FidelitySpec,
+    TaskSpec,
+    explain,
+)
 
 TASK_FILE = "task.yaml"
 DEFAULT_ARGV = ("{python}", "{program}", "--data", "{public}", "--out", "{outdir}")
@@ -294,10 +302,14 @@ def _load_native(root: Path) -> Task:
         idea_space=space,
         description=spec.description,
         policy=spec.policy.model_dump(),
-        ensemble=Ensemble(tuple(spec.ensemble.files), spec.ensemble.combine) if spec.ensemble else None,
+        ensemble=_ensemble(spec.ensemble) if spec.ensemble else None,
         target=target,
         fidelity=fidelity,
     )
+
+
+def _ensemble(spec: EnsembleSpec) -> Ensemble:
+    return Ensemble(tuple(spec.files), spec.combine, tuple(spec.key), spec.opt_in)
 
 
 def _band(spec: TaskSpec) -> Band:

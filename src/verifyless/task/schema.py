@@ -188,8 +188,10 @@ class PolicySpec(_Strict):
 class EnsembleSpec(_Strict):
     """How several programs' outputs combine into one submission (optional; MCGS top-K ensembles)."""
 
-    combine: Literal["mean"] = "mean"
+    combine: Literal["mean", "vote"] = "mean"
     files: list[str] = Field(min_length=1)
+    key: list[str] = Field(default_factory=list)  # CSV files with a header, rows matched on these columns
+    opt_in: bool = False  # used only when the strategy asks for ensembles on every task (ensemble_tasks: all)
 
     @field_validator("files")
     @classmethod

@@ -49,6 +49,7 @@ class SubmissionView:
     test_score: float | None
     seconds: float
     beats_final: bool | None = None  # validation: better than the final node (None: unknown, e.g. an older run)
+    selection_score: float | None = None  # on the task's selection split (None: the task holds none out)
 
 
 def submission_view(record: Submitted) -> SubmissionView:
@@ -63,6 +64,7 @@ def submission_view(record: Submitted) -> SubmissionView:
         num(record.test_score),
         num(record.seconds) or 0.0,
         record.beats_final if isinstance(record.beats_final, bool) else None,
+        num(record.selection_score),
     )
 
 

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from verifyless.errors import TaskError, listed
 from verifyless.program import Band, BandError, split, syntax_error
-from verifyless.task.base import Anchors, IdeaSpace, Metric, Target, Task
+from verifyless.task.base import Anchors, Ensemble, IdeaSpace, Metric, Target, Task
 from verifyless.task.folder import not_utf8
 from verifyless.task.schema import AnchorsSpec, IdeaSpaceSpec, LimitsSpec, PolicySpec, explain
 from verifyless.task.tabular.grading import (
@@ -732,12 +732,20 @@ def _task(
         idea_space=space,
         description=spec.description or f"MLE-bench competition {_competition_id(layout)} ({metric.name})",
         policy=spec.policy.model_dump(),
+        ensemble=_ensemble(grading),
         target=Target(
             grading.label_column or grading.columns[0],
             "regression" if metric.output == "value" else "classification",
             (cache / "public" / "train.csv",),
         ),
     )
+
+
+def _ensemble(grading: Grading) -> Ensemble:
+    """The top-K ensemble rule of a competition: ``submission.csv`` rows matched on the id column, probabilities
+    and values averaged, labels voted; ``opt_in`` (only for runs asking for ensembles on every task)."""
+    combine: Literal["mean", "vote"] = "vote" if grading.definition.output == "label" else "mean"
+    return Ensemble((SUBMISSION,), combine, key=(grading.id_column,), opt_in=True)
 
 
 # ------------------------------------------------------------------ trusted scoring
