@@ -124,6 +124,14 @@ _LAST_LINE = re.compile(
     r"(?:\s+(?:is|candidate|solution|option))?\s*[:=]\s*(?P<rest>.+)$",
     re.IGNORECASE,
 )
+# The reply's closing sentence naming the pick ("... Therefore, the choice is A.") and a first line that is the tag's
+# value with the tag left out ("A --- Candidate A suggests ..."): both written by Qwen2.5-Coder-1.5B as a judge.
+_CLOSING = re.compile(
+    r"(?:^|[.!?]\s+)(?:so,?\s+|therefore,?\s+|thus,?\s+|hence,?\s+)?(?:my\s+|the\s+)?(?:final\s+)?"
+    r"(?:choice|winner|answer|pick|selection|decision)\s+is\s+(?P<rest>[^.!?\n]+)[.!]?\s*$",
+    re.IGNORECASE,
+)
+_UNTAGGED = re.compile(r"^(?P<rest>[\w#]+)\s*(?:-{2,}|[—–])\s")
 _FENCE_END = re.compile(r"\n?[ \t]*(?:`{3,}|~{3,})[ \t]*$")
 
 
@@ -191,6 +199,9 @@ def parse_choice(text: str, options: Sequence[str]) -> str | None:
        ``Decision``, ``Verdict``, ``Selection``, ``Pick``).
     4. A reply that is nothing but one option (``B``, ``**B**``, ``Candidate 2.``): a real 0.5B judge told to
        "write exactly one letter after the tag" wrote the letter alone.
+    5. A last line that ends with a sentence naming the pick (``... Therefore, the choice is A.``).
+    6. A reply whose first line is the tag's value without the tag (``A --- Candidate A suggests ...``).
+    Forms 5 and 6 are what a real 1.5B judge wrote (tests/fixtures/real_replies.yaml).
 
     Hidden reasoning (``<think>...</think>``) is ignored.
     """
@@ -208,6 +219,11 @@ def parse_choice(text: str, options: Sequence[str]) -> str | None:
     bare = clean_line(text.strip()).strip(" \t.!:")
     if bare and "\n" not in bare and len(bare.split()) <= 2:
         return option_word(bare, allowed)
+    if closing := _CLOSING.search(last_line(text)):
+        return option_word(closing.group("rest"), allowed)
+    first = clean_line(text.strip().split("\n", 1)[0]).strip()
+    if (untagged := _UNTAGGED.match(first)) and untagged.group("rest").lstrip("#").lower() in allowed:
+        return option_word(untagged.group("rest"), allowed)
     return None
 
 
