@@ -163,7 +163,9 @@ class NoveltyVerdict:
 
 # ---------------------------------------------------------------- judge replies
 
-_TAGGED = re.compile(r"\[\s*NOVELTY\s*\]\s*[:=\-]?\s*[*_`\"']*\s*(NOT[\s_\-]*NOVEL|NON[\s_\-]*NOVEL|NOVEL)\b", re.I)
+_TAGGED = re.compile(
+    r"\[\s*NOVELTY\s*\]\s*[:=\-]?\s*[*_`\"']*\s*(NOT[\s_\-]*NOVEL|NON[\s_\-]*NOVEL|NOVEL)\b(?!\s*[|/]\s*\w)", re.I
+)
 _BARE = re.compile(r"^(?:verdict|answer|novelty)?\s*:?\s*(NOT[\s_\-]*NOVEL|NON[\s_\-]*NOVEL|NOVEL)\s*(?:---.*)?$", re.I)
 
 
@@ -171,7 +173,8 @@ def parse_judge(text: str) -> JudgeAnswer | None:
     """``novel`` / ``not_novel`` from a judge reply; None when no verdict can be read.
 
     The last ``[NOVELTY]`` tag wins; without one, the last line that holds only the
-    verdict (``NOT NOVEL``, ``**not-novel**``, ``Verdict: NOVEL``) is read. Accepted
+    verdict (``NOT NOVEL``, ``**not-novel**``, ``Verdict: NOVEL``) is read. A tag followed by the menu
+    (``[NOVELTY] NOVEL | NOT_NOVEL --- ...``, as a real 1.5B judge wrote it) is no verdict. Accepted
     spellings: NOVEL, NOT_NOVEL, NOT NOVEL, not-novel, NON-NOVEL, in any case.
     """
     text = clean_reply(text or "")
