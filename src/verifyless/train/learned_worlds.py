@@ -97,13 +97,21 @@ def warm_from(path: Path, task: Task, encoder: TextEncoder) -> tuple[WarmHead | 
         return warm_head(store, task, encoder=encoder.name, text_encoder=encoder)
 
 
-def critic_arm(warm: WarmHead | None, encoder: TextEncoder, *, adaptive: bool) -> Factory:
-    """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive (default options)."""
+def critic_arm(
+    warm: WarmHead | None,
+    encoder: TextEncoder,
+    *,
+    adaptive: bool,
+    gate: str | None = "evidence",
+    sizing: str | None = "evidence",
+) -> Factory:
+    """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive, with the options a new
+    run records (``gate`` and ``sizing: evidence``; None: as runs stored before them)."""
 
     def make(book: WorldBook, seed: int) -> Any:
-        options = RewardModelOptions(encoder=encoder.name)  # type: ignore[arg-type]  # a TextEncoder's kind
+        options = RewardModelOptions(encoder=encoder.name, gate=gate)  # type: ignore[arg-type]  # its own kinds
         critic = RewardModelCritic(options, warm=warm, text_encoder=encoder)
-        return AdaptiveScreener(critic, AdaptiveOptions()) if adaptive else critic
+        return AdaptiveScreener(critic, AdaptiveOptions(sizing=sizing)) if adaptive else critic  # type: ignore[arg-type]
 
     return make
 
