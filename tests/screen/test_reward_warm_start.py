@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_world import DATA_TASK, data_task_world
 
 from verifyless._cli.show import show_data
 from verifyless.config import RunConfig, load_config, stored_config
@@ -32,8 +33,6 @@ from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.identity import same_task
 from verifyless.wiring import build_engine
-
-DATA_TASK = Path(__file__).resolve().parents[1] / "data_task"
 
 
 def config(store: Path, task: Path = DATA_TASK, seed: int = 0, budget: int = 10, *extra: str) -> RunConfig:
@@ -140,7 +139,7 @@ def test_a_run_of_another_task_or_another_baseline_does_not_pick_it_up_and_warm_
 
 KILL_SCRIPT = """
 import asyncio, sys
-sys.path.insert(0, {tests!r})
+sys.path[:0] = [{tests!r}, {tests!r} + "/../support"]
 from test_reward_warm_start import config, run
 run(config({db!r}, seed=1, budget=60))
 """
@@ -291,32 +290,6 @@ def test_train_critic_rm_refuses_another_tasks_runs_unless_forced_and_says_when_
     assert forced.exit_code == 0, forced.output
     line = next(x for x in forced.output.splitlines() if x.startswith("verdict: "))
     assert line.startswith("verdict: no better than random") and "worse than random on its held-out pairs" in line
-
-
-def data_task_world(flat: bool = False):
-    """The whole idea space of ``data_task`` as a pool world, with its known scores (score = 2A + B - C; a negative
-    C fails); ``flat``: every working point scores the same, so no screener can beat random."""
-    from itertools import product
-
-    from verifyless.offline.worlds import World, WorldPoint
-
-    task = load_task(str(DATA_TASK))
-    space = task.idea_space
-    assert space is not None
-    dims = {d: tuple(o.name for o in options) for d, options in space.dimensions.items()}
-    value = {"a0": 0, "a1": 1, "a2": 2, "a3": 3, "b0": 0, "b1": 1, "b2": 2, "c0": 0, "c1": 1}
-    points = []
-    for combo in product(*dims.values()):
-        a = dict(zip(dims, combo, strict=True))
-        score = 1.0 if flat else float(2 * value[a["a"]] + value[a["b"]] - value.get(a["c"], 0))
-        failed = a["c"] == "cneg"
-        points.append(
-            WorldPoint(a, "failed" if failed else "ok", None if failed else score, None if failed else score, 1.0)
-        )
-    baseline = dict(space.baseline)
-    points.sort(key=lambda p: p.assignment != baseline)  # the baseline first
-    world = World("data_task", "maximize", dims, baseline, tuple(points), metric="combined_score")
-    return world, task
 
 
 def test_the_demo_comparison_computes_its_verdict_from_the_runs(tmp_path):

@@ -6,15 +6,16 @@ uniform draw, and a cold run was measured slower than random. ``RankGate`` lets 
 evidence says its ranking helps; until then the critic *abstains*: it picks as the random screener does (a
 ``ctx.rng`` shuffle) and says so.
 
-**Evidence: prequential scores.** Each paid outcome the critic is told is scored by the head it had *before*
-learning that outcome (a head fitted on earlier pairs only), so every score is a held-out prediction; the outcome
-is then positive (the child improved on its parent) or not (tie, worse, failed). The statistic is the
-Mann-Whitney U of the scores of positives against the others (a tie of scores counts a half): the head's pairwise
-accuracy on the run's own paid pairs, improved against not. Under the null "the scores are independent of the
-outcomes" U has mean ``n1 n0 / 2`` and variance ``n1 n0 (n1 + n0 + 1) / 12``; the gate opens when the one-sided
-z reaches ``z_open`` (1.645: p <= 0.05) with at least two outcomes on each side. Once open it stays open unless
-the same z falls to ``-z_open`` (credibly worse than chance: the gate closes again); a harmful head is the
-adaptive safety net's to catch as well.
+**Evidence: prequential scores of siblings.** Each paid outcome the critic is told is scored by the head it had
+*before* learning that outcome (a head fitted on earlier pairs only), so every score is a held-out prediction. What
+a screener does is rank siblings, so the evidence is the head's pairwise accuracy on the run's own paid sibling
+pairs: two told children of the same parent whose fitness differs (a failed child is below every score), right when
+the head scored the better one higher (a tie of scores is half). The test is Kendall's S within each parent
+(concordant minus discordant pairs, summed over parents): under the null "the scores are independent of the
+outcomes" each parent's S has mean 0 and variance ``(v(n) - sum of v(t) over fitness ties) / 18`` with
+``v(m) = m (m - 1) (2 m + 5)``, independent across parents. The gate opens when the one-sided z = S / sqrt(var)
+reaches ``z_open`` (1.645: p <= 0.05). Once open it stays open unless the same z falls to ``-z_open`` (credibly
+worse than chance: the gate closes again); a harmful head is the adaptive safety net's to catch as well.
 
 **Prior from earlier runs.** A warm head arrives with the held-out check of its fit (``train/warm.py``). A head
 whose check said it helps (its pairwise interval above 0.5) starts open; any other starts closed and opens on the
@@ -27,12 +28,18 @@ again in the same order) and a replay rebuild the same gate; ``note`` is what a 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Z_OPEN", "RankGate"]
 
 Z_OPEN = 1.645  # one-sided p <= 0.05 under the null "scores independent of outcomes"
+MIN_PAIRS = 6  # sibling pairs before the test is read at all
+
+
+def _v(m: int) -> float:
+    return m * (m - 1) * (2 * m + 5)
 
 
 @dataclass
@@ -43,7 +50,7 @@ class RankGate:
     z_open: float = Z_OPEN
     open: bool = False
     prior: str = "cold"  # what the state at the start came from: cold, or the warm head's check
-    scores: list[tuple[float, bool]] = field(default_factory=list)  # (prequential score, improved), in tell order
+    scores: list[tuple[float, str, float | None]] = field(default_factory=list)  # (score, parent, fitness), told order
     told: int = 0  # outcomes told (those scored and those that came before any head)
     switches: list[dict[str, Any]] = field(default_factory=list)
 
@@ -57,13 +64,13 @@ class RankGate:
         said = verdict.get("word") or "unchecked"
         return cls(z_open, open=helps, prior=f"warm start's held-out check: {said}")
 
-    def add(self, score: float | None, improved: bool) -> bool:
-        """One told outcome: its prequential score (None: no head yet) and whether it improved; True when the state
-        changed."""
+    def add(self, score: float | None, parent: str, fitness: float | None) -> bool:
+        """One told outcome: its prequential score (None: no head yet), its parent and its fitness (None: failed);
+        True when the state changed."""
         self.told += 1
         if score is None:
             return False
-        self.scores.append((float(score), bool(improved)))
+        self.scores.append((float(score), parent, fitness))
         z = self.z()
         if z is None:
             return False
@@ -73,27 +80,41 @@ class RankGate:
             self.switches.append({"state": "ranking" if self.open else "abstaining", "told": self.told, **self.stats()})
         return change
 
-    def counts(self) -> tuple[int, int, float]:
-        """(positives, others, U): U counts each positive scored above an other as 1, level as 1/2."""
-        pos = [s for s, y in self.scores if y]
-        neg = [s for s, y in self.scores if not y]
-        u = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
-        return len(pos), len(neg), u
+    def groups(self) -> list[list[tuple[float, float]]]:
+        """The scored children by parent, as (score, fitness) with a failed child at -inf."""
+        by: dict[str, list[tuple[float, float]]] = {}
+        for score, parent, fitness in self.scores:
+            by.setdefault(parent, []).append((score, -math.inf if fitness is None else fitness))
+        return list(by.values())
+
+    def counts(self) -> tuple[float, int, float]:
+        """(right, sibling pairs whose fitness differs, the null variance of S): right counts a tie of scores as 1/2."""
+        right, pairs, var = 0.0, 0, 0.0
+        for kids in self.groups():
+            for i, (si, fi) in enumerate(kids):
+                for sj, fj in kids[i + 1 :]:
+                    if fi == fj:
+                        continue
+                    pairs += 1
+                    agree = (si - sj) * (fi - fj)
+                    right += 1.0 if agree > 0 else 0.5 if si == sj else 0.0
+            ties = Counter(f for _, f in kids).values()
+            var += (_v(len(kids)) - sum(_v(t) for t in ties)) / 18
+        return right, pairs, var
 
     def z(self) -> float | None:
-        """The one-sided z of U under the null (None with fewer than two outcomes on a side)."""
-        n1, n0, u = self.counts()
-        if n1 < 2 or n0 < 2:
+        """The one-sided z of S = right - wrong under the null (None with fewer than ``MIN_PAIRS`` sibling pairs)."""
+        right, pairs, var = self.counts()
+        if pairs < MIN_PAIRS or var <= 0:
             return None
-        return (u - n1 * n0 / 2) / math.sqrt(n1 * n0 * (n1 + n0 + 1) / 12)
+        return (2 * right - pairs) / math.sqrt(var)
 
     def stats(self) -> dict[str, Any]:
-        n1, n0, u = self.counts()
+        right, pairs, _ = self.counts()
         z = self.z()
         return {
-            "improved": n1,
-            "others": n0,
-            "pairwise": round(u / (n1 * n0), 6) if n1 and n0 else None,
+            "pairs": pairs,
+            "pairwise": round(right / pairs, 6) if pairs else None,
             "z": None if z is None else round(z, 6),
             "p_chance": None if z is None else round(0.5 * math.erfc(z / math.sqrt(2)), 6),
         }
@@ -102,10 +123,9 @@ class RankGate:
         """One sentence: what the critic does and why."""
         s = self.stats()
         said = (
-            f"pairwise {s['pairwise']:.2f} on {s['improved']} improved x {s['others']} other paid outcomes, "
-            f"p = {s['p_chance']:.3f} that it is chance"
+            f"pairwise {s['pairwise']:.2f} on {s['pairs']} paid sibling pairs, p = {s['p_chance']:.3f} that it is chance"
             if s["z"] is not None
-            else f"{s['improved']} improved and {s['others']} other paid outcomes scored, too few to tell"
+            else f"{s['pairs']} paid sibling pairs scored, too few to tell"
         )
         if self.open:
             since = (

@@ -34,8 +34,8 @@ same heads. Until a head exists (cold, fewer than ``min_pairs`` pairs or one lab
 
 **Do no harm before learning** (issue 55). With ``gate: evidence`` (what a new run records) a head learnt in the
 run ranks only once its record on the run's own paid outcomes is credibly above chance (``screen/gate.py``: each
-told outcome is first scored by the head fitted before it, and a one-sided Mann-Whitney test of improved against
-not opens the gate; a warm head whose held-out check said "helps" starts open). Until then the critic abstains:
+told outcome is first scored by the head fitted before it, and a one-sided test of its pairwise accuracy on the
+run's paid sibling pairs opens the gate; a warm head whose held-out check said "helps" starts open). Until then the critic abstains:
 the random screener's ``ctx.rng`` shuffle, ``detail.reason`` says so and ``detail.gate`` holds the state, the
 statistic and when it switched. ``probe`` ranks by the head whatever the gate (the adaptive safety net's canaries
 measure the head, not its gate); ``abstaining`` tells the net that a pick is random (no audit then).
@@ -510,7 +510,7 @@ class RewardModelCritic:
             if head is not None:
                 probs = head.probs(self.featurizer.transform([(pair.parent_text, pair.child_text)]))[0]
                 score = float(2.0 * probs[0] + probs[1])  # rank_value, THREE order: improve, tie, lose
-            self.gate.add(score, label == "improve")
+            self.gate.add(score, outcome.parent_id, None if outcome.failed else outcome.child_fitness)
         self.own.append(pair)
 
     def current(self) -> RewardHead | None:
