@@ -85,15 +85,16 @@ def test_where_the_head_can_learn_it_starts_ranking_once_its_evidence_says_so_th
     assert notes[first]["gate"]["switches"][0]["told"] == switches[0]["told"]
 
 
-def test_a_warm_head_whose_check_said_it_helps_starts_ranking_and_one_that_did_not_waits():
-    assert RankGate.from_check({"word": "helps", "low": 0.56}).open
-    assert not RankGate.from_check({"word": "too little data to tell", "low": None}).open
-    assert not RankGate.from_check(None).open
+def test_a_warm_head_ranks_from_the_start_unless_its_check_found_it_worse_than_random():
+    assert RankGate.from_check({"word": "helps", "low": 0.56, "high": 0.7}).open
+    assert RankGate.from_check({"word": "too little data to tell", "low": None, "high": None}).open
+    assert not RankGate.from_check({"word": "no better than random", "low": 0.2, "high": 0.45}).open
+    assert not RankGate.from_check(None).open  # cold
     gate = RankGate()
     for i in range(12):  # a head that scores every improvement below every other outcome
         gate.add(-1.0 if i % 3 == 0 else 1.0, "p", 1.0 if i % 3 == 0 else 0.0)
     assert not gate.open and gate.stats()["pairwise"] == 0.0
-    opened = RankGate.from_check({"word": "helps", "low": 0.6})
+    opened = RankGate.from_check({"word": "helps", "low": 0.6, "high": 0.8})
     for i in range(12):
         opened.add(-1.0 if i % 3 == 0 else 1.0, "p", 1.0 if i % 3 == 0 else 0.0)
     assert not opened.open and opened.switches[-1]["state"] == "abstaining"  # credibly worse: closed again
@@ -127,8 +128,8 @@ def test_the_audit_rate_is_stored_with_the_evidence_and_a_resume_reproduces_it(t
     world, task = data_task_world()
     db = tmp_path / "net.db"
 
-    def screener() -> AdaptiveScreener:
-        return AdaptiveScreener(gated(), AdaptiveOptions(sizing="evidence"))
+    def screener() -> AdaptiveScreener:  # a critic that ranks from its first head: the net tests it from the start
+        return AdaptiveScreener(gated("always"), AdaptiveOptions(sizing="evidence"))
 
     net = screener()
     world_run(world, task, net, book=WorldBook(world, task), budget=40, n=4, seed=5, store=db)

@@ -34,8 +34,9 @@ improvement rate.** Two kinds, both read from outcomes already paid for:
   twice as the harm bet nears its own (doubtful: caught sooner). The rate is a
   function of the stored units, so a resume audits at the same rate. An inner
   critic that abstains (``abstaining``: a gated critic-rm picking at random
-  until its evidence says its head helps) is not audited, and its canaries
-  go to its ``probe`` (the head's ranking, gate or not).
+  until its evidence says its head helps) is neither audited nor shown
+  canaries: its picks are random already, and the test starts when it ranks
+  (canaries then go to its ``probe``, the head's ranking whatever its gate).
 
 Under the null "the screener's preference is independent of which program is
 better", every unit has mean 0 given the past: a pair's two programs are
@@ -532,8 +533,8 @@ class AdaptiveScreener:
         self.rule.verifications += len(full)
         new_known = self._know(full)
         units = self._pairs(full)
-        if self.rule.screens:
-            units += await self._canaries(round)
+        if self.rule.screens and not getattr(self.inner, "abstaining", False):
+            units += await self._canaries(round)  # an abstaining critic ranks nothing yet: nothing to test
         for kind, x in units:
             self.rule.add(kind, x)
         before = len(self.decisions)

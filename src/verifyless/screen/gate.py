@@ -17,9 +17,10 @@ outcomes" each parent's S has mean 0 and variance ``(v(n) - sum of v(t) over fit
 reaches ``z_open`` (1.645: p <= 0.05). Once open it stays open unless the same z falls to ``-z_open`` (credibly
 worse than chance: the gate closes again); a harmful head is the adaptive safety net's to catch as well.
 
-**Prior from earlier runs.** A warm head arrives with the held-out check of its fit (``train/warm.py``). A head
-whose check said it helps (its pairwise interval above 0.5) starts open; any other starts closed and opens on the
-run's own evidence like a cold head.
+**Prior from earlier runs.** A warm head arrives with the held-out check of its fit (``train/warm.py``). It starts
+open (it ranks from the first screening, as it did before the gate) unless that check found it worse than random
+(its pairwise interval wholly below 0.5); the run's own evidence then keeps it or closes it as above. A cold head
+starts closed and opens on the run's own evidence.
 
 Everything here is a function of the scores and outcomes in tell order, so a resume (which tells the outcomes
 again in the same order) and a replay rebuild the same gate; ``note`` is what a screening records.
@@ -59,10 +60,10 @@ class RankGate:
         """A gate for a head whose fit was checked with ``verdict`` (a warm start's ``verdict`` record; None: cold)."""
         if not isinstance(verdict, dict):
             return cls(z_open)
-        low = verdict.get("low")
-        helps = isinstance(low, int | float) and low > 0.5
-        said = verdict.get("word") or "unchecked"
-        return cls(z_open, open=helps, prior=f"warm start's held-out check: {said}")
+        high = verdict.get("high")
+        worse = isinstance(high, int | float) and high < 0.5
+        said = "worse than random" if worse else verdict.get("word") or "unchecked"
+        return cls(z_open, open=not worse, prior=f"warm start's held-out check: {said}")
 
     def add(self, score: float | None, parent: str, fitness: float | None) -> bool:
         """One told outcome: its prequential score (None: no head yet), its parent and its fitness (None: failed);

@@ -178,6 +178,7 @@ class ArmSummary:
     margin: Interval | None = None
     saved: Interval | None = None
     ties: float | None = None
+    share: Interval | None = None  # of the oracle's reach saving (``oracle_share``); None without an oracle arm
 
 
 def _win(a: float, b: float) -> float:
@@ -193,18 +194,44 @@ def _interval(values: Sequence[float]) -> Interval:
     return (mean, float(low), float(high))
 
 
+def oracle_share(reach: Sequence[float], base: Sequence[float], oracle: Sequence[float]) -> Interval | None:
+    """The share of the oracle's reach saving an arm captures, (random's reach - the arm's) / (random's - the
+    oracle's), on the means over seeds, with a 95 % bootstrap interval over seeds (resampled together, paired);
+    None when the oracle saves nothing on average (no saving to share)."""
+    arm, rnd, best = (np.asarray(v, dtype=float) for v in (reach, base, oracle))
+
+    def share(rows: np.ndarray) -> float:
+        idx = rows.astype(int)
+        gap = rnd[idx].mean() - best[idx].mean()
+        return float((rnd[idx].mean() - arm[idx].mean()) / gap) if gap > 0 else float("nan")
+
+    point = share(np.arange(len(arm), dtype=float))
+    if not np.isfinite(point):
+        return None
+    est = bootstrap_ci(list(np.arange(len(arm), dtype=float)), share)
+    low = est.low if est.low is not None and np.isfinite(est.low) else point
+    high = est.high if est.high is not None and np.isfinite(est.high) else point
+    return (point, float(low), float(high))
+
+
 def summarize(
     world: World, task: Task | None, runs: Mapping[str, list[ArmRun]], budget: int, *, reference: str = "random"
 ) -> dict[str, ArmSummary]:
-    """Per arm at ``budget`` (runs paired with ``reference`` by position, i.e. by seed)."""
+    """Per arm at ``budget`` (runs paired with ``reference`` by position, i.e. by seed); with an ``oracle`` arm,
+    each arm's ``oracle_share``."""
     norm = normalizer(world, task)
     base = [r.run for r in runs[reference]]
     base_finals = [norm(b.at(budget)) for b in base]
     base_reach = [min(b.reach(b.at(budget)) or budget, budget) for b in base]
+
+    def reach_of(rs: Sequence[ArmRun]) -> list[float]:
+        return [min(r.run.reach(b.at(budget)) or budget, budget) for r, b in zip(rs, base, strict=True)]
+
+    oracle = reach_of(runs["oracle"]) if "oracle" in runs else None
     out = {}
     for arm, rs in runs.items():
         finals = [norm(r.run.at(budget)) for r in rs]
-        reach = [min(r.run.reach(b.at(budget)) or budget, budget) for r, b in zip(rs, base, strict=True)]
+        reach = reach_of(rs)
         paired = arm != reference
         wins = [_win(r.run.at(budget), b.at(budget)) for r, b in zip(rs, base, strict=True)]
         states = [r.run for r in rs if r.run.state is not None]
@@ -227,6 +254,7 @@ def summarize(
             _interval([f - b for f, b in zip(finals, base_finals, strict=True)]) if paired else None,
             _interval([b - r for r, b in zip(reach, base_reach, strict=True)]) if paired else None,
             float(np.mean([w == 0.5 for w in wins])) if paired else None,
+            oracle_share(reach, base_reach, oracle) if oracle is not None else None,
         )
     return out
 
