@@ -30,8 +30,8 @@ paired random run's final (never: the budget), the share of the oracle's reach s
 / (random's - the oracle's), with a 95 % bootstrap interval over seeds, P(beat random) over seeds with its interval,
 adaptive's share switched off by 24 / by the budget and on, and the refits' CPU seconds as a share of the world's
 verification seconds plus those refits. Then the issue's targets, cell by cell (issue 55): warm 2 adaptive >= 60 %
-of the oracle's saving at 24 and 48; cold adaptive never more than 0.5 verifications slower than random; across
-adaptive off by 24 in >= 90 %; refits under 2 % of a run's time.
+of the oracle's saving at 24 and 48; cold adaptive never more than 0.5 verifications slower than random; refits
+under 2 % of a run's time (the harmful head, ``across``, is reported; the safety net's catch is bench/adaptive.py's).
 """
 
 from __future__ import annotations
@@ -104,9 +104,6 @@ def target(arm: str, s: ArmSummary, random: ArmSummary) -> str:
     elif arm == "cold adaptive":
         if s.reach > random.reach + 0.5:
             missed.append(f"reach {s.reach:.1f} > random's {random.reach:.1f} + 0.5")
-    elif arm == "across adaptive":
-        if s.off_by_24 is not None and s.off_by_24 < 0.9:
-            missed.append(f"off by 24 in {100 * s.off_by_24:.0f}% < 90%")
     else:
         return ""
     if s.refit_share >= 0.02:
@@ -155,6 +152,7 @@ DEFAULT_ARMS = (
     "warm 2 adaptive (before)",
     "warm 10 adaptive",
     "across adaptive",
+    "across adaptive (before)",
 )
 
 
@@ -198,7 +196,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             arms["surrogate fixed"] = surrogate_arm(adaptive=False)
             arms["surrogate adaptive"] = surrogate_arm(adaptive=True)
             others = {w: stores[max(args.earlier)][w] for w in worlds}
-            arms["across adaptive"] = critic_arm(across_head(others, worlds, name, encoder), encoder, adaptive=True)
+            across = across_head(others, worlds, name, encoder)
+            arms["across adaptive"] = critic_arm(across, encoder, adaptive=True)
+            arms["across adaptive (before)"] = critic_arm(across, encoder, adaptive=True, gate=None, sizing=None)
             arms = {a: f for a, f in arms.items() if a in {"random", "oracle", *args.arms}}
             t = time.monotonic()
             runs = run_arms(world, task, arms, seeds, budget=top, n=n)
