@@ -142,3 +142,26 @@ def test_the_audit_rate_is_stored_with_the_evidence_and_a_resume_reproduces_it(t
     again = screener()
     again.restore(records)
     assert round(again.rule.audit_rate(), 6) == rates[-1] and again.rule.evidence() == net.rule.evidence()
+
+
+def test_a_new_run_records_the_gate_and_the_sizing_and_a_stored_one_keeps_what_it_had():
+    from verifyless.config import load_config
+    from verifyless.wiring import screener_pins
+
+    new = load_config(overrides=["task=x", "store=s.db"])
+    assert screener_pins(new, None) == {
+        "screener.options.options.warm": "cold",
+        "screener.options.options.encoder": "hashing",
+        "screener.options.options.gate": "evidence",
+        "screener.options.sizing": "evidence",
+    }
+    stored = load_config(  # a run stored before issue 55: its warm start and encoder recorded, no gate, no sizing
+        overrides=[
+            "task=x",
+            "store=s.db",
+            "screener.options.options.warm=cold",
+            "screener.options.options.encoder=hashing",
+        ]
+    )
+    assert screener_pins(stored, None) == {}
+    assert stored.screener.options.sizing is None and stored.screener.options.options.get("gate") is None
