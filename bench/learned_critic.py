@@ -199,6 +199,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             across = across_head(others, worlds, name, encoder)
             arms["across adaptive"] = critic_arm(across, encoder, adaptive=True)
             arms["across adaptive (before)"] = critic_arm(across, encoder, adaptive=True, gate=None, sizing=None)
+            for label, head in heads.items():  # the net's margin for a critic whose calls cost nothing
+                arms[f"{label} adaptive (margin 0.1)"] = critic_arm(head, encoder, adaptive=True, margin=0.1)
+            arms["across adaptive (before, margin 0.1)"] = critic_arm(
+                across, encoder, adaptive=True, gate=None, sizing=None, margin=0.1
+            )
             arms = {a: f for a, f in arms.items() if a in {"random", "oracle", *args.arms}}
             t = time.monotonic()
             runs = run_arms(world, task, arms, seeds, budget=top, n=n)

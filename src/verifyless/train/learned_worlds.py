@@ -104,14 +104,17 @@ def critic_arm(
     adaptive: bool,
     gate: str | None = "evidence",
     sizing: str | None = "evidence",
+    margin: float | None = None,
 ) -> Factory:
     """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive, with the options a new
-    run records (``gate`` and ``sizing: evidence``; None: as runs stored before them)."""
+    run records (``gate`` and ``sizing: evidence``; None: as runs stored before them); ``margin``: adaptive's
+    (None: its default)."""
+    net = {"sizing": sizing, **({"margin": margin} if margin is not None else {})}
 
     def make(book: WorldBook, seed: int) -> Any:
         options = RewardModelOptions(encoder=encoder.name, gate=gate)  # type: ignore[arg-type]  # its own kinds
         critic = RewardModelCritic(options, warm=warm, text_encoder=encoder)
-        return AdaptiveScreener(critic, AdaptiveOptions(sizing=sizing)) if adaptive else critic  # type: ignore[arg-type]
+        return AdaptiveScreener(critic, AdaptiveOptions(**net)) if adaptive else critic  # type: ignore[arg-type]
 
     return make
 
