@@ -13,11 +13,14 @@ from data_world import data_task_world
 
 from verifyless.offline.world_engine import WorldBook, world_run
 from verifyless.offline.worlds import World
+from verifyless.report.views.learned import learned_critic_data
 from verifyless.screen.adaptive import AdaptiveOptions, AdaptiveRule, AdaptiveScreener
 from verifyless.screen.baselines import RandomScreener
 from verifyless.screen.gate import RankGate
 from verifyless.screen.reward import RewardModelCritic, RewardModelOptions
 from verifyless.store import RunStore
+
+SHOWN = {"name": "critic-rm", "options": {"warm": "cold", "gate": "evidence"}}  # the configuration show reads
 
 
 def gated(gate: str | None = "evidence") -> RewardModelCritic:
@@ -66,6 +69,9 @@ def test_a_cold_critic_that_cannot_learn_picks_as_random_does_and_says_so(tmp_pa
         assert notes and all(n["gate"]["state"] == "abstaining" for n in notes)
         assert all(n["reason"].startswith(("cold start", "abstaining (random pick)")) for n in notes)
         assert any(n["gate"]["told"] > 10 for n in notes)  # it kept looking, and kept abstaining
+        with RunStore(db) as store:
+            said = learned_critic_data(store, run_id_of(db), {"screener": SHOWN})
+        assert said is not None and said["gate"].startswith("abstained throughout (random picks)")
 
 
 def test_where_the_head_can_learn_it_starts_ranking_once_its_evidence_says_so_the_same_way_every_time(tmp_path):
@@ -83,6 +89,9 @@ def test_where_the_head_can_learn_it_starts_ranking_once_its_evidence_says_so_th
     first = states.index("ranking")
     assert set(states[:first]) == {"abstaining"} and first > 0  # random picks until the evidence said so
     assert notes[first]["gate"]["switches"][0]["told"] == switches[0]["told"]
+    with RunStore(tmp_path / "learn-0.db") as store:  # show, the report and the dashboard say when it switched
+        said = learned_critic_data(store, run_id_of(tmp_path / "learn-0.db"), {"screener": SHOWN})
+    assert said is not None and said["gate"] == f"ranking since paid outcome {switches[0]['told']}"
 
 
 def test_a_warm_head_ranks_from_the_start_unless_its_check_found_it_worse_than_random():
