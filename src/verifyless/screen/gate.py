@@ -14,8 +14,11 @@ the head scored the better one higher (a tie of scores is half). The test is Ken
 (concordant minus discordant pairs, summed over parents): under the null "the scores are independent of the
 outcomes" each parent's S has mean 0 and variance ``(v(n) - sum of v(t) over fitness ties) / 18`` with
 ``v(m) = m (m - 1) (2 m + 5)``, independent across parents. The gate opens when the one-sided z = S / sqrt(var)
-reaches ``z_open`` (1.645: p <= 0.05). Once open it stays open unless the same z falls to ``-z_open`` (credibly
-worse than chance: the gate closes again); a harmful head is the adaptive safety net's to catch as well.
+reaches ``z_open`` (1.645: p <= 0.05). Once open it stays open unless the same z falls to ``-z_close`` (2.326:
+p <= 0.01 that it is at least as good as chance) over at least ``MIN_CLOSE`` (15) pairs: closing throws away what
+an open head (a warm one) learnt elsewhere, and an early look at a handful of siblings is noisy (measured: a warm
+head on star98_math closed after 4 paid outcomes in 2 of 12 seeds at the opening threshold); a harmful head is
+the adaptive safety net's to catch as well.
 
 **Prior from earlier runs.** A warm head arrives with the held-out check of its fit (``train/warm.py``). It starts
 open (it ranks from the first screening, as it did before the gate) unless that check found it worse than random
@@ -33,10 +36,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Z_OPEN", "RankGate"]
+__all__ = ["MIN_CLOSE", "MIN_PAIRS", "Z_CLOSE", "Z_OPEN", "RankGate"]
 
 Z_OPEN = 1.645  # one-sided p <= 0.05 under the null "scores independent of outcomes"
 MIN_PAIRS = 6  # sibling pairs before the test is read at all
+Z_CLOSE = 2.326  # one-sided p <= 0.01 that an open head is at least as good as chance
+MIN_CLOSE = 15  # sibling pairs before an open gate may close
 
 
 def _v(m: int) -> float:
@@ -75,7 +80,8 @@ class RankGate:
         z = self.z()
         if z is None:
             return False
-        change = (not self.open and z >= self.z_open) or (self.open and z <= -self.z_open)
+        closes = z <= -Z_CLOSE and self.counts()[1] >= MIN_CLOSE
+        change = (not self.open and z >= self.z_open) or (self.open and closes)
         if change:
             self.open = not self.open
             self.switches.append({"state": "ranking" if self.open else "abstaining", "told": self.told, **self.stats()})
