@@ -56,6 +56,8 @@ def test_resolve_records_the_pins_beside_the_validated_config_and_leaves_it_unch
         "engine.memory_embedder": "hashing",
         "screener.options.options.warm": "cold",
         "screener.options.options.encoder": "hashing",
+        "screener.options.options.gate": "evidence",  # a new run's critic ranks once its evidence says so
+        "screener.options.sizing": "evidence",  # and its safety net audits by the evidence (issue 55)
     }
 
 
@@ -91,6 +93,7 @@ def test_a_new_run_stores_its_configuration_as_given_and_what_was_resolved_besid
                 "engine.memory_embedder": "hashing",
                 "screener.options.warm": "cold",
                 "screener.options.encoder": "hashing",
+                "screener.options.gate": "evidence",
             }
         ]
         assert (
@@ -99,7 +102,7 @@ def test_a_new_run_stores_its_configuration_as_given_and_what_was_resolved_besid
         assert (
             in_force["screener"]["options"]
             == run.config["screener"]["options"]
-            == {"warm": "cold", "encoder": "hashing"}
+            == {"warm": "cold", "encoder": "hashing", "gate": "evidence"}
         )
         assert resolve(validate(in_force), store, load_task("diabetes")).pins == {}  # what a resume builds from
         assert run_card(store, run.run_id)["resolved"] == pins[0]

@@ -127,12 +127,25 @@ def build_screener(
 def screener_pins(cfg: RunConfig, warm: WarmHead | None) -> dict[str, Any]:
     """What a learnt ``critic-rm`` (the screener, or ``adaptive``'s inner) resolves when the run starts
     (``screen.reward.critic_pins``) and its options do not already say, as dotted keys under ``screener.options``
-    (``screener.options.options`` for ``adaptive``); {} for every other screener and for a stored configuration."""
+    (``screener.options.options`` for ``adaptive``), and for ``adaptive`` around it in a new run ``sizing: evidence``
+    (``screen/adaptive.py``); {} for every other screener and for a stored configuration."""
     opts = learned_critic_options(cfg)
     if opts is None:
         return {}
-    prefix = "screener.options.options." if cfg.screener.name == "adaptive" else "screener.options."
-    return {prefix + key: value for key, value in critic_pins(opts, warm).items() if getattr(opts, key) != value}
+    adaptive = cfg.screener.name == "adaptive"
+    prefix = "screener.options.options." if adaptive else "screener.options."
+    # a pin fills what the options left open; a value they hold (a stored run's) is never replaced: a resume on a
+    # head whose folder changed keeps the recorded weights, and the critic refuses it
+    pins = {prefix + key: value for key, value in critic_pins(opts, warm).items() if _open(getattr(opts, key), value)}
+    sizing = getattr(cfg.screener.options, "sizing", None)
+    if adaptive and opts.warm is None and sizing is None:  # a new run: audits sized by the evidence (issue 55)
+        pins["screener.options.sizing"] = "evidence"
+    return pins
+
+
+def _open(given: Any, resolved: Any) -> bool:
+    """Whether an option given as ``given`` is pinned to ``resolved``: it differs and was left open (unset or auto)."""
+    return given != resolved and given in (None, "auto")
 
 
 def build_strategy(cfg: RunConfig) -> Any:
@@ -241,8 +254,9 @@ def build_engine(
     """Everything an Engine needs, from configuration alone: ``resolve`` first, then each part once.
 
     The models are built from the pinned specs (the run records each model and base URL, never a key, so replay
-    and resume need no endpoint variables); the screener from ``cfg``'s own
-    options and the resolved warm head, so that a critic's recorded ``weights`` are checked against its folder.
+    and resume need no endpoint variables); the screener from the pinned options too (a new run's critic behaves
+    as its resume and replay will read it: ``gate``, ``sizing``) and the resolved warm head; a stored run's
+    recorded ``weights`` are checked against its folder.
     """
     task = task or load_task(cfg.task)
     resolved = resolve(cfg, store, task, replay=replay)
@@ -256,7 +270,7 @@ def build_engine(
         hide=[Path(cfg.store).resolve().parent],
         capacity=cfg.engine.verify_concurrency,
     )
-    screener = build_screener(cfg, task, models, executor.sandbox, resolved.warm.head)
+    screener = build_screener(run, task, models, executor.sandbox, resolved.warm.head)
     if resolved.warm.line is not None:
         log.info("%s", resolved.warm.line)
         (progress or _silent)("warm_start", {"line": resolved.warm.line})

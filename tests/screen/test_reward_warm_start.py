@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_world import DATA_TASK, data_task_world
 
 from verifyless._cli.show import show_data
 from verifyless.config import RunConfig, load_config, stored_config
@@ -32,8 +33,6 @@ from verifyless.store import RunStore
 from verifyless.task import load_task
 from verifyless.task.identity import same_task
 from verifyless.wiring import build_engine
-
-DATA_TASK = Path(__file__).resolve().parents[1] / "data_task"
 
 
 def config(store: Path, task: Path = DATA_TASK, seed: int = 0, budget: int = 10, *extra: str) -> RunConfig:
@@ -49,6 +48,9 @@ def config(store: Path, task: Path = DATA_TASK, seed: int = 0, budget: int = 10,
             *extra,
         ]
     )
+
+
+EARLIER = "screener.options.options.gate=always"  # a first run that ranks from its first head (and audits)
 
 
 def run(cfg: RunConfig, run_id: str | None = None) -> tuple[str, list[tuple[str, dict]]]:
@@ -92,7 +94,7 @@ def copy_task(tmp_path: Path, name: str, baseline_a: str | None = None) -> Path:
 
 def test_a_second_run_warm_starts_from_the_first_and_records_the_tag_and_the_pairs(tmp_path):
     db = tmp_path / "runs.db"
-    first, said_first = run(config(db, seed=0, budget=12))
+    first, said_first = run(config(db, DATA_TASK, 0, 12, EARLIER))
     second, said = run(config(db, seed=1))
     with RunStore(db) as store:
         inner, events = warm_of(store, first)
@@ -119,7 +121,7 @@ def test_a_second_run_warm_starts_from_the_first_and_records_the_tag_and_the_pai
 
 def test_a_run_of_another_task_or_another_baseline_does_not_pick_it_up_and_warm_start_false_turns_it_off(tmp_path):
     db = tmp_path / "runs.db"
-    run(config(db, seed=0, budget=12))
+    run(config(db, DATA_TASK, 0, 12, EARLIER))
     other = copy_task(tmp_path, "other_task")
     changed = copy_task(tmp_path / "b", "data_task", baseline_a="2")
     off = run(config(db, DATA_TASK, 2, 10, "screener.warm_start=false"))[0]
@@ -137,7 +139,7 @@ def test_a_run_of_another_task_or_another_baseline_does_not_pick_it_up_and_warm_
 
 KILL_SCRIPT = """
 import asyncio, sys
-sys.path.insert(0, {tests!r})
+sys.path[:0] = [{tests!r}, {tests!r} + "/../support"]
 from test_reward_warm_start import config, run
 run(config({db!r}, seed=1, budget=60))
 """
@@ -145,7 +147,7 @@ run(config({db!r}, seed=1, budget=60))
 
 def test_a_resume_after_kill_9_reuses_the_recorded_head_even_when_the_store_has_grown(tmp_path):
     db = tmp_path / "runs.db"
-    run(config(db, seed=0, budget=12))
+    run(config(db, DATA_TASK, 0, 12, EARLIER))
     script = tmp_path / "kill.py"
     script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), db=str(db)))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -219,7 +221,7 @@ def test_the_refit_schedule_is_fixed_by_the_pairs_told_so_two_critics_told_the_s
 
 def test_replay_of_a_warm_started_run_that_refits_is_exact(tmp_path):
     db = tmp_path / "runs.db"
-    run(config(db, seed=0, budget=12))
+    run(config(db, DATA_TASK, 0, 12, EARLIER))
     second, _ = run(config(db, seed=1, budget=16))
     with RunStore(db) as store:
         assert any("+" in t for t in tags(store, second))  # it refitted within the run
@@ -235,7 +237,7 @@ def test_a_head_of_another_task_is_refused_unless_forced(tmp_path):
     HASHING = HeadSettings(encoder="hashing", C=1.0)
 
     db = tmp_path / "runs.db"
-    run(config(db, seed=0, budget=12))
+    run(config(db, DATA_TASK, 0, 12, EARLIER))
     run(config(db, seed=1, budget=12))
     with RunStore(db) as store:
         identity = identity_of(load_task(str(DATA_TASK))).to_dict()
@@ -290,32 +292,6 @@ def test_train_critic_rm_refuses_another_tasks_runs_unless_forced_and_says_when_
     assert line.startswith("verdict: no better than random") and "worse than random on its held-out pairs" in line
 
 
-def data_task_world(flat: bool = False):
-    """The whole idea space of ``data_task`` as a pool world, with its known scores (score = 2A + B - C; a negative
-    C fails); ``flat``: every working point scores the same, so no screener can beat random."""
-    from itertools import product
-
-    from verifyless.offline.worlds import World, WorldPoint
-
-    task = load_task(str(DATA_TASK))
-    space = task.idea_space
-    assert space is not None
-    dims = {d: tuple(o.name for o in options) for d, options in space.dimensions.items()}
-    value = {"a0": 0, "a1": 1, "a2": 2, "a3": 3, "b0": 0, "b1": 1, "b2": 2, "c0": 0, "c1": 1}
-    points = []
-    for combo in product(*dims.values()):
-        a = dict(zip(dims, combo, strict=True))
-        score = 1.0 if flat else float(2 * value[a["a"]] + value[a["b"]] - value.get(a["c"], 0))
-        failed = a["c"] == "cneg"
-        points.append(
-            WorldPoint(a, "failed" if failed else "ok", None if failed else score, None if failed else score, 1.0)
-        )
-    baseline = dict(space.baseline)
-    points.sort(key=lambda p: p.assignment != baseline)  # the baseline first
-    world = World("data_task", "maximize", dims, baseline, tuple(points), metric="combined_score")
-    return world, task
-
-
 def test_the_demo_comparison_computes_its_verdict_from_the_runs(tmp_path):
     from verifyless._cli.demo import WORLD_ARMS, demo_comparison
 
@@ -350,7 +326,7 @@ def test_the_demo_comparison_computes_its_verdict_from_the_runs(tmp_path):
 def test_changed_data_under_the_same_name_is_another_task_by_its_fingerprint(tmp_path):
     """Same name, same baseline program, other evaluator bytes: the fingerprint tells them apart (issue 45 + 46)."""
     db = tmp_path / "runs.db"
-    run(config(db, seed=0, budget=12))
+    run(config(db, DATA_TASK, 0, 12, EARLIER))
     changed = copy_task(tmp_path / "c", "data_task")
     evaluator = changed / "evaluator.py"
     evaluator.write_text(evaluator.read_text() + "\n# scored differently from now on\n")

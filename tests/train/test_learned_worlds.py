@@ -47,3 +47,15 @@ def test_the_head_follows_the_final_s_interval_then_the_speed_s():
     assert verdict_line(arm(tied, slower), RANDOM).startswith("Screening is slower here, and no better. Won: nothing")
     assert verdict_line(arm(tied, same), RANDOM).startswith("No clear win for screening here. Won: nothing beyond")
     assert verdict_line(RANDOM, RANDOM) == "random: no comparison with random"
+
+
+def test_the_share_of_the_oracle_s_saving_is_on_the_means_with_a_paired_interval():
+    from verifyless.train.learned_worlds import oracle_share
+
+    rnd, best = [20.0, 24.0, 16.0, 20.0], [4.0, 8.0, 4.0, 4.0]
+    share = oracle_share([12.0, 16.0, 10.0, 12.0], rnd, best)  # saves 7.5 of the oracle's 15
+    assert share is not None and share[0] == 0.5 and share[1] <= 0.5 <= share[2] and share[2] - share[1] < 0.3
+    assert oracle_share(rnd, rnd, best) == (0.0, 0.0, 0.0)  # random itself
+    assert oracle_share(best, rnd, best)[0] == 1.0  # type: ignore[index]
+    assert oracle_share([30.0] * 4, rnd, best)[0] < 0  # type: ignore[index]  # slower than random
+    assert oracle_share(rnd, rnd, rnd) is None  # the oracle saves nothing: there is no share

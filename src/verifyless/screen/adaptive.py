@@ -25,9 +25,18 @@ improvement rate.** Two kinds, both read from outcomes already paid for:
   as A or B (measured: the surrogate scored +1.00 on canaries it had been
   told of, while its picks were at chance).
 * *pair* (one verification): with probability ``audit`` (0.1) per
-  expansion in the trial and ``audit_on`` (0.02) once on (neither tapers with
-  the evidence), one random unchosen sibling is verified beside the pick; x = sign(f(pick) - f(sibling)), a
+  expansion in the trial and ``audit_on`` (0.02) once on, one random unchosen
+  sibling is verified beside the pick; x = sign(f(pick) - f(sibling)), a
   pair whose two programs score the same (both failed included) is no unit.
+  With ``sizing: evidence`` (what a new run around a learnt critic-rm records)
+  each rate is scaled by the bets (``AdaptiveRule.scale``): down to a quarter
+  as the help bet nears its threshold (clearly right: audits cost less), up to
+  twice as the harm bet nears its own (doubtful: caught sooner). The rate is a
+  function of the stored units, so a resume audits at the same rate. An inner
+  critic that abstains (``abstaining``: a gated critic-rm picking at random
+  until its evidence says its head helps) is neither audited nor shown
+  canaries: its picks are random already, and the test starts when it ranks
+  (canaries then go to its ``probe``, the head's ranking whatever its gate).
 
 Under the null "the screener's preference is independent of which program is
 better", every unit has mean 0 given the past: a pair's two programs are
@@ -165,6 +174,12 @@ class AdaptiveOptions(BaseOptions):
     audit_on: float = Field(
         0.02, ge=0.0, le=1.0, description="the same chance once screening is on (the canaries keep testing)"
     )
+    sizing: Literal["evidence", "fixed"] | None = Field(
+        None,
+        description="audit rates: evidence (audit / audit_on scaled by the bets: down to a quarter when the screener "
+        "has been clearly right, up to twice when it looks unhelpful), fixed (as given); recorded by a new run "
+        "around a learnt critic-rm (evidence); unset, as in runs stored before it: fixed",
+    )
     holdout: float = Field(
         0.25,
         ge=0.0,
@@ -248,10 +263,20 @@ class AdaptiveRule:
         return o.k_min is not None and o.k_max is not None
 
     def audit_rate(self) -> float:
-        """``audit`` in the trial, ``audit_on`` once on (neither tapers with the evidence), 0 once off."""
+        """``audit`` in the trial, ``audit_on`` once on, 0 once off; with ``sizing: evidence`` times ``scale``."""
         if not self.screens:
             return 0.0
-        return self.options.audit_on if self.state == "on" else self.options.audit
+        base = self.options.audit_on if self.state == "on" else self.options.audit
+        return min(1.0, base * self.scale()) if self.options.sizing == "evidence" else base
+
+    def scale(self) -> float:
+        """The evidence's factor on the audit rate: (1 - 0.75 c) (1 + s), where c and s in [0, 1] are how far the
+        help and the harm bets' wealths have come towards 1 / alpha (c = 1: clearly right, a quarter of the audits;
+        s = 1: about to be switched off, twice the audits, so a harmful screener is caught sooner)."""
+        threshold = math.log(1 / self.options.alpha)
+        right = min(1.0, max(0.0, self.bets.help.log / threshold))
+        doubt = min(1.0, max(0.0, self.bets.harm.log / threshold))
+        return (1.0 - 0.75 * right) * (1.0 + doubt)
 
     def audits(self, draw: float) -> bool:
         """Whether an expansion with the uniform ``draw`` in [0, 1) is audited."""
@@ -456,6 +481,8 @@ class AdaptiveScreener:
     def _audit(self, ctx: ScreenContext, ranking: list[str], chosen: list[str]) -> bool:
         """Maybe add one random unchosen candidate to ``chosen`` and remember the pair; whether it did."""
         rest = [cid for cid in ranking if cid not in chosen]
+        if getattr(self.inner, "abstaining", False):
+            return False  # the pick is random already: a random sibling beside it would test nothing
         if not chosen or not rest or not self.rule.audits(ctx.rng.random()):
             return False
         other = ctx.rng.choice(rest)
@@ -506,8 +533,8 @@ class AdaptiveScreener:
         self.rule.verifications += len(full)
         new_known = self._know(full)
         units = self._pairs(full)
-        if self.rule.screens:
-            units += await self._canaries(round)
+        if self.rule.screens and not getattr(self.inner, "abstaining", False):
+            units += await self._canaries(round)  # an abstaining critic ranks nothing yet: nothing to test
         for kind, x in units:
             self.rule.add(kind, x)
         before = len(self.decisions)
@@ -604,7 +631,8 @@ class AdaptiveScreener:
         pair = [a.candidate, b.candidate]
         rng.shuffle(pair)
         ctx = replace(self.context, parent=p.parent, rng=rng, n_verify=1, pilot=None)  # a canary pays no pilot
-        screening = await self.inner.screen(ctx, pair)
+        probe = getattr(self.inner, "probe", None)  # a gated critic's head, measured even while it abstains
+        screening = await (probe or self.inner.screen)(ctx, pair)
         first = screening.chosen[0] if screening.chosen else screening.ranking[0]
         ev = screening.evidence
         if a.candidate.id in ev and b.candidate.id in ev:

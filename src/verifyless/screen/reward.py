@@ -31,6 +31,14 @@ the outcomes told so far, in tell order: a resume, which tells them again in the
 same heads. Until a head exists (cold, fewer than ``min_pairs`` pairs or one label only) the ranking is a
 ``ctx.rng`` shuffle, every u is 1 and ``detail.reason`` says "cold start". A head from ``path`` is used as it is
 (``refit`` does not apply: its training pairs are not in the run).
+
+**Do no harm before learning** (issue 55). With ``gate: evidence`` (what a new run records) a head learnt in the
+run ranks only once its record on the run's own paid outcomes is credibly above chance (``screen/gate.py``: each
+told outcome is first scored by the head fitted before it, and a one-sided test of its pairwise accuracy on the
+run's paid sibling pairs opens the gate; a warm head whose held-out check said "helps" starts open). Until then the critic abstains:
+the random screener's ``ctx.rng`` shuffle, ``detail.reason`` says so and ``detail.gate`` holds the state, the
+statistic and when it switched. ``probe`` ranks by the head whatever the gate (the adaptive safety net's canaries
+measure the head, not its gate); ``abstaining`` tells the net that a pick is random (no audit then).
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ from verifyless.screen.base import ScreenContext, choose_top
 from verifyless.screen.critic import child_text, parent_text
 from verifyless.screen.features import FeatureKind as EncoderKind
 from verifyless.screen.features import MiniLMTextEncoder, TextEncoder, make_text_encoder
+from verifyless.screen.gate import RankGate
 from verifyless.screen.options import BaseOptions
 from verifyless.screen.ranking import order_by_value, route
 from verifyless.task.identity import TaskIdentity, same_identity
@@ -351,6 +360,7 @@ def head_record(head: RewardHead) -> dict[str, Any]:
 
 
 COLD = "cold"
+GATES: tuple[str, ...] = ("evidence", "always")
 
 
 class RewardModelOptions(BaseOptions):
@@ -378,6 +388,12 @@ class RewardModelOptions(BaseOptions):
     C: float = Field(0.1, gt=0.0, description="inverse L2 strength of the head's logistic regression")
     force: bool = Field(
         False, description="use a head trained on another task (heads do not transfer: measured worse than random)"
+    )
+    gate: Literal["evidence", "always"] | None = Field(
+        None,
+        description="when a head learnt in the run ranks: evidence (random picks until its record on the run's own "
+        "paid outcomes is credibly above chance, screen/gate.py), always (whenever a head exists); recorded by a "
+        "new run (evidence); unset, as in runs stored before it: always",
     )
 
     @model_validator(mode="after")
@@ -409,7 +425,12 @@ def critic_pins(options: RewardModelOptions, warm: WarmHead | None) -> dict[str,
     if options.path is not None:
         return {"weights": head_tag(options.path)}
     encoder = warm.head.encoder if warm is not None else resolve_encoder(options.encoder)
-    return {"warm": warm.digest if warm is not None else COLD, "encoder": encoder}
+    pins: dict[str, Any] = {"warm": warm.digest if warm is not None else COLD, "encoder": encoder}
+    if options.warm is None:  # a new run (a stored one recorded its warm start): the gate is on unless set
+        pins["gate"] = options.gate or "evidence"
+    elif options.gate is not None:
+        pins["gate"] = options.gate
+    return pins
 
 
 class RewardModelCritic:
@@ -455,6 +476,8 @@ class RewardModelCritic:
         self.fitted_on = 0  # own pairs the current head was fitted on
         self.refits: list[dict[str, Any]] = []  # per refit: pairs, seconds
         self.pins = critic_pins(opts, warm)
+        # the gate (screen/gate.py): only a head learnt in the run waits for its evidence
+        self.gate = RankGate.from_check(warm.record.get("verdict") if warm else None) if self.gated else None
 
     def start_events(self) -> list[EventRecord]:
         """Events a new run stores before its first round: the warm start, when there is one (``warm_event``)."""
@@ -462,14 +485,33 @@ class RewardModelCritic:
 
     # ------------------------------------------------------------------ learning in the run
 
+    @property
+    def gated(self) -> bool:
+        """Whether the head ranks only once its record in the run says it helps (``gate: evidence``, learning)."""
+        return self.refit and self.options.gate == "evidence"
+
+    @property
+    def abstaining(self) -> bool:
+        """Whether a gated critic's next screening is a random pick (no head yet, or the gate is closed)."""
+        return self.gate is not None and (self.current() is None or not self.gate.open)
+
     def observe(self, outcome: Outcome) -> None:
-        """Keep the paid outcome as a labelled pair (``reward_label``; none for a child without a parent score)."""
+        """Keep the paid outcome as a labelled pair (``reward_label``; none for a child without a parent score);
+        under the gate, score it first with the head fitted before it (a held-out prediction, ``screen/gate.py``)."""
         if not self.refit:
             return
         label = reward_label(outcome)
         if label is None or (outcome.parent_fitness is None and not outcome.failed):
             return
-        self.own.append(TextLabel(outcome.parent_summary, outcome.child_summary, label))
+        pair = TextLabel(outcome.parent_summary, outcome.child_summary, label)
+        if self.gate is not None:
+            head = self.current()
+            score = None
+            if head is not None:
+                probs = head.probs(self.featurizer.transform([(pair.parent_text, pair.child_text)]))[0]
+                score = float(2.0 * probs[0] + probs[1])  # rank_value, THREE order: improve, tie, lose
+            self.gate.add(score, outcome.parent_id, None if outcome.failed else outcome.child_fitness)
+        self.own.append(pair)
 
     def current(self) -> RewardHead | None:
         """The head for the next screening: refitted when the pairs observed passed a new ``refit_points`` point."""
@@ -510,31 +552,52 @@ class RewardModelCritic:
     def evidence(self, candidate_id: str, probs: Sequence[float], head: RewardHead) -> Evidence:
         votes = {v: float(p) for v, p in zip(THREE, probs, strict=True)}
         u = 1.0 - max(votes.values())
-        detail = {
+        detail: dict[str, Any] = {
             "label_probs": votes,
             "scoring": "reward-model",
             "weights": head.tag,
             "uncertain": route(u, self.route_threshold),
             "route_threshold": self.route_threshold,
         }
+        if self.gate is not None:
+            detail["gate"] = self.gate.note()
         return Evidence(candidate_id, 2.0 * votes["improve"] + votes["tie"], (), votes, u, 1, 0, detail)
 
-    def cold(self, candidate_id: str, position: int, n: int) -> Evidence:
-        need = f"{len(self.own)} of {self.min_pairs} paid pairs with two outcomes" if self.refit else "no head"
-        detail = {"scoring": "reward-model", "weights": COLD, "reason": f"cold start: {need}", "uncertain": True}
+    def cold(self, candidate_id: str, position: int, n: int, head: RewardHead | None) -> Evidence:
+        """The evidence of a random pick: cold (no head yet) or abstaining (the gate is closed)."""
+        if head is None:
+            need = f"{len(self.own)} of {self.min_pairs} paid pairs with two outcomes" if self.refit else "no head"
+            why, tag = f"cold start: {need}", COLD
+        else:
+            why, tag = self.gate.reason() if self.gate is not None else "abstaining", head.tag
+        detail: dict[str, Any] = {"scoring": "reward-model", "weights": tag, "reason": why, "uncertain": True}
+        if self.gate is not None:
+            detail["gate"] = self.gate.note()
         return Evidence(candidate_id, float(n - position), (), {}, 1.0, 0, 0, detail)
 
     async def screen(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        """Rank by the head; a random pick (``ctx.rng`` shuffle, as ``random``) while cold or abstaining."""
+        head = self.current()
+        return await self.rank(ctx, candidates, None if self.abstaining else head, head)
+
+    async def probe(self, ctx: ScreenContext, candidates: Sequence[Candidate]) -> Screening:
+        """A screening that measures the head, gate or not (the safety net's canaries: they test what the head
+        would pick, and cost no verification)."""
+        head = self.current()
+        return await self.rank(ctx, candidates, head, head)
+
+    async def rank(
+        self, ctx: ScreenContext, candidates: Sequence[Candidate], ranks: RewardHead | None, head: RewardHead | None
+    ) -> Screening:
         started = time.monotonic()
         ids = [c.id for c in candidates]
-        head = self.current()
-        if head is None:
+        if ranks is None:
             ranking = list(ids)
             ctx.rng.shuffle(ranking)
-            evidence = {cid: self.cold(cid, i, len(ranking)) for i, cid in enumerate(ranking)}
+            evidence = {cid: self.cold(cid, i, len(ranking), head) for i, cid in enumerate(ranking)}
             return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
         probs = self.distributions(parent_text(ctx), [child_text(c) for c in candidates])
-        evidence = {c.id: self.evidence(c.id, p, head) for c, p in zip(candidates, probs, strict=True)}
+        evidence = {c.id: self.evidence(c.id, p, ranks) for c, p in zip(candidates, probs, strict=True)}
         ranking = order_by_value({cid: e.rank_value for cid, e in evidence.items()}, ids, ctx.rng)
         return choose_top(self.name, ranking, evidence, self.n_verify, ctx, started)
 

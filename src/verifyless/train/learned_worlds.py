@@ -97,13 +97,24 @@ def warm_from(path: Path, task: Task, encoder: TextEncoder) -> tuple[WarmHead | 
         return warm_head(store, task, encoder=encoder.name, text_encoder=encoder)
 
 
-def critic_arm(warm: WarmHead | None, encoder: TextEncoder, *, adaptive: bool) -> Factory:
-    """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive (default options)."""
+def critic_arm(
+    warm: WarmHead | None,
+    encoder: TextEncoder,
+    *,
+    adaptive: bool,
+    gate: str | None = "evidence",
+    sizing: str | None = "evidence",
+    margin: float | None = None,
+) -> Factory:
+    """critic-rm from ``warm`` (None: cold), refitting in the run, bare or under adaptive, with the options a new
+    run records (``gate`` and ``sizing: evidence``; None: as runs stored before them); ``margin``: adaptive's
+    (None: its default)."""
+    net = {"sizing": sizing, **({"margin": margin} if margin is not None else {})}
 
     def make(book: WorldBook, seed: int) -> Any:
-        options = RewardModelOptions(encoder=encoder.name)  # type: ignore[arg-type]  # a TextEncoder's kind
+        options = RewardModelOptions(encoder=encoder.name, gate=gate)  # type: ignore[arg-type]  # its own kinds
         critic = RewardModelCritic(options, warm=warm, text_encoder=encoder)
-        return AdaptiveScreener(critic, AdaptiveOptions()) if adaptive else critic
+        return AdaptiveScreener(critic, AdaptiveOptions(**net)) if adaptive else critic  # type: ignore[arg-type]
 
     return make
 
@@ -170,6 +181,7 @@ class ArmSummary:
     margin: Interval | None = None
     saved: Interval | None = None
     ties: float | None = None
+    share: Interval | None = None  # of the oracle's reach saving (``oracle_share``); None without an oracle arm
 
 
 def _win(a: float, b: float) -> float:
@@ -185,18 +197,44 @@ def _interval(values: Sequence[float]) -> Interval:
     return (mean, float(low), float(high))
 
 
+def oracle_share(reach: Sequence[float], base: Sequence[float], oracle: Sequence[float]) -> Interval | None:
+    """The share of the oracle's reach saving an arm captures, (random's reach - the arm's) / (random's - the
+    oracle's), on the means over seeds, with a 95 % percentile bootstrap interval over seeds (resampled together,
+    paired; a resample where the oracle saves nothing has no share and is left out); None when the oracle saves
+    nothing on average."""
+    arm, rnd, best = (np.asarray(v, dtype=float) for v in (reach, base, oracle))
+    gap = rnd.mean() - best.mean()
+    if gap <= 0:
+        return None
+    point = float((rnd.mean() - arm.mean()) / gap)
+    rows = np.random.default_rng(0).integers(0, len(arm), size=(2000, len(arm)))
+    gaps = rnd[rows].mean(axis=1) - best[rows].mean(axis=1)
+    ok = gaps > 0
+    shares = (rnd[rows].mean(axis=1) - arm[rows].mean(axis=1))[ok] / gaps[ok]
+    if shares.size == 0:
+        return (point, point, point)
+    low, high = np.percentile(shares, [2.5, 97.5])
+    return (point, float(low), float(high))
+
+
 def summarize(
     world: World, task: Task | None, runs: Mapping[str, list[ArmRun]], budget: int, *, reference: str = "random"
 ) -> dict[str, ArmSummary]:
-    """Per arm at ``budget`` (runs paired with ``reference`` by position, i.e. by seed)."""
+    """Per arm at ``budget`` (runs paired with ``reference`` by position, i.e. by seed); with an ``oracle`` arm,
+    each arm's ``oracle_share``."""
     norm = normalizer(world, task)
     base = [r.run for r in runs[reference]]
     base_finals = [norm(b.at(budget)) for b in base]
     base_reach = [min(b.reach(b.at(budget)) or budget, budget) for b in base]
+
+    def reach_of(rs: Sequence[ArmRun]) -> list[float]:
+        return [min(r.run.reach(b.at(budget)) or budget, budget) for r, b in zip(rs, base, strict=True)]
+
+    oracle = reach_of(runs["oracle"]) if "oracle" in runs else None
     out = {}
     for arm, rs in runs.items():
         finals = [norm(r.run.at(budget)) for r in rs]
-        reach = [min(r.run.reach(b.at(budget)) or budget, budget) for r, b in zip(rs, base, strict=True)]
+        reach = reach_of(rs)
         paired = arm != reference
         wins = [_win(r.run.at(budget), b.at(budget)) for r, b in zip(rs, base, strict=True)]
         states = [r.run for r in rs if r.run.state is not None]
@@ -219,6 +257,7 @@ def summarize(
             _interval([f - b for f, b in zip(finals, base_finals, strict=True)]) if paired else None,
             _interval([b - r for r, b in zip(reach, base_reach, strict=True)]) if paired else None,
             float(np.mean([w == 0.5 for w in wins])) if paired else None,
+            oracle_share(reach, base_reach, oracle) if oracle is not None else None,
         )
     return out
 

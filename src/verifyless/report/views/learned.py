@@ -36,11 +36,13 @@ def learned_critic_data(st: RunStoreProtocol, run_id: str, config: Any = None) -
         return None
     warm = [_start(e.record) for e in st.events(run_id, WarmStarted)]
     heads: list[str] = []
+    gate: dict[str, Any] | None = None
     for e in st.events(run_id, Screened):
         for evidence in (e.record.screening.evidence or {}).values():
             tag = (evidence.detail or {}).get("weights")
             if tag and (not heads or heads[-1] != tag) and tag not in heads:
                 heads.append(tag)
+            gate = (evidence.detail or {}).get("gate") or gate
     audit = screener_audit(st, run_id)
     start = warm[0] if warm else {"line": "cold start: no earlier run of the task to learn from", "tag": "cold"}
     return {
@@ -49,7 +51,21 @@ def learned_critic_data(st: RunStoreProtocol, run_id: str, config: Any = None) -
         "heads": heads,
         "refits": sum("+" in h for h in heads),
         "pairwise": (audit or {}).get("pairwise"),
+        "gate": gate_said(gate),
     }
+
+
+def gate_said(note: dict[str, Any] | None) -> str | None:
+    """What the critic's gate did (``screen/gate.py``), from the last screening's note: "abstained throughout
+    (random picks)", "ranking since paid outcome 14", "ranking from the start"; None for a run without a gate."""
+    if not note:
+        return None
+    switches = note.get("switches") or []
+    if note.get("state") == "ranking":
+        return f"ranking since paid outcome {switches[-1]['told']}" if switches else "ranking from the start"
+    if switches:
+        return f"abstaining (random picks) again since paid outcome {switches[-1]['told']}"
+    return "abstained throughout (random picks): its record never credibly beat chance"
 
 
 def _start(record: WarmStarted) -> dict[str, Any]:
@@ -70,10 +86,11 @@ def learned_critic_line(data: dict[str, Any]) -> str:
     if pw.get("low") is not None and pw.get("high") is not None:
         live += f" [{pw['low']:.2f}, {pw['high']:.2f}]"
     last = data["heads"][-1] if data["heads"] else "none yet"
+    gate = f"; gate: {data['gate']}" if data.get("gate") else ""
     return (
         f"learned critic: {data['start']['line']}; {data['refits']} refits in the run (last head {last}); live "
-        f"pairwise accuracy on this run's paid sibling pairs {live} n={pw.get('n', 0)}"
+        f"pairwise accuracy on this run's paid sibling pairs {live} n={pw.get('n', 0)}{gate}"
     )
 
 
-__all__ = ["learned_critic_data", "learned_critic_line", "screener_audit"]
+__all__ = ["gate_said", "learned_critic_data", "learned_critic_line", "screener_audit"]
