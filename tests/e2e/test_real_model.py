@@ -12,9 +12,8 @@ wrote at least one child that verified ok, and that each role's parse outcomes w
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import pytest
 from cli_runs import cli

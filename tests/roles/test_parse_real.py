@@ -7,13 +7,12 @@ parser that role uses.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-import json
 
 from verifyless.roles import parse
 from verifyless.screen.agentic import block_call
