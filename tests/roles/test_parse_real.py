@@ -54,7 +54,7 @@ def _check(entry: dict[str, Any]) -> None:
         call = block_call(reply)
         assert (call.name if call else None) == expect["tool"]
         if call is not None:
-            assert expect["runs"] in json.loads(call.arguments)["command" if call.name == "bash" else "code"]
+            assert expect["runs"] in next(iter(json.loads(call.arguments).values()))
     else:  # pragma: no cover - a new role needs its reader here
         raise AssertionError(f"no reader for role {role!r}")
 

@@ -512,3 +512,16 @@ def test_a_fenced_block_without_a_tool_call_runs_as_that_pilot(task: Task) -> No
     off = FakeModel(lambda i, _r: turns[0])
     _, screening = _screen(_rpm(off, code_blocks_as_calls=False, max_idle_turns=2), task)
     assert screening.evidence[screening.ranking[0]].detail["n_pilots"] == 0
+
+
+def test_a_bash_block_calling_submit_findings_is_that_tools_call(task: Task) -> None:
+    """The 1.5B, once a pilot had failed, wrote ``submit_findings "..."`` as a bash command every turn; run as
+    bash it failed again (exit 127) until the turns ran out. It is the submission it means."""
+    turns: list[Turn] = [
+        "```python\nprint('pilot ran')\n```",
+        'Submit your findings:\n```bash\nsubmit_findings "The pilot printed its line."\n```',
+    ]
+    model = FakeModel(lambda i, _r: turns[min(i, 1)])
+    _, screening = _screen(_rpm(model), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["n_pilots"] == 1 and detail["findings"] == ["The pilot printed its line."]

@@ -62,6 +62,7 @@ import asyncio
 import dataclasses
 import json
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -140,13 +141,29 @@ def block_call(text: str) -> ToolCall | None:
     Code as the action, as smolagents' code agents and AIDE read their models' replies: Qwen2.5-Coder-1.5B,
     offered the tools through a server with no tool-call parser, wrote every pilot it meant as a fenced block
     and asked the user to run it. Only a block tagged with one of the two languages counts; its body runs in
-    the pilot sandbox like any other call.
+    the pilot sandbox like any other call, except a one-line bash block ``submit_findings "TEXT"`` (the tool
+    written as a command, as the 1.5B did once its pilots had run), which is that tool's call with TEXT.
     """
     for block in code_blocks(text):
         tool = _BLOCK_TOOL.get(block.lang)
         if tool and block.body.strip():
+            if tool == "bash" and (findings := _submitted(block.body)) is not None:
+                return ToolCall(id="block-call", name="submit_findings", arguments=json.dumps({"findings": findings}))
             return ToolCall(id="block-call", name=tool, arguments=json.dumps({_ARGUMENT[tool]: block.body}))
     return None
+
+
+def _submitted(command: str) -> str | None:
+    """The text of ``submit_findings "..."`` written as a one-line shell command (the tool's name and its text:
+    the 1.5B's way of calling it), else None."""
+    first, _, rest = command.strip().partition(" ")
+    if first != "submit_findings" or "\n" in command.strip():
+        return None
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    return " ".join(words) or None
 
 
 _LAST_CALL = "No more pilot runs are possible. Call submit_findings now with what your latest experiments showed."
