@@ -7,7 +7,8 @@
 For every row of the given critic datasets (the splits named, all by default) and one local critic model,
 three screeners judge the row's child on its own (the critic benchmark's context, ``verifyless.critic_data.prompt``):
 
-* ``k-vote``: the pointwise critic, k sampled critiques, u = 1 - (majority share of the parsed votes);
+* ``k-vote``: the pointwise critic, k sampled critiques, u = 1 - max_y v_y, where v_y is the share of all k
+  critiques voting y (an unparsed critique counts in the denominator as a vote for nothing);
 * ``probs r=0``: the label-probability critic, one verdict probe right after the prompt;
 * ``probs r=1``: one sampled critique, then a probe after its reasoning.
 
