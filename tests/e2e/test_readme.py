@@ -26,7 +26,7 @@ README = ROOT / "README.md"
 SKIPPED = {
     "verifyless verify path/to/openevolve_folder": "placeholder paths (the OpenEvolve folder is tested in _cli/test_app.py)",
     "verifyless ui": "serves until stopped (its start-up and port checks are in _cli/test_report.py)",
-    "verifyless serve": "downloads 478 MB and builds an engine for minutes, then serves until stopped (opt-in: "
+    "verifyless serve": "downloads a gigabyte and builds an engine for minutes, then serves until stopped (opt-in: "
     "tests/e2e/test_real_model.py; refusals in _cli/test_serve.py, assembly in model/test_served.py)",
     "verifyless run diabetes roles.kind=llm --screener critic": "needs an LLM endpoint (VERIFYLESS_BASE_URL)",
     "verifyless tune screener": "needs an LLM endpoint (--model openai:MODEL)",
