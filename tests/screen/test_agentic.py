@@ -525,3 +525,17 @@ def test_a_bash_block_calling_submit_findings_is_that_tools_call(task: Task) -> 
     _, screening = _screen(_rpm(model), task)
     detail = screening.evidence[screening.ranking[0]].detail
     assert detail["n_pilots"] == 1 and detail["findings"] == ["The pilot printed its line."]
+
+
+def test_findings_before_any_pilot_are_refused(task: Task) -> None:
+    """The 1.5B's first act was to submit invented RMSEs; findings with no pilot behind them are not recorded."""
+    turns: list[Turn] = [
+        [tool("submit_findings", findings="candidate 1 reached 25.7 (invented)")],
+        [tool("python", code="print('ran')")],
+        [tool("submit_findings", findings="the pilot printed ran")],
+    ]
+    model = FakeModel(lambda i, _r: turns[min(i, 2)])
+    _, screening = _screen(_rpm(model), task)
+    detail = screening.evidence[screening.ranking[0]].detail
+    assert detail["findings"] == ["the pilot printed ran"] and detail["n_pilots"] == 1
+    assert "no pilot has run yet" in model.tool_messages()[0]

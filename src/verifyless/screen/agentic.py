@@ -684,6 +684,11 @@ __all__ = [
 async def _submit_findings(
     rpm, ctx: ScreenContext, candidates: Sequence[Candidate], session: _Session, findings: str
 ) -> str:
+    if not session.pilots:  # findings rest on runs: a first submission before any pilot would be invented
+        return (
+            "Not accepted: no pilot has run yet, so there is nothing to report. "
+            "Run one with the python or bash tool first, then submit what it showed."
+        )
     if session.pending:
         return (
             "Not accepted: the proposed experiment has not been run yet. "
