@@ -154,16 +154,19 @@ def block_call(text: str) -> ToolCall | None:
 
 
 def _submitted(command: str) -> str | None:
-    """The text of ``submit_findings "..."`` written as a one-line shell command (the tool's name and its text:
-    the 1.5B's way of calling it), else None."""
-    first, _, rest = command.strip().partition(" ")
-    if first != "submit_findings" or "\n" in command.strip():
+    """The text of ``submit_findings "..."`` written as a shell command (the tool's name and its text: the 1.5B's
+    way of calling it), else None: one line, or one quoted text over several lines; never a script that goes on
+    to other commands."""
+    command = command.strip()
+    if command.partition(" ")[0] != "submit_findings":
         return None
     try:
-        words = shlex.split(rest)
+        words = shlex.split(command)
     except ValueError:
-        words = rest.split()
-    return " ".join(words) or None
+        words = command.split()
+    if len(words) < 2 or ("\n" in command and len(words) != 2):
+        return None
+    return " ".join(words[1:])
 
 
 _LAST_CALL = "No more pilot runs are possible. Call submit_findings now with what your latest experiments showed."
